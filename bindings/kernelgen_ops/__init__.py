@@ -1,0 +1,116 @@
+"""kernelgen's built kernel modules, one subpackage per GPU target.
+
+``from kernelgen_ops import rms_norm`` picks the build that matches the current GPU
+(compute capability 12.1 -> ``gb10``, 9.0 -> ``hopper``). Set ``KERNELGEN_TARGET`` to
+choose one explicitly (plans and generated tests need no GPU), or import a target's
+modules directly: ``from kernelgen_ops.hopper import rms_norm``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from kernelgen_ops._api import (
+    ArgumentError,
+    CudaFatalError,
+    KernelError,
+    LaunchError,
+    NotLaunchedError,
+    Outcome,
+)
+
+__all__ = [
+    "ArgumentError",
+    "CudaFatalError",
+    "KernelError",
+    "LaunchError",
+    "NotLaunchedError",
+    "Outcome",
+    "TargetError",
+    "available_targets",
+    "refresh",
+    "set_strict",
+    "target",
+]
+
+# compute capability -> target name; kept in step with specs/targets.yaml by a test.
+TARGETS = {(12, 1): "gb10", (9, 0): "hopper"}
+
+_here = os.path.dirname(__file__)
+_selected: str | None = None
+
+
+class TargetError(ImportError):
+    """No build of kernelgen_ops matches this machine."""
+
+
+def available_targets() -> list[str]:
+    """Targets whose build is installed next to this package."""
+    return sorted(t for t in set(TARGETS.values()) if os.path.isfile(os.path.join(_here, t, "__init__.py")))
+
+
+def _runtime(name: str) -> ModuleType:
+    return importlib.import_module(f"kernelgen_ops.{name}._runtime")
+
+
+def target() -> str:
+    """The target whose modules ``from kernelgen_ops import X`` returns (chosen once)."""
+    global _selected
+    if _selected is not None:
+        return _selected
+    built = available_targets()
+    forced = os.environ.get("KERNELGEN_TARGET")
+    if forced:
+        if forced not in TARGETS.values():
+            raise TargetError(f"KERNELGEN_TARGET={forced!r} is not a target; targets: {sorted(set(TARGETS.values()))}")
+        if forced not in built:
+            raise TargetError(f"target {forced!r} is not built; run: kernelgen build --target {forced}")
+        _selected = forced
+        return forced
+    if not built:
+        raise TargetError("no kernelgen target is built; run: kernelgen build")
+    rt = _runtime(built[0])  # any build can ask the driver which GPU is present
+    if rt.device_count() < 1:
+        raise TargetError(
+            "no CUDA GPU is visible, so no target can be chosen; set KERNELGEN_TARGET to one of "
+            f"{built} to use plans without a GPU, or import kernelgen_ops.<target>.<module> directly"
+        )
+    dev = max(rt.current_device(), 0)
+    cc = rt.device_capability(dev)
+    name = TARGETS.get(tuple(cc) if cc else None)  # type: ignore[arg-type]
+    if name is None:
+        raise TargetError(
+            f"GPU {dev} has compute capability {cc[0]}.{cc[1] if cc else '?'}; kernelgen builds for "
+            + ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(TARGETS.items()))
+        )
+    if name not in built:
+        raise TargetError(f"this GPU needs target {name!r}, which is not built; run: kernelgen build --target {name}")
+    _selected = name
+    return name
+
+
+def refresh() -> None:
+    """Re-read every module's kill switch from the environment (all built targets)."""
+    for t in available_targets():
+        _runtime(t).refresh()
+
+
+def set_strict(strict: bool = True) -> None:
+    """In strict mode, a launcher that would not launch raises NotLaunchedError instead."""
+    for t in available_targets():
+        _runtime(t).set_strict(strict)
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name.startswith("_"):
+        raise AttributeError(name)
+    t = target()
+    try:
+        mod = importlib.import_module(f"kernelgen_ops.{t}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"kernelgen_ops.{t}.{name}":
+            raise AttributeError(f"kernelgen_ops has no module {name!r} for target {t!r}") from None
+        raise
+    return mod

@@ -1,0 +1,149 @@
+"""The build driver: generate, then configure (once), build and install each target.
+
+Each target gets its own CMake build tree (``build/<target>``) made from kernelgen's
+driver project; ninja decides what to recompile, so a no-op build runs no compiler and
+an edited spec or kernel recompiles only its module's translation units. Built files are
+installed into ``bindings/kernelgen_ops/<target>/`` where ``import kernelgen_ops`` finds
+them (editable installs included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelgen import toolkit
+from kernelgen.errors import BuildError
+from kernelgen.model import Target
+
+DRIVER_DIR = Path(__file__).parent / "cmake"
+_PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
+_COMPILE = re.compile(r"(Building \S+ object|Linking \S+)")
+
+
+@dataclass
+class TargetResult:
+    target: str
+    seconds: float
+    compiled: list[str] = field(default_factory=list)  # what ninja rebuilt
+    configured: bool = False
+
+
+@dataclass
+class BuildOptions:
+    root: Path
+    build_dir: Path
+    install_prefix: Path
+    jobs: int | None = None
+    compiler_launcher: str | None = None
+    verbose: bool = False
+    build_type: str = "Release"
+    extra_cmake_args: Sequence[str] = ()
+
+
+def _run(cmd: list[str], cwd: Path, echo: Callable[[str], None], verbose: bool) -> tuple[int, list[str], list[str]]:
+    """Run a command, streaming progress; returns (exit code, output lines, ninja steps)."""
+    lines: list[str] = []
+    steps: list[str] = []
+    env = dict(os.environ)
+    env.setdefault("NINJA_STATUS", "[%f/%t] ")
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            errors="replace")
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        lines.append(line)
+        m = _PROGRESS.match(line)
+        if m:
+            steps.append(m.group(3))
+            echo(f"  [{m.group(1)}/{m.group(2)}] {_short(m.group(3))}")
+        elif verbose:
+            echo(f"  {line}")
+    return proc.wait(), lines, steps
+
+
+def _short(step: str) -> str:
+    m = re.search(r"Building (\S+) object (\S+)", step)
+    if m:
+        obj = m.group(2).split(".dir/")[-1].removesuffix(".o")
+        return f"compiling {obj} ({m.group(1)})"
+    m = re.search(r"Linking \S+ (?:shared|static)? ?(?:module|library) (\S+)", step)
+    if m:
+        return f"linking {m.group(1).split('/')[-1]}"
+    return step[:120]
+
+
+def _explain_failure(lines: list[str]) -> str:
+    """The most useful part of a failed build log: kernelgen's own checks first."""
+    ours = [ln for ln in lines if "kernelgen: " in ln and ("static assertion" in ln or "static_assert" in ln or ".yaml" in ln)]
+    if ours:
+        msg = ours[0]
+        i = msg.find("kernelgen: ")
+        return msg[i:].strip().strip('"')
+    errors = [ln for ln in lines if re.search(r"\berror\b", ln)]
+    tail = errors[:8] if errors else lines[-25:]
+    return "\n".join(tail)
+
+
+def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> list[str]:
+    args = [
+        toolkit.find_cmake(), "-S", str(DRIVER_DIR), "-B", str(opts.build_dir / target.name), "-G", "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={toolkit.find_ninja()}",
+        f"-DCMAKE_CUDA_COMPILER={tk.nvcc}",
+        f"-DCUDAToolkit_ROOT={tk.root}",
+        f"-DCMAKE_BUILD_TYPE={opts.build_type}",
+        f"-DCMAKE_INSTALL_PREFIX={opts.install_prefix}",
+        f"-DKERNELGEN_ROOT={opts.root}",
+        f"-DKERNELGEN_TARGETS={target.name}",
+        "-DKERNELGEN_INSTALL_DIR=kernelgen_ops",
+        f"-Dpybind11_DIR={toolkit.find_pybind11()}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+    ]
+    if opts.compiler_launcher:
+        args += [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={opts.compiler_launcher}",
+                 f"-DCMAKE_CXX_COMPILER_LAUNCHER={opts.compiler_launcher}"]
+    return args + list(opts.extra_cmake_args)
+
+
+def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
+    tk = toolkit.find_toolkit()
+    results = []
+    for t in targets:
+        start = time.monotonic()
+        res = TargetResult(t.name, 0.0)
+        bdir = opts.build_dir / t.name
+        bdir.mkdir(parents=True, exist_ok=True)
+        args = configure_args(opts, t, tk)
+        stamp = bdir / ".kernelgen-configure.json"
+        if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
+            echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tk.version} from {tk.source}")
+            rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
+            if rc != 0:
+                raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
+            stamp.write_text(json.dumps(args))
+            res.configured = True
+        echo(f"kernelgen: building {t.name} ({t.arch})")
+        cmd = [toolkit.find_cmake(), "--build", str(bdir)]
+        if opts.jobs:
+            cmd += ["--parallel", str(opts.jobs)]
+        rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
+        if rc != 0:
+            raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines)}")
+        res.compiled = [s for s in steps if _COMPILE.search(s)]
+        rc, lines, _ = _run([toolkit.find_cmake(), "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
+                            opts.root, echo, opts.verbose)
+        if rc != 0:
+            raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
+        res.seconds = time.monotonic() - start
+        n = len(res.compiled)
+        echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({n} step{'s' if n != 1 else ''} rebuilt)")
+        results.append(res)
+    return results

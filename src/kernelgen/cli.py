@@ -1,0 +1,143 @@
+"""The ``kernelgen`` command line.
+
+    kernelgen generate [--check]     regenerate generated/ from specs/ (or check it is current)
+    kernelgen build [--target T]     regenerate, then build and install the targets
+    kernelgen list                   the modules, kernels and chains per target
+
+Errors in user input print one message naming file:line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kernelgen import __version__
+from kernelgen.errors import KernelgenError, SpecError
+from kernelgen.loader import load_catalog
+from kernelgen.model import Catalog, Target
+from kernelgen.render import render_catalog
+from kernelgen.writer import check_files, write_files
+
+
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` that holds specs/targets.yaml."""
+    for d in [start, *start.parents]:
+        if (d / "specs" / "targets.yaml").is_file():
+            return d
+    raise KernelgenError(
+        f"no specs/targets.yaml at or above {start}; run kernelgen from a project folder or pass --root"
+    )
+
+
+def _targets(catalog: Catalog, names: list[str] | None) -> list[Target]:
+    if not names:
+        return list(catalog.targets)
+    out = []
+    for n in names:
+        t = catalog.target(n)
+        if t is None:
+            from kernelgen.errors import did_you_mean
+
+            known = [x.name for x in catalog.targets]
+            raise KernelgenError(f"unknown target '{n}' ({did_you_mean(n, known)}); targets are in specs/targets.yaml")
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    root = args.root
+    start = time.monotonic()
+    catalog = load_catalog(root)
+    all_targets = [t.name for t in catalog.targets]
+    files = render_catalog(catalog)
+    if args.check:
+        report = check_files(root, files, all_targets)
+        if report.ok:
+            print(f"kernelgen: generated/ is up to date ({len(files)} files)")
+            return 0
+        for label, paths in (("stale", report.stale), ("missing", report.missing), ("orphaned", report.orphaned)):
+            for p in paths:
+                print(f"{label}: {p}", file=sys.stderr)
+        print("kernelgen: generated/ does not match specs/ and templates; run: kernelgen generate", file=sys.stderr)
+        return 1
+    report = write_files(root, files, all_targets)
+    took = time.monotonic() - start
+    print(
+        f"kernelgen: {len(catalog.modules)} modules, {len(files)} files: {len(report.written)} written, "
+        f"{len(report.unchanged)} unchanged, {len(report.removed)} removed ({took:.2f} s)"
+    )
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from kernelgen.build import BuildOptions, build_targets
+
+    root = args.root
+    catalog = load_catalog(root)
+    targets = _targets(catalog, args.target)
+    files = render_catalog(catalog)
+    report = write_files(root, files, [t.name for t in catalog.targets])
+    print(f"kernelgen: generated {len(files)} files ({len(report.written)} changed, {len(report.removed)} removed)")
+    opts = BuildOptions(
+        root=root,
+        build_dir=(args.build_dir or root / "build").resolve(),
+        install_prefix=(args.install_dir or root / "bindings").resolve(),
+        jobs=args.jobs,
+        compiler_launcher=args.compiler_launcher,
+        verbose=args.verbose,
+    )
+    build_targets(opts, targets)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args.root)
+    for m in catalog.modules:
+        ks = f" (kill switch {m.kill_switch})" if m.kill_switch else ""
+        print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
+        for k in m.kernels:
+            print(f"  {k.name}  targets: {', '.join(k.targets)}")
+        for fb in m.fallbacks:
+            print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelgen", description="CUDA kernel specs -> launchers, bindings, builds.")
+    parser.add_argument("--version", action="version", version=f"kernelgen {__version__}")
+    parser.add_argument("--root", type=Path, help="project root (default: the folder above holding specs/targets.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="regenerate generated/ from specs/")
+    g.add_argument("--check", action="store_true", help="only check generated/ is current; exit 1 when stale")
+    g.set_defaults(func=cmd_generate)
+    b = sub.add_parser("build", help="regenerate, then build and install the targets")
+    b.add_argument("--target", "-t", action="append", help="target to build (repeatable; default: all)")
+    b.add_argument("--jobs", "-j", type=int, help="parallel compile jobs (default: ninja's choice)")
+    b.add_argument("--compiler-launcher", help="compiler cache or launcher for nvcc and c++, e.g. ccache or sccache")
+    b.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build)")
+    b.add_argument("--install-dir", type=Path, help="install prefix (default: <root>/bindings)")
+    b.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
+    b.set_defaults(func=cmd_build)
+    ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
+    ls.set_defaults(func=cmd_list)
+    args = parser.parse_args(argv)
+    try:
+        args.root = (args.root or find_root(Path.cwd())).resolve()
+        return int(args.func(args))
+    except SpecError as exc:
+        print(f"kernelgen: error: {exc}", file=sys.stderr)
+        return 2
+    except KernelgenError as exc:
+        print(f"kernelgen: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kernelgen: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Error types and source locations.
+
+Every error kernelgen raises about user input is a :class:`KernelgenError` whose message
+names the file and line it is about and, where one is known, how to fix it. The CLI prints
+such errors without a traceback and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, order=True)
+class SourceLoc:
+    """A position in a spec file (1-based line and column)."""
+
+    path: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.path
+        return f"{self.path}:{self.line}"
+
+
+class KernelgenError(Exception):
+    """Base of every error kernelgen reports to its user."""
+
+
+class SpecError(KernelgenError):
+    """A spec (or the target registry) is invalid.
+
+    ``field`` is the dotted path of the offending entry (``kernels.rms_norm.grid``).
+    """
+
+    def __init__(self, loc: SourceLoc, field: str, message: str, hint: str = "") -> None:
+        self.loc = loc
+        self.field = field
+        self.message = message
+        self.hint = hint
+        text = f"{loc}: {field}: {message}" if field else f"{loc}: {message}"
+        if hint:
+            text += f" ({hint})"
+        super().__init__(text)
+
+
+class ExprError(KernelgenError):
+    """An expression cannot be evaluated (division by zero, overflow, bad shift)."""
+
+
+class GenerationError(KernelgenError):
+    """Generated output could not be written, or is stale under ``--check``."""
+
+
+class ToolkitError(KernelgenError):
+    """No usable CUDA toolkit, CMake or pybind11 was found."""
+
+
+class BuildError(KernelgenError):
+    """CMake or the compiler failed."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+    """A hint naming the closest valid choice, or listing the valid ones."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return "expected one of: " + ", ".join(sorted(choices)) if choices else ""
+
+
+def relpath(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when inside it, for messages and stamps."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()

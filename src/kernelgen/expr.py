@@ -1,0 +1,413 @@
+"""The expression language of grid, block, shared memory, sizes and predicates.
+
+Spec text is parsed once into a small tree of the node classes below; generated C++ and
+Python are emitted from the tree, never from the text. The grammar is a whitelist:
+
+* integer literals (decimal, at most 2**63 - 1), declared names;
+* ``+ - * // % << >> & |`` and unary ``-``;
+* comparisons ``== != < <= > >=`` (not chained), ``and``, ``or``, ``not``;
+* ``div_ceil(a, b)``, ``min(a, b, ...)``, ``max(a, b, ...)``.
+
+Semantics, the same in C++ and Python: 64-bit signed integers; ``//`` and ``%`` floor
+(Python's rules); ``div_ceil`` is the ceiling quotient. Overflow, division by zero and a
+shift count outside 0..62 are errors, never wrapped values.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kernelgen import pyexpr
+from kernelgen.errors import ExprError
+
+MAX_EXPR_LEN = 512
+MAX_DEPTH = 32
+
+
+class Ty(enum.Enum):
+    INT = "integer"
+    BOOL = "boolean"
+
+
+class Node:
+    """Base of expression nodes. Subclasses are frozen dataclasses."""
+
+    ty: Ty
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def names(self) -> set[str]:
+        out: set[str] = set()
+        stack: list[Node] = [self]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Name):
+                out.add(n.name)
+            stack.extend(n.children())
+        return out
+
+
+@dataclass(frozen=True)
+class Lit(Node):
+    value: int
+    ty: Ty = Ty.INT
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    name: str
+    ty: Ty = Ty.INT
+
+
+@dataclass(frozen=True)
+class Neg(Node):
+    operand: Node
+    ty: Ty = Ty.INT
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class Bin(Node):
+    op: str  # one of ARITH
+    left: Node
+    right: Node
+    ty: Ty = Ty.INT
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Cmp(Node):
+    op: str  # one of COMPARE
+    left: Node
+    right: Node
+    ty: Ty = Ty.BOOL
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Logic(Node):
+    op: str  # "and" | "or"
+    operands: tuple[Node, ...]
+    ty: Ty = Ty.BOOL
+
+    def children(self) -> tuple[Node, ...]:
+        return self.operands
+
+
+@dataclass(frozen=True)
+class Not(Node):
+    operand: Node
+    ty: Ty = Ty.BOOL
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.operand,)
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: str  # one of FUNCTIONS
+    args: tuple[Node, ...]
+    ty: Ty = Ty.INT
+
+    def children(self) -> tuple[Node, ...]:
+        return self.args
+
+
+# operator -> (C++ helper, Python helper, precedence-free text)
+ARITH = {
+    "+": "add",
+    "-": "sub",
+    "*": "mul",
+    "//": "floordiv",
+    "%": "mod",
+    "<<": "shl",
+    ">>": "shr",
+    "&": "bit_and",
+    "|": "bit_or",
+}
+_AST_ARITH = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+}
+COMPARE = {"==", "!=", "<", "<=", ">", ">="}
+_AST_COMPARE = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+}
+FUNCTIONS = {"div_ceil": (2, 2), "min": (2, 8), "max": (2, 8)}
+_FUNC_HELPER = {"div_ceil": "div_ceil", "min": "min_", "max": "max_"}
+
+_ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),")
+
+
+class ParseError(ValueError):
+    """Raised by :func:`parse`; the loader turns it into a located SpecError."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
+    """Parse ``text`` into a checked tree whose free names are all in ``names``.
+
+    ``expect`` is the type the context needs (an integer for geometry, a boolean for a
+    predicate). Raises :class:`ParseError` with a message fit for the user.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"expected an expression, got {type(text).__name__}")
+    if len(text) > MAX_EXPR_LEN:
+        raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}")
+    bad = sorted({c for c in text if c not in _ALLOWED_CHARS})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        raise ParseError(
+            f"character(s) {shown} are not allowed in an expression",
+            "expressions use names, decimal integers, ( ) , and the operators + - * // % << >> & | == != < <= > >=",
+        )
+    if not text.strip():
+        raise ParseError("empty expression")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ParseError(f"syntax error in expression {text!r}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ParseError(f"cannot parse expression {text!r}") from None
+    node = _convert(tree.body, names, 0)
+    if node.ty is not expect:
+        raise ParseError(f"expression {text!r} is {node.ty.value}, but a {expect.value} expression is needed here")
+    return node
+
+
+def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
+    if depth > MAX_DEPTH:
+        raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep")
+    d = depth + 1
+    if isinstance(n, ast.Constant):
+        if isinstance(n.value, bool) or not isinstance(n.value, int):
+            raise ParseError(f"only integer literals are allowed, not {n.value!r}")
+        if n.value > pyexpr.INT64_MAX:
+            raise ParseError(f"integer literal {n.value} does not fit in 64 bits")
+        return Lit(n.value)
+    if isinstance(n, ast.Name):
+        if n.id not in names:
+            hint = ""
+            if names:
+                from kernelgen.errors import did_you_mean
+
+                hint = did_you_mean(n.id, list(names))
+            raise ParseError(f"undefined name '{n.id}'", hint)
+        return Name(n.id)
+    if isinstance(n, ast.UnaryOp):
+        operand = _convert(n.operand, names, d)
+        if isinstance(n.op, ast.USub):
+            _need(operand, Ty.INT, "unary -")
+            if isinstance(operand, Lit):
+                return Lit(-operand.value)
+            return Neg(operand)
+        if isinstance(n.op, ast.Not):
+            _need(operand, Ty.BOOL, "not")
+            return Not(operand)
+        raise ParseError(f"operator {type(n.op).__name__} is not allowed")
+    if isinstance(n, ast.BinOp):
+        op = _AST_ARITH.get(type(n.op))
+        if op is None:
+            raise ParseError(
+                f"operator {type(n.op).__name__} is not allowed",
+                "use // for integer division" if isinstance(n.op, ast.Div) else "",
+            )
+        left, right = _convert(n.left, names, d), _convert(n.right, names, d)
+        _need(left, Ty.INT, op)
+        _need(right, Ty.INT, op)
+        return Bin(op, left, right)
+    if isinstance(n, ast.Compare):
+        if len(n.ops) != 1:
+            raise ParseError("chained comparisons are not allowed", "write 'a < b and b < c'")
+        op = _AST_COMPARE.get(type(n.ops[0]))
+        if op is None:
+            raise ParseError(f"comparison {type(n.ops[0]).__name__} is not allowed")
+        left, right = _convert(n.left, names, d), _convert(n.comparators[0], names, d)
+        _need(left, Ty.INT, op)
+        _need(right, Ty.INT, op)
+        return Cmp(op, left, right)
+    if isinstance(n, ast.BoolOp):
+        op = "and" if isinstance(n.op, ast.And) else "or"
+        operands = tuple(_convert(v, names, d) for v in n.values)
+        for o in operands:
+            _need(o, Ty.BOOL, op)
+        return Logic(op, operands)
+    if isinstance(n, ast.Call):
+        if not isinstance(n.func, ast.Name) or n.func.id not in FUNCTIONS:
+            fname = n.func.id if isinstance(n.func, ast.Name) else "this call"
+            raise ParseError(
+                f"unknown function '{fname}'", "the functions are " + ", ".join(sorted(FUNCTIONS))
+            )
+        if n.keywords:
+            raise ParseError(f"{n.func.id}() takes no keyword arguments")
+        lo, hi = FUNCTIONS[n.func.id]
+        if not lo <= len(n.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise ParseError(f"{n.func.id}() takes {want} arguments, got {len(n.args)}")
+        args = tuple(_convert(a, names, d) for a in n.args)
+        for a in args:
+            _need(a, Ty.INT, f"{n.func.id}()")
+        return Call(n.func.id, args)
+    raise ParseError(f"{type(n).__name__} is not allowed in an expression")
+
+
+def _need(node: Node, ty: Ty, where: str) -> None:
+    if node.ty is not ty:
+        raise ParseError(f"operand of {where} must be {ty.value}, not {node.ty.value}")
+
+
+# ---------------------------------------------------------------- evaluation
+
+def evaluate(node: Node, env: Mapping[str, int]) -> int | bool:
+    """Evaluate with the project's integer semantics; raises ExprError."""
+    if isinstance(node, Lit):
+        return node.value
+    if isinstance(node, Name):
+        return env[node.name]
+    if isinstance(node, Neg):
+        return pyexpr.neg(evaluate(node.operand, env))
+    if isinstance(node, Bin):
+        fn: Callable[[int, int], int] = getattr(pyexpr, ARITH[node.op])
+        return fn(evaluate(node.left, env), evaluate(node.right, env))
+    if isinstance(node, Cmp):
+        a, b = evaluate(node.left, env), evaluate(node.right, env)
+        return {
+            "==": a == b,
+            "!=": a != b,
+            "<": a < b,
+            "<=": a <= b,
+            ">": a > b,
+            ">=": a >= b,
+        }[node.op]
+    if isinstance(node, Logic):
+        if node.op == "and":
+            return all(evaluate(o, env) for o in node.operands)
+        return any(evaluate(o, env) for o in node.operands)
+    if isinstance(node, Not):
+        return not evaluate(node.operand, env)
+    if isinstance(node, Call):
+        fn2 = getattr(pyexpr, _FUNC_HELPER[node.func])
+        return fn2(*(evaluate(a, env) for a in node.args))
+    raise TypeError(f"unknown node {node!r}")
+
+
+def try_constant(node: Node, env: Mapping[str, int]) -> int | bool | None:
+    """The value when every name is in ``env``; None otherwise or on an ExprError."""
+    if not node.names() <= set(env):
+        return None
+    try:
+        return evaluate(node, env)
+    except ExprError:
+        return None
+
+
+# ---------------------------------------------------------------- emission
+
+def to_text(node: Node) -> str:
+    """Canonical, fully parenthesised spec-language text (for reasons and messages)."""
+    if isinstance(node, Lit):
+        return str(node.value)
+    if isinstance(node, Name):
+        return node.name
+    if isinstance(node, Neg):
+        return f"-{_paren(node.operand)}"
+    if isinstance(node, (Bin, Cmp)):
+        return f"{_paren(node.left)} {node.op} {_paren(node.right)}"
+    if isinstance(node, Logic):
+        return f" {node.op} ".join(_paren(o) for o in node.operands)
+    if isinstance(node, Not):
+        return f"not {_paren(node.operand)}"
+    if isinstance(node, Call):
+        return f"{node.func}(" + ", ".join(to_text(a) for a in node.args) + ")"
+    raise TypeError(f"unknown node {node!r}")
+
+
+def _paren(node: Node) -> str:
+    if isinstance(node, (Lit, Name, Call)):
+        return to_text(node)
+    return f"({to_text(node)})"
+
+
+def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
+    """C++ over int64_t using the checked helpers of kernelgen/runtime.h.
+
+    Every arithmetic operation goes through ``kg::x_*(a, b, err)`` which records the first
+    error in ``err`` (a ``kg::ExprStatus&`` named ``err`` in the enclosing code).
+    """
+    if isinstance(node, Lit):
+        if node.value == pyexpr.INT64_MIN:
+            return "INT64_MIN"
+        return f"int64_t{{{node.value}}}" if node.value < 0 else f"int64_t{{{node.value}}}"
+    if isinstance(node, Name):
+        return name_map(node.name)
+    if isinstance(node, Neg):
+        return f"kg::x_neg({to_cpp(node.operand, name_map)}, err)"
+    if isinstance(node, Bin):
+        return f"kg::x_{ARITH[node.op]}({to_cpp(node.left, name_map)}, {to_cpp(node.right, name_map)}, err)"
+    if isinstance(node, Cmp):
+        return f"({to_cpp(node.left, name_map)} {node.op} {to_cpp(node.right, name_map)})"
+    if isinstance(node, Logic):
+        op = " && " if node.op == "and" else " || "
+        return "(" + op.join(to_cpp(o, name_map) for o in node.operands) + ")"
+    if isinstance(node, Not):
+        return f"!{to_cpp(node.operand, name_map)}"
+    if isinstance(node, Call):
+        args = [to_cpp(a, name_map) for a in node.args]
+        if node.func == "div_ceil":
+            return f"kg::x_div_ceil({args[0]}, {args[1]}, err)"
+        acc = args[0]
+        for a in args[1:]:
+            acc = f"kg::x_{node.func}({acc}, {a})"
+        return acc
+    raise TypeError(f"unknown node {node!r}")
+
+
+def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x") -> str:
+    """Python source calling the helpers of :mod:`kernelgen.pyexpr` (imported as ``helpers``)."""
+    if isinstance(node, Lit):
+        return str(node.value)
+    if isinstance(node, Name):
+        return name_map(node.name)
+    if isinstance(node, Neg):
+        return f"{helpers}.neg({to_python(node.operand, name_map, helpers)})"
+    if isinstance(node, Bin):
+        return (
+            f"{helpers}.{ARITH[node.op]}({to_python(node.left, name_map, helpers)}, "
+            f"{to_python(node.right, name_map, helpers)})"
+        )
+    if isinstance(node, Cmp):
+        return f"({to_python(node.left, name_map, helpers)} {node.op} {to_python(node.right, name_map, helpers)})"
+    if isinstance(node, Logic):
+        return "(" + f" {node.op} ".join(to_python(o, name_map, helpers) for o in node.operands) + ")"
+    if isinstance(node, Not):
+        return f"(not {to_python(node.operand, name_map, helpers)})"
+    if isinstance(node, Call):
+        args = ", ".join(to_python(a, name_map, helpers) for a in node.args)
+        return f"{helpers}.{_FUNC_HELPER[node.func]}({args})"
+    raise TypeError(f"unknown node {node!r}")

@@ -1,0 +1,743 @@
+"""Spec loading: YAML nodes -> the typed model, with every check that needs no compiler.
+
+Errors carry the spec file, line and field path, and say how to fix the problem.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from kernelgen import expr
+from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
+from kernelgen.model import (
+    ELEMS,
+    SCALARS,
+    Arg,
+    Catalog,
+    Clause,
+    Fallback,
+    Kernel,
+    KernelRef,
+    Module,
+    Target,
+    Variants,
+)
+from kernelgen.yamlio import YMap, YNode, YScalar, YSeq, load
+
+T = TypeVar("T")
+
+# Names that cannot be used for modules, kernels, arguments or constants: they would
+# break the generated C++, C or Python, or collide with what the generator defines.
+CPP_KEYWORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+    char16_t char32_t class compl concept const consteval constexpr constinit const_cast
+    continue co_await co_return co_yield decltype default delete do double dynamic_cast else
+    enum explicit export extern false float for friend goto if inline int long mutable
+    namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+    register reinterpret_cast requires return short signed sizeof static static_assert
+    static_cast struct switch template this thread_local throw true try typedef typeid
+    typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    restrict _Bool _Complex _Generic _Noreturn _Static_assert _Thread_local
+    main NULL errno assert offsetof""".split()
+)
+PY_RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | {"None", "self", "cls"}
+CUDA_RESERVED = frozenset(
+    "threadIdx blockIdx blockDim gridDim warpSize dim3 cudaStream_t kg kernelgen std "
+    "div_ceil min max plan stream".split()
+)
+RESERVED = CPP_KEYWORDS | PY_RESERVED | CUDA_RESERVED
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_MODULE = re.compile(r"[a-z][a-z0-9_]{0,47}")
+_SYMBOL = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*(?:<\s*-?[0-9]+(?:\s*,\s*-?[0-9]+)*\s*>)?")
+_ENV = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+_SOURCE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
+_ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
+_CC = re.compile(r"([0-9]{1,2})\.([0-9])")
+_TYPE = re.compile(r"(const\s+)?([a-z0-9_]+)\s*(\*)?")
+MAX_TEXT = 2000
+MAX_LIST = 64
+
+
+class _Ctx:
+    """Where we are: the file and the dotted field path, for error messages."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fields: list[str] = []
+
+    @property
+    def field(self) -> str:
+        return ".".join(self.fields).replace(".[", "[")
+
+    @contextmanager
+    def at(self, name: str) -> Iterator[None]:
+        self.fields.append(name)
+        try:
+            yield
+        finally:
+            self.fields.pop()
+
+    def error(self, loc: SourceLoc, message: str, hint: str = "") -> SpecError:
+        return SpecError(loc, self.field, message, hint)
+
+
+def _fields(ctx: _Ctx, node: YNode, required: set[str], optional: set[str]) -> dict[str, YNode]:
+    """The mapping's entries by key; unknown keys and missing required keys are errors."""
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, f"expected a mapping, got {_kind(node)}")
+    out: dict[str, YNode] = {}
+    allowed = required | optional
+    for key, value in node.items:
+        name = key.value
+        if not isinstance(name, str) or name not in allowed:
+            with ctx.at(str(name)):
+                raise ctx.error(key.loc, "unknown key", did_you_mean(str(name), allowed))
+        out[name] = value
+    missing = sorted(required - set(out))
+    if missing:
+        raise ctx.error(node.loc, f"missing required key '{missing[0]}'")
+    return out
+
+
+def _kind(node: YNode) -> str:
+    if isinstance(node, YMap):
+        return "a mapping"
+    if isinstance(node, YSeq):
+        return "a list"
+    v = node.value
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return f"boolean {str(v).lower()}"
+    if isinstance(v, int):
+        return f"integer {v}"
+    return f"string {v!r}" if len(v) < 60 else "a string"
+
+
+def _str(ctx: _Ctx, node: YNode, what: str = "a string") -> str:
+    if not isinstance(node, YScalar) or not isinstance(node.value, str):
+        raise ctx.error(node.loc, f"expected {what}, got {_kind(node)}")
+    return node.value
+
+
+def _int(ctx: _Ctx, node: YNode, lo: int | None = None, hi: int | None = None) -> int:
+    if not isinstance(node, YScalar) or isinstance(node.value, bool) or not isinstance(node.value, int):
+        raise ctx.error(node.loc, f"expected an integer, got {_kind(node)}")
+    v = node.value
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ctx.error(node.loc, f"{v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def _bool(ctx: _Ctx, node: YNode) -> bool:
+    if not isinstance(node, YScalar) or not isinstance(node.value, bool):
+        raise ctx.error(node.loc, f"expected true or false, got {_kind(node)}")
+    return node.value
+
+
+def _list(ctx: _Ctx, node: YNode, item: Callable[[YNode], T], max_len: int = MAX_LIST) -> list[T]:
+    if not isinstance(node, YSeq):
+        raise ctx.error(node.loc, f"expected a list, got {_kind(node)}")
+    if len(node.items) > max_len:
+        raise ctx.error(node.loc, f"{len(node.items)} entries; the limit is {max_len}")
+    out = []
+    for i, n in enumerate(node.items):
+        with ctx.at(f"[{i}]"):
+            out.append(item(n))
+    return out
+
+
+def _text(ctx: _Ctx, node: YNode, one_line: bool) -> str:
+    """Free text (summaries, docs): rendered only inertly, but kept printable."""
+    s = _str(ctx, node, "text")
+    if len(s) > MAX_TEXT:
+        raise ctx.error(node.loc, f"text is {len(s)} characters; the limit is {MAX_TEXT}")
+    for ch in s:
+        if ch == "\n" and not one_line:
+            continue
+        if not ch.isprintable():
+            raise ctx.error(
+                node.loc, f"text contains the control or separator character U+{ord(ch):04X}",
+                "summaries are one line of printable text",
+            )
+    return s.strip()
+
+
+def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Pattern[str] = _IDENT) -> str:
+    if not isinstance(name, str) or not pattern.fullmatch(name):
+        raise ctx.error(loc, f"{name!r} is not a valid {what}", f"use letters, digits and '_' matching {pattern.pattern}")
+    if name in RESERVED or name.startswith("__") or name.startswith("kg_"):
+        raise ctx.error(loc, f"'{name}' is reserved and cannot be used as a {what}", "choose another name")
+    return name
+
+
+# ------------------------------------------------------------------ targets
+
+
+def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
+    rel = relpath(path, root)
+    if not path.is_file():
+        raise SpecError(SourceLoc(rel), "", "target registry not found", "create specs/targets.yaml")
+    node = load(rel, path.read_bytes())
+    ctx = _Ctx(rel)
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, "expected a mapping of target names to their settings")
+    targets = []
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
+        with ctx.at(name):
+            f = _fields(
+                ctx, value,
+                {"arch", "compute_capability", "max_shared_mem_per_block_optin"},
+                {"max_threads_per_block", "max_block_dims"},
+            )
+            with ctx.at("arch"):
+                arch = _str(ctx, f["arch"])
+                if not _ARCH.fullmatch(arch):
+                    raise ctx.error(f["arch"].loc, f"'{arch}' is not an nvcc architecture", "e.g. sm_90a")
+            with ctx.at("compute_capability"):
+                cc_text = _str(ctx, f["compute_capability"], "a quoted string like \"9.0\"")
+                m = _CC.fullmatch(cc_text)
+                if not m:
+                    raise ctx.error(f["compute_capability"].loc, f"'{cc_text}' is not MAJOR.MINOR")
+                cc = (int(m.group(1)), int(m.group(2)))
+            with ctx.at("max_threads_per_block"):
+                mtpb = _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f else 1024
+            with ctx.at("max_block_dims"):
+                dims = (
+                    _list(ctx, f["max_block_dims"], lambda n: _int(ctx, n, 1, 4096))
+                    if "max_block_dims" in f else [1024, 1024, 64]
+                )
+                if len(dims) != 3:
+                    raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
+            with ctx.at("max_shared_mem_per_block_optin"):
+                smem = _int(ctx, f["max_shared_mem_per_block_optin"], 0, 1 << 30)
+            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem))
+    if not targets:
+        raise ctx.error(node.loc, "no targets defined")
+    return tuple(sorted(targets, key=lambda t: t.name))
+
+
+# ------------------------------------------------------------------ modules
+
+
+def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
+    """Load ``specs/targets.yaml`` and every module spec under the spec directory."""
+    root = root.resolve()
+    spec_dir = (spec_dir or root / "specs").resolve()
+    targets = load_targets(spec_dir / "targets.yaml", root)
+    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name != "targets.yaml")
+    if list(spec_dir.glob("*.yml")):
+        bad = sorted(spec_dir.glob("*.yml"))[0]
+        raise SpecError(SourceLoc(relpath(bad, root)), "", "spec files must end in .yaml")
+    modules = [load_module(p, root, targets) for p in paths]
+    seen: dict[str, Module] = {}
+    for m in modules:
+        if m.name in seen:
+            raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
+        seen[m.name] = m
+    catalog = Catalog(root.as_posix(), targets, tuple(sorted(modules, key=lambda m: m.name)))
+    check_fallbacks(catalog)
+    return catalog
+
+
+MODULE_KEYS = {"module", "summary", "sources", "kernels"}
+MODULE_OPTIONAL = {"doc", "kill_switch", "constants", "fallbacks"}
+KERNEL_KEYS = {"summary", "args", "grid", "block", "examples"}
+KERNEL_OPTIONAL = {
+    "symbol", "doc", "targets", "host_args", "shared_mem", "skip_if", "applies_if", "requires", "variants",
+}
+
+
+def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
+    rel = relpath(path, root)
+    node = load(rel, path.read_bytes())
+    ctx = _Ctx(rel)
+    f = _fields(ctx, node, MODULE_KEYS, MODULE_OPTIONAL)
+    with ctx.at("module"):
+        name = _ident(ctx, f["module"].loc, _str(ctx, f["module"]), "module name", _MODULE)
+        if path.stem != name:
+            raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}")
+    with ctx.at("summary"):
+        summary = _text(ctx, f["summary"], one_line=True)
+    if "doc" in f:
+        with ctx.at("doc"):
+            _text(ctx, f["doc"], one_line=False)
+    with ctx.at("sources"):
+        sources = tuple(_list(ctx, f["sources"], lambda n: _source(ctx, n, root)))
+        if not sources:
+            raise ctx.error(f["sources"].loc, "at least one source file is needed")
+        if len(set(sources)) != len(sources):
+            raise ctx.error(f["sources"].loc, "a source is listed twice")
+    kill = None
+    if "kill_switch" in f:
+        with ctx.at("kill_switch"):
+            kill = _str(ctx, f["kill_switch"], "an environment variable name")
+            if not _ENV.fullmatch(kill):
+                raise ctx.error(
+                    f["kill_switch"].loc, f"{kill!r} is not a valid environment variable name",
+                    "use upper-case letters, digits and '_', e.g. METRALE_NO_ATTN_FA128",
+                )
+    constants: dict[str, int] = {}
+    if "constants" in f:
+        with ctx.at("constants"):
+            constants = _constants(ctx, f["constants"])
+    with ctx.at("kernels"):
+        kn = f["kernels"]
+        if not isinstance(kn, YMap) or not kn.items:
+            raise ctx.error(kn.loc, "expected a mapping of kernel names to kernels")
+        kernels = []
+        target_names = [t.name for t in targets]
+        for key, value in kn.items:
+            kname = _ident(ctx, key.loc, key.value, "kernel name")
+            with ctx.at(kname):
+                kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
+    names = {k.name for k in kernels}
+    for c in constants:
+        if c in names:
+            raise SpecError(f["constants"].loc, f"constants.{c}", f"constant '{c}' has the name of a kernel")
+    symbols: dict[str, str] = {}
+    for k in kernels:
+        for s in k.symbols():
+            if s in symbols and symbols[s] != k.name:
+                raise SpecError(k.loc, f"kernels.{k.name}.symbol", f"symbol '{s}' is also used by kernel '{symbols[s]}'")
+            symbols[s] = k.name
+    fallbacks: list[Fallback] = []
+    if "fallbacks" in f:
+        with ctx.at("fallbacks"):
+            fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
+    return Module(
+        name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
+        tuple(kernels), tuple(fallbacks),
+    )
+
+
+def _source(ctx: _Ctx, node: YNode, root: Path) -> str:
+    s = _str(ctx, node, "a source path")
+    if not _SOURCE.fullmatch(s) or ".." in s.split("/") or "//" in s:
+        raise ctx.error(node.loc, f"{s!r} is not a valid source path", "a relative path like kernels/dflash/x.cu")
+    if not s.endswith((".cu", ".cuh", ".h", ".hpp")):
+        raise ctx.error(node.loc, f"{s!r} is not a CUDA source", "sources end in .cu, .cuh, .h or .hpp")
+    if not (root / s).is_file():
+        raise ctx.error(node.loc, f"source file {s} does not exist", f"paths are relative to {root}")
+    return s
+
+
+def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, f"expected a mapping of names to integers, got {_kind(node)}")
+    out: dict[str, int] = {}
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "constant name")
+        with ctx.at(name):
+            if isinstance(value, YScalar) and isinstance(value.value, int) and not isinstance(value.value, bool):
+                out[name] = value.value
+                continue
+            tree = _expr(ctx, value, dict.fromkeys(out, 0), expr.Ty.INT)
+            try:
+                out[name] = int(expr.evaluate(tree, out))
+            except Exception as exc:  # ExprError: division by zero, overflow
+                raise ctx.error(value.loc, f"cannot evaluate constant: {exc}") from None
+    return out
+
+
+def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> expr.Node:
+    if isinstance(node, YScalar) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if ty is not expr.Ty.INT:
+            raise ctx.error(node.loc, f"expected a boolean expression, got {_kind(node)}")
+        if not -(1 << 63) <= node.value < (1 << 63):
+            raise ctx.error(node.loc, f"integer {node.value} does not fit in 64 bits")
+        return expr.Lit(node.value)
+    text = _str(ctx, node, "an expression")
+    try:
+        return expr.parse(text, names, ty)
+    except expr.ParseError as exc:
+        hint = exc.hint
+        if text.count("(") != text.count(")"):
+            hint = "inside [ ] quote expressions that contain commas: 'div_ceil(q_len, 128)'"
+        raise ctx.error(node.loc, exc.message, hint) from None
+
+
+def _expr_items(node: YSeq) -> YSeq:
+    """Rejoin expressions that a YAML flow list split at their commas.
+
+    ``[n, div_ceil(q_len, 128), 1]`` reads as four plain items in YAML; an item whose
+    parentheses do not balance is joined with the following ones until they do.
+    """
+    out: list[YNode] = []
+    pending: YScalar | None = None
+    for item in node.items:
+        if pending is not None:
+            if not (isinstance(item, YScalar) and not item.quoted and item.value is not None):
+                out.append(pending)
+                pending = None
+                out.append(item)
+                continue
+            pending = YScalar(pending.loc, f"{pending.value}, {item.value}", False)
+        elif isinstance(item, YScalar) and isinstance(item.value, str) and not item.quoted:
+            pending = item
+        else:
+            out.append(item)
+            continue
+        text = str(pending.value)
+        if text.count("(") <= text.count(")"):
+            out.append(pending)
+            pending = None
+    if pending is not None:
+        out.append(pending)
+    return YSeq(node.loc, tuple(out))
+
+
+def _type(ctx: _Ctx, node: YNode, loc: SourceLoc) -> tuple[str, bool, bool]:
+    """Parse ``const bf16*``: (base, const, pointer)."""
+    text = _str(ctx, node, "a type such as u32 or const bf16*")
+    m = _TYPE.fullmatch(text.strip())
+    if not m:
+        raise ctx.error(loc, f"{text!r} is not a type", "e.g. u32, f32, const bf16*, i64*")
+    const, base, star = bool(m.group(1)), m.group(2), bool(m.group(3))
+    if star:
+        if base not in ELEMS:
+            raise ctx.error(loc, f"unknown element type '{base}'", did_you_mean(base, list(ELEMS)))
+    else:
+        if const:
+            raise ctx.error(loc, "'const' applies only to pointers")
+        if base not in SCALARS:
+            hint = "pointers end in '*'" if base in ELEMS and base not in SCALARS else did_you_mean(base, list(SCALARS))
+            raise ctx.error(loc, f"unknown scalar type '{base}'", hint)
+    return base, const, star
+
+
+def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> list[tuple[Arg, YNode | None]]:
+    """Arguments without their size expressions (those need every name declared first)."""
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, f"expected a mapping of argument names to types, got {_kind(node)}")
+    out = []
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "argument name")
+        if name.startswith("_"):
+            raise ctx.error(key.loc, f"argument '{name}' starts with '_'", "that prefix is reserved")
+        if name in taken:
+            raise ctx.error(key.loc, f"argument '{name}' is declared twice (also at line {taken[name].line})")
+        taken[name] = key.loc
+        with ctx.at(name):
+            size_node = None
+            contiguous = True
+            if isinstance(value, YMap):
+                f = _fields(ctx, value, {"type"}, {"size", "contiguous"})
+                type_node = f["type"]
+                size_node = f.get("size")
+                if "contiguous" in f:
+                    with ctx.at("contiguous"):
+                        contiguous = _bool(ctx, f["contiguous"])
+            else:
+                type_node = value
+            base, const, star = _type(ctx, type_node, type_node.loc)
+            if star and host:
+                raise ctx.error(type_node.loc, "host arguments must be scalars", "pointers belong under args")
+            if not star and (size_node is not None or not contiguous):
+                raise ctx.error(value.loc, "'size' and 'contiguous' apply only to pointers")
+            if not star and host and not SCALARS[base].is_integer:
+                raise ctx.error(type_node.loc, "host arguments must be integers")
+            arg = (
+                Arg(name, key.loc, elem=ELEMS[base], const=const, contiguous=contiguous, host=host)
+                if star else Arg(name, key.loc, scalar=SCALARS[base], host=host)
+            )
+            out.append((arg, size_node))
+    return out
+
+
+def _kernel(
+    ctx: _Ctx, name: str, loc: SourceLoc, node: YNode, constants: dict[str, int],
+    target_names: list[str], targets: tuple[Target, ...],
+) -> Kernel:
+    f = _fields(ctx, node, KERNEL_KEYS, KERNEL_OPTIONAL)
+    with ctx.at("summary"):
+        summary = _text(ctx, f["summary"], one_line=True)
+    if "doc" in f:
+        with ctx.at("doc"):
+            _text(ctx, f["doc"], one_line=False)
+    symbol = name
+    if "symbol" in f:
+        with ctx.at("symbol"):
+            symbol = _symbol(ctx, f["symbol"])
+    kernel_targets = tuple(target_names)
+    if "targets" in f:
+        with ctx.at("targets"):
+            def one(n: YNode) -> str:
+                t = _str(ctx, n, "a target name")
+                if t not in target_names:
+                    raise ctx.error(n.loc, f"unknown target '{t}'", did_you_mean(t, target_names))
+                return t
+            kernel_targets = tuple(sorted(set(_list(ctx, f["targets"], one))))
+            if not kernel_targets:
+                raise ctx.error(f["targets"].loc, "at least one target is needed (or leave 'targets' out)")
+    taken: dict[str, SourceLoc] = {}
+    for c in constants:
+        taken[c] = loc
+    with ctx.at("args"):
+        raw_args = _args(ctx, f["args"], False, taken)
+        if not raw_args:
+            raise ctx.error(f["args"].loc, "a kernel needs at least one argument")
+    raw_host: list[tuple[Arg, YNode | None]] = []
+    if "host_args" in f:
+        with ctx.at("host_args"):
+            raw_host = _args(ctx, f["host_args"], True, taken)
+    int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
+    float_names = {a.name for a, _ in raw_args if a.scalar is not None and not a.scalar.is_integer}
+    ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
+    names: dict[str, object] = {**int_names, **constants}
+
+    def ex(n: YNode, ty: expr.Ty) -> expr.Node:
+        try:
+            return _expr(ctx, n, names, ty)
+        except SpecError as e:
+            bad = re.search(r"undefined name '(\w+)'", e.message)
+            if bad and bad.group(1) in float_names | ptr_names:
+                kind = "a float" if bad.group(1) in float_names else "a pointer"
+                raise ctx.error(n.loc, f"'{bad.group(1)}' is {kind}; expressions use integer arguments only") from None
+            raise
+
+    def finish(pairs: list[tuple[Arg, YNode | None]]) -> tuple[Arg, ...]:
+        out = []
+        for a, size_node in pairs:
+            if size_node is not None:
+                with ctx.at(a.name), ctx.at("size"):
+                    a = Arg(a.name, a.loc, elem=a.elem, const=a.const, size=ex(size_node, expr.Ty.INT),
+                            contiguous=a.contiguous, host=a.host)
+            out.append(a)
+        return tuple(out)
+
+    args, host_args = finish(raw_args), finish(raw_host)
+
+    def dims(key: str) -> tuple[expr.Node, expr.Node, expr.Node]:
+        with ctx.at(key):
+            n = f[key]
+            if isinstance(n, YSeq):
+                n = _expr_items(n)
+                items = _list(ctx, n, lambda i: ex(i, expr.Ty.INT), 3)
+            else:
+                raise ctx.error(n.loc, f"expected a list of 3 expressions [x, y, z], got {_kind(n)}")
+            if len(items) != 3:
+                texts = [i.value for i in n.items if isinstance(i, YScalar)]
+                hint = ""
+                if any(isinstance(t, str) and t.count("(") != t.count(")") for t in texts):
+                    hint = "quote expressions that contain commas: 'div_ceil(q_len, 128)'"
+                raise ctx.error(n.loc, f"expected 3 entries [x, y, z], got {len(items)}", hint)
+            return items[0], items[1], items[2]
+
+    grid = dims("grid")
+    block = dims("block")
+    shared_mem: expr.Node = expr.Lit(0)
+    if "shared_mem" in f:
+        with ctx.at("shared_mem"):
+            shared_mem = ex(f["shared_mem"], expr.Ty.INT)
+
+    def clauses(key: str) -> tuple[Clause, ...]:
+        if key not in f:
+            return ()
+        with ctx.at(key):
+            n = f[key]
+            if isinstance(n, YSeq):
+                n = _expr_items(n)
+            items = n.items if isinstance(n, YSeq) else (n,)
+            out = []
+            for i, item in enumerate(items):
+                with ctx.at(f"[{i}]") if isinstance(n, YSeq) else _nullctx():
+                    tree = ex(item, expr.Ty.BOOL)
+                    out.append(Clause(tree, expr.to_text(tree), item.loc))
+            return tuple(out)
+
+    skip_if, applies_if, requires = clauses("skip_if"), clauses("applies_if"), clauses("requires")
+    variants = None
+    if "variants" in f:
+        with ctx.at("variants"):
+            variants = _variants(ctx, f["variants"], int_names)
+        if "symbol" in f:
+            raise SpecError(f["symbol"].loc, f"kernels.{name}.symbol", "give either 'symbol' or 'variants', not both")
+    all_int = {a.name for a in args + host_args if a.is_int}
+    with ctx.at("examples"):
+        examples = _examples(ctx, f["examples"], all_int)
+    kernel = Kernel(
+        name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
+        skip_if, applies_if, requires, examples, variants,
+    )
+    _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
+    return kernel
+
+
+@contextmanager
+def _nullctx() -> Iterator[None]:
+    yield
+
+
+def _symbol(ctx: _Ctx, node: YNode) -> str:
+    s = _str(ctx, node, "a __global__ function name")
+    if not _SYMBOL.fullmatch(s):
+        raise ctx.error(node.loc, f"{s!r} is not a C++ function name", "e.g. my_kernel or my_kernel<256>")
+    base = re.split(r"[<:]", s.split("::")[-1])[0]
+    if base in CPP_KEYWORDS:
+        raise ctx.error(node.loc, f"'{base}' is a C++ keyword")
+    return re.sub(r"\s+", "", s)
+
+
+def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object]) -> Variants:
+    f = _fields(ctx, node, {"arg", "symbols"}, set())
+    with ctx.at("arg"):
+        on = _str(ctx, f["arg"], "an integer argument name")
+        if on not in int_names:
+            raise ctx.error(f["arg"].loc, f"'{on}' is not an integer argument", did_you_mean(on, list(int_names)))
+    with ctx.at("symbols"):
+        sn = f["symbols"]
+        if not isinstance(sn, YMap) or not sn.items:
+            raise ctx.error(sn.loc, "expected a mapping of values to __global__ function names")
+        pairs = []
+        for key, value in sn.items:
+            if not isinstance(key.value, int) or isinstance(key.value, bool):
+                raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {key.value!r}")
+            with ctx.at(str(key.value)):
+                pairs.append((key.value, _symbol(ctx, value)))
+    return Variants(on, tuple(sorted(pairs)), node.loc)
+
+
+def _examples(ctx: _Ctx, node: YNode, int_names: set[str]) -> tuple[tuple[tuple[str, int], ...], ...]:
+    def one(n: YNode) -> dict[str, int]:
+        if not isinstance(n, YMap):
+            raise ctx.error(n.loc, f"expected a mapping of integer arguments to values, got {_kind(n)}")
+        out = {}
+        for key, value in n.items:
+            k = str(key.value)
+            if k not in int_names:
+                raise ctx.error(key.loc, f"'{k}' is not an integer argument", did_you_mean(k, int_names))
+            with ctx.at(k):
+                out[k] = _int(ctx, value, -(1 << 63), (1 << 64) - 1)
+        return out
+
+    items = _list(ctx, node, one, 32)
+    if not items:
+        raise ctx.error(node.loc, "at least one example is needed")
+    missing = sorted(int_names - set(items[0]))
+    if missing:
+        raise ctx.error(node.loc, f"the first example must give every integer argument; missing '{missing[0]}'")
+    full = []
+    for e in items:  # later examples inherit what they leave out from the first
+        merged = {**items[0], **e}
+        full.append(tuple(sorted(merged.items())))
+    return tuple(full)
+
+
+def _check_examples_and_limits(
+    ctx: _Ctx, k: Kernel, f: dict[str, YNode], constants: dict[str, int], targets: list[Target]
+) -> None:
+    """Check argument ranges and clauses on the examples, and device limits per target."""
+    from kernelgen.errors import ExprError
+
+    for i, ex in enumerate(k.examples):
+        env = dict(ex)
+        loc = f["examples"].items[i].loc if isinstance(f["examples"], YSeq) else f["examples"].loc
+        with ctx.at(f"examples[{i}]"):
+            for a in k.int_args:
+                assert a.scalar is not None and a.scalar.lo is not None
+                if not a.scalar.lo <= env[a.name] <= a.scalar.hi:  # type: ignore[operator]
+                    raise ctx.error(loc, f"{a.name}={env[a.name]} does not fit {a.scalar.spelling}")
+            env.update(constants)
+            if i == 0:
+                try:
+                    for c in k.skip_if:
+                        if expr.evaluate(c.expr, env):
+                            raise ctx.error(loc, f"the first example must launch, but skip_if '{c.text}' holds")
+                    for c in k.applies_if + k.requires:
+                        if not expr.evaluate(c.expr, env):
+                            raise ctx.error(loc, f"the first example must launch, but '{c.text}' fails")
+                    if k.variants and env[k.variants.on] not in dict(k.variants.symbols):
+                        raise ctx.error(loc, f"the first example's {k.variants.on} has no variant")
+                except ExprError as exc:
+                    raise ctx.error(loc, f"cannot evaluate the clauses: {exc}") from None
+    # Device limits: block size and shared memory, wherever they are known at generation
+    # time (constants), or over the examples and variant values otherwise.
+    envs = [dict(e) | constants for e in k.examples]
+    if k.variants:
+        envs += [dict(k.examples[0]) | constants | {k.variants.on: v} for v, _ in k.variants.symbols]
+    for t in targets:
+        for env in envs:
+            try:
+                block = [int(expr.evaluate(b, env)) for b in k.block]
+                smem = int(expr.evaluate(k.shared_mem, env))
+            except ExprError as exc:
+                raise ctx.error(f["block"].loc, f"cannot evaluate block/shared_mem for {env}: {exc}") from None
+            for axis, (b, lim) in enumerate(zip(block, t.max_block_dims)):
+                if not 1 <= b <= lim:
+                    with ctx.at(f"block[{axis}]"):
+                        raise ctx.error(f["block"].loc, f"block dimension {b} is outside 1..{lim} on target '{t.name}'")
+            if block[0] * block[1] * block[2] > t.max_threads_per_block:
+                with ctx.at("block"):
+                    raise ctx.error(
+                        f["block"].loc,
+                        f"{block[0] * block[1] * block[2]} threads per block exceeds {t.max_threads_per_block} on target '{t.name}'",
+                    )
+            if not 0 <= smem <= t.max_shared_mem_per_block_optin:
+                with ctx.at("shared_mem"):
+                    raise ctx.error(
+                        f.get("shared_mem", f["block"]).loc,
+                        f"{smem} bytes of dynamic shared memory exceeds the {t.max_shared_mem_per_block_optin}-byte "
+                        f"opt-in limit of target '{t.name}' ({t.arch})",
+                        "shrink the tiles, or list only the targets that fit under 'targets'",
+                    )
+
+
+def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[Fallback]:
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, f"expected a mapping of chain names to kernel lists, got {_kind(node)}")
+    out = []
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "fallback name")
+        if name in kernels:
+            raise ctx.error(key.loc, f"fallback '{name}' has the name of a kernel")
+        with ctx.at(name):
+            def ref(n: YNode) -> KernelRef:
+                s = _str(ctx, n, "a kernel name or module.kernel")
+                parts = s.split(".")
+                if len(parts) == 1:
+                    return KernelRef(module, _ident(ctx, n.loc, parts[0], "kernel name"), n.loc)
+                if len(parts) == 2:
+                    return KernelRef(
+                        _ident(ctx, n.loc, parts[0], "module name", _MODULE),
+                        _ident(ctx, n.loc, parts[1], "kernel name"), n.loc,
+                    )
+                raise ctx.error(n.loc, f"{s!r} is not a kernel name or module.kernel")
+            members = tuple(_list(ctx, value, ref, 16))
+            if len(members) < 2:
+                raise ctx.error(value.loc, "a fallback chain needs at least two kernels")
+            if len({m.qualname for m in members}) != len(members):
+                raise ctx.error(value.loc, "a kernel appears twice in the chain")
+            out.append(Fallback(name, key.loc, members))
+    return out
+
+
+def check_fallbacks(catalog: Catalog) -> None:
+    """Chains name kernels that exist, whose same-named arguments agree in type."""
+    for m in catalog.modules:
+        for fb in m.fallbacks:
+            seen: dict[str, tuple[str, str]] = {}
+            for ref in fb.members:
+                owner = catalog.module(ref.module)
+                if owner is None:
+                    raise SpecError(ref.loc, f"fallbacks.{fb.name}", f"unknown module '{ref.module}'",
+                                    did_you_mean(ref.module, [x.name for x in catalog.modules]))
+                k = owner.kernel(ref.kernel)
+                if k is None:
+                    raise SpecError(ref.loc, f"fallbacks.{fb.name}", f"module '{ref.module}' has no kernel '{ref.kernel}'",
+                                    did_you_mean(ref.kernel, [x.name for x in owner.kernels]))
+                for a in k.all_args:
+                    if a.name in seen and seen[a.name][0] != a.spelling:
+                        raise SpecError(
+                            ref.loc, f"fallbacks.{fb.name}",
+                            f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {seen[a.name][0]} in {seen[a.name][1]}",
+                            "members of a chain must agree on the types of arguments they share",
+                        )
+                    seen.setdefault(a.name, (a.spelling, ref.qualname))

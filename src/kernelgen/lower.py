@@ -1,0 +1,552 @@
+"""Lowering: the typed model -> per-target launch plans made of ready-to-render strings.
+
+Templates only place what this module computes. The C++ plan function and the Python
+expectation used by the generated tests are both produced from one ordered list of
+:class:`Step` objects, so the two check the same things in the same order:
+
+1. ``skip_if`` clauses (a true one: "not launched", empty work);
+2. ``requires`` clauses (a false one: error);
+3. ``applies_if`` clauses (a false one: "not launched" with the clause as reason);
+4. the variant lookup;
+5. grid (a 0 dimension: "not launched"; over CUDA's limits: error), block (outside the
+   target's limits: error) and shared memory (outside the target's opt-in limit: error).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kernelgen import expr, pyexpr
+from kernelgen.errors import ExprError, SpecError
+from kernelgen.model import Arg, Catalog, Clause, Fallback, Kernel, Module, Scalar, Target
+
+# Outcome categories, mirrored from kernelgen/abi.h.
+NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID = 1, 2, 3, 4, 5, 6
+E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM = 1, 2, 3, 4, 5
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def code(category: int, detail: int = 0, error: bool = False) -> int:
+    c = (category << 16) | detail
+    return -c if error else c
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "skip" | "requires" | "applies"
+    index: int
+    text: str  # canonical clause text (the reason)
+    cpp: str
+    py: str
+    code_cpp: str
+    code: int
+
+
+@dataclass(frozen=True)
+class CArg:
+    """One argument as each language spells it."""
+
+    name: str
+    cpp_type: str  # typed C++ (const __nv_bfloat16*)
+    c_type: str  # C ABI (const void*)
+    spelling: str  # spec spelling (const bf16*)
+    is_pointer: bool
+    is_int: bool
+    host: bool
+    value_field: str  # kg::py::Value member: p, u, i or f
+    scalar_code: int
+    elem_code: int
+    writable: bool
+    contiguous: bool
+    size_slot: int
+    py_type: str  # for .pyi stubs
+
+    @property
+    def c_param(self) -> str:
+        return f"{self.c_type} {self.name}"
+
+    @property
+    def cpp_param(self) -> str:
+        return f"{self.cpp_type} {self.name}"
+
+    @property
+    def to_cpp(self) -> str:
+        """Expression converting the C ABI parameter to the C++ API type."""
+        if self.is_pointer:
+            return f"static_cast<{self.cpp_type}>({self.name})"
+        return self.name
+
+    def from_value(self, i: int) -> str:
+        """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C type."""
+        if self.is_pointer:
+            return f"v[{i}].p" if self.c_type.startswith("const") else f"const_cast<void*>(v[{i}].p)"
+        return f"static_cast<{self.c_type}>(v[{i}].{self.value_field})"
+
+
+@dataclass(frozen=True)
+class Variant:
+    value: int
+    symbol: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class LKernel:
+    name: str
+    module: str
+    spec: str  # spec path:line, for messages and stamps
+    summary: str
+    present: bool
+    symbol: str
+    variants: tuple[Variant, ...]
+    variant_on: str | None
+    args: tuple[CArg, ...]  # kernel args then host args
+    kernel_args: tuple[CArg, ...]
+    int_args: tuple[CArg, ...]
+    steps: tuple[Step, ...]
+    skip_texts: tuple[str, ...]
+    applies_texts: tuple[str, ...]
+    requires_texts: tuple[str, ...]
+    grid_cpp: tuple[str, str, str]
+    block_cpp: tuple[str, str, str]
+    smem_cpp: str
+    grid_py: tuple[str, str, str]
+    block_py: tuple[str, str, str]
+    smem_py: str
+    u64_int_args: tuple[str, ...]
+    sizes: tuple[tuple[int, str, str, str], ...]  # (slot, arg name, cpp expr, py expr)
+    signature_cpp: str  # the __global__ type the spec declares
+    signature_text: str  # the spec's argument list, for the static_assert message
+    flips: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]  # (kind, index, args)
+    cases: tuple[tuple[tuple[str, int], ...], ...]
+    doc: str
+    slot: str
+
+
+@dataclass(frozen=True)
+class LChain:
+    name: str
+    module: str
+    spec: str
+    members: tuple[tuple[str, str, str], ...]  # (module, kernel, C++ qualified name)
+    member_args: tuple[tuple[str, ...], ...]  # per member: names of its arguments in order
+    member_int_args: tuple[tuple[str, ...], ...]
+    member_sizes: tuple[tuple[tuple[int, str], ...], ...]  # per member: (its slot, union arg name)
+    args: tuple[CArg, ...]
+    kernel_args: tuple[CArg, ...]
+    int_args: tuple[CArg, ...]
+    nsizes: int
+    doc: str
+    cross_modules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LModule:
+    name: str
+    spec: str
+    summary: str
+    target: Target
+    kill_switch: str | None
+    constants: tuple[tuple[str, int], ...]
+    sources: tuple[str, ...]
+    kernels: tuple[LKernel, ...]
+    chains: tuple[LChain, ...]
+    includes: tuple[str, ...] = field(default=())
+
+    @property
+    def any_present(self) -> bool:
+        return any(k.present for k in self.kernels)
+
+
+def _py_type(a: Arg) -> str:
+    if a.is_pointer:
+        return "Array"
+    assert a.scalar is not None
+    return "float" if a.scalar is Scalar.F32 else "int"
+
+
+def _carg(a: Arg, size_slot: int) -> CArg:
+    if a.is_pointer:
+        assert a.elem is not None
+        return CArg(
+            a.name, a.cpp_type, "const void*" if a.const else "void*", a.spelling, True, False, a.host, "p",
+            0, a.elem.code, not a.const, a.contiguous, size_slot, "Array",
+        )
+    assert a.scalar is not None
+    field_ = {"u32": "u", "u64": "u", "i32": "i", "i64": "i", "f32": "f"}[a.scalar.spelling]
+    return CArg(
+        a.name, a.scalar.cpp, a.scalar.cpp, a.spelling, False, a.is_int, a.host, field_,
+        a.scalar.code, 0, False, False, -1, _py_type(a),
+    )
+
+
+def _name_cpp(u64: set[str], constants: set[str]) -> callable:  # type: ignore[valid-type]
+    def m(n: str) -> str:
+        if n in constants:
+            return n
+        if n in u64:
+            return f"kg_i64_{n}"
+        return f"int64_t{{{n}}}"
+    return m
+
+
+def comment_text(s: str) -> str:
+    """Text safe inside a C++ // comment or a Python # comment: printable ASCII, no
+    backslashes (a trailing one would splice the next line into the comment)."""
+    out = []
+    for ch in s.replace("\n", " "):
+        if ch == "\\":
+            out.append("/")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"U+{ord(ch):04X}")
+    return "".join(out)
+
+
+def c_string(s: str) -> str:
+    """A C/C++ string literal holding ``s`` exactly (UTF-8, octal-escaped)."""
+    out = ['"']
+    for b in s.encode("utf-8"):
+        ch = chr(b)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0x20 <= b < 0x7F and ch != "?":
+            out.append(ch)
+        else:
+            out.append(f"\\{b:03o}")
+    out.append('"')
+    return "".join(out)
+
+
+def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
+    constants = dict(module.constants)
+    u64 = {a.name for a in k.int_args if a.scalar is Scalar.U64}
+    cpp_name = _name_cpp(u64, set(constants))
+
+    def py_name(n: str) -> str:
+        return f"C_{n}" if n in constants else n
+
+    def cpp(n: expr.Node) -> str:
+        return expr.to_cpp(n, cpp_name)
+
+    def py(n: expr.Node) -> str:
+        return expr.to_python(n, py_name)
+
+    size_slot = 0
+    cargs = []
+    sizes = []
+    for a in k.all_args:
+        slot = -1
+        if a.is_pointer and a.size is not None:
+            slot = size_slot
+            sizes.append((slot, a.name, cpp(a.size), py(a.size)))
+            size_slot += 1
+        cargs.append(_carg(a, slot))
+    steps: list[Step] = []
+
+    def add(kind: str, clauses: Iterable[Clause], category: int, error: bool) -> None:
+        for i, c in enumerate(clauses):
+            c_code = code(category, i, error)
+            code_cpp = f"{'-' if error else ''}KG_CODE({_CAT_NAMES[(category, error)]}, {i})"
+            steps.append(Step(kind, i, c.text, cpp(c.expr), py(c.expr), code_cpp, c_code))
+
+    add("skip", k.skip_if, NL_EMPTY, False)
+    add("requires", k.requires, E_REQUIRES, True)
+    add("applies", k.applies_if, NL_CLAUSE, False)
+    present = target.name in k.targets
+    slot = f"g_slot_{k.name}"
+    variants = ()
+    if k.variants:
+        variants = tuple(Variant(v, s, f"{slot}_v{v}") for v, s in k.variants.symbols)
+    kernel_cargs = tuple(c for c in cargs if not c.host)
+    sig = "void (*)(" + ", ".join(c.cpp_type for c in kernel_cargs) + ")"
+    sig_text = ", ".join(f"{c.spelling} {c.name}" for c in kernel_cargs)
+    lk = LKernel(
+        name=k.name,
+        module=module.name,
+        spec=f"{k.loc}",
+        summary=k.summary,
+        present=present,
+        symbol=k.symbol,
+        variants=variants,
+        variant_on=k.variants.on if k.variants else None,
+        args=tuple(cargs),
+        kernel_args=kernel_cargs,
+        int_args=tuple(c for c in cargs if c.is_int),
+        steps=tuple(steps),
+        skip_texts=tuple(c.text for c in k.skip_if),
+        applies_texts=tuple(c.text for c in k.applies_if),
+        requires_texts=tuple(c.text for c in k.requires),
+        grid_cpp=tuple(cpp(n) for n in k.grid),  # type: ignore[arg-type]
+        block_cpp=tuple(cpp(n) for n in k.block),  # type: ignore[arg-type]
+        smem_cpp=cpp(k.shared_mem),
+        grid_py=tuple(py(n) for n in k.grid),  # type: ignore[arg-type]
+        block_py=tuple(py(n) for n in k.block),  # type: ignore[arg-type]
+        smem_py=py(k.shared_mem),
+        u64_int_args=tuple(sorted(u64)),
+        sizes=tuple(sizes),
+        signature_cpp=sig,
+        signature_text=sig_text,
+        flips=(),
+        cases=(),
+        doc=_doc(k.summary, cargs),
+        slot=slot,
+    )
+    flips, cases = _test_cases(module, k, target)
+    return _replace(lk, flips=flips, cases=cases)
+
+
+def _replace(lk: LKernel, **kw: object) -> LKernel:
+    from dataclasses import replace
+
+    return replace(lk, **kw)
+
+
+_CAT_NAMES = {
+    (NL_EMPTY, False): "KG_NL_EMPTY",
+    (E_REQUIRES, True): "KG_E_REQUIRES",
+    (NL_CLAUSE, False): "KG_NL_CLAUSE",
+}
+
+
+def _doc(summary: str, cargs: Iterable[CArg]) -> str:
+    cargs = list(cargs)
+    pos = ", ".join(f"{c.name}: {c.spelling}" for c in cargs if not c.host)
+    kw = ", ".join(f"{c.name}: {c.spelling}" for c in cargs if c.host)
+    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=0) -> Outcome"
+    return f"{sig}\n\n{summary}"
+
+
+# --------------------------------------------------------- expected plans (Python)
+
+
+def expected_plan(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> tuple[int, tuple, tuple, int]:
+    """What the generated plan returns for ``env``: (code, grid, block, shared_mem).
+
+    The generated tests carry their own copy of this logic, emitted as Python from the
+    same steps; this one drives the search for test cases at generation time.
+    """
+    full = dict(env) | dict(module.constants)
+    try:
+        for a in k.int_args:
+            if a.scalar is Scalar.U64 and full[a.name] > pyexpr.INT64_MAX:
+                raise ExprError("u64 argument above 2**63 - 1")
+        for i, c in enumerate(k.skip_if):
+            if expr.evaluate(c.expr, full):
+                return code(NL_EMPTY, i), (0, 0, 0), (0, 0, 0), 0
+        for i, c in enumerate(k.requires):
+            if not expr.evaluate(c.expr, full):
+                return code(E_REQUIRES, i, True), (0, 0, 0), (0, 0, 0), 0
+        for i, c in enumerate(k.applies_if):
+            if not expr.evaluate(c.expr, full):
+                return code(NL_CLAUSE, i), (0, 0, 0), (0, 0, 0), 0
+        if k.variants and full[k.variants.on] not in dict(k.variants.symbols):
+            return code(NL_NO_VARIANT), (0, 0, 0), (0, 0, 0), 0
+        grid = tuple(int(expr.evaluate(n, full)) for n in k.grid)
+        block = tuple(int(expr.evaluate(n, full)) for n in k.block)
+        smem = int(expr.evaluate(k.shared_mem, full))
+    except ExprError as exc:
+        return code(E_EXPR, pyexpr.error_detail(exc), True), (0, 0, 0), (0, 0, 0), 0
+    return geometry_code(grid, block, smem, target), grid, block, smem
+
+
+def geometry_code(grid: tuple, block: tuple, smem: int, target: Target) -> int:
+    return geometry_code_for(
+        grid, block, smem, target.max_block_dims, target.max_threads_per_block, target.max_shared_mem_per_block_optin
+    )
+
+
+def geometry_code_for(
+    grid: tuple, block: tuple, smem: int, max_block: tuple, max_threads: int, max_smem: int
+) -> int:
+    """The outcome code of computed geometry; mirrors kg::check_geometry in runtime.h."""
+    for axis in range(3):
+        if grid[axis] < 0:
+            return code(E_GRID, axis, True)
+    for axis in range(3):
+        if grid[axis] == 0:
+            return code(NL_EMPTY_GRID, axis)
+    for axis in range(3):
+        if grid[axis] > GRID_LIMITS[axis]:
+            return code(E_GRID, axis, True)
+    for axis in range(3):
+        if not 1 <= block[axis] <= max_block[axis]:
+            return code(E_BLOCK, axis, True)
+    if block[0] * block[1] * block[2] > max_threads:
+        return code(E_BLOCK, 3, True)
+    if not 0 <= smem <= max_smem:
+        return code(E_SHARED_MEM, 0, True)
+    return 0
+
+
+_BOUNDARIES = (0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 127, 128, 129, 255, 256, 1000, 1024, 4096,
+               65535, 65536, 2**31 - 1, 2**31, 2**32 - 1)
+
+
+def _candidates(v: int, lo: int, hi: int) -> list[int]:
+    raw = [v - 1, v + 1, v * 2, v // 2, v + 7, *_BOUNDARIES, -1, -(2**31)]
+    out = []
+    for c in raw:
+        if lo <= c <= hi and c != v and c not in out:
+            out.append(c)
+    return out
+
+
+def _test_cases(module: Module, k: Kernel, target: Target):  # noqa: ANN202
+    """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests."""
+    base = dict(k.examples[0])
+    ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
+    flips: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+    wanted: list[tuple[str, int, int]] = (
+        [("skip", i, code(NL_EMPTY, i)) for i in range(len(k.skip_if))]
+        + [("requires", i, code(E_REQUIRES, i, True)) for i in range(len(k.requires))]
+        + [("applies", i, code(NL_CLAUSE, i)) for i in range(len(k.applies_if))]
+    )
+    if k.variants:
+        wanted.append(("variant", 0, code(NL_NO_VARIANT)))
+    clause_of = {"skip": k.skip_if, "requires": k.requires, "applies": k.applies_if}
+    for kind, i, want in wanted:
+        if kind == "variant":
+            names = [k.variants.on]  # type: ignore[union-attr]
+        else:
+            names = sorted(clause_of[kind][i].expr.names() - {c for c, _ in module.constants})
+        found = None
+        envs = [dict(e) for e in k.examples]
+        for name in names:
+            lo, hi = ranges[name]
+            for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
+                envs.append(base | {name: cand})
+        for env in envs:
+            if _fails_alone(module, k, target, env, kind, i, want):
+                found = env
+                break
+        if found is None:
+            where = clause_of[kind][i].loc if kind != "variant" else k.variants.loc  # type: ignore[union-attr]
+            text = clause_of[kind][i].text if kind != "variant" else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
+            raise SpecError(
+                where, f"kernels.{k.name}",
+                f"cannot find arguments for which only '{text}' decides the outcome",
+                "add an example under 'examples' where this clause alone fails (or holds, for skip_if)",
+            )
+        flips.append((kind, i, tuple(sorted(found.items()))))
+    rng = random.Random(f"{module.name}.{k.name}.{target.name}")
+    cases: list[dict[str, int]] = [dict(e) for e in k.examples]
+    names = sorted(ranges)
+    for _ in range(40):
+        env = dict(rng.choice(k.examples))
+        for name in rng.sample(names, min(len(names), rng.randint(1, 2))):
+            lo, hi = ranges[name]
+            pool = _candidates(env[name], lo, hi) + [rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
+            env[name] = rng.choice(pool)
+        cases.append(env)
+    unique = []
+    for c in cases:
+        t = tuple(sorted(c.items()))
+        if t not in unique:
+            unique.append(t)
+    return tuple(flips), tuple(unique)
+
+
+def _fails_alone(module: Module, k: Kernel, target: Target, env: dict[str, int], kind: str, i: int, want: int) -> bool:
+    got = expected_plan(module, k, target, env)[0]
+    if got != want:
+        return False
+    # every other clause of the same family must not decide it: flipping this one back
+    # would launch (or fail geometry), which expected_plan's ordering already implies for
+    # earlier clauses; check later ones explicitly.
+    full = env | dict(module.constants)
+    try:
+        later_ok = (
+            all(not expr.evaluate(c.expr, full) for c in k.skip_if if kind != "skip")
+            and all(expr.evaluate(c.expr, full) for j, c in enumerate(k.requires) if not (kind == "requires" and j == i))
+            and all(expr.evaluate(c.expr, full) for j, c in enumerate(k.applies_if) if not (kind == "applies" and j == i))
+        )
+    except ExprError:
+        return False
+    if kind == "skip":
+        later_ok = later_ok and all(
+            not expr.evaluate(c.expr, full) for j, c in enumerate(k.skip_if) if j != i
+        )
+    return later_ok
+
+
+# --------------------------------------------------------------------- chains
+
+
+def lower_chain(catalog: Catalog, module: Module, fb: Fallback) -> LChain:
+    seen: dict[str, Arg] = {}
+    order_pos: list[str] = []
+    members = []
+    member_args = []
+    member_int = []
+    member_sizes = []
+    for ref in fb.members:
+        owner = catalog.module(ref.module)
+        assert owner is not None
+        k = owner.kernel(ref.kernel)
+        assert k is not None
+        members.append((ref.module, ref.kernel, f"kernelgen::{ref.module}::{ref.kernel}"))
+        member_args.append(tuple(a.name for a in k.all_args))
+        member_int.append(tuple(a.name for a in k.int_args))
+        slots = []
+        n = 0
+        for a in k.all_args:
+            if a.is_pointer and a.size is not None:
+                slots.append((n, a.name))
+                n += 1
+        member_sizes.append(tuple(slots))
+        for a in k.all_args:
+            if a.name not in seen:
+                seen[a.name] = a
+            elif seen[a.name].host and not a.host:
+                seen[a.name] = a  # a kernel argument anywhere makes it positional
+    kernel_names = [n for n, a in seen.items() if not a.host]
+    host_names = [n for n, a in seen.items() if a.host]
+    order_pos = kernel_names + host_names
+    size_of: dict[str, int] = {}
+    for slots in member_sizes:
+        for _, name in slots:
+            size_of.setdefault(name, len(size_of))
+    cargs = []
+    for n in order_pos:
+        a = seen[n]
+        c = _carg(a, size_of.get(n, -1))
+        cargs.append(c)
+    cross = sorted({r.module for r in fb.members if r.module != module.name})
+    summary = "Tries " + ", then ".join(r.qualname for r in fb.members) + "; launches the first that applies."
+    return LChain(
+        name=fb.name,
+        module=module.name,
+        spec=str(fb.loc),
+        members=tuple(members),
+        member_args=tuple(member_args),
+        member_int_args=tuple(member_int),
+        member_sizes=tuple(member_sizes),
+        args=tuple(cargs),
+        kernel_args=tuple(c for c in cargs if not c.host),
+        int_args=tuple(c for c in cargs if c.is_int),
+        nsizes=len(size_of),
+        doc=_doc(summary, cargs),
+        cross_modules=tuple(cross),
+    )
+
+
+def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
+    kernels = tuple(lower_kernel(module, k, target) for k in module.kernels)
+    chains = tuple(lower_chain(catalog, module, fb) for fb in module.fallbacks)
+    includes = sorted({m for c in chains for m in c.cross_modules})
+    return LModule(
+        name=module.name,
+        spec=module.path,
+        summary=module.summary,
+        target=target,
+        kill_switch=module.kill_switch,
+        constants=module.constants,
+        sources=module.sources,
+        kernels=kernels,
+        chains=chains,
+        includes=tuple(includes),
+    )

@@ -1,0 +1,238 @@
+"""The typed model of specs and targets: frozen dataclasses built only by the loader."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from kernelgen.errors import SourceLoc
+from kernelgen.expr import Node
+
+
+class Scalar(enum.Enum):
+    """Scalar argument types: C++ spelling and the integer range a Python value must fit."""
+
+    U32 = ("u32", "uint32_t", 0, (1 << 32) - 1)
+    I32 = ("i32", "int32_t", -(1 << 31), (1 << 31) - 1)
+    U64 = ("u64", "uint64_t", 0, (1 << 64) - 1)
+    I64 = ("i64", "int64_t", -(1 << 63), (1 << 63) - 1)
+    F32 = ("f32", "float", None, None)
+
+    def __init__(self, spelling: str, cpp: str, lo: int | None, hi: int | None) -> None:
+        self.spelling = spelling
+        self.cpp = cpp
+        self.lo = lo
+        self.hi = hi
+
+    @property
+    def is_integer(self) -> bool:
+        return self.lo is not None
+
+    @property
+    def code(self) -> int:
+        """The kind code the Python binding support uses (kernelgen/python.h)."""
+        return list(Scalar).index(self) + 1
+
+
+class Elem(enum.Enum):
+    """Element types of pointer arguments.
+
+    Each carries its C++ type, size in bytes, and how array producers name it: the DLPack
+    (type code, bits) pair and the ``torch`` dtype attribute.
+    """
+
+    BF16 = ("bf16", "__nv_bfloat16", 2, (4, 16), "bfloat16")
+    F16 = ("f16", "__half", 2, (2, 16), "float16")
+    F32 = ("f32", "float", 4, (2, 32), "float32")
+    F64 = ("f64", "double", 8, (2, 64), "float64")
+    I8 = ("i8", "int8_t", 1, (0, 8), "int8")
+    I16 = ("i16", "int16_t", 2, (0, 16), "int16")
+    I32 = ("i32", "int32_t", 4, (0, 32), "int32")
+    I64 = ("i64", "int64_t", 8, (0, 64), "int64")
+    U8 = ("u8", "uint8_t", 1, (1, 8), "uint8")
+    U16 = ("u16", "uint16_t", 2, (1, 16), "uint16")
+    U32 = ("u32", "uint32_t", 4, (1, 32), "uint32")
+    U64 = ("u64", "uint64_t", 8, (1, 64), "uint64")
+    FP8_E4M3 = ("fp8_e4m3", "__nv_fp8_e4m3", 1, (10, 8), "float8_e4m3fn")
+    FP8_E5M2 = ("fp8_e5m2", "__nv_fp8_e5m2", 1, (11, 8), "float8_e5m2")
+
+    def __init__(self, spelling: str, cpp: str, size: int, dlpack: tuple[int, int], torch: str) -> None:
+        self.spelling = spelling
+        self.cpp = cpp
+        self.size = size
+        self.dlpack = dlpack
+        self.torch = torch
+
+    @property
+    def code(self) -> int:
+        return list(Elem).index(self) + 1
+
+
+SCALARS = {s.spelling: s for s in Scalar}
+ELEMS = {e.spelling: e for e in Elem}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel parameter (or host argument when ``host`` is true)."""
+
+    name: str
+    loc: SourceLoc
+    scalar: Scalar | None = None  # set for scalars
+    elem: Elem | None = None  # set for pointers
+    const: bool = False
+    size: Node | None = None  # element count the kernel touches (pointers)
+    contiguous: bool = True
+    host: bool = False
+
+    def __post_init__(self) -> None:
+        assert (self.scalar is None) != (self.elem is None), self
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.elem is not None
+
+    @property
+    def is_int(self) -> bool:
+        return self.scalar is not None and self.scalar.is_integer
+
+    @property
+    def spelling(self) -> str:
+        if self.elem is not None:
+            return f"{'const ' if self.const else ''}{self.elem.spelling}*"
+        assert self.scalar is not None
+        return self.scalar.spelling
+
+    @property
+    def cpp_type(self) -> str:
+        if self.elem is not None:
+            return f"{'const ' if self.const else ''}{self.elem.cpp}*"
+        assert self.scalar is not None
+        return self.scalar.cpp
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One predicate; ``text`` is its canonical form, used as the "not launched" reason."""
+
+    expr: Node
+    text: str
+    loc: SourceLoc
+
+
+@dataclass(frozen=True)
+class Variants:
+    """The kernel symbol chosen by the value of one integer argument."""
+
+    on: str
+    symbols: tuple[tuple[int, str], ...]
+    loc: SourceLoc
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    loc: SourceLoc
+    symbol: str
+    summary: str
+    targets: tuple[str, ...]
+    args: tuple[Arg, ...]
+    host_args: tuple[Arg, ...]
+    grid: tuple[Node, Node, Node]
+    block: tuple[Node, Node, Node]
+    shared_mem: Node
+    skip_if: tuple[Clause, ...]
+    applies_if: tuple[Clause, ...]
+    requires: tuple[Clause, ...]
+    examples: tuple[tuple[tuple[str, int], ...], ...]
+    variants: Variants | None = None
+
+    @property
+    def all_args(self) -> tuple[Arg, ...]:
+        return self.args + self.host_args
+
+    @property
+    def int_args(self) -> tuple[Arg, ...]:
+        """The integer arguments: what ``plan()`` takes and expressions may name."""
+        return tuple(a for a in self.all_args if a.is_int)
+
+    def symbols(self) -> tuple[str, ...]:
+        if self.variants is None:
+            return (self.symbol,)
+        return tuple(s for _, s in self.variants.symbols)
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    module: str
+    kernel: str
+    loc: SourceLoc
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module}.{self.kernel}"
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A chain of kernels tried in order; the first that applies is launched."""
+
+    name: str
+    loc: SourceLoc
+    members: tuple[KernelRef, ...]
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: str  # spec file, relative to the project root
+    loc: SourceLoc
+    summary: str
+    sources: tuple[str, ...]
+    kill_switch: str | None
+    constants: tuple[tuple[str, int], ...]
+    kernels: tuple[Kernel, ...]
+    fallbacks: tuple[Fallback, ...] = ()
+
+    def kernel(self, name: str) -> Kernel | None:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        return None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    loc: SourceLoc
+    arch: str  # e.g. sm_90a
+    compute_capability: tuple[int, int]
+    max_threads_per_block: int
+    max_block_dims: tuple[int, int, int]
+    max_shared_mem_per_block_optin: int
+
+    @property
+    def arch_number(self) -> str:
+        """The number CMake's CUDA_ARCHITECTURES takes: 90a for sm_90a."""
+        return self.arch.removeprefix("sm_")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything loaded from one project: targets and modules, sorted by name."""
+
+    root: str
+    targets: tuple[Target, ...]
+    modules: tuple[Module, ...] = field(default=())
+
+    def module(self, name: str) -> Module | None:
+        for m in self.modules:
+            if m.name == name:
+                return m
+        return None
+
+    def target(self, name: str) -> Target | None:
+        for t in self.targets:
+            if t.name == name:
+                return t
+        return None

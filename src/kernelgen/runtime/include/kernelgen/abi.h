@@ -1,0 +1,96 @@
+/* kernelgen C ABI: outcome codes, plans and kernel descriptions shared by every generated
+ * launcher, the C headers, the C++ API and the Python bindings. Plain C, so any language
+ * with a C FFI can call the generated `kg_<module>__<kernel>` functions.
+ *
+ * A launcher returns an int32 code:
+ *   0                      launched;
+ *   > 0                    not launched: (category << 16) | detail, category KG_NL_*;
+ *   < 0                    error: -((category << 16) | detail), category KG_E_*.
+ */
+#ifndef KERNELGEN_ABI_H
+#define KERNELGEN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KG_LAUNCHED 0
+
+/* Not launched; detail is the clause index where one applies. */
+#define KG_NL_KILLED 1      /* the module's kill switch is set */
+#define KG_NL_ABSENT 2      /* this target's build lacks the kernel */
+#define KG_NL_EMPTY 3       /* a skip_if clause holds (empty work) */
+#define KG_NL_CLAUSE 4      /* an applies_if clause fails */
+#define KG_NL_NO_VARIANT 5  /* no variant for the value of the variant argument */
+#define KG_NL_EMPTY_GRID 6  /* a grid dimension is 0; detail is the axis */
+
+/* Errors. */
+#define KG_E_REQUIRES 1     /* a requires clause fails; detail is its index */
+#define KG_E_EXPR 2         /* evaluating an expression failed; detail is KG_EXPR_* */
+#define KG_E_GRID 3         /* a grid dimension is over the device limit; detail is the axis */
+#define KG_E_BLOCK 4        /* a block dimension is out of range; detail is the axis, 3 = product */
+#define KG_E_SHARED_MEM 5   /* dynamic shared memory over the device's opt-in limit */
+#define KG_E_DEVICE 6       /* the current device is not the one this target was built for */
+#define KG_E_CUDA 7         /* a CUDA call failed; detail is the cudaError_t */
+
+#define KG_EXPR_OVERFLOW 1
+#define KG_EXPR_DIV_ZERO 2
+#define KG_EXPR_SHIFT 3
+
+#define KG_CODE(category, detail) (((int32_t)(category) << 16) | (int32_t)(detail))
+#define KG_CATEGORY(code) (((code) < 0 ? -(code) : (code)) >> 16)
+#define KG_DETAIL(code) (((code) < 0 ? -(code) : (code)) & 0xffff)
+
+/* Launch geometry and applicability for given arguments, computed without a GPU. */
+typedef struct kg_plan {
+  int64_t grid[3];
+  int64_t block[3];
+  int64_t shared_mem;
+  int32_t code;    /* what launching would return, short of CUDA's own answer */
+  int32_t variant; /* index of the chosen variant, -1 when the kernel has none */
+} kg_plan;
+
+/* Static description of one kernel, used to explain outcome codes. */
+typedef struct kg_kernel_info {
+  const char* module;
+  const char* name;
+  const char* target;
+  const char* kill_switch;          /* NULL when the module has none */
+  const char* variant_on;           /* NULL when the kernel has no variants */
+  const char* const* skip_if;
+  const char* const* applies_if;
+  const char* const* requires_;
+  int32_t n_skip_if;
+  int32_t n_applies_if;
+  int32_t n_requires;
+  int32_t present;                  /* 0 when this target's build lacks the kernel */
+} kg_kernel_info;
+
+/* Writes a one-line explanation of `code` for `kernel` into buf (always NUL-terminated). */
+void kg_rt_describe(const kg_kernel_info* kernel, int32_t code, char* buf, size_t size);
+
+/* Re-reads every module's kill switch from the environment on next use. */
+void kg_rt_refresh(void);
+
+/* The target this library was built for, e.g. "hopper", and its compute capability. */
+const char* kg_rt_target(void);
+int32_t kg_rt_target_cc(void); /* major * 10 + minor */
+
+/* CUDA queries the bindings need, answered by this library's CUDA runtime. */
+int32_t kg_rt_device_count(void);
+int32_t kg_rt_current_device(void); /* -1 when none */
+int32_t kg_rt_device_cc(int32_t device); /* major * 10 + minor, -1 on error */
+int32_t kg_rt_is_sticky_error(int32_t cuda_error);
+
+/* Strict mode, used by the Python bindings: "not launched" raises instead of returning. */
+int32_t kg_rt_strict(void);
+void kg_rt_set_strict(int32_t strict);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNELGEN_ABI_H */

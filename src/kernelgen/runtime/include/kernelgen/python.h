@@ -1,0 +1,70 @@
+// kernelgen Python binding support: one generic launcher object type, driven by the
+// per-kernel tables that the generated pybind11 modules define.
+//
+// A launcher object is called like the kernel (positional in the spec's argument order or
+// by keyword; host arguments keyword-only; `stream=` optional). It converts and checks every
+// argument, calls the generated C launcher, and returns a cached Outcome object, or raises
+// an exception that names the kernel and the argument.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include "kernelgen/abi.h"
+
+namespace kg::py {
+
+enum ArgKind : uint8_t { kPointer = 1, kScalar = 2 };
+
+// Scalar type codes (kernelgen.model.Scalar.code).
+enum ScalarCode : uint8_t { kU32 = 1, kI32 = 2, kU64 = 3, kI64 = 4, kF32 = 5 };
+
+// Element type codes (kernelgen.model.Elem.code).
+enum ElemCode : uint8_t {
+  kBF16 = 1, kF16, kF32e, kF64, kI8, kI16, kI32e, kI64e, kU8, kU16, kU32e, kU64e, kFP8E4M3, kFP8E5M2,
+  kElemCount
+};
+
+struct ArgSpec {
+  const char* name;
+  uint8_t kind;          // ArgKind
+  uint8_t type;          // ScalarCode or ElemCode
+  uint8_t writable;      // pointer the kernel writes (not const)
+  uint8_t contiguous;    // pointer that must be C-contiguous
+  int8_t size_slot;      // index into the sizes array, -1 when no size is declared
+  uint8_t keyword_only;  // host arguments
+};
+
+union Value {
+  uint64_t u;
+  int64_t i;
+  double f;
+  const void* p;
+};
+
+struct LauncherSpec {
+  const char* name;
+  const char* doc;
+  const ArgSpec* args;
+  int32_t nargs;
+  int32_t npositional;
+  int32_t nsizes;
+  int32_t (*launch)(const Value* v, void* stream, const kg_kernel_info** ran);
+  int32_t (*plan)(const Value* v, kg_plan* out, int32_t* kernel);  // kernel: index into kernels
+  int32_t (*sizes)(const Value* v, int64_t* out);  // element counts per size slot
+  const kg_kernel_info* const* kernels;            // the kernels this launcher may report
+  int32_t nkernels;
+};
+
+// Prepares the module: imports kernelgen_ops' exception and Outcome types. Call first.
+int init_module(PyObject* module);
+
+// Adds a launcher object, and a `plan_<name>` alias of its plan method, to the module.
+// Returns 0, or -1 with a Python exception set.
+int add_launcher(PyObject* module, const LauncherSpec* spec);
+
+// Adds the runtime functions of the target library (refresh, strict mode, devices).
+int add_runtime_functions(PyObject* module);
+
+}  // namespace kg::py

@@ -1,0 +1,226 @@
+// kernelgen launcher runtime: what every generated launcher shares.
+//
+// - checked 64-bit expression helpers (kg::x_*), with the same semantics as the Python
+//   evaluation in kernelgen.pyexpr: floor division, errors on overflow, division by zero
+//   and shift counts outside 0..62;
+// - kill switches read from the environment once, re-read after kg_rt_refresh();
+// - per-kernel, per-device preparation done once: the device must be the target's, and a
+//   kernel above 48 KiB of dynamic shared memory gets its opt-in attribute set;
+// - the C++ Outcome and Plan types.
+// Launchers built on this never synchronise and never allocate, so they can be captured
+// into CUDA graphs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "kernelgen/abi.h"
+
+namespace kernelgen {
+
+// What a launcher did. `launched()` is the common case; otherwise `reason()` explains.
+struct Outcome {
+  int32_t code = KG_LAUNCHED;
+  const kg_kernel_info* kernel = nullptr;  // the kernel the code is about (for chains: the one that ran)
+
+  bool launched() const { return code == KG_LAUNCHED; }
+  bool error() const { return code < 0; }
+  explicit operator bool() const { return launched(); }
+  std::string reason() const {
+    char buf[512];
+    kg_rt_describe(kernel, code, buf, sizeof buf);
+    return buf;
+  }
+};
+
+using Plan = kg_plan;
+
+}  // namespace kernelgen
+
+namespace kg {
+
+constexpr int64_t kDefaultSharedMemLimit = 48 * 1024;
+
+struct ExprStatus {
+  int32_t code = 0;
+  void fail(int32_t c) {
+    if (code == 0) code = c;
+  }
+};
+
+inline int64_t x_neg(int64_t a, ExprStatus& e) {
+  if (a == INT64_MIN) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  return -a;
+}
+inline int64_t x_add(int64_t a, int64_t b, ExprStatus& e) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  return r;
+}
+inline int64_t x_sub(int64_t a, int64_t b, ExprStatus& e) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  return r;
+}
+inline int64_t x_mul(int64_t a, int64_t b, ExprStatus& e) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  return r;
+}
+inline int64_t x_floordiv(int64_t a, int64_t b, ExprStatus& e) {
+  if (b == 0) {
+    e.fail(KG_EXPR_DIV_ZERO);
+    return 0;
+  }
+  if (a == INT64_MIN && b == -1) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+inline int64_t x_mod(int64_t a, int64_t b, ExprStatus& e) {
+  if (b == 0) {
+    e.fail(KG_EXPR_DIV_ZERO);
+    return 0;
+  }
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+inline int64_t x_div_ceil(int64_t a, int64_t b, ExprStatus& e) {
+  if (b == 0) {
+    e.fail(KG_EXPR_DIV_ZERO);
+    return 0;
+  }
+  if (a == INT64_MIN && b == -1) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) == (b < 0))) q += 1;
+  return q;
+}
+inline int64_t x_shl(int64_t a, int64_t n, ExprStatus& e) {
+  if (n < 0 || n > 62) {
+    e.fail(KG_EXPR_SHIFT);
+    return 0;
+  }
+  if (a > (INT64_MAX >> n) || a < (INT64_MIN >> n)) {
+    e.fail(KG_EXPR_OVERFLOW);
+    return 0;
+  }
+  return a * (int64_t{1} << n);
+}
+inline int64_t x_shr(int64_t a, int64_t n, ExprStatus& e) {
+  if (n < 0 || n > 62) {
+    e.fail(KG_EXPR_SHIFT);
+    return 0;
+  }
+  return a >> n;  // arithmetic shift: floor, as in Python
+}
+inline int64_t x_bit_and(int64_t a, int64_t b, ExprStatus&) { return a & b; }
+inline int64_t x_bit_or(int64_t a, int64_t b, ExprStatus&) { return a | b; }
+inline int64_t x_min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t x_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// A module's kill switch: the environment variable is read on first use and cached;
+// kg_rt_refresh() makes the next use read it again.
+class KillSwitch {
+ public:
+  explicit KillSwitch(const char* env);
+  bool killed() {
+    int s = state_.load(std::memory_order_relaxed);
+    if (s < 0) s = reload();
+    return s != 0;
+  }
+  void reset() { state_.store(-1, std::memory_order_relaxed); }
+
+ private:
+  int reload();
+  const char* env_;
+  std::atomic<int> state_{-1};
+};
+
+// Device facts a launcher checks, queried once per device.
+struct DeviceInfo {
+  int32_t compatible;     // the device's compute capability is the target's
+  int32_t cc;             // major * 10 + minor
+  int64_t smem_optin;     // cudaDevAttrMaxSharedMemoryPerBlockOptin
+};
+// Returns nullptr (and sets *err) when the device cannot be queried.
+const DeviceInfo* device_info(int device, cudaError_t* err);
+
+// Per-kernel launch preparation, done once per device: checks the device is the
+// target's and raises the dynamic shared memory limit of kernels that need more than
+// the default 48 KiB. Returns KG_LAUNCHED (0) or a negative error code.
+class KernelSlot {
+ public:
+  int32_t prepare(const void* func, int64_t shared_mem) {
+    int dev = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+    const uint64_t bit = (dev >= 0 && dev < 64) ? (uint64_t{1} << dev) : 0;
+    if (bit != 0 && (checked_.load(std::memory_order_acquire) & bit)) {
+      // Fast path: this device was checked and, if needed, the opt-in was set.
+      if (shared_mem <= kDefaultSharedMemLimit) return KG_LAUNCHED;
+      if (optin_set_.load(std::memory_order_acquire) & bit) {
+        return shared_mem <= optin_limit_[dev] ? KG_LAUNCHED : -KG_CODE(KG_E_SHARED_MEM, 0);
+      }
+    }
+    return prepare_slow(func, shared_mem, dev, bit);
+  }
+
+ private:
+  int32_t prepare_slow(const void* func, int64_t shared_mem, int dev, uint64_t bit);
+  std::atomic<uint64_t> checked_{0};
+  std::atomic<uint64_t> optin_set_{0};
+  int64_t optin_limit_[64] = {};
+};
+
+// Checks computed geometry: a negative or over-limit grid dimension is an error, a zero
+// one is empty work; block and shared memory must fit the target. Mirrors
+// kernelgen.lower.geometry_code.
+inline int32_t check_geometry(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz,
+                              int64_t max_threads, int64_t max_smem) {
+  static constexpr int64_t kGridLimit[3] = {2147483647LL, 65535, 65535};
+  const int64_t block_limit[3] = {max_bx, max_by, max_bz};
+  for (int a = 0; a < 3; ++a)
+    if (p.grid[a] < 0) return -KG_CODE(KG_E_GRID, a);
+  for (int a = 0; a < 3; ++a)
+    if (p.grid[a] == 0) return KG_CODE(KG_NL_EMPTY_GRID, a);
+  for (int a = 0; a < 3; ++a)
+    if (p.grid[a] > kGridLimit[a]) return -KG_CODE(KG_E_GRID, a);
+  for (int a = 0; a < 3; ++a)
+    if (p.block[a] < 1 || p.block[a] > block_limit[a]) return -KG_CODE(KG_E_BLOCK, a);
+  if (p.block[0] * p.block[1] * p.block[2] > max_threads) return -KG_CODE(KG_E_BLOCK, 3);
+  if (p.shared_mem < 0 || p.shared_mem > max_smem) return -KG_CODE(KG_E_SHARED_MEM, 0);
+  return KG_LAUNCHED;
+}
+
+inline dim3 dims(const int64_t (&d)[3]) {
+  return dim3(static_cast<unsigned>(d[0]), static_cast<unsigned>(d[1]), static_cast<unsigned>(d[2]));
+}
+
+inline int32_t launch_error(cudaError_t err) {
+  return err == cudaSuccess ? KG_LAUNCHED : -KG_CODE(KG_E_CUDA, err);
+}
+
+}  // namespace kg

@@ -1,0 +1,842 @@
+// kernelgen Python binding support: see kernelgen/python.h.
+//
+// Per call, the work is: match arguments to slots (interned-name identity first), convert
+// each (ints range-checked; pointers read from ints, torch tensors, __cuda_array_interface__
+// or DLPack, with dtype, device, contiguity, writability and size checks where the spec
+// declares them), call the C launcher, and return a cached Outcome. Nothing is allocated on
+// the launched path beyond what CPython's own calls allocate.
+#include "kernelgen/python.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include <structmember.h>
+
+namespace kg::py {
+namespace {
+
+// DLPack's C ABI (stable since v0.x), declared here to avoid a header dependency.
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr int32_t kDLCUDA = 2;
+constexpr int32_t kDLCUDAManaged = 13;
+
+struct ElemInfo {
+  const char* name;        // spec spelling
+  const char* torch;       // torch dtype attribute
+  uint8_t dl_code, dl_bits;
+  const char* cai[3];      // accepted __cuda_array_interface__ typestrs
+  int64_t size;
+};
+const ElemInfo kElems[kElemCount] = {
+    {"?", "", 0, 0, {nullptr, nullptr, nullptr}, 0},
+    {"bf16", "bfloat16", 4, 16, {"<V2", "|V2", nullptr}, 2},
+    {"f16", "float16", 2, 16, {"<f2", nullptr, nullptr}, 2},
+    {"f32", "float32", 2, 32, {"<f4", nullptr, nullptr}, 4},
+    {"f64", "float64", 2, 64, {"<f8", nullptr, nullptr}, 8},
+    {"i8", "int8", 0, 8, {"|i1", "<i1", nullptr}, 1},
+    {"i16", "int16", 0, 16, {"<i2", nullptr, nullptr}, 2},
+    {"i32", "int32", 0, 32, {"<i4", nullptr, nullptr}, 4},
+    {"i64", "int64", 0, 64, {"<i8", nullptr, nullptr}, 8},
+    {"u8", "uint8", 1, 8, {"|u1", "<u1", nullptr}, 1},
+    {"u16", "uint16", 1, 16, {"<u2", nullptr, nullptr}, 2},
+    {"u32", "uint32", 1, 32, {"<u4", nullptr, nullptr}, 4},
+    {"u64", "uint64", 1, 64, {"<u8", nullptr, nullptr}, 8},
+    {"fp8_e4m3", "float8_e4m3fn", 10, 8, {"|V1", "<V1", nullptr}, 1},
+    {"fp8_e5m2", "float8_e5m2", 11, 8, {"|V1", "<V1", nullptr}, 1},
+};
+
+const char* const kScalarNames[] = {"?", "u32", "i32", "u64", "i64", "f32"};
+
+// Exception and Outcome types from kernelgen_ops, resolved once per process.
+struct Shared {
+  PyObject* argument_error = nullptr;
+  PyObject* launch_error = nullptr;
+  PyObject* fatal_error = nullptr;
+  PyObject* not_launched = nullptr;
+  PyObject* outcome_type = nullptr;
+  // torch, resolved on first sight of a torch tensor.
+  PyObject* torch_tensor = nullptr;
+  PyObject* torch_dtypes[kElemCount] = {};
+  bool torch_checked = false;
+  // interned attribute names
+  PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
+  PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
+  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream;
+};
+Shared g;
+
+int init_shared() {
+  if (g.outcome_type != nullptr) return 0;
+  PyObject* mod = PyImport_ImportModule("kernelgen_ops._api");
+  if (mod == nullptr) return -1;
+  g.argument_error = PyObject_GetAttrString(mod, "ArgumentError");
+  g.launch_error = PyObject_GetAttrString(mod, "LaunchError");
+  g.fatal_error = PyObject_GetAttrString(mod, "CudaFatalError");
+  g.not_launched = PyObject_GetAttrString(mod, "NotLaunchedError");
+  g.outcome_type = PyObject_GetAttrString(mod, "Outcome");
+  Py_DECREF(mod);
+  if (!g.argument_error || !g.launch_error || !g.fatal_error || !g.not_launched || !g.outcome_type) return -1;
+#define KG_INTERN(field, text) \
+  if ((g.field = PyUnicode_InternFromString(text)) == nullptr) return -1;
+  KG_INTERN(s_data_ptr, "data_ptr")
+  KG_INTERN(s_dtype, "dtype")
+  KG_INTERN(s_is_contiguous, "is_contiguous")
+  KG_INTERN(s_numel, "numel")
+  KG_INTERN(s_get_device, "get_device")
+  KG_INTERN(s_is_cuda, "is_cuda")
+  KG_INTERN(s_cai, "__cuda_array_interface__")
+  KG_INTERN(s_dlpack, "__dlpack__")
+  KG_INTERN(s_cuda_stream, "cuda_stream")
+  KG_INTERN(s_cuda_stream_proto, "__cuda_stream__")
+  KG_INTERN(s_data, "data")
+  KG_INTERN(s_shape, "shape")
+  KG_INTERN(s_strides, "strides")
+  KG_INTERN(s_typestr, "typestr")
+  KG_INTERN(s_stream, "stream")
+#undef KG_INTERN
+  return 0;
+}
+
+// Resolves torch.Tensor and its dtypes when torch is already imported (never imports it).
+void check_torch() {
+  if (g.torch_tensor != nullptr) return;
+  PyObject* name = PyUnicode_FromString("torch");
+  if (name == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* torch = PyImport_GetModule(name);
+  Py_DECREF(name);
+  if (torch == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* tensor = PyObject_GetAttrString(torch, "Tensor");
+  if (tensor != nullptr && PyType_Check(tensor)) {
+    for (int i = 1; i < kElemCount; ++i) {
+      g.torch_dtypes[i] = PyObject_GetAttrString(torch, kElems[i].torch);
+      if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // older torch without fp8: never matches
+    }
+    g.torch_tensor = tensor;
+  } else {
+    Py_XDECREF(tensor);
+    PyErr_Clear();
+  }
+  Py_DECREF(torch);
+}
+
+struct Launcher {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  const LauncherSpec* spec;
+  PyObject* module_name;
+  PyObject** names;            // interned argument names
+  PyObject** launched;         // cached "launched" outcomes per kernel
+  PyObject* outcomes;          // dict: (kernel index, code) -> Outcome
+};
+
+int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const char* detail) {
+  char msg[640];
+  std::snprintf(msg, sizeof msg, fmt, detail);
+  PyErr_Format(g.argument_error, "%s: argument '%s': %s", s->name, a ? a->name : "?", msg);
+  return -1;
+}
+
+const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
+  if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", kScalarNames[a->type]);
+  if (a->type == kF32) {
+    if (!PyFloat_Check(o) && !PyLong_Check(o)) {
+      return arg_error(s, a, "expected a number, got %s", type_name(o));
+    }
+    double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "number out of range for f32");
+    }
+    out->f = d;
+    return 0;
+  }
+  if (PyFloat_Check(o)) return arg_error(s, a, "expected an integer (%s), got float", kScalarNames[a->type]);
+  PyObject* idx = PyNumber_Index(o);
+  if (idx == nullptr) {
+    PyErr_Clear();
+    return arg_error(s, a, "expected an integer, got %s", type_name(o));
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+  bool ok = true;
+  unsigned long long uv = 0;
+  if (overflow == 0) {
+    if (v == -1 && PyErr_Occurred()) {
+      Py_DECREF(idx);
+      return -1;
+    }
+    switch (a->type) {
+      case kU32: ok = v >= 0 && v <= 0xffffffffLL; break;
+      case kI32: ok = v >= INT32_MIN && v <= INT32_MAX; break;
+      case kU64: ok = v >= 0; break;
+      case kI64: ok = true; break;
+    }
+    out->i = v;
+  } else if (overflow > 0 && a->type == kU64) {
+    uv = PyLong_AsUnsignedLongLong(idx);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      ok = false;
+    } else {
+      out->u = uv;
+    }
+  } else {
+    ok = false;
+  }
+  if (!ok) {
+    PyObject* r = PyObject_Repr(idx);
+    const char* text = r ? PyUnicode_AsUTF8(r) : "?";
+    char detail[200];
+    static const char* const ranges[] = {"", "[0, 2**32-1]", "[-2**31, 2**31-1]", "[0, 2**64-1]", "[-2**63, 2**63-1]"};
+    std::snprintf(detail, sizeof detail, "%.80s is out of range for %s %s", text ? text : "?",
+                  kScalarNames[a->type], ranges[a->type]);
+    Py_XDECREF(r);
+    Py_DECREF(idx);
+    if (PyErr_Occurred()) PyErr_Clear();
+    return arg_error(s, a, "%s", detail);
+  }
+  Py_DECREF(idx);
+  return 0;
+}
+
+// Element count and C-contiguity of a shape/strides pair (strides in elements or bytes).
+bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_t unit) {
+  if (strides == nullptr) return true;
+  int64_t expect = unit;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device) {
+  int32_t cur = kg_rt_current_device();
+  if (device != cur) {
+    char d[160];
+    std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
+    return arg_error(s, a, "%s", d);
+  }
+  return 0;
+}
+
+int call_int(PyObject* o, PyObject* method, int64_t* out) {
+  PyObject* r = PyObject_CallMethodNoArgs(o, method);
+  if (r == nullptr) return -1;
+  *out = PyLong_AsLongLong(r);
+  Py_DECREF(r);
+  return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+  PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
+  if (dtype == nullptr) return -1;
+  bool dtype_ok = dtype == g.torch_dtypes[a->type];
+  if (!dtype_ok) {
+    PyObject* r = PyObject_Str(dtype);
+    Py_DECREF(dtype);
+    char d[160];
+    std::snprintf(d, sizeof d, "expected dtype torch.%s (%s), got %s", kElems[a->type].torch, kElems[a->type].name,
+                  r ? PyUnicode_AsUTF8(r) : "?");
+    Py_XDECREF(r);
+    return arg_error(s, a, "%s", d);
+  }
+  Py_DECREF(dtype);
+  int64_t dev = 0;
+  if (call_int(o, g.s_get_device, &dev) < 0) return -1;
+  if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
+  if (check_device(s, a, dev) < 0) return -1;
+  if (a->contiguous) {
+    PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
+    if (c == nullptr) return -1;
+    int is_c = PyObject_IsTrue(c);
+    Py_DECREF(c);
+    if (is_c < 0) return -1;
+    if (!is_c) return arg_error(s, a, "%s", "tensor is not contiguous (call .contiguous())");
+  }
+  int64_t ptr = 0;
+  if (call_int(o, g.s_data_ptr, &ptr) < 0) return -1;
+  if (a->size_slot >= 0 && call_int(o, g.s_numel, numel) < 0) return -1;
+  out->u = static_cast<uint64_t>(ptr);
+  return 0;
+}
+
+int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel) {
+  if (!PyDict_Check(cai)) return arg_error(s, a, "%s", "__cuda_array_interface__ is not a dict");
+  PyObject* data = PyDict_GetItemWithError(cai, g.s_data);
+  if (data == nullptr || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__['data'] must be (pointer, read_only)");
+  }
+  unsigned long long p = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return arg_error(s, a, "%s", "__cuda_array_interface__ pointer is not an integer");
+  }
+  int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+  if (ro < 0) return -1;
+  if (ro && a->writable) return arg_error(s, a, "%s", "array is read-only but the kernel writes it");
+  PyObject* typestr = PyDict_GetItemWithError(cai, g.s_typestr);
+  const char* ts = (typestr && PyUnicode_Check(typestr)) ? PyUnicode_AsUTF8(typestr) : nullptr;
+  if (ts == nullptr) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__ has no typestr");
+  }
+  bool type_ok = false;
+  for (const char* acc : kElems[a->type].cai) type_ok = type_ok || (acc && std::strcmp(acc, ts) == 0);
+  if (!type_ok) {
+    char d[160];
+    std::snprintf(d, sizeof d, "expected %s elements (typestr %s), got typestr %.20s", kElems[a->type].name,
+                  kElems[a->type].cai[0], ts);
+    return arg_error(s, a, "%s", d);
+  }
+  PyObject* stream = PyDict_GetItemWithError(cai, g.s_stream);
+  if (stream != nullptr && stream != Py_None) {
+    long long sv = PyLong_AsLongLong(stream);
+    if (sv == 0 && !PyErr_Occurred()) {
+      return arg_error(s, a, "%s", "__cuda_array_interface__ stream 0 is disallowed by the protocol");
+    }
+    PyErr_Clear();
+  }
+  PyObject* shape = PyDict_GetItemWithError(cai, g.s_shape);
+  if (shape == nullptr || !PyTuple_Check(shape)) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__ has no shape tuple");
+  }
+  const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+  if (nd > 32) return arg_error(s, a, "%s", "too many dimensions");
+  int64_t dims[32], strides[32];
+  int64_t n = 1;
+  for (Py_ssize_t i = 0; i < nd; ++i) {
+    dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    if (dims[i] < 0 || PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "invalid shape");
+    }
+    n *= dims[i];
+  }
+  PyObject* st = PyDict_GetItemWithError(cai, g.s_strides);
+  bool contiguous = true;
+  if (st != nullptr && st != Py_None) {
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != nd) return arg_error(s, a, "%s", "invalid strides");
+    for (Py_ssize_t i = 0; i < nd; ++i) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
+    if (PyErr_Occurred()) return -1;
+    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, kElems[a->type].size);
+  } else if (PyErr_Occurred()) {
+    return -1;
+  }
+  if (a->contiguous && !contiguous) return arg_error(s, a, "%s", "array is not C-contiguous");
+  if (p == 0 && n > 0) return arg_error(s, a, "%s", "array has a null data pointer");
+  *numel = n;
+  out->u = p;
+  return 0;
+}
+
+int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+  PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+  if (cap == nullptr) return -1;
+  auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+  if (mt == nullptr) {
+    Py_DECREF(cap);
+    PyErr_Clear();
+    return arg_error(s, a, "%s", "__dlpack__() did not return a 'dltensor' capsule");
+  }
+  const DLTensor& t = mt->dl_tensor;
+  int rc = 0;
+  char d[200];
+  if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged) {
+    std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", t.device.device_type);
+    rc = arg_error(s, a, "%s", d);
+  } else if (t.dtype.code != kElems[a->type].dl_code || t.dtype.bits != kElems[a->type].dl_bits ||
+             t.dtype.lanes != 1) {
+    std::snprintf(d, sizeof d, "expected %s elements, got DLPack dtype (code %d, bits %d, lanes %d)",
+                  kElems[a->type].name, t.dtype.code, t.dtype.bits, t.dtype.lanes);
+    rc = arg_error(s, a, "%s", d);
+  } else if (a->contiguous && !c_contiguous(t.ndim, t.shape, t.strides, 1)) {
+    rc = arg_error(s, a, "%s", "array is not C-contiguous");
+  } else if (check_device(s, a, t.device.device_id) < 0) {
+    rc = -1;
+  } else {
+    int64_t n = 1;
+    for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+    *numel = n;
+    out->u = reinterpret_cast<uint64_t>(static_cast<char*>(t.data) + t.byte_offset);
+    if (out->u == 0 && n > 0) rc = arg_error(s, a, "%s", "array has a null data pointer");
+  }
+  Py_DECREF(cap);  // the capsule's destructor calls the producer's deleter
+  return rc;
+}
+
+int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+  *numel = -1;
+  if (PyLong_CheckExact(o)) {
+    unsigned long long p = PyLong_AsUnsignedLongLong(o);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "integer device pointer is negative or does not fit in 64 bits");
+    }
+    if (p == 0) return arg_error(s, a, "%s", "null device pointer (0)");
+    out->u = p;
+    return 0;
+  }
+  if (o == Py_None) return arg_error(s, a, "%s", "None is not a device pointer");
+  if (PyBool_Check(o) || PyFloat_Check(o)) {
+    return arg_error(s, a, "expected a CUDA array or an int device pointer, got %s", type_name(o));
+  }
+  if (!g.torch_checked || g.torch_tensor == nullptr) {
+    check_torch();
+    g.torch_checked = g.torch_tensor != nullptr;
+  }
+  if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    return from_torch(s, a, o, out, numel);
+  }
+  PyObject* cai = PyObject_GetAttr(o, g.s_cai);
+  if (cai != nullptr) {
+    int rc = from_cai(s, a, cai, out, numel);
+    Py_DECREF(cai);
+    return rc;
+  }
+  PyErr_Clear();
+  if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel);
+  if (PyLong_Check(o)) {  // int subclasses (not bool, handled above)
+    unsigned long long p = PyLong_AsUnsignedLongLong(o);
+    if (PyErr_Occurred() || p == 0) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "invalid integer device pointer");
+    }
+    out->u = p;
+    return 0;
+  }
+  return arg_error(s, a,
+                   "expected a CUDA array (torch tensor, __cuda_array_interface__ or DLPack) or an int device "
+                   "pointer, got %s",
+                   type_name(o));
+}
+
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
+  *out = nullptr;
+  if (o == nullptr || o == Py_None) return 0;
+  PyObject* handle = nullptr;
+  if (PyLong_Check(o) && !PyBool_Check(o)) {
+    handle = o;
+    Py_INCREF(handle);
+  } else if (PyObject_HasAttr(o, g.s_cuda_stream_proto)) {
+    PyObject* t = PyObject_CallMethodNoArgs(o, g.s_cuda_stream_proto);
+    if (t == nullptr) return -1;
+    if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2) {
+      handle = PyTuple_GET_ITEM(t, 1);
+      Py_INCREF(handle);
+    }
+    Py_DECREF(t);
+  } else {
+    handle = PyObject_GetAttr(o, g.s_cuda_stream);
+    if (handle == nullptr) PyErr_Clear();
+  }
+  if (handle == nullptr || !PyLong_Check(handle)) {
+    Py_XDECREF(handle);
+    PyErr_Format(g.argument_error, "%s: argument 'stream': expected an int CUDA stream handle or a stream object, got %s",
+                 s->name, type_name(o));
+    return -1;
+  }
+  unsigned long long h = PyLong_AsUnsignedLongLong(handle);
+  Py_DECREF(handle);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    PyErr_Format(g.argument_error, "%s: argument 'stream': invalid stream handle", s->name);
+    return -1;
+  }
+  *out = reinterpret_cast<void*>(static_cast<uintptr_t>(h));
+  return 0;
+}
+
+// Matches positional and keyword arguments to slots. `stream` is a keyword of every launcher.
+int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames, PyObject** slots,
+         PyObject** stream, bool ints_only) {
+  const LauncherSpec* s = self->spec;
+  const Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
+  const int32_t max_pos = ints_only ? 0 : s->npositional;
+  if (npos > max_pos) {
+    PyErr_Format(PyExc_TypeError, "%s%s() takes %d positional arguments but %zd were given", ints_only ? "plan of " : "",
+                 s->name, max_pos, npos);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < npos; ++i) slots[i] = args[i];
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    PyObject* value = args[npos + k];
+    int found = -1;
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      if (self->names[i] == key) {
+        found = i;
+        break;
+      }
+    }
+    if (found < 0) {
+      for (int32_t i = 0; i < s->nargs; ++i) {
+        if (PyUnicode_Compare(self->names[i], key) == 0) {
+          found = i;
+          break;
+        }
+      }
+      if (PyErr_Occurred()) return -1;
+    }
+    if (found < 0) {
+      if (!ints_only && PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+        *stream = value;
+        continue;
+      }
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", s->name, key);
+      return -1;
+    }
+    if (slots[found] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", s->name, s->args[found].name);
+      return -1;
+    }
+    slots[found] = value;
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    const bool needed = ints_only ? (a.kind == kScalar && a.type != kF32) : true;
+    if (needed && slots[i] == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
+                   a.name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int kernel_index(const LauncherSpec* s, const kg_kernel_info* k) {
+  for (int32_t i = 0; i < s->nkernels; ++i) {
+    if (s->kernels[i] == k) return i;
+  }
+  return 0;
+}
+
+PyObject* make_outcome(Launcher* self, int32_t kidx, int32_t code) {
+  const kg_kernel_info* k = self->spec->kernels[kidx];
+  char reason[512];
+  kg_rt_describe(k, code, reason, sizeof reason);
+  return PyObject_CallFunction(g.outcome_type, "ssiis", k->module, k->name, code == KG_LAUNCHED ? 1 : 0, code,
+                               code == KG_LAUNCHED ? "" : reason);
+}
+
+PyObject* outcome(Launcher* self, int32_t kidx, int32_t code) {
+  if (code == KG_LAUNCHED) {
+    PyObject* o = self->launched[kidx];
+    Py_INCREF(o);
+    return o;
+  }
+  PyObject* key = PyLong_FromLongLong((static_cast<long long>(kidx) << 32) | static_cast<uint32_t>(code));
+  if (key == nullptr) return nullptr;
+  PyObject* o = PyDict_GetItemWithError(self->outcomes, key);
+  if (o != nullptr) {
+    Py_DECREF(key);
+    Py_INCREF(o);
+    return o;
+  }
+  if (PyErr_Occurred() || (o = make_outcome(self, kidx, code)) == nullptr) {
+    Py_DECREF(key);
+    return nullptr;
+  }
+  if (PyDict_Size(self->outcomes) < 4096) PyDict_SetItem(self->outcomes, key, o);
+  Py_DECREF(key);
+  return o;
+}
+
+PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
+  char reason[512];
+  kg_rt_describe(k, code, reason, sizeof reason);
+  PyObject* type = g.launch_error;
+  const int32_t cat = KG_CATEGORY(code);
+  if (code > 0) {
+    type = g.not_launched;
+  } else if (cat == KG_E_REQUIRES || cat == KG_E_EXPR) {
+    type = g.argument_error;
+  } else if (cat == KG_E_CUDA && kg_rt_is_sticky_error(KG_DETAIL(code))) {
+    type = g.fatal_error;
+    std::strncat(reason, " (sticky error: the CUDA context is unusable; restart the process)",
+                 sizeof reason - std::strlen(reason) - 1);
+  }
+  PyObject* exc = PyObject_CallFunction(type, "s", reason);
+  if (exc != nullptr) {
+    PyObject* kname = PyUnicode_FromString(k ? k->name : self->spec->name);
+    PyObject* pycode = PyLong_FromLong(code);
+    if (kname && pycode) {
+      PyObject_SetAttrString(exc, "kernel", kname);
+      PyObject_SetAttrString(exc, "code", pycode);
+    }
+    Py_XDECREF(kname);
+    Py_XDECREF(pycode);
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+  }
+  return nullptr;
+}
+
+constexpr int kMaxArgs = 64;
+
+PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  const LauncherSpec* s = self->spec;
+  PyObject* slots[kMaxArgs] = {};
+  PyObject* stream_obj = nullptr;
+  if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
+  Value values[kMaxArgs];
+  int64_t numels[kMaxArgs];
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    numels[i] = -1;
+    int rc = a.kind == kScalar ? convert_scalar(s, &a, slots[i], &values[i])
+                               : convert_pointer(s, &a, slots[i], &values[i], &numels[i]);
+    if (rc < 0) return nullptr;
+  }
+  if (s->nsizes > 0) {
+    int64_t sizes[kMaxArgs];
+    int32_t rc = s->sizes(values, sizes);
+    if (rc == KG_LAUNCHED) {
+      for (int32_t i = 0; i < s->nargs; ++i) {
+        const ArgSpec& a = s->args[i];
+        if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
+        const int64_t need = sizes[a.size_slot];
+        if (need > 0 && numels[i] < need) {
+          char d[160];
+          std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld", (long long)numels[i],
+                        (long long)need);
+          arg_error(s, &a, "%s", d);
+          return nullptr;
+        }
+      }
+    }
+  }
+  void* stream = nullptr;
+  if (convert_stream(s, stream_obj, &stream) < 0) return nullptr;
+  const kg_kernel_info* ran = nullptr;
+  const int32_t code = s->launch(values, stream, &ran);
+  if (code == KG_LAUNCHED) {
+    return outcome(self, ran ? kernel_index(s, ran) : 0, code);
+  }
+  if (code < 0 || kg_rt_strict()) return raise_for(self, ran, code);
+  return outcome(self, ran ? kernel_index(s, ran) : 0, code);
+}
+
+PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  const LauncherSpec* s = self->spec;
+  PyObject* slots[kMaxArgs] = {};
+  PyObject* unused = nullptr;
+  if (bind(self, args, nargsf, kwnames, slots, &unused, true) < 0) return nullptr;
+  Value values[kMaxArgs];
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    values[i].u = 0;
+    const ArgSpec& a = s->args[i];
+    if (slots[i] != nullptr && convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
+    if (a.kind == kPointer && slots[i] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got pointer '%s'", s->name, a.name);
+      return nullptr;
+    }
+  }
+  kg_plan p{};
+  int32_t kidx = 0;
+  const int32_t code = s->plan(values, &p, &kidx);
+  char reason[512] = "";
+  if (code != KG_LAUNCHED) kg_rt_describe(s->kernels[kidx], code, reason, sizeof reason);
+  return Py_BuildValue("{s:(LLL),s:(LLL),s:L,s:O,s:i,s:s,s:s,s:i}", "grid", p.grid[0], p.grid[1], p.grid[2], "block",
+                       p.block[0], p.block[1], p.block[2], "shared_mem", p.shared_mem, "launched",
+                       code == KG_LAUNCHED ? Py_True : Py_False, "code", code, "reason", reason, "kernel",
+                       s->kernels[kidx]->name, "variant", p.variant);
+}
+
+PyObject* plan_method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return launcher_plan(self, args, static_cast<size_t>(nargs), kwnames);
+}
+
+void launcher_dealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  Py_XDECREF(self->outcomes);
+  Py_XDECREF(self->module_name);
+  Py_TYPE(obj)->tp_free(obj);  // names and launched outcomes live as long as the process
+}
+
+PyObject* launcher_repr(PyObject* obj) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  return PyUnicode_FromFormat("<kernelgen launcher %U.%s>", self->module_name, self->spec->name);
+}
+
+PyObject* get_doc(PyObject* obj, void*) {
+  return PyUnicode_FromString(reinterpret_cast<Launcher*>(obj)->spec->doc);
+}
+PyObject* get_name(PyObject* obj, void*) {
+  return PyUnicode_FromString(reinterpret_cast<Launcher*>(obj)->spec->name);
+}
+PyObject* get_args(PyObject* obj, void*) {
+  const LauncherSpec* s = reinterpret_cast<Launcher*>(obj)->spec;
+  PyObject* t = PyTuple_New(s->nargs);
+  if (t == nullptr) return nullptr;
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    PyObject* n = PyUnicode_FromString(s->args[i].name);
+    if (n == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, n);
+  }
+  return t;
+}
+
+PyMethodDef launcher_methods[] = {
+    {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_method)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "plan(**integer_args) -> dict: grid, block, shared_mem and whether (or why not) the kernel would launch; "
+     "needs no GPU."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef launcher_getset[] = {
+    {"__doc__", get_doc, nullptr, nullptr, nullptr},
+    {"__name__", get_name, nullptr, nullptr, nullptr},
+    {"arg_names", get_args, nullptr, "argument names, kernel arguments first, then host arguments", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyTypeObject* launcher_type() {
+  static PyTypeObject* type = nullptr;
+  if (type != nullptr) return type;
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(launcher_dealloc)},
+      {Py_tp_repr, reinterpret_cast<void*>(launcher_repr)},
+      {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+      {Py_tp_methods, launcher_methods},
+      {Py_tp_getset, launcher_getset},
+      {0, nullptr}};
+  static PyMemberDef members[] = {
+      {"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr}};
+  static PyType_Slot all_slots[8];
+  int n = 0;
+  for (; slots[n].slot != 0; ++n) all_slots[n] = slots[n];
+  all_slots[n++] = {Py_tp_members, members};
+  all_slots[n] = {0, nullptr};
+  static PyType_Spec spec = {"kernelgen_ops.Launcher", sizeof(Launcher), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, all_slots};
+  type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+  return type;
+}
+
+// ---- runtime functions
+
+PyObject* rt_refresh(PyObject*, PyObject*) {
+  kg_rt_refresh();
+  Py_RETURN_NONE;
+}
+PyObject* rt_set_strict(PyObject*, PyObject* arg) {
+  int v = PyObject_IsTrue(arg);
+  if (v < 0) return nullptr;
+  kg_rt_set_strict(v);
+  Py_RETURN_NONE;
+}
+PyObject* rt_strict(PyObject*, PyObject*) { return PyBool_FromLong(kg_rt_strict()); }
+PyObject* rt_target(PyObject*, PyObject*) { return PyUnicode_FromString(kg_rt_target()); }
+PyObject* rt_target_cc(PyObject*, PyObject*) {
+  const int32_t cc = kg_rt_target_cc();
+  return Py_BuildValue("(ii)", cc / 10, cc % 10);
+}
+PyObject* rt_device_count(PyObject*, PyObject*) { return PyLong_FromLong(kg_rt_device_count()); }
+PyObject* rt_current_device(PyObject*, PyObject*) { return PyLong_FromLong(kg_rt_current_device()); }
+PyObject* rt_device_cc(PyObject*, PyObject* arg) {
+  const long d = PyLong_AsLong(arg);
+  if (d == -1 && PyErr_Occurred()) return nullptr;
+  const int32_t cc = kg_rt_device_cc(static_cast<int32_t>(d));
+  if (cc < 0) Py_RETURN_NONE;
+  return Py_BuildValue("(ii)", cc / 10, cc % 10);
+}
+
+PyMethodDef runtime_methods[] = {
+    {"refresh", rt_refresh, METH_NOARGS, "Re-read every module's kill switch from the environment."},
+    {"set_strict", rt_set_strict, METH_O, "In strict mode a launcher that does not launch raises NotLaunchedError."},
+    {"strict", rt_strict, METH_NOARGS, "Whether strict mode is on."},
+    {"target", rt_target, METH_NOARGS, "The target this library was built for."},
+    {"target_capability", rt_target_cc, METH_NOARGS, "(major, minor) compute capability of the target."},
+    {"device_count", rt_device_count, METH_NOARGS, "Number of CUDA devices (0 when none or no driver)."},
+    {"current_device", rt_current_device, METH_NOARGS, "The current CUDA device, -1 when none."},
+    {"device_capability", rt_device_cc, METH_O, "(major, minor) of a device, or None."},
+    {nullptr, nullptr, 0, nullptr}};
+
+}  // namespace
+
+int init_module(PyObject*) { return init_shared(); }
+
+int add_launcher(PyObject* module, const LauncherSpec* spec) {
+  if (spec->nargs > kMaxArgs) {
+    PyErr_Format(PyExc_RuntimeError, "%s: more than %d arguments", spec->name, kMaxArgs);
+    return -1;
+  }
+  PyTypeObject* type = launcher_type();
+  if (type == nullptr) return -1;
+  auto* self = PyObject_New(Launcher, type);
+  if (self == nullptr) return -1;
+  self->vectorcall = launcher_call;
+  self->spec = spec;
+  self->module_name = PyModule_GetNameObject(module);
+  self->names = new PyObject*[spec->nargs > 0 ? spec->nargs : 1];
+  self->launched = new PyObject*[spec->nkernels];
+  self->outcomes = PyDict_New();
+  if (self->module_name == nullptr || self->outcomes == nullptr) {
+    Py_DECREF(self);
+    return -1;
+  }
+  for (int32_t i = 0; i < spec->nargs; ++i) {
+    self->names[i] = PyUnicode_InternFromString(spec->args[i].name);
+    if (self->names[i] == nullptr) return -1;
+  }
+  for (int32_t i = 0; i < spec->nkernels; ++i) {
+    self->launched[i] = make_outcome(self, i, KG_LAUNCHED);
+    if (self->launched[i] == nullptr) return -1;
+  }
+  PyObject* plan = PyObject_GetAttrString(reinterpret_cast<PyObject*>(self), "plan");
+  if (plan == nullptr) return -1;
+  char plan_name[200];
+  std::snprintf(plan_name, sizeof plan_name, "plan_%s", spec->name);
+  if (PyModule_AddObject(module, plan_name, plan) < 0) {
+    Py_DECREF(plan);
+    return -1;
+  }
+  if (PyModule_AddObject(module, spec->name, reinterpret_cast<PyObject*>(self)) < 0) {
+    Py_DECREF(self);
+    return -1;
+  }
+  return 0;
+}
+
+int add_runtime_functions(PyObject* module) { return PyModule_AddFunctions(module, runtime_methods); }
+
+}  // namespace kg::py

@@ -1,0 +1,245 @@
+// kernelgen launcher runtime: the parts of kernelgen/runtime.h that are not inline, and
+// the C functions of kernelgen/abi.h. Compiled once into each target's shared library.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "kernelgen/runtime.h"
+
+#ifndef KERNELGEN_TARGET_NAME
+#error "KERNELGEN_TARGET_NAME must be defined by the build"
+#endif
+#ifndef KERNELGEN_TARGET_CC
+#error "KERNELGEN_TARGET_CC (major * 10 + minor) must be defined by the build"
+#endif
+
+namespace kg {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<KillSwitch*>& registry() {
+  static std::vector<KillSwitch*> v;
+  return v;
+}
+
+constexpr int kMaxDevices = 64;
+std::atomic<const DeviceInfo*> g_devices[kMaxDevices];
+std::mutex g_device_mutex;
+
+}  // namespace
+
+KillSwitch::KillSwitch(const char* env) : env_(env) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry().push_back(this);
+}
+
+int KillSwitch::reload() {
+  int s = std::getenv(env_) != nullptr ? 1 : 0;
+  state_.store(s, std::memory_order_relaxed);
+  return s;
+}
+
+const DeviceInfo* device_info(int device, cudaError_t* err) {
+  if (device < 0 || device >= kMaxDevices) {
+    *err = cudaErrorInvalidDevice;
+    return nullptr;
+  }
+  const DeviceInfo* info = g_devices[device].load(std::memory_order_acquire);
+  if (info != nullptr) return info;
+  std::lock_guard<std::mutex> lock(g_device_mutex);
+  info = g_devices[device].load(std::memory_order_acquire);
+  if (info != nullptr) return info;
+  int major = 0, minor = 0, optin = 0;
+  cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) {
+    *err = e;
+    return nullptr;
+  }
+  auto* fresh = new DeviceInfo{major * 10 + minor == KERNELGEN_TARGET_CC, major * 10 + minor, optin};
+  g_devices[device].store(fresh, std::memory_order_release);  // never freed: one per device
+  return fresh;
+}
+
+int32_t KernelSlot::prepare_slow(const void* func, int64_t shared_mem, int dev, uint64_t bit) {
+  cudaError_t err = cudaSuccess;
+  const DeviceInfo* info = device_info(dev, &err);
+  if (info == nullptr) return -KG_CODE(KG_E_CUDA, err);
+  if (!info->compatible) return -KG_CODE(KG_E_DEVICE, info->cc);
+  if (shared_mem > info->smem_optin) return -KG_CODE(KG_E_SHARED_MEM, 0);
+  if (shared_mem > kDefaultSharedMemLimit && bit != 0 &&
+      !(optin_set_.load(std::memory_order_acquire) & bit)) {
+    // Raise the kernel's limit to the device maximum once, so no launch pays for it again.
+    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(info->smem_optin));
+    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+    optin_limit_[dev] = info->smem_optin;
+    optin_set_.fetch_or(bit, std::memory_order_acq_rel);
+  } else if (shared_mem > kDefaultSharedMemLimit) {
+    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared_mem));
+    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+  }
+  if (bit != 0) checked_.fetch_or(bit, std::memory_order_acq_rel);
+  return KG_LAUNCHED;
+}
+
+}  // namespace kg
+
+namespace {
+
+const char* expr_error_name(int32_t detail) {
+  switch (detail) {
+    case KG_EXPR_OVERFLOW: return "integer overflow";
+    case KG_EXPR_DIV_ZERO: return "division by zero";
+    case KG_EXPR_SHIFT: return "shift count outside 0..62";
+    default: return "invalid value";
+  }
+}
+
+const char* clause(const char* const* list, int32_t n, int32_t i) {
+  return (list != nullptr && i >= 0 && i < n) ? list[i] : "?";
+}
+
+}  // namespace
+
+extern "C" {
+
+void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t size) {
+  if (size == 0) return;
+  const char* name = k ? k->name : "kernel";
+  const int32_t cat = KG_CATEGORY(code), detail = KG_DETAIL(code);
+  static const char* const kAxes[] = {"x", "y", "z", "x*y*z"};
+  if (code == KG_LAUNCHED) {
+    std::snprintf(buf, size, "%s: launched", name);
+  } else if (code > 0) {
+    switch (cat) {
+      case KG_NL_KILLED:
+        std::snprintf(buf, size, "%s: not launched: kill switch %s is set", name,
+                      k && k->kill_switch ? k->kill_switch : "?");
+        break;
+      case KG_NL_ABSENT:
+        std::snprintf(buf, size, "%s: not launched: absent on target %s", name, k ? k->target : "?");
+        break;
+      case KG_NL_EMPTY:
+        std::snprintf(buf, size, "%s: not launched: empty work (%s)", name,
+                      k ? clause(k->skip_if, k->n_skip_if, detail) : "?");
+        break;
+      case KG_NL_CLAUSE:
+        std::snprintf(buf, size, "%s: not launched: %s is false", name,
+                      k ? clause(k->applies_if, k->n_applies_if, detail) : "?");
+        break;
+      case KG_NL_NO_VARIANT:
+        std::snprintf(buf, size, "%s: not launched: no variant for this %s", name,
+                      k && k->variant_on ? k->variant_on : "value");
+        break;
+      case KG_NL_EMPTY_GRID:
+        std::snprintf(buf, size, "%s: not launched: grid %s is 0", name, kAxes[detail & 3]);
+        break;
+      default:
+        std::snprintf(buf, size, "%s: not launched (code %d)", name, code);
+    }
+  } else {
+    switch (cat) {
+      case KG_E_REQUIRES:
+        std::snprintf(buf, size, "%s: invalid arguments: requires %s", name,
+                      k ? clause(k->requires_, k->n_requires, detail) : "?");
+        break;
+      case KG_E_EXPR:
+        std::snprintf(buf, size, "%s: invalid arguments: %s while computing the launch", name,
+                      expr_error_name(detail));
+        break;
+      case KG_E_GRID:
+        std::snprintf(buf, size, "%s: grid %s exceeds the CUDA limit (%s)", name, kAxes[detail & 3],
+                      detail == 0 ? "2147483647" : "65535");
+        break;
+      case KG_E_BLOCK:
+        std::snprintf(buf, size, "%s: block %s is outside the target's limits", name, kAxes[detail & 3]);
+        break;
+      case KG_E_SHARED_MEM:
+        std::snprintf(buf, size, "%s: dynamic shared memory exceeds the device's opt-in limit", name);
+        break;
+      case KG_E_DEVICE:
+        std::snprintf(buf, size,
+                      "%s: built for target %s (compute capability %d.%d) but the current device has "
+                      "compute capability %d.%d",
+                      name, kg_rt_target(), KERNELGEN_TARGET_CC / 10, KERNELGEN_TARGET_CC % 10, detail / 10,
+                      detail % 10);
+        break;
+      case KG_E_CUDA:
+        std::snprintf(buf, size, "%s: CUDA error %d (%s): %s", name, detail,
+                      cudaGetErrorName(static_cast<cudaError_t>(detail)),
+                      cudaGetErrorString(static_cast<cudaError_t>(detail)));
+        break;
+      default:
+        std::snprintf(buf, size, "%s: error (code %d)", name, code);
+    }
+  }
+}
+
+void kg_rt_refresh(void) {
+  std::lock_guard<std::mutex> lock(kg::registry_mutex());
+  for (kg::KillSwitch* s : kg::registry()) s->reset();
+}
+
+const char* kg_rt_target(void) { return KERNELGEN_TARGET_NAME; }
+int32_t kg_rt_target_cc(void) { return KERNELGEN_TARGET_CC; }
+
+int32_t kg_rt_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear "no device" so it does not look like a launch failure later
+    return 0;
+  }
+  return n;
+}
+
+int32_t kg_rt_current_device(void) {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+int32_t kg_rt_device_cc(int32_t device) {
+  cudaError_t err = cudaSuccess;
+  const kg::DeviceInfo* info = kg::device_info(device, &err);
+  if (info == nullptr) {
+    cudaGetLastError();
+    return -1;
+  }
+  return info->cc;
+}
+
+int32_t kg_rt_is_sticky_error(int32_t e) {
+  switch (static_cast<cudaError_t>(e)) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static std::atomic<int32_t> g_strict{0};
+int32_t kg_rt_strict(void) { return g_strict.load(std::memory_order_relaxed); }
+void kg_rt_set_strict(int32_t strict) { g_strict.store(strict != 0, std::memory_order_relaxed); }
+
+}  // extern "C"

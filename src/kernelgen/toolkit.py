@@ -1,0 +1,127 @@
+"""Finding the tools a build needs: nvcc (CUDA toolkit), CMake, ninja and pybind11.
+
+nvcc is looked for, in order: ``$CUDACXX``; ``$CUDA_HOME``/``$CUDA_PATH``; ``nvcc`` on
+PATH; ``/usr/local/cuda``; and the CUDA toolkit wheels from PyPI (``pip install
+'kernelgen[cuda]'``: nvidia-cuda-nvcc, -runtime, -cccl, -crt, nvidia-nvvm), which
+cuda-pathfinder can locate, or which sit under ``site-packages/nvidia``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelgen.errors import ToolkitError
+
+HOW_TO_GET_CUDA = (
+    "install the CUDA toolkit (nvcc) and set CUDA_HOME, or run: "
+    "pip install 'kernelgen[cuda]' to get it from PyPI"
+)
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    nvcc: Path
+    root: Path  # contains bin/nvcc, include/cuda_runtime.h, lib64 or lib
+    version: str
+    source: str  # where it was found, for messages
+
+
+def _nvcc_in(root: Path) -> Path | None:
+    p = root / "bin" / "nvcc"
+    return p if p.is_file() and os.access(p, os.X_OK) else None
+
+
+def _version(nvcc: Path) -> str:
+    try:
+        out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    for line in out.splitlines():
+        if "release" in line:
+            return line.split("release", 1)[1].split(",")[0].strip()
+    return ""
+
+
+def _wheel_roots() -> list[Path]:
+    """Toolkit roots provided by the nvidia-* wheels, when installed."""
+    roots: list[Path] = []
+    try:  # cuda-pathfinder knows the wheels' layouts
+        from cuda import pathfinder  # type: ignore[import-not-found]
+
+        found = pathfinder.find_nvidia_binary_utility("nvcc")  # type: ignore[attr-defined]
+        if found:
+            roots.append(Path(found).resolve().parent.parent)
+    except Exception:  # noqa: BLE001 - optional helper; fall back to the known layouts
+        pass
+    dirs = [Path(p) for p in site.getsitepackages() + [site.getusersitepackages()]]
+    dirs += [Path(p) for p in sys.path if p.endswith("site-packages")]
+    for d in dirs:
+        for cand in (d / "nvidia" / "cu13", d / "nvidia" / "cuda_nvcc", d / "nvidia" / "cu12"):
+            if _nvcc_in(cand):
+                roots.append(cand)
+    return roots
+
+
+def find_toolkit() -> Toolkit:
+    candidates: list[tuple[str, Path]] = []
+    if os.environ.get("CUDACXX"):
+        nvcc = Path(os.environ["CUDACXX"])
+        candidates.append(("CUDACXX", nvcc.resolve().parent.parent))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append((var, Path(os.environ[var])))
+    which = shutil.which("nvcc")
+    if which:
+        candidates.append(("PATH", Path(which).resolve().parent.parent))
+    candidates.append(("/usr/local/cuda", Path("/usr/local/cuda")))
+    candidates += [("PyPI wheels", r) for r in _wheel_roots()]
+    for source, root in candidates:
+        nvcc = _nvcc_in(root)
+        if nvcc is not None:
+            return Toolkit(nvcc, root, _version(nvcc), source)
+    looked = ", ".join(f"{s} ({r})" for s, r in candidates)
+    raise ToolkitError(f"no CUDA toolkit (nvcc) found; looked in: {looked}. To fix: {HOW_TO_GET_CUDA}")
+
+
+def find_cmake() -> str:
+    try:  # the PyPI cmake package, a dependency of kernelgen
+        import cmake  # type: ignore[import-not-found]
+
+        exe = Path(cmake.CMAKE_BIN_DIR) / "cmake"
+        if exe.is_file():
+            return str(exe)
+    except ImportError:
+        pass
+    exe2 = shutil.which("cmake")
+    if exe2:
+        return exe2
+    raise ToolkitError("CMake not found; run: pip install cmake")
+
+
+def find_ninja() -> str:
+    try:
+        import ninja  # type: ignore[import-not-found]
+
+        exe = Path(ninja.BIN_DIR) / "ninja"
+        if exe.is_file():
+            return str(exe)
+    except ImportError:
+        pass
+    exe2 = shutil.which("ninja")
+    if exe2:
+        return exe2
+    raise ToolkitError("ninja not found; run: pip install ninja")
+
+
+def find_pybind11() -> str:
+    try:
+        import pybind11  # type: ignore[import-not-found]
+    except ImportError:
+        raise ToolkitError("pybind11 not found; run: pip install pybind11") from None
+    return pybind11.get_cmake_dir()

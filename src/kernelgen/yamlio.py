@@ -1,0 +1,147 @@
+"""Strict YAML reading: the only place kernelgen parses YAML.
+
+Documents are composed into node trees with no implicit type resolution and no
+constructors, so no tag can build an object. Scalars are then typed here with
+deliberately narrow rules (YAML 1.2 core, minus the surprises): decimal integers,
+``true``/``false``, ``null``, and strings. Plain scalars that YAML 1.1 would have turned
+into something else (``no``, ``on``, ``0x10``, ``1_000``, ``010``, ``1e3``) are errors
+that ask for quotes, so a value never silently changes meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Union
+
+import yaml
+
+from kernelgen.errors import SourceLoc, SpecError
+
+MAX_SPEC_BYTES = 1 << 20
+
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
+_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+_YAML11_BOOL = re.compile(r"(yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE)")
+_NUMBERISH = re.compile(
+    r"[-+]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?"
+    r"|\.(inf|Inf|INF|nan|NaN|NAN))|[0-9]+(:[0-5]?[0-9])+"
+)
+
+
+class _NoResolveLoader(yaml.SafeLoader):
+    """Composes only: every plain scalar keeps the default str tag."""
+
+
+_NoResolveLoader.yaml_implicit_resolvers = {}
+
+
+@dataclass(frozen=True)
+class YScalar:
+    loc: SourceLoc
+    value: Union[str, int, bool, None]
+    quoted: bool
+
+
+@dataclass(frozen=True)
+class YSeq:
+    loc: SourceLoc
+    items: tuple["YNode", ...]
+
+
+@dataclass(frozen=True)
+class YMap:
+    loc: SourceLoc
+    items: tuple[tuple[YScalar, "YNode"], ...]
+
+    def keys(self) -> list[str]:
+        return [str(k.value) for k, _ in self.items]
+
+
+YNode = Union[YScalar, YSeq, YMap]
+
+
+def load(path: str, text_bytes: bytes) -> YNode:
+    """Parse one YAML document from ``text_bytes``; ``path`` is used in messages."""
+    top = SourceLoc(path)
+    if len(text_bytes) > MAX_SPEC_BYTES:
+        raise SpecError(top, "", f"file is {len(text_bytes)} bytes; specs are limited to {MAX_SPEC_BYTES}")
+    try:
+        text = text_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(top, "", f"not UTF-8 text (byte {exc.start})") from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise SpecError(SourceLoc(path, line), "", "NUL character in file")
+    try:
+        node = yaml.compose(text, Loader=_NoResolveLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        loc = SourceLoc(path, mark.line + 1, mark.column + 1) if mark else top
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise SpecError(loc, "", f"YAML syntax error: {problem}") from None
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise SpecError(top, "", f"invalid YAML: {type(exc).__name__}") from None
+    if node is None:
+        raise SpecError(top, "", "the file is empty")
+    return _convert(path, node, set())
+
+
+def _loc(path: str, node: yaml.Node) -> SourceLoc:
+    return SourceLoc(path, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
+    loc = _loc(path, node)
+    if id(node) in seen:
+        raise SpecError(loc, "", "YAML anchors and aliases are not supported", "write the value out")
+    seen.add(id(node))
+    if node.tag not in (_STR, _SEQ, _MAP):
+        raise SpecError(loc, "", f"YAML tag '{node.tag}' is not allowed", "specs use plain YAML values only")
+    if isinstance(node, yaml.ScalarNode):
+        if node.tag != _STR:
+            raise SpecError(loc, "", "a scalar here must be plain YAML")
+        return _scalar(loc, node.value, node.style)
+    if isinstance(node, yaml.SequenceNode):
+        return YSeq(loc, tuple(_convert(path, n, seen) for n in node.value))
+    assert isinstance(node, yaml.MappingNode)
+    items: list[tuple[YScalar, YNode]] = []
+    first: dict[object, SourceLoc] = {}
+    for knode, vnode in node.value:
+        key = _convert(path, knode, seen)
+        if not isinstance(key, YScalar) or key.value is None or isinstance(key.value, bool):
+            raise SpecError(key.loc, "", "mapping keys must be names or integers")
+        if key.value in first:
+            raise SpecError(
+                key.loc, str(key.value), f"duplicate key (first defined at line {first[key.value].line})"
+            )
+        first[key.value] = key.loc
+        items.append((key, _convert(path, vnode, seen)))
+    return YMap(loc, tuple(items))
+
+
+def _scalar(loc: SourceLoc, raw: str, style: str | None) -> YScalar:
+    if style:  # quoted or block scalar: always a string
+        return YScalar(loc, raw, True)
+    if raw in ("", "~", "null"):
+        return YScalar(loc, None, False)
+    if raw in ("true", "false"):
+        return YScalar(loc, raw == "true", False)
+    if _INT.fullmatch(raw):
+        return YScalar(loc, int(raw), False)
+    if raw in ("Null", "NULL"):
+        raise SpecError(loc, "", f"'{raw}' is ambiguous YAML", "write null, or quote it for a string")
+    if _YAML11_BOOL.fullmatch(raw):
+        raise SpecError(
+            loc, "", f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
+            f"write true or false, or quote it: '{raw}'",
+        )
+    if _NUMBERISH.fullmatch(raw):
+        raise SpecError(
+            loc, "", f"'{raw}' is not a plain decimal integer",
+            "write integers in decimal without '_' or leading zeros; quote it for a string",
+        )
+    return YScalar(loc, raw, False)
