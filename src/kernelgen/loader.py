@@ -117,6 +117,8 @@ def _kind(node: YNode) -> str:
         return f"boolean {str(v).lower()}"
     if isinstance(v, int):
         return f"integer {v}"
+    if isinstance(v, float):
+        return f"number {v}"
     return f"string {v!r}" if len(v) < 60 else "a string"
 
 
@@ -364,36 +366,6 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         raise ctx.error(node.loc, exc.message, hint) from None
 
 
-def _expr_items(node: YSeq) -> YSeq:
-    """Rejoin expressions that a YAML flow list split at their commas.
-
-    ``[n, div_ceil(q_len, 128), 1]`` reads as four plain items in YAML; an item whose
-    parentheses do not balance is joined with the following ones until they do.
-    """
-    out: list[YNode] = []
-    pending: YScalar | None = None
-    for item in node.items:
-        if pending is not None:
-            if not (isinstance(item, YScalar) and not item.quoted and item.value is not None):
-                out.append(pending)
-                pending = None
-                out.append(item)
-                continue
-            pending = YScalar(pending.loc, f"{pending.value}, {item.value}", False)
-        elif isinstance(item, YScalar) and isinstance(item.value, str) and not item.quoted:
-            pending = item
-        else:
-            out.append(item)
-            continue
-        text = str(pending.value)
-        if text.count("(") <= text.count(")"):
-            out.append(pending)
-            pending = None
-    if pending is not None:
-        out.append(pending)
-    return YSeq(node.loc, tuple(out))
-
-
 def _type(ctx: _Ctx, node: YNode, loc: SourceLoc) -> tuple[str, bool, bool]:
     """Parse ``const bf16*``: (base, const, pointer)."""
     text = _str(ctx, node, "a type such as u32 or const bf16*")
@@ -519,7 +491,6 @@ def _kernel(
         with ctx.at(key):
             n = f[key]
             if isinstance(n, YSeq):
-                n = _expr_items(n)
                 items = _list(ctx, n, lambda i: ex(i, expr.Ty.INT), 3)
             else:
                 raise ctx.error(n.loc, f"expected a list of 3 expressions [x, y, z], got {_kind(n)}")
@@ -543,8 +514,6 @@ def _kernel(
             return ()
         with ctx.at(key):
             n = f[key]
-            if isinstance(n, YSeq):
-                n = _expr_items(n)
             items = n.items if isinstance(n, YSeq) else (n,)
             out = []
             for i, item in enumerate(items):
@@ -562,7 +531,7 @@ def _kernel(
             raise SpecError(f["symbol"].loc, f"kernels.{name}.symbol", "give either 'symbol' or 'variants', not both")
     all_int = {a.name for a in args + host_args if a.is_int}
     with ctx.at("examples"):
-        examples = _examples(ctx, f["examples"], all_int)
+        examples = _examples(ctx, f["examples"], all_int, float_names)
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
@@ -605,13 +574,21 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object]) -> Varian
     return Variants(on, tuple(sorted(pairs)), node.loc)
 
 
-def _examples(ctx: _Ctx, node: YNode, int_names: set[str]) -> tuple[tuple[tuple[str, int], ...], ...]:
+def _examples(
+    ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str]
+) -> tuple[tuple[tuple[str, int], ...], ...]:
     def one(n: YNode) -> dict[str, int]:
         if not isinstance(n, YMap):
             raise ctx.error(n.loc, f"expected a mapping of integer arguments to values, got {_kind(n)}")
         out = {}
         for key, value in n.items:
             k = str(key.value)
+            if k in float_names:  # allowed for readability; plans do not depend on floats
+                if not isinstance(value, YScalar) or not isinstance(value.value, (int, float)) or isinstance(
+                    value.value, bool
+                ):
+                    raise ctx.error(value.loc, f"'{k}' is f32; expected a number, got {_kind(value)}")
+                continue
             if k not in int_names:
                 raise ctx.error(key.loc, f"'{k}' is not an integer argument", did_you_mean(k, int_names))
             with ctx.at(k):

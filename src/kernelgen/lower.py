@@ -140,6 +140,7 @@ class LChain:
     nsizes: int
     doc: str
     cross_modules: tuple[str, ...]
+    cases: tuple[tuple[tuple[str, int], ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -382,8 +383,10 @@ def geometry_code_for(
     return 0
 
 
-_BOUNDARIES = (0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 127, 128, 129, 255, 256, 1000, 1024, 4096,
-               65535, 65536, 2**31 - 1, 2**31, 2**32 - 1)
+_BOUNDARIES = tuple(sorted(
+    {0, 1, 2, 3, 5, 7, 17, 100, 1000, 10**6, 10**9}
+    | {2**k + d for k in range(33) for d in (-1, 0, 1)}
+))
 
 
 def _candidates(v: int, lo: int, hi: int) -> list[int]:
@@ -429,7 +432,8 @@ def _test_cases(module: Module, k: Kernel, target: Target):  # noqa: ANN202
             raise SpecError(
                 where, f"kernels.{k.name}",
                 f"cannot find arguments for which only '{text}' decides the outcome",
-                "add an example under 'examples' where this clause alone fails (or holds, for skip_if)",
+                "if an earlier clause implies it, remove it; otherwise add an example under 'examples' "
+                "where this clause alone fails (or holds, for skip_if)",
             )
         flips.append((kind, i, tuple(sorted(found.items()))))
     rng = random.Random(f"{module.name}.{k.name}.{target.name}")
@@ -451,32 +455,33 @@ def _test_cases(module: Module, k: Kernel, target: Target):  # noqa: ANN202
 
 
 def _fails_alone(module: Module, k: Kernel, target: Target, env: dict[str, int], kind: str, i: int, want: int) -> bool:
-    got = expected_plan(module, k, target, env)[0]
-    if got != want:
+    """The plan's code for ``env`` is ``want``, and no other clause disagrees.
+
+    Clauses are evaluated in order and the first decides, so a later clause that cannot
+    be evaluated (``num_q_heads % num_kv_heads`` once ``num_kv_heads > 0`` fails) is fine.
+    """
+    if expected_plan(module, k, target, env)[0] != want:
         return False
-    # every other clause of the same family must not decide it: flipping this one back
-    # would launch (or fail geometry), which expected_plan's ordering already implies for
-    # earlier clauses; check later ones explicitly.
     full = env | dict(module.constants)
-    try:
-        later_ok = (
-            all(not expr.evaluate(c.expr, full) for c in k.skip_if if kind != "skip")
-            and all(expr.evaluate(c.expr, full) for j, c in enumerate(k.requires) if not (kind == "requires" and j == i))
-            and all(expr.evaluate(c.expr, full) for j, c in enumerate(k.applies_if) if not (kind == "applies" and j == i))
-        )
-    except ExprError:
-        return False
-    if kind == "skip":
-        later_ok = later_ok and all(
-            not expr.evaluate(c.expr, full) for j, c in enumerate(k.skip_if) if j != i
-        )
-    return later_ok
+
+    def ok(c: Clause, good: bool) -> bool:
+        try:
+            return bool(expr.evaluate(c.expr, full)) == good
+        except ExprError:
+            return True
+
+    others = (
+        [(c, False) for j, c in enumerate(k.skip_if) if not (kind == "skip" and j == i)]
+        + [(c, True) for j, c in enumerate(k.requires) if not (kind == "requires" and j == i)]
+        + [(c, True) for j, c in enumerate(k.applies_if) if not (kind == "applies" and j == i)]
+    )
+    return all(ok(c, good) for c, good in others)
 
 
 # --------------------------------------------------------------------- chains
 
 
-def lower_chain(catalog: Catalog, module: Module, fb: Fallback) -> LChain:
+def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) -> LChain:
     seen: dict[str, Arg] = {}
     order_pos: list[str] = []
     members = []
@@ -516,6 +521,25 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback) -> LChain:
         c = _carg(a, size_of.get(n, -1))
         cargs.append(c)
     cross = sorted({r.module for r in fb.members if r.module != module.name})
+    # Cases for the chain's tests: each member's examples and clause flips, completed with
+    # the other members' first examples, so every member gets to decide at least once.
+    int_names = [c.name for c in cargs if c.is_int]
+    base: dict[str, int] = {}
+    kernels = []
+    for ref in fb.members:
+        owner = catalog.module(ref.module)
+        k = owner.kernel(ref.kernel) if owner else None
+        assert owner is not None and k is not None
+        kernels.append((owner, k))
+        for n, v in k.examples[0]:
+            base.setdefault(n, v)
+    chain_cases: list[tuple[tuple[str, int], ...]] = []
+    for owner, k in kernels:
+        flips, _ = _test_cases(owner, k, target)
+        for env in [dict(e) for e in k.examples] + [dict(f[2]) for f in flips]:
+            case = tuple(sorted({n: {**base, **env}[n] for n in int_names}.items()))
+            if case not in chain_cases:
+                chain_cases.append(case)
     summary = "Tries " + ", then ".join(r.qualname for r in fb.members) + "; launches the first that applies."
     return LChain(
         name=fb.name,
@@ -531,12 +555,13 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback) -> LChain:
         nsizes=len(size_of),
         doc=_doc(summary, cargs),
         cross_modules=tuple(cross),
+        cases=tuple(chain_cases),
     )
 
 
 def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
     kernels = tuple(lower_kernel(module, k, target) for k in module.kernels)
-    chains = tuple(lower_chain(catalog, module, fb) for fb in module.fallbacks)
+    chains = tuple(lower_chain(catalog, module, fb, target) for fb in module.fallbacks)
     includes = sorted({m for c in chains for m in c.cross_modules})
     return LModule(
         name=module.name,

@@ -275,7 +275,7 @@ class _CView:
 
     @property
     def cases_py(self) -> str:
-        return "[]"
+        return "[\n" + "".join(f"        {dict(c)!r},\n" for c in self.c.cases) + "    ]"
 
 
 class Renderer:

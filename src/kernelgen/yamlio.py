@@ -25,6 +25,7 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 
 _INT = re.compile(r"-?(0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)\.[0-9]+([eE][-+]?[0-9]+)?")
 _YAML11_BOOL = re.compile(r"(yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|True|TRUE|False|FALSE)")
 _NUMBERISH = re.compile(
     r"[-+]?(0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?"
@@ -42,7 +43,7 @@ _NoResolveLoader.yaml_implicit_resolvers = {}
 @dataclass(frozen=True)
 class YScalar:
     loc: SourceLoc
-    value: Union[str, int, bool, None]
+    value: Union[str, int, float, bool, None]
     quoted: bool
 
 
@@ -106,12 +107,15 @@ def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
             raise SpecError(loc, "", "a scalar here must be plain YAML")
         return _scalar(loc, node.value, node.style)
     if isinstance(node, yaml.SequenceNode):
-        return YSeq(loc, tuple(_convert(path, n, seen) for n in node.value))
+        items_ = tuple(_convert(path, n, seen) for n in node.value)
+        return YSeq(loc, _rejoin_seq(items_) if node.flow_style else items_)
     assert isinstance(node, yaml.MappingNode)
     items: list[tuple[YScalar, YNode]] = []
     first: dict[object, SourceLoc] = {}
-    for knode, vnode in node.value:
-        key = _convert(path, knode, seen)
+    pairs = [(_convert(path, k, seen), _convert(path, v, seen)) for k, v in node.value]
+    if node.flow_style:
+        pairs = _rejoin_map(pairs)
+    for key, value in pairs:
         if not isinstance(key, YScalar) or key.value is None or isinstance(key.value, bool):
             raise SpecError(key.loc, "", "mapping keys must be names or integers")
         if key.value in first:
@@ -119,8 +123,48 @@ def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
                 key.loc, str(key.value), f"duplicate key (first defined at line {first[key.value].line})"
             )
         first[key.value] = key.loc
-        items.append((key, _convert(path, vnode, seen)))
+        items.append((key, value))
     return YMap(loc, tuple(items))
+
+
+def _unbalanced(node: YNode) -> bool:
+    return (
+        isinstance(node, YScalar) and not node.quoted and isinstance(node.value, str)
+        and node.value.count("(") > node.value.count(")")
+    )
+
+
+def _rejoin_seq(items: tuple[YNode, ...]) -> tuple[YNode, ...]:
+    """Rejoin expressions that a flow list split at their commas.
+
+    ``[n, div_ceil(q_len, 128), 1]`` reads as four plain items; an item whose
+    parentheses do not balance is joined with the following plain items until they do.
+    """
+    out: list[YNode] = []
+    for item in items:
+        prev = out[-1] if out else None
+        if prev is not None and _unbalanced(prev) and isinstance(item, YScalar) and not item.quoted \
+                and item.value is not None:
+            assert isinstance(prev, YScalar)
+            out[-1] = YScalar(prev.loc, f"{prev.value}, {item.value}", False)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _rejoin_map(pairs: list[tuple[YNode, YNode]]) -> list[tuple[YNode, YNode]]:
+    """The same for flow mappings: ``{size: div_ceil(a, b) * c}`` reads as a value
+    ``div_ceil(a`` followed by a key ``b) * c`` without a value."""
+    out: list[tuple[YNode, YNode]] = []
+    for key, value in pairs:
+        if out and _unbalanced(out[-1][1]) and isinstance(key, YScalar) and not key.quoted \
+                and isinstance(key.value, (str, int)) and isinstance(value, YScalar) and value.value is None:
+            pk, pv = out[-1]
+            assert isinstance(pv, YScalar)
+            out[-1] = (pk, YScalar(pv.loc, f"{pv.value}, {key.value}", False))
+        else:
+            out.append((key, value))
+    return out
 
 
 def _scalar(loc: SourceLoc, raw: str, style: str | None) -> YScalar:
@@ -132,6 +176,8 @@ def _scalar(loc: SourceLoc, raw: str, style: str | None) -> YScalar:
         return YScalar(loc, raw == "true", False)
     if _INT.fullmatch(raw):
         return YScalar(loc, int(raw), False)
+    if _FLOAT.fullmatch(raw):
+        return YScalar(loc, float(raw), False)
     if raw in ("Null", "NULL"):
         raise SpecError(loc, "", f"'{raw}' is ambiguous YAML", "write null, or quote it for a string")
     if _YAML11_BOOL.fullmatch(raw):

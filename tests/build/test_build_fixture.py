@@ -1,0 +1,107 @@
+"""Build tests: kernelgen builds the fixture project with nvcc (no GPU needed), the built
+modules import, plan without a GPU and pass their generated contract tests; rebuilds are
+incremental; a spec that disagrees with its kernel's signature fails the build by name."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.build
+
+TARGET = "hopper"
+
+
+def _python(code: str, ops_path: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(ops_path))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    from tests.conftest import FIXTURE
+
+    root = tmp_path_factory.mktemp("build") / "project"
+    shutil.copytree(FIXTURE, root)
+    res = run_cli("build", "--target", TARGET, cwd=root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "kernelgen: hopper done" in res.stdout
+    return root
+
+
+def test_built_modules_import_and_plan_without_gpu(built: Path) -> None:
+    res = _python(
+        "import kernelgen_ops.hopper.fixture_ops as m\n"
+        "p = m.add_bias.plan(rows=4, cols=4096, vec=8)\n"
+        "print(p['grid'], p['block'], p['variant'], m.scale_f32.plan(n=0)['reason'])\n"
+        "print(m.copy_reversed_or_scale.plan(n=8)['kernel'])\n",
+        built / "bindings" / "kernelgen_ops",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "(2, 4, 1) (256, 1, 1) 1 scale_f32: not launched: empty work (n == 0)",
+        "big_smem",
+    ]
+
+
+def test_generated_contract_tests_pass(built: Path) -> None:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
+        cwd=built, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert re.search(r"\b\d{2,} passed", res.stdout), res.stdout[-500:]
+
+
+def test_noop_rebuild_compiles_nothing_and_spec_edit_recompiles_its_module(built: Path) -> None:
+    res = run_cli("build", "--target", TARGET, cwd=built)
+    assert res.returncode == 0, res.stderr
+    assert "(0 steps rebuilt)" in res.stdout, res.stdout
+    spec = built / "specs" / "fixture_ops.yaml"
+    spec.write_text(spec.read_text().replace("summary: out = alpha * x over n floats.", "summary: out = alpha * x."))
+    res = run_cli("build", "--target", TARGET, cwd=built)
+    assert res.returncode == 0, res.stderr
+    compiled = [ln for ln in res.stdout.splitlines() if "compiling" in ln]
+    assert any("src/fixture_ops.cu" in ln for ln in compiled), res.stdout
+    assert not any("runtime.cpp" in ln or "python_support" in ln for ln in compiled), res.stdout
+
+
+def test_signature_mismatch_fails_the_build_naming_kernel_and_spec(built: Path) -> None:
+    spec = built / "specs" / "fixture_ops.yaml"
+    original = spec.read_text()
+    spec.write_text(original.replace("bias: {type: const bf16*", "bias: {type: const f16*", 1))
+    try:
+        res = run_cli("build", "--target", TARGET, cwd=built)
+    finally:
+        spec.write_text(original)
+        assert run_cli("generate", cwd=built).returncode == 0
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert "specs/fixture_ops.yaml:23: kernel 'add_bias'" in res.stderr, res.stderr
+    assert "do not match the __global__ definition of add_bias_kernel<1>" in res.stderr
+
+
+def test_generate_check_reports_stale_missing_and_orphaned(built: Path) -> None:
+    assert run_cli("generate", "--check", cwd=built).returncode == 0
+    gen = built / "generated" / TARGET
+    (gen / "python" / "fixture_ops.pyi").write_text("edited\n")
+    (gen / "CMakeLists.txt").unlink()
+    (gen / "src" / "old_module.cu").write_text("// left over\n")
+    res = run_cli("generate", "--check", cwd=built)
+    assert res.returncode == 1
+    assert "stale: generated/hopper/python/fixture_ops.pyi" in res.stderr
+    assert "missing: generated/hopper/CMakeLists.txt" in res.stderr
+    assert "orphaned: generated/hopper/src/old_module.cu" in res.stderr
+    assert run_cli("generate", cwd=built).returncode == 0
+    assert not (gen / "src" / "old_module.cu").exists()
+    assert run_cli("generate", "--check", cwd=built).returncode == 0

@@ -1,0 +1,50 @@
+"""Shared fixtures: a scratch copy of the fixture project, and GPU detection for the gpu marker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "project"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A writable copy of tests/fixtures/project (specs/, kernels/)."""
+    dst = tmp_path / "project"
+    shutil.copytree(FIXTURE, dst, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
+    return dst
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run ``kernelgen`` as a user would, in a subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "kernelgen.cli", *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+        timeout=timeout,
+    )
+
+
+def _gpu_present() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _gpu_present():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU and torch (run scripts/gpu_check.sh on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,142 @@
+"""Spec loading: every malformed spec gives one SpecError naming file:line and the field."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelgen.errors import SpecError
+from kernelgen.loader import load_catalog
+
+TARGETS = (Path(__file__).resolve().parents[1] / "fixtures" / "project" / "specs" / "targets.yaml").read_text()
+
+GOOD = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kill_switch: DEMO_OFF
+constants: {THREADS: 256}
+kernels:
+  scale:
+    summary: Scales.
+    args:
+      x: {type: const f32*, size: n}
+      out: f32*
+      n: u32
+      alpha: f32
+    grid: [div_ceil(n, THREADS), 1, 1]
+    block: [THREADS, 1, 1]
+    skip_if: [n == 0]
+    applies_if: [n % 4 == 0]
+    examples:
+      - {n: 1024}
+"""
+
+
+def write_project(tmp_path: Path, spec: str, name: str = "demo.yaml") -> Path:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "demo.cu").write_text("// demo\n")
+    (tmp_path / "specs" / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "specs" / name).write_text(spec)
+    return tmp_path
+
+
+def test_good_spec_loads(tmp_path: Path) -> None:
+    cat = load_catalog(write_project(tmp_path, GOOD))
+    (m,) = cat.modules
+    k = m.kernels[0]
+    assert (m.name, m.kill_switch, k.name, k.symbol) == ("demo", "DEMO_OFF", "scale", "scale")
+    assert [a.spelling for a in k.args] == ["const f32*", "f32*", "u32", "f32"]
+    assert [c.text for c in k.applies_if] == ["(n % 4) == 0"]
+
+
+def sub(old: str, new: str) -> str:
+    assert old in GOOD, old
+    return GOOD.replace(old, new, 1)
+
+
+# (case id, spec text, expected line, fragment of the message)
+BAD = [
+    ("duplicate key", sub("  scale:\n", "  scale:\n    summary: one\n").replace("    summary: Scales.\n", "", 0), 9, "duplicate key"),
+    ("python tag", sub("summary: A demo module.", "summary: !!python/object:os.system ls"), 2, "tag"),
+    ("custom tag", sub("summary: A demo module.", "summary: !shell ls"), 2, "tag"),
+    ("yaml 1.1 bool", sub("A demo module.", "no"), 2, "boolean in YAML 1.1"),
+    ("yaml 1.1 on", sub("kill_switch: DEMO_OFF", "kill_switch: on"), 4, "boolean in YAML 1.1"),
+    ("hex literal", sub("{THREADS: 256}", "{THREADS: 0x100}"), 5, "not a plain decimal integer"),
+    ("underscore literal", sub("{n: 1024}", "{n: 1_024}"), 19, "not a plain decimal integer"),
+    ("leading zero", sub("{n: 1024}", "{n: 01024}"), 19, "not a plain decimal integer"),
+    ("unknown top key", sub("kill_switch: DEMO_OFF", "kil_switch: DEMO_OFF"), 4, "did you mean 'kill_switch'"),
+    ("unknown kernel key", sub("    grid:", "    gird: [1, 1, 1]\n    grid:"), 14, "did you mean 'grid'"),
+    ("missing key", sub("    block: [THREADS, 1, 1]\n", ""), 8, "missing required key 'block'"),
+    ("wrong type list", sub("sources: [kernels/demo.cu]", "sources: kernels/demo.cu"), 3, "expected a list"),
+    ("wrong type int", sub("{THREADS: 256}", "{THREADS: [256]}"), 5, "expected an expression"),
+    ("unknown scalar type", sub("      n: u32", "      n: uint"), 12, "unknown scalar type 'uint'"),
+    ("unknown elem type", sub("      out: f32*", "      out: float*"), 11, "unknown element type 'float'"),
+    ("const scalar", sub("      n: u32", "      n: const u32"), 12, "'const' applies only to pointers"),
+    ("keyword arg name", sub("      alpha: f32", "      class: f32"), 13, "reserved"),
+    ("python keyword arg", sub("      alpha: f32", "      lambda: f32"), 13, "reserved"),
+    ("c++ keyword kernel", sub("  scale:", "  new:"), 7, "reserved"),
+    ("arg collides with constant", sub("      alpha: f32", "      THREADS: u32"), 13, "declared twice"),
+    ("reserved stream", sub("      alpha: f32", "      stream: u32"), 13, "reserved"),
+    ("bad name", sub("  scale:", "  2scale:"), 7, "not a valid kernel name"),
+    ("undefined name", sub("[n % 4 == 0]", "[m % 4 == 0]"), 17, "undefined name 'm'"),
+    ("float in expression", sub("[n % 4 == 0]", "[alpha > 0]"), 17, "'alpha' is a float"),
+    ("pointer in expression", sub("[n % 4 == 0]", "[x > 0]"), 17, "'x' is a pointer"),
+    ("unknown function", sub("div_ceil(n, THREADS)", "ceil(n, THREADS)"), 14, "unknown function 'ceil'"),
+    ("constant division by zero", sub("{THREADS: 256}", "{THREADS: 256, BAD: 1 // 0}"), 5, "division by zero"),
+    ("grid of two", sub("[div_ceil(n, THREADS), 1, 1]", "[div_ceil(n, THREADS), 1]"), 14, "expected 3 entries"),
+    ("block over limit", sub("{THREADS: 256}", "{THREADS: 2048}"), 15, "outside 1..1024"),
+    ("shared mem over gb10 limit", sub("    skip_if:", "    shared_mem: 101377\n    skip_if:"), 16, "101376-byte opt-in limit of target 'gb10'"),
+    ("bad env name", sub("kill_switch: DEMO_OFF", "kill_switch: 'DEMO OFF; rm -rf'"), 4, "not a valid environment variable name"),
+    ("unknown target", sub("    summary: Scales.", "    summary: Scales.\n    targets: [ampere]"), 9, "unknown target 'ampere'"),
+    ("missing source", sub("kernels/demo.cu", "kernels/nope.cu"), 3, "does not exist"),
+    ("source escapes", sub("kernels/demo.cu", "../demo.cu"), 3, "not a valid source path"),
+    ("example fails clause", sub("{n: 1024}", "{n: 1022}"), 19, "must launch"),
+    ("example out of range", sub("{n: 1024}", "{n: -4}"), 19, "does not fit u32"),
+    ("fallback to unknown kernel", GOOD + "fallbacks:\n  any: [scale, nope]\n", 21, "no kernel 'nope'"),
+    ("fallback of one", GOOD + "fallbacks:\n  any: [scale]\n", 21, "at least two kernels"),
+    ("module name vs file", sub("module: demo", "module: other"), 1, "must be defined in other.yaml"),
+    ("control char in summary", sub("A demo module.", '"A demo\\u2028module."'), 2, "U+2028"),
+    ("statement break in grid", sub("[div_ceil(n, THREADS), 1, 1]", "['n); system(\"x\"); (1', 1, 1]"), 14, "not allowed"),
+    ("jinja in grid", sub("[div_ceil(n, THREADS), 1, 1]", "['{{ n }}', 1, 1]"), 14, "not allowed"),
+    ("symbol injection", sub("    summary: Scales.", "    summary: Scales.\n    symbol: 'k(); int x'"), 9, "not a C++ function name"),
+    ("anchor alias", sub("    block: [THREADS, 1, 1]", "    block: &b [THREADS, 1, 1]\n    host_args: *b"), 15, "aliases"),
+    ("not yaml", "module: [demo\n", 2, "YAML syntax error"),
+    ("empty file", "", 0, "empty"),
+]
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", BAD, ids=[b[0] for b in BAD])
+def test_bad_spec_is_one_located_error(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    root = write_project(tmp_path, spec)
+    with pytest.raises(SpecError) as info:
+        load_catalog(root)
+    msg = str(info.value)
+    assert fragment in msg, msg
+    assert msg.startswith("specs/demo.yaml"), msg
+    if line:
+        assert info.value.loc.line == line, msg
+
+
+def test_flow_lists_and_maps_keep_expressions_with_commas(tmp_path: Path) -> None:
+    spec = sub("x: {type: const f32*, size: n}", "x: {type: const f32*, size: max(n, 4) * 2}")
+    cat = load_catalog(write_project(tmp_path, spec))
+    k = cat.modules[0].kernels[0]
+    from kernelgen.expr import to_text
+
+    assert to_text(k.args[0].size) == "max(n, 4) * 2"  # type: ignore[arg-type]
+    assert to_text(k.grid[0]) == "div_ceil(n, THREADS)"
+
+
+def test_cli_reports_bad_spec_without_traceback(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    root = write_project(tmp_path, sub("[n % 4 == 0]", "[m % 4 == 0]"))
+    res = run_cli("generate", cwd=root)
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert "specs/demo.yaml:17: kernels.scale.applies_if[0]: undefined name 'm'" in res.stderr
+    assert not (root / "generated" / "gb10").exists()
