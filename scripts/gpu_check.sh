@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The one GPU check: build the target of the GPU present, run the contract tests and the
+# GPU tests, then (with --bench) the benchmarks and (with --sanitize) compute-sanitizer.
+# Results (build log, junit XML, logs, benchmark JSON) are packed into
+# $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
+#
+#   scripts/gpu_check.sh [--bench] [--sanitize] [pytest -k expression]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT"
+RES=$(mktemp -d)
+trap 'tar czf "$OUT/gpu-results.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
+bench=0; sanitize=0; select=()
+for a in "$@"; do
+  case "$a" in
+    --bench) bench=1 ;;
+    --sanitize) sanitize=1 ;;
+    *) select=(-k "$a") ;;
+  esac
+done
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
+
+nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$RES/gpu.txt"
+$PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1 || { cat "$RES/install.log"; exit 1; }
+target=$($PY - <<'PYEOF'
+import torch
+cc = torch.cuda.get_device_capability()
+print({(12, 1): "gb10", (9, 0): "hopper"}.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
+PYEOF
+)
+echo "gpu_check: target $target"
+start=$(date +%s)
+$PY -m kernelgen.cli build --target "$target" -j "$(nproc)" 2>&1 | tee "$RES/build.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+echo "gpu_check: build took $(( $(date +%s) - start )) s"
+
+status=0
+$PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+$PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+if [ "$sanitize" -eq 1 ]; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+      $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -x > "$RES/sanitizer-$tool.log" 2>&1
+    rc=$?
+    echo "gpu_check: compute-sanitizer $tool exit $rc: $(grep -E 'ERROR SUMMARY|passed|failed' "$RES/sanitizer-$tool.log" | tail -n 2 | tr '\n' ' ')"
+    [ "$rc" -eq 0 ] || status=1
+  done
+fi
+
+if [ "$bench" -eq 1 ]; then
+  for b in benchmarks/bench_*.py; do
+    name=$(basename "$b" .py)
+    echo "gpu_check: $name"
+    $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30
+  done
+fi
+exit $status
