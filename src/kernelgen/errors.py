@@ -48,7 +48,14 @@ class SpecError(KernelgenError):
 
 
 class ExprError(KernelgenError):
-    """An expression cannot be evaluated (division by zero, overflow, bad shift)."""
+    """An expression cannot be evaluated (division by zero, overflow, bad shift).
+
+    ``code`` is the KG_EXPR_* detail: 1 overflow, 2 division by zero, 3 shift count.
+    """
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class GenerationError(KernelgenError):

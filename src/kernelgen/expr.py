@@ -284,19 +284,32 @@ def _need(node: Node, ty: Ty, where: str) -> None:
 
 # ---------------------------------------------------------------- evaluation
 
-def evaluate(node: Node, env: Mapping[str, int]) -> int | bool:
-    """Evaluate with the project's integer semantics; raises ExprError."""
+def evaluate(node: Node, env: Mapping[str, int], st: pyexpr.Status | None = None) -> int | bool:
+    """Evaluate with the project's integer semantics.
+
+    With ``st`` given, failures are recorded there (and evaluation goes on, as in C++);
+    without it, an :class:`ExprError` is raised at the end when anything failed.
+    """
+    if st is None:
+        own = pyexpr.Status()
+        value = _eval(node, env, own)
+        own.check()
+        return value
+    return _eval(node, env, st)
+
+
+def _eval(node: Node, env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
     if isinstance(node, Lit):
         return node.value
     if isinstance(node, Name):
         return env[node.name]
     if isinstance(node, Neg):
-        return pyexpr.neg(evaluate(node.operand, env))
+        return pyexpr.neg(st, _eval(node.operand, env, st))
     if isinstance(node, Bin):
-        fn: Callable[[int, int], int] = getattr(pyexpr, ARITH[node.op])
-        return fn(evaluate(node.left, env), evaluate(node.right, env))
+        fn: Callable[..., int] = getattr(pyexpr, ARITH[node.op])
+        return fn(st, _eval(node.left, env, st), _eval(node.right, env, st))
     if isinstance(node, Cmp):
-        a, b = evaluate(node.left, env), evaluate(node.right, env)
+        a, b = _eval(node.left, env, st), _eval(node.right, env, st)
         return {
             "==": a == b,
             "!=": a != b,
@@ -307,13 +320,13 @@ def evaluate(node: Node, env: Mapping[str, int]) -> int | bool:
         }[node.op]
     if isinstance(node, Logic):
         if node.op == "and":
-            return all(evaluate(o, env) for o in node.operands)
-        return any(evaluate(o, env) for o in node.operands)
+            return all(_eval(o, env, st) for o in node.operands)
+        return any(_eval(o, env, st) for o in node.operands)
     if isinstance(node, Not):
-        return not evaluate(node.operand, env)
+        return not _eval(node.operand, env, st)
     if isinstance(node, Call):
         fn2 = getattr(pyexpr, _FUNC_HELPER[node.func])
-        return fn2(*(evaluate(a, env) for a in node.args))
+        return fn2(st, *(_eval(a, env, st) for a in node.args))
     raise TypeError(f"unknown node {node!r}")
 
 
@@ -388,26 +401,27 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
     raise TypeError(f"unknown node {node!r}")
 
 
-def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x") -> str:
-    """Python source calling the helpers of :mod:`kernelgen.pyexpr` (imported as ``helpers``)."""
-    if isinstance(node, Lit):
-        return str(node.value)
-    if isinstance(node, Name):
-        return name_map(node.name)
-    if isinstance(node, Neg):
-        return f"{helpers}.neg({to_python(node.operand, name_map, helpers)})"
-    if isinstance(node, Bin):
-        return (
-            f"{helpers}.{ARITH[node.op]}({to_python(node.left, name_map, helpers)}, "
-            f"{to_python(node.right, name_map, helpers)})"
-        )
-    if isinstance(node, Cmp):
-        return f"({to_python(node.left, name_map, helpers)} {node.op} {to_python(node.right, name_map, helpers)})"
-    if isinstance(node, Logic):
-        return "(" + f" {node.op} ".join(to_python(o, name_map, helpers) for o in node.operands) + ")"
-    if isinstance(node, Not):
-        return f"(not {to_python(node.operand, name_map, helpers)})"
-    if isinstance(node, Call):
-        args = ", ".join(to_python(a, name_map, helpers) for a in node.args)
-        return f"{helpers}.{_FUNC_HELPER[node.func]}({args})"
-    raise TypeError(f"unknown node {node!r}")
+def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x", status: str = "_st") -> str:
+    """Python source calling the helpers of :mod:`kernelgen.pyexpr` (imported as ``helpers``),
+    recording failures in the Status named ``status``, as the C++ records them in ``err``."""
+
+    def py(n: Node) -> str:
+        if isinstance(n, Lit):
+            return str(n.value)
+        if isinstance(n, Name):
+            return name_map(n.name)
+        if isinstance(n, Neg):
+            return f"{helpers}.neg({status}, {py(n.operand)})"
+        if isinstance(n, Bin):
+            return f"{helpers}.{ARITH[n.op]}({status}, {py(n.left)}, {py(n.right)})"
+        if isinstance(n, Cmp):
+            return f"({py(n.left)} {n.op} {py(n.right)})"
+        if isinstance(n, Logic):
+            return "(" + f" {n.op} ".join(py(o) for o in n.operands) + ")"
+        if isinstance(n, Not):
+            return f"(not {py(n.operand)})"
+        if isinstance(n, Call):
+            return f"{helpers}.{_FUNC_HELPER[n.func]}({status}, " + ", ".join(py(a) for a in n.args) + ")"
+        raise TypeError(f"unknown node {n!r}")
+
+    return py(node)

@@ -327,30 +327,34 @@ def _doc(summary: str, cargs: Iterable[CArg]) -> str:
 def expected_plan(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> tuple[int, tuple, tuple, int]:
     """What the generated plan returns for ``env``: (code, grid, block, shared_mem).
 
-    The generated tests carry their own copy of this logic, emitted as Python from the
-    same steps; this one drives the search for test cases at generation time.
+    Mirrors the C++ plan function step for step, including where expression errors are
+    checked. The generated tests carry their own copy of this logic, emitted as Python from
+    the same steps; this one drives the search for test cases at generation time.
     """
+    none = (0, 0, 0)
+    st = pyexpr.Status()
     full = dict(env) | dict(module.constants)
-    try:
-        for a in k.int_args:
-            if a.scalar is Scalar.U64 and full[a.name] > pyexpr.INT64_MAX:
-                raise ExprError("u64 argument above 2**63 - 1")
-        for i, c in enumerate(k.skip_if):
-            if expr.evaluate(c.expr, full):
-                return code(NL_EMPTY, i), (0, 0, 0), (0, 0, 0), 0
-        for i, c in enumerate(k.requires):
-            if not expr.evaluate(c.expr, full):
-                return code(E_REQUIRES, i, True), (0, 0, 0), (0, 0, 0), 0
-        for i, c in enumerate(k.applies_if):
-            if not expr.evaluate(c.expr, full):
-                return code(NL_CLAUSE, i), (0, 0, 0), (0, 0, 0), 0
-        if k.variants and full[k.variants.on] not in dict(k.variants.symbols):
-            return code(NL_NO_VARIANT), (0, 0, 0), (0, 0, 0), 0
-        grid = tuple(int(expr.evaluate(n, full)) for n in k.grid)
-        block = tuple(int(expr.evaluate(n, full)) for n in k.block)
-        smem = int(expr.evaluate(k.shared_mem, full))
-    except ExprError as exc:
-        return code(E_EXPR, pyexpr.error_detail(exc), True), (0, 0, 0), (0, 0, 0), 0
+    for a in k.int_args:
+        if a.scalar is Scalar.U64:
+            full[a.name] = pyexpr.from_u64(st, full[a.name])
+    checks = (
+        [(c, True, code(NL_EMPTY, i)) for i, c in enumerate(k.skip_if)]
+        + [(c, False, code(E_REQUIRES, i, True)) for i, c in enumerate(k.requires)]
+        + [(c, False, code(NL_CLAUSE, i)) for i, c in enumerate(k.applies_if)]
+    )
+    for clause, decides_when, result in checks:
+        holds = bool(expr.evaluate(clause.expr, full, st))
+        if st.code:
+            return code(E_EXPR, st.code, True), none, none, 0
+        if holds == decides_when:
+            return result, none, none, 0
+    if k.variants and full[k.variants.on] not in dict(k.variants.symbols):
+        return code(NL_NO_VARIANT), none, none, 0
+    grid = tuple(int(expr.evaluate(n, full, st)) for n in k.grid)
+    block = tuple(int(expr.evaluate(n, full, st)) for n in k.block)
+    smem = int(expr.evaluate(k.shared_mem, full, st))
+    if st.code:
+        return code(E_EXPR, st.code, True), none, none, 0
     return geometry_code(grid, block, smem, target), grid, block, smem
 
 

@@ -1,8 +1,10 @@
 """Checked 64-bit integer helpers: the Python side of the expression semantics.
 
-The generated C++ uses the ``kg::x_*`` helpers of ``kernelgen/runtime.h``, which follow the
-same rules; tests compare the two. Each helper raises :class:`ExprError` where the C++ one
-reports an error.
+They mirror the ``kg::x_*`` helpers of ``kernelgen/runtime.h`` exactly. A failing
+operation (overflow, division by zero, shift count outside 0..62) records its error in a
+:class:`Status` and yields 0, and evaluation goes on, as in C++; the status keeps the
+highest error code seen, so the outcome does not depend on the order in which operands are
+evaluated. :meth:`Status.check` raises :class:`ExprError` when anything failed.
 """
 
 from __future__ import annotations
@@ -12,80 +14,97 @@ from kernelgen.errors import ExprError
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
+OVERFLOW, DIV_ZERO, SHIFT = 1, 2, 3
+_MESSAGES = {OVERFLOW: "integer overflow", DIV_ZERO: "division by zero", SHIFT: "shift count outside 0..62"}
 
-def _fit(v: int, what: str) -> int:
+
+class Status:
+    __slots__ = ("code",)
+
+    def __init__(self) -> None:
+        self.code = 0
+
+    def fail(self, code: int) -> int:
+        self.code = max(self.code, code)
+        return 0
+
+    def check(self) -> None:
+        if self.code:
+            raise ExprError(_MESSAGES[self.code], self.code)
+
+
+def _fit(st: Status, v: int) -> int:
     if v < INT64_MIN or v > INT64_MAX:
-        raise ExprError(f"integer overflow in {what}")
+        return st.fail(OVERFLOW)
     return v
 
 
-def neg(a: int) -> int:
-    return _fit(-a, "negation")
+def from_u64(st: Status, a: int) -> int:
+    return st.fail(OVERFLOW) if a > INT64_MAX else a
 
 
-def add(a: int, b: int) -> int:
-    return _fit(a + b, "addition")
+def neg(st: Status, a: int) -> int:
+    return _fit(st, -a)
 
 
-def sub(a: int, b: int) -> int:
-    return _fit(a - b, "subtraction")
+def add(st: Status, a: int, b: int) -> int:
+    return _fit(st, a + b)
 
 
-def mul(a: int, b: int) -> int:
-    return _fit(a * b, "multiplication")
+def sub(st: Status, a: int, b: int) -> int:
+    return _fit(st, a - b)
 
 
-def floordiv(a: int, b: int) -> int:
+def mul(st: Status, a: int, b: int) -> int:
+    return _fit(st, a * b)
+
+
+def floordiv(st: Status, a: int, b: int) -> int:
     if b == 0:
-        raise ExprError("division by zero")
-    return _fit(a // b, "division")
+        return st.fail(DIV_ZERO)
+    return _fit(st, a // b)
 
 
-def mod(a: int, b: int) -> int:
+def mod(st: Status, a: int, b: int) -> int:
     if b == 0:
-        raise ExprError("modulo by zero")
+        return st.fail(DIV_ZERO)
     return a % b
 
 
-def div_ceil(a: int, b: int) -> int:
+def div_ceil(st: Status, a: int, b: int) -> int:
     if b == 0:
-        raise ExprError("division by zero in div_ceil")
-    return _fit(-((-a) // b), "div_ceil")
+        return st.fail(DIV_ZERO)
+    return _fit(st, -((-a) // b))
 
 
-def shl(a: int, n: int) -> int:
+def shl(st: Status, a: int, n: int) -> int:
     if not 0 <= n <= 62:
-        raise ExprError(f"shift count {n} outside 0..62")
-    return _fit(a << n, "left shift")
+        return st.fail(SHIFT)
+    return _fit(st, a << n)
 
 
-def shr(a: int, n: int) -> int:
+def shr(st: Status, a: int, n: int) -> int:
     if not 0 <= n <= 62:
-        raise ExprError(f"shift count {n} outside 0..62")
+        return st.fail(SHIFT)
     return a >> n
 
 
-def bit_and(a: int, b: int) -> int:
+def bit_and(st: Status, a: int, b: int) -> int:
     return a & b
 
 
-def bit_or(a: int, b: int) -> int:
+def bit_or(st: Status, a: int, b: int) -> int:
     return a | b
 
 
-def min_(*args: int) -> int:
+def min_(st: Status, *args: int) -> int:
     return min(args)
 
 
-def max_(*args: int) -> int:
+def max_(st: Status, *args: int) -> int:
     return max(args)
 
 
 def error_detail(exc: ExprError) -> int:
     """The KG_EXPR_* detail code the C++ side reports for the same failure."""
-    text = str(exc)
-    if "zero" in text:
-        return 2
-    if "shift" in text:
-        return 3
-    return 1
+    return exc.code

@@ -33,8 +33,11 @@ class Toolkit:
 
 
 def _nvcc_in(root: Path) -> Path | None:
+    """root/bin/nvcc, when root is a whole toolkit (its headers are there too)."""
     p = root / "bin" / "nvcc"
-    return p if p.is_file() and os.access(p, os.X_OK) else None
+    if p.is_file() and os.access(p, os.X_OK) and (root / "include" / "cuda_runtime.h").is_file():
+        return p
+    return None
 
 
 def _version(nvcc: Path) -> str:

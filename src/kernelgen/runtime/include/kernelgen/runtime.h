@@ -44,10 +44,12 @@ namespace kg {
 
 constexpr int64_t kDefaultSharedMemLimit = 48 * 1024;
 
+// The highest error code seen (1 overflow, 2 division by zero, 3 shift count), so the
+// result does not depend on the order operands are evaluated in; see kernelgen.pyexpr.
 struct ExprStatus {
   int32_t code = 0;
   void fail(int32_t c) {
-    if (code == 0) code = c;
+    if (c > code) code = c;
   }
 };
 
