@@ -41,6 +41,10 @@ TARGETS = {(12, 1): "gb10", (9, 0): "hopper"}
 _here = os.path.dirname(__file__)
 _selected: str | None = None
 
+# Builds installed elsewhere (another project's `kernelgen build --install-dir`) are found
+# first when their kernelgen_ops folders are listed in KERNELGEN_OPS_PATH.
+__path__ = [p for p in os.environ.get("KERNELGEN_OPS_PATH", "").split(os.pathsep) if p] + list(__path__)
+
 
 class TargetError(ImportError):
     """No build of kernelgen_ops matches this machine."""
@@ -48,7 +52,9 @@ class TargetError(ImportError):
 
 def available_targets() -> list[str]:
     """Targets whose build is installed next to this package."""
-    return sorted(t for t in set(TARGETS.values()) if os.path.isfile(os.path.join(_here, t, "__init__.py")))
+    return sorted(
+        t for t in set(TARGETS.values()) if any(os.path.isfile(os.path.join(d, t, "__init__.py")) for d in __path__)
+    )
 
 
 def _runtime(name: str) -> ModuleType:

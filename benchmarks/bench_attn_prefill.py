@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Side-by-side timing of the prefill attention kernels on one GPU.
+
+For q_len (= kv_len) in 512, 4096, 16384 with hq = 16, hkv = 4, head_dim = 256, causal, it
+times through the generated bindings (kernelgen_ops):
+
+  attn_prefill.attn_prefill_64            64-row kernel, contiguous q/k/v
+  attn_prefill_fa128.attn_prefill_fa128   128-row twin, contiguous
+  attn_prefill.attn_prefill_paged_64      64-row kernel, paged KV cache (block size 64, shuffled)
+  attn_prefill_fa128.attn_prefill_fa128_paged   128-row twin, paged
+
+and torch.nn.functional.scaled_dot_product_attention restricted to the flash backend (K/V heads
+expanded to hq beforehand, outside the timing). Each timing is the median of --reps launches,
+each measured with CUDA events after --warmup launches; a long torch.cuda._sleep is queued
+before each timed launch so that the host-side launch cost stays out of the measurement.
+Causal FLOPs = 2 * 2 * hq * L^2 * d / 2. It also counts differing bf16 values between each twin
+and its 64-row kernel (expected 0).
+
+Usage: python3 benchmarks/bench_attn_prefill.py --out results.json [--lengths 512 4096 16384]
+"""
+
+import argparse
+import json
+import math
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from kernelgen_ops import attn_prefill, attn_prefill_fa128
+
+
+def time_ms(fn, warmup, reps):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    pairs = []
+    for _ in range(reps):
+        torch.cuda._sleep(1_000_000)  # keep the GPU busy while the launch is queued
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in pairs)
+
+
+def launched(outcome):
+    if not outcome:
+        raise RuntimeError(f"kernel not launched: {outcome.reason}")
+
+
+def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
+    scale = 1.0 / math.sqrt(d)
+    dev = "cuda"
+
+    def rnd(*shape):
+        return torch.randn(*shape, generator=gen).to(torch.bfloat16).to(dev)
+
+    q = rnd(1, L, hq, d)
+    k = rnd(1, L, hkv, d)
+    v = rnd(1, L, hkv, d)
+    # paged copy of k / v with a shuffled block table
+    nb = (L + cbs - 1) // cbs
+    perm = torch.randperm(nb, generator=gen)
+    kc = torch.zeros(nb, cbs, hkv, d, dtype=torch.bfloat16, device=dev)
+    vc = torch.zeros_like(kc)
+    pad = nb * cbs - L
+    kc[perm.to(dev)] = torch.cat([k[0], k.new_zeros(pad, hkv, d)]).view(nb, cbs, hkv, d)
+    vc[perm.to(dev)] = torch.cat([v[0], v.new_zeros(pad, hkv, d)]).view(nb, cbs, hkv, d)
+    bt = perm.to(torch.int32).to(dev)
+
+    outs = {name: torch.empty_like(q) for name in ("c64", "c128", "p64", "p128")}
+    q0 = q[0]
+
+    runs = {
+        "attn_prefill_64": lambda: launched(attn_prefill.attn_prefill_64(
+            q, k, v, outs["c64"], L, hq, hkv, 1, 0, scale, head_dim=d, batch=1)),
+        "attn_prefill_fa128": lambda: launched(attn_prefill_fa128.attn_prefill_fa128(
+            q, k, v, outs["c128"], L, hq, hkv, scale, head_dim=d, causal=1, sliding_window=0,
+            batch=1)),
+        "attn_prefill_paged_64": lambda: launched(attn_prefill.attn_prefill_paged_64(
+            q0, kc, vc, outs["p64"][0], bt, L, L, 0, hq, hkv, cbs, 1, 0, scale, head_dim=d)),
+        "attn_prefill_fa128_paged": lambda: launched(attn_prefill_fa128.attn_prefill_fa128_paged(
+            q0, kc, vc, outs["p128"][0], bt, L, L, 0, hq, hkv, cbs, scale, head_dim=d, causal=1,
+            sliding_window=0)),
+    }
+    qt = q.transpose(1, 2)
+    kt = k.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
+    vt = v.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
+
+    def sdpa():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, scale=scale)
+
+    runs["torch_sdpa_flash"] = sdpa
+
+    flops = 2.0 * 2.0 * hq * L * L * d / 2.0
+    result = {"L": L, "hq": hq, "hkv": hkv, "head_dim": d, "cache_block_size": cbs,
+              "flops": flops, "ms": {}, "tflops": {}}
+    for name, fn in runs.items():
+        ms = time_ms(fn, warmup, reps)
+        result["ms"][name] = ms
+        result["tflops"][name] = flops / (ms * 1e-3) / 1e12
+    torch.cuda.synchronize()
+
+    def diffs(a, b):
+        return int((a.view(torch.int16) != b.view(torch.int16)).sum().item())
+
+    result["bit_diffs"] = {"contiguous": diffs(outs["c128"], outs["c64"]),
+                           "paged": diffs(outs["p128"], outs["p64"])}
+    ref = sdpa().transpose(1, 2)
+    result["max_abs_diff_vs_sdpa"] = float((outs["c128"].float() - ref.float()).abs().max().item())
+    ms = result["ms"]
+    result["speedup_twin_vs_64"] = {
+        "contiguous": ms["attn_prefill_64"] / ms["attn_prefill_fa128"],
+        "paged": ms["attn_prefill_paged_64"] / ms["attn_prefill_fa128_paged"],
+    }
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="path of the JSON results")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[512, 4096, 16384])
+    ap.add_argument("--hq", type=int, default=16)
+    ap.add_argument("--hkv", type=int, default=4)
+    ap.add_argument("--head-dim", type=int, default=256)
+    ap.add_argument("--cache-block-size", type=int, default=64)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    gen = torch.Generator().manual_seed(args.seed)
+    results = []
+    for L in args.lengths:
+        results.append(bench_length(L, args.hq, args.hkv, args.head_dim, args.cache_block_size,
+                                    args.warmup, args.reps, gen))
+
+    names = ["attn_prefill_64", "attn_prefill_fa128", "attn_prefill_paged_64",
+             "attn_prefill_fa128_paged", "torch_sdpa_flash"]
+    print(f"device: {torch.cuda.get_device_name()}  hq={args.hq} hkv={args.hkv} "
+          f"d={args.head_dim} causal, paged block size {args.cache_block_size}")
+    print(f"{'kernel':28s}" + "".join(f"{'L=' + str(r['L']):>22s}" for r in results))
+    for n in names:
+        cells = "".join(f"{r['ms'][n]:9.3f} ms {r['tflops'][n]:6.1f} TF" for r in results)
+        print(f"{n:28s}{cells}")
+    print(f"{'speedup twin/64 contiguous':28s}"
+          + "".join(f"{r['speedup_twin_vs_64']['contiguous']:21.2f}x" for r in results))
+    print(f"{'speedup twin/64 paged':28s}"
+          + "".join(f"{r['speedup_twin_vs_64']['paged']:21.2f}x" for r in results))
+    print(f"{'bit diffs twin vs 64 (c/p)':28s}"
+          + "".join(f"{str(r['bit_diffs']['contiguous']) + '/' + str(r['bit_diffs']['paged']):>22s}"
+                    for r in results))
+    with open(args.out, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Throughput of the catalog's memory-bound kernels, side by side with torch, in one run.
+
+For each kernel at engine-like large shapes: the bytes it must move (each input read
+once, each output written once) over its median time (CUDA events, after warm-up, inputs
+rotated over several buffers so L2 does not serve them), as TB/s and as a fraction of the
+device-to-device copy bandwidth measured in the same run; beside it torch's equivalent on
+the same data. At small shapes (1-64 rows), where launch cost dominates, the time per call
+of a CUDA-graph-free Python call loop is reported instead (host launch included).
+
+Usage: python3 benchmarks/bench_memory_bound.py --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from kernelgen_ops import (
+    argmax,
+    batched_embed,
+    fill_slots,
+    reshape_cache_bf16,
+    residual_add,
+    residual_rms_norm,
+    rms_norm,
+    silu_mul,
+)
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+ROTATE = 4  # input sets cycled through, so repeated runs do not hit L2
+
+
+def median_ms(fn, sets, warmup=5, reps=40):
+    for i in range(warmup):
+        fn(*sets[i % len(sets)])
+    torch.cuda.synchronize()
+    times = []
+    for i in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(*sets[i % len(sets)])
+        e.record()
+        times.append((s, e))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in times)
+
+
+def host_us_per_call(fn, args, calls=2000):
+    """Wall time per call of a tight Python loop (launch cost included), synchronised at the end."""
+    for _ in range(50):
+        fn(*args)
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def copy_bandwidth():
+    n = 1 << 30  # 1 GiB each way
+    src = [torch.empty(n, dtype=torch.uint8, device=DEV).random_() for _ in range(2)]
+    dst = torch.empty(n, dtype=torch.uint8, device=DEV)
+    ms = median_ms(lambda s: dst.copy_(s), [(s,) for s in src])
+    return 2 * n / ms / 1e9  # TB/s counting read + write
+
+
+def rnd(*shape, dtype=BF16):
+    return torch.randn(*shape, device=DEV, dtype=torch.float32).to(dtype)
+
+
+def ok(outcome):
+    if not outcome:
+        raise RuntimeError(outcome.reason)
+
+
+def cases():
+    """(name, shape text, bytes, kernel fn, torch fn or None, input sets)."""
+    out = []
+    R, H = 8192, 4096
+    w = rnd(H)
+    sets = [(rnd(R, H), torch.empty(R, H, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
+    out.append(("rms_norm", f"{R}x{H}", 2 * R * H * 2 + H * 2,
+                lambda x, o: ok(rms_norm.rms_norm_bf16(x, w, o, R, H, 1e-6)),
+                lambda x, o: torch.nn.functional.rms_norm(x, (H,), w, 1e-6), sets))
+    rsets = [(rnd(R, H), rnd(R, H), torch.empty(R, H, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
+
+    def torch_res_norm(x, r, o):
+        r.add_(x)
+        torch.nn.functional.rms_norm(r, (H,), w, 1e-6)
+
+    out.append(("residual_rms_norm", f"{R}x{H}", 4 * R * H * 2 + H * 2,
+                lambda x, r, o: ok(residual_rms_norm.residual_rms_norm_bf16(x, r, w, o, R, H, 1e-6)),
+                torch_res_norm, rsets))
+    N = R * H
+    asets = [(rnd(N), rnd(N), torch.empty(N, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
+    out.append(("residual_add", f"{N}", 3 * N * 2,
+                lambda a, b, o: ok(residual_add.residual_add_bf16(a, b, o, N)),
+                lambda a, b, o: torch.add(a, b, out=o), asets))
+    I = 14336
+    ssets = [(rnd(R, 2 * I), torch.empty(R, I, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
+    out.append(("silu_mul", f"{R}x{I}", (R * 2 * I + R * I) * 2,
+                lambda x, o: ok(silu_mul.silu_mul_bf16(x, o, R, I)),
+                lambda x, o: torch.mul(F.silu(x[:, :I]), x[:, I:], out=o), ssets))
+    AR, V = 1024, 151936
+    gsets = [(rnd(AR, V), torch.empty(AR, device=DEV, dtype=torch.int32)) for _ in range(ROTATE)]
+    out.append(("argmax", f"{AR}x{V}", AR * V * 2 + AR * 4,
+                lambda x, o: ok(argmax.argmax_bf16(x, o, AR, V)),
+                lambda x, o: torch.argmax(x, dim=-1), gsets))
+    EV, EN = 151936, 8192
+    table = rnd(EV, H)
+    esets = [(torch.randint(0, EV, (EN,), device=DEV, dtype=torch.int32), torch.empty(EN, H, device=DEV, dtype=BF16))
+             for _ in range(ROTATE)]
+    out.append(("batched_embed", f"{EN}x{H}", EN * H * 2 * 2 + EN * 4,
+                lambda i, o: ok(batched_embed.batched_embed_bf16(i, table, o, EN, H, EV)),
+                lambda i, o: torch.index_select(table, 0, i, out=o), esets))
+    T, KVH, D, BS = 8192, 8, 128, 16
+    NB = T // BS * 2
+    kc = torch.empty(NB, BS, KVH, D, device=DEV, dtype=BF16)
+    vc = torch.empty_like(kc)
+    csets = []
+    for _ in range(ROTATE):
+        slots = torch.randperm(NB * BS, device=DEV)[:T].to(torch.int64)
+        csets.append((rnd(T, KVH, D), rnd(T, KVH, D), slots))
+
+    def torch_cache(k, v, s):
+        kc.view(-1, KVH, D).index_copy_(0, s, k)
+        vc.view(-1, KVH, D).index_copy_(0, s, v)
+
+    out.append(("reshape_cache_bf16", f"{T}x{KVH}x{D}", 4 * T * KVH * D * 2 + T * 8,
+                lambda k, v, s: ok(reshape_cache_bf16.reshape_cache_bf16(k, v, kc, vc, s, T, KVH, D, BS, NB)),
+                torch_cache, csets))
+    C, FB = 1 << 20, 16
+    bt = torch.randperm((C // FB) + 1, device=DEV).to(torch.int32)
+    fsets = [(torch.empty(C, device=DEV, dtype=torch.int64),) for _ in range(ROTATE)]
+    pos = torch.arange(C, device=DEV)
+
+    def torch_slots(o):
+        torch.add(bt[pos // FB].to(torch.int64) * FB, pos % FB, out=o)
+
+    out.append(("fill_slots", f"{C}", C * 8 + (C // FB) * 4,
+                lambda o: ok(fill_slots.fill_slots(bt, o, 0, C, FB)), torch_slots, fsets))
+    return out
+
+
+def small_cases():
+    """Per-call time at 1-64 rows (hidden 4096), launch cost included, kernelgen vs torch."""
+    rows_list = [1, 8, 64]
+    H = 4096
+    w = rnd(H)
+    res = []
+    for R in rows_list:
+        x, o = rnd(R, H), torch.empty(R, H, device=DEV, dtype=BF16)
+        res.append({
+            "kernel": "rms_norm", "rows": R,
+            "kernelgen_us": host_us_per_call(lambda: rms_norm.rms_norm_bf16(x, w, o, R, H, 1e-6), ()),
+            "torch_us": host_us_per_call(lambda: torch.nn.functional.rms_norm(x, (H,), w, 1e-6), ()),
+        })
+        g = rnd(R, 2 * 14336)
+        so = torch.empty(R, 14336, device=DEV, dtype=BF16)
+        res.append({
+            "kernel": "silu_mul", "rows": R,
+            "kernelgen_us": host_us_per_call(lambda: silu_mul.silu_mul_bf16(g, so, R, 14336), ()),
+            "torch_us": host_us_per_call(lambda: F.silu(g[:, :14336]) * g[:, 14336:], ()),
+        })
+        lg = rnd(R, 151936)
+        ao = torch.empty(R, device=DEV, dtype=torch.int32)
+        res.append({
+            "kernel": "argmax", "rows": R,
+            "kernelgen_us": host_us_per_call(lambda: argmax.argmax_bf16(lg, ao, R, 151936), ()),
+            "torch_us": host_us_per_call(lambda: torch.argmax(lg, dim=-1), ()),
+        })
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    copy_tbs = copy_bandwidth()
+    rows = []
+    for name, shape, nbytes, fn, ref, sets in cases():
+        ms = median_ms(fn, sets)
+        tms = median_ms(ref, sets) if ref else None
+        rows.append({
+            "kernel": name, "shape": shape, "bytes": nbytes, "ms": ms, "tb_s": nbytes / ms / 1e9,
+            "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs,
+            "torch_ms": tms, "torch_tb_s": nbytes / tms / 1e9 if tms else None,
+            "speedup_vs_torch": tms / ms if tms else None,
+        })
+    small = small_cases()
+    result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "large": rows, "small": small}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write)")
+    print(f"{'kernel':20} {'shape':>14} {'TB/s':>6} {'% copy':>7} {'torch TB/s':>10} {'vs torch':>8}")
+    for r in rows:
+        print(f"{r['kernel']:20} {r['shape']:>14} {r['tb_s']:6.2f} {100 * r['fraction_of_copy']:6.1f}% "
+              f"{r['torch_tb_s']:10.2f} {r['speedup_vs_torch']:7.2f}x")
+    print(f"{'small shapes':20} {'rows':>6} {'kernelgen us/call':>18} {'torch us/call':>14}")
+    for r in small:
+        print(f"{r['kernel']:20} {r['rows']:6d} {r['kernelgen_us']:18.2f} {r['torch_us']:14.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,700 @@
+// Shared per-warp flash-attention prefill code (BF16 in/out, f32 softmax and accumulation).
+//
+// A warp owns 16 query rows. Per 32-row KV tile it runs
+//   phase 1 (warp_qk_softmax): S = Q K^T with mma.sync m16n8k16 (bf16 x bf16 -> f32), masking,
+//            the online-softmax update (running max m, running sum l, rescale of O),
+//            P = exp2(S * scale_log2 - m * scale_log2) packed to bf16 A fragments in registers;
+//   phase 2 (warp_pv): O += P V with mma.sync.
+// and at the end warp_store normalises O by 1 / l and writes bf16 rows.
+//
+// Every kernel built on this header (the 64-row CTAs of attn_prefill.cu and the 128-row CTAs
+// of attn_prefill_fa128.cu) runs exactly this code for each warp, over exactly the same KV
+// tiles, in the same order: the tiles a warp processes depend only on its own 16 rows
+// (warp_tile_range), never on the CTA it sits in, and a warp skips every tile outside that
+// range. All floating-point operations outside the mma instructions are written with explicit
+// rounding intrinsics (__fmul_rn, __fadd_rn, __fmaf_rn, ex2.approx.ftz) so that no compiler
+// contraction decision can differ between two kernels. Hence the outputs of two such kernels
+// are bit-identical for rows they both compute.
+//
+// Shared-memory tiles hold rows of HEAD_DIM bf16 (HEAD_DIM * 2 bytes, a multiple of 128);
+// 16-byte chunk c of row r lives at chunk (c ^ (r & 7)) of that row, so the 8 row addresses
+// of each ldmatrix 8x8 matrix fall in 8 distinct 16-byte bank groups.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+namespace attn_detail {
+
+constexpr int KV_TILE = 32;     // keys per KV tile
+constexpr int WARP_ROWS = 16;   // query rows per warp
+
+// ---------------------------------------------------------------------------------------------
+// Small PTX wrappers
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy global -> shared; when !pred the 16 bytes are zero-filled (src not read).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool pred) {
+    const int src_size = pred ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_size)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// D = A * B + D, m16n8k16, bf16 inputs, f32 accumulate.
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                               uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low 16 bits), .y = hi
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of HEAD_DIM-wide rows.
+template <int HEAD_DIM>
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+    return static_cast<uint32_t>(row * (HEAD_DIM * 2) + ((chunk ^ (row & 7)) << 4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Masking and per-warp tile ranges
+// ---------------------------------------------------------------------------------------------
+// A query at absolute position p sees key k (0 <= k < kv_len) when
+//   (causal == 0 || k <= p) and (window == 0 || (p - window < k && k <= p)).
+// (A nonzero sliding window implies the upper bound k <= p, causal or not.)
+struct MaskParams {
+    int kv_len;
+    int q_len;
+    int q_offset;
+    int causal;   // 0 / 1
+    int window;   // 0 = none
+};
+
+__device__ __forceinline__ bool key_visible(const MaskParams& mp, int key, int pos) {
+    if (key >= mp.kv_len) return false;
+    if ((mp.causal || mp.window) && key > pos) return false;
+    if (mp.window && key <= pos - mp.window) return false;
+    return true;
+}
+
+// Tiles [lo, hi] (inclusive) that hold at least one key visible to at least one valid row
+// (row < q_len) of the warp whose first row is r0; lo > hi when none. It is a function of the
+// warp's rows only, so every kernel gives a warp the same tiles.
+struct TileRange {
+    int lo, hi;
+};
+__device__ __forceinline__ TileRange warp_tile_range(const MaskParams& mp, int r0) {
+    TileRange tr{1, 0};
+    if (r0 >= mp.q_len || mp.kv_len <= 0) return tr;
+    const int r_last = min(r0 + WARP_ROWS - 1, mp.q_len - 1);
+    const int p_lo = mp.q_offset + r0;
+    const int p_hi = mp.q_offset + r_last;
+    int k_hi = mp.kv_len - 1;
+    if (mp.causal || mp.window) k_hi = min(k_hi, p_hi);
+    int k_lo = 0;
+    if (mp.window) k_lo = max(0, p_lo - mp.window + 1);
+    if (k_hi < k_lo) return tr;
+    tr.lo = k_lo / KV_TILE;
+    tr.hi = k_hi / KV_TILE;
+    return tr;
+}
+
+// True when some key of tile t is hidden from some valid row of the warp (r0 first row):
+// only then does the warp apply the element-wise mask (masking a fully visible tile would be
+// a no-op, so this decides speed, not results).
+__device__ __forceinline__ bool tile_needs_mask(const MaskParams& mp, int r0, int t) {
+    const int r_last = min(r0 + WARP_ROWS - 1, mp.q_len - 1);
+    const int p_lo = mp.q_offset + r0;
+    const int p_hi = mp.q_offset + r_last;
+    int all_hi = mp.kv_len - 1;  // keys visible to every valid row of the warp: [all_lo, all_hi]
+    if (mp.causal || mp.window) all_hi = min(all_hi, p_lo);
+    int all_lo = 0;
+    if (mp.window) all_lo = max(0, p_hi - mp.window + 1);
+    const int k0 = t * KV_TILE;
+    return !(k0 >= all_lo && k0 + KV_TILE - 1 <= all_hi);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-warp state and the two phases
+// ---------------------------------------------------------------------------------------------
+// Fragment layout (mma m16n8k16 accumulator): lane holds rows g = lane / 4 and g + 8,
+// columns 2 * (lane % 4) + {0, 1} of each n8 tile: [0], [1] row g; [2], [3] row g + 8.
+template <int HEAD_DIM>
+struct WarpState {
+    float o[HEAD_DIM / 8][4];  // O accumulator, 16 rows x HEAD_DIM
+    float m[2];                // running max of raw scores (rows g, g + 8), -inf = none yet
+    float l[2];                // this lane's partial running sum of probabilities
+};
+
+template <int HEAD_DIM>
+__device__ __forceinline__ void warp_init(WarpState<HEAD_DIM>& st) {
+#pragma unroll
+    for (int n = 0; n < HEAD_DIM / 8; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) st.o[n][e] = 0.f;
+    }
+    st.m[0] = st.m[1] = -INFINITY;
+    st.l[0] = st.l[1] = 0.f;
+}
+
+// Phase 1. sQ: shared address of the Q tile (row wr0 = this warp's first row in it);
+// sK: shared address of the 32-row K tile holding keys key0 .. key0 + 31.
+// pos0 / pos1: absolute positions of this lane's rows g and g + 8.
+// On return P holds the bf16 probabilities as A fragments: P[kk] covers keys kk*16 .. kk*16+15.
+template <int HEAD_DIM>
+__device__ __forceinline__ void warp_qk_softmax(WarpState<HEAD_DIM>& st, uint32_t (&P)[2][4],
+                                                uint32_t sQ, int wr0, uint32_t sK, int key0,
+                                                bool need_mask, const MaskParams& mp, int pos0,
+                                                int pos1, float scale_log2, int lane) {
+    float s[4][4];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+    }
+
+    const int mi = lane >> 3;
+#pragma unroll
+    for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4(a, sQ + swz<HEAD_DIM>(wr0 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+            uint32_t b[4];
+            const int krow = np * 16 + (mi >> 1) * 8 + (lane & 7);
+            ldmatrix_x4(b, sK + swz<HEAD_DIM>(krow, kk * 2 + (mi & 1)));
+            mma_bf16_16816(s[2 * np], a, b[0], b[1]);
+            mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
+        }
+    }
+
+    if (need_mask) {
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = key0 + n * 8 + 2 * (lane & 3) + (e & 1);
+                const int pos = (e < 2) ? pos0 : pos1;
+                if (!key_visible(mp, key, pos)) s[n][e] = -INFINITY;
+            }
+        }
+    }
+
+    // Row maxima (including the old max), reduced over the 4 lanes of a row.
+    float mx0 = st.m[0], mx1 = st.m[1];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+        mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+
+    // Scaled maxima; a row that has seen no visible key keeps m = -inf and uses 0 instead.
+    const float ms0 = (mx0 == -INFINITY) ? 0.f : __fmul_rn(mx0, scale_log2);
+    const float ms1 = (mx1 == -INFINITY) ? 0.f : __fmul_rn(mx1, scale_log2);
+    const float alpha0 =
+        (st.m[0] == -INFINITY) ? 0.f : fast_exp2(__fsub_rn(__fmul_rn(st.m[0], scale_log2), ms0));
+    const float alpha1 =
+        (st.m[1] == -INFINITY) ? 0.f : fast_exp2(__fsub_rn(__fmul_rn(st.m[1], scale_log2), ms1));
+    st.m[0] = mx0;
+    st.m[1] = mx1;
+
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+        s[n][0] = fast_exp2(__fmaf_rn(s[n][0], scale_log2, -ms0));
+        s[n][1] = fast_exp2(__fmaf_rn(s[n][1], scale_log2, -ms0));
+        s[n][2] = fast_exp2(__fmaf_rn(s[n][2], scale_log2, -ms1));
+        s[n][3] = fast_exp2(__fmaf_rn(s[n][3], scale_log2, -ms1));
+        sum0 = __fadd_rn(sum0, s[n][0]);
+        sum0 = __fadd_rn(sum0, s[n][1]);
+        sum1 = __fadd_rn(sum1, s[n][2]);
+        sum1 = __fadd_rn(sum1, s[n][3]);
+    }
+    st.l[0] = __fadd_rn(__fmul_rn(st.l[0], alpha0), sum0);
+    st.l[1] = __fadd_rn(__fmul_rn(st.l[1], alpha1), sum1);
+
+    // Rescale O. Multiplying by exactly 1 changes no bits, so skipping it when no row of the
+    // warp moved its max is exact.
+    if (__any_sync(0xffffffffu, alpha0 != 1.f || alpha1 != 1.f)) {
+#pragma unroll
+        for (int n = 0; n < HEAD_DIM / 8; ++n) {
+            st.o[n][0] = __fmul_rn(st.o[n][0], alpha0);
+            st.o[n][1] = __fmul_rn(st.o[n][1], alpha0);
+            st.o[n][2] = __fmul_rn(st.o[n][2], alpha1);
+            st.o[n][3] = __fmul_rn(st.o[n][3], alpha1);
+        }
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+        P[kk][0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+        P[kk][1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+        P[kk][2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+        P[kk][3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+}
+
+// Phase 2: O += P V. sV: shared address of the 32-row V tile.
+template <int HEAD_DIM>
+__device__ __forceinline__ void warp_pv(WarpState<HEAD_DIM>& st, const uint32_t (&P)[2][4],
+                                        uint32_t sV, int lane) {
+    const int mi = lane >> 3;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+#pragma unroll
+        for (int dn = 0; dn < HEAD_DIM / 16; ++dn) {
+            uint32_t b[4];
+            const int vrow = kk * 16 + (mi & 1) * 8 + (lane & 7);
+            ldmatrix_x4_trans(b, sV + swz<HEAD_DIM>(vrow, dn * 2 + (mi >> 1)));
+            mma_bf16_16816(st.o[2 * dn], P[kk], b[0], b[1]);
+            mma_bf16_16816(st.o[2 * dn + 1], P[kk], b[2], b[3]);
+        }
+    }
+}
+
+// Normalise O by 1 / l and write the warp's valid rows (row0 + r < q_len) to out_row(row).
+// sStage: shared address of the warp's own 16 Q rows (only this warp reads them), reused to
+// turn the fragments into 16-byte coalesced global stores.
+template <int HEAD_DIM, typename OutRow>
+__device__ __forceinline__ void warp_store(const WarpState<HEAD_DIM>& st, uint32_t sQ, int wr0,
+                                           int row0, int q_len, OutRow out_row, int lane) {
+    float l0 = st.l[0], l1 = st.l[1];
+    l0 = __fadd_rn(l0, __shfl_xor_sync(0xffffffffu, l0, 1));
+    l0 = __fadd_rn(l0, __shfl_xor_sync(0xffffffffu, l0, 2));
+    l1 = __fadd_rn(l1, __shfl_xor_sync(0xffffffffu, l1, 1));
+    l1 = __fadd_rn(l1, __shfl_xor_sync(0xffffffffu, l1, 2));
+    const float inv0 = (l0 > 0.f) ? __frcp_rn(l0) : 0.f;
+    const float inv1 = (l1 > 0.f) ? __frcp_rn(l1) : 0.f;
+
+    __syncwarp();
+    const int g = lane >> 2;
+    const int cw = (lane & 3) * 4;  // byte offset inside the 16-byte chunk
+#pragma unroll
+    for (int n = 0; n < HEAD_DIM / 8; ++n) {
+        const uint32_t v0 = pack_bf16x2(__fmul_rn(st.o[n][0], inv0), __fmul_rn(st.o[n][1], inv0));
+        const uint32_t v1 = pack_bf16x2(__fmul_rn(st.o[n][2], inv1), __fmul_rn(st.o[n][3], inv1));
+        const uint32_t a0 = sQ + swz<HEAD_DIM>(wr0 + g, n) + cw;
+        const uint32_t a1 = sQ + swz<HEAD_DIM>(wr0 + g + 8, n) + cw;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a0), "r"(v0) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(a1), "r"(v1) : "memory");
+    }
+    __syncwarp();
+    constexpr int CPR = HEAD_DIM / 8;  // 16-byte chunks per row
+#pragma unroll
+    for (int i = 0; i < WARP_ROWS * CPR / 32; ++i) {
+        const int idx = lane + i * 32;
+        const int r = idx / CPR;
+        const int c = idx % CPR;
+        if (row0 + r < q_len) {
+            uint32_t x, y, z, w;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+                         : "r"(sQ + swz<HEAD_DIM>(wr0 + r, c)));
+            uint4 val = make_uint4(x, y, z, w);
+            *reinterpret_cast<uint4*>(out_row(row0 + r) + c * 8) = val;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CTA-level driver shared by all four kernels
+// ---------------------------------------------------------------------------------------------
+// Tile loads: 8 consecutive threads cover 128 contiguous bytes of one row (coalesced), so a
+// thread's chunks of a KV tile all sit in RPT whole rows: one address computation (and, paged,
+// one block-table entry) per row, not per chunk.
+constexpr int LOAD_TPR = 8;  // threads per row segment
+
+template <int HEAD_DIM, int NT, int ROWS>
+struct TileLoad {
+    static constexpr int RPT = ROWS * LOAD_TPR / NT;        // rows per thread
+    static constexpr int CPT = HEAD_DIM / 8 / LOAD_TPR;     // 16-byte chunks per thread per row
+    static_assert(RPT >= 1 && (ROWS * LOAD_TPR) % NT == 0, "tile rows must divide among threads");
+    static_assert(CPT >= 1, "HEAD_DIM >= 64");
+    __device__ static __forceinline__ int row(int ltid, int i) {
+        return ltid / LOAD_TPR + (NT / LOAD_TPR) * i;
+    }
+    __device__ static __forceinline__ int chunk(int ltid, int j) {
+        return ltid % LOAD_TPR + LOAD_TPR * j;
+    }
+    // Rows of the tile are at base + off[i] (elements); rows with !ok[i] are zero-filled.
+    __device__ static __forceinline__ void issue(uint32_t sdst, const __nv_bfloat16* base,
+                                                 const int64_t (&off)[RPT], const bool (&ok)[RPT],
+                                                 int ltid) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) {
+            const int r = row(ltid, i);
+#pragma unroll
+            for (int j = 0; j < CPT; ++j) {
+                const int c = chunk(ltid, j);
+                // A zero-filled chunk reads nothing; it still gets a valid address.
+                const __nv_bfloat16* src = ok[i] ? base + off[i] + c * 8 : base;
+                cp_async_16(sdst + swz<HEAD_DIM>(r, c), src, ok[i]);
+            }
+        }
+    }
+};
+
+// KV row addressing. fetch(key) does the (possibly slow) part that can be issued a phase ahead
+// (the block-table load of a paged cache); offset(fetched, key) gives the element offset of
+// key's row from k / v base.
+struct ContigKV {
+    int64_t stride;  // elements between rows
+    __device__ __forceinline__ int fetch(int) const { return 0; }
+    __device__ __forceinline__ int64_t offset(int, int key) const {
+        return static_cast<int64_t>(key) * stride;
+    }
+};
+struct PagedKV {
+    const int32_t* block_table;
+    int block_size;
+    int shift;  // log2(block_size) when it is a power of two, else -1
+    int kv_len;
+    int64_t stride;
+    __device__ __forceinline__ int block_index(int key) const {
+        return shift >= 0 ? (key >> shift) : key / block_size;
+    }
+    __device__ __forceinline__ int fetch(int key) const {
+        return key < kv_len ? __ldg(block_table + block_index(key)) : 0;
+    }
+    __device__ __forceinline__ int64_t offset(int blk, int key) const {
+        const int in_block = shift >= 0 ? (key & (block_size - 1)) : key % block_size;
+        return (static_cast<int64_t>(blk) * block_size + in_block) * stride;
+    }
+};
+
+// Load schedules (they never touch the arithmetic, see attn_cta):
+//   LOAD_SERIAL: per tile, load K and V, wait, barrier, QK^T + softmax + PV, barrier.
+//   LOAD_PIPELINED: wait K[t]; barrier; load V[t]; QK^T + softmax; wait V[t]; barrier;
+//     load K[t + 1]; PV — the V load overlaps QK^T / softmax, the K load overlaps PV.
+//   LOAD_SPLIT: as LOAD_PIPELINED, but the first half of the warps loads K and the second half
+//     loads V; arrival is signalled on mbarriers (cp.async.mbarrier.arrive.noinc) and the
+//     "buffer free" condition on named barriers that only the loading half waits on, so each
+//     warp waits on one CTA-wide condition per tile instead of two. Bit-identical to the others
+//     in every test, ~4% faster than LOAD_PIPELINED for the contiguous twin on an H200, but
+//     compute-sanitizer racecheck reports LDGSTS-vs-LDSM hazards on it (the orderings are
+//     cp.async.mbarrier.arrive -> mbarrier wait and bar.arrive -> bar.sync, which racecheck does
+//     not appear to model); no kernel uses it for now.
+enum LoadMode { LOAD_SERIAL = 0, LOAD_PIPELINED = 1, LOAD_SPLIT = 2 };
+
+__device__ __forceinline__ void mbar_init(uint32_t addr, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_cp_async_arrive(uint32_t addr) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(addr) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            " selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// One CTA: NWARPS warps x 16 query rows. Shared memory: Q (NWARPS * 16 rows), K tile, V tile.
+// Each warp runs warp_qk_softmax / warp_pv on the tiles of warp_tile_range (a function of its
+// own rows only) in increasing order, whatever NWARPS and MODE are: the results of a row do
+// not depend on the CTA shape or the load schedule.
+template <int HEAD_DIM, int NWARPS, int MODE, typename KV>
+__device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_stride,
+                                         __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
+                                         const __nv_bfloat16* v_base, const KV& kv,
+                                         const MaskParams& mp, int q_block, float inv_sqrt_d) {
+    constexpr int NTHREADS = NWARPS * 32;
+    constexpr int QROWS = NWARPS * WARP_ROWS;
+    constexpr int TILE_BYTES = KV_TILE * HEAD_DIM * 2;
+    // Threads that load one KV tensor: all of them, or half of them in LOAD_SPLIT.
+    constexpr int KV_NT = (MODE == LOAD_SPLIT) ? NTHREADS / 2 : NTHREADS;
+    using QL = TileLoad<HEAD_DIM, NTHREADS, QROWS>;
+    using KL = TileLoad<HEAD_DIM, KV_NT, KV_TILE>;
+    constexpr int RPT = KL::RPT;
+    static_assert(MODE != LOAD_SPLIT || NWARPS % 2 == 0, "LOAD_SPLIT needs an even warp count");
+
+    extern __shared__ __align__(128) unsigned char attn_smem[];
+    const uint32_t sQ = smem_addr(attn_smem);
+    const uint32_t sK = sQ + QROWS * HEAD_DIM * 2;
+    const uint32_t sV = sK + TILE_BYTES;
+
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const int row0 = q_block * QROWS;  // first query row of the CTA
+    const int wr0 = warp * WARP_ROWS;  // first row of this warp inside the CTA
+    const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
+
+    // CTA tile range: union of the warps' ranges (fully masked tiles are never loaded).
+    int t_begin = 0x7fffffff, t_end = -1;
+#pragma unroll
+    for (int w = 0; w < NWARPS; ++w) {
+        const TileRange r = warp_tile_range(mp, row0 + w * WARP_ROWS);
+        if (r.lo <= r.hi) {
+            t_begin = min(t_begin, r.lo);
+            t_end = max(t_end, r.hi);
+        }
+    }
+    const TileRange mine = warp_tile_range(mp, row0 + wr0);
+    const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
+    const int pos1 = pos0 + 8;
+
+    WarpState<HEAD_DIM> st;
+    warp_init(st);
+
+    // Q rows (zero-filled past q_len).
+    {
+        int64_t off[QL::RPT];
+        bool ok[QL::RPT];
+#pragma unroll
+        for (int i = 0; i < QL::RPT; ++i) {
+            const int r = row0 + QL::row(tid, i);
+            ok[i] = r < mp.q_len;
+            off[i] = static_cast<int64_t>(ok[i] ? r : 0) * q_stride;
+        }
+        QL::issue(sQ, q_base, off, ok, tid);
+    }
+
+    // Per-thread KV row bookkeeping: fetched values for the next tile to issue, offsets of the
+    // tile in flight.
+    const int ltid = (MODE == LOAD_SPLIT) ? (tid % KV_NT) : tid;
+    int fetched[RPT];
+    int64_t off[RPT];
+    bool ok[RPT];
+    auto fetch_tile = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) fetched[i] = kv.fetch(t * KV_TILE + KL::row(ltid, i));
+    };
+    auto offsets_tile = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) {
+            const int key = t * KV_TILE + KL::row(ltid, i);
+            ok[i] = key < mp.kv_len;
+            off[i] = ok[i] ? kv.offset(fetched[i], key) : 0;
+        }
+    };
+
+    if constexpr (MODE == LOAD_SERIAL) {
+        cp_async_commit();
+        if (t_begin <= t_end) fetch_tile(t_begin);
+        for (int t = t_begin; t <= t_end; ++t) {
+            const int key0 = t * KV_TILE;
+            offsets_tile(t);
+            KL::issue(sK, k_base, off, ok, ltid);
+            KL::issue(sV, v_base, off, ok, ltid);
+            cp_async_commit();
+            if (t < t_end) fetch_tile(t + 1);
+            cp_async_wait_all();
+            __syncthreads();
+            if (t >= mine.lo && t <= mine.hi) {
+                uint32_t P[2][4];
+                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
+                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
+                                          lane);
+                warp_pv<HEAD_DIM>(st, P, sV, lane);
+            }
+            __syncthreads();
+        }
+    } else if constexpr (MODE == LOAD_PIPELINED) {
+        if (t_begin <= t_end) {
+            fetch_tile(t_begin);
+            offsets_tile(t_begin);
+            KL::issue(sK, k_base, off, ok, ltid);
+        }
+        cp_async_commit();
+        for (int t = t_begin; t <= t_end; ++t) {
+            const int key0 = t * KV_TILE;
+            const bool active = t >= mine.lo && t <= mine.hi;
+            uint32_t P[2][4];
+            cp_async_wait_all();  // K tile t (and Q) landed
+            __syncthreads();      // ... for every thread; every warp is done with V tile t - 1
+            KL::issue(sV, v_base, off, ok, ltid);  // offsets of tile t, computed with K[t]
+            cp_async_commit();
+            if (t < t_end) fetch_tile(t + 1);
+            if (active) {
+                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
+                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
+                                          lane);
+            }
+            cp_async_wait_all();  // V tile t landed
+            __syncthreads();      // ... for every thread; every warp is done with K tile t
+            if (t < t_end) {
+                offsets_tile(t + 1);
+                KL::issue(sK, k_base, off, ok, ltid);
+                cp_async_commit();
+            }
+            if (active) warp_pv<HEAD_DIM>(st, P, sV, lane);
+        }
+    } else {  // LOAD_SPLIT
+        __shared__ __align__(8) uint64_t attn_mbar[2];  // [0]: K tile landed, [1]: V tile landed
+        const uint32_t full_k = smem_addr(&attn_mbar[0]);
+        const uint32_t full_v = smem_addr(&attn_mbar[1]);
+        const bool k_loader = warp < NWARPS / 2;
+        const uint32_t my_full = k_loader ? full_k : full_v;
+        const uint32_t my_buf = k_loader ? sK : sV;
+        const __nv_bfloat16* my_base = k_loader ? k_base : v_base;
+        if (tid == 0) {
+            mbar_init(full_k, KV_NT);
+            mbar_init(full_v, KV_NT);
+        }
+        __syncthreads();  // barriers initialised before anyone arrives on them
+        if (t_begin <= t_end) {
+            fetch_tile(t_begin);
+            offsets_tile(t_begin);
+            KL::issue(my_buf, my_base, off, ok, ltid);
+            mbar_cp_async_arrive(my_full);
+            if (t_begin < t_end) fetch_tile(t_begin + 1);
+        }
+        cp_async_commit();
+        cp_async_wait_all();  // Q (and the first tiles) landed
+        __syncthreads();
+        for (int t = t_begin; t <= t_end; ++t) {
+            const int key0 = t * KV_TILE;
+            const uint32_t parity = static_cast<uint32_t>(t - t_begin) & 1u;
+            const bool active = t >= mine.lo && t <= mine.hi;
+            uint32_t P[2][4];
+            mbar_wait(full_k, parity);
+            if (active) {
+                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
+                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
+                                          lane);
+            }
+            if (k_loader) {
+                named_bar_sync(1, NTHREADS);  // every warp is done with K tile t
+                if (t < t_end) {
+                    offsets_tile(t + 1);
+                    KL::issue(sK, k_base, off, ok, ltid);
+                    mbar_cp_async_arrive(full_k);
+                    if (t + 1 < t_end) fetch_tile(t + 2);
+                }
+            } else {
+                named_bar_arrive(1, NTHREADS);
+            }
+            mbar_wait(full_v, parity);
+            if (active) warp_pv<HEAD_DIM>(st, P, sV, lane);
+            if (!k_loader) {
+                named_bar_sync(2, NTHREADS);  // every warp is done with V tile t
+                if (t < t_end) {
+                    offsets_tile(t + 1);
+                    KL::issue(sV, v_base, off, ok, ltid);
+                    mbar_cp_async_arrive(full_v);
+                    if (t + 1 < t_end) fetch_tile(t + 2);
+                }
+            } else {
+                named_bar_arrive(2, NTHREADS);
+            }
+        }
+    }
+    cp_async_wait_all();  // Q copies are complete even when the CTA had no tile
+    __syncthreads();
+
+    if (row0 + wr0 < mp.q_len) {
+        auto o_row = [&](int r) { return o_base + static_cast<int64_t>(r) * q_stride; };
+        warp_store<HEAD_DIM>(st, sQ, wr0, row0 + wr0, mp.q_len, o_row, lane);
+    }
+}
+
+__device__ __forceinline__ int log2_if_pow2(uint32_t x) {
+    return (x != 0 && (x & (x - 1)) == 0) ? (__ffs(static_cast<int>(x)) - 1) : -1;
+}
+
+// Entry points used by the kernels.
+template <int HEAD_DIM, int NWARPS, int MODE>
+__device__ __forceinline__ void attn_paged_cta(const __nv_bfloat16* q, const __nv_bfloat16* k_cache,
+                                               const __nv_bfloat16* v_cache, __nv_bfloat16* output,
+                                               const int32_t* block_table, uint32_t q_len,
+                                               uint32_t kv_len, uint32_t q_offset,
+                                               uint32_t num_q_heads, uint32_t num_kv_heads,
+                                               uint32_t cache_block_size, uint32_t causal,
+                                               uint32_t sliding_window, float inv_sqrt_d) {
+    const int head = blockIdx.x;
+    // Heaviest (causal) query blocks first: the arithmetic does not depend on the order.
+    const int q_block = gridDim.y - 1 - blockIdx.y;
+    const int kv_head = head / static_cast<int>(num_q_heads / num_kv_heads);
+    MaskParams mp;
+    mp.kv_len = static_cast<int>(kv_len);
+    mp.q_len = static_cast<int>(q_len);
+    mp.q_offset = static_cast<int>(q_offset);
+    mp.causal = causal ? 1 : 0;
+    mp.window = static_cast<int>(min(sliding_window, 0x40000000u));
+    const int64_t q_stride = static_cast<int64_t>(num_q_heads) * HEAD_DIM;
+    PagedKV kv;
+    kv.block_table = block_table;
+    kv.block_size = static_cast<int>(cache_block_size);
+    kv.shift = log2_if_pow2(cache_block_size);
+    kv.kv_len = mp.kv_len;
+    kv.stride = static_cast<int64_t>(num_kv_heads) * HEAD_DIM;
+    const int64_t hoff = static_cast<int64_t>(head) * HEAD_DIM;
+    const int64_t kvoff = static_cast<int64_t>(kv_head) * HEAD_DIM;
+    attn_cta<HEAD_DIM, NWARPS, MODE>(q + hoff, q_stride, output + hoff, k_cache + kvoff,
+                                     v_cache + kvoff, kv, mp, q_block, inv_sqrt_d);
+}
+
+template <int HEAD_DIM, int NWARPS, int MODE>
+__device__ __forceinline__ void attn_contig_cta(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                const __nv_bfloat16* v, __nv_bfloat16* output,
+                                                uint32_t seq_len, uint32_t num_q_heads,
+                                                uint32_t num_kv_heads, uint32_t causal,
+                                                uint32_t sliding_window, float inv_sqrt_d) {
+    const int head = blockIdx.x;
+    const int q_block = gridDim.y - 1 - blockIdx.y;
+    const int64_t b = blockIdx.z;
+    const int kv_head = head / static_cast<int>(num_q_heads / num_kv_heads);
+    MaskParams mp;
+    mp.kv_len = static_cast<int>(seq_len);
+    mp.q_len = static_cast<int>(seq_len);
+    mp.q_offset = 0;
+    mp.causal = causal ? 1 : 0;
+    mp.window = static_cast<int>(min(sliding_window, 0x40000000u));
+    const int64_t q_stride = static_cast<int64_t>(num_q_heads) * HEAD_DIM;
+    ContigKV kv;
+    kv.stride = static_cast<int64_t>(num_kv_heads) * HEAD_DIM;
+    const int64_t q_base = (b * seq_len * num_q_heads + head) * HEAD_DIM;
+    const int64_t kv_base = (b * seq_len * num_kv_heads + kv_head) * HEAD_DIM;
+    attn_cta<HEAD_DIM, NWARPS, MODE>(q + q_base, q_stride, output + q_base, k + kv_base,
+                                     v + kv_base, kv, mp, q_block, inv_sqrt_d);
+}
+
+}  // namespace attn_detail

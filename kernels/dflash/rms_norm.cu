@@ -1,0 +1,157 @@
+// RMS norm over the last dimension of a bf16 matrix.
+//
+//   out[r, :] = bf16( x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight )
+//
+// One CTA per row.  The launcher picks the block size from `hidden` (see
+// specs/rms_norm.yaml): blockDim.x = 32 * ceil(hidden / 1024), capped at 1024,
+// so every thread owns at most 4 uint4 vectors (32 bf16) of the row for any
+// hidden <= 32768.  Those vectors stay in registers between the f32 sum of
+// squares (warp shuffles, then one shared-memory step across warps) and the
+// normalised write, so x is read from memory exactly once.
+//
+// Alignment: the vector path needs hidden % 8 == 0 (an `applies_if` clause of
+// the spec) and 16-byte aligned x / weight / out.  The base-pointer alignment is
+// not visible to the launcher, so the kernel checks it and falls back to a
+// (slower, still correct) scalar path; the same path serves hidden > 32768.
+//
+// `out` may be the same buffer as `x` (exact in-place); any other overlap is
+// unsupported.  NaN / Inf in x propagate as IEEE arithmetic says.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+namespace dflash_rms_norm_detail {
+
+constexpr uint32_t kMaxVecPerThread = 4;
+
+static __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Two f32 -> one packed bf16x2 word (round to nearest even), `lo` in the low half.
+static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+
+// Sum over the CTA; every thread gets the (bitwise identical) total.
+// blockDim.x must be a multiple of 32 (the spec guarantees it).
+static __device__ __forceinline__ float block_sum(float v, float* red) {
+    v = warp_sum(v);
+    const uint32_t nwarps = blockDim.x >> 5;
+    if (nwarps == 1) return v;
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float t = 0.f;
+    for (uint32_t i = 0; i < nwarps; ++i) t += red[i];
+    return t;
+}
+
+template <uint32_t VPT>
+static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x,
+                                               const __nv_bfloat16* weight,
+                                               __nv_bfloat16* out, uint32_t hidden,
+                                               float eps, float* red) {
+    const uint32_t nvec = hidden >> 3;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    const uint4* wv = reinterpret_cast<const uint4*>(weight);
+    uint4* ov = reinterpret_cast<uint4*>(out);
+
+    uint4 xr[VPT], wr[VPT];
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t v = threadIdx.x + k * blockDim.x;
+        xr[k] = v < nvec ? __ldg(xv + v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t v = threadIdx.x + k * blockDim.x;
+        wr[k] = v < nvec ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+
+    float ss = 0.f;
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t w[4] = {xr[k].x, xr[k].y, xr[k].z, xr[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float a = bf16_lo(w[j]), b = bf16_hi(w[j]);
+            ss = fmaf(a, a, ss);
+            ss = fmaf(b, b, ss);
+        }
+    }
+    const float total = block_sum(ss, red);
+    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
+
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t v = threadIdx.x + k * blockDim.x;
+        if (v < nvec) {
+            const uint32_t xw[4] = {xr[k].x, xr[k].y, xr[k].z, xr[k].w};
+            const uint32_t ww[4] = {wr[k].x, wr[k].y, wr[k].z, wr[k].w};
+            uint32_t o[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                o[j] = pack_bf16x2(bf16_lo(xw[j]) * rinv * bf16_lo(ww[j]),
+                                   bf16_hi(xw[j]) * rinv * bf16_hi(ww[j]));
+            }
+            ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
+        }
+    }
+}
+
+// Any alignment, any hidden: two passes over the row (the second one mostly hits L1/L2).
+static __device__ __forceinline__ void row_scalar(const __nv_bfloat16* x,
+                                                  const __nv_bfloat16* weight,
+                                                  __nv_bfloat16* out, uint32_t hidden, float eps,
+                                                  float* red) {
+    float ss = 0.f;
+    for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        const float a = __bfloat162float(x[i]);
+        ss = fmaf(a, a, ss);
+    }
+    const float total = block_sum(ss, red);
+    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
+    for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        out[i] = __float2bfloat16_rn(__bfloat162float(x[i]) * rinv * __bfloat162float(weight[i]));
+    }
+}
+
+}  // namespace dflash_rms_norm_detail
+
+__global__ void __launch_bounds__(1024)
+dflash_rms_norm_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* weight,
+                            __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps) {
+    namespace d = dflash_rms_norm_detail;
+    __shared__ float red[32];
+    const uint32_t row = blockIdx.x;
+    if (row >= rows) return;
+    const size_t off = static_cast<size_t>(row) * hidden;
+    const __nv_bfloat16* xr = x + off;
+    __nv_bfloat16* orow = out + off;
+
+    const bool aligned =
+        (hidden & 7u) == 0 &&
+        ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(weight) |
+          reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
+    const uint32_t nvec = hidden >> 3;
+    const uint32_t per = (nvec + blockDim.x - 1) / blockDim.x;
+    if (aligned && per <= d::kMaxVecPerThread) {
+        switch (per) {
+            case 0:
+            case 1: d::row_vec<1>(xr, weight, orow, hidden, eps, red); break;
+            case 2: d::row_vec<2>(xr, weight, orow, hidden, eps, red); break;
+            case 3: d::row_vec<3>(xr, weight, orow, hidden, eps, red); break;
+            default: d::row_vec<4>(xr, weight, orow, hidden, eps, red); break;
+        }
+    } else {
+        d::row_scalar(xr, weight, orow, hidden, eps, red);
+    }
+}
