@@ -9,6 +9,8 @@ them (editable installs included).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -92,6 +94,22 @@ def _explain_failure(lines: list[str]) -> str:
     return "\n".join(tail)
 
 
+@contextlib.contextmanager
+def _target_lock(path: Path, echo: Callable[[str], None]):  # noqa: ANN202
+    """One build of a target's tree at a time; other kernelgen processes wait their turn."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            echo(f"kernelgen: waiting for another build of {path.stem.lstrip('.')} to finish")
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
 def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> list[str]:
     args = [
         toolkit.find_cmake(), "-S", str(DRIVER_DIR), "-B", str(opts.build_dir / target.name), "-G", "Ninja",
@@ -117,33 +135,39 @@ def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str
     tk = toolkit.find_toolkit()
     results = []
     for t in targets:
-        start = time.monotonic()
-        res = TargetResult(t.name, 0.0)
-        bdir = opts.build_dir / t.name
-        bdir.mkdir(parents=True, exist_ok=True)
-        args = configure_args(opts, t, tk)
-        stamp = bdir / ".kernelgen-configure.json"
-        if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
-            echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tk.version} from {tk.source}")
-            rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
-            if rc != 0:
-                raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
-            stamp.write_text(json.dumps(args))
-            res.configured = True
-        echo(f"kernelgen: building {t.name} ({t.arch})")
-        cmd = [toolkit.find_cmake(), "--build", str(bdir)]
-        if opts.jobs:
-            cmd += ["--parallel", str(opts.jobs)]
-        rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
-        if rc != 0:
-            raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines)}")
-        res.compiled = [s for s in steps if _COMPILE.search(s)]
-        rc, lines, _ = _run([toolkit.find_cmake(), "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
-                            opts.root, echo, opts.verbose)
-        if rc != 0:
-            raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
-        res.seconds = time.monotonic() - start
-        n = len(res.compiled)
-        echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({n} step{'s' if n != 1 else ''} rebuilt)")
-        results.append(res)
+        with _target_lock(opts.build_dir / f".{t.name}.lock", echo):
+            results.append(_build_one(opts, t, tk, echo))
     return results
+
+
+def _build_one(opts: BuildOptions, t: Target, tk: toolkit.Toolkit, echo: Callable[[str], None]) -> TargetResult:
+    """Configure (when the arguments changed), build and install one target."""
+    start = time.monotonic()
+    res = TargetResult(t.name, 0.0)
+    bdir = opts.build_dir / t.name
+    bdir.mkdir(parents=True, exist_ok=True)
+    args = configure_args(opts, t, tk)
+    stamp = bdir / ".kernelgen-configure.json"
+    if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
+        echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tk.version} from {tk.source}")
+        rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
+        if rc != 0:
+            raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
+        stamp.write_text(json.dumps(args))
+        res.configured = True
+    echo(f"kernelgen: building {t.name} ({t.arch})")
+    cmd = [toolkit.find_cmake(), "--build", str(bdir)]
+    if opts.jobs:
+        cmd += ["--parallel", str(opts.jobs)]
+    rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
+    if rc != 0:
+        raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines)}")
+    res.compiled = [s for s in steps if _COMPILE.search(s)]
+    rc, lines, _ = _run([toolkit.find_cmake(), "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
+                        opts.root, echo, opts.verbose)
+    if rc != 0:
+        raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
+    res.seconds = time.monotonic() - start
+    n = len(res.compiled)
+    echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({n} step{'s' if n != 1 else ''} rebuilt)")
+    return res

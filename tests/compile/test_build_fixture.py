@@ -105,3 +105,19 @@ def test_generate_check_reports_stale_missing_and_orphaned(built: Path) -> None:
     assert run_cli("generate", cwd=built).returncode == 0
     assert not (gen / "src" / "old_module.cu").exists()
     assert run_cli("generate", "--check", cwd=built).returncode == 0
+
+
+def test_eight_concurrent_builds_of_one_tree_all_succeed(built: Path) -> None:
+    spec = built / "specs" / "fixture_ops.yaml"
+    spec.write_text(spec.read_text().replace("Small kernels that exercise", "Small kernels exercising"))
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "kernelgen.cli", "build", "--target", TARGET], cwd=built,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(8)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-800:] for o in outs]
+    rebuilt = [o[0] for o in outs if "src/fixture_ops.cu" in o[0]]
+    assert len(rebuilt) == 1, "exactly one build compiles the change; the others wait and find nothing to do"
+    assert run_cli("generate", "--check", cwd=built).returncode == 0
+    test_generated_contract_tests_pass(built)
