@@ -304,12 +304,6 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     for c in constants:
         if c in names:
             raise SpecError(f["constants"].loc, f"constants.{c}", f"constant '{c}' has the name of a kernel")
-    symbols: dict[str, str] = {}
-    for k in kernels:
-        for s in k.symbols():
-            if s in symbols and symbols[s] != k.name:
-                raise SpecError(k.loc, f"kernels.{k.name}.symbol", f"symbol '{s}' is also used by kernel '{symbols[s]}'")
-            symbols[s] = k.name
     fallbacks: list[Fallback] = []
     if "fallbacks" in f:
         with ctx.at("fallbacks"):

@@ -194,8 +194,10 @@ def _name_cpp(u64: set[str], constants: set[str]) -> callable:  # type: ignore[v
 
 
 def comment_text(s: str) -> str:
-    """Text safe inside a C++ // comment or a Python # comment: printable ASCII, no
-    backslashes (a trailing one would splice the next line into the comment)."""
+    """Text safe inside any comment: // and /* */ in C and C++, # in Python and CMake.
+
+    Printable ASCII only; no backslashes (a trailing one would splice the next line into
+    a // comment); no comment delimiters that could end a /* */ block or open another."""
     out = []
     for ch in s.replace("\n", " "):
         if ch == "\\":
@@ -204,7 +206,7 @@ def comment_text(s: str) -> str:
             out.append(ch)
         else:
             out.append(f"U+{ord(ch):04X}")
-    return "".join(out)
+    return "".join(out).replace("*/", "* /").replace("/*", "/ *")
 
 
 def c_string(s: str) -> str:
