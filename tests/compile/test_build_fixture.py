@@ -121,3 +121,29 @@ def test_eight_concurrent_builds_of_one_tree_all_succeed(built: Path) -> None:
     assert len(rebuilt) == 1, "exactly one build compiles the change; the others wait and find nothing to do"
     assert run_cli("generate", "--check", cwd=built).returncode == 0
     test_generated_contract_tests_pass(built)
+
+
+@pytest.mark.skipif(__import__("shutil").which("ccache") is None, reason="ccache is not installed")
+def test_clean_rebuild_through_ccache_hits_the_cache(project: Path, tmp_path: Path) -> None:
+    env = {"CCACHE_DIR": str(tmp_path / "ccache"), "CCACHE_BASEDIR": str(project)}
+
+    def build() -> None:
+        res = run_cli("build", "--target", TARGET, "--compiler-launcher", "ccache", cwd=project, env=env)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+    def stats() -> dict[str, int]:
+        out = subprocess.run(["ccache", "--print-stats"], env=dict(os.environ, **env), capture_output=True,
+                             text=True, check=True).stdout
+        return {k: int(v) for k, v in (ln.split("\t") for ln in out.splitlines() if "\t" in ln) if v.isdigit()}
+
+    build()
+    cold = stats()
+    import shutil
+
+    shutil.rmtree(project / "build")
+    build()
+    warm = stats()
+    hits = (warm.get("direct_cache_hit", 0) + warm.get("preprocessed_cache_hit", 0)) - (
+        cold.get("direct_cache_hit", 0) + cold.get("preprocessed_cache_hit", 0))
+    misses = warm.get("cache_miss", 0) - cold.get("cache_miss", 0)
+    assert hits >= 4 and misses == 0, (cold, warm)
