@@ -65,7 +65,7 @@ def main() -> None:
         r["noop_build_s"], log = kernelgen(root, "build", "--target", t)
         r["noop_compiled"] = compiled(log)
         spec = root / "specs" / "rms_norm.yaml"
-        spec.write_text(spec.read_text().replace("f32 accumulation.", "f32 accumulation (edited)."))
+        spec.write_text(re.sub(r"f32 accumulation[^.\n]*\.", f"f32 accumulation ({t}).", spec.read_text(), count=1))
         r["spec_edit_s"], log = kernelgen(root, "build", "--target", t)
         r["spec_edit_compiled"] = compiled(log)
         (root / "kernels" / "dflash" / "silu_mul.cu").touch()

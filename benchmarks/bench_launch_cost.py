@@ -1,0 +1,988 @@
+#!/usr/bin/env python3
+"""Host launch cost: what one launch of the same kernel costs on the host, per launcher.
+
+The kernel (benchmarks/launch_cost/project/kernels/launch_probe.cu) takes 11 arguments (5
+pointers, 5 u32, 1 f32) and does almost nothing, so the GPU is never the bottleneck. It is
+launched, in one Python process, by:
+
+- kernelgen's generated Python launcher: int pointers positional, int pointers by keyword,
+  torch tensors by keyword (and, to see where the time goes: tensors positional, tensors with
+  a stream object, and calls that plan but do not launch because n == 0);
+- a minimal hand-written pybind11 module (benchmarks/launch_cost/minimal_pybind.cpp), with
+  int pointers and with torch tensors (data_ptr() called from C++), and its no-op twin;
+- CuPy RawKernel, cuda.core launch, a Triton @triton.jit kernel with the same 11 arguments,
+  torch's own x.add_(1) on a small tensor, and a CUDA graph replay;
+
+and, in a C++ subprocess (benchmarks/launch_cost/raw.cu), by a raw <<<>>> loop (the floor),
+the generated C++ stub and the C ABI.
+
+Method, the same everywhere: bursts of 64 launches, each burst timed on the host clock
+(time.perf_counter_ns, std::chrono::steady_clock in C++) and followed by an untimed
+synchronisation, so the launch queue never fills; per launch = burst time / 64; the
+statistic is the median over many bursts after a warm-up. In Python each burst is one
+function holding 64 copies of the call with every name a local, so no loop or global lookup
+is counted. The launchers are interleaved: round r times one burst of every launcher in
+turn, because the launch cost of a VM's GPU drifts by up to 25% within seconds (seen on the
+H200 here) and launchers measured one after another would inherit whichever spell they fell
+in (--sequential restores one-after-another). The floor is measured twice: by raw.cu in its
+own process (the "x raw C++" ratio) and, interleaved with everything else, by a C++ loop of
+64 <<<>>> launches inside this process (the "x floor" ratio, the one to compare launchers by).
+Launcher variants that plan but do not launch (n == 0) isolate the binding's own cost, which
+the launch's noise would hide. Every launcher's result is checked (out[slot] and the launch
+counter), and 64 generated-Python launches captured into a CUDA graph must replay to what
+eager launches wrote.
+
+Builds what it needs first (under --work, default /tmp/lc): the probe project with kernelgen
+for the GPU's target, raw.cu with nvcc, the minimal pybind11 module with nvcc. A peer whose
+package is missing, or that fails, is skipped with a note in the JSON; nothing crashes.
+
+Usage: python3 benchmarks/bench_launch_cost.py --out results.json [--bursts 2000] [--warmup 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+LC = REPO / "benchmarks" / "launch_cost"
+PROJECT = LC / "project"
+KERNEL_SRC = PROJECT / "kernels" / "launch_probe.cu"
+BURST = 64
+TARGETS = {(9, 0): "hopper", (12, 1): "gb10"}
+
+# The probe's arguments; out[SLOT] becomes 1 + 2 + 0.5 + 0.25 * (5 + 6 + 7) = 8.0 (exact in bf16).
+N, SLOT, K0, K1, K2, ALPHA = 4096, 3, 5, 6, 7, 0.25
+EXPECTED = 1.0 + 2.0 + 0.5 + ALPHA * (K0 + K1 + K2)
+ARGS = ("a", "b", "c", "d", "out", "n", "slot", "k0", "k1", "k2", "alpha")
+POS = ", ".join(ARGS)
+KW = ", ".join(f"{x}={x}" for x in ARGS)
+
+try:  # the Triton peer is defined at module level so triton.jit can read its source
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_probe(a, b, c, d, out, n, slot, k0, k1, k2, alpha):
+        if tl.program_id(0) == 0:
+            if slot < n:
+                v = tl.load(a).to(tl.float32) + tl.load(b).to(tl.float32) + tl.load(c)
+                v = v + alpha * (k0 + k1 + k2).to(tl.float32)
+                tl.store(out + slot, v.to(tl.bfloat16))
+                tl.store(d, tl.load(d) + 1)
+
+    TRITON_ERROR = None
+except Exception as exc:  # ImportError, or a Triton that fails to import here
+    triton = None
+    TRITON_ERROR = f"{type(exc).__name__}: {exc}"
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def short_exc(exc: BaseException) -> str:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return f"{type(exc).__name__}: {exc}"[:600] + " | " + "".join(tb[-3:])[-900:].replace("\n", " / ")
+
+
+# ---------------------------------------------------------------------------------------------
+# Builds
+
+
+@dataclass
+class Step:
+    ok: bool = False
+    seconds: float = 0.0
+    command: str = ""
+    log_tail: str = ""
+
+
+def run_step(cmd: list[str], cwd: Path = REPO, timeout: int = 600, env: dict[str, str] | None = None) -> Step:
+    start = time.monotonic()
+    step = Step(command=shlex.join(cmd))
+    try:
+        res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, errors="replace",
+                             env=env)
+        step.ok = res.returncode == 0
+        step.log_tail = (res.stdout + res.stderr)[-3000:]
+    except Exception as exc:
+        step.log_tail = short_exc(exc)
+    step.seconds = round(time.monotonic() - start, 2)
+    return step
+
+
+def find_nvcc() -> str | None:
+    try:
+        from kernelgen import toolkit
+
+        return str(toolkit.find_toolkit().nvcc)
+    except Exception:
+        pass
+    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).is_file():
+            return cand
+    return None
+
+
+def target_arch(target: str) -> str:
+    import yaml
+
+    return yaml.safe_load((PROJECT / "specs" / "targets.yaml").read_text())[target]["arch"]
+
+
+@dataclass
+class Built:
+    kernelgen_ops: Path | None = None  # install dir's kernelgen_ops folder
+    raw_exe: Path | None = None
+    minimal: Path | None = None  # the minimal pybind11 extension
+    steps: dict[str, Step] = field(default_factory=dict)
+
+
+def build_all(target: str, work: Path) -> Built:
+    built = Built()
+    work.mkdir(parents=True, exist_ok=True)
+    nvcc = find_nvcc()
+    arch = target_arch(target)
+    kernels_inc = f"-I{PROJECT / 'kernels'}"
+
+    # The minimal pybind11 module compiles while kernelgen builds.
+    minimal_proc = None
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    minimal_out = work / f"lc_minimal_pybind{ext}"
+    pyb = subprocess.run([sys.executable, "-m", "pybind11", "--includes"], capture_output=True, text=True)
+    py_includes = shlex.split(pyb.stdout) if pyb.returncode == 0 else []
+    src = LC / "minimal_pybind.cpp"
+    minimal_cmd = [str(nvcc), "-O2", "-std=c++17", f"-arch={arch}", "-x", "cu", "-shared", "-Xcompiler",
+                   "-fPIC,-fvisibility=hidden", *py_includes, kernels_inc, str(src), "-o", str(minimal_out)]
+    if nvcc and py_includes:
+        minimal_proc = subprocess.Popen(minimal_cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, errors="replace")
+    else:
+        built.steps["minimal_pybind"] = Step(log_tail=f"nvcc={nvcc} pybind11 includes: {pyb.stderr[-500:]}")
+
+    log(f"build: kernelgen probe project for {target} ...")
+    kg = run_step([sys.executable, "-m", "kernelgen.cli", "--root", str(PROJECT), "build", "--target", target,
+                   "--build-dir", str(work / "build"), "--install-dir", str(work / "inst")],
+                  env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                      x for x in (os.environ.get("PYTHONPATH"), str(REPO / "src")) if x)})
+    built.steps["kernelgen"] = kg
+    log(f"build: kernelgen {'ok' if kg.ok else 'FAILED'} ({kg.seconds} s)")
+    ops = work / "inst" / "kernelgen_ops"
+    lib_dir = ops / target
+    if kg.ok and (lib_dir / f"libkernelgen_{target}.so").is_file():
+        built.kernelgen_ops = ops
+        if nvcc:
+            exe = work / "raw_launch_cost"
+            raw = run_step([str(nvcc), "-O2", "-std=c++17", f"-arch={arch}",
+                            f"-I{PROJECT / 'generated' / target / 'include'}",
+                            f"-I{REPO / 'src' / 'kernelgen' / 'runtime' / 'include'}", kernels_inc,
+                            str(LC / "raw.cu"), f"-L{lib_dir}", f"-lkernelgen_{target}", "-Xlinker", "-rpath",
+                            "-Xlinker", str(lib_dir), "-o", str(exe)])
+            built.steps["raw_cu"] = raw
+            log(f"build: raw.cu {'ok' if raw.ok else 'FAILED'} ({raw.seconds} s)")
+            if raw.ok:
+                built.raw_exe = exe
+
+    if minimal_proc is not None:
+        start = time.monotonic()
+        out, _ = minimal_proc.communicate()
+        step = Step(ok=minimal_proc.returncode == 0, command=shlex.join(minimal_cmd), log_tail=out[-3000:])
+        if not step.ok:  # nvcc could not take the pybind11 headers: kernel with nvcc, module with c++
+            obj_k, obj_b = work / "minimal_kernel.o", work / "minimal_binding.o"
+            cxx = shutil.which("c++") or shutil.which("g++") or "c++"
+            steps = [
+                [str(nvcc), "-O2", "-std=c++17", f"-arch={arch}", "-x", "cu", "-c", "-Xcompiler", "-fPIC",
+                 "-DLC_KERNEL_PART", kernels_inc, str(src), "-o", str(obj_k)],
+                [cxx, "-O2", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-c", "-DLC_BINDING_PART", *py_includes,
+                 str(src), "-o", str(obj_b)],
+                [str(nvcc), "-shared", str(obj_k), str(obj_b), "-o", str(minimal_out)],
+            ]
+            for cmd in steps:
+                s2 = run_step(cmd)
+                step.log_tail += "\n[two-step fallback] " + s2.command + "\n" + s2.log_tail
+                step.ok = s2.ok
+                if not s2.ok:
+                    break
+        step.seconds = round(time.monotonic() - start, 2)
+        built.steps["minimal_pybind"] = step
+        log(f"build: minimal pybind11 module {'ok' if step.ok else 'FAILED'}")
+        if step.ok:
+            built.minimal = minimal_out
+    return built
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurement
+
+
+def burst_function(call: str, names: list[str], reps: int) -> Callable[..., None]:
+    """def _burst(<names>): <call> x reps -- every name a fast local, no loop counted."""
+    src = f"def _burst({', '.join(names)}):\n" + f"    {call}\n" * reps
+    ns: dict[str, Any] = {}
+    exec(compile(src, f"<burst: {call[:60]}>", "exec"), ns)
+    return ns["_burst"]
+
+
+def measure(call: str, env: dict[str, Any], sync: Callable[[], None], bursts: int, warmup: int,
+            launches_per_call: int = 1) -> dict[str, float]:
+    reps = BURST // launches_per_call
+    fn = burst_function(call, list(env), reps)
+    args = tuple(env.values())
+    for _ in range(warmup):
+        fn(*args)
+        sync()
+    clock = time.perf_counter_ns
+    ns = []
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(bursts):
+            t0 = clock()
+            fn(*args)
+            t1 = clock()
+            sync()
+            ns.append(t1 - t0)
+    finally:
+        gc.enable()
+    return stats_of(ns)
+
+
+def stats_of(ns: list[int]) -> dict[str, float]:
+    us = sorted(x / BURST / 1e3 for x in ns)
+    n = len(us)
+    return {
+        "us_per_launch": statistics.median(us),
+        "p10": us[n // 10],
+        "p90": us[(9 * n) // 10],
+        "min": us[0],
+        "mean": statistics.fmean(us),
+        "bursts": n,
+    }
+
+
+@dataclass
+class Peer:
+    key: str
+    label: str
+    call: str  # one launch, as Python source over the names in env
+    env: dict[str, Any]
+    check: Callable[[Callable[[], None]], str] | None = None  # given "run one burst", returns a verdict
+    launches_per_call: int = 1
+    note: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out_path = Path(args.out)
+        self.doc: dict[str, Any] = {
+            "benchmark": "host launch cost per launcher, same kernel",
+            "method": (
+                f"bursts of {BURST} launches timed on the host clock, then an untimed synchronize; "
+                f"per launch = burst time / {BURST}; median over {args.bursts} bursts after {args.warmup} "
+                "warm-up bursts; Python bursts are one function with 64 copies of the call, all names local; "
+                + ("launchers one after another" if args.sequential else
+                   "launchers interleaved (round r: one burst of each in turn)")
+            ),
+            "kernel": {
+                "source": str(KERNEL_SRC.relative_to(REPO)),
+                "args": "const bf16* a, const bf16* b, const f32* c, i32* d, bf16* out, u32 n, u32 slot, "
+                        "u32 k0, u32 k1, u32 k2, f32 alpha",
+                "values": {"n": N, "slot": SLOT, "k0": K0, "k1": K1, "k2": K2, "alpha": ALPHA},
+                "grid": [(N + 255) // 256, 1, 1],
+                "block": [256, 1, 1],
+            },
+            "meta": {},
+            "builds": {},
+            "raw_cpp": None,
+            "results": {},
+            "skipped": {},
+            "graph_check": None,
+            "micro_ns": {},
+            "notes": [],
+        }
+        self.order: list[str] = []
+
+    # -- output
+
+    def save(self) -> None:
+        self.out_path.parent.mkdir(parents=True, exist_ok=True)
+        self.out_path.write_text(json.dumps(self.doc, indent=2, default=str) + "\n")
+
+    def skip(self, key: str, label: str, reason: str) -> None:
+        self.order.append(key)
+        self.doc["skipped"][key] = {"label": label, "reason": reason}
+        log(f"skip: {label}: {reason[:300]}")
+        self.save()
+
+    def add_result(self, key: str, label: str, stats: dict[str, Any], source: str, **extra: Any) -> None:
+        self.order.append(key)
+        self.doc["results"][key] = {"label": label, "source": source, **stats, **extra}
+        self.save()
+
+    # -- runs
+
+    def run(self) -> int:
+        try:
+            return self._run()
+        except Exception as exc:  # never crash: record and write what there is
+            self.doc["notes"].append(f"benchmark stopped early: {short_exc(exc)}")
+            log(f"bench_launch_cost: stopped early: {exc}")
+            return 0
+        finally:
+            self.finish()
+
+    def _run(self) -> int:
+        meta = self.doc["meta"]
+        meta.update(python=sys.version.split()[0], platform=platform.platform(), machine=platform.machine(),
+                    cpu=_cpu_model(), cpu_count=os.cpu_count())
+        try:
+            import torch
+
+            meta["torch"] = torch.__version__
+            gpu = torch.cuda.is_available()
+        except ImportError as exc:
+            torch, gpu = None, False
+            self.doc["notes"].append(f"torch is missing ({exc})")
+        if not gpu:
+            self.doc["notes"].append("no CUDA GPU visible: nothing measured")
+            if self.args.target:  # still check that everything builds
+                self.doc["builds"] = _steps(build_all(self.args.target, Path(self.args.work)).steps)
+            return 0
+        cc = torch.cuda.get_device_capability()
+        meta["device"] = torch.cuda.get_device_name()
+        meta["compute_capability"] = f"{cc[0]}.{cc[1]}"
+        target = self.args.target or TARGETS.get(tuple(cc))
+        meta["target"] = target
+        if target is None:
+            self.doc["notes"].append(f"compute capability {cc} has no kernelgen target")
+            return 0
+        for name in ("cupy", "triton", "cuda.core", "cuda.bindings", "numpy", "pybind11"):
+            meta[f"version_{name}"] = _version(name)
+        # Which binding runtime was measured (the working tree's, which may differ from a commit).
+        rt = REPO / "src" / "kernelgen" / "runtime"
+        meta["runtime_sources_sha256"] = {
+            str(p.relative_to(REPO)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in (rt / "src" / "python_support.cpp", rt / "src" / "runtime.cpp",
+                      rt / "include" / "kernelgen" / "runtime.h", rt / "include" / "kernelgen" / "python.h")
+            if p.is_file()
+        }
+
+        built = build_all(target, Path(self.args.work)) if not self.args.skip_build else _prebuilt(
+            target, Path(self.args.work))
+        self.doc["builds"] = _steps(built.steps)
+        self.save()
+
+        self.run_raw_cpp(built)
+        self.run_python(torch, target, built)
+        self.run_raw_cpp(built, again=True)
+        return 0
+
+    def run_raw_cpp(self, built: Built, again: bool = False) -> None:
+        """raw.cu in its own process; run again after the Python launchers to see the machine's drift."""
+        if built.raw_exe is None:
+            if not again:
+                self.doc["notes"].append("raw.cu was not built: no raw C++ floor; ratios are unavailable")
+            return
+        if again:
+            try:
+                res = subprocess.run([str(built.raw_exe), "--bursts", str(max(200, self.args.bursts // 4)),
+                                      "--warmup", "50"], capture_output=True, text=True, timeout=240)
+                data = json.loads(res.stdout)
+                self.doc["raw_cpp_after"] = data
+                self.doc["meta"]["raw_cpp_floor_before_after_us"] = [
+                    (self.doc["raw_cpp"] or {}).get("results", {}).get("raw_cpp", {}).get("us_per_launch"),
+                    data["results"]["raw_cpp"]["us_per_launch"]]
+            except Exception as exc:
+                self.doc["notes"].append(f"second raw.cu run failed: {short_exc(exc)}")
+            self.save()
+            return
+        log("raw C++: measuring ...")
+        cmd = [str(built.raw_exe), "--bursts", str(self.args.bursts), "--warmup", str(self.args.warmup)]
+        if self.args.sequential:
+            cmd.append("--sequential")
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+            try:
+                data = json.loads(res.stdout)
+            except ValueError:
+                raise RuntimeError(f"exit {res.returncode}, no JSON; stderr: {res.stderr[-600:]!r}") from None
+            data["exit_code"] = res.returncode
+            if res.stderr.strip():
+                data["stderr"] = res.stderr[-1500:]
+            self.doc["raw_cpp"] = data
+            for key, r in data["results"].items():
+                self.add_result(key, _RAW_LABELS.get(key, key), {k: v for k, v in r.items() if k != "what"},
+                                "raw.cu (C++ subprocess)", what=r.get("what", ""),
+                                check="pass" if data["check"]["passed"] else f"FAIL {data['check']}")
+        except Exception as exc:
+            self.doc["notes"].append(f"raw.cu run failed: {short_exc(exc)}")
+            log(f"raw C++: failed: {exc}")
+        self.save()
+
+    def run_python(self, torch: Any, target: str, built: Built) -> None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+        sync = torch.cuda.synchronize
+        bf16 = torch.bfloat16
+        a = torch.tensor([1.0], dtype=bf16, device=dev)
+        b = torch.tensor([2.0], dtype=bf16, device=dev)
+        c = torch.tensor([0.5], dtype=torch.float32, device=dev)
+        d = torch.zeros(1, dtype=torch.int32, device=dev)
+        out = torch.zeros(N, dtype=bf16, device=dev)
+        tensors = {"a": a, "b": b, "c": c, "d": d, "out": out}
+        ptrs = {k: t.data_ptr() for k, t in tensors.items()}
+        scalars = {"n": N, "slot": SLOT, "k0": K0, "k1": K1, "k2": K2, "alpha": ALPHA}
+        grid = (N + 255) // 256
+
+        def probe_check(run_burst: Callable[[], None], counter: bool = True) -> str:
+            sync()
+            out.zero_()
+            d.zero_()
+            sync()
+            run_burst()
+            sync()
+            got, cnt = float(out[SLOT]), int(d[0])
+            others = int(torch.count_nonzero(out)) - (1 if got != 0 else 0)
+            problems = []
+            if got != EXPECTED:
+                problems.append(f"out[{SLOT}] = {got}, expected {EXPECTED}")
+            if others:
+                problems.append(f"{others} other elements of out written")
+            if counter and cnt != BURST:
+                problems.append(f"counter {cnt}, expected {BURST}")
+            return "pass" if not problems else "FAIL: " + "; ".join(problems)
+
+        def not_launched_check(f: Callable[[], Any]) -> Callable[[Callable[[], None]], str]:
+            def check(run_burst: Callable[[], None]) -> str:
+                o = f()
+                if o:
+                    return f"FAIL: launched ({o!r})"
+                sync()
+                d.zero_()
+                run_burst()
+                sync()
+                return "pass" if int(d[0]) == 0 else "FAIL: kernel ran"
+            return check
+
+        peers: list[Peer | tuple[str, str, str]] = []
+
+        # -- kernelgen's generated Python launcher
+        kg_mod = None
+        if built.kernelgen_ops is not None:
+            try:
+                kg_mod = _import_kernelgen(built.kernelgen_ops, target)
+                self.doc["meta"]["kernelgen_module"] = getattr(kg_mod, "__file__", "?")
+            except Exception as exc:
+                self.doc["notes"].append(f"kernelgen module import failed: {short_exc(exc)}")
+        if kg_mod is None:
+            for key, label in _KG_LABELS.items():
+                peers.append((key, label, "kernelgen probe module not built or not importable"))
+        else:
+            f = kg_mod.probe
+            cur_stream = torch.cuda.current_stream()
+            ints_env = {"f": f, **ptrs, **scalars}
+            tens_env = {"f": f, **tensors, **scalars}
+            empty_ints = {**ints_env, "n": 0}
+            empty_tens = {**tens_env, "n": 0}
+            peers += [
+                Peer("kg_py_ints_pos", _KG_LABELS["kg_py_ints_pos"], f"f({POS})", ints_env, probe_check),
+                Peer("kg_py_ints_kw", _KG_LABELS["kg_py_ints_kw"], f"f({KW})", ints_env, probe_check),
+                Peer("kg_py_tensors_kw", _KG_LABELS["kg_py_tensors_kw"], f"f({KW})", tens_env, probe_check),
+                Peer("kg_py_tensors_pos", _KG_LABELS["kg_py_tensors_pos"], f"f({POS})", tens_env, probe_check),
+                Peer("kg_py_tensors_kw_stream", _KG_LABELS["kg_py_tensors_kw_stream"], f"f({KW}, stream=s)",
+                     {**tens_env, "s": cur_stream}, probe_check),
+                Peer("kg_py_tensors_kw_bare", _KG_LABELS["kg_py_tensors_kw_bare"], f"f({KW})",
+                     {**tens_env, "f": kg_mod.probe_bare}, probe_check,
+                     note="launcher probe_bare: same kernel, no size or contiguity declared"),
+                Peer("kg_py_ints_pos_not_launched", _KG_LABELS["kg_py_ints_pos_not_launched"], f"f({POS})",
+                     empty_ints, not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}))),
+                Peer("kg_py_tensors_kw_not_launched", _KG_LABELS["kg_py_tensors_kw_not_launched"], f"f({KW})",
+                     empty_tens, not_launched_check(lambda: f(**{k: v for k, v in empty_tens.items() if k != "f"}))),
+                Peer("kg_py_ints_kw_not_launched", _KG_LABELS["kg_py_ints_kw_not_launched"], f"f({KW})",
+                     empty_ints, not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}))),
+                Peer("kg_py_ints_pos_stream0_not_launched", _KG_LABELS["kg_py_ints_pos_stream0_not_launched"],
+                     f"f({POS}, stream=0)", empty_ints,
+                     not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}, stream=0))),
+                Peer("kg_py_tensors_kw_stream_not_launched", _KG_LABELS["kg_py_tensors_kw_stream_not_launched"],
+                     f"f({KW}, stream=s)", {**empty_tens, "s": cur_stream},
+                     not_launched_check(lambda: f(**{k: v for k, v in empty_tens.items() if k != "f"},
+                                                  stream=cur_stream))),
+                Peer("kg_py_tensors_kw_bare_not_launched", _KG_LABELS["kg_py_tensors_kw_bare_not_launched"],
+                     f"f({KW})", {**empty_tens, "f": kg_mod.probe_bare},
+                     not_launched_check(lambda: kg_mod.probe_bare(**{k: v for k, v in empty_tens.items()
+                                                                     if k != "f"}))),
+            ]
+
+        # -- the minimal pybind11 module
+        mp = None
+        if built.minimal is not None:
+            try:
+                spec = importlib.util.spec_from_file_location("lc_minimal_pybind", built.minimal)
+                assert spec is not None and spec.loader is not None
+                mp = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mp)
+            except Exception as exc:
+                self.doc["notes"].append(f"minimal pybind11 import failed: {short_exc(exc)}")
+                mp = None
+        if mp is None:
+            for key in ("floor_in_process", "pybind_ints", "pybind_tensors", "pybind_noop"):
+                peers.append((key, _LABELS[key], "minimal pybind11 module not built (see builds.minimal_pybind)"))
+        else:
+            peers += [
+                Peer("floor_in_process", _LABELS["floor_in_process"], f"f({POS}, 64)",
+                     {"f": mp.launch_ints_loop, **ptrs, **scalars}, probe_check, launches_per_call=BURST,
+                     note="one call of a C++ loop of 64 <<<>>> launches; the floor, interleaved with the rest"),
+                Peer("pybind_ints", _LABELS["pybind_ints"], f"f({POS})",
+                     {"f": mp.launch_ints, **ptrs, **scalars}, probe_check),
+                Peer("pybind_tensors", _LABELS["pybind_tensors"], f"f({POS})",
+                     {"f": mp.launch_tensors, **tensors, **scalars}, probe_check),
+                Peer("pybind_noop", _LABELS["pybind_noop"], f"f({POS})", {"f": mp.noop_ints, **ptrs, **scalars},
+                     note="no launch: pybind11's call overhead for these 11 arguments"),
+            ]
+
+        # -- CuPy, cuda.core, Triton, torch: set up lazily so one failure skips one peer
+        peers += self.cupy_peers(ptrs, tensors, grid, torch, probe_check)
+        peers += self.cuda_core_peers(ptrs, grid, probe_check)
+        if triton is None:
+            peers.append(("triton", _LABELS["triton"], f"triton not importable: {TRITON_ERROR}"))
+        else:
+            peers.append(Peer("triton", _LABELS["triton"], f"f({POS})",
+                              {"f": triton_probe[(grid,)], **tensors, **scalars}, probe_check,
+                              note="kernel[grid] bound once outside the burst"))
+        x = torch.zeros(16, dtype=torch.float32, device=dev)
+
+        def add_check(run_burst: Callable[[], None]) -> str:
+            sync()
+            x.zero_()
+            run_burst()
+            sync()
+            return "pass" if float(x[0]) == BURST else f"FAIL: x[0] = {float(x[0])}"
+
+        peers.append(Peer("torch_add", _LABELS["torch_add"], "x.add_(1)", {"x": x}, add_check,
+                          note="framework reference: a different (elementwise) kernel on 16 floats"))
+
+        def noop(a, b, c, d, out, n, slot, k0, k1, k2, alpha):
+            return None
+
+        peers.append(Peer("python_noop", _LABELS["python_noop"], f"f({POS})", {"f": noop, **ptrs, **scalars},
+                          note="no launch: a Python def with the same 11 arguments"))
+
+        # -- measure, in one process
+        runnable = []
+        for p in peers:
+            if isinstance(p, tuple):
+                self.skip(*p)
+            elif self.args.sequential:
+                self.measure_peer(p, sync)
+            else:
+                runnable.append(p)
+        if runnable:
+            self.measure_interleaved(runnable, sync)
+
+        # -- CUDA graph: capture 64 generated-Python launches, replay, compare with eager
+        if kg_mod is not None:
+            self.graph_check(torch, kg_mod.probe, tensors, sync)
+        else:
+            self.doc["graph_check"] = {"passed": None, "note": "kernelgen probe module unavailable"}
+
+        # -- what a torch tensor costs the launcher: each attribute/method it reads, per call
+        self.micro(torch, a, sync)
+
+    def measure_peer(self, p: Peer, sync: Callable[[], None]) -> None:
+        log(f"measure: {p.label} ...")
+        try:
+            fn = burst_function(p.call, list(p.env), BURST // p.launches_per_call)
+            args = tuple(p.env.values())
+            fn(*args)  # first call: JIT, module load, preparation
+            sync()
+            stats = measure(p.call, p.env, sync, self.args.bursts, self.args.warmup, p.launches_per_call)
+            verdict = "n/a"
+            if p.check is not None:
+                try:
+                    verdict = p.check(lambda: fn(*args))
+                except Exception as exc:
+                    verdict = f"FAIL: {short_exc(exc)}"
+            self.add_result(p.key, p.label, stats, "this process", call=p.call, check=verdict, note=p.note)
+            log(f"  {stats['us_per_launch']:.3f} us/launch, check {verdict}")
+        except Exception as exc:
+            self.skip(p.key, p.label, f"error: {short_exc(exc)}")
+            try:
+                sync()
+            except Exception as exc2:
+                self.doc["notes"].append(f"synchronize after {p.key} failed: {short_exc(exc2)}")
+
+    def measure_interleaved(self, peers: list[Peer], sync: Callable[[], None]) -> None:
+        """Round r times one burst of every peer in turn; a peer that fails is dropped with a note."""
+        live: list[tuple[Peer, Callable[..., None], tuple[Any, ...]]] = []
+        for p in peers:  # first call: JIT, module load, preparation; then the warm-up
+            log(f"prepare: {p.label} ...")
+            try:
+                fn = burst_function(p.call, list(p.env), BURST // p.launches_per_call)
+                args = tuple(p.env.values())
+                for _ in range(1 + self.args.warmup):
+                    fn(*args)
+                    sync()
+                live.append((p, fn, args))
+            except Exception as exc:
+                self.skip(p.key, p.label, f"error: {short_exc(exc)}")
+                self._resync()
+        samples: dict[str, list[int]] = {p.key: [] for p, _, _ in live}
+        log(f"measure: {len(live)} launchers interleaved, {self.args.bursts} rounds ...")
+        clock = time.perf_counter_ns
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(self.args.bursts):
+                for entry in list(live):
+                    p, fn, args = entry
+                    try:
+                        t0 = clock()
+                        fn(*args)
+                        t1 = clock()
+                        sync()
+                    except Exception as exc:
+                        live.remove(entry)
+                        self.skip(p.key, p.label, f"error while measuring: {short_exc(exc)}")
+                        self._resync()
+                        continue
+                    samples[p.key].append(t1 - t0)
+        finally:
+            gc.enable()
+        for p, fn, args in live:
+            stats = stats_of(samples[p.key])
+            verdict = "n/a"
+            if p.check is not None:
+                try:
+                    verdict = p.check(lambda fn=fn, args=args: fn(*args))
+                except Exception as exc:
+                    verdict = f"FAIL: {short_exc(exc)}"
+            self.add_result(p.key, p.label, stats, "this process", call=p.call, check=verdict, note=p.note)
+            log(f"  {p.label}: {stats['us_per_launch']:.3f} us/launch, check {verdict}")
+
+    def _resync(self) -> None:
+        try:
+            import torch
+
+            torch.cuda.synchronize()
+        except Exception as exc:
+            self.doc["notes"].append(f"synchronize after a failure failed: {short_exc(exc)}")
+
+    def cupy_peers(self, ptrs: dict[str, int], tensors: dict[str, Any], grid: int, torch: Any,
+                   probe_check: Callable[..., str]) -> list[Any]:
+        try:
+            import cupy
+            import numpy as np
+        except Exception as exc:
+            return [(k, _LABELS[k], f"cupy not importable: {type(exc).__name__}: {exc}")
+                    for k in ("cupy_ints", "cupy_arrays")]
+        try:
+            kern = cupy.RawKernel(KERNEL_SRC.read_text(), "launch_probe_kernel", options=("-std=c++17",))
+            kern.compile()
+        except Exception as exc:
+            return [(k, _LABELS[k], f"cupy compile failed: {short_exc(exc)}") for k in ("cupy_ints", "cupy_arrays")]
+        u32 = np.uint32
+        scal = (u32(N), u32(SLOT), u32(K0), u32(K1), u32(K2), np.float32(ALPHA))
+        int_args = (*(ptrs[x] for x in ARGS[:5]), *scal)
+        note = "int pointers, numpy u32/f32 scalars, argument tuple built once"
+        try:
+            kern((grid, 1, 1), (256, 1, 1), int_args)
+        except Exception as exc:  # a CuPy that takes no Python int: pointers as numpy uint64
+            int_args = (*(np.uint64(ptrs[x]) for x in ARGS[:5]), *scal)
+            note = f"pointers as numpy uint64 (Python ints refused: {type(exc).__name__}), numpy u32/f32 scalars"
+        peers: list[Any] = [
+            Peer("cupy_ints", _LABELS["cupy_ints"], "k(g, blk, args)",
+                 {"k": kern, "g": (grid, 1, 1), "blk": (256, 1, 1), "args": int_args}, probe_check, note=note),
+        ]
+        try:
+            arrays = tuple(cupy.from_dlpack(t.view(torch.int16) if t.dtype == torch.bfloat16 else t)
+                           for t in (tensors[x] for x in ARGS[:5]))
+            peers.append(Peer("cupy_arrays", _LABELS["cupy_arrays"], "k(g, blk, args)",
+                              {"k": kern, "g": (grid, 1, 1), "blk": (256, 1, 1), "args": (*arrays, *scal)},
+                              probe_check, note="cupy arrays viewing the torch tensors (bf16 as int16)"))
+        except Exception as exc:
+            peers.append(("cupy_arrays", _LABELS["cupy_arrays"], f"cupy arrays from torch failed: {short_exc(exc)}"))
+        return peers
+
+    def cuda_core_peers(self, ptrs: dict[str, int], grid: int, probe_check: Callable[..., str]) -> list[Any]:
+        try:
+            import numpy as np
+
+            try:
+                from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+                flavour = "cuda.core"
+            except ImportError:
+                from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+                flavour = "cuda.core.experimental"
+        except Exception as exc:
+            return [("cuda_core", _LABELS["cuda_core"], f"cuda.core not importable: {type(exc).__name__}: {exc}")]
+        try:
+            dev = Device()
+            dev.set_current()
+            opts = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
+            mod = Program(KERNEL_SRC.read_text(), code_type="c++", options=opts).compile("cubin")
+            kern = mod.get_kernel("launch_probe_kernel")
+            cfg = LaunchConfig(grid=grid, block=256)
+            stream = dev.default_stream
+            u32 = np.uint32
+            env = {"launch": launch, "s": stream, "cfg": cfg, "k": kern, **ptrs, "n": u32(N), "slot": u32(SLOT),
+                   "k0": u32(K0), "k1": u32(K1), "k2": u32(K2), "alpha": np.float32(ALPHA)}
+            note = f"{flavour}; default stream; int pointers, numpy u32/f32 scalars"
+            try:
+                launch(stream, cfg, kern, *list(env.values())[4:])
+            except Exception as exc:  # a cuda.core that takes no Python int: pointers as numpy uint64
+                env.update({x: np.uint64(ptrs[x]) for x in ARGS[:5]})
+                note = f"{flavour}; default stream; pointers as numpy uint64 (ints refused: {type(exc).__name__})"
+            self.doc["meta"]["cuda_core_flavour"] = flavour
+            return [Peer("cuda_core", _LABELS["cuda_core"], f"launch(s, cfg, k, {POS})", env, probe_check,
+                         note=note)]
+        except Exception as exc:
+            return [("cuda_core", _LABELS["cuda_core"], f"cuda.core setup failed: {short_exc(exc)}")]
+
+    def graph_check(self, torch: Any, f: Any, tensors: dict[str, Any], sync: Callable[[], None]) -> None:
+        log("graph: capture 64 generated-Python launches, replay, compare with eager ...")
+        out, d = tensors["out"], tensors["d"]
+        res: dict[str, Any] = {"launches": BURST, "passed": False}
+        self.doc["graph_check"] = res
+
+        def launches(stream: int | None) -> list[Any]:
+            kw = {} if stream is None else {"stream": stream}
+            return [f(a=tensors["a"], b=tensors["b"], c=tensors["c"], d=d, out=out, n=N, slot=i, k0=i, k1=1, k2=2,
+                      alpha=ALPHA, **kw) for i in range(BURST)]
+
+        try:
+            sync()
+            out.zero_()
+            d.zero_()
+            eager_outcomes = launches(None)
+            sync()
+            eager_out, eager_d = out.clone(), int(d[0])
+            ref = torch.zeros_like(out, dtype=torch.float32)
+            ref[:BURST] = torch.tensor([3.5 + ALPHA * (i + 3) for i in range(BURST)])
+            res["eager_matches_reference"] = bool(torch.equal(eager_out.float(), ref)) and eager_d == BURST
+            res["eager_all_launched"] = all(bool(o) for o in eager_outcomes)
+
+            out.zero_()
+            d.zero_()
+            sync()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                cs = torch.cuda.current_stream()
+                captured = launches(cs.cuda_stream)
+            sync()
+            res["captured_all_launched"] = all(bool(o) for o in captured)
+            res["nothing_ran_at_capture"] = int(d[0]) == 0 and int(torch.count_nonzero(out)) == 0
+            g.replay()
+            sync()
+            res["replay_out_equals_eager"] = bool(torch.equal(out, eager_out))
+            res["replay_counter"] = int(d[0])
+            g.replay()
+            sync()
+            res["second_replay_counter"] = int(d[0])
+            res["passed"] = bool(
+                res["eager_matches_reference"] and res["eager_all_launched"] and res["captured_all_launched"]
+                and res["nothing_ran_at_capture"] and res["replay_out_equals_eager"]
+                and res["replay_counter"] == eager_d == BURST and res["second_replay_counter"] == 2 * BURST
+                and torch.equal(out, eager_out)
+            )
+            stats = measure("g.replay()", {"g": g}, sync, max(200, self.args.bursts // 4), 20,
+                            launches_per_call=BURST)
+            self.add_result("cuda_graph_replay", _LABELS["cuda_graph_replay"], stats, "this process",
+                            call="g.replay()", check="pass" if res["passed"] else "FAIL",
+                            note="one replay of the 64 captured generated-Python launches, per kernel")
+        except Exception as exc:
+            res["error"] = short_exc(exc)
+        log(f"graph: {'PASS' if res['passed'] else 'FAIL'} {res}")
+        self.save()
+
+    def micro(self, torch: Any, t: Any, sync: Callable[[], None]) -> None:
+        calls = {
+            "t.data_ptr()": "t.data_ptr()",
+            "t.get_device()": "t.get_device()",
+            "t.is_contiguous()": "t.is_contiguous()",
+            "t.numel()": "t.numel()",
+            "t.dtype": "t.dtype",
+            "t.is_cuda": "t.is_cuda",
+            "isinstance(t, T)": "isinstance(t, T)",
+            "torch.cuda.current_stream()": "cs()",
+        }
+        env = {"t": t, "T": torch.Tensor, "cs": torch.cuda.current_stream}
+        for label, call in calls.items():
+            try:
+                st = measure(call, env, lambda: None, max(200, self.args.bursts // 4), 20)
+                self.doc["micro_ns"][label] = round(st["us_per_launch"] * 1e3, 1)
+            except Exception as exc:
+                self.doc["micro_ns"][label] = f"error: {exc}"
+        self.save()
+
+    # -- the table
+
+    def finish(self) -> None:
+        self.save()
+        res, skipped = self.doc["results"], self.doc["skipped"]
+        base = res.get("raw_cpp", {}).get("us_per_launch")
+        floor = res.get("floor_in_process", {}).get("us_per_launch")
+        for r in res.values():
+            r["ratio_to_raw_cpp"] = (r["us_per_launch"] / base) if base else None
+            in_proc = r.get("source") == "this process"
+            r["ratio_to_floor_in_process"] = (r["us_per_launch"] / floor) if floor and in_proc else None
+        self.save()
+        m = self.doc["meta"]
+        print()
+        for note in self.doc["notes"][:4]:
+            print(f"note: {note[:300]}")
+        if len(self.doc["notes"]) > 4:
+            print(f"note: ... {len(self.doc['notes']) - 4} more in the JSON")
+        print(f"host launch cost, {m.get('device', '?')}, torch {m.get('torch', '?')}, python {m.get('python')}; "
+              f"median of {self.args.bursts} bursts of {BURST}")
+        print(f"{'launcher':<58} {'us/launch':>9} {'x raw C++':>9} {'x floor':>7}  check")
+        for key in self.order:
+            if key in res:
+                r = res[key]
+                ratio = f"{r['ratio_to_raw_cpp']:.2f}" if r.get("ratio_to_raw_cpp") else "-"
+                rf = f"{r['ratio_to_floor_in_process']:.2f}" if r.get("ratio_to_floor_in_process") else "-"
+                print(f"{r['label'][:58]:<58} {r['us_per_launch']:9.3f} {ratio:>9} {rf:>7}  "
+                      f"{str(r.get('check', ''))[:40]}")
+            elif key in skipped:
+                print(f"{skipped[key]['label'][:58]:<58} {'skipped':>9} {'':>17}  {skipped[key]['reason'][:60]}")
+        gcheck = self.doc.get("graph_check")
+        verdict = "not run" if not gcheck else "PASS" if gcheck.get("passed") else "FAIL " + str(gcheck)[:200]
+        print(f"CUDA graph replay check (64 generated-Python launches, torch tensors): {verdict}")
+        if self.doc["micro_ns"]:
+            print("torch accessors, ns/call: " + ", ".join(f"{k} {v}" for k, v in self.doc["micro_ns"].items()))
+        print(f"full results: {self.out_path}")
+
+
+_RAW_LABELS = {
+    "raw_cpp": "raw C++ <<<>>> loop (the floor)",
+    "raw_cpp_checked": "raw C++ <<<>>> + cudaGetLastError()",
+    "kernelgen_cpp_stub": "kernelgen C++ stub launch_probe::probe(...)",
+    "kernelgen_c_abi": "kernelgen C ABI kg_launch_probe__probe(...)",
+    "raw_cpp_side_stream": "raw C++ <<<>>>, non-blocking stream",
+    "kernelgen_cpp_stub_side_stream": "kernelgen C++ stub, non-blocking stream",
+    "kernelgen_cpp_stub_not_launched": "kernelgen C++ stub, n=0 (plan only, no launch)",
+    "kernelgen_cpp_plan": "kernelgen C++ plan_probe() alone",
+    "cuda_get_device": "C++ cudaGetDevice() alone (no launch)",
+    "cuda_get_last_error": "C++ cudaGetLastError() alone (no launch)",
+}
+_KG_LABELS = {
+    "kg_py_ints_pos": "kernelgen Python, int pointers, positional",
+    "kg_py_ints_kw": "kernelgen Python, int pointers, keywords",
+    "kg_py_tensors_kw": "kernelgen Python, torch tensors, keywords",
+    "kg_py_tensors_pos": "kernelgen Python, torch tensors, positional",
+    "kg_py_tensors_kw_stream": "kernelgen Python, tensors, keywords, stream=torch stream",
+    "kg_py_tensors_kw_bare": "kernelgen Python, tensors, keywords, no size/contiguity",
+    "kg_py_ints_pos_not_launched": "kernelgen Python, ints positional, n=0 (no launch)",
+    "kg_py_tensors_kw_not_launched": "kernelgen Python, tensors keywords, n=0 (no launch)",
+    "kg_py_ints_kw_not_launched": "kernelgen Python, ints keywords, n=0 (no launch)",
+    "kg_py_ints_pos_stream0_not_launched": "kernelgen Python, ints positional, stream=0, n=0 (no launch)",
+    "kg_py_tensors_kw_stream_not_launched": "kernelgen Python, tensors kw, stream=torch stream, n=0",
+    "kg_py_tensors_kw_bare_not_launched": "kernelgen Python, tensors kw, no size/contig., n=0",
+}
+_LABELS = {
+    "floor_in_process": "C++ loop of 64 <<<>>> called from this process (floor)",
+    "pybind_ints": "minimal pybind11, int pointers",
+    "pybind_tensors": "minimal pybind11, torch tensors (data_ptr() from C++)",
+    "pybind_noop": "minimal pybind11 no-op, 11 args (no launch)",
+    "cupy_ints": "CuPy RawKernel, int pointers",
+    "cupy_arrays": "CuPy RawKernel, cupy arrays",
+    "cuda_core": "cuda.core launch()",
+    "triton": "Triton @triton.jit, tensors + ints + float",
+    "torch_add": "torch x.add_(1), 16 floats (framework reference)",
+    "cuda_graph_replay": "CUDA graph replay of 64 generated launches, per kernel",
+    "python_noop": "Python def no-op, 11 args (no launch)",
+}
+
+
+def _import_kernelgen(ops: Path, target: str) -> Any:
+    # Builds installed outside the package are found through KERNELGEN_OPS_PATH, read when
+    # kernelgen_ops is first imported; extend __path__ too in case it was imported already.
+    os.environ["KERNELGEN_OPS_PATH"] = str(ops)
+    try:
+        import kernelgen_ops
+    except ImportError:
+        sys.path.insert(0, str(REPO / "bindings"))
+        import kernelgen_ops
+    if str(ops) not in kernelgen_ops.__path__:
+        kernelgen_ops.__path__.insert(0, str(ops))
+    return importlib.import_module(f"kernelgen_ops.{target}.launch_probe")
+
+
+def _prebuilt(target: str, work: Path) -> Built:
+    built = Built()
+    ops = work / "inst" / "kernelgen_ops"
+    if (ops / target / f"libkernelgen_{target}.so").is_file():
+        built.kernelgen_ops = ops
+    if (work / "raw_launch_cost").is_file():
+        built.raw_exe = work / "raw_launch_cost"
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    if (work / f"lc_minimal_pybind{ext}").is_file():
+        built.minimal = work / f"lc_minimal_pybind{ext}"
+    return built
+
+
+def _steps(steps: dict[str, Step]) -> dict[str, Any]:
+    return {k: vars(v) for k, v in steps.items()}
+
+
+def _version(name: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        dist = {"cupy": None, "cuda.core": "cuda-core", "cuda.bindings": "cuda-bindings"}.get(name, name)
+        if dist is None:
+            mod = importlib.import_module(name)
+            return getattr(mod, "__version__", "?")
+        return version(dist)
+    except Exception:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "bench_launch_cost.json"))
+    ap.add_argument("--bursts", type=int, default=2000, help="timed bursts of 64 launches per launcher")
+    ap.add_argument("--warmup", type=int, default=200, help="untimed bursts first")
+    ap.add_argument("--work", default="/tmp/lc", help="build folder (probe project, raw.cu, pybind11 module)")
+    ap.add_argument("--target", help="kernelgen target (default: from the GPU's compute capability)")
+    ap.add_argument("--skip-build", action="store_true", help="reuse what --work holds")
+    ap.add_argument("--sequential", action="store_true",
+                    help="measure launchers one after another instead of interleaved")
+    args = ap.parse_args()
+    return Bench(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

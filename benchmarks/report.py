@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Turns the latest benchmark JSON in benchmarks/results/ into RESULTS.md and a PNG chart.
+
+Usage: python3 benchmarks/report.py     (needs matplotlib: pip install matplotlib)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RES = HERE / "results"
+
+
+def load(name: str) -> dict | None:
+    p = RES / name
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def attention_md(d: dict) -> list[str]:
+    lines = [
+        "## Prefill attention (hq 16, hkv 4, head_dim 256, causal)",
+        "",
+        f"Device: {d['device']}. Median of CUDA-event timings; TFLOP/s = 2*2*hq*L^2*d/2 / time.",
+        "",
+        "| kernel | " + " | ".join(f"L={r['L']}" for r in d["results"]) + " |",
+        "| --- | " + " | ".join("---" for _ in d["results"]) + " |",
+    ]
+    names = list(d["results"][0]["ms"])
+    for n in names:
+        cells = [f"{r['ms'][n] * 1000:.0f} us, {r['tflops'][n]:.0f} TF/s" for r in d["results"]]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    for pair, (a, b) in {"twin / 64-row, contiguous": ("attn_prefill_fa128", "attn_prefill_64"),
+                         "twin / 64-row, paged": ("attn_prefill_fa128_paged", "attn_prefill_paged_64")}.items():
+        lines.append(f"| speed-up {pair} | " + " | ".join(f"{r['ms'][b] / r['ms'][a]:.2f}x" for r in d["results"]) + " |")
+    lines.append("")
+    return lines
+
+
+def memory_md(d: dict) -> list[str]:
+    lines = [
+        "## Memory-bound kernels",
+        "",
+        f"Device: {d['device']}; device-to-device copy measured in the same run: {d['copy_tb_s']:.2f} TB/s "
+        "(read + write). Bytes = each input read once plus each output written once.",
+        "",
+        "| kernel | shape | TB/s | % of copy | torch TB/s | vs torch |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in d["large"]:
+        lines.append(f"| {r['kernel']} | {r['shape']} | {r['tb_s']:.2f} | {100 * r['fraction_of_copy']:.0f}% | "
+                     f"{r['torch_tb_s']:.2f} | {r['speedup_vs_torch']:.2f}x |")
+    lines += ["", "Small shapes (hidden 4096 / inter 14336 / vocab 151936): host time per call, launch included.", "",
+              "| kernel | rows | kernelgen us/call | torch us/call |", "| --- | --- | --- | --- |"]
+    for r in d["small"]:
+        lines.append(f"| {r['kernel']} | {r['rows']} | {r['kernelgen_us']:.2f} | {r['torch_us']:.2f} |")
+    lines.append("")
+    return lines
+
+
+def launch_md(d: dict) -> list[str]:
+    lines = ["## Host launch cost (per launch, bursts of 64 between synchronisations)", ""]
+    rows = d.get("rows") or d.get("launchers") or []
+    if not rows:
+        return lines + ["(no data)", ""]
+    lines += ["| launcher | us/launch | ratio to raw C++ |", "| --- | --- | --- |"]
+    for r in rows:
+        us = r.get("us")
+        ratio = r.get("ratio")
+        lines.append(f"| {r['name']} | {us:.2f} | {ratio:.2f}x |" if us is not None else f"| {r['name']} | {r.get('note', 'n/a')} | |")
+    lines.append("")
+    return lines
+
+
+def build_md(d: dict) -> list[str]:
+    lines = [f"## Build loop ({d['machine']})", "", f"- generate the whole catalog: {d['generate_s']:.2f} s "
+             f"(again, nothing changed: {d['generate_unchanged_s']:.2f} s)"]
+    for t, r in d["targets"].items():
+        lines.append(
+            f"- {t}: cold build {r['cold_build_s']:.0f} s ({r['cold_compiled']} compile steps); no-op build "
+            f"{r['noop_build_s']:.2f} s ({len(r['noop_compiled'])} compiled); spec edit {r['spec_edit_s']:.1f} s "
+            f"recompiling {', '.join(r['spec_edit_compiled'])}; kernel edit {r['kernel_edit_s']:.1f} s recompiling "
+            f"{', '.join(r['kernel_edit_compiled'])}")
+    if d.get("ccache"):
+        c = d["ccache"]
+        lines.append(f"- {c['target']} through ccache: filling build {c['filling_build_s']:.0f} s, clean rebuild "
+                     f"{c['clean_rebuild_s']:.0f} s; ccache stats {c['stats']}")
+    lines.append("")
+    return lines
+
+
+def chart(att: dict | None, mem: dict | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    if mem:
+        ax = axes[0]
+        names = [r["kernel"] for r in mem["large"]]
+        x = range(len(names))
+        ax.bar([i - 0.2 for i in x], [r["tb_s"] for r in mem["large"]], 0.4, label="kernelgen")
+        ax.bar([i + 0.2 for i in x], [r["torch_tb_s"] for r in mem["large"]], 0.4, label="torch")
+        ax.axhline(mem["copy_tb_s"], color="gray", ls="--", label=f"copy {mem['copy_tb_s']:.2f} TB/s")
+        ax.axhline(0.8 * mem["copy_tb_s"], color="gray", ls=":", label="80% of copy")
+        ax.set_xticks(list(x), names, rotation=30, ha="right")
+        ax.set_ylabel("TB/s")
+        ax.set_title(f"Memory-bound kernels, {mem['device']}")
+        ax.legend(fontsize=8)
+    if att:
+        ax = axes[1]
+        Ls = [r["L"] for r in att["results"]]
+        for n in att["results"][0]["tflops"]:
+            ax.plot(Ls, [r["tflops"][n] for r in att["results"]], marker="o", label=n)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length L")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title("Prefill attention, hq 16 hkv 4 d 256 causal")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(RES / "benchmarks.png", dpi=110)
+
+
+def main() -> None:
+    att, mem = load("bench_attn_prefill.json"), load("bench_memory_bound.json")
+    launch, build = load("launch_cost.json"), load("build_loop.json")
+    lines = ["# Benchmark results", "", "Generated by benchmarks/report.py from the JSON files in results/; "
+             "GPU numbers come from one run of scripts/gpu_check.sh --bench.", "", "![chart](results/benchmarks.png)", ""]
+    if launch:
+        lines += launch_md(launch)
+    if mem:
+        lines += memory_md(mem)
+    if att:
+        lines += attention_md(att)
+    if build:
+        lines += build_md(build)
+    (HERE / "RESULTS.md").write_text("\n".join(lines))
+    chart(att, mem)
+
+
+if __name__ == "__main__":
+    main()
