@@ -4,10 +4,16 @@ from __future__ import annotations
 
 
 class KernelError(Exception):
-    """Base of the errors raised by kernelgen launchers. ``kernel`` names the kernel."""
+    """Base of the errors raised by kernelgen launchers.
+
+    ``kernel`` names the kernel; ``code`` is the launcher's outcome code (kernelgen/abi.h),
+    0 for argument checks done before the launcher runs; ``argument`` names the offending
+    argument when one is known.
+    """
 
     kernel: str = ""
     code: int = 0
+    argument: str | None = None
 
 
 class ArgumentError(KernelError, TypeError, ValueError):
@@ -39,7 +45,7 @@ class Outcome:
     one that ran).
     """
 
-    __slots__ = ("module", "kernel", "launched", "code", "reason")
+    __slots__ = ("code", "kernel", "launched", "module", "reason")
 
     def __init__(self, module: str, kernel: str, launched: int, code: int, reason: str) -> None:
         self.module = module

@@ -84,7 +84,7 @@ def _short(step: str) -> str:
 
 def _explain_failure(lines: list[str]) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first."""
-    ours = [ln for ln in lines if "kernelgen: " in ln and ("static assertion" in ln or "static_assert" in ln or ".yaml" in ln)]
+    ours = [ln for ln in lines if "kernelgen: " in ln and ("static" in ln or ".yaml" in ln)]
     if ours:
         msg = ours[0]
         i = msg.find("kernelgen: ")
@@ -95,7 +95,7 @@ def _explain_failure(lines: list[str]) -> str:
 
 
 @contextlib.contextmanager
-def _target_lock(path: Path, echo: Callable[[str], None]):  # noqa: ANN202
+def _target_lock(path: Path, echo: Callable[[str], None]):
     """One build of a target's tree at a time; other kernelgen processes wait their turn."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:

@@ -376,7 +376,7 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
     if isinstance(node, Lit):
         if node.value == pyexpr.INT64_MIN:
             return "INT64_MIN"
-        return f"int64_t{{{node.value}}}" if node.value < 0 else f"int64_t{{{node.value}}}"
+        return f"int64_t{{{node.value}}}"
     if isinstance(node, Name):
         return name_map(node.name)
     if isinstance(node, Neg):

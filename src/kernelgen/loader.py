@@ -173,7 +173,9 @@ def _text(ctx: _Ctx, node: YNode, one_line: bool) -> str:
 
 def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Pattern[str] = _IDENT) -> str:
     if not isinstance(name, str) or not pattern.fullmatch(name):
-        raise ctx.error(loc, f"{name!r} is not a valid {what}", f"use letters, digits and '_' matching {pattern.pattern}")
+        raise ctx.error(
+            loc, f"{name!r} is not a valid {what}", f"use letters, digits and '_' matching {pattern.pattern}"
+        )
     if name in RESERVED or name.startswith("__") or name.startswith("kg_"):
         raise ctx.error(loc, f"'{name}' is reserved and cannot be used as a {what}", "choose another name")
     return name
@@ -649,7 +651,8 @@ def _check_examples_and_limits(
                 with ctx.at("block"):
                     raise ctx.error(
                         f["block"].loc,
-                        f"{block[0] * block[1] * block[2]} threads per block exceeds {t.max_threads_per_block} on target '{t.name}'",
+                        f"{block[0] * block[1] * block[2]} threads per block exceeds "
+                        f"{t.max_threads_per_block} on target '{t.name}'",
                     )
             if not 0 <= smem <= t.max_shared_mem_per_block_optin:
                 with ctx.at("shared_mem"):
@@ -702,13 +705,16 @@ def check_fallbacks(catalog: Catalog) -> None:
                                     did_you_mean(ref.module, [x.name for x in catalog.modules]))
                 k = owner.kernel(ref.kernel)
                 if k is None:
-                    raise SpecError(ref.loc, f"fallbacks.{fb.name}", f"module '{ref.module}' has no kernel '{ref.kernel}'",
-                                    did_you_mean(ref.kernel, [x.name for x in owner.kernels]))
+                    raise SpecError(
+                        ref.loc, f"fallbacks.{fb.name}", f"module '{ref.module}' has no kernel '{ref.kernel}'",
+                        did_you_mean(ref.kernel, [x.name for x in owner.kernels]),
+                    )
                 for a in k.all_args:
                     if a.name in seen and seen[a.name][0] != a.spelling:
                         raise SpecError(
                             ref.loc, f"fallbacks.{fb.name}",
-                            f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {seen[a.name][0]} in {seen[a.name][1]}",
+                            f"argument '{a.name}' is {a.spelling} in {ref.qualname} "
+                            f"but {seen[a.name][0]} in {seen[a.name][1]}",
                             "members of a chain must agree on the types of arguments they share",
                         )
                     seen.setdefault(a.name, (a.spelling, ref.qualname))

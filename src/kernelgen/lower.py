@@ -224,9 +224,24 @@ def c_string(s: str) -> str:
     return "".join(out)
 
 
+def expression_names(k: Kernel) -> set[str]:
+    """Every name the kernel's expressions (and its variant choice) use."""
+    nodes = [*k.grid, *k.block, k.shared_mem, *(c.expr for c in k.skip_if + k.requires + k.applies_if)]
+    nodes += [a.size for a in k.all_args if a.size is not None]
+    names = set().union(*(n.names() for n in nodes))
+    return names | ({k.variants.on} if k.variants else set())
+
+
+def u64_in_expressions(k: Kernel) -> list[str]:
+    """u64 arguments that expressions use: values above 2**63 - 1 cannot be evaluated in
+    64-bit signed arithmetic, so only these are converted (with an overflow error)."""
+    used = expression_names(k)
+    return sorted(a.name for a in k.int_args if a.scalar is Scalar.U64 and a.name in used)
+
+
 def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     constants = dict(module.constants)
-    u64 = {a.name for a in k.int_args if a.scalar is Scalar.U64}
+    u64 = set(u64_in_expressions(k))
     cpp_name = _name_cpp(u64, set(constants))
 
     def py_name(n: str) -> str:
@@ -336,9 +351,8 @@ def expected_plan(module: Module, k: Kernel, target: Target, env: dict[str, int]
     none = (0, 0, 0)
     st = pyexpr.Status()
     full = dict(env) | dict(module.constants)
-    for a in k.int_args:
-        if a.scalar is Scalar.U64:
-            full[a.name] = pyexpr.from_u64(st, full[a.name])
+    for name in u64_in_expressions(k):
+        full[name] = pyexpr.from_u64(st, full[name])
     checks = (
         [(c, True, code(NL_EMPTY, i)) for i, c in enumerate(k.skip_if)]
         + [(c, False, code(E_REQUIRES, i, True)) for i, c in enumerate(k.requires)]
@@ -404,7 +418,7 @@ def _candidates(v: int, lo: int, hi: int) -> list[int]:
     return out
 
 
-def _test_cases(module: Module, k: Kernel, target: Target):  # noqa: ANN202
+def _test_cases(module: Module, k: Kernel, target: Target):
     """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests."""
     base = dict(k.examples[0])
     ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}

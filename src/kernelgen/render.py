@@ -306,6 +306,7 @@ class Renderer:
         tctx = {
             "t": t,
             "modules": names,
+            "lib_name": library_name(t.name, names),
             "stamp": stamp("specs/targets.yaml and the module specs"),
             "cc_number": t.compute_capability[0] * 10 + t.compute_capability[1],
         }
@@ -390,6 +391,15 @@ class _TargetView:
     @property
     def cc(self) -> str:
         return f"{self.t.compute_capability[0]}.{self.t.compute_capability[1]}"
+
+
+def library_name(target: str, modules: list[str]) -> str:
+    """The target library's name: distinct per set of modules, so builds of two projects for
+    one target (with different SONAMEs) can be loaded into one process."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(sorted(modules)).encode()).hexdigest()[:8]
+    return f"kernelgen_{target}_{digest}"
 
 
 def render_catalog(catalog: Catalog, targets: list[Target] | None = None) -> dict[str, str]:

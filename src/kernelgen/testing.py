@@ -15,7 +15,7 @@ import pytest
 
 from kernelgen.lower import geometry_code_for
 
-__all__ = ["built_module", "geometry_code_for", "expr_error_code", "fake_pointer"]
+__all__ = ["built_module", "expr_error_code", "fake_pointer", "geometry_code_for"]
 
 
 def built_module(target: str, module: str) -> ModuleType:

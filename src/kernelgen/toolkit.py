@@ -60,7 +60,7 @@ def _wheel_roots() -> list[Path]:
         found = pathfinder.find_nvidia_binary_utility("nvcc")  # type: ignore[attr-defined]
         if found:
             roots.append(Path(found).resolve().parent.parent)
-    except Exception:  # noqa: BLE001 - optional helper; fall back to the known layouts
+    except Exception:
         pass
     dirs = [Path(p) for p in site.getsitepackages() + [site.getusersitepackages()]]
     dirs += [Path(p) for p in sys.path if p.endswith("site-packages")]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
 
 import yaml
 
@@ -43,26 +42,26 @@ _NoResolveLoader.yaml_implicit_resolvers = {}
 @dataclass(frozen=True)
 class YScalar:
     loc: SourceLoc
-    value: Union[str, int, float, bool, None]
+    value: str | int | float | bool | None
     quoted: bool
 
 
 @dataclass(frozen=True)
 class YSeq:
     loc: SourceLoc
-    items: tuple["YNode", ...]
+    items: tuple[YNode, ...]
 
 
 @dataclass(frozen=True)
 class YMap:
     loc: SourceLoc
-    items: tuple[tuple[YScalar, "YNode"], ...]
+    items: tuple[tuple[YScalar, YNode], ...]
 
     def keys(self) -> list[str]:
         return [str(k.value) for k, _ in self.items]
 
 
-YNode = Union[YScalar, YSeq, YMap]
+YNode = YScalar | YSeq | YMap
 
 
 def load(path: str, text_bytes: bytes) -> YNode:

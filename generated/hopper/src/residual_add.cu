@@ -25,7 +25,7 @@ kg_plan plan_residual_add_bf16(uint64_t n) {
     return p;
   }
   kg::ExprStatus err;
-  const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
+  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
   {  // skip: n == 0
     const bool holds = (kg_i64_n == int64_t{0});
     if (err.code != 0) {
@@ -55,7 +55,7 @@ kg_plan plan_residual_add_bf16(uint64_t n) {
 namespace {
 int32_t sizes_residual_add_bf16(uint64_t n, int64_t* sizes) {
   kg::ExprStatus err;
-  const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
+  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
   sizes[0] = kg_i64_n;  // a
   sizes[1] = kg_i64_n;  // b
   sizes[2] = kg_i64_n;  // out

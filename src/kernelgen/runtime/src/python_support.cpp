@@ -157,10 +157,30 @@ struct Launcher {
   PyObject* outcomes;          // dict: (kernel index, code) -> Outcome
 };
 
+// Raises `type(message)` with the .kernel, .code (and .argument) attributes KernelError documents.
+void raise_with(PyObject* type, const char* message, const char* kernel, int32_t code, const char* argument) {
+  PyObject* exc = PyObject_CallFunction(type, "s", message);
+  if (exc == nullptr) return;
+  PyObject* k = PyUnicode_FromString(kernel);
+  PyObject* c = PyLong_FromLong(code);
+  PyObject* a = argument ? PyUnicode_FromString(argument) : (Py_INCREF(Py_None), Py_None);
+  if (k && c && a) {
+    PyObject_SetAttrString(exc, "kernel", k);
+    PyObject_SetAttrString(exc, "code", c);
+    PyObject_SetAttrString(exc, "argument", a);
+  }
+  Py_XDECREF(k);
+  Py_XDECREF(c);
+  Py_XDECREF(a);
+  PyErr_SetObject(type, exc);
+  Py_DECREF(exc);
+}
+
 int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const char* detail) {
-  char msg[640];
+  char msg[640], full[900];
   std::snprintf(msg, sizeof msg, fmt, detail);
-  PyErr_Format(g.argument_error, "%s: argument '%s': %s", s->name, a ? a->name : "?", msg);
+  std::snprintf(full, sizeof full, "%s: argument '%s': %s", s->name, a ? a->name : "?", msg);
+  raise_with(g.argument_error, full, s->name, 0, a ? a->name : nullptr);
   return -1;
 }
 
@@ -169,7 +189,9 @@ const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
   if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", kScalarNames[a->type]);
   if (a->type == kF32) {
-    if (!PyFloat_Check(o) && !PyLong_Check(o)) {
+    // Any real number: float, int, numpy scalars (through __float__ or __index__).
+    PyNumberMethods* nb = Py_TYPE(o)->tp_as_number;
+    if (!PyFloat_Check(o) && !PyLong_Check(o) && (nb == nullptr || (nb->nb_float == nullptr && nb->nb_index == nullptr))) {
       return arg_error(s, a, "expected a number, got %s", type_name(o));
     }
     double d = PyFloat_AsDouble(o);
@@ -240,8 +262,12 @@ bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_
   return true;
 }
 
+// The current device, asked of CUDA at most once per launch.
+thread_local int32_t t_current_device = -2;
+
 int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device) {
-  int32_t cur = kg_rt_current_device();
+  if (t_current_device == -2) t_current_device = kg_rt_current_device();
+  const int32_t cur = t_current_device;
   if (device != cur) {
     char d[160];
     std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
@@ -322,11 +348,17 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
   }
   PyObject* stream = PyDict_GetItemWithError(cai, g.s_stream);
   if (stream != nullptr && stream != Py_None) {
-    long long sv = PyLong_AsLongLong(stream);
-    if (sv == 0 && !PyErr_Occurred()) {
-      return arg_error(s, a, "%s", "__cuda_array_interface__ stream 0 is disallowed by the protocol");
+    if (!PyLong_Check(stream) || PyBool_Check(stream)) {
+      return arg_error(s, a, "__cuda_array_interface__ stream must be an int or None, got %s", type_name(stream));
     }
-    PyErr_Clear();
+    const long long sv = PyLong_AsLongLong(stream);
+    if (sv == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "__cuda_array_interface__ stream is out of range");
+    }
+    if (sv == 0) return arg_error(s, a, "%s", "__cuda_array_interface__ stream 0 is disallowed by the protocol");
+  } else if (PyErr_Occurred()) {
+    return -1;
   }
   PyObject* shape = PyDict_GetItemWithError(cai, g.s_shape);
   if (shape == nullptr || !PyTuple_Check(shape)) {
@@ -589,19 +621,7 @@ PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
     std::strncat(reason, " (sticky error: the CUDA context is unusable; restart the process)",
                  sizeof reason - std::strlen(reason) - 1);
   }
-  PyObject* exc = PyObject_CallFunction(type, "s", reason);
-  if (exc != nullptr) {
-    PyObject* kname = PyUnicode_FromString(k ? k->name : self->spec->name);
-    PyObject* pycode = PyLong_FromLong(code);
-    if (kname && pycode) {
-      PyObject_SetAttrString(exc, "kernel", kname);
-      PyObject_SetAttrString(exc, "code", pycode);
-    }
-    Py_XDECREF(kname);
-    Py_XDECREF(pycode);
-    PyErr_SetObject(type, exc);
-    Py_DECREF(exc);
-  }
+  raise_with(type, reason, k ? k->name : self->spec->name, code, nullptr);
   return nullptr;
 }
 
@@ -613,6 +633,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   PyObject* slots[kMaxArgs] = {};
   PyObject* stream_obj = nullptr;
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
+  t_current_device = -2;
   Value values[kMaxArgs];
   int64_t numels[kMaxArgs];
   for (int32_t i = 0; i < s->nargs; ++i) {
@@ -624,19 +645,24 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   }
   if (s->nsizes > 0) {
     int64_t sizes[kMaxArgs];
-    int32_t rc = s->sizes(values, sizes);
-    if (rc == KG_LAUNCHED) {
-      for (int32_t i = 0; i < s->nargs; ++i) {
-        const ArgSpec& a = s->args[i];
-        if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
-        const int64_t need = sizes[a.size_slot];
-        if (need > 0 && numels[i] < need) {
-          char d[160];
-          std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld", (long long)numels[i],
-                        (long long)need);
-          arg_error(s, &a, "%s", d);
-          return nullptr;
-        }
+    const int32_t rc = s->sizes(values, sizes);
+    if (rc != KG_LAUNCHED) {  // a size expression overflowed: the arguments cannot be right
+      char reason[512];
+      kg_rt_describe(s->kernels[0], rc, reason, sizeof reason);
+      std::strncat(reason, " (computing the array sizes)", sizeof reason - std::strlen(reason) - 1);
+      raise_with(g.argument_error, reason, s->name, rc, nullptr);
+      return nullptr;
+    }
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      const ArgSpec& a = s->args[i];
+      if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
+      const int64_t need = sizes[a.size_slot];
+      if (need > 0 && numels[i] < need) {
+        char d[160];
+        std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld", (long long)numels[i],
+                      (long long)need);
+        arg_error(s, &a, "%s", d);
+        return nullptr;
       }
     }
   }
@@ -661,11 +687,13 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   for (int32_t i = 0; i < s->nargs; ++i) {
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
-    if (slots[i] != nullptr && convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
-    if (a.kind == kPointer && slots[i] != nullptr) {
-      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got pointer '%s'", s->name, a.name);
+    if (slots[i] == nullptr) continue;
+    if (a.kind == kPointer || a.type == kF32) {
+      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s '%s'", s->name,
+                   a.kind == kPointer ? "pointer" : "f32", a.name);
       return nullptr;
     }
+    if (convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
   }
   kg_plan p{};
   int32_t kidx = 0;
