@@ -26,9 +26,8 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-
 from kernelgen_ops import attn_prefill, attn_prefill_fa128
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def time_ms(fn, warmup, reps):

@@ -149,6 +149,13 @@ def target_arch(target: str) -> str:
     return yaml.safe_load((PROJECT / "specs" / "targets.yaml").read_text())[target]["arch"]
 
 
+def find_library(lib_dir: Path, target: str) -> Path | None:
+    """The target library kernelgen installed: libkernelgen_<target>.so, or a newer kernelgen's
+    libkernelgen_<target>_<hash>.so (named per set of modules); the newest if several."""
+    found = [p for p in lib_dir.glob(f"libkernelgen_{target}*.so") if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
 @dataclass
 class Built:
     kernelgen_ops: Path | None = None  # install dir's kernelgen_ops folder
@@ -188,14 +195,15 @@ def build_all(target: str, work: Path) -> Built:
     log(f"build: kernelgen {'ok' if kg.ok else 'FAILED'} ({kg.seconds} s)")
     ops = work / "inst" / "kernelgen_ops"
     lib_dir = ops / target
-    if kg.ok and (lib_dir / f"libkernelgen_{target}.so").is_file():
+    lib = find_library(lib_dir, target)
+    if kg.ok and lib is not None:
         built.kernelgen_ops = ops
         if nvcc:
             exe = work / "raw_launch_cost"
             raw = run_step([str(nvcc), "-O2", "-std=c++17", f"-arch={arch}",
                             f"-I{PROJECT / 'generated' / target / 'include'}",
                             f"-I{REPO / 'src' / 'kernelgen' / 'runtime' / 'include'}", kernels_inc,
-                            str(LC / "raw.cu"), f"-L{lib_dir}", f"-lkernelgen_{target}", "-Xlinker", "-rpath",
+                            str(LC / "raw.cu"), f"-L{lib_dir}", f"-l:{lib.name}", "-Xlinker", "-rpath",
                             "-Xlinker", str(lib_dir), "-o", str(exe)])
             built.steps["raw_cu"] = raw
             log(f"build: raw.cu {'ok' if raw.ok else 'FAILED'} ({raw.seconds} s)")
@@ -324,7 +332,8 @@ class Bench:
             "micro_ns": {},
             "notes": [],
         }
-        self.order: list[str] = []
+        self.order: list[str] = []  # keys as results and skips arrive
+        self.peer_order: list[str] = []  # the Python launchers' keys as declared
 
     # -- output
 
@@ -408,6 +417,8 @@ class Bench:
                 self.doc["notes"].append("raw.cu was not built: no raw C++ floor; ratios are unavailable")
             return
         if again:
+            if self.doc["raw_cpp"] is None:
+                return
             try:
                 res = subprocess.run([str(built.raw_exe), "--bursts", str(max(200, self.args.bursts // 4)),
                                       "--warmup", "50"], capture_output=True, text=True, timeout=240)
@@ -591,6 +602,7 @@ class Bench:
                           note="no launch: a Python def with the same 11 arguments"))
 
         # -- measure, in one process
+        self.peer_order = [p[0] if isinstance(p, tuple) else p.key for p in peers]
         runnable = []
         for p in peers:
             if isinstance(p, tuple):
@@ -858,7 +870,10 @@ class Bench:
         print(f"host launch cost, {m.get('device', '?')}, torch {m.get('torch', '?')}, python {m.get('python')}; "
               f"median of {self.args.bursts} bursts of {BURST}")
         print(f"{'launcher':<58} {'us/launch':>9} {'x raw C++':>9} {'x floor':>7}  check")
-        for key in self.order:
+        raw_keys = [k for k in self.order if res.get(k, {}).get("source", "").startswith("raw.cu")]
+        order = raw_keys + [k for k in self.peer_order if k in res or k in skipped]
+        order += [k for k in self.order if k not in order]
+        for key in order:
             if key in res:
                 r = res[key]
                 ratio = f"{r['ratio_to_raw_cpp']:.2f}" if r.get("ratio_to_raw_cpp") else "-"
@@ -933,7 +948,7 @@ def _import_kernelgen(ops: Path, target: str) -> Any:
 def _prebuilt(target: str, work: Path) -> Built:
     built = Built()
     ops = work / "inst" / "kernelgen_ops"
-    if (ops / target / f"libkernelgen_{target}.so").is_file():
+    if find_library(ops / target, target) is not None:
         built.kernelgen_ops = ops
     if (work / "raw_launch_cost").is_file():
         built.raw_exe = work / "raw_launch_cost"
@@ -972,7 +987,7 @@ def _cpu_model() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "bench_launch_cost.json"))
+    ap.add_argument("--out", default=str(LC / "last_run.json"), help="JSON results (default: %(default)s)")
     ap.add_argument("--bursts", type=int, default=2000, help="timed bursts of 64 launches per launcher")
     ap.add_argument("--warmup", type=int, default=200, help="untimed bursts first")
     ap.add_argument("--work", default="/tmp/lc", help="build folder (probe project, raw.cu, pybind11 module)")

@@ -20,7 +20,6 @@ import time
 
 import torch
 import torch.nn.functional as F
-
 from kernelgen_ops import (
     argmax,
     batched_embed,

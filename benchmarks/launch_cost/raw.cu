@@ -13,7 +13,7 @@
 // Built by bench_launch_cost.py on the GPU machine:
 //   nvcc -O2 -std=c++17 -arch=sm_90a -I<project>/generated/hopper/include
 //        -I<repo>/src/kernelgen/runtime/include -I<project>/kernels raw.cu
-//        -L<lib dir> -lkernelgen_hopper -Xlinker -rpath -Xlinker <lib dir> -o raw_launch_cost
+//        -L<lib dir> -l:libkernelgen_hopper[_<hash>].so -Xlinker -rpath -Xlinker <lib dir> -o raw_launch_cost
 // Usage: raw_launch_cost [--bursts N] [--warmup N] [--sequential]   (prints one JSON object)
 #include <cuda_runtime.h>
 
