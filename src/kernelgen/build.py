@@ -38,6 +38,41 @@ class TargetResult:
     configured: bool = False
 
 
+def torch_info(cache_dir: Path) -> dict[str, str] | None:
+    """Where torch is installed, its version and C++ ABI, without importing it here.
+
+    The ABI flag needs torch imported, which takes seconds: it is asked once, in a
+    subprocess, and cached per torch installation under the build folder.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None:
+        return None
+    tdir = Path(spec.origin).parent
+    if not (tdir / "include" / "torch" / "csrc" / "autograd" / "python_variable.h").is_file():
+        return None
+    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", (tdir / "version.py").read_text())
+    if m is None:
+        return None
+    info = {"dir": str(tdir), "version": m.group(1)}
+    cache = cache_dir / ".kernelgen-torch.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if {k: cached[k] for k in info} == info:
+            return cached
+    except (OSError, ValueError, KeyError):
+        pass
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],
+                           capture_output=True, text=True, timeout=300)
+    if probe.returncode != 0:
+        return None
+    info["cxx11_abi"] = probe.stdout.strip()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(info))
+    return info
+
+
 @dataclass
 class BuildOptions:
     root: Path
@@ -48,6 +83,7 @@ class BuildOptions:
     verbose: bool = False
     build_type: str = "Release"
     extra_cmake_args: Sequence[str] = ()
+    torch_reader: bool = True  # build the C++ torch tensor reader when torch is installed
 
 
 def _run(cmd: list[str], cwd: Path, echo: Callable[[str], None], verbose: bool) -> tuple[int, list[str], list[str]]:
@@ -125,6 +161,12 @@ def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> l
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
     ]
+    torch = torch_info(opts.build_dir) if opts.torch_reader else None
+    if torch:
+        args += [f"-DKERNELGEN_TORCH_DIR={torch['dir']}", f"-DKERNELGEN_TORCH_VERSION={torch['version']}",
+                 f"-DKERNELGEN_TORCH_CXX11_ABI={torch['cxx11_abi']}"]
+    else:
+        args += ["-DKERNELGEN_TORCH_DIR="]
     if opts.compiler_launcher:
         args += [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={opts.compiler_launcher}",
                  f"-DCMAKE_CXX_COMPILER_LAUNCHER={opts.compiler_launcher}"]

@@ -89,6 +89,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         compiler_launcher=args.compiler_launcher,
         verbose=args.verbose,
+        torch_reader=not args.no_torch_reader,
     )
     build_targets(opts, targets)
     return 0
@@ -121,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build)")
     b.add_argument("--install-dir", type=Path, help="install prefix (default: <root>/bindings)")
     b.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
+    b.add_argument("--no-torch-reader", action="store_true",
+                   help="do not build the C++ reader of torch tensors even where torch is installed")
     b.set_defaults(func=cmd_build)
     ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
     ls.set_defaults(func=cmd_list)

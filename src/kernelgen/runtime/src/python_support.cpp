@@ -6,6 +6,7 @@
 // declares them), call the C launcher, and return a cached Outcome. Nothing is allocated on
 // the launched path beyond what CPython's own calls allocate.
 #include "kernelgen/python.h"
+#include "kernelgen/torch_fast.h"
 
 #include <cstdio>
 #include <cstring>
@@ -80,6 +81,7 @@ struct Shared {
   PyObject* torch_tensor = nullptr;
   PyObject* torch_dtypes[kElemCount] = {};
   bool torch_checked = false;
+  TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
@@ -140,6 +142,14 @@ void check_torch() {
       if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // older torch without fp8: never matches
     }
     g.torch_tensor = tensor;
+    // The C++ reader, built where torch was installed at build time; optional.
+    PyObject* fast = PyImport_ImportModule("kernelgen_ops." KERNELGEN_TARGET_NAME "._torch_fast");
+    PyObject* cap = fast ? PyObject_GetAttrString(fast, "reader") : nullptr;
+    void* fn = cap ? PyCapsule_GetPointer(cap, kTorchReaderCapsule) : nullptr;
+    g.torch_reader = reinterpret_cast<TensorReader>(fn);
+    Py_XDECREF(cap);
+    Py_XDECREF(fast);
+    PyErr_Clear();
   } else {
     Py_XDECREF(tensor);
     PyErr_Clear();
@@ -203,7 +213,7 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     return 0;
   }
   if (PyFloat_Check(o)) return arg_error(s, a, "expected an integer (%s), got float", kScalarNames[a->type]);
-  PyObject* idx = PyNumber_Index(o);
+  PyObject* idx = PyLong_CheckExact(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
   if (idx == nullptr) {
     PyErr_Clear();
     return arg_error(s, a, "expected an integer, got %s", type_name(o));
@@ -285,6 +295,17 @@ int call_int(PyObject* o, PyObject* method, int64_t* out) {
 }
 
 int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+  TensorView tv;
+  if (g.torch_reader != nullptr && g.torch_reader(o, &tv) == 1 && tv.elem == a->type && tv.device >= 0 &&
+      (!a->contiguous || tv.contiguous)) {
+    if (t_current_device == -2) t_current_device = kg_rt_current_device();
+    if (tv.device == t_current_device) {
+      out->u = tv.data;
+      *numel = tv.numel;
+      return 0;
+    }
+  }
+  // The Python path: also the one that explains what is wrong.
   PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
   if (dtype == nullptr) return -1;
   bool dtype_ok = dtype == g.torch_dtypes[a->type];
@@ -482,7 +503,9 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
   if (PyLong_Check(o) && !PyBool_Check(o)) {
     handle = o;
     Py_INCREF(handle);
-  } else if (PyObject_HasAttr(o, g.s_cuda_stream_proto)) {
+  } else if ((handle = PyObject_GetAttr(o, g.s_cuda_stream)) != nullptr) {
+    // torch.cuda.Stream and CuPy streams: a plain attribute, cheaper than the protocol call.
+  } else if (PyErr_Clear(), PyObject_HasAttr(o, g.s_cuda_stream_proto)) {
     PyObject* t = PyObject_CallMethodNoArgs(o, g.s_cuda_stream_proto);
     if (t == nullptr) return -1;
     if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2) {
@@ -490,9 +513,6 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
       Py_INCREF(handle);
     }
     Py_DECREF(t);
-  } else {
-    handle = PyObject_GetAttr(o, g.s_cuda_stream);
-    if (handle == nullptr) PyErr_Clear();
   }
   if (handle == nullptr || !PyLong_Check(handle)) {
     Py_XDECREF(handle);
@@ -527,6 +547,10 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* key = PyTuple_GET_ITEM(kwnames, k);
     PyObject* value = args[npos + k];
+    if (key == g.s_stream && !ints_only) {  // keyword names are interned: identity is the common case
+      *stream = value;
+      continue;
+    }
     int found = -1;
     for (int32_t i = 0; i < s->nargs; ++i) {
       if (self->names[i] == key) {
@@ -639,6 +663,21 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
     numels[i] = -1;
+    int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
+    if (a.kind == kPointer && !PyLong_CheckExact(slots[i])) {
+      for (int32_t j = 0; j < i && reuse < 0; ++j) {
+        const ArgSpec& b = s->args[j];
+        if (slots[j] == slots[i] && b.kind == kPointer && b.type == a.type && b.contiguous == a.contiguous &&
+            (b.writable || !a.writable) && (b.size_slot >= 0 || a.size_slot < 0)) {
+          reuse = j;
+        }
+      }
+    }
+    if (reuse >= 0) {
+      values[i] = values[reuse];
+      numels[i] = numels[reuse];
+      continue;
+    }
     int rc = a.kind == kScalar ? convert_scalar(s, &a, slots[i], &values[i])
                                : convert_pointer(s, &a, slots[i], &values[i], &numels[i]);
     if (rc < 0) return nullptr;
