@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kernelgen.errors import ToolkitError
 
+SYSTEM_ROOTS = [Path("/usr/local/cuda")]
 HOW_TO_GET_CUDA = (
     "install the CUDA toolkit (nvcc) and set CUDA_HOME, or run: "
     "pip install 'kernelgen[cuda]' to get it from PyPI"
@@ -82,7 +83,7 @@ def find_toolkit() -> Toolkit:
     which = shutil.which("nvcc")
     if which:
         candidates.append(("PATH", Path(which).resolve().parent.parent))
-    candidates.append(("/usr/local/cuda", Path("/usr/local/cuda")))
+    candidates += [(str(r), r) for r in SYSTEM_ROOTS]
     candidates += [("PyPI wheels", r) for r in _wheel_roots()]
     for source, root in candidates:
         nvcc = _nvcc_in(root)
