@@ -42,6 +42,13 @@ $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+if [ "$bench" -eq 1 ]; then
+  for b in benchmarks/bench_*.py; do
+    name=$(basename "$b" .py)
+    echo "gpu_check: $name"
+    $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30
+  done
+fi
 if [ "$sanitize" -eq 1 ]; then
   # compute-sanitizer over every module's GPU tests (the guard and binding tests provoke
   # faults and huge grids on purpose, so they stay out), at the smaller shapes, each tool
@@ -57,11 +64,4 @@ if [ "$sanitize" -eq 1 ]; then
   done
 fi
 
-if [ "$bench" -eq 1 ]; then
-  for b in benchmarks/bench_*.py; do
-    name=$(basename "$b" .py)
-    echo "gpu_check: $name"
-    $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30
-  done
-fi
 exit $status

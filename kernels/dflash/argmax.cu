@@ -5,8 +5,9 @@
 //   * NaN is larger than everything (+Inf included): a row holding a NaN (of either
 //     sign, any payload) returns the index of its first NaN;
 //   * a row of all -Inf returns 0.
-// All comparisons are done on integer keys, so compiler flags such as -ftz or
-// --use_fast_math do not change the result (subnormals compare as themselves).
+// Comparisons are done on integer keys or with inline-PTX max.NaN.bf16x2 (no .ftz:
+// subnormals compare as themselves; +0 > -0, which the scan treats as equal), so
+// compiler flags such as -ftz or --use_fast_math do not change the result.
 //
 // Design: one launch, two modes chosen from the grid the spec computes
 // (specs/argmax.yaml: grid.x = max(min(rows, 128) * 8, ceil(rows / 8) * 8) CTAs of
@@ -19,14 +20,21 @@
 //     no cluster traffic: for many rows the per-row cluster reduction costs more than
 //     it saves (measured on H200: the crossover is at about 128-256 rows).
 // 512 threads rather than 1024 so that several CTAs of a cluster can share an SM and a
-// cluster fits in a GPC with few free SMs (e.g. on GB10).
+// cluster fits in a GPC with few free SMs (e.g. on GB10).  At most 40 registers on
+// sm_90 (3 CTAs, 1536 threads per SM).
 // A row is read as a scalar head up to the first 16-byte boundary (any vocab and any
 // 2-byte-aligned base pointer work), 16-byte vectors, then a scalar tail.  Each
-// thread loads up to four uint4 at once; per vector a bf16x2 max.NaN tree gives the
-// vector maximum, and only when its key beats the thread's best does the thread look
-// for the first element equal to it (rare: O(log n) times per thread).  A thread's
-// elements are visited in increasing index order, so a strict '>' keeps the smallest
-// index.  Thread bests become 64-bit keys
+// thread issues four 16-byte streaming loads (ld.global.nc.L1::no_allocate) before
+// using any (64 bytes in flight per thread, 96 KiB per SM), then folds each vector
+// into its running best without a branch (track(): a max.NaN tree, one compare, six
+// selects, ~16 instructions per vector).  The old per-vector "beats the best? then
+// find the element" branch diverged in almost every warp, since a thread sees only
+// ~37 vectors of a 151936-entry row and each is a new record for some lane of the
+// warp early on: ~95 instructions per vector, enough to make the scan issue-bound.
+// Which element of the best vector holds the maximum is found once per thread at
+// the end.  A thread's vectors are visited in increasing index order and only a
+// strictly larger value replaces the best, so the smallest index wins a tie.  Thread
+// bests become 64-bit keys
 //   (ordered value key << 32) | ~index
 // whose unsigned maximum is the (largest value, smallest index) pair, max-reduced
 // with warp shuffles, then across warps in shared memory (then across the cluster).
@@ -63,23 +71,70 @@ struct Best {
     uint32_t idx;
 };
 
-// Elements with indices greater than everything seen so far by this thread.
-static __device__ __forceinline__ void visit_vec(Best& best, const uint4& v, uint32_t base_idx) {
+// 16-byte streaming load (logits are read once): no L1 allocation.
+static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
+constexpr uint32_t kNone = 0xffffffffu;
+constexpr uint32_t kNegInf2 = 0xff80ff80u;  // bf16x2 (-inf, -inf)
+
+// A thread's scan of its 16-byte vectors, branch-free.  `best2` holds the best value
+// so far in both halves, as max.NaN produced it (so a NaN is the canonical NaN);
+// `elem0` is the index of the first element of the first vector that reached it and
+// `w` that vector.  Which element of `w` it is is found once, at the end (finish).
+struct VecTrack {
+    uint32_t best2;
+    uint32_t elem0;
+    uint4 w;
+};
+
+// Starts at -inf with the thread's first vector (elem0 = kNone if it has none): if no
+// vector ever beats -inf, every element this thread sees is -inf and the first one
+// wins, which is element 0 of its first vector; w holds -inf so finish() finds it.
+static __device__ __forceinline__ VecTrack track_init(uint32_t first_elem) {
+    return VecTrack{kNegInf2, first_elem, make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2)};
+}
+
+// Vectors must come in increasing index order.  The vector's maximum h (max.NaN over
+// its 8 elements, in both halves) replaces the best only if t = max.NaN(h, best2)
+// differs from best2, i.e. h is larger, or h is a NaN and best2 is not (then
+// t is the canonical NaN, after which further NaNs leave t == best2: the first NaN
+// wins); -0 against +0 (the only equal values with different bits) is not an update.
+// Equal values never update, so the earliest vector keeps a tie.  No branch: the
+// update would otherwise diverge in most warps for the first few dozen vectors of a
+// thread, which is all a thread sees of a 150k-entry row.
+static __device__ __forceinline__ void track(VecTrack& s, const uint4& v, uint32_t elem0) {
     const uint32_t m = max_nan_bf16x2(max_nan_bf16x2(v.x, v.y), max_nan_bf16x2(v.z, v.w));
-    const uint32_t k0 = key16(m & 0xffffu), k1 = key16(m >> 16);
-    const uint32_t vk = k0 > k1 ? k0 : k1;
-    if (vk > best.key) {
-        // First element of the vector whose key equals the vector maximum.
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-        uint32_t j = 7;
+    const uint32_t h = max_nan_bf16x2(m, __byte_perm(m, 0u, 0x1032u));  // both halves
+    const uint32_t t = max_nan_bf16x2(h, s.best2);
+    const bool up = (t != s.best2) & (((t | s.best2) & 0x7fffu) != 0u);
+    s.best2 = up ? t : s.best2;
+    s.elem0 = up ? elem0 : s.elem0;
+    s.w.x = up ? v.x : s.w.x;
+    s.w.y = up ? v.y : s.w.y;
+    s.w.z = up ? v.z : s.w.z;
+    s.w.w = up ? v.w : s.w.w;
+}
+
+// The thread's (key, index) from its vectors: the first element of w whose key is
+// that of best2 (there is one: best2 is an element of w, up to the sign of a zero or
+// the payload of a NaN, which have equal keys).
+static __device__ __forceinline__ Best track_finish(const VecTrack& s) {
+    if (s.elem0 == kNone) return Best{0u, 0u};
+    const uint32_t k = key16(s.best2 & 0xffffu);
+    const uint32_t w[4] = {s.w.x, s.w.y, s.w.z, s.w.w};
+    uint32_t j = 7;
 #pragma unroll
-        for (int e = 7; e >= 0; --e) {
-            const uint32_t h = (e & 1) ? (w[e >> 1] >> 16) : (w[e >> 1] & 0xffffu);
-            if (key16(h) == vk) j = static_cast<uint32_t>(e);
-        }
-        best.key = vk;
-        best.idx = base_idx + j;
+    for (int e = 7; e >= 0; --e) {
+        const uint32_t h = (e & 1) ? (w[e >> 1] >> 16) : (w[e >> 1] & 0xffffu);
+        if (key16(h) == k) j = static_cast<uint32_t>(e);
     }
+    return Best{k, s.elem0 + j};
 }
 
 static __device__ __forceinline__ void visit_scalar(Best& best, uint32_t h, uint32_t idx) {
@@ -119,29 +174,42 @@ static __device__ __forceinline__ unsigned long long scan_row(const __nv_bfloat1
     const uint32_t tail0 = head + (nvec << 3);
     const uint32_t tid = threadIdx.x, bd = blockDim.x;
 
-    Best best{0u, 0u};
-    if (part == 0 && tid < head) visit_scalar(best, __ldg(ph + tid), tid);
-
     const uint32_t chunk = (nvec + nparts - 1) / nparts;
     const uint32_t beg = part * chunk;
     const uint32_t end = min(nvec, beg + chunk);
     const uint4* pv = reinterpret_cast<const uint4*>(p + head);
-    for (uint32_t v = beg + tid; v < end; v += kUnroll * bd) {
-        uint4 r[kUnroll];
+    uint32_t v = beg + tid;
+    VecTrack s = track_init(v < end ? head + (v << 3) : kNone);
+    // Full batches: kUnroll loads in flight, no bounds checks.  (nvec < 2^28 and
+    // bd <= 1024, so nothing here overflows 32 bits.)
+    {
+        const uint4* q = pv + v;
+        const size_t sb = bd;
+        for (; v + (kUnroll - 1) * bd < end; v += kUnroll * bd, q += kUnroll * sb) {
+            uint4 r[kUnroll];
 #pragma unroll
-        for (uint32_t k = 0; k < kUnroll; ++k) {
-            const uint32_t vk = v + k * bd;
-            r[k] = vk < end ? __ldg(pv + vk) : make_uint4(0u, 0u, 0u, 0u);
-        }
+            for (uint32_t k = 0; k < kUnroll; ++k) r[k] = ld_stream(q + k * sb);
 #pragma unroll
-        for (uint32_t k = 0; k < kUnroll; ++k) {
-            const uint32_t vk = v + k * bd;
-            if (vk < end) visit_vec(best, r[k], head + (vk << 3));
+            for (uint32_t k = 0; k < kUnroll; ++k) track(s, r[k], head + ((v + k * bd) << 3));
         }
     }
-
+    // The last, partial batch (at most kUnroll - 1 vectors), loads issued together.
+    {
+        uint4 r[kUnroll - 1];
+#pragma unroll
+        for (uint32_t k = 0; k < kUnroll - 1; ++k) {
+            if (v + k * bd < end) r[k] = ld_stream(pv + v + k * bd);
+        }
+#pragma unroll
+        for (uint32_t k = 0; k < kUnroll - 1; ++k) {
+            if (v + k * bd < end) track(s, r[k], head + ((v + k * bd) << 3));
+        }
+    }
+    const Best vb = track_finish(s);
+    Best best{0u, 0u};
+    if (part == 0 && tid < head) visit_scalar(best, __ldg(ph + tid), tid);
     if (part == nparts - 1 && tid < vocab - tail0) visit_scalar(best, __ldg(ph + tail0 + tid), tail0 + tid);
-    return pack(best);
+    return umax64(pack(best), pack(vb));
 }
 
 // CTA-wide maximum of `key`; the result is valid in warp 0.  blockDim.x must be a
@@ -165,7 +233,17 @@ static __device__ __forceinline__ int32_t index_of(unsigned long long key) {
 
 }  // namespace dflash_argmax_detail
 
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512)
+// At least 3 resident CTAs of 512 threads per SM on sm_90 (40 registers: 1536 threads
+// with 64 bytes of loads in flight each, 96 KiB per SM); on sm_12x (GB10) at 40
+// registers ptxas spills, so 2 there.  The device pass alone sees __CUDA_ARCH__; the
+// host pass ignores the bound.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+#define DFLASH_ARGMAX_MIN_CTAS_PER_SM 2
+#else
+#define DFLASH_ARGMAX_MIN_CTAS_PER_SM 3
+#endif
+
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, DFLASH_ARGMAX_MIN_CTAS_PER_SM)
 dflash_argmax_bf16_kernel(const __nv_bfloat16* logits, int32_t* out, uint32_t rows,
                           uint32_t vocab) {
     namespace d = dflash_argmax_detail;

@@ -12,20 +12,39 @@
 // Since the cache is contiguous, cache[s / bs][s % bs] is the row at flat offset
 // s * num_kv_heads * head_dim.
 //
-// One CTA per token, blockDim.x = 32 * ceil(num_kv_heads * head_dim / 256) capped
-// at 256 (see specs/reshape_cache_bf16.yaml), i.e. about one 16-byte vector of key
-// and one of value per thread for the usual 8 x 128 row; each thread issues up to
-// two key and two value loads before its stores.
+// One warp per token: warp w of CTA b takes token b * (blockDim.x / 32) + w, then
+// strides by the grid's warp count (so any grid is correct).  The spec launches
+// 128-thread CTAs, 4 tokens each (specs/reshape_cache_bf16.yaml).  The warp reads
+// the token's slot once (one broadcast load), and issues it together with the row's
+// loads: lane l loads 16-byte vectors l + 32 * k (k < kVecs) of the key row and of the
+// value row, 2 * kVecs = 8 loads (128 bytes) in flight per lane, 4 KiB per warp: the
+// whole 8 x 128 row pair in one pass (longer rows loop in passes of 32 * kVecs
+// vectors).  The row loads do not wait for the slot, so a padding token's row is read
+// (and dropped); this saves a dependent load latency per token.  Every warp
+// instruction moves 512 contiguous bytes.  Loads are ld.global.nc.L1::no_allocate
+// (key and value are read once); stores are plain, since attention reads the cache
+// next.  No shared memory, no barriers.
 // Alignment: the vector path needs (num_kv_heads * head_dim) % 8 == 0 (an
 // `applies_if` clause) and 16-byte aligned key / value / caches; misaligned base
-// pointers (invisible to the launcher) take a scalar path.  Bit-exact copy.
+// pointers (invisible to the launcher) take a scalar path (one warp per token, lane
+// strided).  Bit-exact copy.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cstdint>
 
 namespace dflash_reshape_cache_bf16_detail {
-constexpr uint32_t kUnroll = 2;
+
+constexpr uint32_t kVecs = 4;  // 16-byte vectors per lane per row (key and value each) per pass
+
+static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
 }  // namespace dflash_reshape_cache_bf16_detail
 
 __global__ void __launch_bounds__(1024)
@@ -35,52 +54,67 @@ dflash_reshape_cache_bf16_kernel(const __nv_bfloat16* key, const __nv_bfloat16* 
                                  uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size,
                                  uint32_t num_blocks) {
     namespace d = dflash_reshape_cache_bf16_detail;
-    const uint32_t t = blockIdx.x;
-    if (t >= num_tokens) return;
-    const int64_t slot = __ldg(slot_mapping + t);
-    if (slot < 0 || slot >= static_cast<int64_t>(num_blocks) * static_cast<int64_t>(block_size)) {
+    const uint64_t row = static_cast<uint64_t>(num_kv_heads) * head_dim;  // elements per token
+    const int64_t num_slots = static_cast<int64_t>(num_blocks) * static_cast<int64_t>(block_size);
+    if ((blockDim.x & 31u) != 0) {
+        // Not whole warps (the spec launches 128 threads): one CTA per token, scalar.
+        for (uint64_t t = blockIdx.x; t < num_tokens; t += gridDim.x) {
+            const int64_t slot = __ldg(slot_mapping + t);
+            if (slot < 0 || slot >= num_slots) continue;
+            for (uint64_t j = threadIdx.x; j < row; j += blockDim.x) {
+                k_cache[static_cast<uint64_t>(slot) * row + j] = key[t * row + j];
+                v_cache[static_cast<uint64_t>(slot) * row + j] = value[t * row + j];
+            }
+        }
         return;
     }
-    const uint64_t row = static_cast<uint64_t>(num_kv_heads) * head_dim;  // elements per token
-    const __nv_bfloat16* ks = key + t * row;
-    const __nv_bfloat16* vs = value + t * row;
-    __nv_bfloat16* kd = k_cache + static_cast<uint64_t>(slot) * row;
-    __nv_bfloat16* vd = v_cache + static_cast<uint64_t>(slot) * row;
-    const uint32_t tid = threadIdx.x, bd = blockDim.x;
-
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint32_t warps = blockDim.x >> 5;
     const bool aligned =
         (row & 7u) == 0 &&
         ((reinterpret_cast<uintptr_t>(key) | reinterpret_cast<uintptr_t>(value) |
           reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) & 15u) == 0;
-    if (!aligned) {
-        for (uint64_t j = tid; j < row; j += bd) {
-            kd[j] = ks[j];
-            vd[j] = vs[j];
-        }
-        return;
-    }
+    const uint64_t nvec = row >> 3;
+    const uint64_t warp_stride = static_cast<uint64_t>(gridDim.x) * warps;
 
-    const uint32_t nvec = static_cast<uint32_t>(row >> 3);
-    const uint4* ksv = reinterpret_cast<const uint4*>(ks);
-    const uint4* vsv = reinterpret_cast<const uint4*>(vs);
-    uint4* kdv = reinterpret_cast<uint4*>(kd);
-    uint4* vdv = reinterpret_cast<uint4*>(vd);
-    for (uint32_t v = tid; v < nvec; v += d::kUnroll * bd) {
-        uint4 kr[d::kUnroll], vr[d::kUnroll];
-#pragma unroll
-        for (uint32_t k = 0; k < d::kUnroll; ++k) {
-            const uint32_t vk = v + k * bd;
-            if (vk < nvec) {
-                kr[k] = __ldg(ksv + vk);
-                vr[k] = __ldg(vsv + vk);
+    for (uint64_t t = static_cast<uint64_t>(blockIdx.x) * warps + (threadIdx.x >> 5);
+         t < num_tokens; t += warp_stride) {
+        const int64_t slot = __ldg(slot_mapping + t);  // same address in every lane: one request
+        const __nv_bfloat16* ks = key + t * row;
+        const __nv_bfloat16* vs = value + t * row;
+
+        if (!aligned) {
+            if (slot < 0 || slot >= num_slots) continue;
+            __nv_bfloat16* kd = k_cache + static_cast<uint64_t>(slot) * row;
+            __nv_bfloat16* vd = v_cache + static_cast<uint64_t>(slot) * row;
+            for (uint64_t j = lane; j < row; j += 32) {
+                kd[j] = ks[j];
+                vd[j] = vs[j];
             }
+            continue;
         }
+
+        const uint4* ksv = reinterpret_cast<const uint4*>(ks) + lane;
+        const uint4* vsv = reinterpret_cast<const uint4*>(vs) + lane;
+        for (uint64_t base = 0; base < nvec; base += 32u * d::kVecs) {
+            const uint64_t mine = base + lane;  // this lane's vector k is mine + 32 * k
+            uint4 kr[d::kVecs], vr[d::kVecs];
 #pragma unroll
-        for (uint32_t k = 0; k < d::kUnroll; ++k) {
-            const uint32_t vk = v + k * bd;
-            if (vk < nvec) {
-                kdv[vk] = kr[k];
-                vdv[vk] = vr[k];
+            for (uint32_t k = 0; k < d::kVecs; ++k) {
+                if (mine + 32u * k < nvec) {
+                    kr[k] = d::ld_stream(ksv + base + 32u * k);
+                    vr[k] = d::ld_stream(vsv + base + 32u * k);
+                }
+            }
+            if (slot < 0 || slot >= num_slots) break;  // padding / out of the cache: drop the row
+            uint4* kdv = reinterpret_cast<uint4*>(k_cache + static_cast<uint64_t>(slot) * row) + lane;
+            uint4* vdv = reinterpret_cast<uint4*>(v_cache + static_cast<uint64_t>(slot) * row) + lane;
+#pragma unroll
+            for (uint32_t k = 0; k < d::kVecs; ++k) {
+                if (mine + 32u * k < nvec) {
+                    kdv[base + 32u * k] = kr[k];
+                    vdv[base + 32u * k] = vr[k];
+                }
             }
         }
     }

@@ -80,7 +80,9 @@ def test_keyword_arguments():
 def test_plan():
     plan = fill_slots.plan_fill_slots(start=0, count=512, block_size=16)
     assert plan["launched"]
-    assert tuple(plan["grid"]) == (2, 1, 1)
+    assert tuple(plan["grid"]) == (1, 1, 1)  # 2048 slots per CTA
+    big = fill_slots.plan_fill_slots(start=0, count=1 << 26, block_size=16)
+    assert tuple(big["grid"]) == (8192, 1, 1)  # capped: grid-stride beyond 2^24 slots
     assert tuple(plan["block"]) == (256, 1, 1)
     assert plan["shared_mem"] == 0
 

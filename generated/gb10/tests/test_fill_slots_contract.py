@@ -18,6 +18,8 @@ KILL_SWITCH = "METRALE_NO_DFLASH_FILL_SLOTS"
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
 MAX_SHARED_MEM = 101376
+C_MAX_CTAS = 8192
+C_SLOTS_PER_CTA = 2048
 C_THREADS = 256
 
 
@@ -43,7 +45,7 @@ def expect_fill_slots(start, count, block_size):
         return (expr_error_code(_st), none, none, 0)
     if not _holds:
         return (-65537, none, none, 0)
-    grid = (_x.div_ceil(_st, count, C_THREADS), 1, 1)
+    grid = (_x.min_(_st, _x.div_ceil(_st, count, C_SLOTS_PER_CTA), C_MAX_CTAS), 1, 1)
     block = (C_THREADS, 1, 1)
     shared_mem = 0
     if _st.code:

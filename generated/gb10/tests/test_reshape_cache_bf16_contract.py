@@ -18,6 +18,8 @@ KILL_SWITCH = "METRALE_NO_DFLASH_RESHAPE_CACHE_BF16"
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
 MAX_SHARED_MEM = 101376
+C_THREADS = 128
+C_TOKENS_PER_CTA = 4
 
 
 # ---------------------------------------------------------------- reshape_cache_bf16
@@ -47,8 +49,8 @@ def expect_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, nu
         return (expr_error_code(_st), none, none, 0)
     if not _holds:
         return (262144, none, none, 0)
-    grid = (num_tokens, 1, 1)
-    block = (_x.min_(_st, 256, _x.mul(_st, _x.div_ceil(_st, _x.mul(_st, num_kv_heads, head_dim), 256), 32)), 1, 1)
+    grid = (_x.div_ceil(_st, num_tokens, C_TOKENS_PER_CTA), 1, 1)
+    block = (C_THREADS, 1, 1)
     shared_mem = 0
     if _st.code:
         return (expr_error_code(_st), none, none, 0)

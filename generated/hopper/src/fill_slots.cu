@@ -11,11 +11,13 @@
 
 namespace kernelgen::fill_slots {
 namespace {
+constexpr int64_t MAX_CTAS = 8192;
+constexpr int64_t SLOTS_PER_CTA = 2048;
 constexpr int64_t THREADS = 256;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
 }  // namespace
 
-// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. One thread per slot. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
+// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
   kg_plan p = {};
   p.variant = -1;
@@ -57,7 +59,7 @@ kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
       return p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{count}, THREADS, err);
+  p.grid[0] = kg::x_min(kg::x_div_ceil(int64_t{count}, SLOTS_PER_CTA, err), MAX_CTAS);
   p.grid[1] = int64_t{1};
   p.grid[2] = int64_t{1};
   p.block[0] = THREADS;
@@ -102,7 +104,7 @@ const kg_kernel_info kInfo_fill_slots = {
     1, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fill_slots_kernel), void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fill_slots.yaml:8: kernel 'fill_slots': the spec's arguments (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size) do not match the __global__ definition of dflash_fill_slots_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the spec's arguments (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size) do not match the __global__ definition of dflash_fill_slots_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_fill_slots;
 }  // namespace
 
