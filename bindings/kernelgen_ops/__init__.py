@@ -32,6 +32,7 @@ __all__ = [
     "available_targets",
     "refresh",
     "set_strict",
+    "strict",
     "target",
 ]
 
@@ -98,15 +99,29 @@ def target() -> str:
 
 
 def refresh() -> None:
-    """Re-read every module's kill switch from the environment (all built targets)."""
-    for t in available_targets():
-        _runtime(t).refresh()
+    """Re-read every kill switch from the environment, in every loaded module's library.
+
+    Modules loaded later read the environment when first used.
+    """
+    from kernelgen_ops import _api
+
+    for fn in list(_api._refreshers):
+        fn()
 
 
 def set_strict(strict: bool = True) -> None:
-    """In strict mode, a launcher that would not launch raises NotLaunchedError instead."""
-    for t in available_targets():
-        _runtime(t).set_strict(strict)
+    """Process-wide: in strict mode a launcher that would not launch raises
+    NotLaunchedError instead of returning a "not launched" Outcome."""
+    from kernelgen_ops import _api
+
+    _api.STRICT = bool(strict)
+
+
+def strict() -> bool:
+    """Whether strict mode is on."""
+    from kernelgen_ops import _api
+
+    return _api.STRICT
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -61,14 +61,8 @@ def module_path(target_dir: Path, name: str = "guards") -> Path:
 
 
 def load(target_dir: Path, name: str = "guards") -> ModuleType:
-    """Imports the built module from its file (once). The build's kernelgen_ops folder is
-    put first in ``kernelgen_ops.__path__``, so ``kernelgen_ops.set_strict`` and
-    ``kernelgen_ops.refresh`` reach this build's runtime."""
-    import kernelgen_ops
-
-    ops_dir = str(target_dir.parent)
-    if ops_dir not in kernelgen_ops.__path__:
-        kernelgen_ops.__path__.insert(0, ops_dir)
+    """Imports the built module from its file (once); kernelgen_ops.set_strict and
+    kernelgen_ops.refresh reach it like any other loaded module."""
     path = module_path(target_dir, name)
     if path in _loaded:
         return _loaded[path]

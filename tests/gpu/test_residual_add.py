@@ -83,10 +83,10 @@ def test_misaligned_pointers_take_the_scalar_path(offsets):
 def test_plan():
     plan = residual_add.plan_residual_add_bf16(n=8192 * 4096)
     assert plan["launched"]
-    assert tuple(plan["grid"]) == (8192, 1, 1)  # 4096 elements per 128-thread CTA
+    assert tuple(plan["grid"]) == (16384, 1, 1)
     assert tuple(plan["block"]) == (128, 1, 1)
     assert plan["shared_mem"] == 0
-    assert tuple(residual_add.plan_residual_add_bf16(n=4097)["grid"]) == (2, 1, 1)
+    assert tuple(residual_add.plan_residual_add_bf16(n=2049)["grid"]) == (2, 1, 1)
 
 
 def test_empty_work_is_skipped():

@@ -72,6 +72,7 @@ const char* const kScalarNames[] = {"?", "u32", "i32", "u64", "i64", "f32"};
 
 // Exception and Outcome types from kernelgen_ops, resolved once per process.
 struct Shared {
+  PyObject* api = nullptr;  // kernelgen_ops._api: strict mode and the refresh registry live there
   PyObject* argument_error = nullptr;
   PyObject* launch_error = nullptr;
   PyObject* fatal_error = nullptr;
@@ -93,12 +94,12 @@ int init_shared() {
   if (g.outcome_type != nullptr) return 0;
   PyObject* mod = PyImport_ImportModule("kernelgen_ops._api");
   if (mod == nullptr) return -1;
+  g.api = mod;  // kept for the life of the process
   g.argument_error = PyObject_GetAttrString(mod, "ArgumentError");
   g.launch_error = PyObject_GetAttrString(mod, "LaunchError");
   g.fatal_error = PyObject_GetAttrString(mod, "CudaFatalError");
   g.not_launched = PyObject_GetAttrString(mod, "NotLaunchedError");
   g.outcome_type = PyObject_GetAttrString(mod, "Outcome");
-  Py_DECREF(mod);
   if (!g.argument_error || !g.launch_error || !g.fatal_error || !g.not_launched || !g.outcome_type) return -1;
 #define KG_INTERN(field, text) \
   if ((g.field = PyUnicode_InternFromString(text)) == nullptr) return -1;
@@ -649,6 +650,16 @@ PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
   return nullptr;
 }
 
+// Strict mode is process-wide (kernelgen_ops.set_strict): read only when a launcher does not
+// launch, so the launched path never pays for it. Returns 1, 0, or -1 with an error set.
+int strict_mode() {
+  PyObject* v = PyObject_GetAttrString(g.api, "STRICT");
+  if (v == nullptr) return -1;
+  const int r = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return r;
+}
+
 constexpr int kMaxArgs = 64;
 
 PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -685,7 +696,17 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (s->nsizes > 0) {
     int64_t sizes[kMaxArgs];
     const int32_t rc = s->sizes(values, sizes);
-    if (rc != KG_LAUNCHED) {  // a size expression overflowed: the arguments cannot be right
+    if (rc != KG_LAUNCHED) {
+      // A size expression failed. The plan's own verdict (a requires clause, empty work...)
+      // explains bad arguments better; only when the plan is fine is the size the error.
+      kg_plan p{};
+      int32_t kidx = 0;
+      const int32_t pc = s->plan(values, &p, &kidx);
+      if (pc < 0 || (pc > 0 && strict_mode() != 0)) {
+        if (PyErr_Occurred()) return nullptr;
+        return raise_for(self, s->kernels[kidx], pc);
+      }
+      if (pc > 0) return outcome(self, kidx, pc);
       char reason[512];
       kg_rt_describe(s->kernels[0], rc, reason, sizeof reason);
       std::strncat(reason, " (computing the array sizes)", sizeof reason - std::strlen(reason) - 1);
@@ -712,7 +733,10 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (code == KG_LAUNCHED) {
     return outcome(self, ran ? kernel_index(s, ran) : 0, code);
   }
-  if (code < 0 || kg_rt_strict()) return raise_for(self, ran, code);
+  if (code < 0 || strict_mode() != 0) {
+    if (PyErr_Occurred()) return nullptr;
+    return raise_for(self, ran, code);
+  }
   return outcome(self, ran ? kernel_index(s, ran) : 0, code);
 }
 
@@ -825,13 +849,6 @@ PyObject* rt_refresh(PyObject*, PyObject*) {
   kg_rt_refresh();
   Py_RETURN_NONE;
 }
-PyObject* rt_set_strict(PyObject*, PyObject* arg) {
-  int v = PyObject_IsTrue(arg);
-  if (v < 0) return nullptr;
-  kg_rt_set_strict(v);
-  Py_RETURN_NONE;
-}
-PyObject* rt_strict(PyObject*, PyObject*) { return PyBool_FromLong(kg_rt_strict()); }
 PyObject* rt_target(PyObject*, PyObject*) { return PyUnicode_FromString(kg_rt_target()); }
 PyObject* rt_target_cc(PyObject*, PyObject*) {
   const int32_t cc = kg_rt_target_cc();
@@ -849,8 +866,6 @@ PyObject* rt_device_cc(PyObject*, PyObject* arg) {
 
 PyMethodDef runtime_methods[] = {
     {"refresh", rt_refresh, METH_NOARGS, "Re-read every module's kill switch from the environment."},
-    {"set_strict", rt_set_strict, METH_O, "In strict mode a launcher that does not launch raises NotLaunchedError."},
-    {"strict", rt_strict, METH_NOARGS, "Whether strict mode is on."},
     {"target", rt_target, METH_NOARGS, "The target this library was built for."},
     {"target_capability", rt_target_cc, METH_NOARGS, "(major, minor) compute capability of the target."},
     {"device_count", rt_device_count, METH_NOARGS, "Number of CUDA devices (0 when none or no driver)."},
@@ -860,7 +875,20 @@ PyMethodDef runtime_methods[] = {
 
 }  // namespace
 
-int init_module(PyObject*) { return init_shared(); }
+int init_module(PyObject* module) {
+  if (init_shared() < 0) return -1;
+  // kernelgen_ops.refresh() must reach every target library loaded in the process (each
+  // has its own kill switches): register this module's library with it.
+  static PyMethodDef refresh_def = {"refresh", rt_refresh, METH_NOARGS,
+                                    "Re-read the kill switches of this module's target library."};
+  PyObject* fn = PyCFunction_New(&refresh_def, module);
+  if (fn == nullptr) return -1;
+  PyObject* registry = PyObject_GetAttrString(g.api, "_refreshers");
+  const int rc = registry ? PyList_Append(registry, fn) : -1;
+  Py_XDECREF(registry);
+  Py_DECREF(fn);
+  return rc;
+}
 
 int add_launcher(PyObject* module, const LauncherSpec* spec) {
   if (spec->nargs > kMaxArgs) {

@@ -238,8 +238,4 @@ int32_t kg_rt_is_sticky_error(int32_t e) {
   }
 }
 
-static std::atomic<int32_t> g_strict{0};
-int32_t kg_rt_strict(void) { return g_strict.load(std::memory_order_relaxed); }
-void kg_rt_set_strict(int32_t strict) { g_strict.store(strict != 0, std::memory_order_relaxed); }
-
 }  // extern "C"

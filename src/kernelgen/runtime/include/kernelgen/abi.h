@@ -85,10 +85,6 @@ int32_t kg_rt_current_device(void); /* -1 when none */
 int32_t kg_rt_device_cc(int32_t device); /* major * 10 + minor, -1 on error */
 int32_t kg_rt_is_sticky_error(int32_t cuda_error);
 
-/* Strict mode, used by the Python bindings: "not launched" raises instead of returning. */
-int32_t kg_rt_strict(void);
-void kg_rt_set_strict(int32_t strict);
-
 #ifdef __cplusplus
 }
 #endif
