@@ -50,21 +50,23 @@ if [ "$bench" -eq 1 ]; then
   done
 fi
 if [ "$sanitize" -eq 1 ]; then
-  # compute-sanitizer over every module's GPU tests (the guard and binding tests provoke
-  # faults and huge grids on purpose, so they stay out), at the smaller shapes, each tool
-  # bounded in time so one slow tool cannot eat the run.
+  # compute-sanitizer over every module's GPU tests, one test file per process so that a
+  # tool failure cannot spill into the next module, at the smaller shapes, each run bounded
+  # in time. The guard and binding tests provoke faults and huge grids on purpose and stay
+  # out. Only the catalog's kernels are checked: the torch kernels that the tests use as
+  # references are not ours (racecheck reports hazards inside torch's own reductions).
   san_k=${SANITIZE_K:-"not q4096 and not L4096 and not q1000 and not L1000 and not 8192 and not 40000"}
-  # Only the catalog's kernels are checked: the torch kernels the tests use as references are
-  # not ours (racecheck reports hazards inside torch's own reductions).
   ours="kns=dflash_|attn_prefill"
   for tool in memcheck racecheck; do
-    timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --kernel-regex "$ours" --error-exitcode 9 \
-      --print-limit 20 \
-      $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu --ignore=tests/gpu/test_bindings.py \
-      --ignore=tests/gpu/test_launch_guards.py -k "$san_k" > "$RES/sanitizer-$tool.log" 2>&1
-    rc=$?
-    echo "gpu_check: compute-sanitizer $tool exit $rc: $(grep -E 'ERROR SUMMARY|passed|failed' "$RES/sanitizer-$tool.log" | tail -n 2 | tr '\n' ' ')"
-    [ "$rc" -eq 0 ] || status=1
+    for f in tests/gpu/test_*.py; do
+      case "$f" in */test_bindings.py|*/test_launch_guards.py) continue ;; esac
+      log="$RES/sanitizer-$tool-$(basename "$f" .py).log"
+      timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --kernel-regex "$ours" --error-exitcode 9 \
+        --print-limit 20 $PY -m pytest -q -p no:cacheprovider -m gpu "$f" -k "$san_k" > "$log" 2>&1
+      rc=$?
+      echo "gpu_check: $tool $(basename "$f"): exit $rc: $(grep -E 'ERROR SUMMARY|Internal Sanitizer Error|passed|failed' "$log" | tail -n 3 | tr '\n' ' ')"
+      [ "$rc" -eq 0 ] || status=1
+    done
   done
 fi
 
