@@ -21,38 +21,13 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "bf16x2.cuh"
+
 namespace dflash_rms_norm_detail {
 
+using namespace dflash_common;
+
 constexpr uint32_t kMaxVecPerThread = 4;
-
-static __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-// Two f32 -> one packed bf16x2 word (round to nearest even), `lo` in the low half.
-static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-
-static __device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
-    return v;
-}
-
-// Sum over the CTA; every thread gets the (bitwise identical) total.
-// blockDim.x must be a multiple of 32 (the spec guarantees it).
-static __device__ __forceinline__ float block_sum(float v, float* red) {
-    v = warp_sum(v);
-    const uint32_t nwarps = blockDim.x >> 5;
-    if (nwarps == 1) return v;
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float t = 0.f;
-    for (uint32_t i = 0; i < nwarps; ++i) t += red[i];
-    return t;
-}
 
 template <uint32_t VPT>
 static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x,

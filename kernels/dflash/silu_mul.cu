@@ -17,16 +17,11 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "bf16x2.cuh"
+
 namespace dflash_silu_mul_detail {
 
-static __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
+using namespace dflash_common;
 
 static __device__ __forceinline__ float silu_mul1(float g, float u) {
     return g / (1.0f + __expf(-g)) * u;

@@ -93,34 +93,27 @@ def find_toolkit() -> Toolkit:
     raise ToolkitError(f"no CUDA toolkit (nvcc) found; looked in: {looked}. To fix: {HOW_TO_GET_CUDA}")
 
 
-def find_cmake() -> str:
-    try:  # the PyPI cmake package, a dependency of kernelgen
-        import cmake  # type: ignore[import-not-found]
-
-        exe = Path(cmake.CMAKE_BIN_DIR) / "cmake"
+def _tool(name: str, module: str, bin_attr: str) -> str:
+    """A build tool: the PyPI package's copy (a kernelgen dependency) first, then PATH."""
+    try:
+        mod = __import__(module)
+        exe = Path(getattr(mod, bin_attr)) / name
         if exe.is_file():
             return str(exe)
-    except ImportError:
+    except (ImportError, AttributeError):
         pass
-    exe2 = shutil.which("cmake")
-    if exe2:
-        return exe2
-    raise ToolkitError("CMake not found; run: pip install cmake")
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ToolkitError(f"{name} not found; run: pip install {module}")
+
+
+def find_cmake() -> str:
+    return _tool("cmake", "cmake", "CMAKE_BIN_DIR")
 
 
 def find_ninja() -> str:
-    try:
-        import ninja  # type: ignore[import-not-found]
-
-        exe = Path(ninja.BIN_DIR) / "ninja"
-        if exe.is_file():
-            return str(exe)
-    except ImportError:
-        pass
-    exe2 = shutil.which("ninja")
-    if exe2:
-        return exe2
-    raise ToolkitError("ninja not found; run: pip install ninja")
+    return _tool("ninja", "ninja", "BIN_DIR")
 
 
 def find_pybind11() -> str:

@@ -16,16 +16,12 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, argmax  # noqa: E402
 
+from tests.gpu.bf16_helpers import nonzero_randn  # noqa: E402
+
 DEV = "cuda"
 SENTINEL = -7  # never a valid index
 SPLIT_ROWS = 128  # specs/argmax.yaml: up to this many rows, clusters split rows
 MODES = pytest.mark.parametrize("extra_rows", [0, SPLIT_ROWS + 50], ids=["split", "row"])
-
-
-def nonzero_randn(*shape, scale=1.0):
-    t = torch.randn(*shape, device=DEV, dtype=torch.float32) * scale
-    t[t == 0] = 0.5
-    return t.to(torch.bfloat16)
 
 
 def run(logits, rows, vocab):

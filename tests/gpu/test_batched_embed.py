@@ -1,6 +1,5 @@
 """GPU tests of specs/batched_embed.yaml (kernels/dflash/batched_embed.cu): exact gathers."""
 
-import re
 
 import pytest
 
@@ -12,14 +11,10 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, batched_embed  # noqa: E402
 
+from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+
 DEV = "cuda"
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
-
-
-def nonzero_randn(*shape):
-    t = torch.randn(*shape, device=DEV, dtype=torch.float32)
-    t[t == 0] = 0.5
-    return t.to(torch.bfloat16)
 
 
 def bits(t):
@@ -31,14 +26,6 @@ def reference(ids, table, vocab):
     valid = (ids >= 0) & (ids < vocab)
     rows = table[ids.clamp(0, vocab - 1).long()]
     return torch.where(valid[:, None], rows, torch.zeros_like(rows))
-
-
-def clause_in(reason, clause):
-    """Whether `reason` quotes `clause`, ignoring spacing and the parentheses the
-    generator adds when it prints a clause back."""
-    def norm(s):
-        return re.sub(r"[\s()]+", "", str(s))
-    return norm(clause) in norm(reason)
 
 
 def run_and_check(ids, table, n, hidden, vocab):

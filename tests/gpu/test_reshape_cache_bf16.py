@@ -1,6 +1,5 @@
 """GPU tests of specs/reshape_cache_bf16.yaml (kernels/dflash/reshape_cache_bf16.cu): exact writes."""
 
-import re
 
 import pytest
 
@@ -12,14 +11,10 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, reshape_cache_bf16  # noqa: E402
 
+from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+
 DEV = "cuda"
 POISON = 0x7FA5  # a NaN bit pattern no copy of random data can produce
-
-
-def nonzero_randn(*shape):
-    t = torch.randn(*shape, device=DEV, dtype=torch.float32)
-    t[t == 0] = 0.5
-    return t.to(torch.bfloat16)
 
 
 def bits(t):
@@ -30,14 +25,6 @@ def poisoned_cache(num_blocks, block_size, heads, head_dim):
     c = torch.empty(num_blocks, block_size, heads, head_dim, device=DEV, dtype=torch.bfloat16)
     c.view(torch.int16).fill_(POISON)
     return c
-
-
-def clause_in(reason, clause):
-    """Whether `reason` quotes `clause`, ignoring spacing and the parentheses the
-    generator adds when it prints a clause back."""
-    def norm(s):
-        return re.sub(r"[\s()]+", "", str(s))
-    return norm(clause) in norm(reason)
 
 
 def expected_cache(cache, src, slots, num_blocks, block_size):

@@ -1,6 +1,5 @@
 """GPU tests of specs/rms_norm.yaml (kernels/dflash/rms_norm.cu) against a torch f32 reference."""
 
-import re
 
 import pytest
 
@@ -12,6 +11,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, rms_norm  # noqa: E402
 
+from tests.gpu.bf16_helpers import clause_in, max_ulp_diff, nonzero_randn  # noqa: E402
+
 EPS = 1e-6
 DEV = "cuda"
 
@@ -22,34 +23,10 @@ DEV = "cuda"
 MAX_ULPS = 1
 
 
-def nonzero_randn(*shape, scale=1.0, offset=0.0):
-    t = torch.randn(*shape, device=DEV, dtype=torch.float32) * scale + offset
-    t[t == 0] = 0.5
-    return t.to(torch.bfloat16)
-
-
-def ordered_bf16(t):
-    """bf16 bit patterns mapped to integers that are monotonic in the value (-0 == +0)."""
-    i = t.contiguous().view(torch.int16).to(torch.int32)
-    return torch.where(i < 0, -32768 - i, i)
-
-
-def max_ulp_diff(a, b):
-    return int((ordered_bf16(a) - ordered_bf16(b)).abs().max().item())
-
-
 def reference(x, w, eps):
     xf = x.float()
     r = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
     return (xf * r * w.float()).to(torch.bfloat16)
-
-
-def clause_in(reason, clause):
-    """Whether `reason` quotes `clause`, ignoring spacing and the parentheses the
-    generator adds when it prints a clause back."""
-    def norm(s):
-        return re.sub(r"[\s()]+", "", str(s))
-    return norm(clause) in norm(reason)
 
 
 def run_and_check(rows, hidden):

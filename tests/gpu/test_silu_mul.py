@@ -1,6 +1,5 @@
 """GPU tests of specs/silu_mul.yaml (kernels/dflash/silu_mul.cu) against a torch f32 reference."""
 
-import re
 
 import pytest
 
@@ -12,6 +11,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, silu_mul  # noqa: E402
 
+from tests.gpu.bf16_helpers import clause_in, max_ulp_diff, nonzero_randn  # noqa: E402
+
 DEV = "cuda"
 
 # Tolerance: kernel and reference both evaluate silu(g) * u in f32 and round once to bf16.
@@ -21,34 +22,10 @@ DEV = "cuda"
 MAX_ULPS = 1
 
 
-def nonzero_randn(*shape, scale=1.0):
-    t = torch.randn(*shape, device=DEV, dtype=torch.float32) * scale
-    t[t == 0] = 0.5
-    return t.to(torch.bfloat16)
-
-
-def ordered_bf16(t):
-    """bf16 bit patterns mapped to integers that are monotonic in the value (-0 == +0)."""
-    i = t.contiguous().view(torch.int16).to(torch.int32)
-    return torch.where(i < 0, -32768 - i, i)
-
-
-def max_ulp_diff(a, b):
-    return int((ordered_bf16(a) - ordered_bf16(b)).abs().max().item())
-
-
 def reference(inp, inter):
     f = inp.float()
     gate, up = f[:, :inter], f[:, inter:]
     return (torch.nn.functional.silu(gate) * up).to(torch.bfloat16)
-
-
-def clause_in(reason, clause):
-    """Whether `reason` quotes `clause`, ignoring spacing and the parentheses the
-    generator adds when it prints a clause back."""
-    def norm(s):
-        return re.sub(r"[\s()]+", "", str(s))
-    return norm(clause) in norm(reason)
 
 
 def run_and_check(rows, inter):

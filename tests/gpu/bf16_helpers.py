@@ -1,0 +1,38 @@
+"""Helpers the GPU tests share: random bf16 inputs without zeros, and bf16 comparisons in
+units in the last place."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+DEV = "cuda"
+
+
+def nonzero_randn(*shape: int, scale: float = 1.0, offset: float = 0.0) -> torch.Tensor:
+    """Normal random bf16 values on the GPU, with exact zeros replaced (zeros hide bugs)."""
+    t = torch.randn(*shape, device=DEV, dtype=torch.float32) * scale + offset
+    t[t == 0] = 0.5
+    return t.to(torch.bfloat16)
+
+
+def ordered_bf16(t: torch.Tensor) -> torch.Tensor:
+    """bf16 bit patterns mapped to integers that are monotonic in the value (-0 == +0)."""
+    i = t.contiguous().view(torch.int16).to(torch.int32)
+    return torch.where(i < 0, -32768 - i, i)
+
+
+def max_ulp_diff(a: torch.Tensor, b: torch.Tensor) -> int:
+    """The largest distance between two bf16 tensors, in bf16 units in the last place."""
+    return int((ordered_bf16(a) - ordered_bf16(b)).abs().max().item())
+
+
+def clause_in(reason: str | None, clause: str) -> bool:
+    """Whether `reason` quotes `clause`, ignoring spacing and the parentheses the
+    generator adds when it prints a clause back."""
+
+    def norm(s: object) -> str:
+        return re.sub(r"[\s()]+", "", str(s))
+
+    return norm(clause) in norm(reason)
