@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kernelgen import pyexpr
-from kernelgen.errors import ExprError
 
 MAX_EXPR_LEN = 512
 MAX_DEPTH = 32
@@ -328,16 +327,6 @@ def _eval(node: Node, env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
         fn2 = getattr(pyexpr, _FUNC_HELPER[node.func])
         return fn2(st, *(_eval(a, env, st) for a in node.args))
     raise TypeError(f"unknown node {node!r}")
-
-
-def try_constant(node: Node, env: Mapping[str, int]) -> int | bool | None:
-    """The value when every name is in ``env``; None otherwise or on an ExprError."""
-    if not node.names() <= set(env):
-        return None
-    try:
-        return evaluate(node, env)
-    except ExprError:
-        return None
 
 
 # ---------------------------------------------------------------- emission

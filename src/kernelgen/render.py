@@ -187,7 +187,7 @@ class _KView:
         return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
 
 
-def _launcher_view(m: LModule, name: str, args: tuple[CArg, ...], doc: str, infos: list[str],
+def _launcher_view(name: str, args: tuple[CArg, ...], doc: str, infos: list[str],
                    is_chain: bool, nsizes: int) -> dict[str, object]:
     value_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args))
     value_int_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args) if a.is_int)
@@ -322,11 +322,11 @@ class Renderer:
         kernels = [_KView(k, lm) for k in lm.kernels]
         chains = [_CView(c, lm) for c in lm.chains]
         launchers = [
-            _launcher_view(lm, k.name, k.args, k.doc, [f"kg_{lm.name}__{k.name}__info()"], False, len(k.sizes))
+            _launcher_view(k.name, k.args, k.doc, [f"kg_{lm.name}__{k.name}__info()"], False, len(k.sizes))
             for k in lm.kernels
         ] + [
             _launcher_view(
-                lm, c.name, c.args, c.doc, [f"kg_{mod}__{kern}__info()" for mod, kern, _ in c.members], True, c.nsizes
+                c.name, c.args, c.doc, [f"kg_{mod}__{kern}__info()" for mod, kern, _ in c.members], True, c.nsizes
             )
             for c in lm.chains
         ]

@@ -51,7 +51,8 @@ def _existing(root: Path, subdirs: list[str]) -> set[str]:
     return out
 
 
-def _owned_dirs(files: dict[str, str], targets: list[str]) -> list[str]:
+def _owned_dirs(targets: list[str]) -> list[str]:
+    """The folders the writer owns: every file in them comes from the specs."""
     return sorted({f"{GENERATED}/{t}" for t in targets})
 
 
@@ -89,10 +90,10 @@ def write_files(root: Path, files: dict[str, str], targets: list[str]) -> WriteR
                 raise GenerationError(f"cannot read {rel}: {exc}") from None
             _atomic_write(path, data)
             report.written.append(rel)
-        for rel in sorted(_existing(root, _owned_dirs(files, targets)) - set(files)):
+        for rel in sorted(_existing(root, _owned_dirs(targets)) - set(files)):
             (root / rel).unlink()
             report.removed.append(rel)
-        for sub in _owned_dirs(files, targets):
+        for sub in _owned_dirs(targets):
             _remove_empty_dirs(root / sub)
     return report
 
@@ -107,7 +108,7 @@ def check_files(root: Path, files: dict[str, str], targets: list[str]) -> CheckR
                 report.stale.append(rel)
         except FileNotFoundError:
             report.missing.append(rel)
-    report.orphaned = sorted(_existing(root, _owned_dirs(files, targets)) - set(files))
+    report.orphaned = sorted(_existing(root, _owned_dirs(targets)) - set(files))
     return report
 
 

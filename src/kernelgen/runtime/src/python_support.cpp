@@ -81,7 +81,6 @@ struct Shared {
   // torch, resolved on first sight of a torch tensor.
   PyObject* torch_tensor = nullptr;
   PyObject* torch_dtypes[kElemCount] = {};
-  bool torch_checked = false;
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
@@ -467,10 +466,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   if (PyBool_Check(o) || PyFloat_Check(o)) {
     return arg_error(s, a, "expected a CUDA array or an int device pointer, got %s", type_name(o));
   }
-  if (!g.torch_checked || g.torch_tensor == nullptr) {
-    check_torch();
-    g.torch_checked = g.torch_tensor != nullptr;
-  }
+  if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
   if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
     return from_torch(s, a, o, out, numel);
   }
