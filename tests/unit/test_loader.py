@@ -175,3 +175,18 @@ def test_cli_reports_bad_spec_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     assert "specs/demo.yaml:17: kernels.scale.applies_if[0]: undefined name 'm'" in res.stderr
     assert not (root / "generated" / "gb10").exists()
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", BAD, ids=[b[0] for b in BAD])
+def test_cli_answers_every_bad_spec_with_one_message_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, spec: str, line: int, fragment: str
+) -> None:
+    from kernelgen.cli import main
+
+    root = write_project(tmp_path, spec)
+    assert main(["--root", str(root), "generate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kernelgen: error: specs/demo.yaml"), err
+    assert fragment in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (root / "generated").exists() or not any((root / "generated").rglob("*.cu"))
