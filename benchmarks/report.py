@@ -105,13 +105,13 @@ def build_md(d: dict) -> list[str]:
     return lines
 
 
-def chart(att: dict | None, mem: dict | None) -> None:
+def chart(att: dict | None, mem: dict | None, launch: dict | None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(20, 5), gridspec_kw={"width_ratios": [1.1, 1, 1.2]})
     if mem:
         ax = axes[0]
         names = [r["kernel"] for r in mem["large"]]
@@ -134,6 +134,23 @@ def chart(att: dict | None, mem: dict | None) -> None:
         ax.set_ylabel("TFLOP/s")
         ax.set_title("Prefill attention, hq 16 hkv 4 d 256 causal")
         ax.legend(fontsize=8)
+    if launch:
+        ax = axes[2]
+        def launched(r: object) -> bool:
+            label = r.get("label", "") if isinstance(r, dict) else ""
+            return bool(isinstance(r, dict) and r.get("ratio_to_floor_in_process")) and not any(
+                word in label for word in ("no launch", "n=0", "graph"))
+
+        rows = [r for r in launch.get("results", {}).values() if launched(r)]
+        labels = [r["label"].replace("kernelgen ", "kg ")[:48] for r in rows]
+        ax.barh(range(len(rows)), [r["ratio_to_floor_in_process"] for r in rows],
+                color=["tab:blue" if r["label"].startswith("kernelgen") else "tab:gray" for r in rows])
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.axvline(1.25, color="tab:red", ls=":", label="1.25x target")
+        ax.invert_yaxis()
+        ax.set_xlabel("host cost per launch / in-process C++ <<<>>> floor")
+        ax.set_title("Launch cost (same 11-argument kernel)")
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(RES / "benchmarks.png", dpi=110)
 
@@ -153,7 +170,7 @@ def main() -> None:
     if build:
         lines += build_md(build)
     (HERE / "RESULTS.md").write_text("\n".join(lines))
-    chart(att, mem)
+    chart(att, mem, launch)
 
 
 if __name__ == "__main__":
