@@ -146,10 +146,25 @@ def _target_lock(path: Path, echo: Callable[[str], None]):
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> list[str]:
+@dataclass(frozen=True)
+class Tools:
+    """The programs a build runs, found once per build."""
+
+    cuda: toolkit.Toolkit
+    cmake: str
+    ninja: str
+    pybind11_dir: str
+
+    @staticmethod
+    def find() -> Tools:
+        return Tools(toolkit.find_toolkit(), toolkit.find_cmake(), toolkit.find_ninja(), toolkit.find_pybind11())
+
+
+def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str]:
+    tk = tools.cuda
     args = [
-        toolkit.find_cmake(), "-S", str(DRIVER_DIR), "-B", str(opts.build_dir / target.name), "-G", "Ninja",
-        f"-DCMAKE_MAKE_PROGRAM={toolkit.find_ninja()}",
+        tools.cmake, "-S", str(DRIVER_DIR), "-B", str(opts.build_dir / target.name), "-G", "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={tools.ninja}",
         f"-DCMAKE_CUDA_COMPILER={tk.nvcc}",
         f"-DCUDAToolkit_ROOT={tk.root}",
         f"-DCMAKE_BUILD_TYPE={opts.build_type}",
@@ -157,7 +172,7 @@ def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> l
         f"-DKERNELGEN_ROOT={opts.root}",
         f"-DKERNELGEN_TARGETS={target.name}",
         "-DKERNELGEN_INSTALL_DIR=kernelgen_ops",
-        f"-Dpybind11_DIR={toolkit.find_pybind11()}",
+        f"-Dpybind11_DIR={tools.pybind11_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
     ]
@@ -174,38 +189,38 @@ def configure_args(opts: BuildOptions, target: Target, tk: toolkit.Toolkit) -> l
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
-    tk = toolkit.find_toolkit()
+    tools = Tools.find()
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):
-            results.append(_build_one(opts, t, tk, echo))
+            results.append(_build_one(opts, t, tools, echo))
     return results
 
 
-def _build_one(opts: BuildOptions, t: Target, tk: toolkit.Toolkit, echo: Callable[[str], None]) -> TargetResult:
+def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str], None]) -> TargetResult:
     """Configure (when the arguments changed), build and install one target."""
     start = time.monotonic()
     res = TargetResult(t.name, 0.0)
     bdir = opts.build_dir / t.name
     bdir.mkdir(parents=True, exist_ok=True)
-    args = configure_args(opts, t, tk)
+    args = configure_args(opts, t, tools)
     stamp = bdir / ".kernelgen-configure.json"
     if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
-        echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tk.version} from {tk.source}")
+        echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tools.cuda.version} from {tools.cuda.source}")
         rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
         if rc != 0:
             raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
         stamp.write_text(json.dumps(args))
         res.configured = True
     echo(f"kernelgen: building {t.name} ({t.arch})")
-    cmd = [toolkit.find_cmake(), "--build", str(bdir)]
+    cmd = [tools.cmake, "--build", str(bdir)]
     if opts.jobs:
         cmd += ["--parallel", str(opts.jobs)]
     rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
     if rc != 0:
         raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines)}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
-    rc, lines, _ = _run([toolkit.find_cmake(), "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
+    rc, lines, _ = _run([tools.cmake, "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
                         opts.root, echo, opts.verbose)
     if rc != 0:
         raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")

@@ -14,6 +14,7 @@ expectation used by the generated tests are both produced from one ordered list 
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ class LKernel:
     symbol: str
     variants: tuple[Variant, ...]
     variant_on: str | None
+    variant_on_cpp: str | None  # the variant argument as the plan's C++ reads it
     args: tuple[CArg, ...]  # kernel args then host args
     kernel_args: tuple[CArg, ...]
     int_args: tuple[CArg, ...]
@@ -291,6 +293,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         symbol=k.symbol,
         variants=variants,
         variant_on=k.variants.on if k.variants else None,
+        variant_on_cpp=cpp_name(k.variants.on) if k.variants else None,
         args=tuple(cargs),
         kernel_args=kernel_cargs,
         int_args=tuple(c for c in cargs if c.is_int),
@@ -418,6 +421,7 @@ def _candidates(v: int, lo: int, hi: int) -> list[int]:
     return out
 
 
+@functools.cache  # a chain asks again for its members' cases
 def _test_cases(module: Module, k: Kernel, target: Target):
     """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests."""
     base = dict(k.examples[0])

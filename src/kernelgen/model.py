@@ -35,33 +35,32 @@ class Scalar(enum.Enum):
 
 
 class Elem(enum.Enum):
-    """Element types of pointer arguments.
+    """Element types of pointer arguments: spec spelling and C++ type.
 
-    Each carries its C++ type, size in bytes, and how array producers name it: the DLPack
-    (type code, bits) pair and the ``torch`` dtype attribute.
+    ``code`` is the element's index in the binding support's table (``kElems`` in
+    runtime/src/python_support.cpp), which holds how array producers name each type
+    (DLPack codes, torch dtypes, ``__cuda_array_interface__`` typestrs); a unit test keeps
+    the two in the same order.
     """
 
-    BF16 = ("bf16", "__nv_bfloat16", 2, (4, 16), "bfloat16")
-    F16 = ("f16", "__half", 2, (2, 16), "float16")
-    F32 = ("f32", "float", 4, (2, 32), "float32")
-    F64 = ("f64", "double", 8, (2, 64), "float64")
-    I8 = ("i8", "int8_t", 1, (0, 8), "int8")
-    I16 = ("i16", "int16_t", 2, (0, 16), "int16")
-    I32 = ("i32", "int32_t", 4, (0, 32), "int32")
-    I64 = ("i64", "int64_t", 8, (0, 64), "int64")
-    U8 = ("u8", "uint8_t", 1, (1, 8), "uint8")
-    U16 = ("u16", "uint16_t", 2, (1, 16), "uint16")
-    U32 = ("u32", "uint32_t", 4, (1, 32), "uint32")
-    U64 = ("u64", "uint64_t", 8, (1, 64), "uint64")
-    FP8_E4M3 = ("fp8_e4m3", "__nv_fp8_e4m3", 1, (10, 8), "float8_e4m3fn")
-    FP8_E5M2 = ("fp8_e5m2", "__nv_fp8_e5m2", 1, (11, 8), "float8_e5m2")
+    BF16 = ("bf16", "__nv_bfloat16")
+    F16 = ("f16", "__half")
+    F32 = ("f32", "float")
+    F64 = ("f64", "double")
+    I8 = ("i8", "int8_t")
+    I16 = ("i16", "int16_t")
+    I32 = ("i32", "int32_t")
+    I64 = ("i64", "int64_t")
+    U8 = ("u8", "uint8_t")
+    U16 = ("u16", "uint16_t")
+    U32 = ("u32", "uint32_t")
+    U64 = ("u64", "uint64_t")
+    FP8_E4M3 = ("fp8_e4m3", "__nv_fp8_e4m3")
+    FP8_E5M2 = ("fp8_e5m2", "__nv_fp8_e5m2")
 
-    def __init__(self, spelling: str, cpp: str, size: int, dlpack: tuple[int, int], torch: str) -> None:
+    def __init__(self, spelling: str, cpp: str) -> None:
         self.spelling = spelling
         self.cpp = cpp
-        self.size = size
-        self.dlpack = dlpack
-        self.torch = torch
 
     @property
     def code(self) -> int:

@@ -76,12 +76,6 @@ class _KView:
         return c_string(self.k.variant_on) if self.k.variant_on else "nullptr"
 
     @property
-    def variant_on_cpp(self) -> str:
-        assert self.k.variant_on is not None
-        on = self.k.variant_on
-        return f"kg_i64_{on}" if on in self.k.u64_int_args else f"int64_t{{{on}}}"
-
-    @property
     def variant_values(self) -> str:
         return "(" + ", ".join(str(v.value) for v in self.k.variants) + ",)"
 

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "kernelgen/python.h"
 #include "kernelgen/torch_fast.h"
 
 #ifndef KERNELGEN_TORCH_VERSION
@@ -18,20 +19,20 @@ namespace {
 int32_t elem_code(c10::ScalarType t) {
   using c10::ScalarType;
   switch (t) {
-    case ScalarType::BFloat16: return 1;
-    case ScalarType::Half: return 2;
-    case ScalarType::Float: return 3;
-    case ScalarType::Double: return 4;
-    case ScalarType::Char: return 5;
-    case ScalarType::Short: return 6;
-    case ScalarType::Int: return 7;
-    case ScalarType::Long: return 8;
-    case ScalarType::Byte: return 9;
-    case ScalarType::UInt16: return 10;
-    case ScalarType::UInt32: return 11;
-    case ScalarType::UInt64: return 12;
-    case ScalarType::Float8_e4m3fn: return 13;
-    case ScalarType::Float8_e5m2: return 14;
+    case ScalarType::BFloat16: return kg::py::kBF16;
+    case ScalarType::Half: return kg::py::kF16;
+    case ScalarType::Float: return kg::py::kF32e;
+    case ScalarType::Double: return kg::py::kF64;
+    case ScalarType::Char: return kg::py::kI8;
+    case ScalarType::Short: return kg::py::kI16;
+    case ScalarType::Int: return kg::py::kI32e;
+    case ScalarType::Long: return kg::py::kI64e;
+    case ScalarType::Byte: return kg::py::kU8;
+    case ScalarType::UInt16: return kg::py::kU16;
+    case ScalarType::UInt32: return kg::py::kU32e;
+    case ScalarType::UInt64: return kg::py::kU64e;
+    case ScalarType::Float8_e4m3fn: return kg::py::kFP8E4M3;
+    case ScalarType::Float8_e5m2: return kg::py::kFP8E5M2;
     default: return 0;
   }
 }
