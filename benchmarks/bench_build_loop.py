@@ -8,9 +8,13 @@ Measures, in a scratch copy of the project (so the working tree is untouched):
   spec edit     one spec's summary edited: which translation units recompile;
   kernel edit   one kernel source touched: which translation units recompile;
   ccache        a clean rebuild (build/ removed) through `--compiler-launcher ccache`,
-                after a cold build that filled the cache.
+                after a cold build that filled the cache;
+  sccache       the same through `--compiler-launcher sccache` (local disk cache, a private
+                server), with hits and misses per compile step for each of the two builds.
 
 Usage: python3 benchmarks/bench_build_loop.py --out benchmarks/results/build_loop.json
+       python3 benchmarks/bench_build_loop.py --out benchmarks/results/build_loop.json --only sccache --merge
+       (--only runs some sections; --merge keeps the other entries of an existing --out file)
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import os
 import platform
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,21 +49,72 @@ def compiled(log: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"compiling (\S+)", log)]
 
 
+def sccache_counts(before: dict, after: dict) -> dict[str, object]:
+    """What sccache counted between two `--show-stats --stats-format json` snapshots, per compile step."""
+    def per_step(key: str) -> dict[str, int]:
+        a, b = after[key]["adv_counts"], before.get(key, {}).get("adv_counts", {})
+        return {k: a[k] - b.get(k, 0) for k in sorted(a) if a[k] != b.get(k, 0)}
+
+    return {"hits": per_step("cache_hits"), "misses": per_step("cache_misses"),
+            "not_cacheable": after["non_cacheable_compilations"] - before.get("non_cacheable_compilations", 0)}
+
+
+def bench_sccache(root: Path, scratch: Path, t: str, sccache: str) -> dict[str, object]:
+    with socket.socket() as s:  # a private server on a free port, with this run's cache only
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = scratch / "sccache.conf"
+    conf.write_text("")  # no user config (remote storage, distributed compilation)
+    env = {"SCCACHE_DIR": str(scratch / "sccache"), "SCCACHE_SERVER_PORT": str(port), "SCCACHE_CONF": str(conf)}
+    full_env = dict(os.environ, **env)
+
+    def sccache_run(*a: str) -> str:
+        return subprocess.run([sccache, *a], env=full_env, capture_output=True, text=True, check=True).stdout
+
+    def stats() -> dict:
+        return json.loads(sccache_run("--show-stats", "--stats-format", "json"))["stats"]
+
+    version = sccache_run("--version").split()[-1]
+    sccache_run("--start-server")
+    try:
+        shutil.rmtree(root / "build", ignore_errors=True)
+        fill_s, log = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", env=env)
+        filled = stats()
+        shutil.rmtree(root / "build")
+        warm_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", env=env)
+        warm = stats()
+    finally:
+        subprocess.run([sccache, "--stop-server"], env=full_env, capture_output=True)
+    return {"target": t, "version": version, "compiled": len(compiled(log)), "filling_build_s": fill_s,
+            "clean_rebuild_s": warm_s,
+            "stats": {"filling_build": sccache_counts({}, filled), "clean_rebuild": sccache_counts(filled, warm)}}
+
+
 def main() -> None:
+    sections = ["loop", "ccache", "sccache"]
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--targets", nargs="+", default=["gb10", "hopper"])
+    ap.add_argument("--only", nargs="+", choices=sections, default=sections,
+                    help="sections to run (loop: generate and the per-target builds)")
+    ap.add_argument("--merge", action="store_true", help="keep the entries of --out that this run does not measure")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="kernelgen-bench-"))
     root = scratch / "project"
     shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(".git", ".venv", "build", "bindings", "__pycache__",
                                                                ".pytest_cache", "gpu-results", ".scratch", ".whl"))
     (root / "bindings").mkdir()
-    res: dict[str, object] = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "targets": {}}
+    out = Path(args.out)
+    res: dict[str, object] = json.loads(out.read_text()) if args.merge and out.is_file() else {}
+    res["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
+    if "loop" in args.only:
+        res["targets"] = {}
     shutil.rmtree(root / "generated")
-    res["generate_s"], _ = kernelgen(root, "generate")
-    res["generate_unchanged_s"], _ = kernelgen(root, "generate")
-    for t in args.targets:
+    gen_s, _ = kernelgen(root, "generate")
+    if "loop" in args.only:
+        res["generate_s"] = gen_s
+        res["generate_unchanged_s"], _ = kernelgen(root, "generate")
+    for t in args.targets if "loop" in args.only else []:
         r: dict[str, object] = {}
         r["cold_build_s"], log = kernelgen(root, "build", "--target", t)
         r["cold_compiled"] = len(compiled(log))
@@ -72,10 +128,10 @@ def main() -> None:
         r["kernel_edit_s"], log = kernelgen(root, "build", "--target", t)
         r["kernel_edit_compiled"] = compiled(log)
         res["targets"][t] = r  # type: ignore[index]
-    if shutil.which("ccache"):
+    if "ccache" in args.only and shutil.which("ccache"):
         env = {"CCACHE_DIR": str(scratch / "ccache"), "CCACHE_BASEDIR": str(root)}
         t = args.targets[-1]
-        shutil.rmtree(root / "build")
+        shutil.rmtree(root / "build", ignore_errors=True)
         fill_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "ccache", env=env)
         shutil.rmtree(root / "build")
         warm_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "ccache", env=env)
@@ -84,8 +140,14 @@ def main() -> None:
         res["ccache"] = {"target": t, "filling_build_s": fill_s, "clean_rebuild_s": warm_s,
                          "stats": {k: int(v) for k, v in (ln.split("\t") for ln in stats.splitlines() if "\t" in ln)
                                    if v.isdigit() and ("hit" in k or "miss" in k)}}
+    sccache = shutil.which("sccache")
+    if "sccache" in args.only and sccache:
+        res["sccache"] = bench_sccache(root, scratch, args.targets[-1], sccache)
+    for tool in ("ccache", "sccache"):
+        if tool in args.only and not shutil.which(tool):
+            print(f"{tool} is not on PATH: its section was not measured", file=sys.stderr)
     shutil.rmtree(scratch, ignore_errors=True)
-    Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
+    out.write_text(json.dumps(res, indent=2) + "\n")
     print(json.dumps(res, indent=2))
 
 

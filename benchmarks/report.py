@@ -101,6 +101,23 @@ def build_md(d: dict) -> list[str]:
         c = d["ccache"]
         lines.append(f"- {c['target']} through ccache: filling build {c['filling_build_s']:.0f} s, clean rebuild "
                      f"{c['clean_rebuild_s']:.0f} s; ccache stats {c['stats']}")
+    if d.get("sccache"):
+        c = d["sccache"]
+
+        def steps(counts: dict[str, int]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+        for phase in ("filling_build", "clean_rebuild"):
+            s = c["stats"][phase]
+            lines.append(
+                f"- {c['target']} through sccache {c.get('version', '')}".rstrip() + f", {phase.replace('_', ' ')} "
+                f"{c[phase + '_s']:.0f} s ({c.get('compiled', '?')} compile steps): hits {sum(s['hits'].values())} "
+                f"({steps(s['hits'])}); misses {sum(s['misses'].values())} ({steps(s['misses'])}); "
+                f"{s['not_cacheable']} nvcc calls not cacheable as a whole")
+        lines.append("  (sccache never caches an nvcc call as one unit: it splits it with `nvcc --dryrun` and caches "
+                     "its cudafe++, cicc, ptxas and host-compile steps, the last counted as 'cuda [nvcc]'; its "
+                     "preprocessing steps and fatbinary run on every build, so a cached nvcc call costs more than "
+                     "through ccache)")
     lines.append("")
     return lines
 
