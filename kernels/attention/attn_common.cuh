@@ -15,6 +15,9 @@
 // rounding intrinsics (__fmul_rn, __fadd_rn, __fmaf_rn, ex2.approx.ftz) so that no compiler
 // contraction decision can differ between two kernels. Hence the outputs of two such kernels
 // are bit-identical for rows they both compute.
+// (attn_wgmma.cuh issues the same two products as warpgroup MMAs on sm_90a for the 128-row twins;
+// the softmax code between them is this header's, and the products keep mma.sync's operations
+// and accumulation order, which the GPU tests check bit for bit.)
 //
 // Shared-memory tiles hold rows of HEAD_DIM bf16 (HEAD_DIM * 2 bytes, a multiple of 128);
 // 16-byte chunk c of row r lives at chunk (c ^ (r & 7)) of that row, so the 8 row addresses
@@ -169,16 +172,15 @@ __device__ __forceinline__ void warp_init(WarpState<HEAD_DIM>& st) {
     st.l[0] = st.l[1] = 0.f;
 }
 
-// Phase 1. sQ: shared address of the Q tile (row wr0 = this warp's first row in it);
-// sK: shared address of the 32-row K tile holding keys key0 .. key0 + 31.
+// Phase 1 = warp_qk + warp_softmax. sQ: shared address of the Q tile (row wr0 = this warp's
+// first row in it); sK: shared address of the 32-row K tile holding keys key0 .. key0 + 31.
 // pos0 / pos1: absolute positions of this lane's rows g and g + 8.
-// On return P holds the bf16 probabilities as A fragments: P[kk] covers keys kk*16 .. kk*16+15.
+//
+// Scores S = Q K^T of the warp's 16 rows against the tile's 32 keys, accumulated over head_dim
+// in 16-wide steps from 0 up (s[n] covers keys n*8 .. n*8+7 in the accumulator layout).
 template <int HEAD_DIM>
-__device__ __forceinline__ void warp_qk_softmax(WarpState<HEAD_DIM>& st, uint32_t (&P)[2][4],
-                                                uint32_t sQ, int wr0, uint32_t sK, int key0,
-                                                bool need_mask, const MaskParams& mp, int pos0,
-                                                int pos1, float scale_log2, int lane) {
-    float s[4][4];
+__device__ __forceinline__ void warp_qk(float (&s)[4][4], uint32_t sQ, int wr0, uint32_t sK,
+                                        int lane) {
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
 #pragma unroll
@@ -199,7 +201,16 @@ __device__ __forceinline__ void warp_qk_softmax(WarpState<HEAD_DIM>& st, uint32_
             mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
         }
     }
+}
 
+// Masking and the online-softmax update of the warp's state from the scores s of one tile
+// (keys key0 .. key0 + 31); leaves P, the bf16 probabilities, as A fragments: P[kk] covers keys
+// kk*16 .. kk*16+15. s is consumed.
+template <int HEAD_DIM>
+__device__ __forceinline__ void warp_softmax(WarpState<HEAD_DIM>& st, uint32_t (&P)[2][4],
+                                             float (&s)[4][4], int key0, bool need_mask,
+                                             const MaskParams& mp, int pos0, int pos1,
+                                             float scale_log2, int lane) {
     if (need_mask) {
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
@@ -268,6 +279,17 @@ __device__ __forceinline__ void warp_qk_softmax(WarpState<HEAD_DIM>& st, uint32_
         P[kk][2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
         P[kk][3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
+}
+
+// Phase 1 as one call: warp_qk then warp_softmax.
+template <int HEAD_DIM>
+__device__ __forceinline__ void warp_qk_softmax(WarpState<HEAD_DIM>& st, uint32_t (&P)[2][4],
+                                                uint32_t sQ, int wr0, uint32_t sK, int key0,
+                                                bool need_mask, const MaskParams& mp, int pos0,
+                                                int pos1, float scale_log2, int lane) {
+    float s[4][4];
+    warp_qk<HEAD_DIM>(s, sQ, wr0, sK, lane);
+    warp_softmax<HEAD_DIM>(st, P, s, key0, need_mask, mp, pos0, pos1, scale_log2, lane);
 }
 
 // Phase 2: O += P V. sV: shared address of the 32-row V tile.
@@ -340,7 +362,15 @@ __device__ __forceinline__ void warp_store(const WarpState<HEAD_DIM>& st, uint32
 // one block-table entry) per row, not per chunk.
 constexpr int LOAD_TPR = 8;  // threads per row segment
 
-template <int HEAD_DIM, int NT, int ROWS>
+// Shared-memory layout of the tiles the per-warp code reads: swizzled rows of HEAD_DIM bf16.
+template <int HEAD_DIM>
+struct RowSwizzle {
+    __device__ static __forceinline__ uint32_t offset(int row, int chunk) {
+        return swz<HEAD_DIM>(row, chunk);
+    }
+};
+
+template <int HEAD_DIM, int NT, int ROWS, typename Layout = RowSwizzle<HEAD_DIM>>
 struct TileLoad {
     static constexpr int RPT = ROWS * LOAD_TPR / NT;        // rows per thread
     static constexpr int CPT = HEAD_DIM / 8 / LOAD_TPR;     // 16-byte chunks per thread per row
@@ -364,7 +394,7 @@ struct TileLoad {
                 const int c = chunk(ltid, j);
                 // A zero-filled chunk reads nothing; it still gets a valid address.
                 const __nv_bfloat16* src = ok[i] ? base + off[i] + c * 8 : base;
-                cp_async_16(sdst + swz<HEAD_DIM>(r, c), src, ok[i]);
+                cp_async_16(sdst + Layout::offset(r, c), src, ok[i]);
             }
         }
     }
@@ -410,7 +440,16 @@ struct PagedKV {
 //     compute-sanitizer racecheck reports LDGSTS-vs-LDSM hazards on it (the orderings are
 //     cp.async.mbarrier.arrive -> mbarrier wait and bar.arrive -> bar.sync, which racecheck does
 //     not appear to model); no kernel uses it for now.
-enum LoadMode { LOAD_SERIAL = 0, LOAD_PIPELINED = 1, LOAD_SPLIT = 2 };
+//   WGMMA_PIPELINED: LOAD_PIPELINED's schedule with the products issued as warpgroup MMAs
+//     (attn_wgmma.cuh, sm_90a only, the 128-row head_dim 256 twins).
+enum LoadMode { LOAD_SERIAL = 0, LOAD_PIPELINED = 1, LOAD_SPLIT = 2, WGMMA_PIPELINED = 3 };
+
+template <int HEAD_DIM, int NWARPS, typename KV>
+__device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int64_t q_stride,
+                                               __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
+                                               const __nv_bfloat16* v_base, const KV& kv,
+                                               const MaskParams& mp, int q_block,
+                                               float inv_sqrt_d);
 
 __device__ __forceinline__ void mbar_init(uint32_t addr, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
@@ -636,6 +675,20 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
     }
 }
 
+template <int HEAD_DIM, int NWARPS, int MODE, typename KV>
+__device__ __forceinline__ void run_cta(const __nv_bfloat16* q_base, int64_t q_stride,
+                                        __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
+                                        const __nv_bfloat16* v_base, const KV& kv,
+                                        const MaskParams& mp, int q_block, float inv_sqrt_d) {
+    if constexpr (MODE == WGMMA_PIPELINED) {
+        attn_cta_wgmma<HEAD_DIM, NWARPS>(q_base, q_stride, o_base, k_base, v_base, kv, mp, q_block,
+                                         inv_sqrt_d);
+    } else {
+        attn_cta<HEAD_DIM, NWARPS, MODE>(q_base, q_stride, o_base, k_base, v_base, kv, mp, q_block,
+                                         inv_sqrt_d);
+    }
+}
+
 __device__ __forceinline__ int log2_if_pow2(uint32_t x) {
     return (x != 0 && (x & (x - 1)) == 0) ? (__ffs(static_cast<int>(x)) - 1) : -1;
 }
@@ -668,7 +721,7 @@ __device__ __forceinline__ void attn_paged_cta(const __nv_bfloat16* q, const __n
     kv.stride = static_cast<int64_t>(num_kv_heads) * HEAD_DIM;
     const int64_t hoff = static_cast<int64_t>(head) * HEAD_DIM;
     const int64_t kvoff = static_cast<int64_t>(kv_head) * HEAD_DIM;
-    attn_cta<HEAD_DIM, NWARPS, MODE>(q + hoff, q_stride, output + hoff, k_cache + kvoff,
+    run_cta<HEAD_DIM, NWARPS, MODE>(q + hoff, q_stride, output + hoff, k_cache + kvoff,
                                      v_cache + kvoff, kv, mp, q_block, inv_sqrt_d);
 }
 
@@ -693,7 +746,7 @@ __device__ __forceinline__ void attn_contig_cta(const __nv_bfloat16* q, const __
     kv.stride = static_cast<int64_t>(num_kv_heads) * HEAD_DIM;
     const int64_t q_base = (b * seq_len * num_q_heads + head) * HEAD_DIM;
     const int64_t kv_base = (b * seq_len * num_kv_heads + kv_head) * HEAD_DIM;
-    attn_cta<HEAD_DIM, NWARPS, MODE>(q + q_base, q_stride, output + q_base, k + kv_base,
+    run_cta<HEAD_DIM, NWARPS, MODE>(q + q_base, q_stride, output + q_base, k + kv_base,
                                      v + kv_base, kv, mp, q_block, inv_sqrt_d);
 }
 

@@ -328,7 +328,7 @@ const kg_kernel_info kInfo_attn_prefill_fa128_paged = {
     1, 5, 4,
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_fa128_paged_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_prefill_fa128.yaml:13: kernel 'attn_prefill_fa128_paged': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_paged_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_prefill_fa128.yaml:14: kernel 'attn_prefill_fa128_paged': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_paged_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_attn_prefill_fa128_paged;
 const char* const kSkip_attn_prefill_fa128[] = {
     "seq_len == 0",
@@ -352,7 +352,7 @@ const kg_kernel_info kInfo_attn_prefill_fa128 = {
     2, 5, 2,
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_fa128_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_prefill_fa128.yaml:52: kernel 'attn_prefill_fa128': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_prefill_fa128.yaml:53: kernel 'attn_prefill_fa128': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_attn_prefill_fa128;
 }  // namespace
 

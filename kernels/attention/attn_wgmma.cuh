@@ -1,0 +1,319 @@
+// Hopper (sm_90a) compute path of the 128-row prefill twins: the per-warp arithmetic of
+// attn_common.cuh with both products issued as warpgroup MMAs (wgmma) instead of per-warp mma.sync.
+//
+// Two warpgroups of 4 warps each own 64 of the CTA's 128 query rows. Per 32-key tile:
+//   S = Q K^T: 16 wgmma m64n32k16, A (Q) and B (K) read from shared memory through matrix
+//     descriptors, accumulated over head_dim in 16-wide steps from 0 up, exactly as warp_qk's 16
+//     mma.sync steps; the accumulator fragment of each warp (rows 16w .. 16w + 15 of the
+//     warpgroup) has the m16n8 layout that warp_softmax expects;
+//   warp_softmax (the shared code, unchanged) turns S into P in registers and rescales O;
+//   O += P V: 2 wgmma m64n256k16 with A = P from registers (its fragment layout is mma.sync's A
+//     layout) and B = V read from shared memory transposed (V rows are keys, so B is MN-major).
+// The tensor-core products are the same bf16 x bf16 -> f32 operations in the same accumulation
+// order as the mma.sync path, so each output row is bit-identical to the 64-row kernels' (the GPU
+// tests compare the raw bits).
+//
+// A warpgroup issues MMAs for the union of its warps' tiles; a warp whose own rows see no key of
+// such a tile (the causal diagonal) applies the full mask there: its scores become -inf, so its
+// running max stays, alpha is exactly 1, P is 0 and O + 0 * V = O, l + 0 = l exactly. That is
+// the same state as skipping the tile, which is what the mma.sync path does.
+//
+// Shared memory: the same 96 KiB (128 Q rows, one K tile, one V tile of 256 bf16 per row) in
+// the layout the descriptors read: each tile is stored as four 64-column blocks, a block being
+// ROWS x 128 bytes with 16-byte chunk c of row r at chunk c ^ (r & 7) (the 128-byte swizzle),
+// each block 1024-byte aligned.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include "attn_common.cuh"
+
+namespace attn_detail {
+
+template <int ROWS>
+struct BlockSwizzle {
+    static constexpr uint32_t BLOCK = ROWS * 128;  // bytes of one 64-column block
+    __device__ static __forceinline__ uint32_t offset(int row, int chunk) {
+        return static_cast<uint32_t>((chunk >> 3) * BLOCK + row * 128 +
+                                     (((chunk & 7) ^ (row & 7)) << 4));
+    }
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
+// offsets (all in 16-byte units).
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) |
+           (static_cast<uint64_t>(lbo >> 4) << 16) | (static_cast<uint64_t>(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Makes this thread's completed cp.async writes visible to the wgmma (async proxy) reads that
+// follow the next barrier.
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accesses of an accumulator across the wgmma wait.
+__device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+// s += Q(64 x 16, shared) * K(32 x 16, shared)^T; both K-major.
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&s)[4][4], uint64_t desc_a,
+                                                   uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]),
+          "+f"(s[1][0]), "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]),
+          "+f"(s[2][0]), "+f"(s[2][1]), "+f"(s[2][2]), "+f"(s[2][3]),
+          "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]), "+f"(s[3][3])
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// o += P(64 x 16, registers) * V(16 x 256, shared, MN-major: transposed B).
+__device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&o)[32][4], const uint32_t (&a)[4],
+                                                       uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, "
+        "%8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, "
+        "%24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, "
+        "%40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, "
+        "%56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, "
+        "%72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, "
+        "%88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, "
+        "%104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, "
+        "%120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+        : "+f"(o[0][0]), "+f"(o[0][1]), "+f"(o[0][2]), "+f"(o[0][3]),
+          "+f"(o[1][0]), "+f"(o[1][1]), "+f"(o[1][2]), "+f"(o[1][3]),
+          "+f"(o[2][0]), "+f"(o[2][1]), "+f"(o[2][2]), "+f"(o[2][3]),
+          "+f"(o[3][0]), "+f"(o[3][1]), "+f"(o[3][2]), "+f"(o[3][3]),
+          "+f"(o[4][0]), "+f"(o[4][1]), "+f"(o[4][2]), "+f"(o[4][3]),
+          "+f"(o[5][0]), "+f"(o[5][1]), "+f"(o[5][2]), "+f"(o[5][3]),
+          "+f"(o[6][0]), "+f"(o[6][1]), "+f"(o[6][2]), "+f"(o[6][3]),
+          "+f"(o[7][0]), "+f"(o[7][1]), "+f"(o[7][2]), "+f"(o[7][3]),
+          "+f"(o[8][0]), "+f"(o[8][1]), "+f"(o[8][2]), "+f"(o[8][3]),
+          "+f"(o[9][0]), "+f"(o[9][1]), "+f"(o[9][2]), "+f"(o[9][3]),
+          "+f"(o[10][0]), "+f"(o[10][1]), "+f"(o[10][2]), "+f"(o[10][3]),
+          "+f"(o[11][0]), "+f"(o[11][1]), "+f"(o[11][2]), "+f"(o[11][3]),
+          "+f"(o[12][0]), "+f"(o[12][1]), "+f"(o[12][2]), "+f"(o[12][3]),
+          "+f"(o[13][0]), "+f"(o[13][1]), "+f"(o[13][2]), "+f"(o[13][3]),
+          "+f"(o[14][0]), "+f"(o[14][1]), "+f"(o[14][2]), "+f"(o[14][3]),
+          "+f"(o[15][0]), "+f"(o[15][1]), "+f"(o[15][2]), "+f"(o[15][3]),
+          "+f"(o[16][0]), "+f"(o[16][1]), "+f"(o[16][2]), "+f"(o[16][3]),
+          "+f"(o[17][0]), "+f"(o[17][1]), "+f"(o[17][2]), "+f"(o[17][3]),
+          "+f"(o[18][0]), "+f"(o[18][1]), "+f"(o[18][2]), "+f"(o[18][3]),
+          "+f"(o[19][0]), "+f"(o[19][1]), "+f"(o[19][2]), "+f"(o[19][3]),
+          "+f"(o[20][0]), "+f"(o[20][1]), "+f"(o[20][2]), "+f"(o[20][3]),
+          "+f"(o[21][0]), "+f"(o[21][1]), "+f"(o[21][2]), "+f"(o[21][3]),
+          "+f"(o[22][0]), "+f"(o[22][1]), "+f"(o[22][2]), "+f"(o[22][3]),
+          "+f"(o[23][0]), "+f"(o[23][1]), "+f"(o[23][2]), "+f"(o[23][3]),
+          "+f"(o[24][0]), "+f"(o[24][1]), "+f"(o[24][2]), "+f"(o[24][3]),
+          "+f"(o[25][0]), "+f"(o[25][1]), "+f"(o[25][2]), "+f"(o[25][3]),
+          "+f"(o[26][0]), "+f"(o[26][1]), "+f"(o[26][2]), "+f"(o[26][3]),
+          "+f"(o[27][0]), "+f"(o[27][1]), "+f"(o[27][2]), "+f"(o[27][3]),
+          "+f"(o[28][0]), "+f"(o[28][1]), "+f"(o[28][2]), "+f"(o[28][3]),
+          "+f"(o[29][0]), "+f"(o[29][1]), "+f"(o[29][2]), "+f"(o[29][3]),
+          "+f"(o[30][0]), "+f"(o[30][1]), "+f"(o[30][2]), "+f"(o[30][3]),
+          "+f"(o[31][0]), "+f"(o[31][1]), "+f"(o[31][2]), "+f"(o[31][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
+
+// One CTA of 8 warps (two warpgroups) x 16 rows; the loads, barriers and tile ranges of attn_cta's
+// LOAD_PIPELINED schedule, plus the proxy fence that wgmma's shared-memory reads need. (Measured
+// on an H200 and not kept: a ping-pong schedule in which the warpgroups run half a tile apart,
+// one on QK^T + softmax while the other runs PV, was ~20% slower, because with one K and one V
+// buffer each buffer is then busy for two consecutive intervals and every tile load is exposed;
+// issuing the next K load right after QK^T, at the cost of a third barrier, was no faster.)
+template <int HEAD_DIM, int NWARPS, typename KV>
+__device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int64_t q_stride,
+                                               __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
+                                               const __nv_bfloat16* v_base, const KV& kv,
+                                               const MaskParams& mp, int q_block,
+                                               float inv_sqrt_d) {
+    static_assert(HEAD_DIM == 256 && NWARPS == 8, "the wgmma path is the 128-row, head_dim 256 twin");
+    constexpr int NTHREADS = NWARPS * 32;
+    constexpr int QROWS = NWARPS * WARP_ROWS;
+    using QLay = BlockSwizzle<QROWS>;
+    using KLay = BlockSwizzle<KV_TILE>;
+    using QL = TileLoad<HEAD_DIM, NTHREADS, QROWS, QLay>;
+    using KL = TileLoad<HEAD_DIM, NTHREADS, KV_TILE, KLay>;
+    constexpr int RPT = KL::RPT;
+
+    extern __shared__ __align__(1024) unsigned char attn_wg_smem[];
+    const uint32_t sQ = smem_addr(attn_wg_smem);
+    const uint32_t sK = sQ + QROWS * HEAD_DIM * 2;
+    const uint32_t sV = sK + KV_TILE * HEAD_DIM * 2;
+    if (sQ & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
+
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const int wg = warp >> 2;
+    const int row0 = q_block * QROWS;
+    const int wr0 = warp * WARP_ROWS;
+    const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
+
+    int t_begin = 0x7fffffff, t_end = -1;  // CTA: union of all warps' ranges
+    int g_begin = 0x7fffffff, g_end = -1;  // this warpgroup: union of its 4 warps' ranges
+#pragma unroll
+    for (int w = 0; w < NWARPS; ++w) {
+        const TileRange r = warp_tile_range(mp, row0 + w * WARP_ROWS);
+        if (r.lo <= r.hi) {
+            t_begin = min(t_begin, r.lo);
+            t_end = max(t_end, r.hi);
+            if ((w >> 2) == wg) {
+                g_begin = min(g_begin, r.lo);
+                g_end = max(g_end, r.hi);
+            }
+        }
+    }
+    const TileRange mine = warp_tile_range(mp, row0 + wr0);
+    const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
+    const int pos1 = pos0 + 8;
+
+    WarpState<HEAD_DIM> st;
+    warp_init(st);
+
+    {
+        int64_t off[QL::RPT];
+        bool ok[QL::RPT];
+#pragma unroll
+        for (int i = 0; i < QL::RPT; ++i) {
+            const int r = row0 + QL::row(tid, i);
+            ok[i] = r < mp.q_len;
+            off[i] = static_cast<int64_t>(ok[i] ? r : 0) * q_stride;
+        }
+        QL::issue(sQ, q_base, off, ok, tid);
+    }
+
+    int fetched[RPT];
+    int64_t off[RPT];
+    bool ok[RPT];
+    auto fetch_tile = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) fetched[i] = kv.fetch(t * KV_TILE + KL::row(tid, i));
+    };
+    auto offsets_tile = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < RPT; ++i) {
+            const int key = t * KV_TILE + KL::row(tid, i);
+            ok[i] = key < mp.kv_len;
+            off[i] = ok[i] ? kv.offset(fetched[i], key) : 0;
+        }
+    };
+
+    // Descriptors: Q rows of this warpgroup and the K tile are K-major (a 16-wide head_dim step
+    // kk sits in 64-column block kk / 4 at byte 32 * (kk % 4) of the 128-byte row; 8-row groups
+    // are 1024 bytes apart). V is MN-major: the 16 keys of step kk start at row 16 * kk; 8-key
+    // groups are 1024 bytes apart, 64-column blocks KV_TILE * 128 bytes apart.
+    const uint32_t q_wg = sQ + static_cast<uint32_t>(wg * 64 * 128);
+    auto desc_q = [&](int kk) {
+        return smem_desc_sw128(q_wg + (kk >> 2) * QLay::BLOCK + (kk & 3) * 32, 16, 1024);
+    };
+    auto desc_k = [&](int kk) {
+        return smem_desc_sw128(sK + (kk >> 2) * KLay::BLOCK + (kk & 3) * 32, 16, 1024);
+    };
+    auto desc_v = [&](int kk) {
+        return smem_desc_sw128(sV + kk * 16 * 128, KLay::BLOCK, 1024);
+    };
+
+    // S = Q K^T of this warpgroup (waits for the MMAs), then the shared softmax code.
+    auto qk = [&](float (&s)[4][4]) {
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HEAD_DIM / 16; ++kk) wgmma_m64n32k16_ss(s, desc_q(kk), desc_k(kk));
+        wgmma_commit();
+        wgmma_wait_all();
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pin(s[n][e]);
+        }
+    };
+    auto softmax = [&](float (&s)[4][4], uint32_t (&P)[2][4], int t) {
+        const bool active = t >= mine.lo && t <= mine.hi;
+        const bool nm = !active || tile_needs_mask(mp, row0 + wr0, t);
+        warp_softmax<HEAD_DIM>(st, P, s, t * KV_TILE, nm, mp, pos0, pos1, scale_log2, lane);
+    };
+    auto pv = [&](const uint32_t (&P)[2][4]) {
+        wgmma_fence();
+        wgmma_m64n256k16_rs_tb(st.o, P[0], desc_v(0));
+        wgmma_m64n256k16_rs_tb(st.o, P[1], desc_v(1));
+        wgmma_commit();
+        wgmma_wait_all();
+#pragma unroll
+        for (int n = 0; n < HEAD_DIM / 8; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pin(st.o[n][e]);
+        }
+    };
+    auto in_group = [&](int t) { return t >= g_begin && t <= g_end; };  // warpgroup-uniform
+
+    if (t_begin <= t_end) {
+        fetch_tile(t_begin);
+        offsets_tile(t_begin);
+        KL::issue(sK, k_base, off, ok, tid);
+    }
+    cp_async_commit();
+    for (int t = t_begin; t <= t_end; ++t) {
+        const bool group_active = in_group(t);
+        uint32_t P[2][4];
+        float s[4][4];
+        cp_async_wait_all();  // K tile t (and Q) landed
+        fence_proxy_async();
+        __syncthreads();      // ... for every thread; every warpgroup is done with V tile t - 1
+        KL::issue(sV, v_base, off, ok, tid);  // offsets of tile t, computed with K[t]
+        cp_async_commit();
+        if (t < t_end) fetch_tile(t + 1);
+        if (group_active) {
+            qk(s);
+            softmax(s, P, t);
+        }
+        cp_async_wait_all();  // V tile t landed
+        fence_proxy_async();
+        __syncthreads();      // ... for every thread; every warpgroup is done with K tile t
+        if (t < t_end) {
+            offsets_tile(t + 1);
+            KL::issue(sK, k_base, off, ok, tid);
+            cp_async_commit();
+        }
+        if (group_active) pv(P);
+    }
+    cp_async_wait_all();
+    __syncthreads();  // every wgmma read of Q is done before the rows are reused for staging
+
+    if (row0 + wr0 < mp.q_len) {
+        auto o_row = [&](int r) { return o_base + static_cast<int64_t>(r) * q_stride; };
+        warp_store<HEAD_DIM>(st, sQ, wr0, row0 + wr0, mp.q_len, o_row, lane);
+    }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+}  // namespace attn_detail
