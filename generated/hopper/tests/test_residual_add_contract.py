@@ -18,8 +18,8 @@ KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_ADD"
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
 MAX_SHARED_MEM = 232448
-C_ELEMS_PER_CTA = 2048
-C_THREADS = 128
+C_ELEMS_PER_CTA = 8192
+C_THREADS = 1024
 
 
 # ---------------------------------------------------------------- residual_add_bf16
