@@ -2,8 +2,9 @@
 // attn_common.cuh with both products issued as warpgroup MMAs (wgmma) instead of per-warp mma.sync.
 //
 // Two warpgroups of 4 warps each own 64 of the CTA's 128 query rows. Per 32-key tile:
-//   S = Q K^T: 16 wgmma m64n32k16, A (Q) and B (K) read from shared memory through matrix
-//     descriptors, accumulated over head_dim in 16-wide steps from 0 up, exactly as warp_qk's 16
+//   S = Q K^T: 16 wgmma m64n32k16, A = Q from registers (each warp's 16 rows, loaded once per
+//     CTA as mma.sync A fragments) and B = K read from shared memory through a matrix
+//     descriptor, accumulated over head_dim in 16-wide steps from 0 up, exactly as warp_qk's 16
 //     mma.sync steps; the accumulator fragment of each warp (rows 16w .. 16w + 15 of the
 //     warpgroup) has the m16n8 layout that warp_softmax expects;
 //   warp_softmax (the shared code, unchanged) turns S into P in registers and rescales O;
@@ -19,7 +20,7 @@
 // the same state as skipping the tile, which is what the mma.sync path does.
 //
 // Shared memory: the same 96 KiB (128 Q rows, one K tile, one V tile of 256 bf16 per row) in
-// the layout the descriptors read: each tile is stored as four 64-column blocks, a block being
+// the layout the descriptors read (Q too, though it is only read once, into registers): each tile is stored as four 64-column blocks, a block being
 // ROWS x 128 bytes with 16-byte chunk c of row r at chunk c ^ (r & 7) (the 128-byte swizzle),
 // each block 1024-byte aligned.
 #pragma once
@@ -67,18 +68,18 @@ __device__ __forceinline__ void fence_proxy_async() {
 // Keeps the compiler from moving accesses of an accumulator across the wgmma wait.
 __device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
-// s += Q(64 x 16, shared) * K(32 x 16, shared)^T; both K-major.
-__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&s)[4][4], uint64_t desc_a,
+// s += Q(64 x 16, registers: each warp's mma.sync A fragment) * K(32 x 16, shared)^T.
+__device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], const uint32_t (&a)[4],
                                                    uint64_t desc_b) {
     asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
         : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]),
           "+f"(s[1][0]), "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]),
           "+f"(s[2][0]), "+f"(s[2][1]), "+f"(s[2][2]), "+f"(s[2][3]),
           "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]), "+f"(s[3][3])
-        : "l"(desc_a), "l"(desc_b), "r"(1));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
 // o += P(64 x 16, registers) * V(16 x 256, shared, MN-major: transposed B).
@@ -223,19 +224,28 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         }
     };
 
-    // Descriptors: Q rows of this warpgroup and the K tile are K-major (a 16-wide head_dim step
-    // kk sits in 64-column block kk / 4 at byte 32 * (kk % 4) of the 128-byte row; 8-row groups
-    // are 1024 bytes apart). V is MN-major: the 16 keys of step kk start at row 16 * kk; 8-key
-    // groups are 1024 bytes apart, 64-column blocks KV_TILE * 128 bytes apart.
-    const uint32_t q_wg = sQ + static_cast<uint32_t>(wg * 64 * 128);
-    auto desc_q = [&](int kk) {
-        return smem_desc_sw128(q_wg + (kk >> 2) * QLay::BLOCK + (kk & 3) * 32, 16, 1024);
-    };
+    // Descriptors: the K tile is K-major (a 16-wide head_dim step kk sits in 64-column block
+    // kk / 4 at byte 32 * (kk % 4) of the 128-byte row; 8-row groups are 1024 bytes apart). V is
+    // MN-major: the 16 keys of step kk start at row 16 * kk; 8-key groups are 1024 bytes apart,
+    // 64-column blocks KV_TILE * 128 bytes apart.
     auto desc_k = [&](int kk) {
         return smem_desc_sw128(sK + (kk >> 2) * KLay::BLOCK + (kk & 3) * 32, 16, 1024);
     };
     auto desc_v = [&](int kk) {
         return smem_desc_sw128(sV + kk * 16 * 128, KLay::BLOCK, 1024);
+    };
+
+    // The warp's 16 Q rows are held in registers for the whole CTA (loaded once, after the Q
+    // tile lands, as the 16 mma.sync A fragments of head_dim steps 0 .. 15: 64 registers), so
+    // QK^T reads only K from shared memory. (Reading Q through descriptors instead, with every
+    // QK^T, measured 9% slower at L 16384 on an H200: the m64n32k16 MMAs were bound by
+    // shared-memory reads of Q.)
+    uint32_t qf[HEAD_DIM / 16][4];
+    auto load_q_fragments = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+            ldmatrix_x4(qf[kk], sQ + QLay::offset(wr0 + (lane & 15), kk * 2 + (lane >> 4)));
+        }
     };
 
     // S = Q K^T of this warpgroup (waits for the MMAs), then the shared softmax code.
@@ -247,7 +257,7 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         }
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < HEAD_DIM / 16; ++kk) wgmma_m64n32k16_ss(s, desc_q(kk), desc_k(kk));
+        for (int kk = 0; kk < HEAD_DIM / 16; ++kk) wgmma_m64n32k16_rs(s, qf[kk], desc_k(kk));
         wgmma_commit();
         wgmma_wait_all();
 #pragma unroll
@@ -291,6 +301,7 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         KL::issue(sV, v_base, off, ok, tid);  // offsets of tile t, computed with K[t]
         cp_async_commit();
         if (t < t_end) fetch_tile(t + 1);
+        if (t == t_begin) load_q_fragments();
         if (group_active) {
             qk(s);
             softmax(s, P, t);
