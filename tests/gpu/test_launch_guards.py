@@ -6,6 +6,7 @@ the kernels of the guards fixture project (tests/fixtures/guards):
   of each block writes (linear block index + tag [+ 1 when it has shared memory]) to
   out[linear] for linear < n_out, and the grid's last block also to out[n_out];
 - bounded: declared __launch_bounds__(64), so CUDA itself refuses bigger blocks;
+- static_smem: 4 KiB of static shared memory beside its dynamic shared memory;
 - fault: stores to any address (a sticky illegal-address error, run in a subprocess).
 """
 
@@ -165,6 +166,37 @@ def test_refused(g, geo, message):
         assert not p["launched"] and p["code"] == exc.code and p["reason"] == message
     torch.cuda.synchronize()
     assert as_u32(out).tolist() == [SENTINEL, SENTINEL]
+
+
+# ---------------------------------------------------------------- static + dynamic shared memory
+
+STATIC_SMEM = 4096
+
+
+@pytest.mark.parametrize("smem", [0, 1, KIB48 + 1, OPTIN - STATIC_SMEM], ids=["none", "1", "48KiB+1", "optin-static"])
+def test_static_and_dynamic_shared_memory_launch(g, smem):
+    """The opt-in limit covers static shared memory too: a kernel with both launches with up to
+    optin - static bytes of dynamic shared memory (the runtime raises its limit to that)."""
+    out = out_buffer(1)
+    assert g.static_smem(out, smem).launched
+    torch.cuda.synchronize()
+    assert as_u32(out).tolist() == [2 + (3 if smem else 0)]
+
+
+def test_dynamic_shared_memory_beyond_what_static_leaves_is_refused(g):
+    """Refused before CUDA, whether or not a launch has raised the kernel's limit yet (the first
+    call takes that path when this test runs alone)."""
+    too_much = OPTIN - STATIC_SMEM + 1
+    for raise_first in (False, True):
+        if raise_first:
+            assert g.static_smem(out_buffer(1), KIB48 + 1).launched
+        out = out_buffer(1)
+        with pytest.raises(LaunchError) as info:
+            g.static_smem(out, too_much)
+        assert type(info.value) is LaunchError  # not a CUDA error
+        assert str(info.value) == "static_smem: dynamic shared memory exceeds the device's opt-in limit"
+        torch.cuda.synchronize()
+        assert as_u32(out).tolist() == [SENTINEL]
 
 
 # ---------------------------------------------------------------- zero-sized grids

@@ -75,11 +75,18 @@ int32_t KernelSlot::prepare_slow(const void* func, int64_t shared_mem, int dev, 
   if (shared_mem > info->smem_optin) return -KG_CODE(KG_E_SHARED_MEM, 0);
   if (shared_mem > kDefaultSharedMemLimit && bit != 0 &&
       !(optin_set_.load(std::memory_order_acquire) & bit)) {
-    // Raise the kernel's limit to the device maximum once, so no launch pays for it again.
-    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(info->smem_optin));
+    // Raise the kernel's limit to the device maximum once, so no launch pays for it again. The
+    // per-block opt-in maximum covers the kernel's static shared memory too: what is left of it
+    // is the dynamic maximum.
+    cudaFuncAttributes attrs{};
+    err = cudaFuncGetAttributes(&attrs, func);
     if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
-    optin_limit_[dev] = info->smem_optin;
+    const int64_t room = info->smem_optin - static_cast<int64_t>(attrs.sharedSizeBytes);
+    if (shared_mem > room) return -KG_CODE(KG_E_SHARED_MEM, 0);
+    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(room));
+    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+    optin_limit_[dev] = room;
     optin_set_.fetch_or(bit, std::memory_order_acq_rel);
   } else if (shared_mem > kDefaultSharedMemLimit) {
     err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
