@@ -232,12 +232,14 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     // kk / 4 at byte 32 * (kk % 4) of the 128-byte row; 8-row groups are 1024 bytes apart). V is
     // MN-major: the 16 keys of step kk start at row 16 * kk; 8-key groups are 1024 bytes apart,
     // 64-column blocks KV_TILE * 128 bytes apart.
+    // A byte offset added to a descriptor goes, in 16-byte units, into its start-address field
+    // (the tiles lie far below the field's 256 KiB range, so it never carries out).
+    const uint64_t desc_k0 = smem_desc_sw128(sK, 16, 1024);
+    const uint64_t desc_v0 = smem_desc_sw128(sV, KLay::BLOCK, 1024);
     auto desc_k = [&](int kk) {
-        return smem_desc_sw128(sK + (kk >> 2) * KLay::BLOCK + (kk & 3) * 32, 16, 1024);
+        return desc_k0 + static_cast<uint64_t>(((kk >> 2) * KLay::BLOCK + (kk & 3) * 32) >> 4);
     };
-    auto desc_v = [&](int kk) {
-        return smem_desc_sw128(sV + kk * 16 * 128, KLay::BLOCK, 1024);
-    };
+    auto desc_v = [&](int kk) { return desc_v0 + static_cast<uint64_t>((kk * 16 * 128) >> 4); };
 
     // The warp's 16 Q rows are held in registers for the whole CTA (loaded once, after the Q
     // tile lands, as the 16 mma.sync A fragments of head_dim steps 0 .. 15: 64 registers), so
