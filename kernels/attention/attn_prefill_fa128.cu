@@ -27,8 +27,8 @@
 //
 // Measured on an H200 (hq 16, hkv 4, head_dim 256, causal; benchmarks/bench_attn_prefill.py,
 // benchmarks/RESULTS.md has the latest run): with wgmma and Q held in registers the contiguous
-// twin runs 1.47x / 1.51x the 64-row kernel at L 4096 / 16384 (369 / 406 TFLOP/s, above torch's
-// flash SDPA), the paged twin 1.30x / 1.32x; at L 512 both are ~1.0x, the grid having half as
+// twin runs 1.48x / 1.54x the 64-row kernel at L 4096 / 16384 (372 / 414 TFLOP/s, above torch's
+// flash SDPA), the paged twin 1.31x / 1.34x; at L 512 both are ~1.0x, the grid having half as
 // many CTAs as the 64-row kernels' (64 for 132 SMs). With per-warp mma.sync instead they ran at
 // 0.72-0.94x: one 8-warp CTA per SM against two 4-warp CTAs.
 #pragma once
