@@ -432,17 +432,12 @@ struct PagedKV {
 //   LOAD_SERIAL: per tile, load K and V, wait, barrier, QK^T + softmax + PV, barrier.
 //   LOAD_PIPELINED: wait K[t]; barrier; load V[t]; QK^T + softmax; wait V[t]; barrier;
 //     load K[t + 1]; PV — the V load overlaps QK^T / softmax, the K load overlaps PV.
-//   LOAD_SPLIT: as LOAD_PIPELINED, but the first half of the warps loads K and the second half
-//     loads V; arrival is signalled on mbarriers (cp.async.mbarrier.arrive.noinc) and the
-//     "buffer free" condition on named barriers that only the loading half waits on, so each
-//     warp waits on one CTA-wide condition per tile instead of two. Bit-identical to the others
-//     in every test, ~4% faster than LOAD_PIPELINED for the contiguous twin on an H200, but
-//     compute-sanitizer racecheck reports LDGSTS-vs-LDSM hazards on it (the orderings are
-//     cp.async.mbarrier.arrive -> mbarrier wait and bar.arrive -> bar.sync, which racecheck does
-//     not appear to model); no kernel uses it for now.
 //   WGMMA_PIPELINED: LOAD_PIPELINED's schedule with the products issued as warpgroup MMAs
 //     (attn_wgmma.cuh, sm_90a only, the 128-row head_dim 256 twins).
-enum LoadMode { LOAD_SERIAL = 0, LOAD_PIPELINED = 1, LOAD_SPLIT = 2, WGMMA_PIPELINED = 3 };
+// (A split schedule, half the warps loading K and half V with arrival on mbarriers, measured ~4%
+// faster than LOAD_PIPELINED for the mma.sync twin on an H200 but was dropped: compute-sanitizer
+// racecheck flagged its cp.async-vs-ldmatrix ordering, which it does not seem to model.)
+enum LoadMode { LOAD_SERIAL = 0, LOAD_PIPELINED = 1, WGMMA_PIPELINED = 3 };
 
 template <int HEAD_DIM, int NWARPS, typename KV>
 __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int64_t q_stride,
@@ -451,29 +446,60 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
                                                const MaskParams& mp, int q_block,
                                                float inv_sqrt_d);
 
-__device__ __forceinline__ void mbar_init(uint32_t addr, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(addr), "r"(count) : "memory");
+// Union of the tile ranges of the NW warps from w_first on of a CTA whose first query row is row0
+// (fully masked tiles are never loaded); lo > hi when none.
+template <int NW>
+__device__ __forceinline__ TileRange warps_tile_range(const MaskParams& mp, int row0, int w_first) {
+    TileRange u{0x7fffffff, -1};
+#pragma unroll
+    for (int w = w_first; w < w_first + NW; ++w) {
+        const TileRange r = warp_tile_range(mp, row0 + w * WARP_ROWS);
+        if (r.lo <= r.hi) {
+            u.lo = min(u.lo, r.lo);
+            u.hi = max(u.hi, r.hi);
+        }
+    }
+    return u;
 }
-__device__ __forceinline__ void mbar_cp_async_arrive(uint32_t addr) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(addr) : "memory");
+
+// Starts the copy of the CTA's query rows row0 .. row0 + ROWS - 1 into sQ (zero-filled past q_len).
+template <typename QL>
+__device__ __forceinline__ void issue_q_rows(uint32_t sQ, const __nv_bfloat16* q_base,
+                                             int64_t q_stride, int row0, int q_len, int tid) {
+    int64_t off[QL::RPT];
+    bool ok[QL::RPT];
+#pragma unroll
+    for (int i = 0; i < QL::RPT; ++i) {
+        const int r = row0 + QL::row(tid, i);
+        ok[i] = r < q_len;
+        off[i] = static_cast<int64_t>(ok[i] ? r : 0) * q_stride;
+    }
+    QL::issue(sQ, q_base, off, ok, tid);
 }
-__device__ __forceinline__ void mbar_wait(uint32_t addr, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile(
-            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            " selp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(addr), "r"(parity)
-            : "memory");
-    } while (!done);
-}
-__device__ __forceinline__ void named_bar_sync(int id, int count) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int count) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
+
+// A loading thread's KV rows: the fetched values (block-table entries, paged) of the next tile to
+// issue, and the element offsets of the tile in flight.
+template <typename KL, typename KV>
+struct KvRows {
+    int fetched[KL::RPT];
+    int64_t off[KL::RPT];
+    bool ok[KL::RPT];
+    __device__ __forceinline__ void fetch(const KV& kv, int t, int ltid) {
+#pragma unroll
+        for (int i = 0; i < KL::RPT; ++i) fetched[i] = kv.fetch(t * KV_TILE + KL::row(ltid, i));
+    }
+    __device__ __forceinline__ void offsets(const KV& kv, const MaskParams& mp, int t, int ltid) {
+#pragma unroll
+        for (int i = 0; i < KL::RPT; ++i) {
+            const int key = t * KV_TILE + KL::row(ltid, i);
+            ok[i] = key < mp.kv_len;
+            off[i] = ok[i] ? kv.offset(fetched[i], key) : 0;
+        }
+    }
+    __device__ __forceinline__ void issue(uint32_t sdst, const __nv_bfloat16* base, int ltid) const {
+        KL::issue(sdst, base, off, ok, ltid);
+    }
+};
 
 // One CTA: NWARPS warps x 16 query rows. Shared memory: Q (NWARPS * 16 rows), K tile, V tile.
 // Each warp runs warp_qk_softmax / warp_pv on the tiles of warp_tile_range (a function of its
@@ -484,15 +510,12 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
                                          __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
                                          const __nv_bfloat16* v_base, const KV& kv,
                                          const MaskParams& mp, int q_block, float inv_sqrt_d) {
+    static_assert(MODE == LOAD_SERIAL || MODE == LOAD_PIPELINED, "attn_cta's schedules");
     constexpr int NTHREADS = NWARPS * 32;
     constexpr int QROWS = NWARPS * WARP_ROWS;
     constexpr int TILE_BYTES = KV_TILE * HEAD_DIM * 2;
-    // Threads that load one KV tensor: all of them, or half of them in LOAD_SPLIT.
-    constexpr int KV_NT = (MODE == LOAD_SPLIT) ? NTHREADS / 2 : NTHREADS;
     using QL = TileLoad<HEAD_DIM, NTHREADS, QROWS>;
-    using KL = TileLoad<HEAD_DIM, KV_NT, KV_TILE>;
-    constexpr int RPT = KL::RPT;
-    static_assert(MODE != LOAD_SPLIT || NWARPS % 2 == 0, "LOAD_SPLIT needs an even warp count");
+    using KL = TileLoad<HEAD_DIM, NTHREADS, KV_TILE>;
 
     extern __shared__ __align__(128) unsigned char attn_smem[];
     const uint32_t sQ = smem_addr(attn_smem);
@@ -506,16 +529,8 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
     const int wr0 = warp * WARP_ROWS;  // first row of this warp inside the CTA
     const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
 
-    // CTA tile range: union of the warps' ranges (fully masked tiles are never loaded).
-    int t_begin = 0x7fffffff, t_end = -1;
-#pragma unroll
-    for (int w = 0; w < NWARPS; ++w) {
-        const TileRange r = warp_tile_range(mp, row0 + w * WARP_ROWS);
-        if (r.lo <= r.hi) {
-            t_begin = min(t_begin, r.lo);
-            t_end = max(t_end, r.hi);
-        }
-    }
+    const TileRange cta = warps_tile_range<NWARPS>(mp, row0, 0);
+    const int t_begin = cta.lo, t_end = cta.hi;
     const TileRange mine = warp_tile_range(mp, row0 + wr0);
     const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
     const int pos1 = pos0 + 8;
@@ -523,48 +538,19 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
     WarpState<HEAD_DIM> st;
     warp_init(st);
 
-    // Q rows (zero-filled past q_len).
-    {
-        int64_t off[QL::RPT];
-        bool ok[QL::RPT];
-#pragma unroll
-        for (int i = 0; i < QL::RPT; ++i) {
-            const int r = row0 + QL::row(tid, i);
-            ok[i] = r < mp.q_len;
-            off[i] = static_cast<int64_t>(ok[i] ? r : 0) * q_stride;
-        }
-        QL::issue(sQ, q_base, off, ok, tid);
-    }
-
-    // Per-thread KV row bookkeeping: fetched values for the next tile to issue, offsets of the
-    // tile in flight.
-    const int ltid = (MODE == LOAD_SPLIT) ? (tid % KV_NT) : tid;
-    int fetched[RPT];
-    int64_t off[RPT];
-    bool ok[RPT];
-    auto fetch_tile = [&](int t) {
-#pragma unroll
-        for (int i = 0; i < RPT; ++i) fetched[i] = kv.fetch(t * KV_TILE + KL::row(ltid, i));
-    };
-    auto offsets_tile = [&](int t) {
-#pragma unroll
-        for (int i = 0; i < RPT; ++i) {
-            const int key = t * KV_TILE + KL::row(ltid, i);
-            ok[i] = key < mp.kv_len;
-            off[i] = ok[i] ? kv.offset(fetched[i], key) : 0;
-        }
-    };
+    issue_q_rows<QL>(sQ, q_base, q_stride, row0, mp.q_len, tid);
+    KvRows<KL, KV> rows;
 
     if constexpr (MODE == LOAD_SERIAL) {
         cp_async_commit();
-        if (t_begin <= t_end) fetch_tile(t_begin);
+        if (t_begin <= t_end) rows.fetch(kv, t_begin, tid);
         for (int t = t_begin; t <= t_end; ++t) {
             const int key0 = t * KV_TILE;
-            offsets_tile(t);
-            KL::issue(sK, k_base, off, ok, ltid);
-            KL::issue(sV, v_base, off, ok, ltid);
+            rows.offsets(kv, mp, t, tid);
+            rows.issue(sK, k_base, tid);
+            rows.issue(sV, v_base, tid);
             cp_async_commit();
-            if (t < t_end) fetch_tile(t + 1);
+            if (t < t_end) rows.fetch(kv, t + 1, tid);
             cp_async_wait_all();
             __syncthreads();
             if (t >= mine.lo && t <= mine.hi) {
@@ -576,11 +562,11 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
             }
             __syncthreads();
         }
-    } else if constexpr (MODE == LOAD_PIPELINED) {
+    } else {
         if (t_begin <= t_end) {
-            fetch_tile(t_begin);
-            offsets_tile(t_begin);
-            KL::issue(sK, k_base, off, ok, ltid);
+            rows.fetch(kv, t_begin, tid);
+            rows.offsets(kv, mp, t_begin, tid);
+            rows.issue(sK, k_base, tid);
         }
         cp_async_commit();
         for (int t = t_begin; t <= t_end; ++t) {
@@ -589,9 +575,9 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
             uint32_t P[2][4];
             cp_async_wait_all();  // K tile t (and Q) landed
             __syncthreads();      // ... for every thread; every warp is done with V tile t - 1
-            KL::issue(sV, v_base, off, ok, ltid);  // offsets of tile t, computed with K[t]
+            rows.issue(sV, v_base, tid);  // offsets of tile t, computed with K[t]
             cp_async_commit();
-            if (t < t_end) fetch_tile(t + 1);
+            if (t < t_end) rows.fetch(kv, t + 1, tid);
             if (active) {
                 const bool nm = tile_needs_mask(mp, row0 + wr0, t);
                 warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
@@ -600,70 +586,11 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
             cp_async_wait_all();  // V tile t landed
             __syncthreads();      // ... for every thread; every warp is done with K tile t
             if (t < t_end) {
-                offsets_tile(t + 1);
-                KL::issue(sK, k_base, off, ok, ltid);
+                rows.offsets(kv, mp, t + 1, tid);
+                rows.issue(sK, k_base, tid);
                 cp_async_commit();
             }
             if (active) warp_pv<HEAD_DIM>(st, P, sV, lane);
-        }
-    } else {  // LOAD_SPLIT
-        __shared__ __align__(8) uint64_t attn_mbar[2];  // [0]: K tile landed, [1]: V tile landed
-        const uint32_t full_k = smem_addr(&attn_mbar[0]);
-        const uint32_t full_v = smem_addr(&attn_mbar[1]);
-        const bool k_loader = warp < NWARPS / 2;
-        const uint32_t my_full = k_loader ? full_k : full_v;
-        const uint32_t my_buf = k_loader ? sK : sV;
-        const __nv_bfloat16* my_base = k_loader ? k_base : v_base;
-        if (tid == 0) {
-            mbar_init(full_k, KV_NT);
-            mbar_init(full_v, KV_NT);
-        }
-        __syncthreads();  // barriers initialised before anyone arrives on them
-        if (t_begin <= t_end) {
-            fetch_tile(t_begin);
-            offsets_tile(t_begin);
-            KL::issue(my_buf, my_base, off, ok, ltid);
-            mbar_cp_async_arrive(my_full);
-            if (t_begin < t_end) fetch_tile(t_begin + 1);
-        }
-        cp_async_commit();
-        cp_async_wait_all();  // Q (and the first tiles) landed
-        __syncthreads();
-        for (int t = t_begin; t <= t_end; ++t) {
-            const int key0 = t * KV_TILE;
-            const uint32_t parity = static_cast<uint32_t>(t - t_begin) & 1u;
-            const bool active = t >= mine.lo && t <= mine.hi;
-            uint32_t P[2][4];
-            mbar_wait(full_k, parity);
-            if (active) {
-                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
-                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
-                                          lane);
-            }
-            if (k_loader) {
-                named_bar_sync(1, NTHREADS);  // every warp is done with K tile t
-                if (t < t_end) {
-                    offsets_tile(t + 1);
-                    KL::issue(sK, k_base, off, ok, ltid);
-                    mbar_cp_async_arrive(full_k);
-                    if (t + 1 < t_end) fetch_tile(t + 2);
-                }
-            } else {
-                named_bar_arrive(1, NTHREADS);
-            }
-            mbar_wait(full_v, parity);
-            if (active) warp_pv<HEAD_DIM>(st, P, sV, lane);
-            if (!k_loader) {
-                named_bar_sync(2, NTHREADS);  // every warp is done with V tile t
-                if (t < t_end) {
-                    offsets_tile(t + 1);
-                    KL::issue(sV, v_base, off, ok, ltid);
-                    mbar_cp_async_arrive(full_v);
-                    if (t + 1 < t_end) fetch_tile(t + 2);
-                }
-            } else {
-                named_bar_arrive(2, NTHREADS);
-            }
         }
     }
     cp_async_wait_all();  // Q copies are complete even when the CTA had no tile

@@ -163,7 +163,6 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     using KLay = BlockSwizzle<KV_TILE>;
     using QL = TileLoad<HEAD_DIM, NTHREADS, QROWS, QLay>;
     using KL = TileLoad<HEAD_DIM, NTHREADS, KV_TILE, KLay>;
-    constexpr int RPT = KL::RPT;
 
     extern __shared__ __align__(1024) unsigned char attn_wg_smem[];
     const uint32_t sQ = smem_addr(attn_wg_smem);
@@ -179,20 +178,12 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     const int wr0 = warp * WARP_ROWS;
     const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
 
-    int t_begin = 0x7fffffff, t_end = -1;  // CTA: union of all warps' ranges
-    int g_begin = 0x7fffffff, g_end = -1;  // this warpgroup: union of its 4 warps' ranges
-#pragma unroll
-    for (int w = 0; w < NWARPS; ++w) {
-        const TileRange r = warp_tile_range(mp, row0 + w * WARP_ROWS);
-        if (r.lo <= r.hi) {
-            t_begin = min(t_begin, r.lo);
-            t_end = max(t_end, r.hi);
-            if ((w >> 2) == wg) {
-                g_begin = min(g_begin, r.lo);
-                g_end = max(g_end, r.hi);
-            }
-        }
-    }
+    // Tile ranges of the two warpgroups (unions of their 4 warps'), of this one and of the CTA.
+    const TileRange g0 = warps_tile_range<4>(mp, row0, 0);
+    const TileRange g1 = warps_tile_range<4>(mp, row0, 4);
+    const TileRange group = wg == 0 ? g0 : g1;
+    const TileRange cta{min(g0.lo, g1.lo), max(g0.hi, g1.hi)};
+    const int t_begin = cta.lo, t_end = cta.hi;
     const TileRange mine = warp_tile_range(mp, row0 + wr0);
     const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
     const int pos1 = pos0 + 8;
@@ -200,33 +191,8 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     WarpState<HEAD_DIM> st;
     warp_init(st);
 
-    {
-        int64_t off[QL::RPT];
-        bool ok[QL::RPT];
-#pragma unroll
-        for (int i = 0; i < QL::RPT; ++i) {
-            const int r = row0 + QL::row(tid, i);
-            ok[i] = r < mp.q_len;
-            off[i] = static_cast<int64_t>(ok[i] ? r : 0) * q_stride;
-        }
-        QL::issue(sQ, q_base, off, ok, tid);
-    }
-
-    int fetched[RPT];
-    int64_t off[RPT];
-    bool ok[RPT];
-    auto fetch_tile = [&](int t) {
-#pragma unroll
-        for (int i = 0; i < RPT; ++i) fetched[i] = kv.fetch(t * KV_TILE + KL::row(tid, i));
-    };
-    auto offsets_tile = [&](int t) {
-#pragma unroll
-        for (int i = 0; i < RPT; ++i) {
-            const int key = t * KV_TILE + KL::row(tid, i);
-            ok[i] = key < mp.kv_len;
-            off[i] = ok[i] ? kv.offset(fetched[i], key) : 0;
-        }
-    };
+    issue_q_rows<QL>(sQ, q_base, q_stride, row0, mp.q_len, tid);
+    KvRows<KL, KV> rows;
 
     // Descriptors: the K tile is K-major (a 16-wide head_dim step kk sits in 64-column block
     // kk / 4 at byte 32 * (kk % 4) of the 128-byte row; 8-row groups are 1024 bytes apart). V is
@@ -289,12 +255,12 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
             for (int e = 0; e < 4; ++e) pin(st.o[n][e]);
         }
     };
-    auto in_group = [&](int t) { return t >= g_begin && t <= g_end; };  // warpgroup-uniform
+    auto in_group = [&](int t) { return t >= group.lo && t <= group.hi; };  // warpgroup-uniform
 
     if (t_begin <= t_end) {
-        fetch_tile(t_begin);
-        offsets_tile(t_begin);
-        KL::issue(sK, k_base, off, ok, tid);
+        rows.fetch(kv, t_begin, tid);
+        rows.offsets(kv, mp, t_begin, tid);
+        rows.issue(sK, k_base, tid);
     }
     cp_async_commit();
     for (int t = t_begin; t <= t_end; ++t) {
@@ -304,9 +270,9 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         cp_async_wait_all();  // K tile t (and Q) landed
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with V tile t - 1
-        KL::issue(sV, v_base, off, ok, tid);  // offsets of tile t, computed with K[t]
+        rows.issue(sV, v_base, tid);  // offsets of tile t, computed with K[t]
         cp_async_commit();
-        if (t < t_end) fetch_tile(t + 1);
+        if (t < t_end) rows.fetch(kv, t + 1, tid);
         if (t == t_begin) load_q_fragments();
         if (group_active) {
             qk(s);
@@ -316,8 +282,8 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with K tile t
         if (t < t_end) {
-            offsets_tile(t + 1);
-            KL::issue(sK, k_base, off, ok, tid);
+            rows.offsets(kv, mp, t + 1, tid);
+            rows.issue(sK, k_base, tid);
             cp_async_commit();
         }
         if (group_active) pv(P);

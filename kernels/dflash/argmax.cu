@@ -45,6 +45,8 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "bf16x2.cuh"
+
 namespace dflash_argmax_detail {
 
 constexpr uint32_t kClusterSize = 8;  // must match CLUSTER in specs/argmax.yaml
@@ -71,14 +73,7 @@ struct Best {
     uint32_t idx;
 };
 
-// 16-byte streaming load (logits are read once): no L1 allocation.
-static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
-    uint4 r;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-}
+using dflash_common::ld_stream;  // logits are read once
 
 constexpr uint32_t kNone = 0xffffffffu;
 constexpr uint32_t kNegInf2 = 0xff80ff80u;  // bf16x2 (-inf, -inf)

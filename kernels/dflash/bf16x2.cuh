@@ -1,5 +1,5 @@
-// Helpers shared by the drafter's bf16 kernels: packed bf16x2 <-> f32 conversion and
-// f32 reductions over a warp and a CTA. Everything is static and inlined, so including
+// Helpers shared by the drafter's bf16 kernels: packed bf16x2 <-> f32 conversion, a streaming
+// 16-byte load and f32 reductions over a warp and a CTA. Everything is static and inlined, so including
 // this header from several kernels in one translation unit is safe.
 #pragma once
 
@@ -16,6 +16,15 @@ static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_f
 static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
     uint32_t r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// 16-byte streaming load of data read once: ld.global.nc with no L1 allocation.
+static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
     return r;
 }
 
@@ -36,6 +45,46 @@ static __device__ __forceinline__ float block_sum(float v, float* red) {
     float t = 0.f;
     for (uint32_t i = 0; i < nwarps; ++i) t += red[i];
     return t;
+}
+
+// RMS norm tail shared by rms_norm and residual_rms_norm. rms_inverse: 1 / sqrt(mean of squares
+// + eps) of a row of `hidden` values, from each thread's partial sum of squares `ss`.
+static __device__ __forceinline__ float rms_inverse(float ss, float* red, uint32_t hidden, float eps) {
+    const float total = block_sum(ss, red);
+    return rsqrtf(total / static_cast<float>(hidden) + eps);
+}
+
+// Vector path: out vector v = bf16(src * rinv * weight), element by element, for this thread's
+// VPT vectors v = threadIdx.x + k * blockDim.x < nvec (src and weight already loaded).
+template <uint32_t VPT>
+static __device__ __forceinline__ void store_scaled(uint4* ov, const uint4 (&src)[VPT],
+                                                    const uint4 (&weight)[VPT], float rinv,
+                                                    uint32_t nvec) {
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t v = threadIdx.x + k * blockDim.x;
+        if (v < nvec) {
+            const uint32_t sw[4] = {src[k].x, src[k].y, src[k].z, src[k].w};
+            const uint32_t ww[4] = {weight[k].x, weight[k].y, weight[k].z, weight[k].w};
+            uint32_t o[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                o[j] = pack_bf16x2(bf16_lo(sw[j]) * rinv * bf16_lo(ww[j]),
+                                   bf16_hi(sw[j]) * rinv * bf16_hi(ww[j]));
+            }
+            ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
+        }
+    }
+}
+
+// Scalar path: out[i] = bf16(src[i] * rinv * weight[i]) for i < hidden, block-strided.
+static __device__ __forceinline__ void store_scaled_scalar(const __nv_bfloat16* src,
+                                                           const __nv_bfloat16* weight,
+                                                           __nv_bfloat16* out, uint32_t hidden,
+                                                           float rinv) {
+    for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        out[i] = __float2bfloat16_rn(__bfloat162float(src[i]) * rinv * __bfloat162float(weight[i]));
+    }
 }
 
 }  // namespace dflash_common

@@ -33,17 +33,13 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "bf16x2.cuh"
+
 namespace dflash_reshape_cache_bf16_detail {
 
 constexpr uint32_t kVecs = 4;  // 16-byte vectors per lane per row (key and value each) per pass
 
-static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
-    uint4 r;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-}
+using dflash_common::ld_stream;  // key and value are read once
 
 }  // namespace dflash_reshape_cache_bf16_detail
 

@@ -72,24 +72,7 @@ static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x, __nv_bflo
         const uint32_t v = threadIdx.x + k * blockDim.x;
         if (v < nvec) rv[v] = sr[k];
     }
-    const float total = block_sum(ss, red);
-    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
-
-#pragma unroll
-    for (uint32_t k = 0; k < VPT; ++k) {
-        const uint32_t v = threadIdx.x + k * blockDim.x;
-        if (v < nvec) {
-            const uint32_t sw[4] = {sr[k].x, sr[k].y, sr[k].z, sr[k].w};
-            const uint32_t ww[4] = {wr[k].x, wr[k].y, wr[k].z, wr[k].w};
-            uint32_t o[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                o[j] = pack_bf16x2(bf16_lo(sw[j]) * rinv * bf16_lo(ww[j]),
-                                   bf16_hi(sw[j]) * rinv * bf16_hi(ww[j]));
-            }
-            ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
-        }
-    }
+    store_scaled<VPT>(ov, sr, wr, rms_inverse(ss, red, hidden, eps), nvec);
 }
 
 // Any alignment, any hidden.  Pass 1 writes the new residual; pass 2 reads it back
@@ -105,12 +88,7 @@ static __device__ __forceinline__ void row_scalar(const __nv_bfloat16* x, __nv_b
         const float f = __bfloat162float(s);
         ss = fmaf(f, f, ss);
     }
-    const float total = block_sum(ss, red);
-    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
-    for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-        out[i] = __float2bfloat16_rn(__bfloat162float(residual[i]) * rinv *
-                                     __bfloat162float(weight[i]));
-    }
+    store_scaled_scalar(residual, weight, out, hidden, rms_inverse(ss, red, hidden, eps));
 }
 
 }  // namespace dflash_residual_rms_norm_detail

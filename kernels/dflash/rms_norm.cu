@@ -62,24 +62,7 @@ static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x,
             ss = fmaf(b, b, ss);
         }
     }
-    const float total = block_sum(ss, red);
-    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
-
-#pragma unroll
-    for (uint32_t k = 0; k < VPT; ++k) {
-        const uint32_t v = threadIdx.x + k * blockDim.x;
-        if (v < nvec) {
-            const uint32_t xw[4] = {xr[k].x, xr[k].y, xr[k].z, xr[k].w};
-            const uint32_t ww[4] = {wr[k].x, wr[k].y, wr[k].z, wr[k].w};
-            uint32_t o[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                o[j] = pack_bf16x2(bf16_lo(xw[j]) * rinv * bf16_lo(ww[j]),
-                                   bf16_hi(xw[j]) * rinv * bf16_hi(ww[j]));
-            }
-            ov[v] = make_uint4(o[0], o[1], o[2], o[3]);
-        }
-    }
+    store_scaled<VPT>(ov, xr, wr, rms_inverse(ss, red, hidden, eps), nvec);
 }
 
 // Any alignment, any hidden: two passes over the row (the second one mostly hits L1/L2).
@@ -92,11 +75,7 @@ static __device__ __forceinline__ void row_scalar(const __nv_bfloat16* x,
         const float a = __bfloat162float(x[i]);
         ss = fmaf(a, a, ss);
     }
-    const float total = block_sum(ss, red);
-    const float rinv = rsqrtf(total / static_cast<float>(hidden) + eps);
-    for (uint32_t i = threadIdx.x; i < hidden; i += blockDim.x) {
-        out[i] = __float2bfloat16_rn(__bfloat162float(x[i]) * rinv * __bfloat162float(weight[i]));
-    }
+    store_scaled_scalar(x, weight, out, hidden, rms_inverse(ss, red, hidden, eps));
 }
 
 }  // namespace dflash_rms_norm_detail
