@@ -173,10 +173,15 @@ def test_refused(g, geo, message):
 STATIC_SMEM = 4096
 
 
-@pytest.mark.parametrize("smem", [0, 1, KIB48 + 1, OPTIN - STATIC_SMEM], ids=["none", "1", "48KiB+1", "optin-static"])
+@pytest.mark.parametrize(
+    "smem",
+    [0, 1, KIB48 - STATIC_SMEM, KIB48 - STATIC_SMEM + 1, KIB48 + 1, OPTIN - STATIC_SMEM],
+    ids=["none", "1", "48KiB-static", "48KiB-static+1", "48KiB+1", "optin-static"],
+)
 def test_static_and_dynamic_shared_memory_launch(g, smem):
-    """The opt-in limit covers static shared memory too: a kernel with both launches with up to
-    optin - static bytes of dynamic shared memory (the runtime raises its limit to that)."""
+    """Both per-block limits cover static shared memory too: a kernel with both needs the opt-in
+    once static + dynamic exceeds 48 KiB, and launches with up to optin - static bytes of
+    dynamic shared memory (the runtime raises its limit to that)."""
     out = out_buffer(1)
     assert g.static_smem(out, smem).launched
     torch.cuda.synchronize()

@@ -72,26 +72,25 @@ int32_t KernelSlot::prepare_slow(const void* func, int64_t shared_mem, int dev, 
   const DeviceInfo* info = device_info(dev, &err);
   if (info == nullptr) return -KG_CODE(KG_E_CUDA, err);
   if (!info->compatible) return -KG_CODE(KG_E_DEVICE, info->cc);
-  if (shared_mem > info->smem_optin) return -KG_CODE(KG_E_SHARED_MEM, 0);
-  if (shared_mem > kDefaultSharedMemLimit && bit != 0 &&
-      !(optin_set_.load(std::memory_order_acquire) & bit)) {
-    // Raise the kernel's limit to the device maximum once, so no launch pays for it again. The
-    // per-block opt-in maximum covers the kernel's static shared memory too: what is left of it
-    // is the dynamic maximum.
-    cudaFuncAttributes attrs{};
-    err = cudaFuncGetAttributes(&attrs, func);
-    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
-    const int64_t room = info->smem_optin - static_cast<int64_t>(attrs.sharedSizeBytes);
-    if (shared_mem > room) return -KG_CODE(KG_E_SHARED_MEM, 0);
-    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(room));
-    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
-    optin_limit_[dev] = room;
-    optin_set_.fetch_or(bit, std::memory_order_acq_rel);
-  } else if (shared_mem > kDefaultSharedMemLimit) {
-    err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared_mem));
-    if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+  cudaFuncAttributes attrs{};
+  err = cudaFuncGetAttributes(&attrs, func);
+  if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+  static_smem_ = static_cast<int64_t>(attrs.sharedSizeBytes);  // published by checked_ below
+  const int64_t room = info->smem_optin - static_smem_;  // the most dynamic memory can be
+  if (shared_mem > room) return -KG_CODE(KG_E_SHARED_MEM, 0);
+  if (shared_mem + static_smem_ > kDefaultSharedMemLimit) {
+    if (bit != 0 && !(optin_set_.load(std::memory_order_acquire) & bit)) {
+      // Raise the kernel's limit to the device maximum once, so no launch pays for it again.
+      err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(room));
+      if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+      optin_limit_[dev] = room;
+      optin_set_.fetch_or(bit, std::memory_order_acq_rel);
+    } else if (bit == 0) {
+      err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(shared_mem));
+      if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
+    }
   }
   if (bit != 0) checked_.fetch_or(bit, std::memory_order_acq_rel);
   return KG_LAUNCHED;

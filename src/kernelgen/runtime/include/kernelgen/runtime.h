@@ -171,8 +171,11 @@ struct DeviceInfo {
 const DeviceInfo* device_info(int device, cudaError_t* err);
 
 // Per-kernel launch preparation, done once per device: checks the device is the
-// target's and raises the dynamic shared memory limit of kernels that need more than
-// the default 48 KiB. Returns KG_LAUNCHED (0) or a negative error code.
+// target's and raises the dynamic shared memory limit of kernels whose static plus dynamic
+// shared memory exceeds the default 48 KiB. The per-block limits (the default and the
+// device's opt-in maximum) cover static and dynamic shared memory together, so the kernel's
+// static size, queried once, is counted against both. Returns KG_LAUNCHED (0) or a negative
+// error code.
 class KernelSlot {
  public:
   int32_t prepare(const void* func, int64_t shared_mem) {
@@ -182,7 +185,7 @@ class KernelSlot {
     const uint64_t bit = (dev >= 0 && dev < 64) ? (uint64_t{1} << dev) : 0;
     if (bit != 0 && (checked_.load(std::memory_order_acquire) & bit)) {
       // Fast path: this device was checked and, if needed, the opt-in was set.
-      if (shared_mem <= kDefaultSharedMemLimit) return KG_LAUNCHED;
+      if (shared_mem + static_smem_ <= kDefaultSharedMemLimit) return KG_LAUNCHED;
       if (optin_set_.load(std::memory_order_acquire) & bit) {
         return shared_mem <= optin_limit_[dev] ? KG_LAUNCHED : -KG_CODE(KG_E_SHARED_MEM, 0);
       }
@@ -193,6 +196,7 @@ class KernelSlot {
  private:
   int32_t prepare_slow(const void* func, int64_t shared_mem, int dev, uint64_t bit);
   std::atomic<uint64_t> checked_{0};
+  int64_t static_smem_ = 0;  // the kernel's static shared memory (set before any checked_ bit)
   std::atomic<uint64_t> optin_set_{0};
   int64_t optin_limit_[64] = {};
 };
