@@ -25,20 +25,23 @@ import os
 import platform
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from kernelgen.testing import ccache_stats, private_sccache, sccache_counts, sccache_stats
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def kernelgen(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, str]:
+def kernelgen(root: Path, *args: str, env: dict[str, str] | None = None,
+              full_env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Runs the CLI in root: env is added to this process's environment, full_env replaces it."""
     start = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "kernelgen.cli", *args], cwd=root, capture_output=True, text=True,
-                         env=dict(os.environ, **(env or {})))
+                         env=full_env if full_env is not None else dict(os.environ, **(env or {})))
     took = time.perf_counter() - start
     if res.returncode != 0:
         raise SystemExit(f"kernelgen {' '.join(args)} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
@@ -49,42 +52,16 @@ def compiled(log: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"compiling (\S+)", log)]
 
 
-def sccache_counts(before: dict, after: dict) -> dict[str, object]:
-    """What sccache counted between two `--show-stats --stats-format json` snapshots, per compile step."""
-    def per_step(key: str) -> dict[str, int]:
-        a, b = after[key]["adv_counts"], before.get(key, {}).get("adv_counts", {})
-        return {k: a[k] - b.get(k, 0) for k in sorted(a) if a[k] != b.get(k, 0)}
-
-    return {"hits": per_step("cache_hits"), "misses": per_step("cache_misses"),
-            "not_cacheable": after["non_cacheable_compilations"] - before.get("non_cacheable_compilations", 0)}
-
-
 def bench_sccache(root: Path, scratch: Path, t: str, sccache: str) -> dict[str, object]:
-    with socket.socket() as s:  # a private server on a free port, with this run's cache only
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conf = scratch / "sccache.conf"
-    conf.write_text("")  # no user config (remote storage, distributed compilation)
-    env = {"SCCACHE_DIR": str(scratch / "sccache"), "SCCACHE_SERVER_PORT": str(port), "SCCACHE_CONF": str(conf)}
-    full_env = dict(os.environ, **env)
-
-    def sccache_run(*a: str) -> str:
-        return subprocess.run([sccache, *a], env=full_env, capture_output=True, text=True, check=True).stdout
-
-    def stats() -> dict:
-        return json.loads(sccache_run("--show-stats", "--stats-format", "json"))["stats"]
-
-    version = sccache_run("--version").split()[-1]
-    sccache_run("--start-server")
-    try:
+    with private_sccache(sccache, scratch) as env:
+        version = subprocess.run([sccache, "--version"], env=env, capture_output=True, text=True,
+                                 check=True).stdout.split()[-1]
         shutil.rmtree(root / "build", ignore_errors=True)
-        fill_s, log = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", env=env)
-        filled = stats()
+        fill_s, log = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", full_env=env)
+        filled = sccache_stats(sccache, env)
         shutil.rmtree(root / "build")
-        warm_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", env=env)
-        warm = stats()
-    finally:
-        subprocess.run([sccache, "--stop-server"], env=full_env, capture_output=True)
+        warm_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "sccache", full_env=env)
+        warm = sccache_stats(sccache, env)
     return {"target": t, "version": version, "compiled": len(compiled(log)), "filling_build_s": fill_s,
             "clean_rebuild_s": warm_s,
             "stats": {"filling_build": sccache_counts({}, filled), "clean_rebuild": sccache_counts(filled, warm)}}
@@ -135,11 +112,8 @@ def main() -> None:
         fill_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "ccache", env=env)
         shutil.rmtree(root / "build")
         warm_s, _ = kernelgen(root, "build", "--target", t, "--compiler-launcher", "ccache", env=env)
-        stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
-                               env=dict(os.environ, **env)).stdout
         res["ccache"] = {"target": t, "filling_build_s": fill_s, "clean_rebuild_s": warm_s,
-                         "stats": {k: int(v) for k, v in (ln.split("\t") for ln in stats.splitlines() if "\t" in ln)
-                                   if v.isdigit() and ("hit" in k or "miss" in k)}}
+                         "stats": {k: v for k, v in ccache_stats(env).items() if "hit" in k or "miss" in k}}
     sccache = shutil.which("sccache")
     if "sccache" in args.only and sccache:
         res["sccache"] = bench_sccache(root, scratch, args.targets[-1], sccache)

@@ -1,21 +1,28 @@
-"""Helpers for the generated contract tests (and the project's own tests).
+"""Helpers for the generated contract tests (and the project's own tests and benchmarks).
 
 The generated tests import a target's built module with :func:`built_module`. When the
 module has not been built, they are skipped with the command that builds it, unless
 ``KERNELGEN_REQUIRE_BUILT`` is set (CI sets it), in which case that is a failure.
+:func:`ccache_stats`, :func:`private_sccache` and :func:`sccache_counts` measure builds through a
+compiler cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
-
-import pytest
 
 from kernelgen.lower import geometry_code_for
 
-__all__ = ["built_module", "expr_error_code", "fake_pointer", "geometry_code_for"]
+__all__ = ["built_module", "ccache_stats", "expr_error_code", "fake_pointer", "geometry_code_for",
+           "private_sccache", "sccache_counts", "sccache_stats"]
 
 
 def built_module(target: str, module: str) -> ModuleType:
@@ -23,6 +30,8 @@ def built_module(target: str, module: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError as exc:
+        import pytest
+
         msg = f"{name} is not built ({exc}); run: kernelgen build --target {target}"
         if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
             pytest.fail(msg, pytrace=False)
@@ -40,3 +49,49 @@ def expr_error_code(status: object) -> int:
 def fake_pointer(index: int) -> int:
     """A non-null, aligned address for launches that must not reach the GPU."""
     return 0x10000 * (index + 1)
+
+
+def ccache_stats(env: dict[str, str]) -> dict[str, int]:
+    """ccache's numeric counters (``--print-stats``), with env added to this process's environment."""
+    out = subprocess.run(["ccache", "--print-stats"], env=dict(os.environ, **env), capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    return {k: int(v) for k, v in (ln.split("\t") for ln in out.splitlines() if "\t" in ln) if v.isdigit()}
+
+
+@contextlib.contextmanager
+def private_sccache(sccache: str, workdir: Path) -> Iterator[dict[str, str]]:
+    """A sccache server of its own for the duration: a free local port (concurrent runs never share
+    a server), its cache under workdir, an empty config and no inherited ``SCCACHE_*`` setting (no
+    remote storage or distributed compilation). Yields the complete environment for the builds."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = workdir / "sccache.conf"
+    conf.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCCACHE_")}
+    env.update(SCCACHE_DIR=str(workdir / "sccache"), SCCACHE_SERVER_PORT=str(port), SCCACHE_CONF=str(conf),
+               SCCACHE_IDLE_TIMEOUT="120", PATH=os.pathsep.join([str(Path(sccache).parent), os.environ["PATH"]]))
+    subprocess.run([sccache, "--start-server"], env=env, capture_output=True, text=True, check=True, timeout=60)
+    try:
+        yield env
+    finally:
+        subprocess.run([sccache, "--stop-server"], env=env, capture_output=True, timeout=60)
+
+
+def sccache_stats(sccache: str, env: dict[str, str]) -> dict:
+    """The server's counters (``--show-stats --stats-format json``)."""
+    out = subprocess.run([sccache, "--show-stats", "--stats-format", "json"], env=env, capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    return json.loads(out)["stats"]
+
+
+def sccache_counts(before: dict, after: dict) -> dict[str, object]:
+    """What sccache counted between two :func:`sccache_stats` snapshots (``before`` may be ``{}``):
+    hits and misses per compile step, and the count of calls it could not cache."""
+
+    def per_step(key: str) -> dict[str, int]:
+        a, b = after[key]["adv_counts"], before.get(key, {}).get("adv_counts", {})
+        return {k: a.get(k, 0) - b.get(k, 0) for k in sorted(a.keys() | b.keys()) if a.get(k, 0) != b.get(k, 0)}
+
+    return {"hits": per_step("cache_hits"), "misses": per_step("cache_misses"),
+            "not_cacheable": after["non_cacheable_compilations"] - before.get("non_cacheable_compilations", 0)}

@@ -4,7 +4,6 @@ incremental; a spec that disagrees with its kernel's signature fails the build b
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -132,18 +131,15 @@ def test_clean_rebuild_through_ccache_hits_the_cache(project: Path, tmp_path: Pa
         res = run_cli("build", "--target", TARGET, "--compiler-launcher", "ccache", cwd=project, env=env)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
-    def stats() -> dict[str, int]:
-        out = subprocess.run(["ccache", "--print-stats"], env=dict(os.environ, **env), capture_output=True,
-                             text=True, check=True).stdout
-        return {k: int(v) for k, v in (ln.split("\t") for ln in out.splitlines() if "\t" in ln) if v.isdigit()}
-
-    build()
-    cold = stats()
     import shutil
 
+    from kernelgen.testing import ccache_stats
+
+    build()
+    cold = ccache_stats(env)
     shutil.rmtree(project / "build")
     build()
-    warm = stats()
+    warm = ccache_stats(env)
     hits = (warm.get("direct_cache_hit", 0) + warm.get("preprocessed_cache_hit", 0)) - (
         cold.get("direct_cache_hit", 0) + cold.get("preprocessed_cache_hit", 0))
     misses = warm.get("cache_miss", 0) - cold.get("cache_miss", 0)
@@ -165,54 +161,35 @@ def test_clean_rebuild_through_sccache_hits_the_cache(project: Path, tmp_path: P
     outer call, host preprocessing and fatbinary every time. So a clean rebuild must hit every cacheable
     step, miss none, and count each nvcc compile once as "not cacheable"."""
     import shutil
-    import socket
+
+    from kernelgen.testing import private_sccache, sccache_counts, sccache_stats
 
     sccache = _sccache()
     assert sccache
-    with socket.socket() as s:  # a private server: concurrent runs must not share one
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    conf = tmp_path / "sccache.conf"  # empty: no user config (remote storage, distributed compilation)
-    conf.write_text("")
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SCCACHE_")}  # no remote storage etc.
-    full_env.update(SCCACHE_DIR=str(tmp_path / "sccache"), SCCACHE_SERVER_PORT=str(port), SCCACHE_CONF=str(conf),
-                    SCCACHE_IDLE_TIMEOUT="120", PATH=os.pathsep.join([str(Path(sccache).parent), os.environ["PATH"]]))
 
-    def sccache_cmd(*args: str) -> str:
-        return subprocess.run([sccache, *args], env=full_env, capture_output=True, text=True, check=True,
-                              timeout=60).stdout
+    with private_sccache(sccache, tmp_path) as env:
 
-    def build() -> str:
-        res = subprocess.run([sys.executable, "-m", "kernelgen.cli", "build", "--target", TARGET,
-                              "--compiler-launcher", "sccache"], cwd=project, env=full_env, capture_output=True,
-                             text=True, timeout=900)
-        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-        return res.stdout
+        def build() -> str:
+            res = subprocess.run([sys.executable, "-m", "kernelgen.cli", "build", "--target", TARGET,
+                                  "--compiler-launcher", "sccache"], cwd=project, env=env, capture_output=True,
+                                 text=True, timeout=900)
+            assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+            return res.stdout
 
-    def stats() -> dict:
-        return json.loads(sccache_cmd("--show-stats", "--stats-format", "json"))["stats"]
-
-    def delta(key: str, before: dict, after: dict) -> dict[str, int]:
-        a, b = after[key]["adv_counts"], before[key]["adv_counts"]
-        return {k: a.get(k, 0) - b.get(k, 0) for k in a.keys() | b.keys() if a.get(k, 0) != b.get(k, 0)}
-
-    sccache_cmd("--start-server")
-    try:
         log = build()
-        cold = stats()
+        cold = sccache_stats(sccache, env)
         shutil.rmtree(project / "build")
         assert build().count("compiling") == log.count("compiling")
-        warm = stats()
-    finally:
-        subprocess.run([sccache, "--stop-server"], env=full_env, capture_output=True, timeout=60)
+        warm = sccache_stats(sccache, env)
     n_cuda, n_cxx = log.count("(CUDA)"), log.count("(CXX)")
     assert n_cuda >= 2 and n_cxx >= 3, log
     context = (cold, warm)
-    assert delta("cache_misses", cold, warm) == {}, context
-    assert delta("cache_hits", cold, warm) == {
+    counts = sccache_counts(cold, warm)
+    assert counts["misses"] == {}, context
+    assert counts["hits"] == {
         "c++ [gcc]": n_cxx,  # C++ translation units, whole
         "cuda [cudafe++]": n_cuda, "ptx [cicc]": n_cuda, "cubin [ptxas]": n_cuda,  # one arch per target
         "cuda [nvcc]": n_cuda,  # host object of each nvcc compile
     }, context
-    assert warm["non_cacheable_compilations"] - cold["non_cacheable_compilations"] == n_cuda, context
+    assert counts["not_cacheable"] == n_cuda, context
     assert warm["compile_fails"] == 0 and warm["requests_not_cacheable"] == 0, context
