@@ -289,7 +289,7 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         if (group_active) pv(P);
     }
     cp_async_wait_all();
-    __syncthreads();  // every wgmma read of Q is done before the rows are reused for staging
+    __syncthreads();  // every warp has its Q fragments before the Q rows are reused for staging
 
     if (row0 + wr0 < mp.q_len) {
         auto o_row = [&](int r) { return o_base + static_cast<int64_t>(r) * q_stride; };

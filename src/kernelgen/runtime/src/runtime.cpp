@@ -75,10 +75,11 @@ int32_t KernelSlot::prepare_slow(const void* func, int64_t shared_mem, int dev, 
   cudaFuncAttributes attrs{};
   err = cudaFuncGetAttributes(&attrs, func);
   if (err != cudaSuccess) return -KG_CODE(KG_E_CUDA, err);
-  static_smem_ = static_cast<int64_t>(attrs.sharedSizeBytes);  // published by checked_ below
-  const int64_t room = info->smem_optin - static_smem_;  // the most dynamic memory can be
+  const int64_t static_smem = static_cast<int64_t>(attrs.sharedSizeBytes);
+  static_smem_.store(static_smem, std::memory_order_relaxed);  // published by checked_ below
+  const int64_t room = info->smem_optin - static_smem;  // the most dynamic memory can be
   if (shared_mem > room) return -KG_CODE(KG_E_SHARED_MEM, 0);
-  if (shared_mem + static_smem_ > kDefaultSharedMemLimit) {
+  if (shared_mem + static_smem > kDefaultSharedMemLimit) {
     if (bit != 0 && !(optin_set_.load(std::memory_order_acquire) & bit)) {
       // Raise the kernel's limit to the device maximum once, so no launch pays for it again.
       err = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -185,7 +185,9 @@ class KernelSlot {
     const uint64_t bit = (dev >= 0 && dev < 64) ? (uint64_t{1} << dev) : 0;
     if (bit != 0 && (checked_.load(std::memory_order_acquire) & bit)) {
       // Fast path: this device was checked and, if needed, the opt-in was set.
-      if (shared_mem + static_smem_ <= kDefaultSharedMemLimit) return KG_LAUNCHED;
+      if (shared_mem + static_smem_.load(std::memory_order_relaxed) <= kDefaultSharedMemLimit) {
+        return KG_LAUNCHED;
+      }
       if (optin_set_.load(std::memory_order_acquire) & bit) {
         return shared_mem <= optin_limit_[dev] ? KG_LAUNCHED : -KG_CODE(KG_E_SHARED_MEM, 0);
       }
@@ -196,7 +198,7 @@ class KernelSlot {
  private:
   int32_t prepare_slow(const void* func, int64_t shared_mem, int dev, uint64_t bit);
   std::atomic<uint64_t> checked_{0};
-  int64_t static_smem_ = 0;  // the kernel's static shared memory (set before any checked_ bit)
+  std::atomic<int64_t> static_smem_{0};  // the kernel's static shared memory, stored before any checked_ bit
   std::atomic<uint64_t> optin_set_{0};
   int64_t optin_limit_[64] = {};
 };
