@@ -14,8 +14,8 @@
 // order as the mma.sync path, so each output row is bit-identical to the 64-row kernels' (the GPU
 // tests compare the raw bits).
 //
-// A warpgroup issues MMAs for the union of its warps' tiles; a warp whose own rows see no key of
-// such a tile (the causal diagonal) applies the full mask there: its scores become -inf, so its
+// Both warpgroups issue MMAs for every tile of the CTA (the union of its warps' tiles); a warp
+// whose own rows see no key of such a tile (the causal diagonal) applies the full mask there: its scores become -inf, so its
 // running max stays, alpha is exactly 1, P is 0 and O + 0 * V = O, l + 0 = l exactly. That is
 // the same state as skipping the tile, which is what the mma.sync path does.
 //
@@ -173,16 +173,13 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     const int tid = threadIdx.x;
     const int warp = tid >> 5;
     const int lane = tid & 31;
-    const int wg = warp >> 2;
     const int row0 = q_block * QROWS;
     const int wr0 = warp * WARP_ROWS;
     const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
 
-    // Tile ranges of the two warpgroups (unions of their 4 warps'), of this one and of the CTA.
-    const TileRange g0 = warps_tile_range<4>(mp, row0, 0);
-    const TileRange g1 = warps_tile_range<4>(mp, row0, 4);
-    const TileRange group = wg == 0 ? g0 : g1;
-    const TileRange cta{min(g0.lo, g1.lo), max(g0.hi, g1.hi)};
+    // Both warpgroups run every tile of the CTA's range (the union of its 8 warps'), so that the
+    // MMAs are issued and awaited on every path (ptxas serializes wgmma otherwise).
+    const TileRange cta = warps_tile_range<NWARPS>(mp, row0, 0);
     const int t_begin = cta.lo, t_end = cta.hi;
     const TileRange mine = warp_tile_range(mp, row0 + wr0);
     const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
@@ -220,8 +217,9 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         }
     };
 
-    // S = Q K^T of this warpgroup (waits for the MMAs), then the shared softmax code.
-    auto qk = [&](float (&s)[4][4]) {
+    // S = Q K^T of this warpgroup: qk_issue starts the MMAs, qk_wait waits for them (the tile
+    // loads are issued in between, while the tensor cores run).
+    auto qk_issue = [&](float (&s)[4][4]) {
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
 #pragma unroll
@@ -231,6 +229,8 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
 #pragma unroll
         for (int kk = 0; kk < HEAD_DIM / 16; ++kk) wgmma_m64n32k16_rs(s, qf[kk], desc_k(kk));
         wgmma_commit();
+    };
+    auto qk_wait = [&](float (&s)[4][4]) {
         wgmma_wait_all();
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
@@ -243,11 +243,13 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         const bool nm = !active || tile_needs_mask(mp, row0 + wr0, t);
         warp_softmax<HEAD_DIM>(st, P, s, t * KV_TILE, nm, mp, pos0, pos1, scale_log2, lane);
     };
-    auto pv = [&](const uint32_t (&P)[2][4]) {
+    auto pv_issue = [&](const uint32_t (&P)[2][4]) {
         wgmma_fence();
         wgmma_m64n256k16_rs_tb(st.o, P[0], desc_v(0));
         wgmma_m64n256k16_rs_tb(st.o, P[1], desc_v(1));
         wgmma_commit();
+    };
+    auto pv_wait = [&]() {
         wgmma_wait_all();
 #pragma unroll
         for (int n = 0; n < HEAD_DIM / 8; ++n) {
@@ -255,38 +257,42 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
             for (int e = 0; e < 4; ++e) pin(st.o[n][e]);
         }
     };
-    auto in_group = [&](int t) { return t >= group.lo && t <= group.hi; };  // warpgroup-uniform
 
+    // Row addresses run a tile ahead of the loads and block-table reads two tiles ahead: the
+    // offsets of tile t + 1 are computed while the tensor cores run QK^T of tile t, so the
+    // loads after each barrier issue at once.
     if (t_begin <= t_end) {
         rows.fetch(kv, t_begin, tid);
         rows.offsets(kv, mp, t_begin, tid);
         rows.issue(sK, k_base, tid);
+        if (t_begin < t_end) rows.fetch(kv, t_begin + 1, tid);
     }
     cp_async_commit();
     for (int t = t_begin; t <= t_end; ++t) {
-        const bool group_active = in_group(t);
         uint32_t P[2][4];
         float s[4][4];
         cp_async_wait_all();  // K tile t (and Q) landed
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with V tile t - 1
-        rows.issue(sV, v_base, tid);  // offsets of tile t, computed with K[t]
+        rows.issue(sV, v_base, tid);  // offsets of tile t
         cp_async_commit();
-        if (t < t_end) rows.fetch(kv, t + 1, tid);
         if (t == t_begin) load_q_fragments();
-        if (group_active) {
-            qk(s);
-            softmax(s, P, t);
+        qk_issue(s);
+        if (t < t_end) {
+            rows.offsets(kv, mp, t + 1, tid);
+            if (t + 1 < t_end) rows.fetch(kv, t + 2, tid);
         }
+        qk_wait(s);
+        softmax(s, P, t);
         cp_async_wait_all();  // V tile t landed
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with K tile t
         if (t < t_end) {
-            rows.offsets(kv, mp, t + 1, tid);
-            rows.issue(sK, k_base, tid);
+            rows.issue(sK, k_base, tid);  // offsets of tile t + 1
             cp_async_commit();
         }
-        if (group_active) pv(P);
+        pv_issue(P);
+        pv_wait();
     }
     cp_async_wait_all();
     __syncthreads();  // every warp has its Q fragments before the Q rows are reused for staging
