@@ -410,21 +410,40 @@ struct ContigKV {
         return static_cast<int64_t>(key) * stride;
     }
 };
+// Division by a divisor fixed for the whole kernel, as a multiply-high, an add and a shift
+// (valid for numerators below 2^31): l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1,
+// n / d = (umulhi(n, m) + n) >> l.
+struct FastDiv {
+    uint32_t d, m;
+    int l;
+    __device__ __forceinline__ void init(uint32_t divisor) {
+        d = divisor;
+        l = 0;
+        while ((1u << l) < d && l < 31) ++l;
+        // d > 2^31 exceeds every numerator: m = 0 and l = 31 give 0.
+        m = (1u << l) < d ? 0u : static_cast<uint32_t>(((1ull << 32) * ((1ull << l) - d)) / d + 1);
+    }
+    __device__ __forceinline__ int div(int n) const {
+        return static_cast<int>((__umulhi(static_cast<uint32_t>(n), m) + static_cast<uint32_t>(n)) >> l);
+    }
+};
+
 struct PagedKV {
     const int32_t* block_table;
-    int block_size;
-    int shift;  // log2(block_size) when it is a power of two, else -1
+    FastDiv block_size;
     int kv_len;
     int64_t stride;
-    __device__ __forceinline__ int block_index(int key) const {
-        return shift >= 0 ? (key >> shift) : key / block_size;
-    }
+    // Keys past kv_len read the last valid entry (their rows are zero-filled anyway), so the
+    // load needs no branch.
     __device__ __forceinline__ int fetch(int key) const {
-        return key < kv_len ? __ldg(block_table + block_index(key)) : 0;
+        return __ldg(block_table + block_size.div(min(key, kv_len - 1)));
     }
+    // Element offset of key's row: cache slot blk * block_size + key % block_size. (A cache has
+    // fewer than 2^32 token slots: each takes at least 128 bytes per kv head.)
     __device__ __forceinline__ int64_t offset(int blk, int key) const {
-        const int in_block = shift >= 0 ? (key & (block_size - 1)) : key % block_size;
-        return (static_cast<int64_t>(blk) * block_size + in_block) * stride;
+        const uint32_t slot = (static_cast<uint32_t>(blk) - static_cast<uint32_t>(block_size.div(key))) *
+                                  block_size.d + static_cast<uint32_t>(key);
+        return static_cast<int64_t>(slot) * stride;
     }
 };
 
@@ -616,10 +635,6 @@ __device__ __forceinline__ void run_cta(const __nv_bfloat16* q_base, int64_t q_s
     }
 }
 
-__device__ __forceinline__ int log2_if_pow2(uint32_t x) {
-    return (x != 0 && (x & (x - 1)) == 0) ? (__ffs(static_cast<int>(x)) - 1) : -1;
-}
-
 // Entry points used by the kernels.
 template <int HEAD_DIM, int NWARPS, int MODE>
 __device__ __forceinline__ void attn_paged_cta(const __nv_bfloat16* q, const __nv_bfloat16* k_cache,
@@ -642,8 +657,7 @@ __device__ __forceinline__ void attn_paged_cta(const __nv_bfloat16* q, const __n
     const int64_t q_stride = static_cast<int64_t>(num_q_heads) * HEAD_DIM;
     PagedKV kv;
     kv.block_table = block_table;
-    kv.block_size = static_cast<int>(cache_block_size);
-    kv.shift = log2_if_pow2(cache_block_size);
+    kv.block_size.init(cache_block_size);
     kv.kv_len = mp.kv_len;
     kv.stride = static_cast<int64_t>(num_kv_heads) * HEAD_DIM;
     const int64_t hoff = static_cast<int64_t>(head) * HEAD_DIM;
