@@ -374,6 +374,7 @@ template <int HEAD_DIM, int NT, int ROWS, typename Layout = RowSwizzle<HEAD_DIM>
 struct TileLoad {
     static constexpr int RPT = ROWS * LOAD_TPR / NT;        // rows per thread
     static constexpr int CPT = HEAD_DIM / 8 / LOAD_TPR;     // 16-byte chunks per thread per row
+    static constexpr int ROW_BYTES = HEAD_DIM * 2;
     static_assert(RPT >= 1 && (ROWS * LOAD_TPR) % NT == 0, "tile rows must divide among threads");
     static_assert(CPT >= 1, "HEAD_DIM >= 64");
     __device__ static __forceinline__ int row(int ltid, int i) {
@@ -517,6 +518,22 @@ struct KvRows {
     }
     __device__ __forceinline__ void issue(uint32_t sdst, const __nv_bfloat16* base, int ltid) const {
         KL::issue(sdst, base, off, ok, ltid);
+    }
+    // Asks L2 for the K and V rows of the tile whose offsets are held: of the LOAD_TPR threads
+    // of a row, the first half each request 128-byte lines of the K row, the others of V.
+    __device__ __forceinline__ void prefetch_l2(const __nv_bfloat16* k_base,
+                                                const __nv_bfloat16* v_base, int ltid) const {
+        constexpr int HALF = LOAD_TPR / 2;
+        constexpr int LINES = KL::ROW_BYTES / 128;
+        const int part = ltid % LOAD_TPR;
+        const __nv_bfloat16* base = part < HALF ? k_base : v_base;
+#pragma unroll
+        for (int i = 0; i < KL::RPT; ++i) {
+#pragma unroll
+            for (int j = part % HALF; j < LINES; j += HALF) {
+                if (ok[i]) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(base + off[i] + j * 64));
+            }
+        }
     }
 };
 
