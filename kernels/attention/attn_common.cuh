@@ -383,7 +383,8 @@ struct TileLoad {
     __device__ static __forceinline__ int chunk(int ltid, int j) {
         return ltid % LOAD_TPR + LOAD_TPR * j;
     }
-    // Rows of the tile are at base + off[i] (elements); rows with !ok[i] are zero-filled.
+    // Rows of the tile are at base + off[i] (elements); rows with !ok[i] are zero-filled and
+    // must have off[i] == 0: their (unread) source address is then the valid row at base.
     __device__ static __forceinline__ void issue(uint32_t sdst, const __nv_bfloat16* base,
                                                  const int64_t (&off)[RPT], const bool (&ok)[RPT],
                                                  int ltid) {
@@ -393,9 +394,7 @@ struct TileLoad {
 #pragma unroll
             for (int j = 0; j < CPT; ++j) {
                 const int c = chunk(ltid, j);
-                // A zero-filled chunk reads nothing; it still gets a valid address.
-                const __nv_bfloat16* src = ok[i] ? base + off[i] + c * 8 : base;
-                cp_async_16(sdst + Layout::offset(r, c), src, ok[i]);
+                cp_async_16(sdst + Layout::offset(r, c), base + off[i] + c * 8, ok[i]);
             }
         }
     }
