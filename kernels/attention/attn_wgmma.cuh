@@ -261,10 +261,11 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     // Row addresses run a tile ahead of the loads and block-table reads two tiles ahead: the
     // offsets of tile t + 1 are computed while the tensor cores run QK^T of tile t, so the
     // loads after each barrier issue at once; the rows of tile t + 1 are requested into L2 at
-    // the same time. (On an H200, hq 16, hkv 4: the L2 requests made L 16384, whose K + V do
-    // not fit L2, 6% (contiguous) and 3% (paged) faster; at L 4096 the paged twin measured 3%
-    // slower with them, the contiguous one the same. Requesting only V, or only above an L2-size
-    // threshold, measured worse.)
+    // the same time. (On an H200, hq 16, hkv 4, when they were added: the L2 requests made
+    // L 16384, whose K + V do not fit L2, 6% (contiguous) and 3% (paged) faster; at L 4096 the
+    // paged twin measured 3% slower with them, the contiguous one the same. Requesting only V,
+    // or only above an L2-size threshold, measured worse; so did reading the block table while
+    // PV runs instead of while QK^T runs.)
     if (t_begin <= t_end) {
         rows.fetch(kv, t_begin, tid);
         rows.offsets(kv, mp, t_begin, tid);
