@@ -217,8 +217,8 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         }
     };
 
-    // S = Q K^T of this warpgroup: qk_issue starts the MMAs, qk_wait waits for them (the tile
-    // loads are issued in between, while the tensor cores run).
+    // S = Q K^T of this warpgroup: qk_issue starts the MMAs, qk_wait waits for them (the next
+    // tile's addresses are computed in between, while the tensor cores run).
     auto qk_issue = [&](float (&s)[4][4]) {
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
@@ -243,13 +243,11 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         const bool nm = !active || tile_needs_mask(mp, row0 + wr0, t);
         warp_softmax<HEAD_DIM>(st, P, s, t * KV_TILE, nm, mp, pos0, pos1, scale_log2, lane);
     };
-    auto pv_issue = [&](const uint32_t (&P)[2][4]) {
+    auto pv = [&](const uint32_t (&P)[2][4]) {
         wgmma_fence();
         wgmma_m64n256k16_rs_tb(st.o, P[0], desc_v(0));
         wgmma_m64n256k16_rs_tb(st.o, P[1], desc_v(1));
         wgmma_commit();
-    };
-    auto pv_wait = [&]() {
         wgmma_wait_all();
 #pragma unroll
         for (int n = 0; n < HEAD_DIM / 8; ++n) {
@@ -297,8 +295,7 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
             rows.issue(sK, k_base, tid);  // offsets of tile t + 1
             cp_async_commit();
         }
-        pv_issue(P);
-        pv_wait();
+        pv(P);
     }
     cp_async_wait_all();
     __syncthreads();  // every warp has its Q fragments before the Q rows are reused for staging
