@@ -405,8 +405,9 @@ struct TileLoad {
 // key's row from k / v base.
 struct ContigKV {
     int64_t stride;  // elements between rows
-    __device__ __forceinline__ int fetch(int) const { return 0; }
-    __device__ __forceinline__ int64_t offset(int, int key) const {
+    using Fetched = int;  // nothing to fetch
+    __device__ __forceinline__ Fetched fetch(int) const { return 0; }
+    __device__ __forceinline__ int64_t offset(Fetched, int key) const {
         return static_cast<int64_t>(key) * stride;
     }
 };
@@ -421,10 +422,12 @@ struct FastDiv {
         l = 0;
         while ((1u << l) < d && l < 31) ++l;
         // d > 2^31 exceeds every numerator: m = 0 and l = 31 give 0.
-        m = (1u << l) < d ? 0u : static_cast<uint32_t>(((1ull << 32) * ((1ull << l) - d)) / d + 1);
+        m = (1u << l) < d ? 0u
+                          : static_cast<uint32_t>(((1ull << 32) * ((1ull << l) - d)) / d + 1);
     }
     __device__ __forceinline__ int div(int n) const {
-        return static_cast<int>((__umulhi(static_cast<uint32_t>(n), m) + static_cast<uint32_t>(n)) >> l);
+        const uint32_t u = static_cast<uint32_t>(n);
+        return static_cast<int>((__umulhi(u, m) + u) >> l);
     }
 };
 
@@ -433,16 +436,21 @@ struct PagedKV {
     FastDiv block_size;
     int kv_len;
     int64_t stride;
+    struct Fetched {
+        int blk;  // block-table entry of the key's block
+        int rem;  // key % block_size
+    };
     // Keys past kv_len read the last valid entry (their rows are zero-filled anyway), so the
     // load needs no branch.
-    __device__ __forceinline__ int fetch(int key) const {
-        return __ldg(block_table + block_size.div(min(key, kv_len - 1)));
+    __device__ __forceinline__ Fetched fetch(int key) const {
+        const int idx = block_size.div(min(key, kv_len - 1));
+        return {__ldg(block_table + idx), key - idx * static_cast<int>(block_size.d)};
     }
     // Element offset of key's row: cache slot blk * block_size + key % block_size. (A cache has
     // fewer than 2^32 token slots: each takes at least 128 bytes per kv head.)
-    __device__ __forceinline__ int64_t offset(int blk, int key) const {
-        const uint32_t slot = (static_cast<uint32_t>(blk) - static_cast<uint32_t>(block_size.div(key))) *
-                                  block_size.d + static_cast<uint32_t>(key);
+    __device__ __forceinline__ int64_t offset(const Fetched& f, int) const {
+        const uint32_t slot =
+            static_cast<uint32_t>(f.blk) * block_size.d + static_cast<uint32_t>(f.rem);
         return static_cast<int64_t>(slot) * stride;
     }
 };
@@ -496,11 +504,11 @@ __device__ __forceinline__ void issue_q_rows(uint32_t sQ, const __nv_bfloat16* q
     QL::issue(sQ, q_base, off, ok, tid);
 }
 
-// A loading thread's KV rows: the fetched values (block-table entries, paged) of the next tile to
-// issue, and the element offsets of the tile in flight.
+// A loading thread's KV rows: the fetched values (paged: block-table entries and in-block
+// indices) of the next tile to issue, and the element offsets of the tile in flight.
 template <typename KL, typename KV>
 struct KvRows {
-    int fetched[KL::RPT];
+    typename KV::Fetched fetched[KL::RPT];
     int64_t off[KL::RPT];
     bool ok[KL::RPT];
     __device__ __forceinline__ void fetch(const KV& kv, int t, int ltid) {

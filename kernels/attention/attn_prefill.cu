@@ -27,8 +27,17 @@
 
 #include "attn_common.cuh"
 
+namespace attn_detail {
+// Resident CTAs per SM that the register budget of a 64-row kernel aims for: 4 (head_dim 64) and
+// 3 (128) are what their shared memory and registers allow (without the hint ptxas picked 128
+// registers for head_dim 128 and spilled); 0, no minimum, for 256, which needs up to 255.
+constexpr int min_ctas_per_sm_64(int head_dim) {
+    return head_dim == 64 ? 4 : head_dim == 128 ? 3 : 0;
+}
+}  // namespace attn_detail
+
 template <int HEAD_DIM>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, attn_detail::min_ctas_per_sm_64(HEAD_DIM))
     attn_prefill_paged_64_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k_cache,
                                  const __nv_bfloat16* v_cache, __nv_bfloat16* output,
                                  const int32_t* block_table, uint32_t q_len, uint32_t kv_len,
@@ -42,15 +51,14 @@ __global__ void __launch_bounds__(128)
 }
 
 template <int HEAD_DIM>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(128, attn_detail::min_ctas_per_sm_64(HEAD_DIM))
     attn_prefill_64_kernel(const __nv_bfloat16* q, const __nv_bfloat16* k,
                            const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len,
                            uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal,
                            uint32_t sliding_window, float inv_sqrt_d) {
     static_assert(HEAD_DIM == 64 || HEAD_DIM == 128 || HEAD_DIM == 256, "HEAD_DIM");
-    attn_detail::attn_contig_cta<HEAD_DIM, 4, attn_detail::LOAD_SERIAL>(q, k, v, output, seq_len, num_q_heads,
-                                                     num_kv_heads, causal, sliding_window,
-                                                     inv_sqrt_d);
+    attn_detail::attn_contig_cta<HEAD_DIM, 4, attn_detail::LOAD_SERIAL>(
+        q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
 }
 
 #ifndef ATTN_PREFILL_NO_EXPLICIT_INSTANTIATION
