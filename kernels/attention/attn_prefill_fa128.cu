@@ -26,9 +26,9 @@
 // attn_prefill_64_kernel<256> with causal = 1, sliding_window = 0.
 //
 // Measured on an H200 (hq 16, hkv 4, head_dim 256, causal; benchmarks/bench_attn_prefill.py,
-// benchmarks/RESULTS.md has the latest run): the contiguous twin runs 1.62x / 1.76x the 64-row
-// kernel at L 4096 / 16384 (418 / 485 TFLOP/s; torch's flash SDPA 254 / 311), the paged twin
-// 1.50x / 1.62x (378 / 427). At L 512 both are 1.0-1.1x (27 against 30 us): the grid has half
+// benchmarks/RESULTS.md has the latest run): the contiguous twin runs 1.63x / 1.76x the 64-row
+// kernel at L 4096 / 16384 (415 / 483 TFLOP/s; torch's flash SDPA 249 / 310), the paged twin
+// 1.55x / 1.68x (385 / 441). At L 512 both are 1.07-1.11x (27 against 30 us): the grid has half
 // as many CTAs as the 64-row kernels' (64 for 132 SMs), and the heaviest CTA, 128 rows x 16 KV
 // tiles, needs 16 x ~1.14 us = 18 us at the twin's steady-state tile rate (L 16384) before its
 // launch, first loads and output store, where 1.5x would need 20 us in all. With per-warp
