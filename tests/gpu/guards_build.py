@@ -1,9 +1,10 @@
-"""Builds the guards fixture project (tests/fixtures/guards) once per test session and loads
-its extension module, for tests/gpu/test_bindings.py and tests/gpu/test_launch_guards.py.
+"""Builds a small kernelgen project once per test session and loads its extension modules:
+the guards fixture project (tests/fixtures/guards), for tests/gpu/test_bindings.py and
+tests/gpu/test_launch_guards.py, or a project that a test assembles itself.
 
-The project is copied into a temporary folder and built with
-``python -m kernelgen.cli --root COPY build --target T --build-dir ... --install-dir ...``
-for the target of the GPU present; the module is imported straight from its file.
+The project is copied (or assembled) into a temporary folder and built with
+``python -m kernelgen.cli --root COPY build --target T --build-dir ... --install-dir ...``;
+the modules are imported straight from their files.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -33,25 +35,32 @@ def target_for(capability: tuple[int, int]) -> str | None:
     return TARGETS.get(tuple(capability))  # type: ignore[arg-type]
 
 
-def build(tmp_path_factory: pytest.TempPathFactory, target: str) -> Path:
-    """Builds the guards project for ``target`` (once per session); returns the folder
-    holding the built extension, ``<install>/kernelgen_ops/<target>``."""
-    given = os.environ.get(ENV_INSTALL)
+def build(tmp_path_factory: pytest.TempPathFactory, target: str,
+          populate: Callable[[Path], None] | None = None, name: str = "guards") -> Path:
+    """Builds a project for ``target`` (once per session and name); returns the folder holding
+    the built extensions, ``<install>/kernelgen_ops/<target>``. The project is the guards
+    fixture, or what ``populate(root)`` writes into the empty folder ``root``."""
+    given = os.environ.get(ENV_INSTALL) if populate is None else None
     if given:
         return Path(given)
-    if target in _built:
-        return _built[target]
-    base = tmp_path_factory.mktemp(f"guards_{target}")
+    key = f"{name}:{target}"
+    if key in _built:
+        return _built[key]
+    base = tmp_path_factory.mktemp(f"{name}_{target}")
     root = base / "project"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
+    if populate is None:
+        shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("generated", "build", "bindings"))
+    else:
+        root.mkdir()
+        populate(root)
     cmd = [
         sys.executable, "-m", "kernelgen.cli", "--root", str(root), "build", "--target", target,
         "--build-dir", str(base / "build"), "--install-dir", str(base / "install"),
     ]
     res = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, f"building the guards project failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
-    _built[target] = base / "install" / "kernelgen_ops" / target
-    return _built[target]
+    assert res.returncode == 0, f"building the {name} project failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    _built[key] = base / "install" / "kernelgen_ops" / target
+    return _built[key]
 
 
 def module_path(target_dir: Path, name: str = "guards") -> Path:

@@ -4,8 +4,8 @@ Through the generated bindings, against a float32 reference computed here with t
 same bf16 inputs (K/V gathered from the paged cache, kv heads expanded for GQA):
 
 * attn_prefill_paged_64 / attn_prefill_64: head_dim 64, 128, 256, causal or not, sliding
-  windows, q_offset (chunked prefill), GQA ratios 1, 2, 4, 8, cache block sizes 16, 32, 64 (and 1, 24, 48) with
-  shuffled block tables, batch > 1;
+  windows, q_offset (chunked prefill), GQA ratios 1, 2, 4, 8, cache block sizes 16, 32, 64
+  (and 1, 24, 48) with shuffled block tables, batch > 1;
 * the 128-row twins attn_prefill_fa128_paged / attn_prefill_fa128 (head_dim 256, causal, no
   window): against the reference AND bit for bit against the 64-row kernels (0 differing bf16
   values on every case);

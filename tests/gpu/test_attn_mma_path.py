@@ -1,0 +1,117 @@
+"""The 128-row twins' per-warp mma.sync path, the one gb10 builds, run on this GPU.
+
+The hopper build issues the twins' products as warpgroup MMAs (sm_90a only); gb10 (sm_121a)
+builds the per-warp mma.sync path instead, and no GPU here is a gb10. That path compiles for
+any architecture without sm_90a's features, so this test builds the two attention modules for
+a target of its own, ``sm90_mma`` (arch sm_90, compute capability 9.0, gb10's limits otherwise),
+in a temporary copy of the project, and checks on every twin-applicable case of
+test_attn_prefill's sweep that this build's twins are bit-identical to the installed build's
+64-row kernels (and so to its warpgroup-MMA twins), and that its fallback chains pick the twin.
+
+Needs a GPU of compute capability 9.0 and nvcc; the build takes about 20 s on 16 cores.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+import yaml
+
+from tests.gpu import guards_build
+from tests.gpu import test_attn_prefill as base
+
+torch = base.torch
+pytestmark = pytest.mark.gpu
+
+if torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover - depends on the GPU
+    pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
+                allow_module_level=True)
+
+TARGET = "sm90_mma"
+MODULES = ("attn_prefill", "attn_prefill_fa128")
+
+
+def populate(root):
+    """The attention modules' specs and kernels, and a target registry with TARGET only."""
+    (root / "specs").mkdir()
+    for m in MODULES:
+        shutil.copy(guards_build.REPO / "specs" / f"{m}.yaml", root / "specs")
+    shutil.copytree(guards_build.REPO / "kernels" / "attention", root / "kernels" / "attention")
+    targets = yaml.safe_load((guards_build.REPO / "specs" / "targets.yaml").read_text())
+    entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
+    (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({TARGET: entry}))
+
+
+@pytest.fixture(scope="module")
+def mma(tmp_path_factory):
+    folder = guards_build.build(tmp_path_factory, TARGET, populate=populate, name="attn_mma")
+    return guards_build.load(folder, "attn_prefill_fa128")
+
+
+TWIN_PAGED = [c for c in base.PAGED_CASES if base.twin_applies(c[0], c[5], c[6])]
+TWIN_CONTIG = [c for c in base.CONTIG_CASES if base.twin_applies(c[0], c[5], c[6])]
+
+
+def test_build_is_the_mma_path(mma):
+    assert mma.TARGET == TARGET
+    assert len(TWIN_PAGED) >= 10 and len(TWIN_CONTIG) >= 8
+
+
+@pytest.mark.parametrize("case", TWIN_PAGED, ids=lambda c: "d{}-hq{}-hkv{}-q{}-off{}-c{}-w{}-bs{}".format(*c))
+def test_paged_twin(mma, case):
+    d, hq, hkv, q_len, q_offset, causal, window, cbs = case
+    kv_len = q_offset + q_len
+    gen = base._gen(hash(case) & 0xFFFF)
+    q = base._randn(gen, q_len, hq, d)
+    K = base._randn(gen, kv_len, hkv, d)
+    V = base._randn(gen, kv_len, hkv, d)
+    kc, vc, bt = base.make_paged(K, V, cbs, gen)
+    scale = 1.0 / math.sqrt(d)
+
+    out64 = torch.full_like(q, float("nan"))
+    a = base.paged_args(q, kc, vc, out64, bt, q_len, kv_len, q_offset, hq, hkv, cbs, causal,
+                        window, scale)
+    o = base.run_paged_64(a, d)
+    assert o.launched, o.reason
+
+    out = torch.full_like(q, float("nan"))
+    o = mma.attn_prefill_fa128_paged(
+        q, kc, vc, out, bt, q_len, kv_len, q_offset, hq, hkv, cbs, scale, head_dim=d,
+        causal=causal, sliding_window=window)
+    assert o.launched, o.reason
+    chained = torch.full_like(q, float("nan"))
+    o = mma.attn_paged(**dict(a, output=chained), head_dim=d)
+    assert o.launched and base._kernel_name(o) == "attn_prefill_fa128_paged", o.kernel
+    torch.cuda.synchronize()
+    assert not torch.isnan(out64).any()
+    assert base.count_bit_diffs(out, out64) == 0, "mma.sync twin not bit-identical to the 64-row kernel"
+    assert base.count_bit_diffs(chained, out64) == 0
+
+
+@pytest.mark.parametrize("case", TWIN_CONTIG, ids=lambda c: "d{}-hq{}-hkv{}-L{}-b{}-c{}-w{}".format(*c))
+def test_contiguous_twin(mma, case):
+    d, hq, hkv, L, B, causal, window = case
+    gen = base._gen(hash(case) & 0xFFFF)
+    q = base._randn(gen, B, L, hq, d)
+    k = base._randn(gen, B, L, hkv, d)
+    v = base._randn(gen, B, L, hkv, d)
+    scale = 1.0 / math.sqrt(d)
+
+    out64 = torch.full_like(q, float("nan"))
+    a = base.contig_args(q, k, v, out64, L, hq, hkv, causal, window, scale)
+    o = base.run_contig_64(a, d, B)
+    assert o.launched, o.reason
+
+    out = torch.full_like(q, float("nan"))
+    o = mma.attn_prefill_fa128(q, k, v, out, L, hq, hkv, scale, head_dim=d, causal=causal,
+                               sliding_window=window, batch=B)
+    assert o.launched, o.reason
+    chained = torch.full_like(q, float("nan"))
+    o = mma.attn_contiguous(**dict(a, output=chained), head_dim=d, batch=B)
+    assert o.launched and base._kernel_name(o) == "attn_prefill_fa128", o.kernel
+    torch.cuda.synchronize()
+    assert not torch.isnan(out64).any()
+    assert base.count_bit_diffs(out, out64) == 0, "mma.sync twin not bit-identical to the 64-row kernel"
+    assert base.count_bit_diffs(chained, out64) == 0
