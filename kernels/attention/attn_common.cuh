@@ -411,6 +411,7 @@ struct ContigKV {
         return static_cast<int64_t>(key) * stride;
     }
 };
+
 // Division by a divisor fixed for the whole kernel, as a multiply-high, an add and a shift
 // (valid for numerators below 2^31): l = ceil(log2 d), m = floor(2^32 (2^l - d) / d) + 1,
 // n / d = (umulhi(n, m) + n) >> l.
@@ -441,7 +442,7 @@ struct PagedKV {
         int rem;  // key % block_size
     };
     // Keys past kv_len read the last valid entry (their rows are zero-filled anyway), so the
-    // load needs no branch.
+    // load needs no branch; a tile is only fetched when kv_len >= 1.
     __device__ __forceinline__ Fetched fetch(int key) const {
         const int idx = block_size.div(min(key, kv_len - 1));
         return {__ldg(block_table + idx), key - idx * static_cast<int>(block_size.d)};

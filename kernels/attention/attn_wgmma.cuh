@@ -15,14 +15,15 @@
 // tests compare the raw bits).
 //
 // Both warpgroups issue MMAs for every tile of the CTA (the union of its warps' tiles); a warp
-// whose own rows see no key of such a tile (the causal diagonal) applies the full mask there: its scores become -inf, so its
-// running max stays, alpha is exactly 1, P is 0 and O + 0 * V = O, l + 0 = l exactly. That is
-// the same state as skipping the tile, which is what the mma.sync path does.
+// whose own rows see no key of such a tile (the causal diagonal) applies the full mask there:
+// its scores become -inf, so its running max stays, alpha is exactly 1, P is 0 and
+// O + 0 * V = O, l + 0 = l exactly. That is the same state as skipping the tile, which is what
+// the mma.sync path does.
 //
 // Shared memory: the same 96 KiB (128 Q rows, one K tile, one V tile of 256 bf16 per row) in
-// the layout the descriptors read (Q too, though it is only read once, into registers): each tile is stored as four 64-column blocks, a block being
-// ROWS x 128 bytes with 16-byte chunk c of row r at chunk c ^ (r & 7) (the 128-byte swizzle),
-// each block 1024-byte aligned.
+// the layout the descriptors read (Q too, though it is only read once, into registers): each
+// tile is stored as four 64-column blocks, a block being ROWS x 128 bytes with 16-byte chunk c
+// of row r at chunk c ^ (r & 7) (the 128-byte swizzle), each block 1024-byte aligned.
 #pragma once
 
 #include <cuda_bf16.h>
