@@ -27,6 +27,8 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/bf16x2.cuh"
+
 namespace attn_detail {
 
 constexpr int KV_TILE = 32;     // keys per KV tile
@@ -80,10 +82,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
     return y;
 }
 
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low 16 bits), .y = hi
-    return *reinterpret_cast<uint32_t*>(&v);
-}
+using kcommon::pack_bf16x2;
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of HEAD_DIM-wide rows.
 template <int HEAD_DIM>

@@ -14,6 +14,8 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "bf16x2.cuh"
+
 namespace dflash_batched_embed_detail {
 constexpr uint32_t kUnroll = 4;
 }  // namespace dflash_batched_embed_detail
@@ -30,9 +32,7 @@ dflash_batched_embed_bf16_kernel(const int32_t* ids, const __nv_bfloat16* table,
     __nv_bfloat16* dst = out + static_cast<size_t>(i) * hidden;
     const uint32_t tid = threadIdx.x, bd = blockDim.x;
 
-    const bool aligned = (hidden & 7u) == 0 &&
-                         ((reinterpret_cast<uintptr_t>(table) | reinterpret_cast<uintptr_t>(out)) &
-                          15u) == 0;
+    const bool aligned = (hidden & 7u) == 0 && dflash_common::aligned16(table, out);
     if (!aligned) {
         const __nv_bfloat16 zero = __float2bfloat16_rn(0.f);
         for (uint32_t j = tid; j < hidden; j += bd) dst[j] = valid ? src[j] : zero;

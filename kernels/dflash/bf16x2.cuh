@@ -1,23 +1,19 @@
-// Helpers shared by the drafter's bf16 kernels: packed bf16x2 <-> f32 conversion, a streaming
-// 16-byte load and f32 reductions over a warp and a CTA. Everything is static and inlined, so including
-// this header from several kernels in one translation unit is safe.
+// Helpers shared by the drafter's bf16 kernels: packed bf16x2 <-> f32 conversion, 16-byte
+// loads (streaming, and a row kernel's per-thread vectors), the vector paths' alignment test and
+// vectors-per-thread dispatch, and f32 reductions over a warp and a CTA. Everything is static and
+// inlined, so including this header from several kernels in one translation unit is safe.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/bf16x2.cuh"
+
 namespace dflash_common {
 
-// The low / high bf16 of a packed pair, widened exactly to f32.
-static __device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-static __device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
-// Two f32 -> one packed bf16x2 word (round to nearest even), `lo` in the low half.
-static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
+using kcommon::bf16_hi;
+using kcommon::bf16_lo;
+using kcommon::pack_bf16x2;
 
 // 16-byte streaming load of data read once: ld.global.nc with no L1 allocation.
 static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
@@ -26,6 +22,40 @@ static __device__ __forceinline__ uint4 ld_stream(const uint4* p) {
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                  : "l"(p));
     return r;
+}
+
+// True when every pointer is 16-byte aligned (the vector paths' uint4 accesses).
+template <typename... P>
+static __device__ __forceinline__ bool aligned16(const P*... p) {
+    return ((reinterpret_cast<uintptr_t>(p) | ...) & 15u) == 0;
+}
+
+// This thread's VPT vectors v = threadIdx.x + k * blockDim.x of src (zeros at v >= nvec).
+template <uint32_t VPT>
+static __device__ __forceinline__ void load_vecs(uint4 (&r)[VPT], const uint4* src, uint32_t nvec) {
+#pragma unroll
+    for (uint32_t k = 0; k < VPT; ++k) {
+        const uint32_t v = threadIdx.x + k * blockDim.x;
+        r[k] = v < nvec ? __ldg(src + v) : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
+// Calls f(Vpt<N>{}) with N = per clamped to 1..kMaxVecPerThread: the row kernels' dispatch from
+// vectors per thread to a compile-time count.
+constexpr uint32_t kMaxVecPerThread = 4;
+template <uint32_t N>
+struct Vpt {
+    static constexpr uint32_t value = N;
+};
+template <typename F>
+static __device__ __forceinline__ void with_vpt(uint32_t per, F&& f) {
+    switch (per) {
+        case 0:
+        case 1: f(Vpt<1>{}); break;
+        case 2: f(Vpt<2>{}); break;
+        case 3: f(Vpt<3>{}); break;
+        default: f(Vpt<4>{}); break;
+    }
 }
 
 static __device__ __forceinline__ float warp_sum(float v) {

@@ -67,9 +67,7 @@ dflash_reshape_cache_bf16_kernel(const __nv_bfloat16* key, const __nv_bfloat16* 
     const uint32_t lane = threadIdx.x & 31u;
     const uint32_t warps = blockDim.x >> 5;
     const bool aligned =
-        (row & 7u) == 0 &&
-        ((reinterpret_cast<uintptr_t>(key) | reinterpret_cast<uintptr_t>(value) |
-          reinterpret_cast<uintptr_t>(k_cache) | reinterpret_cast<uintptr_t>(v_cache)) & 15u) == 0;
+        (row & 7u) == 0 && dflash_common::aligned16(key, value, k_cache, v_cache);
     const uint64_t nvec = row >> 3;
     const uint64_t warp_stride = static_cast<uint64_t>(gridDim.x) * warps;
 

@@ -38,8 +38,7 @@ dflash_residual_add_bf16_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b,
     const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
-    const bool aligned = ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
-                           reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
+    const bool aligned = dflash_common::aligned16(a, b, out);
     if (!aligned) {
         for (uint64_t i = tid; i < n; i += nthreads) {
             out[i] = __float2bfloat16_rn(__bfloat162float(a[i]) + __bfloat162float(b[i]));

@@ -29,8 +29,6 @@ namespace dflash_residual_rms_norm_detail {
 
 using namespace dflash_common;
 
-constexpr uint32_t kMaxVecPerThread = 4;
-
 template <uint32_t VPT>
 static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x, __nv_bfloat16* residual,
                                                const __nv_bfloat16* weight, __nv_bfloat16* out,
@@ -49,11 +47,7 @@ static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x, __nv_bflo
         xr[k] = ok ? __ldg(xv + v) : make_uint4(0u, 0u, 0u, 0u);
         sr[k] = ok ? rv[v] : make_uint4(0u, 0u, 0u, 0u);  // residual is written: no nc load
     }
-#pragma unroll
-    for (uint32_t k = 0; k < VPT; ++k) {
-        const uint32_t v = threadIdx.x + k * blockDim.x;
-        wr[k] = v < nvec ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
-    }
+    load_vecs<VPT>(wr, wv, nvec);
 
     float ss = 0.f;
 #pragma unroll
@@ -104,19 +98,14 @@ dflash_residual_rms_norm_bf16_kernel(const __nv_bfloat16* x, __nv_bfloat16* resi
     const size_t off = static_cast<size_t>(row) * hidden;
 
     const bool aligned =
-        (hidden & 7u) == 0 &&
-        ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(residual) |
-          reinterpret_cast<uintptr_t>(weight) | reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
+        (hidden & 7u) == 0 && dflash_common::aligned16(x, residual, weight, out);
     const uint32_t nvec = hidden >> 3;
     const uint32_t per = (nvec + blockDim.x - 1) / blockDim.x;
-    if (aligned && per <= d::kMaxVecPerThread) {
-        switch (per) {
-            case 0:
-            case 1: d::row_vec<1>(x + off, residual + off, weight, out + off, hidden, eps, red); break;
-            case 2: d::row_vec<2>(x + off, residual + off, weight, out + off, hidden, eps, red); break;
-            case 3: d::row_vec<3>(x + off, residual + off, weight, out + off, hidden, eps, red); break;
-            default: d::row_vec<4>(x + off, residual + off, weight, out + off, hidden, eps, red); break;
-        }
+    if (aligned && per <= dflash_common::kMaxVecPerThread) {
+        dflash_common::with_vpt(per, [&](auto vpt) {
+            d::row_vec<decltype(vpt)::value>(x + off, residual + off, weight, out + off, hidden,
+                                             eps, red);
+        });
     } else {
         d::row_scalar(x + off, residual + off, weight, out + off, hidden, eps, red);
     }

@@ -27,8 +27,6 @@ namespace dflash_rms_norm_detail {
 
 using namespace dflash_common;
 
-constexpr uint32_t kMaxVecPerThread = 4;
-
 template <uint32_t VPT>
 static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x,
                                                const __nv_bfloat16* weight,
@@ -40,16 +38,8 @@ static __device__ __forceinline__ void row_vec(const __nv_bfloat16* x,
     uint4* ov = reinterpret_cast<uint4*>(out);
 
     uint4 xr[VPT], wr[VPT];
-#pragma unroll
-    for (uint32_t k = 0; k < VPT; ++k) {
-        const uint32_t v = threadIdx.x + k * blockDim.x;
-        xr[k] = v < nvec ? __ldg(xv + v) : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < VPT; ++k) {
-        const uint32_t v = threadIdx.x + k * blockDim.x;
-        wr[k] = v < nvec ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
-    }
+    load_vecs<VPT>(xr, xv, nvec);
+    load_vecs<VPT>(wr, wv, nvec);
 
     float ss = 0.f;
 #pragma unroll
@@ -91,20 +81,13 @@ dflash_rms_norm_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* weight,
     const __nv_bfloat16* xr = x + off;
     __nv_bfloat16* orow = out + off;
 
-    const bool aligned =
-        (hidden & 7u) == 0 &&
-        ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(weight) |
-          reinterpret_cast<uintptr_t>(out)) & 15u) == 0;
+    const bool aligned = (hidden & 7u) == 0 && dflash_common::aligned16(x, weight, out);
     const uint32_t nvec = hidden >> 3;
     const uint32_t per = (nvec + blockDim.x - 1) / blockDim.x;
-    if (aligned && per <= d::kMaxVecPerThread) {
-        switch (per) {
-            case 0:
-            case 1: d::row_vec<1>(xr, weight, orow, hidden, eps, red); break;
-            case 2: d::row_vec<2>(xr, weight, orow, hidden, eps, red); break;
-            case 3: d::row_vec<3>(xr, weight, orow, hidden, eps, red); break;
-            default: d::row_vec<4>(xr, weight, orow, hidden, eps, red); break;
-        }
+    if (aligned && per <= dflash_common::kMaxVecPerThread) {
+        dflash_common::with_vpt(per, [&](auto vpt) {
+            d::row_vec<decltype(vpt)::value>(xr, weight, orow, hidden, eps, red);
+        });
     } else {
         d::row_scalar(xr, weight, orow, hidden, eps, red);
     }

@@ -58,9 +58,7 @@ dflash_silu_mul_bf16_kernel(const __nv_bfloat16* input, __nv_bfloat16* out, uint
     const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;
 
-    const bool aligned = (inter & 7u) == 0 &&
-                         ((reinterpret_cast<uintptr_t>(input) | reinterpret_cast<uintptr_t>(out)) &
-                          15u) == 0;
+    const bool aligned = (inter & 7u) == 0 && dflash_common::aligned16(input, out);
     if (!aligned) {
         const uint64_t total = static_cast<uint64_t>(rows) * inter;
         for (uint64_t i = tid; i < total; i += nthreads) {

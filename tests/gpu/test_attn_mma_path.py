@@ -38,7 +38,8 @@ def populate(root):
     (root / "specs").mkdir()
     for m in MODULES:
         shutil.copy(guards_build.REPO / "specs" / f"{m}.yaml", root / "specs")
-    shutil.copytree(guards_build.REPO / "kernels" / "attention", root / "kernels" / "attention")
+    for folder in ("attention", "common"):
+        shutil.copytree(guards_build.REPO / "kernels" / folder, root / "kernels" / folder)
     targets = yaml.safe_load((guards_build.REPO / "specs" / "targets.yaml").read_text())
     entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
     (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({TARGET: entry}))
