@@ -105,7 +105,7 @@ def refresh() -> None:
     """
     from kernelgen_ops import _api
 
-    for fn in list(_api._refreshers):
+    for fn in list(_api._refreshers.values()):
         fn()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 # Process-wide launcher settings, read by the built modules (see kernelgen_ops.set_strict
 # and kernelgen_ops.refresh).
 STRICT = False
-_refreshers: list = []  # one refresh function per loaded module, each for its target library
+_refreshers: dict = {}  # one refresh function per loaded target library
 
 
 class KernelError(Exception):

@@ -154,10 +154,12 @@ class Tools:
     cmake: str
     ninja: str
     pybind11_dir: str
+    torch: dict[str, str] | None  # torch_info, when the torch reader is built
 
     @staticmethod
-    def find() -> Tools:
-        return Tools(toolkit.find_toolkit(), toolkit.find_cmake(), toolkit.find_ninja(), toolkit.find_pybind11())
+    def find(opts: BuildOptions) -> Tools:
+        return Tools(toolkit.find_toolkit(), toolkit.find_cmake(), toolkit.find_ninja(), toolkit.find_pybind11(),
+                     torch_info(opts.build_dir) if opts.torch_reader else None)
 
 
 def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str]:
@@ -176,7 +178,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
     ]
-    torch = torch_info(opts.build_dir) if opts.torch_reader else None
+    torch = tools.torch
     if torch:
         args += [f"-DKERNELGEN_TORCH_DIR={torch['dir']}", f"-DKERNELGEN_TORCH_VERSION={torch['version']}",
                  f"-DKERNELGEN_TORCH_CXX11_ABI={torch['cxx11_abi']}"]
@@ -189,7 +191,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
-    tools = Tools.find()
+    tools = Tools.find(opts)
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):

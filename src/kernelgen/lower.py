@@ -34,6 +34,41 @@ def code(category: int, detail: int = 0, error: bool = False) -> int:
     return -c if error else c
 
 
+# The clause families in the order the plan checks them: (kind, Kernel attribute, category,
+# whether a deciding clause is an error, the truth value with which a clause decides).
+_FAMILIES = (
+    ("skip", "skip_if", NL_EMPTY, False, True),
+    ("requires", "requires", E_REQUIRES, True, False),
+    ("applies", "applies_if", NL_CLAUSE, False, False),
+)
+_CAT_NAMES = {NL_EMPTY: "KG_NL_EMPTY", E_REQUIRES: "KG_E_REQUIRES", NL_CLAUSE: "KG_NL_CLAUSE"}
+
+
+@dataclass(frozen=True)
+class Clausal:
+    """One clause in plan order, with what it decides."""
+
+    kind: str
+    index: int
+    clause: Clause
+    decides_when: bool  # the clause's value that decides the outcome
+    category: int
+    error: bool
+
+    @property
+    def code(self) -> int:
+        return code(self.category, self.index, self.error)
+
+
+def ordered_clauses(k: Kernel) -> list[Clausal]:
+    """The kernel's skip_if, requires and applies_if clauses in the order the plan checks them."""
+    return [
+        Clausal(kind, i, c, decides_when, category, error)
+        for kind, attr, category, error, decides_when in _FAMILIES
+        for i, c in enumerate(getattr(k, attr))
+    ]
+
+
 @dataclass(frozen=True)
 class Step:
     kind: str  # "skip" | "requires" | "applies"
@@ -265,17 +300,11 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
             sizes.append((slot, a.name, cpp(a.size), py(a.size)))
             size_slot += 1
         cargs.append(_carg(a, slot))
-    steps: list[Step] = []
-
-    def add(kind: str, clauses: Iterable[Clause], category: int, error: bool) -> None:
-        for i, c in enumerate(clauses):
-            c_code = code(category, i, error)
-            code_cpp = f"{'-' if error else ''}KG_CODE({_CAT_NAMES[(category, error)]}, {i})"
-            steps.append(Step(kind, i, c.text, cpp(c.expr), py(c.expr), code_cpp, c_code))
-
-    add("skip", k.skip_if, NL_EMPTY, False)
-    add("requires", k.requires, E_REQUIRES, True)
-    add("applies", k.applies_if, NL_CLAUSE, False)
+    steps = [
+        Step(o.kind, o.index, o.clause.text, cpp(o.clause.expr), py(o.clause.expr),
+             f"{'-' if o.error else ''}KG_CODE({_CAT_NAMES[o.category]}, {o.index})", o.code)
+        for o in ordered_clauses(k)
+    ]
     present = target.name in k.targets
     slot = f"g_slot_{k.name}"
     variants = ()
@@ -326,13 +355,6 @@ def _replace(lk: LKernel, **kw: object) -> LKernel:
     return replace(lk, **kw)
 
 
-_CAT_NAMES = {
-    (NL_EMPTY, False): "KG_NL_EMPTY",
-    (E_REQUIRES, True): "KG_E_REQUIRES",
-    (NL_CLAUSE, False): "KG_NL_CLAUSE",
-}
-
-
 def _doc(summary: str, cargs: Iterable[CArg]) -> str:
     cargs = list(cargs)
     pos = ", ".join(f"{c.name}: {c.spelling}" for c in cargs if not c.host)
@@ -344,29 +366,27 @@ def _doc(summary: str, cargs: Iterable[CArg]) -> str:
 # --------------------------------------------------------- expected plans (Python)
 
 
-def expected_plan(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> tuple[int, tuple, tuple, int]:
+def expected_plan(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None
+) -> tuple[int, tuple, tuple, int]:
     """What the generated plan returns for ``env``: (code, grid, block, shared_mem).
 
     Mirrors the C++ plan function step for step, including where expression errors are
     checked. The generated tests carry their own copy of this logic, emitted as Python from
-    the same steps; this one drives the search for test cases at generation time.
+    the same steps; this one drives the search for test cases at generation time. ``u64``:
+    the kernel's u64_in_expressions, when the caller has them already.
     """
     none = (0, 0, 0)
     st = pyexpr.Status()
     full = dict(env) | dict(module.constants)
-    for name in u64_in_expressions(k):
+    for name in u64_in_expressions(k) if u64 is None else u64:
         full[name] = pyexpr.from_u64(st, full[name])
-    checks = (
-        [(c, True, code(NL_EMPTY, i)) for i, c in enumerate(k.skip_if)]
-        + [(c, False, code(E_REQUIRES, i, True)) for i, c in enumerate(k.requires)]
-        + [(c, False, code(NL_CLAUSE, i)) for i, c in enumerate(k.applies_if)]
-    )
-    for clause, decides_when, result in checks:
-        holds = bool(expr.evaluate(clause.expr, full, st))
+    for o in ordered_clauses(k):
+        holds = bool(expr.evaluate(o.clause.expr, full, st))
         if st.code:
             return code(E_EXPR, st.code, True), none, none, 0
-        if holds == decides_when:
-            return result, none, none, 0
+        if holds == o.decides_when:
+            return o.code, none, none, 0
     if k.variants and full[k.variants.on] not in dict(k.variants.symbols):
         return code(NL_NO_VARIANT), none, none, 0
     grid = tuple(int(expr.evaluate(n, full, st)) for n in k.grid)
@@ -427,19 +447,14 @@ def _test_cases(module: Module, k: Kernel, target: Target):
     base = dict(k.examples[0])
     ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
     flips: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
-    wanted: list[tuple[str, int, int]] = (
-        [("skip", i, code(NL_EMPTY, i)) for i in range(len(k.skip_if))]
-        + [("requires", i, code(E_REQUIRES, i, True)) for i in range(len(k.requires))]
-        + [("applies", i, code(NL_CLAUSE, i)) for i in range(len(k.applies_if))]
-    )
-    if k.variants:
-        wanted.append(("variant", 0, code(NL_NO_VARIANT)))
-    clause_of = {"skip": k.skip_if, "requires": k.requires, "applies": k.applies_if}
-    for kind, i, want in wanted:
-        if kind == "variant":
+    clauses = ordered_clauses(k)
+    u64 = u64_in_expressions(k)
+    wanted: list[Clausal | None] = [*clauses, None] if k.variants else list(clauses)  # None: the variant
+    for o in wanted:
+        if o is None:
             names = [k.variants.on]  # type: ignore[union-attr]
         else:
-            names = sorted(clause_of[kind][i].expr.names() - {c for c, _ in module.constants})
+            names = sorted(o.clause.expr.names() - {c for c, _ in module.constants})
         found = None
         envs = [dict(e) for e in k.examples]
         for name in names:
@@ -447,19 +462,20 @@ def _test_cases(module: Module, k: Kernel, target: Target):
             for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
                 envs.append(base | {name: cand})
         for env in envs:
-            if _fails_alone(module, k, target, env, kind, i, want):
+            if _fails_alone(module, k, target, env, o, clauses, u64):
                 found = env
                 break
         if found is None:
-            where = clause_of[kind][i].loc if kind != "variant" else k.variants.loc  # type: ignore[union-attr]
-            text = clause_of[kind][i].text if kind != "variant" else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
+            where = o.clause.loc if o else k.variants.loc  # type: ignore[union-attr]
+            text = o.clause.text if o else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
             raise SpecError(
                 where, f"kernels.{k.name}",
                 f"cannot find arguments for which only '{text}' decides the outcome",
                 "if an earlier clause implies it, remove it; otherwise add an example under 'examples' "
                 "where this clause alone fails (or holds, for skip_if)",
             )
-        flips.append((kind, i, tuple(sorted(found.items()))))
+        kind, index = (o.kind, o.index) if o else ("variant", 0)
+        flips.append((kind, index, tuple(sorted(found.items()))))
     rng = random.Random(f"{module.name}.{k.name}.{target.name}")
     cases: list[dict[str, int]] = [dict(e) for e in k.examples]
     names = sorted(ranges)
@@ -478,28 +494,28 @@ def _test_cases(module: Module, k: Kernel, target: Target):
     return tuple(flips), tuple(unique)
 
 
-def _fails_alone(module: Module, k: Kernel, target: Target, env: dict[str, int], kind: str, i: int, want: int) -> bool:
-    """The plan's code for ``env`` is ``want``, and no other clause disagrees.
+def _fails_alone(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], want: Clausal | None,
+    clauses: list[Clausal], u64: list[str],
+) -> bool:
+    """The plan's outcome for ``env`` is decided by ``want`` (None: by the variant lookup),
+    and no other clause disagrees.
 
     Clauses are evaluated in order and the first decides, so a later clause that cannot
     be evaluated (``num_q_heads % num_kv_heads`` once ``num_kv_heads > 0`` fails) is fine.
     """
-    if expected_plan(module, k, target, env)[0] != want:
+    want_code = want.code if want else code(NL_NO_VARIANT)
+    if expected_plan(module, k, target, env, u64)[0] != want_code:
         return False
     full = env | dict(module.constants)
 
-    def ok(c: Clause, good: bool) -> bool:
+    def passes(o: Clausal) -> bool:
         try:
-            return bool(expr.evaluate(c.expr, full)) == good
+            return bool(expr.evaluate(o.clause.expr, full)) != o.decides_when
         except ExprError:
             return True
 
-    others = (
-        [(c, False) for j, c in enumerate(k.skip_if) if not (kind == "skip" and j == i)]
-        + [(c, True) for j, c in enumerate(k.requires) if not (kind == "requires" and j == i)]
-        + [(c, True) for j, c in enumerate(k.applies_if) if not (kind == "applies" and j == i)]
-    )
-    return all(ok(c, good) for c, good in others)
+    return all(passes(o) for o in clauses if o is not want)
 
 
 # --------------------------------------------------------------------- chains
@@ -507,16 +523,17 @@ def _fails_alone(module: Module, k: Kernel, target: Target, env: dict[str, int],
 
 def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) -> LChain:
     seen: dict[str, Arg] = {}
-    order_pos: list[str] = []
     members = []
     member_args = []
     member_int = []
     member_sizes = []
+    kernels: list[tuple[Module, Kernel]] = []
     for ref in fb.members:
         owner = catalog.module(ref.module)
         assert owner is not None
         k = owner.kernel(ref.kernel)
         assert k is not None
+        kernels.append((owner, k))
         members.append((ref.module, ref.kernel, f"kernelgen::{ref.module}::{ref.kernel}"))
         member_args.append(tuple(a.name for a in k.all_args))
         member_int.append(tuple(a.name for a in k.int_args))
@@ -549,19 +566,15 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     # the other members' first examples, so every member gets to decide at least once.
     int_names = [c.name for c in cargs if c.is_int]
     base: dict[str, int] = {}
-    kernels = []
-    for ref in fb.members:
-        owner = catalog.module(ref.module)
-        k = owner.kernel(ref.kernel) if owner else None
-        assert owner is not None and k is not None
-        kernels.append((owner, k))
+    for _, k in kernels:
         for n, v in k.examples[0]:
             base.setdefault(n, v)
     chain_cases: list[tuple[tuple[str, int], ...]] = []
     for owner, k in kernels:
         flips, _ = _test_cases(owner, k, target)
         for env in [dict(e) for e in k.examples] + [dict(f[2]) for f in flips]:
-            case = tuple(sorted({n: {**base, **env}[n] for n in int_names}.items()))
+            merged = base | env
+            case = tuple(sorted((n, merged[n]) for n in int_names))
             if case not in chain_cases:
                 chain_cases.append(case)
     summary = "Tries " + ", then ".join(r.qualname for r in fb.members) + "; launches the first that applies."

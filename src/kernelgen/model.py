@@ -155,11 +155,6 @@ class Kernel:
         """The integer arguments: what ``plan()`` takes and expressions may name."""
         return tuple(a for a in self.all_args if a.is_int)
 
-    def symbols(self) -> tuple[str, ...]:
-        if self.variants is None:
-            return (self.symbol,)
-        return tuple(s for _, s in self.variants.symbols)
-
 
 @dataclass(frozen=True)
 class KernelRef:

@@ -104,7 +104,3 @@ def min_(st: Status, *args: int) -> int:
 def max_(st: Status, *args: int) -> int:
     return max(args)
 
-
-def error_detail(exc: ExprError) -> int:
-    """The KG_EXPR_* detail code the C++ side reports for the same failure."""
-    return exc.code

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kernelgen import expr, pyexpr
+from kernelgen import expr
 from kernelgen.errors import ExprError
 from kernelgen.toolkit import find_toolkit
 
@@ -45,7 +45,7 @@ def py_value(tree: expr.Node, env: dict[str, int]) -> str:
     try:
         v = expr.evaluate(tree, env)
     except ExprError as exc:
-        return f"E{pyexpr.error_detail(exc)}"
+        return f"E{exc.code}"
     return str(int(v))
 
 

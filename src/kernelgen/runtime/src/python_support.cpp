@@ -85,7 +85,7 @@ struct Shared {
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
-  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream;
+  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
 };
 Shared g;
 
@@ -117,6 +117,8 @@ int init_shared() {
   KG_INTERN(s_strides, "strides")
   KG_INTERN(s_typestr, "typestr")
   KG_INTERN(s_stream, "stream")
+  KG_INTERN(s_strict, "STRICT")
+  KG_INTERN(s_refreshers, "_refreshers")
 #undef KG_INTERN
   return 0;
 }
@@ -272,12 +274,15 @@ bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_
   return true;
 }
 
-// The current device, asked of CUDA at most once per launch.
+// The current device, asked of CUDA at most once per launch (launcher_call resets it).
 thread_local int32_t t_current_device = -2;
+int32_t current_device() {
+  if (t_current_device == -2) t_current_device = kg_rt_current_device();
+  return t_current_device;
+}
 
 int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device) {
-  if (t_current_device == -2) t_current_device = kg_rt_current_device();
-  const int32_t cur = t_current_device;
+  const int32_t cur = current_device();
   if (device != cur) {
     char d[160];
     std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
@@ -298,8 +303,7 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   TensorView tv;
   if (g.torch_reader != nullptr && g.torch_reader(o, &tv) == 1 && tv.elem == a->type && tv.device >= 0 &&
       (!a->contiguous || tv.contiguous)) {
-    if (t_current_device == -2) t_current_device = kg_rt_current_device();
-    if (tv.device == t_current_device) {
+    if (tv.device == current_device()) {
       out->u = tv.data;
       *numel = tv.numel;
       return 0;
@@ -649,11 +653,21 @@ PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
 // Strict mode is process-wide (kernelgen_ops.set_strict): read only when a launcher does not
 // launch, so the launched path never pays for it. Returns 1, 0, or -1 with an error set.
 int strict_mode() {
-  PyObject* v = PyObject_GetAttrString(g.api, "STRICT");
+  PyObject* v = PyObject_GetAttr(g.api, g.s_strict);
   if (v == nullptr) return -1;
   const int r = PyObject_IsTrue(v);
   Py_DECREF(v);
   return r;
+}
+
+// A launcher's result for a code other than KG_LAUNCHED: an error is raised; "not launched"
+// (kernel index kidx) is returned as an outcome, or raised in strict mode.
+PyObject* not_launched_or_raise(Launcher* self, const kg_kernel_info* k, int32_t kidx, int32_t code) {
+  if (code < 0 || strict_mode() != 0) {
+    if (PyErr_Occurred()) return nullptr;
+    return raise_for(self, k, code);
+  }
+  return outcome(self, kidx, code);
 }
 
 constexpr int kMaxArgs = 64;
@@ -698,11 +712,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       kg_plan p{};
       int32_t kidx = 0;
       const int32_t pc = s->plan(values, &p, &kidx);
-      if (pc < 0 || (pc > 0 && strict_mode() != 0)) {
-        if (PyErr_Occurred()) return nullptr;
-        return raise_for(self, s->kernels[kidx], pc);
-      }
-      if (pc > 0) return outcome(self, kidx, pc);
+      if (pc != KG_LAUNCHED) return not_launched_or_raise(self, s->kernels[kidx], kidx, pc);
       char reason[512];
       kg_rt_describe(s->kernels[0], rc, reason, sizeof reason);
       std::strncat(reason, " (computing the array sizes)", sizeof reason - std::strlen(reason) - 1);
@@ -729,11 +739,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (code == KG_LAUNCHED) {
     return outcome(self, ran ? kernel_index(s, ran) : 0, code);
   }
-  if (code < 0 || strict_mode() != 0) {
-    if (PyErr_Occurred()) return nullptr;
-    return raise_for(self, ran, code);
-  }
-  return outcome(self, ran ? kernel_index(s, ran) : 0, code);
+  return not_launched_or_raise(self, ran, ran ? kernel_index(s, ran) : 0, code);
 }
 
 PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
@@ -874,16 +880,25 @@ PyMethodDef runtime_methods[] = {
 int init_module(PyObject* module) {
   if (init_shared() < 0) return -1;
   // kernelgen_ops.refresh() must reach every target library loaded in the process (each
-  // has its own kill switches): register this module's library with it.
-  static PyMethodDef refresh_def = {"refresh", rt_refresh, METH_NOARGS,
-                                    "Re-read the kill switches of this module's target library."};
-  PyObject* fn = PyCFunction_New(&refresh_def, module);
-  if (fn == nullptr) return -1;
-  PyObject* registry = PyObject_GetAttrString(g.api, "_refreshers");
-  const int rc = registry ? PyList_Append(registry, fn) : -1;
-  Py_XDECREF(registry);
-  Py_DECREF(fn);
-  return rc;
+  // has its own kill switches): register this module's library with it, once per library
+  // (keyed by the library's own refresh entry point).
+  PyObject* registry = PyObject_GetAttr(g.api, g.s_refreshers);
+  if (registry == nullptr) return -1;
+  PyObject* key = PyLong_FromVoidPtr(reinterpret_cast<void*>(&kg_rt_refresh));
+  int rc = -1;
+  if (key != nullptr) {
+    rc = PyDict_Contains(registry, key);
+    if (rc == 0) {
+      static PyMethodDef refresh_def = {"refresh", rt_refresh, METH_NOARGS,
+                                        "Re-read the kill switches of this module's target library."};
+      PyObject* fn = PyCFunction_New(&refresh_def, module);
+      rc = fn ? PyDict_SetItem(registry, key, fn) : -1;
+      Py_XDECREF(fn);
+    }
+    Py_DECREF(key);
+  }
+  Py_DECREF(registry);
+  return rc < 0 ? -1 : 0;
 }
 
 int add_launcher(PyObject* module, const LauncherSpec* spec) {

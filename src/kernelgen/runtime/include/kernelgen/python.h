@@ -57,14 +57,15 @@ struct LauncherSpec {
   int32_t nkernels;
 };
 
-// Prepares the module: imports kernelgen_ops' exception and Outcome types. Call first.
+// Prepares the module: imports kernelgen_ops' exception and Outcome types and registers the
+// target library's refresh with kernelgen_ops.refresh(). Call first.
 int init_module(PyObject* module);
 
 // Adds a launcher object, and a `plan_<name>` alias of its plan method, to the module.
 // Returns 0, or -1 with a Python exception set.
 int add_launcher(PyObject* module, const LauncherSpec* spec);
 
-// Adds the runtime functions of the target library (refresh, strict mode, devices).
+// Adds the runtime functions of the target library (refresh, target, devices).
 int add_runtime_functions(PyObject* module);
 
 }  // namespace kg::py
