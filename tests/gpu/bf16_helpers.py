@@ -17,9 +17,14 @@ def nonzero_randn(*shape: int, scale: float = 1.0, offset: float = 0.0) -> torch
     return t.to(torch.bfloat16)
 
 
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The raw 16-bit patterns of a bf16 tensor, for bit-exact comparisons."""
+    return t.contiguous().view(torch.int16)
+
+
 def ordered_bf16(t: torch.Tensor) -> torch.Tensor:
     """bf16 bit patterns mapped to integers that are monotonic in the value (-0 == +0)."""
-    i = t.contiguous().view(torch.int16).to(torch.int32)
+    i = bits(t).to(torch.int32)
     return torch.where(i < 0, -32768 - i, i)
 
 

@@ -22,7 +22,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "guards"
-TARGETS = {(9, 0): "hopper", (12, 1): "gb10"}
 
 ENV_INSTALL = "KERNELGEN_GUARDS_INSTALL"  # an existing build's kernelgen_ops/<target> folder
 
@@ -32,7 +31,9 @@ _loaded: dict[Path, ModuleType] = {}
 
 def target_for(capability: tuple[int, int]) -> str | None:
     """The kernelgen target for a compute capability, None when there is none."""
-    return TARGETS.get(tuple(capability))  # type: ignore[arg-type]
+    import kernelgen_ops
+
+    return kernelgen_ops.TARGETS.get(tuple(capability))  # type: ignore[arg-type]
 
 
 def build(tmp_path_factory: pytest.TempPathFactory, target: str,
@@ -83,7 +84,18 @@ def load(target_dir: Path, name: str = "guards") -> ModuleType:
     return mod
 
 
-def module_or_skip(tmp_path_factory: pytest.TempPathFactory, target: str) -> ModuleType:
+def current_target_or_skip() -> str:
+    """The kernelgen target of the current GPU; skips the calling test module when none."""
+    import torch
+
+    cc = torch.cuda.get_device_capability()
+    target = target_for(cc)
+    if target is None:
+        pytest.skip(f"no kernelgen target for compute capability {cc}", allow_module_level=True)
+    return target
+
+
+def build_and_load(tmp_path_factory: pytest.TempPathFactory, target: str) -> ModuleType:
     """The built guards module (its target library has its own name, so it loads next to
     the repository's own build of the same target)."""
     return load(build(tmp_path_factory, target))

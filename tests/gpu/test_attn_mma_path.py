@@ -13,7 +13,6 @@ Needs a GPU of compute capability 9.0 and nvcc; the build takes about 20 s on 16
 
 from __future__ import annotations
 
-import math
 import shutil
 
 import pytest
@@ -63,13 +62,7 @@ def test_build_is_the_mma_path(mma):
 @pytest.mark.parametrize("case", TWIN_PAGED, ids=lambda c: "d{}-hq{}-hkv{}-q{}-off{}-c{}-w{}-bs{}".format(*c))
 def test_paged_twin(mma, case):
     d, hq, hkv, q_len, q_offset, causal, window, cbs = case
-    kv_len = q_offset + q_len
-    gen = base._gen(hash(case) & 0xFFFF)
-    q = base._randn(gen, q_len, hq, d)
-    K = base._randn(gen, kv_len, hkv, d)
-    V = base._randn(gen, kv_len, hkv, d)
-    kc, vc, bt = base.make_paged(K, V, cbs, gen)
-    scale = 1.0 / math.sqrt(d)
+    q, _, _, kc, vc, bt, kv_len, scale = base.paged_inputs(case)
 
     out64 = torch.full_like(q, float("nan"))
     a = base.paged_args(q, kc, vc, out64, bt, q_len, kv_len, q_offset, hq, hkv, cbs, causal,
@@ -78,9 +71,7 @@ def test_paged_twin(mma, case):
     assert o.launched, o.reason
 
     out = torch.full_like(q, float("nan"))
-    o = mma.attn_prefill_fa128_paged(
-        q, kc, vc, out, bt, q_len, kv_len, q_offset, hq, hkv, cbs, scale, head_dim=d,
-        causal=causal, sliding_window=window)
+    o = base.run_paged_twin(dict(a, output=out), d, mod=mma)
     assert o.launched, o.reason
     chained = torch.full_like(q, float("nan"))
     o = mma.attn_paged(**dict(a, output=chained), head_dim=d)
@@ -94,11 +85,7 @@ def test_paged_twin(mma, case):
 @pytest.mark.parametrize("case", TWIN_CONTIG, ids=lambda c: "d{}-hq{}-hkv{}-L{}-b{}-c{}-w{}".format(*c))
 def test_contiguous_twin(mma, case):
     d, hq, hkv, L, B, causal, window = case
-    gen = base._gen(hash(case) & 0xFFFF)
-    q = base._randn(gen, B, L, hq, d)
-    k = base._randn(gen, B, L, hkv, d)
-    v = base._randn(gen, B, L, hkv, d)
-    scale = 1.0 / math.sqrt(d)
+    q, k, v, scale = base.contig_inputs(case)
 
     out64 = torch.full_like(q, float("nan"))
     a = base.contig_args(q, k, v, out64, L, hq, hkv, causal, window, scale)
@@ -106,8 +93,7 @@ def test_contiguous_twin(mma, case):
     assert o.launched, o.reason
 
     out = torch.full_like(q, float("nan"))
-    o = mma.attn_prefill_fa128(q, k, v, out, L, hq, hkv, scale, head_dim=d, causal=causal,
-                               sliding_window=window, batch=B)
+    o = base.run_contig_twin(dict(a, output=out), d, B, mod=mma)
     assert o.launched, o.reason
     chained = torch.full_like(q, float("nan"))
     o = mma.attn_contiguous(**dict(a, output=chained), head_dim=d, batch=B)

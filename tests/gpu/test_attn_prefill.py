@@ -37,6 +37,8 @@ if not torch.cuda.is_available():  # pragma: no cover - only on machines without
 kernelgen_ops = pytest.importorskip("kernelgen_ops")
 from kernelgen_ops import attn_prefill, attn_prefill_fa128  # noqa: E402
 
+from tests.gpu.bf16_helpers import bits  # noqa: E402
+
 DEV = "cuda"
 ATOL = 1e-2
 RTOL = 1e-2
@@ -115,7 +117,7 @@ def assert_close(out, ref, what):
 
 
 def count_bit_diffs(a, b):
-    return (a.view(torch.int16) != b.view(torch.int16)).sum().item()
+    return (bits(a) != bits(b)).sum().item()
 
 
 def paged_args(q, kc, vc, out, bt, q_len, kv_len, q_offset, hq, hkv, cbs, causal, window, scale):
@@ -131,8 +133,9 @@ def run_paged_64(a, head_dim):
         a["causal"], a["sliding_window"], a["inv_sqrt_d"], head_dim=head_dim)
 
 
-def run_paged_twin(a, head_dim):
-    return attn_prefill_fa128.attn_prefill_fa128_paged(
+def run_paged_twin(a, head_dim, mod=attn_prefill_fa128):
+    """The paged twin of ``mod`` (a build's attn_prefill_fa128 module)."""
+    return mod.attn_prefill_fa128_paged(
         a["q"], a["k_cache"], a["v_cache"], a["output"], a["block_table"], a["q_len"],
         a["kv_len"], a["q_offset"], a["num_q_heads"], a["num_kv_heads"], a["cache_block_size"],
         a["inv_sqrt_d"], head_dim=head_dim, causal=a["causal"],
@@ -150,11 +153,34 @@ def run_contig_64(a, head_dim, batch):
         a["causal"], a["sliding_window"], a["inv_sqrt_d"], head_dim=head_dim, batch=batch)
 
 
-def run_contig_twin(a, head_dim, batch):
-    return attn_prefill_fa128.attn_prefill_fa128(
+def run_contig_twin(a, head_dim, batch, mod=attn_prefill_fa128):
+    """The contiguous twin of ``mod`` (a build's attn_prefill_fa128 module)."""
+    return mod.attn_prefill_fa128(
         a["q"], a["k"], a["v"], a["output"], a["seq_len"], a["num_q_heads"], a["num_kv_heads"],
         a["inv_sqrt_d"], head_dim=head_dim, causal=a["causal"],
         sliding_window=a["sliding_window"], batch=batch)
+
+
+def paged_inputs(case):
+    """A PAGED_CASES case's inputs: q, K, V, the paged cache kc, vc, bt, kv_len, scale."""
+    d, hq, hkv, q_len, q_offset, _, _, cbs = case
+    kv_len = q_offset + q_len
+    gen = _gen(hash(case) & 0xFFFF)
+    q = _randn(gen, q_len, hq, d)
+    K = _randn(gen, kv_len, hkv, d)
+    V = _randn(gen, kv_len, hkv, d)
+    kc, vc, bt = make_paged(K, V, cbs, gen)
+    return q, K, V, kc, vc, bt, kv_len, 1.0 / math.sqrt(d)
+
+
+def contig_inputs(case):
+    """A CONTIG_CASES case's inputs: q, k, v [batch, seq_len, heads, d], scale."""
+    d, hq, hkv, L, B, _, _ = case
+    gen = _gen(hash(case) & 0xFFFF)
+    q = _randn(gen, B, L, hq, d)
+    k = _randn(gen, B, L, hkv, d)
+    v = _randn(gen, B, L, hkv, d)
+    return q, k, v, 1.0 / math.sqrt(d)
 
 
 def twin_applies(d, causal, window):
@@ -198,13 +224,7 @@ PAGED_CASES = [
 @pytest.mark.parametrize("case", PAGED_CASES, ids=lambda c: "d{}-hq{}-hkv{}-q{}-off{}-c{}-w{}-bs{}".format(*c))
 def test_paged(case):
     d, hq, hkv, q_len, q_offset, causal, window, cbs = case
-    kv_len = q_offset + q_len
-    gen = _gen(hash(case) & 0xFFFF)
-    q = _randn(gen, q_len, hq, d)
-    K = _randn(gen, kv_len, hkv, d)
-    V = _randn(gen, kv_len, hkv, d)
-    kc, vc, bt = make_paged(K, V, cbs, gen)
-    scale = 1.0 / math.sqrt(d)
+    q, K, V, kc, vc, bt, kv_len, scale = paged_inputs(case)
     ref = reference(q, K, V, q_offset, causal, window, scale)
 
     out64 = torch.full_like(q, float("nan"))
@@ -264,11 +284,7 @@ CONTIG_CASES = [
 @pytest.mark.parametrize("case", CONTIG_CASES, ids=lambda c: "d{}-hq{}-hkv{}-L{}-b{}-c{}-w{}".format(*c))
 def test_contiguous(case):
     d, hq, hkv, L, B, causal, window = case
-    gen = _gen(hash(case) & 0xFFFF)
-    q = _randn(gen, B, L, hq, d)
-    k = _randn(gen, B, L, hkv, d)
-    v = _randn(gen, B, L, hkv, d)
-    scale = 1.0 / math.sqrt(d)
+    q, k, v, scale = contig_inputs(case)
 
     out64 = torch.full_like(q, float("nan"))
     a64 = contig_args(q, k, v, out64, L, hq, hkv, causal, window, scale)

@@ -11,14 +11,10 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, batched_embed  # noqa: E402
 
-from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
 
 DEV = "cuda"
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
-
-
-def bits(t):
-    return t.contiguous().view(torch.int16)
 
 
 def reference(ids, table, vocab):

@@ -26,11 +26,7 @@ try:
 except ImportError:  # only the numpy cases need it
     np = None
 
-TARGET = guards_build.target_for(torch.cuda.get_device_capability())
-if TARGET is None:
-    pytest.skip(
-        f"no kernelgen target for compute capability {torch.cuda.get_device_capability()}", allow_module_level=True
-    )
+TARGET = guards_build.current_target_or_skip()
 
 N = 64
 PTRS = ("x", "h", "f", "s32", "s64", "b")
@@ -50,7 +46,7 @@ ARG_ORDER = ("x", "h", "f", "s32", "s64", "b", "n", "a_u32", "a_i32", "a_u64", "
 
 @pytest.fixture(scope="module")
 def g(tmp_path_factory):
-    return guards_build.module_or_skip(tmp_path_factory, TARGET)
+    return guards_build.build_and_load(tmp_path_factory, TARGET)
 
 
 # ---------------------------------------------------------------- helpers

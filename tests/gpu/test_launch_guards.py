@@ -12,13 +12,13 @@ the kernels of the guards fixture project (tests/fixtures/guards):
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from kernelgen.loader import load_targets
 from tests.gpu import guards_build
 
 pytestmark = pytest.mark.gpu
@@ -30,23 +30,22 @@ if not torch.cuda.is_available():
 import kernelgen_ops  # noqa: E402
 from kernelgen_ops import LaunchError, NotLaunchedError  # noqa: E402
 
-TARGET = guards_build.target_for(torch.cuda.get_device_capability())
-if TARGET is None:
-    pytest.skip(
-        f"no kernelgen target for compute capability {torch.cuda.get_device_capability()}", allow_module_level=True
-    )
+TARGET = guards_build.current_target_or_skip()
 
 TAG = 1000
 SENTINEL = 0xFFFFFFFF
 KIB48 = 48 * 1024
 # The device's opt-in dynamic shared memory limit (fallback: the target's, specs/targets.yaml).
-OPTIN = getattr(torch.cuda.get_device_properties(0), "shared_memory_per_block_optin", None) or {
-    "hopper": 232448, "gb10": 101376}[TARGET]
+OPTIN = getattr(torch.cuda.get_device_properties(0), "shared_memory_per_block_optin", None) or next(
+    t.max_shared_mem_per_block_optin
+    for t in load_targets(guards_build.FIXTURE / "specs" / "targets.yaml", guards_build.FIXTURE)
+    if t.name == TARGET
+)
 
 
 @pytest.fixture(scope="module")
 def g(tmp_path_factory):
-    return guards_build.module_or_skip(tmp_path_factory, TARGET)
+    return guards_build.build_and_load(tmp_path_factory, TARGET)
 
 
 def out_buffer(n: int):
@@ -315,7 +314,7 @@ _STICKY_SCRIPT = textwrap.dedent(
 def test_sticky_error_is_cuda_fatal_error(g):
     res = subprocess.run(
         [sys.executable, "-c", _STICKY_SCRIPT, g.__file__],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+        capture_output=True, text=True, timeout=300,
     )
     lines = res.stdout.splitlines()
     assert "warm RETURNED True" in lines, res.stdout + res.stderr[-3000:]

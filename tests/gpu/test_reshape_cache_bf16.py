@@ -11,14 +11,10 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, reshape_cache_bf16  # noqa: E402
 
-from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
 
 DEV = "cuda"
 POISON = 0x7FA5  # a NaN bit pattern no copy of random data can produce
-
-
-def bits(t):
-    return t.contiguous().view(torch.int16)
 
 
 def poisoned_cache(num_blocks, block_size, heads, head_dim):

@@ -10,17 +10,13 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, residual_add  # noqa: E402
 
-from tests.gpu.bf16_helpers import nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
 
 DEV = "cuda"
 
 # Tolerance: none.  bf16(f32(a) + f32(b)) is one f32 add (exact for most bf16 pairs, and
 # correctly rounded otherwise) followed by one round-to-nearest-even to bf16; torch's
 # reference computes exactly that, so the results must match bit for bit.
-
-
-def bits(t):
-    return t.contiguous().view(torch.int16)
 
 
 def reference(a, b):

@@ -11,13 +11,9 @@ from hypothesis import strategies as st
 
 from kernelgen.errors import SpecError
 from kernelgen.loader import load_module, load_targets
-from tests.unit.test_loader import GOOD, TARGETS
+from tests.unit.test_loader import GOOD, write_project
 
-_DIR = Path(tempfile.mkdtemp(prefix="kernelgen-fuzz-"))
-(_DIR / "specs").mkdir()
-(_DIR / "kernels").mkdir()
-(_DIR / "kernels" / "demo.cu").write_text("// demo\n")
-(_DIR / "specs" / "targets.yaml").write_text(TARGETS)
+_DIR = write_project(Path(tempfile.mkdtemp(prefix="kernelgen-fuzz-")), "")
 _TARGETS = load_targets(_DIR / "specs" / "targets.yaml", _DIR)
 
 

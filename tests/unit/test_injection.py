@@ -18,8 +18,7 @@ import pytest
 from kernelgen.errors import SpecError
 from kernelgen.loader import load_catalog
 from kernelgen.render import render_catalog
-
-TARGETS = (Path(__file__).resolve().parents[1] / "fixtures" / "project" / "specs" / "targets.yaml").read_text()
+from tests.unit.test_loader import write_project
 
 PAYLOADS = [
     'n); system("KGX"); (1',
@@ -155,13 +154,8 @@ TEXT_FIELDS = ["module_summary", "kernel_summary"]
 
 
 def write(tmp_path: Path, spec: dict) -> Path:
-    (tmp_path / "specs").mkdir()
-    (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "demo.cu").write_text("// demo\n")
-    (tmp_path / "specs" / "targets.yaml").write_text(TARGETS)
     # JSON is YAML: every payload arrives in the loader exactly as written above.
-    (tmp_path / "specs" / "demo.yaml").write_text(json.dumps(spec, indent=1))
-    return tmp_path
+    return write_project(tmp_path, json.dumps(spec, indent=1))
 
 
 def test_base_spec_is_valid(tmp_path: Path) -> None:

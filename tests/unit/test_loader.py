@@ -59,7 +59,7 @@ def sub(old: str, new: str) -> str:
 
 # (case id, spec text, expected line, fragment of the message)
 BAD = [
-    ("duplicate key", sub("  scale:\n", "  scale:\n    summary: one\n").replace("    summary: Scales.\n", "", 0), 9, "duplicate key"),
+    ("duplicate key", sub("  scale:\n", "  scale:\n    summary: one\n"), 9, "duplicate key"),
     ("python tag", sub("summary: A demo module.", "summary: !!python/object:os.system ls"), 2, "tag"),
     ("custom tag", sub("summary: A demo module.", "summary: !shell ls"), 2, "tag"),
     ("yaml 1.1 bool", sub("A demo module.", "no"), 2, "boolean in YAML 1.1"),
@@ -133,7 +133,7 @@ BAD = [
     ("variant key not int", sub("    grid:", "    variants: {arg: n, symbols: {x: a}}\n    grid:"), 14, "variant keys are integer values"),
     ("example unknown arg", sub("{n: 1024}", "{n: 1024, m: 3}"), 19, "'m' is not an integer argument"),
     ("example missing arg", sub("{n: 1024}", "{}"), 19, "must give every integer argument"),
-    ("no examples", sub("      - {n: 1024}", "      []").replace("    examples:\n      []", "    examples: []"), 18, "at least one example"),
+    ("no examples", sub("    examples:\n      - {n: 1024}", "    examples: []"), 18, "at least one example"),
     ("kernel named like constant", sub("{THREADS: 256}", "{THREADS: 256, scale: 1}"), 5, "has the name of a kernel"),
     ("fallback named like kernel", GOOD + "fallbacks:\n  scale: [scale, scale]\n", 21, "has the name of a kernel"),
     ("fallback unknown module", GOOD + "fallbacks:\n  any: [scale, other.k]\n", 21, "unknown module 'other'"),

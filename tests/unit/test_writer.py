@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +108,7 @@ def test_interrupted_generation_leaves_previous_files_intact(project: Path) -> N
 def test_concurrent_generations_all_succeed(project: Path) -> None:
     procs = [
         subprocess.Popen([sys.executable, "-m", "kernelgen.cli", "generate"], cwd=project,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(8)
     ]
     results = [p.communicate(timeout=120) for p in procs]
