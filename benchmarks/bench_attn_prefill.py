@@ -22,34 +22,12 @@ Usage: python3 benchmarks/bench_attn_prefill.py --out results.json [--lengths 51
 import argparse
 import json
 import math
-import statistics
 
 import torch
 import torch.nn.functional as F
+from cuda_timing import launched, median_ms
 from kernelgen_ops import attn_prefill, attn_prefill_fa128
 from torch.nn.attention import SDPBackend, sdpa_kernel
-
-
-def time_ms(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    pairs = []
-    for _ in range(reps):
-        torch.cuda._sleep(1_000_000)  # keep the GPU busy while the launch is queued
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        pairs.append((start, end))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in pairs)
-
-
-def launched(outcome):
-    if not outcome:
-        raise RuntimeError(f"kernel not launched: {outcome.reason}")
 
 
 def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
@@ -101,7 +79,7 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
     result = {"L": L, "hq": hq, "hkv": hkv, "head_dim": d, "cache_block_size": cbs,
               "flops": flops, "ms": {}, "tflops": {}}
     for name, fn in runs.items():
-        ms = time_ms(fn, warmup, reps)
+        ms = median_ms(fn, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
         result["ms"][name] = ms
         result["tflops"][name] = flops / (ms * 1e-3) / 1e12
     torch.cuda.synchronize()

@@ -67,7 +67,6 @@ LC = REPO / "benchmarks" / "launch_cost"
 PROJECT = LC / "project"
 KERNEL_SRC = PROJECT / "kernels" / "launch_probe.cu"
 BURST = 64
-TARGETS = {(9, 0): "hopper", (12, 1): "gb10"}
 
 # The probe's arguments; out[SLOT] becomes 1 + 2 + 0.5 + 0.25 * (5 + 6 + 7) = 8.0 (exact in bf16).
 N, SLOT, K0, K1, K2, ALPHA = 4096, 3, 5, 6, 7, 0.25
@@ -131,22 +130,28 @@ def run_step(cmd: list[str], cwd: Path = REPO, timeout: int = 600, env: dict[str
 
 
 def find_nvcc() -> str | None:
+    """The nvcc kernelgen builds with (the same search), None when there is none."""
     try:
         from kernelgen import toolkit
 
         return str(toolkit.find_toolkit().nvcc)
     except Exception:
-        pass
-    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if cand and Path(cand).is_file():
-            return cand
-    return None
+        return None
+
+
+def project_targets() -> dict[str, dict[str, Any]]:
+    """The probe project's target registry (specs/targets.yaml)."""
+    import yaml
+
+    return yaml.safe_load((PROJECT / "specs" / "targets.yaml").read_text())
 
 
 def target_arch(target: str) -> str:
-    import yaml
+    return project_targets()[target]["arch"]
 
-    return yaml.safe_load((PROJECT / "specs" / "targets.yaml").read_text())[target]["arch"]
+
+def target_for(cc: tuple[int, int]) -> str | None:
+    return next((n for n, t in project_targets().items() if t["compute_capability"] == f"{cc[0]}.{cc[1]}"), None)
 
 
 def find_library(lib_dir: Path, target: str) -> Path | None:
@@ -384,7 +389,7 @@ class Bench:
         cc = torch.cuda.get_device_capability()
         meta["device"] = torch.cuda.get_device_name()
         meta["compute_capability"] = f"{cc[0]}.{cc[1]}"
-        target = self.args.target or TARGETS.get(tuple(cc))
+        target = self.args.target or target_for(cc)
         meta["target"] = target
         if target is None:
             self.doc["notes"].append(f"compute capability {cc} has no kernelgen target")
@@ -425,7 +430,7 @@ class Bench:
                 data = json.loads(res.stdout)
                 self.doc["raw_cpp_after"] = data
                 self.doc["meta"]["raw_cpp_floor_before_after_us"] = [
-                    (self.doc["raw_cpp"] or {}).get("results", {}).get("raw_cpp", {}).get("us_per_launch"),
+                    self.doc["raw_cpp"].get("results", {}).get("raw_cpp", {}).get("us_per_launch"),
                     data["results"]["raw_cpp"]["us_per_launch"]]
             except Exception as exc:
                 self.doc["notes"].append(f"second raw.cu run failed: {short_exc(exc)}")
@@ -486,9 +491,13 @@ class Bench:
                 problems.append(f"counter {cnt}, expected {BURST}")
             return "pass" if not problems else "FAIL: " + "; ".join(problems)
 
-        def not_launched_check(f: Callable[[], Any]) -> Callable[[Callable[[], None]], str]:
+        def not_launched_check(fn: Callable[..., Any], env: dict[str, Any],
+                               **kw: Any) -> Callable[[Callable[[], None]], str]:
+            """fn called with env's arguments (less the launcher "f") must not launch, nor may a burst."""
+            args = {k: v for k, v in env.items() if k != "f"}
+
             def check(run_burst: Callable[[], None]) -> str:
-                o = f()
+                o = fn(**args, **kw)
                 if o:
                     return f"FAIL: launched ({o!r})"
                 sync()
@@ -529,22 +538,19 @@ class Bench:
                      {**tens_env, "f": kg_mod.probe_bare}, probe_check,
                      note="launcher probe_bare: same kernel, no size or contiguity declared"),
                 Peer("kg_py_ints_pos_not_launched", _KG_LABELS["kg_py_ints_pos_not_launched"], f"f({POS})",
-                     empty_ints, not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}))),
+                     empty_ints, not_launched_check(f, empty_ints)),
                 Peer("kg_py_tensors_kw_not_launched", _KG_LABELS["kg_py_tensors_kw_not_launched"], f"f({KW})",
-                     empty_tens, not_launched_check(lambda: f(**{k: v for k, v in empty_tens.items() if k != "f"}))),
+                     empty_tens, not_launched_check(f, empty_tens)),
                 Peer("kg_py_ints_kw_not_launched", _KG_LABELS["kg_py_ints_kw_not_launched"], f"f({KW})",
-                     empty_ints, not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}))),
+                     empty_ints, not_launched_check(f, empty_ints)),
                 Peer("kg_py_ints_pos_stream0_not_launched", _KG_LABELS["kg_py_ints_pos_stream0_not_launched"],
-                     f"f({POS}, stream=0)", empty_ints,
-                     not_launched_check(lambda: f(**{k: v for k, v in empty_ints.items() if k != "f"}, stream=0))),
+                     f"f({POS}, stream=0)", empty_ints, not_launched_check(f, empty_ints, stream=0)),
                 Peer("kg_py_tensors_kw_stream_not_launched", _KG_LABELS["kg_py_tensors_kw_stream_not_launched"],
                      f"f({KW}, stream=s)", {**empty_tens, "s": cur_stream},
-                     not_launched_check(lambda: f(**{k: v for k, v in empty_tens.items() if k != "f"},
-                                                  stream=cur_stream))),
+                     not_launched_check(f, empty_tens, stream=cur_stream)),
                 Peer("kg_py_tensors_kw_bare_not_launched", _KG_LABELS["kg_py_tensors_kw_bare_not_launched"],
                      f"f({KW})", {**empty_tens, "f": kg_mod.probe_bare},
-                     not_launched_check(lambda: kg_mod.probe_bare(**{k: v for k, v in empty_tens.items()
-                                                                     if k != "f"}))),
+                     not_launched_check(kg_mod.probe_bare, empty_tens)),
             ]
 
         # -- the minimal pybind11 module
@@ -607,8 +613,8 @@ class Bench:
         for p in peers:
             if isinstance(p, tuple):
                 self.skip(*p)
-            elif self.args.sequential:
-                self.measure_peer(p, sync)
+            elif self.args.sequential:  # one at a time: each "interleaved" with itself only
+                self.measure_interleaved([p], sync)
             else:
                 runnable.append(p)
         if runnable:
@@ -622,29 +628,6 @@ class Bench:
 
         # -- what a torch tensor costs the launcher: each attribute/method it reads, per call
         self.micro(torch, a, sync)
-
-    def measure_peer(self, p: Peer, sync: Callable[[], None]) -> None:
-        log(f"measure: {p.label} ...")
-        try:
-            fn = burst_function(p.call, list(p.env), BURST // p.launches_per_call)
-            args = tuple(p.env.values())
-            fn(*args)  # first call: JIT, module load, preparation
-            sync()
-            stats = measure(p.call, p.env, sync, self.args.bursts, self.args.warmup, p.launches_per_call)
-            verdict = "n/a"
-            if p.check is not None:
-                try:
-                    verdict = p.check(lambda: fn(*args))
-                except Exception as exc:
-                    verdict = f"FAIL: {short_exc(exc)}"
-            self.add_result(p.key, p.label, stats, "this process", call=p.call, check=verdict, note=p.note)
-            log(f"  {stats['us_per_launch']:.3f} us/launch, check {verdict}")
-        except Exception as exc:
-            self.skip(p.key, p.label, f"error: {short_exc(exc)}")
-            try:
-                sync()
-            except Exception as exc2:
-                self.doc["notes"].append(f"synchronize after {p.key} failed: {short_exc(exc2)}")
 
     def measure_interleaved(self, peers: list[Peer], sync: Callable[[], None]) -> None:
         """Round r times one burst of every peer in turn; a peer that fails is dropped with a note."""

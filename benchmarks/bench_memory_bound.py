@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+from cuda_timing import launched, median_ms
 from kernelgen_ops import (
     argmax,
     batched_embed,
@@ -34,21 +34,6 @@ from kernelgen_ops import (
 DEV = "cuda"
 BF16 = torch.bfloat16
 ROTATE = 4  # input sets cycled through, so repeated runs do not hit L2
-
-
-def median_ms(fn, sets, warmup=5, reps=40):
-    for i in range(warmup):
-        fn(*sets[i % len(sets)])
-    torch.cuda.synchronize()
-    times = []
-    for i in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn(*sets[i % len(sets)])
-        e.record()
-        times.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in times)
 
 
 def host_us_per_call(fn, args, calls=2000):
@@ -80,11 +65,6 @@ def rnd(*shape, dtype=BF16):
     return torch.randn(*shape, device=DEV, dtype=torch.float32).to(dtype)
 
 
-def ok(outcome):
-    if not outcome:
-        raise RuntimeError(outcome.reason)
-
-
 def reshape_case(T, KVH=8, D=128, BS=16):
     NB = T // BS * 2
     kc = torch.empty(NB, BS, KVH, D, device=DEV, dtype=BF16)
@@ -99,7 +79,7 @@ def reshape_case(T, KVH=8, D=128, BS=16):
         vc.view(-1, KVH, D).index_copy_(0, s, v)
 
     return ("reshape_cache_bf16", f"{T}x{KVH}x{D}", 4 * T * KVH * D * 2 + T * 8,
-            lambda k, v, s: ok(reshape_cache_bf16.reshape_cache_bf16(k, v, kc, vc, s, T, KVH, D, BS, NB)),
+            lambda k, v, s: launched(reshape_cache_bf16.reshape_cache_bf16(k, v, kc, vc, s, T, KVH, D, BS, NB)),
             torch_cache, csets)
 
 
@@ -110,7 +90,7 @@ def cases():
     w = rnd(H)
     sets = [(rnd(R, H), torch.empty(R, H, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
     out.append(("rms_norm", f"{R}x{H}", 2 * R * H * 2 + H * 2,
-                lambda x, o: ok(rms_norm.rms_norm_bf16(x, w, o, R, H, 1e-6)),
+                lambda x, o: launched(rms_norm.rms_norm_bf16(x, w, o, R, H, 1e-6)),
                 lambda x, o: torch.nn.functional.rms_norm(x, (H,), w, 1e-6), sets))
     rsets = [(rnd(R, H), rnd(R, H), torch.empty(R, H, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
 
@@ -119,29 +99,29 @@ def cases():
         torch.nn.functional.rms_norm(r, (H,), w, 1e-6)
 
     out.append(("residual_rms_norm", f"{R}x{H}", 4 * R * H * 2 + H * 2,
-                lambda x, r, o: ok(residual_rms_norm.residual_rms_norm_bf16(x, r, w, o, R, H, 1e-6)),
+                lambda x, r, o: launched(residual_rms_norm.residual_rms_norm_bf16(x, r, w, o, R, H, 1e-6)),
                 torch_res_norm, rsets))
     N = R * H
     asets = [(rnd(N), rnd(N), torch.empty(N, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
     out.append(("residual_add", f"{N}", 3 * N * 2,
-                lambda a, b, o: ok(residual_add.residual_add_bf16(a, b, o, N)),
+                lambda a, b, o: launched(residual_add.residual_add_bf16(a, b, o, N)),
                 lambda a, b, o: torch.add(a, b, out=o), asets))
     I = 14336
     ssets = [(rnd(R, 2 * I), torch.empty(R, I, device=DEV, dtype=BF16)) for _ in range(ROTATE)]
     out.append(("silu_mul", f"{R}x{I}", (R * 2 * I + R * I) * 2,
-                lambda x, o: ok(silu_mul.silu_mul_bf16(x, o, R, I)),
+                lambda x, o: launched(silu_mul.silu_mul_bf16(x, o, R, I)),
                 lambda x, o: torch.mul(F.silu(x[:, :I]), x[:, I:], out=o), ssets))
     AR, V = 1024, 151936
     gsets = [(rnd(AR, V), torch.empty(AR, device=DEV, dtype=torch.int32)) for _ in range(ROTATE)]
     out.append(("argmax", f"{AR}x{V}", AR * V * 2 + AR * 4,
-                lambda x, o: ok(argmax.argmax_bf16(x, o, AR, V)),
+                lambda x, o: launched(argmax.argmax_bf16(x, o, AR, V)),
                 lambda x, o: torch.argmax(x, dim=-1), gsets))
     EV, EN = 151936, 8192
     table = rnd(EV, H)
     esets = [(torch.randint(0, EV, (EN,), device=DEV, dtype=torch.int32), torch.empty(EN, H, device=DEV, dtype=BF16))
              for _ in range(ROTATE)]
     out.append(("batched_embed", f"{EN}x{H}", EN * H * 2 * 2 + EN * 4,
-                lambda i, o: ok(batched_embed.batched_embed_bf16(i, table, o, EN, H, EV)),
+                lambda i, o: launched(batched_embed.batched_embed_bf16(i, table, o, EN, H, EV)),
                 lambda i, o: torch.index_select(table, 0, i, out=o), esets))
     # 8192 tokens (one prefill chunk) moves 64 MiB, ~20 us: launch ramp-up and tail are a large
     # part of that, and a plain copy of the same bytes is slow too (see the same-size copy
@@ -160,7 +140,7 @@ def cases():
         torch.add(bt[pos // FB].to(torch.int64) * FB, pos % FB, out=o)
 
     out.append(("fill_slots", f"{C}", C * 8 + (C // FB) * 4,
-                lambda o: ok(fill_slots.fill_slots(bt, o, 0, C, FB)), torch_slots, fsets))
+                lambda o: launched(fill_slots.fill_slots(bt, o, 0, C, FB)), torch_slots, fsets))
     return out
 
 
@@ -214,14 +194,13 @@ def main():
     rows = []
     for name, shape, nbytes, fn, ref, sets in cases():
         ms = median_ms(fn, sets)
-        tms = median_ms(ref, sets) if ref else None
+        tms = median_ms(ref, sets)
         same = copy_bandwidth(nbytes)
         rows.append({
             "kernel": name, "shape": shape, "bytes": nbytes, "ms": ms, "tb_s": nbytes / ms / 1e9,
             "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs,
             "same_size_copy_tb_s": same, "fraction_of_same_size_copy": nbytes / ms / 1e9 / same,
-            "torch_ms": tms, "torch_tb_s": nbytes / tms / 1e9 if tms else None,
-            "speedup_vs_torch": tms / ms if tms else None,
+            "torch_ms": tms, "torch_tb_s": nbytes / tms / 1e9, "speedup_vs_torch": tms / ms,
         })
     small = small_cases()
     result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "large": rows, "small": small}

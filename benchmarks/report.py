@@ -31,10 +31,9 @@ def attention_md(d: dict) -> list[str]:
     for n in names:
         cells = [f"{r['ms'][n] * 1000:.0f} us, {r['tflops'][n]:.0f} TF/s" for r in d["results"]]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    for pair, (a, b) in {"twin / 64-row, contiguous": ("attn_prefill_fa128", "attn_prefill_64"),
-                         "twin / 64-row, paged": ("attn_prefill_fa128_paged", "attn_prefill_paged_64")}.items():
-        ratios = " | ".join(f"{r['ms'][b] / r['ms'][a]:.2f}x" for r in d["results"])
-        lines.append(f"| speed-up {pair} | {ratios} |")
+    for layout in ("contiguous", "paged"):
+        ratios = " | ".join(f"{r['speedup_twin_vs_64'][layout]:.2f}x" for r in d["results"])
+        lines.append(f"| speed-up twin / 64-row, {layout} | {ratios} |")
     lines.append("")
     return lines
 
@@ -80,8 +79,8 @@ def launch_md(d: dict) -> list[str]:
     for r in d.get("results", {}).values():
         if not isinstance(r, dict) or r.get("us_per_launch") is None:
             continue
-        floor = r.get("ratio_to_floor_in_process")
-        lines.append(f"| {r.get('label', '?')} | {r['us_per_launch']:.3f} | {r.get('ratio_to_raw_cpp', 0):.2f} | "
+        raw, floor = r.get("ratio_to_raw_cpp"), r.get("ratio_to_floor_in_process")
+        lines.append(f"| {r.get('label', '?')} | {r['us_per_launch']:.3f} | {'-' if raw is None else f'{raw:.2f}'} | "
                      f"{'' if floor is None else f'{floor:.2f}'} |")
     g = d.get("graph_check", {})
     verdict = "PASS" if g.get("passed") else "FAIL"
