@@ -16,6 +16,11 @@ before each timed launch so that the host-side launch cost stays out of the meas
 Causal FLOPs = 2 * 2 * hq * L^2 * d / 2. It also counts differing bf16 values between each twin
 and its 64-row kernel (expected 0).
 
+Grid fill: a twin CTA covers 128 query rows, so at short prompts its grid can have fewer CTAs than
+the GPU has SMs (at L 512, hq 16: 64 CTAs, where the 64-row kernel has 128). The contiguous pair
+is also timed at --fill-length for each batch of --fill-batches, to show the speed-up once the
+twins' grid fills the GPU.
+
 Usage: python3 benchmarks/bench_attn_prefill.py --out results.json [--lengths 512 4096 16384]
 """
 
@@ -99,6 +104,38 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
     return result
 
 
+def bench_fill(L, batches, hq, hkv, d, warmup, reps, gen):
+    """The contiguous pair at one length for several batch sizes (CTA counts grow with batch)."""
+    scale = 1.0 / math.sqrt(d)
+    rows = []
+    for b in batches:
+        q, k, v = (torch.randn(b, L, h, d, generator=gen).to(torch.bfloat16).to("cuda")
+                   for h in (hq, hkv, hkv))
+        o64, o128 = torch.empty_like(q), torch.empty_like(q)
+
+        def run64():
+            launched(attn_prefill.attn_prefill_64(q, k, v, o64, L, hq, hkv, 1, 0, scale,
+                                                  head_dim=d, batch=b))
+
+        def run128():
+            launched(attn_prefill_fa128.attn_prefill_fa128(q, k, v, o128, L, hq, hkv, scale,
+                                                           head_dim=d, causal=1,
+                                                           sliding_window=0, batch=b))
+
+        ms64 = median_ms(run64, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
+        ms128 = median_ms(run128, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
+        torch.cuda.synchronize()
+        rows.append({
+            "L": L, "batch": b,
+            "ctas": {"attn_prefill_64": hq * -(-L // 64) * b,
+                     "attn_prefill_fa128": hq * -(-L // 128) * b},
+            "ms": {"attn_prefill_64": ms64, "attn_prefill_fa128": ms128},
+            "speedup_twin_vs_64": ms64 / ms128,
+            "bit_diffs": int((o64.view(torch.int16) != o128.view(torch.int16)).sum().item()),
+        })
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="path of the JSON results")
@@ -110,6 +147,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fill-length", type=int, default=512)
+    ap.add_argument("--fill-batches", type=int, nargs="*", default=[1, 2, 4])
     args = ap.parse_args()
 
     gen = torch.Generator().manual_seed(args.seed)
@@ -133,8 +172,19 @@ def main():
     print(f"{'bit diffs twin vs 64 (c/p)':28s}"
           + "".join(f"{str(r['bit_diffs']['contiguous']) + '/' + str(r['bit_diffs']['paged']):>22s}"
                     for r in results))
+    fill = bench_fill(args.fill_length, args.fill_batches, args.hq, args.hkv, args.head_dim,
+                      args.warmup, args.reps, gen)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"grid fill, contiguous, L={args.fill_length} ({sms} SMs):")
+    for r in fill:
+        c, ms = r["ctas"], r["ms"]
+        print(f"  batch {r['batch']}: 64-row {c['attn_prefill_64']} CTAs "
+              f"{ms['attn_prefill_64'] * 1e3:.1f} us, twin {c['attn_prefill_fa128']} CTAs "
+              f"{ms['attn_prefill_fa128'] * 1e3:.1f} us: {r['speedup_twin_vs_64']:.2f}x, "
+              f"bit diffs {r['bit_diffs']}")
     with open(args.out, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "results": results}, f, indent=2)
+        json.dump({"device": torch.cuda.get_device_name(), "sms": sms, "results": results,
+                   "grid_fill": fill}, f, indent=2)
 
 
 if __name__ == "__main__":

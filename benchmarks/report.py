@@ -35,6 +35,22 @@ def attention_md(d: dict) -> list[str]:
         ratios = " | ".join(f"{r['speedup_twin_vs_64'][layout]:.2f}x" for r in d["results"])
         lines.append(f"| speed-up twin / 64-row, {layout} | {ratios} |")
     lines.append("")
+    if d.get("grid_fill"):
+        lines += [
+            f"Grid fill (contiguous; the device has {d['sms']} SMs): a twin CTA covers 128 query "
+            "rows, so at short prompts its grid has half the 64-row kernel's CTAs and can leave "
+            "SMs idle; batch multiplies both grids.",
+            "",
+            "| L | batch | 64-row CTAs | 64-row | twin CTAs | twin | speed-up | bit diffs |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in d["grid_fill"]:
+            c, ms = r["ctas"], r["ms"]
+            lines.append(f"| {r['L']} | {r['batch']} | {c['attn_prefill_64']} | "
+                         f"{ms['attn_prefill_64'] * 1000:.1f} us | {c['attn_prefill_fa128']} | "
+                         f"{ms['attn_prefill_fa128'] * 1000:.1f} us | "
+                         f"{r['speedup_twin_vs_64']:.2f}x | {r['bit_diffs']} |")
+        lines.append("")
     return lines
 
 

@@ -26,18 +26,18 @@
 // attn_prefill_64_kernel<256> with causal = 1, sliding_window = 0.
 //
 // Measured on an H200 (hq 16, hkv 4, head_dim 256, causal; benchmarks/bench_attn_prefill.py,
-// benchmarks/RESULTS.md has the latest run): the contiguous twin runs 1.62x / 1.75x the 64-row
-// kernel at L 4096 / 16384 (414 / 481 TFLOP/s; torch's flash SDPA 250 / 311), the paged twin
-// 1.55x / 1.67x (384 / 442). At L 512 both are 1.07-1.12x (27 against 30 us): the grid has half
+// benchmarks/RESULTS.md has the latest run): the contiguous twin runs 1.62x / 1.76x the 64-row
+// kernel at L 4096 / 16384 (418 / 486 TFLOP/s; torch's flash SDPA 255 / 312), the paged twin
+// 1.56x / 1.68x (390 / 445). At L 512 both are 1.07-1.11x (27 against 30 us): the grid has half
 // as many CTAs as the 64-row kernels' (64 for 132 SMs), and the kernel lasts as long as its
-// heaviest CTA, 128 rows x 16 KV tiles. Clock counters in that CTA (hopper, L 512) read ~49k
-// cycles: 2.5k to the first K tile, 16 tiles of ~2.7k (QK^T ~0.8k, softmax ~0.7-0.85k, PV ~0.65k,
-// the two barriers and their load waits ~0.45k), 3.7k for the output store. Nsight Compute times
-// the two kernels at 33.8 and 41.3 us (1.22x): 1.5x needs that CTA ~19% shorter. Reordering the
+// heaviest CTA, 128 rows x 16 KV tiles; with batch 2 (128 twin CTAs) the contiguous twin runs
+// 1.45x at L 512. Clock counters in that CTA (hopper, L 512, batch 1) read ~49k cycles: 2.5k
+// to the first K tile, 16 tiles of ~2.7k (QK^T ~0.8k, softmax ~0.7-0.85k, PV ~0.65k, the two
+// barriers and their load waits ~0.45k), 3.7k for the output store. Nsight Compute times the
+// two kernels at 33.8 and 41.3 us (1.22x): 1.5x needs that CTA ~19% shorter. Reordering the
 // softmax (O rescale before, after or interleaved with the exponentials) moved time between
-// those phases but not the tile's total. With per-warp
-// mma.sync instead of wgmma the twins ran at 0.72-0.94x: one 8-warp CTA per SM against two
-// 4-warp CTAs.
+// those phases but not the tile's total. With per-warp mma.sync instead of wgmma the twins ran
+// at 0.72-0.94x: one 8-warp CTA per SM against two 4-warp CTAs.
 #pragma once
 
 #include <cuda_bf16.h>
