@@ -148,9 +148,13 @@ __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&o)[32][4], const 
 // buffer each buffer is then busy for two consecutive intervals and every tile load is exposed;
 // issuing the next K load right after QK^T, at the cost of a third barrier, was no faster; nor was
 // an mbarrier on which each warp signals "done with K" so that the next K load starts after the
-// softmax without a third CTA barrier: 5-12% slower, at 255 registers. Nsight Compute on the kept
-// schedule, L 4096: one instruction issued every 2.7 cycles per scheduler, a third of the warp
-// stall cycles at the two CTA barriers.)
+// softmax without a third CTA barrier: 5-12% slower, at 255 registers; nor was running PV of tile
+// t - 1 on the tensor cores during the softmax of tile t (QK^T[t] and PV[t - 1] issued together,
+// the O rescale after PV[t - 1], P double-buffered across a loop unrolled by two, four barriers
+// per tile): bit-identical, but the tile took the same ~2.7k cycles, 1-3% faster at L 4096 and
+// 16384 and 4% slower at L 512, with ~150 bytes of spills. Nsight Compute on the kept schedule,
+// L 4096: one instruction issued every 2.7 cycles per scheduler, a third of the warp stall
+// cycles at the two CTA barriers.)
 template <int HEAD_DIM, int NWARPS, typename KV>
 __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int64_t q_stride,
                                                __nv_bfloat16* o_base, const __nv_bfloat16* k_base,
