@@ -489,6 +489,34 @@ __device__ __forceinline__ TileRange warps_tile_range(const MaskParams& mp, int 
     return u;
 }
 
+// The calling thread's place in a CTA of NWARPS warps x 16 query rows (query block q_block): its
+// warp and lane, the CTA's first row, the warp's first row inside the CTA, the tile range of the
+// CTA (the union of its warps') and of the warp, and the absolute positions of its two rows.
+template <int NWARPS>
+struct CtaThread {
+    int tid, warp, lane;
+    int row0;  // first query row of the CTA
+    int wr0;   // first row of this warp inside the CTA
+    float scale_log2;
+    int t_begin, t_end;
+    TileRange mine;
+    int pos0, pos1;
+    __device__ __forceinline__ CtaThread(const MaskParams& mp, int q_block, float inv_sqrt_d)
+        : tid(threadIdx.x),
+          warp(tid >> 5),
+          lane(tid & 31),
+          row0(q_block * NWARPS * WARP_ROWS),
+          wr0(warp * WARP_ROWS) {
+        scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
+        const TileRange cta = warps_tile_range<NWARPS>(mp, row0, 0);
+        t_begin = cta.lo;
+        t_end = cta.hi;
+        mine = warp_tile_range(mp, row0 + wr0);
+        pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
+        pos1 = pos0 + 8;
+    }
+};
+
 // Starts the copy of the CTA's query rows row0 .. row0 + ROWS - 1 into sQ (zero-filled past q_len).
 template <typename QL>
 __device__ __forceinline__ void issue_q_rows(uint32_t sQ, const __nv_bfloat16* q_base,
@@ -565,83 +593,72 @@ __device__ __forceinline__ void attn_cta(const __nv_bfloat16* q_base, int64_t q_
     const uint32_t sK = sQ + QROWS * HEAD_DIM * 2;
     const uint32_t sV = sK + TILE_BYTES;
 
-    const int tid = threadIdx.x;
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int row0 = q_block * QROWS;  // first query row of the CTA
-    const int wr0 = warp * WARP_ROWS;  // first row of this warp inside the CTA
-    const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
-
-    const TileRange cta = warps_tile_range<NWARPS>(mp, row0, 0);
-    const int t_begin = cta.lo, t_end = cta.hi;
-    const TileRange mine = warp_tile_range(mp, row0 + wr0);
-    const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
-    const int pos1 = pos0 + 8;
+    const CtaThread<NWARPS> c(mp, q_block, inv_sqrt_d);
 
     WarpState<HEAD_DIM> st;
     warp_init(st);
 
-    issue_q_rows<QL>(sQ, q_base, q_stride, row0, mp.q_len, tid);
+    issue_q_rows<QL>(sQ, q_base, q_stride, c.row0, mp.q_len, c.tid);
     KvRows<KL, KV> rows;
 
     if constexpr (MODE == LOAD_SERIAL) {
         cp_async_commit();
-        if (t_begin <= t_end) rows.fetch(kv, t_begin, tid);
-        for (int t = t_begin; t <= t_end; ++t) {
+        if (c.t_begin <= c.t_end) rows.fetch(kv, c.t_begin, c.tid);
+        for (int t = c.t_begin; t <= c.t_end; ++t) {
             const int key0 = t * KV_TILE;
-            rows.offsets(kv, mp, t, tid);
-            rows.issue(sK, k_base, tid);
-            rows.issue(sV, v_base, tid);
+            rows.offsets(kv, mp, t, c.tid);
+            rows.issue(sK, k_base, c.tid);
+            rows.issue(sV, v_base, c.tid);
             cp_async_commit();
-            if (t < t_end) rows.fetch(kv, t + 1, tid);
+            if (t < c.t_end) rows.fetch(kv, t + 1, c.tid);
             cp_async_wait_all();
             __syncthreads();
-            if (t >= mine.lo && t <= mine.hi) {
+            if (t >= c.mine.lo && t <= c.mine.hi) {
                 uint32_t P[2][4];
-                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
-                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
-                                          lane);
-                warp_pv<HEAD_DIM>(st, P, sV, lane);
+                const bool nm = tile_needs_mask(mp, c.row0 + c.wr0, t);
+                warp_qk_softmax<HEAD_DIM>(st, P, sQ, c.wr0, sK, key0, nm, mp, c.pos0, c.pos1,
+                                          c.scale_log2, c.lane);
+                warp_pv<HEAD_DIM>(st, P, sV, c.lane);
             }
             __syncthreads();
         }
     } else {
-        if (t_begin <= t_end) {
-            rows.fetch(kv, t_begin, tid);
-            rows.offsets(kv, mp, t_begin, tid);
-            rows.issue(sK, k_base, tid);
+        if (c.t_begin <= c.t_end) {
+            rows.fetch(kv, c.t_begin, c.tid);
+            rows.offsets(kv, mp, c.t_begin, c.tid);
+            rows.issue(sK, k_base, c.tid);
         }
         cp_async_commit();
-        for (int t = t_begin; t <= t_end; ++t) {
+        for (int t = c.t_begin; t <= c.t_end; ++t) {
             const int key0 = t * KV_TILE;
-            const bool active = t >= mine.lo && t <= mine.hi;
+            const bool active = t >= c.mine.lo && t <= c.mine.hi;
             uint32_t P[2][4];
             cp_async_wait_all();  // K tile t (and Q) landed
             __syncthreads();      // ... for every thread; every warp is done with V tile t - 1
-            rows.issue(sV, v_base, tid);  // offsets of tile t, computed with K[t]
+            rows.issue(sV, v_base, c.tid);  // offsets of tile t, computed with K[t]
             cp_async_commit();
-            if (t < t_end) rows.fetch(kv, t + 1, tid);
+            if (t < c.t_end) rows.fetch(kv, t + 1, c.tid);
             if (active) {
-                const bool nm = tile_needs_mask(mp, row0 + wr0, t);
-                warp_qk_softmax<HEAD_DIM>(st, P, sQ, wr0, sK, key0, nm, mp, pos0, pos1, scale_log2,
-                                          lane);
+                const bool nm = tile_needs_mask(mp, c.row0 + c.wr0, t);
+                warp_qk_softmax<HEAD_DIM>(st, P, sQ, c.wr0, sK, key0, nm, mp, c.pos0, c.pos1,
+                                          c.scale_log2, c.lane);
             }
             cp_async_wait_all();  // V tile t landed
             __syncthreads();      // ... for every thread; every warp is done with K tile t
-            if (t < t_end) {
-                rows.offsets(kv, mp, t + 1, tid);
-                rows.issue(sK, k_base, tid);
+            if (t < c.t_end) {
+                rows.offsets(kv, mp, t + 1, c.tid);
+                rows.issue(sK, k_base, c.tid);
                 cp_async_commit();
             }
-            if (active) warp_pv<HEAD_DIM>(st, P, sV, lane);
+            if (active) warp_pv<HEAD_DIM>(st, P, sV, c.lane);
         }
     }
     cp_async_wait_all();  // Q copies are complete even when the CTA had no tile
     __syncthreads();
 
-    if (row0 + wr0 < mp.q_len) {
+    if (c.row0 + c.wr0 < mp.q_len) {
         auto o_row = [&](int r) { return o_base + static_cast<int64_t>(r) * q_stride; };
-        warp_store<HEAD_DIM>(st, sQ, wr0, row0 + wr0, mp.q_len, o_row, lane);
+        warp_store<HEAD_DIM>(st, sQ, c.wr0, c.row0 + c.wr0, mp.q_len, o_row, c.lane);
     }
 }
 

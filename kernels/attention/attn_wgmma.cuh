@@ -175,25 +175,14 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     const uint32_t sV = sK + KV_TILE * HEAD_DIM * 2;
     if (sQ & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
 
-    const int tid = threadIdx.x;
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int row0 = q_block * QROWS;
-    const int wr0 = warp * WARP_ROWS;
-    const float scale_log2 = __fmul_rn(inv_sqrt_d, 1.4426950408889634f);
-
     // Both warpgroups run every tile of the CTA's range (the union of its 8 warps'), so that the
     // MMAs are issued and awaited on every path (ptxas serializes wgmma otherwise).
-    const TileRange cta = warps_tile_range<NWARPS>(mp, row0, 0);
-    const int t_begin = cta.lo, t_end = cta.hi;
-    const TileRange mine = warp_tile_range(mp, row0 + wr0);
-    const int pos0 = mp.q_offset + row0 + wr0 + (lane >> 2);
-    const int pos1 = pos0 + 8;
+    const CtaThread<NWARPS> c(mp, q_block, inv_sqrt_d);
 
     WarpState<HEAD_DIM> st;
     warp_init(st);
 
-    issue_q_rows<QL>(sQ, q_base, q_stride, row0, mp.q_len, tid);
+    issue_q_rows<QL>(sQ, q_base, q_stride, c.row0, mp.q_len, c.tid);
     KvRows<KL, KV> rows;
 
     // Descriptors: the K tile is K-major (a 16-wide head_dim step kk sits in 64-column block
@@ -218,7 +207,7 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     auto load_q_fragments = [&]() {
 #pragma unroll
         for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-            ldmatrix_x4(qf[kk], sQ + QLay::offset(wr0 + (lane & 15), kk * 2 + (lane >> 4)));
+            ldmatrix_x4(qf[kk], sQ + QLay::offset(c.wr0 + (c.lane & 15), kk * 2 + (c.lane >> 4)));
         }
     };
 
@@ -244,9 +233,10 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
         }
     };
     auto softmax = [&](float (&s)[4][4], uint32_t (&P)[2][4], int t) {
-        const bool active = t >= mine.lo && t <= mine.hi;
-        const bool nm = !active || tile_needs_mask(mp, row0 + wr0, t);
-        warp_softmax<HEAD_DIM>(st, P, s, t * KV_TILE, nm, mp, pos0, pos1, scale_log2, lane);
+        const bool active = t >= c.mine.lo && t <= c.mine.hi;
+        const bool nm = !active || tile_needs_mask(mp, c.row0 + c.wr0, t);
+        warp_softmax<HEAD_DIM>(st, P, s, t * KV_TILE, nm, mp, c.pos0, c.pos1, c.scale_log2,
+                               c.lane);
     };
     auto pv = [&](const uint32_t (&P)[2][4]) {
         wgmma_fence();
@@ -269,35 +259,35 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     // paged twin measured 3% slower with them, the contiguous one the same. Requesting only V,
     // or only above an L2-size threshold, measured worse; so did reading the block table while
     // PV runs instead of while QK^T runs.)
-    if (t_begin <= t_end) {
-        rows.fetch(kv, t_begin, tid);
-        rows.offsets(kv, mp, t_begin, tid);
-        rows.issue(sK, k_base, tid);
-        if (t_begin < t_end) rows.fetch(kv, t_begin + 1, tid);
+    if (c.t_begin <= c.t_end) {
+        rows.fetch(kv, c.t_begin, c.tid);
+        rows.offsets(kv, mp, c.t_begin, c.tid);
+        rows.issue(sK, k_base, c.tid);
+        if (c.t_begin < c.t_end) rows.fetch(kv, c.t_begin + 1, c.tid);
     }
     cp_async_commit();
-    for (int t = t_begin; t <= t_end; ++t) {
+    for (int t = c.t_begin; t <= c.t_end; ++t) {
         uint32_t P[2][4];
         float s[4][4];
         cp_async_wait_all();  // K tile t (and Q) landed
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with V tile t - 1
-        rows.issue(sV, v_base, tid);  // offsets of tile t
+        rows.issue(sV, v_base, c.tid);  // offsets of tile t
         cp_async_commit();
-        if (t == t_begin) load_q_fragments();
+        if (t == c.t_begin) load_q_fragments();
         qk_issue(s);
-        if (t < t_end) {
-            rows.offsets(kv, mp, t + 1, tid);
-            rows.prefetch_l2(k_base, v_base, tid);
-            if (t + 1 < t_end) rows.fetch(kv, t + 2, tid);
+        if (t < c.t_end) {
+            rows.offsets(kv, mp, t + 1, c.tid);
+            rows.prefetch_l2(k_base, v_base, c.tid);
+            if (t + 1 < c.t_end) rows.fetch(kv, t + 2, c.tid);
         }
         qk_wait(s);
         softmax(s, P, t);
         cp_async_wait_all();  // V tile t landed
         fence_proxy_async();
         __syncthreads();      // ... for every thread; every warpgroup is done with K tile t
-        if (t < t_end) {
-            rows.issue(sK, k_base, tid);  // offsets of tile t + 1
+        if (t < c.t_end) {
+            rows.issue(sK, k_base, c.tid);  // offsets of tile t + 1
             cp_async_commit();
         }
         pv(P);
@@ -305,9 +295,9 @@ __device__ __forceinline__ void attn_cta_wgmma(const __nv_bfloat16* q_base, int6
     cp_async_wait_all();
     __syncthreads();  // every warp has its Q fragments before the Q rows are reused for staging
 
-    if (row0 + wr0 < mp.q_len) {
+    if (c.row0 + c.wr0 < mp.q_len) {
         auto o_row = [&](int r) { return o_base + static_cast<int64_t>(r) * q_stride; };
-        warp_store<HEAD_DIM>(st, sQ, wr0, row0 + wr0, mp.q_len, o_row, lane);
+        warp_store<HEAD_DIM>(st, sQ, c.wr0, c.row0 + c.wr0, mp.q_len, o_row, c.lane);
     }
 }
 
