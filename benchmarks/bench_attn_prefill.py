@@ -34,6 +34,24 @@ from cuda_timing import launched, median_ms
 from kernelgen_ops import attn_prefill, attn_prefill_fa128
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+# The contiguous pair (64-row kernel and twin); both take the same arguments.
+CONTIGUOUS = {"attn_prefill_64": attn_prefill.attn_prefill_64,
+              "attn_prefill_fa128": attn_prefill_fa128.attn_prefill_fa128}
+
+
+def contiguous_runs(q, k, v, outs, inv_sqrt_d, **shape):
+    """Launch closures of the contiguous pair (causal, no window), each writing outs[name];
+    shape: seq_len, num_q_heads, num_kv_heads, head_dim, batch."""
+    def run(launcher, out):
+        return lambda: launched(launcher(q=q, k=k, v=v, output=out, inv_sqrt_d=inv_sqrt_d,
+                                         causal=1, sliding_window=0, **shape))
+    return {name: run(launcher, outs[name]) for name, launcher in CONTIGUOUS.items()}
+
+
+def bit_diffs(a, b):
+    """Number of differing bf16 values."""
+    return int((a.view(torch.int16) != b.view(torch.int16)).sum().item())
+
 
 def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
     scale = 1.0 / math.sqrt(d)
@@ -55,21 +73,18 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
     vc[perm.to(dev)] = torch.cat([v[0], v.new_zeros(pad, hkv, d)]).view(nb, cbs, hkv, d)
     bt = perm.to(torch.int32).to(dev)
 
-    outs = {name: torch.empty_like(q) for name in ("c64", "c128", "p64", "p128")}
+    outs = {name: torch.empty_like(q) for name in
+            (*CONTIGUOUS, "attn_prefill_paged_64", "attn_prefill_fa128_paged")}
     q0 = q[0]
 
-    runs = {
-        "attn_prefill_64": lambda: launched(attn_prefill.attn_prefill_64(
-            q, k, v, outs["c64"], L, hq, hkv, 1, 0, scale, head_dim=d, batch=1)),
-        "attn_prefill_fa128": lambda: launched(attn_prefill_fa128.attn_prefill_fa128(
-            q, k, v, outs["c128"], L, hq, hkv, scale, head_dim=d, causal=1, sliding_window=0,
-            batch=1)),
-        "attn_prefill_paged_64": lambda: launched(attn_prefill.attn_prefill_paged_64(
-            q0, kc, vc, outs["p64"][0], bt, L, L, 0, hq, hkv, cbs, 1, 0, scale, head_dim=d)),
-        "attn_prefill_fa128_paged": lambda: launched(attn_prefill_fa128.attn_prefill_fa128_paged(
-            q0, kc, vc, outs["p128"][0], bt, L, L, 0, hq, hkv, cbs, scale, head_dim=d, causal=1,
-            sliding_window=0)),
-    }
+    runs = contiguous_runs(q, k, v, outs, scale, seq_len=L, num_q_heads=hq, num_kv_heads=hkv,
+                           head_dim=d, batch=1)
+    runs["attn_prefill_paged_64"] = lambda: launched(attn_prefill.attn_prefill_paged_64(
+        q0, kc, vc, outs["attn_prefill_paged_64"][0], bt, L, L, 0, hq, hkv, cbs, 1, 0, scale,
+        head_dim=d))
+    runs["attn_prefill_fa128_paged"] = lambda: launched(attn_prefill_fa128.attn_prefill_fa128_paged(
+        q0, kc, vc, outs["attn_prefill_fa128_paged"][0], bt, L, L, 0, hq, hkv, cbs, scale,
+        head_dim=d, causal=1, sliding_window=0))
     qt = q.transpose(1, 2)
     kt = k.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
     vt = v.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
@@ -89,13 +104,12 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
         result["tflops"][name] = flops / (ms * 1e-3) / 1e12
     torch.cuda.synchronize()
 
-    def diffs(a, b):
-        return int((a.view(torch.int16) != b.view(torch.int16)).sum().item())
-
-    result["bit_diffs"] = {"contiguous": diffs(outs["c128"], outs["c64"]),
-                           "paged": diffs(outs["p128"], outs["p64"])}
+    result["bit_diffs"] = {
+        "contiguous": bit_diffs(outs["attn_prefill_fa128"], outs["attn_prefill_64"]),
+        "paged": bit_diffs(outs["attn_prefill_fa128_paged"], outs["attn_prefill_paged_64"])}
     ref = sdpa().transpose(1, 2)
-    result["max_abs_diff_vs_sdpa"] = float((outs["c128"].float() - ref.float()).abs().max().item())
+    result["max_abs_diff_vs_sdpa"] = float(
+        (outs["attn_prefill_fa128"].float() - ref.float()).abs().max().item())
     ms = result["ms"]
     result["speedup_twin_vs_64"] = {
         "contiguous": ms["attn_prefill_64"] / ms["attn_prefill_fa128"],
@@ -106,32 +120,23 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
 
 def bench_fill(L, batches, hq, hkv, d, warmup, reps, gen):
     """The contiguous pair at one length for several batch sizes (CTA counts grow with batch)."""
-    scale = 1.0 / math.sqrt(d)
     rows = []
     for b in batches:
         q, k, v = (torch.randn(b, L, h, d, generator=gen).to(torch.bfloat16).to("cuda")
                    for h in (hq, hkv, hkv))
-        o64, o128 = torch.empty_like(q), torch.empty_like(q)
-
-        def run64():
-            launched(attn_prefill.attn_prefill_64(q, k, v, o64, L, hq, hkv, 1, 0, scale,
-                                                  head_dim=d, batch=b))
-
-        def run128():
-            launched(attn_prefill_fa128.attn_prefill_fa128(q, k, v, o128, L, hq, hkv, scale,
-                                                           head_dim=d, causal=1,
-                                                           sliding_window=0, batch=b))
-
-        ms64 = median_ms(run64, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
-        ms128 = median_ms(run128, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
+        outs = {name: torch.empty_like(q) for name in CONTIGUOUS}
+        shape = {"seq_len": L, "num_q_heads": hq, "num_kv_heads": hkv, "head_dim": d, "batch": b}
+        runs = contiguous_runs(q, k, v, outs, 1.0 / math.sqrt(d), **shape)
+        ms = {name: median_ms(fn, warmup=warmup, reps=reps, sleep_cycles=1_000_000)
+              for name, fn in runs.items()}
         torch.cuda.synchronize()
         rows.append({
             "L": L, "batch": b,
-            "ctas": {"attn_prefill_64": hq * -(-L // 64) * b,
-                     "attn_prefill_fa128": hq * -(-L // 128) * b},
-            "ms": {"attn_prefill_64": ms64, "attn_prefill_fa128": ms128},
-            "speedup_twin_vs_64": ms64 / ms128,
-            "bit_diffs": int((o64.view(torch.int16) != o128.view(torch.int16)).sum().item()),
+            "ctas": {name: math.prod(launcher.plan(causal=1, sliding_window=0, **shape)["grid"])
+                     for name, launcher in CONTIGUOUS.items()},
+            "ms": ms,
+            "speedup_twin_vs_64": ms["attn_prefill_64"] / ms["attn_prefill_fa128"],
+            "bit_diffs": bit_diffs(outs["attn_prefill_64"], outs["attn_prefill_fa128"]),
         })
     return rows
 
