@@ -125,7 +125,8 @@ def print_row(r):
     for kname, e in r["kernels"].items():
         vs = f"{e['vs_scaled_mm']:6.2f}x" if e["vs_scaled_mm"] else f"{'n/a':>7}"
         ran = f"  [{e['ran']}]" if "ran" in e else ""
-        print(f"    {kname:30} {1e3 * e['ms']:9.1f} us {e['tb_s']:6.2f} TB/s {100 * e['weight_fraction_of_copy']:6.1f}% copy "
+        print(f"    {kname:30} {1e3 * e['ms']:9.1f} us {e['tb_s']:6.2f} TB/s "
+              f"{100 * e['weight_fraction_of_copy']:6.1f}% copy "
               f"{e['tflop_s']:7.1f} TFLOP/s  vs scaled_mm {vs}  vs bf16 {e['vs_cublas_bf16']:6.2f}x{ran}")
 
 
