@@ -22,6 +22,7 @@ C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
 C_GEMV_MAX_M = 16
 C_GEMV_ROWS = 32
+C_GEMV_SMEM = 81920
 C_GEMV_THREADS = 256
 C_PIPE_SMEM = 65536
 C_PIPE_THREADS = 256
@@ -53,7 +54,7 @@ def expect_dense_gemv(m, n, k):
         return (262144, none, none, 0)
     grid = (_x.div_ceil(_st, n, C_GEMV_ROWS), 1, 1)
     block = (C_GEMV_THREADS, 1, 1)
-    shared_mem = 0
+    shared_mem = C_GEMV_SMEM
     if _st.code:
         return (expr_error_code(_st), none, none, 0)
     return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
