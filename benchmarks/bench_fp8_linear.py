@@ -14,6 +14,9 @@ the 50 MB L2 (one copy where it alone exceeds that). Also quantize_bf16_to_fp8 a
 against torch's row-wise quantization.
 
 Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick]
+
+--quick (a tuning run, under a minute): only the register-tiled GEMVs (rt2, rt2_16) at M in
+{1, 8, 16} on every shape, and the quantization; no torch peers, no other kernels.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ SHAPES = {  # name: (N, K)
     "lm_head": (151936, 4096),
 }
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
+QUICK_ROWS = [1, 8, 16]
 
 
 def copy_bandwidth(nbytes=2 << 30, rotate=4):
@@ -61,8 +65,12 @@ def time_ms(fn, sets):
     return median_ms(fn, sets, warmup=3, reps=25, sleep_cycles=SLEEP)
 
 
-def ours(rows):
-    """(name, launcher) of every kernel that accepts `rows` (K % 16 == 0 here)."""
+def ours(rows, quick=False):
+    """(name, launcher) of every kernel that accepts `rows` (K % 16 == 0 here); with `quick`, the
+    register-tiled GEMVs only."""
+    if quick:
+        return ([("fp8_gemv_rt2", fp8_gemv_rt.fp8_gemv_rt2)] if rows <= 8 else []) + \
+               ([("fp8_gemv_rt2_16", fp8_gemv_rt.fp8_gemv_rt2_16)] if rows <= 16 else [])
     out = []
     if rows <= 8:
         out += [("fp8_gemv_rt2", fp8_gemv_rt.fp8_gemv_rt2), ("dense_gemv_fp8w", fp8_linear.dense_gemv_fp8w)]
@@ -73,12 +81,12 @@ def ours(rows):
     return out
 
 
-def bench_shape(name, n, k, rows_list, copy_tbs):
+def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):
     wbytes = n * k
     nq = copies_for(wbytes)
     qs = [torch.randint(0, 0x7f, (n, k), device=DEV, dtype=torch.uint8).view(E4M3) for _ in range(nq)]  # finite codes
     scales = [torch.rand(n, device=DEV) * 1e-3 + 1e-3 for _ in range(nq)]
-    nb = copies_for(2 * wbytes)
+    nb = 0 if quick else copies_for(2 * wbytes)
     wb = [(torch.randn(n, k, device=DEV, dtype=BF16) * 0.02) for _ in range(nb)]
     results = []
     for rows in rows_list:
@@ -88,13 +96,18 @@ def bench_shape(name, n, k, rows_list, copy_tbs):
         flops = 2.0 * rows * n * k
         sets = [(q, s) for q, s in zip(qs, scales)]
         row = {"shape": name, "n": n, "k": k, "rows": rows, "weight_copies": nq, "kernels": {}}
-        for kname, fn in ours(rows):
+        for kname, fn in ours(rows, quick):
             ms = time_ms(lambda q, s, fn=fn: launched(fn(x, q, s, out, rows, n, k)), sets)
             entry = {"ms": ms, "tb_s": read / ms / 1e9, "weight_fraction_of_copy": wbytes / ms / 1e9 / copy_tbs,
                      "tflop_s": flops / ms / 1e9}
             if kname == "chain":
                 entry["ran"] = fp8_linear.fp8_linear(x, qs[0], scales[0], out, rows, n, k).kernel
             row["kernels"][kname] = entry
+        if quick:
+            row["scaled_mm_ms"] = row["cublas_bf16_ms"] = None
+            results.append(row)
+            print_row(row)
+            continue
         # torch peers
         a8 = x.float().clamp(-448, 448).to(E4M3)
         sa = torch.ones(rows, 1, device=DEV)
@@ -119,18 +132,22 @@ def bench_shape(name, n, k, rows_list, copy_tbs):
 
 
 def print_row(r):
-    sm = f"{1e3 * r['scaled_mm_ms']:9.1f}" if r["scaled_mm_ms"] else f"{'n/a':>9}"
-    print(f"{r['shape']:8} M={r['rows']:<5} scaled_mm {sm} us   cuBLAS bf16 {1e3 * r['cublas_bf16_ms']:9.1f} us "
-          f"({r['cublas_bf16_tflop_s']:.1f} TFLOP/s)")
+    if r["cublas_bf16_ms"] is None:  # --quick: no peers
+        print(f"{r['shape']:8} M={r['rows']:<5} (N {r['n']}, K {r['k']})")
+    else:
+        sm = f"{1e3 * r['scaled_mm_ms']:9.1f}" if r["scaled_mm_ms"] else f"{'n/a':>9}"
+        print(f"{r['shape']:8} M={r['rows']:<5} scaled_mm {sm} us   cuBLAS bf16 {1e3 * r['cublas_bf16_ms']:9.1f} us "
+              f"({r['cublas_bf16_tflop_s']:.1f} TFLOP/s)")
     for kname, e in r["kernels"].items():
-        vs = f"{e['vs_scaled_mm']:6.2f}x" if e["vs_scaled_mm"] else f"{'n/a':>7}"
+        vs = f"{e['vs_scaled_mm']:6.2f}x" if e.get("vs_scaled_mm") else f"{'n/a':>7}"
+        bf = f"{e['vs_cublas_bf16']:6.2f}x" if e.get("vs_cublas_bf16") else f"{'n/a':>7}"
         ran = f"  [{e['ran']}]" if "ran" in e else ""
         print(f"    {kname:30} {1e3 * e['ms']:9.1f} us {e['tb_s']:6.2f} TB/s "
               f"{100 * e['weight_fraction_of_copy']:6.1f}% copy "
-              f"{e['tflop_s']:7.1f} TFLOP/s  vs scaled_mm {vs}  vs bf16 {e['vs_cublas_bf16']:6.2f}x{ran}")
+              f"{e['tflop_s']:7.1f} TFLOP/s  vs scaled_mm {vs}  vs bf16 {bf}{ran}")
 
 
-def bench_quantize(copy_tbs, n=4096, k=4096):
+def bench_quantize(copy_tbs, n=4096, k=4096, quick=False):
     sets = []
     for _ in range(copies_for(3 * n * k)):
         sets.append((torch.randn(n, k, device=DEV, dtype=BF16), torch.empty(n, k, device=DEV, dtype=E4M3),
@@ -142,29 +159,32 @@ def bench_quantize(copy_tbs, n=4096, k=4096):
         sc = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, 448.0))
         return (w.float() / sc[:, None]).to(E4M3), sc
 
-    tms = time_ms(torch_quant, sets)
+    tms = None if quick else time_ms(torch_quant, sets)
     nbytes = n * k * 2 + n * k + 4 * n
     r = {"n": n, "k": k, "bytes": nbytes, "ms": ms, "tb_s": nbytes / ms / 1e9,
-         "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs, "torch_ms": tms, "speedup_vs_torch": tms / ms}
-    print(f"quantize {n}x{k}: {1e3 * ms:.1f} us, {r['tb_s']:.2f} TB/s = {100 * r['fraction_of_copy']:.1f}% of copy; "
-          f"torch {1e3 * tms:.1f} us ({r['speedup_vs_torch']:.2f}x)")
+         "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs, "torch_ms": tms,
+         "speedup_vs_torch": tms / ms if tms else None}
+    peer = f"; torch {1e3 * tms:.1f} us ({r['speedup_vs_torch']:.2f}x)" if tms else ""
+    print(f"quantize {n}x{k}: {1e3 * ms:.1f} us, {r['tb_s']:.2f} TB/s = {100 * r['fraction_of_copy']:.1f}% of copy"
+          f"{peer}")
     return r
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true", help="M in {1, 16, 256} only")
+    ap.add_argument("--quick", action="store_true",
+                    help="rt2 / rt2_16 at M in {1, 8, 16} and the quantization only, no torch peers")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     copy_tbs = copy_bandwidth()
     print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write); {torch.cuda.get_device_name()}")
-    rows_list = [1, 16, 256] if args.quick else ROWS
-    result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quantize": bench_quantize(copy_tbs),
-              "linear": []}
+    rows_list = QUICK_ROWS if args.quick else ROWS
+    result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quick": args.quick,
+              "quantize": bench_quantize(copy_tbs, quick=args.quick), "linear": []}
     for name, (n, k) in SHAPES.items():
-        result["linear"] += bench_shape(name, n, k, rows_list, copy_tbs)
+        result["linear"] += bench_shape(name, n, k, rows_list, copy_tbs, quick=args.quick)
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
     with open(args.out, "w") as f:

@@ -84,6 +84,48 @@ static __device__ __forceinline__ uint4 ld_stream16(const void* p) {
     return r;
 }
 
+// Asynchronous 16-byte copies global -> shared (cp.async, L2 only: no L1 allocation), for the
+// weight rings of the GEMVs. `src_bytes` 0 zero-fills the slot (the source is then not read).
+// `policy` is an L2 eviction policy (evict_first for weight bytes read once).
+static __device__ __forceinline__ uint64_t l2_evict_first_policy() {
+    uint64_t p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+
+static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, uint32_t src_bytes,
+                                                  uint64_t policy) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"
+                 :
+                 : "r"(dst), "l"(src), "r"(src_bytes), "l"(policy)
+                 : "memory");
+}
+
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+static __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" : : "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+static __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+static __device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
 // 16 weight bytes starting at p, of which the first `valid` (0..16) exist; the rest read as 0
 // (E4M3 +0). `vec`: p is 16-byte aligned and valid is 0 or 16 (one vector load).
 static __device__ __forceinline__ uint4 load_w16(const uint8_t* p, uint32_t valid, bool vec) {

@@ -6,38 +6,337 @@
 // x bf16 [rows, K], q E4M3 [N, K], scale f32 [N], f32 accumulation.
 //   fp8_gemv_rt2:    rows <= 8,  one 8-column B tile per mma (MT = 1).
 //   fp8_gemv_rt2_16: rows <= 16, two B tiles sharing each converted weight fragment (MT = 2).
-// Both need K % 16 == 0 (the launchers' applies_if) so that every 16-byte weight load is whole.
-// Design (clusters of 8 CTAs along K over 128 weight rows, 8 warps x 16 rows per CTA, weight as
-// the mma A operand, fixed-order cluster reduction) in fp8_rowtile.cuh. Grid: 8 CTAs per 128
-// weight rows; block 256; dynamic shared memory: the CTA's x slice, 8 * MT rows x KS bf16.
+// Both need K % 16 == 0 (the launchers' applies_if) so that every 16-byte weight piece is whole.
+//
+// The problem is pure bandwidth: the weight (N * K bytes) is read once, x (<= 16 rows) is an
+// L1/L2 hit, and the arithmetic is far below the SM's issue rate. What decides the speed is
+//   (1) bytes in flight: by Little's law the H200 needs ~4.5 TB/s x ~1 us ~ 4.5 MB of weight
+//       requests outstanding at every moment, 30-40 KB per SM;
+//   (2) start-up and tail: the small layers (o: 16.8 MB, 3.6 us at full speed) are a few
+//       microseconds long, so the stream must start at once and no SM may sit idle;
+//   (3) the x traffic: every CTA re-reads x for its K range from L1/L2, 2 * rows / R bytes per
+//       weight byte for a CTA of R weight rows.
+// The previous design (8-CTA clusters over 128 rows, 64 KB of weight per CTA read in one batch,
+// x staged in shared memory first, two cluster barriers) was start-up bound at 21-61% of copy
+// bandwidth.
+//
+// Work split. A cluster of kCluster = 2 CTAs owns kRows = 64 consecutive weight rows; rank r
+// takes the 64-k chunks [r * H, min(C, (r + 1) * H)) with C = ceil(K / 64), H = ceil(C / 2).
+// The grid is 2 * ceil(N / 64) CTAs (128 for N = 4096, 192 for 6144, 768 for 24576, 4748 for
+// the lm_head); each CTA reads 64 rows x K / 2 bytes (128 KB at K = 4096, 384 KB at 12288),
+// as 64 contiguous streams. 64 rows per CTA keep the x re-reads at 2 * rows / 64 of the weight
+// (25% at 8 rows, 50% at 16, L2 hits); the split along K doubles the CTA count so that the
+// small layers still cover the 132 SMs.
+//
+// Streaming. Inside a CTA the 8 warps share the 64 rows and split the chunks: chunk c goes to
+// warp c % 8, so the CTA walks its rows front to back, 512 contiguous bytes per row per round.
+// Each thread streams its own weight bytes through a private ring of kStages = 3 slots in
+// shared memory with cp.async (16 bytes per copy, L2 only, evict-first, zero-filled past the
+// end): per chunk a lane copies 16 bytes of each of its 8 rows (rows g, g + 8 of the 4 16-row
+// tiles, k = 64c + 16t .. + 15), 128 bytes, and while chunk i is multiplied chunks i + 1 and
+// i + 2 are in flight: 256 bytes a lane, 64 KB a CTA, 128 KB an SM (two CTAs resident: 96 KB
+// of ring each, <= 128 registers). A thread only reads slots it filled itself, so
+// cp.async.wait_group is the only synchronisation of the loop; a slot is refilled only after
+// the MMAs that used it were issued. x for the next chunk is loaded into registers one chunk
+// ahead (__ldg: L1/L2 hits). No barrier precedes the first weight request.
+//
+// Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
+// with 64-128 KB in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 128 KB in flight
+// per SM while CTAs retire and start. Resident CTAs share the memory system, so an uneven
+// count of CTAs per SM does not idle the memory: an SM with one CTA left still has 64 KB in
+// flight, and 64 such SMs alone cover Little's law.
+//
+// Products on the tensor cores with the weight as the A operand: an m16n8k16 mma takes 16
+// weight rows x 16 k as A and x^T (16 k x 8 x rows) as B. The k order inside a 16-k step is a
+// permutation chosen so that the fragments come straight from the 16-byte pieces: lane
+// (g = lane / 4, t = lane % 4) holds bytes k0 + 16t .. + 15 of rows g and g + 8 of a tile, and
+// step s (0..3) of the chunk uses word s of them, bytes j = 0..3 at k = k0 + 16t + 4s + j. The
+// A slots (2t, 2t + 1) hold bytes (0, 2) and slots (2t + 8, 2t + 9) hold (1, 3) (the
+// shift-only conversion of fp8_common.cuh); B takes x at the same k: (x[k + 0], x[k + 2]) and
+// (x[k + 1], x[k + 3]), two byte permutes of x's words. The sum over a 16-k step covers the
+// same 16 k, so the product is unchanged. Per lane and chunk: 8 16-byte shared loads, 32
+// conversions, 16 * MT mma; about a third of the SM's issue rate at full bandwidth.
+//
+// Reduction, deterministic. Each warp accumulates its chunks in increasing order; the 8 warps'
+// partials go through shared memory (the ring, drained) and are summed in warp order 0..7 to
+// the CTA's partial; rank r finalises rows [32r, 32r + 32) of the tile: the other rank stores
+// its partial for them into r's receive buffer (distributed shared memory), one cluster
+// barrier (release / acquire), then out = bf16((p0 + p1) * scale[n]). No atomics, no workspace;
+// nothing touches another CTA's shared memory after the barrier, so no second barrier. The
+// cluster barrier's first phase is arrived at when the CTA starts and waited on just before
+// the remote stores (the partner CTA has started by then), so it costs nothing.
+//
+// K: the vector path needs 16-byte aligned q and x (with K % 16 == 0 a lane's 16 bytes are all
+// in range or all out); otherwise weights and x are read byte by byte into registers (the same
+// arithmetic, not tuned). Rows of the tile beyond N read as zero and are not stored.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cstdint>
 
-#include "fp8_rowtile.cuh"
+#include "fp8_common.cuh"
 
 namespace dflash_fp8_rt_detail {
-// MT, RT, row groups, K phases, chunks per load batch (8 x 2 x 16 bytes in flight per lane).
-template <int MT>
-using Tile = dflash_fp8::RowTile<MT, 1, 8, 1, 8>;
-}  // namespace dflash_fp8_rt_detail
 
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
-dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
-                           __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    using T = dflash_fp8_rt_detail::Tile<1>;
-    extern __shared__ uint4 dflash_fp8_dyn[];
-    __shared__ T::Shared sh;
-    T::run(x, reinterpret_cast<const uint8_t*>(q), scale, out, rows, n, k, dflash_fp8_dyn, sh);
+using namespace dflash_fp8;
+
+constexpr uint32_t kCluster = 2;                         // CTAs per cluster along K (CLUSTER)
+constexpr uint32_t kWarps = 8;
+constexpr uint32_t kThreads = 32 * kWarps;               // THREADS
+constexpr uint32_t kTiles = 4;                           // 16-row weight tiles per CTA
+constexpr uint32_t kRows = 16 * kTiles;                  // 64 weight rows per cluster (TILE_N)
+constexpr uint32_t kChunk = 64;                          // k per chunk: 4 lanes x 16 bytes
+constexpr uint32_t kStages = 3;                          // ring slots: kStages - 1 chunks in flight
+constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte piece per thread
+constexpr uint32_t kStageBytes = kTiles * 2 * kSlotBytes;  // 32 KB: one chunk of the CTA
+constexpr uint32_t kRingBytes = kStages * kStageBytes;   // 98304 (RING_SMEM in the spec)
+constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
+
+static __device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+static __device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cluster_arrive_release() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void st_cluster_f32(uint32_t local_addr, uint32_t rank, float v) {
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
 }
 
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+template <int MT>
+struct Gemv {
+    static constexpr uint32_t kXRows = 8 * MT;                 // x rows covered (zero beyond rows)
+    static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
+    static_assert(kRows * kXRows % kThreads == 0 && kThreads % kRows == 0, "output mapping");
+    static_assert(kWarps * kTiles * MT * 4 * kRedStride * 4 <= kRingBytes, "partials fit the ring");
+
+    // The other rank's partial sums of this rank's 32 rows: [row - 32 * rank][x row].
+    struct Shared {
+        float recv[kRows / kCluster][kXRows];
+    };
+
+    // acc[i][j] += tile i (rows g, g + 8 of 16) x x tile j, over one 64-k chunk:
+    // w[i][h] = 16 weight bytes of row 16i + 8h + g at k0 + 16t, xv[j][h] = x row 8j + g,
+    // k0 + 16t + 8h .. + 7.
+    static __device__ __forceinline__ void b_frags(uint32_t (&b)[4][MT][2], const uint4 (&xv)[MT][2]) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+                const uint32_t x01 = word(xv[j][s >> 1], 2 * (s & 1)), x23 = word(xv[j][s >> 1], 2 * (s & 1) + 1);
+                b[s][j][0] = prmt(x01, x23, 0x5410u);  // (x[k + 0], x[k + 2])
+                b[s][j][1] = prmt(x01, x23, 0x7632u);  // (x[k + 1], x[k + 3])
+            }
+        }
+    }
+    static __device__ __forceinline__ void mma_tile(float (&acc)[MT][4], const uint4& lo16, const uint4& hi16,
+                                                    const uint32_t (&b)[4][MT][2]) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const uint32_t lo = word(lo16, s), hi = word(hi16, s);
+            const uint32_t a0 = e4m3_02_to_bf16x2(lo), a2 = e4m3_13_to_bf16x2(lo);
+            const uint32_t a1 = e4m3_02_to_bf16x2(hi), a3 = e4m3_13_to_bf16x2(hi);
+#pragma unroll
+            for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a0, a1, a2, a3, b[s][j][0], b[s][j][1]);
+        }
+    }
+
+    template <bool VEC>
+    static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+                                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                               uint8_t* ring, Shared& sh) {
+        cluster_arrive_relaxed();  // phase 1: "this CTA has started" (waited on before DSMEM use)
+        const uint32_t rank = cluster_rank();
+        const uint32_t tile = blockIdx.x / kCluster;
+        const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+        const uint32_t g = lane >> 2, t = lane & 3u;
+        const uint32_t nch = (k + kChunk - 1) / kChunk;
+        const uint32_t per_rank = (nch + kCluster - 1) / kCluster;
+        const uint32_t cbeg = min(nch, rank * per_rank);
+        const uint32_t cend = min(nch, cbeg + per_rank);
+        const uint32_t mine = cend > cbeg + warp ? (cend - cbeg - warp + kWarps - 1) / kWarps : 0u;
+        const uint32_t row0 = tile * kRows;
+
+        // This lane's weight rows row0 + 16i + 8h + g: one base pointer, offsets (2i + h) * 8k.
+        const uint64_t rstride = 8ull * k;
+        uint32_t rows_ok = 0;
+#pragma unroll
+        for (int p = 0; p < 2 * kTiles; ++p) rows_ok |= (row0 + 8u * p + g < n ? 1u : 0u) << p;
+        const uint8_t* wbase = q + static_cast<uint64_t>(row0 + g) * k + 16u * t;
+        const __nv_bfloat16* xrow[MT];
+        uint32_t x_ok = 0;
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+            x_ok |= (8u * j + g < rows ? 1u : 0u) << j;
+            xrow[j] = x + static_cast<uint64_t>(8u * j + g < rows ? 8u * j + g : 0u) * k + 16u * t;
+        }
+        // Byte offset within a row of this lane's piece of local chunk i (k is a multiple of 16:
+        // a piece is whole or entirely past the end).
+        auto piece = [&](uint32_t i, uint32_t& off) {
+            off = (cbeg + warp + kWarps * i) * kChunk;
+            return i < mine && off + 16u * t < k;
+        };
+        auto load_x = [&](uint32_t i, uint4 (&xv)[MT][2]) {
+            uint32_t off;
+            const bool ok = piece(i, off);
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const uint32_t kk = off + 16u * t + 8u * h;  // byte path: any K, zero fill
+                    const uint32_t valid = !(ok && ((x_ok >> j) & 1u)) ? 0u : VEC ? 8u : kk < k ? min(8u, k - kk) : 0u;
+                    xv[j][h] = valid ? load_x8(xrow[j] + off + 8u * h, valid, VEC) : make_uint4(0u, 0u, 0u, 0u);
+                }
+            }
+        };
+
+        float acc[kTiles][MT][4];
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+        {
+            const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
+            const uint32_t base = smem_u32(ring) + threadIdx.x * 16u;
+            // One commit group per chunk, empty-but-committed past the end, so that
+            // wait_group<kStages - 1> always means "chunk i has landed". The byte path (!VEC)
+            // fills the same slots synchronously from byte loads and shares the rest.
+            auto issue = [&](uint32_t i, uint32_t slot) {
+                uint32_t off;
+                const bool ok = piece(i, off);
+#pragma unroll
+                for (int p = 0; p < 2 * kTiles; ++p) {
+                    const bool v = ok && ((rows_ok >> p) & 1u);
+                    const uint32_t dst = base + (slot * 2u * kTiles + p) * kSlotBytes;
+                    if constexpr (VEC) {
+                        cp_async16(dst, v ? wbase + p * rstride + off : q, v ? 16u : 0u, policy);
+                    } else {
+                        const uint32_t nb = v ? min(16u, k - off - 16u * t) : 0u;
+                        sts128(dst, load_w16(wbase + p * rstride + off, nb, false));
+                    }
+                }
+                if constexpr (VEC) cp_async_commit();
+            };
+#pragma unroll
+            for (uint32_t s = 0; s + 1 < kStages; ++s) issue(s, s);
+            uint4 xn[MT][2];
+            load_x(0, xn);
+            uint32_t s_read = 0, s_write = kStages - 1;
+            for (uint32_t i = 0; i < mine; ++i) {
+                issue(i + kStages - 1, s_write);  // refills the slot read in iteration i - 1
+                uint32_t b[4][MT][2];
+                b_frags(b, xn);
+                load_x(i + 1, xn);
+                if constexpr (VEC) cp_async_wait<kStages - 1>();  // this thread's chunk i has landed
+#pragma unroll
+                for (int ti = 0; ti < kTiles; ++ti) {
+                    const uint32_t a = base + (s_read * 2u * kTiles + 2u * ti) * kSlotBytes;
+                    mma_tile(acc[ti], lds128(a), lds128(a + kSlotBytes), b);
+                }
+                s_read = s_read + 1 == kStages ? 0u : s_read + 1;
+                s_write = s_write + 1 == kStages ? 0u : s_write + 1;
+            }
+            if constexpr (VEC) cp_async_wait<0>();  // drain the zero-fill groups before the ring is reused
+        }
+        __syncthreads();  // every thread is done with the ring
+
+        // Warp partials: acc[i][j][e] = weight row 16i + g + 8 * (e / 2), x row 8j + 2t + e % 2.
+        float* red = reinterpret_cast<float*>(ring);
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    red[(((warp * kTiles + i) * MT + j) * 4 + e) * kRedStride + lane] = acc[i][j][e];
+        __syncthreads();
+
+        // Thread -> outputs (r = tid % 64, x rows m = tid / 64 + 4u): the CTA's partial in warp
+        // order; rows owned by the other rank go to its receive buffer.
+        const uint32_t r = threadIdx.x % kRows;
+        const uint32_t owner = r / (kRows / kCluster);
+        const uint32_t ri = r / 16u, rr = r % 16u;
+        const uint32_t src_lane = (rr % 8u) * 4u;
+        float part[kOutPerThread];
+#pragma unroll
+        for (uint32_t u = 0; u < kOutPerThread; ++u) {
+            const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+            const uint32_t j = m / 8u, col = m % 8u;
+            const uint32_t e = (rr / 8u) * 2u + col % 2u;
+            float s = 0.f;
+#pragma unroll
+            for (uint32_t w = 0; w < kWarps; ++w)
+                s += red[(((w * kTiles + ri) * MT + j) * 4 + e) * kRedStride + src_lane + col / 2u];
+            part[u] = s;
+        }
+        cluster_wait();  // phase 1: the partner CTA has started, its shared memory exists
+        if (owner != rank) {
+#pragma unroll
+            for (uint32_t u = 0; u < kOutPerThread; ++u) {
+                const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+                st_cluster_f32(smem_u32(&sh.recv[r % (kRows / kCluster)][m]), owner, part[u]);
+            }
+        }
+        cluster_arrive_release();  // phase 2: partials delivered
+        cluster_wait();
+        const uint32_t row = row0 + r;
+        if (owner == rank && row < n) {
+            const float sc = __ldg(scale + row);
+#pragma unroll
+            for (uint32_t u = 0; u < kOutPerThread; ++u) {
+                const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+                if (m < rows) {
+                    // p0 + p1 (f32 addition is commutative, so the rank that finalises does not matter)
+                    const float s = part[u] + sh.recv[r % (kRows / kCluster)][m];
+                    out[static_cast<uint64_t>(m) * n + row] = __float2bfloat16_rn(s * sc);
+                }
+            }
+        }
+    }
+
+    static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const __nv_fp8_e4m3* q8,
+                                                  const float* scale, __nv_bfloat16* out, uint32_t rows,
+                                                  uint32_t n, uint32_t k, uint8_t* ring, Shared& sh) {
+        const uint8_t* q = reinterpret_cast<const uint8_t*>(q8);
+        if ((k & 15u) == 0 && aligned16(q, x)) {
+            run<true>(x, q, scale, out, rows, n, k, ring, sh);
+        } else {
+            run<false>(x, q, scale, out, rows, n, k, ring, sh);
+        }
+    }
+};
+
+}  // namespace dflash_fp8_rt_detail
+
+// Grid: CLUSTER * ceil(n / TILE_N) CTAs of THREADS; dynamic shared memory RING_SMEM (the
+// weight ring, reused for the warps' partials); static: the 32 x 8 * MT f32 receive buffer.
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                           __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    using G = dflash_fp8_rt_detail::Gemv<1>;
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ G::Shared sh;
+    G::launch(x, q, scale, out, rows, n, k, dflash_fp8_rt_ring, sh);
+}
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    using T = dflash_fp8_rt_detail::Tile<2>;
-    extern __shared__ uint4 dflash_fp8_dyn[];
-    __shared__ T::Shared sh;
-    T::run(x, reinterpret_cast<const uint8_t*>(q), scale, out, rows, n, k, dflash_fp8_dyn, sh);
+    using G = dflash_fp8_rt_detail::Gemv<2>;
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ G::Shared sh;
+    G::launch(x, q, scale, out, rows, n, k, dflash_fp8_rt_ring, sh);
 }

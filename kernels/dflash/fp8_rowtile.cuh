@@ -1,6 +1,7 @@
-// The few-row FP8-weight product shared by the register-tiled GEMVs (fp8_gemv_rt2,
-// fp8_gemv_rt2_16) and the single-warp tile GEMM for at most 16 rows
-// (fp8_gemm_n128_row_scaled_m16):
+// The few-row FP8-weight product of the single-warp tile GEMM for at most 16 rows
+// (fp8_gemm_n128_row_scaled_m16). The register-tiled GEMVs (fp8_gemv_rt2, fp8_gemv_rt2_16)
+// used it too until they moved to the streamed design of fp8_gemv_rt.cu (same fragment
+// layout, a per-thread cp.async ring instead of one register batch):
 //
 //   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]),  m < rows <= 8 * MT,
 //
@@ -25,7 +26,6 @@
 //
 // Warps. A CTA has ROWGROUPS * KPHASES warps; warp w covers RT * 16 weight rows (row group
 // w % ROWGROUPS) and the chunks c = w / ROWGROUPS (mod KPHASES) of the CTA's K range.
-//   rt2, rt2_16: 8 row groups x 1 phase, RT = 1: 8 warps, 16 rows each, all chunks.
 //   m16:         1 row group x 4 phases, RT = 8: 4 warps, each one over all 128 rows (one warp
 //                per 128-wide N tile) and every 4th chunk.
 // Each warp loads U chunks of its weight (U * RT * 2 16-byte loads per lane) before using any,

@@ -203,6 +203,22 @@ def test_product(name, rows, n, k):
     check_product(out, x, q, scale)
 
 
+@pytest.mark.parametrize("name", ["fp8_gemv_rt2", "fp8_gemv_rt2_16"])
+@pytest.mark.parametrize("rows", [1, 8, 16])
+@pytest.mark.parametrize("n,k", [(200, 16), (72, 48), (130, 12288), (64, 4160), (6144, 4096)])
+def test_rt_split_edges(name, rows, n, k):
+    """The 2-CTA split along K and the per-warp chunk interleave at their edges: K of one or a
+    few 64-k chunks (rank 1 or some warps get none, a partial last chunk), long K, N on and
+    off the 64-row tile."""
+    kernel, max_rows, _ = KERNELS[name]
+    if rows > max_rows:
+        pytest.skip("beyond the kernel's rows")
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 131 + n + k)
+    outcome, out = launch(kernel(), x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_product_subnormal_weights(name):
     """Weights of only E4M3 subnormals and the smallest normals: a conversion that flushed the
@@ -337,7 +353,10 @@ def test_chain_linear_kill_switch(switches):
 
 def test_plans():
     p = fp8_gemv_rt.plan_fp8_gemv_rt2(rows=1, n=4104, k=4096)
-    assert p["launched"] and tuple(p["grid"]) == (33 * 8, 1, 1) and tuple(p["block"]) == (256, 1, 1)
-    assert p["shared_mem"] == 8 * 64 * 2 * 8
+    # 2-CTA clusters over 64 weight rows; a 3-slot ring of 8 x 16-byte pieces per thread
+    assert p["launched"] and tuple(p["grid"]) == (65 * 2, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["shared_mem"] == 3 * 8 * 256 * 16
+    p = fp8_linear.plan_quantize_bf16_to_fp8(n=4097, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (513, 1, 1)  # one warp per row
     p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=300, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (3, 33, 1)

@@ -18,10 +18,10 @@ KILL_SWITCH = "METRALE_NO_DFLASH_FP8_RT"
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS = 1024
 MAX_SHARED_MEM = 232448
-C_CLUSTER = 8
-C_KSPAN_CHUNKS = 512
+C_CLUSTER = 2
+C_RING_SMEM = 98304
 C_THREADS = 256
-C_TILE_N = 128
+C_TILE_N = 64
 
 
 # ---------------------------------------------------------------- fp8_gemv_rt2
@@ -63,7 +63,7 @@ def expect_fp8_gemv_rt2(rows, n, k):
         return (262146, none, none, 0)
     grid = (_x.mul(_st, _x.div_ceil(_st, n, C_TILE_N), C_CLUSTER), 1, 1)
     block = (C_THREADS, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, k, C_KSPAN_CHUNKS), 64), 2), 8)
+    shared_mem = C_RING_SMEM
     if _st.code:
         return (expr_error_code(_st), none, none, 0)
     return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
@@ -212,7 +212,7 @@ def expect_fp8_gemv_rt2_16(rows, n, k):
         return (262146, none, none, 0)
     grid = (_x.mul(_st, _x.div_ceil(_st, n, C_TILE_N), C_CLUSTER), 1, 1)
     block = (C_THREADS, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, k, C_KSPAN_CHUNKS), 64), 2), 16)
+    shared_mem = C_RING_SMEM
     if _st.code:
         return (expr_error_code(_st), none, none, 0)
     return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)

@@ -21,6 +21,7 @@ MAX_SHARED_MEM = 232448
 C_CLUSTER = 8
 C_GEMM_SMEM = 65536
 C_KSPAN_CHUNKS = 512
+C_QUANT_ROWS = 8
 C_TILE = 128
 
 
@@ -41,7 +42,7 @@ def expect_quantize_bf16_to_fp8(n, k):
         return (expr_error_code(_st), none, none, 0)
     if not _holds:
         return (-65536, none, none, 0)
-    grid = (n, 1, 1)
+    grid = (_x.div_ceil(_st, n, C_QUANT_ROWS), 1, 1)
     block = (256, 1, 1)
     shared_mem = 0
     if _st.code:
