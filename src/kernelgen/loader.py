@@ -15,8 +15,6 @@ from typing import TypeVar
 from kernelgen import expr
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
 from kernelgen.model import (
-    ELEMS,
-    SCALARS,
     Arg,
     Catalog,
     Clause,
@@ -27,6 +25,7 @@ from kernelgen.model import (
     Target,
     Variants,
 )
+from kernelgen.types import ELEMS, SCALARS
 from kernelgen.yamlio import YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -617,7 +616,7 @@ def _check_examples_and_limits(
             for a in k.int_args:
                 assert a.scalar is not None and a.scalar.lo is not None
                 if not a.scalar.lo <= env[a.name] <= a.scalar.hi:  # type: ignore[operator]
-                    raise ctx.error(loc, f"{a.name}={env[a.name]} does not fit {a.scalar.spelling}")
+                    raise ctx.error(loc, f"{a.name}={env[a.name]} does not fit {a.scalar.name}")
             env.update(constants)
             if i == 0:
                 try:

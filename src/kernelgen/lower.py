@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from kernelgen import expr, pyexpr
 from kernelgen.errors import ExprError, SpecError
-from kernelgen.model import Arg, Catalog, Clause, Fallback, Kernel, Module, Scalar, Target
+from kernelgen.model import Arg, Catalog, Clause, Fallback, Kernel, Module, Target
+from kernelgen.types import ScalarKind
 
 # Outcome categories, mirrored from kernelgen/abi.h.
 NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID = 1, 2, 3, 4, 5, 6
@@ -202,7 +203,7 @@ def _py_type(a: Arg) -> str:
     if a.is_pointer:
         return "Array"
     assert a.scalar is not None
-    return "float" if a.scalar is Scalar.F32 else "int"
+    return a.scalar.py
 
 
 def _carg(a: Arg, size_slot: int) -> CArg:
@@ -213,7 +214,7 @@ def _carg(a: Arg, size_slot: int) -> CArg:
             0, a.elem.code, not a.const, a.contiguous, size_slot, "Array",
         )
     assert a.scalar is not None
-    field_ = {"u32": "u", "u64": "u", "i32": "i", "i64": "i", "f32": "f"}[a.scalar.spelling]
+    field_ = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f"}[a.scalar.kind]
     return CArg(
         a.name, a.scalar.cpp, a.scalar.cpp, a.spelling, False, a.is_int, a.host, field_,
         a.scalar.code, 0, False, False, -1, _py_type(a),
@@ -273,7 +274,7 @@ def u64_in_expressions(k: Kernel) -> list[str]:
     """u64 arguments that expressions use: values above 2**63 - 1 cannot be evaluated in
     64-bit signed arithmetic, so only these are converted (with an overflow error)."""
     used = expression_names(k)
-    return sorted(a.name for a in k.int_args if a.scalar is Scalar.U64 and a.name in used)
+    return sorted(a.name for a in k.int_args if a.scalar.is_integer and a.scalar.hi > 2**63 - 1 and a.name in used)
 
 
 def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:

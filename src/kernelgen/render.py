@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from kernelgen import types
 from kernelgen.lower import (
     NL_NO_VARIANT,
     CArg,
@@ -34,8 +35,6 @@ _ENV = jinja2.Environment(
     autoescape=False,
 )
 
-TYPE_HEADERS = {"__nv_bfloat16": "cuda_bf16.h", "__half": "cuda_fp16.h", "__nv_fp8_e4m3": "cuda_fp8.h",
-                "__nv_fp8_e5m2": "cuda_fp8.h"}
 
 
 def stamp(spec: str) -> str:
@@ -309,6 +308,7 @@ class Renderer:
             tctx | {"t": _TargetView(t)}
         )
         out[f"{base}/python/_runtime.cpp"] = _ENV.get_template("runtime_module.cpp.j2").render(tctx)
+        out[f"{base}/include/kernelgen/types.h"] = _ENV.get_template("types.h.j2").render(type_tables())
         return out
 
     def _module_context(self, lm: LModule) -> dict[str, object]:
@@ -326,7 +326,7 @@ class Renderer:
         ]
         cpp_types = {a.cpp_type.replace("const ", "").rstrip("*") for k in lm.kernels for a in k.args}
         cpp_types |= {a.cpp_type.replace("const ", "").rstrip("*") for c in lm.chains for a in c.args}
-        type_headers = sorted({TYPE_HEADERS[t_] for t_ in cpp_types if t_ in TYPE_HEADERS})
+        type_headers = types.headers(cpp_types)
         m_view = _MView(lm, kernels, chains, launchers, type_headers)
         return {
             "m": m_view,
@@ -385,6 +385,48 @@ class _TargetView:
     @property
     def cc(self) -> str:
         return f"{self.t.compute_capability[0]}.{self.t.compute_capability[1]}"
+
+
+def _enum(prefix: str, name: str) -> str:
+    return f"k{prefix}_{name}"
+
+
+def type_tables() -> dict[str, object]:
+    """The C++ binding support's type tables (kernelgen/types.h), from the type registry."""
+    kinds = {types.ScalarKind.UNSIGNED: "kUnsigned", types.ScalarKind.SIGNED: "kSigned",
+             types.ScalarKind.FLOAT: "kFloat"}
+    scalars = [
+        {"enum": _enum("Scalar", s.name), "code": s.code,
+         "row": f"{{{c_string(s.name)}, {kinds[s.kind]}, {s.bits}, {c_string(s.range_text)}}}"}
+        for s in types.SCALAR_TYPES
+    ]
+    torch_code = {t.attr: i + 1 for i, t in enumerate(types.TORCH_DTYPES)}
+    torch = [
+        {"enum": _enum("Torch", t.attr), "code": torch_code[t.attr], "attr": t.attr, "c10": t.c10,
+         "guard": "" if t.since <= (2, 0) else
+         f"TORCH_VERSION_MAJOR > {t.since[0]} || (TORCH_VERSION_MAJOR == {t.since[0]} && "
+         f"TORCH_VERSION_MINOR >= {t.since[1]})"}
+        for t in types.TORCH_DTYPES
+    ]
+
+    def encodings(items: list[str]) -> str:
+        return "{" + ", ".join(items) + "}"
+
+    elems = []
+    for e in types.ELEM_TYPES:
+        tor = encodings([f"{{{_enum('Torch', t.dtype)}, 0, 0, {t.per_item}}}" for t in e.torch])
+        dl = encodings([f"{{{d.code}, {d.bits}, {d.lanes}, {d.per_item}}}" for d in e.dlpack])
+        ts = encodings([f"{{{c_string(t.typestr)}, {t.per_item}}}" for t in e.typestr])
+        row = (f"{{{c_string(e.name)}, {e.bits}, {len(e.torch)}, {len(e.dlpack)}, {len(e.typestr)}, "
+               f"{tor}, {dl}, {ts}}}")
+        elems.append({"enum": _enum("Elem", e.name), "code": e.code, "row": row})
+    return {
+        "stamp": stamp("the type registry (kernelgen/types.py)"),
+        "scalars": scalars,
+        "torch": torch,
+        "elems": elems,
+        "max_encodings": types.MAX_ENCODINGS,
+    }
 
 
 def library_name(target: str, modules: list[str]) -> str:

@@ -4,6 +4,7 @@ incremental; a spec that disagrees with its kernel's signature fails the build b
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -51,6 +52,18 @@ def test_built_modules_import_and_plan_without_gpu(built: Path) -> None:
         "(2, 4, 1) (256, 1, 1) 1 scale_f32: not launched: empty work (n == 0)",
         "big_smem",
     ]
+
+
+def test_compiled_type_tables_are_the_registry(built: Path) -> None:
+    """The tables compiled into the binding support equal kernelgen.types, entry by entry."""
+    res = _python(
+        "import kernelgen_ops.hopper._runtime as rt\nprint(repr(rt.type_tables()))\n",
+        built / "bindings" / "kernelgen_ops",
+    )
+    assert res.returncode == 0, res.stderr
+    from tests.unit.test_types import registry_matches
+
+    registry_matches(ast.literal_eval(res.stdout))
 
 
 def test_generated_contract_tests_pass(built: Path) -> None:

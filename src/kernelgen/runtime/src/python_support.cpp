@@ -43,32 +43,38 @@ struct DLManagedTensor {
 constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kDLCUDAManaged = 13;
 
-struct ElemInfo {
-  const char* name;        // spec spelling
-  const char* torch;       // torch dtype attribute
-  uint8_t dl_code, dl_bits;
-  const char* cai[3];      // accepted __cuda_array_interface__ typestrs
-  int64_t size;
-};
-const ElemInfo kElems[kElemCount] = {
-    {"?", "", 0, 0, {nullptr, nullptr, nullptr}, 0},
-    {"bf16", "bfloat16", 4, 16, {"<V2", "|V2", nullptr}, 2},
-    {"f16", "float16", 2, 16, {"<f2", nullptr, nullptr}, 2},
-    {"f32", "float32", 2, 32, {"<f4", nullptr, nullptr}, 4},
-    {"f64", "float64", 2, 64, {"<f8", nullptr, nullptr}, 8},
-    {"i8", "int8", 0, 8, {"|i1", "<i1", nullptr}, 1},
-    {"i16", "int16", 0, 16, {"<i2", nullptr, nullptr}, 2},
-    {"i32", "int32", 0, 32, {"<i4", nullptr, nullptr}, 4},
-    {"i64", "int64", 0, 64, {"<i8", nullptr, nullptr}, 8},
-    {"u8", "uint8", 1, 8, {"|u1", "<u1", nullptr}, 1},
-    {"u16", "uint16", 1, 16, {"<u2", nullptr, nullptr}, 2},
-    {"u32", "uint32", 1, 32, {"<u4", nullptr, nullptr}, 4},
-    {"u64", "uint64", 1, 64, {"<u8", nullptr, nullptr}, 8},
-    {"fp8_e4m3", "float8_e4m3fn", 10, 8, {"|V1", "<V1", nullptr}, 1},
-    {"fp8_e5m2", "float8_e5m2", 11, 8, {"|V1", "<V1", nullptr}, 1},
-};
+// Elements of type `elem` in one item of a producer's encoding; 0 when it is not accepted.
+int torch_per_item(uint8_t elem, int32_t torch_code) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ntorch; ++i) {
+    if (e.torch[i].code == torch_code) return e.torch[i].per_item;
+  }
+  return 0;
+}
 
-const char* const kScalarNames[] = {"?", "u32", "i32", "u64", "i64", "f32"};
+int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ndlpack; ++i) {
+    const Encoding& d = e.dlpack[i];
+    if (d.code == code && d.bits == bits && d.lanes == lanes) return d.per_item;
+  }
+  return 0;
+}
+
+int typestr_per_item(uint8_t elem, const char* typestr) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ntypestr; ++i) {
+    if (std::strcmp(e.typestr[i].typestr, typestr) == 0) return e.typestr[i].per_item;
+  }
+  return 0;
+}
+
+// Bytes of `elements` elements of type `elem`, rounded up to whole bytes.
+long long bytes_of(uint8_t elem, int64_t elements) {
+  return (static_cast<long long>(elements) * kElems[elem].bits + 7) / 8;
+}
+
+bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
 
 // Exception and Outcome types from kernelgen_ops, resolved once per process.
 struct Shared {
@@ -80,7 +86,7 @@ struct Shared {
   PyObject* outcome_type = nullptr;
   // torch, resolved on first sight of a torch tensor.
   PyObject* torch_tensor = nullptr;
-  PyObject* torch_dtypes[kElemCount] = {};
+  PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
@@ -139,9 +145,9 @@ void check_torch() {
   }
   PyObject* tensor = PyObject_GetAttrString(torch, "Tensor");
   if (tensor != nullptr && PyType_Check(tensor)) {
-    for (int i = 1; i < kElemCount; ++i) {
-      g.torch_dtypes[i] = PyObject_GetAttrString(torch, kElems[i].torch);
-      if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // older torch without fp8: never matches
+    for (int i = 1; i < kTorchCount; ++i) {
+      g.torch_dtypes[i] = PyObject_GetAttrString(torch, kTorchAttrs[i]);
+      if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // an older torch without this dtype: never matches
     }
     g.torch_tensor = tensor;
     // The C++ reader, built where torch was installed at build time; optional.
@@ -199,8 +205,9 @@ int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const ch
 const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
-  if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", kScalarNames[a->type]);
-  if (a->type == kF32) {
+  const ScalarInfo& info = kScalars[a->type];
+  if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", info.name);
+  if (info.kind == kFloat) {
     // Any real number: float, int, numpy scalars (through __float__ or __index__).
     PyNumberMethods* nb = Py_TYPE(o)->tp_as_number;
     if (!PyFloat_Check(o) && !PyLong_Check(o) && (nb == nullptr || (nb->nb_float == nullptr && nb->nb_index == nullptr))) {
@@ -214,7 +221,7 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     out->f = d;
     return 0;
   }
-  if (PyFloat_Check(o)) return arg_error(s, a, "expected an integer (%s), got float", kScalarNames[a->type]);
+  if (PyFloat_Check(o)) return arg_error(s, a, "expected an integer (%s), got float", info.name);
   PyObject* idx = PyLong_CheckExact(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
   if (idx == nullptr) {
     PyErr_Clear();
@@ -229,14 +236,13 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
       Py_DECREF(idx);
       return -1;
     }
-    switch (a->type) {
-      case kU32: ok = v >= 0 && v <= 0xffffffffLL; break;
-      case kI32: ok = v >= INT32_MIN && v <= INT32_MAX; break;
-      case kU64: ok = v >= 0; break;
-      case kI64: ok = true; break;
+    if (info.kind == kUnsigned) {
+      ok = v >= 0 && (info.bits >= 64 || v <= static_cast<long long>((1ULL << info.bits) - 1));
+    } else {
+      ok = info.bits >= 64 || (v >= -(1LL << (info.bits - 1)) && v <= (1LL << (info.bits - 1)) - 1);
     }
     out->i = v;
-  } else if (overflow > 0 && a->type == kU64) {
+  } else if (overflow > 0 && info.kind == kUnsigned && info.bits == 64) {
     uv = PyLong_AsUnsignedLongLong(idx);
     if (PyErr_Occurred()) {
       PyErr_Clear();
@@ -251,9 +257,8 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     PyObject* r = PyObject_Repr(idx);
     const char* text = r ? PyUnicode_AsUTF8(r) : "?";
     char detail[200];
-    static const char* const ranges[] = {"", "[0, 2**32-1]", "[-2**31, 2**31-1]", "[0, 2**64-1]", "[-2**63, 2**63-1]"};
-    std::snprintf(detail, sizeof detail, "%.80s is out of range for %s %s", text ? text : "?",
-                  kScalarNames[a->type], ranges[a->type]);
+    std::snprintf(detail, sizeof detail, "%.80s is out of range for %s %s", text ? text : "?", info.name,
+                  info.range);
     Py_XDECREF(r);
     Py_DECREF(idx);
     if (PyErr_Occurred()) PyErr_Clear();
@@ -301,23 +306,27 @@ int call_int(PyObject* o, PyObject* method, int64_t* out) {
 
 int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
   TensorView tv;
-  if (g.torch_reader != nullptr && g.torch_reader(o, &tv) == 1 && tv.elem == a->type && tv.device >= 0 &&
-      (!a->contiguous || tv.contiguous)) {
-    if (tv.device == current_device()) {
+  if (g.torch_reader != nullptr && g.torch_reader(o, &tv) == 1 && tv.device >= 0 && (!a->contiguous || tv.contiguous)) {
+    const int per = torch_per_item(a->type, tv.dtype);
+    if (per > 0 && tv.device == current_device()) {
       out->u = tv.data;
-      *numel = tv.numel;
+      *numel = tv.numel * per;
       return 0;
     }
   }
   // The Python path: also the one that explains what is wrong.
   PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
   if (dtype == nullptr) return -1;
-  bool dtype_ok = dtype == g.torch_dtypes[a->type];
-  if (!dtype_ok) {
+  const ElemInfo& e = kElems[a->type];
+  int per = 0;
+  for (int i = 0; i < e.ntorch && per == 0; ++i) {
+    if (dtype == g.torch_dtypes[e.torch[i].code]) per = e.torch[i].per_item;
+  }
+  if (per == 0) {
     PyObject* r = PyObject_Str(dtype);
     Py_DECREF(dtype);
     char d[160];
-    std::snprintf(d, sizeof d, "expected dtype torch.%s (%s), got %s", kElems[a->type].torch, kElems[a->type].name,
+    std::snprintf(d, sizeof d, "expected dtype torch.%s (%s), got %s", kTorchAttrs[e.torch[0].code], e.name,
                   r ? PyUnicode_AsUTF8(r) : "?");
     Py_XDECREF(r);
     return arg_error(s, a, "%s", d);
@@ -337,7 +346,10 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   }
   int64_t ptr = 0;
   if (call_int(o, g.s_data_ptr, &ptr) < 0) return -1;
-  if (a->size_slot >= 0 && call_int(o, g.s_numel, numel) < 0) return -1;
+  if (a->size_slot >= 0) {
+    if (call_int(o, g.s_numel, numel) < 0) return -1;
+    *numel *= per;
+  }
   out->u = static_cast<uint64_t>(ptr);
   return 0;
 }
@@ -363,12 +375,11 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
     if (PyErr_Occurred()) return -1;
     return arg_error(s, a, "%s", "__cuda_array_interface__ has no typestr");
   }
-  bool type_ok = false;
-  for (const char* acc : kElems[a->type].cai) type_ok = type_ok || (acc && std::strcmp(acc, ts) == 0);
-  if (!type_ok) {
+  const int per = typestr_per_item(a->type, ts);
+  if (per == 0) {
     char d[160];
     std::snprintf(d, sizeof d, "expected %s elements (typestr %s), got typestr %.20s", kElems[a->type].name,
-                  kElems[a->type].cai[0], ts);
+                  kElems[a->type].typestr[0].typestr, ts);
     return arg_error(s, a, "%s", d);
   }
   PyObject* stream = PyDict_GetItemWithError(cai, g.s_stream);
@@ -408,13 +419,13 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
     if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != nd) return arg_error(s, a, "%s", "invalid strides");
     for (Py_ssize_t i = 0; i < nd; ++i) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
     if (PyErr_Occurred()) return -1;
-    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, kElems[a->type].size);
+    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, bytes_of(a->type, per));
   } else if (PyErr_Occurred()) {
     return -1;
   }
   if (a->contiguous && !contiguous) return arg_error(s, a, "%s", "array is not C-contiguous");
   if (p == 0 && n > 0) return arg_error(s, a, "%s", "array has a null data pointer");
-  *numel = n;
+  *numel = n * per;
   out->u = p;
   return 0;
 }
@@ -434,8 +445,7 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
   if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged) {
     std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", t.device.device_type);
     rc = arg_error(s, a, "%s", d);
-  } else if (t.dtype.code != kElems[a->type].dl_code || t.dtype.bits != kElems[a->type].dl_bits ||
-             t.dtype.lanes != 1) {
+  } else if (dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes) == 0) {
     std::snprintf(d, sizeof d, "expected %s elements, got DLPack dtype (code %d, bits %d, lanes %d)",
                   kElems[a->type].name, t.dtype.code, t.dtype.bits, t.dtype.lanes);
     rc = arg_error(s, a, "%s", d);
@@ -446,7 +456,7 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
   } else {
     int64_t n = 1;
     for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
-    *numel = n;
+    *numel = n * dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes);
     out->u = reinterpret_cast<uint64_t>(static_cast<char*>(t.data) + t.byte_offset);
     if (out->u == 0 && n > 0) rc = arg_error(s, a, "%s", "array has a null data pointer");
   }
@@ -584,7 +594,7 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
   }
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
-    const bool needed = ints_only ? (a.kind == kScalar && a.type != kF32) : true;
+    const bool needed = ints_only ? (a.kind == kScalar && !is_float_scalar(a)) : true;
     if (needed && slots[i] == nullptr) {
       PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
                    a.name);
@@ -724,9 +734,10 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
       const int64_t need = sizes[a.size_slot];
       if (need > 0 && numels[i] < need) {
-        char d[160];
-        std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld", (long long)numels[i],
-                      (long long)need);
+        char d[240];
+        std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld (of %s: %lld bytes, %lld needed)",
+                      (long long)numels[i], (long long)need, kElems[a.type].name, bytes_of(a.type, numels[i]),
+                      bytes_of(a.type, need));
         arg_error(s, &a, "%s", d);
         return nullptr;
       }
@@ -753,7 +764,7 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
     if (slots[i] == nullptr) continue;
-    if (a.kind == kPointer || a.type == kF32) {
+    if (a.kind == kPointer || is_float_scalar(a)) {
       PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s '%s'", s->name,
                    a.kind == kPointer ? "pointer" : "f32", a.name);
       return nullptr;
@@ -866,7 +877,62 @@ PyObject* rt_device_cc(PyObject*, PyObject* arg) {
   return Py_BuildValue("(ii)", cc / 10, cc % 10);
 }
 
+// The compiled type tables, as Python data, so tests can compare them with the registry:
+// ([(name, kind, bits)], [(name, bits, [(torch attr, per_item)], [(code, bits, per_item)],
+// [(typestr, per_item)])]), DLPack entries as (code, bits, lanes, per_item).
+PyObject* rt_type_tables(PyObject*, PyObject*) {
+  PyObject* scalars = PyList_New(0);
+  PyObject* elems = PyList_New(0);
+  if (scalars == nullptr || elems == nullptr) goto fail;
+  for (int i = 1; i < kScalarCount; ++i) {
+    const ScalarInfo& s = kScalars[i];
+    PyObject* row = Py_BuildValue("(sii)", s.name, s.kind, s.bits);
+    if (row == nullptr || PyList_Append(scalars, row) < 0) {
+      Py_XDECREF(row);
+      goto fail;
+    }
+    Py_DECREF(row);
+  }
+  for (int i = 1; i < kElemCount; ++i) {
+    const ElemInfo& e = kElems[i];
+    PyObject* torch = PyList_New(0);
+    PyObject* dl = PyList_New(0);
+    PyObject* ts = PyList_New(0);
+    bool ok = torch && dl && ts;
+    for (int j = 0; ok && j < e.ntorch; ++j) {
+      PyObject* t = Py_BuildValue("(si)", kTorchAttrs[e.torch[j].code], e.torch[j].per_item);
+      ok = t && PyList_Append(torch, t) == 0;
+      Py_XDECREF(t);
+    }
+    for (int j = 0; ok && j < e.ndlpack; ++j) {
+      PyObject* t = Py_BuildValue("(iiii)", e.dlpack[j].code, e.dlpack[j].bits, e.dlpack[j].lanes, e.dlpack[j].per_item);
+      ok = t && PyList_Append(dl, t) == 0;
+      Py_XDECREF(t);
+    }
+    for (int j = 0; ok && j < e.ntypestr; ++j) {
+      PyObject* t = Py_BuildValue("(si)", e.typestr[j].typestr, e.typestr[j].per_item);
+      ok = t && PyList_Append(ts, t) == 0;
+      Py_XDECREF(t);
+    }
+    PyObject* row = ok ? Py_BuildValue("(siOOO)", e.name, e.bits, torch, dl, ts) : nullptr;
+    Py_XDECREF(torch);
+    Py_XDECREF(dl);
+    Py_XDECREF(ts);
+    if (row == nullptr || PyList_Append(elems, row) < 0) {
+      Py_XDECREF(row);
+      goto fail;
+    }
+    Py_DECREF(row);
+  }
+  return Py_BuildValue("(NN)", scalars, elems);
+fail:
+  Py_XDECREF(scalars);
+  Py_XDECREF(elems);
+  return nullptr;
+}
+
 PyMethodDef runtime_methods[] = {
+    {"type_tables", rt_type_tables, METH_NOARGS, "The compiled scalar and element type tables (for tests)."},
     {"refresh", rt_refresh, METH_NOARGS, "Re-read every module's kill switch from the environment."},
     {"target", rt_target, METH_NOARGS, "The target this library was built for."},
     {"target_capability", rt_target_cc, METH_NOARGS, "(major, minor) compute capability of the target."},

@@ -12,19 +12,14 @@
 #include <cstdint>
 
 #include "kernelgen/abi.h"
+#include "kernelgen/types.h"
 
 namespace kg::py {
 
 enum ArgKind : uint8_t { kPointer = 1, kScalar = 2 };
 
-// Scalar type codes (kernelgen.model.Scalar.code).
-enum ScalarCode : uint8_t { kU32 = 1, kI32 = 2, kU64 = 3, kI64 = 4, kF32 = 5 };
-
-// Element type codes (kernelgen.model.Elem.code).
-enum ElemCode : uint8_t {
-  kBF16 = 1, kF16, kF32e, kF64, kI8, kI16, kI32e, kI64e, kU8, kU16, kU32e, kU64e, kFP8E4M3, kFP8E5M2,
-  kElemCount
-};
+// Scalar and element type codes and their tables, generated from kernelgen's type registry.
+using namespace kg::types;
 
 struct ArgSpec {
   const char* name;
