@@ -25,10 +25,14 @@ export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$RES/gpu.txt"
 $PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1 || { cat "$RES/install.log"; exit 1; }
 target=$($PY - <<'PYEOF'
-import kernelgen_ops
+from pathlib import Path
+
 import torch
+from kernelgen.loader import load_targets
+
 cc = torch.cuda.get_device_capability()
-print(kernelgen_ops.TARGETS.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
+targets = {t.compute_capability: t.name for t in load_targets(Path("specs/targets.yaml"), Path("."))}
+print(targets.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
 PYEOF
 )
 echo "gpu_check: target $target"

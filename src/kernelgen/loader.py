@@ -245,7 +245,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
         if m.name in seen:
             raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
         seen[m.name] = m
-    catalog = Catalog(root.as_posix(), targets, tuple(sorted(modules, key=lambda m: m.name)))
+    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
     check_fallbacks(catalog)
     return catalog
 

@@ -1,15 +1,8 @@
 """Lowering: the typed model -> per-target launch plans made of ready-to-render strings.
 
-Templates only place what this module computes. The C++ plan function and the Python
-expectation used by the generated tests are both produced from one ordered list of
-:class:`Step` objects, so the two check the same things in the same order:
-
-1. ``skip_if`` clauses (a true one: "not launched", empty work);
-2. ``requires`` clauses (a false one: error);
-3. ``applies_if`` clauses (a false one: "not launched" with the clause as reason);
-4. the variant lookup;
-5. grid (a 0 dimension: "not launched"; over CUDA's limits: error), block (outside the
-   target's limits: error) and shared memory (outside the target's opt-in limit: error).
+Templates only place what this module computes. Plan semantics (the clause families and their
+order, outcome codes, geometry limits, the Python evaluation of a plan) live in
+:mod:`kernelgen.plan`; here each step gets its C++ and Python spellings.
 """
 
 from __future__ import annotations
@@ -19,66 +12,23 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kernelgen import expr, pyexpr
+from kernelgen import expr, plan
 from kernelgen.errors import ExprError, SpecError
 from kernelgen.model import Arg, Catalog, Clause, Fallback, Kernel, Module, Target
+from kernelgen.plan import NL_NO_VARIANT, code
 from kernelgen.types import ScalarKind
-
-# Outcome categories, mirrored from kernelgen/abi.h.
-NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID = 1, 2, 3, 4, 5, 6
-E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM = 1, 2, 3, 4, 5
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
-
-def code(category: int, detail: int = 0, error: bool = False) -> int:
-    c = (category << 16) | detail
-    return -c if error else c
-
-
-# The clause families in the order the plan checks them: (kind, Kernel attribute, category,
-# whether a deciding clause is an error, the truth value with which a clause decides).
-_FAMILIES = (
-    ("skip", "skip_if", NL_EMPTY, False, True),
-    ("requires", "requires", E_REQUIRES, True, False),
-    ("applies", "applies_if", NL_CLAUSE, False, False),
-)
-_CAT_NAMES = {NL_EMPTY: "KG_NL_EMPTY", E_REQUIRES: "KG_E_REQUIRES", NL_CLAUSE: "KG_NL_CLAUSE"}
-
-
-@dataclass(frozen=True)
-class Clausal:
-    """One clause in plan order, with what it decides."""
-
-    kind: str
-    index: int
-    clause: Clause
-    decides_when: bool  # the clause's value that decides the outcome
-    category: int
-    error: bool
-
-    @property
-    def code(self) -> int:
-        return code(self.category, self.index, self.error)
-
-
-def ordered_clauses(k: Kernel) -> list[Clausal]:
-    """The kernel's skip_if, requires and applies_if clauses in the order the plan checks them."""
-    return [
-        Clausal(kind, i, c, decides_when, category, error)
-        for kind, attr, category, error, decides_when in _FAMILIES
-        for i, c in enumerate(getattr(k, attr))
-    ]
 
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # "skip" | "requires" | "applies"
-    index: int
-    text: str  # canonical clause text (the reason)
+    """One plan step (a clause) with its C++ and Python spellings."""
+
+    step: plan.Step
     cpp: str
     py: str
-    code_cpp: str
-    code: int
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.step, name)
 
 
 @dataclass(frozen=True)
@@ -132,7 +82,6 @@ class Variant:
 @dataclass(frozen=True)
 class LKernel:
     name: str
-    module: str
     spec: str  # spec path:line, for messages and stamps
     summary: str
     present: bool
@@ -283,7 +232,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     cpp_name = _name_cpp(u64, set(constants))
 
     def py_name(n: str) -> str:
-        return f"C_{n}" if n in constants else n
+        return f"C_{n}" if n in constants else f"_a[{n!r}]"
 
     def cpp(n: expr.Node) -> str:
         return expr.to_cpp(n, cpp_name)
@@ -301,11 +250,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
             sizes.append((slot, a.name, cpp(a.size), py(a.size)))
             size_slot += 1
         cargs.append(_carg(a, slot))
-    steps = [
-        Step(o.kind, o.index, o.clause.text, cpp(o.clause.expr), py(o.clause.expr),
-             f"{'-' if o.error else ''}KG_CODE({_CAT_NAMES[o.category]}, {o.index})", o.code)
-        for o in ordered_clauses(k)
-    ]
+    steps = [Step(st, cpp(c.expr), py(c.expr)) for st, c in plan.steps(k)]
     present = target.name in k.targets
     slot = f"g_slot_{k.name}"
     variants = ()
@@ -316,7 +261,6 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     sig_text = ", ".join(f"{c.spelling} {c.name}" for c in kernel_cargs)
     lk = LKernel(
         name=k.name,
-        module=module.name,
         spec=f"{k.loc}",
         summary=k.summary,
         present=present,
@@ -370,61 +314,49 @@ def _doc(summary: str, cargs: Iterable[CArg]) -> str:
 def expected_plan(
     module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None
 ) -> tuple[int, tuple, tuple, int]:
-    """What the generated plan returns for ``env``: (code, grid, block, shared_mem).
-
-    Mirrors the C++ plan function step for step, including where expression errors are
-    checked. The generated tests carry their own copy of this logic, emitted as Python from
-    the same steps; this one drives the search for test cases at generation time. ``u64``:
-    the kernel's u64_in_expressions, when the caller has them already.
-    """
-    none = (0, 0, 0)
-    st = pyexpr.Status()
-    full = dict(env) | dict(module.constants)
-    for name in u64_in_expressions(k) if u64 is None else u64:
-        full[name] = pyexpr.from_u64(st, full[name])
-    for o in ordered_clauses(k):
-        holds = bool(expr.evaluate(o.clause.expr, full, st))
-        if st.code:
-            return code(E_EXPR, st.code, True), none, none, 0
-        if holds == o.decides_when:
-            return o.code, none, none, 0
-    if k.variants and full[k.variants.on] not in dict(k.variants.symbols):
-        return code(NL_NO_VARIANT), none, none, 0
-    grid = tuple(int(expr.evaluate(n, full, st)) for n in k.grid)
-    block = tuple(int(expr.evaluate(n, full, st)) for n in k.block)
-    smem = int(expr.evaluate(k.shared_mem, full, st))
-    if st.code:
-        return code(E_EXPR, st.code, True), none, none, 0
-    return geometry_code(grid, block, smem, target), grid, block, smem
-
-
-def geometry_code(grid: tuple, block: tuple, smem: int, target: Target) -> int:
-    return geometry_code_for(
-        grid, block, smem, target.max_block_dims, target.max_threads_per_block, target.max_shared_mem_per_block_optin
+    """What the generated plan returns for ``env``: (code, grid, block, shared_mem), through
+    :func:`kernelgen.plan.expect` with the spec's expressions as evaluators. ``u64``: the
+    kernel's u64_in_expressions, when the caller has them already."""
+    clauses, variant, geometry = _evaluators(k)
+    return plan.expect(
+        clauses,
+        dict(env) | dict(module.constants),
+        u64=u64_in_expressions(k) if u64 is None else u64,
+        variant=variant,
+        geometry=geometry,
+        limits=target_limits(target),
     )
 
 
-def geometry_code_for(
-    grid: tuple, block: tuple, smem: int, max_block: tuple, max_threads: int, max_smem: int
-) -> int:
-    """The outcome code of computed geometry; mirrors kg::check_geometry in runtime.h."""
-    for axis in range(3):
-        if grid[axis] < 0:
-            return code(E_GRID, axis, True)
-    for axis in range(3):
-        if grid[axis] == 0:
-            return code(NL_EMPTY_GRID, axis)
-    for axis in range(3):
-        if grid[axis] > GRID_LIMITS[axis]:
-            return code(E_GRID, axis, True)
-    for axis in range(3):
-        if not 1 <= block[axis] <= max_block[axis]:
-            return code(E_BLOCK, axis, True)
-    if block[0] * block[1] * block[2] > max_threads:
-        return code(E_BLOCK, 3, True)
-    if not 0 <= smem <= max_smem:
-        return code(E_SHARED_MEM, 0, True)
-    return 0
+_EVALUATORS: dict[int, tuple[Kernel, tuple]] = {}
+
+
+def _evaluators(k: Kernel) -> tuple:
+    """The kernel's plan as evaluators for kernelgen.plan.expect, made once per kernel (the
+    test-case search asks for thousands of plans)."""
+    hit = _EVALUATORS.get(id(k))
+    if hit is not None and hit[0] is k:
+        return hit[1]
+
+    def evaluator(n: expr.Node):
+        return lambda st, e: expr.evaluate(n, e, st)
+
+    def geometry(st, e):
+        return (tuple(expr.evaluate(n, e, st) for n in k.grid), tuple(expr.evaluate(n, e, st) for n in k.block),
+                expr.evaluate(k.shared_mem, e, st))
+
+    parts = (
+        [(st.code, st.decides_when, evaluator(c.expr)) for st, c in plan.steps(k)],
+        (k.variants.on, frozenset(v for v, _ in k.variants.symbols)) if k.variants else None,
+        geometry,
+    )
+    _EVALUATORS[id(k)] = (k, parts)
+    return parts
+
+
+def target_limits(target: Target) -> tuple[tuple[int, int, int], int, int]:
+    """(max block dims, max threads per block, max shared memory): what geometry is checked against."""
+    return target.max_block_dims, target.max_threads_per_block, target.max_shared_mem_per_block_optin
 
 
 _BOUNDARIES = tuple(sorted(
@@ -448,14 +380,14 @@ def _test_cases(module: Module, k: Kernel, target: Target):
     base = dict(k.examples[0])
     ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
     flips: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
-    clauses = ordered_clauses(k)
+    clauses = plan.steps(k)
     u64 = u64_in_expressions(k)
-    wanted: list[Clausal | None] = [*clauses, None] if k.variants else list(clauses)  # None: the variant
-    for o in wanted:
+    wanted: list[tuple[plan.Step, Clause] | None] = [*clauses, None] if k.variants else list(clauses)
+    for o in wanted:  # None: the variant lookup
         if o is None:
             names = [k.variants.on]  # type: ignore[union-attr]
         else:
-            names = sorted(o.clause.expr.names() - {c for c, _ in module.constants})
+            names = sorted(o[1].expr.names() - {c for c, _ in module.constants})
         found = None
         envs = [dict(e) for e in k.examples]
         for name in names:
@@ -467,17 +399,17 @@ def _test_cases(module: Module, k: Kernel, target: Target):
                 found = env
                 break
         if found is None:
-            where = o.clause.loc if o else k.variants.loc  # type: ignore[union-attr]
-            text = o.clause.text if o else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
+            where = o[1].loc if o else k.variants.loc  # type: ignore[union-attr]
+            text = o[1].text if o else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
             raise SpecError(
                 where, f"kernels.{k.name}",
                 f"cannot find arguments for which only '{text}' decides the outcome",
                 "if an earlier clause implies it, remove it; otherwise add an example under 'examples' "
                 "where this clause alone fails (or holds, for skip_if)",
             )
-        kind, index = (o.kind, o.index) if o else ("variant", 0)
+        kind, index = (o[0].family.name, o[0].index) if o else ("variant", 0)
         flips.append((kind, index, tuple(sorted(found.items()))))
-    rng = random.Random(f"{module.name}.{k.name}.{target.name}")
+    rng = random.Random(f"{module.name}.{k.name}")  # the same cases on every target
     cases: list[dict[str, int]] = [dict(e) for e in k.examples]
     names = sorted(ranges)
     for _ in range(40):
@@ -496,8 +428,8 @@ def _test_cases(module: Module, k: Kernel, target: Target):
 
 
 def _fails_alone(
-    module: Module, k: Kernel, target: Target, env: dict[str, int], want: Clausal | None,
-    clauses: list[Clausal], u64: list[str],
+    module: Module, k: Kernel, target: Target, env: dict[str, int], want: tuple[plan.Step, Clause] | None,
+    clauses: list[tuple[plan.Step, Clause]], u64: list[str],
 ) -> bool:
     """The plan's outcome for ``env`` is decided by ``want`` (None: by the variant lookup),
     and no other clause disagrees.
@@ -505,14 +437,14 @@ def _fails_alone(
     Clauses are evaluated in order and the first decides, so a later clause that cannot
     be evaluated (``num_q_heads % num_kv_heads`` once ``num_kv_heads > 0`` fails) is fine.
     """
-    want_code = want.code if want else code(NL_NO_VARIANT)
+    want_code = want[0].code if want else code(NL_NO_VARIANT)
     if expected_plan(module, k, target, env, u64)[0] != want_code:
         return False
     full = env | dict(module.constants)
 
-    def passes(o: Clausal) -> bool:
+    def passes(o: tuple[plan.Step, Clause]) -> bool:
         try:
-            return bool(expr.evaluate(o.clause.expr, full)) != o.decides_when
+            return bool(expr.evaluate(o[1].expr, full)) != o[0].decides_when
         except ExprError:
             return True
 

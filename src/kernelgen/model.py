@@ -157,7 +157,6 @@ class Target:
 class Catalog:
     """Everything loaded from one project: targets and modules, sorted by name."""
 
-    root: str
     targets: tuple[Target, ...]
     modules: tuple[Module, ...] = field(default=())
 

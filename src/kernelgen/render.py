@@ -12,19 +12,18 @@ from dataclasses import dataclass
 
 import jinja2
 
-from kernelgen import types
+from kernelgen import plan, types
 from kernelgen.lower import (
-    NL_NO_VARIANT,
     CArg,
     LChain,
     LKernel,
     LModule,
     c_string,
-    code,
     comment_text,
     lower_module,
 )
 from kernelgen.model import Catalog, Target
+from kernelgen.plan import NL_NO_VARIANT, code
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("kernelgen", "templates"),
@@ -75,8 +74,11 @@ class _KView:
         return c_string(self.k.variant_on) if self.k.variant_on else "nullptr"
 
     @property
-    def variant_values(self) -> str:
-        return "(" + ", ".join(str(v.value) for v in self.k.variants) + ",)"
+    def variant_py(self) -> str:
+        """The variant lookup for kernelgen.plan.expect: (argument, values) or None."""
+        if not self.k.variant_on:
+            return "None"
+        return f"({self.k.variant_on!r}, {[v.value for v in self.k.variants]!r})"
 
     @property
     def plan_params(self) -> str:
@@ -146,16 +148,12 @@ class _KView:
     @property
     def steps(self) -> list[dict[str, object]]:
         return [
-            {"kind": s.kind, "cpp": s.cpp, "py": s.py, "code_cpp": s.code_cpp, "code": s.code,
-             "comment": comment_text(s.text)}
+            {"family": s.family.name, "cpp": s.cpp, "py": s.py, "code_cpp": s.code_cpp, "code": s.code,
+             "decides_when": s.decides_when, "comment": comment_text(s.text)}
             for s in self.k.steps
         ]
 
     # ---- Python views (tests, stubs)
-    @property
-    def py_params(self) -> str:
-        return ", ".join(a.name for a in self.k.int_args)
-
     @property
     def cases_py(self) -> list[str]:
         return [repr(dict(c)) for c in self.k.cases]
@@ -309,6 +307,9 @@ class Renderer:
         )
         out[f"{base}/python/_runtime.cpp"] = _ENV.get_template("runtime_module.cpp.j2").render(tctx)
         out[f"{base}/include/kernelgen/types.h"] = _ENV.get_template("types.h.j2").render(type_tables())
+        out[f"{base}/include/kernelgen/plan_codes.h"] = _ENV.get_template("plan_codes.h.j2").render(
+            plan.codes_header() | {"stamp": stamp("the plan semantics (kernelgen/plan.py)")}
+        )
         return out
 
     def _module_context(self, lm: LModule) -> dict[str, object]:
