@@ -183,7 +183,7 @@ VARIANTS = Struct(
     ),
 )
 
-EXAMPLE = Kind("mapping of argument names to numbers", {
+EXAMPLE = Kind("example", {
     "type": "object", "propertyNames": dict(IDENTIFIER.json), "additionalProperties": {"type": ["integer", "number"]},
 })
 
@@ -218,7 +218,7 @@ KERNEL = Struct(
               "constants. A dimension of 0 means \"not launched\"; one above CUDA's limits is an error."),
         Field("block", DIMS, True,
               "The block `[x, y, z]`: three integer expressions, checked against the target's limits over the "
-              "examples at generation time and on every launch."),
+              "examples when specs are loaded, and on every launch."),
         Field("cluster", DIMS, False,
               "The compile-time thread-block cluster `[x, y, z]`: three constant expressions (literals and "
               "constants). It must equal the `__cluster_dims__(...)` attribute on the kernel's definition, which "
@@ -242,7 +242,8 @@ KERNEL = Struct(
               "Choose the `__global__` function by the value of an integer argument (a head dimension, say) "
               "instead of one `symbol`."),
         Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
-              "Argument sets the generated tests start from. The first must give every integer argument and "
+              "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
+              "must give every integer argument and "
               "launch; later ones inherit what they leave out. Float arguments may be given for readability. "
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
@@ -312,9 +313,6 @@ STRUCTS = (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE)
 
 # ------------------------------------------------------------------ JSON Schema
 
-SCHEMA_ID = "https://kernelgen.invalid/schema/{}.schema.json"
-
-
 def _struct_json(s: Struct) -> dict[str, object]:
     props: dict[str, object] = {}
     for f in s.fields:
@@ -349,7 +347,6 @@ def json_schema(which: str = "module") -> dict[str, object]:
         raise ValueError(which)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID.format(which),
         "title": title,
         **top,
         "$defs": defs,
