@@ -596,7 +596,8 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
                 except Exception as exc:  # ExprError: division by zero, overflow
                     raise ctx.error(item.loc, f"cannot evaluate the cluster dimension: {exc}") from None
                 if v < 1:
-                    raise ctx.error(item.loc, f"cluster dimension {v} is less than 1")
+                    raise ctx.error(item.loc, f"cluster dimension {v} is less than 1",
+                                    "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
                 out.append(v)
         return out[0], out[1], out[2]
 
@@ -614,7 +615,11 @@ def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ..
             try:
                 decls = kernel_source.global_declarations(texts, sym)
             except kernel_source.SourceScanError as exc:
-                raise ctx.error(where, f"cannot read __cluster_dims__ of '{sym}': {exc}") from None
+                raise ctx.error(
+                    where, f"cannot read __cluster_dims__ of '{sym}': {exc}",
+                    "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
+                    "defined by #define or constexpr in the sources",
+                ) from None
             if not decls:
                 if want is None:
                     continue

@@ -177,3 +177,14 @@ def test_list_and_generate_agree_on_cluster_grids(tmp_path: Path, capsys: pytest
     assert main(["--root", str(root), "generate"]) == 2
     assert capsys.readouterr().err == listed
     assert "not a whole number of clusters" in listed
+
+
+def test_build_fails_on_a_cluster_mismatch_before_compiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelgen.cli import main
+
+    root = cluster_project(tmp_path, CLUSTER_SPEC.replace("CX: 4", "CX: 2"))
+    assert main(["--root", str(root), "build", "--build-dir", str(tmp_path / "build")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kernelgen: error: specs/demo.yaml:16: kernels.scale.cluster: kernel 'scale' declares "
+                          "cluster [2, 1, 1], but 'scale' at kernels/demo.cu:4 has __cluster_dims__(4, 1, 1)"), err
+    assert not (tmp_path / "build").exists()
