@@ -5,6 +5,7 @@ Errors carry the spec file, line and field path, and say how to fix the problem.
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -12,8 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from kernelgen import expr
+from kernelgen import expr, kernel_source, schema
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
+from kernelgen.lower import check_catalog
 from kernelgen.model import (
     Arg,
     Catalog,
@@ -51,16 +53,17 @@ CUDA_RESERVED = frozenset(
 )
 RESERVED = CPP_KEYWORDS | PY_RESERVED | CUDA_RESERVED
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_MODULE = re.compile(r"[a-z][a-z0-9_]{0,47}")
-_SYMBOL = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*(?:<\s*-?[0-9]+(?:\s*,\s*-?[0-9]+)*\s*>)?")
-_ENV = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-_SOURCE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
-_ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
-_CC = re.compile(r"([0-9]{1,2})\.([0-9])")
+# Value patterns and limits are part of the spec format, declared in kernelgen.schema.
+_IDENT = schema.IDENTIFIER_RE
+_MODULE = schema.MODULE_RE
+_SYMBOL = schema.SYMBOL_RE
+_ENV = schema.ENV_RE
+_SOURCE = schema.SOURCE_RE
+_ARCH = schema.ARCH_RE
+_CC = schema.CC_RE
 _TYPE = re.compile(r"(const\s+)?([a-z0-9_]+)\s*(\*)?")
-MAX_TEXT = 2000
-MAX_LIST = 64
+MAX_TEXT = schema.MAX_TEXT
+MAX_LIST = schema.MAX_LIST
 
 
 class _Ctx:
@@ -86,12 +89,14 @@ class _Ctx:
         return SpecError(loc, self.field, message, hint)
 
 
-def _fields(ctx: _Ctx, node: YNode, required: set[str], optional: set[str]) -> dict[str, YNode]:
-    """The mapping's entries by key; unknown keys and missing required keys are errors."""
+def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
+    """The mapping's entries by key; keys the schema does not declare for ``struct`` and
+    missing required keys are errors."""
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping, got {_kind(node)}")
     out: dict[str, YNode] = {}
-    allowed = required | optional
+    required = struct.required()
+    allowed = required | struct.optional()
     for key, value in node.items:
         name = key.value
         if not isinstance(name, str) or name not in allowed:
@@ -191,15 +196,14 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
     ctx = _Ctx(rel)
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, "expected a mapping of target names to their settings")
+    _version(ctx, node)
     targets = []
     for key, value in node.items:
+        if key.value == schema.VERSION.name:
+            continue
         name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
         with ctx.at(name):
-            f = _fields(
-                ctx, value,
-                {"arch", "compute_capability", "max_shared_mem_per_block_optin"},
-                {"max_threads_per_block", "max_block_dims"},
-            )
+            f = _fields(ctx, value, schema.TARGET)
             with ctx.at("arch"):
                 arch = _str(ctx, f["arch"])
                 if not _ARCH.fullmatch(arch):
@@ -211,11 +215,14 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                     raise ctx.error(f["compute_capability"].loc, f"'{cc_text}' is not MAJOR.MINOR")
                 cc = (int(m.group(1)), int(m.group(2)))
             with ctx.at("max_threads_per_block"):
-                mtpb = _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f else 1024
+                mtpb = (
+                    _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f
+                    else int(schema.TARGET["max_threads_per_block"].default or 0)
+                )
             with ctx.at("max_block_dims"):
                 dims = (
                     _list(ctx, f["max_block_dims"], lambda n: _int(ctx, n, 1, 4096))
-                    if "max_block_dims" in f else [1024, 1024, 64]
+                    if "max_block_dims" in f else json.loads(schema.TARGET["max_block_dims"].default or "[]")
                 )
                 if len(dims) != 3:
                     raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
@@ -247,22 +254,41 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
         seen[m.name] = m
     catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
     check_fallbacks(catalog)
+    # The checks generation makes on top of the loader's (the test-case search, whole
+    # clusters), so that every command accepts and rejects the same specs.
+    check_catalog(catalog)
     return catalog
 
 
-MODULE_KEYS = {"module", "summary", "sources", "kernels"}
-MODULE_OPTIONAL = {"doc", "kill_switch", "constants", "fallbacks"}
-KERNEL_KEYS = {"summary", "args", "grid", "block", "examples"}
-KERNEL_OPTIONAL = {
-    "symbol", "doc", "targets", "host_args", "shared_mem", "skip_if", "applies_if", "requires", "variants",
-}
+def _version(ctx: _Ctx, node: YNode) -> int:
+    """The file's ``version`` (checked before anything else: other versions may have other keys)."""
+    if not isinstance(node, YMap):
+        return schema.DEFAULT_VERSION
+    supported = ", ".join(str(v) for v in schema.SUPPORTED_VERSIONS)
+    for key, value in node.items:
+        if key.value != schema.VERSION.name:
+            continue
+        with ctx.at(schema.VERSION.name):
+            if not isinstance(value, YScalar) or isinstance(value.value, bool) or not isinstance(value.value, int):
+                raise ctx.error(
+                    value.loc, f"expected an integer format version, got {_kind(value)}",
+                    f"supported versions: {supported}; write version: {schema.DEFAULT_VERSION} or leave it out",
+                )
+            if value.value not in schema.SUPPORTED_VERSIONS:
+                raise ctx.error(
+                    value.loc, f"spec format version {value.value} is not supported by this kernelgen",
+                    f"supported versions: {supported}; write version: {schema.DEFAULT_VERSION} or leave it out",
+                )
+            return value.value
+    return schema.DEFAULT_VERSION
 
 
 def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     rel = relpath(path, root)
     node = load(rel, path.read_bytes())
     ctx = _Ctx(rel)
-    f = _fields(ctx, node, MODULE_KEYS, MODULE_OPTIONAL)
+    _version(ctx, node)
+    f = _fields(ctx, node, schema.MODULE)
     with ctx.at("module"):
         name = _ident(ctx, f["module"].loc, _str(ctx, f["module"]), "module name", _MODULE)
         if path.stem != name:
@@ -301,6 +327,8 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
             kname = _ident(ctx, key.loc, key.value, "kernel name")
             with ctx.at(kname):
                 kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
+        for k in kernels:
+            _check_cluster_dims(ctx, k, root, sources)
     names = {k.name for k in kernels}
     for c in constants:
         if c in names:
@@ -396,7 +424,7 @@ def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> li
             size_node = None
             contiguous = True
             if isinstance(value, YMap):
-                f = _fields(ctx, value, {"type"}, {"size", "contiguous"})
+                f = _fields(ctx, value, schema.ARGUMENT)
                 type_node = f["type"]
                 size_node = f.get("size")
                 if "contiguous" in f:
@@ -423,7 +451,7 @@ def _kernel(
     ctx: _Ctx, name: str, loc: SourceLoc, node: YNode, constants: dict[str, int],
     target_names: list[str], targets: tuple[Target, ...],
 ) -> Kernel:
-    f = _fields(ctx, node, KERNEL_KEYS, KERNEL_OPTIONAL)
+    f = _fields(ctx, node, schema.KERNEL)
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)
     if "doc" in f:
@@ -499,6 +527,7 @@ def _kernel(
 
     grid = dims("grid")
     block = dims("block")
+    cluster = _cluster(ctx, f["cluster"], constants) if "cluster" in f else None
     shared_mem: expr.Node = expr.Lit(0)
     if "shared_mem" in f:
         with ctx.at("shared_mem"):
@@ -530,6 +559,7 @@ def _kernel(
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
+        cluster, f["cluster"].loc if "cluster" in f else None,
     )
     _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
     return kernel
@@ -538,6 +568,91 @@ def _kernel(
 @contextmanager
 def _nullctx() -> Iterator[None]:
     yield
+
+
+def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, int, int]:
+    """``cluster: [x, y, z]``: constant expressions, each at least 1."""
+    with ctx.at("cluster"):
+        if not isinstance(node, YSeq) or len(node.items) != 3:
+            got = f"{len(node.items)} entries" if isinstance(node, YSeq) else _kind(node)
+            raise ctx.error(node.loc, f"expected a list of 3 constant expressions [x, y, z], got {got}",
+                            "e.g. cluster: [8, 1, 1], as in the kernel's __cluster_dims__(8, 1, 1)")
+        out = []
+        for i, item in enumerate(node.items):
+            with ctx.at(f"[{i}]"):
+                try:
+                    tree = _expr(ctx, item, constants, expr.Ty.INT)
+                except SpecError as e:
+                    bad = re.search(r"undefined name '(\w+)'", e.message)
+                    if bad:
+                        raise ctx.error(
+                            item.loc, f"'{bad.group(1)}' is not a constant",
+                            "the cluster shape is fixed at compile time: use literals and names under 'constants'",
+                        ) from None
+                    raise
+                try:
+                    v = int(expr.evaluate(tree, constants))
+                except Exception as exc:  # ExprError: division by zero, overflow
+                    raise ctx.error(item.loc, f"cannot evaluate the cluster dimension: {exc}") from None
+                if v < 1:
+                    raise ctx.error(item.loc, f"cluster dimension {v} is less than 1",
+                                    "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
+                out.append(v)
+        return out[0], out[1], out[2]
+
+
+def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ...]) -> None:
+    """The kernel's ``cluster`` equals ``__cluster_dims__`` on its definition in the sources
+    (read from their text; see kernel_source for what is read), for every symbol it launches."""
+    texts = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
+    symbols = [s for _, s in k.variants.symbols] if k.variants else [k.symbol]
+    want = k.cluster
+    where = k.cluster_loc or k.loc
+    field = "cluster" if k.cluster else "symbol"
+    with ctx.at(k.name), ctx.at(field):
+        for sym in symbols:
+            try:
+                decls = kernel_source.global_declarations(texts, sym)
+            except kernel_source.SourceScanError as exc:
+                raise ctx.error(
+                    where, f"cannot read __cluster_dims__ of '{sym}': {exc}",
+                    "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
+                    "defined by #define or constexpr in the sources",
+                ) from None
+            if not decls:
+                if want is None:
+                    continue
+                raise ctx.error(
+                    where, f"cannot find the __global__ definition of '{sym}' in the sources "
+                    f"({', '.join(sources)}) to check its __cluster_dims__",
+                    "list the file that defines the kernel under 'sources', or remove 'cluster'",
+                )
+            declared = [d for d in decls if d.cluster is not None]
+            if want is None:
+                if declared:
+                    d = declared[0]
+                    dims = ", ".join(map(str, d.cluster or ()))
+                    raise ctx.error(
+                        where, f"'{sym}' is declared with __cluster_dims__({dims}) at {d.path}:{d.line}, "
+                        "but the spec declares no cluster",
+                        f"add 'cluster: [{dims}]' to kernel '{k.name}'",
+                    )
+                continue
+            if not declared:
+                d = decls[0]
+                raise ctx.error(
+                    where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
+                    "has no __cluster_dims__ attribute",
+                    f"add __cluster_dims__({', '.join(map(str, want))}) to the kernel's definition, "
+                    "or remove 'cluster'",
+                )
+            for d in declared:
+                if d.cluster != want:
+                    raise ctx.error(
+                        where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
+                        f"has __cluster_dims__({', '.join(map(str, d.cluster or ()))})",
+                        "make the spec's cluster and the kernel's __cluster_dims__ agree",
+                    )
 
 
 def _symbol(ctx: _Ctx, node: YNode) -> str:
@@ -551,7 +666,7 @@ def _symbol(ctx: _Ctx, node: YNode) -> str:
 
 
 def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object]) -> Variants:
-    f = _fields(ctx, node, {"arg", "symbols"}, set())
+    f = _fields(ctx, node, schema.VARIANTS)
     with ctx.at("arg"):
         on = _str(ctx, f["arg"], "an integer argument name")
         if on not in int_names:
@@ -590,7 +705,7 @@ def _examples(
                 out[k] = _int(ctx, value, -(1 << 63), (1 << 64) - 1)
         return out
 
-    items = _list(ctx, node, one, 32)
+    items = _list(ctx, node, one, schema.MAX_EXAMPLES)
     if not items:
         raise ctx.error(node.loc, "at least one example is needed")
     missing = sorted(int_names - set(items[0]))
@@ -683,7 +798,7 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
                         _ident(ctx, n.loc, parts[1], "kernel name"), n.loc,
                     )
                 raise ctx.error(n.loc, f"{s!r} is not a kernel name or module.kernel")
-            members = tuple(_list(ctx, value, ref, 16))
+            members = tuple(_list(ctx, value, ref, schema.MAX_CHAIN))
             if len(members) < 2:
                 raise ctx.error(value.loc, "a fallback chain needs at least two kernels")
             if len({m.qualname for m in members}) != len(members):

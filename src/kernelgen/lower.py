@@ -545,3 +545,30 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
         chains=chains,
         includes=tuple(includes),
     )
+
+
+def check_catalog(catalog: Catalog) -> None:
+    """The checks generation makes beyond the loader's, run when a catalog is loaded so that
+    ``kernelgen list`` accepts exactly the specs ``kernelgen generate`` accepts.
+
+    For every kernel and target: the search for test cases (an error when some clause never
+    decides the outcome alone), and, for a kernel with a ``cluster``, that every grid its
+    examples and generated test cases launch is a whole number of clusters.
+    """
+    for m in catalog.modules:
+        for k in m.kernels:
+            for t in catalog.targets:
+                flips, cases = _test_cases(m, k, t)
+                if k.cluster is None or t.name not in k.targets:
+                    continue
+                for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
+                    outcome, grid, _, _ = expected_plan(m, k, t, env)
+                    if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
+                        continue
+                    shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))
+                    raise SpecError(
+                        k.cluster_loc or k.loc, f"kernels.{k.name}.grid",
+                        f"the grid {list(grid)} for {shown} is not a whole number of clusters {list(k.cluster)}",
+                        "a cluster launch needs each grid dimension to be a multiple of the cluster's: round the grid "
+                        f"up, e.g. div_ceil(n, {k.cluster[0]}) * {k.cluster[0]}",
+                    )

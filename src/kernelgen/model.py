@@ -87,6 +87,8 @@ class Kernel:
     requires: tuple[Clause, ...]
     examples: tuple[tuple[tuple[str, int], ...], ...]
     variants: Variants | None = None
+    cluster: tuple[int, int, int] | None = None  # compile-time cluster shape (__cluster_dims__)
+    cluster_loc: SourceLoc | None = None
 
     @property
     def all_args(self) -> tuple[Arg, ...]:
