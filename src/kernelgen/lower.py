@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kernelgen import expr, plan
+from kernelgen import expr, names, plan
 from kernelgen.errors import ExprError, SpecError
 from kernelgen.model import Arg, Catalog, Clause, Fallback, Kernel, Module, Target
 from kernelgen.plan import NL_NO_VARIANT, code
@@ -467,7 +467,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         k = owner.kernel(ref.kernel)
         assert k is not None
         kernels.append((owner, k))
-        members.append((ref.module, ref.kernel, f"kernelgen::{ref.module}::{ref.kernel}"))
+        members.append((ref.module, ref.kernel, names.cpp_launcher(ref.module, ref.kernel)))
         member_args.append(tuple(a.name for a in k.all_args))
         member_int.append(tuple(a.name for a in k.int_args))
         slots = []

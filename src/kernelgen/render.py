@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from kernelgen import plan, types
+from kernelgen import names, plan, types
 from kernelgen.lower import (
     CArg,
     LChain,
@@ -51,6 +51,18 @@ def _plan_params(args: tuple[CArg, ...]) -> str:
     return ", ".join(f"{a.c_type} {a.name}" for a in args)
 
 
+def _c_names(module: str, launcher: str) -> dict[str, str]:
+    """A launcher's C ABI and C++ names, as the templates place them."""
+    return {
+        "launch": names.c_function(module, launcher),
+        "plan": names.c_function(module, launcher, "plan"),
+        "sizes": names.c_function(module, launcher, "sizes"),
+        "info": names.c_function(module, launcher, "info"),
+        "cpp": names.cpp_launcher(module, launcher),
+        "cpp_plan": names.cpp_plan(module, launcher),
+    }
+
+
 @dataclass
 class _KView:
     """A kernel as the templates see it."""
@@ -64,6 +76,10 @@ class _KView:
     @property
     def summary_comment(self) -> str:
         return comment_text(self.k.summary)
+
+    @property
+    def c(self) -> dict[str, str]:
+        return _c_names(self.m.name, self.k.name)
 
     @property
     def name_literal(self) -> str:
@@ -178,7 +194,7 @@ class _KView:
         return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
 
 
-def _launcher_view(name: str, args: tuple[CArg, ...], doc: str, infos: list[str],
+def _launcher_view(module: str, name: str, args: tuple[CArg, ...], doc: str, infos: list[str],
                    is_chain: bool, nsizes: int) -> dict[str, object]:
     value_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args))
     value_int_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args) if a.is_int)
@@ -189,6 +205,7 @@ def _launcher_view(name: str, args: tuple[CArg, ...], doc: str, infos: list[str]
     pyi_int = ", ".join(f"{a.name}: int" for a in args if a.is_int)
     return {
         "name": name,
+        "c": _c_names(module, name),
         "args": args,
         "value_args": value_args,
         "value_int_args": value_int_args,
@@ -217,6 +234,10 @@ class _CView:
         return comment_text(self.c.doc.split("\n\n", 1)[1])
 
     @property
+    def names(self) -> dict[str, str]:
+        return _c_names(self.m.name, self.c.name)
+
+    @property
     def cpp_params(self) -> str:
         return _params(self.c.args, c=False)
 
@@ -240,29 +261,29 @@ class _CView:
     @property
     def member_calls(self) -> list[str]:
         calls = []
-        for (_, _, qual), names in zip(self.c.members, self.c.member_args):
-            calls.append(f"{qual}(" + "".join(f"{n}, " for n in names) + "stream)")
+        for (_, _, qual), args in zip(self.c.members, self.c.member_args):
+            calls.append(f"{qual}(" + "".join(f"{n}, " for n in args) + "stream)")
         return calls
 
     @property
     def member_plans(self) -> list[str]:
         calls = []
-        for (mod, kernel, _), names in zip(self.c.members, self.c.member_int_args):
-            calls.append(f"kernelgen::{mod}::plan_{kernel}(" + ", ".join(names) + ")")
+        for (mod, kernel, _), args in zip(self.c.members, self.c.member_int_args):
+            calls.append(f"{names.cpp_plan(mod, kernel)}(" + ", ".join(args) + ")")
         return calls
 
     @property
     def member_sizes_calls(self) -> list[tuple[str, list[tuple[int, int]]]]:
         union_slot = {a.name: a.size_slot for a in self.c.args}
         out = []
-        for (mod, kernel, _), names, slots in zip(self.c.members, self.c.member_int_args, self.c.member_sizes):
-            call = f"kg_{mod}__{kernel}__sizes(" + "".join(f"{n}, " for n in names) + "member)"
+        for (mod, kernel, _), args, slots in zip(self.c.members, self.c.member_int_args, self.c.member_sizes):
+            call = f"{names.c_function(mod, kernel, 'sizes')}(" + "".join(f"{n}, " for n in args) + "member)"
             out.append((call, [(union_slot[name], s) for s, name in slots]))
         return out
 
     @property
     def members_py(self) -> str:
-        return repr([(mod, k, list(names)) for (mod, k, _), names in zip(self.c.members, self.c.member_int_args)])
+        return repr([(mod, k, list(args)) for (mod, k, _), args in zip(self.c.members, self.c.member_int_args)])
 
     @property
     def cases_py(self) -> str:
@@ -317,11 +338,13 @@ class Renderer:
         kernels = [_KView(k, lm) for k in lm.kernels]
         chains = [_CView(c, lm) for c in lm.chains]
         launchers = [
-            _launcher_view(k.name, k.args, k.doc, [f"kg_{lm.name}__{k.name}__info()"], False, len(k.sizes))
+            _launcher_view(lm.name, k.name, k.args, k.doc, [f"{names.c_function(lm.name, k.name, 'info')}()"], False,
+                           len(k.sizes))
             for k in lm.kernels
         ] + [
             _launcher_view(
-                c.name, c.args, c.doc, [f"kg_{mod}__{kern}__info()" for mod, kern, _ in c.members], True, c.nsizes
+                lm.name, c.name, c.args, c.doc,
+                [f"{names.c_function(mod, kern, 'info')}()" for mod, kern, _ in c.members], True, c.nsizes
             )
             for c in lm.chains
         ]
@@ -362,6 +385,10 @@ class _MView:
     @property
     def name_literal(self) -> str:
         return c_string(self.lm.name)
+
+    @property
+    def cpp_namespace(self) -> str:
+        return names.cpp_namespace(self.lm.name)
 
     @property
     def doc_literal(self) -> str:
