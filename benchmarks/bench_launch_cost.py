@@ -400,8 +400,7 @@ class Bench:
         rt = REPO / "src" / "kernelgen" / "runtime"
         meta["runtime_sources_sha256"] = {
             str(p.relative_to(REPO)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in (rt / "src" / "python_support.cpp", rt / "src" / "runtime.cpp",
-                      rt / "include" / "kernelgen" / "runtime.h", rt / "include" / "kernelgen" / "python.h")
+            for p in sorted([*rt.glob("src/*.cpp"), *rt.glob("src/*.h"), *rt.glob("include/kernelgen/*.h")])
             if p.is_file()
         }
 

@@ -1,0 +1,67 @@
+// Internal to the Python binding support (kernelgen/python.h): the process-wide state and
+// the conversions that the launcher object (py_launcher.cpp) shares with the array readers
+// (py_arrays.cpp), the scalar and stream conversions (py_scalars.cpp) and the module-level
+// functions (py_runtime.cpp). Not installed for generated code.
+#pragma once
+
+#include "kernelgen/python.h"
+#include "kernelgen/torch_fast.h"
+
+namespace kg::py::internal {
+
+// Exception and Outcome types from kernelgen_ops, resolved once per process.
+struct Shared {
+  PyObject* api = nullptr;  // kernelgen_ops._api: strict mode and the refresh registry live there
+  PyObject* argument_error = nullptr;
+  PyObject* launch_error = nullptr;
+  PyObject* fatal_error = nullptr;
+  PyObject* not_launched = nullptr;
+  PyObject* outcome_type = nullptr;
+  // torch, resolved on first sight of a torch tensor.
+  PyObject* torch_tensor = nullptr;
+  PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
+  TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
+  // interned attribute names
+  PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
+  PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
+  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
+};
+extern Shared g;
+
+// Resolves kernelgen_ops' types and interns the attribute names; idempotent.
+int init_shared();
+
+// Raises `type(message)` with the .kernel, .code (and .argument) attributes KernelError documents.
+void raise_with(PyObject* type, const char* message, const char* kernel, int32_t code, const char* argument);
+
+// Raises ArgumentError "<kernel>: argument '<name>': <fmt % detail>"; returns -1.
+int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const char* detail);
+
+inline const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+// Bytes of `elements` elements of type `elem`, rounded up to whole bytes.
+inline long long bytes_of(uint8_t elem, int64_t elements) {
+  return (static_cast<long long>(elements) * kElems[elem].bits + 7) / 8;
+}
+
+inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
+
+// Scalars (py_scalars.cpp): range-checked integers and real numbers. Returns 0, or -1 with
+// an error set.
+int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out);
+
+// The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute or
+// the __cuda_stream__ protocol).
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
+
+// Pointers (py_arrays.cpp): integer device pointers, torch tensors, __cuda_array_interface__
+// and DLPack, checked as the spec declares. *numel: elements available, -1 when unknown.
+int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel);
+
+// Forgets the current device, which the array checks ask CUDA for at most once per launch.
+void reset_current_device();
+
+// Re-reads the target library's kill switches (kernelgen_ops.refresh() and <target>.refresh()).
+PyObject* rt_refresh(PyObject*, PyObject*);
+
+}  // namespace kg::py::internal
