@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from kernelgen import expr, kernel_source, schema
+from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
-from kernelgen.lower import check_catalog
 from kernelgen.model import (
     Arg,
     Catalog,

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 import jinja2
 
 from kernelgen import names, plan, types
+from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import (
     CArg,
     LChain,
     LKernel,
     LModule,
-    c_string,
-    comment_text,
     lower_module,
 )
 from kernelgen.model import Catalog, Target
