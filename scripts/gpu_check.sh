@@ -42,6 +42,9 @@ $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" 2>&1 | tee "$RES/bui
 echo "gpu_check: build took $(( $(date +%s) - start )) s"
 
 status=0
+# The type registry against the array producers installed here (torch's dtypes and DLPack codes).
+$PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 | tee "$RES/types.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
