@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from kernelgen import emit_rust
 from kernelgen.lower import (
     NL_NO_VARIANT,
     CArg,
@@ -309,6 +310,8 @@ class Renderer:
             tctx | {"t": _TargetView(t)}
         )
         out[f"{base}/python/_runtime.cpp"] = _ENV.get_template("runtime_module.cpp.j2").render(tctx)
+        rust = emit_rust.render_crate(self.catalog, t, lowered, tctx["lib_name"], stamp)
+        out.update({f"{base}/{path}": text for path, text in rust.items()})
         return out
 
     def _module_context(self, lm: LModule) -> dict[str, object]:
