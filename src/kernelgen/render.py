@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from kernelgen import names, plan, types
+from kernelgen import emit_rust, names, plan, types
 from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import (
     CArg,
@@ -330,6 +330,8 @@ class Renderer:
         out[f"{base}/include/kernelgen/plan_codes.h"] = _ENV.get_template("plan_codes.h.j2").render(
             plan.codes_header() | {"stamp": stamp("the plan semantics (kernelgen/plan.py)")}
         )
+        rust = emit_rust.render_crate(self.catalog, t, lowered, tctx["lib_name"], stamp)
+        out.update({f"{base}/{path}": text for path, text in rust.items()})
         return out
 
     def _module_context(self, lm: LModule) -> dict[str, object]:
