@@ -252,7 +252,9 @@ def build_catalog(built: Built, target: str, work: Path, py_includes: list[str],
     the minimal pybind11 bindings of rms_norm_bf16 and attn_prefill_paged_64 over its C ABI."""
     log(f"build: kernelgen catalog for {target} ...")
     step = run_step([sys.executable, "-m", "kernelgen.cli", "build", "--target", target,
-                     "-j", str(os.cpu_count() or 2)], timeout=900)
+                     "-j", str(os.cpu_count() or 2)], timeout=900,
+                    env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                        x for x in (os.environ.get("PYTHONPATH"), str(REPO / "src")) if x)})
     built.steps["catalog"] = step
     log(f"build: catalog {'ok' if step.ok else 'FAILED'} ({step.seconds} s)")
     lib_dir = REPO / "bindings" / "kernelgen_ops" / target
@@ -989,6 +991,7 @@ class Bench:
             kfloor = res.get(f"{name}_floor", {}).get("us_per_launch")
             for key, r in res.items():
                 if key.startswith(f"{name}_"):
+                    r["ratio_to_floor_in_process"] = None  # the probe's floor: another kernel
                     r["ratio_to_minimal_pybind"] = (r["us_per_launch"] / mini) if mini else None
                     r["ratio_to_kernel_floor"] = (r["us_per_launch"] / kfloor) if kfloor else None
         self.save()
