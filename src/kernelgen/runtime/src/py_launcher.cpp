@@ -47,12 +47,11 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
       *stream = value;
       continue;
     }
-    int found = -1;
-    for (int32_t i = 0; i < s->nargs; ++i) {
-      if (self->names[i] == key) {
-        found = i;
-        break;
-      }
+    // Keywords usually come in the spec's order: try the next slot first.
+    const Py_ssize_t hint = npos + k;
+    int found = hint < s->nargs && self->names[hint] == key ? static_cast<int>(hint) : -1;
+    for (int32_t i = 0; i < s->nargs && found < 0; ++i) {
+      if (self->names[i] == key) found = i;
     }
     if (found < 0) {
       for (int32_t i = 0; i < s->nargs; ++i) {
@@ -170,10 +169,11 @@ constexpr int kMaxArgs = 64;
 PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   const LauncherSpec* s = self->spec;
-  PyObject* slots[kMaxArgs] = {};
+  PyObject* slots[kMaxArgs];
+  for (int32_t i = 0; i < s->nargs; ++i) slots[i] = nullptr;
   PyObject* stream_obj = nullptr;
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
-  reset_current_device();
+  CallState cs;
   Value values[kMaxArgs];
   int64_t numels[kMaxArgs];
   for (int32_t i = 0; i < s->nargs; ++i) {
@@ -194,8 +194,8 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       numels[i] = numels[reuse];
       continue;
     }
-    int rc = a.kind == kScalar ? convert_scalar(s, &a, slots[i], &values[i])
-                               : convert_pointer(s, &a, slots[i], &values[i], &numels[i]);
+    int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
+                               : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
     if (rc < 0) return nullptr;
   }
   if (s->nsizes > 0) {
