@@ -51,7 +51,7 @@ $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --juni
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 if [ "$bench" -eq 1 ]; then
-  for b in benchmarks/bench_memory_bound.py benchmarks/bench_attn_prefill.py benchmarks/bench_launch_cost.py; do
+  for b in benchmarks/bench_memory_bound.py benchmarks/bench_attn_prefill.py benchmarks/bench_fp8_linear.py benchmarks/bench_dense_linear.py benchmarks/bench_launch_cost.py; do
     name=$(basename "$b" .py)
     echo "gpu_check: $name"
     $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30

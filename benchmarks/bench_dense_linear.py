@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The drafter's linear layers (dense_linear, w4a16_gemm) against cuBLAS bf16 (torch's F.linear),
+side by side in one run.
+
+Shapes (n x k) of a Qwen3-8B-sized drafter: qkv 6144x4096, o 4096x4096, gate/up 24576x4096,
+down 4096x12288, lm_head 151936x4096, at m = 1, 2, 4, 8, 16, 64, 256, 2048 rows. Weights are
+cold: each case cycles through enough copies of its weights to exceed the 50 MB L2 twice over
+(one copy where it alone is larger). For each kernel: median CUDA-event time (a GPU sleep is
+queued before each timed call, so host launch cost stays out), TB/s on the bytes that must be
+read and written (weights once, x once, out once; for NVFP4 the packed codes and the scale
+bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy bandwidth (measured
+in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
+
+Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, w4a16 (w4a16_gemv for
+m <= 16, w4a16_gemm above).
+
+Usage: python3 benchmarks/bench_dense_linear.py --out results.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+from cuda_timing import launched, median_ms
+from kernelgen_ops import dense_linear, w4a16_gemm
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+L2_BYTES = 50 * 10**6
+SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 24576, 4096), ("down", 4096, 12288),
+          ("lm_head", 151936, 4096)]
+ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
+SLEEP = 100_000  # GPU cycles queued before each timed call
+
+
+def copies_for(nbytes):
+    return 1 if nbytes > L2_BYTES else math.ceil(2 * L2_BYTES / nbytes)
+
+
+def copy_bandwidth(nbytes=2 << 30):
+    """TB/s of a device-to-device copy (read + write counted), 1 GiB each way."""
+    n = nbytes // 2
+    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
+             for _ in range(2)]
+    ms = median_ms(lambda s, d: d.copy_(s), pairs)
+    del pairs
+    return 2 * n / ms / 1e9
+
+
+def fp4_weights(n, k):
+    wq = torch.randint(0, 256, (n, k // 2), device=DEV, dtype=torch.int32).to(torch.uint8)
+    ws = torch.randint(0x20, 0x48, (n, k // 16), device=DEV, dtype=torch.int32).to(torch.uint8)
+    return wq, ws
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = ap.parse_args()
+    reps = 10 if args.quick else 25
+    torch.manual_seed(0)
+    copy_tbs = copy_bandwidth()
+    rows = []
+    print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write)")
+    print(f"{'shape':8} {'m':>5} {'kernel':22} {'us':>9} {'TB/s':>6} {'TFLOP/s':>8} {'% copy':>7} {'vs cuBLAS':>9}")
+    for name, n, k in SHAPES:
+        wbytes = n * k * 2
+        ws_bf16 = [(torch.randn(n, k, device=DEV, dtype=torch.float32) * 0.02).to(BF16)
+                   for _ in range(copies_for(wbytes))]
+        qbytes = n * k // 2 + n * k // 16
+        ws_fp4 = [fp4_weights(n, k) for _ in range(copies_for(qbytes))]
+        for m in ROWS:
+            x = torch.randn(m, k, device=DEV, dtype=torch.float32).to(BF16)
+            out = torch.empty(m, n, device=DEV, dtype=BF16)
+            io = m * k * 2 + m * n * 2
+            flops = 2.0 * m * n * k
+            sets = [(w,) for w in ws_bf16]
+            cublas_ms = median_ms(lambda w: F.linear(x, w), sets, reps=reps, sleep_cycles=SLEEP)
+            cases = []
+            if m <= 16:
+                cases.append(("dense_gemv", wbytes + io, sets,
+                              lambda w: launched(dense_linear.dense_gemv(x, w, out, m, n, k))))
+            cases.append(("dense_gemm", wbytes + io, sets,
+                          lambda w: launched(dense_linear.dense_gemm(x, w, out, m, n, k))))
+            cases.append(("dense_gemm_pipelined", wbytes + io, sets,
+                          lambda w: launched(dense_linear.dense_gemm_pipelined(x, w, out, m, n, k))))
+            fn4 = w4a16_gemm.w4a16_gemv if m <= 16 else w4a16_gemm.w4a16_gemm
+            cases.append(("w4a16_gemv" if m <= 16 else "w4a16_gemm", qbytes + io, ws_fp4,
+                          lambda q, s: launched(fn4(x, q, s, 0.01, out, m, n, k))))
+            entries = [("cublas_bf16", wbytes + io, cublas_ms)]
+            for kname, nbytes, ksets, fn in cases:
+                entries.append((kname, nbytes, median_ms(fn, ksets, reps=reps, sleep_cycles=SLEEP)))
+            for kname, nbytes, ms in entries:
+                r = {
+                    "shape": name, "n": n, "k": k, "m": m, "kernel": kname, "bytes": nbytes,
+                    "us": ms * 1e3, "tb_s": nbytes / ms / 1e9, "tflop_s": flops / ms / 1e9,
+                    "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs,
+                    "speedup_vs_cublas": cublas_ms / ms,
+                    "weight_copies": len(ws_fp4) if kname.startswith("w4a16") else len(ws_bf16),
+                }
+                rows.append(r)
+                print(f"{name:8} {m:5d} {kname:22} {r['us']:9.2f} {r['tb_s']:6.2f} {r['tflop_s']:8.1f} "
+                      f"{100 * r['fraction_of_copy']:6.1f}% {r['speedup_vs_cublas']:8.2f}x", flush=True)
+        del ws_bf16, ws_fp4
+        torch.cuda.empty_cache()
+        # written after every shape, so that a cut-short run keeps what it measured
+        result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "rows": rows}
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

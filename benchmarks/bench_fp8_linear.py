@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The drafter's FP8-weight linear layers on a Qwen3-8B drafter's shapes, side by side with torch
+in one run.
+
+For each weight shape (N x K) and row count M: every kernel that accepts M (the register-tiled
+GEMVs rt2 / rt2_16, the plain GEMV, the m16 and n128 tile GEMMs, and the engine's chain), torch's
+row-wise scaled FP8 GEMM (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N],
+activation quantization not timed) and cuBLAS BF16 (`F.linear` on the BF16 weight). Reported:
+median time (CUDA events, the host launch kept out by a GPU sleep queued before each run), TB/s
+on the bytes that must be read (weight, scales, x), the weight bytes' rate as a fraction of the
+device-to-device copy bandwidth measured in the same run, TFLOP/s, and each peer's time over the
+kernel's. Weights are cold: each case rotates over enough copies of its weight to exceed twice
+the 50 MB L2 (one copy where it alone exceeds that). Also quantize_bf16_to_fp8 at 4096 x 4096
+against torch's row-wise quantization.
+
+Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+from cuda_timing import launched, median_ms
+from kernelgen_ops import fp8_gemv_rt, fp8_linear
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+E4M3 = torch.float8_e4m3fn
+COLD_BYTES = 100e6  # rotate weights until their total exceeds twice the L2
+SLEEP = 200_000     # GPU cycles queued before each timed run
+
+SHAPES = {  # name: (N, K)
+    "qkv": (6144, 4096),
+    "o": (4096, 4096),
+    "gate_up": (24576, 4096),
+    "down": (4096, 12288),
+    "lm_head": (151936, 4096),
+}
+ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
+
+
+def copy_bandwidth(nbytes=2 << 30, rotate=4):
+    """TB/s of a device-to-device copy (read + write counted), buffers rotated."""
+    n = nbytes // 2
+    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
+             for _ in range(rotate)]
+    ms = median_ms(lambda s, d: d.copy_(s), pairs)
+    del pairs
+    return 2 * n / ms / 1e9
+
+
+def copies_for(nbytes):
+    return max(1, math.ceil(COLD_BYTES / nbytes))
+
+
+def time_ms(fn, sets):
+    return median_ms(fn, sets, warmup=3, reps=25, sleep_cycles=SLEEP)
+
+
+def ours(rows):
+    """(name, launcher) of every kernel that accepts `rows` (K % 16 == 0 here)."""
+    out = []
+    if rows <= 8:
+        out += [("fp8_gemv_rt2", fp8_gemv_rt.fp8_gemv_rt2), ("dense_gemv_fp8w", fp8_linear.dense_gemv_fp8w)]
+    if rows <= 16:
+        out += [("fp8_gemv_rt2_16", fp8_gemv_rt.fp8_gemv_rt2_16),
+                ("fp8_gemm_n128_row_scaled_m16", fp8_linear.fp8_gemm_n128_row_scaled_m16)]
+    out += [("fp8_gemm_n128_row_scaled", fp8_linear.fp8_gemm_n128_row_scaled), ("chain", fp8_linear.fp8_linear)]
+    return out
+
+
+def bench_shape(name, n, k, rows_list, copy_tbs):
+    wbytes = n * k
+    nq = copies_for(wbytes)
+    qs = [torch.randint(0, 0x7f, (n, k), device=DEV, dtype=torch.uint8).view(E4M3) for _ in range(nq)]  # finite codes
+    scales = [torch.rand(n, device=DEV) * 1e-3 + 1e-3 for _ in range(nq)]
+    nb = copies_for(2 * wbytes)
+    wb = [(torch.randn(n, k, device=DEV, dtype=BF16) * 0.02) for _ in range(nb)]
+    results = []
+    for rows in rows_list:
+        x = torch.randn(rows, k, device=DEV, dtype=BF16)
+        out = torch.empty(rows, n, device=DEV, dtype=BF16)
+        read = wbytes + 4 * n + 2 * rows * k
+        flops = 2.0 * rows * n * k
+        sets = [(q, s) for q, s in zip(qs, scales)]
+        row = {"shape": name, "n": n, "k": k, "rows": rows, "weight_copies": nq, "kernels": {}}
+        for kname, fn in ours(rows):
+            ms = time_ms(lambda q, s, fn=fn: launched(fn(x, q, s, out, rows, n, k)), sets)
+            entry = {"ms": ms, "tb_s": read / ms / 1e9, "weight_fraction_of_copy": wbytes / ms / 1e9 / copy_tbs,
+                     "tflop_s": flops / ms / 1e9}
+            if kname == "chain":
+                entry["ran"] = fp8_linear.fp8_linear(x, qs[0], scales[0], out, rows, n, k).kernel
+            row["kernels"][kname] = entry
+        # torch peers
+        a8 = x.float().clamp(-448, 448).to(E4M3)
+        sa = torch.ones(rows, 1, device=DEV)
+        try:
+            sm_ms = time_ms(lambda q, s: torch._scaled_mm(a8, q.t(), scale_a=sa, scale_b=s.view(1, n),
+                                                          out_dtype=BF16), sets)
+        except (RuntimeError, TypeError) as e:  # shapes or versions torch does not take
+            sm_ms, row["scaled_mm_error"] = None, str(e).splitlines()[0][:200]
+        bf_ms = time_ms(lambda w: F.linear(x, w), [(w,) for w in wb])
+        row["scaled_mm_ms"] = sm_ms
+        row["cublas_bf16_ms"] = bf_ms
+        row["cublas_bf16_tflop_s"] = flops / bf_ms / 1e9
+        row["cublas_bf16_tb_s"] = (2 * wbytes + 2 * rows * k) / bf_ms / 1e9
+        for e in row["kernels"].values():
+            e["vs_scaled_mm"] = (sm_ms / e["ms"]) if sm_ms else None
+            e["vs_cublas_bf16"] = bf_ms / e["ms"]
+        results.append(row)
+        print_row(row)
+    del qs, wb
+    torch.cuda.empty_cache()
+    return results
+
+
+def print_row(r):
+    sm = f"{1e3 * r['scaled_mm_ms']:9.1f}" if r["scaled_mm_ms"] else f"{'n/a':>9}"
+    print(f"{r['shape']:8} M={r['rows']:<5} scaled_mm {sm} us   cuBLAS bf16 {1e3 * r['cublas_bf16_ms']:9.1f} us "
+          f"({r['cublas_bf16_tflop_s']:.1f} TFLOP/s)")
+    for kname, e in r["kernels"].items():
+        vs = f"{e['vs_scaled_mm']:6.2f}x" if e["vs_scaled_mm"] else f"{'n/a':>7}"
+        ran = f"  [{e['ran']}]" if "ran" in e else ""
+        print(f"    {kname:30} {1e3 * e['ms']:9.1f} us {e['tb_s']:6.2f} TB/s "
+              f"{100 * e['weight_fraction_of_copy']:6.1f}% copy "
+              f"{e['tflop_s']:7.1f} TFLOP/s  vs scaled_mm {vs}  vs bf16 {e['vs_cublas_bf16']:6.2f}x{ran}")
+
+
+def bench_quantize(copy_tbs, n=4096, k=4096):
+    sets = []
+    for _ in range(copies_for(3 * n * k)):
+        sets.append((torch.randn(n, k, device=DEV, dtype=BF16), torch.empty(n, k, device=DEV, dtype=E4M3),
+                     torch.empty(n, device=DEV)))
+    ms = time_ms(lambda w, q, s: launched(fp8_linear.quantize_bf16_to_fp8(w, q, s, n, k)), sets)
+
+    def torch_quant(w, q, s):
+        amax = w.abs().amax(dim=1).float()
+        sc = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, 448.0))
+        return (w.float() / sc[:, None]).to(E4M3), sc
+
+    tms = time_ms(torch_quant, sets)
+    nbytes = n * k * 2 + n * k + 4 * n
+    r = {"n": n, "k": k, "bytes": nbytes, "ms": ms, "tb_s": nbytes / ms / 1e9,
+         "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs, "torch_ms": tms, "speedup_vs_torch": tms / ms}
+    print(f"quantize {n}x{k}: {1e3 * ms:.1f} us, {r['tb_s']:.2f} TB/s = {100 * r['fraction_of_copy']:.1f}% of copy; "
+          f"torch {1e3 * tms:.1f} us ({r['speedup_vs_torch']:.2f}x)")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true", help="M in {1, 16, 256} only")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    copy_tbs = copy_bandwidth()
+    print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write); {torch.cuda.get_device_name()}")
+    rows_list = [1, 16, 256] if args.quick else ROWS
+    result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quantize": bench_quantize(copy_tbs),
+              "linear": []}
+    for name, (n, k) in SHAPES.items():
+        result["linear"] += bench_shape(name, n, k, rows_list, copy_tbs)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+// Dense bf16 GEMM for many rows: multi-stage cp.async pipeline, ldmatrix, mma.sync m16n8k16
+// (f32 accumulation); out[r, n] = bf16( sum_k f32(x[r, k]) * f32(w[n, k]) ), w [n, k] as
+// nn.Linear. The same code path is built for sm_90a and sm_121a.
+//
+// Tiles: a CTA of 8 warps (2 along m x 4 along n) computes BM x 128 outputs, BM = 128 (warp
+// tile 64 x 32: 4 x 4 MMAs per 16 k) or BM = 64 (warp tile 32 x 32) when the 128-row tiling
+// would give fewer than 256 CTAs (small m: more, smaller CTAs fill the GPU). The grid is always
+// ceil(n / 128) x ceil(m / 64); with BM = 128 the odd-numbered y CTAs exit at once. The choice
+// does not change any output bit: both tilings run the same MMAs in the same k order.
+//
+// Pipeline: k advances 32 at a time through STAGES = 4 shared-memory stages, each holding the
+// BM x 32 x tile and the 128 x 32 weight tile (16 KiB for BM = 128; 64 KiB in all, dynamic
+// shared memory). Stage s + 3 is fetched with cp.async (16 bytes per copy, zero-filled past m,
+// n or k) while stage s is multiplied; cp.async.wait_group keeps at most 2 groups in flight
+// behind the one consumed. Shared rows are 64 bytes (four 16-byte chunks); chunk c of row r is
+// stored at chunk c ^ ((r / 2) % 4), so the 8 rows one ldmatrix matrix reads hit 8 distinct
+// 16-byte bank groups and the cp.async writes of a warp cover whole 512-byte spans.
+//
+// Vector path: k % 8 == 0 and x, w 16-byte aligned (cp.async); otherwise the same pipeline is
+// filled with element loads and plain shared stores (any k and alignment).
+//
+// Accumulation order (deterministic): k tiles in increasing order, 16 k per MMA, into one f32
+// accumulator per output; rounded once to bf16.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include "dense_mma.cuh"
+
+namespace dense_gemm_pipelined_detail {
+
+using namespace dense_mma;
+
+constexpr int kThreads = 256;
+constexpr int kTileN = 128;
+constexpr int kTileK = 32;
+constexpr int kStages = 4;
+constexpr int kMaxTileM = 128;
+constexpr uint32_t kRowBytes = kTileK * 2;                                      // 64
+constexpr uint32_t kStageBytes = (kMaxTileM + kTileN) * kRowBytes;              // 16 KiB
+constexpr uint32_t kSmemBytes = kStages * kStageBytes;                          // 64 KiB
+constexpr uint32_t kBigTileCtas = 256;  // use 128-row tiles from this many 128 x 128 tiles
+
+static __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) {
+    return row * kRowBytes + ((chunk ^ ((row >> 1) & 3u)) << 4);
+}
+
+// Rows r0 .. r0 + ROWS - 1 of src ([rows, K]) at k0 .. k0 + 31 into the swizzled tile at dst.
+template <int ROWS, bool VEC>
+static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
+                                                 const __nv_bfloat16* src, uint32_t rows,
+                                                 uint32_t K, uint32_t r0, uint32_t k0) {
+    constexpr int kPer = ROWS * 4 / kThreads;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+        const uint32_t id = threadIdx.x + kThreads * i;
+        const uint32_t row = id >> 2, c = id & 3u;
+        const uint32_t r = r0 + row, k = k0 + c * 8u;
+        const bool ok = r < rows && k < K;
+        const __nv_bfloat16* p = src + (ok ? static_cast<uint64_t>(r) * K + k : 0ull);
+        if (VEC) {
+            cp_async16(dst + swz(row, c), p, ok);
+        } else {
+            const uint4 v = ok ? load8<false, false>(p, static_cast<int64_t>(K) - k)
+                               : make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4*>(dst_ptr + swz(row, c)) = v;
+        }
+    }
+}
+
+template <int BM, bool VEC>
+static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
+                                           const __nv_bfloat16* __restrict__ w,
+                                           __nv_bfloat16* __restrict__ out, uint32_t M, uint32_t N,
+                                           uint32_t K, uint32_t m0, uint8_t* smem) {
+    constexpr int MI = BM / 32;  // m16 tiles per warp
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t wm = warp >> 2, wn = warp & 3u;
+    const uint32_t n0 = blockIdx.x * kTileN;
+    const uint32_t base = smem_addr(smem);
+
+    float acc[MI][4][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+    const uint32_t ktiles = (K + kTileK - 1) / kTileK;
+    auto load_stage = [&](uint32_t kt) {
+        const uint32_t s = kt % kStages;
+        const uint32_t a = s * kStageBytes, b = a + BM * kRowBytes;
+        load_rows<BM, VEC>(base + a, smem + a, x, M, K, m0, kt * kTileK);
+        load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK);
+    };
+
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+        if (static_cast<uint32_t>(s) < ktiles) load_stage(s);
+        cp_async_commit();
+    }
+    for (uint32_t kt = 0; kt < ktiles; ++kt) {
+        cp_async_wait<kStages - 2>();
+        __syncthreads();  // stage kt is complete for all threads; stage kt - 1 is free
+        if (kt + kStages - 1 < ktiles) load_stage(kt + kStages - 1);
+        cp_async_commit();
+
+        const uint32_t a = base + (kt % kStages) * kStageBytes, b = a + BM * kRowBytes;
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            uint32_t fa[MI][4], fb[2][4];
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+                ldmatrix_x4(fa[i], a + swz(wm * (BM / 2) + i * 16 + (lane & 15u), kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int p = 0; p < 2; ++p)
+                ldmatrix_x4(fb[p], b + swz(wn * 32 + p * 16 + (lane & 7u) + (lane >> 4) * 8,
+                                           kk * 2 + ((lane >> 3) & 1u)));
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    mma_bf16(acc[i][j], fa[i][0], fa[i][1], fa[i][2], fa[i][3],
+                             fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]);
+        }
+    }
+    cp_async_wait<0>();
+
+    const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const uint32_t m = m0 + wm * (BM / 2) + i * 16 + g, n = n0 + wn * 32 + j * 8 + 2 * t;
+            store_pair(out, m, n, M, N, acc[i][j][0], acc[i][j][1], 1.0f);
+            store_pair(out, m + 8, n, M, N, acc[i][j][2], acc[i][j][3], 1.0f);
+        }
+}
+
+template <bool VEC>
+static __device__ __forceinline__ void dispatch(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                __nv_bfloat16* out, uint32_t M, uint32_t N,
+                                                uint32_t K, uint8_t* smem) {
+    const uint32_t big_tiles = ((M + 127u) / 128u) * ((N + 127u) / 128u);
+    if (big_tiles >= kBigTileCtas) {
+        if (blockIdx.y & 1u) return;
+        run<128, VEC>(x, w, out, M, N, K, blockIdx.y * 64u, smem);
+    } else {
+        run<64, VEC>(x, w, out, M, N, K, blockIdx.y * 64u, smem);
+    }
+}
+
+}  // namespace dense_gemm_pipelined_detail
+
+__global__ void __launch_bounds__(256)
+dense_gemm_pipelined_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                 __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
+    namespace d = dense_gemm_pipelined_detail;
+    extern __shared__ __align__(128) uint8_t dense_pipe_smem[];
+    if ((k & 7u) == 0 && dense_mma::aligned16(x, w)) {
+        d::dispatch<true>(x, w, out, m, n, k, dense_pipe_smem);
+    } else {
+        d::dispatch<false>(x, w, out, m, n, k, dense_pipe_smem);
+    }
+}

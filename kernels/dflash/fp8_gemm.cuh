@@ -1,0 +1,200 @@
+// Row-scaled BF16 x FP8 -> BF16 tile GEMM, any rows, any K (fp8_gemm_n128_row_scaled):
+//
+//   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k])
+//
+// x bf16 [rows, K], q E4M3 [N, K], scale f32 [N], f32 accumulation on the tensor cores
+// (mma.sync m16n8k16 bf16, the instruction both sm_90a and sm_121a have).
+//
+// Tiling. A CTA of 256 threads computes a 128 (rows) x 128 (N) output tile, stepping through K
+// 64 at a time; its 8 warps form a 2 x 4 grid of 64 x 32 warp tiles (4 x 4 mma tiles, 64 f32
+// accumulators per lane). The grid is [ceil(rows / 128), ceil(N / 128)] with the row tiles
+// fastest, so the CTAs that run together share a weight tile in L2.
+//
+// Dequantize on the way into shared memory. Each K step, every thread loads 4 x 16 bytes of x
+// and 16 weight bytes into registers (the next step's loads are issued before the current step's
+// products, so they overlap), then converts its 16 E4M3 bytes exactly to 16 bf16 (fp8_common.cuh)
+// and stores both operands as bf16 into the other of two shared-memory stages (2 x 32 KiB). Each
+// weight byte is converted once per CTA, and the product loop is that of a plain bf16 GEMM:
+// ldmatrix.x4 for A (x, row-major) and B (the weight tile, [n][k], which is mma's "col" B), 16
+// mma per 16-k step per warp. Shared rows are 128 bytes (8 16-byte chunks), chunk c of row r
+// stored at c ^ (r % 8), so every ldmatrix phase reads 8 distinct bank groups.
+//
+// Bounds. Rows beyond `rows`, weight rows beyond N and k beyond K read as zero (so the tails
+// add nothing) and outputs beyond the matrix are not stored. The vector path needs K % 16 == 0
+// and 16-byte aligned x and q (then every 16-byte load is wholly in range or out); otherwise x
+// and the weight are read element by element with the same zero fill. Deterministic: each
+// output's sum is one lane's fixed sequence of mma steps.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cstdint>
+
+#include "fp8_common.cuh"
+
+namespace dflash_fp8_gemm_detail {
+
+using namespace dflash_fp8;
+
+constexpr uint32_t kBM = 128, kBN = 128, kBK = 64, kThreads = 256;
+constexpr uint32_t kStageUnits = kBM * kBK * 2 / 16;  // 16-byte units per operand per stage (1024)
+static_assert(kBM == kBN, "x and weight stages have the same size");
+
+// 16-byte unit of chunk c (0..7) of tile row r, swizzled.
+static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 8u + (c ^ (r & 7u)); }
+
+static __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
+                                               const uint4* p) {
+    const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+
+// One K step's global loads of this thread, held in registers until stored.
+template <bool VEC>
+struct StepLoads {
+    uint4 xr[4];  // x: units tid + 256 i of the 128 x 8 chunk tile (row u / 8, chunk u % 8)
+    uint4 wr[2];  // weight: units tid + 256 i of the 128 x 4 16-byte tile (row u / 4, part u % 4)
+
+    __device__ __forceinline__ void load(const __nv_bfloat16* x, const uint8_t* q, uint32_t rows, uint32_t n,
+                                         uint32_t k, uint32_t m0, uint32_t n0, uint32_t kt) {
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) {
+            const uint32_t u = threadIdx.x + i * kThreads;
+            const uint32_t m = m0 + (u >> 3), kk = kt + 8u * (u & 7u);
+            const uint32_t valid = (m < rows && kk < k) ? min(8u, k - kk) : 0u;
+            xr[i] = load_x8(x + static_cast<uint64_t>(m) * k + kk, valid, VEC);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 2; ++i) {
+            const uint32_t u = threadIdx.x + i * kThreads;
+            const uint32_t r = n0 + (u >> 2), kk = kt + 16u * (u & 3u);
+            const uint32_t valid = (r < n && kk < k) ? min(16u, k - kk) : 0u;
+            wr[i] = load_w16(q + static_cast<uint64_t>(r) * k + kk, valid, VEC);
+        }
+    }
+
+    __device__ __forceinline__ void store(uint4* xs, uint4* ws) const {
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) {
+            const uint32_t u = threadIdx.x + i * kThreads;
+            xs[swz(u >> 3, u & 7u)] = xr[i];
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 2; ++i) {
+            const uint32_t u = threadIdx.x + i * kThreads;
+            const uint32_t r = u >> 2, c = 2u * (u & 3u);
+            const uint4& w = wr[i];
+            ws[swz(r, c)] = make_uint4(e4m3_01_to_bf16x2(w.x), e4m3_23_to_bf16x2(w.x), e4m3_01_to_bf16x2(w.y),
+                                       e4m3_23_to_bf16x2(w.y));
+            ws[swz(r, c + 1)] = make_uint4(e4m3_01_to_bf16x2(w.z), e4m3_23_to_bf16x2(w.z),
+                                           e4m3_01_to_bf16x2(w.w), e4m3_23_to_bf16x2(w.w));
+        }
+    }
+};
+
+// acc += the products of one 64-k stage for this warp's 64 x 32 tile.
+static __device__ __forceinline__ void mma_stage(float (&acc)[4][4][4], const uint4* xs, const uint4* ws,
+                                                 uint32_t wm, uint32_t wn, uint32_t lane) {
+#pragma unroll
+    for (uint32_t s = 0; s < kBK / 16; ++s) {
+        uint32_t a[4][4];
+#pragma unroll
+        for (uint32_t mi = 0; mi < 4; ++mi) {
+            // lanes 0-15: rows 0-15 at k 0-7 (a0, a1); lanes 16-31: the same rows at k 8-15 (a2, a3)
+            const uint32_t r = wm * 64u + mi * 16u + (lane & 15u);
+            ldsm_x4(a[mi][0], a[mi][1], a[mi][2], a[mi][3], xs + swz(r, 2u * s + (lane >> 4)));
+        }
+        uint32_t b[4][2];
+#pragma unroll
+        for (uint32_t nj = 0; nj < 2; ++nj) {
+            // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+            const uint32_t r = wn * 32u + nj * 16u + ((lane >> 4) << 3) + (lane & 7u);
+            ldsm_x4(b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1],
+                    ws + swz(r, 2u * s + ((lane >> 3) & 1u)));
+        }
+#pragma unroll
+        for (uint32_t mi = 0; mi < 4; ++mi)
+#pragma unroll
+            for (uint32_t ni = 0; ni < 4; ++ni)
+                mma_bf16_16816(acc[mi][ni], a[mi][0], a[mi][1], a[mi][2], a[mi][3], b[ni][0], b[ni][1]);
+    }
+}
+
+static __device__ __forceinline__ void store_pair(__nv_bfloat16* out, const float* scale, uint32_t rows,
+                                                  uint32_t n, uint32_t m, uint32_t col, float v0, float v1) {
+    if (m >= rows || col >= n) return;
+    __nv_bfloat16* o = out + static_cast<uint64_t>(m) * n + col;
+    const __nv_bfloat16 b0 = __float2bfloat16_rn(v0 * __ldg(scale + col));
+    if (col + 1 < n) {
+        const __nv_bfloat16 b1 = __float2bfloat16_rn(v1 * __ldg(scale + col + 1));
+        if ((n & 1u) == 0 && (reinterpret_cast<uintptr_t>(o) & 3u) == 0) {
+            *reinterpret_cast<__nv_bfloat162*>(o) = __halves2bfloat162(b0, b1);
+            return;
+        }
+        o[1] = b1;
+    }
+    o[0] = b0;
+}
+
+template <bool VEC>
+static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+                                            __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                            uint4* smem) {
+    uint4* xs = smem;                     // [2][kStageUnits]
+    uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
+    const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t wm = warp >> 2, wn = warp & 3u;
+    const uint32_t steps = (k + kBK - 1) / kBK;
+
+    float acc[4][4][4];
+#pragma unroll
+    for (uint32_t mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (uint32_t ni = 0; ni < 4; ++ni)
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+
+    StepLoads<VEC> ld;
+    ld.load(x, q, rows, n, k, m0, n0, 0);
+    ld.store(xs, ws);
+    __syncthreads();
+    for (uint32_t st = 0; st < steps; ++st) {
+        const uint32_t cur = st & 1u;
+        const bool more = st + 1 < steps;
+        if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
+        mma_stage(acc, xs + cur * kStageUnits, ws + cur * kStageUnits, wm, wn, lane);
+        // The other stage was last read in step st - 1, before that step's barrier.
+        if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
+        __syncthreads();
+    }
+
+    const uint32_t g = lane >> 2, t = lane & 3u;
+#pragma unroll
+    for (uint32_t mi = 0; mi < 4; ++mi) {
+        const uint32_t m = m0 + wm * 64u + mi * 16u + g;
+#pragma unroll
+        for (uint32_t ni = 0; ni < 4; ++ni) {
+            const uint32_t col = n0 + wn * 32u + ni * 8u + 2u * t;
+            store_pair(out, scale, rows, n, m, col, acc[mi][ni][0], acc[mi][ni][1]);
+            store_pair(out, scale, rows, n, m + 8u, col, acc[mi][ni][2], acc[mi][ni][3]);
+        }
+    }
+}
+
+}  // namespace dflash_fp8_gemm_detail
+
+__global__ void __launch_bounds__(256, 2)
+dflash_fp8_gemm_n128_row_scaled_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                       __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    namespace d = dflash_fp8_gemm_detail;
+    extern __shared__ uint4 dflash_fp8_dyn[];
+    const uint8_t* qb = reinterpret_cast<const uint8_t*>(q);
+    if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {
+        d::gemm<true>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
+    } else {
+        d::gemm<false>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
+    }
+}

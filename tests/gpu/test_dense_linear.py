@@ -1,0 +1,157 @@
+"""GPU tests of specs/dense_linear.yaml (kernels/dflash/dense_gemv.cu, dense_gemm.cu,
+dense_gemm_pipelined.cu) against a float64 reference computed from the same bf16 inputs."""
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+from kernelgen_ops import dense_linear  # noqa: E402
+
+from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+
+# Tolerance, per output element, from k: the kernels multiply bf16 values exactly on the tensor
+# cores and add up to k products in f32, each addition off by at most 2^-23 (relative, allowing
+# the tensor cores' truncating accumulation) of a partial sum bounded by S = sum_k |x w|; the
+# f32 sum is then rounded once to bf16 (half an ulp: 2^-9 relative). So
+#     |out - ref| <= 2^-8 |ref| + 2 k 2^-23 S
+# (the factors 2 cover the rounding of an already perturbed sum). The integer tests below have
+# exact f32 sums and must match bf16(ref) bit for bit.
+def tolerance(x, w, ref):
+    k = x.shape[1]
+    absdot = x.double().abs() @ w.double().abs().T
+    return 2.0 ** -8 * ref.abs() + 2.0 * k * 2.0 ** -23 * absdot + 1e-30
+
+
+def reference(x, w):
+    return x.double() @ w.double().T
+
+
+GEMV_M = [1, 2, 7, 8, 9, 15, 16]
+ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
+# (n, k): n not a multiple of any tile (4104 = 128 * 32 + 8), k a multiple of 16 but not 32,
+# k a multiple of 8 but not 16, k not a multiple of 8 (element loads), a tiny odd n.
+SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104)]
+KERNELS = {
+    "dense_gemv": lambda *a: dense_linear.dense_gemv(*a),
+    "dense_gemm": lambda *a: dense_linear.dense_gemm(*a),
+    "dense_gemm_pipelined": lambda *a: dense_linear.dense_gemm_pipelined(*a),
+}
+
+
+def launch(name, x, w, m, n, k, out=None):
+    if out is None:
+        out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+    else:
+        out.fill_(float("nan"))
+    outcome = KERNELS[name](x, w, out, m, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched and bool(outcome), outcome.reason
+    return out
+
+
+def cases():
+    for name in KERNELS:
+        for m in (GEMV_M if name == "dense_gemv" else ALL_M):
+            for n, k in SHAPES:
+                if m == 2048 and (n, k) not in [(4104, 4096), (136, 100)]:
+                    continue
+                yield name, m, n, k
+
+
+@pytest.mark.parametrize("name,m,n,k", list(cases()))
+def test_random_against_reference(name, m, n, k):
+    torch.manual_seed(m * 7919 + n * 31 + k)
+    x = nonzero_randn(m, k)
+    w = nonzero_randn(n, k, scale=0.05)
+    out = launch(name, x, w, m, n, k)
+    assert not torch.isnan(out).any(), "some output element was not written"
+    ref = reference(x, w)
+    err = (out.double() - ref).abs()
+    tol = tolerance(x, w, ref)
+    assert bool((err <= tol).all()), f"max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.3f}"
+    again = launch(name, x, w, m, n, k)
+    assert torch.equal(bits(out), bits(again)), "repeated runs differ"
+
+
+def int_inputs(m, n, k, seed):
+    """Small integers (exact in bf16; every partial sum exact in f32)."""
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    x = torch.randint(-3, 4, (m, k), device=DEV, generator=g).to(BF16)
+    w = torch.randint(-3, 4, (n, k), device=DEV, generator=g).to(BF16)
+    return x, w
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("m", [1, 9, 16, 129])
+@pytest.mark.parametrize("n,k", [(4104, 4096), (72, 4104), (40, 24)])
+def test_integers_exact(name, m, n, k):
+    if name == "dense_gemv" and m > 16:
+        pytest.skip("dense_gemv takes at most 16 rows")
+    x, w = int_inputs(m, n, k, seed=m + n + k)
+    out = launch(name, x, w, m, n, k)
+    ref = reference(x, w).to(BF16)
+    assert torch.equal(bits(out), bits(ref))
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_misaligned_pointers(name):
+    """Base pointers off 16-byte alignment take the element-load path."""
+    m, n, k = 9 if name == "dense_gemv" else 70, 300, 512
+    xb = nonzero_randn(m * k + 1)
+    wb = nonzero_randn(n * k + 3, scale=0.05)
+    x, w = xb[1:].view(m, k), wb[3:].view(n, k)
+    out = launch(name, x, w, m, n, k)
+    ref = reference(x, w)
+    assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all())
+
+
+def test_pipelined_tilings_agree():
+    """128-row and 64-row tilings of dense_gemm_pipelined run the same MMAs in the same k order:
+    rows computed under each (m = 2048 uses 128-row tiles, m = 64 64-row tiles) match bit for bit."""
+    n, k = 4096, 1024
+    x = nonzero_randn(2048, k)
+    w = nonzero_randn(n, k, scale=0.05)
+    big = launch("dense_gemm_pipelined", x, w, 2048, n, k)
+    small = launch("dense_gemm_pipelined", x[:64].contiguous(), w, 64, n, k)
+    assert torch.equal(bits(big[:64]), bits(small))
+
+
+def test_gemv_rows_over_16_not_launched():
+    m, n, k = 17, 64, 64
+    plan = dense_linear.plan_dense_gemv(m=m, n=n, k=k)
+    assert not plan["launched"]
+    x, w = nonzero_randn(m, k), nonzero_randn(n, k)
+    out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+    outcome = dense_linear.dense_gemv(x, w, out, m, n, k)
+    torch.cuda.synchronize()
+    assert not outcome.launched
+    assert torch.isnan(out).all()
+
+
+def test_fallback_picks_gemv_then_pipelined():
+    n, k = 256, 512
+    w = nonzero_randn(n, k, scale=0.05)
+    for m, expected in [(4, "dense_gemv"), (40, "dense_gemm_pipelined")]:
+        x = nonzero_randn(m, k)
+        out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+        outcome = dense_linear.dense_linear_any(x, w, out, m, n, k)
+        torch.cuda.synchronize()
+        assert outcome.launched and (outcome.kernel or "").split(".")[-1] == expected, outcome.kernel
+        ref = reference(x, w)
+        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all())
+
+
+def test_plans():
+    p = dense_linear.plan_dense_gemv(m=1, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    p = dense_linear.plan_dense_gemm(m=2048, n=4104, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
+    p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (33, 32, 1) and p["shared_mem"] == 65536

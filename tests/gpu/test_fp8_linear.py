@@ -1,0 +1,343 @@
+"""GPU tests of specs/fp8_linear.yaml and specs/fp8_gemv_rt.yaml (kernels/dflash/fp8_*.cu*):
+BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
+reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128."""
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+import kernelgen_ops  # noqa: E402
+from kernelgen_ops import fp8_gemv_rt, fp8_linear  # noqa: E402
+
+from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+
+DEV = "cuda"
+E4M3 = torch.float8_e4m3fn
+RT_SWITCH = "METRALE_NO_DFLASH_FP8_RT"
+LINEAR_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
+
+
+# --------------------------------------------------------------------------------------------
+# quantize_bf16_to_fp8
+
+
+def reference_quantize(w):
+    """torch's row-wise quantization. The scale is max |w| / 448 as an IEEE f32 division: the
+    divisor is a tensor, because torch turns division by a Python scalar into a multiplication
+    by its reciprocal (which can differ in the last bit)."""
+    amax = w.abs().amax(dim=1).float()
+    scale = torch.where(amax == 0, torch.ones_like(amax), amax / torch.full_like(amax, 448.0))
+    q = (w.float() / scale[:, None]).to(E4M3)
+    return q, scale
+
+
+def run_quantize(w):
+    n, k = w.shape
+    q = torch.full((n, k), float("nan"), device=DEV).to(E4M3)  # 0x7f everywhere
+    scale = torch.full((n,), float("nan"), device=DEV)
+    outcome = fp8_linear.quantize_bf16_to_fp8(w, q, scale, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched, outcome.reason
+    return q, scale
+
+
+def assert_quantize_exact(w):
+    q, scale = run_quantize(w)
+    rq, rscale = reference_quantize(w)
+    assert torch.equal(scale.view(torch.int32), rscale.view(torch.int32)), "scale differs"
+    diff = (q.view(torch.uint8) != rq.view(torch.uint8)).sum().item()
+    assert diff == 0, f"{diff} E4M3 bytes differ from torch"
+
+
+def special_rows(k, gen):
+    """Rows that exercise the corner cases: all zero, a power-of-two maximum, a maximum far
+    above the rest (quotients in E4M3's subnormal range and below), negative maximum, a single
+    nonzero value, and values spread over many binades."""
+    rows = []
+    rows.append(torch.zeros(k, device=DEV))
+    r = torch.randn(k, device=DEV, generator=gen)
+    r = r / r.abs().max() * 0.99
+    r[k // 2] = 4.0  # power of two max
+    rows.append(r)
+    r = torch.randn(k, device=DEV, generator=gen) * 2.0**-15
+    r[0] = -1.0  # quotients of the rest ~ 448 * 2^-15 * N(0,1): E4M3 subnormals and zeros
+    rows.append(r)
+    r = torch.zeros(k, device=DEV)
+    r[k - 1] = -3.0e-3
+    rows.append(r)
+    r = torch.randn(k, device=DEV, generator=gen) * torch.exp2(torch.randint(-30, 10, (k,), device=DEV, generator=gen).float())
+    rows.append(r)
+    r = torch.full((k,), 2.0**-120, device=DEV)  # tiny maximum: the scale is an f32 subnormal
+    r[::3] = 2.0**-122
+    rows.append(r)
+    return torch.stack(rows).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("k", [1, 7, 8, 24, 1000, 1001, 4096, 8192, 8200, 12288])
+def test_quantize_bit_exact(k):
+    gen = torch.Generator(device=DEV).manual_seed(k)
+    rnd = (torch.randn(40, k, device=DEV, generator=gen)
+           * torch.exp2(torch.randint(-8, 8, (40, 1), device=DEV, generator=gen).float())).to(torch.bfloat16)
+    w = torch.cat([rnd, special_rows(k, gen)])
+    assert_quantize_exact(w)
+
+
+def test_quantize_special_rows_values():
+    gen = torch.Generator(device=DEV).manual_seed(1)
+    w = special_rows(4096, gen)
+    q, scale = run_quantize(w)
+    assert scale[0].item() == 1.0  # all-zero row
+    assert (q[0].view(torch.uint8) == 0).all()
+    four_by_448 = (torch.tensor([4.0]) / torch.tensor([448.0])).item()  # f32 IEEE division
+    assert scale[1].item() == four_by_448  # power-of-two maximum
+    assert q[1, 4096 // 2].float().item() == 448.0
+    sub = q[2].view(torch.uint8) & 0x7F
+    assert ((sub > 0) & (sub < 8)).any(), "no subnormal E4M3 result in the subnormal row"
+    assert q[2, 0].float().item() == -448.0
+
+
+def test_quantize_4096_shape():
+    w = nonzero_randn(4096, 4096)
+    assert_quantize_exact(w)
+
+
+# --------------------------------------------------------------------------------------------
+# products
+
+# Tolerance. The reference is exact (float64) from the same bf16 x, the same E4M3 bytes and the
+# same scales: ref[m, n] = scale[n] * sum_k x[m, k] * q[n, k]. The kernels multiply exactly
+# (bf16 x E4M3 products are exact in f32) and add K products in f32 (tensor-core or FMA
+# accumulation, each addition off by at most one f32 ulp, 2^-23 relative): error <= K * 2^-23 * S
+# with S[m, n] = scale[n] * sum_k |x[m, k] * q[n, k]|; the scale multiplication adds 2^-24
+# relative and the final bf16 rounding at most half a bf16 ulp, 2^-8 relative. So
+#   |out - ref| <= 2^-8 * |ref| + K * 2^-22 * S
+# (the second term doubled for the scale rounding and the effect of the f32 error on the bf16
+# rounding). A wrong element, index or scale shows up as an error of the order of S / sqrt(K) or
+# more, above this bound for every K used here.
+
+
+def random_e4m3(n, k, gen, codes=None):
+    """E4M3 weights: uniform over every finite code (all binades, subnormals, +-0), or over
+    `codes`."""
+    if codes is None:
+        b = torch.randint(0, 256, (n, k), device=DEV, generator=gen, dtype=torch.int32)
+        b = torch.where((b & 0x7F) == 0x7F, b - 1, b)  # no NaN codes
+    else:
+        c = torch.tensor(codes, device=DEV, dtype=torch.int32)
+        b = c[torch.randint(0, len(codes), (n, k), device=DEV, generator=gen)]
+    return b.to(torch.uint8).view(E4M3)
+
+
+def make_inputs(rows, n, k, seed, codes=None):
+    gen = torch.Generator(device=DEV).manual_seed(seed)
+    x = nonzero_randn(rows, k)
+    q = random_e4m3(n, k, gen, codes)
+    scale = (torch.rand(n, device=DEV, generator=gen) + 0.5) * 2.0**-8
+    return x, q, scale
+
+
+def reference(x, q, scale):
+    xd, qd, sd = x.double(), q.float().double(), scale.double()
+    ref = (xd @ qd.t()) * sd[None, :]
+    mag = (xd.abs() @ qd.abs().t()) * sd[None, :]
+    return ref, mag
+
+
+def check_product(out, x, q, scale):
+    k = x.shape[1]
+    assert not torch.isnan(out).any(), "some output element was not written"
+    ref, mag = reference(x, q, scale)
+    tol = 2.0**-8 * ref.abs() + k * 2.0**-22 * mag
+    err = (out.double() - ref).abs()
+    bad = err > tol
+    if bad.any():
+        worst = int((err - tol).argmax())
+        m, n = divmod(worst, err.shape[1])
+        raise AssertionError(f"{int(bad.sum())} of {bad.numel()} outputs outside the bound; worst at "
+                             f"[{m}, {n}]: out {float(out[m, n])} ref {float(ref[m, n])} tol {float(tol[m, n]):.3g}")
+
+
+def launch(kernel, x, q, scale, rows, n, k):
+    out = torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)
+    outcome = kernel(x, q, scale, out, rows, n, k)
+    torch.cuda.synchronize()
+    return outcome, out
+
+
+KERNELS = {
+    "dense_gemv_fp8w": (lambda: fp8_linear.dense_gemv_fp8w, 8, True),
+    "fp8_gemv_rt2": (lambda: fp8_gemv_rt.fp8_gemv_rt2, 8, False),
+    "fp8_gemv_rt2_16": (lambda: fp8_gemv_rt.fp8_gemv_rt2_16, 16, False),
+    "fp8_gemm_n128_row_scaled_m16": (lambda: fp8_linear.fp8_gemm_n128_row_scaled_m16, 16, True),
+    "fp8_gemm_n128_row_scaled": (lambda: fp8_linear.fp8_gemm_n128_row_scaled, None, True),
+}
+ROWS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
+SHAPES_K16 = [(4104, 4096), (1001, 1040)]          # N off the 128 tile (odd N too); K % 64 != 0
+SHAPES_ANY_K = [(4104, 1000), (37, 1), (130, 24)]  # K % 16 != 0
+
+
+def product_cases():
+    for name, (_, max_rows, any_k) in KERNELS.items():
+        shapes = SHAPES_K16 + (SHAPES_ANY_K if any_k else [])
+        for rows in ROWS:
+            if max_rows is not None and rows > max_rows:
+                continue
+            for n, k in shapes:
+                if rows == 2048 and (n, k) != (4104, 4096) and k != 1000:
+                    continue
+                yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
+
+
+@pytest.mark.parametrize("name,rows,n,k", list(product_cases()))
+def test_product(name, rows, n, k):
+    kernel = KERNELS[name][0]()
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 7919 + n * 31 + k)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_product_subnormal_weights(name):
+    """Weights of only E4M3 subnormals and the smallest normals: a conversion that flushed the
+    subnormals would be off by a large fraction of every output."""
+    kernel = KERNELS[name][0]()
+    codes = list(range(0, 16)) + list(range(0x80, 0x90))
+    rows, n, k = 4, 520, 4096
+    x, q, scale = make_inputs(rows, n, k, seed=5, codes=codes)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_product_misaligned_pointers(name):
+    """Base pointers off 16-byte alignment (invisible to the launcher) take the byte paths."""
+    kernel = KERNELS[name][0]()
+    rows, n, k = 3, 300, 1024
+    x, q, scale = make_inputs(rows, n, k, seed=9)
+    xb = torch.empty(rows * k + 1, device=DEV, dtype=torch.bfloat16)
+    xb[1:] = x.reshape(-1)
+    qb = torch.empty(n * k + 3, device=DEV, dtype=torch.uint8)
+    qb[3:] = q.view(torch.uint8).reshape(-1)
+    out = torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)
+    outcome = kernel(xb[1:], qb[3:].view(E4M3), scale, out, rows, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_repeatable_bits(name):
+    kernel = KERNELS[name][0]()
+    rows = 7 if KERNELS[name][1] is not None else 300
+    n, k = 4104, 4096
+    x, q, scale = make_inputs(rows, n, k, seed=11)
+    _, first = launch(kernel, x, q, scale, rows, n, k)
+    for _ in range(3):
+        _, again = launch(kernel, x, q, scale, rows, n, k)
+        assert torch.equal(bits(first), bits(again)), "output bits changed between runs"
+
+
+def test_rows_clauses_not_launched():
+    x, q, scale = make_inputs(17, 256, 4096, seed=3)
+    o, out = launch(fp8_gemv_rt.fp8_gemv_rt2, x, q, scale, 9, 256, 4096)
+    assert not o.launched and clause_in(o.reason, "rows <= 8")
+    o, out = launch(fp8_gemv_rt.fp8_gemv_rt2_16, x, q, scale, 17, 256, 4096)
+    assert not o.launched and clause_in(o.reason, "rows <= 16")
+    assert torch.isnan(out).all()
+    x, q, scale = make_inputs(1, 256, 1000, seed=4)
+    o, out = launch(fp8_gemv_rt.fp8_gemv_rt2, x, q, scale, 1, 256, 1000)
+    assert not o.launched and clause_in(o.reason, "k % 16 == 0")
+    assert torch.isnan(out).all()
+
+
+# --------------------------------------------------------------------------------------------
+# the engine's chain
+
+
+def set_switch(name, on):
+    if on:
+        os.environ[name] = "1"
+    else:
+        os.environ.pop(name, None)
+    kernelgen_ops.refresh()
+
+
+@pytest.fixture
+def switches():
+    yield
+    set_switch(RT_SWITCH, False)
+    set_switch(LINEAR_SWITCH, False)
+
+
+CHAIN = [
+    (1, 4096, "fp8_gemv_rt2"),
+    (8, 4096, "fp8_gemv_rt2"),
+    (9, 4096, "fp8_gemv_rt2_16"),
+    (16, 4096, "fp8_gemv_rt2_16"),
+    (17, 4096, "fp8_gemm_n128_row_scaled"),
+    (1, 1000, "fp8_gemm_n128_row_scaled_m16"),
+    (16, 1000, "fp8_gemm_n128_row_scaled_m16"),
+    (17, 1000, "fp8_gemm_n128_row_scaled"),
+    (4, 32768, "fp8_gemm_n128_row_scaled"),  # beyond the few-row kernels' K limit
+]
+
+
+def run_chain(rows, n, k, seed=0):
+    x, q, scale = make_inputs(rows, n, k, seed=seed + rows + k)
+    out = torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)
+    outcome = fp8_linear.fp8_linear(x, q, scale, out, rows, n, k)
+    torch.cuda.synchronize()
+    return outcome, out, x, q, scale
+
+
+def kernel_name(outcome):
+    return (outcome.kernel or "").split(".")[-1]
+
+
+@pytest.mark.parametrize("rows,k,expect", CHAIN, ids=[f"m{r}-k{k}" for r, k, _ in CHAIN])
+def test_chain_picks(rows, k, expect, switches):
+    set_switch(RT_SWITCH, False)
+    outcome, out, x, q, scale = run_chain(rows, 264, k)
+    assert outcome.launched and kernel_name(outcome) == expect, (outcome.kernel, outcome.reason)
+    check_product(out, x, q, scale)
+
+
+@pytest.mark.parametrize("rows", [1, 8, 9, 16])
+def test_chain_rt_kill_switch(rows, switches):
+    set_switch(RT_SWITCH, True)
+    outcome, out, x, q, scale = run_chain(rows, 264, 4096)
+    assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled_m16", outcome.kernel
+    check_product(out, x, q, scale)
+    assert not fp8_gemv_rt.fp8_gemv_rt2(x, q, scale, out, rows, 264, 4096).launched
+    set_switch(RT_SWITCH, False)  # live: the same call now takes the register-tiled kernels
+    outcome, out, *_ = run_chain(rows, 264, 4096)
+    expect = "fp8_gemv_rt2" if rows <= 8 else "fp8_gemv_rt2_16"
+    assert outcome.launched and kernel_name(outcome) == expect, outcome.kernel
+
+
+def test_chain_linear_kill_switch(switches):
+    set_switch(LINEAR_SWITCH, True)
+    outcome, *_ = run_chain(4, 264, 4096)
+    assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2"  # another module
+    outcome, out, *_ = run_chain(17, 264, 4096)
+    assert not outcome.launched
+    assert torch.isnan(out).all()
+    set_switch(LINEAR_SWITCH, False)
+    outcome, *_ = run_chain(17, 264, 4096)
+    assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled"
+
+
+def test_plans():
+    p = fp8_gemv_rt.plan_fp8_gemv_rt2(rows=1, n=4104, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (33 * 8, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["shared_mem"] == 8 * 64 * 2 * 8
+    p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=300, n=4104, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (3, 33, 1)

@@ -1,0 +1,223 @@
+"""GPU tests of specs/w4a16_gemm.yaml (kernels/dflash/w4a16_gemm.cu): NVFP4 weights x bf16
+activations, against a float64 reference over the exactly dequantized weights, and the
+dequantization itself against a table built from the E2M1 and E4M3 format definitions."""
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+from kernelgen_ops import w4a16_gemm  # noqa: E402
+
+from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+F64 = torch.float64
+
+# E2M1: codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6 (exponent bias 1, one mantissa bit, code 1
+# the subnormal 0.5); bit 3 is the sign.
+E2M1_MAG = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def e2m1_table():
+    mags = torch.tensor(E2M1_MAG, dtype=F64)
+    return torch.cat([mags, -mags]).to(DEV)
+
+
+def e4m3_value(byte_tensor):
+    """E4M3 (fn: no infinities, 0x7F / 0xFF NaN) bytes to float64, through torch's own type."""
+    return byte_tensor.contiguous().view(torch.float8_e4m3fn).to(torch.float32).to(F64)
+
+
+def dequantize(wq, ws, global_scale, k):
+    """W [n, k] in float64: e2m1(code) * e4m3(scale) * global, the low nibble the even k."""
+    codes = torch.empty(wq.shape[0], k, dtype=torch.long, device=DEV)
+    codes[:, 0::2] = (wq & 0xF).long()
+    codes[:, 1::2] = (wq >> 4).long()
+    scale = e4m3_value(ws).repeat_interleave(16, dim=1)
+    return e2m1_table()[codes] * scale * global_scale
+
+
+def random_weights(n, k, seed):
+    """Random codes (all 16) and finite scale bytes of moderate size (2^-6 .. 2^3)."""
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    wq = torch.randint(0, 256, (n, k // 2), device=DEV, generator=g, dtype=torch.int32).to(torch.uint8)
+    ws = torch.randint(0x08, 0x58, (n, k // 16), device=DEV, generator=g, dtype=torch.int32).to(torch.uint8)
+    return wq, ws
+
+
+# Tolerance, per output element, from k (as for the dense kernels): the dequantized weights are
+# exact in bf16 (times 2^-8, a power of two folded into the global scale), the tensor cores
+# multiply exactly and add up to k products in f32, each addition off by at most 2^-23 of a
+# partial sum bounded by S = sum_k |x W|; the sum is scaled by global * 2^8 (one more f32
+# rounding, 2^-24 relative) and rounded once to bf16 (2^-9 relative). So
+#     |out - ref| <= 2^-8 |ref| + 2 k 2^-23 S.
+def tolerance(x, w64, ref):
+    k = x.shape[1]
+    absdot = x.double().abs() @ w64.abs().T
+    return 2.0 ** -8 * ref.abs() + 2.0 * k * 2.0 ** -23 * absdot + 1e-30
+
+
+def launch(name, x, wq, ws, gs, m, n, k):
+    out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+    outcome = getattr(w4a16_gemm, name)(x, wq, ws, gs, out, m, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched and bool(outcome), outcome.reason
+    return out
+
+
+GEMV_M = [1, 2, 7, 8, 9, 15, 16]
+ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
+# (n, k): n not a multiple of the tiles, k % 32 == 0 (vector path), k % 32 == 16 (byte path),
+# small odd shapes.
+SHAPES = [(4104, 4096), (4096, 4112), (33, 1024), (200, 48)]
+
+
+def cases():
+    for name, ms in (("w4a16_gemv", GEMV_M), ("w4a16_gemm", ALL_M)):
+        for m in ms:
+            for n, k in SHAPES:
+                if m == 2048 and (n, k) != (4104, 4096):
+                    continue
+                yield name, m, n, k
+
+
+@pytest.mark.parametrize("name,m,n,k", list(cases()))
+def test_random_against_reference(name, m, n, k):
+    torch.manual_seed(m * 131 + n + k)
+    x = nonzero_randn(m, k)
+    wq, ws = random_weights(n, k, seed=n * 7 + k)
+    gs = 0.0371
+    out = launch(name, x, wq, ws, gs, m, n, k)
+    assert not torch.isnan(out).any(), "some output element was not written"
+    w64 = dequantize(wq, ws, gs, k)
+    ref = x.double() @ w64.T
+    err = (out.double() - ref).abs()
+    tol = tolerance(x, w64, ref)
+    assert bool((err <= tol).all()), f"max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.3f}"
+    again = launch(name, x, wq, ws, gs, m, n, k)
+    assert torch.equal(bits(out), bits(again)), "repeated runs differ"
+
+
+def table_weights(n):
+    """k = 32 (two scale groups). Row n: both scale bytes n % 256; code of k = (k + n // 256) % 16.
+    Rows 0..255 put code c at k = c and c + 16 (the parity of c), rows 256..511 at k = c - 1 mod 16
+    and c + 15 (the other parity): every code at every scale byte in both nibble positions."""
+    k = 32
+    rows = torch.arange(n, device=DEV)
+    kk = torch.arange(k, device=DEV)
+    codes = (kk[None, :] + (rows[:, None] // 256)) % 16
+    wq = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8)
+    ws = (rows % 256)[:, None].expand(n, 2).to(torch.uint8).contiguous()
+    return wq, ws, codes
+
+
+def expected_table(n, codes):
+    """The exact weights from the format definitions (NaN rows where the scale byte is NaN)."""
+    scale = e4m3_value((torch.arange(n, device=DEV) % 256).to(torch.uint8))
+    return e2m1_table()[codes] * scale[:, None]
+
+
+def check_table(out, want):
+    """out[m, n] (bf16) must equal want[n, m] exactly, NaN where a NaN weight is in row n."""
+    want = want.T
+    nan_rows = torch.isnan(want).any(dim=0)
+    want = torch.where(nan_rows[None, :], torch.full_like(want, float("nan")), want)
+    assert torch.equal(torch.isnan(out), torch.isnan(want))
+    ok = ~torch.isnan(want)
+    assert torch.equal(out.double()[ok], want[ok]), "dequantized value differs from the table"
+
+
+@pytest.mark.parametrize("n", [512, 513])
+def test_dequantization_table_gemv(n):
+    """One-hot x rows read single weights: out[m, n] = W[n, k_m] exactly (global 1: every E2M1 x
+    E4M3 product is a bf16 value). 16 rows per launch, so k = 0..15 and 16..31 in two."""
+    wq, ws, codes = table_weights(n)
+    want = expected_table(n, codes)
+    assert int(torch.isnan(want).any(dim=1).sum()) == 2 * (n // 256)  # the 0x7F and 0xFF rows
+    for half in range(2):
+        x = torch.zeros(16, 32, device=DEV, dtype=BF16)
+        x[torch.arange(16), torch.arange(16) + 16 * half] = 1
+        out = launch("w4a16_gemv", x, wq, ws, 1.0, 16, n, 32)
+        check_table(out, want[:, 16 * half:16 * half + 16])
+
+
+@pytest.mark.parametrize("n", [512, 513])
+def test_dequantization_table_gemm(n):
+    wq, ws, codes = table_weights(n)
+    want = expected_table(n, codes)
+    x = torch.eye(32, device=DEV, dtype=BF16)
+    out = launch("w4a16_gemm", x, wq, ws, 1.0, 32, n, 32)
+    check_table(out, want)
+
+
+def test_table_is_exact_in_bf16():
+    """The premise of the exact checks: every finite E2M1 x E4M3 product is a bf16 value."""
+    prods = e2m1_table()[:, None] * e4m3_value(torch.arange(256, device=DEV).to(torch.uint8))[None, :]
+    fin = prods[torch.isfinite(prods)]
+    assert torch.equal(fin.to(BF16).double(), fin)
+    # and E4M3 subnormals are in the table: byte 0x01 is 2^-9
+    assert e4m3_value(torch.tensor([1], dtype=torch.uint8, device=DEV)).item() == 2.0 ** -9
+
+
+@pytest.mark.parametrize("name", ["w4a16_gemv", "w4a16_gemm"])
+def test_misaligned_pointers(name):
+    m, n, k = (5 if name == "w4a16_gemv" else 70), 100, 256
+    xb = nonzero_randn(m * k + 1)
+    x = xb[1:].view(m, k)
+    wq0, ws0 = random_weights(n, k, seed=3)
+    qb = torch.empty(n * k // 2 + 1, dtype=torch.uint8, device=DEV)
+    sb = torch.empty(n * k // 16 + 1, dtype=torch.uint8, device=DEV)
+    qb[1:] = wq0.view(-1)
+    sb[1:] = ws0.view(-1)
+    wq, ws = qb[1:].view(n, k // 2), sb[1:].view(n, k // 16)
+    out = launch(name, x, wq, ws, 0.5, m, n, k)
+    w64 = dequantize(wq0, ws0, 0.5, k)
+    ref = x.double() @ w64.T
+    assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all())
+
+
+def test_gemv_and_gemm_agree_closely():
+    """Both paths on the lm_head shape at 16 rows, within the k-derived tolerance of each other."""
+    m, n, k = 16, 151936, 4096
+    x = nonzero_randn(m, k)
+    wq, ws = random_weights(n, k, seed=11)
+    a = launch("w4a16_gemv", x, wq, ws, 0.02, m, n, k)
+    b = launch("w4a16_gemm", x, wq, ws, 0.02, m, n, k)
+    w64 = dequantize(wq, ws, 0.02, k)
+    ref = x.double() @ w64.T
+    tol = tolerance(x, w64, ref)
+    assert bool(((a.double() - ref).abs() <= tol).all())
+    assert bool(((b.double() - ref).abs() <= tol).all())
+
+
+def test_k_not_multiple_of_16_not_launched():
+    m, n, k = 4, 64, 4104
+    for name in ("w4a16_gemv", "w4a16_gemm"):
+        plan = getattr(w4a16_gemm, f"plan_{name}")(m=m, n=n, k=k)
+        assert not plan["launched"] and clause_in(plan["reason"], "k % 16 == 0")
+
+
+def test_gemv_rows_over_16_not_launched_and_fallback():
+    m, n, k = 17, 96, 256
+    assert not w4a16_gemm.plan_w4a16_gemv(m=m, n=n, k=k)["launched"]
+    x = nonzero_randn(m, k)
+    wq, ws = random_weights(n, k, seed=5)
+    out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+    outcome = w4a16_gemm.w4a16_linear(x, wq, ws, 1.0, out, m, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched and (outcome.kernel or "").split(".")[-1] == "w4a16_gemm", outcome.kernel
+    w64 = dequantize(wq, ws, 1.0, k)
+    ref = x.double() @ w64.T
+    assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all())
+
+
+def test_plans():
+    p = w4a16_gemm.plan_w4a16_gemv(m=16, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    p = w4a16_gemm.plan_w4a16_gemm(m=129, n=4104, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (65, 3, 1)
