@@ -4,17 +4,22 @@
 # Results (build log, junit XML, logs, benchmark JSON) are packed into
 # $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
 #
-#   scripts/gpu_check.sh [--bench] [--sanitize] [pytest -k expression]
+#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [pytest -k expression]
+#
+# --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
+# to the benchmarks that have it (their tuning subset).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 RES=$(mktemp -d)
 trap 'tar czf "$OUT/gpu-results.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
-bench=0; sanitize=0; select=()
+bench=0; sanitize=0; quick=0; only=""; select=()
 for a in "$@"; do
   case "$a" in
     --bench) bench=1 ;;
+    --bench=*) bench=1; only=",${a#--bench=}," ;;
+    --quick) quick=1 ;;
     --sanitize) sanitize=1 ;;
     *) select=(-k "$a") ;;
   esac
@@ -53,8 +58,11 @@ $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --juni
 if [ "$bench" -eq 1 ]; then
   for b in benchmarks/bench_memory_bound.py benchmarks/bench_attn_prefill.py benchmarks/bench_fp8_linear.py benchmarks/bench_dense_linear.py benchmarks/bench_launch_cost.py; do
     name=$(basename "$b" .py)
-    echo "gpu_check: $name"
-    $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30
+    case "$only" in ""|*",$name,"*) ;; *) continue ;; esac
+    extra=()
+    [ "$quick" -eq 1 ] && grep -q -- '"--quick"' "$b" && extra=(--quick)
+    echo "gpu_check: $name ${extra[*]}"
+    $PY "$b" --out "$RES/$name.json" "${extra[@]}" 2>&1 | tee "$RES/$name.log" | tail -n 30
   done
 fi
 if [ "$sanitize" -eq 1 ]; then
