@@ -28,7 +28,12 @@ PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
 
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$RES/gpu.txt"
-$PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1 || { cat "$RES/install.log"; exit 1; }
+if ! $PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1; then
+  # Without the build backend here, use the sources in place (the build installs the targets
+  # into bindings/kernelgen_ops, which is then importable from the tree).
+  echo "gpu_check: editable install failed (see install.log); using PYTHONPATH=src:bindings"
+  export PYTHONPATH="$PWD/src:$PWD/bindings${PYTHONPATH:+:$PYTHONPATH}"
+fi
 target=$($PY - <<'PYEOF'
 from pathlib import Path
 
