@@ -58,6 +58,11 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
 // and DLPack, checked as the spec declares. *numel: elements available, -1 when unknown.
 int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel);
 
+// The element types among elems[0..n) that array `o` can be read as, as a mask of 1 << code;
+// ~0u when `o` carries no dtype (an integer pointer) or is no array (the conversion then says
+// why). Returns 0, or -1 with an error set.
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask);
+
 // Forgets the current device, which the array checks ask CUDA for at most once per launch.
 void reset_current_device();
 
