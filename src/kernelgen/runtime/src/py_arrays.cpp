@@ -37,14 +37,6 @@ constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kDLCUDAManaged = 13;
 
 // Elements of type `elem` in one item of a producer's encoding; 0 when it is not accepted.
-int torch_per_item(uint8_t elem, int32_t torch_code) {
-  const ElemInfo& e = kElems[elem];
-  for (int i = 0; i < e.ntorch; ++i) {
-    if (e.torch[i].code == torch_code) return e.torch[i].per_item;
-  }
-  return 0;
-}
-
 int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
   const ElemInfo& e = kElems[elem];
   for (int i = 0; i < e.ndlpack; ++i) {
@@ -109,16 +101,8 @@ bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_
   return true;
 }
 
-// The current device, asked of CUDA at most once per launch (launcher_call resets it
-// through reset_current_device).
-thread_local int32_t t_current_device = -2;
-int32_t current_device() {
-  if (t_current_device == -2) t_current_device = kg_rt_current_device();
-  return t_current_device;
-}
-
-int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device) {
-  const int32_t cur = current_device();
+int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device, CallState* cs) {
+  const int32_t cur = cs->current_device();
   if (device != cur) {
     char d[160];
     std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
@@ -135,17 +119,9 @@ int call_int(PyObject* o, PyObject* method, int64_t* out) {
   return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
-  TensorView tv;
-  if (g.torch_reader != nullptr && g.torch_reader(o, &tv) == 1 && tv.device >= 0 && (!a->contiguous || tv.contiguous)) {
-    const int per = torch_per_item(a->type, tv.dtype);
-    if (per > 0 && tv.device == current_device()) {
-      out->u = tv.data;
-      *numel = tv.numel * per;
-      return 0;
-    }
-  }
-  // The Python path: also the one that explains what is wrong.
+// The Python path of torch tensors, taken where the C++ reader declines (or is absent) and for
+// every tensor with something wrong: it also explains what.
+int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
   if (dtype == nullptr) return -1;
   const ElemInfo& e = kElems[a->type];
@@ -166,7 +142,7 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   int64_t dev = 0;
   if (call_int(o, g.s_get_device, &dev) < 0) return -1;
   if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
-  if (check_device(s, a, dev) < 0) return -1;
+  if (check_device(s, a, dev, cs) < 0) return -1;
   if (a->contiguous) {
     PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
     if (c == nullptr) return -1;
@@ -261,7 +237,7 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
   return 0;
 }
 
-int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
   if (cap == nullptr) return -1;
   auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
@@ -282,7 +258,7 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
     rc = arg_error(s, a, "%s", d);
   } else if (a->contiguous && !c_contiguous(t.ndim, t.shape, t.strides, 1)) {
     rc = arg_error(s, a, "%s", "array is not C-contiguous");
-  } else if (check_device(s, a, t.device.device_id) < 0) {
+  } else if (check_device(s, a, t.device.device_id, cs) < 0) {
     rc = -1;
   } else {
     int64_t n = 1;
@@ -297,7 +273,10 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
 
 }  // namespace
 
-void reset_current_device() { t_current_device = -2; }
+int32_t CallState::query_device() {
+  device = kg_rt_current_device();
+  return device;
+}
 
 int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
   *mask = ~0u;  // no dtype known: integer pointers, and objects the conversion will refuse
@@ -348,7 +327,7 @@ int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
   return 0;
 }
 
-int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel) {
+int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   *numel = -1;
   if (PyLong_CheckExact(o)) {
     unsigned long long p = PyLong_AsUnsignedLongLong(o);
@@ -366,7 +345,8 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   }
   if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
   if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
-    return from_torch(s, a, o, out, numel);
+    if (g.torch_reader != nullptr && read_torch(a, o, out, numel, cs)) return 0;
+    return from_torch(s, a, o, out, numel, cs);
   }
   PyObject* cai = PyObject_GetAttr(o, g.s_cai);
   if (cai != nullptr) {
@@ -375,7 +355,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
     return rc;
   }
   PyErr_Clear();
-  if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel);
+  if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel, cs);
   if (PyLong_Check(o)) {  // int subclasses (not bool, handled above)
     unsigned long long p = PyLong_AsUnsignedLongLong(o);
     if (PyErr_Occurred() || p == 0) {

@@ -56,12 +56,11 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
         continue;
       }
     }
-    int found = -1;
-    for (int32_t i = 0; i < s->nargs; ++i) {
-      if (self->names[i] == key) {
-        found = i;
-        break;
-      }
+    // Keywords usually come in the spec's order: try the next slot first.
+    const Py_ssize_t hint = npos + k;
+    int found = hint < s->nargs && self->names[hint] == key ? static_cast<int>(hint) : -1;
+    for (int32_t i = 0; i < s->nargs && found < 0; ++i) {
+      if (self->names[i] == key) found = i;
     }
     if (found < 0) {
       for (int32_t i = 0; i < s->nargs; ++i) {
@@ -243,14 +242,19 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
 PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   const LauncherSpec* s = self->spec;
-  PyObject* slots[kMaxArgs] = {};
+  PyObject* slots[kMaxArgs];
+  for (int32_t i = 0; i < s->nargs; ++i) slots[i] = nullptr;
   PyObject* stream_obj = nullptr;
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
-  reset_current_device();
+  CallState cs;
   Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
   int64_t numels[kMaxArgs];
-  uint8_t elem_of_arg[kMaxArgs] = {};
-  if (s->nkeys > 0) {
+  // Launchers with dtype keys: each keyed argument is converted as the element type of the
+  // first member its dtype admits (elem_of_arg, set only when keyed).
+  const bool keyed = s->nkeys > 0;
+  uint8_t elem_of_arg[kMaxArgs];
+  if (keyed) {
+    for (int32_t i = 0; i < s->nargs; ++i) elem_of_arg[i] = 0;
     uint32_t masks[kMaxArgs];
     const int rc = pick_dtypes(s, slots, masks, elem_of_arg);
     if (rc < 0) return nullptr;
@@ -261,15 +265,21 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     for (int32_t k = 0; k < s->nkeys; ++k) values[s->nargs + k].u = masks[k];
   }
   for (int32_t i = 0; i < s->nargs; ++i) {
-    ArgSpec a = s->args[i];
-    if (elem_of_arg[i] != 0) a.type = elem_of_arg[i];
+    ArgSpec typed;
+    const ArgSpec* ap = &s->args[i];
+    if (keyed && elem_of_arg[i] != 0) {
+      typed = *ap;
+      typed.type = elem_of_arg[i];
+      ap = &typed;
+    }
+    const ArgSpec& a = *ap;
     numels[i] = -1;
     int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
     if (a.kind == kPointer && !PyLong_CheckExact(slots[i])) {
       for (int32_t j = 0; j < i && reuse < 0; ++j) {
-        ArgSpec b = s->args[j];
-        if (elem_of_arg[j] != 0) b.type = elem_of_arg[j];
-        if (slots[j] == slots[i] && b.kind == kPointer && b.type == a.type && b.contiguous == a.contiguous &&
+        const ArgSpec& b = s->args[j];
+        const uint8_t btype = keyed && elem_of_arg[j] != 0 ? elem_of_arg[j] : b.type;
+        if (slots[j] == slots[i] && b.kind == kPointer && btype == a.type && b.contiguous == a.contiguous &&
             (b.writable || !a.writable) && (b.size_slot >= 0 || a.size_slot < 0)) {
           reuse = j;
         }
@@ -280,8 +290,8 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       numels[i] = numels[reuse];
       continue;
     }
-    int rc = a.kind == kScalar ? convert_scalar(s, &a, slots[i], &values[i])
-                               : convert_pointer(s, &a, slots[i], &values[i], &numels[i]);
+    int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
+                               : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
     if (rc < 0) return nullptr;
   }
   if (s->nsizes > 0) {
@@ -302,7 +312,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
     for (int32_t i = 0; i < s->nargs; ++i) {
       ArgSpec a = s->args[i];
-      if (elem_of_arg[i] != 0) a.type = elem_of_arg[i];
+      if (keyed && elem_of_arg[i] != 0) a.type = elem_of_arg[i];
       if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
       const int64_t need = sizes[a.size_slot];
       if (need > 0 && numels[i] < need) {
