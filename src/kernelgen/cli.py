@@ -103,6 +103,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
         for k in m.kernels:
             print(f"  {k.name}  targets: {', '.join(k.targets)}")
+        for d in m.dispatches:
+            axes = ", ".join(f"{a.name}: {list(a.values)}" for a in d.axes)
+            print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")
     return 0

@@ -10,12 +10,12 @@ spelled.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, names, plan
 from kernelgen.cases import search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Target
-from kernelgen.types import ScalarKind
+from kernelgen.types import ELEM_TYPES, ScalarKind
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,21 @@ class LKernel:
 
 
 @dataclass(frozen=True)
+class LKey:
+    """A dtype key of a launcher whose members differ in pointer element types: a type axis
+    of a dispatcher, or a chain argument whose element type differs between members."""
+
+    name: str  # the axis or argument name: plan()'s keyword
+    args: tuple[int, ...]  # the launcher arguments whose element type it is (indices)
+    member_elems: tuple[int, ...]  # per member: the element code it takes (0: the member lacks it)
+
+    @property
+    def param(self) -> str:
+        """The C/C++ parameter carrying the accepted element types as a mask of 1 << code."""
+        return f"{self.name}_dtypes"
+
+
+@dataclass(frozen=True)
 class LChain:
     name: str
     module: str
@@ -127,6 +142,10 @@ class LChain:
     doc: str
     cross_modules: tuple[str, ...]
     cases: tuple[tuple[tuple[str, int], ...], ...] = ()
+    dispatch: bool = False  # the dispatching launcher of an instantiated kernel
+    keys: tuple[LKey, ...] = ()  # empty when every member takes the same pointer types
+    member_ptr_types: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (arg, C++ pointer type)
+    member_type_names: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (key, element type name)
 
 
 @dataclass(frozen=True)
@@ -302,8 +321,16 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     cargs = []
     for n in order_pos:
         a = seen[n]
+        if a.is_pointer and a.const and any(not b.const for _, k in kernels for b in k.args if b.name == n):
+            a = replace(a, const=False)  # written by some member: the chain's argument is writable
+        if a.is_pointer and not a.contiguous and any(b.contiguous for _, k in kernels for b in k.args if b.name == n):
+            a = replace(a, contiguous=True)
         c = _carg(a, size_of.get(n, -1))
         cargs.append(c)
+    keys, ptr_types, type_names = _dtype_keys(fb, [k for _, k in kernels], cargs)
+    if keys:
+        varying = {cargs[i].name for key in keys for i in key.args}
+        cargs = [replace(c, cpp_type=c.c_type) if c.name in varying else c for c in cargs]
     cross = sorted({r.module for r in fb.members if r.module != module.name})
     # Cases for the chain's tests: each member's examples and clause flips, completed with
     # the other members' first examples, so every member gets to decide at least once.
@@ -320,7 +347,12 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
             case = tuple(sorted((n, merged[n]) for n in int_names))
             if case not in chain_cases:
                 chain_cases.append(case)
-    summary = "Tries " + ", then ".join(r.qualname for r in fb.members) + "; launches the first that applies."
+    if fb.dispatch:
+        by = [f"the arrays' element types ({', '.join(a for a, _ in fb.type_axes)})"] if fb.type_axes else []
+        summary = (f"Dispatches {fb.name} to its instances: " + ", then ".join(r.qualname for r in fb.members)
+                   + "; picks by " + " and ".join(by + ["the first whose plan launches"]) + ".")
+    else:
+        summary = "Tries " + ", then ".join(r.qualname for r in fb.members) + "; launches the first that applies."
     return LChain(
         name=fb.name,
         module=module.name,
@@ -336,12 +368,47 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         doc=_doc(summary, cargs),
         cross_modules=tuple(cross),
         cases=tuple(chain_cases),
+        dispatch=fb.dispatch,
+        keys=keys,
+        member_ptr_types=ptr_types,
+        member_type_names=type_names,
     )
+
+
+def _dtype_keys(fb: Fallback, kernels: list[Kernel], cargs: list[CArg]):
+    """The launcher's dtype keys (none when all members take the same pointer types), and per
+    member the C++ type of each pointer argument and the element type name of each key."""
+    index = {c.name: i for i, c in enumerate(cargs)}
+    elem_of = [{a.name: a.elem for a in k.args if a.elem is not None} for k in kernels]
+    if fb.dispatch:
+        groups = [(axis, args) for axis, args in fb.type_axes]
+    else:
+        groups = []
+        for c in cargs:
+            if c.is_pointer and len({e[c.name].name for e in elem_of if c.name in e}) > 1:
+                groups.append((c.name, (c.name,)))
+    keys = []
+    for name, args in groups:
+        elems = []
+        for e in elem_of:
+            present = [e[a] for a in args if a in e]
+            elems.append(present[0].code if present else 0)
+        keys.append(LKey(name, tuple(index[a] for a in args), tuple(elems)))
+    if not keys:
+        return (), (), ()
+    ptr_types = tuple(
+        tuple((a.name, a.cpp_type) for a in k.args if a.is_pointer) for k in kernels
+    )
+    type_names = tuple(
+        tuple((key.name, ELEM_TYPES[key.member_elems[m] - 1].name) for key in keys if key.member_elems[m])
+        for m in range(len(kernels))
+    )
+    return tuple(keys), ptr_types, type_names
 
 
 def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
     kernels = tuple(lower_kernel(module, k, target) for k in module.kernels)
-    chains = tuple(lower_chain(catalog, module, fb, target) for fb in module.fallbacks)
+    chains = tuple(lower_chain(catalog, module, fb, target) for fb in module.dispatches + module.fallbacks)
     includes = sorted({m for c in chains for m in c.cross_modules})
     return LModule(
         name=module.name,

@@ -71,6 +71,16 @@ class Variants:
 
 
 @dataclass(frozen=True)
+class Axis:
+    """One axis of an ``instantiate:`` matrix: element type names, or integers."""
+
+    name: str
+    values: tuple[str | int, ...]
+    is_type: bool
+    loc: SourceLoc
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     loc: SourceLoc
@@ -89,6 +99,8 @@ class Kernel:
     variants: Variants | None = None
     cluster: tuple[int, int, int] | None = None  # compile-time cluster shape (__cluster_dims__)
     cluster_loc: SourceLoc | None = None
+    instance_of: str | None = None  # the instantiated kernel (dispatcher) this is one instance of
+    axis_values: tuple[tuple[str, str | int], ...] = ()  # this instance's value of each axis
 
     @property
     def all_args(self) -> tuple[Arg, ...]:
@@ -113,11 +125,18 @@ class KernelRef:
 
 @dataclass(frozen=True)
 class Fallback:
-    """A chain of kernels tried in order; the first that applies is launched."""
+    """A chain of kernels tried in order; the first that applies is launched.
+
+    Also the dispatching launcher of an instantiated kernel (``dispatch``): its members are
+    the instances in the listed order, and ``type_axes`` names, per type axis, the pointer
+    arguments whose element type it sets (the dtypes the launcher picks an instance by)."""
 
     name: str
     loc: SourceLoc
     members: tuple[KernelRef, ...]
+    dispatch: bool = False
+    axes: tuple[Axis, ...] = ()
+    type_axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,11 +150,18 @@ class Module:
     constants: tuple[tuple[str, int], ...]
     kernels: tuple[Kernel, ...]
     fallbacks: tuple[Fallback, ...] = ()
+    dispatches: tuple[Fallback, ...] = ()  # one per instantiated kernel, in spec order
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:
             if k.name == name:
                 return k
+        return None
+
+    def dispatch(self, name: str) -> Fallback | None:
+        for d in self.dispatches:
+            if d.name == name:
+                return d
         return None
 
 

@@ -36,6 +36,7 @@ NOT_LAUNCHED = {
     "CLAUSE": (4, "an applies_if clause fails"),
     "NO_VARIANT": (5, "no variant for the value of the variant argument"),
     "EMPTY_GRID": (6, "a grid dimension is 0; detail is the axis"),
+    "NO_INSTANCE": (7, "no instantiation (or chain member) takes the arrays' element types"),
 }
 ERRORS = {
     "REQUIRES": (1, "a requires clause fails; detail is its index"),
@@ -52,7 +53,8 @@ EXPR_ERRORS = {
     "SHIFT": (pyexpr.SHIFT, "shift count outside 0..62"),
 }
 
-NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID = (v[0] for v in NOT_LAUNCHED.values())
+NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID, NL_NO_INSTANCE = (
+    v[0] for v in NOT_LAUNCHED.values())
 E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM, E_DEVICE, E_CUDA = (v[0] for v in ERRORS.values())
 
 # CUDA's grid limits per axis (x, y, z).

@@ -22,7 +22,7 @@ from kernelgen.lower import (
     lower_module,
 )
 from kernelgen.model import Catalog, Target
-from kernelgen.plan import NL_NO_VARIANT, code
+from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("kernelgen", "templates"),
@@ -194,14 +194,16 @@ class _KView:
 
 
 def _launcher_view(module: str, name: str, args: tuple[CArg, ...], doc: str, infos: list[str],
-                   is_chain: bool, nsizes: int) -> dict[str, object]:
-    value_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args))
-    value_int_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args) if a.is_int)
+                   is_chain: bool, nsizes: int, chain: _CView | None = None) -> dict[str, object]:
+    keys = chain.c.keys if chain is not None else ()
+    key_values = "".join(f"static_cast<uint32_t>(v[{len(args) + j}].u), " for j in range(len(keys)))
+    value_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args)) + key_values
+    value_int_args = "".join(f"{a.from_value(i)}, " for i, a in enumerate(args) if a.is_int) + key_values
     pos = [a for a in args if not a.host]
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {a.py_type}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {a.py_type}, " for a in kw)
-    pyi_int = ", ".join(f"{a.name}: int" for a in args if a.is_int)
+    pyi_int = ", ".join([f"{a.name}: int" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys])
     return {
         "name": name,
         "c": _c_names(module, name),
@@ -217,6 +219,8 @@ def _launcher_view(module: str, name: str, args: tuple[CArg, ...], doc: str, inf
         "is_chain": is_chain,
         "pyi_params": pyi,
         "pyi_int_params": pyi_int,
+        "dtype_keys": chain.key_table if keys else [],
+        "member_types": chain.member_type_table if keys else "",
     }
 
 
@@ -279,6 +283,102 @@ class _CView:
             call = f"{names.c_function(mod, kernel, 'sizes')}(" + "".join(f"{n}, " for n in args) + "member)"
             out.append((call, [(union_slot[name], s) for s, name in slots]))
         return out
+
+    # ---- launchers whose members differ in pointer element types (dtype keys)
+    @property
+    def key_params(self) -> str:
+        return "".join(f"uint32_t {k.param}, " for k in self.c.keys)
+
+    @property
+    def key_names(self) -> str:
+        return "".join(f"{k.param}, " for k in self.c.keys)
+
+    @property
+    def key_names_text(self) -> str:
+        return comment_text(", ".join(k.name for k in self.c.keys))
+
+    @property
+    def key_params_text(self) -> str:
+        return ", ".join(k.param for k in self.c.keys)
+
+    @property
+    def key_names_literal(self) -> str:
+        return c_string(", ".join(k.name for k in self.c.keys))
+
+    @property
+    def name_literal(self) -> str:
+        return c_string(self.c.name)
+
+    def member_match(self, i: int) -> str:
+        """C++ condition: member ``i`` takes element types the key masks accept."""
+        conds = [f"({k.param} & (1u << {k.member_elems[i]})) != 0" for k in self.c.keys if k.member_elems[i]]
+        return " && ".join(conds) or "true"
+
+    @property
+    def member_matches(self) -> list[str]:
+        return [self.member_match(i) for i in range(len(self.c.members))]
+
+    @property
+    def generic_calls(self) -> list[tuple[str, str]]:
+        """(condition, call) per member, for the launcher taking untyped pointers and key masks."""
+        varying = {self.c.args[i].name for k in self.c.keys for i in k.args}
+        out = []
+        for i, ((_, _, qual), arg_names) in enumerate(zip(self.c.members, self.c.member_args)):
+            ptr_types = dict(self.c.member_ptr_types[i])
+            args = "".join(f"static_cast<{ptr_types[n]}>({n}), " if n in varying else f"{n}, " for n in arg_names)
+            out.append((self.member_match(i), f"{qual}({args}stream)"))
+        return out
+
+    @property
+    def overloads(self) -> list[tuple[str, list[str]]]:
+        """C++ overloads by pointer type: (parameter list, member calls) per distinct tuple of
+        the keys' element types, each trying the members that take those types, in order."""
+        from kernelgen.types import ELEM_TYPES
+
+        keys = self.c.keys
+        tuples: list[tuple[int, ...]] = []
+        for i in range(len(self.c.members)):
+            t = tuple(k.member_elems[i] for k in keys)
+            if all(t) and t not in tuples:
+                tuples.append(t)
+        out = []
+        for t in tuples:
+            elem_of_arg = {self.c.args[a].name: ELEM_TYPES[e - 1] for k, e in zip(keys, t) for a in k.args}
+            params = ""
+            for a in self.c.args:
+                if a.name in elem_of_arg:
+                    const = "const " if a.c_type.startswith("const") else ""
+                    params += f"{const}{elem_of_arg[a.name].cpp}* {a.name}, "
+                else:
+                    params += f"{a.cpp_param}, "
+            calls = []
+            for i, ((_, _, qual), arg_names) in enumerate(zip(self.c.members, self.c.member_args)):
+                if all(k.member_elems[i] in (0, e) for k, e in zip(keys, t)):
+                    calls.append(f"{qual}(" + "".join(f"{n}, " for n in arg_names) + "stream)")
+            out.append((params, calls))
+        return out
+
+    @property
+    def member_type_table(self) -> str:
+        return ", ".join(str(k.member_elems[i]) for i in range(len(self.c.members)) for k in self.c.keys)
+
+    @property
+    def key_table(self) -> list[tuple[str, int]]:
+        return [(k.name, sum(1 << a for a in k.args)) for k in self.c.keys]
+
+    @property
+    def absent_types_py(self) -> str:
+        """Per key, an element type that no member takes."""
+        from kernelgen.types import ELEM_TYPES
+
+        out = {}
+        for k in self.c.keys:
+            out[k.name] = next(e.name for e in ELEM_TYPES if e.code not in k.member_elems)
+        return repr(out)
+
+    @property
+    def key_types_py(self) -> str:
+        return repr([dict(t) for t in self.c.member_type_names])
 
     @property
     def members_py(self) -> str:
@@ -345,12 +445,17 @@ class Renderer:
         ] + [
             _launcher_view(
                 lm.name, c.name, c.args, c.doc,
-                [f"{names.c_function(mod, kern, 'info')}()" for mod, kern, _ in c.members], True, c.nsizes
+                [f"{names.c_function(mod, kern, 'info')}()" for mod, kern, _ in c.members]
+                + ([f"{names.c_function(lm.name, c.name, 'info')}()"] if c.keys else []),
+                True, c.nsizes, cv,
             )
-            for c in lm.chains
+            for c, cv in zip(lm.chains, chains)
         ]
         cpp_types = {a.cpp_type.replace("const ", "").rstrip("*") for k in lm.kernels for a in k.args}
         cpp_types |= {a.cpp_type.replace("const ", "").rstrip("*") for c in lm.chains for a in c.args}
+        for c in lm.chains:
+            for types_of_member in c.member_ptr_types:
+                cpp_types |= {t.replace("const ", "").rstrip("*") for _, t in types_of_member}
         type_headers = types.headers(cpp_types)
         m_view = _MView(lm, kernels, chains, launchers, type_headers)
         return {
@@ -361,6 +466,10 @@ class Renderer:
             "limits": ", ".join(str(x) for x in (*t.max_block_dims, t.max_threads_per_block,
                                                 t.max_shared_mem_per_block_optin)),
             "no_variant_code": code(NL_NO_VARIANT),
+            "no_instance_code": code(NL_NO_INSTANCE),
+            "elem_defines": [
+                (f"KG_ELEM_{e.name.upper()}", e.code) for e in types.ELEM_TYPES
+            ] if any(c.keys for c in lm.chains) else [],
         }
 
 

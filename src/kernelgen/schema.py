@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kernelgen import types
+
 # The spec format versions this kernelgen reads; a spec without `version` is version 1.
 SUPPORTED_VERSIONS = (1,)
 DEFAULT_VERSION = 1
@@ -31,8 +33,16 @@ DEFAULT_VERSION = 1
 # Value patterns, matched in full (the loader uses them with re.fullmatch).
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MODULE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}")
+_TEMPLATE_ARG = r"(?:-?[0-9]+|(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)"
 SYMBOL_RE = re.compile(
-    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*(?:<\s*-?[0-9]+(?:\s*,\s*-?[0-9]+)*\s*>)?"
+    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
+    rf"(?:<\s*{_TEMPLATE_ARG}(?:\s*,\s*{_TEMPLATE_ARG})*\s*>)?"
+)
+# Before an instance's values are substituted, a template argument may be an axis placeholder.
+_TEMPLATE_ARG_OR_AXIS = rf"(?:{_TEMPLATE_ARG}|\{{[A-Za-z_][A-Za-z0-9_]*\}})"
+SYMBOL_PATTERN_RE = re.compile(
+    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
+    rf"(?:<\s*{_TEMPLATE_ARG_OR_AXIS}(?:\s*,\s*{_TEMPLATE_ARG_OR_AXIS})*\s*>)?"
 )
 ENV_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 SOURCE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
@@ -43,10 +53,9 @@ MAX_LIST = 64
 MAX_EXAMPLES = 32
 MAX_CHAIN = 16
 
-SCALAR_TYPES = ("u32", "i32", "u64", "i64", "f32")
-ELEM_TYPES = (
-    "bf16", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp8_e4m3", "fp8_e5m2",
-)
+# Type names come from the type registry.
+SCALAR_TYPES = tuple(t.name for t in types.SCALAR_TYPES)
+ELEM_TYPES = tuple(t.name for t in types.ELEM_TYPES)
 
 
 def _full(p: re.Pattern[str]) -> str:
@@ -79,6 +88,7 @@ class Struct:
     description: str
     fields: tuple[Field, ...]
     extra_null_keys: bool = False  # JSON Schema only: see the module docstring
+    inherit_key: str | None = None  # with this key present, entries come from another entry
 
     def required(self) -> set[str]:
         return {f.name for f in self.fields if f.required}
@@ -102,7 +112,7 @@ STRING = Kind("string", {"type": "string"})
 TEXT = Kind("text", {"type": "string", "maxLength": MAX_TEXT})
 IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
 MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
-SYMBOL = Kind("C++ function name", {"type": "string", "pattern": _full(SYMBOL_RE)})
+SYMBOL = Kind("C++ function name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
 ENV_NAME = Kind("environment variable name", {"type": "string", "pattern": _full(ENV_RE)})
 SOURCE = Kind("source path", {"type": "string", "pattern": r"^(?!.*(^|/)\.\.(/|$))(?!.*//)(?:"
                               + SOURCE_RE.pattern + r")\.(cu|cuh|h|hpp)$"})
@@ -111,7 +121,8 @@ BOOLEAN = Kind("boolean", {"type": "boolean"})
 EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
 PREDICATE = Kind("predicate", {"type": "string"})
 _TYPE_PATTERN = (
-    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r")\s*\*|(?:" + "|".join(SCALAR_TYPES) + r"))\s*$"
+    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*|(?:"
+    + "|".join(SCALAR_TYPES) + r"))\s*$"
 )
 TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
 HOST_TYPE = Kind("integer type", {"type": "string", "enum": [t for t in SCALAR_TYPES if t != "f32"]})
@@ -241,6 +252,25 @@ KERNEL = Struct(
         Field("variants", VARIANTS.ref(), False,
               "Choose the `__global__` function by the value of an integer argument (a head dimension, say) "
               "instead of one `symbol`."),
+        Field("extends", IDENTIFIER, False,
+              "Start from another kernel defined above in the same file: its entries, each replaced whole by "
+              "this kernel's entry of the same key; an entry whose value is null removes an inherited optional "
+              "key. Required keys may then come from the kernel extended.",
+              "none"),
+        Field("instantiate", Kind("mapping of axis names to lists of element types or integers", {
+            "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
+            "additionalProperties": {"type": "array", "minItems": 1, "items": {
+                "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}]}},
+        }), False,
+              "A matrix of instances: each axis lists element types (substituted for `{AXIS}` in `symbol`, "
+              "`variants` and argument types, as their C++ spelling) or integers (constants of the instance in "
+              "every expression, and substituted for `{AXIS}` in `symbol`). Each instance gets its own launcher; "
+              "the kernel's name becomes a dispatching launcher that picks the instance from the arrays' element "
+              "types, then the first instance whose plan launches.",
+              "none"),
+        Field("instance_name", STRING, False,
+              "The launcher name of each instance, with `{AXIS}` placeholders (e.g. `gemv_{T}_t{TILE}`).",
+              "the kernel name and the axis values joined by `_`"),
         Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
               "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
               "must give every integer argument and "
@@ -248,6 +278,7 @@ KERNEL = Struct(
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
     ),
+    inherit_key="extends",
 )
 
 MODULE = Struct(
@@ -324,7 +355,13 @@ def _struct_json(s: Struct) -> dict[str, object]:
         "required": sorted(s.required()),
         "additionalProperties": {"type": "null"} if s.extra_null_keys else False,
     }
-    if not out["required"]:
+    if s.inherit_key is not None:
+        # Entries may come from the entry named by inherit_key, and null removes an inherited one.
+        for f in s.fields:
+            if f.name != s.inherit_key:
+                props[f.name] = {"anyOf": [dict(f.kind.json), {"type": "null"}], "description": f.description}
+        out["anyOf"] = [{"required": [s.inherit_key]}, {"required": out.pop("required")}]
+    if not out.get("required", True):
         del out["required"]
     return out
 

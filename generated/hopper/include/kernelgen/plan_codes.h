@@ -15,6 +15,7 @@
 #define KG_NL_CLAUSE 4  /* an applies_if clause fails */
 #define KG_NL_NO_VARIANT 5  /* no variant for the value of the variant argument */
 #define KG_NL_EMPTY_GRID 6  /* a grid dimension is 0; detail is the axis */
+#define KG_NL_NO_INSTANCE 7  /* no instantiation (or chain member) takes the arrays' element types */
 
 /* Errors. */
 #define KG_E_REQUIRES 1  /* a requires clause fails; detail is its index */

@@ -193,7 +193,7 @@ pub mod attn_prefill_fa128 {
 
 /// Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_prefill_fa128.yaml:88`):
+/// Arguments, in order (`specs/attn_prefill_fa128.yaml:81`):
 /// - `q`: `const bf16*`, `(q_len * num_q_heads) * head_dim` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, cache_block_size) * cache_block_size) * num_kv_heads) * head_dim` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, cache_block_size) * cache_block_size) * num_kv_heads) * head_dim` elements
@@ -281,7 +281,7 @@ pub mod attn_paged {
 
 /// Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_prefill_fa128.yaml:89`):
+/// Arguments, in order (`specs/attn_prefill_fa128.yaml:82`):
 /// - `q`: `const bf16*`, `(q_len * num_q_heads) * head_dim` elements
 /// - `k`: `const bf16*`, `((batch * seq_len) * num_kv_heads) * head_dim` elements
 /// - `v`: `const bf16*`, `((batch * seq_len) * num_kv_heads) * head_dim` elements

@@ -278,6 +278,55 @@ int32_t CallState::query_device() {
   return device;
 }
 
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
+  *mask = ~0u;  // no dtype known: integer pointers, and objects the conversion will refuse
+  if (PyLong_Check(o) || o == Py_None || PyBool_Check(o) || PyFloat_Check(o)) return 0;
+  if (g.torch_tensor == nullptr) check_torch();
+  if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
+    if (dtype == nullptr) return -1;
+    *mask = 0;
+    for (int32_t j = 0; j < n; ++j) {
+      const ElemInfo& e = kElems[elems[j]];
+      for (int i = 0; i < e.ntorch; ++i) {
+        if (dtype == g.torch_dtypes[e.torch[i].code]) *mask |= 1u << elems[j];
+      }
+    }
+    Py_DECREF(dtype);
+    return 0;
+  }
+  PyObject* cai = PyObject_GetAttr(o, g.s_cai);
+  if (cai != nullptr) {
+    PyObject* typestr = PyDict_Check(cai) ? PyDict_GetItemWithError(cai, g.s_typestr) : nullptr;
+    const char* ts = (typestr && PyUnicode_Check(typestr)) ? PyUnicode_AsUTF8(typestr) : nullptr;
+    if (ts != nullptr) {
+      *mask = 0;
+      for (int32_t j = 0; j < n; ++j) {
+        if (typestr_per_item(elems[j], ts) > 0) *mask |= 1u << elems[j];
+      }
+    }
+    Py_DECREF(cai);
+    PyErr_Clear();
+    return 0;
+  }
+  PyErr_Clear();
+  if (PyObject_HasAttr(o, g.s_dlpack)) {
+    PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+    if (cap == nullptr) return -1;
+    auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+    if (mt != nullptr) {
+      const DLDataType& t = mt->dl_tensor.dtype;
+      *mask = 0;
+      for (int32_t j = 0; j < n; ++j) {
+        if (dlpack_per_item(elems[j], t.code, t.bits, t.lanes) > 0) *mask |= 1u << elems[j];
+      }
+    }
+    PyErr_Clear();
+    Py_DECREF(cap);  // the capsule's destructor calls the producer's deleter
+  }
+  return 0;
+}
+
 int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   *numel = -1;
   if (PyLong_CheckExact(o)) {

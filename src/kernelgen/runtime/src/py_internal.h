@@ -66,6 +66,11 @@ struct CallState {
 // and DLPack, checked as the spec declares. *numel: elements available, -1 when unknown.
 int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs);
 
+// The element types among elems[0..n) that array `o` can be read as, as a mask of 1 << code;
+// ~0u when `o` carries no dtype (an integer pointer) or is no array (the conversion then says
+// why). Returns 0, or -1 with an error set.
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask);
+
 // Elements of type `elem` in one item of torch dtype `torch_code`; 0 when it is not accepted.
 inline int torch_per_item(uint8_t elem, int32_t torch_code) {
   const ElemInfo& e = kElems[elem];

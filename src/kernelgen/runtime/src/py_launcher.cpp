@@ -28,8 +28,9 @@ struct Launcher {
 };
 
 // Matches positional and keyword arguments to slots. `stream` is a keyword of every launcher.
+// plan() also takes the launcher's dtype keys (`keys`, by key index) by keyword.
 int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames, PyObject** slots,
-         PyObject** stream, bool ints_only) {
+         PyObject** stream, bool ints_only, PyObject** keys = nullptr) {
   const LauncherSpec* s = self->spec;
   const Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
   const int32_t max_pos = ints_only ? 0 : s->npositional;
@@ -46,6 +47,14 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
     if (key == g.s_stream && !ints_only) {  // keyword names are interned: identity is the common case
       *stream = value;
       continue;
+    }
+    if (keys != nullptr) {
+      int32_t k = 0;
+      while (k < s->nkeys && PyUnicode_CompareWithASCIIString(key, s->keys[k].name) != 0) ++k;
+      if (k < s->nkeys) {
+        keys[k] = value;
+        continue;
+      }
     }
     // Keywords usually come in the spec's order: try the next slot first.
     const Py_ssize_t hint = npos + k;
@@ -166,6 +175,70 @@ PyObject* not_launched_or_raise(Launcher* self, const kg_kernel_info* k, int32_t
 
 constexpr int kMaxArgs = 64;
 
+bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    const uint8_t e = s->member_types[m * s->nkeys + k];
+    if (e != 0 && (masks[k] & (1u << e)) == 0) return false;
+  }
+  return true;
+}
+
+// For a launcher with dtype keys: each key's mask of the element types its arrays can be read
+// as (masks), and the element type each keyed argument is converted and checked as (that of
+// the first member the masks admit; elem_of_arg, 0 elsewhere). An integer pointer carries no
+// dtype: it is accepted where the members left agree on its element type, and refused where
+// they differ. Returns 1 when no member takes the arrays' element types, 0, or -1 with an
+// error set.
+int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, uint8_t* elem_of_arg) {
+  const int32_t nmembers = s->nkernels - 1;
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    uint8_t cand[32];
+    int32_t n = 0;
+    for (int32_t m = 0; m < nmembers; ++m) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      bool seen = e == 0;
+      for (int32_t j = 0; j < n && !seen; ++j) seen = cand[j] == e;
+      if (!seen && n < 32) cand[n++] = e;
+    }
+    masks[k] = ~0u;
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      if (((s->keys[k].args >> i) & 1u) == 0 || slots[i] == nullptr) continue;
+      uint32_t mask = 0;
+      if (array_dtypes(slots[i], cand, n, &mask) < 0) return -1;
+      masks[k] &= mask;
+    }
+  }
+  int32_t first = -1;
+  for (int32_t m = 0; m < nmembers && first < 0; ++m) {
+    if (member_matches(s, m, masks)) first = m;
+  }
+  if (first < 0) return 1;
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    uint8_t chosen = 0;
+    bool differ = false;
+    for (int32_t m = first; m < nmembers; ++m) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      if (e == 0 || !member_matches(s, m, masks)) continue;
+      if (chosen == 0) chosen = e;
+      differ = differ || e != chosen;
+    }
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      if (((s->keys[k].args >> i) & 1u) == 0) continue;
+      elem_of_arg[i] = chosen;
+      if (differ && PyLong_Check(slots[i])) {
+        char d[300];
+        std::snprintf(d, sizeof d,
+                      "an integer device pointer carries no dtype, and the kernels this call can launch differ in "
+                      "its element type (%s); pass an array (torch tensor, __cuda_array_interface__ or DLPack), or "
+                      "call one instantiation directly",
+                      s->keys[k].name);
+        return arg_error(s, &s->args[i], "%s", d);
+      }
+    }
+  }
+  return 0;
+}
+
 PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   const LauncherSpec* s = self->spec;
@@ -174,16 +247,39 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   PyObject* stream_obj = nullptr;
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
   CallState cs;
-  Value values[kMaxArgs];
+  Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
   int64_t numels[kMaxArgs];
+  // Launchers with dtype keys: each keyed argument is converted as the element type of the
+  // first member its dtype admits (elem_of_arg, set only when keyed).
+  const bool keyed = s->nkeys > 0;
+  uint8_t elem_of_arg[kMaxArgs];
+  if (keyed) {
+    for (int32_t i = 0; i < s->nargs; ++i) elem_of_arg[i] = 0;
+    uint32_t masks[kMaxArgs];
+    const int rc = pick_dtypes(s, slots, masks, elem_of_arg);
+    if (rc < 0) return nullptr;
+    if (rc > 0) {
+      const int32_t own = s->nkernels - 1;
+      return not_launched_or_raise(self, s->kernels[own], own, KG_CODE(KG_NL_NO_INSTANCE, 0));
+    }
+    for (int32_t k = 0; k < s->nkeys; ++k) values[s->nargs + k].u = masks[k];
+  }
   for (int32_t i = 0; i < s->nargs; ++i) {
-    const ArgSpec& a = s->args[i];
+    ArgSpec typed;
+    const ArgSpec* ap = &s->args[i];
+    if (keyed && elem_of_arg[i] != 0) {
+      typed = *ap;
+      typed.type = elem_of_arg[i];
+      ap = &typed;
+    }
+    const ArgSpec& a = *ap;
     numels[i] = -1;
     int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
     if (a.kind == kPointer && !PyLong_CheckExact(slots[i])) {
       for (int32_t j = 0; j < i && reuse < 0; ++j) {
         const ArgSpec& b = s->args[j];
-        if (slots[j] == slots[i] && b.kind == kPointer && b.type == a.type && b.contiguous == a.contiguous &&
+        const uint8_t btype = keyed && elem_of_arg[j] != 0 ? elem_of_arg[j] : b.type;
+        if (slots[j] == slots[i] && b.kind == kPointer && btype == a.type && b.contiguous == a.contiguous &&
             (b.writable || !a.writable) && (b.size_slot >= 0 || a.size_slot < 0)) {
           reuse = j;
         }
@@ -215,7 +311,8 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       return nullptr;
     }
     for (int32_t i = 0; i < s->nargs; ++i) {
-      const ArgSpec& a = s->args[i];
+      ArgSpec a = s->args[i];
+      if (keyed && elem_of_arg[i] != 0) a.type = elem_of_arg[i];
       if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
       const int64_t need = sizes[a.size_slot];
       if (need > 0 && numels[i] < need) {
@@ -243,8 +340,26 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   const LauncherSpec* s = self->spec;
   PyObject* slots[kMaxArgs] = {};
   PyObject* unused = nullptr;
-  if (bind(self, args, nargsf, kwnames, slots, &unused, true) < 0) return nullptr;
-  Value values[kMaxArgs];
+  PyObject* keys[kMaxArgs] = {};
+  if (bind(self, args, nargsf, kwnames, slots, &unused, true, keys) < 0) return nullptr;
+  Value values[2 * kMaxArgs];
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    // A key's element type by name (T="bf16"); left out: every member is considered.
+    values[s->nargs + k].u = ~0u;
+    if (keys[k] == nullptr) continue;
+    const char* text = PyUnicode_Check(keys[k]) ? PyUnicode_AsUTF8(keys[k]) : nullptr;
+    if (text == nullptr) PyErr_Clear();
+    int code = 0;
+    for (int e = 1; text != nullptr && e < kElemCount && code == 0; ++e) {
+      if (std::strcmp(kElems[e].name, text) == 0) code = e;
+    }
+    if (code == 0) {
+      PyErr_Format(PyExc_TypeError, "plan of %s(): %s must name an element type, such as '%s'; got %R", s->name,
+                   s->keys[k].name, kElems[s->member_types[k]].name, keys[k]);
+      return nullptr;
+    }
+    values[s->nargs + k].u = 1u << code;
+  }
   for (int32_t i = 0; i < s->nargs; ++i) {
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
@@ -344,7 +459,7 @@ PyTypeObject* launcher_type() {
 }  // namespace
 
 int add_launcher(PyObject* module, const LauncherSpec* spec) {
-  if (spec->nargs > kMaxArgs) {
+  if (spec->nargs > kMaxArgs || spec->nkeys > kMaxArgs) {
     PyErr_Format(PyExc_RuntimeError, "%s: more than %d arguments", spec->name, kMaxArgs);
     return -1;
   }

@@ -25,6 +25,10 @@ extern "C" {
 #define KG_CATEGORY(code) (((code) < 0 ? -(code) : (code)) >> 16)
 #define KG_DETAIL(code) (((code) < 0 ? -(code) : (code)) & 0xffff)
 
+/* The dtype mask of one element type (KG_ELEM_* in the module headers that need them), for
+ * launchers that pick an instantiation or chain member by element type. */
+#define KG_DTYPE(elem) (1u << (elem))
+
 /* Launch geometry and applicability for given arguments, computed without a GPU. */
 typedef struct kg_plan {
   int64_t grid[3];
@@ -40,7 +44,8 @@ typedef struct kg_kernel_info {
   const char* name;
   const char* target;
   const char* kill_switch;          /* NULL when the module has none */
-  const char* variant_on;           /* NULL when the kernel has no variants */
+  const char* variant_on;           /* NULL when the kernel has no variants; for a launcher that
+                                       picks by element type, its dtype keys ("T") */
   const char* const* skip_if;
   const char* const* applies_if;
   const char* const* requires_;

@@ -31,6 +31,15 @@ struct ArgSpec {
   uint8_t keyword_only;  // host arguments
 };
 
+// A dtype key of a launcher whose members take different pointer element types: a type axis
+// of an instantiated kernel's dispatcher, or a chain argument whose element type differs
+// between members. The launcher receives, after the arguments' values, one mask per key of
+// the element types (1 << ElemCode) its arrays can be read as.
+struct DtypeKey {
+  const char* name;  // plan()'s keyword
+  uint64_t args;     // bit i: argument i has this key's element type
+};
+
 union Value {
   uint64_t u;
   int64_t i;
@@ -50,6 +59,12 @@ struct LauncherSpec {
   int32_t (*sizes)(const Value* v, int64_t* out);  // element counts per size slot
   const kg_kernel_info* const* kernels;            // the kernels this launcher may report
   int32_t nkernels;
+  // Dtype keys (nkeys 0: every member takes the same pointer types). With keys, kernels[0 ..
+  // nkernels - 2] are the members and kernels[nkernels - 1] the launcher's own description;
+  // member_types[m * nkeys + k] is member m's element code for key k (0: it lacks it).
+  const DtypeKey* keys;
+  int32_t nkeys;
+  const uint8_t* member_types;
 };
 
 // Prepares the module: imports kernelgen_ops' exception and Outcome types and registers the
