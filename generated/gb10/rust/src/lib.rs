@@ -76,6 +76,34 @@ pub const LIBRARY: &str = "kernelgen_gb10_0776312b";
 /// The legacy default stream.
 pub const DEFAULT_STREAM: Stream = std::ptr::null_mut();
 
+/// For a launcher whose members differ in element types: the mask accepting every member.
+pub const ANY_DTYPE: u32 = u32::MAX;
+
+/// The mask bit of an element type (its code in [`dtype`]).
+pub const fn dtype_bit(code: u32) -> u32 {
+    1u32 << code
+}
+
+/// Element type codes, from kernelgen's type registry.
+pub mod dtype {
+    pub const BF16: u32 = 1;
+    pub const F16: u32 = 2;
+    pub const F32: u32 = 3;
+    pub const F64: u32 = 4;
+    pub const I8: u32 = 5;
+    pub const I16: u32 = 6;
+    pub const I32: u32 = 7;
+    pub const I64: u32 = 8;
+    pub const U8: u32 = 9;
+    pub const U16: u32 = 10;
+    pub const U32: u32 = 11;
+    pub const U64: u32 = 12;
+    pub const FP8_E4M3: u32 = 13;
+    pub const FP8_E5M2: u32 = 14;
+    pub const FP8_E8M0: u32 = 15;
+    pub const FP4_E2M1: u32 = 16;
+}
+
 /// A `cudaStream_t`; null is the legacy default stream.
 pub type Stream = *mut c_void;
 
