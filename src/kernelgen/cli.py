@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 from kernelgen import __version__
+from kernelgen.emit import render_catalog
 from kernelgen.errors import KernelgenError, SpecError
 from kernelgen.loader import load_catalog
 from kernelgen.model import Catalog, Target
-from kernelgen.render import render_catalog
 from kernelgen.writer import check_files, write_files
 
 

@@ -1,30 +1,29 @@
-"""Lowering: the typed model -> per-target launch plans made of ready-to-render strings.
+"""Lowering: the typed model -> per-target launchers, the IR every emitter reads.
 
-Templates only place what this module computes. Plan semantics (the clause families and their
-order, outcome codes, geometry limits, the Python evaluation of a plan) live in
-:mod:`kernelgen.plan`, the search for test cases in :mod:`kernelgen.cases` and escaping in
-:mod:`kernelgen.escape`; here is the lowered form (the IR) and how each step and argument is
-spelled.
+The IR speaks no output language: arguments keep their types from the registry and
+expressions stay trees; each emitter (kernelgen.emit) spells them in its own language. Plan
+semantics (the clause families and their order, outcome codes, geometry limits, the Python
+evaluation of a plan) live in :mod:`kernelgen.plan` and the search for test cases in
+:mod:`kernelgen.cases`; here a kernel's steps are put in plan order, its sized arrays given
+slots, and a chain's members and arguments united.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from kernelgen import expr, names, plan
+from kernelgen import expr, plan
 from kernelgen.cases import search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Target
-from kernelgen.types import ELEM_TYPES, ScalarKind
+from kernelgen.types import ELEM_TYPES, ElemType, ScalarType
 
 
 @dataclass(frozen=True)
 class Step:
-    """One plan step (a clause) with its C++ and Python spellings."""
+    """One plan step: a clause in plan order, with its expression."""
 
     step: plan.Step
-    cpp: str
-    py: str
+    expr: expr.Node
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.step, name)
@@ -32,43 +31,53 @@ class Step:
 
 @dataclass(frozen=True)
 class CArg:
-    """One argument as each language spells it."""
+    """One launcher argument: the spec's argument, its slot among the sized arrays, and
+    whether a chain takes it untyped (its element type is a dtype key)."""
 
-    name: str
-    cpp_type: str  # typed C++ (const __nv_bfloat16*)
-    c_type: str  # C ABI (const void*)
-    spelling: str  # spec spelling (const bf16*)
-    is_pointer: bool
-    is_int: bool
-    host: bool
-    value_field: str  # kg::py::Value member: p, u, i or f
-    scalar_code: int
-    elem_code: int
-    writable: bool
-    contiguous: bool
+    arg: Arg
     size_slot: int
-    py_type: str  # for .pyi stubs
+    untyped: bool = False
 
     @property
-    def c_param(self) -> str:
-        return f"{self.c_type} {self.name}"
+    def name(self) -> str:
+        return self.arg.name
 
     @property
-    def cpp_param(self) -> str:
-        return f"{self.cpp_type} {self.name}"
+    def spelling(self) -> str:
+        """The spec's spelling (const bf16*)."""
+        return self.arg.spelling
 
     @property
-    def to_cpp(self) -> str:
-        """Expression converting the C ABI parameter to the C++ API type."""
-        if self.is_pointer:
-            return f"static_cast<{self.cpp_type}>({self.name})"
-        return self.name
+    def elem(self) -> ElemType | None:
+        return self.arg.elem
 
-    def from_value(self, i: int) -> str:
-        """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C type."""
-        if self.is_pointer:
-            return f"v[{i}].p" if self.c_type.startswith("const") else f"const_cast<void*>(v[{i}].p)"
-        return f"static_cast<{self.c_type}>(v[{i}].{self.value_field})"
+    @property
+    def scalar(self) -> ScalarType | None:
+        return self.arg.scalar
+
+    @property
+    def const(self) -> bool:
+        return self.arg.const
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.arg.is_pointer
+
+    @property
+    def is_int(self) -> bool:
+        return self.arg.is_int
+
+    @property
+    def host(self) -> bool:
+        return self.arg.host
+
+    @property
+    def writable(self) -> bool:
+        return self.arg.is_pointer and not self.arg.const
+
+    @property
+    def contiguous(self) -> bool:
+        return self.arg.is_pointer and self.arg.contiguous
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,6 @@ class LKernel:
     symbol: str
     variants: tuple[Variant, ...]
     variant_on: str | None
-    variant_on_cpp: str | None  # the variant argument as the plan's C++ reads it
     args: tuple[CArg, ...]  # kernel args then host args
     kernel_args: tuple[CArg, ...]
     int_args: tuple[CArg, ...]
@@ -95,19 +103,14 @@ class LKernel:
     skip_texts: tuple[str, ...]
     applies_texts: tuple[str, ...]
     requires_texts: tuple[str, ...]
-    grid_cpp: tuple[str, str, str]
-    block_cpp: tuple[str, str, str]
-    smem_cpp: str
-    grid_py: tuple[str, str, str]
-    block_py: tuple[str, str, str]
-    smem_py: str
-    u64_int_args: tuple[str, ...]
-    sizes: tuple[tuple[int, str, str, str], ...]  # (slot, arg name, cpp expr, py expr)
-    signature_cpp: str  # the __global__ type the spec declares
+    grid: tuple[expr.Node, expr.Node, expr.Node]
+    block: tuple[expr.Node, expr.Node, expr.Node]
+    shared_mem: expr.Node
+    u64_int_args: tuple[str, ...]  # u64 arguments the expressions use (converted with an overflow check)
+    sizes: tuple[tuple[int, str, expr.Node], ...]  # (slot, arg name, element count)
     signature_text: str  # the spec's argument list, for the static_assert message
     flips: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]  # (kind, index, args)
     cases: tuple[tuple[tuple[str, int], ...], ...]
-    doc: str
     slot: str
 
 
@@ -131,7 +134,7 @@ class LChain:
     name: str
     module: str
     spec: str
-    members: tuple[tuple[str, str, str], ...]  # (module, kernel, C++ qualified name)
+    members: tuple[tuple[str, str], ...]  # (module, kernel)
     member_args: tuple[tuple[str, ...], ...]  # per member: names of its arguments in order
     member_int_args: tuple[tuple[str, ...], ...]
     member_sizes: tuple[tuple[tuple[int, str], ...], ...]  # per member: (its slot, union arg name)
@@ -139,12 +142,12 @@ class LChain:
     kernel_args: tuple[CArg, ...]
     int_args: tuple[CArg, ...]
     nsizes: int
-    doc: str
+    summary: str  # what the chain does, in words
     cross_modules: tuple[str, ...]
     cases: tuple[tuple[tuple[str, int], ...], ...] = ()
     dispatch: bool = False  # the dispatching launcher of an instantiated kernel
     keys: tuple[LKey, ...] = ()  # empty when every member takes the same pointer types
-    member_ptr_types: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (arg, C++ pointer type)
+    member_ptr_args: tuple[tuple[CArg, ...], ...] = ()  # per member: its pointer arguments
     member_type_names: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (key, element type name)
 
 
@@ -166,52 +169,8 @@ class LModule:
         return any(k.present for k in self.kernels)
 
 
-def _py_type(a: Arg) -> str:
-    if a.is_pointer:
-        return "Array"
-    assert a.scalar is not None
-    return a.scalar.py
-
-
-def _carg(a: Arg, size_slot: int) -> CArg:
-    if a.is_pointer:
-        assert a.elem is not None
-        return CArg(
-            a.name, a.cpp_type, "const void*" if a.const else "void*", a.spelling, True, False, a.host, "p",
-            0, a.elem.code, not a.const, a.contiguous, size_slot, "Array",
-        )
-    assert a.scalar is not None
-    field_ = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f"}[a.scalar.kind]
-    return CArg(
-        a.name, a.scalar.cpp, a.scalar.cpp, a.spelling, False, a.is_int, a.host, field_,
-        a.scalar.code, 0, False, False, -1, _py_type(a),
-    )
-
-
-def _name_cpp(u64: set[str], constants: set[str]) -> callable:  # type: ignore[valid-type]
-    def m(n: str) -> str:
-        if n in constants:
-            return n
-        if n in u64:
-            return f"kg_i64_{n}"
-        return f"int64_t{{{n}}}"
-    return m
-
-
 def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
-    constants = dict(module.constants)
     u64 = set(u64_in_expressions(k))
-    cpp_name = _name_cpp(u64, set(constants))
-
-    def py_name(n: str) -> str:
-        return f"C_{n}" if n in constants else f"_a[{n!r}]"
-
-    def cpp(n: expr.Node) -> str:
-        return expr.to_cpp(n, cpp_name)
-
-    def py(n: expr.Node) -> str:
-        return expr.to_python(n, py_name)
-
     size_slot = 0
     cargs = []
     sizes = []
@@ -219,17 +178,16 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         slot = -1
         if a.is_pointer and a.size is not None:
             slot = size_slot
-            sizes.append((slot, a.name, cpp(a.size), py(a.size)))
+            sizes.append((slot, a.name, a.size))
             size_slot += 1
-        cargs.append(_carg(a, slot))
-    steps = [Step(st, cpp(c.expr), py(c.expr)) for st, c in plan.steps(k)]
+        cargs.append(CArg(a, slot))
+    steps = [Step(st, c.expr) for st, c in plan.steps(k)]
     present = target.name in k.targets
     slot = f"g_slot_{k.name}"
     variants = ()
     if k.variants:
         variants = tuple(Variant(v, s, f"{slot}_v{v}") for v, s in k.variants.symbols)
     kernel_cargs = tuple(c for c in cargs if not c.host)
-    sig = "void (*)(" + ", ".join(c.cpp_type for c in kernel_cargs) + ")"
     sig_text = ", ".join(f"{c.spelling} {c.name}" for c in kernel_cargs)
     lk = LKernel(
         name=k.name,
@@ -239,7 +197,6 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         symbol=k.symbol,
         variants=variants,
         variant_on=k.variants.on if k.variants else None,
-        variant_on_cpp=cpp_name(k.variants.on) if k.variants else None,
         args=tuple(cargs),
         kernel_args=kernel_cargs,
         int_args=tuple(c for c in cargs if c.is_int),
@@ -247,19 +204,14 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         skip_texts=tuple(c.text for c in k.skip_if),
         applies_texts=tuple(c.text for c in k.applies_if),
         requires_texts=tuple(c.text for c in k.requires),
-        grid_cpp=tuple(cpp(n) for n in k.grid),  # type: ignore[arg-type]
-        block_cpp=tuple(cpp(n) for n in k.block),  # type: ignore[arg-type]
-        smem_cpp=cpp(k.shared_mem),
-        grid_py=tuple(py(n) for n in k.grid),  # type: ignore[arg-type]
-        block_py=tuple(py(n) for n in k.block),  # type: ignore[arg-type]
-        smem_py=py(k.shared_mem),
+        grid=k.grid,
+        block=k.block,
+        shared_mem=k.shared_mem,
         u64_int_args=tuple(sorted(u64)),
         sizes=tuple(sizes),
-        signature_cpp=sig,
         signature_text=sig_text,
         flips=(),
         cases=(),
-        doc=_doc(k.summary, cargs),
         slot=slot,
     )
     flips, cases = search_cases(module, k, target)
@@ -270,14 +222,6 @@ def _replace(lk: LKernel, **kw: object) -> LKernel:
     from dataclasses import replace
 
     return replace(lk, **kw)
-
-
-def _doc(summary: str, cargs: Iterable[CArg]) -> str:
-    cargs = list(cargs)
-    pos = ", ".join(f"{c.name}: {c.spelling}" for c in cargs if not c.host)
-    kw = ", ".join(f"{c.name}: {c.spelling}" for c in cargs if c.host)
-    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=0) -> Outcome"
-    return f"{sig}\n\n{summary}"
 
 
 # --------------------------------------------------------------------- chains
@@ -296,7 +240,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         k = owner.kernel(ref.kernel)
         assert k is not None
         kernels.append((owner, k))
-        members.append((ref.module, ref.kernel, names.cpp_launcher(ref.module, ref.kernel)))
+        members.append((ref.module, ref.kernel))
         member_args.append(tuple(a.name for a in k.all_args))
         member_int.append(tuple(a.name for a in k.int_args))
         slots = []
@@ -325,12 +269,11 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
             a = replace(a, const=False)  # written by some member: the chain's argument is writable
         if a.is_pointer and not a.contiguous and any(b.contiguous for _, k in kernels for b in k.args if b.name == n):
             a = replace(a, contiguous=True)
-        c = _carg(a, size_of.get(n, -1))
-        cargs.append(c)
-    keys, ptr_types, type_names = _dtype_keys(fb, [k for _, k in kernels], cargs)
+        cargs.append(CArg(a, size_of.get(n, -1)))
+    keys, ptr_args, type_names = _dtype_keys(fb, [k for _, k in kernels], cargs)
     if keys:
         varying = {cargs[i].name for key in keys for i in key.args}
-        cargs = [replace(c, cpp_type=c.c_type) if c.name in varying else c for c in cargs]
+        cargs = [replace(c, untyped=True) if c.name in varying else c for c in cargs]
     cross = sorted({r.module for r in fb.members if r.module != module.name})
     # Cases for the chain's tests: each member's examples and clause flips, completed with
     # the other members' first examples, so every member gets to decide at least once.
@@ -365,19 +308,19 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         kernel_args=tuple(c for c in cargs if not c.host),
         int_args=tuple(c for c in cargs if c.is_int),
         nsizes=len(size_of),
-        doc=_doc(summary, cargs),
+        summary=summary,
         cross_modules=tuple(cross),
         cases=tuple(chain_cases),
         dispatch=fb.dispatch,
         keys=keys,
-        member_ptr_types=ptr_types,
+        member_ptr_args=ptr_args,
         member_type_names=type_names,
     )
 
 
 def _dtype_keys(fb: Fallback, kernels: list[Kernel], cargs: list[CArg]):
     """The launcher's dtype keys (none when all members take the same pointer types), and per
-    member the C++ type of each pointer argument and the element type name of each key."""
+    member its pointer arguments and the element type name of each key."""
     index = {c.name: i for i, c in enumerate(cargs)}
     elem_of = [{a.name: a.elem for a in k.args if a.elem is not None} for k in kernels]
     if fb.dispatch:
@@ -396,14 +339,12 @@ def _dtype_keys(fb: Fallback, kernels: list[Kernel], cargs: list[CArg]):
         keys.append(LKey(name, tuple(index[a] for a in args), tuple(elems)))
     if not keys:
         return (), (), ()
-    ptr_types = tuple(
-        tuple((a.name, a.cpp_type) for a in k.args if a.is_pointer) for k in kernels
-    )
+    ptr_args = tuple(tuple(CArg(a, -1) for a in k.args if a.is_pointer) for k in kernels)
     type_names = tuple(
         tuple((key.name, ELEM_TYPES[key.member_elems[m] - 1].name) for key in keys if key.member_elems[m])
         for m in range(len(kernels))
     )
-    return tuple(keys), ptr_types, type_names
+    return tuple(keys), ptr_args, type_names
 
 
 def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:

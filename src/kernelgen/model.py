@@ -44,13 +44,6 @@ class Arg:
         assert self.scalar is not None
         return self.scalar.name
 
-    @property
-    def cpp_type(self) -> str:
-        if self.elem is not None:
-            return f"{'const ' if self.const else ''}{self.elem.cpp}*"
-        assert self.scalar is not None
-        return self.scalar.cpp
-
 
 @dataclass(frozen=True)
 class Clause:

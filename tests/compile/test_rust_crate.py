@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen.emit import library_name, render_catalog
 from kernelgen.loader import load_catalog
-from kernelgen.render import library_name, render_catalog
 from tests.conftest import REPO, run_cli
 from tests.unit.test_emit_rust import KEYWORDS
 from tests.unit.test_loader import write_project

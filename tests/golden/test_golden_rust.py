@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen.emit import library_name, render_catalog
 from kernelgen.loader import load_catalog
-from kernelgen.render import library_name, render_catalog
 
 HERE = Path(__file__).resolve().parent
 REF = HERE / "fixture_ops"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelgen.emit_rust import rust_ident, rust_string, rust_type
+from kernelgen.emit import render_catalog
+from kernelgen.emit.rust import rust_ident, rust_string, rust_type
 from kernelgen.loader import load_catalog
-from kernelgen.render import render_catalog
 from kernelgen.types import ELEMS, SCALAR_TYPES
 from kernelgen.writer import check_files, write_files
 from tests.unit.test_loader import write_project

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen.emit import render_catalog
 from kernelgen.errors import SpecError
 from kernelgen.loader import load_catalog
-from kernelgen.render import render_catalog
 from tests.unit.test_loader import write_project
 
 PAYLOADS = [

@@ -12,7 +12,8 @@ import re
 import pytest
 
 from kernelgen import types
-from kernelgen.render import _ENV, type_tables
+from kernelgen.emit.base import ENV as _ENV
+from kernelgen.emit.python import type_tables
 from tests.conftest import REPO
 
 

@@ -9,10 +9,9 @@ same lowered specs as the Python contract tests (:func:`kernelgen.cases.expected
 
 from __future__ import annotations
 
-import jinja2
-
 from kernelgen import __version__, expr, names, types
 from kernelgen.cases import expected_plan
+from kernelgen.emit.base import ENV
 from kernelgen.errors import ExprError
 from kernelgen.escape import comment_text
 from kernelgen.lower import (
@@ -36,16 +35,7 @@ from kernelgen.plan import (
     NL_NO_VARIANT,
     code,
 )
-from kernelgen.types import ELEMS, SCALARS, ElemType, ScalarType
-
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("kernelgen", "templates/rust"),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
+from kernelgen.types import ElemType, ScalarType
 
 # ------------------------------------------------------------------ spellings
 
@@ -64,10 +54,7 @@ def rust_type(scalar: ScalarType | None, elem: ElemType | None, const: bool, ffi
 
 
 def _arg_types(a: CArg) -> tuple[ScalarType | None, ElemType | None, bool]:
-    if a.is_pointer:
-        const = a.spelling.startswith("const ")
-        return None, ELEMS[a.spelling.removeprefix("const ").rstrip("*").strip()], const
-    return SCALARS[a.spelling], None, False
+    return a.scalar, a.elem, a.const
 
 
 # Keywords (strict, reserved and edition 2021/2024 ones) that are not also C++ or Python
@@ -186,7 +173,7 @@ class _KernelView(_Launcher):
                          _arg_docs(lk.args, _size_texts(k)))
         self.present = lk.present
         self.spec = lk.spec
-        self.sized = [name for _, name, _, _ in sorted(lk.sizes)]
+        self.sized = [name for _, name, _ in sorted(lk.sizes)]
         self.clauses = (
             [f"skip_if `{doc_text(t)}`: not launched (empty work)" for t in lk.skip_texts]
             + [f"requires `{doc_text(t)}`: else `Error::Argument`" for t in lk.requires_texts]
@@ -198,15 +185,15 @@ class _KernelView(_Launcher):
 
 class _ChainView(_Launcher):
     def __init__(self, m: LModule, c: LChain, size_texts: dict[str, str]) -> None:
-        summary = c.doc.split("\n\n", 1)[1]
+        summary = c.summary
         super().__init__(m, c.name, c.args, c.int_args, c.nsizes, summary,
                          _arg_docs(c.args, size_texts) + [f"`{k.param}`: `u32`, the element types accepted for "
                                                           f"{k.name} (`ANY_DTYPE`, or `dtype_bit(code)` ORed)"
                                                           for k in c.keys],
                          tuple(k.param for k in c.keys))
         self.spec = c.spec
-        self.members = [f"crate::{rust_ident(mod)}::{rust_ident(k)}" for mod, k, _ in c.members]
-        self.member_names = [f"{mod}.{k}" for mod, k, _ in c.members]
+        self.members = [f"crate::{rust_ident(mod)}::{rust_ident(k)}" for mod, k in c.members]
+        self.member_names = [f"{mod}.{k}" for mod, k in c.members]
         by_slot = {a.size_slot: a.name for a in c.args if a.is_pointer and a.size_slot >= 0}
         self.sized = [by_slot[i] for i in range(c.nsizes)]
 
@@ -324,7 +311,7 @@ class _KernelTests:
         self.killed_reason = rust_string(_reason(k, target, code(NL_KILLED), m.kill_switch) or "")
         self.sizes_args = self.first_plan_args
         sizes = []
-        for _, name, _, _ in sorted(lk.sizes):
+        for _, name, _ in sorted(lk.sizes):
             n = _size_of(mod, k, name, first)
             sizes.append(str(n) if n is not None else "None")
         self.sizes = None if "None" in sizes else "[" + ", ".join(sizes) + "]"
@@ -352,7 +339,7 @@ class _ChainTests:
         self.name = c.name
         self.path = f"{crate}::{rust_ident(m.name)}::{rust_ident(c.name)}"
         members = []
-        for mod_name, kernel, _ in c.members:
+        for mod_name, kernel in c.members:
             mod = catalog.module(mod_name)
             assert mod is not None
             k = mod.kernel(kernel)
@@ -435,7 +422,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
                 }
         chains = []
         for c in lm.chains:
-            for mod_name, kernel, _ in c.members:
+            for mod_name, kernel in c.members:
                 owner = catalog.module(mod_name)
                 assert owner is not None
                 mk = owner.kernel(kernel)
@@ -454,7 +441,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             "kill_switch": lm.kill_switch,
             "t": target,
         }
-        out[f"rust/src/{ident.removeprefix('r#')}.rs"] = _ENV.get_template("module.rs.j2").render(ctx)
+        out[f"rust/src/{ident.removeprefix('r#')}.rs"] = ENV.get_template("rust/module.rs.j2").render(ctx)
         tests = {
             "stamp": stamp(lm.spec),
             "m": lm,
@@ -463,7 +450,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             "chains": [_ChainTests(catalog, lm, c, target, crate) for c in lm.chains],
             "any_dtype": any(c.keys for c in lm.chains),
         }
-        out[f"rust/tests/{lm.name}.rs"] = _ENV.get_template("contract.rs.j2").render(tests)
+        out[f"rust/tests/{lm.name}.rs"] = ENV.get_template("rust/contract.rs.j2").render(tests)
     cc = f"{target.compute_capability[0]}.{target.compute_capability[1]}"
     tctx = {
         "stamp": stamp("specs/targets.yaml and the module specs"),
@@ -479,9 +466,9 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "example": example,
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
     }
-    out["rust/Cargo.toml"] = _ENV.get_template("Cargo.toml.j2").render(tctx)
-    out["rust/build.rs"] = _ENV.get_template("build.rs.j2").render(tctx)
-    out["rust/src/lib.rs"] = _ENV.get_template("lib.rs.j2").render(tctx)
+    out["rust/Cargo.toml"] = ENV.get_template("rust/Cargo.toml.j2").render(tctx)
+    out["rust/build.rs"] = ENV.get_template("rust/build.rs.j2").render(tctx)
+    out["rust/src/lib.rs"] = ENV.get_template("rust/lib.rs.j2").render(tctx)
     return out
 
 
