@@ -14,6 +14,9 @@ in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, w4a16 (w4a16_gemv for
 m <= 16, w4a16_gemm above).
 
+--quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv) and
+cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
+
 Usage: python3 benchmarks/bench_dense_linear.py --out results.json [--quick]
 """
 
@@ -34,6 +37,7 @@ L2_BYTES = 50 * 10**6
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 24576, 4096), ("down", 4096, 12288),
           ("lm_head", 151936, 4096)]
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
+QUICK_ROWS = [1, 8, 16]
 SLEEP = 100_000  # GPU cycles queued before each timed call
 
 
@@ -60,9 +64,11 @@ def fp4_weights(n, k):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--quick", action="store_true",
+                    help="GEMV kernels only (dense_gemv, w4a16_gemv vs cuBLAS) at m = 1, 8, 16; fewer repetitions")
     args = ap.parse_args()
     reps = 10 if args.quick else 25
+    row_list = QUICK_ROWS if args.quick else ROWS
     torch.manual_seed(0)
     copy_tbs = copy_bandwidth()
     rows = []
@@ -74,7 +80,7 @@ def main():
                    for _ in range(copies_for(wbytes))]
         qbytes = n * k // 2 + n * k // 16
         ws_fp4 = [fp4_weights(n, k) for _ in range(copies_for(qbytes))]
-        for m in ROWS:
+        for m in row_list:
             x = torch.randn(m, k, device=DEV, dtype=torch.float32).to(BF16)
             out = torch.empty(m, n, device=DEV, dtype=BF16)
             io = m * k * 2 + m * n * 2
@@ -85,10 +91,11 @@ def main():
             if m <= 16:
                 cases.append(("dense_gemv", wbytes + io, sets,
                               lambda w: launched(dense_linear.dense_gemv(x, w, out, m, n, k))))
-            cases.append(("dense_gemm", wbytes + io, sets,
-                          lambda w: launched(dense_linear.dense_gemm(x, w, out, m, n, k))))
-            cases.append(("dense_gemm_pipelined", wbytes + io, sets,
-                          lambda w: launched(dense_linear.dense_gemm_pipelined(x, w, out, m, n, k))))
+            if not args.quick:
+                cases.append(("dense_gemm", wbytes + io, sets,
+                              lambda w: launched(dense_linear.dense_gemm(x, w, out, m, n, k))))
+                cases.append(("dense_gemm_pipelined", wbytes + io, sets,
+                              lambda w: launched(dense_linear.dense_gemm_pipelined(x, w, out, m, n, k))))
             fn4 = w4a16_gemm.w4a16_gemv if m <= 16 else w4a16_gemm.w4a16_gemm
             cases.append(("w4a16_gemv" if m <= 16 else "w4a16_gemm", qbytes + io, ws_fp4,
                           lambda q, s: launched(fn4(x, q, s, 0.01, out, m, n, k))))
@@ -109,7 +116,7 @@ def main():
         del ws_bf16, ws_fp4
         torch.cuda.empty_cache()
         # written after every shape, so that a cut-short run keeps what it measured
-        result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "rows": rows}
+        result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quick": args.quick, "rows": rows}
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
 

@@ -21,6 +21,8 @@
 // r[i] = {w(c_i), w(c_{i+4})} (low half, high half): the k pairing (i, i + 4) lets one shift per
 // word place both signs. The GEMV feeds these pairs to the MMA directly, with x permuted the
 // same way; e2m1x8_natural reorders them to {c0, c1}, {c2, c3}, ... for shared-memory tiles.
+// (The GEMV uses the cheaper e2m1x8_raw + e4m3x2_scaled_bf16 below; the tile GEMM keeps the
+// table path, where the dequantization is not the bottleneck.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -70,6 +72,46 @@ static __device__ __forceinline__ void e2m1x8(uint32_t q, uint32_t (&r)[4]) {
     r[1] = prmt(lo_a, hi_a, 0x7351u) | ((q << 8) & 0x80008000u);
     r[2] = prmt(lo_b, hi_b, 0x6240u) | ((q << 4) & 0x80008000u);
     r[3] = prmt(lo_b, hi_b, 0x7351u) | (q & 0x80008000u);
+}
+
+// GEMV fast conversion (integer multiply + mask, no table), per 32-bit word of 8 codes:
+//   r[i] = {c_i, c_{i+4}} as bf16 bit patterns of e2m1(c) * 2^-126, exactly.
+// The pairing is e2m1x8's, so x is permuted the same way. Codes i and i + 4 sit 16 bits apart,
+// one per half. Masking one code per half (bits 0..3 of the half) and multiplying by
+// 0x1040 = 2^6 + 2^12 writes two copies of it, at bits 6..9 and 12..15 (disjoint, no carries,
+// nothing crosses into the other half); the mask 0x81C0 per half then keeps the magnitude bits
+// e1 e0 m at bits 8..6 (bf16 exponent bits 1..0 and the top mantissa bit) and the sign at bit
+// 15. That bf16 has exponent field e and mantissa m / 2: 2^(e - 127) (1 + m / 2) for e >= 1,
+// and for e = 0 the bf16 subnormal (m / 2) 2^-126, i.e. e2m1(c) * 2^-126 in both cases (E2M1
+// and bf16 subnormals line up). Codes at bits 4..7 of a half use 0x104 (the same copies, the
+// input already 4 bits higher); codes 2, 3, 6, 7 come from q >> 8. Per word: one shift, eight
+// logic ops, four integer multiplies (on the FMA pipe), versus about eighteen byte permutes
+// and logic ops for the table lookup. The 2^126 goes into the scale (e4m3x2_scaled_bf16), and
+// the products e2m1 * 2^-126 * (e4m3 * 2^118) are exact and normal in bf16 (the tensor-core
+// input w' = e2m1 * e4m3 * 2^-8 as before); bf16 multiplies take subnormal inputs (there is no
+// flush-to-zero form of the bf16 arithmetic instructions).
+static __device__ __forceinline__ void e2m1x8_raw(uint32_t q, uint32_t (&r)[4]) {
+    const uint32_t q8 = q >> 8;
+    r[0] = ((q & 0x000F000Fu) * 0x1040u) & 0x81C081C0u;
+    r[1] = ((q & 0x00F000F0u) * 0x0104u) & 0x81C081C0u;
+    r[2] = ((q8 & 0x000F000Fu) * 0x1040u) & 0x81C081C0u;
+    r[3] = ((q8 & 0x00F000F0u) * 0x0104u) & 0x81C081C0u;
+}
+
+// Two E4M3 scale bytes (b0 in bits 0..7, b1 in bits 8..15) -> bf16 pairs {s0, s0} and {s1, s1}
+// with s_i = E4M3(b_i) * 2^118 (to multiply e2m1x8_raw's words). cvt e4m3x2 -> f16x2 is exact
+// (every E4M3 value, subnormals included, is a normal f16; NaN stays NaN), f16 -> f32 exact,
+// the multiply by 2^118 exact (at most 448 * 2^118 < 2^127), and the f32 -> bf16 rounding exact
+// (4 significant bits). sm_89 and later (cvt.rn.f16x2.e4m3x2).
+static __device__ __forceinline__ void e4m3x2_scaled_bf16(uint32_t b01, uint32_t (&s)[2]) {
+    uint32_t h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<unsigned short>(b01)));
+    const float f0 = __half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFFu))) * 0x1p118f;
+    const float f1 = __half2float(__ushort_as_half(static_cast<unsigned short>(h2 >> 16))) * 0x1p118f;
+    uint32_t b;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(b) : "f"(f1), "f"(f0));
+    s[0] = prmt(b, b, 0x1010u);
+    s[1] = prmt(b, b, 0x3232u);
 }
 
 // Eight codes -> four words {w(c0), w(c1)}, {w(c2), w(c3)}, ..., each times `scale2` (a bf16

@@ -8,18 +8,42 @@
 // exact bf16 values W / global * 2^-8 (w4a16_dequant.cuh) and multiplied on the tensor cores;
 // global * 2^8 scales the f32 sums.
 //
-// w4a16_gemv_kernel (m <= 16, the lm_head's case; memory-bound on the packed weights): the
-// structure of dense_gemv.cu with 4-bit weights. Each CTA (8 warps) owns 32 weight rows, k is
-// cut into chunks of 128 and chunk c goes to warp c % 8. Lane (g, t) streams 16 bytes of codes
-// (32 k: 128c + 32t .. + 31) and the two scale bytes of those k for each of its four 8-row
-// tiles, and reads the matching 32 values of x rows g and g + 8 (cached loads). A 32-bit word
-// of codes (8 k) becomes four bf16 pairs {k_i, k_{i+4}} (w4a16_dequant.cuh) feeding two MMAs
-// (pairs 0, 1 as the k slots {2t, 2t+1} and {8+2t, 9+2t} of the first, pairs 2, 3 of the
-// second); x's 8 values are permuted the same way with prmt, so the k sum is unchanged. The
-// next chunk's weight loads are issued before the current chunk's MMAs. The 8 warps' partial
-// sums are added in warp order 0..7 (deterministic), scaled by global * 2^8 and rounded once.
-// Vector path: k % 32 == 0, x and wq 16-byte aligned, wscale 2-byte aligned; otherwise byte
-// and element loads (any k % 16 == 0).
+// w4a16_gemv_kernel (m <= 16, the lm_head's case; memory-bound on the packed weights).
+//
+// Work split: each CTA (8 warps) owns 128 weight rows (grid ceil(n / 128): 1187 CTAs for the
+// lm_head). Warp w takes the 32 rows n0 + 32 (w % 4) .. + 31 (four 8-row MMA tiles) and the
+// 128-wide k chunks c with c % 2 == w / 4; warps w and w + 4 add their partial sums at the end
+// (w's first, then w + 4's: a fixed order). Four warps of a CTA read the same x chunk at about
+// the same time, so x (re-read by every CTA, 2 bytes per k per row against 0.53 bytes per k
+// per weight row) mostly hits L1: 128 rows per CTA keep x's L2 traffic near half the weight
+// bytes at m = 16 (32 rows per CTA made it twice the weight bytes).
+//
+// Lane (g, t), per chunk c and tile j: 16 bytes of codes (32 k: 128c + 32t .. + 31) of row
+// n0 + 8j + g, and those k's two scale bytes. A 32-bit word of codes (8 k) becomes four bf16
+// pairs {k_i, k_{i+4}} (e2m1x8_raw: one shift, 8 logic ops, 4 integer multiplies per 8 codes),
+// each multiplied once by its 16-k group's scale (bf16x2, from cvt e4m3x2 -> f16x2 once per
+// two groups), feeding two MMAs (pairs 0, 1 as the k slots {2t, 2t+1} and {8+2t, 9+2t} of the
+// first, pairs 2, 3 of the second); x's 8 values are permuted the same way with prmt, so the k
+// sum is unchanged. The earlier table lookup (about 22 ALU-pipe ops per 8 codes plus a scale
+// decode per group) made the kernel issue-bound at ~35% of copy bandwidth.
+//
+// Memory-level parallelism: codes stream through a per-thread ring of kStages = 4 slots in
+// shared memory with cp.async (16 bytes per tile per chunk, L2 only), three chunks ahead:
+// 3 x 64 = 192 bytes per lane, 48 KB of codes per CTA in flight, no registers held. The scale
+// bytes ride in the same commit groups: lane (g, t) copies the 8 scale bytes (one chunk) of
+// row 8t + g of its warp's rows, and after cp.async.wait_group + __syncwarp each lane reads
+// the two bytes it needs from its warp's 256-byte scale slot. x is loaded at the top of each
+// iteration (mostly L1 hits; a one-chunk-ahead register copy of x spilled at 128 registers).
+// Shared memory 72 KB per CTA (the reduction reuses it); H200: 2 CTAs per SM
+// (__launch_bounds__(256, 2): <= 128 registers), so ~100 KB per SM in flight, and one CTA's
+// start-up latency is covered by the other's stream. Issue budget at 75% of copy bandwidth:
+// ~0.1 warp-words (128 bytes of codes) per SM clock, ~20 instructions each (11 on the
+// integer/logic pipe, 8 on the FMA pipe, 2 MMAs) -> ~2.3 IPC of 4, ~1.1 logic-pipe IPC of 2.
+//
+// Fast path: k % 128 == 0, x and wq 16-byte aligned, wscale 8-byte aligned. Otherwise (any
+// k % 16 == 0) the CTA walks its 128 rows as four 32-row blocks with the register loads of the
+// earlier kernel (byte loads when unaligned), 8 warps splitting k, the same dequantization.
+// The f32 sums are scaled by global * 2^8 and rounded once to bf16.
 //
 // w4a16_gemm_kernel (any m, tensor cores): dense_gemm_tile.cuh's 64 x 64 tile GEMM with a B
 // source that loads 4 bytes of codes and one scale byte per 8 k and stores the dequantized bf16
@@ -39,11 +63,190 @@ using namespace dense_mma;
 using namespace w4a16;
 
 constexpr int kWarps = 8;
-constexpr int kTiles = 4;
-constexpr int kRowsPerCta = 8 * kTiles;  // 32
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTiles = 4;                    // 8-row tiles per warp
+constexpr int kRowsPerWarp = 8 * kTiles;     // 32
+constexpr int kRowGroups = 4;                // warps w and w + 4 share rows, split k
+constexpr int kRowsPerCta = kRowsPerWarp * kRowGroups;  // 128 (GEMV_ROWS in the spec)
 constexpr int kMaxRows = 16;
-constexpr uint32_t kChunk = 128;  // k per chunk (32 per lane)
+constexpr uint32_t kChunk = 128;             // k per chunk (32 per lane)
+constexpr int kStages = 4;                   // ring slots: kStages - 1 chunks in flight
+constexpr int kSlotBytes = kThreads * 16;    // one tile's codes, 16 bytes per thread
+constexpr int kCodeBytes = kStages * kTiles * kSlotBytes;   // 65536
+constexpr int kScaleSlot = kTiles * 8 * 8;                  // per warp and stage: 32 rows x 8 bytes
+constexpr int kScaleBytes = kStages * kWarps * kScaleSlot;  // 8192
+constexpr int kSmemBytes = kCodeBytes + kScaleBytes;        // 73728 (GEMV_SMEM in the spec)
+static_assert(kWarps * kTiles * 4 * 32 * 4 <= kSmemBytes, "reduction buffer must fit");
 
+// One tile, one chunk: the lane's 16 bytes of codes q (4 words of 8 codes), its two scale
+// bytes s01, x rows g / g + 8 permuted (pa, pb: [8-k block][pair]).
+static __device__ __forceinline__ void tile_chunk(float (&acc)[4], const uint4& q, uint32_t s01,
+                                                  const uint32_t (&pa)[4][4],
+                                                  const uint32_t (&pb)[4][4]) {
+    uint32_t sc[2];
+    e4m3x2_scaled_bf16(s01, sc);
+    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int wd = 0; wd < 4; ++wd) {
+        uint32_t r[4];
+        e2m1x8_raw(words[wd], r);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) r[i] = mul_bf16x2(r[i], sc[wd >> 1]);
+        mma_bf16(acc, pa[wd][0], pb[wd][0], pa[wd][1], pb[wd][1], r[0], r[1]);
+        mma_bf16(acc, pa[wd][2], pb[wd][2], pa[wd][3], pb[wd][3], r[2], r[3]);
+    }
+}
+
+// 8 x values (one 8-k block) -> {x0,x4},{x1,x5},{x2,x6},{x3,x7}.
+static __device__ __forceinline__ void permute_x(uint32_t (&px)[4], const uint4& u) {
+    px[0] = prmt(u.x, u.z, 0x5410u);
+    px[1] = prmt(u.x, u.z, 0x7632u);
+    px[2] = prmt(u.y, u.w, 0x5410u);
+    px[3] = prmt(u.y, u.w, 0x7632u);
+}
+
+static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+    return v;
+}
+// 8-byte asynchronous global -> shared copy (L1-allocating .ca: 8 bytes is below .cg's 16);
+// zero-fills when !pred.
+static __device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool pred) {
+    const int n = pred ? 8 : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(n)
+                 : "memory");
+}
+
+// Fast path (see the header). HI: m > 8, so x rows 8..15 exist.
+template <bool HI>
+static __device__ __forceinline__ void gemv_async(const __nv_bfloat16* __restrict__ x,
+                                                  const uint8_t* __restrict__ wq,
+                                                  const uint8_t* __restrict__ ws, float global_scale,
+                                                  __nv_bfloat16* __restrict__ out, uint32_t M,
+                                                  uint32_t N, uint32_t K, uint8_t* smem) {
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t g = lane >> 2, t = lane & 3u;
+    const uint32_t rg = warp % kRowGroups, kp = warp / kRowGroups;
+    const uint32_t n0 = blockIdx.x * kRowsPerCta + rg * kRowsPerWarp;
+
+    const uint8_t* qrow[kTiles];
+    bool ok[kTiles];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+        const uint32_t n = n0 + 8u * j + g;
+        ok[j] = n < N;
+        qrow[j] = wq + static_cast<uint64_t>(ok[j] ? n : 0u) * (K / 2) + 16u * t;
+    }
+    // This lane copies the scale bytes of row n0 + 8t + g (tile t, row g).
+    const uint32_t sn = n0 + 8u * t + g;
+    const bool sok = sn < N;
+    const uint8_t* srow = ws + static_cast<uint64_t>(sok ? sn : 0u) * (K / 16);
+
+    const __nv_bfloat16* xa = x + static_cast<uint64_t>(g < M ? g : 0u) * K + 32u * t;
+    const __nv_bfloat16* xb = x + static_cast<uint64_t>(g + 8u < M ? g + 8u : 0u) * K + 32u * t;
+    const bool xa_ok = g < M, xb_ok = HI && g + 8u < M;
+
+    const uint32_t nchunks = K / kChunk;
+    const uint32_t base = smem_addr(smem);
+    const uint32_t code_ring = base + threadIdx.x * 16u;
+    const uint32_t scale_ring = base + kCodeBytes + warp * kScaleSlot;
+    const uint32_t scale_wr = scale_ring + (t * 8u + g) * 8u;
+    const uint32_t scale_rd = scale_ring + g * 8u + 2u * t;  // + tile j * 64
+
+    auto issue = [&](uint32_t c, uint32_t s) {
+        const bool valid = c < nchunks;
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+            const bool p = valid && ok[j];
+            cp_async16(code_ring + (s * kTiles + j) * kSlotBytes, p ? qrow[j] + c * (kChunk / 2) : wq, p);
+        }
+        const bool p = valid && sok;
+        cp_async8(scale_wr + s * (kWarps * kScaleSlot), p ? srow + c * (kChunk / 16) : ws, p);
+        cp_async_commit();
+    };
+    auto load_x = [&](uint4 (&u)[4], const __nv_bfloat16* p, bool rok, uint32_t c) {
+        const bool v = rok && c < nchunks;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            u[i] = v ? __ldg(reinterpret_cast<const uint4*>(p + c * kChunk + 8 * i)) : make_uint4(0u, 0u, 0u, 0u);
+    };
+
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(kp + 2u * s, s);
+
+    float acc[kTiles][4];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    uint32_t s_read = 0, s_write = kStages - 1;
+    for (uint32_t c = kp; c < nchunks; c += 2u) {
+        // x for this chunk first (mostly L1 hits: the CTA's four warps of this k parity read
+        // the same x chunk at about the same time); its latency overlaps the issue and wait.
+        uint4 xa_c[4], xb_c[4];
+        load_x(xa_c, xa, xa_ok, c);
+        if (HI) load_x(xb_c, xb, xb_ok, c);
+        // Every lane of the warp has read the slot refilled now (scale slots are shared by
+        // the warp's lanes), and issued the MMAs that used it.
+        __syncwarp();
+        issue(c + 2u * (kStages - 1), s_write);
+        cp_async_wait<kStages - 1>();  // this thread's copies of chunk c have landed
+        __syncwarp();                   // ... and the other lanes' (their scale bytes)
+        uint32_t pa[4][4], pb[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            permute_x(pa[i], xa_c[i]);
+            if (HI) {
+                permute_x(pb[i], xb_c[i]);
+            } else {
+                pb[i][0] = pb[i][1] = pb[i][2] = pb[i][3] = 0u;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+            const uint4 q = lds128(code_ring + (s_read * kTiles + j) * kSlotBytes);
+            const uint32_t s01 = lds16(scale_rd + s_read * (kWarps * kScaleSlot) + j * 64u);
+            tile_chunk(acc[j], q, s01, pa, pb);
+        }
+        s_read = s_read + 1 == kStages ? 0u : s_read + 1;
+        s_write = s_write + 1 == kStages ? 0u : s_write + 1;
+    }
+    cp_async_wait<0>();  // drain (zero-fill copies past the end) before the ring is reused
+    __syncthreads();
+
+    // Warps 4..7 hand their sums to warps 0..3; those add (own + partner) and store.
+    float* red = reinterpret_cast<float*>(smem) + rg * (kTiles * 4 * 32);
+    if (kp == 1) {
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) red[(j * 4 + r) * 32 + lane] = acc[j][r];
+    }
+    __syncthreads();
+    if (kp == 0) {
+        const float scale = global_scale * 256.0f;
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+            float v[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) v[r] = acc[j][r] + red[(j * 4 + r) * 32 + lane];
+            const uint32_t n = n0 + 8u * j + 2u * t;
+            store_pair(out, g, n, M, N, v[0], v[1], scale);
+            store_pair(out, g + 8u, n, M, N, v[2], v[3], scale);
+        }
+    }
+}
+
+// General path (any k % 16 == 0, any alignment): per 32-row block, 8 warps split k in
+// 128-wide chunks (chunk c to warp c % 8), register loads one chunk ahead.
 struct WChunk {
     uint4 q[kTiles];
     uint32_t s[kTiles];  // the lane's two scale bytes, first in bits 0..7
@@ -85,22 +288,18 @@ static __device__ __forceinline__ void load_x(uint32_t (&px)[4][4], const __nv_b
     for (int i = 0; i < 4; ++i) {
         uint4 u = make_uint4(0u, 0u, 0u, 0u);
         if (p) u = load8<VEC, false>(p + k + 8 * i, static_cast<int64_t>(K) - (k + 8u * i));
-        px[i][0] = prmt(u.x, u.z, 0x5410u);
-        px[i][1] = prmt(u.x, u.z, 0x7632u);
-        px[i][2] = prmt(u.y, u.w, 0x5410u);
-        px[i][3] = prmt(u.y, u.w, 0x7632u);
+        permute_x(px[i], u);
     }
 }
 
 template <bool VEC>
-static __device__ __forceinline__ void gemv(const __nv_bfloat16* __restrict__ x,
-                                            const uint8_t* __restrict__ wq,
-                                            const uint8_t* __restrict__ ws, float global_scale,
-                                            __nv_bfloat16* __restrict__ out, uint32_t M, uint32_t N,
-                                            uint32_t K, float (*red)[kTiles * 4][32]) {
+static __device__ __noinline__ void gemv_rows32(const __nv_bfloat16* __restrict__ x,
+                                                const uint8_t* __restrict__ wq,
+                                                const uint8_t* __restrict__ ws, float global_scale,
+                                                __nv_bfloat16* __restrict__ out, uint32_t M,
+                                                uint32_t N, uint32_t K, uint32_t n0, float* red) {
     const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const uint32_t g = lane >> 2, t = lane & 3u;
-    const uint32_t n0 = blockIdx.x * kRowsPerCta;
 
     const uint8_t* qrow[kTiles];
     const uint8_t* srow[kTiles];
@@ -131,32 +330,19 @@ static __device__ __forceinline__ void gemv(const __nv_bfloat16* __restrict__ x,
         load_x<VEC>(pa, k < K ? xa : nullptr, k, K);
         load_x<VEC>(pb, k < K ? xb : nullptr, k, K);
 #pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-            const uint32_t sc[2] = {splat16(e4m3_scaled_bf16(cur.s[j] & 0xFFu)),
-                                    splat16(e4m3_scaled_bf16((cur.s[j] >> 8) & 0xFFu))};
-            const uint32_t words[4] = {cur.q[j].x, cur.q[j].y, cur.q[j].z, cur.q[j].w};
-#pragma unroll
-            for (int wd = 0; wd < 4; ++wd) {
-                uint32_t r[4];
-                e2m1x8(words[wd], r);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) r[i] = mul_bf16x2(r[i], sc[wd >> 1]);
-                mma_bf16(acc[j], pa[wd][0], pb[wd][0], pa[wd][1], pb[wd][1], r[0], r[1]);
-                mma_bf16(acc[j], pa[wd][2], pb[wd][2], pa[wd][3], pb[wd][3], r[2], r[3]);
-            }
-        }
+        for (int j = 0; j < kTiles; ++j) tile_chunk(acc[j], cur.q[j], cur.s[j], pa, pb);
         cur = nxt;
     }
 
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
-        for (int r = 0; r < 4; ++r) red[warp][j * 4 + r][lane] = acc[j][r];
+        for (int r = 0; r < 4; ++r) red[(warp * (kTiles * 4) + j * 4 + r) * 32 + lane] = acc[j][r];
     __syncthreads();
 
     const float out_scale = global_scale * 256.0f;
-    for (uint32_t o = threadIdx.x; o < kMaxRows * kRowsPerCta; o += blockDim.x) {
-        const uint32_t r = o / kRowsPerCta, nl = o % kRowsPerCta;
+    for (uint32_t o = threadIdx.x; o < kMaxRows * kRowsPerWarp; o += blockDim.x) {
+        const uint32_t r = o / kRowsPerWarp, nl = o % kRowsPerWarp;
         const uint32_t n = n0 + nl;
         if (r >= M || n >= N) continue;
         const uint32_t j = nl >> 3, nn = nl & 7u;
@@ -164,9 +350,10 @@ static __device__ __forceinline__ void gemv(const __nv_bfloat16* __restrict__ x,
         const uint32_t reg = (r >> 3) * 2u + (nn & 1u);
         float s = 0.f;
 #pragma unroll
-        for (int wp = 0; wp < kWarps; ++wp) s += red[wp][j * 4 + reg][src_lane];
+        for (int wp = 0; wp < kWarps; ++wp) s += red[(wp * (kTiles * 4) + j * 4 + reg) * 32 + src_lane];
         out[static_cast<uint64_t>(r) * N + n] = __float2bfloat16_rn(s * out_scale);
     }
+    __syncthreads();  // red is reused by the next 32-row block
 }
 
 // B source for dense_gemm_tile.cuh: this thread's two 8-k pieces of the 64 x 32 weight tile,
@@ -203,18 +390,32 @@ struct Fp4B {
 
 }  // namespace w4a16_detail
 
-__global__ void __launch_bounds__(256)
+// Dynamic shared memory: w4a16_detail::kSmemBytes (GEMV_SMEM in specs/w4a16_gemm.yaml).
+__global__ void __launch_bounds__(256, 2)
 w4a16_gemv_kernel(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale,
                   float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
     namespace d = w4a16_detail;
-    __shared__ float red[d::kWarps][d::kTiles * 4][32];
+    extern __shared__ __align__(128) uint8_t w4a16_gemv_smem[];
     if (m > d::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
-    const bool vec = (k & 31u) == 0 && dense_mma::aligned16(x, wq) &&
-                     (reinterpret_cast<uintptr_t>(wscale) & 1u) == 0;
-    if (vec) {
-        d::gemv<true>(x, wq, wscale, global_scale, out, m, n, k, red);
-    } else {
-        d::gemv<false>(x, wq, wscale, global_scale, out, m, n, k, red);
+    const uintptr_t ws_addr = reinterpret_cast<uintptr_t>(wscale);
+    if ((k % d::kChunk) == 0 && dense_mma::aligned16(x, wq) && (ws_addr & 7u) == 0) {
+        if (m > 8) {
+            d::gemv_async<true>(x, wq, wscale, global_scale, out, m, n, k, w4a16_gemv_smem);
+        } else {
+            d::gemv_async<false>(x, wq, wscale, global_scale, out, m, n, k, w4a16_gemv_smem);
+        }
+        return;
+    }
+    const bool vec = (k & 31u) == 0 && dense_mma::aligned16(x, wq) && (ws_addr & 1u) == 0;
+    float* red = reinterpret_cast<float*>(w4a16_gemv_smem);
+    for (int b = 0; b < d::kRowGroups; ++b) {
+        const uint32_t n0 = blockIdx.x * d::kRowsPerCta + b * d::kRowsPerWarp;
+        if (n0 >= n) break;  // uniform over the CTA
+        if (vec) {
+            d::gemv_rows32<true>(x, wq, wscale, global_scale, out, m, n, k, n0, red);
+        } else {
+            d::gemv_rows32<false>(x, wq, wscale, global_scale, out, m, n, k, n0, red);
+        }
     }
 }
 

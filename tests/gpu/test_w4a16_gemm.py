@@ -103,16 +103,16 @@ def test_random_against_reference(name, m, n, k):
     assert torch.equal(bits(out), bits(again)), "repeated runs differ"
 
 
-def table_weights(n):
-    """k = 32 (two scale groups). Row n: both scale bytes n % 256; code of k = (k + n // 256) % 16.
-    Rows 0..255 put code c at k = c and c + 16 (the parity of c), rows 256..511 at k = c - 1 mod 16
-    and c + 15 (the other parity): every code at every scale byte in both nibble positions."""
-    k = 32
+def table_weights(n, k=32):
+    """k = 32 (two scale groups) by default. Row n: every scale byte n % 256; code of k =
+    (k + n // 256) % 16. Rows 0..255 put code c at k = c and c + 16 (the parity of c), rows
+    256..511 at k = c - 1 mod 16 and c + 15 (the other parity): every code at every scale byte in
+    both nibble positions."""
     rows = torch.arange(n, device=DEV)
     kk = torch.arange(k, device=DEV)
     codes = (kk[None, :] + (rows[:, None] // 256)) % 16
     wq = (codes[:, 0::2] | (codes[:, 1::2] << 4)).to(torch.uint8)
-    ws = (rows % 256)[:, None].expand(n, 2).to(torch.uint8).contiguous()
+    ws = (rows % 256)[:, None].expand(n, k // 16).to(torch.uint8).contiguous()
     return wq, ws, codes
 
 
@@ -144,6 +144,20 @@ def test_dequantization_table_gemv(n):
         x[torch.arange(16), torch.arange(16) + 16 * half] = 1
         out = launch("w4a16_gemv", x, wq, ws, 1.0, 16, n, 32)
         check_table(out, want[:, 16 * half:16 * half + 16])
+
+
+@pytest.mark.parametrize("n", [512, 513])
+def test_dequantization_table_gemv_fast_path(n):
+    """The same table at k = 128 (k % 128 == 0, aligned pointers: the GEMV's cp.async path), 16
+    one-hot x rows per launch, eight launches."""
+    k = 128
+    wq, ws, codes = table_weights(n, k)
+    want = expected_table(n, codes)
+    for part in range(k // 16):
+        x = torch.zeros(16, k, device=DEV, dtype=BF16)
+        x[torch.arange(16), torch.arange(16) + 16 * part] = 1
+        out = launch("w4a16_gemv", x, wq, ws, 1.0, 16, n, k)
+        check_table(out, want[:, 16 * part:16 * part + 16])
 
 
 @pytest.mark.parametrize("n", [512, 513])
@@ -218,6 +232,7 @@ def test_gemv_rows_over_16_not_launched_and_fallback():
 
 def test_plans():
     p = w4a16_gemm.plan_w4a16_gemv(m=16, n=151936, k=4096)
-    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["launched"] and tuple(p["grid"]) == (1187, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["shared_mem"] == 73728
     p = w4a16_gemm.plan_w4a16_gemm(m=129, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 3, 1)

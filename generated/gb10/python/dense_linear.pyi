@@ -31,7 +31,7 @@ class Plan(TypedDict):
 class _dense_gemv(Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once (16-byte loads), k split over the warps in 32-wide chunks, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned)."""
+Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned)."""
 
     def __call__(self, x: Array, w: Array, out: Array, m: int, n: int, k: int, *, stream: Stream = None) -> Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> Plan: ...

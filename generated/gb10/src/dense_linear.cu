@@ -15,6 +15,7 @@ constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
 constexpr int64_t GEMV_MAX_M = 16;
 constexpr int64_t GEMV_ROWS = 32;
+constexpr int64_t GEMV_SMEM = 81920;
 constexpr int64_t GEMV_THREADS = 256;
 constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
@@ -23,7 +24,7 @@ constexpr int64_t PIPE_TILE_N = 128;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once (16-byte loads), k split over the warps in 32-wide chunks, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;
@@ -71,7 +72,7 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   p.block[0] = GEMV_THREADS;
   p.block[1] = int64_t{1};
   p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
+  p.shared_mem = GEMV_SMEM;
   if (err.code != 0) {
     p.code = -KG_CODE(KG_E_EXPR, err.code);
     return p;
@@ -225,7 +226,7 @@ const kg_kernel_info kInfo_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:19: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:20: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -238,7 +239,7 @@ const kg_kernel_info kInfo_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:42: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:44: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -251,7 +252,7 @@ const kg_kernel_info kInfo_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:62: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:64: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_dense_gemm_pipelined;
 }  // namespace
 

@@ -21,6 +21,7 @@ C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
 C_GEMV_MAX_M = 16
 C_GEMV_ROWS = 32
+C_GEMV_SMEM = 81920
 C_GEMV_THREADS = 256
 C_PIPE_SMEM = 65536
 C_PIPE_THREADS = 256
@@ -43,7 +44,7 @@ def expect_dense_gemv(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), 0),
+            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), C_GEMV_SMEM),
         limits=LIMITS,
     )
 

@@ -20,7 +20,8 @@ LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
 C_GEMV_MAX_M = 16
-C_GEMV_ROWS = 32
+C_GEMV_ROWS = 128
+C_GEMV_SMEM = 73728
 C_GEMV_THREADS = 256
 
 
@@ -40,7 +41,7 @@ def expect_w4a16_gemv(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), 0),
+            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), C_GEMV_SMEM),
         limits=LIMITS,
     )
 

@@ -109,7 +109,7 @@ PYBIND11_MODULE(dense_linear, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_dense_gemv[] = { kg_dense_linear__dense_gemv__info() };
   static const LauncherSpec spec_dense_gemv = {
-      "dense_gemv", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once (16-byte loads), k split over the warps in 32-wide chunks, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).", kArgs_dense_gemv, 6, 6, 3,
+      "dense_gemv", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).", kArgs_dense_gemv, 6, 6, 3,
       launch_dense_gemv, plan_dense_gemv, sizes_dense_gemv, kernels_dense_gemv, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_dense_gemv) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_dense_gemm[] = { kg_dense_linear__dense_gemm__info() };

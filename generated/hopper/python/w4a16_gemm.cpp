@@ -93,7 +93,7 @@ PYBIND11_MODULE(w4a16_gemm, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
   static const LauncherSpec spec_w4a16_gemv = {
-      "w4a16_gemv", "(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order.", kArgs_w4a16_gemv, 8, 8, 4,
+      "w4a16_gemv", "(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.", kArgs_w4a16_gemv, 8, 8, 4,
       launch_w4a16_gemv, plan_w4a16_gemv, sizes_w4a16_gemv, kernels_w4a16_gemv, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_w4a16_gemv) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_w4a16_gemm[] = { kg_w4a16_gemm__w4a16_gemm__info() };

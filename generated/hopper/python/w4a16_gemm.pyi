@@ -31,7 +31,7 @@ class Plan(TypedDict):
 class _w4a16_gemv(Protocol):
     """(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order."""
+Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order."""
 
     def __call__(self, x: Array, wq: Array, wscale: Array, global_scale: float, out: Array, m: int, n: int, k: int, *, stream: Stream = None) -> Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> Plan: ...

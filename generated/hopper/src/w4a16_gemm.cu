@@ -14,12 +14,13 @@ namespace {
 constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
 constexpr int64_t GEMV_MAX_M = 16;
-constexpr int64_t GEMV_ROWS = 32;
+constexpr int64_t GEMV_ROWS = 128;
+constexpr int64_t GEMV_SMEM = 73728;
 constexpr int64_t GEMV_THREADS = 256;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_W4A16");
 }  // namespace
 
-// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order.
+// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;
@@ -78,7 +79,7 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
   p.block[0] = GEMV_THREADS;
   p.block[1] = int64_t{1};
   p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
+  p.shared_mem = GEMV_SMEM;
   if (err.code != 0) {
     p.code = -KG_CODE(KG_E_EXPR, err.code);
     return p;
@@ -188,7 +189,7 @@ const kg_kernel_info kInfo_w4a16_gemv = {
     2, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const uint8_t*, const uint8_t*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:17: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:18: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
@@ -204,7 +205,7 @@ const kg_kernel_info kInfo_w4a16_gemm = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const uint8_t*, const uint8_t*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:43: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_w4a16_gemm;
 }  // namespace
 

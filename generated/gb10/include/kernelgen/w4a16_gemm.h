@@ -13,7 +13,7 @@
 
 namespace kernelgen::w4a16_gemm {
 
-// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order.
+// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 Outcome w4a16_gemv(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k);
 

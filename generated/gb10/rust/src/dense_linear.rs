@@ -5,9 +5,9 @@
 //! Module `dense_linear` on target `gb10`, generated from `specs/dense_linear.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_DENSE` (set: nothing launches; read once, again after [`crate::refresh`]).
 
-/// Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once (16-byte loads), k split over the warps in 32-wide chunks, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+/// Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:19`):
+/// Arguments, in order (`specs/dense_linear.yaml:20`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -80,7 +80,7 @@ pub mod dense_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:42`):
+/// Arguments, in order (`specs/dense_linear.yaml:44`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -152,7 +152,7 @@ pub mod dense_gemm {
 
 /// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:62`):
+/// Arguments, in order (`specs/dense_linear.yaml:64`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -224,7 +224,7 @@ pub mod dense_gemm_pipelined {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:84`):
+/// Arguments, in order (`specs/dense_linear.yaml:86`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

@@ -5,9 +5,9 @@
 //! Module `w4a16_gemm` on target `gb10`, generated from `specs/w4a16_gemm.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_W4A16` (set: nothing launches; read once, again after [`crate::refresh`]).
 
-/// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order.
+/// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:17`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:18`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const u8*`, `n * (k // 2)` elements
 /// - `wscale`: `const u8*`, `n * (k // 16)` elements
@@ -87,7 +87,7 @@ pub mod w4a16_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:43`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:46`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const u8*`, `n * (k // 2)` elements
 /// - `wscale`: `const u8*`, `n * (k // 16)` elements
@@ -166,7 +166,7 @@ pub mod w4a16_gemm {
 
 /// Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:68`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:71`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const u8*`, `n * (k // 2)` elements
 /// - `wscale`: `const u8*`, `n * (k // 16)` elements

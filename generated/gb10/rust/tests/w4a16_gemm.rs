@@ -56,8 +56,8 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn w4a16_gemv_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(17, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4104), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 16384, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=16, n=16384");
@@ -65,29 +65,29 @@ fn w4a16_gemv_plan_matches_spec() {
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(536870912, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870912, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1000000000, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=4, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 262144), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=262144, m=1, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 262144), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=262144, m=1, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 1000, 131071), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=131071, m=1, n=1000");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(17, 17, 8), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8, m=17, n=17");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(4, 151936, 33554432), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=33554432, m=4, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(4, 151936, 33554432), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=33554432, m=4, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16777215, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16777215, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(65536, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=65536, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(17, 33554431, 149559), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=149559, m=17, n=33554431");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(8, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=8, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 2097153, 134217728), "w4a16_gemv", Expect { code: 0, geometry: Some(([65537, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=134217728, m=16, n=2097153");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(8, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=8, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 2097153, 134217728), "w4a16_gemv", Expect { code: 0, geometry: Some(([16385, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=134217728, m=16, n=2097153");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 0, 2147483647), "w4a16_gemv", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, m=1, n=0");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 16385, 2), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=16, n=16385");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=32768, m=1, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1073741823, 4194304, 4104), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=1073741823, n=4194304");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(536870913, 32, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870913, n=32");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 4096, 16385), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=16, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 4096, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=16, n=4096");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 32767, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([1024, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=32768, m=1, n=32767");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 32767, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=32767");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(4294967295, 4097, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4294967295, n=4097");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(2048, 151936, 9), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, m=2048, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(134217727, 33, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=134217727, n=33");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 1048576), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1048576, m=1, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 1048576), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=1048576, m=1, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(32768, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=32768, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 1048576, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=32768, m=16, n=1048576");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(16, 1048576, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=16, n=1048576");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(536870913, 151936, 8191), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8191, m=536870913, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(2049, 4096, 16383), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, m=2049, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(524288, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=524288, n=151936");
@@ -98,7 +98,7 @@ fn w4a16_gemv_plan_matches_spec() {
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1048575, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1048575, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(17, 2097152, 1048577), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, m=17, n=2097152");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(1, 151936, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=1, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(3, 4096, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16384, m=3, n=4096");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(3, 4096, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=3, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_gemv::plan(17, 4194304, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=4194304");
 }
 
@@ -300,8 +300,8 @@ fn w4a16_gemm_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn w4a16_linear_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1, n=151936");
-    check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
     check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
     check(kernelgen_gb10::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");

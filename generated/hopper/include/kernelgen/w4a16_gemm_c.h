@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-/* Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 32 weight rows streams codes (16 bytes per lane) and scales once, k split over the warps in 128-wide chunks, exact dequantization to bf16 in registers, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. */
+/* Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. */
 int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
 int32_t kg_w4a16_gemm__w4a16_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out);
 int32_t kg_w4a16_gemm__w4a16_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes);
