@@ -9,8 +9,8 @@
 ///
 /// Arguments, in order (`specs/w4a16_gemm.yaml:18`):
 /// - `x`: `const bf16*`, `m * k` elements
-/// - `wq`: `const u8*`, `n * (k // 2)` elements
-/// - `wscale`: `const u8*`, `n * (k // 16)` elements
+/// - `wq`: `const fp4_e2m1*`, `n * k` elements
+/// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
 /// - `global_scale`: `f32`
 /// - `out`: `bf16*`, `m * n` elements
 /// - `m`: `u32`
@@ -89,8 +89,8 @@ pub mod w4a16_gemv {
 ///
 /// Arguments, in order (`specs/w4a16_gemm.yaml:46`):
 /// - `x`: `const bf16*`, `m * k` elements
-/// - `wq`: `const u8*`, `n * (k // 2)` elements
-/// - `wscale`: `const u8*`, `n * (k // 16)` elements
+/// - `wq`: `const fp4_e2m1*`, `n * k` elements
+/// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
 /// - `global_scale`: `f32`
 /// - `out`: `bf16*`, `m * n` elements
 /// - `m`: `u32`
@@ -168,8 +168,8 @@ pub mod w4a16_gemm {
 ///
 /// Arguments, in order (`specs/w4a16_gemm.yaml:71`):
 /// - `x`: `const bf16*`, `m * k` elements
-/// - `wq`: `const u8*`, `n * (k // 2)` elements
-/// - `wscale`: `const u8*`, `n * (k // 16)` elements
+/// - `wq`: `const fp4_e2m1*`, `n * k` elements
+/// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
 /// - `global_scale`: `f32`
 /// - `out`: `bf16*`, `m * n` elements
 /// - `m`: `u32`

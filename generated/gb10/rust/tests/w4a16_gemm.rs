@@ -113,7 +113,7 @@ fn w4a16_gemv_presence() {
 
 #[test]
 fn w4a16_gemv_sizes() {
-    assert_eq!(kernelgen_gb10::w4a16_gemm::w4a16_gemv::sizes(1, 151936, 4096), Ok([4096, 311164928, 38895616, 151936]));
+    assert_eq!(kernelgen_gb10::w4a16_gemm::w4a16_gemv::sizes(1, 151936, 4096), Ok([4096, 622329856, 38895616, 151936]));
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn w4a16_gemm_presence() {
 
 #[test]
 fn w4a16_gemm_sizes() {
-    assert_eq!(kernelgen_gb10::w4a16_gemm::w4a16_gemm::sizes(64, 4096, 4096), Ok([262144, 8388608, 1048576, 262144]));
+    assert_eq!(kernelgen_gb10::w4a16_gemm::w4a16_gemm::sizes(64, 4096, 4096), Ok([262144, 16777216, 1048576, 262144]));
 }
 
 #[test]
