@@ -58,7 +58,7 @@ def copy_bandwidth(nbytes=2 << 30):
 def fp4_weights(n, k):
     wq = torch.randint(0, 256, (n, k // 2), device=DEV, dtype=torch.int32).to(torch.uint8)
     ws = torch.randint(0x20, 0x48, (n, k // 16), device=DEV, dtype=torch.int32).to(torch.uint8)
-    return wq, ws
+    return wq, ws.view(torch.float8_e4m3fn)  # E2M1 pairs as uint8 storage; E4M3 scale bytes
 
 
 def main():

@@ -166,6 +166,8 @@ class Built:
     kernelgen_ops: Path | None = None  # install dir's kernelgen_ops folder
     raw_exe: Path | None = None
     minimal: Path | None = None  # the minimal pybind11 extension
+    catalog_ops: Path | None = None  # the catalog's kernelgen_ops/<target> folder (kernelgen build)
+    minimal_catalog: Path | None = None  # minimal pybind11 bindings of two catalog kernels
     steps: dict[str, Step] = field(default_factory=dict)
 
 
@@ -215,6 +217,8 @@ def build_all(target: str, work: Path) -> Built:
             if raw.ok:
                 built.raw_exe = exe
 
+    build_catalog(built, target, work, py_includes, ext)
+
     if minimal_proc is not None:
         start = time.monotonic()
         out, _ = minimal_proc.communicate()
@@ -241,6 +245,34 @@ def build_all(target: str, work: Path) -> Built:
         if step.ok:
             built.minimal = minimal_out
     return built
+
+
+def build_catalog(built: Built, target: str, work: Path, py_includes: list[str], ext: str) -> None:
+    """The repository's own catalog for the target (`kernelgen build`, a no-op when it is built), and
+    the minimal pybind11 bindings of rms_norm_bf16 and attn_prefill_paged_64 over its C ABI."""
+    log(f"build: kernelgen catalog for {target} ...")
+    step = run_step([sys.executable, "-m", "kernelgen.cli", "build", "--target", target,
+                     "-j", str(os.cpu_count() or 2)], timeout=900,
+                    env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                        x for x in (os.environ.get("PYTHONPATH"), str(REPO / "src")) if x)})
+    built.steps["catalog"] = step
+    log(f"build: catalog {'ok' if step.ok else 'FAILED'} ({step.seconds} s)")
+    lib_dir = REPO / "bindings" / "kernelgen_ops" / target
+    lib = find_library(lib_dir, target)
+    if not step.ok or lib is None:
+        return
+    built.catalog_ops = lib_dir
+    out = work / f"lc_minimal_catalog{ext}"
+    cxx = shutil.which("c++") or shutil.which("g++") or "c++"
+    step = run_step([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", *py_includes,
+                     f"-I{REPO / 'generated' / target / 'include'}",
+                     f"-I{REPO / 'src' / 'kernelgen' / 'runtime' / 'include'}",
+                     str(LC / "minimal_catalog.cpp"), f"-L{lib_dir}", f"-l:{lib.name}", f"-Wl,-rpath,{lib_dir}",
+                     "-o", str(out)])
+    built.steps["minimal_catalog"] = step
+    log(f"build: minimal catalog bindings {'ok' if step.ok else 'FAILED'}")
+    if step.ok:
+        built.minimal_catalog = out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,8 +432,7 @@ class Bench:
         rt = REPO / "src" / "kernelgen" / "runtime"
         meta["runtime_sources_sha256"] = {
             str(p.relative_to(REPO)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in (rt / "src" / "python_support.cpp", rt / "src" / "runtime.cpp",
-                      rt / "include" / "kernelgen" / "runtime.h", rt / "include" / "kernelgen" / "python.h")
+            for p in sorted([*rt.glob("src/*.cpp"), *rt.glob("src/*.h"), *rt.glob("include/kernelgen/*.h")])
             if p.is_file()
         }
 
@@ -580,6 +611,9 @@ class Bench:
                      note="no launch: pybind11's call overhead for these 11 arguments"),
             ]
 
+        # -- two catalog kernels, each against a minimal binding of the same signature
+        peers += self.catalog_peers(torch, target, built, kg_mod, dev, sync)
+
         # -- CuPy, cuda.core, Triton, torch: set up lazily so one failure skips one peer
         peers += self.cupy_peers(ptrs, tensors, grid, torch, probe_check)
         peers += self.cuda_core_peers(ptrs, grid, probe_check)
@@ -684,6 +718,115 @@ class Bench:
             torch.cuda.synchronize()
         except Exception as exc:
             self.doc["notes"].append(f"synchronize after a failure failed: {short_exc(exc)}")
+
+    def catalog_peers(self, torch: Any, target: str, built: Built, kg_mod: Any, dev: Any,
+                      sync: Callable[[], None]) -> list[Any]:
+        """rms_norm.rms_norm_bf16 and attn_prefill.attn_prefill_paged_64 from the repository's build,
+        called by their generated launchers (torch tensors by keyword and positional, int pointers
+        positional and by keyword) and by minimal pybind11 bindings over the same C ABI function."""
+        keys = [k for k in _CATALOG_LABELS]
+        if kg_mod is None or built.catalog_ops is None or built.minimal_catalog is None:
+            why = ("catalog not built (see builds.catalog)" if built.catalog_ops is None else
+                   "minimal catalog bindings not built (see builds.minimal_catalog)" if built.minimal_catalog is None
+                   else "kernelgen probe module unavailable")
+            return [(k, _CATALOG_LABELS[k], why) for k in keys]
+        try:
+            # The catalog's modules, next to the probe's in the same target package.
+            pkg = importlib.import_module(f"kernelgen_ops.{target}")
+            if str(built.catalog_ops) not in pkg.__path__:
+                pkg.__path__.append(str(built.catalog_ops))
+            rms = importlib.import_module(f"kernelgen_ops.{target}.rms_norm").rms_norm_bf16
+            attn = importlib.import_module(f"kernelgen_ops.{target}.attn_prefill").attn_prefill_paged_64
+            spec = importlib.util.spec_from_file_location("lc_minimal_catalog", built.minimal_catalog)
+            assert spec is not None and spec.loader is not None
+            mc = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mc)
+        except Exception as exc:
+            return [(k, _CATALOG_LABELS[k], f"catalog import failed: {short_exc(exc)}") for k in keys]
+        self.doc["meta"]["catalog_modules"] = [getattr(rms, "__module__", "?"), str(built.catalog_ops)]
+        bf16 = torch.bfloat16
+        gen = torch.Generator(device=dev).manual_seed(0)
+
+        def randn(*shape: int) -> Any:
+            return torch.randn(*shape, device=dev, dtype=torch.float32, generator=gen).to(bf16)
+
+        peers: list[Any] = []
+        kernels = {
+            "rms": dict(CATALOG_RMS),
+            "attn": dict(CATALOG_ATTN),
+        }
+        r = kernels["rms"]
+        rms_t = {"x": randn(r["rows"], r["hidden"]), "weight": randn(r["hidden"]),
+                 "out": torch.empty(r["rows"], r["hidden"], device=dev, dtype=bf16)}
+        a = kernels["attn"]
+        blocks = -(-a["kv_len"] // a["cache_block_size"])
+        kv_shape = (blocks * a["cache_block_size"], a["num_kv_heads"], a["head_dim"])
+        attn_t = {"q": randn(a["q_len"], a["num_q_heads"], a["head_dim"]), "k_cache": randn(*kv_shape),
+                  "v_cache": randn(*kv_shape),
+                  "output": torch.empty(a["q_len"], a["num_q_heads"], a["head_dim"], device=dev, dtype=bf16),
+                  "block_table": torch.arange(blocks, device=dev, dtype=torch.int32)}
+        setups = [
+            ("rms", rms, mc.rms_norm, mc.rms_norm_noop, mc.rms_norm_loop, rms_t, r, "out", ()),
+            ("attn", attn, mc.attn_paged, mc.attn_paged_noop, mc.attn_paged_loop, attn_t, a, "output",
+             ("head_dim",)),
+        ]
+        self.doc["catalog"] = {}
+        for name, launcher, minimal, noop, loop, tens, scal, out_name, kw_only in setups:
+            out = tens[out_name]
+            ptrs = {k: t.data_ptr() for k, t in tens.items()}
+            order = list(launcher.arg_names)
+            pos_names = [x for x in order if x not in kw_only]
+            pos = ", ".join(pos_names) + "".join(f", {x}={x}" for x in kw_only)
+            kw = ", ".join(f"{x}={x}" for x in order)
+            allpos = ", ".join(order)
+            # The reference: one generated launch; every peer must write the same bits.
+            out.zero_()
+            launcher(**tens, **scal)
+            sync()
+            ref = out.clone()
+            info: dict[str, Any] = {"args": order, "values": scal,
+                                    "shapes": {k: list(t.shape) for k, t in tens.items()},
+                                    "plan": launcher.plan(**{k: v for k, v in scal.items()
+                                                             if not isinstance(v, float)})}
+            if name == "rms":
+                xf = tens["x"].float()
+                want = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + scal["eps"])
+                        * tens["weight"].float()).to(bf16)
+                info["max_abs_diff_to_torch"] = float((ref.float() - want.float()).abs().max())
+            self.doc["catalog"][name] = info
+
+            def same_bits(run_burst: Callable[[], None], out: Any = out, ref: Any = ref) -> str:
+                sync()
+                out.zero_()
+                sync()
+                run_burst()
+                sync()
+                return "pass" if torch.equal(out, ref) else "FAIL: output differs from the reference launch"
+
+            t_env = {"f": launcher, **tens, **scal}
+            i_env = {"f": launcher, **ptrs, **scal}
+            m_env = {"f": minimal, **ptrs, **scal}
+            peers += [
+                Peer(f"{name}_kg_tensors_kw", _CATALOG_LABELS[f"{name}_kg_tensors_kw"], f"f({kw})", t_env, same_bits),
+                Peer(f"{name}_kg_tensors_pos", _CATALOG_LABELS[f"{name}_kg_tensors_pos"], f"f({pos})", t_env,
+                     same_bits),
+                Peer(f"{name}_kg_ints_pos", _CATALOG_LABELS[f"{name}_kg_ints_pos"], f"f({pos})", i_env, same_bits),
+                Peer(f"{name}_kg_ints_kw", _CATALOG_LABELS[f"{name}_kg_ints_kw"], f"f({kw})", i_env, same_bits),
+                Peer(f"{name}_pybind_ints", _CATALOG_LABELS[f"{name}_pybind_ints"], f"f({allpos})", m_env, same_bits,
+                     note="minimal pybind11 binding calling the same C ABI function"),
+                Peer(f"{name}_pybind_noop", _CATALOG_LABELS[f"{name}_pybind_noop"], f"f({allpos})",
+                     {**m_env, "f": noop}, note="no launch: pybind11's call overhead for this signature"),
+                Peer(f"{name}_floor", _CATALOG_LABELS[f"{name}_floor"], f"f({allpos}, 64)", {**m_env, "f": loop},
+                     same_bits, launches_per_call=BURST, note="one call of a C++ loop of 64 C ABI calls"),
+            ]
+            zero = {**scal, **({"rows": 0} if name == "rms" else {"q_len": 0})}
+            peers += [
+                Peer(f"{name}_kg_tensors_kw_not_launched", _CATALOG_LABELS[f"{name}_kg_tensors_kw_not_launched"],
+                     f"f({kw})", {"f": launcher, **tens, **zero}, note="empty work: the binding's own cost"),
+                Peer(f"{name}_kg_ints_pos_not_launched", _CATALOG_LABELS[f"{name}_kg_ints_pos_not_launched"],
+                     f"f({pos})", {"f": launcher, **ptrs, **zero}, note="empty work: the binding's own cost"),
+            ]
+        return peers
 
     def cupy_peers(self, ptrs: dict[str, int], tensors: dict[str, Any], grid: int, torch: Any,
                    probe_check: Callable[..., str]) -> list[Any]:
@@ -843,6 +986,14 @@ class Bench:
             r["ratio_to_raw_cpp"] = (r["us_per_launch"] / base) if base else None
             in_proc = r.get("source") == "this process"
             r["ratio_to_floor_in_process"] = (r["us_per_launch"] / floor) if floor and in_proc else None
+        for name in ("rms", "attn"):  # catalog kernels: against the minimal binding of the same signature
+            mini = res.get(f"{name}_pybind_ints", {}).get("us_per_launch")
+            kfloor = res.get(f"{name}_floor", {}).get("us_per_launch")
+            for key, r in res.items():
+                if key.startswith(f"{name}_"):
+                    r["ratio_to_floor_in_process"] = None  # the probe's floor: another kernel
+                    r["ratio_to_minimal_pybind"] = (r["us_per_launch"] / mini) if mini else None
+                    r["ratio_to_kernel_floor"] = (r["us_per_launch"] / kfloor) if kfloor else None
         self.save()
         m = self.doc["meta"]
         print()
@@ -865,6 +1016,15 @@ class Bench:
                       f"{str(r.get('check', ''))[:40]}")
             elif key in skipped:
                 print(f"{skipped[key]['label'][:58]:<58} {'skipped':>9} {'':>17}  {skipped[key]['reason'][:60]}")
+        cat = [k for k in self.peer_order if k in res and "ratio_to_minimal_pybind" in res[k]]
+        if cat:
+            print(f"{'catalog kernel, launcher':<58} {'us/launch':>9} {'x minimal':>9} {'x floor':>7}  check")
+            for key in cat:
+                r = res[key]
+                rm = f"{r['ratio_to_minimal_pybind']:.2f}" if r.get("ratio_to_minimal_pybind") else "-"
+                rf = f"{r['ratio_to_kernel_floor']:.2f}" if r.get("ratio_to_kernel_floor") else "-"
+                print(f"{r['label'][:58]:<58} {r['us_per_launch']:9.3f} {rm:>9} {rf:>7}  "
+                      f"{str(r.get('check', ''))[:40]}")
         gcheck = self.doc.get("graph_check")
         verdict = "not run" if not gcheck else "PASS" if gcheck.get("passed") else "FAIL " + str(gcheck)[:200]
         print(f"CUDA graph replay check (64 generated-Python launches, torch tensors): {verdict}")
@@ -898,6 +1058,25 @@ _KG_LABELS = {
     "kg_py_ints_pos_stream0_not_launched": "kernelgen Python, ints positional, stream=0, n=0 (no launch)",
     "kg_py_tensors_kw_stream_not_launched": "kernelgen Python, tensors kw, stream=torch stream, n=0",
     "kg_py_tensors_kw_bare_not_launched": "kernelgen Python, tensors kw, no size/contig., n=0",
+}
+# The catalog kernels' arguments: small problems, so the GPU never holds the launches back.
+CATALOG_RMS = {"rows": 4, "hidden": 4096, "eps": 1e-6}
+CATALOG_ATTN = {"q_len": 16, "kv_len": 64, "q_offset": 48, "num_q_heads": 4, "num_kv_heads": 2,
+                "cache_block_size": 16, "causal": 1, "sliding_window": 0, "inv_sqrt_d": 0.125, "head_dim": 64}
+_CATALOG_LABELS = {
+    f"{k}_{v}": f"{title}, {what}"
+    for k, title in (("rms", "rms_norm_bf16"), ("attn", "attn_prefill_paged_64"))
+    for v, what in (
+        ("kg_tensors_kw", "kernelgen, torch tensors, keywords"),
+        ("kg_tensors_pos", "kernelgen, torch tensors, positional"),
+        ("kg_ints_pos", "kernelgen, int pointers, positional"),
+        ("kg_ints_kw", "kernelgen, int pointers, keywords"),
+        ("pybind_ints", "minimal pybind11 (same C ABI), ints"),
+        ("pybind_noop", "minimal pybind11 no-op (no launch)"),
+        ("floor", "C++ loop of 64 C ABI calls (floor)"),
+        ("kg_tensors_kw_not_launched", "kernelgen, tensors kw, empty (no launch)"),
+        ("kg_ints_pos_not_launched", "kernelgen, ints positional, empty (no launch)"),
+    )
 }
 _LABELS = {
     "floor_in_process": "C++ loop of 64 <<<>>> called from this process (floor)",
@@ -938,6 +1117,10 @@ def _prebuilt(target: str, work: Path) -> Built:
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     if (work / f"lc_minimal_pybind{ext}").is_file():
         built.minimal = work / f"lc_minimal_pybind{ext}"
+    if find_library(REPO / "bindings" / "kernelgen_ops" / target, target) is not None:
+        built.catalog_ops = REPO / "bindings" / "kernelgen_ops" / target
+    if (work / f"lc_minimal_catalog{ext}").is_file():
+        built.minimal_catalog = work / f"lc_minimal_catalog{ext}"
     return built
 
 

@@ -92,12 +92,32 @@ def launch_md(d: dict) -> list[str]:
         "| launcher | us/launch | x raw C++ | x floor |",
         "| --- | --- | --- | --- |",
     ]
+    catalog = []
     for r in d.get("results", {}).values():
         if not isinstance(r, dict) or r.get("us_per_launch") is None:
+            continue
+        if "ratio_to_minimal_pybind" in r:
+            catalog.append(r)
             continue
         raw, floor = r.get("ratio_to_raw_cpp"), r.get("ratio_to_floor_in_process")
         lines.append(f"| {r.get('label', '?')} | {r['us_per_launch']:.3f} | {'-' if raw is None else f'{raw:.2f}'} | "
                      f"{'' if floor is None else f'{floor:.2f}'} |")
+    if catalog:
+        lines += [
+            "",
+            "Catalog kernels, interleaved in the same run: each generated launcher against a minimal pybind11 "
+            "binding of the same signature (int pointers and scalars) calling the same C ABI function "
+            "(benchmarks/launch_cost/minimal_catalog.cpp). 'x minimal' divides by that binding; 'x floor' by a "
+            "C++ loop of 64 calls of the C ABI function from the same process. Arguments: "
+            + "; ".join(f"{k}: {v.get('values')}" for k, v in d.get("catalog", {}).items()) + ".",
+            "",
+            "| kernel, launcher | us/launch | x minimal | x floor |",
+            "| --- | --- | --- | --- |",
+        ]
+        for r in catalog:
+            m, fl = r.get("ratio_to_minimal_pybind"), r.get("ratio_to_kernel_floor")
+            lines.append(f"| {r.get('label', '?')} | {r['us_per_launch']:.3f} | {'-' if m is None else f'{m:.2f}'} | "
+                         f"{'-' if fl is None else f'{fl:.2f}'} |")
     g = d.get("graph_check", {})
     verdict = "PASS" if g.get("passed") else "FAIL"
     lines += ["", f"CUDA graph of 64 generated launches (torch tensors), replayed: {verdict}.", ""]

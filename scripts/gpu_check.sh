@@ -4,17 +4,22 @@
 # Results (build log, junit XML, logs, benchmark JSON) are packed into
 # $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
 #
-#   scripts/gpu_check.sh [--bench] [--sanitize] [pytest -k expression]
+#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [pytest -k expression]
+#
+# --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
+# to the benchmarks that have it (their tuning subset).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 RES=$(mktemp -d)
 trap 'tar czf "$OUT/gpu-results.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
-bench=0; sanitize=0; select=()
+bench=0; sanitize=0; quick=0; only=""; select=()
 for a in "$@"; do
   case "$a" in
     --bench) bench=1 ;;
+    --bench=*) bench=1; only=",${a#--bench=}," ;;
+    --quick) quick=1 ;;
     --sanitize) sanitize=1 ;;
     *) select=(-k "$a") ;;
   esac
@@ -23,12 +28,21 @@ PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
 
 nvidia-smi --query-gpu=name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv | tee "$RES/gpu.txt"
-$PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1 || { cat "$RES/install.log"; exit 1; }
+if ! $PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.log" 2>&1; then
+  # Without the build backend here, use the sources in place (the build installs the targets
+  # into bindings/kernelgen_ops, which is then importable from the tree).
+  echo "gpu_check: editable install failed (see install.log); using PYTHONPATH=src:bindings"
+  export PYTHONPATH="$PWD/src:$PWD/bindings${PYTHONPATH:+:$PYTHONPATH}"
+fi
 target=$($PY - <<'PYEOF'
-import kernelgen_ops
+from pathlib import Path
+
 import torch
+from kernelgen.loader import load_targets
+
 cc = torch.cuda.get_device_capability()
-print(kernelgen_ops.TARGETS.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
+targets = {t.compute_capability: t.name for t in load_targets(Path("specs/targets.yaml"), Path("."))}
+print(targets.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
 PYEOF
 )
 echo "gpu_check: target $target"
@@ -38,6 +52,9 @@ $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" 2>&1 | tee "$RES/bui
 echo "gpu_check: build took $(( $(date +%s) - start )) s"
 
 status=0
+# The type registry against the array producers installed here (torch's dtypes and DLPack codes).
+$PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 | tee "$RES/types.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
@@ -46,8 +63,11 @@ $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --juni
 if [ "$bench" -eq 1 ]; then
   for b in benchmarks/bench_memory_bound.py benchmarks/bench_attn_prefill.py benchmarks/bench_fp8_linear.py benchmarks/bench_dense_linear.py benchmarks/bench_launch_cost.py; do
     name=$(basename "$b" .py)
-    echo "gpu_check: $name"
-    $PY "$b" --out "$RES/$name.json" 2>&1 | tee "$RES/$name.log" | tail -n 30
+    case "$only" in ""|*",$name,"*) ;; *) continue ;; esac
+    extra=()
+    [ "$quick" -eq 1 ] && grep -q -- '"--quick"' "$b" && extra=(--quick)
+    echo "gpu_check: $name ${extra[*]}"
+    $PY "$b" --out "$RES/$name.json" "${extra[@]}" 2>&1 | tee "$RES/$name.log" | tail -n 30
   done
 fi
 if [ "$sanitize" -eq 1 ]; then

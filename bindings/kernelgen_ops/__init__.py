@@ -1,7 +1,8 @@
 """kernelgen's built kernel modules, one subpackage per GPU target.
 
-``from kernelgen_ops import rms_norm`` picks the build that matches the current GPU
-(compute capability 12.1 -> ``gb10``, 9.0 -> ``hopper``). Set ``KERNELGEN_TARGET`` to
+``from kernelgen_ops import rms_norm`` picks the build that matches the current GPU: each
+installed target's package names its compute capability (``COMPUTE_CAPABILITY``, from the
+project's specs/targets.yaml; here 12.1 -> ``gb10``, 9.0 -> ``hopper``). Set ``KERNELGEN_TARGET`` to
 choose one explicitly (plans and generated tests need no GPU), or import a target's
 modules directly: ``from kernelgen_ops.hopper import rms_norm``.
 """
@@ -30,14 +31,12 @@ __all__ = [
     "Outcome",
     "TargetError",
     "available_targets",
+    "built_targets",
     "refresh",
     "set_strict",
     "strict",
     "target",
 ]
-
-# compute capability -> target name; kept in step with specs/targets.yaml by a test.
-TARGETS = {(12, 1): "gb10", (9, 0): "hopper"}
 
 _here = os.path.dirname(__file__)
 _selected: str | None = None
@@ -51,11 +50,27 @@ class TargetError(ImportError):
     """No build of kernelgen_ops matches this machine."""
 
 
+def built_targets() -> dict[tuple[int, int], str]:
+    """Compute capability -> target, for every target whose build is installed on the package
+    path (each build's ``__init__`` names its compute capability)."""
+    found: dict[tuple[int, int], str] = {}
+    for d in __path__:
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.startswith("_") or not os.path.isfile(os.path.join(d, name, "__init__.py")):
+                continue
+            try:
+                cc = importlib.import_module(f"kernelgen_ops.{name}").COMPUTE_CAPABILITY
+            except (ImportError, AttributeError):
+                continue
+            found.setdefault(tuple(cc), name)  # type: ignore[arg-type]
+    return found
+
+
 def available_targets() -> list[str]:
-    """Targets whose build is installed next to this package."""
-    return sorted(
-        t for t in set(TARGETS.values()) if any(os.path.isfile(os.path.join(d, t, "__init__.py")) for d in __path__)
-    )
+    """Targets whose build is installed on the package path."""
+    return sorted(set(built_targets().values()))
 
 
 def _runtime(name: str) -> ModuleType:
@@ -67,13 +82,14 @@ def target() -> str:
     global _selected
     if _selected is not None:
         return _selected
-    built = available_targets()
+    by_cc = built_targets()
+    built = sorted(set(by_cc.values()))
     forced = os.environ.get("KERNELGEN_TARGET")
     if forced:
-        if forced not in TARGETS.values():
-            raise TargetError(f"KERNELGEN_TARGET={forced!r} is not a target; targets: {sorted(set(TARGETS.values()))}")
         if forced not in built:
-            raise TargetError(f"target {forced!r} is not built; run: kernelgen build --target {forced}")
+            raise TargetError(
+                f"target {forced!r} is not built (built: {built}); run: kernelgen build --target {forced}"
+            )
         _selected = forced
         return forced
     if not built:
@@ -86,14 +102,13 @@ def target() -> str:
         )
     dev = max(rt.current_device(), 0)
     cc = rt.device_capability(dev)
-    name = TARGETS.get(tuple(cc) if cc else None)  # type: ignore[arg-type]
+    name = by_cc.get(tuple(cc) if cc else None)  # type: ignore[arg-type]
     if name is None:
         raise TargetError(
-            f"GPU {dev} has compute capability {cc[0]}.{cc[1] if cc else '?'}; kernelgen builds for "
-            + ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(TARGETS.items()))
+            f"GPU {dev} has compute capability {cc[0] if cc else '?'}.{cc[1] if cc else '?'}; the built targets are "
+            + ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(by_cc.items()))
+            + "; build the target of this GPU (kernelgen build --target T, T from specs/targets.yaml)"
         )
-    if name not in built:
-        raise TargetError(f"this GPU needs target {name!r}, which is not built; run: kernelgen build --target {name}")
     _selected = name
     return name
 

@@ -51,6 +51,8 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp4.h>
+#include <cuda_fp8.h>
 #include <cstdint>
 
 #include "dense_gemm_tile.cuh"
@@ -391,10 +393,13 @@ struct Fp4B {
 }  // namespace w4a16_detail
 
 // Dynamic shared memory: w4a16_detail::kSmemBytes (GEMV_SMEM in specs/w4a16_gemm.yaml).
+// The weights arrive typed (packed E2M1 pairs, E4M3 scale bytes) and are read as bytes.
 __global__ void __launch_bounds__(256, 2)
-w4a16_gemv_kernel(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale,
+w4a16_gemv_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const __nv_fp8_e4m3* wscale_e4m3,
                   float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
     namespace d = w4a16_detail;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(wq_pairs);
+    const uint8_t* wscale = reinterpret_cast<const uint8_t*>(wscale_e4m3);
     extern __shared__ __align__(128) uint8_t w4a16_gemv_smem[];
     if (m > d::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
     const uintptr_t ws_addr = reinterpret_cast<uintptr_t>(wscale);
@@ -420,9 +425,11 @@ w4a16_gemv_kernel(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wsca
 }
 
 __global__ void __launch_bounds__(128)
-w4a16_gemm_kernel(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale,
+w4a16_gemm_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const __nv_fp8_e4m3* wscale_e4m3,
                   float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
     namespace d = w4a16_detail;
+    const uint8_t* wq = reinterpret_cast<const uint8_t*>(wq_pairs);
+    const uint8_t* wscale = reinterpret_cast<const uint8_t*>(wscale_e4m3);
     if ((k & 15u) != 0) return;  // the launcher's clause; never reached through it
     const float scale = global_scale * 256.0f;
     const bool xvec = dense_mma::aligned16(x);

@@ -3,6 +3,7 @@
     kernelgen generate [--check]     regenerate generated/ from specs/ (or check it is current)
     kernelgen build [--target T]     regenerate, then build and install the targets
     kernelgen list                   the modules, kernels and chains per target
+    kernelgen schema [--targets]     the JSON Schema of module specs (or of specs/targets.yaml)
 
 Errors in user input print one message naming file:line and exit with status 2.
 """
@@ -15,10 +16,10 @@ import time
 from pathlib import Path
 
 from kernelgen import __version__
+from kernelgen.emit import render_catalog
 from kernelgen.errors import KernelgenError, SpecError
 from kernelgen.loader import load_catalog
 from kernelgen.model import Catalog, Target
-from kernelgen.render import render_catalog
 from kernelgen.writer import check_files, write_files
 
 
@@ -102,8 +103,38 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
         for k in m.kernels:
             print(f"  {k.name}  targets: {', '.join(k.targets)}")
+        for d in m.dispatches:
+            axes = ", ".join(f"{a.name}: {list(a.values)}" for a in d.axes)
+            print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from kernelgen import schema
+
+    if args.docs is not None:
+        path = Path(args.docs) if args.docs else args.root / "docs" / "spec-format.md"
+        try:
+            text = path.read_text(encoding="utf-8")
+            new = schema.update_doc(text)
+        except (OSError, ValueError) as exc:
+            raise KernelgenError(f"cannot update the field reference in {path}: {exc}") from None
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+        print(f"kernelgen: field reference in {path} {'updated' if new != text else 'is up to date'}")
+        return 0
+    text = schema.json_schema_text("targets" if args.targets else "module")
+    if args.out:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise KernelgenError(f"cannot write {args.out}: {exc}") from None
+        print(f"kernelgen: wrote {args.out}")
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -127,9 +158,21 @@ def main(argv: list[str] | None = None) -> int:
     b.set_defaults(func=cmd_build)
     ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
     ls.set_defaults(func=cmd_list)
+    sc = sub.add_parser(
+        "schema", help="print the JSON Schema of module specs, for editors",
+        description="Print the JSON Schema (draft 2020-12) of module specs, or of specs/targets.yaml with "
+        "--targets. An editor with the YAML language server uses it through a first line "
+        "'# yaml-language-server: $schema=PATH' in a spec.",
+    )
+    sc.add_argument("--targets", action="store_true", help="the schema of specs/targets.yaml instead")
+    sc.add_argument("--out", "-o", type=Path, help="write the schema to this file instead of printing it")
+    sc.add_argument("--docs", nargs="?", const="", metavar="FILE",
+                    help="regenerate the field reference in docs/spec-format.md (or FILE) instead")
+    sc.set_defaults(func=cmd_schema, root_optional=True)
     args = parser.parse_args(argv)
     try:
-        args.root = (args.root or find_root(Path.cwd())).resolve()
+        if args.root or not getattr(args, "root_optional", False) or getattr(args, "docs", None) == "":
+            args.root = (args.root or find_root(Path.cwd())).resolve()
         return int(args.func(args))
     except SpecError as exc:
         print(f"kernelgen: error: {exc}", file=sys.stderr)

@@ -414,3 +414,22 @@ def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x", s
         raise TypeError(f"unknown node {n!r}")
 
     return py(node)
+
+
+def substitute(node: Node, values: Mapping[str, int]) -> Node:
+    """``node`` with each name in ``values`` replaced by its integer literal (an
+    instantiation's integer axes, which are compile-time constants of that instance)."""
+    from dataclasses import fields, replace
+
+    if not values:
+        return node
+    if isinstance(node, Name):
+        return Lit(values[node.name]) if node.name in values else node
+    changes: dict[str, object] = {}
+    for f in fields(node):  # type: ignore[arg-type]
+        v = getattr(node, f.name)
+        if isinstance(v, Node):
+            changes[f.name] = substitute(v, values)
+        elif isinstance(v, tuple) and v and isinstance(v[0], Node):
+            changes[f.name] = tuple(substitute(x, values) for x in v)
+    return replace(node, **changes) if changes else node  # type: ignore[type-var]

@@ -5,19 +5,21 @@ Errors carry the spec file, line and field path, and say how to fix the problem.
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from kernelgen import expr
+from kernelgen import expr, kernel_source, schema
+from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
 from kernelgen.model import (
-    ELEMS,
-    SCALARS,
     Arg,
+    Axis,
     Catalog,
     Clause,
     Fallback,
@@ -27,6 +29,7 @@ from kernelgen.model import (
     Target,
     Variants,
 )
+from kernelgen.types import ELEMS, SCALARS
 from kernelgen.yamlio import YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -52,16 +55,19 @@ CUDA_RESERVED = frozenset(
 )
 RESERVED = CPP_KEYWORDS | PY_RESERVED | CUDA_RESERVED
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_MODULE = re.compile(r"[a-z][a-z0-9_]{0,47}")
-_SYMBOL = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*(?:<\s*-?[0-9]+(?:\s*,\s*-?[0-9]+)*\s*>)?")
-_ENV = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-_SOURCE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
-_ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
-_CC = re.compile(r"([0-9]{1,2})\.([0-9])")
+# Value patterns and limits are part of the spec format, declared in kernelgen.schema.
+_IDENT = schema.IDENTIFIER_RE
+_MODULE = schema.MODULE_RE
+_SYMBOL = schema.SYMBOL_RE
+_ENV = schema.ENV_RE
+_SOURCE = schema.SOURCE_RE
+_ARCH = schema.ARCH_RE
+_CC = schema.CC_RE
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+MAX_INSTANCES = 64
 _TYPE = re.compile(r"(const\s+)?([a-z0-9_]+)\s*(\*)?")
-MAX_TEXT = 2000
-MAX_LIST = 64
+MAX_TEXT = schema.MAX_TEXT
+MAX_LIST = schema.MAX_LIST
 
 
 class _Ctx:
@@ -87,12 +93,14 @@ class _Ctx:
         return SpecError(loc, self.field, message, hint)
 
 
-def _fields(ctx: _Ctx, node: YNode, required: set[str], optional: set[str]) -> dict[str, YNode]:
-    """The mapping's entries by key; unknown keys and missing required keys are errors."""
+def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
+    """The mapping's entries by key; keys the schema does not declare for ``struct`` and
+    missing required keys are errors."""
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping, got {_kind(node)}")
     out: dict[str, YNode] = {}
-    allowed = required | optional
+    required = struct.required()
+    allowed = required | struct.optional()
     for key, value in node.items:
         name = key.value
         if not isinstance(name, str) or name not in allowed:
@@ -192,15 +200,14 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
     ctx = _Ctx(rel)
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, "expected a mapping of target names to their settings")
+    _version(ctx, node)
     targets = []
     for key, value in node.items:
+        if key.value == schema.VERSION.name:
+            continue
         name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
         with ctx.at(name):
-            f = _fields(
-                ctx, value,
-                {"arch", "compute_capability", "max_shared_mem_per_block_optin"},
-                {"max_threads_per_block", "max_block_dims"},
-            )
+            f = _fields(ctx, value, schema.TARGET)
             with ctx.at("arch"):
                 arch = _str(ctx, f["arch"])
                 if not _ARCH.fullmatch(arch):
@@ -212,11 +219,14 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                     raise ctx.error(f["compute_capability"].loc, f"'{cc_text}' is not MAJOR.MINOR")
                 cc = (int(m.group(1)), int(m.group(2)))
             with ctx.at("max_threads_per_block"):
-                mtpb = _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f else 1024
+                mtpb = (
+                    _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f
+                    else int(schema.TARGET["max_threads_per_block"].default or 0)
+                )
             with ctx.at("max_block_dims"):
                 dims = (
                     _list(ctx, f["max_block_dims"], lambda n: _int(ctx, n, 1, 4096))
-                    if "max_block_dims" in f else [1024, 1024, 64]
+                    if "max_block_dims" in f else json.loads(schema.TARGET["max_block_dims"].default or "[]")
                 )
                 if len(dims) != 3:
                     raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
@@ -246,24 +256,65 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
         if m.name in seen:
             raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
         seen[m.name] = m
-    catalog = Catalog(root.as_posix(), targets, tuple(sorted(modules, key=lambda m: m.name)))
+    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
+    catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
+    # The checks generation makes on top of the loader's (the test-case search, whole
+    # clusters), so that every command accepts and rejects the same specs.
+    check_catalog(catalog)
     return catalog
 
 
-MODULE_KEYS = {"module", "summary", "sources", "kernels"}
-MODULE_OPTIONAL = {"doc", "kill_switch", "constants", "fallbacks"}
-KERNEL_KEYS = {"summary", "args", "grid", "block", "examples"}
-KERNEL_OPTIONAL = {
-    "symbol", "doc", "targets", "host_args", "shared_mem", "skip_if", "applies_if", "requires", "variants",
-}
+def _version(ctx: _Ctx, node: YNode) -> int:
+    """The file's ``version`` (checked before anything else: other versions may have other keys)."""
+    if not isinstance(node, YMap):
+        return schema.DEFAULT_VERSION
+    supported = ", ".join(str(v) for v in schema.SUPPORTED_VERSIONS)
+    for key, value in node.items:
+        if key.value != schema.VERSION.name:
+            continue
+        with ctx.at(schema.VERSION.name):
+            if not isinstance(value, YScalar) or isinstance(value.value, bool) or not isinstance(value.value, int):
+                raise ctx.error(
+                    value.loc, f"expected an integer format version, got {_kind(value)}",
+                    f"supported versions: {supported}; write version: {schema.DEFAULT_VERSION} or leave it out",
+                )
+            if value.value not in schema.SUPPORTED_VERSIONS:
+                raise ctx.error(
+                    value.loc, f"spec format version {value.value} is not supported by this kernelgen",
+                    f"supported versions: {supported}; write version: {schema.DEFAULT_VERSION} or leave it out",
+                )
+            return value.value
+    return schema.DEFAULT_VERSION
+
+
+def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
+    """A chain member naming an instantiated kernel stands for its instances, in order."""
+    modules = []
+    for m in catalog.modules:
+        chains = []
+        for fb in m.fallbacks:
+            members: list[KernelRef] = []
+            for ref in fb.members:
+                owner = catalog.module(ref.module)
+                d = owner.dispatch(ref.kernel) if owner is not None else None
+                members.extend(replace(r, loc=ref.loc) for r in d.members) if d else members.append(ref)
+            names = [r.qualname for r in members]
+            for i, r in enumerate(members):
+                if r.qualname in names[:i]:
+                    raise SpecError(r.loc, f"fallbacks.{fb.name}", f"kernel {r.qualname} appears twice in the chain",
+                                    "an instantiated kernel stands for all of its instances")
+            chains.append(replace(fb, members=tuple(members)))
+        modules.append(replace(m, fallbacks=tuple(chains)))
+    return replace(catalog, modules=tuple(modules))
 
 
 def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     rel = relpath(path, root)
     node = load(rel, path.read_bytes())
     ctx = _Ctx(rel)
-    f = _fields(ctx, node, MODULE_KEYS, MODULE_OPTIONAL)
+    _version(ctx, node)
+    f = _fields(ctx, node, schema.MODULE)
     with ctx.at("module"):
         name = _ident(ctx, f["module"].loc, _str(ctx, f["module"]), "module name", _MODULE)
         if path.stem != name:
@@ -296,13 +347,29 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         kn = f["kernels"]
         if not isinstance(kn, YMap) or not kn.items:
             raise ctx.error(kn.loc, "expected a mapping of kernel names to kernels")
-        kernels = []
+        kernels: list[Kernel] = []
+        dispatches: list[Fallback] = []
         target_names = [t.name for t in targets]
+        effective: dict[str, YMap] = {}  # each kernel's entries after 'extends'
+        owner: dict[str, tuple[str, SourceLoc]] = {}  # launcher name -> what defines it, where
         for key, value in kn.items:
             kname = _ident(ctx, key.loc, key.value, "kernel name")
             with ctx.at(kname):
-                kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
-    names = {k.name for k in kernels}
+                value = _extend(ctx, value, effective)
+                effective[kname] = value
+                if "instantiate" not in value.keys():
+                    _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
+                    kernels.append(_kernel(ctx, kname, key.loc, value, constants, target_names, targets))
+                    continue
+                instances, dispatch = _instances(ctx, name, kname, key.loc, value, constants, target_names, targets)
+                _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
+                for k in instances:
+                    _claim(ctx, owner, k.name, f"instantiation '{k.name}' of '{kname}'", dispatch.loc)
+                kernels.extend(instances)
+                dispatches.append(dispatch)
+        for k in kernels:
+            _check_cluster_dims(ctx, k, root, sources)
+    names = {k.name for k in kernels} | {d.name for d in dispatches}
     for c in constants:
         if c in names:
             raise SpecError(f["constants"].loc, f"constants.{c}", f"constant '{c}' has the name of a kernel")
@@ -312,8 +379,161 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
-        tuple(kernels), tuple(fallbacks),
+        tuple(kernels), tuple(fallbacks), tuple(dispatches),
     )
+
+
+def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: str, loc: SourceLoc) -> None:
+    """Registers a launcher name; a name already taken is an error naming both places."""
+    if name in owner:
+        other, where = owner[name]
+        raise ctx.error(loc, f"{what} is named '{name}', which is also the name of {other} (line {where.line})",
+                        "rename one of them, or give 'instance_name' a pattern that avoids it")
+    owner[name] = (what, loc)
+
+
+def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap]) -> YMap:
+    """A kernel's entries with ``extends: BASE`` applied: BASE's entries (after its own
+    ``extends``), each replaced whole by the kernel's entry of the same key; an entry whose
+    value is null removes an inherited optional key."""
+    if not isinstance(node, YMap):
+        raise ctx.error(node.loc, f"expected a mapping, got {_kind(node)}")
+    own = dict(zip(node.keys(), node.items))
+    if "extends" not in own:
+        keys = schema.KERNEL.required() | schema.KERNEL.optional()
+        for k, (_, value) in own.items():
+            if isinstance(value, YScalar) and value.value is None and k in keys:
+                with ctx.at(k):
+                    raise ctx.error(value.loc, "null removes an inherited key; this kernel has no 'extends'")
+        return node
+    _, base_node = own.pop("extends")
+    with ctx.at("extends"):
+        base = _str(ctx, base_node, "the name of a kernel defined above")
+        if base not in effective:
+            raise ctx.error(base_node.loc, f"no kernel '{base}' is defined above this one",
+                            did_you_mean(base, list(effective)) or "'extends' names a kernel earlier in the file")
+    items = {k: item for k, item in zip(effective[base].keys(), effective[base].items)}
+    for k, item in own.items():
+        if isinstance(item[1], YScalar) and item[1].value is None:
+            if k in schema.KERNEL.required():
+                with ctx.at(k):
+                    raise ctx.error(item[1].loc, f"'{k}' is required and cannot be removed")
+            items.pop(k, None)
+        else:
+            items[k] = item
+    return YMap(node.loc, tuple(items.values()))
+
+
+def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[Axis]:
+    if not isinstance(node, YMap) or not node.items:
+        raise ctx.error(node.loc, "expected a mapping of axis names to lists of values",
+                        "e.g. {T: [f32, bf16], TILE: [64, 128]}")
+    axes = []
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "axis name")
+        with ctx.at(name):
+            if name in constants:
+                raise ctx.error(key.loc, f"axis '{name}' has the name of a constant")
+            if not isinstance(value, YSeq) or not value.items:
+                raise ctx.error(value.loc, "expected a non-empty list of element types or integers")
+            vals: list[str | int] = []
+            for i, item in enumerate(value.items):
+                with ctx.at(f"[{i}]"):
+                    v = item.value if isinstance(item, YScalar) else None
+                    if isinstance(v, int) and not isinstance(v, bool):
+                        if not -(1 << 31) <= v < (1 << 31):
+                            raise ctx.error(item.loc, f"{v} is out of range for an integer axis (32-bit)")
+                    elif isinstance(v, str):
+                        if v not in ELEMS:
+                            raise ctx.error(item.loc, f"unknown element type '{v}'", did_you_mean(v, list(ELEMS)))
+                    else:
+                        raise ctx.error(item.loc, f"expected an element type or an integer, got {_kind(item)}")
+                    if vals and isinstance(v, int) != isinstance(vals[0], int):
+                        raise ctx.error(item.loc, "an axis holds element types or integers, not both")
+                    if v in vals:
+                        raise ctx.error(item.loc, f"{v} is listed twice")
+                    vals.append(v)
+            axes.append(Axis(name, tuple(vals), isinstance(vals[0], str), key.loc))
+    return axes
+
+
+def _instances(
+    ctx: _Ctx, module: str, name: str, loc: SourceLoc, node: YMap, constants: dict[str, int],
+    target_names: list[str], targets: tuple[Target, ...],
+) -> tuple[list[Kernel], Fallback]:
+    """The instances of an instantiated kernel, in the matrix's order (the first axis
+    outermost), and its dispatching launcher."""
+    import itertools
+
+    f = dict(zip(node.keys(), (v for _, v in node.items)))
+    with ctx.at("instantiate"):
+        axes = _instantiate(ctx, f["instantiate"], constants)
+    combos = list(itertools.product(*(a.values for a in axes)))
+    if len(combos) > MAX_INSTANCES:
+        with ctx.at("instantiate"):
+            raise ctx.error(f["instantiate"].loc, f"{len(combos)} instantiations; the limit is {MAX_INSTANCES}")
+    pattern = None
+    if "instance_name" in f:
+        with ctx.at("instance_name"):
+            pattern = _str(ctx, f["instance_name"], "a name pattern such as gemv_{T}_t{TILE}")
+    instances = []
+    seen: dict[str, tuple] = {}
+    for combo in combos:
+        values = {a.name: v for a, v in zip(axes, combo)}
+        if pattern is None:
+            iname = "_".join([name, *(str(v) for v in combo)])
+        else:
+            with ctx.at("instance_name"):
+                iname = _subst(ctx, f["instance_name"].loc, pattern, values, cpp=False)
+        with ctx.at("instance_name" if pattern else "instantiate"):
+            where = f["instance_name" if pattern else "instantiate"].loc
+            _ident(ctx, where, iname, "instance name")
+            if iname in seen:
+                raise ctx.error(where, f"instantiations {seen[iname]} and {combo} are both named '{iname}'",
+                                "put every axis in the pattern")
+        seen[iname] = combo
+        with ctx.at(f"<{', '.join(f'{k}={v}' for k, v in values.items())}>"):
+            k = _kernel(ctx, iname, loc, node, constants, target_names, targets, values)
+        instances.append(replace(k, instance_of=name, axis_values=tuple(values.items())))
+    type_axes = []
+    for a in axes:
+        if not a.is_type:
+            continue
+        governed = []
+        for hn in (f.get("args"), f.get("host_args")):
+            if isinstance(hn, YMap):
+                for key, value in hn.items:
+                    t = value
+                    if isinstance(value, YMap):
+                        t = dict(zip(value.keys(), (v for _, v in value.items))).get("type", value)
+                    if isinstance(t, YScalar) and isinstance(t.value, str) and f"{{{a.name}}}" in t.value:
+                        governed.append(str(key.value))
+        if not governed:
+            with ctx.at("instantiate"):
+                raise ctx.error(a.loc, f"type axis '{a.name}' is used by no argument type",
+                                f"write an argument's type as 'const {{{a.name}}}*', or make it an integer axis")
+        type_axes.append((a.name, tuple(governed)))
+    refs = tuple(KernelRef(module, k.name, loc) for k in instances)
+    return instances, Fallback(name, loc, refs, dispatch=True, axes=tuple(axes), type_axes=tuple(type_axes))
+
+
+def _subst(ctx: _Ctx, loc: SourceLoc, text: str, axes: Mapping[str, str | int], cpp: bool) -> str:
+    """``text`` with each ``{AXIS}`` replaced by the instance's value: an integer in decimal,
+    an element type by its C++ spelling (``cpp``) or its spec name."""
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name not in axes:
+            if not axes:
+                raise ctx.error(loc, f"placeholder {{{name}}} outside an instantiated kernel",
+                                f"declare the axis under 'instantiate', e.g. instantiate: {{{name}: [f32, bf16]}}")
+            raise ctx.error(loc, f"unknown placeholder {{{name}}}", did_you_mean(name, list(axes)))
+        v = axes[name]
+        if isinstance(v, int):
+            return str(v)
+        return ELEMS[v].cpp if cpp else v
+
+    return _PLACEHOLDER.sub(one, text)
 
 
 def _source(ctx: _Ctx, node: YNode, root: Path) -> str:
@@ -362,9 +582,16 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         raise ctx.error(node.loc, exc.message, hint) from None
 
 
-def _type(ctx: _Ctx, node: YNode, loc: SourceLoc) -> tuple[str, bool, bool]:
-    """Parse ``const bf16*``: (base, const, pointer)."""
+def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int]) -> tuple[str, bool, bool]:
+    """Parse ``const bf16*`` (or ``const {T}*`` in an instantiated kernel): (base, const, pointer)."""
     text = _str(ctx, node, "a type such as u32 or const bf16*")
+    if "{" in text:
+        m = _PLACEHOLDER.search(text)
+        if m and isinstance(axes.get(m.group(1)), int):
+            raise ctx.error(loc, f"{{{m.group(1)}}} is an integer axis; types take element-type axes")
+        text = _subst(ctx, loc, text, axes, cpp=False)
+        if not text.rstrip().endswith("*"):
+            raise ctx.error(loc, "an element-type axis gives pointer element types only", "e.g. 'const {T}*'")
     m = _TYPE.fullmatch(text.strip())
     if not m:
         raise ctx.error(loc, f"{text!r} is not a type", "e.g. u32, f32, const bf16*, i64*")
@@ -381,7 +608,9 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc) -> tuple[str, bool, bool]:
     return base, const, star
 
 
-def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> list[tuple[Arg, YNode | None]]:
+def _args(
+    ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc], axes: Mapping[str, str | int]
+) -> list[tuple[Arg, YNode | None]]:
     """Arguments without their size expressions (those need every name declared first)."""
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping of argument names to types, got {_kind(node)}")
@@ -390,6 +619,8 @@ def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> li
         name = _ident(ctx, key.loc, key.value, "argument name")
         if name.startswith("_"):
             raise ctx.error(key.loc, f"argument '{name}' starts with '_'", "that prefix is reserved")
+        if name in axes:
+            raise ctx.error(key.loc, f"argument '{name}' has the name of an 'instantiate' axis")
         if name in taken:
             raise ctx.error(key.loc, f"argument '{name}' is declared twice (also at line {taken[name].line})")
         taken[name] = key.loc
@@ -397,7 +628,7 @@ def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> li
             size_node = None
             contiguous = True
             if isinstance(value, YMap):
-                f = _fields(ctx, value, {"type"}, {"size", "contiguous"})
+                f = _fields(ctx, value, schema.ARGUMENT)
                 type_node = f["type"]
                 size_node = f.get("size")
                 if "contiguous" in f:
@@ -405,7 +636,7 @@ def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> li
                         contiguous = _bool(ctx, f["contiguous"])
             else:
                 type_node = value
-            base, const, star = _type(ctx, type_node, type_node.loc)
+            base, const, star = _type(ctx, type_node, type_node.loc, axes)
             if star and host:
                 raise ctx.error(type_node.loc, "host arguments must be scalars", "pointers belong under args")
             if not star and (size_node is not None or not contiguous):
@@ -422,9 +653,20 @@ def _args(ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc]) -> li
 
 def _kernel(
     ctx: _Ctx, name: str, loc: SourceLoc, node: YNode, constants: dict[str, int],
-    target_names: list[str], targets: tuple[Target, ...],
+    target_names: list[str], targets: tuple[Target, ...], axes: Mapping[str, str | int] | None = None,
 ) -> Kernel:
-    f = _fields(ctx, node, KERNEL_KEYS, KERNEL_OPTIONAL)
+    """One kernel; for an instance of an instantiated kernel, ``axes`` holds its values:
+    placeholders in the symbol, variants and argument types are replaced, and integer axes
+    are constants of the instance in every expression."""
+    axes = axes or {}
+    int_axes = {n: v for n, v in axes.items() if isinstance(v, int)}
+    f = _fields(ctx, node, schema.KERNEL)
+    if "instance_name" in f and "instantiate" not in f:
+        with ctx.at("instance_name"):
+            raise ctx.error(f["instance_name"].loc, "'instance_name' names the instances of 'instantiate'")
+    if "instantiate" in f and "symbol" not in f and "variants" not in f:
+        raise ctx.error(f["instantiate"].loc, "an instantiated kernel needs 'symbol' (or 'variants')",
+                        "e.g. symbol: my_kernel<{T}>")
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)
     if "doc" in f:
@@ -433,7 +675,7 @@ def _kernel(
     symbol = name
     if "symbol" in f:
         with ctx.at("symbol"):
-            symbol = _symbol(ctx, f["symbol"])
+            symbol = _symbol(ctx, f["symbol"], axes)
     kernel_targets = tuple(target_names)
     if "targets" in f:
         with ctx.at("targets"):
@@ -449,21 +691,21 @@ def _kernel(
     for c in constants:
         taken[c] = loc
     with ctx.at("args"):
-        raw_args = _args(ctx, f["args"], False, taken)
+        raw_args = _args(ctx, f["args"], False, taken, axes)
         if not raw_args:
             raise ctx.error(f["args"].loc, "a kernel needs at least one argument")
     raw_host: list[tuple[Arg, YNode | None]] = []
     if "host_args" in f:
         with ctx.at("host_args"):
-            raw_host = _args(ctx, f["host_args"], True, taken)
+            raw_host = _args(ctx, f["host_args"], True, taken, axes)
     int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
     float_names = {a.name for a, _ in raw_args if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
-    names: dict[str, object] = {**int_names, **constants}
+    names: dict[str, object] = {**int_names, **constants, **int_axes}
 
     def ex(n: YNode, ty: expr.Ty) -> expr.Node:
         try:
-            return _expr(ctx, n, names, ty)
+            return expr.substitute(_expr(ctx, n, names, ty), int_axes)
         except SpecError as e:
             bad = re.search(r"undefined name '(\w+)'", e.message)
             if bad and bad.group(1) in float_names | ptr_names:
@@ -500,6 +742,7 @@ def _kernel(
 
     grid = dims("grid")
     block = dims("block")
+    cluster = _cluster(ctx, f["cluster"], constants) if "cluster" in f else None
     shared_mem: expr.Node = expr.Lit(0)
     if "shared_mem" in f:
         with ctx.at("shared_mem"):
@@ -522,7 +765,7 @@ def _kernel(
     variants = None
     if "variants" in f:
         with ctx.at("variants"):
-            variants = _variants(ctx, f["variants"], int_names)
+            variants = _variants(ctx, f["variants"], int_names, axes)
         if "symbol" in f:
             raise SpecError(f["symbol"].loc, f"kernels.{name}.symbol", "give either 'symbol' or 'variants', not both")
     all_int = {a.name for a in args + host_args if a.is_int}
@@ -531,6 +774,7 @@ def _kernel(
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
+        cluster, f["cluster"].loc if "cluster" in f else None,
     )
     _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
     return kernel
@@ -541,8 +785,93 @@ def _nullctx() -> Iterator[None]:
     yield
 
 
-def _symbol(ctx: _Ctx, node: YNode) -> str:
-    s = _str(ctx, node, "a __global__ function name")
+def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, int, int]:
+    """``cluster: [x, y, z]``: constant expressions, each at least 1."""
+    with ctx.at("cluster"):
+        if not isinstance(node, YSeq) or len(node.items) != 3:
+            got = f"{len(node.items)} entries" if isinstance(node, YSeq) else _kind(node)
+            raise ctx.error(node.loc, f"expected a list of 3 constant expressions [x, y, z], got {got}",
+                            "e.g. cluster: [8, 1, 1], as in the kernel's __cluster_dims__(8, 1, 1)")
+        out = []
+        for i, item in enumerate(node.items):
+            with ctx.at(f"[{i}]"):
+                try:
+                    tree = _expr(ctx, item, constants, expr.Ty.INT)
+                except SpecError as e:
+                    bad = re.search(r"undefined name '(\w+)'", e.message)
+                    if bad:
+                        raise ctx.error(
+                            item.loc, f"'{bad.group(1)}' is not a constant",
+                            "the cluster shape is fixed at compile time: use literals and names under 'constants'",
+                        ) from None
+                    raise
+                try:
+                    v = int(expr.evaluate(tree, constants))
+                except Exception as exc:  # ExprError: division by zero, overflow
+                    raise ctx.error(item.loc, f"cannot evaluate the cluster dimension: {exc}") from None
+                if v < 1:
+                    raise ctx.error(item.loc, f"cluster dimension {v} is less than 1",
+                                    "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
+                out.append(v)
+        return out[0], out[1], out[2]
+
+
+def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ...]) -> None:
+    """The kernel's ``cluster`` equals ``__cluster_dims__`` on its definition in the sources
+    (read from their text; see kernel_source for what is read), for every symbol it launches."""
+    texts = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
+    symbols = [s for _, s in k.variants.symbols] if k.variants else [k.symbol]
+    want = k.cluster
+    where = k.cluster_loc or k.loc
+    field = "cluster" if k.cluster else "symbol"
+    with ctx.at(k.name), ctx.at(field):
+        for sym in symbols:
+            try:
+                decls = kernel_source.global_declarations(texts, sym)
+            except kernel_source.SourceScanError as exc:
+                raise ctx.error(
+                    where, f"cannot read __cluster_dims__ of '{sym}': {exc}",
+                    "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
+                    "defined by #define or constexpr in the sources",
+                ) from None
+            if not decls:
+                if want is None:
+                    continue
+                raise ctx.error(
+                    where, f"cannot find the __global__ definition of '{sym}' in the sources "
+                    f"({', '.join(sources)}) to check its __cluster_dims__",
+                    "list the file that defines the kernel under 'sources', or remove 'cluster'",
+                )
+            declared = [d for d in decls if d.cluster is not None]
+            if want is None:
+                if declared:
+                    d = declared[0]
+                    dims = ", ".join(map(str, d.cluster or ()))
+                    raise ctx.error(
+                        where, f"'{sym}' is declared with __cluster_dims__({dims}) at {d.path}:{d.line}, "
+                        "but the spec declares no cluster",
+                        f"add 'cluster: [{dims}]' to kernel '{k.name}'",
+                    )
+                continue
+            if not declared:
+                d = decls[0]
+                raise ctx.error(
+                    where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
+                    "has no __cluster_dims__ attribute",
+                    f"add __cluster_dims__({', '.join(map(str, want))}) to the kernel's definition, "
+                    "or remove 'cluster'",
+                )
+            for d in declared:
+                if d.cluster != want:
+                    raise ctx.error(
+                        where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
+                        f"has __cluster_dims__({', '.join(map(str, d.cluster or ()))})",
+                        "make the spec's cluster and the kernel's __cluster_dims__ agree",
+                    )
+
+
+def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
+    s = _subst(ctx, node.loc, _str(ctx, node, "a __global__ function name"), axes, cpp=True)
     if not _SYMBOL.fullmatch(s):
         raise ctx.error(node.loc, f"{s!r} is not a C++ function name", "e.g. my_kernel or my_kernel<256>")
     base = re.split(r"[<:]", s.split("::")[-1])[0]
@@ -551,8 +880,8 @@ def _symbol(ctx: _Ctx, node: YNode) -> str:
     return re.sub(r"\s+", "", s)
 
 
-def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object]) -> Variants:
-    f = _fields(ctx, node, {"arg", "symbols"}, set())
+def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Mapping[str, str | int]) -> Variants:
+    f = _fields(ctx, node, schema.VARIANTS)
     with ctx.at("arg"):
         on = _str(ctx, f["arg"], "an integer argument name")
         if on not in int_names:
@@ -566,7 +895,7 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object]) -> Varian
             if not isinstance(key.value, int) or isinstance(key.value, bool):
                 raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {key.value!r}")
             with ctx.at(str(key.value)):
-                pairs.append((key.value, _symbol(ctx, value)))
+                pairs.append((key.value, _symbol(ctx, value, axes)))
     return Variants(on, tuple(sorted(pairs)), node.loc)
 
 
@@ -591,7 +920,7 @@ def _examples(
                 out[k] = _int(ctx, value, -(1 << 63), (1 << 64) - 1)
         return out
 
-    items = _list(ctx, node, one, 32)
+    items = _list(ctx, node, one, schema.MAX_EXAMPLES)
     if not items:
         raise ctx.error(node.loc, "at least one example is needed")
     missing = sorted(int_names - set(items[0]))
@@ -617,7 +946,7 @@ def _check_examples_and_limits(
             for a in k.int_args:
                 assert a.scalar is not None and a.scalar.lo is not None
                 if not a.scalar.lo <= env[a.name] <= a.scalar.hi:  # type: ignore[operator]
-                    raise ctx.error(loc, f"{a.name}={env[a.name]} does not fit {a.scalar.spelling}")
+                    raise ctx.error(loc, f"{a.name}={env[a.name]} does not fit {a.scalar.name}")
             env.update(constants)
             if i == 0:
                 try:
@@ -684,7 +1013,7 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
                         _ident(ctx, n.loc, parts[1], "kernel name"), n.loc,
                     )
                 raise ctx.error(n.loc, f"{s!r} is not a kernel name or module.kernel")
-            members = tuple(_list(ctx, value, ref, 16))
+            members = tuple(_list(ctx, value, ref, schema.MAX_CHAIN))
             if len(members) < 2:
                 raise ctx.error(value.loc, "a fallback chain needs at least two kernels")
             if len({m.qualname for m in members}) != len(members):
@@ -694,10 +1023,15 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
 
 
 def check_fallbacks(catalog: Catalog) -> None:
-    """Chains name kernels that exist, whose same-named arguments agree in type."""
+    """Chains name kernels that exist, whose same-named arguments agree.
+
+    Two members agree on an argument they share when it is a scalar in both, of the same
+    scalar type, or a pointer in both; pointers may differ in element type (the chain then
+    picks members by the dtypes of the arrays passed) and in const-ness (the chain's
+    argument is writable when any member writes it)."""
     for m in catalog.modules:
         for fb in m.fallbacks:
-            seen: dict[str, tuple[str, str]] = {}
+            seen: dict[str, tuple[Arg, str]] = {}
             for ref in fb.members:
                 owner = catalog.module(ref.module)
                 if owner is None:
@@ -710,11 +1044,13 @@ def check_fallbacks(catalog: Catalog) -> None:
                         did_you_mean(ref.kernel, [x.name for x in owner.kernels]),
                     )
                 for a in k.all_args:
-                    if a.name in seen and seen[a.name][0] != a.spelling:
-                        raise SpecError(
-                            ref.loc, f"fallbacks.{fb.name}",
-                            f"argument '{a.name}' is {a.spelling} in {ref.qualname} "
-                            f"but {seen[a.name][0]} in {seen[a.name][1]}",
-                            "members of a chain must agree on the types of arguments they share",
-                        )
-                    seen.setdefault(a.name, (a.spelling, ref.qualname))
+                    if a.name in seen:
+                        b, where = seen[a.name]
+                        if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar):
+                            raise SpecError(
+                                ref.loc, f"fallbacks.{fb.name}",
+                                f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {b.spelling} in {where}",
+                                "members of a chain must agree on the arguments they share: the same scalar "
+                                "type, or pointers in both (whose element types and const-ness may differ)",
+                            )
+                    seen.setdefault(a.name, (a, ref.qualname))

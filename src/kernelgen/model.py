@@ -2,73 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
 from kernelgen.errors import SourceLoc
 from kernelgen.expr import Node
+from kernelgen.types import ElemType, ScalarType
 
-
-class Scalar(enum.Enum):
-    """Scalar argument types: C++ spelling and the integer range a Python value must fit."""
-
-    U32 = ("u32", "uint32_t", 0, (1 << 32) - 1)
-    I32 = ("i32", "int32_t", -(1 << 31), (1 << 31) - 1)
-    U64 = ("u64", "uint64_t", 0, (1 << 64) - 1)
-    I64 = ("i64", "int64_t", -(1 << 63), (1 << 63) - 1)
-    F32 = ("f32", "float", None, None)
-
-    def __init__(self, spelling: str, cpp: str, lo: int | None, hi: int | None) -> None:
-        self.spelling = spelling
-        self.cpp = cpp
-        self.lo = lo
-        self.hi = hi
-
-    @property
-    def is_integer(self) -> bool:
-        return self.lo is not None
-
-    @property
-    def code(self) -> int:
-        """The kind code the Python binding support uses (kernelgen/python.h)."""
-        return list(Scalar).index(self) + 1
-
-
-class Elem(enum.Enum):
-    """Element types of pointer arguments: spec spelling and C++ type.
-
-    ``code`` is the element's index in the binding support's table (``kElems`` in
-    runtime/src/python_support.cpp), which holds how array producers name each type
-    (DLPack codes, torch dtypes, ``__cuda_array_interface__`` typestrs); a unit test keeps
-    the two in the same order.
-    """
-
-    BF16 = ("bf16", "__nv_bfloat16")
-    F16 = ("f16", "__half")
-    F32 = ("f32", "float")
-    F64 = ("f64", "double")
-    I8 = ("i8", "int8_t")
-    I16 = ("i16", "int16_t")
-    I32 = ("i32", "int32_t")
-    I64 = ("i64", "int64_t")
-    U8 = ("u8", "uint8_t")
-    U16 = ("u16", "uint16_t")
-    U32 = ("u32", "uint32_t")
-    U64 = ("u64", "uint64_t")
-    FP8_E4M3 = ("fp8_e4m3", "__nv_fp8_e4m3")
-    FP8_E5M2 = ("fp8_e5m2", "__nv_fp8_e5m2")
-
-    def __init__(self, spelling: str, cpp: str) -> None:
-        self.spelling = spelling
-        self.cpp = cpp
-
-    @property
-    def code(self) -> int:
-        return list(Elem).index(self) + 1
-
-
-SCALARS = {s.spelling: s for s in Scalar}
-ELEMS = {e.spelling: e for e in Elem}
+# Scalar and element types live in the type registry (kernelgen.types).
+Scalar = ScalarType
+Elem = ElemType
 
 
 @dataclass(frozen=True)
@@ -98,16 +40,9 @@ class Arg:
     @property
     def spelling(self) -> str:
         if self.elem is not None:
-            return f"{'const ' if self.const else ''}{self.elem.spelling}*"
+            return f"{'const ' if self.const else ''}{self.elem.name}*"
         assert self.scalar is not None
-        return self.scalar.spelling
-
-    @property
-    def cpp_type(self) -> str:
-        if self.elem is not None:
-            return f"{'const ' if self.const else ''}{self.elem.cpp}*"
-        assert self.scalar is not None
-        return self.scalar.cpp
+        return self.scalar.name
 
 
 @dataclass(frozen=True)
@@ -129,6 +64,16 @@ class Variants:
 
 
 @dataclass(frozen=True)
+class Axis:
+    """One axis of an ``instantiate:`` matrix: element type names, or integers."""
+
+    name: str
+    values: tuple[str | int, ...]
+    is_type: bool
+    loc: SourceLoc
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     loc: SourceLoc
@@ -145,6 +90,10 @@ class Kernel:
     requires: tuple[Clause, ...]
     examples: tuple[tuple[tuple[str, int], ...], ...]
     variants: Variants | None = None
+    cluster: tuple[int, int, int] | None = None  # compile-time cluster shape (__cluster_dims__)
+    cluster_loc: SourceLoc | None = None
+    instance_of: str | None = None  # the instantiated kernel (dispatcher) this is one instance of
+    axis_values: tuple[tuple[str, str | int], ...] = ()  # this instance's value of each axis
 
     @property
     def all_args(self) -> tuple[Arg, ...]:
@@ -169,11 +118,18 @@ class KernelRef:
 
 @dataclass(frozen=True)
 class Fallback:
-    """A chain of kernels tried in order; the first that applies is launched."""
+    """A chain of kernels tried in order; the first that applies is launched.
+
+    Also the dispatching launcher of an instantiated kernel (``dispatch``): its members are
+    the instances in the listed order, and ``type_axes`` names, per type axis, the pointer
+    arguments whose element type it sets (the dtypes the launcher picks an instance by)."""
 
     name: str
     loc: SourceLoc
     members: tuple[KernelRef, ...]
+    dispatch: bool = False
+    axes: tuple[Axis, ...] = ()
+    type_axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,11 +143,18 @@ class Module:
     constants: tuple[tuple[str, int], ...]
     kernels: tuple[Kernel, ...]
     fallbacks: tuple[Fallback, ...] = ()
+    dispatches: tuple[Fallback, ...] = ()  # one per instantiated kernel, in spec order
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:
             if k.name == name:
                 return k
+        return None
+
+    def dispatch(self, name: str) -> Fallback | None:
+        for d in self.dispatches:
+            if d.name == name:
+                return d
         return None
 
 
@@ -215,7 +178,6 @@ class Target:
 class Catalog:
     """Everything loaded from one project: targets and modules, sorted by name."""
 
-    root: str
     targets: tuple[Target, ...]
     modules: tuple[Module, ...] = field(default=())
 

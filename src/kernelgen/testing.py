@@ -19,10 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from kernelgen.lower import geometry_code_for
-
-__all__ = ["built_module", "ccache_stats", "expr_error_code", "fake_pointer", "geometry_code_for",
-           "private_sccache", "sccache_counts", "sccache_stats"]
+__all__ = ["built_module", "ccache_stats", "fake_pointer", "private_sccache", "sccache_counts", "sccache_stats"]
 
 
 def built_module(target: str, module: str) -> ModuleType:
@@ -37,13 +34,6 @@ def built_module(target: str, module: str) -> ModuleType:
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg, allow_module_level=True)
         raise  # unreachable: skip raises
-
-
-def expr_error_code(status: object) -> int:
-    """The outcome code of a failed expression evaluation (a kernelgen.pyexpr.Status)."""
-    from kernelgen.lower import E_EXPR, code
-
-    return code(E_EXPR, status.code, True)  # type: ignore[attr-defined]
 
 
 def fake_pointer(index: int) -> int:

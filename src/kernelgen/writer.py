@@ -19,6 +19,9 @@ from pathlib import Path
 from kernelgen.errors import GenerationError
 
 GENERATED = "generated"
+# What tools write beside generated files, relative to generated/<target>/: cargo's output and
+# lock file next to the Rust crate. Neither generated nor orphaned, so never removed.
+BUILD_OUTPUTS = ("rust/target/", "rust/Cargo.lock")
 
 
 @dataclass
@@ -47,6 +50,8 @@ def _existing(root: Path, subdirs: list[str]) -> set[str]:
             continue
         for p in base.rglob("*"):
             if p.is_file() and not p.name.startswith(".kernelgen"):
+                if p.relative_to(base).as_posix().startswith(BUILD_OUTPUTS):
+                    continue
                 out.add(p.relative_to(root).as_posix())
     return out
 

@@ -4,6 +4,7 @@ incremental; a spec that disagrees with its kernel's signature fails the build b
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -53,6 +54,60 @@ def test_built_modules_import_and_plan_without_gpu(built: Path) -> None:
     ]
 
 
+def test_dispatching_launcher_plans_by_dtype_and_reports_no_instantiation(built: Path) -> None:
+    """The fixture's instantiated kernel `scaled` (T: f32, bf16; VEC: 4, 1) and the chain
+    `scale_any` whose members differ in element type, without a GPU: plans per dtype, and a
+    call with arrays of another dtype returns "no instantiation for this dtype" before touching
+    the device. Integer pointers carry no dtype: refused where the instances differ."""
+    res = _python(
+        "import kernelgen_ops.hopper.fixture_ops as m\n"
+        "print(m.scaled.plan(n=1000)['kernel'], m.scaled.plan(n=1001)['kernel'],"
+        " m.scaled.plan(n=1000, T='bf16')['kernel'], m.plan_scaled(n=1001, T='bf16')['kernel'])\n"
+        "p = m.scaled.plan(n=1000, T='f16')\n"
+        "print(p['launched'], p['kernel'], p['reason'])\n"
+        "class A:\n"
+        "    def __init__(self, typestr):\n"
+        "        self.__cuda_array_interface__ = {'data': (1 << 20, False), 'typestr': typestr,"
+        " 'shape': (1000,), 'version': 3}\n"
+        "o = m.scaled(A('<f2'), A('<f2'), 1000, 2.0)\n"
+        "print(o.launched, o.kernel, o.reason)\n"
+        "o = m.scaled(A('<f4'), A('<V2'), 1000, 2.0)\n"
+        "print(o.launched, o.kernel)\n"
+        "try:\n"
+        "    m.scaled(1 << 20, 1 << 21, 1000, 2.0)\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__, e.argument, 'carries no dtype' in str(e))\n"
+        "print(m.scale_any.plan(n=1000, x='bf16', out='bf16')['kernel'], m.scale_any.plan(n=1001)['kernel'])\n"
+        "try:\n"
+        "    m.scaled.plan(n=1, T='float')\n"
+        "except TypeError as e:\n"
+        "    print('TypeError', 'must name an element type' in str(e))\n",
+        built / "bindings" / "kernelgen_ops",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "scaled_f32_v4 scaled_f32_v1 scaled_bf16_v4 scaled_bf16_v1",
+        "False scaled scaled: not launched: no instantiation for this dtype (T)",
+        "False scaled scaled: not launched: no instantiation for this dtype (T)",
+        "False scaled",
+        "ArgumentError x True",
+        "scaled_bf16_v4 scaled_f32_v1",
+        "TypeError True",
+    ]
+
+
+def test_compiled_type_tables_are_the_registry(built: Path) -> None:
+    """The tables compiled into the binding support equal kernelgen.types, entry by entry."""
+    res = _python(
+        "import kernelgen_ops.hopper._runtime as rt\nprint(repr(rt.type_tables()))\n",
+        built / "bindings" / "kernelgen_ops",
+    )
+    assert res.returncode == 0, res.stderr
+    from tests.unit.test_types import registry_matches
+
+    registry_matches(ast.literal_eval(res.stdout))
+
+
 def test_generated_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(
@@ -73,7 +128,8 @@ def test_noop_rebuild_compiles_nothing_and_spec_edit_recompiles_its_module(built
     assert res.returncode == 0, res.stderr
     compiled = [ln for ln in res.stdout.splitlines() if "compiling" in ln]
     assert any("src/fixture_ops.cu" in ln for ln in compiled), res.stdout
-    assert not any("runtime.cpp" in ln or "python_support" in ln for ln in compiled), res.stdout
+    runtime_sources = ("runtime.cpp", "py_arrays", "py_scalars", "py_launcher", "py_runtime")
+    assert not any(name in ln for ln in compiled for name in runtime_sources), res.stdout
 
 
 def test_signature_mismatch_fails_the_build_naming_kernel_and_spec(built: Path) -> None:

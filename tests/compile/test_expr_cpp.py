@@ -18,6 +18,7 @@ from kernelgen.toolkit import find_toolkit
 pytestmark = pytest.mark.build
 
 RUNTIME = Path(__file__).resolve().parents[2] / "src" / "kernelgen" / "runtime" / "include"
+GENERATED = Path(__file__).resolve().parents[2] / "generated" / "hopper" / "include"  # plan_codes.h
 NAMES = ("a", "b", "c")
 EDGE = [0, 1, -1, 2, 3, 7, 31, 32, 62, 63, 64, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**32,
         2**62, 2**63 - 1, -(2**31), -(2**63)]
@@ -90,7 +91,8 @@ def test_cpp_and_python_agree(tmp_path_factory: pytest.TempPathFactory, exprs: l
     src.write_text(CPP_HEAD + "\n".join(body) + "\n}\n")
     exe = d / "t"
     cc = subprocess.run(
-        ["g++", "-std=c++17", "-O1", f"-I{RUNTIME}", f"-I{tk.root / 'include'}", str(src), "-o", str(exe)],
+        ["g++", "-std=c++17", "-O1", f"-I{RUNTIME}", f"-I{GENERATED}", f"-I{tk.root / 'include'}", str(src), "-o",
+         str(exe)],
         capture_output=True, text=True,
     )
     assert cc.returncode == 0, cc.stderr[-3000:]

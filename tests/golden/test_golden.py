@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen.emit import render_catalog
 from kernelgen.loader import load_catalog
-from kernelgen.render import render_catalog
 
 HERE = Path(__file__).resolve().parent
 REF = HERE / "fixture_ops"

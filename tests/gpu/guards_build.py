@@ -31,9 +31,10 @@ _loaded: dict[Path, ModuleType] = {}
 
 def target_for(capability: tuple[int, int]) -> str | None:
     """The kernelgen target for a compute capability, None when there is none."""
-    import kernelgen_ops
+    from kernelgen.loader import load_targets
 
-    return kernelgen_ops.TARGETS.get(tuple(capability))  # type: ignore[arg-type]
+    targets = load_targets(REPO / "specs" / "targets.yaml", REPO)
+    return {t.compute_capability: t.name for t in targets}.get(tuple(capability))  # type: ignore[arg-type]
 
 
 def build(tmp_path_factory: pytest.TempPathFactory, target: str,

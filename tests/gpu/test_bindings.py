@@ -1,4 +1,4 @@
-"""GPU tests of the Python bindings' argument checks (src/kernelgen/runtime/src/python_support.cpp),
+"""GPU tests of the Python bindings' argument checks (src/kernelgen/runtime/src/py_*.cpp),
 through the `typed` kernel of the guards fixture project (tests/fixtures/guards): one argument
 of every scalar type and six pointers of different element types, each sized by `n`.
 

@@ -1,5 +1,5 @@
 """GPU tests of the launch guards (check_geometry and KernelSlot in
-src/kernelgen/runtime/include/kernelgen/runtime.h, raise_for in python_support.cpp), through
+src/kernelgen/runtime/include/kernelgen/runtime.h, raise_for in py_launcher.cpp), through
 the kernels of the guards fixture project (tests/fixtures/guards):
 
 - touch: grid, block and dynamic shared memory all come from its arguments; the last thread

@@ -62,9 +62,12 @@ def tolerance(x, w64, ref):
     return 2.0 ** -8 * ref.abs() + 2.0 * k * 2.0 ** -23 * absdot + 1e-30
 
 
-def launch(name, x, wq, ws, gs, m, n, k):
+def launch(name, x, wq, ws, gs, m, n, k, packed_dtype=False):
+    """wq: uint8 [n, k / 2] (two E2M1 codes a byte), or viewed as torch's float4_e2m1fn_x2 with
+    packed_dtype; ws: uint8 scale bytes, passed as float8_e4m3fn (the spec's fp8_e4m3)."""
     out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
-    outcome = getattr(w4a16_gemm, name)(x, wq, ws, gs, out, m, n, k)
+    wq_arg = wq.view(torch.float4_e2m1fn_x2) if packed_dtype else wq
+    outcome = getattr(w4a16_gemm, name)(x, wq_arg, ws.view(torch.float8_e4m3fn), gs, out, m, n, k)
     torch.cuda.synchronize()
     assert outcome.launched and bool(outcome), outcome.reason
     return out
@@ -99,8 +102,8 @@ def test_random_against_reference(name, m, n, k):
     err = (out.double() - ref).abs()
     tol = tolerance(x, w64, ref)
     assert bool((err <= tol).all()), f"max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.3f}"
-    again = launch(name, x, wq, ws, gs, m, n, k)
-    assert torch.equal(bits(out), bits(again)), "repeated runs differ"
+    again = launch(name, x, wq, ws, gs, m, n, k, packed_dtype=True)
+    assert torch.equal(bits(out), bits(again)), "repeated runs (uint8 and float4_e2m1fn_x2 weights) differ"
 
 
 def table_weights(n, k=32):
@@ -222,7 +225,7 @@ def test_gemv_rows_over_16_not_launched_and_fallback():
     x = nonzero_randn(m, k)
     wq, ws = random_weights(n, k, seed=5)
     out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
-    outcome = w4a16_gemm.w4a16_linear(x, wq, ws, 1.0, out, m, n, k)
+    outcome = w4a16_gemm.w4a16_linear(x, wq, ws.view(torch.float8_e4m3fn), 1.0, out, m, n, k)
     torch.cuda.synchronize()
     assert outcome.launched and (outcome.kernel or "").split(".")[-1] == "w4a16_gemm", outcome.kernel
     w64 = dequantize(wq, ws, 1.0, k)
@@ -236,3 +239,20 @@ def test_plans():
     assert p["shared_mem"] == 73728
     p = w4a16_gemm.plan_w4a16_gemm(m=129, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 3, 1)
+
+
+def test_packed_and_scale_types_are_checked():
+    """wq counts E2M1 values (two a byte) and wscale is E4M3: short arrays are refused in
+    elements and bytes, raw scale bytes are refused by dtype."""
+    from kernelgen_ops import ArgumentError
+
+    m, n, k = 1, 64, 128
+    x = nonzero_randn(m, k)
+    wq, ws = random_weights(n, k, seed=5)
+    out = torch.empty((m, n), device=DEV, dtype=BF16)
+    short = wq.reshape(-1)[:-1]
+    with pytest.raises(ArgumentError, match=r"wq.*array has 8190 elements but the kernel accesses 8192 "
+                                            r"\(of fp4_e2m1: 4095 bytes, 4096 needed\)"):
+        w4a16_gemm.w4a16_gemv(x, short, ws.view(torch.float8_e4m3fn), 1.0, out, m, n, k)
+    with pytest.raises(ArgumentError, match=r"wscale.*float8_e4m3fn"):
+        w4a16_gemm.w4a16_gemv(x, wq, ws, 1.0, out, m, n, k)

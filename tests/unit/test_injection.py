@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen.emit import render_catalog
 from kernelgen.errors import SpecError
 from kernelgen.loader import load_catalog
-from kernelgen.render import render_catalog
 from tests.unit.test_loader import write_project
 
 PAYLOADS = [
@@ -201,6 +201,12 @@ def _cpp_code_only(text: str) -> str:
     return "".join(out)
 
 
+def _rust_code_only(text: str) -> str:
+    """Rust text with // comments and string literals removed (the generated Rust has no block
+    comments and no character literals; a lone ' starts a lifetime)."""
+    return _cpp_code_only(re.sub(r"'(static|_)\b", "", text))
+
+
 def _py_code_only(text: str) -> str:
     toks = tokenize.generate_tokens(io.StringIO(text).readline)
     return " ".join(t.string for t in toks if t.type not in (tokenize.COMMENT, tokenize.STRING))
@@ -218,7 +224,9 @@ def test_payload_in_summary_is_rejected_or_inert(tmp_path: Path, field: str, pay
     for path, text in files.items():
         if path.endswith((".py", ".pyi")):
             code = _py_code_only(text)
-        elif path.endswith("CMakeLists.txt"):
+        elif path.endswith(".rs"):
+            code = _rust_code_only(text)
+        elif path.endswith(("CMakeLists.txt", ".toml")):
             code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
         else:
             code = _cpp_code_only(text)

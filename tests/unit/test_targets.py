@@ -18,8 +18,16 @@ def test_registry_has_gb10_and_hopper_with_their_limits() -> None:
     assert targets["hopper"].arch_number == "90a"
 
 
-def test_bindings_pick_targets_by_the_registry_capabilities() -> None:
+def test_bindings_take_targets_from_the_installed_builds(tmp_path: Path, monkeypatch) -> None:
+    """kernelgen_ops has no target table of its own: each installed build's package names its
+    compute capability (generated from targets.yaml), so a project's own target is found."""
     import kernelgen_ops
 
-    targets = load_targets(REPO / "specs" / "targets.yaml", REPO)
-    assert kernelgen_ops.TARGETS == {t.compute_capability: t.name for t in targets}
+    text = (REPO / "generated" / "hopper" / "python" / "__init__.py").read_text()
+    assert "COMPUTE_CAPABILITY = (9, 0)" in text
+    build = tmp_path / "ampere_probe"
+    build.mkdir()
+    (build / "__init__.py").write_text('TARGET = "ampere_probe"\nCOMPUTE_CAPABILITY = (8, 0)\n')
+    monkeypatch.setattr(kernelgen_ops, "__path__", [str(tmp_path), *kernelgen_ops.__path__])
+    assert kernelgen_ops.built_targets()[(8, 0)] == "ampere_probe"
+    assert "ampere_probe" in kernelgen_ops.available_targets()

@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "argmax")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_ARGMAX"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_CLUSTER = 8
 C_SPLIT_ROWS = 128
 C_THREADS = 512
@@ -26,77 +25,67 @@ C_THREADS = 512
 # ---------------------------------------------------------------- argmax_bf16
 
 
-def expect_argmax_bf16(rows, vocab):
+def expect_argmax_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (vocab >= 1)  # requires: vocab >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (vocab <= 2147483647)  # requires: vocab <= 2147483647
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    grid = (_x.max_(_st, _x.mul(_st, _x.min_(_st, rows, C_SPLIT_ROWS), C_CLUSTER), _x.mul(_st, _x.div_ceil(_st, rows, C_CLUSTER), C_CLUSTER)), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (-65536, False, lambda _st, _a: (_a['vocab'] >= 1)),  # requires: vocab >= 1
+            (-65537, False, lambda _st, _a: (_a['vocab'] <= 2147483647)),  # requires: vocab <= 2147483647
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.max_(_st, _x.mul(_st, _x.min_(_st, _a['rows'], C_SPLIT_ROWS), C_CLUSTER), _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_CLUSTER), C_CLUSTER)), 1, 1), (C_THREADS, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_argmax_bf16 = [
     {'rows': 1, 'vocab': 151936},
     {'rows': 16, 'vocab': 262144},
     {'rows': 1024, 'vocab': 128256},
-    {'rows': 32768, 'vocab': 151936},
-    {'rows': 536870911, 'vocab': 151936},
-    {'rows': 1024, 'vocab': 319903},
-    {'rows': 1024, 'vocab': 1000},
-    {'rows': 134217728, 'vocab': 17},
-    {'rows': 1, 'vocab': 128256},
-    {'rows': 17, 'vocab': 16384},
-    {'rows': 2147483648, 'vocab': 128256},
-    {'rows': 8388609, 'vocab': 151936},
-    {'rows': 8, 'vocab': 262144},
-    {'rows': 2097152, 'vocab': 151936},
-    {'rows': 1024, 'vocab': 1073741824},
-    {'rows': 536870912, 'vocab': 536870912},
-    {'rows': 1048575, 'vocab': 128256},
-    {'rows': 16777215, 'vocab': 151936},
-    {'rows': 262145, 'vocab': 16777215},
-    {'rows': 4294967295, 'vocab': 262143},
-    {'rows': 1, 'vocab': 512},
-    {'rows': 134217727, 'vocab': 151936},
-    {'rows': 1, 'vocab': 64},
-    {'rows': 33554431, 'vocab': 262144},
-    {'rows': 1, 'vocab': 1048577},
-    {'rows': 16, 'vocab': 2147483647},
-    {'rows': 1, 'vocab': 33},
+    {'rows': 16385, 'vocab': 262144},
+    {'rows': 1073741825, 'vocab': 16383},
+    {'rows': 1073741824, 'vocab': 3},
+    {'rows': 2, 'vocab': 16777217},
+    {'rows': 536870912, 'vocab': 128256},
+    {'rows': 268435455, 'vocab': 262144},
+    {'rows': 16777217, 'vocab': 3},
+    {'rows': 1, 'vocab': 1048576},
+    {'rows': 512, 'vocab': 8193},
+    {'rows': 1, 'vocab': 524288},
+    {'rows': 4, 'vocab': 0},
+    {'rows': 262143, 'vocab': 128256},
+    {'rows': 1073741825, 'vocab': 8388607},
+    {'rows': 2048, 'vocab': 128256},
     {'rows': 2147483647, 'vocab': 262144},
-    {'rows': 1, 'vocab': 1073741824},
-    {'rows': 8388608, 'vocab': 127},
-    {'rows': 16385, 'vocab': 8192},
-    {'rows': 131073, 'vocab': 513},
-    {'rows': 262143, 'vocab': 151936},
-    {'rows': 16, 'vocab': 536870911},
-    {'rows': 131072, 'vocab': 17},
-    {'rows': 32769, 'vocab': 31},
-    {'rows': 2147483648, 'vocab': 65536},
-    {'rows': 1024, 'vocab': 65},
-    {'rows': 127, 'vocab': 262144},
-    {'rows': 31, 'vocab': 151936},
-    {'rows': 4294967295, 'vocab': 100},
-    {'rows': 131071, 'vocab': 262144},
-    {'rows': 1024, 'vocab': 4},
+    {'rows': 1, 'vocab': 1048577},
+    {'rows': 67108863, 'vocab': 1000},
+    {'rows': 16, 'vocab': 64},
+    {'rows': 65535, 'vocab': 262144},
+    {'rows': 33554432, 'vocab': 16777216},
+    {'rows': 1, 'vocab': 151943},
+    {'rows': 524288, 'vocab': 262144},
+    {'rows': 1000000000, 'vocab': 1000000000},
+    {'rows': 2097153, 'vocab': 128256},
+    {'rows': 16, 'vocab': 1048575},
+    {'rows': 2047, 'vocab': 1000000},
+    {'rows': 1024, 'vocab': 8388608},
+    {'rows': 16, 'vocab': 131073},
+    {'rows': 256, 'vocab': 128257},
+    {'rows': 8191, 'vocab': 1023},
+    {'rows': 1024, 'vocab': 1025},
+    {'rows': 1024, 'vocab': 65536},
+    {'rows': 2047, 'vocab': 1073741823},
+    {'rows': 1073741824, 'vocab': 134217728},
+    {'rows': 67108863, 'vocab': 63},
+    {'rows': 2147483649, 'vocab': 31},
+    {'rows': 1024, 'vocab': 64128},
+    {'rows': 32768, 'vocab': 151936},
+    {'rows': 16777216, 'vocab': 128256},
+    {'rows': 16, 'vocab': 7},
 ]
 FLIPS_argmax_bf16 = [
     ('skip', 0, 'rows == 0', {'rows': 0, 'vocab': 151936}),

@@ -9,113 +9,84 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "attn_prefill")
 
 KILL_SWITCH = None
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 
 
 # ---------------------------------------------------------------- attn_prefill_paged_64
 
 
-def expect_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim):
+def expect_attn_prefill_paged_64(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (q_len == 0)  # skip: q_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (cache_block_size > 0)  # requires: cache_block_size > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.div_ceil(_st, q_len, 64) <= 65535)  # requires: div_ceil(q_len, 64) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (_x.add(_st, q_offset, q_len) <= 1073741824)  # requires: (q_offset + q_len) <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65538, none, none, 0)
-    _holds = (kv_len <= 1073741824)  # requires: kv_len <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65539, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    if head_dim not in (64, 128, 256,):
-        return (327680, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, q_len, 64), 1)
-    block = (128, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), head_dim), 2)
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['q_len'] == 0)),  # skip: q_len == 0
+            (-65536, False, lambda _st, _a: (_a['cache_block_size'] > 0)),  # requires: cache_block_size > 0
+            (-65537, False, lambda _st, _a: (_x.div_ceil(_st, _a['q_len'], 64) <= 65535)),  # requires: div_ceil(q_len, 64) <= 65535
+            (-65538, False, lambda _st, _a: (_x.add(_st, _a['q_offset'], _a['q_len']) <= 1073741824)),  # requires: (q_offset + q_len) <= 1073741824
+            (-65539, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
+            (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=('head_dim', [64, 128, 256]),
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['q_len'], 64), 1), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_paged_64 = [
     {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
     {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
     {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 2097151, 'sliding_window': 0},
-    {'cache_block_size': 524289, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 2, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 64, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 1, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 262145, 'q_offset': 1073741825, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 257, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 8388607, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 513, 'q_offset': 63, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 9, 'kv_len': 129, 'num_kv_heads': 1000, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 536870911},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 8191, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 32767},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 4097, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 4194304, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1000, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1000000000, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4294967295, 'q_offset': 0, 'sliding_window': 1073741825},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1048575, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 134217729, 'kv_len': 96, 'num_kv_heads': 8192, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 32768, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 16777217, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 513, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 3},
-    {'cache_block_size': 33, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 268435455, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 67108865, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 16777217},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 33554432, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 8388609, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 131073, 'sliding_window': 2147483649},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 65535, 'kv_len': 268435457, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 1048577},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 65537, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 16384},
-    {'cache_block_size': 32768, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 9, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 33, 'kv_len': 536870913, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 536870912, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 536870912, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 2097153, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 262144, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 268435455},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 15, 'num_q_heads': 524287, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 524289},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8388609, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 134217727, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 1073741824, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 511, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 134217729, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 4097},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 16385, 'num_q_heads': 67108863, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 129, 'head_dim': 64, 'kv_len': 8193, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 67108865, 'sliding_window': 48},
+    {'cache_block_size': 4194303, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 31, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 268435457, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 2097152, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 1023, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 7, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 16383, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 4, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 65535, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 67108863, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 8388609, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 754815, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 4097, 'q_len': 524288, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 8, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 131071},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 4, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 4097, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 65537, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 67108864},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 513, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 33554431},
+    {'cache_block_size': 65537, 'causal': 0, 'head_dim': 268435457, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 2097151, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 524288, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 4097, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 7, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 1048576, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 1048577, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 2049, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 8388607, 'num_q_heads': 1024, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 1000, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 513, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 8, 'q_offset': 32, 'sliding_window': 1048577},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 512, 'num_q_heads': 8, 'q_len': 128, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 257, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 3, 'q_len': 129, 'q_offset': 524287, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 7, 'kv_len': 65535, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2147483648, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 4, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 513, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 513, 'q_len': 268435456, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 513, 'head_dim': 128, 'kv_len': 32, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_paged_64 = [
     ('skip', 0, 'q_len == 0', {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 200, 'sliding_window': 0}),
@@ -173,94 +144,70 @@ def test_attn_prefill_paged_64_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- attn_prefill_64
 
 
-def expect_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch):
+def expect_attn_prefill_64(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (seq_len == 0)  # skip: seq_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (batch == 0)  # skip: batch == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.div_ceil(_st, seq_len, 64) <= 65535)  # requires: div_ceil(seq_len, 64) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (batch <= 65535)  # requires: batch <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    if head_dim not in (64, 128, 256,):
-        return (327680, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, seq_len, 64), batch)
-    block = (128, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), head_dim), 2)
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['seq_len'] == 0)),  # skip: seq_len == 0
+            (196609, True, lambda _st, _a: (_a['batch'] == 0)),  # skip: batch == 0
+            (-65536, False, lambda _st, _a: (_x.div_ceil(_st, _a['seq_len'], 64) <= 65535)),  # requires: div_ceil(seq_len, 64) <= 65535
+            (-65537, False, lambda _st, _a: (_a['batch'] <= 65535)),  # requires: batch <= 65535
+            (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=('head_dim', [64, 128, 256]),
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], 64), _a['batch']), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_64 = [
     {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
     {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
     {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 67108864, 'seq_len': 32768, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 2, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 32767, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 1073741825, 'seq_len': 100, 'sliding_window': 129},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 131073, 'seq_len': 100, 'sliding_window': 1000},
-    {'batch': 134217728, 'causal': 1, 'head_dim': 32768, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1000000000, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 8388609, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 8388609, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 32769, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 2048},
-    {'batch': 1, 'causal': 0, 'head_dim': 4294967295, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 2, 'causal': 8193, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 16777217, 'seq_len': 100, 'sliding_window': 268435457},
-    {'batch': 3, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 63},
-    {'batch': 3, 'causal': 513, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 3, 'causal': 33554432, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 1, 'causal': 0, 'head_dim': 8388608, 'num_kv_heads': 67108863, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 255, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 8193, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 65537, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 2, 'causal': 4096, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 1},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 33554433, 'head_dim': 2097153, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 262143, 'seq_len': 129, 'sliding_window': 262145},
-    {'batch': 1, 'causal': 0, 'head_dim': 1023, 'num_kv_heads': 63, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1023, 'head_dim': 268435455, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 31, 'seq_len': 1073741823, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2097153, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 67108865},
-    {'batch': 3, 'causal': 127, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 1048577, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 16},
-    {'batch': 1000000, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 2, 'causal': 16, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 8193, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 131073, 'sliding_window': 40},
-    {'batch': 257, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 32, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 268435455, 'num_kv_heads': 33, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 16385, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 512, 'sliding_window': 0},
-    {'batch': 1, 'causal': 131073, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 16, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 33, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 8388608, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 131073, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 2, 'causal': 268435455, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 1024, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 268435457, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 1024, 'num_q_heads': 4, 'seq_len': 33554433, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 16777215},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 268435457, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 8388609, 'head_dim': 64, 'num_kv_heads': 1025, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 33554431},
+    {'batch': 1000, 'causal': 1073741825, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 4294967295, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 32, 'sliding_window': 40},
+    {'batch': 128, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 536870913, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 71, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 17, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 67108864, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 64, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1, 'head_dim': 2147483649, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 9, 'sliding_window': 40},
+    {'batch': 127, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 511, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 0, 'causal': 0, 'head_dim': 16777217, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 65536, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1000000, 'head_dim': 32, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2097152, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 536870912, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1000000000, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 3},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 1000000, 'sliding_window': 2048},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 16777217, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 33},
+    {'batch': 6, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 262145, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 1073741825, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 16383, 'num_kv_heads': 2, 'num_q_heads': 129, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 65, 'causal': 1, 'head_dim': 257, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 524289, 'head_dim': 1025, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 513, 'causal': 1, 'head_dim': 268435455, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8388607, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 255, 'num_q_heads': 8, 'seq_len': 65, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 2048, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 16384, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 16777216, 'num_q_heads': 4, 'seq_len': 262144, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 16385, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 262143, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_64 = [
     ('skip', 0, 'seq_len == 0', {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0}),

@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "attn_prefill_fa128")
 
 KILL_SWITCH = "METRALE_NO_ATTN_FA128"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_ROWS = 128
 C_SMEM = 98304
 
@@ -25,111 +24,73 @@ C_SMEM = 98304
 # ---------------------------------------------------------------- attn_prefill_fa128_paged
 
 
-def expect_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window):
+def expect_attn_prefill_fa128_paged(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (q_len == 0)  # skip: q_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (cache_block_size > 0)  # requires: cache_block_size > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.div_ceil(_st, q_len, C_ROWS) <= 65535)  # requires: div_ceil(q_len, ROWS) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (_x.add(_st, q_offset, q_len) <= 1073741824)  # requires: (q_offset + q_len) <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65538, none, none, 0)
-    _holds = (kv_len <= 1073741824)  # requires: kv_len <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65539, none, none, 0)
-    _holds = (head_dim == 256)  # applies: head_dim == 256
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (causal == 1)  # applies: causal == 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (sliding_window == 0)  # applies: sliding_window == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262147, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262148, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, q_len, C_ROWS), 1)
-    block = (256, 1, 1)
-    shared_mem = C_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['q_len'] == 0)),  # skip: q_len == 0
+            (-65536, False, lambda _st, _a: (_a['cache_block_size'] > 0)),  # requires: cache_block_size > 0
+            (-65537, False, lambda _st, _a: (_x.div_ceil(_st, _a['q_len'], C_ROWS) <= 65535)),  # requires: div_ceil(q_len, ROWS) <= 65535
+            (-65538, False, lambda _st, _a: (_x.add(_st, _a['q_offset'], _a['q_len']) <= 1073741824)),  # requires: (q_offset + q_len) <= 1073741824
+            (-65539, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
+            (262144, False, lambda _st, _a: (_a['head_dim'] == 256)),  # applies: head_dim == 256
+            (262145, False, lambda _st, _a: (_a['causal'] == 1)),  # applies: causal == 1
+            (262146, False, lambda _st, _a: (_a['sliding_window'] == 0)),  # applies: sliding_window == 0
+            (262147, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262148, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['q_len'], C_ROWS), 1), (256, 1, 1), C_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_fa128_paged = [
     {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
     {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 2097151, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 17, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 1048576, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 4194303},
-    {'cache_block_size': 8193, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1000000, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 17, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 15},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 513, 'num_q_heads': 8, 'q_len': 1073741824, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 1073741824, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 65536, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 2047, 'q_offset': 65537, 'sliding_window': 0},
-    {'cache_block_size': 16777215, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 536870913},
-    {'cache_block_size': 4194304, 'causal': 1, 'head_dim': 256, 'kv_len': 255, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 3},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 15, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1048577, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 4194305},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 4194304, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 16383, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 1073741823, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 16384, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 64, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 32768},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 65536, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 255, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 1073741823, 'kv_len': 31, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1073741823, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 16383},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 1023, 'num_q_heads': 5, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1000000000, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 32768, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 2049, 'num_kv_heads': 2, 'num_q_heads': 1024, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 536870913, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 32767, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16384, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 1024, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 262144, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 1025, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 2097153, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 1048576, 'num_kv_heads': 65537, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 4294967295, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 16777217, 'head_dim': 256, 'kv_len': 258, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 2147483648, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 262143},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 16777216},
-    {'cache_block_size': 64, 'causal': 256, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 8191, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1000000000, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 524287, 'num_q_heads': 134217729, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 134217729, 'q_offset': 16777215, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 65536, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1000000000, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 32769, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 16777215, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 1073741823, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 513, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4194303, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 16777216, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 1000000},
+    {'cache_block_size': 16, 'causal': 134217729, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 131073, 'sliding_window': 131071},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 32768, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 65536, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 511},
+    {'cache_block_size': 65535, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 134217729, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 16384},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 134217729, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 262145},
+    {'cache_block_size': 64, 'causal': 131073, 'head_dim': 256, 'kv_len': 136, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 257, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4194304, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 17, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 16777216, 'num_q_heads': 4, 'q_len': 1, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1048576, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 7, 'sliding_window': 0},
+    {'cache_block_size': 257, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 128, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 59916, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 262144, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 536870911, 'kv_len': 129, 'num_kv_heads': 2147483649, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 268435457, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 1000, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 2147483647, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 131073, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8388608, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 33554431, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'q_len': 2097152, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 131072, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 8, 'num_kv_heads': 63, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_len': 129, 'q_offset': 4, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 524289, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16384, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1000000, 'sliding_window': 0},
+    {'cache_block_size': 8388607, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 2147483648, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 4194305, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_fa128_paged = [
     ('skip', 0, 'q_len == 0', {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 100, 'sliding_window': 0}),
@@ -197,106 +158,72 @@ def test_attn_prefill_fa128_paged_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- attn_prefill_fa128
 
 
-def expect_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch):
+def expect_attn_prefill_fa128(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (seq_len == 0)  # skip: seq_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (batch == 0)  # skip: batch == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.div_ceil(_st, seq_len, C_ROWS) <= 65535)  # requires: div_ceil(seq_len, ROWS) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (batch <= 65535)  # requires: batch <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (head_dim == 256)  # applies: head_dim == 256
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (causal == 1)  # applies: causal == 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (sliding_window == 0)  # applies: sliding_window == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262147, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262148, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, seq_len, C_ROWS), batch)
-    block = (256, 1, 1)
-    shared_mem = C_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['seq_len'] == 0)),  # skip: seq_len == 0
+            (196609, True, lambda _st, _a: (_a['batch'] == 0)),  # skip: batch == 0
+            (-65536, False, lambda _st, _a: (_x.div_ceil(_st, _a['seq_len'], C_ROWS) <= 65535)),  # requires: div_ceil(seq_len, ROWS) <= 65535
+            (-65537, False, lambda _st, _a: (_a['batch'] <= 65535)),  # requires: batch <= 65535
+            (262144, False, lambda _st, _a: (_a['head_dim'] == 256)),  # applies: head_dim == 256
+            (262145, False, lambda _st, _a: (_a['causal'] == 1)),  # applies: causal == 1
+            (262146, False, lambda _st, _a: (_a['sliding_window'] == 0)),  # applies: sliding_window == 0
+            (262147, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262148, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], C_ROWS), _a['batch']), (256, 1, 1), C_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_fa128 = [
     {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
     {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 100, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 7, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 536870913, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 32769, 'head_dim': 16385, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 8193, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 33554433, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 67108863, 'seq_len': 1, 'sliding_window': 1},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 131073, 'sliding_window': 0},
-    {'batch': 257, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2097151, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 4294967295},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2147483647, 'num_q_heads': 536870912, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 33554431, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 65, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 9, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 63, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 8193, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1000, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 16777215, 'num_q_heads': 63, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 262144, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 524287, 'seq_len': 33554433, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2047, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 32, 'causal': 65537, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 512, 'causal': 1, 'head_dim': 8192, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 134217728, 'sliding_window': 1073741824},
+    {'batch': 1, 'causal': 1, 'head_dim': 131071, 'num_kv_heads': 8193, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 257, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1073741824, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 536870911, 'sliding_window': 65535},
+    {'batch': 268435457, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 65535, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194304, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 67108864, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4095, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 255, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 524288, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 16777216, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1000000, 'head_dim': 256, 'num_kv_heads': 7, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 32767, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 16777217, 'seq_len': 32768, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 134217728, 'num_q_heads': 67108863, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 8193},
+    {'batch': 2, 'causal': 1, 'head_dim': 536870911, 'num_kv_heads': 64, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 16777217, 'seq_len': 2048, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 2147483647, 'num_kv_heads': 1, 'num_q_heads': 512, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 257, 'causal': 262145, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 17, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 2047, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
     {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 257},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 524289},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 8388608, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 1000, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 32, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2147483649, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 134217728},
-    {'batch': 2, 'causal': 1, 'head_dim': 2097151, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 32767, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 257, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 2047, 'head_dim': 256, 'num_kv_heads': 2097151, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1000000, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 65536, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 513, 'seq_len': 127, 'sliding_window': 0},
-    {'batch': 16, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 1024},
-    {'batch': 1, 'causal': 1, 'head_dim': 524289, 'num_kv_heads': 1, 'num_q_heads': 31, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 65, 'head_dim': 16, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 100, 'num_q_heads': 8193, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 1023, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2048, 'num_q_heads': 9, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 32767, 'num_kv_heads': 1, 'num_q_heads': 1000, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 1000000, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 64, 'num_q_heads': 1073741824, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 16777216, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 513, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2049, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 33554432, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 16777215, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 536870911, 'causal': 1, 'head_dim': 16383, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 8193, 'num_q_heads': 8, 'seq_len': 8193, 'sliding_window': 0},
+    {'batch': 1048575, 'causal': 8388607, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1048575, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 8, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 32768, 'sliding_window': 0},
+    {'batch': 32, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 536870913, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1000000, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 31, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 1023, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 67108865},
+    {'batch': 0, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_fa128 = [
     ('skip', 0, 'seq_len == 0', {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0}),

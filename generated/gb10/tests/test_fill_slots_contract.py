@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "fill_slots")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_FILL_SLOTS"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_MAX_CTAS = 8192
 C_SLOTS_PER_CTA = 2048
 C_THREADS = 256
@@ -26,77 +25,67 @@ C_THREADS = 256
 # ---------------------------------------------------------------- fill_slots
 
 
-def expect_fill_slots(start, count, block_size):
+def expect_fill_slots(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (count == 0)  # skip: count == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (block_size >= 1)  # requires: block_size >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.add(_st, start, count) <= 4294967295)  # requires: (start + count) <= 4294967295
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    grid = (_x.min_(_st, _x.div_ceil(_st, count, C_SLOTS_PER_CTA), C_MAX_CTAS), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['count'] == 0)),  # skip: count == 0
+            (-65536, False, lambda _st, _a: (_a['block_size'] >= 1)),  # requires: block_size >= 1
+            (-65537, False, lambda _st, _a: (_x.add(_st, _a['start'], _a['count']) <= 4294967295)),  # requires: (start + count) <= 4294967295
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.min_(_st, _x.div_ceil(_st, _a['count'], C_SLOTS_PER_CTA), C_MAX_CTAS), 1, 1), (C_THREADS, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_fill_slots = [
     {'block_size': 16, 'count': 512, 'start': 0},
     {'block_size': 16, 'count': 1, 'start': 1000},
     {'block_size': 256, 'count': 8192, 'start': 4093},
-    {'block_size': 16, 'count': 1000000, 'start': 1000},
-    {'block_size': 16, 'count': 2147483649, 'start': 0},
-    {'block_size': 16, 'count': 512, 'start': 33554431},
-    {'block_size': 16, 'count': 1023, 'start': 1000},
-    {'block_size': 16, 'count': 8388608, 'start': 1000},
-    {'block_size': 262145, 'count': 8192, 'start': 2147483649},
-    {'block_size': 16, 'count': 131072, 'start': 1000},
-    {'block_size': 65, 'count': 1, 'start': 1048577},
-    {'block_size': 16, 'count': 32768, 'start': 0},
-    {'block_size': 2147483649, 'count': 1, 'start': 1000},
+    {'block_size': 1048576, 'count': 8192, 'start': 3},
     {'block_size': 256, 'count': 8192, 'start': 536870912},
-    {'block_size': 33554431, 'count': 512, 'start': 0},
-    {'block_size': 32, 'count': 512, 'start': 131072},
-    {'block_size': 65537, 'count': 16384, 'start': 4093},
-    {'block_size': 256, 'count': 5, 'start': 512},
-    {'block_size': 256, 'count': 2, 'start': 4093},
-    {'block_size': 7, 'count': 100, 'start': 4093},
-    {'block_size': 33, 'count': 4096, 'start': 4093},
-    {'block_size': 4194303, 'count': 8192, 'start': 4093},
-    {'block_size': 16, 'count': 1, 'start': 134217729},
+    {'block_size': 16, 'count': 9, 'start': 0},
+    {'block_size': 256, 'count': 4095, 'start': 100},
+    {'block_size': 256, 'count': 1073741823, 'start': 4093},
+    {'block_size': 2097153, 'count': 8192, 'start': 4093},
+    {'block_size': 8193, 'count': 8192, 'start': 4093},
+    {'block_size': 65536, 'count': 134217727, 'start': 1000},
+    {'block_size': 0, 'count': 8192, 'start': 4093},
+    {'block_size': 16, 'count': 512, 'start': 128},
+    {'block_size': 536870913, 'count': 536870911, 'start': 0},
+    {'block_size': 33554432, 'count': 129, 'start': 1000},
+    {'block_size': 1073741823, 'count': 536870911, 'start': 0},
+    {'block_size': 1000000000, 'count': 524288, 'start': 0},
+    {'block_size': 256, 'count': 8192, 'start': 2147483647},
+    {'block_size': 8193, 'count': 4, 'start': 4093},
+    {'block_size': 16, 'count': 8193, 'start': 8191},
+    {'block_size': 8388608, 'count': 1, 'start': 16385},
+    {'block_size': 4, 'count': 512, 'start': 0},
+    {'block_size': 2097153, 'count': 524289, 'start': 0},
+    {'block_size': 2147483649, 'count': 65535, 'start': 0},
+    {'block_size': 16, 'count': 4096, 'start': 524287},
+    {'block_size': 16, 'count': 63, 'start': 67108864},
+    {'block_size': 256, 'count': 513, 'start': 2097151},
+    {'block_size': 32, 'count': 1, 'start': 1000},
+    {'block_size': 16777215, 'count': 8192, 'start': 4093},
+    {'block_size': 15, 'count': 1, 'start': 511},
+    {'block_size': 16777217, 'count': 33554432, 'start': 0},
     {'block_size': 1048576, 'count': 512, 'start': 0},
-    {'block_size': 1048576, 'count': 8192, 'start': 4093},
-    {'block_size': 256, 'count': 8192, 'start': 134217729},
-    {'block_size': 8388607, 'count': 1, 'start': 134217728},
-    {'block_size': 16, 'count': 67108863, 'start': 33554431},
-    {'block_size': 16, 'count': 512, 'start': 1073741823},
-    {'block_size': 131073, 'count': 1, 'start': 0},
-    {'block_size': 16, 'count': 268435457, 'start': 1000},
-    {'block_size': 268435455, 'count': 268435456, 'start': 1000},
-    {'block_size': 1025, 'count': 4194304, 'start': 4093},
-    {'block_size': 16, 'count': 16777217, 'start': 0},
-    {'block_size': 134217728, 'count': 512, 'start': 2147483649},
-    {'block_size': 256, 'count': 1, 'start': 4093},
-    {'block_size': 256, 'count': 8192, 'start': 262144},
-    {'block_size': 16, 'count': 1, 'start': 4096},
-    {'block_size': 32767, 'count': 1048575, 'start': 1000},
-    {'block_size': 268435457, 'count': 1000000, 'start': 0},
-    {'block_size': 256, 'count': 8192, 'start': 4095},
-    {'block_size': 4294967295, 'count': 2147483647, 'start': 0},
-    {'block_size': 268435455, 'count': 512, 'start': 4095},
+    {'block_size': 31, 'count': 1, 'start': 1000},
+    {'block_size': 256, 'count': 17, 'start': 4093},
+    {'block_size': 524289, 'count': 511, 'start': 0},
+    {'block_size': 16, 'count': 262143, 'start': 8388608},
+    {'block_size': 256, 'count': 8192, 'start': 1000000000},
+    {'block_size': 268435455, 'count': 4, 'start': 0},
+    {'block_size': 16, 'count': 131073, 'start': 8193},
+    {'block_size': 256, 'count': 8192, 'start': 4294967295},
+    {'block_size': 256, 'count': 33554431, 'start': 4093},
+    {'block_size': 256, 'count': 127, 'start': 33554433},
+    {'block_size': 8193, 'count': 1, 'start': 65537},
 ]
 FLIPS_fill_slots = [
     ('skip', 0, 'count == 0', {'block_size': 16, 'count': 0, 'start': 0}),

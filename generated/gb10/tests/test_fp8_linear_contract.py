@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "fp8_linear")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_CLUSTER = 8
 C_GEMM_SMEM = 65536
 C_KSPAN_CHUNKS = 512
@@ -28,71 +27,64 @@ C_TILE = 128
 # ---------------------------------------------------------------- quantize_bf16_to_fp8
 
 
-def expect_quantize_bf16_to_fp8(n, k):
+def expect_quantize_bf16_to_fp8(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    grid = (_x.div_ceil(_st, n, C_QUANT_ROWS), 1, 1)
-    block = (256, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_QUANT_ROWS), 1, 1), (256, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_quantize_bf16_to_fp8 = [
     {'k': 4096, 'n': 4096},
     {'k': 1, 'n': 7},
-    {'k': 1073741825, 'n': 524289},
-    {'k': 1048575, 'n': 65537},
-    {'k': 33, 'n': 513},
-    {'k': 262145, 'n': 8388609},
-    {'k': 536870911, 'n': 4097},
-    {'k': 2049, 'n': 7},
-    {'k': 8388609, 'n': 7},
-    {'k': 1025, 'n': 17},
-    {'k': 512, 'n': 129},
-    {'k': 524289, 'n': 1048575},
-    {'k': 1, 'n': 524288},
-    {'k': 128, 'n': 7},
-    {'k': 8388609, 'n': 2097151},
-    {'k': 16384, 'n': 1000000000},
-    {'k': 524287, 'n': 4096},
-    {'k': 33, 'n': 134217728},
-    {'k': 134217728, 'n': 4096},
-    {'k': 32769, 'n': 4096},
-    {'k': 131072, 'n': 7},
-    {'k': 262145, 'n': 5},
-    {'k': 16383, 'n': 2097151},
-    {'k': 1, 'n': 33},
-    {'k': 4096, 'n': 2049},
-    {'k': 8, 'n': 4095},
-    {'k': 17, 'n': 1023},
-    {'k': 1, 'n': 8388609},
-    {'k': 8388608, 'n': 8388609},
-    {'k': 8388608, 'n': 4096},
-    {'k': 2, 'n': 7},
+    {'k': 4096, 'n': 67108864},
+    {'k': 128, 'n': 4096},
+    {'k': 131072, 'n': 4096},
+    {'k': 15, 'n': 4096},
+    {'k': 4096, 'n': 16},
+    {'k': 0, 'n': 17},
+    {'k': 1073741825, 'n': 7},
+    {'k': 1000, 'n': 3},
+    {'k': 4103, 'n': 4194305},
+    {'k': 512, 'n': 32768},
+    {'k': 255, 'n': 9},
     {'k': 524288, 'n': 4096},
-    {'k': 1000, 'n': 32767},
-    {'k': 129, 'n': 33},
-    {'k': 8, 'n': 7},
+    {'k': 4096, 'n': 16777216},
+    {'k': 134217729, 'n': 1048577},
+    {'k': 8388608, 'n': 2097153},
+    {'k': 16777217, 'n': 4096},
+    {'k': 33554432, 'n': 4096},
+    {'k': 512, 'n': 4194305},
+    {'k': 4294967295, 'n': 4095},
+    {'k': 16385, 'n': 1073741823},
     {'k': 4097, 'n': 7},
-    {'k': 8388607, 'n': 1048577},
-    {'k': 1, 'n': 33554433},
-    {'k': 4096, 'n': 67108865},
+    {'k': 524288, 'n': 7},
+    {'k': 5, 'n': 8},
+    {'k': 8193, 'n': 4096},
+    {'k': 2, 'n': 2097153},
+    {'k': 262143, 'n': 7},
+    {'k': 1, 'n': 1},
+    {'k': 4194304, 'n': 7},
+    {'k': 2097152, 'n': 8193},
+    {'k': 4294967295, 'n': 7},
+    {'k': 536870913, 'n': 63},
+    {'k': 67108865, 'n': 262143},
     {'k': 4096, 'n': 1073741823},
-    {'k': 15, 'n': 8388609},
-    {'k': 1, 'n': 0},
+    {'k': 131072, 'n': 7},
+    {'k': 2147483648, 'n': 4096},
+    {'k': 257, 'n': 7},
+    {'k': 4096, 'n': 524289},
+    {'k': 129, 'n': 16384},
+    {'k': 536870911, 'n': 4096},
 ]
 FLIPS_quantize_bf16_to_fp8 = [
     ('skip', 0, 'n == 0', {'k': 4096, 'n': 0}),
@@ -152,81 +144,67 @@ def test_quantize_bf16_to_fp8_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- dense_gemv_fp8w
 
 
-def expect_dense_gemv_fp8w(rows, n, k):
+def expect_dense_gemv_fp8w(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (rows <= 8)  # applies: rows <= 8
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (_x.div_ceil(_st, n, 8), 1, 1)
-    block = (256, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 8)),  # applies: rows <= 8
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], 8), 1, 1), (256, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_dense_gemv_fp8w = [
     {'k': 4096, 'n': 4096, 'rows': 1},
     {'k': 1000, 'n': 4104, 'rows': 8},
-    {'k': 4096, 'n': 1023, 'rows': 536870912},
-    {'k': 4294967295, 'n': 4104, 'rows': 8},
-    {'k': 1000, 'n': 4104, 'rows': 32},
-    {'k': 3, 'n': 4104, 'rows': 8},
-    {'k': 1000, 'n': 67108863, 'rows': 536870912},
-    {'k': 4096, 'n': 512, 'rows': 128},
-    {'k': 1000, 'n': 127, 'rows': 32767},
-    {'k': 1000, 'n': 1048577, 'rows': 8},
-    {'k': 1073741825, 'n': 4104, 'rows': 8},
-    {'k': 8388608, 'n': 4096, 'rows': 1},
-    {'k': 16385, 'n': 4096, 'rows': 1048575},
-    {'k': 1000, 'n': 8208, 'rows': 8},
-    {'k': 524288, 'n': 131073, 'rows': 1},
-    {'k': 1000, 'n': 65537, 'rows': 8},
-    {'k': 31, 'n': 16777215, 'rows': 1},
-    {'k': 4096, 'n': 4096, 'rows': 16777216},
-    {'k': 2097151, 'n': 4096, 'rows': 1},
-    {'k': 131071, 'n': 8388607, 'rows': 1},
-    {'k': 33554431, 'n': 4104, 'rows': 8},
-    {'k': 4096, 'n': 15, 'rows': 1},
-    {'k': 4096, 'n': 4096, 'rows': 512},
-    {'k': 4095, 'n': 4096, 'rows': 1},
-    {'k': 1000, 'n': 3, 'rows': 1},
-    {'k': 32767, 'n': 33554433, 'rows': 1},
-    {'k': 2047, 'n': 536870911, 'rows': 8},
-    {'k': 65, 'n': 4095, 'rows': 8},
-    {'k': 524287, 'n': 4194304, 'rows': 1},
-    {'k': 1000, 'n': 2052, 'rows': 2147483648},
-    {'k': 2047, 'n': 4096, 'rows': 1},
-    {'k': 4096, 'n': 3, 'rows': 1},
-    {'k': 4096, 'n': 4096, 'rows': 7},
-    {'k': 134217728, 'n': 4104, 'rows': 8},
-    {'k': 4096, 'n': 8388608, 'rows': 8193},
-    {'k': 1000, 'n': 8388608, 'rows': 8},
-    {'k': 16777216, 'n': 4104, 'rows': 8},
-    {'k': 1000, 'n': 4104, 'rows': 1048576},
-    {'k': 65536, 'n': 4096, 'rows': 1048575},
-    {'k': 4194304, 'n': 4096, 'rows': 2097153},
-    {'k': 1000, 'n': 2048, 'rows': 8},
-    {'k': 16383, 'n': 1, 'rows': 8},
+    {'k': 262145, 'n': 4096, 'rows': 536870911},
+    {'k': 1000000000, 'n': 4096, 'rows': 64},
+    {'k': 1000, 'n': 9, 'rows': 8},
+    {'k': 67108864, 'n': 134217727, 'rows': 8},
+    {'k': 268435456, 'n': 4096, 'rows': 536870912},
+    {'k': 262144, 'n': 4104, 'rows': 8191},
+    {'k': 4096, 'n': 32767, 'rows': 1048577},
+    {'k': 4096, 'n': 1073741825, 'rows': 1},
+    {'k': 1048575, 'n': 33554432, 'rows': 8},
+    {'k': 4096, 'n': 2097153, 'rows': 1},
+    {'k': 1000, 'n': 255, 'rows': 33554432},
+    {'k': 1000, 'n': 4104, 'rows': 257},
+    {'k': 4096, 'n': 4096, 'rows': 33},
+    {'k': 1000, 'n': 4104, 'rows': 2147483647},
+    {'k': 4096, 'n': 4096, 'rows': 2097153},
+    {'k': 1000, 'n': 672622, 'rows': 4097},
+    {'k': 1073741823, 'n': 1073741823, 'rows': 1},
+    {'k': 4294967295, 'n': 4096, 'rows': 134217727},
+    {'k': 4096, 'n': 4096, 'rows': 2049},
+    {'k': 268435455, 'n': 4096, 'rows': 1},
+    {'k': 1000, 'n': 1073741824, 'rows': 8},
+    {'k': 257, 'n': 4096, 'rows': 512},
+    {'k': 1000, 'n': 4104, 'rows': 31},
+    {'k': 524287, 'n': 4104, 'rows': 8},
+    {'k': 64, 'n': 1000000000, 'rows': 8},
+    {'k': 16777217, 'n': 4096, 'rows': 1},
+    {'k': 1000, 'n': 4104, 'rows': 32769},
+    {'k': 1000, 'n': 17, 'rows': 8},
+    {'k': 2097153, 'n': 4096, 'rows': 1},
+    {'k': 1000, 'n': 16777217, 'rows': 524289},
+    {'k': 4096, 'n': 131072, 'rows': 4294967295},
+    {'k': 1000, 'n': 4104, 'rows': 63},
+    {'k': 1000000000, 'n': 2097153, 'rows': 1},
+    {'k': 1000, 'n': 4104, 'rows': 134217727},
+    {'k': 67108863, 'n': 8388609, 'rows': 8},
+    {'k': 4096, 'n': 8388608, 'rows': 1},
+    {'k': 1000, 'n': 31, 'rows': 17},
+    {'k': 1000, 'n': 4104, 'rows': 33554431},
+    {'k': 1000, 'n': 4104, 'rows': 33554432},
+    {'k': 1000, 'n': 536870911, 'rows': 8},
 ]
 FLIPS_dense_gemv_fp8w = [
     ('skip', 0, 'rows == 0', {'k': 4096, 'n': 4096, 'rows': 0}),
@@ -288,86 +266,68 @@ def test_dense_gemv_fp8w_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- fp8_gemm_n128_row_scaled_m16
 
 
-def expect_fp8_gemm_n128_row_scaled_m16(rows, n, k):
+def expect_fp8_gemm_n128_row_scaled_m16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (rows <= 16)  # applies: rows <= 16
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (k <= 16384)  # applies: k <= 16384
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    grid = (_x.mul(_st, _x.div_ceil(_st, n, C_TILE), C_CLUSTER), 1, 1)
-    block = (128, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, k, C_KSPAN_CHUNKS), 64), 2), 16)
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE), C_CLUSTER), 1, 1), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['k'], C_KSPAN_CHUNKS), 64), 2), 16)),
+        limits=LIMITS,
+    )
 
 
 CASES_fp8_gemm_n128_row_scaled_m16 = [
     {'k': 4096, 'n': 4096, 'rows': 16},
     {'k': 1000, 'n': 4104, 'rows': 3},
-    {'k': 1000, 'n': 4104, 'rows': 134217729},
-    {'k': 4096, 'n': 1000000000, 'rows': 16},
-    {'k': 1000, 'n': 4104, 'rows': 255},
-    {'k': 4096, 'n': 4294967295, 'rows': 16},
-    {'k': 1000, 'n': 32, 'rows': 3},
-    {'k': 8, 'n': 4104, 'rows': 32768},
-    {'k': 4096, 'n': 63, 'rows': 2097152},
-    {'k': 1000, 'n': 4096, 'rows': 3},
-    {'k': 2097152, 'n': 4104, 'rows': 3},
-    {'k': 33554433, 'n': 4104, 'rows': 33554433},
-    {'k': 1000, 'n': 268435456, 'rows': 8388609},
-    {'k': 4096, 'n': 4097, 'rows': 16},
-    {'k': 1000, 'n': 2147483648, 'rows': 4194305},
-    {'k': 134217727, 'n': 4096, 'rows': 16},
-    {'k': 4096, 'n': 1048577, 'rows': 131072},
-    {'k': 4096, 'n': 4096, 'rows': 128},
-    {'k': 4096, 'n': 2, 'rows': 33},
-    {'k': 4096, 'n': 8, 'rows': 16},
-    {'k': 1000, 'n': 4194305, 'rows': 33554431},
-    {'k': 1000, 'n': 1000000, 'rows': 511},
-    {'k': 131071, 'n': 4104, 'rows': 1048576},
-    {'k': 4096, 'n': 131073, 'rows': 1073741823},
-    {'k': 4096, 'n': 4096, 'rows': 65537},
-    {'k': 536870913, 'n': 4104, 'rows': 3},
-    {'k': 524287, 'n': 67108864, 'rows': 16},
-    {'k': 15, 'n': 4104, 'rows': 3},
-    {'k': 4096, 'n': 4096, 'rows': 23},
-    {'k': 4096, 'n': 1048575, 'rows': 262144},
-    {'k': 536870913, 'n': 4096, 'rows': 16},
-    {'k': 4, 'n': 268435455, 'rows': 16},
-    {'k': 255, 'n': 256, 'rows': 3},
-    {'k': 1000, 'n': 257, 'rows': 3},
-    {'k': 1000, 'n': 131073, 'rows': 4294967295},
-    {'k': 4096, 'n': 4096, 'rows': 2147483648},
-    {'k': 67108865, 'n': 4096, 'rows': 16},
-    {'k': 1000, 'n': 4103, 'rows': 3},
-    {'k': 4096, 'n': 262143, 'rows': 65},
-    {'k': 2047, 'n': 8191, 'rows': 3},
-    {'k': 2147483647, 'n': 4096, 'rows': 131072},
-    {'k': 2000, 'n': 4104, 'rows': 3},
+    {'k': 3, 'n': 4104, 'rows': 1025},
+    {'k': 128, 'n': 4096, 'rows': 16},
+    {'k': 1000, 'n': 4104, 'rows': 2097152},
+    {'k': 32768, 'n': 4104, 'rows': 3},
+    {'k': 1024, 'n': 4104, 'rows': 3},
+    {'k': 2147483647, 'n': 1073741823, 'rows': 3},
+    {'k': 1000, 'n': 16, 'rows': 65},
+    {'k': 4096, 'n': 16777216, 'rows': 33554433},
+    {'k': 2097151, 'n': 8388609, 'rows': 3},
+    {'k': 511, 'n': 4096, 'rows': 100},
+    {'k': 255, 'n': 16384, 'rows': 3},
+    {'k': 5, 'n': 4194304, 'rows': 16},
+    {'k': 1000, 'n': 2047, 'rows': 3},
+    {'k': 67108865, 'n': 4104, 'rows': 3},
+    {'k': 1073741823, 'n': 31, 'rows': 16},
+    {'k': 4096, 'n': 1000000, 'rows': 134217727},
+    {'k': 1000, 'n': 4104, 'rows': 1073741824},
+    {'k': 4096, 'n': 16, 'rows': 16},
+    {'k': 1000, 'n': 4194304, 'rows': 129},
+    {'k': 4194303, 'n': 4104, 'rows': 3},
+    {'k': 4096, 'n': 255, 'rows': 16},
+    {'k': 4, 'n': 4096, 'rows': 16},
+    {'k': 4096, 'n': 524289, 'rows': 511},
+    {'k': 1023, 'n': 4096, 'rows': 16},
+    {'k': 16383, 'n': 4096, 'rows': 8192},
+    {'k': 4096, 'n': 131072, 'rows': 268435456},
+    {'k': 2097152, 'n': 4096, 'rows': 4294967295},
+    {'k': 134217728, 'n': 536870912, 'rows': 16},
+    {'k': 1000, 'n': 2097153, 'rows': 31},
+    {'k': 1073741825, 'n': 4104, 'rows': 3},
+    {'k': 2147483648, 'n': 8, 'rows': 3},
+    {'k': 1000, 'n': 255, 'rows': 3},
+    {'k': 4095, 'n': 2147483647, 'rows': 16},
+    {'k': 1000, 'n': 511, 'rows': 3},
+    {'k': 1000, 'n': 64, 'rows': 3},
+    {'k': 4096, 'n': 4103, 'rows': 33554432},
+    {'k': 1073741823, 'n': 262144, 'rows': 3},
+    {'k': 1000, 'n': 4104, 'rows': 65537},
+    {'k': 8388607, 'n': 32, 'rows': 16},
+    {'k': 134217729, 'n': 4194305, 'rows': 16},
 ]
 FLIPS_fp8_gemm_n128_row_scaled_m16 = [
     ('skip', 0, 'rows == 0', {'k': 4096, 'n': 4096, 'rows': 0}),
@@ -430,81 +390,67 @@ def test_fp8_gemm_n128_row_scaled_m16_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- fp8_gemm_n128_row_scaled
 
 
-def expect_fp8_gemm_n128_row_scaled(rows, n, k):
+def expect_fp8_gemm_n128_row_scaled(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.div_ceil(_st, n, C_TILE) <= 65535)  # requires: div_ceil(n, TILE) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    grid = (_x.div_ceil(_st, rows, C_TILE), _x.div_ceil(_st, n, C_TILE), 1)
-    block = (256, 1, 1)
-    shared_mem = C_GEMM_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (-65537, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], C_TILE) <= 65535)),  # requires: div_ceil(n, TILE) <= 65535
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE), 1), (256, 1, 1), C_GEMM_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_fp8_gemm_n128_row_scaled = [
     {'k': 4096, 'n': 4096, 'rows': 2048},
     {'k': 1000, 'n': 4104, 'rows': 17},
-    {'k': 4096, 'n': 4096, 'rows': 8192},
-    {'k': 4096, 'n': 4294967295, 'rows': 2048},
-    {'k': 1023, 'n': 4097, 'rows': 2048},
-    {'k': 2147483647, 'n': 129, 'rows': 17},
-    {'k': 15, 'n': 4096, 'rows': 511},
-    {'k': 5, 'n': 4104, 'rows': 17},
-    {'k': 4096, 'n': 65, 'rows': 2048},
-    {'k': 2, 'n': 4096, 'rows': 2048},
-    {'k': 1000000, 'n': 4096, 'rows': 2147483647},
-    {'k': 999, 'n': 262143, 'rows': 17},
-    {'k': 4096, 'n': 4096, 'rows': 262143},
-    {'k': 1000, 'n': 536870911, 'rows': 33554432},
-    {'k': 1000, 'n': 33554432, 'rows': 128},
-    {'k': 4096, 'n': 4096, 'rows': 524289},
-    {'k': 4096, 'n': 1048576, 'rows': 257},
-    {'k': 2147483649, 'n': 2097152, 'rows': 2048},
-    {'k': 1048576, 'n': 4096, 'rows': 536870913},
-    {'k': 524287, 'n': 4096, 'rows': 1000},
-    {'k': 1000, 'n': 8, 'rows': 17},
-    {'k': 4096, 'n': 4096, 'rows': 131073},
-    {'k': 8388608, 'n': 4104, 'rows': 31},
-    {'k': 1, 'n': 4096, 'rows': 257},
-    {'k': 1000, 'n': 4194305, 'rows': 31},
-    {'k': 1000, 'n': 4095, 'rows': 34},
-    {'k': 33554431, 'n': 4096, 'rows': 9},
-    {'k': 4096, 'n': 32768, 'rows': 2048},
-    {'k': 262145, 'n': 4104, 'rows': 17},
-    {'k': 1073741825, 'n': 4104, 'rows': 17},
-    {'k': 1000, 'n': 4104, 'rows': 65536},
-    {'k': 16777217, 'n': 5, 'rows': 17},
-    {'k': 4096, 'n': 16777217, 'rows': 2048},
-    {'k': 1000, 'n': 4104, 'rows': 4095},
-    {'k': 100, 'n': 4104, 'rows': 256},
-    {'k': 2147483649, 'n': 4096, 'rows': 2048},
-    {'k': 1000, 'n': 4104, 'rows': 327623},
-    {'k': 1, 'n': 1000000000, 'rows': 2048},
-    {'k': 1000, 'n': 102656, 'rows': 8388609},
-    {'k': 4096, 'n': 1025, 'rows': 1073741825},
-    {'k': 4096, 'n': 4096, 'rows': 268435455},
-    {'k': 2097152, 'n': 1023, 'rows': 2048},
+    {'k': 4096, 'n': 4096, 'rows': 1073741825},
+    {'k': 131073, 'n': 1000, 'rows': 17},
+    {'k': 1000, 'n': 67108863, 'rows': 17},
+    {'k': 1000, 'n': 16384, 'rows': 17},
+    {'k': 536870911, 'n': 4104, 'rows': 17},
+    {'k': 8191, 'n': 4104, 'rows': 513},
+    {'k': 128, 'n': 4104, 'rows': 33554431},
+    {'k': 15, 'n': 4104, 'rows': 16385},
+    {'k': 536870911, 'n': 4096, 'rows': 2048},
+    {'k': 8388607, 'n': 2047, 'rows': 2048},
+    {'k': 8191, 'n': 4104, 'rows': 134217729},
+    {'k': 268435455, 'n': 4096, 'rows': 2048},
+    {'k': 1000000, 'n': 4096, 'rows': 2048},
+    {'k': 4096, 'n': 4096, 'rows': 256},
+    {'k': 0, 'n': 4, 'rows': 17},
+    {'k': 536870911, 'n': 4096, 'rows': 255},
+    {'k': 1000, 'n': 4104, 'rows': 32768},
+    {'k': 16777217, 'n': 4096, 'rows': 2048},
+    {'k': 511, 'n': 2097152, 'rows': 2048},
+    {'k': 1000, 'n': 1, 'rows': 128},
+    {'k': 4096, 'n': 268435455, 'rows': 4194305},
+    {'k': 131073, 'n': 4096, 'rows': 4194305},
+    {'k': 129, 'n': 4096, 'rows': 4},
+    {'k': 1000, 'n': 8388609, 'rows': 17},
+    {'k': 1000, 'n': 2048, 'rows': 17},
+    {'k': 4096, 'n': 4096, 'rows': 8},
+    {'k': 4103, 'n': 4096, 'rows': 67108865},
+    {'k': 16385, 'n': 257, 'rows': 2048},
+    {'k': 4096, 'n': 4096, 'rows': 17},
+    {'k': 4096, 'n': 4096, 'rows': 4},
+    {'k': 4096, 'n': 16098, 'rows': 2048},
+    {'k': 33554431, 'n': 4104, 'rows': 256},
+    {'k': 1000, 'n': 4104, 'rows': 2049},
+    {'k': 1000, 'n': 8, 'rows': 2048},
+    {'k': 4096, 'n': 131073, 'rows': 15},
+    {'k': 8, 'n': 4096, 'rows': 2048},
+    {'k': 4096, 'n': 67108864, 'rows': 1073741823},
+    {'k': 4096, 'n': 65, 'rows': 2097153},
+    {'k': 4096, 'n': 4096, 'rows': 16385},
+    {'k': 1000, 'n': 4104, 'rows': 256},
 ]
 FLIPS_fp8_gemm_n128_row_scaled = [
     ('skip', 0, 'rows == 0', {'k': 4096, 'n': 4096, 'rows': 0}),

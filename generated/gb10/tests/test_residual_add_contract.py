@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "residual_add")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_ADD"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_ELEMS_PER_CTA = 8192
 C_THREADS = 1024
 
@@ -25,60 +24,56 @@ C_THREADS = 1024
 # ---------------------------------------------------------------- residual_add_bf16
 
 
-def expect_residual_add_bf16(n):
+def expect_residual_add_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    n = _x.from_u64(_st, n)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    grid = (_x.div_ceil(_st, n, C_ELEMS_PER_CTA), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+        ],
+        args,
+        u64=['n'],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_ELEMS_PER_CTA), 1, 1), (C_THREADS, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_residual_add_bf16 = [
     {'n': 4194304},
     {'n': 4096},
     {'n': 33554437},
-    {'n': 16777215},
-    {'n': 4097},
-    {'n': 134217728},
-    {'n': 2049},
-    {'n': 16777216},
-    {'n': 63},
-    {'n': 4095},
-    {'n': 753098},
-    {'n': 16383},
-    {'n': 536870911},
+    {'n': 4},
     {'n': 1048576},
-    {'n': 64},
-    {'n': 131072},
-    {'n': 127},
-    {'n': 32768},
-    {'n': 1024},
-    {'n': 16},
-    {'n': 1000},
-    {'n': 33554444},
-    {'n': 268435456},
-    {'n': 257},
-    {'n': 256},
-    {'n': 262144},
+    {'n': 2047},
     {'n': 4294967296},
-    {'n': 134217729},
-    {'n': 134217727},
-    {'n': 1073741825},
-    {'n': 536870913},
-    {'n': 8191},
-    {'n': 17},
+    {'n': 513},
+    {'n': 16777217},
     {'n': 4194305},
-    {'n': 67108865},
+    {'n': 17},
+    {'n': 131073},
+    {'n': 256},
+    {'n': 1024},
+    {'n': 268435457},
+    {'n': 2048},
+    {'n': 1000000},
+    {'n': 856259},
+    {'n': 134217728},
+    {'n': 127},
+    {'n': 33554436},
+    {'n': 8192},
+    {'n': 262145},
+    {'n': 129},
+    {'n': 2},
+    {'n': 16777216},
+    {'n': 32},
+    {'n': 536870913},
+    {'n': 16384},
+    {'n': 4095},
+    {'n': 1073741825},
+    {'n': 4194303},
+    {'n': 67108863},
+    {'n': 31},
 ]
 FLIPS_residual_add_bf16 = [
     ('skip', 0, 'n == 0', {'n': 0}),

@@ -9,91 +9,80 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "residual_rms_norm")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_RMS_NORM"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 
 
 # ---------------------------------------------------------------- residual_rms_norm_bf16
 
 
-def expect_residual_rms_norm_bf16(rows, hidden):
+def expect_residual_rms_norm_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (hidden == 0)  # skip: hidden == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.mod(_st, hidden, 8) == 0)  # applies: (hidden % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (rows, 1, 1)
-    block = (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, hidden, 1024), 32)), 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['hidden'] == 0)),  # skip: hidden == 0
+            (262144, False, lambda _st, _a: (_x.mod(_st, _a['hidden'], 8) == 0)),  # applies: (hidden % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['rows'], 1, 1), (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, _a['hidden'], 1024), 32)), 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_residual_rms_norm_bf16 = [
     {'hidden': 4096, 'rows': 64},
     {'hidden': 8192, 'rows': 1},
     {'hidden': 1024, 'rows': 8192},
-    {'hidden': 131071, 'rows': 8192},
-    {'hidden': 4096, 'rows': 8388609},
-    {'hidden': 4096, 'rows': 131072},
-    {'hidden': 2047, 'rows': 8192},
-    {'hidden': 0, 'rows': 64},
-    {'hidden': 8, 'rows': 64},
-    {'hidden': 1024, 'rows': 997119},
-    {'hidden': 1024, 'rows': 1048575},
-    {'hidden': 2047, 'rows': 32},
-    {'hidden': 536870911, 'rows': 67108865},
-    {'hidden': 1048575, 'rows': 127},
-    {'hidden': 65536, 'rows': 1},
-    {'hidden': 129, 'rows': 8192},
-    {'hidden': 1073741824, 'rows': 1},
-    {'hidden': 4096, 'rows': 2097151},
-    {'hidden': 2097153, 'rows': 63},
-    {'hidden': 8, 'rows': 16384},
-    {'hidden': 8192, 'rows': 32769},
-    {'hidden': 2097151, 'rows': 8192},
-    {'hidden': 1024, 'rows': 64},
-    {'hidden': 32, 'rows': 64},
-    {'hidden': 4194305, 'rows': 8192},
-    {'hidden': 2047, 'rows': 100},
-    {'hidden': 16383, 'rows': 1025},
-    {'hidden': 134217729, 'rows': 262143},
-    {'hidden': 536870913, 'rows': 262144},
+    {'hidden': 131072, 'rows': 17},
+    {'hidden': 4096, 'rows': 536870911},
+    {'hidden': 65537, 'rows': 67108865},
+    {'hidden': 1024, 'rows': 128},
+    {'hidden': 8192, 'rows': 1025},
+    {'hidden': 2048, 'rows': 536870912},
+    {'hidden': 2048, 'rows': 4},
+    {'hidden': 127, 'rows': 536870912},
+    {'hidden': 16777216, 'rows': 2147483649},
+    {'hidden': 4096, 'rows': 1024},
+    {'hidden': 2147483649, 'rows': 1},
+    {'hidden': 268435457, 'rows': 8},
+    {'hidden': 67108865, 'rows': 1000000000},
+    {'hidden': 134217727, 'rows': 2147483647},
+    {'hidden': 8388607, 'rows': 32769},
     {'hidden': 1000000, 'rows': 64},
-    {'hidden': 4095, 'rows': 536870911},
-    {'hidden': 65535, 'rows': 64},
-    {'hidden': 1048576, 'rows': 8192},
-    {'hidden': 1073741823, 'rows': 255},
-    {'hidden': 128, 'rows': 1},
-    {'hidden': 512, 'rows': 134217727},
-    {'hidden': 8192, 'rows': 64},
-    {'hidden': 2097152, 'rows': 8192},
-    {'hidden': 256, 'rows': 262144},
-    {'hidden': 32768, 'rows': 64},
-    {'hidden': 1, 'rows': 64},
-    {'hidden': 2048, 'rows': 64},
-    {'hidden': 8192, 'rows': 32768},
+    {'hidden': 8192, 'rows': 536870913},
+    {'hidden': 8192, 'rows': 67108863},
+    {'hidden': 8192, 'rows': 16777217},
+    {'hidden': 8191, 'rows': 5},
+    {'hidden': 268435457, 'rows': 67108863},
+    {'hidden': 7, 'rows': 64},
+    {'hidden': 32, 'rows': 8192},
+    {'hidden': 4194304, 'rows': 1},
+    {'hidden': 8, 'rows': 511},
+    {'hidden': 536870911, 'rows': 64},
+    {'hidden': 4096, 'rows': 536870912},
+    {'hidden': 8191, 'rows': 1},
+    {'hidden': 2097153, 'rows': 8193},
+    {'hidden': 8192, 'rows': 4194305},
+    {'hidden': 134217729, 'rows': 8192},
+    {'hidden': 1048576, 'rows': 7},
+    {'hidden': 15, 'rows': 65537},
+    {'hidden': 524288, 'rows': 2097153},
+    {'hidden': 33554433, 'rows': 536870911},
+    {'hidden': 4096, 'rows': 7},
+    {'hidden': 128, 'rows': 64},
+    {'hidden': 67108865, 'rows': 1},
+    {'hidden': 134217727, 'rows': 64},
+    {'hidden': 1023, 'rows': 4097},
 ]
 FLIPS_residual_rms_norm_bf16 = [
     ('skip', 0, 'rows == 0', {'hidden': 4096, 'rows': 0}),

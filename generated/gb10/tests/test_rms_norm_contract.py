@@ -9,91 +9,80 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "rms_norm")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RMS_NORM"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 
 
 # ---------------------------------------------------------------- rms_norm_bf16
 
 
-def expect_rms_norm_bf16(rows, hidden):
+def expect_rms_norm_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (hidden == 0)  # skip: hidden == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.mod(_st, hidden, 8) == 0)  # applies: (hidden % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (rows, 1, 1)
-    block = (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, hidden, 1024), 32)), 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['hidden'] == 0)),  # skip: hidden == 0
+            (262144, False, lambda _st, _a: (_x.mod(_st, _a['hidden'], 8) == 0)),  # applies: (hidden % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['rows'], 1, 1), (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, _a['hidden'], 1024), 32)), 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_rms_norm_bf16 = [
     {'hidden': 4096, 'rows': 64},
     {'hidden': 8192, 'rows': 1},
     {'hidden': 1024, 'rows': 8192},
-    {'hidden': 255, 'rows': 64},
-    {'hidden': 4, 'rows': 262143},
-    {'hidden': 1024, 'rows': 65},
-    {'hidden': 524289, 'rows': 131072},
-    {'hidden': 1073741824, 'rows': 255},
-    {'hidden': 4096, 'rows': 7},
-    {'hidden': 513, 'rows': 64},
-    {'hidden': 65, 'rows': 64},
-    {'hidden': 524289, 'rows': 1},
-    {'hidden': 536870911, 'rows': 64},
-    {'hidden': 8388608, 'rows': 64},
-    {'hidden': 4, 'rows': 4194304},
-    {'hidden': 8192, 'rows': 255},
-    {'hidden': 4095, 'rows': 8199},
-    {'hidden': 2097152, 'rows': 134217728},
-    {'hidden': 4194304, 'rows': 7},
-    {'hidden': 16385, 'rows': 8192},
-    {'hidden': 1024, 'rows': 1025},
-    {'hidden': 1000000000, 'rows': 33},
-    {'hidden': 536870913, 'rows': 1},
-    {'hidden': 4194304, 'rows': 8192},
+    {'hidden': 2147483648, 'rows': 524288},
+    {'hidden': 16777217, 'rows': 2147483649},
+    {'hidden': 8192, 'rows': 536870912},
+    {'hidden': 1048575, 'rows': 64},
+    {'hidden': 7, 'rows': 4},
+    {'hidden': 8388609, 'rows': 8192},
+    {'hidden': 16777216, 'rows': 16384},
     {'hidden': 16384, 'rows': 8192},
-    {'hidden': 131072, 'rows': 1},
-    {'hidden': 4096, 'rows': 512},
-    {'hidden': 256, 'rows': 524288},
-    {'hidden': 536870911, 'rows': 1023},
-    {'hidden': 67108863, 'rows': 1},
-    {'hidden': 4294967295, 'rows': 511},
+    {'hidden': 1031, 'rows': 4194303},
+    {'hidden': 4194305, 'rows': 262144},
+    {'hidden': 8192, 'rows': 15},
+    {'hidden': 1024, 'rows': 4194305},
+    {'hidden': 4096, 'rows': 128},
+    {'hidden': 134217729, 'rows': 1},
+    {'hidden': 4096, 'rows': 4},
+    {'hidden': 2147483649, 'rows': 1},
+    {'hidden': 16777217, 'rows': 64},
+    {'hidden': 1048575, 'rows': 8192},
+    {'hidden': 33554432, 'rows': 8192},
+    {'hidden': 1, 'rows': 131073},
+    {'hidden': 4096, 'rows': 4097},
+    {'hidden': 8192, 'rows': 3},
+    {'hidden': 67108865, 'rows': 8388607},
+    {'hidden': 2097153, 'rows': 2047},
+    {'hidden': 17, 'rows': 33},
+    {'hidden': 63, 'rows': 7},
+    {'hidden': 7, 'rows': 67108863},
+    {'hidden': 2147483648, 'rows': 64},
+    {'hidden': 1024, 'rows': 512},
+    {'hidden': 8192, 'rows': 8388607},
+    {'hidden': 8192, 'rows': 16384},
+    {'hidden': 4096, 'rows': 1023},
+    {'hidden': 134217728, 'rows': 134217729},
+    {'hidden': 16777215, 'rows': 1},
     {'hidden': 1024, 'rows': 4194303},
-    {'hidden': 4096, 'rows': 16383},
-    {'hidden': 4096, 'rows': 4194304},
-    {'hidden': 8192, 'rows': 4194303},
-    {'hidden': 2097152, 'rows': 1},
-    {'hidden': 1073741824, 'rows': 65536},
-    {'hidden': 4096, 'rows': 127},
-    {'hidden': 67108864, 'rows': 134217728},
-    {'hidden': 31, 'rows': 1},
-    {'hidden': 1073741824, 'rows': 8192},
-    {'hidden': 1048577, 'rows': 64},
-    {'hidden': 15, 'rows': 8193},
+    {'hidden': 256, 'rows': 2048},
+    {'hidden': 64, 'rows': 8388609},
+    {'hidden': 262144, 'rows': 16384},
+    {'hidden': 1025, 'rows': 268435457},
+    {'hidden': 1000, 'rows': 1},
 ]
 FLIPS_rms_norm_bf16 = [
     ('skip', 0, 'rows == 0', {'hidden': 4096, 'rows': 0}),

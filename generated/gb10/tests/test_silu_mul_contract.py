@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("gb10", "silu_mul")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_SILU_MUL"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 101376
+LIMITS = ((1024, 1024, 64), 1024, 101376)
 C_THREADS = 256
 C_VECS_PER_CTA = 512
 
@@ -25,77 +24,65 @@ C_VECS_PER_CTA = 512
 # ---------------------------------------------------------------- silu_mul_bf16
 
 
-def expect_silu_mul_bf16(rows, inter):
+def expect_silu_mul_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (inter == 0)  # skip: inter == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.mod(_st, inter, 8) == 0)  # applies: (inter % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (_x.div_ceil(_st, _x.mul(_st, rows, _x.floordiv(_st, inter, 8)), C_VECS_PER_CTA), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['inter'] == 0)),  # skip: inter == 0
+            (262144, False, lambda _st, _a: (_x.mod(_st, _a['inter'], 8) == 0)),  # applies: (inter % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _x.mul(_st, _a['rows'], _x.floordiv(_st, _a['inter'], 8)), C_VECS_PER_CTA), 1, 1), (C_THREADS, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_silu_mul_bf16 = [
     {'inter': 14336, 'rows': 64},
     {'inter': 11008, 'rows': 1},
     {'inter': 18944, 'rows': 4096},
-    {'inter': 14336, 'rows': 536870911},
-    {'inter': 18944, 'rows': 64},
-    {'inter': 1025, 'rows': 4095},
-    {'inter': 11008, 'rows': 257},
-    {'inter': 524289, 'rows': 4096},
-    {'inter': 18951, 'rows': 1024},
-    {'inter': 9, 'rows': 64},
-    {'inter': 1073741825, 'rows': 17},
-    {'inter': 33554433, 'rows': 4096},
-    {'inter': 524288, 'rows': 4096},
-    {'inter': 2097151, 'rows': 4096},
-    {'inter': 33554433, 'rows': 100},
-    {'inter': 14336, 'rows': 2048},
-    {'inter': 33554433, 'rows': 284513},
-    {'inter': 189556, 'rows': 16777217},
-    {'inter': 65, 'rows': 1},
-    {'inter': 536870911, 'rows': 256},
-    {'inter': 131073, 'rows': 2097152},
-    {'inter': 131072, 'rows': 4096},
-    {'inter': 131073, 'rows': 4096},
-    {'inter': 11008, 'rows': 16383},
-    {'inter': 513, 'rows': 1048577},
-    {'inter': 16383, 'rows': 4096},
-    {'inter': 14337, 'rows': 64},
-    {'inter': 1025, 'rows': 4096},
-    {'inter': 31, 'rows': 262144},
-    {'inter': 16383, 'rows': 536870913},
-    {'inter': 2097152, 'rows': 33},
-    {'inter': 64, 'rows': 1},
-    {'inter': 513, 'rows': 134217727},
-    {'inter': 512, 'rows': 4096},
-    {'inter': 67108865, 'rows': 64},
-    {'inter': 262145, 'rows': 8388609},
-    {'inter': 18944, 'rows': 524287},
-    {'inter': 32767, 'rows': 2},
-    {'inter': 33554433, 'rows': 33554431},
-    {'inter': 3, 'rows': 1},
-    {'inter': 18944, 'rows': 257},
-    {'inter': 32, 'rows': 134217729},
-    {'inter': 14336, 'rows': 1024},
+    {'inter': 8193, 'rows': 4096},
+    {'inter': 5, 'rows': 524287},
+    {'inter': 4, 'rows': 1048576},
+    {'inter': 536870912, 'rows': 262145},
+    {'inter': 14336, 'rows': 127},
+    {'inter': 268435455, 'rows': 524289},
+    {'inter': 18944, 'rows': 32767},
+    {'inter': 63, 'rows': 4096},
+    {'inter': 9, 'rows': 512},
+    {'inter': 16777217, 'rows': 131073},
+    {'inter': 32769, 'rows': 64},
+    {'inter': 11008, 'rows': 268435457},
+    {'inter': 14336, 'rows': 536870913},
+    {'inter': 8193, 'rows': 268435457},
+    {'inter': 65535, 'rows': 65536},
+    {'inter': 8388609, 'rows': 4095},
+    {'inter': 1048576, 'rows': 1},
+    {'inter': 1048576, 'rows': 64},
+    {'inter': 131072, 'rows': 65536},
+    {'inter': 1073741824, 'rows': 1000000000},
+    {'inter': 11008, 'rows': 65535},
+    {'inter': 268435455, 'rows': 128},
+    {'inter': 1048575, 'rows': 1048575},
+    {'inter': 14336, 'rows': 536870912},
+    {'inter': 8388607, 'rows': 524288},
+    {'inter': 1023, 'rows': 2047},
+    {'inter': 14336, 'rows': 67108863},
+    {'inter': 18944, 'rows': 1025},
+    {'inter': 16383, 'rows': 8388607},
+    {'inter': 513, 'rows': 31},
+    {'inter': 1, 'rows': 1},
+    {'inter': 4194303, 'rows': 1},
+    {'inter': 2, 'rows': 1000000},
+    {'inter': 4097, 'rows': 16777217},
+    {'inter': 18944, 'rows': 7},
+    {'inter': 524287, 'rows': 64},
+    {'inter': 11008, 'rows': 7},
+    {'inter': 64, 'rows': 4096},
 ]
 FLIPS_silu_mul_bf16 = [
     ('skip', 0, 'rows == 0', {'inter': 14336, 'rows': 0}),

@@ -28,8 +28,8 @@ int32_t sizes_w4a16_gemv(const Value* v, int64_t* out) {
 }
 const ArgSpec kArgs_w4a16_gemv[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 9, 0, 1, 1, 0},  // const u8*
-    {"wscale", kg::py::kPointer, 9, 0, 1, 2, 0},  // const u8*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
     {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0},  // f32
     {"out", kg::py::kPointer, 1, 1, 1, 3, 0},  // bf16*
     {"m", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -52,8 +52,8 @@ int32_t sizes_w4a16_gemm(const Value* v, int64_t* out) {
 }
 const ArgSpec kArgs_w4a16_gemm[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 9, 0, 1, 1, 0},  // const u8*
-    {"wscale", kg::py::kPointer, 9, 0, 1, 2, 0},  // const u8*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
     {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0},  // f32
     {"out", kg::py::kPointer, 1, 1, 1, 3, 0},  // bf16*
     {"m", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -75,8 +75,8 @@ int32_t sizes_w4a16_linear(const Value* v, int64_t* out) {
 }
 const ArgSpec kArgs_w4a16_linear[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
-    {"wq", kg::py::kPointer, 9, 0, 1, 1, 0},  // const u8*
-    {"wscale", kg::py::kPointer, 9, 0, 1, 2, 0},  // const u8*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
     {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0},  // f32
     {"out", kg::py::kPointer, 1, 1, 1, 3, 0},  // bf16*
     {"m", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -93,17 +93,17 @@ PYBIND11_MODULE(w4a16_gemm, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
   static const LauncherSpec spec_w4a16_gemv = {
-      "w4a16_gemv", "(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.", kArgs_w4a16_gemv, 8, 8, 4,
+      "w4a16_gemv", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.", kArgs_w4a16_gemv, 8, 8, 4,
       launch_w4a16_gemv, plan_w4a16_gemv, sizes_w4a16_gemv, kernels_w4a16_gemv, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_w4a16_gemv) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_w4a16_gemm[] = { kg_w4a16_gemm__w4a16_gemm__info() };
   static const LauncherSpec spec_w4a16_gemm = {
-      "w4a16_gemm", "(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.", kArgs_w4a16_gemm, 8, 8, 4,
+      "w4a16_gemm", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.", kArgs_w4a16_gemm, 8, 8, 4,
       launch_w4a16_gemm, plan_w4a16_gemm, sizes_w4a16_gemm, kernels_w4a16_gemm, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_w4a16_gemm) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
   static const LauncherSpec spec_w4a16_linear = {
-      "w4a16_linear", "(x: const bf16*, wq: const u8*, wscale: const u8*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kArgs_w4a16_linear, 8, 8, 4,
+      "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kArgs_w4a16_linear, 8, 8, 4,
       launch_w4a16_linear, plan_w4a16_linear, sizes_w4a16_linear, kernels_w4a16_linear, 2};
   if (kg::py::add_launcher(m.ptr(), &spec_w4a16_linear) < 0) throw pybind11::error_already_set();
 }

@@ -92,7 +92,7 @@ namespace {
 int32_t sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
   kg::ExprStatus err;
   sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{2}, err), err);  // wq
+  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // wq
   sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, err), err);  // wscale
   sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
   return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
@@ -160,7 +160,7 @@ namespace {
 int32_t sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
   kg::ExprStatus err;
   sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{2}, err), err);  // wq
+  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // wq
   sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, err), err);  // wscale
   sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
   return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
@@ -188,8 +188,8 @@ const kg_kernel_info kInfo_w4a16_gemv = {
     kSkip_w4a16_gemv, kApplies_w4a16_gemv, nullptr,
     2, 2, 0,
     1};
-static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const uint8_t*, const uint8_t*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:18: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/w4a16_gemm.yaml:18: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
@@ -204,12 +204,12 @@ const kg_kernel_info kInfo_w4a16_gemm = {
     kSkip_w4a16_gemm, kApplies_w4a16_gemm, nullptr,
     2, 1, 0,
     1};
-static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const uint8_t*, const uint8_t*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const u8* wq, const u8* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot g_slot_w4a16_gemm;
 }  // namespace
 
-Outcome w4a16_gemv(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan p = plan_w4a16_gemv(m, n, k);
   if (p.code != KG_LAUNCHED) return {p.code, &kInfo_w4a16_gemv};
   const int32_t ready = g_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(&::w4a16_gemv_kernel), p.shared_mem);
@@ -218,7 +218,7 @@ Outcome w4a16_gemv(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wsc
   return {kg::launch_error(cudaGetLastError()), &kInfo_w4a16_gemv};
 }
 
-Outcome w4a16_gemm(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan p = plan_w4a16_gemm(m, n, k);
   if (p.code != KG_LAUNCHED) return {p.code, &kInfo_w4a16_gemm};
   const int32_t ready = g_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(&::w4a16_gemm_kernel), p.shared_mem);
@@ -228,7 +228,7 @@ Outcome w4a16_gemm(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wsc
 }
 
 // w4a16_linear: Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
-Outcome w4a16_linear(const __nv_bfloat16* x, const uint8_t* wq, const uint8_t* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (o.code <= 0) return o;  // launched, or an error
@@ -254,7 +254,7 @@ kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
 extern "C" {
 
 int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const uint8_t*>(wq), static_cast<const uint8_t*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
   if (ran != nullptr) *ran = o.kernel;
   return o.code;
 }
@@ -271,7 +271,7 @@ int32_t kg_w4a16_gemm__w4a16_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv__info(void) { return &kernelgen::w4a16_gemm::kInfo_w4a16_gemv; }
 
 int32_t kg_w4a16_gemm__w4a16_gemm(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const uint8_t*>(wq), static_cast<const uint8_t*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
   if (ran != nullptr) *ran = o.kernel;
   return o.code;
 }
@@ -288,7 +288,7 @@ int32_t kg_w4a16_gemm__w4a16_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemm__info(void) { return &kernelgen::w4a16_gemm::kInfo_w4a16_gemm; }
 
 int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const uint8_t*>(wq), static_cast<const uint8_t*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
   if (ran != nullptr) *ran = o.kernel;
   return o.code;
 }

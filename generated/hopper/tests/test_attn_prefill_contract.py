@@ -9,113 +9,84 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "attn_prefill")
 
 KILL_SWITCH = None
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 
 
 # ---------------------------------------------------------------- attn_prefill_paged_64
 
 
-def expect_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim):
+def expect_attn_prefill_paged_64(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (q_len == 0)  # skip: q_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (cache_block_size > 0)  # requires: cache_block_size > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.div_ceil(_st, q_len, 64) <= 65535)  # requires: div_ceil(q_len, 64) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (_x.add(_st, q_offset, q_len) <= 1073741824)  # requires: (q_offset + q_len) <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65538, none, none, 0)
-    _holds = (kv_len <= 1073741824)  # requires: kv_len <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65539, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    if head_dim not in (64, 128, 256,):
-        return (327680, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, q_len, 64), 1)
-    block = (128, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), head_dim), 2)
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['q_len'] == 0)),  # skip: q_len == 0
+            (-65536, False, lambda _st, _a: (_a['cache_block_size'] > 0)),  # requires: cache_block_size > 0
+            (-65537, False, lambda _st, _a: (_x.div_ceil(_st, _a['q_len'], 64) <= 65535)),  # requires: div_ceil(q_len, 64) <= 65535
+            (-65538, False, lambda _st, _a: (_x.add(_st, _a['q_offset'], _a['q_len']) <= 1073741824)),  # requires: (q_offset + q_len) <= 1073741824
+            (-65539, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
+            (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=('head_dim', [64, 128, 256]),
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['q_len'], 64), 1), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_paged_64 = [
     {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
     {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
     {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 268435455, 'num_kv_heads': 134217727, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 8192, 'kv_len': 536870912, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 15, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 1023, 'sliding_window': 48},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 67108865, 'kv_len': 96, 'num_kv_heads': 33, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 511, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2049, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 262143, 'sliding_window': 0},
-    {'cache_block_size': 513, 'causal': 0, 'head_dim': 128, 'kv_len': 8388609, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 4097, 'causal': 1, 'head_dim': 256, 'kv_len': 1024, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 48, 'num_kv_heads': 513, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 134217728, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 131071, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 1048576, 'q_offset': 0, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 511, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 268435457, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 129, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 268435455, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 268435457},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 9, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 17, 'kv_len': 300, 'num_kv_heads': 131071, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 65, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 2047, 'num_kv_heads': 2147483649, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 268435456, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 2},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 100, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 2097152, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 1023, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 262144, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 65537},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 127, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 524289, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 2048, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 4294967295, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 2047, 'sliding_window': 0},
-    {'cache_block_size': 2, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 32, 'causal': 1073741825, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 8192, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 513, 'q_offset': 0, 'sliding_window': 134217728},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 4097, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 2147483649, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 134217728, 'kv_len': 2097152, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 1000000, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 5, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2097151, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 536870912, 'num_q_heads': 4, 'q_len': 131071, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 15, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 67108865, 'q_len': 129, 'q_offset': 0, 'sliding_window': 1000000},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 268435455, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 16383, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
-    {'cache_block_size': 32, 'causal': 0, 'head_dim': 31, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 134217727, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 1073741824, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 511, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 134217729, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 4097},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 16385, 'num_q_heads': 67108863, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 129, 'head_dim': 64, 'kv_len': 8193, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 67108865, 'sliding_window': 48},
+    {'cache_block_size': 4194303, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 31, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 268435457, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 2097152, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 1023, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 7, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 16383, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 4, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 65535, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 67108863, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 8388609, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 754815, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 4097, 'q_len': 524288, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 8, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 131071},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 4, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 4097, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 65537, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 64, 'q_offset': 32, 'sliding_window': 67108864},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 513, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 33554431},
+    {'cache_block_size': 65537, 'causal': 0, 'head_dim': 268435457, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 2097151, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 524288, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 4097, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 7, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 1048576, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 1048577, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 2049, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 8388607, 'num_q_heads': 1024, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 1000, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 513, 'q_len': 64, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 1, 'num_q_heads': 8, 'q_len': 8, 'q_offset': 32, 'sliding_window': 1048577},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 512, 'num_q_heads': 8, 'q_len': 128, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 257, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 3, 'q_len': 129, 'q_offset': 524287, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 7, 'kv_len': 65535, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 100, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 2147483648, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 96, 'num_kv_heads': 3, 'num_q_heads': 8, 'q_len': 4, 'q_offset': 32, 'sliding_window': 48},
+    {'cache_block_size': 32, 'causal': 0, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 513, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 513, 'q_len': 268435456, 'q_offset': 200, 'sliding_window': 0},
+    {'cache_block_size': 32, 'causal': 513, 'head_dim': 128, 'kv_len': 32, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_paged_64 = [
     ('skip', 0, 'q_len == 0', {'cache_block_size': 16, 'causal': 1, 'head_dim': 64, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 200, 'sliding_window': 0}),
@@ -173,94 +144,70 @@ def test_attn_prefill_paged_64_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- attn_prefill_64
 
 
-def expect_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch):
+def expect_attn_prefill_64(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (seq_len == 0)  # skip: seq_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (batch == 0)  # skip: batch == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.div_ceil(_st, seq_len, 64) <= 65535)  # requires: div_ceil(seq_len, 64) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (batch <= 65535)  # requires: batch <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    if head_dim not in (64, 128, 256,):
-        return (327680, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, seq_len, 64), batch)
-    block = (128, 1, 1)
-    shared_mem = _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), head_dim), 2)
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['seq_len'] == 0)),  # skip: seq_len == 0
+            (196609, True, lambda _st, _a: (_a['batch'] == 0)),  # skip: batch == 0
+            (-65536, False, lambda _st, _a: (_x.div_ceil(_st, _a['seq_len'], 64) <= 65535)),  # requires: div_ceil(seq_len, 64) <= 65535
+            (-65537, False, lambda _st, _a: (_a['batch'] <= 65535)),  # requires: batch <= 65535
+            (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=('head_dim', [64, 128, 256]),
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], 64), _a['batch']), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_64 = [
     {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
     {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
     {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 4194303, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 131071, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 16385, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 1, 'causal': 16777217, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 8191},
-    {'batch': 16777217, 'causal': 0, 'head_dim': 2097152, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 536870911, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 524288, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 1023, 'sliding_window': 40},
-    {'batch': 2048, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 1, 'causal': 0, 'head_dim': 1073741825, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 65},
-    {'batch': 1, 'causal': 63, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 25144, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 67108864, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194304, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1000000000, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1048575, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1024, 'head_dim': 128, 'num_kv_heads': 131071, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 7, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 268435457, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 131073, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 4095, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 33, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 31, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4095, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 128, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 16777217, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 33554431, 'seq_len': 256, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 33554432, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 65537},
-    {'batch': 3, 'causal': 16777217, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 4097, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 524288, 'seq_len': 100, 'sliding_window': 5},
-    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8191, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 2, 'sliding_window': 40},
-    {'batch': 268435457, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 32, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 2, 'causal': 2147483648, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1048575, 'sliding_window': 0},
-    {'batch': 2, 'causal': 262143, 'head_dim': 64, 'num_kv_heads': 262145, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 262144, 'sliding_window': 0},
-    {'batch': 1, 'causal': 4, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 31, 'num_q_heads': 8, 'seq_len': 131071, 'sliding_window': 40},
-    {'batch': 2, 'causal': 1, 'head_dim': 1048575, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 1073741824},
-    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 33554433, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
-    {'batch': 3, 'causal': 9, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 524287, 'sliding_window': 40},
-    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 131073},
-    {'batch': 262143, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 2048, 'sliding_window': 40},
+    {'batch': 33, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 8388608, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 131073, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 2, 'causal': 268435455, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 1024, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 268435457, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 1024, 'num_q_heads': 4, 'seq_len': 33554433, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 16777215},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 268435457, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 8388609, 'head_dim': 64, 'num_kv_heads': 1025, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 33554431},
+    {'batch': 1000, 'causal': 1073741825, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 4294967295, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 32, 'sliding_window': 40},
+    {'batch': 128, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 536870913, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 71, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 17, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 67108864, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 64, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1, 'head_dim': 2147483649, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 9, 'sliding_window': 40},
+    {'batch': 127, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 511, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 0, 'causal': 0, 'head_dim': 16777217, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 65536, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1000000, 'head_dim': 32, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2097152, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 536870912, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1000000000, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 3},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 1000000, 'sliding_window': 2048},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 16777217, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 33},
+    {'batch': 6, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 262145, 'sliding_window': 40},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 1073741825, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 16383, 'num_kv_heads': 2, 'num_q_heads': 129, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 65, 'causal': 1, 'head_dim': 257, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 524289, 'head_dim': 1025, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 513, 'causal': 1, 'head_dim': 268435455, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 8388607, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 255, 'num_q_heads': 8, 'seq_len': 65, 'sliding_window': 0},
+    {'batch': 3, 'causal': 1, 'head_dim': 2048, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 16384, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 16777216, 'num_q_heads': 4, 'seq_len': 262144, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 16385, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 100, 'sliding_window': 0},
+    {'batch': 1, 'causal': 262143, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_64 = [
     ('skip', 0, 'seq_len == 0', {'batch': 2, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0}),

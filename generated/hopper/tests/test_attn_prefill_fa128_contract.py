@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "attn_prefill_fa128")
 
 KILL_SWITCH = "METRALE_NO_ATTN_FA128"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 C_ROWS = 128
 C_SMEM = 98304
 
@@ -25,111 +24,73 @@ C_SMEM = 98304
 # ---------------------------------------------------------------- attn_prefill_fa128_paged
 
 
-def expect_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window):
+def expect_attn_prefill_fa128_paged(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (q_len == 0)  # skip: q_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (cache_block_size > 0)  # requires: cache_block_size > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.div_ceil(_st, q_len, C_ROWS) <= 65535)  # requires: div_ceil(q_len, ROWS) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (_x.add(_st, q_offset, q_len) <= 1073741824)  # requires: (q_offset + q_len) <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65538, none, none, 0)
-    _holds = (kv_len <= 1073741824)  # requires: kv_len <= 1073741824
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65539, none, none, 0)
-    _holds = (head_dim == 256)  # applies: head_dim == 256
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (causal == 1)  # applies: causal == 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (sliding_window == 0)  # applies: sliding_window == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262147, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262148, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, q_len, C_ROWS), 1)
-    block = (256, 1, 1)
-    shared_mem = C_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['q_len'] == 0)),  # skip: q_len == 0
+            (-65536, False, lambda _st, _a: (_a['cache_block_size'] > 0)),  # requires: cache_block_size > 0
+            (-65537, False, lambda _st, _a: (_x.div_ceil(_st, _a['q_len'], C_ROWS) <= 65535)),  # requires: div_ceil(q_len, ROWS) <= 65535
+            (-65538, False, lambda _st, _a: (_x.add(_st, _a['q_offset'], _a['q_len']) <= 1073741824)),  # requires: (q_offset + q_len) <= 1073741824
+            (-65539, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
+            (262144, False, lambda _st, _a: (_a['head_dim'] == 256)),  # applies: head_dim == 256
+            (262145, False, lambda _st, _a: (_a['causal'] == 1)),  # applies: causal == 1
+            (262146, False, lambda _st, _a: (_a['sliding_window'] == 0)),  # applies: sliding_window == 0
+            (262147, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262148, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['q_len'], C_ROWS), 1), (256, 1, 1), C_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_fa128_paged = [
     {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
     {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 2097152, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 512, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 262145, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 2147483647},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1073741823, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 8388608, 'num_q_heads': 1048576, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 11, 'q_len': 129, 'q_offset': 0, 'sliding_window': 1073741824},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 131073, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 1048575, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 2147483648, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 131071, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 16777216, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 1025},
-    {'cache_block_size': 64, 'causal': 32768, 'head_dim': 512, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1048577, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2097153, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 128, 'kv_len': 129, 'num_kv_heads': 536870913, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 2147483649, 'kv_len': 129, 'num_kv_heads': 1073741823, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 268435456, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 8},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 7, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1048575, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 257, 'num_kv_heads': 1000, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 2147483648, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 524289, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8192, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 4, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 524287, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 2097151, 'q_len': 200, 'q_offset': 67108864, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 524288, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 63},
-    {'cache_block_size': 16, 'causal': 16777215, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 32, 'q_offset': 100, 'sliding_window': 2147483647},
-    {'cache_block_size': 64, 'causal': 32768, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 4097},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 1073741825, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 16384, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 268435455},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 268435455, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 8388607, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 5, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 1023, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 524289, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 1000000, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 67108863, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 513, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 134217728, 'sliding_window': 0},
-    {'cache_block_size': 16, 'causal': 1, 'head_dim': 16, 'kv_len': 300, 'num_kv_heads': 1025, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 262143, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 268435456, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 4096, 'causal': 33554432, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
-    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 4194305, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 8191, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1000000000, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 524287, 'num_q_heads': 134217729, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 134217729, 'q_offset': 16777215, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 65536, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1000000000, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 32769, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 16777215, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 1073741823, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 513, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4194303, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 16777216, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 1000000},
+    {'cache_block_size': 16, 'causal': 134217729, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 131073, 'sliding_window': 131071},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 32768, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 65536, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 511},
+    {'cache_block_size': 65535, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 134217729, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 16384},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 134217729, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 262145},
+    {'cache_block_size': 64, 'causal': 131073, 'head_dim': 256, 'kv_len': 136, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 257, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 4194304, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 17, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 16777216, 'num_q_heads': 4, 'q_len': 1, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 1048576, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 7, 'sliding_window': 0},
+    {'cache_block_size': 257, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 128, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 59916, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 262144, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 536870911, 'kv_len': 129, 'num_kv_heads': 2147483649, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 268435457, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 1000, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 2147483647, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 131073, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8388608, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 33554431, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 8388607, 'num_q_heads': 8, 'q_len': 2097152, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 131072, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 8, 'num_kv_heads': 63, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 32, 'q_len': 129, 'q_offset': 4, 'sliding_window': 0},
+    {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 524289, 'q_len': 200, 'q_offset': 100, 'sliding_window': 0},
+    {'cache_block_size': 16384, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 200, 'q_offset': 1000000, 'sliding_window': 0},
+    {'cache_block_size': 8388607, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 1048575, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 1, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 2147483648, 'q_offset': 0, 'sliding_window': 0},
+    {'cache_block_size': 64, 'causal': 4194305, 'head_dim': 256, 'kv_len': 129, 'num_kv_heads': 4, 'num_q_heads': 4, 'q_len': 129, 'q_offset': 0, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_fa128_paged = [
     ('skip', 0, 'q_len == 0', {'cache_block_size': 16, 'causal': 1, 'head_dim': 256, 'kv_len': 300, 'num_kv_heads': 2, 'num_q_heads': 8, 'q_len': 0, 'q_offset': 100, 'sliding_window': 0}),
@@ -197,106 +158,72 @@ def test_attn_prefill_fa128_paged_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- attn_prefill_fa128
 
 
-def expect_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch):
+def expect_attn_prefill_fa128(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (seq_len == 0)  # skip: seq_len == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (batch == 0)  # skip: batch == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.div_ceil(_st, seq_len, C_ROWS) <= 65535)  # requires: div_ceil(seq_len, ROWS) <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (batch <= 65535)  # requires: batch <= 65535
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65537, none, none, 0)
-    _holds = (head_dim == 256)  # applies: head_dim == 256
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (causal == 1)  # applies: causal == 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (sliding_window == 0)  # applies: sliding_window == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    _holds = (num_kv_heads > 0)  # applies: num_kv_heads > 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262147, none, none, 0)
-    _holds = (_x.mod(_st, num_q_heads, num_kv_heads) == 0)  # applies: (num_q_heads % num_kv_heads) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262148, none, none, 0)
-    grid = (num_q_heads, _x.div_ceil(_st, seq_len, C_ROWS), batch)
-    block = (256, 1, 1)
-    shared_mem = C_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['seq_len'] == 0)),  # skip: seq_len == 0
+            (196609, True, lambda _st, _a: (_a['batch'] == 0)),  # skip: batch == 0
+            (-65536, False, lambda _st, _a: (_x.div_ceil(_st, _a['seq_len'], C_ROWS) <= 65535)),  # requires: div_ceil(seq_len, ROWS) <= 65535
+            (-65537, False, lambda _st, _a: (_a['batch'] <= 65535)),  # requires: batch <= 65535
+            (262144, False, lambda _st, _a: (_a['head_dim'] == 256)),  # applies: head_dim == 256
+            (262145, False, lambda _st, _a: (_a['causal'] == 1)),  # applies: causal == 1
+            (262146, False, lambda _st, _a: (_a['sliding_window'] == 0)),  # applies: sliding_window == 0
+            (262147, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262148, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], C_ROWS), _a['batch']), (256, 1, 1), C_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_attn_prefill_fa128 = [
     {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
     {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 33554433, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 4294967295, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8191, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 512, 'head_dim': 256, 'num_kv_heads': 513, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 536870912, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 536870912, 'num_kv_heads': 1, 'num_q_heads': 32, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 4194303, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 5},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 4097, 'num_q_heads': 4, 'seq_len': 3, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 524288, 'num_kv_heads': 2147483649, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 7, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 32767, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2147483648, 'causal': 268435457, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 16383, 'seq_len': 200, 'sliding_window': 8},
-    {'batch': 1, 'causal': 131072, 'head_dim': 1023, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 1073741825, 'seq_len': 1, 'sliding_window': 268435455},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 82007, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 1048577},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 1073741825, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 2147483649},
-    {'batch': 1, 'causal': 1, 'head_dim': 0, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 31, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 128, 'num_q_heads': 524289, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 2097153, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 1},
-    {'batch': 1073741825, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 134217728},
-    {'batch': 2, 'causal': 1, 'head_dim': 1000000000, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 32767},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 1025, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 16, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 16777216},
-    {'batch': 1000000000, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 16777215, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 2147483647, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194305, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 255, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1048575, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 268435456, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 524287, 'num_kv_heads': 1048577, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 536870911, 'sliding_window': 0},
-    {'batch': 2, 'causal': 2097153, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 2048, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 8191, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 131072, 'sliding_window': 0},
-    {'batch': 2, 'causal': 513, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 32, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1024, 'sliding_window': 0},
-    {'batch': 2, 'causal': 33554432, 'head_dim': 1023, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1025, 'sliding_window': 0},
-    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1048575, 'num_q_heads': 5, 'seq_len': 1, 'sliding_window': 0},
-    {'batch': 2, 'causal': 7, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 1073741825},
-    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 67108865, 'sliding_window': 134217727},
+    {'batch': 1, 'causal': 1, 'head_dim': 131071, 'num_kv_heads': 8193, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 257, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1073741824, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 536870911, 'sliding_window': 65535},
+    {'batch': 268435457, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 65535, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4194304, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 67108864, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 4095, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 255, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 524288, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 16777216, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1000000, 'head_dim': 256, 'num_kv_heads': 7, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 32767, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 16777217, 'seq_len': 32768, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 134217728, 'num_q_heads': 67108863, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 8193},
+    {'batch': 2, 'causal': 1, 'head_dim': 536870911, 'num_kv_heads': 64, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 16777217, 'seq_len': 2048, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 2147483647, 'num_kv_heads': 1, 'num_q_heads': 512, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 257, 'causal': 262145, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 17, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 2047, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 257},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2048, 'num_q_heads': 9, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 32767, 'num_kv_heads': 1, 'num_q_heads': 1000, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 1000000, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 64, 'num_q_heads': 1073741824, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 16777216, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 513, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 2049, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 33554432, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 16777215, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 536870911, 'causal': 1, 'head_dim': 16383, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 8193, 'num_q_heads': 8, 'seq_len': 8193, 'sliding_window': 0},
+    {'batch': 1048575, 'causal': 8388607, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 200, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1048575, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 8, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 32768, 'sliding_window': 0},
+    {'batch': 32, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 536870913, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 1000000, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 31, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 1023, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 67108865},
+    {'batch': 0, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 1, 'sliding_window': 0},
 ]
 FLIPS_attn_prefill_fa128 = [
     ('skip', 0, 'seq_len == 0', {'batch': 2, 'causal': 1, 'head_dim': 256, 'num_kv_heads': 2, 'num_q_heads': 8, 'seq_len': 0, 'sliding_window': 0}),

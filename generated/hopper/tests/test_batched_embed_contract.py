@@ -9,91 +9,80 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "batched_embed")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_BATCHED_EMBED"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 
 
 # ---------------------------------------------------------------- batched_embed_bf16
 
 
-def expect_batched_embed_bf16(n, hidden, vocab):
+def expect_batched_embed_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (hidden == 0)  # skip: hidden == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.mod(_st, hidden, 8) == 0)  # applies: (hidden % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (n, 1, 1)
-    block = (_x.min_(_st, 256, _x.mul(_st, _x.div_ceil(_st, hidden, 1024), 32)), 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (196609, True, lambda _st, _a: (_a['hidden'] == 0)),  # skip: hidden == 0
+            (262144, False, lambda _st, _a: (_x.mod(_st, _a['hidden'], 8) == 0)),  # applies: (hidden % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['n'], 1, 1), (_x.min_(_st, 256, _x.mul(_st, _x.div_ceil(_st, _a['hidden'], 1024), 32)), 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_batched_embed_bf16 = [
     {'hidden': 4096, 'n': 64, 'vocab': 151936},
     {'hidden': 8192, 'n': 1, 'vocab': 128256},
     {'hidden': 1024, 'n': 8192, 'vocab': 32000},
-    {'hidden': 8192, 'n': 131073, 'vocab': 128256},
-    {'hidden': 4096, 'n': 2097153, 'vocab': 262144},
-    {'hidden': 33554433, 'n': 1, 'vocab': 128256},
-    {'hidden': 8192, 'n': 4, 'vocab': 128256},
-    {'hidden': 4096, 'n': 1012543, 'vocab': 67108865},
-    {'hidden': 17, 'n': 64, 'vocab': 255},
-    {'hidden': 16384, 'n': 8192, 'vocab': 32000},
-    {'hidden': 4096, 'n': 64, 'vocab': 255},
-    {'hidden': 1073741824, 'n': 8192, 'vocab': 294785},
-    {'hidden': 3, 'n': 16777215, 'vocab': 128256},
-    {'hidden': 131072, 'n': 8192, 'vocab': 32000},
-    {'hidden': 4096, 'n': 1073741825, 'vocab': 134217727},
-    {'hidden': 1073741823, 'n': 1, 'vocab': 16777216},
-    {'hidden': 32, 'n': 1, 'vocab': 128256},
-    {'hidden': 4096, 'n': 268435457, 'vocab': 268435456},
-    {'hidden': 4096, 'n': 5, 'vocab': 75968},
-    {'hidden': 65, 'n': 100, 'vocab': 32000},
-    {'hidden': 15, 'n': 8192, 'vocab': 33554431},
-    {'hidden': 2097152, 'n': 127, 'vocab': 32000},
-    {'hidden': 4096, 'n': 134217727, 'vocab': 151935},
-    {'hidden': 1023, 'n': 8192, 'vocab': 268435456},
-    {'hidden': 4096, 'n': 64, 'vocab': 524287},
-    {'hidden': 4095, 'n': 64, 'vocab': 268435457},
-    {'hidden': 1024, 'n': 511, 'vocab': 65536},
-    {'hidden': 1024, 'n': 16777216, 'vocab': 32000},
-    {'hidden': 131073, 'n': 8192, 'vocab': 32000},
-    {'hidden': 1024, 'n': 8192, 'vocab': 33554431},
-    {'hidden': 8192, 'n': 1073741824, 'vocab': 128256},
-    {'hidden': 32768, 'n': 8192, 'vocab': 32000},
-    {'hidden': 1073741825, 'n': 4096, 'vocab': 151936},
-    {'hidden': 63, 'n': 1, 'vocab': 128256},
-    {'hidden': 65535, 'n': 8192, 'vocab': 4194305},
-    {'hidden': 1024, 'n': 524287, 'vocab': 2097153},
-    {'hidden': 8192, 'n': 67108865, 'vocab': 128256},
-    {'hidden': 8192, 'n': 255, 'vocab': 128256},
-    {'hidden': 8192, 'n': 1024, 'vocab': 513},
-    {'hidden': 4194304, 'n': 1, 'vocab': 128256},
-    {'hidden': 4096, 'n': 16777216, 'vocab': 151936},
-    {'hidden': 131073, 'n': 67108864, 'vocab': 32000},
-    {'hidden': 4096, 'n': 64, 'vocab': 8192},
+    {'hidden': 8192, 'n': 4096, 'vocab': 128256},
+    {'hidden': 8192, 'n': 524287, 'vocab': 128256},
+    {'hidden': 511, 'n': 1, 'vocab': 16384},
+    {'hidden': 8192, 'n': 1, 'vocab': 1025},
+    {'hidden': 4096, 'n': 33, 'vocab': 8193},
+    {'hidden': 4096, 'n': 64, 'vocab': 524288},
+    {'hidden': 4103, 'n': 64, 'vocab': 33554433},
+    {'hidden': 1073741824, 'n': 1, 'vocab': 128256},
+    {'hidden': 4096, 'n': 65, 'vocab': 511},
+    {'hidden': 1024, 'n': 262143, 'vocab': 1048577},
+    {'hidden': 32768, 'n': 64, 'vocab': 2},
+    {'hidden': 4096, 'n': 64, 'vocab': 63},
+    {'hidden': 8388608, 'n': 8192, 'vocab': 262144},
+    {'hidden': 63, 'n': 536870911, 'vocab': 128256},
+    {'hidden': 33554433, 'n': 4097, 'vocab': 151936},
+    {'hidden': 129, 'n': 134217727, 'vocab': 151936},
+    {'hidden': 1024, 'n': 1000000000, 'vocab': 2147483647},
+    {'hidden': 33, 'n': 1, 'vocab': 128256},
+    {'hidden': 257, 'n': 64, 'vocab': 8191},
+    {'hidden': 4096, 'n': 64, 'vocab': 33},
+    {'hidden': 8192, 'n': 2097152, 'vocab': 128255},
+    {'hidden': 1024, 'n': 24821, 'vocab': 32007},
+    {'hidden': 4096, 'n': 64, 'vocab': 1000},
+    {'hidden': 4096, 'n': 31, 'vocab': 2147483648},
+    {'hidden': 134217727, 'n': 64, 'vocab': 1048576},
+    {'hidden': 17, 'n': 8192, 'vocab': 257},
+    {'hidden': 257, 'n': 8192, 'vocab': 32000},
+    {'hidden': 4096, 'n': 65535, 'vocab': 536870913},
+    {'hidden': 8192, 'n': 1, 'vocab': 7},
+    {'hidden': 8192, 'n': 1, 'vocab': 127},
+    {'hidden': 1073741824, 'n': 262144, 'vocab': 128256},
+    {'hidden': 1024, 'n': 1048576, 'vocab': 32000},
+    {'hidden': 134217727, 'n': 1, 'vocab': 32768},
+    {'hidden': 1048576, 'n': 64, 'vocab': 151936},
+    {'hidden': 65535, 'n': 8192, 'vocab': 2},
+    {'hidden': 262144, 'n': 64, 'vocab': 151936},
+    {'hidden': 17, 'n': 1, 'vocab': 262143},
+    {'hidden': 4096, 'n': 64, 'vocab': 1073741825},
+    {'hidden': 1, 'n': 1000000, 'vocab': 128256},
+    {'hidden': 4096, 'n': 16383, 'vocab': 151936},
 ]
 FLIPS_batched_embed_bf16 = [
     ('skip', 0, 'n == 0', {'hidden': 4096, 'n': 0, 'vocab': 151936}),

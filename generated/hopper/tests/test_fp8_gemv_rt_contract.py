@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "fp8_gemv_rt")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_FP8_RT"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 C_CLUSTER = 2
 C_RING_SMEM = 98304
 C_THREADS = 256
@@ -27,92 +26,70 @@ C_TILE_N = 64
 # ---------------------------------------------------------------- fp8_gemv_rt2
 
 
-def expect_fp8_gemv_rt2(rows, n, k):
+def expect_fp8_gemv_rt2(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (rows <= 8)  # applies: rows <= 8
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, k, 16) == 0)  # applies: (k % 16) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (k <= 16384)  # applies: k <= 16384
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    grid = (_x.mul(_st, _x.div_ceil(_st, n, C_TILE_N), C_CLUSTER), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = C_RING_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 8)),  # applies: rows <= 8
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_fp8_gemv_rt2 = [
     {'k': 4096, 'n': 4096, 'rows': 4},
     {'k': 4096, 'n': 151936, 'rows': 1},
     {'k': 12288, 'n': 4096, 'rows': 8},
-    {'k': 4096, 'n': 151936, 'rows': 5},
-    {'k': 4096, 'n': 4096, 'rows': 134217727},
-    {'k': 1073741824, 'n': 4096, 'rows': 4},
-    {'k': 4096, 'n': 4096, 'rows': 1073741823},
-    {'k': 32, 'n': 257, 'rows': 8},
-    {'k': 262145, 'n': 2047, 'rows': 4},
-    {'k': 134217727, 'n': 4096, 'rows': 8},
-    {'k': 4096, 'n': 268435455, 'rows': 1000},
-    {'k': 536870912, 'n': 16777216, 'rows': 4},
-    {'k': 8192, 'n': 4096, 'rows': 8},
+    {'k': 1073741824, 'n': 4096, 'rows': 15},
+    {'k': 4096, 'n': 4096, 'rows': 8388607},
+    {'k': 513, 'n': 4096, 'rows': 4194305},
+    {'k': 12288, 'n': 262143, 'rows': 8},
+    {'k': 4096, 'n': 134217728, 'rows': 4},
+    {'k': 4096, 'n': 4096, 'rows': 65537},
+    {'k': 4096, 'n': 16777217, 'rows': 131072},
+    {'k': 134217728, 'n': 1048577, 'rows': 4},
     {'k': 4096, 'n': 4194305, 'rows': 4},
+    {'k': 12288, 'n': 1048576, 'rows': 513},
+    {'k': 4095, 'n': 32767, 'rows': 4},
+    {'k': 512, 'n': 151936, 'rows': 1},
+    {'k': 4096, 'n': 2147483649, 'rows': 129},
+    {'k': 536870912, 'n': 4096, 'rows': 8},
+    {'k': 1048576, 'n': 4096, 'rows': 4194305},
+    {'k': 131071, 'n': 151936, 'rows': 1},
+    {'k': 4095, 'n': 129, 'rows': 8},
+    {'k': 4096, 'n': 1048575, 'rows': 1},
+    {'k': 16384, 'n': 4096, 'rows': 262145},
+    {'k': 4096, 'n': 151936, 'rows': 513},
+    {'k': 1048577, 'n': 151936, 'rows': 1},
+    {'k': 4294967295, 'n': 151936, 'rows': 1},
+    {'k': 12288, 'n': 4096, 'rows': 1048575},
+    {'k': 12288, 'n': 33554432, 'rows': 8},
+    {'k': 1048576, 'n': 151936, 'rows': 536870912},
+    {'k': 9, 'n': 151936, 'rows': 1},
+    {'k': 12288, 'n': 4103, 'rows': 4194303},
+    {'k': 16383, 'n': 4096, 'rows': 1048576},
+    {'k': 12288, 'n': 4096, 'rows': 128},
     {'k': 4096, 'n': 15, 'rows': 4},
-    {'k': 4103, 'n': 67108863, 'rows': 4},
-    {'k': 4096, 'n': 4096, 'rows': 16384},
-    {'k': 2147483647, 'n': 16383, 'rows': 8},
-    {'k': 4096, 'n': 4096, 'rows': 524287},
-    {'k': 257, 'n': 4096, 'rows': 4194303},
-    {'k': 4096, 'n': 134217729, 'rows': 4},
-    {'k': 4096, 'n': 32769, 'rows': 1},
-    {'k': 12288, 'n': 1000, 'rows': 2147483647},
-    {'k': 12288, 'n': 257, 'rows': 16777215},
-    {'k': 16, 'n': 4096, 'rows': 4194305},
-    {'k': 131072, 'n': 4096, 'rows': 524289},
-    {'k': 4096, 'n': 16385, 'rows': 1},
-    {'k': 1000000000, 'n': 1048575, 'rows': 8},
-    {'k': 8192, 'n': 151936, 'rows': 8388609},
-    {'k': 16384, 'n': 4, 'rows': 4},
-    {'k': 12288, 'n': 32769, 'rows': 1025},
-    {'k': 268435457, 'n': 4096, 'rows': 4},
-    {'k': 4096, 'n': 4194304, 'rows': 536870911},
-    {'k': 8388608, 'n': 134217727, 'rows': 4},
-    {'k': 12288, 'n': 8193, 'rows': 8},
-    {'k': 12288, 'n': 4096, 'rows': 8191},
-    {'k': 12288, 'n': 15, 'rows': 512},
-    {'k': 2147483647, 'n': 4096, 'rows': 4},
-    {'k': 1048575, 'n': 4096, 'rows': 65},
-    {'k': 2147483647, 'n': 16777217, 'rows': 1},
-    {'k': 2, 'n': 1024, 'rows': 4},
-    {'k': 4103, 'n': 151936, 'rows': 1},
-    {'k': 12288, 'n': 4294967295, 'rows': 2048},
+    {'k': 4096, 'n': 257, 'rows': 1},
+    {'k': 12288, 'n': 4096, 'rows': 32767},
+    {'k': 12288, 'n': 1048575, 'rows': 8},
+    {'k': 16777217, 'n': 8191, 'rows': 8},
+    {'k': 4096, 'n': 151936, 'rows': 8192},
+    {'k': 1073741824, 'n': 4096, 'rows': 8},
+    {'k': 8192, 'n': 151936, 'rows': 1},
+    {'k': 2147483649, 'n': 151936, 'rows': 1},
+    {'k': 12288, 'n': 2048, 'rows': 8},
+    {'k': 100, 'n': 131072, 'rows': 1},
 ]
 FLIPS_fp8_gemv_rt2 = [
     ('skip', 0, 'rows == 0', {'k': 4096, 'n': 4096, 'rows': 0}),
@@ -176,92 +153,70 @@ def test_fp8_gemv_rt2_kill_switch_or_absence(monkeypatch):
 # ---------------------------------------------------------------- fp8_gemv_rt2_16
 
 
-def expect_fp8_gemv_rt2_16(rows, n, k):
+def expect_fp8_gemv_rt2_16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (n == 0)  # skip: n == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (k >= 1)  # requires: k >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (rows <= 16)  # applies: rows <= 16
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    _holds = (_x.mod(_st, k, 16) == 0)  # applies: (k % 16) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262145, none, none, 0)
-    _holds = (k <= 16384)  # applies: k <= 16384
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262146, none, none, 0)
-    grid = (_x.mul(_st, _x.div_ceil(_st, n, C_TILE_N), C_CLUSTER), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = C_RING_SMEM
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+        limits=LIMITS,
+    )
 
 
 CASES_fp8_gemv_rt2_16 = [
     {'k': 4096, 'n': 4096, 'rows': 16},
     {'k': 4096, 'n': 24576, 'rows': 9},
     {'k': 12288, 'n': 4096, 'rows': 16},
-    {'k': 3, 'n': 4096, 'rows': 100},
-    {'k': 4096, 'n': 24576, 'rows': 65536},
-    {'k': 32, 'n': 128, 'rows': 9},
-    {'k': 4096, 'n': 524287, 'rows': 16},
-    {'k': 5, 'n': 4096, 'rows': 64},
-    {'k': 67108863, 'n': 262145, 'rows': 16},
-    {'k': 4294967295, 'n': 15, 'rows': 16},
-    {'k': 4096, 'n': 4096, 'rows': 4194305},
-    {'k': 12288, 'n': 8192, 'rows': 513},
-    {'k': 4294967295, 'n': 65537, 'rows': 9},
-    {'k': 4096, 'n': 268435456, 'rows': 2097152},
-    {'k': 4096, 'n': 4096, 'rows': 4096},
-    {'k': 4096, 'n': 24577, 'rows': 262143},
-    {'k': 4096, 'n': 24576, 'rows': 1073741823},
-    {'k': 32768, 'n': 2097152, 'rows': 16},
-    {'k': 4096, 'n': 262144, 'rows': 32767},
-    {'k': 4096, 'n': 4096, 'rows': 63},
-    {'k': 65, 'n': 65536, 'rows': 16},
-    {'k': 4096, 'n': 8388607, 'rows': 9},
-    {'k': 2147483647, 'n': 2147483647, 'rows': 16},
-    {'k': 4096, 'n': 1000000000, 'rows': 16},
-    {'k': 8, 'n': 1000000000, 'rows': 16},
-    {'k': 4096, 'n': 32768, 'rows': 9},
-    {'k': 2147483647, 'n': 24576, 'rows': 536870912},
-    {'k': 28360, 'n': 24576, 'rows': 32767},
-    {'k': 524289, 'n': 4096, 'rows': 16},
-    {'k': 12288, 'n': 0, 'rows': 16},
-    {'k': 536870912, 'n': 4096, 'rows': 16},
-    {'k': 4096, 'n': 12288, 'rows': 9},
-    {'k': 8, 'n': 256, 'rows': 16},
-    {'k': 4096, 'n': 67108865, 'rows': 16},
-    {'k': 4096, 'n': 4096, 'rows': 511},
-    {'k': 33554432, 'n': 64, 'rows': 16},
-    {'k': 4096, 'n': 536870911, 'rows': 65537},
-    {'k': 4194303, 'n': 4096, 'rows': 131073},
-    {'k': 1000, 'n': 1073741825, 'rows': 16},
-    {'k': 12289, 'n': 4096, 'rows': 16},
-    {'k': 8191, 'n': 4096, 'rows': 16},
-    {'k': 1073741824, 'n': 4096, 'rows': 16},
-    {'k': 4294967295, 'n': 4096, 'rows': 512},
+    {'k': 1073741825, 'n': 2, 'rows': 16},
+    {'k': 4096, 'n': 262143, 'rows': 16},
+    {'k': 524287, 'n': 268435457, 'rows': 9},
+    {'k': 256, 'n': 4096, 'rows': 16},
+    {'k': 16, 'n': 4096, 'rows': 16},
+    {'k': 4096, 'n': 4096, 'rows': 268435455},
+    {'k': 12288, 'n': 4096, 'rows': 16777217},
+    {'k': 4096, 'n': 24576, 'rows': 134217728},
+    {'k': 4096, 'n': 1, 'rows': 9},
+    {'k': 4096, 'n': 16777215, 'rows': 8191},
+    {'k': 4096, 'n': 8, 'rows': 1023},
+    {'k': 65537, 'n': 24576, 'rows': 268435457},
+    {'k': 12288, 'n': 4096, 'rows': 3},
+    {'k': 12288, 'n': 64, 'rows': 257},
+    {'k': 64, 'n': 4096, 'rows': 65535},
+    {'k': 4096, 'n': 63, 'rows': 5},
+    {'k': 12288, 'n': 256, 'rows': 16},
+    {'k': 4, 'n': 24576, 'rows': 9},
+    {'k': 67108863, 'n': 513, 'rows': 9},
+    {'k': 4096, 'n': 16, 'rows': 513},
+    {'k': 395645, 'n': 4096, 'rows': 8388608},
+    {'k': 33, 'n': 1073741824, 'rows': 16},
+    {'k': 4294967295, 'n': 67108863, 'rows': 16},
+    {'k': 4096, 'n': 1000000, 'rows': 65536},
+    {'k': 12288, 'n': 262143, 'rows': 16},
+    {'k': 15, 'n': 131073, 'rows': 16},
+    {'k': 4096, 'n': 4194305, 'rows': 8193},
+    {'k': 12288, 'n': 524289, 'rows': 1023},
+    {'k': 4096, 'n': 2147483647, 'rows': 16},
+    {'k': 1073741823, 'n': 24576, 'rows': 9},
+    {'k': 4096, 'n': 8388608, 'rows': 9},
+    {'k': 33554431, 'n': 4096, 'rows': 32768},
+    {'k': 1073741824, 'n': 24576, 'rows': 9},
+    {'k': 12288, 'n': 16, 'rows': 16777217},
+    {'k': 4096, 'n': 1073741824, 'rows': 9},
+    {'k': 512, 'n': 4096, 'rows': 16},
+    {'k': 4096, 'n': 1000, 'rows': 65536},
+    {'k': 16383, 'n': 24576, 'rows': 9},
+    {'k': 1073741823, 'n': 4096, 'rows': 16},
+    {'k': 2049, 'n': 4096, 'rows': 3},
 ]
 FLIPS_fp8_gemv_rt2_16 = [
     ('skip', 0, 'rows == 0', {'k': 4096, 'n': 4096, 'rows': 0}),

@@ -9,15 +9,14 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "reshape_cache_bf16")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESHAPE_CACHE_BF16"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 C_THREADS = 128
 C_TOKENS_PER_CTA = 4
 
@@ -25,36 +24,22 @@ C_TOKENS_PER_CTA = 4
 # ---------------------------------------------------------------- reshape_cache_bf16
 
 
-def expect_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks):
+def expect_reshape_cache_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (num_tokens == 0)  # skip: num_tokens == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (_x.mul(_st, num_kv_heads, head_dim) == 0)  # skip: (num_kv_heads * head_dim) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (block_size >= 1)  # requires: block_size >= 1
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (-65536, none, none, 0)
-    _holds = (_x.mod(_st, _x.mul(_st, num_kv_heads, head_dim), 8) == 0)  # applies: ((num_kv_heads * head_dim) % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (_x.div_ceil(_st, num_tokens, C_TOKENS_PER_CTA), 1, 1)
-    block = (C_THREADS, 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['num_tokens'] == 0)),  # skip: num_tokens == 0
+            (196609, True, lambda _st, _a: (_x.mul(_st, _a['num_kv_heads'], _a['head_dim']) == 0)),  # skip: (num_kv_heads * head_dim) == 0
+            (-65536, False, lambda _st, _a: (_a['block_size'] >= 1)),  # requires: block_size >= 1
+            (262144, False, lambda _st, _a: (_x.mod(_st, _x.mul(_st, _a['num_kv_heads'], _a['head_dim']), 8) == 0)),  # applies: ((num_kv_heads * head_dim) % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['num_tokens'], C_TOKENS_PER_CTA), 1, 1), (C_THREADS, 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_reshape_cache_bf16 = [
@@ -62,46 +47,46 @@ CASES_reshape_cache_bf16 = [
     {'block_size': 256, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
     {'block_size': 16, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 4096},
     {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 127, 'num_kv_heads': 8, 'num_tokens': 2097153},
-    {'block_size': 256, 'head_dim': 524287, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 4095},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 67108864, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 1024, 'num_kv_heads': 1024, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 512, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 4096},
-    {'block_size': 536870912, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 4194304},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 2},
-    {'block_size': 1000000, 'head_dim': 1048576, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 4096},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 16777215, 'num_tokens': 2048},
-    {'block_size': 4097, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 536870913, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 1024, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 15},
-    {'block_size': 16, 'head_dim': 8388609, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 262145},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 16777217, 'num_kv_heads': 8, 'num_tokens': 4096},
-    {'block_size': 686599, 'head_dim': 8388608, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 16777215, 'num_blocks': 3, 'num_kv_heads': 1, 'num_tokens': 4},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 2049, 'num_tokens': 2147483647},
-    {'block_size': 16, 'head_dim': 1000000000, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 8191},
-    {'block_size': 256, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1023},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 131073, 'num_kv_heads': 8, 'num_tokens': 4096},
-    {'block_size': 33554433, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 4194303, 'num_tokens': 1},
-    {'block_size': 256, 'head_dim': 524288, 'num_blocks': 0, 'num_kv_heads': 2, 'num_tokens': 1},
-    {'block_size': 268435456, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
-    {'block_size': 33554433, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
-    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 16384, 'num_tokens': 4},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 16777215, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 524288, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 1048577},
-    {'block_size': 16, 'head_dim': 2147483648, 'num_blocks': 8388609, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 16, 'head_dim': 16777216, 'num_blocks': 9, 'num_kv_heads': 8, 'num_tokens': 64},
-    {'block_size': 256, 'head_dim': 256, 'num_blocks': 1025, 'num_kv_heads': 2, 'num_tokens': 1},
-    {'block_size': 16, 'head_dim': 4, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 1000000000},
-    {'block_size': 134217729, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
+    {'block_size': 16, 'head_dim': 4096, 'num_blocks': 268435455, 'num_kv_heads': 8, 'num_tokens': 4096},
+    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 134217727, 'num_tokens': 4},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 32769, 'num_kv_heads': 8, 'num_tokens': 4096},
     {'block_size': 16, 'head_dim': 72, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
-    {'block_size': 16, 'head_dim': 16777215, 'num_blocks': 17, 'num_kv_heads': 8, 'num_tokens': 4096},
-    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 2147483649},
-    {'block_size': 16, 'head_dim': 268435455, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 65},
-    {'block_size': 16, 'head_dim': 128, 'num_blocks': 4194303, 'num_kv_heads': 8, 'num_tokens': 1000},
-    {'block_size': 256, 'head_dim': 33554431, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
-    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 4194305, 'num_tokens': 67108864},
+    {'block_size': 33554433, 'head_dim': 256, 'num_blocks': 2097152, 'num_kv_heads': 2, 'num_tokens': 1},
+    {'block_size': 16, 'head_dim': 1073741825, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 8191},
+    {'block_size': 256, 'head_dim': 256, 'num_blocks': 8388607, 'num_kv_heads': 1025, 'num_tokens': 1},
+    {'block_size': 2049, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
+    {'block_size': 1024, 'head_dim': 7, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
+    {'block_size': 255, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
+    {'block_size': 67108865, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 4096},
+    {'block_size': 16, 'head_dim': 36, 'num_blocks': 4194305, 'num_kv_heads': 1, 'num_tokens': 2097151},
+    {'block_size': 64, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 4194303, 'num_kv_heads': 8, 'num_tokens': 131072},
+    {'block_size': 16, 'head_dim': 36, 'num_blocks': 8388607, 'num_kv_heads': 1, 'num_tokens': 4},
+    {'block_size': 16, 'head_dim': 2097151, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
+    {'block_size': 256, 'head_dim': 32, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 255},
+    {'block_size': 921609, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 1},
+    {'block_size': 256, 'head_dim': 256, 'num_blocks': 16, 'num_kv_heads': 2, 'num_tokens': 4097},
+    {'block_size': 16, 'head_dim': 1, 'num_blocks': 256, 'num_kv_heads': 2097151, 'num_tokens': 64},
+    {'block_size': 4194305, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 8388607},
+    {'block_size': 16, 'head_dim': 262143, 'num_blocks': 2, 'num_kv_heads': 100, 'num_tokens': 4},
+    {'block_size': 256, 'head_dim': 1073741825, 'num_blocks': 3, 'num_kv_heads': 2, 'num_tokens': 1},
+    {'block_size': 1000000000, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 100},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 67108863, 'num_kv_heads': 8, 'num_tokens': 16383},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 0, 'num_tokens': 8388609},
+    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 2047, 'num_tokens': 4},
+    {'block_size': 2097153, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 2047},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 8},
+    {'block_size': 256, 'head_dim': 256, 'num_blocks': 4096, 'num_kv_heads': 31, 'num_tokens': 1},
+    {'block_size': 1073741824, 'head_dim': 128, 'num_blocks': 16384, 'num_kv_heads': 8, 'num_tokens': 64},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 536870911},
+    {'block_size': 16, 'head_dim': 18, 'num_blocks': 2, 'num_kv_heads': 1, 'num_tokens': 4},
+    {'block_size': 32767, 'head_dim': 8192, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 64},
+    {'block_size': 256, 'head_dim': 256, 'num_blocks': 23, 'num_kv_heads': 347036, 'num_tokens': 1},
+    {'block_size': 32767, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 8, 'num_tokens': 65},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 512, 'num_kv_heads': 4194305, 'num_tokens': 33554432},
+    {'block_size': 16, 'head_dim': 128, 'num_blocks': 262145, 'num_kv_heads': 8, 'num_tokens': 67108865},
+    {'block_size': 16, 'head_dim': 36, 'num_blocks': 2, 'num_kv_heads': 4097, 'num_tokens': 4},
 ]
 FLIPS_reshape_cache_bf16 = [
     ('skip', 0, 'num_tokens == 0', {'block_size': 16, 'head_dim': 128, 'num_blocks': 256, 'num_kv_heads': 8, 'num_tokens': 0}),

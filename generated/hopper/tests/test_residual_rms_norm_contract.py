@@ -9,91 +9,80 @@ emitted here as Python.
 import pytest
 
 import kernelgen_ops
+from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, expr_error_code, fake_pointer, geometry_code_for
+from kernelgen.testing import built_module, fake_pointer
 
 mod = built_module("hopper", "residual_rms_norm")
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_RMS_NORM"
-MAX_BLOCK = (1024, 1024, 64)
-MAX_THREADS = 1024
-MAX_SHARED_MEM = 232448
+LIMITS = ((1024, 1024, 64), 1024, 232448)
 
 
 # ---------------------------------------------------------------- residual_rms_norm_bf16
 
 
-def expect_residual_rms_norm_bf16(rows, hidden):
+def expect_residual_rms_norm_bf16(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    none = (0, 0, 0)
-    _st = _x.Status()
-    _holds = (rows == 0)  # skip: rows == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196608, none, none, 0)
-    _holds = (hidden == 0)  # skip: hidden == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if _holds:
-        return (196609, none, none, 0)
-    _holds = (_x.mod(_st, hidden, 8) == 0)  # applies: (hidden % 8) == 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    if not _holds:
-        return (262144, none, none, 0)
-    grid = (rows, 1, 1)
-    block = (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, hidden, 1024), 32)), 1, 1)
-    shared_mem = 0
-    if _st.code:
-        return (expr_error_code(_st), none, none, 0)
-    return (geometry_code_for(grid, block, shared_mem, MAX_BLOCK, MAX_THREADS, MAX_SHARED_MEM), grid, block, shared_mem)
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['hidden'] == 0)),  # skip: hidden == 0
+            (262144, False, lambda _st, _a: (_x.mod(_st, _a['hidden'], 8) == 0)),  # applies: (hidden % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['rows'], 1, 1), (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, _a['hidden'], 1024), 32)), 1, 1), 0),
+        limits=LIMITS,
+    )
 
 
 CASES_residual_rms_norm_bf16 = [
     {'hidden': 4096, 'rows': 64},
     {'hidden': 8192, 'rows': 1},
     {'hidden': 1024, 'rows': 8192},
-    {'hidden': 65, 'rows': 1025},
-    {'hidden': 268435455, 'rows': 3},
-    {'hidden': 8, 'rows': 524287},
-    {'hidden': 1024, 'rows': 32768},
-    {'hidden': 524289, 'rows': 1000000},
-    {'hidden': 4, 'rows': 64},
-    {'hidden': 1073741823, 'rows': 1},
-    {'hidden': 33554433, 'rows': 33554432},
-    {'hidden': 33554433, 'rows': 2147483647},
-    {'hidden': 1024, 'rows': 67108863},
-    {'hidden': 1000, 'rows': 257},
-    {'hidden': 1025, 'rows': 3},
-    {'hidden': 4096, 'rows': 134217728},
-    {'hidden': 17, 'rows': 1},
-    {'hidden': 65537, 'rows': 1},
-    {'hidden': 33, 'rows': 8192},
-    {'hidden': 7, 'rows': 1},
-    {'hidden': 33554431, 'rows': 134217729},
-    {'hidden': 536870911, 'rows': 1},
-    {'hidden': 262144, 'rows': 67108864},
-    {'hidden': 8192, 'rows': 2147483648},
-    {'hidden': 1025, 'rows': 1},
-    {'hidden': 8191, 'rows': 4},
-    {'hidden': 1024, 'rows': 127},
-    {'hidden': 33554433, 'rows': 64},
-    {'hidden': 2049, 'rows': 1048577},
-    {'hidden': 2049, 'rows': 0},
-    {'hidden': 16385, 'rows': 64},
-    {'hidden': 4096, 'rows': 16},
-    {'hidden': 16383, 'rows': 33554431},
-    {'hidden': 893927, 'rows': 33},
-    {'hidden': 127, 'rows': 8192},
-    {'hidden': 1000000, 'rows': 1},
-    {'hidden': 4096, 'rows': 4097},
-    {'hidden': 32769, 'rows': 8192},
-    {'hidden': 1024, 'rows': 65537},
-    {'hidden': 8388607, 'rows': 4294967295},
-    {'hidden': 524288, 'rows': 32767},
-    {'hidden': 1024, 'rows': 268435455},
-    {'hidden': 1048577, 'rows': 268435456},
+    {'hidden': 131072, 'rows': 17},
+    {'hidden': 4096, 'rows': 536870911},
+    {'hidden': 65537, 'rows': 67108865},
+    {'hidden': 1024, 'rows': 128},
+    {'hidden': 8192, 'rows': 1025},
+    {'hidden': 2048, 'rows': 536870912},
+    {'hidden': 2048, 'rows': 4},
+    {'hidden': 127, 'rows': 536870912},
+    {'hidden': 16777216, 'rows': 2147483649},
+    {'hidden': 4096, 'rows': 1024},
+    {'hidden': 2147483649, 'rows': 1},
+    {'hidden': 268435457, 'rows': 8},
+    {'hidden': 67108865, 'rows': 1000000000},
+    {'hidden': 134217727, 'rows': 2147483647},
+    {'hidden': 8388607, 'rows': 32769},
+    {'hidden': 1000000, 'rows': 64},
+    {'hidden': 8192, 'rows': 536870913},
+    {'hidden': 8192, 'rows': 67108863},
+    {'hidden': 8192, 'rows': 16777217},
+    {'hidden': 8191, 'rows': 5},
+    {'hidden': 268435457, 'rows': 67108863},
+    {'hidden': 7, 'rows': 64},
+    {'hidden': 32, 'rows': 8192},
+    {'hidden': 4194304, 'rows': 1},
+    {'hidden': 8, 'rows': 511},
+    {'hidden': 536870911, 'rows': 64},
+    {'hidden': 4096, 'rows': 536870912},
+    {'hidden': 8191, 'rows': 1},
+    {'hidden': 2097153, 'rows': 8193},
+    {'hidden': 8192, 'rows': 4194305},
+    {'hidden': 134217729, 'rows': 8192},
+    {'hidden': 1048576, 'rows': 7},
+    {'hidden': 15, 'rows': 65537},
+    {'hidden': 524288, 'rows': 2097153},
+    {'hidden': 33554433, 'rows': 536870911},
+    {'hidden': 4096, 'rows': 7},
+    {'hidden': 128, 'rows': 64},
+    {'hidden': 67108865, 'rows': 1},
+    {'hidden': 134217727, 'rows': 64},
+    {'hidden': 1023, 'rows': 4097},
 ]
 FLIPS_residual_rms_norm_bf16 = [
     ('skip', 0, 'rows == 0', {'hidden': 4096, 'rows': 0}),

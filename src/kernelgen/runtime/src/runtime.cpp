@@ -146,6 +146,10 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
         std::snprintf(buf, size, "%s: not launched: no variant for this %s", name,
                       k && k->variant_on ? k->variant_on : "value");
         break;
+      case KG_NL_NO_INSTANCE:
+        std::snprintf(buf, size, "%s: not launched: no instantiation for this dtype (%s)", name,
+                      k && k->variant_on ? k->variant_on : "?");
+        break;
       case KG_NL_EMPTY_GRID:
         std::snprintf(buf, size, "%s: not launched: grid %s is 0", name, kAxes[detail & 3]);
         break;

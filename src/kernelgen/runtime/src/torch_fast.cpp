@@ -4,6 +4,9 @@
 // built against, so it refuses to load under any other version.
 #include <Python.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/version.h>
+
+#define KG_TYPES_TORCH_CODES
 
 #include <cstring>
 
@@ -16,33 +19,12 @@
 
 namespace {
 
-int32_t elem_code(c10::ScalarType t) {
-  using c10::ScalarType;
-  switch (t) {
-    case ScalarType::BFloat16: return kg::py::kBF16;
-    case ScalarType::Half: return kg::py::kF16;
-    case ScalarType::Float: return kg::py::kF32e;
-    case ScalarType::Double: return kg::py::kF64;
-    case ScalarType::Char: return kg::py::kI8;
-    case ScalarType::Short: return kg::py::kI16;
-    case ScalarType::Int: return kg::py::kI32e;
-    case ScalarType::Long: return kg::py::kI64e;
-    case ScalarType::Byte: return kg::py::kU8;
-    case ScalarType::UInt16: return kg::py::kU16;
-    case ScalarType::UInt32: return kg::py::kU32e;
-    case ScalarType::UInt64: return kg::py::kU64e;
-    case ScalarType::Float8_e4m3fn: return kg::py::kFP8E4M3;
-    case ScalarType::Float8_e5m2: return kg::py::kFP8E5M2;
-    default: return 0;
-  }
-}
-
 int read_tensor(PyObject* obj, kg::py::TensorView* out) {
   if (!THPVariable_CheckExact(obj)) return 0;  // subclasses may override anything: Python path
   try {
     const at::Tensor& t = THPVariable_Unpack(obj);
     if (!t.defined() || !t.has_storage()) return 0;
-    out->elem = elem_code(t.scalar_type());
+    out->dtype = kg::types::torch_code(t.scalar_type());
     out->device = t.is_cuda() ? t.get_device() : -1;
     out->contiguous = t.is_contiguous() ? 1 : 0;
     out->numel = t.numel();

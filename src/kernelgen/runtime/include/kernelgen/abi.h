@@ -17,32 +17,17 @@
 extern "C" {
 #endif
 
-#define KG_LAUNCHED 0
-
-/* Not launched; detail is the clause index where one applies. */
-#define KG_NL_KILLED 1      /* the module's kill switch is set */
-#define KG_NL_ABSENT 2      /* this target's build lacks the kernel */
-#define KG_NL_EMPTY 3       /* a skip_if clause holds (empty work) */
-#define KG_NL_CLAUSE 4      /* an applies_if clause fails */
-#define KG_NL_NO_VARIANT 5  /* no variant for the value of the variant argument */
-#define KG_NL_EMPTY_GRID 6  /* a grid dimension is 0; detail is the axis */
-
-/* Errors. */
-#define KG_E_REQUIRES 1     /* a requires clause fails; detail is its index */
-#define KG_E_EXPR 2         /* evaluating an expression failed; detail is KG_EXPR_* */
-#define KG_E_GRID 3         /* a grid dimension is over the device limit; detail is the axis */
-#define KG_E_BLOCK 4        /* a block dimension is out of range; detail is the axis, 3 = product */
-#define KG_E_SHARED_MEM 5   /* dynamic shared memory over the device's opt-in limit */
-#define KG_E_DEVICE 6       /* the current device is not the one this target was built for */
-#define KG_E_CUDA 7         /* a CUDA call failed; detail is the cudaError_t */
-
-#define KG_EXPR_OVERFLOW 1
-#define KG_EXPR_DIV_ZERO 2
-#define KG_EXPR_SHIFT 3
+/* KG_LAUNCHED, the KG_NL_* and KG_E_* categories and KG_EXPR_* details: generated from the
+ * plan semantics (kernelgen/plan.py) into generated/<target>/include. */
+#include "kernelgen/plan_codes.h"
 
 #define KG_CODE(category, detail) (((int32_t)(category) << 16) | (int32_t)(detail))
 #define KG_CATEGORY(code) (((code) < 0 ? -(code) : (code)) >> 16)
 #define KG_DETAIL(code) (((code) < 0 ? -(code) : (code)) & 0xffff)
+
+/* The dtype mask of one element type (KG_ELEM_* in the module headers that need them), for
+ * launchers that pick an instantiation or chain member by element type. */
+#define KG_DTYPE(elem) (1u << (elem))
 
 /* Launch geometry and applicability for given arguments, computed without a GPU. */
 typedef struct kg_plan {
@@ -59,7 +44,8 @@ typedef struct kg_kernel_info {
   const char* name;
   const char* target;
   const char* kill_switch;          /* NULL when the module has none */
-  const char* variant_on;           /* NULL when the kernel has no variants */
+  const char* variant_on;           /* NULL when the kernel has no variants; for a launcher that
+                                       picks by element type, its dtype keys ("T") */
   const char* const* skip_if;
   const char* const* applies_if;
   const char* const* requires_;

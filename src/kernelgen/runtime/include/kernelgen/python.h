@@ -12,19 +12,14 @@
 #include <cstdint>
 
 #include "kernelgen/abi.h"
+#include "kernelgen/types.h"
 
 namespace kg::py {
 
 enum ArgKind : uint8_t { kPointer = 1, kScalar = 2 };
 
-// Scalar type codes (kernelgen.model.Scalar.code).
-enum ScalarCode : uint8_t { kU32 = 1, kI32 = 2, kU64 = 3, kI64 = 4, kF32 = 5 };
-
-// Element type codes (kernelgen.model.Elem.code).
-enum ElemCode : uint8_t {
-  kBF16 = 1, kF16, kF32e, kF64, kI8, kI16, kI32e, kI64e, kU8, kU16, kU32e, kU64e, kFP8E4M3, kFP8E5M2,
-  kElemCount
-};
+// Scalar and element type codes and their tables, generated from kernelgen's type registry.
+using namespace kg::types;
 
 struct ArgSpec {
   const char* name;
@@ -34,6 +29,15 @@ struct ArgSpec {
   uint8_t contiguous;    // pointer that must be C-contiguous
   int8_t size_slot;      // index into the sizes array, -1 when no size is declared
   uint8_t keyword_only;  // host arguments
+};
+
+// A dtype key of a launcher whose members take different pointer element types: a type axis
+// of an instantiated kernel's dispatcher, or a chain argument whose element type differs
+// between members. The launcher receives, after the arguments' values, one mask per key of
+// the element types (1 << ElemCode) its arrays can be read as.
+struct DtypeKey {
+  const char* name;  // plan()'s keyword
+  uint64_t args;     // bit i: argument i has this key's element type
 };
 
 union Value {
@@ -55,6 +59,12 @@ struct LauncherSpec {
   int32_t (*sizes)(const Value* v, int64_t* out);  // element counts per size slot
   const kg_kernel_info* const* kernels;            // the kernels this launcher may report
   int32_t nkernels;
+  // Dtype keys (nkeys 0: every member takes the same pointer types). With keys, kernels[0 ..
+  // nkernels - 2] are the members and kernels[nkernels - 1] the launcher's own description;
+  // member_types[m * nkeys + k] is member m's element code for key k (0: it lacks it).
+  const DtypeKey* keys;
+  int32_t nkeys;
+  const uint8_t* member_types;
 };
 
 // Prepares the module: imports kernelgen_ops' exception and Outcome types and registers the

@@ -206,9 +206,10 @@ class KernelSlot {
 // Checks computed geometry: a negative or over-limit grid dimension is an error, a zero
 // one is empty work; block and shared memory must fit the target. Mirrors
 // kernelgen.lower.geometry_code.
+// The same checks, in the same order, as kernelgen.plan.geometry_code.
 inline int32_t check_geometry(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz,
                               int64_t max_threads, int64_t max_smem) {
-  static constexpr int64_t kGridLimit[3] = {2147483647LL, 65535, 65535};
+  static constexpr int64_t kGridLimit[3] = {KG_GRID_LIMIT_X, KG_GRID_LIMIT_Y, KG_GRID_LIMIT_Z};
   const int64_t block_limit[3] = {max_bx, max_by, max_bz};
   for (int a = 0; a < 3; ++a)
     if (p.grid[a] < 0) return -KG_CODE(KG_E_GRID, a);

@@ -13,7 +13,7 @@ namespace kg::py {
 struct TensorView {
   uint64_t data;       // data_ptr()
   int64_t numel;
-  int32_t elem;        // kernelgen element code (ElemCode), 0 for other dtypes
+  int32_t dtype;       // TorchCode (kernelgen/types.h), 0 for other dtypes
   int32_t device;      // CUDA device index, -1 when not a CUDA tensor
   int32_t contiguous;  // is_contiguous()
 };

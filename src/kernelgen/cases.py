@@ -1,0 +1,200 @@
+"""Plans evaluated at generation time: the expected plan of a kernel for given arguments, the
+search for the argument sets the generated tests use (one clause deciding alone, a sweep of
+boundary values), and the catalog-wide checks built on them (``kernelgen list`` and
+``generate`` both run them)."""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Iterable
+
+from kernelgen import expr, plan
+from kernelgen.errors import ExprError, SpecError
+from kernelgen.model import Catalog, Clause, Kernel, Module, Target
+from kernelgen.plan import NL_NO_VARIANT, code
+
+
+def expression_names(k: Kernel) -> set[str]:
+    """Every name the kernel's expressions (and its variant choice) use."""
+    nodes = [*k.grid, *k.block, k.shared_mem, *(c.expr for c in k.skip_if + k.requires + k.applies_if)]
+    nodes += [a.size for a in k.all_args if a.size is not None]
+    names = set().union(*(n.names() for n in nodes))
+    return names | ({k.variants.on} if k.variants else set())
+
+
+def u64_in_expressions(k: Kernel) -> list[str]:
+    """u64 arguments that expressions use: values above 2**63 - 1 cannot be evaluated in
+    64-bit signed arithmetic, so only these are converted (with an overflow error)."""
+    used = expression_names(k)
+    return sorted(a.name for a in k.int_args if a.scalar.is_integer and a.scalar.hi > 2**63 - 1 and a.name in used)
+
+
+def expected_plan(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None
+) -> tuple[int, tuple, tuple, int]:
+    """What the generated plan returns for ``env``: (code, grid, block, shared_mem), through
+    :func:`kernelgen.plan.expect` with the spec's expressions as evaluators. ``u64``: the
+    kernel's u64_in_expressions, when the caller has them already."""
+    clauses, variant, geometry = _evaluators(k)
+    return plan.expect(
+        clauses,
+        dict(env) | dict(module.constants),
+        u64=u64_in_expressions(k) if u64 is None else u64,
+        variant=variant,
+        geometry=geometry,
+        limits=target_limits(target),
+    )
+
+
+_EVALUATORS: dict[int, tuple[Kernel, tuple]] = {}
+
+
+def _evaluators(k: Kernel) -> tuple:
+    """The kernel's plan as evaluators for kernelgen.plan.expect, made once per kernel (the
+    test-case search asks for thousands of plans)."""
+    hit = _EVALUATORS.get(id(k))
+    if hit is not None and hit[0] is k:
+        return hit[1]
+
+    def evaluator(n: expr.Node):
+        return lambda st, e: expr.evaluate(n, e, st)
+
+    def geometry(st, e):
+        return (tuple(expr.evaluate(n, e, st) for n in k.grid), tuple(expr.evaluate(n, e, st) for n in k.block),
+                expr.evaluate(k.shared_mem, e, st))
+
+    parts = (
+        [(st.code, st.decides_when, evaluator(c.expr)) for st, c in plan.steps(k)],
+        (k.variants.on, frozenset(v for v, _ in k.variants.symbols)) if k.variants else None,
+        geometry,
+    )
+    _EVALUATORS[id(k)] = (k, parts)
+    return parts
+
+
+def target_limits(target: Target) -> tuple[tuple[int, int, int], int, int]:
+    """(max block dims, max threads per block, max shared memory): what geometry is checked against."""
+    return target.max_block_dims, target.max_threads_per_block, target.max_shared_mem_per_block_optin
+
+
+_BOUNDARIES = tuple(sorted(
+    {0, 1, 2, 3, 5, 7, 17, 100, 1000, 10**6, 10**9}
+    | {2**k + d for k in range(33) for d in (-1, 0, 1)}
+))
+
+
+def _candidates(v: int, lo: int, hi: int) -> list[int]:
+    raw = [v - 1, v + 1, v * 2, v // 2, v + 7, *_BOUNDARIES, -1, -(2**31)]
+    out = []
+    for c in raw:
+        if lo <= c <= hi and c != v and c not in out:
+            out.append(c)
+    return out
+
+
+@functools.cache  # a chain asks again for its members' cases
+def search_cases(module: Module, k: Kernel, target: Target):
+    """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests."""
+    base = dict(k.examples[0])
+    ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
+    flips: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
+    clauses = plan.steps(k)
+    u64 = u64_in_expressions(k)
+    wanted: list[tuple[plan.Step, Clause] | None] = [*clauses, None] if k.variants else list(clauses)
+    for o in wanted:  # None: the variant lookup
+        if o is None:
+            names = [k.variants.on]  # type: ignore[union-attr]
+        else:
+            names = sorted(o[1].expr.names() - {c for c, _ in module.constants})
+        found = None
+        envs = [dict(e) for e in k.examples]
+        for name in names:
+            lo, hi = ranges[name]
+            for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
+                envs.append(base | {name: cand})
+        for env in envs:
+            if _fails_alone(module, k, target, env, o, clauses, u64):
+                found = env
+                break
+        if found is None and k.instance_of is not None:
+            continue  # constant in this instance (n % VEC == 0 with VEC 1): nothing to test
+        if found is None:
+            where = o[1].loc if o else k.variants.loc  # type: ignore[union-attr]
+            text = o[1].text if o else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
+            raise SpecError(
+                where, f"kernels.{k.name}",
+                f"cannot find arguments for which only '{text}' decides the outcome",
+                "if an earlier clause implies it, remove it; otherwise add an example under 'examples' "
+                "where this clause alone fails (or holds, for skip_if)",
+            )
+        kind, index = (o[0].family.name, o[0].index) if o else ("variant", 0)
+        flips.append((kind, index, tuple(sorted(found.items()))))
+    rng = random.Random(f"{module.name}.{k.name}")  # the same cases on every target
+    cases: list[dict[str, int]] = [dict(e) for e in k.examples]
+    names = sorted(ranges)
+    for _ in range(40):
+        env = dict(rng.choice(k.examples))
+        for name in rng.sample(names, min(len(names), rng.randint(1, 2))):
+            lo, hi = ranges[name]
+            pool = _candidates(env[name], lo, hi) + [rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
+            env[name] = rng.choice(pool)
+        cases.append(env)
+    unique = []
+    for c in cases:
+        t = tuple(sorted(c.items()))
+        if t not in unique:
+            unique.append(t)
+    return tuple(flips), tuple(unique)
+
+
+def _fails_alone(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], want: tuple[plan.Step, Clause] | None,
+    clauses: list[tuple[plan.Step, Clause]], u64: list[str],
+) -> bool:
+    """The plan's outcome for ``env`` is decided by ``want`` (None: by the variant lookup),
+    and no other clause disagrees.
+
+    Clauses are evaluated in order and the first decides, so a later clause that cannot
+    be evaluated (``num_q_heads % num_kv_heads`` once ``num_kv_heads > 0`` fails) is fine.
+    """
+    want_code = want[0].code if want else code(NL_NO_VARIANT)
+    if expected_plan(module, k, target, env, u64)[0] != want_code:
+        return False
+    full = env | dict(module.constants)
+
+    def passes(o: tuple[plan.Step, Clause]) -> bool:
+        try:
+            return bool(expr.evaluate(o[1].expr, full)) != o[0].decides_when
+        except ExprError:
+            return True
+
+    return all(passes(o) for o in clauses if o is not want)
+
+
+
+def check_catalog(catalog: Catalog) -> None:
+    """The checks generation makes beyond the loader's, run when a catalog is loaded so that
+    ``kernelgen list`` accepts exactly the specs ``kernelgen generate`` accepts.
+
+    For every kernel and target: the search for test cases (an error when some clause never
+    decides the outcome alone), and, for a kernel with a ``cluster``, that every grid its
+    examples and generated test cases launch is a whole number of clusters.
+    """
+    for m in catalog.modules:
+        for k in m.kernels:
+            for t in catalog.targets:
+                flips, cases = search_cases(m, k, t)
+                if k.cluster is None or t.name not in k.targets:
+                    continue
+                for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
+                    outcome, grid, _, _ = expected_plan(m, k, t, env)
+                    if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
+                        continue
+                    shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))
+                    raise SpecError(
+                        k.cluster_loc or k.loc, f"kernels.{k.name}.grid",
+                        f"the grid {list(grid)} for {shown} is not a whole number of clusters {list(k.cluster)}",
+                        "a cluster launch needs each grid dimension to be a multiple of the cluster's: round the grid "
+                        f"up, e.g. div_ceil(n, {k.cluster[0]}) * {k.cluster[0]}",
+                    )

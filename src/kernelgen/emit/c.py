@@ -1,0 +1,127 @@
+"""The C ABI: the only place that spells C types and the C ABI's signatures.
+
+Files: ``include/kernelgen/<module>_c.h`` per module and ``include/kernelgen/plan_codes.h``
+(outcome codes and grid limits from kernelgen.plan). The C ABI's definitions live in the
+C++ translation unit (kernelgen.emit.cpp), which asks this module for their parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kernelgen import names, plan, types
+from kernelgen.emit.base import ModuleView, View, render, stamp
+from kernelgen.escape import comment_text
+from kernelgen.lower import CArg, LKey, LModule
+
+
+def c_type(a: CArg) -> str:
+    """``const void*`` / ``void*`` for pointers, the fixed-width type for scalars."""
+    if a.is_pointer:
+        return "const void*" if a.const else "void*"
+    assert a.scalar is not None
+    return a.scalar.cpp
+
+
+def c_param(a: CArg) -> str:
+    return f"{c_type(a)} {a.name}"
+
+
+def params(args: Iterable[CArg]) -> str:
+    """Parameter list with a trailing ", " (so templates can append more), or ""."""
+    return "".join(f"{c_param(a)}, " for a in args)
+
+
+def plan_params(int_args: Iterable[CArg]) -> str:
+    return ", ".join(c_param(a) for a in int_args)
+
+
+def key_params(keys: Iterable[LKey]) -> str:
+    return "".join(f"uint32_t {k.param}, " for k in keys)
+
+
+def function_names(module: str, launcher: str) -> dict[str, str]:
+    """A launcher's C ABI entry points (and its C++ names, which the C ABI calls)."""
+    return {
+        "launch": names.c_function(module, launcher),
+        "plan": names.c_function(module, launcher, "plan"),
+        "sizes": names.c_function(module, launcher, "sizes"),
+        "info": names.c_function(module, launcher, "info"),
+        "cpp": names.cpp_launcher(module, launcher),
+        "cpp_plan": names.cpp_plan(module, launcher),
+    }
+
+
+class CKernel(View):
+    @property
+    def summary_comment(self) -> str:
+        return comment_text(self.ir.summary)
+
+    @property
+    def c(self) -> dict[str, str]:
+        return function_names(self.m.name, self.ir.name)
+
+    @property
+    def c_params(self) -> str:
+        return params(self.ir.args)
+
+    @property
+    def plan_params(self) -> str:
+        return plan_params(self.ir.int_args)
+
+    @property
+    def plan_params_unnamed_if_empty(self) -> str:
+        p = plan_params(self.ir.int_args)
+        return f"{p}, " if p else ""
+
+
+class CChain(View):
+    @property
+    def summary_comment(self) -> str:
+        return comment_text(self.ir.summary)
+
+    @property
+    def names(self) -> dict[str, str]:
+        return function_names(self.m.name, self.ir.name)
+
+    @property
+    def c_params(self) -> str:
+        return params(self.ir.args)
+
+    @property
+    def plan_params(self) -> str:
+        p = plan_params(self.ir.int_args)
+        return f"{p}, " if p else ""
+
+    @property
+    def key_params(self) -> str:
+        return key_params(self.ir.keys)
+
+    @property
+    def key_names_text(self) -> str:
+        return comment_text(", ".join(k.name for k in self.ir.keys))
+
+    @property
+    def key_params_text(self) -> str:
+        return ", ".join(k.param for k in self.ir.keys)
+
+
+def elem_defines(lm: LModule) -> list[tuple[str, int]]:
+    """KG_ELEM_* codes, for modules whose launchers take dtype masks."""
+    if not any(c.keys for c in lm.chains):
+        return []
+    return [(f"KG_ELEM_{e.name.upper()}", e.code) for e in types.ELEM_TYPES]
+
+
+def render_module(lm: LModule) -> dict[str, str]:
+    ctx = {
+        "m": ModuleView(lm, CKernel, CChain),
+        "stamp": stamp(lm.spec),
+        "elem_defines": elem_defines(lm),
+    }
+    return {f"include/kernelgen/{lm.name}_c.h": render("api_c.h.j2", ctx)}
+
+
+def render_target() -> dict[str, str]:
+    ctx = plan.codes_header() | {"stamp": stamp("the plan semantics (kernelgen/plan.py)")}
+    return {"include/kernelgen/plan_codes.h": render("plan_codes.h.j2", ctx)}

@@ -1,0 +1,288 @@
+"""The C++ launchers: the only place that spells C++ (types, expressions, launches).
+
+Files per module: ``src/<module>.cu`` (plans, the launch of each kernel, the kernel sources
+included, the C ABI's definitions) and ``include/kernelgen/<module>.h`` (the C++ API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernelgen import expr, names, types
+from kernelgen.emit import c
+from kernelgen.emit.base import ModuleView, render, stamp
+from kernelgen.escape import c_string, comment_text
+from kernelgen.lower import CArg, LChain, LKernel, LModule
+from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
+from kernelgen.types import ElemType
+
+
+def pointer_type(elem: ElemType, const: bool) -> str:
+    return f"{'const ' if const else ''}{elem.cpp}*"
+
+
+def cpp_type(a: CArg) -> str:
+    """The C++ API's type: typed pointers (untyped where a chain's element type is a key)."""
+    if a.is_pointer:
+        assert a.elem is not None
+        return c.c_type(a) if a.untyped else pointer_type(a.elem, a.const)
+    assert a.scalar is not None
+    return a.scalar.cpp
+
+
+def cpp_param(a: CArg) -> str:
+    return f"{cpp_type(a)} {a.name}"
+
+
+def from_c(a: CArg) -> str:
+    """Expression converting the C ABI parameter to the C++ API type."""
+    return f"static_cast<{cpp_type(a)}>({a.name})" if a.is_pointer else a.name
+
+
+def name_map(u64: set[str], constants: set[str]) -> Callable[[str], str]:
+    """How a plan's C++ reads a name in an expression: constants as they are, u64 arguments
+    through their checked int64 copy, everything else widened to int64."""
+    def m(n: str) -> str:
+        if n in constants:
+            return n
+        if n in u64:
+            return f"kg_i64_{n}"
+        return f"int64_t{{{n}}}"
+    return m
+
+
+class CppKernel(c.CKernel):
+    def _cpp(self, n: expr.Node) -> str:
+        return expr.to_cpp(n, name_map(set(self.ir.u64_int_args), {name for name, _ in self.m.constants}))
+
+    @property
+    def name_literal(self) -> str:
+        return c_string(self.ir.name)
+
+    @property
+    def variant_on_literal(self) -> str:
+        return c_string(self.ir.variant_on) if self.ir.variant_on else "nullptr"
+
+    @property
+    def variant_on_cpp(self) -> str | None:
+        if not self.ir.variant_on:
+            return None
+        return name_map(set(self.ir.u64_int_args), {n for n, _ in self.m.constants})(self.ir.variant_on)
+
+    @property
+    def cpp_params(self) -> str:
+        return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
+
+    @property
+    def int_arg_names(self) -> str:
+        return ", ".join(a.name for a in self.ir.int_args)
+
+    @property
+    def kernel_arg_names(self) -> str:
+        return ", ".join(a.name for a in self.ir.kernel_args)
+
+    @property
+    def c_to_cpp_args(self) -> str:
+        return "".join(f"{from_c(a)}, " for a in self.ir.args)
+
+    @property
+    def signature_cpp(self) -> str:
+        """The __global__ function's type that the spec declares."""
+        return "void (*)(" + ", ".join(cpp_type(a) for a in self.ir.kernel_args) + ")"
+
+    @property
+    def grid_cpp(self) -> tuple[str, ...]:
+        return tuple(self._cpp(n) for n in self.ir.grid)
+
+    @property
+    def block_cpp(self) -> tuple[str, ...]:
+        return tuple(self._cpp(n) for n in self.ir.block)
+
+    @property
+    def smem_cpp(self) -> str:
+        return self._cpp(self.ir.shared_mem)
+
+    @property
+    def size_lines(self) -> list[tuple[int, str, str]]:
+        return [(slot, name, self._cpp(n)) for slot, name, n in self.ir.sizes]
+
+    @property
+    def symbol_slots(self) -> list[tuple[str, str]]:
+        if self.ir.variants:
+            return [("::" + v.symbol, v.slot) for v in self.ir.variants]
+        return [("::" + self.ir.symbol, self.ir.slot)]
+
+    @property
+    def mismatch_messages(self) -> list[str]:
+        return [
+            c_string(
+                f"kernelgen: {self.ir.spec}: kernel '{self.ir.name}': the spec's arguments ({self.ir.signature_text}) "
+                f"do not match the __global__ definition of {sym.lstrip(':')}; make the spec's args list the "
+                "kernel's parameters, in order, with the same types"
+            )
+            for sym, _ in self.symbol_slots
+        ]
+
+    @property
+    def clause_lists(self) -> list[tuple[str, list[str]]]:
+        return [
+            (f"kSkip_{self.ir.name}", [c_string(t) for t in self.ir.skip_texts]),
+            (f"kApplies_{self.ir.name}", [c_string(t) for t in self.ir.applies_texts]),
+            (f"kRequires_{self.ir.name}", [c_string(t) for t in self.ir.requires_texts]),
+        ]
+
+    @property
+    def info_lists(self) -> str:
+        return ", ".join(name if texts else "nullptr" for name, texts in self.clause_lists)
+
+    @property
+    def steps_counts(self) -> str:
+        return f"{len(self.ir.skip_texts)}, {len(self.ir.applies_texts)}, {len(self.ir.requires_texts)}"
+
+    @property
+    def steps(self) -> list[dict[str, object]]:
+        return [
+            {"family": s.family.name, "cpp": self._cpp(s.expr), "code_cpp": s.code_cpp,
+             "decides_when": s.decides_when, "comment": comment_text(s.text)}
+            for s in self.ir.steps
+        ]
+
+
+class CppChain(c.CChain):
+    @property
+    def name_literal(self) -> str:
+        return c_string(self.ir.name)
+
+    @property
+    def cpp_params(self) -> str:
+        return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
+
+    @property
+    def int_arg_names_comma(self) -> str:
+        return "".join(f"{a.name}, " for a in self.ir.int_args)
+
+    @property
+    def c_to_cpp_args(self) -> str:
+        return "".join(f"{from_c(a)}, " for a in self.ir.args)
+
+    @property
+    def key_names(self) -> str:
+        return "".join(f"{k.param}, " for k in self.ir.keys)
+
+    @property
+    def key_names_literal(self) -> str:
+        return c_string(", ".join(k.name for k in self.ir.keys))
+
+    @property
+    def member_calls(self) -> list[str]:
+        return [
+            f"{names.cpp_launcher(mod, kernel)}(" + "".join(f"{n}, " for n in args) + "stream)"
+            for (mod, kernel), args in zip(self.ir.members, self.ir.member_args)
+        ]
+
+    @property
+    def member_plans(self) -> list[str]:
+        return [
+            f"{names.cpp_plan(mod, kernel)}(" + ", ".join(args) + ")"
+            for (mod, kernel), args in zip(self.ir.members, self.ir.member_int_args)
+        ]
+
+    @property
+    def member_sizes_calls(self) -> list[tuple[str, list[tuple[int, int]]]]:
+        union_slot = {a.name: a.size_slot for a in self.ir.args}
+        out = []
+        for (mod, kernel), args, slots in zip(self.ir.members, self.ir.member_int_args, self.ir.member_sizes):
+            call = f"{names.c_function(mod, kernel, 'sizes')}(" + "".join(f"{n}, " for n in args) + "member)"
+            out.append((call, [(union_slot[name], s) for s, name in slots]))
+        return out
+
+    def member_match(self, i: int) -> str:
+        """Condition: member ``i`` takes element types the key masks accept."""
+        conds = [f"({k.param} & (1u << {k.member_elems[i]})) != 0" for k in self.ir.keys if k.member_elems[i]]
+        return " && ".join(conds) or "true"
+
+    @property
+    def member_matches(self) -> list[str]:
+        return [self.member_match(i) for i in range(len(self.ir.members))]
+
+    @property
+    def generic_calls(self) -> list[tuple[str, str]]:
+        """(condition, call) per member, for the launcher taking untyped pointers and key masks."""
+        varying = {self.ir.args[i].name for k in self.ir.keys for i in k.args}
+        out = []
+        for i, ((mod, kernel), arg_names) in enumerate(zip(self.ir.members, self.ir.member_args)):
+            ptr_types = {a.name: cpp_type(a) for a in self.ir.member_ptr_args[i]}
+            args = "".join(f"static_cast<{ptr_types[n]}>({n}), " if n in varying else f"{n}, " for n in arg_names)
+            out.append((self.member_match(i), f"{names.cpp_launcher(mod, kernel)}({args}stream)"))
+        return out
+
+    @property
+    def overloads(self) -> list[tuple[str, list[str]]]:
+        """C++ overloads by pointer type: (parameter list, member calls) per distinct tuple of
+        the keys' element types, each trying the members that take those types, in order."""
+        keys = self.ir.keys
+        tuples: list[tuple[int, ...]] = []
+        for i in range(len(self.ir.members)):
+            t = tuple(k.member_elems[i] for k in keys)
+            if all(t) and t not in tuples:
+                tuples.append(t)
+        out = []
+        for t in tuples:
+            elem_of_arg = {self.ir.args[a].name: types.ELEM_TYPES[e - 1] for k, e in zip(keys, t) for a in k.args}
+            params = ""
+            for a in self.ir.args:
+                if a.name in elem_of_arg:
+                    params += f"{pointer_type(elem_of_arg[a.name], a.const)} {a.name}, "
+                else:
+                    params += f"{cpp_param(a)}, "
+            calls = []
+            for i, ((mod, kernel), arg_names) in enumerate(zip(self.ir.members, self.ir.member_args)):
+                if all(k.member_elems[i] in (0, e) for k, e in zip(keys, t)):
+                    calls.append(f"{names.cpp_launcher(mod, kernel)}(" + "".join(f"{n}, " for n in arg_names)
+                                 + "stream)")
+            out.append((params, calls))
+        return out
+
+
+class CppModule(ModuleView):
+    @property
+    def summary_comment(self) -> str:
+        return comment_text(self.lm.summary)
+
+    @property
+    def name_literal(self) -> str:
+        return c_string(self.lm.name)
+
+    @property
+    def cpp_namespace(self) -> str:
+        return names.cpp_namespace(self.lm.name)
+
+    @property
+    def type_headers(self) -> list[str]:
+        elems = {a.elem.cpp for k in self.lm.kernels for a in k.args if a.elem is not None}
+        elems |= {a.elem.cpp for ch in self.lm.chains for a in ch.args if a.elem is not None}
+        for ch in self.lm.chains:
+            for member in ch.member_ptr_args:
+                elems |= {a.elem.cpp for a in member if a.elem is not None}
+        return types.headers(elems)
+
+
+def render_module(lm: LModule) -> dict[str, str]:
+    t = lm.target
+    ctx = {
+        "m": CppModule(lm, CppKernel, CppChain),
+        "stamp": stamp(lm.spec),
+        "kill_switch_literal": c_string(lm.kill_switch) if lm.kill_switch else "nullptr",
+        "target_literal": c_string(t.name),
+        "limits": ", ".join(str(x) for x in (*t.max_block_dims, t.max_threads_per_block,
+                                            t.max_shared_mem_per_block_optin)),
+        "no_variant_code": code(NL_NO_VARIANT),
+        "no_instance_code": code(NL_NO_INSTANCE),
+    }
+    return {
+        f"src/{lm.name}.cu": render("launchers.cu.j2", ctx),
+        f"include/kernelgen/{lm.name}.h": render("api.h.j2", ctx),
+    }
+
+
+__all__ = ["CppChain", "CppKernel", "LChain", "LKernel", "cpp_type", "render_module"]

@@ -1,0 +1,44 @@
+"""The ``.pyi`` stubs: the only place that spells Python type annotations of the bindings.
+
+Files per module: ``python/<module>.pyi``.
+"""
+
+from __future__ import annotations
+
+from kernelgen.emit.base import render, stamp
+from kernelgen.emit.python import launcher_doc
+from kernelgen.lower import CArg, LKey, LModule
+
+
+def docstring(text: str) -> str:
+    """Text safe inside a triple-quoted Python docstring."""
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+
+
+def annotation(a: CArg) -> str:
+    if a.is_pointer:
+        return "Array"
+    assert a.scalar is not None
+    return a.scalar.py
+
+
+def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...]) -> dict[str, object]:
+    pos = [a for a in args if not a.host]
+    kw = [a for a in args if a.host]
+    pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
+    pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
+    ints = [f"{a.name}: int" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
+    return {"name": name, "doc_py": docstring(launcher_doc(summary, args)), "pyi_params": pyi,
+            "pyi_int_params": ", ".join(ints)}
+
+
+class _Module:
+    def __init__(self, lm: LModule) -> None:
+        self.lm = lm
+        self.summary_doc = docstring(lm.summary)
+        self.launchers = [_launcher(k.name, k.args, k.summary, ()) for k in lm.kernels]
+        self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
+
+
+def render_module(lm: LModule) -> dict[str, str]:
+    return {f"python/{lm.name}.pyi": render("stub.pyi.j2", {"m": _Module(lm), "stamp": stamp(lm.spec)})}

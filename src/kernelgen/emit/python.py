@@ -1,0 +1,161 @@
+"""The Python bindings: the only place that spells the pybind11 modules and the binding
+support's tables (ArgSpec rows, how a launcher reads its Python values).
+
+Files per module: ``python/<module>.cpp``; per target: ``python/_runtime.cpp``,
+``python/__init__.py`` (the target's package: modules, compute capability) and
+``include/kernelgen/types.h`` (the binding support's type tables, from the type registry).
+"""
+
+from __future__ import annotations
+
+from kernelgen import names, types
+from kernelgen.emit import c
+from kernelgen.emit.base import ModuleView, View, render, stamp
+from kernelgen.escape import c_string
+from kernelgen.lower import CArg, LChain, LModule
+from kernelgen.model import Target
+from kernelgen.types import ScalarKind
+
+_VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f"}
+
+
+def launcher_doc(summary: str, args: tuple[CArg, ...]) -> str:
+    """A launcher's docstring: its Python call signature (spec types), then the summary."""
+    pos = ", ".join(f"{a.name}: {a.spelling}" for a in args if not a.host)
+    kw = ", ".join(f"{a.name}: {a.spelling}" for a in args if a.host)
+    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=0) -> Outcome"
+    return f"{sig}\n\n{summary}"
+
+
+def value_read(a: CArg, i: int) -> str:
+    """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C ABI's type."""
+    if a.is_pointer:
+        return f"v[{i}].p" if a.const else f"const_cast<void*>(v[{i}].p)"
+    assert a.scalar is not None
+    return f"static_cast<{c.c_type(a)}>(v[{i}].{_VALUE_FIELD[a.scalar.kind]})"
+
+
+class PyArg(View):
+    """An argument's row in the launcher's ArgSpec table."""
+
+    @property
+    def type_code(self) -> int:
+        if self.ir.is_pointer:
+            return self.ir.elem.code
+        return self.ir.scalar.code
+
+
+def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, infos: list[str], is_chain: bool,
+              nsizes: int, chain: LChain | None = None) -> dict[str, object]:
+    keys = chain.keys if chain is not None else ()
+    key_values = "".join(f"static_cast<uint32_t>(v[{len(args) + j}].u), " for j in range(len(keys)))
+    pos = [a for a in args if not a.host]
+    return {
+        "name": name,
+        "c": c.function_names(lm.name, name),
+        "args": [PyArg(a, lm) for a in args],
+        "value_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args)) + key_values,
+        "value_int_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args) if a.is_int) + key_values,
+        "npositional": len(pos),
+        "nsizes": nsizes,
+        "infos": ", ".join(infos),
+        "ninfos": len(infos),
+        "doc_literal": c_string(launcher_doc(summary, args)),
+        "is_chain": is_chain,
+        "dtype_keys": [(k.name, sum(1 << a for a in k.args)) for k in keys],
+        "member_types": ", ".join(str(k.member_elems[i]) for i in range(len(chain.members)) for k in keys)
+        if keys else "",
+    }
+
+
+def launchers(lm: LModule) -> list[dict[str, object]]:
+    """Every launcher of the module (kernels, then chains) as the binding's tables see it."""
+    def info(mod: str, kernel: str) -> str:
+        return f"{names.c_function(mod, kernel, 'info')}()"
+
+    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes)) for k in lm.kernels]
+    for ch in lm.chains:
+        infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])
+        out.append(_launcher(lm, ch.name, ch.args, ch.summary, infos, True, ch.nsizes, ch))
+    return out
+
+
+class PyModule(ModuleView):
+    @property
+    def doc_literal(self) -> str:
+        return c_string(f"{self.lm.summary}\n\nGenerated from {self.lm.spec} for target {self.lm.target.name}.")
+
+    @property
+    def launchers(self) -> list[dict[str, object]]:
+        return launchers(self.lm)
+
+
+def render_module(lm: LModule) -> dict[str, str]:
+    ctx = {
+        "m": PyModule(lm, View, View),
+        "stamp": stamp(lm.spec),
+        "kill_switch_literal": c_string(lm.kill_switch) if lm.kill_switch else "nullptr",
+    }
+    return {f"python/{lm.name}.cpp": render("binding.cpp.j2", ctx)}
+
+
+class _TargetView:
+    def __init__(self, t: Target) -> None:
+        self.t = t
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.t, name)
+
+    @property
+    def cc(self) -> str:
+        return f"{self.t.compute_capability[0]}.{self.t.compute_capability[1]}"
+
+
+def _enum(prefix: str, name: str) -> str:
+    return f"k{prefix}_{name}"
+
+
+def type_tables() -> dict[str, object]:
+    """The binding support's type tables (kernelgen/types.h), from the type registry."""
+    kinds = {ScalarKind.UNSIGNED: "kUnsigned", ScalarKind.SIGNED: "kSigned", ScalarKind.FLOAT: "kFloat"}
+    scalars = [
+        {"enum": _enum("Scalar", s.name), "code": s.code,
+         "row": f"{{{c_string(s.name)}, {kinds[s.kind]}, {s.bits}, {c_string(s.range_text)}}}"}
+        for s in types.SCALAR_TYPES
+    ]
+    torch_code = {t.attr: i + 1 for i, t in enumerate(types.TORCH_DTYPES)}
+    torch = [
+        {"enum": _enum("Torch", t.attr), "code": torch_code[t.attr], "attr": t.attr, "c10": t.c10,
+         "guard": "" if t.since <= (2, 0) else
+         f"TORCH_VERSION_MAJOR > {t.since[0]} || (TORCH_VERSION_MAJOR == {t.since[0]} && "
+         f"TORCH_VERSION_MINOR >= {t.since[1]})"}
+        for t in types.TORCH_DTYPES
+    ]
+
+    def encodings(items: list[str]) -> str:
+        return "{" + ", ".join(items) + "}"
+
+    elems = []
+    for e in types.ELEM_TYPES:
+        tor = encodings([f"{{{_enum('Torch', t.dtype)}, 0, 0, {t.per_item}}}" for t in e.torch])
+        dl = encodings([f"{{{d.code}, {d.bits}, {d.lanes}, {d.per_item}}}" for d in e.dlpack])
+        ts = encodings([f"{{{c_string(t.typestr)}, {t.per_item}}}" for t in e.typestr])
+        row = (f"{{{c_string(e.name)}, {e.bits}, {len(e.torch)}, {len(e.dlpack)}, {len(e.typestr)}, "
+               f"{tor}, {dl}, {ts}}}")
+        elems.append({"enum": _enum("Elem", e.name), "code": e.code, "row": row})
+    return {
+        "stamp": stamp("the type registry (kernelgen/types.py)"),
+        "scalars": scalars,
+        "torch": torch,
+        "elems": elems,
+        "max_encodings": types.MAX_ENCODINGS,
+    }
+
+
+def render_target(t: Target, modules: list[str]) -> dict[str, str]:
+    ctx = {"t": _TargetView(t), "modules": modules, "stamp": stamp("specs/targets.yaml and the module specs")}
+    return {
+        "python/__init__.py": render("target_init.py.j2", ctx),
+        "python/_runtime.cpp": render("runtime_module.cpp.j2", ctx),
+        "include/kernelgen/types.h": render("types.h.j2", type_tables()),
+    }

@@ -1,0 +1,475 @@
+"""The Rust crate of a target: ``generated/<target>/rust/``, calling the target library's C ABI.
+
+This module and ``templates/rust/`` are the only places that spell Rust. The crate has a
+build script that links ``lib<library_name>.so`` (from ``KERNELGEN_LIB_DIR``), one module per
+kernel module with one submodule per kernel and per fallback chain (``launch``, ``plan``,
+``sizes``, ``is_present``), and generated integration tests whose expected plans come from the
+same lowered specs as the Python contract tests (:func:`kernelgen.cases.expected_plan`).
+"""
+
+from __future__ import annotations
+
+from kernelgen import __version__, expr, names, types
+from kernelgen.cases import expected_plan
+from kernelgen.emit.base import ENV
+from kernelgen.errors import ExprError
+from kernelgen.escape import comment_text
+from kernelgen.lower import (
+    CArg,
+    LChain,
+    LKernel,
+    LModule,
+)
+from kernelgen.model import Catalog, Kernel, Module, Target
+from kernelgen.plan import (
+    E_BLOCK,
+    E_EXPR,
+    E_GRID,
+    E_REQUIRES,
+    E_SHARED_MEM,
+    NL_ABSENT,
+    NL_CLAUSE,
+    NL_EMPTY,
+    NL_EMPTY_GRID,
+    NL_KILLED,
+    NL_NO_VARIANT,
+    code,
+)
+from kernelgen.types import ElemType, ScalarType
+
+# ------------------------------------------------------------------ spellings
+
+# Scalars take their Rust spelling from the type registry (kernelgen.types); pointers are the
+# crate's DevicePtr/DevicePtrMut in the safe API and *const/*mut c_void in the C declarations.
+
+
+def rust_type(scalar: ScalarType | None, elem: ElemType | None, const: bool, ffi: bool) -> str:
+    """The Rust type of an argument: a scalar, or a pointer to ``elem`` elements."""
+    if elem is not None:
+        if ffi:
+            return "*const ::std::ffi::c_void" if const else "*mut ::std::ffi::c_void"
+        return "impl Into<crate::DevicePtr>" if const else "impl Into<crate::DevicePtrMut>"
+    assert scalar is not None
+    return scalar.rust
+
+
+def _arg_types(a: CArg) -> tuple[ScalarType | None, ElemType | None, bool]:
+    return a.scalar, a.elem, a.const
+
+
+# Keywords (strict, reserved and edition 2021/2024 ones) that are not also C++ or Python
+# keywords, which the loader already refuses; those four cannot be raw identifiers.
+_RUST_KEYWORDS = frozenset(
+    "abstract as async await become box break const continue crate do dyn else enum extern false final fn for gen "
+    "if impl in let loop macro match mod move mut override priv pub ref return self static struct super trait true "
+    "try type typeof union unsafe unsized use virtual where while yield".split()
+)
+_NOT_RAW = frozenset({"crate", "self", "super", "Self"})
+
+
+def rust_ident(name: str) -> str:
+    if name in _NOT_RAW:
+        return name + "_"
+    if name in _RUST_KEYWORDS:
+        return "r#" + name
+    return name
+
+
+def rust_string(s: str) -> str:
+    """A Rust string literal holding ``s`` exactly."""
+    out = ['"']
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"\\u{{{ord(ch):x}}}")
+    out.append('"')
+    return "".join(out)
+
+
+def doc_text(s: str) -> str:
+    """Text for one line of a /// comment: whitespace runs made one space, printable ASCII."""
+    return comment_text(" ".join(s.split()))
+
+
+def crate_name(target: Target) -> str:
+    return f"kernelgen_{target.name}".lower()
+
+
+# ------------------------------------------------------------------ views
+
+
+def _params(args: tuple[CArg, ...], ffi: bool) -> list[tuple[str, str]]:
+    out = []
+    for a in args:
+        scalar, elem, const = _arg_types(a)
+        out.append((rust_ident(a.name), rust_type(scalar, elem, const, ffi)))
+    return out
+
+
+def _sig(pairs: list[tuple[str, str]]) -> str:
+    return "".join(f"{n}: {t}, " for n, t in pairs)
+
+
+def _arg_docs(args: tuple[CArg, ...], sizes: dict[str, str]) -> list[str]:
+    out = []
+    for a in args:
+        line = f"`{a.name}`: `{a.spelling}`"
+        if a.name in sizes:
+            line += f", {sizes[a.name]} elements"
+        if a.host:
+            line += " (host argument)"
+        out.append(line)
+    return out
+
+
+def _size_texts(k: Kernel) -> dict[str, str]:
+    return {a.name: f"`{expr.to_text(a.size)}`" for a in k.all_args if a.is_pointer and a.size is not None}
+
+
+class _Launcher:
+    """What the module template needs of a kernel or a chain."""
+
+    def __init__(self, m: LModule, name: str, args: tuple[CArg, ...], int_args: tuple[CArg, ...], nsizes: int,
+                 summary: str, arg_docs: list[str], keys: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.ident = rust_ident(name)
+        self.name_lit = rust_string(name)
+        self.summary = doc_text(summary)
+        self.arg_docs = arg_docs
+        self.c = {part or "launch": names.c_function(m.name, name, part) for part in ("", "plan", "sizes", "info")}
+        self.nsizes = nsizes
+        self.launch_params = _sig(_params(args, ffi=False))
+        self.ffi_params = _sig([(f"a_{i}", t) for i, (_, t) in enumerate(_params(args, ffi=True))])
+        # A chain whose members differ in element types takes one mask per dtype key (a bit
+        # 1 << code per element type it may be read as; ANY_DTYPE: every member is a candidate).
+        key_pairs = [(rust_ident(k), "u32") for k in keys]
+        self.int_params = ", ".join(f"{n}: {t}" for n, t in _params(int_args, ffi=False) + key_pairs)
+        self.launch_params += _sig(key_pairs)
+        self.ffi_params += _sig([(f"k_{i}", "u32") for i in range(len(keys))])
+        self.ffi_int_params = _sig([(f"a_{i}", t) for i, (_, t) in enumerate(_params(int_args, ffi=True))]
+                                   + [(f"k_{i}", "u32") for i in range(len(keys))])
+        self.int_names = "".join(f"{n}, " for n in [rust_ident(a.name) for a in int_args] + [n for n, _ in key_pairs])
+        self.int_call = ", ".join([rust_ident(a.name) for a in int_args] + [n for n, _ in key_pairs])
+        self.keys = [n for n, _ in key_pairs]
+        self.conversions = [
+            f"let {rust_ident(a.name)}: crate::{'DevicePtr' if _arg_types(a)[2] else 'DevicePtrMut'} = "
+            f"{rust_ident(a.name)}.into();"
+            for a in args if a.is_pointer
+        ]
+        self.pointers = [(rust_ident(a.name), rust_string(a.name), a.size_slot) for a in args if a.is_pointer]
+        self.null_test = " || ".join(f"{rust_ident(a.name)}.is_null()" for a in args if a.is_pointer)
+        self.call_args = "".join(
+            f"{rust_ident(a.name)}.as_ptr(), " if a.is_pointer else f"{rust_ident(a.name)}, " for a in args
+        ) + "".join(f"{n}, " for n, _ in key_pairs)
+        self.sized = [a.name for a in args if a.is_pointer and a.size_slot >= 0]
+
+
+class _KernelView(_Launcher):
+    def __init__(self, m: LModule, lk: LKernel, k: Kernel) -> None:
+        super().__init__(m, lk.name, lk.args, lk.int_args, len(lk.sizes), lk.summary,
+                         _arg_docs(lk.args, _size_texts(k)))
+        self.present = lk.present
+        self.spec = lk.spec
+        self.sized = [name for _, name, _ in sorted(lk.sizes)]
+        self.clauses = (
+            [f"skip_if `{doc_text(t)}`: not launched (empty work)" for t in lk.skip_texts]
+            + [f"requires `{doc_text(t)}`: else `Error::Argument`" for t in lk.requires_texts]
+            + [f"applies_if `{doc_text(t)}`: else not launched" for t in lk.applies_texts]
+        )
+        self.variants = ", ".join(str(v.value) for v in lk.variants)
+        self.variant_on = lk.variant_on
+
+
+class _ChainView(_Launcher):
+    def __init__(self, m: LModule, c: LChain, size_texts: dict[str, str]) -> None:
+        summary = c.summary
+        super().__init__(m, c.name, c.args, c.int_args, c.nsizes, summary,
+                         _arg_docs(c.args, size_texts) + [f"`{k.param}`: `u32`, the element types accepted for "
+                                                          f"{k.name} (`ANY_DTYPE`, or `dtype_bit(code)` ORed)"
+                                                          for k in c.keys],
+                         tuple(k.param for k in c.keys))
+        self.spec = c.spec
+        self.members = [f"crate::{rust_ident(mod)}::{rust_ident(k)}" for mod, k in c.members]
+        self.member_names = [f"{mod}.{k}" for mod, k in c.members]
+        by_slot = {a.size_slot: a.name for a in c.args if a.is_pointer and a.size_slot >= 0}
+        self.sized = [by_slot[i] for i in range(c.nsizes)]
+
+
+# ------------------------------------------------------------------ expected values for the tests
+
+
+def _zeros() -> str:
+    return "[0, 0, 0]"
+
+
+def _dims(d: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(x) for x in d) + "]"
+
+
+def _category(c: int) -> int:
+    return abs(c) >> 16
+
+
+def _is_geometry(c: int) -> bool:
+    cat = _category(c)
+    return c == 0 or (c > 0 and cat == NL_EMPTY_GRID) or (c < 0 and cat in (E_GRID, E_BLOCK, E_SHARED_MEM))
+
+
+def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tuple[int, str]:
+    """(code, the Rust `Expect` fields) of the plan for ``env``."""
+    if target.name not in k.targets:
+        c, grid, block, smem, variant = code(NL_ABSENT), (0, 0, 0), (0, 0, 0), 0, -1
+    else:
+        c, grid, block, smem = expected_plan(mod, k, target, env)
+        variant = -1
+        if k.variants and _is_geometry(c):
+            variant = [v for v, _ in k.variants.symbols].index(env[k.variants.on])
+    if c < 0 and _category(c) == E_EXPR:  # where the expression failed decides what was filled in
+        return c, f"code: {c}, geometry: None, variant: None"
+    return c, (f"code: {c}, geometry: Some(({_dims(grid)}, {_dims(block)}, {smem})), "
+               f"variant: Some({variant})")
+
+
+def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str | None:
+    """The text kg_rt_describe gives for the codes the tests expect, or None."""
+    cat, detail = _category(c), abs(c) & 0xFFFF
+    if c > 0:
+        texts = {
+            NL_KILLED: lambda: f"kill switch {kill_switch} is set",
+            NL_ABSENT: lambda: f"absent on target {target.name}",
+            NL_EMPTY: lambda: f"empty work ({k.skip_if[detail].text})",
+            NL_CLAUSE: lambda: f"{k.applies_if[detail].text} is false",
+            NL_NO_VARIANT: lambda: f"no variant for this {k.variants.on if k.variants else 'value'}",
+            NL_EMPTY_GRID: lambda: f"grid {'xyz'[detail]} is 0",
+        }
+        return f"{k.name}: not launched: {texts[cat]()}" if cat in texts else None
+    if c < 0 and cat == E_REQUIRES:
+        return f"{k.name}: invalid arguments: requires {k.requires[detail].text}"
+    return None
+
+
+def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None) -> str:
+    out = []
+    for i, a in enumerate(args):
+        if a.is_pointer:
+            writable = not _arg_types(a)[2]
+            if a.name == null:
+                out.append("DevicePtrMut::null()" if writable else "DevicePtr::null()")
+            else:
+                out.append(f"ptr_mut({i})" if writable else f"ptr({i})")
+        elif a.is_int:
+            out.append(str(env[a.name]))
+        else:
+            out.append("1.0")
+    return ", ".join(out)
+
+
+def _size_of(mod: Module, k: Kernel, name: str, env: dict[str, int]) -> int | None:
+    """The element count the spec gives pointer ``name`` for ``env`` (None: no size, or an error)."""
+    a = next(a for a in k.all_args if a.name == name)
+    if a.size is None:
+        return None
+    try:
+        return int(expr.evaluate(a.size, dict(env) | dict(mod.constants)))
+    except ExprError:
+        return None
+
+
+class _KernelTests:
+    def __init__(self, catalog: Catalog, m: LModule, lk: LKernel, target: Target, crate: str) -> None:
+        mod = catalog.module(m.name)
+        assert mod is not None
+        k = mod.kernel(lk.name)
+        assert k is not None
+        self.name = lk.name
+        self.path = f"{crate}::{rust_ident(m.name)}::{rust_ident(lk.name)}"
+        self.name_lit = rust_string(lk.name)
+        self.present = lk.present
+        self.target_lit = rust_string(target.name)
+        self.plans = []
+        for case in lk.cases:
+            env = dict(case)
+            c, fields = _expect(mod, k, target, env)
+            label = ", ".join(f"{n}={v}" for n, v in case)
+            self.plans.append((", ".join(str(env[a.name]) for a in lk.int_args), fields, rust_string(label)))
+        first = dict(lk.cases[0])
+        self.first_plan_args = ", ".join(str(first[a.name]) for a in lk.int_args)
+        self.first_launch_args = _call_args(lk.args, first)
+        # Each clause deciding alone: not launched with its reason, or an argument error.
+        self.flips = []
+        if lk.present:
+            for _kind, _index, case in lk.flips:
+                env = dict(case)
+                c, _ = _expect(mod, k, target, env)
+                reason = _reason(k, target, c, m.kill_switch)
+                self.flips.append((_call_args(lk.args, env), c, rust_string(reason) if reason else None))
+        self.absent_reason = rust_string(_reason(k, target, code(NL_ABSENT), None) or "")
+        self.kill_switch = rust_string(m.kill_switch) if m.kill_switch else None
+        self.killed_reason = rust_string(_reason(k, target, code(NL_KILLED), m.kill_switch) or "")
+        self.sizes_args = self.first_plan_args
+        sizes = []
+        for _, name, _ in sorted(lk.sizes):
+            n = _size_of(mod, k, name, first)
+            sizes.append(str(n) if n is not None else "None")
+        self.sizes = None if "None" in sizes else "[" + ", ".join(sizes) + "]"
+        # A null pointer: refused where the kernel touches elements of it, allowed where none.
+        self.null_refused = None
+        self.null_allowed = None
+        pointers = [a for a in lk.args if a.is_pointer]
+        if pointers and lk.present:
+            p = pointers[0]
+            n = _size_of(mod, k, p.name, first)
+            if n is None or n > 0:
+                self.null_refused = (_call_args(lk.args, first, null=p.name), rust_string(p.name))
+            for kind, _index, case in lk.flips:
+                env = dict(case)
+                if kind == "skip" and _size_of(mod, k, p.name, env) == 0:
+                    c, _ = _expect(mod, k, target, env)
+                    reason = _reason(k, target, c, m.kill_switch)
+                    if reason:
+                        self.null_allowed = (_call_args(lk.args, env, null=p.name), c, rust_string(reason))
+                    break
+
+
+class _ChainTests:
+    def __init__(self, catalog: Catalog, m: LModule, c: LChain, target: Target, crate: str) -> None:
+        self.name = c.name
+        self.path = f"{crate}::{rust_ident(m.name)}::{rust_ident(c.name)}"
+        members = []
+        for mod_name, kernel in c.members:
+            mod = catalog.module(mod_name)
+            assert mod is not None
+            k = mod.kernel(kernel)
+            assert k is not None
+            members.append((mod, k))
+        self.present = any(target.name in k.targets for _, k in members)
+        self.plans = []
+        self.launching = None
+        self.not_launched = None
+        for case in c.cases:
+            env = dict(case)
+            fields = ""
+            result = (0, None)
+            for i, (mod, k) in enumerate(members):
+                member_env = {a.name: env[a.name] for a in k.int_args}
+                result_code, fields = _expect(mod, k, target, member_env)
+                result = (result_code, i)
+                if result_code <= 0:
+                    break
+            rc, index = result
+            assert index is not None
+            mod, k = members[index]
+            label = ", ".join(f"{n}={v}" for n, v in case)
+            any_dtype = ["ANY_DTYPE"] * len(c.keys)
+            args = ", ".join([str(env[a.name]) for a in c.int_args] + any_dtype)
+            self.plans.append((args, rust_string(k.name), fields, rust_string(label)))
+            if rc == 0 and self.launching is None:
+                self.launching = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(k.name))
+            reason = _reason(k, target, rc, mod.kill_switch) if rc > 0 else None
+            if reason and self.not_launched is None:
+                self.not_launched = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(reason))
+
+
+# ------------------------------------------------------------------ the crate
+
+
+def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_name: str,
+                 stamp: callable) -> dict[str, str]:  # type: ignore[valid-type]
+    """Every file of ``generated/<target>/rust/``: {path relative to generated/<target>: text}."""
+    crate = crate_name(target)
+    out: dict[str, str] = {}
+    modules = []
+    doc_kernel = None
+    example = None
+    for lm in lowered:
+        mod = catalog.module(lm.name)
+        assert mod is not None
+        kernels = []
+        size_texts: dict[str, str] = {}
+        for lk in lm.kernels:
+            k = mod.kernel(lk.name)
+            assert k is not None
+            kernels.append(_KernelView(lm, lk, k))
+            for n, t in _size_texts(k).items():
+                size_texts.setdefault(n, t)
+            path = f"{rust_ident(lm.name)}::{rust_ident(lk.name)}"
+            if doc_kernel is None and any(a.spelling == "u32" for a in lk.int_args):
+                pos = next(i for i, a in enumerate(lk.int_args) if a.spelling == "u32")
+                vals = ["0"] * len(lk.int_args)
+                doc_kernel = {
+                    "path": path,
+                    "negative": ", ".join(vals[:pos] + ["-1"] + vals[pos + 1:]),
+                    "too_big": ", ".join(vals[:pos] + ["4294967296"] + vals[pos + 1:]),
+                }
+            if example is None and lk.present and any(a.is_pointer for a in lk.args):
+                first = dict(lk.cases[0])
+                launch = []
+                for a in lk.args:
+                    if a.is_pointer:
+                        const = _arg_types(a)[2]
+                        launch.append("DevicePtr::new(dev_in)" if const else "DevicePtrMut::new(dev_out)")
+                    elif a.is_int:
+                        launch.append(str(first[a.name]))
+                    else:
+                        launch.append("1.0")
+                example = {
+                    "path": path,
+                    "plan_args": ", ".join(str(first[a.name]) for a in lk.int_args),
+                    "launch_args": ", ".join([*launch, "DEFAULT_STREAM"]),
+                }
+        chains = []
+        for c in lm.chains:
+            for mod_name, kernel in c.members:
+                owner = catalog.module(mod_name)
+                assert owner is not None
+                mk = owner.kernel(kernel)
+                assert mk is not None
+                for n, t in _size_texts(mk).items():
+                    size_texts.setdefault(n, t)
+            chains.append(_ChainView(lm, c, size_texts))
+        ident = rust_ident(lm.name)
+        modules.append(ident)
+        ctx = {
+            "stamp": stamp(lm.spec),
+            "m": lm,
+            "summary": doc_text(lm.summary),
+            "kernels": kernels,
+            "chains": chains,
+            "kill_switch": lm.kill_switch,
+            "t": target,
+        }
+        out[f"rust/src/{ident.removeprefix('r#')}.rs"] = ENV.get_template("rust/module.rs.j2").render(ctx)
+        tests = {
+            "stamp": stamp(lm.spec),
+            "m": lm,
+            "crate": crate,
+            "kernels": [_KernelTests(catalog, lm, lk, target, crate) for lk in lm.kernels],
+            "chains": [_ChainTests(catalog, lm, c, target, crate) for c in lm.chains],
+            "any_dtype": any(c.keys for c in lm.chains),
+        }
+        out[f"rust/tests/{lm.name}.rs"] = ENV.get_template("rust/contract.rs.j2").render(tests)
+    cc = f"{target.compute_capability[0]}.{target.compute_capability[1]}"
+    tctx = {
+        "stamp": stamp("specs/targets.yaml and the module specs"),
+        "t": target,
+        "cc": cc,
+        "crate": crate,
+        "version": __version__,
+        "lib_name": lib_name,
+        "lib_literal": rust_string(lib_name),
+        "target_literal": rust_string(target.name),
+        "modules": modules,
+        "doc_kernel": doc_kernel,
+        "example": example,
+        "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
+    }
+    out["rust/Cargo.toml"] = ENV.get_template("rust/Cargo.toml.j2").render(tctx)
+    out["rust/build.rs"] = ENV.get_template("rust/build.rs.j2").render(tctx)
+    out["rust/src/lib.rs"] = ENV.get_template("rust/lib.rs.j2").render(tctx)
+    return out
+
+
+__all__ = ["crate_name", "render_crate", "rust_ident", "rust_string", "rust_type"]

@@ -1,0 +1,112 @@
+"""The generated contract tests: the only place that spells the tests' Python (expected
+plans as kernelgen.plan.expect evaluators, the argument sweeps, the clause flips).
+
+Files per module: ``tests/test_<module>_contract.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from kernelgen import expr, types
+from kernelgen.emit.base import ModuleView, View, render, stamp
+from kernelgen.escape import comment_text
+from kernelgen.lower import LModule
+from kernelgen.plan import NL_NO_INSTANCE, code
+
+
+def name_map(constants: set[str]):
+    """How a test's Python reads a name: constants as module globals, arguments from ``_a``."""
+    return lambda n: f"C_{n}" if n in constants else f"_a[{n!r}]"
+
+
+class ContractKernel(View):
+    def _py(self, n: expr.Node) -> str:
+        return expr.to_python(n, name_map({name for name, _ in self.m.constants}))
+
+    @property
+    def grid_py(self) -> tuple[str, ...]:
+        return tuple(self._py(n) for n in self.ir.grid)
+
+    @property
+    def block_py(self) -> tuple[str, ...]:
+        return tuple(self._py(n) for n in self.ir.block)
+
+    @property
+    def smem_py(self) -> str:
+        return self._py(self.ir.shared_mem)
+
+    @property
+    def steps(self) -> list[dict[str, object]]:
+        return [
+            {"family": s.family.name, "py": self._py(s.expr), "code": s.code, "decides_when": s.decides_when,
+             "comment": comment_text(s.text)}
+            for s in self.ir.steps
+        ]
+
+    @property
+    def variant_py(self) -> str:
+        """The variant lookup for kernelgen.plan.expect: (argument, values) or None."""
+        if not self.ir.variant_on:
+            return "None"
+        return f"({self.ir.variant_on!r}, {[v.value for v in self.ir.variants]!r})"
+
+    @property
+    def cases_py(self) -> list[str]:
+        return [repr(dict(c)) for c in self.ir.cases]
+
+    @property
+    def flips_py(self) -> list[str]:
+        texts = {"skip": self.ir.skip_texts, "requires": self.ir.requires_texts, "applies": self.ir.applies_texts}
+        out = []
+        for kind, i, args in self.ir.flips:
+            clause = texts[kind][i] if kind in texts else ""
+            out.append(repr((kind, i, clause, dict(args))))
+        return out
+
+    @property
+    def other_args_py(self) -> str:
+        other = {}
+        for i, a in enumerate(self.ir.args):
+            if a.is_pointer:
+                other[a.name] = f"fake_pointer({i})"
+            elif not a.is_int:
+                other[a.name] = "1.0"
+        return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
+
+
+class ContractChain(View):
+    @property
+    def absent_types_py(self) -> str:
+        """Per key, an element type that no member takes."""
+        out = {}
+        for k in self.ir.keys:
+            out[k.name] = next(e.name for e in types.ELEM_TYPES if e.code not in k.member_elems)
+        return repr(out)
+
+    @property
+    def key_types_py(self) -> str:
+        return repr([dict(t) for t in self.ir.member_type_names])
+
+    @property
+    def members_py(self) -> str:
+        return repr([(mod, k, list(args)) for (mod, k), args in zip(self.ir.members, self.ir.member_int_args)])
+
+    @property
+    def cases_py(self) -> str:
+        return "[\n" + "".join(f"        {dict(c)!r},\n" for c in self.ir.cases) + "    ]"
+
+
+class ContractModule(ModuleView):
+    @property
+    def kill_switch_py(self) -> str:
+        return json.dumps(self.lm.kill_switch) if self.lm.kill_switch else "None"
+
+
+def render_module(lm: LModule) -> dict[str, str]:
+    ctx = {
+        "m": ContractModule(lm, ContractKernel, ContractChain),
+        "stamp": stamp(lm.spec),
+        "no_instance_code": code(NL_NO_INSTANCE),
+    }
+    return {f"tests/test_{lm.name}_contract.py": render("test_contract.py.j2", ctx)}

@@ -1,0 +1,34 @@
+"""Escaping of spec text for each place it lands: comments and C/C++ string literals."""
+
+from __future__ import annotations
+
+
+def comment_text(s: str) -> str:
+    """Text safe inside any comment: // and /* */ in C and C++, # in Python and CMake.
+
+    Printable ASCII only; no backslashes (a trailing one would splice the next line into
+    a // comment); no comment delimiters that could end a /* */ block or open another."""
+    out = []
+    for ch in s.replace("\n", " "):
+        if ch == "\\":
+            out.append("/")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out.append(f"U+{ord(ch):04X}")
+    return "".join(out).replace("*/", "* /").replace("/*", "/ *")
+
+
+def c_string(s: str) -> str:
+    """A C/C++ string literal holding ``s`` exactly (UTF-8, octal-escaped)."""
+    out = ['"']
+    for b in s.encode("utf-8"):
+        ch = chr(b)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 0x20 <= b < 0x7F and ch != "?":
+            out.append(ch)
+        else:
+            out.append(f"\\{b:03o}")
+    out.append('"')
+    return "".join(out)

@@ -1,0 +1,374 @@
+// Array arguments: integer device pointers, torch tensors (the C++ reader first, then the
+// Python path that also explains what is wrong), __cuda_array_interface__ and DLPack, with
+// the dtype, device, contiguity, writability and element-count facts the checks need.
+#include "py_internal.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace kg::py::internal {
+namespace {
+
+// DLPack's C ABI (stable since v0.x), declared here to avoid a header dependency.
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr int32_t kDLCUDA = 2;
+constexpr int32_t kDLCUDAManaged = 13;
+
+// Elements of type `elem` in one item of a producer's encoding; 0 when it is not accepted.
+int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ndlpack; ++i) {
+    const Encoding& d = e.dlpack[i];
+    if (d.code == code && d.bits == bits && d.lanes == lanes) return d.per_item;
+  }
+  return 0;
+}
+
+int typestr_per_item(uint8_t elem, const char* typestr) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ntypestr; ++i) {
+    if (std::strcmp(e.typestr[i].typestr, typestr) == 0) return e.typestr[i].per_item;
+  }
+  return 0;
+}
+
+// Resolves torch.Tensor and its dtypes when torch is already imported (never imports it).
+void check_torch() {
+  if (g.torch_tensor != nullptr) return;
+  PyObject* name = PyUnicode_FromString("torch");
+  if (name == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* torch = PyImport_GetModule(name);
+  Py_DECREF(name);
+  if (torch == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* tensor = PyObject_GetAttrString(torch, "Tensor");
+  if (tensor != nullptr && PyType_Check(tensor)) {
+    for (int i = 1; i < kTorchCount; ++i) {
+      g.torch_dtypes[i] = PyObject_GetAttrString(torch, kTorchAttrs[i]);
+      if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // an older torch without this dtype: never matches
+    }
+    g.torch_tensor = tensor;
+    // The C++ reader, built where torch was installed at build time; optional.
+    PyObject* fast = PyImport_ImportModule("kernelgen_ops." KERNELGEN_TARGET_NAME "._torch_fast");
+    PyObject* cap = fast ? PyObject_GetAttrString(fast, "reader") : nullptr;
+    void* fn = cap ? PyCapsule_GetPointer(cap, kTorchReaderCapsule) : nullptr;
+    g.torch_reader = reinterpret_cast<TensorReader>(fn);
+    Py_XDECREF(cap);
+    Py_XDECREF(fast);
+    PyErr_Clear();
+  } else {
+    Py_XDECREF(tensor);
+    PyErr_Clear();
+  }
+  Py_DECREF(torch);
+}
+
+// Element count and C-contiguity of a shape/strides pair (strides in elements or bytes).
+bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_t unit) {
+  if (strides == nullptr) return true;
+  int64_t expect = unit;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device, CallState* cs) {
+  const int32_t cur = cs->current_device();
+  if (device != cur) {
+    char d[160];
+    std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
+    return arg_error(s, a, "%s", d);
+  }
+  return 0;
+}
+
+int call_int(PyObject* o, PyObject* method, int64_t* out) {
+  PyObject* r = PyObject_CallMethodNoArgs(o, method);
+  if (r == nullptr) return -1;
+  *out = PyLong_AsLongLong(r);
+  Py_DECREF(r);
+  return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+// The Python path of torch tensors, taken where the C++ reader declines (or is absent) and for
+// every tensor with something wrong: it also explains what.
+int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
+  PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
+  if (dtype == nullptr) return -1;
+  const ElemInfo& e = kElems[a->type];
+  int per = 0;
+  for (int i = 0; i < e.ntorch && per == 0; ++i) {
+    if (dtype == g.torch_dtypes[e.torch[i].code]) per = e.torch[i].per_item;
+  }
+  if (per == 0) {
+    PyObject* r = PyObject_Str(dtype);
+    Py_DECREF(dtype);
+    char d[160];
+    std::snprintf(d, sizeof d, "expected dtype torch.%s (%s), got %s", kTorchAttrs[e.torch[0].code], e.name,
+                  r ? PyUnicode_AsUTF8(r) : "?");
+    Py_XDECREF(r);
+    return arg_error(s, a, "%s", d);
+  }
+  Py_DECREF(dtype);
+  int64_t dev = 0;
+  if (call_int(o, g.s_get_device, &dev) < 0) return -1;
+  if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
+  if (check_device(s, a, dev, cs) < 0) return -1;
+  if (a->contiguous) {
+    PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
+    if (c == nullptr) return -1;
+    int is_c = PyObject_IsTrue(c);
+    Py_DECREF(c);
+    if (is_c < 0) return -1;
+    if (!is_c) return arg_error(s, a, "%s", "tensor is not contiguous (call .contiguous())");
+  }
+  int64_t ptr = 0;
+  if (call_int(o, g.s_data_ptr, &ptr) < 0) return -1;
+  if (a->size_slot >= 0) {
+    if (call_int(o, g.s_numel, numel) < 0) return -1;
+    *numel *= per;
+  }
+  out->u = static_cast<uint64_t>(ptr);
+  return 0;
+}
+
+int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel) {
+  if (!PyDict_Check(cai)) return arg_error(s, a, "%s", "__cuda_array_interface__ is not a dict");
+  PyObject* data = PyDict_GetItemWithError(cai, g.s_data);
+  if (data == nullptr || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__['data'] must be (pointer, read_only)");
+  }
+  unsigned long long p = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return arg_error(s, a, "%s", "__cuda_array_interface__ pointer is not an integer");
+  }
+  int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+  if (ro < 0) return -1;
+  if (ro && a->writable) return arg_error(s, a, "%s", "array is read-only but the kernel writes it");
+  PyObject* typestr = PyDict_GetItemWithError(cai, g.s_typestr);
+  const char* ts = (typestr && PyUnicode_Check(typestr)) ? PyUnicode_AsUTF8(typestr) : nullptr;
+  if (ts == nullptr) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__ has no typestr");
+  }
+  const int per = typestr_per_item(a->type, ts);
+  if (per == 0) {
+    char d[160];
+    std::snprintf(d, sizeof d, "expected %s elements (typestr %s), got typestr %.20s", kElems[a->type].name,
+                  kElems[a->type].typestr[0].typestr, ts);
+    return arg_error(s, a, "%s", d);
+  }
+  PyObject* stream = PyDict_GetItemWithError(cai, g.s_stream);
+  if (stream != nullptr && stream != Py_None) {
+    if (!PyLong_Check(stream) || PyBool_Check(stream)) {
+      return arg_error(s, a, "__cuda_array_interface__ stream must be an int or None, got %s", type_name(stream));
+    }
+    const long long sv = PyLong_AsLongLong(stream);
+    if (sv == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "__cuda_array_interface__ stream is out of range");
+    }
+    if (sv == 0) return arg_error(s, a, "%s", "__cuda_array_interface__ stream 0 is disallowed by the protocol");
+  } else if (PyErr_Occurred()) {
+    return -1;
+  }
+  PyObject* shape = PyDict_GetItemWithError(cai, g.s_shape);
+  if (shape == nullptr || !PyTuple_Check(shape)) {
+    if (PyErr_Occurred()) return -1;
+    return arg_error(s, a, "%s", "__cuda_array_interface__ has no shape tuple");
+  }
+  const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+  if (nd > 32) return arg_error(s, a, "%s", "too many dimensions");
+  int64_t dims[32], strides[32];
+  int64_t n = 1;
+  for (Py_ssize_t i = 0; i < nd; ++i) {
+    dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+    if (dims[i] < 0 || PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "invalid shape");
+    }
+    n *= dims[i];
+  }
+  PyObject* st = PyDict_GetItemWithError(cai, g.s_strides);
+  bool contiguous = true;
+  if (st != nullptr && st != Py_None) {
+    if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != nd) return arg_error(s, a, "%s", "invalid strides");
+    for (Py_ssize_t i = 0; i < nd; ++i) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
+    if (PyErr_Occurred()) return -1;
+    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, bytes_of(a->type, per));
+  } else if (PyErr_Occurred()) {
+    return -1;
+  }
+  if (a->contiguous && !contiguous) return arg_error(s, a, "%s", "array is not C-contiguous");
+  if (p == 0 && n > 0) return arg_error(s, a, "%s", "array has a null data pointer");
+  *numel = n * per;
+  out->u = p;
+  return 0;
+}
+
+int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
+  PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+  if (cap == nullptr) return -1;
+  auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+  if (mt == nullptr) {
+    Py_DECREF(cap);
+    PyErr_Clear();
+    return arg_error(s, a, "%s", "__dlpack__() did not return a 'dltensor' capsule");
+  }
+  const DLTensor& t = mt->dl_tensor;
+  int rc = 0;
+  char d[200];
+  if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged) {
+    std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", t.device.device_type);
+    rc = arg_error(s, a, "%s", d);
+  } else if (dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes) == 0) {
+    std::snprintf(d, sizeof d, "expected %s elements, got DLPack dtype (code %d, bits %d, lanes %d)",
+                  kElems[a->type].name, t.dtype.code, t.dtype.bits, t.dtype.lanes);
+    rc = arg_error(s, a, "%s", d);
+  } else if (a->contiguous && !c_contiguous(t.ndim, t.shape, t.strides, 1)) {
+    rc = arg_error(s, a, "%s", "array is not C-contiguous");
+  } else if (check_device(s, a, t.device.device_id, cs) < 0) {
+    rc = -1;
+  } else {
+    int64_t n = 1;
+    for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+    *numel = n * dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes);
+    out->u = reinterpret_cast<uint64_t>(static_cast<char*>(t.data) + t.byte_offset);
+    if (out->u == 0 && n > 0) rc = arg_error(s, a, "%s", "array has a null data pointer");
+  }
+  Py_DECREF(cap);  // the capsule's destructor calls the producer's deleter
+  return rc;
+}
+
+}  // namespace
+
+int32_t CallState::query_device() {
+  device = kg_rt_current_device();
+  return device;
+}
+
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
+  *mask = ~0u;  // no dtype known: integer pointers, and objects the conversion will refuse
+  if (PyLong_Check(o) || o == Py_None || PyBool_Check(o) || PyFloat_Check(o)) return 0;
+  if (g.torch_tensor == nullptr) check_torch();
+  if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
+    if (dtype == nullptr) return -1;
+    *mask = 0;
+    for (int32_t j = 0; j < n; ++j) {
+      const ElemInfo& e = kElems[elems[j]];
+      for (int i = 0; i < e.ntorch; ++i) {
+        if (dtype == g.torch_dtypes[e.torch[i].code]) *mask |= 1u << elems[j];
+      }
+    }
+    Py_DECREF(dtype);
+    return 0;
+  }
+  PyObject* cai = PyObject_GetAttr(o, g.s_cai);
+  if (cai != nullptr) {
+    PyObject* typestr = PyDict_Check(cai) ? PyDict_GetItemWithError(cai, g.s_typestr) : nullptr;
+    const char* ts = (typestr && PyUnicode_Check(typestr)) ? PyUnicode_AsUTF8(typestr) : nullptr;
+    if (ts != nullptr) {
+      *mask = 0;
+      for (int32_t j = 0; j < n; ++j) {
+        if (typestr_per_item(elems[j], ts) > 0) *mask |= 1u << elems[j];
+      }
+    }
+    Py_DECREF(cai);
+    PyErr_Clear();
+    return 0;
+  }
+  PyErr_Clear();
+  if (PyObject_HasAttr(o, g.s_dlpack)) {
+    PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+    if (cap == nullptr) return -1;
+    auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+    if (mt != nullptr) {
+      const DLDataType& t = mt->dl_tensor.dtype;
+      *mask = 0;
+      for (int32_t j = 0; j < n; ++j) {
+        if (dlpack_per_item(elems[j], t.code, t.bits, t.lanes) > 0) *mask |= 1u << elems[j];
+      }
+    }
+    PyErr_Clear();
+    Py_DECREF(cap);  // the capsule's destructor calls the producer's deleter
+  }
+  return 0;
+}
+
+int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
+  *numel = -1;
+  if (PyLong_CheckExact(o)) {
+    unsigned long long p = PyLong_AsUnsignedLongLong(o);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "integer device pointer is negative or does not fit in 64 bits");
+    }
+    if (p == 0) return arg_error(s, a, "%s", "null device pointer (0)");
+    out->u = p;
+    return 0;
+  }
+  if (o == Py_None) return arg_error(s, a, "%s", "None is not a device pointer");
+  if (PyBool_Check(o) || PyFloat_Check(o)) {
+    return arg_error(s, a, "expected a CUDA array or an int device pointer, got %s", type_name(o));
+  }
+  if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
+  if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    if (g.torch_reader != nullptr && read_torch(a, o, out, numel, cs)) return 0;
+    return from_torch(s, a, o, out, numel, cs);
+  }
+  PyObject* cai = PyObject_GetAttr(o, g.s_cai);
+  if (cai != nullptr) {
+    int rc = from_cai(s, a, cai, out, numel);
+    Py_DECREF(cai);
+    return rc;
+  }
+  PyErr_Clear();
+  if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel, cs);
+  if (PyLong_Check(o)) {  // int subclasses (not bool, handled above)
+    unsigned long long p = PyLong_AsUnsignedLongLong(o);
+    if (PyErr_Occurred() || p == 0) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "invalid integer device pointer");
+    }
+    out->u = p;
+    return 0;
+  }
+  return arg_error(s, a,
+                   "expected a CUDA array (torch tensor, __cuda_array_interface__ or DLPack) or an int device "
+                   "pointer, got %s",
+                   type_name(o));
+}
+
+}  // namespace kg::py::internal

@@ -1,0 +1,144 @@
+// Internal to the Python binding support (kernelgen/python.h): the process-wide state and
+// the conversions that the launcher object (py_launcher.cpp) shares with the array readers
+// (py_arrays.cpp), the scalar and stream conversions (py_scalars.cpp) and the module-level
+// functions (py_runtime.cpp). Not installed for generated code.
+#pragma once
+
+#include "kernelgen/python.h"
+#include "kernelgen/torch_fast.h"
+
+namespace kg::py::internal {
+
+// Exception and Outcome types from kernelgen_ops, resolved once per process.
+struct Shared {
+  PyObject* api = nullptr;  // kernelgen_ops._api: strict mode and the refresh registry live there
+  PyObject* argument_error = nullptr;
+  PyObject* launch_error = nullptr;
+  PyObject* fatal_error = nullptr;
+  PyObject* not_launched = nullptr;
+  PyObject* outcome_type = nullptr;
+  // torch, resolved on first sight of a torch tensor.
+  PyObject* torch_tensor = nullptr;
+  PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
+  TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
+  // interned attribute names
+  PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
+  PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
+  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
+};
+extern Shared g;
+
+// Resolves kernelgen_ops' types and interns the attribute names; idempotent.
+int init_shared();
+
+// Raises `type(message)` with the .kernel, .code (and .argument) attributes KernelError documents.
+void raise_with(PyObject* type, const char* message, const char* kernel, int32_t code, const char* argument);
+
+// Raises ArgumentError "<kernel>: argument '<name>': <fmt % detail>"; returns -1.
+int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const char* detail);
+
+inline const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+// Bytes of `elements` elements of type `elem`, rounded up to whole bytes.
+inline long long bytes_of(uint8_t elem, int64_t elements) {
+  return (static_cast<long long>(elements) * kElems[elem].bits + 7) / 8;
+}
+
+inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
+
+// Scalars (py_scalars.cpp): range-checked integers and real numbers. Returns 0, or -1 with
+// an error set.
+int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out);
+
+// The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute or
+// the __cuda_stream__ protocol).
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
+
+// What one call of a launcher learns once and uses for several arguments: the current device,
+// asked of CUDA at most once per call, and only when an array's device is to be checked.
+struct CallState {
+  int32_t device = -2;  // -2: not asked yet
+  int32_t current_device() { return device != -2 ? device : query_device(); }
+  int32_t query_device();
+};
+
+// Pointers (py_arrays.cpp): integer device pointers, torch tensors, __cuda_array_interface__
+// and DLPack, checked as the spec declares. *numel: elements available, -1 when unknown.
+int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs);
+
+// The element types among elems[0..n) that array `o` can be read as, as a mask of 1 << code;
+// ~0u when `o` carries no dtype (an integer pointer) or is no array (the conversion then says
+// why). Returns 0, or -1 with an error set.
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask);
+
+// Elements of type `elem` in one item of torch dtype `torch_code`; 0 when it is not accepted.
+inline int torch_per_item(uint8_t elem, int32_t torch_code) {
+  const ElemInfo& e = kElems[elem];
+  for (int i = 0; i < e.ntorch; ++i) {
+    if (e.torch[i].code == torch_code) return e.torch[i].per_item;
+  }
+  return 0;
+}
+
+// A torch tensor through the C++ reader, when everything about it is right: returns true and
+// fills *out and *numel; false sends it to the Python path (from_torch), which explains what
+// is wrong or reads what the reader declined.
+inline bool read_torch(const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
+  TensorView tv;
+  if (g.torch_reader(o, &tv) != 1 || tv.device < 0 || (a->contiguous && !tv.contiguous)) return false;
+  const int per = torch_per_item(a->type, tv.dtype);
+  if (per <= 0 || tv.device != cs->current_device()) return false;
+  out->u = tv.data;
+  *numel = tv.numel * per;
+  return true;
+}
+
+// The common cases inline, in the launcher's loop: an exact int pointer, a plain torch.Tensor
+// the reader accepts. Everything else, and every error, takes convert_pointer.
+inline int convert_pointer_fast(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel,
+                                CallState* cs) {
+  if (Py_TYPE(o) == reinterpret_cast<PyTypeObject*>(g.torch_tensor) && g.torch_reader != nullptr &&
+      read_torch(a, o, out, numel, cs)) {
+    return 0;
+  }
+  if (PyLong_CheckExact(o)) {
+    const unsigned long long p = PyLong_AsUnsignedLongLong(o);
+    if (p != 0 && !(p == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+      *numel = -1;
+      out->u = p;
+      return 0;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();  // convert_pointer converts it again and explains
+  }
+  return convert_pointer(s, a, o, out, numel, cs);
+}
+
+// The common scalar cases inline: an exact int in range, an exact float. Everything else, and
+// every error, takes convert_scalar.
+inline int convert_scalar_fast(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
+  const ScalarInfo& info = kScalars[a->type];
+  if (info.kind == kFloat) {
+    if (PyFloat_CheckExact(o)) {
+      out->f = PyFloat_AS_DOUBLE(o);
+      return 0;
+    }
+  } else if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow == 0 && v != -1) {
+      const bool ok = info.kind == kUnsigned
+                          ? v >= 0 && (info.bits >= 64 || v <= static_cast<long long>((1ULL << info.bits) - 1))
+                          : info.bits >= 64 || (v >= -(1LL << (info.bits - 1)) && v <= (1LL << (info.bits - 1)) - 1);
+      if (ok) {
+        out->i = v;
+        return 0;
+      }
+    }
+  }
+  return convert_scalar(s, a, o, out);
+}
+
+// Re-reads the target library's kill switches (kernelgen_ops.refresh() and <target>.refresh()).
+PyObject* rt_refresh(PyObject*, PyObject*);
+
+}  // namespace kg::py::internal

@@ -1,0 +1,503 @@
+// The launcher object: one generic type driven by a generated LauncherSpec.
+//
+// Per call, the work is: match arguments to slots (interned-name identity first), convert
+// each (ints range-checked; pointers read from ints, torch tensors, __cuda_array_interface__
+// or DLPack, with dtype, device, contiguity, writability and size checks where the spec
+// declares them), call the C launcher, and return a cached Outcome. Nothing is allocated on
+// the launched path beyond what CPython's own calls allocate.
+#include "py_internal.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include <structmember.h>
+
+namespace kg::py {
+using namespace internal;
+
+namespace {
+
+struct Launcher {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  const LauncherSpec* spec;
+  PyObject* module_name;
+  PyObject** names;            // interned argument names
+  PyObject** launched;         // cached "launched" outcomes per kernel
+  PyObject* outcomes;          // dict: (kernel index, code) -> Outcome
+};
+
+// Matches positional and keyword arguments to slots. `stream` is a keyword of every launcher.
+// plan() also takes the launcher's dtype keys (`keys`, by key index) by keyword.
+int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames, PyObject** slots,
+         PyObject** stream, bool ints_only, PyObject** keys = nullptr) {
+  const LauncherSpec* s = self->spec;
+  const Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
+  const int32_t max_pos = ints_only ? 0 : s->npositional;
+  if (npos > max_pos) {
+    PyErr_Format(PyExc_TypeError, "%s%s() takes %d positional arguments but %zd were given", ints_only ? "plan of " : "",
+                 s->name, max_pos, npos);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < npos; ++i) slots[i] = args[i];
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    PyObject* value = args[npos + k];
+    if (key == g.s_stream && !ints_only) {  // keyword names are interned: identity is the common case
+      *stream = value;
+      continue;
+    }
+    if (keys != nullptr) {
+      int32_t k = 0;
+      while (k < s->nkeys && PyUnicode_CompareWithASCIIString(key, s->keys[k].name) != 0) ++k;
+      if (k < s->nkeys) {
+        keys[k] = value;
+        continue;
+      }
+    }
+    // Keywords usually come in the spec's order: try the next slot first.
+    const Py_ssize_t hint = npos + k;
+    int found = hint < s->nargs && self->names[hint] == key ? static_cast<int>(hint) : -1;
+    for (int32_t i = 0; i < s->nargs && found < 0; ++i) {
+      if (self->names[i] == key) found = i;
+    }
+    if (found < 0) {
+      for (int32_t i = 0; i < s->nargs; ++i) {
+        if (PyUnicode_Compare(self->names[i], key) == 0) {
+          found = i;
+          break;
+        }
+      }
+      if (PyErr_Occurred()) return -1;
+    }
+    if (found < 0) {
+      if (!ints_only && PyUnicode_CompareWithASCIIString(key, "stream") == 0) {
+        *stream = value;
+        continue;
+      }
+      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", s->name, key);
+      return -1;
+    }
+    if (slots[found] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", s->name, s->args[found].name);
+      return -1;
+    }
+    slots[found] = value;
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    const bool needed = ints_only ? (a.kind == kScalar && !is_float_scalar(a)) : true;
+    if (needed && slots[i] == nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
+                   a.name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int kernel_index(const LauncherSpec* s, const kg_kernel_info* k) {
+  for (int32_t i = 0; i < s->nkernels; ++i) {
+    if (s->kernels[i] == k) return i;
+  }
+  return 0;
+}
+
+PyObject* make_outcome(Launcher* self, int32_t kidx, int32_t code) {
+  const kg_kernel_info* k = self->spec->kernels[kidx];
+  char reason[512];
+  kg_rt_describe(k, code, reason, sizeof reason);
+  return PyObject_CallFunction(g.outcome_type, "ssiis", k->module, k->name, code == KG_LAUNCHED ? 1 : 0, code,
+                               code == KG_LAUNCHED ? "" : reason);
+}
+
+PyObject* outcome(Launcher* self, int32_t kidx, int32_t code) {
+  if (code == KG_LAUNCHED) {
+    PyObject* o = self->launched[kidx];
+    Py_INCREF(o);
+    return o;
+  }
+  PyObject* key = PyLong_FromLongLong((static_cast<long long>(kidx) << 32) | static_cast<uint32_t>(code));
+  if (key == nullptr) return nullptr;
+  PyObject* o = PyDict_GetItemWithError(self->outcomes, key);
+  if (o != nullptr) {
+    Py_DECREF(key);
+    Py_INCREF(o);
+    return o;
+  }
+  if (PyErr_Occurred() || (o = make_outcome(self, kidx, code)) == nullptr) {
+    Py_DECREF(key);
+    return nullptr;
+  }
+  if (PyDict_Size(self->outcomes) < 4096) PyDict_SetItem(self->outcomes, key, o);
+  Py_DECREF(key);
+  return o;
+}
+
+PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
+  char reason[512];
+  kg_rt_describe(k, code, reason, sizeof reason);
+  PyObject* type = g.launch_error;
+  const int32_t cat = KG_CATEGORY(code);
+  if (code > 0) {
+    type = g.not_launched;
+  } else if (cat == KG_E_REQUIRES || cat == KG_E_EXPR) {
+    type = g.argument_error;
+  } else if (cat == KG_E_CUDA && kg_rt_is_sticky_error(KG_DETAIL(code))) {
+    type = g.fatal_error;
+    std::strncat(reason, " (sticky error: the CUDA context is unusable; restart the process)",
+                 sizeof reason - std::strlen(reason) - 1);
+  }
+  raise_with(type, reason, k ? k->name : self->spec->name, code, nullptr);
+  return nullptr;
+}
+
+// Strict mode is process-wide (kernelgen_ops.set_strict): read only when a launcher does not
+// launch, so the launched path never pays for it. Returns 1, 0, or -1 with an error set.
+int strict_mode() {
+  PyObject* v = PyObject_GetAttr(g.api, g.s_strict);
+  if (v == nullptr) return -1;
+  const int r = PyObject_IsTrue(v);
+  Py_DECREF(v);
+  return r;
+}
+
+// A launcher's result for a code other than KG_LAUNCHED: an error is raised; "not launched"
+// (kernel index kidx) is returned as an outcome, or raised in strict mode.
+PyObject* not_launched_or_raise(Launcher* self, const kg_kernel_info* k, int32_t kidx, int32_t code) {
+  if (code < 0 || strict_mode() != 0) {
+    if (PyErr_Occurred()) return nullptr;
+    return raise_for(self, k, code);
+  }
+  return outcome(self, kidx, code);
+}
+
+constexpr int kMaxArgs = 64;
+
+bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    const uint8_t e = s->member_types[m * s->nkeys + k];
+    if (e != 0 && (masks[k] & (1u << e)) == 0) return false;
+  }
+  return true;
+}
+
+// For a launcher with dtype keys: each key's mask of the element types its arrays can be read
+// as (masks), and the element type each keyed argument is converted and checked as (that of
+// the first member the masks admit; elem_of_arg, 0 elsewhere). An integer pointer carries no
+// dtype: it is accepted where the members left agree on its element type, and refused where
+// they differ. Returns 1 when no member takes the arrays' element types, 0, or -1 with an
+// error set.
+int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, uint8_t* elem_of_arg) {
+  const int32_t nmembers = s->nkernels - 1;
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    uint8_t cand[32];
+    int32_t n = 0;
+    for (int32_t m = 0; m < nmembers; ++m) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      bool seen = e == 0;
+      for (int32_t j = 0; j < n && !seen; ++j) seen = cand[j] == e;
+      if (!seen && n < 32) cand[n++] = e;
+    }
+    masks[k] = ~0u;
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      if (((s->keys[k].args >> i) & 1u) == 0 || slots[i] == nullptr) continue;
+      uint32_t mask = 0;
+      if (array_dtypes(slots[i], cand, n, &mask) < 0) return -1;
+      masks[k] &= mask;
+    }
+  }
+  int32_t first = -1;
+  for (int32_t m = 0; m < nmembers && first < 0; ++m) {
+    if (member_matches(s, m, masks)) first = m;
+  }
+  if (first < 0) return 1;
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    uint8_t chosen = 0;
+    bool differ = false;
+    for (int32_t m = first; m < nmembers; ++m) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      if (e == 0 || !member_matches(s, m, masks)) continue;
+      if (chosen == 0) chosen = e;
+      differ = differ || e != chosen;
+    }
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      if (((s->keys[k].args >> i) & 1u) == 0) continue;
+      elem_of_arg[i] = chosen;
+      if (differ && PyLong_Check(slots[i])) {
+        char d[300];
+        std::snprintf(d, sizeof d,
+                      "an integer device pointer carries no dtype, and the kernels this call can launch differ in "
+                      "its element type (%s); pass an array (torch tensor, __cuda_array_interface__ or DLPack), or "
+                      "call one instantiation directly",
+                      s->keys[k].name);
+        return arg_error(s, &s->args[i], "%s", d);
+      }
+    }
+  }
+  return 0;
+}
+
+PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  const LauncherSpec* s = self->spec;
+  PyObject* slots[kMaxArgs];
+  for (int32_t i = 0; i < s->nargs; ++i) slots[i] = nullptr;
+  PyObject* stream_obj = nullptr;
+  if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
+  CallState cs;
+  Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
+  int64_t numels[kMaxArgs];
+  // Launchers with dtype keys: each keyed argument is converted as the element type of the
+  // first member its dtype admits (elem_of_arg, set only when keyed).
+  const bool keyed = s->nkeys > 0;
+  uint8_t elem_of_arg[kMaxArgs];
+  if (keyed) {
+    for (int32_t i = 0; i < s->nargs; ++i) elem_of_arg[i] = 0;
+    uint32_t masks[kMaxArgs];
+    const int rc = pick_dtypes(s, slots, masks, elem_of_arg);
+    if (rc < 0) return nullptr;
+    if (rc > 0) {
+      const int32_t own = s->nkernels - 1;
+      return not_launched_or_raise(self, s->kernels[own], own, KG_CODE(KG_NL_NO_INSTANCE, 0));
+    }
+    for (int32_t k = 0; k < s->nkeys; ++k) values[s->nargs + k].u = masks[k];
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    ArgSpec typed;
+    const ArgSpec* ap = &s->args[i];
+    if (keyed && elem_of_arg[i] != 0) {
+      typed = *ap;
+      typed.type = elem_of_arg[i];
+      ap = &typed;
+    }
+    const ArgSpec& a = *ap;
+    numels[i] = -1;
+    int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
+    if (a.kind == kPointer && !PyLong_CheckExact(slots[i])) {
+      for (int32_t j = 0; j < i && reuse < 0; ++j) {
+        const ArgSpec& b = s->args[j];
+        const uint8_t btype = keyed && elem_of_arg[j] != 0 ? elem_of_arg[j] : b.type;
+        if (slots[j] == slots[i] && b.kind == kPointer && btype == a.type && b.contiguous == a.contiguous &&
+            (b.writable || !a.writable) && (b.size_slot >= 0 || a.size_slot < 0)) {
+          reuse = j;
+        }
+      }
+    }
+    if (reuse >= 0) {
+      values[i] = values[reuse];
+      numels[i] = numels[reuse];
+      continue;
+    }
+    int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
+                               : convert_pointer_fast(s, &a, slots[i], &values[i], &numels[i], &cs);
+    if (rc < 0) return nullptr;
+  }
+  if (s->nsizes > 0) {
+    int64_t sizes[kMaxArgs];
+    const int32_t rc = s->sizes(values, sizes);
+    if (rc != KG_LAUNCHED) {
+      // A size expression failed. The plan's own verdict (a requires clause, empty work...)
+      // explains bad arguments better; only when the plan is fine is the size the error.
+      kg_plan p{};
+      int32_t kidx = 0;
+      const int32_t pc = s->plan(values, &p, &kidx);
+      if (pc != KG_LAUNCHED) return not_launched_or_raise(self, s->kernels[kidx], kidx, pc);
+      char reason[512];
+      kg_rt_describe(s->kernels[0], rc, reason, sizeof reason);
+      std::strncat(reason, " (computing the array sizes)", sizeof reason - std::strlen(reason) - 1);
+      raise_with(g.argument_error, reason, s->name, rc, nullptr);
+      return nullptr;
+    }
+    for (int32_t i = 0; i < s->nargs; ++i) {
+      ArgSpec a = s->args[i];
+      if (keyed && elem_of_arg[i] != 0) a.type = elem_of_arg[i];
+      if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
+      const int64_t need = sizes[a.size_slot];
+      if (need > 0 && numels[i] < need) {
+        char d[240];
+        std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld (of %s: %lld bytes, %lld needed)",
+                      (long long)numels[i], (long long)need, kElems[a.type].name, bytes_of(a.type, numels[i]),
+                      bytes_of(a.type, need));
+        arg_error(s, &a, "%s", d);
+        return nullptr;
+      }
+    }
+  }
+  void* stream = nullptr;
+  if (convert_stream(s, stream_obj, &stream) < 0) return nullptr;
+  const kg_kernel_info* ran = nullptr;
+  const int32_t code = s->launch(values, stream, &ran);
+  if (code == KG_LAUNCHED) {
+    return outcome(self, ran ? kernel_index(s, ran) : 0, code);
+  }
+  return not_launched_or_raise(self, ran, ran ? kernel_index(s, ran) : 0, code);
+}
+
+PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  const LauncherSpec* s = self->spec;
+  PyObject* slots[kMaxArgs] = {};
+  PyObject* unused = nullptr;
+  PyObject* keys[kMaxArgs] = {};
+  if (bind(self, args, nargsf, kwnames, slots, &unused, true, keys) < 0) return nullptr;
+  Value values[2 * kMaxArgs];
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    // A key's element type by name (T="bf16"); left out: every member is considered.
+    values[s->nargs + k].u = ~0u;
+    if (keys[k] == nullptr) continue;
+    const char* text = PyUnicode_Check(keys[k]) ? PyUnicode_AsUTF8(keys[k]) : nullptr;
+    if (text == nullptr) PyErr_Clear();
+    int code = 0;
+    for (int e = 1; text != nullptr && e < kElemCount && code == 0; ++e) {
+      if (std::strcmp(kElems[e].name, text) == 0) code = e;
+    }
+    if (code == 0) {
+      PyErr_Format(PyExc_TypeError, "plan of %s(): %s must name an element type, such as '%s'; got %R", s->name,
+                   s->keys[k].name, kElems[s->member_types[k]].name, keys[k]);
+      return nullptr;
+    }
+    values[s->nargs + k].u = 1u << code;
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    values[i].u = 0;
+    const ArgSpec& a = s->args[i];
+    if (slots[i] == nullptr) continue;
+    if (a.kind == kPointer || is_float_scalar(a)) {
+      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s '%s'", s->name,
+                   a.kind == kPointer ? "pointer" : "f32", a.name);
+      return nullptr;
+    }
+    if (convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
+  }
+  kg_plan p{};
+  int32_t kidx = 0;
+  const int32_t code = s->plan(values, &p, &kidx);
+  char reason[512] = "";
+  if (code != KG_LAUNCHED) kg_rt_describe(s->kernels[kidx], code, reason, sizeof reason);
+  return Py_BuildValue("{s:(LLL),s:(LLL),s:L,s:O,s:i,s:s,s:s,s:i}", "grid", p.grid[0], p.grid[1], p.grid[2], "block",
+                       p.block[0], p.block[1], p.block[2], "shared_mem", p.shared_mem, "launched",
+                       code == KG_LAUNCHED ? Py_True : Py_False, "code", code, "reason", reason, "kernel",
+                       s->kernels[kidx]->name, "variant", p.variant);
+}
+
+PyObject* plan_method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  return launcher_plan(self, args, static_cast<size_t>(nargs), kwnames);
+}
+
+void launcher_dealloc(PyObject* obj) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  Py_XDECREF(self->outcomes);
+  Py_XDECREF(self->module_name);
+  Py_TYPE(obj)->tp_free(obj);  // names and launched outcomes live as long as the process
+}
+
+PyObject* launcher_repr(PyObject* obj) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  return PyUnicode_FromFormat("<kernelgen launcher %U.%s>", self->module_name, self->spec->name);
+}
+
+PyObject* get_doc(PyObject* obj, void*) {
+  return PyUnicode_FromString(reinterpret_cast<Launcher*>(obj)->spec->doc);
+}
+PyObject* get_name(PyObject* obj, void*) {
+  return PyUnicode_FromString(reinterpret_cast<Launcher*>(obj)->spec->name);
+}
+PyObject* get_args(PyObject* obj, void*) {
+  const LauncherSpec* s = reinterpret_cast<Launcher*>(obj)->spec;
+  PyObject* t = PyTuple_New(s->nargs);
+  if (t == nullptr) return nullptr;
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    PyObject* n = PyUnicode_FromString(s->args[i].name);
+    if (n == nullptr) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(t, i, n);
+  }
+  return t;
+}
+
+PyMethodDef launcher_methods[] = {
+    {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_method)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "plan(**integer_args) -> dict: grid, block, shared_mem and whether (or why not) the kernel would launch; "
+     "needs no GPU."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef launcher_getset[] = {
+    {"__doc__", get_doc, nullptr, nullptr, nullptr},
+    {"__name__", get_name, nullptr, nullptr, nullptr},
+    {"arg_names", get_args, nullptr, "argument names, kernel arguments first, then host arguments", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyTypeObject* launcher_type() {
+  static PyTypeObject* type = nullptr;
+  if (type != nullptr) return type;
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(launcher_dealloc)},
+      {Py_tp_repr, reinterpret_cast<void*>(launcher_repr)},
+      {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+      {Py_tp_methods, launcher_methods},
+      {Py_tp_getset, launcher_getset},
+      {0, nullptr}};
+  static PyMemberDef members[] = {
+      {"__vectorcalloffset__", T_PYSSIZET, offsetof(Launcher, vectorcall), READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr}};
+  static PyType_Slot all_slots[8];
+  int n = 0;
+  for (; slots[n].slot != 0; ++n) all_slots[n] = slots[n];
+  all_slots[n++] = {Py_tp_members, members};
+  all_slots[n] = {0, nullptr};
+  static PyType_Spec spec = {"kernelgen_ops.Launcher", sizeof(Launcher), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, all_slots};
+  type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+  return type;
+}
+
+}  // namespace
+
+int add_launcher(PyObject* module, const LauncherSpec* spec) {
+  if (spec->nargs > kMaxArgs || spec->nkeys > kMaxArgs) {
+    PyErr_Format(PyExc_RuntimeError, "%s: more than %d arguments", spec->name, kMaxArgs);
+    return -1;
+  }
+  PyTypeObject* type = launcher_type();
+  if (type == nullptr) return -1;
+  auto* self = PyObject_New(Launcher, type);
+  if (self == nullptr) return -1;
+  self->vectorcall = launcher_call;
+  self->spec = spec;
+  self->module_name = PyModule_GetNameObject(module);
+  self->names = new PyObject*[spec->nargs > 0 ? spec->nargs : 1];
+  self->launched = new PyObject*[spec->nkernels];
+  self->outcomes = PyDict_New();
+  if (self->module_name == nullptr || self->outcomes == nullptr) {
+    Py_DECREF(self);
+    return -1;
+  }
+  for (int32_t i = 0; i < spec->nargs; ++i) {
+    self->names[i] = PyUnicode_InternFromString(spec->args[i].name);
+    if (self->names[i] == nullptr) return -1;
+  }
+  for (int32_t i = 0; i < spec->nkernels; ++i) {
+    self->launched[i] = make_outcome(self, i, KG_LAUNCHED);
+    if (self->launched[i] == nullptr) return -1;
+  }
+  PyObject* plan = PyObject_GetAttrString(reinterpret_cast<PyObject*>(self), "plan");
+  if (plan == nullptr) return -1;
+  char plan_name[200];
+  std::snprintf(plan_name, sizeof plan_name, "plan_%s", spec->name);
+  if (PyModule_AddObject(module, plan_name, plan) < 0) {
+    Py_DECREF(plan);
+    return -1;
+  }
+  if (PyModule_AddObject(module, spec->name, reinterpret_cast<PyObject*>(self)) < 0) {
+    Py_DECREF(self);
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace kg::py

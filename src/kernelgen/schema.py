@@ -1,0 +1,440 @@
+"""The spec format, declared once: every field of a module spec and of a target entry.
+
+Each :class:`Struct` lists its :class:`Field` objects (name, required or optional, kind,
+default, one paragraph of description). From these come
+
+- the loader's key checks (:meth:`Struct.required` and :meth:`Struct.optional`), so an
+  unknown key and its did-you-mean are judged against this table;
+- a JSON Schema (draft 2020-12) for editors: :func:`json_schema` (``kernelgen schema``);
+- the field reference of docs/spec-format.md: :func:`field_reference` and
+  :func:`update_doc` (``kernelgen schema --docs``).
+
+The JSON Schema describes the shape of a spec as any YAML parser reads it; the loader
+remains the authority and checks more (names declared, expressions well typed, examples
+that launch, device limits, the test-case search). Two leniencies follow from kernelgen
+rejoining expressions that a flow collection split at their commas
+(``[div_ceil(n, 256), 1, 1]`` and ``{size: max(n, 4)}``): geometry lists take three or
+more items, and the long form of an argument tolerates extra keys whose value is null.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kernelgen import types
+
+# The spec format versions this kernelgen reads; a spec without `version` is version 1.
+SUPPORTED_VERSIONS = (1,)
+DEFAULT_VERSION = 1
+
+# Value patterns, matched in full (the loader uses them with re.fullmatch).
+IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MODULE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}")
+_TEMPLATE_ARG = r"(?:-?[0-9]+|(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)"
+SYMBOL_RE = re.compile(
+    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
+    rf"(?:<\s*{_TEMPLATE_ARG}(?:\s*,\s*{_TEMPLATE_ARG})*\s*>)?"
+)
+# Before an instance's values are substituted, a template argument may be an axis placeholder.
+_TEMPLATE_ARG_OR_AXIS = rf"(?:{_TEMPLATE_ARG}|\{{[A-Za-z_][A-Za-z0-9_]*\}})"
+SYMBOL_PATTERN_RE = re.compile(
+    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
+    rf"(?:<\s*{_TEMPLATE_ARG_OR_AXIS}(?:\s*,\s*{_TEMPLATE_ARG_OR_AXIS})*\s*>)?"
+)
+ENV_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
+SOURCE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
+ARCH_RE = re.compile(r"sm_[0-9]{2,3}[af]?")
+CC_RE = re.compile(r"([0-9]{1,2})\.([0-9])")
+MAX_TEXT = 2000
+MAX_LIST = 64
+MAX_EXAMPLES = 32
+MAX_CHAIN = 16
+
+# Type names come from the type registry.
+SCALAR_TYPES = tuple(t.name for t in types.SCALAR_TYPES)
+ELEM_TYPES = tuple(t.name for t in types.ELEM_TYPES)
+
+
+def _full(p: re.Pattern[str]) -> str:
+    return f"^(?:{p.pattern})$"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a value is: a name for the docs and a JSON Schema fragment for editors."""
+
+    name: str
+    json: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: Kind
+    required: bool
+    description: str
+    default: str | None = None  # as the docs show it; None: no default (required, or absent means none)
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A mapping with a fixed set of keys."""
+
+    name: str  # $defs name and docs heading
+    title: str
+    description: str
+    fields: tuple[Field, ...]
+    extra_null_keys: bool = False  # JSON Schema only: see the module docstring
+    inherit_key: str | None = None  # with this key present, entries come from another entry
+
+    def required(self) -> set[str]:
+        return {f.name for f in self.fields if f.required}
+
+    def optional(self) -> set[str]:
+        return {f.name for f in self.fields if not f.required}
+
+    def __getitem__(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def ref(self) -> Kind:
+        return Kind(self.title, {"$ref": f"#/$defs/{self.name}"})
+
+
+# ------------------------------------------------------------------ kinds
+
+STRING = Kind("string", {"type": "string"})
+TEXT = Kind("text", {"type": "string", "maxLength": MAX_TEXT})
+IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
+MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
+SYMBOL = Kind("C++ function name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
+ENV_NAME = Kind("environment variable name", {"type": "string", "pattern": _full(ENV_RE)})
+SOURCE = Kind("source path", {"type": "string", "pattern": r"^(?!.*(^|/)\.\.(/|$))(?!.*//)(?:"
+                              + SOURCE_RE.pattern + r")\.(cu|cuh|h|hpp)$"})
+INTEGER = Kind("integer", {"type": "integer"})
+BOOLEAN = Kind("boolean", {"type": "boolean"})
+EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
+PREDICATE = Kind("predicate", {"type": "string"})
+_TYPE_PATTERN = (
+    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*|(?:"
+    + "|".join(SCALAR_TYPES) + r"))\s*$"
+)
+TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
+HOST_TYPE = Kind("integer type", {"type": "string", "enum": [t for t in SCALAR_TYPES if t != "f32"]})
+
+
+def list_of(item: Kind, min_items: int = 0, max_items: int | None = MAX_LIST, exact: int | None = None) -> Kind:
+    js: dict[str, object] = {"type": "array", "items": dict(item.json)}
+    if min_items:
+        js["minItems"] = min_items
+    if max_items is not None:
+        js["maxItems"] = max_items
+    name = f"list of {exact} {item.name}s" if exact else f"list of {item.name}s"
+    return Kind(name, js)
+
+
+def mapping_of(key: Kind, value: Kind, min_items: int = 0) -> Kind:
+    js: dict[str, object] = {
+        "type": "object", "propertyNames": dict(key.json), "additionalProperties": dict(value.json),
+    }
+    if min_items:
+        js["minProperties"] = min_items
+    return Kind(f"mapping of {key.name} to {value.name}", js)
+
+
+def one_or_list(item: Kind) -> Kind:
+    return Kind(f"{item.name} or list of {item.name}s", {
+        "anyOf": [dict(item.json), {"type": "array", "items": dict(item.json), "maxItems": MAX_LIST}],
+    })
+
+
+# Geometry: three expressions. Three or more in the JSON Schema (see the module docstring).
+DIMS = Kind("list of 3 expressions", {"type": "array", "items": dict(EXPRESSION.json), "minItems": 3})
+
+VERSION = Field(
+    "version", Kind("integer", {"type": "integer", "enum": list(SUPPORTED_VERSIONS)}), False,
+    "The version of the spec format the file is written in. Version 1 is the only one and the "
+    "default; a file that gives another value is rejected, naming the versions this kernelgen "
+    "reads, rather than being read by the wrong rules.",
+    str(DEFAULT_VERSION),
+)
+
+ARGUMENT = Struct(
+    "argument", "argument", "The long form of a kernel argument, for pointers that need more than a type.",
+    (
+        Field("type", TYPE, True,
+              "The argument's type, as in the short form: a scalar (`u32`, `i32`, `u64`, `i64`, `f32`) or an "
+              "element type followed by `*` (`const` when the kernel only reads it)."),
+        Field("size", EXPRESSION, False,
+              "Pointers only: the number of elements the kernel touches, an integer expression over the integer "
+              "arguments and constants. The Python binding checks arrays passed for this argument against it.",
+              "unchecked"),
+        Field("contiguous", BOOLEAN, False,
+              "Pointers only: whether arrays passed from Python must be contiguous.", "true"),
+    ),
+    extra_null_keys=True,
+)
+
+VARIANTS = Struct(
+    "variants", "variants", "A kernel symbol chosen by the value of one integer argument.",
+    (
+        Field("arg", IDENTIFIER, True,
+              "The integer argument (or host argument) whose value selects the symbol."),
+        Field("symbols", Kind("mapping of integer values to C++ function names", {
+            "type": "object", "propertyNames": {"pattern": r"^-?[0-9]+$"},
+            "additionalProperties": dict(SYMBOL.json), "minProperties": 1,
+        }), True,
+              "The `__global__` function for each value of `arg`, for instance `{64: attn_d64, 128: attn_d128}`. "
+              "Other values make the launcher report \"not launched\" with the reason."),
+    ),
+)
+
+EXAMPLE = Kind("example", {
+    "type": "object", "propertyNames": dict(IDENTIFIER.json), "additionalProperties": {"type": ["integer", "number"]},
+})
+
+KERNEL = Struct(
+    "kernel", "kernel", "One entry under `kernels`: a launcher, named by its key.",
+    (
+        Field("symbol", SYMBOL, False,
+              "The `__global__` function the launcher calls, optionally namespace-qualified and with integer "
+              "template arguments (`ns::my_kernel<256>`). Give either `symbol` or `variants`, not both.",
+              "the launcher name"),
+        Field("summary", TEXT, True,
+              "One line (at most 2000 characters of printable text) saying what the kernel computes and how it "
+              "is laid out; it becomes the launcher's docstring and comments."),
+        Field("doc", TEXT, False,
+              "Longer free text about the kernel, for readers of the spec; checked as text but not rendered."),
+        Field("targets", list_of(IDENTIFIER, 1), False,
+              "The targets of specs/targets.yaml the kernel is built for. Elsewhere its launcher exists and "
+              "reports \"not launched: absent\".",
+              "every target"),
+        Field("args", mapping_of(IDENTIFIER, Kind("type or argument", {
+            "anyOf": [dict(TYPE.json), {"$ref": "#/$defs/argument"}],
+        }), 1), True,
+              "The `__global__` function's parameters, in order: each name maps to its type (`u32`, "
+              "`const bf16*`) or to the long form `{type: ..., size: EXPR, contiguous: true}`. A build fails when "
+              "the kernel's definition disagrees."),
+        Field("host_args", mapping_of(IDENTIFIER, HOST_TYPE), False,
+              "Integer arguments the launcher takes but does not pass to the kernel: they decide the geometry, "
+              "the clauses or the variant.",
+              "none"),
+        Field("grid", DIMS, True,
+              "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments and "
+              "constants. A dimension of 0 means \"not launched\"; one above CUDA's limits is an error."),
+        Field("block", DIMS, True,
+              "The block `[x, y, z]`: three integer expressions, checked against the target's limits over the "
+              "examples when specs are loaded, and on every launch."),
+        Field("cluster", DIMS, False,
+              "The compile-time thread-block cluster `[x, y, z]`: three constant expressions (literals and "
+              "constants). It must equal the `__cluster_dims__(...)` attribute on the kernel's definition, which "
+              "kernelgen reads from the sources; a kernel with that attribute must declare it. Every grid the "
+              "examples and the generated test cases launch must be a whole number of clusters.",
+              "no cluster"),
+        Field("shared_mem", EXPRESSION, False,
+              "Dynamic shared memory in bytes, an integer expression. Above 48 KiB the launcher opts in once per "
+              "device; above the target's opt-in limit it is an error.",
+              "0"),
+        Field("skip_if", one_or_list(PREDICATE), False,
+              "Predicates for empty work: when one holds the kernel is not launched, silently.", "none"),
+        Field("requires", one_or_list(PREDICATE), False,
+              "Predicates every call must satisfy: one that fails is an error (`ArgumentError` in Python).",
+              "none"),
+        Field("applies_if", one_or_list(PREDICATE), False,
+              "Predicates for applicability: one that fails means \"not launched\" with that clause as the "
+              "reason, so a fallback chain can try the next kernel.",
+              "none"),
+        Field("variants", VARIANTS.ref(), False,
+              "Choose the `__global__` function by the value of an integer argument (a head dimension, say) "
+              "instead of one `symbol`."),
+        Field("extends", IDENTIFIER, False,
+              "Start from another kernel defined above in the same file: its entries, each replaced whole by "
+              "this kernel's entry of the same key; an entry whose value is null removes an inherited optional "
+              "key. Required keys may then come from the kernel extended.",
+              "none"),
+        Field("instantiate", Kind("mapping of axis names to lists of element types or integers", {
+            "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
+            "additionalProperties": {"type": "array", "minItems": 1, "items": {
+                "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}]}},
+        }), False,
+              "A matrix of instances: each axis lists element types (substituted for `{AXIS}` in `symbol`, "
+              "`variants` and argument types, as their C++ spelling) or integers (constants of the instance in "
+              "every expression, and substituted for `{AXIS}` in `symbol`). Each instance gets its own launcher; "
+              "the kernel's name becomes a dispatching launcher that picks the instance from the arrays' element "
+              "types, then the first instance whose plan launches.",
+              "none"),
+        Field("instance_name", STRING, False,
+              "The launcher name of each instance, with `{AXIS}` placeholders (e.g. `gemv_{T}_t{TILE}`).",
+              "the kernel name and the axis values joined by `_`"),
+        Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
+              "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
+              "must give every integer argument and "
+              "launch; later ones inherit what they leave out. Float arguments may be given for readability. "
+              "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
+              "derives from these; otherwise add an example where it alone decides."),
+    ),
+    inherit_key="extends",
+)
+
+MODULE = Struct(
+    "module", "module spec", "The top level of a module spec, `specs/<module>.yaml`.",
+    (
+        VERSION,
+        Field("module", MODULE_NAME, True,
+              "The module's name: lower-case letters, digits and `_`, the same as the file's name. It names the "
+              "Python module, the C++ namespace and the generated files."),
+        Field("summary", TEXT, True, "One line saying what the module holds; it becomes the Python module's "
+              "docstring."),
+        Field("doc", TEXT, False, "Longer free text about the module, for readers of the spec; not rendered."),
+        Field("sources", list_of(SOURCE, 1), True,
+              "The CUDA files defining the kernels, relative to the project root (`.cu`, `.cuh`, `.h`, `.hpp`). "
+              "They are `#include`d, in order, into the module's generated launcher file."),
+        Field("kill_switch", ENV_NAME, False,
+              "An environment variable whose presence, when the module is loaded (or refreshed), makes every "
+              "launcher of the module report \"not launched: kill switch\".",
+              "none"),
+        Field("constants", mapping_of(IDENTIFIER, EXPRESSION), False,
+              "Named integer constants usable in every expression of the module; a constant may be an "
+              "expression over the constants before it. They become `constexpr int64_t` in the C++.",
+              "none"),
+        Field("kernels", mapping_of(IDENTIFIER, KERNEL.ref(), 1), True,
+              "The module's kernels, by launcher name."),
+        Field("fallbacks", mapping_of(IDENTIFIER, list_of(STRING, 2, MAX_CHAIN)), False,
+              "Fallback chains: each name maps to a list of kernels (`kernel` or `module.kernel`) tried in order; "
+              "the chain's launcher launches the first that applies. Members must agree on the types of the "
+              "arguments they share.",
+              "none"),
+    ),
+)
+
+TARGET = Struct(
+    "target", "target", "One entry of specs/targets.yaml: a GPU target, named by its key.",
+    (
+        Field("arch", Kind("nvcc architecture", {"type": "string", "pattern": _full(ARCH_RE)}), True,
+              "The architecture nvcc compiles for, such as `sm_90a`."),
+        Field("compute_capability", Kind("quoted MAJOR.MINOR", {"type": "string", "pattern": _full(CC_RE)}), True,
+              "The compute capability the built library runs on, quoted: `\"9.0\"`. A library loaded on another "
+              "GPU reports a launch error."),
+        Field("max_threads_per_block", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 4096}), False,
+              "The most threads a block may have on this target.", "1024"),
+        Field("max_block_dims", Kind("list of 3 integers", {
+            "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3,
+            "maxItems": 3,
+        }), False, "The largest block dimensions `[x, y, z]` on this target.", "[1024, 1024, 64]"),
+        Field("max_shared_mem_per_block_optin", Kind("integer", {"type": "integer", "minimum": 0,
+                                                                 "maximum": 1 << 30}), True,
+              "The most dynamic shared memory, in bytes, a block may opt in to on this target."),
+    ),
+)
+
+TARGETS_FILE = Struct(
+    "targets_file", "target registry",
+    "specs/targets.yaml: target names (module-name spelling) mapped to their settings, and optionally "
+    "`version`, which is therefore not a target name.",
+    (VERSION,),
+)
+
+STRUCTS = (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE)
+
+
+# ------------------------------------------------------------------ JSON Schema
+
+def _struct_json(s: Struct) -> dict[str, object]:
+    props: dict[str, object] = {}
+    for f in s.fields:
+        props[f.name] = {**f.kind.json, "description": f.description}
+    out: dict[str, object] = {
+        "type": "object",
+        "description": s.description,
+        "properties": props,
+        "required": sorted(s.required()),
+        "additionalProperties": {"type": "null"} if s.extra_null_keys else False,
+    }
+    if s.inherit_key is not None:
+        # Entries may come from the entry named by inherit_key, and null removes an inherited one.
+        for f in s.fields:
+            if f.name != s.inherit_key:
+                props[f.name] = {"anyOf": [dict(f.kind.json), {"type": "null"}], "description": f.description}
+        out["anyOf"] = [{"required": [s.inherit_key]}, {"required": out.pop("required")}]
+    if not out.get("required", True):
+        del out["required"]
+    return out
+
+
+def json_schema(which: str = "module") -> dict[str, object]:
+    """The JSON Schema (draft 2020-12) of a module spec (``module``) or of specs/targets.yaml
+    (``targets``)."""
+    if which == "module":
+        top = _struct_json(MODULE)
+        defs = {s.name: _struct_json(s) for s in (KERNEL, ARGUMENT, VARIANTS)}
+        title = "kernelgen module spec"
+    elif which == "targets":
+        top = _struct_json(TARGETS_FILE)
+        top["propertyNames"] = {"pattern": _full(MODULE_RE)}
+        top["additionalProperties"] = {"$ref": "#/$defs/target"}
+        top["minProperties"] = 1
+        defs = {"target": _struct_json(TARGET)}
+        title = "kernelgen target registry (specs/targets.yaml)"
+    else:
+        raise ValueError(which)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        **top,
+        "$defs": defs,
+    }
+
+
+def json_schema_text(which: str = "module") -> str:
+    return json.dumps(json_schema(which), indent=2, sort_keys=False) + "\n"
+
+
+# ------------------------------------------------------------------ docs
+
+DOC_BEGIN = "<!-- kernelgen:field-reference:begin (generated by `kernelgen schema --docs`; do not edit) -->"
+DOC_END = "<!-- kernelgen:field-reference:end -->"
+
+
+def _cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def field_reference() -> str:
+    """The field reference of docs/spec-format.md, in Markdown."""
+    out: list[str] = []
+    for s in (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET):
+        out.append(f"### {s.title[0].upper()}{s.title[1:]}")
+        out.append("")
+        out.append(s.description)
+        out.append("")
+        out.append("| key | required | kind | default | description |")
+        out.append("| --- | --- | --- | --- | --- |")
+        for f in s.fields:
+            default = "" if f.required else (f.default or "none")
+            out.append(
+                f"| `{f.name}` | {'yes' if f.required else 'no'} | {_cell(f.kind.name)} | {_cell(default)} "
+                f"| {_cell(f.description)} |"
+            )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def update_doc(text: str) -> str:
+    """``text`` (docs/spec-format.md) with the part between the markers regenerated."""
+    try:
+        head, rest = text.split(DOC_BEGIN, 1)
+        _, tail = rest.split(DOC_END, 1)
+    except ValueError:
+        raise ValueError(f"the markers {DOC_BEGIN!r} and {DOC_END!r} are missing") from None
+    return f"{head}{DOC_BEGIN}\n\n{field_reference()}\n{DOC_END}{tail}"
+
+
+__all__ = [
+    "KERNEL", "MODULE", "STRUCTS", "SUPPORTED_VERSIONS", "TARGET", "Field", "Kind", "Struct",
+    "field_reference", "json_schema", "json_schema_text", "update_doc",
+]

@@ -1,0 +1,248 @@
+"""The type registry: every scalar and element type a spec can name, and how each language
+and each array producer spells it.
+
+This is the only list of types. The loader reads spellings from it, the emitters take C++,
+C, Python and Rust spellings from it, and the binding support's C++ tables (codes, DLPack
+codes, torch dtypes, ``__cuda_array_interface__`` typestrs, element sizes) are generated
+from it into ``generated/<target>/include/kernelgen/types.h``. Adding a type means adding
+one entry here (and a line in docs/spec-format.md).
+
+Sizes are in bits, so packed types are described exactly: ``fp4_e2m1`` is 4 bits, two values
+to a byte. A spec's ``size:`` counts elements of the declared type; an array producer may
+hold several elements in one of its items (a torch ``uint8`` tensor holds two ``fp4_e2m1``
+values per item), which each accepted encoding states with ``per_item``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# DLPack's type codes (DLDataTypeCode in dlpack.h).
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+DL_F8_E4M3FN, DL_F8_E5M2, DL_F8_E8M0FNU, DL_F4_E2M1FN = 10, 12, 14, 17
+
+
+@dataclass(frozen=True)
+class TorchDtype:
+    """A torch dtype: its attribute on the ``torch`` module and its ``c10::ScalarType`` name."""
+
+    attr: str
+    c10: str
+    bits: int  # of one item
+    since: tuple[int, int] = (2, 0)  # the torch release that introduced it
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One way an array producer may describe an array of the element type."""
+
+    per_item: int = 1  # elements of the declared type in one item of the producer
+
+
+@dataclass(frozen=True)
+class Torch(Encoding):
+    dtype: str = ""  # TorchDtype.attr
+
+
+@dataclass(frozen=True)
+class DLPack(Encoding):
+    code: int = 0
+    bits: int = 0  # of one lane
+    lanes: int = 1
+
+
+@dataclass(frozen=True)
+class Typestr(Encoding):
+    typestr: str = ""  # __cuda_array_interface__ typestr
+
+
+@dataclass(frozen=True)
+class ElemType:
+    """An element type of pointer arguments."""
+
+    name: str  # spec spelling
+    bits: int  # storage bits of one element
+    cpp: str  # the C++ type a kernel's pointer parameter points to
+    header: str | None  # the CUDA header declaring ``cpp``
+    rust: str  # Rust type of one storage unit (a byte for packed and 8-bit float types)
+    torch: tuple[Torch, ...]
+    dlpack: tuple[DLPack, ...]
+    typestr: tuple[Typestr, ...]
+    doc: str
+
+    @property
+    def code(self) -> int:
+        """The element's code in the generated C++ tables (0 is "no type")."""
+        return ELEM_TYPES.index(self) + 1
+
+    @property
+    def storage_bits(self) -> int:
+        """Bits of the C++ type ``cpp`` (a packed pair for 4-bit types)."""
+        return max(self.bits, 8)
+
+    @property
+    def per_storage(self) -> int:
+        """Elements held in one object of the C++ type."""
+        return self.storage_bits // self.bits
+
+    def bytes_for(self, elements: int) -> int:
+        """Bytes that hold ``elements`` elements (rounded up to whole storage units)."""
+        per = self.per_storage
+        return (elements + per - 1) // per * (self.storage_bits // 8)
+
+
+class ScalarKind:
+    UNSIGNED = "unsigned"
+    SIGNED = "signed"
+    FLOAT = "float"
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar (by value) argument type."""
+
+    name: str
+    kind: str  # ScalarKind
+    bits: int
+    cpp: str
+    rust: str
+    doc: str
+
+    @property
+    def code(self) -> int:
+        return SCALAR_TYPES.index(self) + 1
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind != ScalarKind.FLOAT
+
+    @property
+    def lo(self) -> int | None:
+        if self.kind == ScalarKind.UNSIGNED:
+            return 0
+        if self.kind == ScalarKind.SIGNED:
+            return -(1 << (self.bits - 1))
+        return None
+
+    @property
+    def hi(self) -> int | None:
+        if self.kind == ScalarKind.UNSIGNED:
+            return (1 << self.bits) - 1
+        if self.kind == ScalarKind.SIGNED:
+            return (1 << (self.bits - 1)) - 1
+        return None
+
+    @property
+    def py(self) -> str:
+        return "int" if self.is_integer else "float"
+
+    @property
+    def range_text(self) -> str:
+        if not self.is_integer:
+            return ""
+        if self.kind == ScalarKind.UNSIGNED:
+            return f"[0, 2**{self.bits}-1]"
+        return f"[-2**{self.bits - 1}, 2**{self.bits - 1}-1]"
+
+
+TORCH_DTYPES: tuple[TorchDtype, ...] = (
+    TorchDtype("bfloat16", "BFloat16", 16),
+    TorchDtype("float16", "Half", 16),
+    TorchDtype("float32", "Float", 32),
+    TorchDtype("float64", "Double", 64),
+    TorchDtype("int8", "Char", 8),
+    TorchDtype("int16", "Short", 16),
+    TorchDtype("int32", "Int", 32),
+    TorchDtype("int64", "Long", 64),
+    TorchDtype("uint8", "Byte", 8),
+    TorchDtype("uint16", "UInt16", 16, (2, 3)),
+    TorchDtype("uint32", "UInt32", 32, (2, 3)),
+    TorchDtype("uint64", "UInt64", 64, (2, 3)),
+    TorchDtype("float8_e4m3fn", "Float8_e4m3fn", 8, (2, 1)),
+    TorchDtype("float8_e5m2", "Float8_e5m2", 8, (2, 1)),
+    TorchDtype("float8_e8m0fnu", "Float8_e8m0fnu", 8, (2, 7)),
+    TorchDtype("float4_e2m1fn_x2", "Float4_e2m1fn_x2", 8, (2, 8)),
+)
+
+
+def _plain(name: str, bits: int, cpp: str, header: str | None, rust: str, torch: str, dl: int,
+           typestrs: tuple[str, ...], doc: str) -> ElemType:
+    """A type whose producers hold one element per item."""
+    return ElemType(name, bits, cpp, header, rust, (Torch(dtype=torch),), (DLPack(code=dl, bits=bits),),
+                    tuple(Typestr(typestr=t) for t in typestrs), doc)
+
+
+ELEM_TYPES: tuple[ElemType, ...] = (
+    _plain("bf16", 16, "__nv_bfloat16", "cuda_bf16.h", "u16", "bfloat16", DL_BFLOAT, ("<V2", "|V2"),
+           "bfloat16"),
+    _plain("f16", 16, "__half", "cuda_fp16.h", "u16", "float16", DL_FLOAT, ("<f2",), "IEEE half"),
+    _plain("f32", 32, "float", None, "f32", "float32", DL_FLOAT, ("<f4",), "IEEE single"),
+    _plain("f64", 64, "double", None, "f64", "float64", DL_FLOAT, ("<f8",), "IEEE double"),
+    _plain("i8", 8, "int8_t", None, "i8", "int8", DL_INT, ("|i1", "<i1"), "signed 8-bit integer"),
+    _plain("i16", 16, "int16_t", None, "i16", "int16", DL_INT, ("<i2",), "signed 16-bit integer"),
+    _plain("i32", 32, "int32_t", None, "i32", "int32", DL_INT, ("<i4",), "signed 32-bit integer"),
+    _plain("i64", 64, "int64_t", None, "i64", "int64", DL_INT, ("<i8",), "signed 64-bit integer"),
+    _plain("u8", 8, "uint8_t", None, "u8", "uint8", DL_UINT, ("|u1", "<u1"), "unsigned 8-bit integer"),
+    _plain("u16", 16, "uint16_t", None, "u16", "uint16", DL_UINT, ("<u2",), "unsigned 16-bit integer"),
+    _plain("u32", 32, "uint32_t", None, "u32", "uint32", DL_UINT, ("<u4",), "unsigned 32-bit integer"),
+    _plain("u64", 64, "uint64_t", None, "u64", "uint64", DL_UINT, ("<u8",), "unsigned 64-bit integer"),
+    _plain("fp8_e4m3", 8, "__nv_fp8_e4m3", "cuda_fp8.h", "u8", "float8_e4m3fn", DL_F8_E4M3FN, ("|V1", "<V1"),
+           "FP8 E4M3 (finite, NaN only; torch float8_e4m3fn)"),
+    _plain("fp8_e5m2", 8, "__nv_fp8_e5m2", "cuda_fp8.h", "u8", "float8_e5m2", DL_F8_E5M2, ("|V1", "<V1"),
+           "FP8 E5M2"),
+    ElemType(
+        "fp8_e8m0", 8, "__nv_fp8_e8m0", "cuda_fp8.h", "u8",
+        (Torch(dtype="float8_e8m0fnu"), Torch(dtype="uint8")),
+        (DLPack(code=DL_F8_E8M0FNU, bits=8), DLPack(code=DL_UINT, bits=8)),
+        (Typestr(typestr="|V1"), Typestr(typestr="<V1"), Typestr(typestr="|u1")),
+        "power-of-two scale bytes (E8M0, unsigned, bias 127; torch float8_e8m0fnu or uint8 storage)",
+    ),
+    ElemType(
+        "fp4_e2m1", 4, "__nv_fp4x2_e2m1", "cuda_fp4.h", "u8",
+        (Torch(dtype="float4_e2m1fn_x2", per_item=2), Torch(dtype="uint8", per_item=2)),
+        (DLPack(code=DL_F4_E2M1FN, bits=4), DLPack(code=DL_F4_E2M1FN, bits=4, lanes=2, per_item=2),
+         DLPack(code=DL_UINT, bits=8, per_item=2)),
+        (Typestr(typestr="|V1", per_item=2), Typestr(typestr="|u1", per_item=2)),
+        "FP4 E2M1 packed two to a byte, the even element in the low nibble (torch float4_e2m1fn_x2 or "
+        "uint8 storage); the kernel's pointer is to __nv_fp4x2_e2m1 pairs",
+    ),
+)
+
+SCALAR_TYPES: tuple[ScalarType, ...] = (
+    ScalarType("u32", ScalarKind.UNSIGNED, 32, "uint32_t", "u32", "unsigned 32-bit integer"),
+    ScalarType("i32", ScalarKind.SIGNED, 32, "int32_t", "i32", "signed 32-bit integer"),
+    ScalarType("u64", ScalarKind.UNSIGNED, 64, "uint64_t", "u64", "unsigned 64-bit integer"),
+    ScalarType("i64", ScalarKind.SIGNED, 64, "int64_t", "i64", "signed 64-bit integer"),
+    ScalarType("f32", ScalarKind.FLOAT, 32, "float", "f32", "IEEE single"),
+)
+
+ELEMS: dict[str, ElemType] = {e.name: e for e in ELEM_TYPES}
+SCALARS: dict[str, ScalarType] = {s.name: s for s in SCALAR_TYPES}
+TORCH: dict[str, TorchDtype] = {t.attr: t for t in TORCH_DTYPES}
+
+# Encodings per element, at most this many of each kind (the C++ tables are fixed-size).
+MAX_ENCODINGS = 4
+
+
+def headers(cpp_types: set[str]) -> list[str]:
+    """The CUDA headers that declare the given C++ element types, sorted."""
+    return sorted({e.header for e in ELEM_TYPES if e.cpp in cpp_types and e.header})
+
+
+def _check() -> None:
+    """The registry's own consistency: what the generated tables and the producers rely on."""
+    for e in ELEM_TYPES:
+        assert 8 % e.bits == 0 or e.bits % 8 == 0, e
+        for enc in (*e.torch, *e.dlpack, *e.typestr):
+            assert enc.per_item >= 1, e
+        assert all(t.dtype in TORCH for t in e.torch), e
+        for t in e.torch:
+            assert TORCH[t.dtype].bits == e.bits * t.per_item, (e, t)
+        for d in e.dlpack:
+            assert d.bits * d.lanes == e.bits * d.per_item, (e, d)
+        assert max(len(e.torch), len(e.dlpack), len(e.typestr)) <= MAX_ENCODINGS, e
+    assert len({e.name for e in ELEM_TYPES}) == len(ELEM_TYPES)
+    assert len({s.name for s in SCALAR_TYPES}) == len(SCALAR_TYPES)
+
+
+_check()

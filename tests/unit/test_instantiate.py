@@ -1,0 +1,274 @@
+"""Spec reuse: ``instantiate:`` matrices and their dispatching launchers, chains whose
+members differ in pointer element types, and kernel ``extends:``. Loader syntax and errors
+(file:line), and what lowering makes of them (instance names, dispatch tables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelgen.emit import render_catalog
+from kernelgen.emit.c import c_type
+from kernelgen.errors import SpecError
+from kernelgen.loader import load_catalog
+from kernelgen.lower import lower_module
+from kernelgen.plan import NL_NO_INSTANCE
+from tests.unit.test_loader import write_project
+
+SPEC = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+constants: {THREADS: 256}
+kernels:
+  scale:
+    summary: Scales.
+    symbol: scale_kernel<{T}, {VEC}>
+    instantiate:
+      T: [f32, bf16]
+      VEC: [4, 1]
+    args:
+      x: {type: "const {T}*", size: n}
+      out:
+        type: "{T}*"
+        size: n
+      n: u32
+      alpha: f32
+    grid: [div_ceil(n, THREADS * VEC), 1, 1]
+    block: [THREADS, 1, 1]
+    skip_if: [n == 0]
+    applies_if: [n % VEC == 0]
+    examples:
+      - {n: 1024}
+  plain:
+    summary: Plain f32.
+    args:
+      x: const f32*
+      out: f32*
+      n: u32
+      alpha: f32
+    grid: [n, 1, 1]
+    block: [THREADS, 1, 1]
+    examples:
+      - {n: 1}
+"""
+
+
+def load(tmp_path: Path, spec: str = SPEC):
+    return load_catalog(write_project(tmp_path, spec))
+
+
+def sub(old: str, new: str, spec: str = SPEC) -> str:
+    assert old in spec, old
+    return spec.replace(old, new, 1)
+
+
+def test_instances_are_named_in_matrix_order_with_cpp_spellings(tmp_path: Path) -> None:
+    (m,) = load(tmp_path).modules
+    ks = {k.name: k for k in m.kernels}
+    assert list(ks) == ["scale_f32_4", "scale_f32_1", "scale_bf16_4", "scale_bf16_1", "plain"]
+    k = ks["scale_bf16_4"]
+    assert k.symbol == "scale_kernel<__nv_bfloat16,4>"
+    assert [a.spelling for a in k.args] == ["const bf16*", "bf16*", "u32", "f32"]
+    assert (k.instance_of, k.axis_values) == ("scale", (("T", "bf16"), ("VEC", 4)))
+    assert [c.text for c in k.applies_if] == ["(n % 4) == 0"]  # integer axes are constants of the instance
+    (d,) = m.dispatches
+    assert d.name == "scale" and d.dispatch
+    assert [r.kernel for r in d.members] == list(ks)[:4]
+    assert d.type_axes == (("T", ("x", "out")),)
+
+
+def test_instance_name_pattern(tmp_path: Path) -> None:
+    spec = sub("    args:\n      x: {", "    instance_name: scale_{T}_v{VEC}\n    args:\n      x: {")
+    (m,) = load(tmp_path, spec).modules
+    assert [k.name for k in m.kernels][:2] == ["scale_f32_v4", "scale_f32_v1"]
+
+
+BAD = [
+    ("unknown element type", sub("T: [f32, bf16]", "T: [f32, bfloat16]"), 10, "unknown element type 'bfloat16'"),
+    ("mixed axis", sub("VEC: [4, 1]", "VEC: [4, f32]"), 11, "element types or integers, not both"),
+    ("repeated value", sub("VEC: [4, 1]", "VEC: [4, 4]"), 11, "listed twice"),
+    ("unknown placeholder", sub("<{T}, {VEC}>", "<{T}, {V}>"), 8, "unknown placeholder {V}"),
+    ("placeholder without axis", sub("      x: const f32*", "      x: const {T}*"), 28,
+     "placeholder {T} outside an instantiated kernel"),
+    ("integer axis in a type", sub('"const {T}*"', '"const {VEC}*"'), 13, "integer axis"),
+    ("type axis as a scalar", sub("      n: u32\n      alpha", "      n: \"{T}\"\n      alpha"), 17,
+     "pointer element types only"),
+    ("axis named like an argument", sub("      n: u32\n      alpha", "      VEC: u32\n      n: u32\n      alpha"),
+     17, "has the name of an 'instantiate' axis"),
+    ("axis named like a constant", sub("VEC: [4, 1]", "THREADS: [4, 1]"), 11, "name of a constant"),
+    ("collision with a kernel", sub("  plain:", "  scale_bf16_1:"), 25,
+     "also the name of instantiation 'scale_bf16_1' of 'scale' (line 6)"),
+    ("pattern without every axis", sub("    args:\n      x: {", "    instance_name: scale_{T}\n    args:\n      x: {"),
+     12, "both named 'scale_f32'"),
+    ("no symbol", sub("    symbol: scale_kernel<{T}, {VEC}>\n", ""), 9, "needs 'symbol'"),
+    ("unused type axis", sub("      VEC: [4, 1]", "      VEC: [4, 1]\n      U: [f16]"), 12, "used by no argument"),
+    ("instance_name without instantiate", sub("      x: const f32*", "      x: const f32*", sub(
+        "    summary: Plain f32.\n", "    summary: Plain f32.\n    instance_name: p_{T}\n")), 27,
+     "names the instances of 'instantiate'"),
+]
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", BAD, ids=[b[0] for b in BAD])
+def test_bad_instantiate_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load(tmp_path, spec)
+    assert fragment in str(err.value)
+    assert err.value.loc.path == "specs/demo.yaml"
+    assert err.value.loc.line == line, str(err.value)
+
+
+def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
+    cat = load(tmp_path)
+    (m,) = cat.modules
+    hopper = cat.target("hopper")
+    assert hopper is not None
+    lm = lower_module(cat, m, hopper)
+    (c,) = [c for c in lm.chains if c.dispatch]
+    assert c.name == "scale"
+    assert [k for _, k in c.members] == ["scale_f32_4", "scale_f32_1", "scale_bf16_4", "scale_bf16_1"]
+    (key,) = c.keys
+    assert (key.name, key.param, key.member_elems) == ("T", "T_dtypes", (3, 3, 1, 1))
+    assert [c.args[i].name for i in key.args] == ["x", "out"]
+    files = render_catalog(cat, [hopper])
+    h = files["generated/hopper/include/kernelgen/demo.h"]
+    assert "Outcome scale(const float* x, float* out, uint32_t n, float alpha, cudaStream_t stream = nullptr);" in h
+    assert "Outcome scale(const __nv_bfloat16* x, __nv_bfloat16* out, uint32_t n, float alpha" in h
+    assert "kg_plan plan_scale(uint32_t n, uint32_t T_dtypes, int32_t* kernel = nullptr);" in h
+    ch = files["generated/hopper/include/kernelgen/demo_c.h"]
+    assert "int32_t kg_demo__scale(const void* x, void* out, uint32_t n, float alpha, uint32_t T_dtypes," in ch
+    assert "#define KG_ELEM_BF16 1" in ch
+    assert "int32_t kg_demo__scale_bf16_4(const void* x, void* out, uint32_t n, float alpha, void* stream," in ch
+    cu = files["generated/hopper/src/demo.cu"]
+    assert "Outcome o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kInfo_scale};" in cu
+    assert "scale_kernel<__nv_bfloat16,1><<<" in cu
+    assert NL_NO_INSTANCE == 7
+    pyi = files["generated/hopper/python/demo.pyi"]
+    assert "def plan_scale(*, n: int, T: str | None = None) -> Plan: ..." in pyi
+
+
+def test_c_code_of_no_instance_comes_from_the_plan_semantics() -> None:
+    codes = (Path(__file__).resolve().parents[2] / "generated/hopper/include/kernelgen/plan_codes.h").read_text()
+    assert f"#define KG_NL_NO_INSTANCE {NL_NO_INSTANCE} " in codes
+
+
+# ------------------------------------------------------------------ chains across element types
+
+CHAIN = SPEC + """\
+  plain_bf16:
+    summary: Plain bf16, reading x only.
+    args:
+      x: const bf16*
+      out: const bf16*
+      n: u32
+      alpha: f32
+    grid: [n, 1, 1]
+    block: [THREADS, 1, 1]
+    examples:
+      - {n: 1}
+fallbacks:
+  any: [plain_bf16, scale, plain]
+"""
+
+
+def test_chain_members_may_differ_in_element_type_and_constness(tmp_path: Path) -> None:
+    cat = load(tmp_path, CHAIN)
+    (m,) = cat.modules
+    (fb,) = m.fallbacks
+    # an instantiated kernel in a chain stands for its instances, in order
+    assert [r.kernel for r in fb.members] == [
+        "plain_bf16", "scale_f32_4", "scale_f32_1", "scale_bf16_4", "scale_bf16_1", "plain"]
+    hopper = cat.target("hopper")
+    assert hopper is not None
+    (c,) = [c for c in lower_module(cat, m, hopper).chains if not c.dispatch]
+    assert [k.name for k in c.keys] == ["x", "out"]
+    assert c.keys[0].member_elems == (1, 3, 3, 1, 1, 3)
+    out = next(a for a in c.args if a.name == "out")
+    assert out.writable and c_type(out) == "void*"  # written by some member
+
+
+CHAIN_BAD = [
+    ("scalar types differ", CHAIN.replace("      n: u32\n      alpha: f32\n    grid: [n, 1, 1]\n    block: [THREADS, 1, 1]\n"
+                                          "    examples:\n      - {n: 1}\nfallbacks",
+                                          "      n: u64\n      alpha: f32\n    grid: [n, 1, 1]\n    block: [THREADS, 1, 1]\n"
+                                          "    examples:\n      - {n: 1}\nfallbacks"), 48, "'n' is u32 in demo.scale_f32_4 but u64 in demo.plain_bf16"),
+    ("pointer and scalar", CHAIN.replace("      out: const bf16*\n", "      out: f32\n"), 48,
+     "'out' is f32* in demo.scale_f32_4 but f32 in demo.plain_bf16"),
+]
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", CHAIN_BAD, ids=[b[0] for b in CHAIN_BAD])
+def test_chain_disagreement_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    assert spec != CHAIN
+    with pytest.raises(SpecError) as err:
+        load(tmp_path, spec)
+    assert fragment in str(err.value)
+    assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
+
+
+# ------------------------------------------------------------------ extends
+
+EXT = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kernels:
+  base:
+    summary: Base.
+    variants:
+      arg: d
+      symbols: {64: base_kernel<64>}
+    args:
+      x: const f32*
+      n: u32
+      d: u32
+    grid: [n, 1, 1]
+    block: [128, 1, 1]
+    applies_if: [n % 4 == 0, d > 0]
+    examples:
+      - {n: 8, d: 64}
+  derived:
+    extends: base
+    summary: Derived.
+    variants: null
+    symbol: derived_kernel
+    grid: [n, 2, 1]
+"""
+
+
+def test_extends_inherits_each_key_it_does_not_give(tmp_path: Path) -> None:
+    (m,) = load(tmp_path, EXT).modules
+    base, derived = m.kernels
+    assert derived.symbol == "derived_kernel" and derived.variants is None
+    assert derived.summary == "Derived."
+    assert [c.text for c in derived.applies_if] == [c.text for c in base.applies_if]
+    assert derived.args == base.args and derived.block == base.block and derived.grid != base.grid
+
+
+EXT_BAD = [
+    ("unknown base", EXT.replace("extends: base", "extends: bsae"), 20, "did you mean 'base'"),
+    ("later base", EXT.replace("extends: base", "extends: derived"), 20, "no kernel 'derived' is defined above"),
+    ("required removed", EXT.replace("    grid: [n, 2, 1]\n", "    grid: null\n"), 24, "'grid' is required"),
+    ("null without extends", EXT.replace("    summary: Base.\n", "    summary: Base.\n    symbol: null\n"), 7,
+     "this kernel has no 'extends'"),
+    ("symbol and variants", EXT.replace("    variants: null\n", ""), 22, "either 'symbol' or 'variants'"),
+]
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", EXT_BAD, ids=[b[0] for b in EXT_BAD])
+def test_bad_extends_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load(tmp_path, spec)
+    assert fragment in str(err.value)
+    assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
+
+
+def test_attention_twins_share_their_clause_lists() -> None:
+    root = Path(__file__).resolve().parents[2]
+    cat = load_catalog(root)
+    fa = cat.module("attn_prefill_fa128")
+    assert fa is not None
+    paged, contiguous = fa.kernels
+    assert [c.text for c in paged.applies_if] == [c.text for c in contiguous.applies_if]
+    assert (root / "specs/attn_prefill_fa128.yaml").read_text().count("applies_if:") == 1

@@ -1,0 +1,62 @@
+"""Plan semantics are written once (kernelgen.plan): the C header's codes and limits, the
+clause order, and the Python evaluation all come from it."""
+
+from __future__ import annotations
+
+import re
+
+from kernelgen import plan
+from tests.conftest import REPO
+
+RUNTIME = REPO / "src" / "kernelgen" / "runtime" / "include" / "kernelgen"
+
+
+def test_codes_header_is_generated_from_the_plan_module() -> None:
+    header = (REPO / "generated" / "hopper" / "include" / "kernelgen" / "plan_codes.h").read_text()
+    assert header == (REPO / "generated" / "gb10" / "include" / "kernelgen" / "plan_codes.h").read_text()
+    for name, (value, _) in plan.NOT_LAUNCHED.items():
+        assert re.search(rf"^#define KG_NL_{name} {value}\b", header, re.M), name
+    for name, (value, _) in plan.ERRORS.items():
+        assert re.search(rf"^#define KG_E_{name} {value}\b", header, re.M), name
+    for axis, limit in zip("XYZ", plan.GRID_LIMITS):
+        assert f"#define KG_GRID_LIMIT_{axis} {limit}LL" in header
+
+
+def test_no_hand_written_copy_of_the_codes_or_limits() -> None:
+    abi = (RUNTIME / "abi.h").read_text()
+    runtime = (RUNTIME / "runtime.h").read_text()
+    assert not re.search(r"#define KG_(NL|E|EXPR)_", abi)
+    assert '#include "kernelgen/plan_codes.h"' in abi
+    assert "65535" not in runtime and "2147483647" not in runtime
+
+
+def test_families_in_plan_order_with_their_meaning() -> None:
+    assert [f.name for f in plan.FAMILIES] == ["skip", "requires", "applies"]
+    skip, requires, applies = plan.FAMILIES
+    assert (skip.decides_when, skip.error) == (True, False)
+    assert (requires.decides_when, requires.error) == (False, True)
+    assert (applies.decides_when, applies.error) == (False, False)
+    step = plan.Step(requires, 2, "n > 0")
+    assert step.code == -((plan.E_REQUIRES << 16) | 2)
+    assert step.code_cpp == "-KG_CODE(KG_E_REQUIRES, 2)"
+
+
+def test_expect_checks_in_order_and_reports_expression_errors() -> None:
+    def geometry(st, a):
+        return (a["n"], 1, 1), (256, 1, 1), 0
+
+    clauses = [
+        (plan.Step(plan.FAMILY["skip"], 0, "n == 0").code, True, lambda st, a: a["n"] == 0),
+        (plan.Step(plan.FAMILY["applies"], 0, "n % 8 == 0").code, False, lambda st, a: a["n"] % 8 == 0),
+        (plan.Step(plan.FAMILY["requires"], 0, "").code, False, lambda st, a: plan.pyexpr.div_ceil(st, 1, a["d"]) >= 0),
+    ]
+    limits = ((1024, 1024, 64), 1024, 49152)
+    kw = {"geometry": geometry, "limits": limits}
+    assert plan.expect(clauses, {"n": 0, "d": 1}, **kw)[0] == plan.code(plan.NL_EMPTY, 0)
+    assert plan.expect(clauses, {"n": 3, "d": 1}, **kw)[0] == plan.code(plan.NL_CLAUSE, 0)
+    assert plan.expect(clauses, {"n": 8, "d": 0}, **kw)[0] == plan.code(plan.E_EXPR, plan.pyexpr.DIV_ZERO, True)
+    assert plan.expect(clauses, {"n": 8, "d": 1}, **kw) == (0, (8, 1, 1), (256, 1, 1), 0)
+    assert plan.expect(clauses, {"n": 2**31 + 7, "d": 1}, **kw)[0] == plan.code(plan.NL_CLAUSE, 0)
+    assert plan.expect(clauses, {"n": 2**31 * 8, "d": 1}, **kw)[0] == plan.code(plan.E_GRID, 0, True)
+    assert plan.expect(clauses, {"n": 2**64 - 8, "d": 1}, u64=["n"], **kw)[0] == plan.code(
+        plan.E_EXPR, plan.pyexpr.OVERFLOW, True)
