@@ -6,7 +6,7 @@
 //
 // with bf16 activations x [rows, K] and f32 accumulation (each E4M3 value is exact in bf16).
 //
-//   quantize_bf16_to_fp8           fp8_quantize.cuh  one warp per weight row
+//   quantize_bf16_to_fp8           fp8_quantize.cuh  one CTA per weight row
 //   dense_gemv_fp8w                fp8_gemv.cuh      one warp per weight row, rows <= 8, any K
 //   fp8_gemm_n128_row_scaled_m16   below             one warp per 128-wide N tile, rows <= 16
 //   fp8_gemm_n128_row_scaled       fp8_gemm.cuh      128 x 128 tensor-core tiles, any rows

@@ -8,16 +8,12 @@
 // hardware's round-to-nearest-even E4M3 conversion (cvt ... satfinite; |w / scale| <= 448 up to
 // one f32 rounding, which rounds to 448, so saturation never changes a finite result).
 //
-// One warp per row, 8 rows per 256-thread CTA (grid ceil(n / 8)); no CTA barrier anywhere.
-// A row of K <= 4096 is read once as 16-byte streaming loads all issued before any is used (16
-// per lane: 8 KB a warp in flight, ~24 warps an SM: ~190 KB an SM, far above the ~35 KB Little's
-// law asks for), the maximum |w| is an integer maximum of the bf16 bit patterns with the sign
-// cleared (monotonic in the magnitude for non-NaN values) reduced by one warp reduction, and
-// each vector is written as 8 E4M3 bytes (8-byte stores, 256 contiguous bytes per warp store).
-// The previous design (one CTA per row, 2 vectors a thread, a CTA barrier between the loads and
-// the stores) spent its time in CTA start-up and the barrier: 59% of copy at 4096 x 4096.
-// Longer rows read their vectors a second time (an L1/L2 hit) after the maximum; rows whose K
-// is not a multiple of 8, or misaligned pointers, take a scalar path of the same arithmetic.
+// One CTA of 256 threads per row. The row is read once as 16-byte vectors (8 bf16) held in
+// registers (up to 4 per thread: K <= 8192), the maximum |w| is an integer maximum of the bf16
+// bit patterns with the sign cleared (monotonic in the magnitude for non-NaN values) reduced by
+// warp shuffles and shared memory, and each vector is written as 8 E4M3 bytes (one 8-byte
+// store). Longer rows read their vectors a second time (from L2) after the maximum; rows whose
+// K is not a multiple of 8, or misaligned pointers, take a scalar path of the same arithmetic.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,8 +25,7 @@
 namespace dflash_fp8_quant_detail {
 
 constexpr uint32_t kThreads = 256;
-constexpr uint32_t kRowsPerCta = kThreads / 32;  // QUANT_ROWS in specs/fp8_linear.yaml
-constexpr uint32_t kVpl = 16;                     // vectors a lane holds: K <= 32 * 16 * 8 = 4096
+constexpr uint32_t kMaxVpt = 4;
 
 static __device__ __forceinline__ uint32_t abs_max_bits(uint32_t acc, uint32_t v) {
     return max(acc, max(v & 0x7fffu, (v >> 16) & 0x7fffu));
@@ -43,7 +38,16 @@ static __device__ __forceinline__ uint32_t vec_abs_max(uint32_t acc, const uint4
     return abs_max_bits(acc, v.w);
 }
 
-static __device__ __forceinline__ uint32_t warp_max(uint32_t v) { return __reduce_max_sync(0xffffffffu, v); }
+// Max over the CTA; every thread gets the result. `red` holds one value per warp.
+static __device__ __forceinline__ uint32_t block_max(uint32_t v, uint32_t* red) {
+    v = __reduce_max_sync(0xffffffffu, v);
+    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    uint32_t m = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < kThreads / 32; ++i) m = max(m, red[i]);
+    return m;
+}
 
 static __device__ __forceinline__ uint32_t quant2(uint32_t v, float scale) {
     const float2 f = make_float2(__fdiv_rn(dflash_fp8::bf16x2_lo(v), scale),
@@ -63,13 +67,12 @@ static __device__ __forceinline__ float scale_of(uint32_t amax_bits) {
 
 }  // namespace dflash_fp8_quant_detail
 
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256)
 dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n,
                                    uint32_t k) {
     namespace d = dflash_fp8_quant_detail;
-    const uint32_t lane = threadIdx.x & 31u;
-    const uint64_t row = static_cast<uint64_t>(blockIdx.x) * d::kRowsPerCta + (threadIdx.x >> 5);
-    if (row >= n) return;  // whole warps: no barrier below
+    __shared__ uint32_t red[d::kThreads / 32];
+    const uint64_t row = blockIdx.x;
     const __nv_bfloat16* wr = w + row * k;
     uint8_t* qr = reinterpret_cast<uint8_t*>(q) + row * k;
 
@@ -77,10 +80,10 @@ dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, flo
     if (!vec) {
         const uint16_t* h = reinterpret_cast<const uint16_t*>(wr);
         uint32_t m = 0;
-        for (uint32_t i = lane; i < k; i += 32u) m = max(m, __ldg(h + i) & 0x7fffu);
-        const float s = d::scale_of(d::warp_max(m));
-        if (lane == 0) scale[row] = s;
-        for (uint32_t i = lane; i < k; i += 32u) {
+        for (uint32_t i = threadIdx.x; i < k; i += d::kThreads) m = max(m, __ldg(h + i) & 0x7fffu);
+        const float s = d::scale_of(d::block_max(m, red));
+        if (threadIdx.x == 0) scale[row] = s;
+        for (uint32_t i = threadIdx.x; i < k; i += d::kThreads) {
             const float f = __fdiv_rn(__uint_as_float(static_cast<uint32_t>(__ldg(h + i)) << 16), s);
             qr[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3));
         }
@@ -90,30 +93,27 @@ dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, flo
     const uint32_t nvec = k >> 3;
     const uint4* wv = reinterpret_cast<const uint4*>(wr);
     uint2* qv = reinterpret_cast<uint2*>(qr);
-    if (nvec <= 32u * d::kVpl) {
-        uint4 r[d::kVpl];
-#pragma unroll
-        for (uint32_t j = 0; j < d::kVpl; ++j) {
-            const uint32_t v = lane + 32u * j;
-            r[j] = v < nvec ? dflash_fp8::ld_stream16(wv + v) : make_uint4(0u, 0u, 0u, 0u);
-        }
+    if (nvec <= d::kMaxVpt * d::kThreads) {
+        uint4 r[d::kMaxVpt];
         uint32_t m = 0;
 #pragma unroll
-        for (uint32_t j = 0; j < d::kVpl; ++j) m = d::vec_abs_max(m, r[j]);
-        const float s = d::scale_of(d::warp_max(m));
-        if (lane == 0) scale[row] = s;
+        for (uint32_t j = 0; j < d::kMaxVpt; ++j) {
+            const uint32_t v = threadIdx.x + j * d::kThreads;
+            r[j] = v < nvec ? dflash_fp8::ld_stream16(wv + v) : make_uint4(0u, 0u, 0u, 0u);
+            m = d::vec_abs_max(m, r[j]);
+        }
+        const float s = d::scale_of(d::block_max(m, red));
+        if (threadIdx.x == 0) scale[row] = s;
 #pragma unroll
-        for (uint32_t j = 0; j < d::kVpl; ++j) {
-            const uint32_t v = lane + 32u * j;
+        for (uint32_t j = 0; j < d::kMaxVpt; ++j) {
+            const uint32_t v = threadIdx.x + j * d::kThreads;
             if (v < nvec) qv[v] = d::quant8(r[j], s);
         }
         return;
     }
     uint32_t m = 0;
-#pragma unroll 4
-    for (uint32_t v = lane; v < nvec; v += 32u) m = d::vec_abs_max(m, __ldg(wv + v));
-    const float s = d::scale_of(d::warp_max(m));
-    if (lane == 0) scale[row] = s;
-#pragma unroll 4
-    for (uint32_t v = lane; v < nvec; v += 32u) qv[v] = d::quant8(__ldg(wv + v), s);
+    for (uint32_t v = threadIdx.x; v < nvec; v += d::kThreads) m = d::vec_abs_max(m, __ldg(wv + v));
+    const float s = d::scale_of(d::block_max(m, red));
+    if (threadIdx.x == 0) scale[row] = s;
+    for (uint32_t v = threadIdx.x; v < nvec; v += d::kThreads) qv[v] = d::quant8(__ldg(wv + v), s);
 }

@@ -31,7 +31,7 @@ class Plan(TypedDict):
 class _quantize_bf16_to_fp8(Protocol):
     """(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome
 
-scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (8 per 256-thread CTA), 16-byte streaming loads all in flight and held in registers up to k = 4096, a warp reduction for the maximum, no CTA barrier; any k."""
+scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k."""
 
     def __call__(self, w: Array, q: Array, scale: Array, n: int, k: int, *, stream: Stream = None) -> Outcome: ...
     def plan(self, *, n: int, k: int) -> Plan: ...

@@ -20,7 +20,6 @@ LIMITS = ((1024, 1024, 64), 1024, 232448)
 C_CLUSTER = 8
 C_GEMM_SMEM = 65536
 C_KSPAN_CHUNKS = 512
-C_QUANT_ROWS = 8
 C_TILE = 128
 
 
@@ -38,7 +37,7 @@ def expect_quantize_bf16_to_fp8(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_QUANT_ROWS), 1, 1), (256, 1, 1), 0),
+            (_a['n'], 1, 1), (256, 1, 1), 0),
         limits=LIMITS,
     )
 

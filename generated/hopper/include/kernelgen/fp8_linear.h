@@ -14,7 +14,7 @@
 
 namespace kernelgen::fp8_linear {
 
-// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (8 per 256-thread CTA), 16-byte streaming loads all in flight and held in registers up to k = 4096, a warp reduction for the maximum, no CTA barrier; any k.
+// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_quantize_bf16_to_fp8(uint32_t n, uint32_t k);
 
