@@ -88,15 +88,6 @@ static __device__ __forceinline__ void reduce_store(const float (&acc)[kTiles][4
     }
 }
 
-static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
-
 // Vector path: k % 8 == 0, x and w 16-byte aligned.
 static __device__ __forceinline__ void run_async(const __nv_bfloat16* __restrict__ x,
                                                  const __nv_bfloat16* __restrict__ w,

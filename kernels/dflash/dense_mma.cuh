@@ -54,6 +54,17 @@ static __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// 16-byte load from shared memory (a shared-window address, as smem_addr gives); "memory"
+// keeps it after the cp.async wait that makes the data visible.
+static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
 // 16-byte streaming load of data read once (weights): no L1 allocation.
 static __device__ __forceinline__ uint4 ld_stream16(const void* p) {
     uint4 r;

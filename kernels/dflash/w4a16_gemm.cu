@@ -107,14 +107,6 @@ static __device__ __forceinline__ void permute_x(uint32_t (&px)[4], const uint4&
     px[3] = prmt(u.y, u.w, 0x7632u);
 }
 
-static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
 static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
     unsigned short v;
     asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");

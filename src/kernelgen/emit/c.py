@@ -52,30 +52,9 @@ def function_names(module: str, launcher: str) -> dict[str, str]:
     }
 
 
-class CKernel(View):
-    @property
-    def summary_comment(self) -> str:
-        return comment_text(self.ir.summary)
+class _CLauncher(View):
+    """What a kernel's and a chain's C ABI share."""
 
-    @property
-    def c(self) -> dict[str, str]:
-        return function_names(self.m.name, self.ir.name)
-
-    @property
-    def c_params(self) -> str:
-        return params(self.ir.args)
-
-    @property
-    def plan_params(self) -> str:
-        return plan_params(self.ir.int_args)
-
-    @property
-    def plan_params_unnamed_if_empty(self) -> str:
-        p = plan_params(self.ir.int_args)
-        return f"{p}, " if p else ""
-
-
-class CChain(View):
     @property
     def summary_comment(self) -> str:
         return comment_text(self.ir.summary)
@@ -89,9 +68,30 @@ class CChain(View):
         return params(self.ir.args)
 
     @property
-    def plan_params(self) -> str:
+    def plan_params_comma(self) -> str:
+        """The plan's parameters followed by ", ", or ""."""
         p = plan_params(self.ir.int_args)
         return f"{p}, " if p else ""
+
+
+class CKernel(_CLauncher):
+    @property
+    def c(self) -> dict[str, str]:
+        return self.names
+
+    @property
+    def plan_params(self) -> str:
+        return plan_params(self.ir.int_args)
+
+    @property
+    def plan_params_unnamed_if_empty(self) -> str:
+        return self.plan_params_comma
+
+
+class CChain(_CLauncher):
+    @property
+    def plan_params(self) -> str:
+        return self.plan_params_comma
 
     @property
     def key_params(self) -> str:
