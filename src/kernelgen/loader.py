@@ -321,9 +321,10 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
             raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}")
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)
+    doc = ""
     if "doc" in f:
         with ctx.at("doc"):
-            _text(ctx, f["doc"], one_line=False)
+            doc = _text(ctx, f["doc"], one_line=False)
     with ctx.at("sources"):
         sources = tuple(_list(ctx, f["sources"], lambda n: _source(ctx, n, root)))
         if not sources:
@@ -379,7 +380,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
-        tuple(kernels), tuple(fallbacks), tuple(dispatches),
+        tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
     )
 
 
@@ -669,9 +670,10 @@ def _kernel(
                         "e.g. symbol: my_kernel<{T}>")
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)
+    doc = ""
     if "doc" in f:
         with ctx.at("doc"):
-            _text(ctx, f["doc"], one_line=False)
+            doc = _text(ctx, f["doc"], one_line=False)
     symbol = name
     if "symbol" in f:
         with ctx.at("symbol"):
@@ -774,7 +776,7 @@ def _kernel(
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
-        cluster, f["cluster"].loc if "cluster" in f else None,
+        cluster, f["cluster"].loc if "cluster" in f else None, doc=doc,
     )
     _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
     return kernel

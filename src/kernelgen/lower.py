@@ -92,6 +92,7 @@ class LKernel:
     name: str
     spec: str  # spec path:line, for messages and stamps
     summary: str
+    doc: str  # longer text after the summary
     present: bool
     symbol: str
     variants: tuple[Variant, ...]
@@ -156,6 +157,7 @@ class LModule:
     name: str
     spec: str
     summary: str
+    doc: str  # longer text after the summary
     target: Target
     kill_switch: str | None
     constants: tuple[tuple[str, int], ...]
@@ -193,6 +195,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         name=k.name,
         spec=f"{k.loc}",
         summary=k.summary,
+        doc=k.doc,
         present=present,
         symbol=k.symbol,
         variants=variants,
@@ -355,6 +358,7 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
         name=module.name,
         spec=module.path,
         summary=module.summary,
+        doc=module.doc,
         target=target,
         kill_switch=module.kill_switch,
         constants=module.constants,

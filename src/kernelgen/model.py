@@ -94,6 +94,7 @@ class Kernel:
     cluster_loc: SourceLoc | None = None
     instance_of: str | None = None  # the instantiated kernel (dispatcher) this is one instance of
     axis_values: tuple[tuple[str, str | int], ...] = ()  # this instance's value of each axis
+    doc: str = ""  # longer text after the summary (the spec's doc)
 
     @property
     def all_args(self) -> tuple[Arg, ...]:
@@ -144,6 +145,7 @@ class Module:
     kernels: tuple[Kernel, ...]
     fallbacks: tuple[Fallback, ...] = ()
     dispatches: tuple[Fallback, ...] = ()  # one per instantiated kernel, in spec order
+    doc: str = ""  # longer text after the summary (the spec's doc)
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:

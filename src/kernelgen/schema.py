@@ -209,7 +209,8 @@ KERNEL = Struct(
               "One line (at most 2000 characters of printable text) saying what the kernel computes and how it "
               "is laid out; it becomes the launcher's docstring and comments."),
         Field("doc", TEXT, False,
-              "Longer free text about the kernel, for readers of the spec; checked as text but not rendered."),
+              "Longer free text about the kernel, after the summary in the launcher's docstring (Python "
+              "and the .pyi stub)."),
         Field("targets", list_of(IDENTIFIER, 1), False,
               "The targets of specs/targets.yaml the kernel is built for. Elsewhere its launcher exists and "
               "reports \"not launched: absent\".",
@@ -290,7 +291,8 @@ MODULE = Struct(
               "Python module, the C++ namespace and the generated files."),
         Field("summary", TEXT, True, "One line saying what the module holds; it becomes the Python module's "
               "docstring."),
-        Field("doc", TEXT, False, "Longer free text about the module, for readers of the spec; not rendered."),
+        Field("doc", TEXT, False,
+              "Longer free text about the module, after the summary in the Python module's docstring."),
         Field("sources", list_of(SOURCE, 1), True,
               "The CUDA files defining the kernels, relative to the project root (`.cu`, `.cuh`, `.h`, `.hpp`). "
               "They are `#include`d, in order, into the module's generated launcher file."),

@@ -190,3 +190,20 @@ def test_cli_answers_every_bad_spec_with_one_message_and_exit_2(
     assert fragment in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not (root / "generated").exists() or not any((root / "generated").rglob("*.cu"))
+
+
+def test_doc_is_rendered_after_the_summary(tmp_path: Path) -> None:
+    """A spec's doc (module and kernel) reaches the Python docstrings and the .pyi stub."""
+    from kernelgen.emit import render_catalog
+
+    spec = GOOD.replace("summary: A demo module.\n", "summary: A demo module.\ndoc: Module notes, line one.\n")
+    spec = spec.replace("    summary: Scales.\n", "    summary: Scales.\n    doc: Kernel notes about alignment.\n")
+    cat = load_catalog(write_project(tmp_path, spec))
+    (m,) = cat.modules
+    assert m.doc == "Module notes, line one." and m.kernels[0].doc == "Kernel notes about alignment."
+    files = render_catalog(cat)
+    pyi = files["generated/hopper/python/demo.pyi"]
+    assert '"""A demo module.\n\nModule notes, line one."""' in pyi
+    assert "Scales.\n\nKernel notes about alignment." in pyi
+    binding = files["generated/hopper/python/demo.cpp"]
+    assert "Module notes, line one." in binding and "Kernel notes about alignment." in binding

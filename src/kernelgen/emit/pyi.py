@@ -22,21 +22,22 @@ def annotation(a: CArg) -> str:
     return a.scalar.py
 
 
-def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...]) -> dict[str, object]:
+def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...],
+              doc: str = "") -> dict[str, object]:
     pos = [a for a in args if not a.host]
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
     ints = [f"{a.name}: int" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
-    return {"name": name, "doc_py": docstring(launcher_doc(summary, args)), "pyi_params": pyi,
+    return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ", ".join(ints)}
 
 
 class _Module:
     def __init__(self, lm: LModule) -> None:
         self.lm = lm
-        self.summary_doc = docstring(lm.summary)
-        self.launchers = [_launcher(k.name, k.args, k.summary, ()) for k in lm.kernels]
+        self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), k.doc) for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
 
 

@@ -19,12 +19,13 @@ from kernelgen.types import ScalarKind
 _VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f"}
 
 
-def launcher_doc(summary: str, args: tuple[CArg, ...]) -> str:
-    """A launcher's docstring: its Python call signature (spec types), then the summary."""
+def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
+    """A launcher's docstring: its Python call signature (spec types), the summary, then the
+    spec's longer doc when it has one."""
     pos = ", ".join(f"{a.name}: {a.spelling}" for a in args if not a.host)
     kw = ", ".join(f"{a.name}: {a.spelling}" for a in args if a.host)
     sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=0) -> Outcome"
-    return f"{sig}\n\n{summary}"
+    return f"{sig}\n\n{summary}" + (f"\n\n{doc}" if doc else "")
 
 
 def value_read(a: CArg, i: int) -> str:
@@ -46,7 +47,7 @@ class PyArg(View):
 
 
 def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, infos: list[str], is_chain: bool,
-              nsizes: int, chain: LChain | None = None) -> dict[str, object]:
+              nsizes: int, chain: LChain | None = None, doc: str = "") -> dict[str, object]:
     keys = chain.keys if chain is not None else ()
     key_values = "".join(f"static_cast<uint32_t>(v[{len(args) + j}].u), " for j in range(len(keys)))
     pos = [a for a in args if not a.host]
@@ -60,7 +61,7 @@ def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, info
         "nsizes": nsizes,
         "infos": ", ".join(infos),
         "ninfos": len(infos),
-        "doc_literal": c_string(launcher_doc(summary, args)),
+        "doc_literal": c_string(launcher_doc(summary, args, doc)),
         "is_chain": is_chain,
         "dtype_keys": [(k.name, sum(1 << a for a in k.args)) for k in keys],
         "member_types": ", ".join(str(k.member_elems[i]) for i in range(len(chain.members)) for k in keys)
@@ -73,7 +74,8 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
     def info(mod: str, kernel: str) -> str:
         return f"{names.c_function(mod, kernel, 'info')}()"
 
-    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes)) for k in lm.kernels]
+    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes), doc=k.doc)
+           for k in lm.kernels]
     for ch in lm.chains:
         infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])
         out.append(_launcher(lm, ch.name, ch.args, ch.summary, infos, True, ch.nsizes, ch))
@@ -83,7 +85,8 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
 class PyModule(ModuleView):
     @property
     def doc_literal(self) -> str:
-        return c_string(f"{self.lm.summary}\n\nGenerated from {self.lm.spec} for target {self.lm.target.name}.")
+        doc = f"\n\n{self.lm.doc}" if self.lm.doc else ""
+        return c_string(f"{self.lm.summary}{doc}\n\nGenerated from {self.lm.spec} for target {self.lm.target.name}.")
 
     @property
     def launchers(self) -> list[dict[str, object]]:
