@@ -285,7 +285,7 @@ class _KernelTests:
         k = mod.kernel(lk.name)
         assert k is not None
         self.name = lk.name
-        self.path = f"{crate}::{rust_ident(m.name)}::{rust_ident(lk.name)}"
+        self.path = f"kg::{rust_ident(m.name)}::{rust_ident(lk.name)}"  # kg: the crate under test
         self.name_lit = rust_string(lk.name)
         self.present = lk.present
         self.target_lit = rust_string(target.name)
@@ -337,7 +337,7 @@ class _KernelTests:
 class _ChainTests:
     def __init__(self, catalog: Catalog, m: LModule, c: LChain, target: Target, crate: str) -> None:
         self.name = c.name
-        self.path = f"{crate}::{rust_ident(m.name)}::{rust_ident(c.name)}"
+        self.path = f"kg::{rust_ident(m.name)}::{rust_ident(c.name)}"
         members = []
         for mod_name, kernel in c.members:
             mod = catalog.module(mod_name)

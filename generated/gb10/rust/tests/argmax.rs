@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,71 +57,71 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn argmax_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=151936");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1024, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16385, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([16392, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16385, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1073741825, 16383), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741825, vocab=16383");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1073741824, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741824, vocab=3");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2, 16777217), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2, vocab=16777217");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(536870912, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=536870912, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(268435455, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([268435456, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=268435455, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16777217, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([16777224, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16777217, vocab=3");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1, 1048576), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=1048576");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(512, 8193), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=512, vocab=8193");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1, 524288), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=524288");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(4, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=4, vocab=0");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(262143, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=262143, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1073741825, 8388607), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741825, vocab=8388607");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2048, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2048, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2147483647, 262144), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2147483647, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1, 1048577), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=1048577");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(67108863, 1000), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=67108863, vocab=1000");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16, 64), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=64");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(65535, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([65536, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=65535, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(33554432, 16777216), "argmax_bf16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=33554432, vocab=16777216");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1, 151943), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=151943");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(524288, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=524288, vocab=262144");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1000000000, 1000000000), "argmax_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1000000000, vocab=1000000000");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2097153, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2097160, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2097153, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16, 1048575), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=1048575");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2047, 1000000), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2047, vocab=1000000");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1024, 8388608), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=8388608");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16, 131073), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=131073");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(256, 128257), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=256, vocab=128257");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(8191, 1023), "argmax_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=8191, vocab=1023");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1024, 1025), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=1025");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1024, 65536), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=65536");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2047, 1073741823), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2047, vocab=1073741823");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1073741824, 134217728), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741824, vocab=134217728");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(67108863, 63), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=67108863, vocab=63");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(2147483649, 31), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483656, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2147483649, vocab=31");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(1024, 64128), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=64128");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(32768, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=32768, vocab=151936");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16777216, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16777216, vocab=128256");
-    check(kernelgen_gb10::argmax::argmax_bf16::plan(16, 7), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=7");
+    check(kg::argmax::argmax_bf16::plan(1, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=151936");
+    check(kg::argmax::argmax_bf16::plan(16, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1024, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16385, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([16392, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16385, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1073741825, 16383), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741825, vocab=16383");
+    check(kg::argmax::argmax_bf16::plan(1073741824, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741824, vocab=3");
+    check(kg::argmax::argmax_bf16::plan(2, 16777217), "argmax_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2, vocab=16777217");
+    check(kg::argmax::argmax_bf16::plan(536870912, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=536870912, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(268435455, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([268435456, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=268435455, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(16777217, 3), "argmax_bf16", Expect { code: 0, geometry: Some(([16777224, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16777217, vocab=3");
+    check(kg::argmax::argmax_bf16::plan(1, 1048576), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=1048576");
+    check(kg::argmax::argmax_bf16::plan(512, 8193), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=512, vocab=8193");
+    check(kg::argmax::argmax_bf16::plan(1, 524288), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=524288");
+    check(kg::argmax::argmax_bf16::plan(4, 0), "argmax_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=4, vocab=0");
+    check(kg::argmax::argmax_bf16::plan(262143, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=262143, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(1073741825, 8388607), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741832, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741825, vocab=8388607");
+    check(kg::argmax::argmax_bf16::plan(2048, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2048, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(2147483647, 262144), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483648, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2147483647, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1, 1048577), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=1048577");
+    check(kg::argmax::argmax_bf16::plan(67108863, 1000), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=67108863, vocab=1000");
+    check(kg::argmax::argmax_bf16::plan(16, 64), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=64");
+    check(kg::argmax::argmax_bf16::plan(65535, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([65536, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=65535, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(33554432, 16777216), "argmax_bf16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=33554432, vocab=16777216");
+    check(kg::argmax::argmax_bf16::plan(1, 151943), "argmax_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=151943");
+    check(kg::argmax::argmax_bf16::plan(524288, 262144), "argmax_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=524288, vocab=262144");
+    check(kg::argmax::argmax_bf16::plan(1000000000, 1000000000), "argmax_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1000000000, vocab=1000000000");
+    check(kg::argmax::argmax_bf16::plan(2097153, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([2097160, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2097153, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16, 1048575), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=1048575");
+    check(kg::argmax::argmax_bf16::plan(2047, 1000000), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2047, vocab=1000000");
+    check(kg::argmax::argmax_bf16::plan(1024, 8388608), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=8388608");
+    check(kg::argmax::argmax_bf16::plan(16, 131073), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=131073");
+    check(kg::argmax::argmax_bf16::plan(256, 128257), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=256, vocab=128257");
+    check(kg::argmax::argmax_bf16::plan(8191, 1023), "argmax_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=8191, vocab=1023");
+    check(kg::argmax::argmax_bf16::plan(1024, 1025), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=1025");
+    check(kg::argmax::argmax_bf16::plan(1024, 65536), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=65536");
+    check(kg::argmax::argmax_bf16::plan(2047, 1073741823), "argmax_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2047, vocab=1073741823");
+    check(kg::argmax::argmax_bf16::plan(1073741824, 134217728), "argmax_bf16", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1073741824, vocab=134217728");
+    check(kg::argmax::argmax_bf16::plan(67108863, 63), "argmax_bf16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=67108863, vocab=63");
+    check(kg::argmax::argmax_bf16::plan(2147483649, 31), "argmax_bf16", Expect { code: -196608, geometry: Some(([2147483656, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=2147483649, vocab=31");
+    check(kg::argmax::argmax_bf16::plan(1024, 64128), "argmax_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1024, vocab=64128");
+    check(kg::argmax::argmax_bf16::plan(32768, 151936), "argmax_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=32768, vocab=151936");
+    check(kg::argmax::argmax_bf16::plan(16777216, 128256), "argmax_bf16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16777216, vocab=128256");
+    check(kg::argmax::argmax_bf16::plan(16, 7), "argmax_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=7");
 }
 
 #[test]
 fn argmax_bf16_presence() {
-    let kernel = kernelgen_gb10::argmax::argmax_bf16::kernel();
+    let kernel = kg::argmax::argmax_bf16::kernel();
     assert_eq!(kernel.name(), "argmax_bf16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::argmax::argmax_bf16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::argmax::argmax_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn argmax_bf16_sizes() {
-    assert_eq!(kernelgen_gb10::argmax::argmax_bf16::sizes(1, 151936), Ok([151936, 1]));
+    assert_eq!(kg::argmax::argmax_bf16::sizes(1, 151936), Ok([151936, 1]));
 }
 
 #[test]
 fn argmax_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 0, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 0, 151936, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("argmax_bf16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("argmax_bf16", -65536));
@@ -128,7 +129,7 @@ fn argmax_bf16_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 2147483648, DEFAULT_STREAM) };
+    let result = unsafe { kg::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 2147483648, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("argmax_bf16", -65537));
@@ -142,21 +143,21 @@ fn argmax_bf16_clauses_decide_alone() {
 fn argmax_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_ARGMAX", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 151936, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::argmax::argmax_bf16::plan(1, 151936);
+    kg::refresh();
+    let result = unsafe { kg::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 151936, DEFAULT_STREAM) };
+    let plan = kg::argmax::argmax_bf16::plan(1, 151936);
     std::env::remove_var("METRALE_NO_DFLASH_ARGMAX");
     not_launched(result, 1 << 16, Some("argmax_bf16: not launched: kill switch METRALE_NO_DFLASH_ARGMAX is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::argmax::argmax_bf16::plan(1, 151936).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::argmax::argmax_bf16::plan(1, 151936).launches());
+    assert!(!kg::argmax::argmax_bf16::plan(1, 151936).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::argmax::argmax_bf16::plan(1, 151936).launches());
 }
 
 #[test]
 fn argmax_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(DevicePtr::null(), ptr_mut(1), 1, 151936, DEFAULT_STREAM) } {
+    match unsafe { kg::argmax::argmax_bf16::launch(DevicePtr::null(), ptr_mut(1), 1, 151936, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("argmax_bf16", Some("logits")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -164,18 +165,18 @@ fn argmax_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(DevicePtr::null(), ptr_mut(1), 0, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::argmax::argmax_bf16::launch(DevicePtr::null(), ptr_mut(1), 0, 151936, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("argmax_bf16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn argmax_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 151936, DEFAULT_STREAM) } {
+    match unsafe { kg::argmax::argmax_bf16::launch(ptr(0), ptr_mut(1), 1, 151936, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "argmax_bf16");
             assert!(e.to_string().starts_with("argmax_bf16"), "{}", e);

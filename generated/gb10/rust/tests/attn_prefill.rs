@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,71 +57,71 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn attn_prefill_paged_64_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 48, 134217727), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=134217727, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 1073741824, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=1073741824, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(134217729, 129, 0, 4, 4, 32, 511, 0, 128), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=511, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=134217729, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 4097, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=4097");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 67108863, 16385, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=16385, num_q_heads=67108863, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 8193, 200, 8, 2, 16, 129, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=129, head_dim=64, kv_len=8193, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 67108865, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=67108865, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 31, 1, 4194303, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([31, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=4194303, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=31, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 268435457, 0, 1048575, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=268435457, num_kv_heads=4, num_q_heads=1048575, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 2097152, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([2097152, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=2097152, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 7, 1, 64, 1, 48, 1023), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=1023, kv_len=96, num_kv_heads=1, num_q_heads=7, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 16383, 4, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=16383, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=4, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(65535, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 1024, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=65535, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 8388609, 4, 32, 67108863, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=67108863, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=8388609, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 754815, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=754815, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(524288, 96, 32, 4097, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4097, 8192, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=4097, q_len=524288, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 8, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=8, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 131071, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=131071");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 4, 100, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=4, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(65537, 300, 200, 8, 2, 16, 1, 0, 4097), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=4097, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=65537, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 67108864, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=67108864");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 513, 32, 0, 33554431, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=513, num_q_heads=4, q_len=129, q_offset=0, sliding_window=33554431");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 65537, 0, 0, 268435457), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=65537, causal=0, head_dim=268435457, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(524288, 300, 200, 8, 2, 16, 2097151, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 8192, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=2097151, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=524288, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 4097, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=4097, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(1048576, 129, 0, 4, 4, 32, 7, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 16384, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=7, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=1048576, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 300, 2049, 8, 2, 16, 1, 0, 1048577), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=1048577, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=2049, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 1024, 8388607, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=8388607, num_q_heads=1024, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 0, 1000), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=1000, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 513, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([513, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=513, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(8, 96, 32, 8, 1, 64, 1, 1048577, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=8, q_offset=32, sliding_window=1048577");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(128, 300, 200, 8, 512, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=512, num_q_heads=8, q_len=128, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 2, 16, 257, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=257, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 524287, 3, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=3, q_len=129, q_offset=524287, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(100, 65535, 200, 8, 2, 16, 1, 0, 7), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=7, kv_len=65535, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(2147483648, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=2147483648, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(4, 96, 32, 8, 3, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=3, num_q_heads=8, q_len=4, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 129, 513, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=513, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(268435456, 300, 200, 513, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=513, q_len=268435456, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::plan(129, 32, 0, 4, 4, 32, 513, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=513, head_dim=128, kv_len=32, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 48, 134217727), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=134217727, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 1073741824, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=1073741824, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(134217729, 129, 0, 4, 4, 32, 511, 0, 128), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=511, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=134217729, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 4097, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=4097");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 67108863, 16385, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=16385, num_q_heads=67108863, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 8193, 200, 8, 2, 16, 129, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=129, head_dim=64, kv_len=8193, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 67108865, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=67108865, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 31, 1, 4194303, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([31, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=4194303, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=31, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 268435457, 0, 1048575, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=268435457, num_kv_heads=4, num_q_heads=1048575, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 2097152, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([2097152, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=2097152, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 7, 1, 64, 1, 48, 1023), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=1023, kv_len=96, num_kv_heads=1, num_q_heads=7, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 16383, 4, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=16383, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=4, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(65535, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 1024, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=65535, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 8388609, 4, 32, 67108863, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=67108863, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=8388609, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 754815, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=754815, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(524288, 96, 32, 4097, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4097, 8192, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=4097, q_len=524288, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 8, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=8, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 131071, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=131071");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 4, 100, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=4, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(65537, 300, 200, 8, 2, 16, 1, 0, 4097), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=4097, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=65537, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 8, 1, 64, 1, 67108864, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=67108864");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 513, 32, 0, 33554431, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=513, num_q_heads=4, q_len=129, q_offset=0, sliding_window=33554431");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 65537, 0, 0, 268435457), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=65537, causal=0, head_dim=268435457, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(524288, 300, 200, 8, 2, 16, 2097151, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 8192, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=2097151, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=524288, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 4097, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=4097, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(1048576, 129, 0, 4, 4, 32, 7, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 16384, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=7, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=1048576, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 300, 2049, 8, 2, 16, 1, 0, 1048577), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=1048577, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=2049, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 1024, 8388607, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=8388607, num_q_heads=1024, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 0, 4, 4, 32, 0, 0, 1000), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=1000, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(64, 96, 32, 513, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([513, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=513, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(8, 96, 32, 8, 1, 64, 1, 1048577, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=8, q_offset=32, sliding_window=1048577");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(128, 300, 200, 8, 512, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=512, num_q_heads=8, q_len=128, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 300, 200, 8, 2, 16, 257, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=257, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 524287, 3, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=3, q_len=129, q_offset=524287, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(100, 65535, 200, 8, 2, 16, 1, 0, 7), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=7, kv_len=65535, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(2147483648, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=2147483648, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(4, 96, 32, 8, 3, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=3, num_q_heads=8, q_len=4, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 129, 513, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=513, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(268435456, 300, 200, 513, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=513, q_len=268435456, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_paged_64::plan(129, 32, 0, 4, 4, 32, 513, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=513, head_dim=128, kv_len=32, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
 }
 
 #[test]
 fn attn_prefill_paged_64_presence() {
-    let kernel = kernelgen_gb10::attn_prefill::attn_prefill_paged_64::kernel();
+    let kernel = kg::attn_prefill::attn_prefill_paged_64::kernel();
     assert_eq!(kernel.name(), "attn_prefill_paged_64");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::attn_prefill::attn_prefill_paged_64::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn attn_prefill_paged_64_sizes() {
-    assert_eq!(kernelgen_gb10::attn_prefill::attn_prefill_paged_64::sizes(100, 300, 200, 8, 2, 16, 1, 0, 64), Ok([51200, 38912, 38912, 51200, 19]));
+    assert_eq!(kg::attn_prefill::attn_prefill_paged_64::sizes(100, 300, 200, 8, 2, 16, 1, 0, 64), Ok([51200, 38912, 38912, 51200, 19]));
 }
 
 #[test]
 fn attn_prefill_paged_64_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_paged_64: not launched: empty work (q_len == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 0, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 0, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_paged_64", -65536));
@@ -128,7 +129,7 @@ fn attn_prefill_paged_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 4194303, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 4194303, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_paged_64", -65537));
@@ -136,7 +137,7 @@ fn attn_prefill_paged_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 1073741823, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 1073741823, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_paged_64", -65538));
@@ -144,7 +145,7 @@ fn attn_prefill_paged_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 1073741825, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 1073741825, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_paged_64", -65539));
@@ -152,18 +153,18 @@ fn attn_prefill_paged_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 0, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 0, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("attn_prefill_paged_64: not launched: num_kv_heads > 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 3, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 3, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("attn_prefill_paged_64: not launched: (num_q_heads % num_kv_heads) == 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 63, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 63, DEFAULT_STREAM) };
     not_launched(result, 327680, Some("attn_prefill_paged_64: not launched: no variant for this head_dim"));
 }
 
 #[test]
 fn attn_prefill_paged_64_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("attn_prefill_paged_64", Some("q")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -171,18 +172,18 @@ fn attn_prefill_paged_64_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_paged_64: not launched: empty work (q_len == 0)"));
 }
 
 #[test]
 fn attn_prefill_paged_64_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill::attn_prefill_paged_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 100, 300, 200, 8, 2, 16, 1, 0, 1.0, 64, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "attn_prefill_paged_64");
             assert!(e.to_string().starts_with("attn_prefill_paged_64"), "{}", e);
@@ -196,73 +197,73 @@ fn attn_prefill_paged_64_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn attn_prefill_64_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 8388608, 1, 0, 64, 33), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=33, causal=1, head_dim=64, num_kv_heads=8388608, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 131073, 1), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=131073, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 1024, 2, 268435455, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([1024, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=268435455, head_dim=64, num_kv_heads=2, num_q_heads=1024, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 268435457, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=268435457, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(33554433, 4, 1024, 0, 0, 128, 1), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=1024, num_q_heads=4, seq_len=33554433, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 8388607, 1, 16777215, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=8388607, num_q_heads=8, seq_len=100, sliding_window=16777215");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 268435457, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([268435457, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=268435457, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 1025, 8388609, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=8388609, head_dim=64, num_kv_heads=1025, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 33554431, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=33554431");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1073741825, 0, 64, 1000), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 1000], [128, 1, 1], 16384)), variant: Some(0) }, "batch=1000, causal=1073741825, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(32, 8, 1, 4294967295, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 1, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=4294967295, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=32, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 128), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 128], [128, 1, 1], 65536)), variant: Some(2) }, "batch=128, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 536870913, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=536870913, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 71, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=71, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 17, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=17, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 67108864, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=67108864, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 64), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 64], [128, 1, 1], 65536)), variant: Some(2) }, "batch=64, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(9, 8, 1, 1, 40, 2147483649, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1, head_dim=2147483649, num_kv_heads=1, num_q_heads=8, seq_len=9, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 127), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 127], [128, 1, 1], 65536)), variant: Some(2) }, "batch=127, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 511, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=511, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 16777217, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=0, head_dim=16777217, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 65536, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([65536, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=65536, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1000000, 40, 32, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1000000, head_dim=32, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(536870912, 4, 4, 0, 0, 128, 2097152), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2097152, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=536870912, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1000000000, 3, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1000000000, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=3");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(1000000, 4, 4, 0, 2048, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 15625, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=1000000, sliding_window=2048");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 16777217, 1, 33, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=16777217, num_q_heads=8, seq_len=100, sliding_window=33");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(262145, 8, 1, 1, 40, 256, 6), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4097, 6], [128, 1, 1], 65536)), variant: Some(2) }, "batch=6, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=262145, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 1073741825, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([1073741825, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=1073741825, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 129, 2, 1, 0, 16383, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=16383, num_kv_heads=2, num_q_heads=129, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 257, 65), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65, causal=1, head_dim=257, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 524289, 40, 1025, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=524289, head_dim=1025, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 268435455, 513), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=513, causal=1, head_dim=268435455, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8388607, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8388607, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8388607, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(65, 8, 255, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=255, num_q_heads=8, seq_len=65, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 2048, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1, head_dim=2048, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 16384, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([16384, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=16384, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(262144, 4, 16777216, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=16777216, num_q_heads=4, seq_len=262144, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 16385, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=16385, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill::attn_prefill_64::plan(129, 4, 4, 262143, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=262143, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 8388608, 1, 0, 64, 33), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=33, causal=1, head_dim=64, num_kv_heads=8388608, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 131073, 1), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=131073, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 1024, 2, 268435455, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([1024, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=268435455, head_dim=64, num_kv_heads=2, num_q_heads=1024, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 268435457, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=268435457, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(33554433, 4, 1024, 0, 0, 128, 1), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=1024, num_q_heads=4, seq_len=33554433, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 8388607, 1, 16777215, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=8388607, num_q_heads=8, seq_len=100, sliding_window=16777215");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 268435457, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([268435457, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=268435457, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 1025, 8388609, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=8388609, head_dim=64, num_kv_heads=1025, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 33554431, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=33554431");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1073741825, 0, 64, 1000), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 1000], [128, 1, 1], 16384)), variant: Some(0) }, "batch=1000, causal=1073741825, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(32, 8, 1, 4294967295, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 1, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=4294967295, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=32, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 128), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 128], [128, 1, 1], 65536)), variant: Some(2) }, "batch=128, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 536870913, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=536870913, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 71, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=71, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 17, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=17, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 67108864, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=67108864, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 64), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 64], [128, 1, 1], 65536)), variant: Some(2) }, "batch=64, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(9, 8, 1, 1, 40, 2147483649, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1, head_dim=2147483649, num_kv_heads=1, num_q_heads=8, seq_len=9, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 256, 127), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 127], [128, 1, 1], 65536)), variant: Some(2) }, "batch=127, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 511, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=511, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 4, 0, 0, 16777217, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=0, head_dim=16777217, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 65536, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([65536, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=65536, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1000000, 40, 32, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1000000, head_dim=32, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(536870912, 4, 4, 0, 0, 128, 2097152), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2097152, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=536870912, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1000000000, 3, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1000000000, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=3");
+    check(kg::attn_prefill::attn_prefill_64::plan(1000000, 4, 4, 0, 2048, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 15625, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=1000000, sliding_window=2048");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 16777217, 1, 33, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=16777217, num_q_heads=8, seq_len=100, sliding_window=33");
+    check(kg::attn_prefill::attn_prefill_64::plan(262145, 8, 1, 1, 40, 256, 6), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4097, 6], [128, 1, 1], 65536)), variant: Some(2) }, "batch=6, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=262145, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 1073741825, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([1073741825, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=1073741825, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 129, 2, 1, 0, 16383, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=16383, num_kv_heads=2, num_q_heads=129, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 257, 65), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65, causal=1, head_dim=257, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 524289, 40, 1025, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=524289, head_dim=1025, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 268435455, 513), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=513, causal=1, head_dim=268435455, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8388607, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8388607, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8388607, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(65, 8, 255, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=255, num_q_heads=8, seq_len=65, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(70, 8, 1, 1, 40, 2048, 3), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=3, causal=1, head_dim=2048, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 16384, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([16384, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=16384, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(262144, 4, 16777216, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=16777216, num_q_heads=4, seq_len=262144, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(100, 8, 2, 1, 0, 16385, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=16385, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill::attn_prefill_64::plan(129, 4, 4, 262143, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=262143, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
 }
 
 #[test]
 fn attn_prefill_64_presence() {
-    let kernel = kernelgen_gb10::attn_prefill::attn_prefill_64::kernel();
+    let kernel = kg::attn_prefill::attn_prefill_64::kernel();
     assert_eq!(kernel.name(), "attn_prefill_64");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::attn_prefill::attn_prefill_64::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::attn_prefill::attn_prefill_64::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn attn_prefill_64_sizes() {
-    assert_eq!(kernelgen_gb10::attn_prefill::attn_prefill_64::sizes(100, 8, 2, 1, 0, 64, 2), Ok([102400, 25600, 25600, 102400]));
+    assert_eq!(kg::attn_prefill::attn_prefill_64::sizes(100, 8, 2, 1, 0, 64, 2), Ok([102400, 25600, 25600, 102400]));
 }
 
 #[test]
 fn attn_prefill_64_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_64: not launched: empty work (seq_len == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 0, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("attn_prefill_64: not launched: empty work (batch == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4194303, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4194303, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_64", -65536));
@@ -270,7 +271,7 @@ fn attn_prefill_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 65536, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 65536, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_64", -65537));
@@ -278,18 +279,18 @@ fn attn_prefill_64_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 0, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 0, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("attn_prefill_64: not launched: num_kv_heads > 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 3, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 3, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("attn_prefill_64: not launched: (num_q_heads % num_kv_heads) == 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 63, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 63, 2, DEFAULT_STREAM) };
     not_launched(result, 327680, Some("attn_prefill_64: not launched: no variant for this head_dim"));
 }
 
 #[test]
 fn attn_prefill_64_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill::attn_prefill_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("attn_prefill_64", Some("q")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -297,18 +298,18 @@ fn attn_prefill_64_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill::attn_prefill_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_64: not launched: empty work (seq_len == 0)"));
 }
 
 #[test]
 fn attn_prefill_64_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill::attn_prefill_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 100, 8, 2, 1, 0, 1.0, 64, 2, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "attn_prefill_64");
             assert!(e.to_string().starts_with("attn_prefill_64"), "{}", e);

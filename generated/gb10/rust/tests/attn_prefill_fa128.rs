@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,70 +57,70 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn attn_prefill_fa128_paged_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 8191, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=8191, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 1000000000, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1000000000, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 134217729, 524287, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=524287, num_q_heads=134217729, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(134217729, 129, 16777215, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=134217729, q_offset=16777215, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 65536, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=65536, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 1000000000, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=1000000000, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 16777215, 2, 32769, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32769, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=16777215, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 1073741823, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=1073741823, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 513, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=513, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(4194303, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 32768, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=4194303, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 16777216, 1000000), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=16777216, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=1000000");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 134217729, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=134217729, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 131073, 4, 4, 64, 256, 1, 131071), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=131073, sliding_window=131071");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 32768, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=32768, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 65536, 64, 256, 1, 511), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=65536, num_q_heads=4, q_len=129, q_offset=0, sliding_window=511");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 65535, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=65535, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 134217729, 64, 256, 1, 16384), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=134217729, num_q_heads=4, q_len=129, q_offset=0, sliding_window=16384");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 134217729, 16, 256, 1, 262145), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=134217729, num_q_heads=8, q_len=200, q_offset=100, sliding_window=262145");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 136, 0, 4, 4, 64, 256, 131073, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=131073, head_dim=256, kv_len=136, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(4194304, 257, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 32768, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=257, num_kv_heads=4, num_q_heads=4, q_len=4194304, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 17, 100, 8, 8388607, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=17, num_kv_heads=8388607, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(1, 129, 0, 4, 16777216, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=16777216, num_q_heads=4, q_len=1, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 7, 8, 1048576, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=1048576, num_q_heads=8, q_len=200, q_offset=7, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 128, 4, 4, 257, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=257, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=128, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 262144, 2, 16, 59916, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=59916, kv_len=300, num_kv_heads=2, num_q_heads=262144, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 2147483649, 64, 536870911, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=536870911, kv_len=129, num_kv_heads=2147483649, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(1000, 129, 0, 4, 4, 64, 268435457, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=268435457, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=1000, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 2147483647, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=2147483647, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 131073, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=131073, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8388608, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8388608, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8388608, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 33554431, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=33554431, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(2097152, 300, 100, 8, 8388607, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=8388607, num_q_heads=8, q_len=2097152, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(131072, 300, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 1024, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=131072, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 8, 0, 4, 63, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=8, num_kv_heads=63, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 4, 32, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([32, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=32, q_len=129, q_offset=4, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 524289, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=524289, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 1000000, 8, 2, 16384, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16384, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=1000000, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 1048575, 4, 8388607, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=8388607, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=1048575, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(2147483648, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=2147483648, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 4194305, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=4194305, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 8191, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=8191, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 1000000000, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1000000000, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 134217729, 524287, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=524287, num_q_heads=134217729, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(134217729, 129, 16777215, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=134217729, q_offset=16777215, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 65536, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=65536, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 1000000000, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=1000000000, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 16777215, 2, 32769, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=32769, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=16777215, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 1073741823, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=1073741823, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 513, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=513, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(4194303, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 32768, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=4194303, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 16777216, 1000000), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=16777216, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=1000000");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 134217729, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=134217729, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 131073, 4, 4, 64, 256, 1, 131071), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=131073, sliding_window=131071");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 32768, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=32768, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 65536, 64, 256, 1, 511), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=65536, num_q_heads=4, q_len=129, q_offset=0, sliding_window=511");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 65535, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=65535, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 134217729, 64, 256, 1, 16384), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=134217729, num_q_heads=4, q_len=129, q_offset=0, sliding_window=16384");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 134217729, 16, 256, 1, 262145), "attn_prefill_fa128_paged", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=134217729, num_q_heads=8, q_len=200, q_offset=100, sliding_window=262145");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 136, 0, 4, 4, 64, 256, 131073, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=131073, head_dim=256, kv_len=136, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(4194304, 257, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 32768, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=257, num_kv_heads=4, num_q_heads=4, q_len=4194304, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 17, 100, 8, 8388607, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=17, num_kv_heads=8388607, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(1, 129, 0, 4, 16777216, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=16777216, num_q_heads=4, q_len=1, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 7, 8, 1048576, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=1048576, num_q_heads=8, q_len=200, q_offset=7, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 128, 4, 4, 257, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=257, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=128, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 262144, 2, 16, 59916, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=59916, kv_len=300, num_kv_heads=2, num_q_heads=262144, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 2147483649, 64, 536870911, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=536870911, kv_len=129, num_kv_heads=2147483649, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(1000, 129, 0, 4, 4, 64, 268435457, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=268435457, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=1000, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 2147483647, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=2147483647, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 131073, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=131073, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8388608, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8388608, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8388608, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 33554431, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=33554431, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(2097152, 300, 100, 8, 8388607, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=8388607, num_q_heads=8, q_len=2097152, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(131072, 300, 100, 8, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 1024, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=131072, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 8, 0, 4, 63, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=8, num_kv_heads=63, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 4, 32, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([32, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=32, q_len=129, q_offset=4, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 524289, 2, 16, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=524289, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 1000000, 8, 2, 16384, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16384, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=1000000, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 1048575, 4, 8388607, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=8388607, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=1048575, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(2147483648, 129, 0, 4, 4, 64, 256, 1, 0), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=2147483648, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(129, 129, 0, 4, 4, 64, 256, 4194305, 0), "attn_prefill_fa128_paged", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=64, causal=4194305, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
 }
 
 #[test]
 fn attn_prefill_fa128_paged_presence() {
-    let kernel = kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::kernel();
+    let kernel = kg::attn_prefill_fa128::attn_prefill_fa128_paged::kernel();
     assert_eq!(kernel.name(), "attn_prefill_fa128_paged");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::attn_prefill_fa128::attn_prefill_fa128_paged::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn attn_prefill_fa128_paged_sizes() {
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::sizes(200, 300, 100, 8, 2, 16, 256, 1, 0), Ok([409600, 155648, 155648, 409600, 19]));
+    assert_eq!(kg::attn_prefill_fa128::attn_prefill_fa128_paged::sizes(200, 300, 100, 8, 2, 16, 256, 1, 0), Ok([409600, 155648, 155648, 409600, 19]));
 }
 
 #[test]
 fn attn_prefill_fa128_paged_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_fa128_paged: not launched: empty work (q_len == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 0, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 0, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128_paged", -65536));
@@ -127,7 +128,7 @@ fn attn_prefill_fa128_paged_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 8388607, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 8388607, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128_paged", -65537));
@@ -135,7 +136,7 @@ fn attn_prefill_fa128_paged_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 1073741823, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 1073741823, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128_paged", -65538));
@@ -143,7 +144,7 @@ fn attn_prefill_fa128_paged_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 1073741825, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 1073741825, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128_paged", -65539));
@@ -151,15 +152,15 @@ fn attn_prefill_fa128_paged_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 255, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 255, 1, 0, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("attn_prefill_fa128_paged: not launched: head_dim == 256 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 0, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 0, 0, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("attn_prefill_fa128_paged: not launched: causal == 1 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 1, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 1, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("attn_prefill_fa128_paged: not launched: sliding_window == 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 0, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 0, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     not_launched(result, 262147, Some("attn_prefill_fa128_paged: not launched: num_kv_heads > 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 3, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 3, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     not_launched(result, 262148, Some("attn_prefill_fa128_paged: not launched: (num_q_heads % num_kv_heads) == 0 is false"));
 }
 
@@ -167,21 +168,21 @@ fn attn_prefill_fa128_paged_clauses_decide_alone() {
 fn attn_prefill_fa128_paged_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_ATTN_FA128", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0);
+    kg::refresh();
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let plan = kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0);
     std::env::remove_var("METRALE_NO_ATTN_FA128");
     not_launched(result, 1 << 16, Some("attn_prefill_fa128_paged: not launched: kill switch METRALE_NO_ATTN_FA128 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0).launches());
+    assert!(!kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::attn_prefill_fa128::attn_prefill_fa128_paged::plan(200, 300, 100, 8, 2, 16, 256, 1, 0).launches());
 }
 
 #[test]
 fn attn_prefill_fa128_paged_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("attn_prefill_fa128_paged", Some("q")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -189,18 +190,18 @@ fn attn_prefill_fa128_paged_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_fa128_paged: not launched: empty work (q_len == 0)"));
 }
 
 #[test]
 fn attn_prefill_fa128_paged_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_prefill_fa128_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 256, 1, 0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "attn_prefill_fa128_paged");
             assert!(e.to_string().starts_with("attn_prefill_fa128_paged"), "{}", e);
@@ -214,72 +215,72 @@ fn attn_prefill_fa128_paged_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn attn_prefill_fa128_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 2, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 8193, 131071, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=131071, num_kv_heads=8193, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 257), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 257], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=257, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1073741824, 0, 1), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1073741824, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(536870911, 4, 1, 256, 1, 65535, 1), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=536870911, sliding_window=65535");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 268435457), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=268435457, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(4194304, 8, 2, 256, 1, 0, 65535), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 32768, 65535], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=65535, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=4194304, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(4095, 8, 2, 67108864, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=67108864, num_kv_heads=2, num_q_heads=8, seq_len=4095, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 255, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=255, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(16777216, 4, 1, 524288, 1, 0, 1), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=524288, num_kv_heads=1, num_q_heads=4, seq_len=16777216, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 7, 256, 1000000, 0, 2), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1000000, head_dim=256, num_kv_heads=7, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 32767, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([32767, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=32767, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(32768, 16777217, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=16777217, seq_len=32768, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 67108863, 134217728, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=134217728, num_q_heads=67108863, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 8193, 2), "attn_prefill_fa128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=8193");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 64, 536870911, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=536870911, num_kv_heads=64, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(2048, 16777217, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([16777217, 16, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=16777217, seq_len=2048, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 512, 1, 2147483647, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=2147483647, num_kv_heads=1, num_q_heads=512, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 262145, 0, 257), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=257, causal=262145, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 17, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=17, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 2047, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=2047, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 257, 2), "attn_prefill_fa128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=257");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 9, 2048, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2048, num_q_heads=9, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 1000, 1, 32767, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=32767, num_kv_heads=1, num_q_heads=1000, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 1000000, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=1000000, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 1073741824, 64, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=64, num_q_heads=1073741824, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 16777216, 0, 2), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=16777216, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(2049, 8, 2, 256, 1, 0, 513), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 17, 513], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=513, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=2049, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 33554432, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=33554432, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 16777215, 0, 1), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=16777215, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 16383, 1, 0, 536870911), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=536870911, causal=1, head_dim=16383, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(8193, 8, 8193, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=8193, num_q_heads=8, seq_len=8193, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 8388607, 0, 1048575), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1048575, causal=8388607, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1048575, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 8192, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=1048575, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(8, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=8, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(32768, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 256, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=32768, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(536870913, 4, 1, 256, 1, 0, 32), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=32, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=536870913, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1000000, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 7813, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=1000000, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 31, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=31, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 1023, 1, 67108865, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=1023, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=67108865");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 0), "attn_prefill_fa128", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 2, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 8193, 131071, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=131071, num_kv_heads=8193, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 257), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 257], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=257, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1073741824, 0, 1), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1073741824, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(536870911, 4, 1, 256, 1, 65535, 1), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=536870911, sliding_window=65535");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 268435457), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=268435457, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(4194304, 8, 2, 256, 1, 0, 65535), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 32768, 65535], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=65535, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=4194304, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(4095, 8, 2, 67108864, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=67108864, num_kv_heads=2, num_q_heads=8, seq_len=4095, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 255, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=255, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(16777216, 4, 1, 524288, 1, 0, 1), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=524288, num_kv_heads=1, num_q_heads=4, seq_len=16777216, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 7, 256, 1000000, 0, 2), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1000000, head_dim=256, num_kv_heads=7, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 32767, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([32767, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=32767, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(32768, 16777217, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=16777217, seq_len=32768, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 67108863, 134217728, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=134217728, num_q_heads=67108863, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 8193, 2), "attn_prefill_fa128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=8193");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 64, 536870911, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=536870911, num_kv_heads=64, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(2048, 16777217, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([16777217, 16, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=16777217, seq_len=2048, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 512, 1, 2147483647, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=2147483647, num_kv_heads=1, num_q_heads=512, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 262145, 0, 257), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=257, causal=262145, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 17, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=17, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 2047, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=2047, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 257, 2), "attn_prefill_fa128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=257");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 9, 2048, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2048, num_q_heads=9, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 1000, 1, 32767, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=32767, num_kv_heads=1, num_q_heads=1000, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 1000000, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=1000000, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 1073741824, 64, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([1073741824, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=64, num_q_heads=1073741824, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 16777216, 0, 2), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=16777216, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(2049, 8, 2, 256, 1, 0, 513), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 17, 513], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=513, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=2049, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 33554432, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=33554432, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 16777215, 0, 1), "attn_prefill_fa128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=16777215, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 16383, 1, 0, 536870911), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=536870911, causal=1, head_dim=16383, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(8193, 8, 8193, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=8193, num_q_heads=8, seq_len=8193, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 8388607, 0, 1048575), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1048575, causal=8388607, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1048575, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 8192, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=1048575, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(8, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=8, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(32768, 4, 1, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 256, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=32768, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(536870913, 4, 1, 256, 1, 0, 32), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=32, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=536870913, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1000000, 8, 2, 256, 1, 0, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 7813, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=1000000, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 31, 256, 1, 0, 1), "attn_prefill_fa128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=31, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 1023, 1, 67108865, 1), "attn_prefill_fa128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=1023, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=67108865");
+    check(kg::attn_prefill_fa128::attn_prefill_fa128::plan(1, 4, 1, 256, 1, 0, 0), "attn_prefill_fa128", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
 }
 
 #[test]
 fn attn_prefill_fa128_presence() {
-    let kernel = kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::kernel();
+    let kernel = kg::attn_prefill_fa128::attn_prefill_fa128::kernel();
     assert_eq!(kernel.name(), "attn_prefill_fa128");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::attn_prefill_fa128::attn_prefill_fa128::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn attn_prefill_fa128_sizes() {
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::sizes(200, 8, 2, 256, 1, 0, 2), Ok([819200, 204800, 204800, 819200]));
+    assert_eq!(kg::attn_prefill_fa128::attn_prefill_fa128::sizes(200, 8, 2, 256, 1, 0, 2), Ok([819200, 204800, 204800, 819200]));
 }
 
 #[test]
 fn attn_prefill_fa128_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_fa128: not launched: empty work (seq_len == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 0, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("attn_prefill_fa128: not launched: empty work (batch == 0)"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 8388607, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 8388607, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128", -65536));
@@ -287,7 +288,7 @@ fn attn_prefill_fa128_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 65536, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 65536, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("attn_prefill_fa128", -65537));
@@ -295,15 +296,15 @@ fn attn_prefill_fa128_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 255, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 255, 1, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("attn_prefill_fa128: not launched: head_dim == 256 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 0, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 0, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("attn_prefill_fa128: not launched: causal == 1 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 1, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 1, 2, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("attn_prefill_fa128: not launched: sliding_window == 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 0, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 0, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 262147, Some("attn_prefill_fa128: not launched: num_kv_heads > 0 is false"));
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 3, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 3, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 262148, Some("attn_prefill_fa128: not launched: (num_q_heads % num_kv_heads) == 0 is false"));
 }
 
@@ -311,21 +312,21 @@ fn attn_prefill_fa128_clauses_decide_alone() {
 fn attn_prefill_fa128_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_ATTN_FA128", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2);
+    kg::refresh();
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let plan = kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2);
     std::env::remove_var("METRALE_NO_ATTN_FA128");
     not_launched(result, 1 << 16, Some("attn_prefill_fa128: not launched: kill switch METRALE_NO_ATTN_FA128 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2).launches());
+    assert!(!kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::attn_prefill_fa128::attn_prefill_fa128::plan(200, 8, 2, 256, 1, 0, 2).launches());
 }
 
 #[test]
 fn attn_prefill_fa128_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("attn_prefill_fa128", Some("q")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -333,18 +334,18 @@ fn attn_prefill_fa128_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("attn_prefill_fa128: not launched: empty work (seq_len == 0)"));
 }
 
 #[test]
 fn attn_prefill_fa128_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_prefill_fa128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 256, 1, 0, 2, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "attn_prefill_fa128");
             assert!(e.to_string().starts_with("attn_prefill_fa128"), "{}", e);
@@ -358,52 +359,52 @@ fn attn_prefill_fa128_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn attn_paged_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(129, 129, 0, 4, 4, 64, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(0, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=0, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 0, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=0, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(8388607, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=8388607, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 1073741823, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=1073741823, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 1073741825, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=1073741825, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 0, 255), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=255, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 0, 0, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 4, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=16, causal=0, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 1, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 4, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=1");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 0, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=0, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 3, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=3, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(129, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(64, 96, 32, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(0, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=0, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 0, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=0, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(4194303, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=4194303, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 1073741823, 8, 2, 16, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=1073741823, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 1073741825, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=1073741825, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 0, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=0, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 3, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=3, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 16, 1, 0, 63), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=63, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([8, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(129, 129, 0, 4, 4, 64, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: 0, geometry: Some(([4, 2, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(0, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=0, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 0, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=0, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(8388607, 300, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=8388607, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 1073741823, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=1073741823, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 1073741825, 100, 8, 2, 16, 1, 0, 256), "attn_prefill_fa128_paged", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=1073741825, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 0, 255), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=255, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 0, 0, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 4, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=16, causal=0, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 2, 16, 1, 1, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 4, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=200, q_offset=100, sliding_window=1");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 0, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=0, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(200, 300, 100, 8, 3, 16, 1, 0, 256), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=256, kv_len=300, num_kv_heads=3, num_q_heads=8, q_len=200, q_offset=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 2, 1], [128, 1, 1], 16384)), variant: Some(0) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(129, 129, 0, 4, 4, 32, 0, 0, 128), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "cache_block_size=32, causal=0, head_dim=128, kv_len=129, num_kv_heads=4, num_q_heads=4, q_len=129, q_offset=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(64, 96, 32, 8, 1, 64, 1, 48, 256), "attn_prefill_paged_64", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 65536)), variant: Some(2) }, "cache_block_size=64, causal=1, head_dim=256, kv_len=96, num_kv_heads=1, num_q_heads=8, q_len=64, q_offset=32, sliding_window=48");
+    check(kg::attn_prefill_fa128::attn_paged::plan(0, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=0, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 0, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=0, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(4194303, 300, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=4194303, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 1073741823, 8, 2, 16, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=1073741823, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 1073741825, 200, 8, 2, 16, 1, 0, 64), "attn_prefill_fa128_paged", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=1073741825, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 0, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=0, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 3, 16, 1, 0, 64), "attn_prefill_paged_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=64, kv_len=300, num_kv_heads=3, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_paged::plan(100, 300, 200, 8, 2, 16, 1, 0, 63), "attn_prefill_paged_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "cache_block_size=16, causal=1, head_dim=63, kv_len=300, num_kv_heads=2, num_q_heads=8, q_len=100, q_offset=200, sliding_window=0");
 }
 
 #[test]
 fn attn_paged_presence() {
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_paged::is_present(), true);
+    assert_eq!(kg::attn_prefill_fa128::attn_paged::is_present(), true);
 }
 
 #[test]
 fn attn_paged_none_applies() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 1, 0, 256, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 0, 300, 100, 8, 2, 16, 1.0, 1, 0, 256, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some("attn_prefill_paged_64: not launched: empty work (q_len == 0)"));
+    assert_eq!(kg::last_reason().as_deref(), Some("attn_prefill_paged_64: not launched: empty work (q_len == 0)"));
 }
 
 #[test]
 fn attn_paged_launch_without_gpu_is_an_error_naming_the_member() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 1, 0, 256, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_paged::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), 200, 300, 100, 8, 2, 16, 1.0, 1, 0, 256, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "attn_prefill_fa128_paged", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
@@ -414,50 +415,50 @@ fn attn_paged_launch_without_gpu_is_an_error_naming_the_member() {
 #[test]
 fn attn_contiguous_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 2, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(1, 4, 1, 1, 0, 256, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(0, 8, 2, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(8388607, 8, 2, 1, 0, 256, 2), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=8388607, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 65536), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65536, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 255, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=255, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 0, 0, 256, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4, 2], [128, 1, 1], 65536)), variant: Some(2) }, "batch=2, causal=0, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 1, 256, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4, 2], [128, 1, 1], 65536)), variant: Some(2) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=1");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 0, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=0, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(200, 8, 3, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=3, num_q_heads=8, seq_len=200, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(129, 4, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(70, 8, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(0, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=0, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(4194303, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=4194303, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 65536), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65536, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 0, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=0, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 3, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=3, num_q_heads=8, seq_len=100, sliding_window=0");
-    check(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 63, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=63, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 2), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([8, 2, 2], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(1, 4, 1, 1, 0, 256, 1), "attn_prefill_fa128", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "batch=1, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=4, seq_len=1, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(0, 8, 2, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(8388607, 8, 2, 1, 0, 256, 2), "attn_prefill_fa128", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=8388607, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 256, 65536), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65536, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 0, 255, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=255, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 0, 0, 256, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4, 2], [128, 1, 1], 65536)), variant: Some(2) }, "batch=2, causal=0, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 2, 1, 1, 256, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 4, 2], [128, 1, 1], 65536)), variant: Some(2) }, "batch=2, causal=1, head_dim=256, num_kv_heads=2, num_q_heads=8, seq_len=200, sliding_window=1");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 0, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=0, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(200, 8, 3, 1, 0, 256, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=256, num_kv_heads=3, num_q_heads=8, seq_len=200, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 2], [128, 1, 1], 16384)), variant: Some(0) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(129, 4, 4, 0, 0, 128, 1), "attn_prefill_64", Expect { code: 0, geometry: Some(([4, 3, 1], [128, 1, 1], 32768)), variant: Some(1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(70, 8, 1, 1, 40, 256, 3), "attn_prefill_64", Expect { code: 0, geometry: Some(([8, 2, 3], [128, 1, 1], 65536)), variant: Some(2) }, "batch=3, causal=1, head_dim=256, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(0, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=0, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 0), "attn_prefill_64", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=0, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(4194303, 8, 2, 1, 0, 64, 2), "attn_prefill_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=4194303, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 64, 65536), "attn_prefill_fa128", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=65536, causal=1, head_dim=64, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 0, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=0, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 3, 1, 0, 64, 2), "attn_prefill_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=64, num_kv_heads=3, num_q_heads=8, seq_len=100, sliding_window=0");
+    check(kg::attn_prefill_fa128::attn_contiguous::plan(100, 8, 2, 1, 0, 63, 2), "attn_prefill_64", Expect { code: 327680, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=63, num_kv_heads=2, num_q_heads=8, seq_len=100, sliding_window=0");
 }
 
 #[test]
 fn attn_contiguous_presence() {
-    assert_eq!(kernelgen_gb10::attn_prefill_fa128::attn_contiguous::is_present(), true);
+    assert_eq!(kg::attn_prefill_fa128::attn_contiguous::is_present(), true);
 }
 
 #[test]
 fn attn_contiguous_none_applies() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::attn_prefill_fa128::attn_contiguous::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 1, 0, 256, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::attn_prefill_fa128::attn_contiguous::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 8, 2, 1.0, 1, 0, 256, 2, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some("attn_prefill_64: not launched: empty work (seq_len == 0)"));
+    assert_eq!(kg::last_reason().as_deref(), Some("attn_prefill_64: not launched: empty work (seq_len == 0)"));
 }
 
 #[test]
 fn attn_contiguous_launch_without_gpu_is_an_error_naming_the_member() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::attn_prefill_fa128::attn_contiguous::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 1, 0, 256, 2, DEFAULT_STREAM) } {
+    match unsafe { kg::attn_prefill_fa128::attn_contiguous::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 200, 8, 2, 1.0, 1, 0, 256, 2, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "attn_prefill_fa128", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }

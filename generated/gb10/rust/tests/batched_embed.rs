@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,73 +57,73 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn batched_embed_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=151936");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(8192, 1024, 32000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=8192, vocab=32000");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(4096, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=4096, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(524287, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([524287, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=524287, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 511, 16384), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=511, n=1, vocab=16384");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 8192, 1025), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=1025");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(33, 4096, 8193), "batched_embed_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=33, vocab=8193");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 524288), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=524288");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4103, 33554433), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=4103, n=64, vocab=33554433");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 1073741824, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1073741824, n=1, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(65, 4096, 511), "batched_embed_bf16", Expect { code: 0, geometry: Some(([65, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=65, vocab=511");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(262143, 1024, 1048577), "batched_embed_bf16", Expect { code: 0, geometry: Some(([262143, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=262143, vocab=1048577");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 32768, 2), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=32768, n=64, vocab=2");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 63), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=63");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(8192, 8388608, 262144), "batched_embed_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8388608, n=8192, vocab=262144");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(536870911, 63, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=63, n=536870911, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(4097, 33554433, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33554433, n=4097, vocab=151936");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(134217727, 129, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=129, n=134217727, vocab=151936");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1000000000, 1024, 2147483647), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=1000000000, vocab=2147483647");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 33, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33, n=1, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 257, 8191), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=257, n=64, vocab=8191");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 33), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=33");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(2097152, 8192, 128255), "batched_embed_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=2097152, vocab=128255");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(24821, 1024, 32007), "batched_embed_bf16", Expect { code: 0, geometry: Some(([24821, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=24821, vocab=32007");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 1000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=1000");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(31, 4096, 2147483648), "batched_embed_bf16", Expect { code: 0, geometry: Some(([31, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=31, vocab=2147483648");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 134217727, 1048576), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, n=64, vocab=1048576");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(8192, 17, 257), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, n=8192, vocab=257");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(8192, 257, 32000), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=257, n=8192, vocab=32000");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(65535, 4096, 536870913), "batched_embed_bf16", Expect { code: 0, geometry: Some(([65535, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=65535, vocab=536870913");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 8192, 7), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=7");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 8192, 127), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=127");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(262144, 1073741824, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1073741824, n=262144, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1048576, 1024, 32000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1048576, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=1048576, vocab=32000");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 134217727, 32768), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, n=1, vocab=32768");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 1048576, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1048576, n=64, vocab=151936");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(8192, 65535, 2), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=65535, n=8192, vocab=2");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 262144, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=262144, n=64, vocab=151936");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1, 17, 262143), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, n=1, vocab=262143");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 1073741825), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=1073741825");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(1000000, 1, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1, n=1000000, vocab=128256");
-    check(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(16383, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([16383, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=16383, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(8192, 1024, 32000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=8192, vocab=32000");
+    check(kg::batched_embed::batched_embed_bf16::plan(4096, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=4096, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(524287, 8192, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([524287, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=524287, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 511, 16384), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=511, n=1, vocab=16384");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 8192, 1025), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=1025");
+    check(kg::batched_embed::batched_embed_bf16::plan(33, 4096, 8193), "batched_embed_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=33, vocab=8193");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 524288), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=524288");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4103, 33554433), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=4103, n=64, vocab=33554433");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 1073741824, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1073741824, n=1, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(65, 4096, 511), "batched_embed_bf16", Expect { code: 0, geometry: Some(([65, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=65, vocab=511");
+    check(kg::batched_embed::batched_embed_bf16::plan(262143, 1024, 1048577), "batched_embed_bf16", Expect { code: 0, geometry: Some(([262143, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=262143, vocab=1048577");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 32768, 2), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=32768, n=64, vocab=2");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 63), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=63");
+    check(kg::batched_embed::batched_embed_bf16::plan(8192, 8388608, 262144), "batched_embed_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8388608, n=8192, vocab=262144");
+    check(kg::batched_embed::batched_embed_bf16::plan(536870911, 63, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=63, n=536870911, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(4097, 33554433, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33554433, n=4097, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(134217727, 129, 151936), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=129, n=134217727, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(1000000000, 1024, 2147483647), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1000000000, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=1000000000, vocab=2147483647");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 33, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33, n=1, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 257, 8191), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=257, n=64, vocab=8191");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 33), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=33");
+    check(kg::batched_embed::batched_embed_bf16::plan(2097152, 8192, 128255), "batched_embed_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=2097152, vocab=128255");
+    check(kg::batched_embed::batched_embed_bf16::plan(24821, 1024, 32007), "batched_embed_bf16", Expect { code: 0, geometry: Some(([24821, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=24821, vocab=32007");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 1000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=1000");
+    check(kg::batched_embed::batched_embed_bf16::plan(31, 4096, 2147483648), "batched_embed_bf16", Expect { code: 0, geometry: Some(([31, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=31, vocab=2147483648");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 134217727, 1048576), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, n=64, vocab=1048576");
+    check(kg::batched_embed::batched_embed_bf16::plan(8192, 17, 257), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, n=8192, vocab=257");
+    check(kg::batched_embed::batched_embed_bf16::plan(8192, 257, 32000), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=257, n=8192, vocab=32000");
+    check(kg::batched_embed::batched_embed_bf16::plan(65535, 4096, 536870913), "batched_embed_bf16", Expect { code: 0, geometry: Some(([65535, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=65535, vocab=536870913");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 8192, 7), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=7");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 8192, 127), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, n=1, vocab=127");
+    check(kg::batched_embed::batched_embed_bf16::plan(262144, 1073741824, 128256), "batched_embed_bf16", Expect { code: 0, geometry: Some(([262144, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1073741824, n=262144, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(1048576, 1024, 32000), "batched_embed_bf16", Expect { code: 0, geometry: Some(([1048576, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, n=1048576, vocab=32000");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 134217727, 32768), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, n=1, vocab=32768");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 1048576, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=1048576, n=64, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(8192, 65535, 2), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=65535, n=8192, vocab=2");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 262144, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=262144, n=64, vocab=151936");
+    check(kg::batched_embed::batched_embed_bf16::plan(1, 17, 262143), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, n=1, vocab=262143");
+    check(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 1073741825), "batched_embed_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=64, vocab=1073741825");
+    check(kg::batched_embed::batched_embed_bf16::plan(1000000, 1, 128256), "batched_embed_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1, n=1000000, vocab=128256");
+    check(kg::batched_embed::batched_embed_bf16::plan(16383, 4096, 151936), "batched_embed_bf16", Expect { code: 0, geometry: Some(([16383, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, n=16383, vocab=151936");
 }
 
 #[test]
 fn batched_embed_bf16_presence() {
-    let kernel = kernelgen_gb10::batched_embed::batched_embed_bf16::kernel();
+    let kernel = kg::batched_embed::batched_embed_bf16::kernel();
     assert_eq!(kernel.name(), "batched_embed_bf16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::batched_embed::batched_embed_bf16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::batched_embed::batched_embed_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn batched_embed_bf16_sizes() {
-    assert_eq!(kernelgen_gb10::batched_embed::batched_embed_bf16::sizes(64, 4096, 151936), Ok([64, 622329856, 262144]));
+    assert_eq!(kg::batched_embed::batched_embed_bf16::sizes(64, 4096, 151936), Ok([64, 622329856, 262144]));
 }
 
 #[test]
 fn batched_embed_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 151936, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("batched_embed_bf16: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 151936, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("batched_embed_bf16: not launched: empty work (hidden == 0)"));
-    let result = unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4095, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4095, 151936, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("batched_embed_bf16: not launched: (hidden % 8) == 0 is false"));
 }
 
@@ -130,21 +131,21 @@ fn batched_embed_bf16_clauses_decide_alone() {
 fn batched_embed_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_BATCHED_EMBED", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 151936);
+    kg::refresh();
+    let result = unsafe { kg::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) };
+    let plan = kg::batched_embed::batched_embed_bf16::plan(64, 4096, 151936);
     std::env::remove_var("METRALE_NO_DFLASH_BATCHED_EMBED");
     not_launched(result, 1 << 16, Some("batched_embed_bf16: not launched: kill switch METRALE_NO_DFLASH_BATCHED_EMBED is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 151936).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::batched_embed::batched_embed_bf16::plan(64, 4096, 151936).launches());
+    assert!(!kg::batched_embed::batched_embed_bf16::plan(64, 4096, 151936).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::batched_embed::batched_embed_bf16::plan(64, 4096, 151936).launches());
 }
 
 #[test]
 fn batched_embed_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) } {
+    match unsafe { kg::batched_embed::batched_embed_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("batched_embed_bf16", Some("ids")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -152,18 +153,18 @@ fn batched_embed_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 151936, DEFAULT_STREAM) };
+    let result = unsafe { kg::batched_embed::batched_embed_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 151936, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("batched_embed_bf16: not launched: empty work (n == 0)"));
 }
 
 #[test]
 fn batched_embed_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) } {
+    match unsafe { kg::batched_embed::batched_embed_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 151936, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "batched_embed_bf16");
             assert!(e.to_string().starts_with("batched_embed_bf16"), "{}", e);

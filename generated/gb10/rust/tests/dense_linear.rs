@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,73 +57,73 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn dense_gemv_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16, 15, 32768), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=32768, m=16, n=15");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1073741825, 4096, 100), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=100, m=1073741825, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(32769, 1073741824, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=32769, n=1073741824");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 268435456, 32769), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, m=17, n=268435456");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(67108863, 151936, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=67108863, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(255, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=255, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(511, 151936, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=511, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(128, 8193, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=128, n=8193");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 5), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=5, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(65537, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=65537, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1000, 4096, 127), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=127, m=1000, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16, 65, 4095), "dense_gemv", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4095, m=16, n=65");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16, 151935, 2), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=2, m=16, n=151935");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 1000), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1000, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 65535), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=65535, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 2048), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=2048, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 1, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=1");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 4096, 1000000000), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000000000, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1000000000, 33554433, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=33554433");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(100, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=100, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16777215, 151936, 1073741825), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, m=16777215, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 33554432, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=33554432");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16, 151936, 17), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=17, m=16, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1073741825, 32, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1073741825, n=32");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 2097151, 64), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=64, m=17, n=2097151");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(4096, 100, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4096, n=100");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(15, 4096, 1048576), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1048576, m=15, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(32769, 4096, 0), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, m=32769, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 1025), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1025, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(16385, 4096, 256), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=256, m=16385, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 4096, 4194303), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(4194304, 151936, 15), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, m=4194304, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 4096, 1048576), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 15, 4194303), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4194303, m=1, n=15");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 8388608), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=8388608, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(1073741824, 2047, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1073741824, n=2047");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(131072, 33554432, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=131072, n=33554432");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 4096, 524289), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=524289, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(4097, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4097, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemv::plan(17, 2049, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=2049");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(17, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(16, 15, 32768), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=32768, m=16, n=15");
+    check(kg::dense_linear::dense_gemv::plan(1073741825, 4096, 100), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=100, m=1073741825, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(32769, 1073741824, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=32769, n=1073741824");
+    check(kg::dense_linear::dense_gemv::plan(17, 268435456, 32769), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32769, m=17, n=268435456");
+    check(kg::dense_linear::dense_gemv::plan(67108863, 151936, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=67108863, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(255, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=255, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(511, 151936, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=511, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(128, 8193, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=128, n=8193");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 5), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=5, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(65537, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=65537, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1000, 4096, 127), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=127, m=1000, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(16, 65, 4095), "dense_gemv", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4095, m=16, n=65");
+    check(kg::dense_linear::dense_gemv::plan(16, 151935, 2), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=2, m=16, n=151935");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1000), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1000, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 65535), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=65535, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 2048), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=2048, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(17, 1, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=1");
+    check(kg::dense_linear::dense_gemv::plan(17, 4096, 1000000000), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000000000, m=17, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1000000000, 33554433, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=33554433");
+    check(kg::dense_linear::dense_gemv::plan(100, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=100, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(16777215, 151936, 1073741825), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, m=16777215, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(1, 33554432, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=33554432");
+    check(kg::dense_linear::dense_gemv::plan(16, 151936, 17), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=17, m=16, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(1073741825, 32, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1073741825, n=32");
+    check(kg::dense_linear::dense_gemv::plan(17, 2097151, 64), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=64, m=17, n=2097151");
+    check(kg::dense_linear::dense_gemv::plan(4096, 100, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4096, n=100");
+    check(kg::dense_linear::dense_gemv::plan(15, 4096, 1048576), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1048576, m=15, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(32769, 4096, 0), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, m=32769, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1025), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=1025, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(16385, 4096, 256), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=256, m=16385, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(17, 4096, 4194303), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=17, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(4194304, 151936, 15), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, m=4194304, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(17, 4096, 1048576), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, m=17, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1, 15, 4194303), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4194303, m=1, n=15");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 8388608), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=8388608, m=1, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(1073741824, 2047, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1073741824, n=2047");
+    check(kg::dense_linear::dense_gemv::plan(131072, 33554432, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=131072, n=33554432");
+    check(kg::dense_linear::dense_gemv::plan(17, 4096, 524289), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=524289, m=17, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(4097, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4097, n=4096");
+    check(kg::dense_linear::dense_gemv::plan(17, 2049, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=2049");
 }
 
 #[test]
 fn dense_gemv_presence() {
-    let kernel = kernelgen_gb10::dense_linear::dense_gemv::kernel();
+    let kernel = kg::dense_linear::dense_gemv::kernel();
     assert_eq!(kernel.name(), "dense_gemv");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemv::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::dense_linear::dense_gemv::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn dense_gemv_sizes() {
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemv::sizes(1, 4096, 4096), Ok([4096, 16777216, 4096]));
+    assert_eq!(kg::dense_linear::dense_gemv::sizes(1, 4096, 4096), Ok([4096, 16777216, 4096]));
 }
 
 #[test]
 fn dense_gemv_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemv: not launched: empty work (m == 0)"));
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("dense_gemv: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 17, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 17, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("dense_gemv: not launched: m <= GEMV_MAX_M is false"));
 }
 
@@ -130,21 +131,21 @@ fn dense_gemv_clauses_decide_alone() {
 fn dense_gemv_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_DENSE", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::dense_linear::dense_gemv::plan(1, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_DENSE");
     not_launched(result, 1 << 16, Some("dense_gemv: not launched: kill switch METRALE_NO_DFLASH_DENSE is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::dense_linear::dense_gemv::plan(1, 4096, 4096).launches());
+    assert!(!kg::dense_linear::dense_gemv::plan(1, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::dense_linear::dense_gemv::plan(1, 4096, 4096).launches());
 }
 
 #[test]
 fn dense_gemv_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemv::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dense_gemv", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -152,18 +153,18 @@ fn dense_gemv_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemv::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemv: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn dense_gemv_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemv::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dense_gemv");
             assert!(e.to_string().starts_with("dense_gemv"), "{}", e);
@@ -177,70 +178,70 @@ fn dense_gemv_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dense_gemm_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(4095, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 64, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4095, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(1000000, 63, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([1, 15625, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1000000, n=63");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4194305, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([65537, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4194305");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(536870912, 24576, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([384, 8388608, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=536870912, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 512, 2048), "dense_gemm", Expect { code: 0, geometry: Some(([8, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2048, m=2048, n=512");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 1073741824, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([16777216, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=1073741824");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 536870912, 1048576), "dense_gemm", Expect { code: 0, geometry: Some(([8388608, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=1048576, m=2048, n=536870912");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24576, 63), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=63, m=2048, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 16777215, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([262144, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=16777215");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(32, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=32, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2097153, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32769, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2097153, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 1073741823, 524287), "dense_gemm", Expect { code: 0, geometry: Some(([16777216, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=524287, m=2048, n=1073741823");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 31, 8192), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=8192, m=64, n=31");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24576, 4194303), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4194303, m=2048, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 8388609, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([131073, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=8388609");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(4194304, 24576, 2049), "dense_gemm", Expect { code: -196609, geometry: Some(([384, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2049, m=4194304, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 536870912, 4), "dense_gemm", Expect { code: 0, geometry: Some(([8388608, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4, m=64, n=536870912");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 8, 513), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=513, m=64, n=8");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2047, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2047, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24576, 134217729), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=134217729, m=2048, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(32769, 24576, 5), "dense_gemm", Expect { code: 0, geometry: Some(([384, 513, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=5, m=32769, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(1073741824, 4096, 65), "dense_gemm", Expect { code: -196609, geometry: Some(([64, 16777216, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=65, m=1073741824, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 2047), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2047, m=64, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(257, 4096, 32), "dense_gemm", Expect { code: 0, geometry: Some(([64, 5, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=32, m=257, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(268435457, 8388607, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([131072, 4194305, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=268435457, n=8388607");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(257, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 5, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=257, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(67108863, 33554431, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([524288, 1048576, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=67108863, n=33554431");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24576, 32767), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=32767, m=2048, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(8191, 100, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([2, 128, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=8191, n=100");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 8388607, 1000000000), "dense_gemm", Expect { code: 0, geometry: Some(([131072, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=1000000000, m=64, n=8388607");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 4294967295), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, m=64, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(65, 16385, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([257, 2, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=65, n=16385");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(65535, 24576, 16777217), "dense_gemm", Expect { code: 0, geometry: Some(([384, 1024, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=16777217, m=65535, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 512, 524287), "dense_gemm", Expect { code: 0, geometry: Some(([8, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=524287, m=2048, n=512");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 8193, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([129, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=8193");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 24583, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([385, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=24583");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 536870913, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([8388609, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=536870913");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(2048, 4097, 65536), "dense_gemm", Expect { code: 0, geometry: Some(([65, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=65536, m=2048, n=4097");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(4096, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 64, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4096, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 268435456, 128), "dense_gemm", Expect { code: 0, geometry: Some(([4194304, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=128, m=64, n=268435456");
+    check(kg::dense_linear::dense_gemm::plan(64, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(4095, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 64, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4095, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(1000000, 63, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([1, 15625, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1000000, n=63");
+    check(kg::dense_linear::dense_gemm::plan(64, 4194305, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([65537, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4194305");
+    check(kg::dense_linear::dense_gemm::plan(536870912, 24576, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([384, 8388608, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=536870912, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2048, 512, 2048), "dense_gemm", Expect { code: 0, geometry: Some(([8, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2048, m=2048, n=512");
+    check(kg::dense_linear::dense_gemm::plan(2048, 1073741824, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([16777216, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=1073741824");
+    check(kg::dense_linear::dense_gemm::plan(2048, 536870912, 1048576), "dense_gemm", Expect { code: 0, geometry: Some(([8388608, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=1048576, m=2048, n=536870912");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24576, 63), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=63, m=2048, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2048, 16777215, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([262144, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=16777215");
+    check(kg::dense_linear::dense_gemm::plan(32, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=32, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2097153, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32769, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2097153, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2048, 1073741823, 524287), "dense_gemm", Expect { code: 0, geometry: Some(([16777216, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=524287, m=2048, n=1073741823");
+    check(kg::dense_linear::dense_gemm::plan(64, 31, 8192), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=8192, m=64, n=31");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24576, 4194303), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4194303, m=2048, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(64, 8388609, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([131073, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=8388609");
+    check(kg::dense_linear::dense_gemm::plan(4194304, 24576, 2049), "dense_gemm", Expect { code: -196609, geometry: Some(([384, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2049, m=4194304, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(64, 536870912, 4), "dense_gemm", Expect { code: 0, geometry: Some(([8388608, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4, m=64, n=536870912");
+    check(kg::dense_linear::dense_gemm::plan(64, 8, 513), "dense_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=513, m=64, n=8");
+    check(kg::dense_linear::dense_gemm::plan(2047, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2047, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24576, 134217729), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=134217729, m=2048, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(32769, 24576, 5), "dense_gemm", Expect { code: 0, geometry: Some(([384, 513, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=5, m=32769, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(1073741824, 4096, 65), "dense_gemm", Expect { code: -196609, geometry: Some(([64, 16777216, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=65, m=1073741824, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(64, 4096, 2047), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2047, m=64, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(257, 4096, 32), "dense_gemm", Expect { code: 0, geometry: Some(([64, 5, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=32, m=257, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(268435457, 8388607, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([131072, 4194305, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=268435457, n=8388607");
+    check(kg::dense_linear::dense_gemm::plan(257, 24576, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([384, 5, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=257, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(67108863, 33554431, 4096), "dense_gemm", Expect { code: -196609, geometry: Some(([524288, 1048576, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=67108863, n=33554431");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24576, 32767), "dense_gemm", Expect { code: 0, geometry: Some(([384, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=32767, m=2048, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(8191, 100, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([2, 128, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=8191, n=100");
+    check(kg::dense_linear::dense_gemm::plan(64, 8388607, 1000000000), "dense_gemm", Expect { code: 0, geometry: Some(([131072, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=1000000000, m=64, n=8388607");
+    check(kg::dense_linear::dense_gemm::plan(64, 4096, 4294967295), "dense_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, m=64, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(65, 16385, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([257, 2, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=65, n=16385");
+    check(kg::dense_linear::dense_gemm::plan(65535, 24576, 16777217), "dense_gemm", Expect { code: 0, geometry: Some(([384, 1024, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=16777217, m=65535, n=24576");
+    check(kg::dense_linear::dense_gemm::plan(2048, 512, 524287), "dense_gemm", Expect { code: 0, geometry: Some(([8, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=524287, m=2048, n=512");
+    check(kg::dense_linear::dense_gemm::plan(64, 8193, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([129, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=8193");
+    check(kg::dense_linear::dense_gemm::plan(2048, 24583, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([385, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=24583");
+    check(kg::dense_linear::dense_gemm::plan(2048, 536870913, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([8388609, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=536870913");
+    check(kg::dense_linear::dense_gemm::plan(2048, 4097, 65536), "dense_gemm", Expect { code: 0, geometry: Some(([65, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=65536, m=2048, n=4097");
+    check(kg::dense_linear::dense_gemm::plan(4096, 4096, 4096), "dense_gemm", Expect { code: 0, geometry: Some(([64, 64, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4096, n=4096");
+    check(kg::dense_linear::dense_gemm::plan(64, 268435456, 128), "dense_gemm", Expect { code: 0, geometry: Some(([4194304, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=128, m=64, n=268435456");
 }
 
 #[test]
 fn dense_gemm_presence() {
-    let kernel = kernelgen_gb10::dense_linear::dense_gemm::kernel();
+    let kernel = kg::dense_linear::dense_gemm::kernel();
     assert_eq!(kernel.name(), "dense_gemm");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemm::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::dense_linear::dense_gemm::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn dense_gemm_sizes() {
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemm::sizes(64, 4096, 4096), Ok([262144, 16777216, 262144]));
+    assert_eq!(kg::dense_linear::dense_gemm::sizes(64, 4096, 4096), Ok([262144, 16777216, 262144]));
 }
 
 #[test]
 fn dense_gemm_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemm: not launched: empty work (m == 0)"));
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("dense_gemm: not launched: empty work (n == 0)"));
 }
 
@@ -248,21 +249,21 @@ fn dense_gemm_clauses_decide_alone() {
 fn dense_gemm_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_DENSE", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::dense_linear::dense_gemm::plan(64, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_DENSE");
     not_launched(result, 1 << 16, Some("dense_gemm: not launched: kill switch METRALE_NO_DFLASH_DENSE is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::dense_linear::dense_gemm::plan(64, 4096, 4096).launches());
+    assert!(!kg::dense_linear::dense_gemm::plan(64, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::dense_linear::dense_gemm::plan(64, 4096, 4096).launches());
 }
 
 #[test]
 fn dense_gemm_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemm::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dense_gemm", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -270,18 +271,18 @@ fn dense_gemm_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemm: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn dense_gemm_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemm::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dense_gemm");
             assert!(e.to_string().starts_with("dense_gemm"), "{}", e);
@@ -295,70 +296,70 @@ fn dense_gemm_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dense_gemm_pipelined_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 1024), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1024, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(65, 536870912, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4194304, 2, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=65, n=536870912");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(8191, 24576, 524288), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=524288, m=8191, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 524287), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=524287, m=2048, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(1048575, 24576, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 16384, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=255, m=1048575, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(127, 16384, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([128, 2, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=127, n=16384");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(32769, 4096, 1024), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 513, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1024, m=32769, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=256, n=31");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(15, 4096, 131071), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131071, m=15, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 32768), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2147483648, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 33554432, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2147483648, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(1073741824, 4194303, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([32768, 16777216, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=1073741824, n=4194303");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(1, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=1, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 511, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=511");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 131073), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 8192, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([64, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=2048, n=8192");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 1000000000), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000000000, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 33), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=33, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(32769, 131071, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1024, 513, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=32769, n=131071");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(1, 4096, 512), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=512, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 24576, 8388609), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8388609, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 536870913), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870913, m=2048, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(65535, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1024, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=65535, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(8192, 2097153, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([16385, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=8192, n=2097153");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 262144, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2048, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=262144");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(256, 268435456, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2097152, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=268435456");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 1000000000, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([7812500, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=1000000000");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4194304, 2147483647), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32768, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=2147483647, m=2048, n=4194304");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 67108864, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([524288, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=67108864");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2055, 4096, 32767), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32767, m=2055, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=31");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(8191, 4096, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=255, m=8191, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(255, 4096, 1023), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1023, m=255, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 2048, 32769), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32769, m=2048, n=2048");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 262143, 4294967295), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2048, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4294967295, m=2048, n=262143");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 8193, 4095), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([65, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4095, m=2048, n=8193");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 2097151), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=2097151, m=2048, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(16777217, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262145, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=16777217, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(16777216, 24576, 536870911), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262144, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, m=16777216, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=2048, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 1024), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1024, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(65, 536870912, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4194304, 2, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=65, n=536870912");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(8191, 24576, 524288), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=524288, m=8191, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 524287), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=524287, m=2048, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(1048575, 24576, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 16384, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=255, m=1048575, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(127, 16384, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([128, 2, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=127, n=16384");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(32769, 4096, 1024), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 513, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1024, m=32769, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=256, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(15, 4096, 131071), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131071, m=15, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 32768), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2147483648, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 33554432, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2147483648, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(1073741824, 4194303, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([32768, 16777216, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=1073741824, n=4194303");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(1, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=1, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 511, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=511");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 131073), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 8192, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([64, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=2048, n=8192");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 1000000000), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000000000, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 33), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=33, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(32769, 131071, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1024, 513, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=32769, n=131071");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(1, 4096, 512), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=512, m=1, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 8388609), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8388609, m=256, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 536870913), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870913, m=2048, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(65535, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1024, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=65535, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(8192, 2097153, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([16385, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=8192, n=2097153");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 262144, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2048, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=262144");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 268435456, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2097152, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=268435456");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 1000000000, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([7812500, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=1000000000");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4194304, 2147483647), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32768, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=2147483647, m=2048, n=4194304");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 67108864, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([524288, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=67108864");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2055, 4096, 32767), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32767, m=2055, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(8191, 4096, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=255, m=8191, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(255, 4096, 1023), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1023, m=255, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 2048, 32769), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32769, m=2048, n=2048");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 262143, 4294967295), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([2048, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4294967295, m=2048, n=262143");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 8193, 4095), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([65, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4095, m=2048, n=8193");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 2097151), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=2097151, m=2048, n=4096");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(16777217, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262145, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=16777217, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(16777216, 24576, 536870911), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262144, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, m=16777216, n=24576");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4097, m=2048, n=31");
 }
 
 #[test]
 fn dense_gemm_pipelined_presence() {
-    let kernel = kernelgen_gb10::dense_linear::dense_gemm_pipelined::kernel();
+    let kernel = kg::dense_linear::dense_gemm_pipelined::kernel();
     assert_eq!(kernel.name(), "dense_gemm_pipelined");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemm_pipelined::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::dense_linear::dense_gemm_pipelined::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn dense_gemm_pipelined_sizes() {
-    assert_eq!(kernelgen_gb10::dense_linear::dense_gemm_pipelined::sizes(2048, 4096, 4096), Ok([8388608, 16777216, 8388608]));
+    assert_eq!(kg::dense_linear::dense_gemm_pipelined::sizes(2048, 4096, 4096), Ok([8388608, 16777216, 8388608]));
 }
 
 #[test]
 fn dense_gemm_pipelined_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemm_pipelined: not launched: empty work (m == 0)"));
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("dense_gemm_pipelined: not launched: empty work (n == 0)"));
 }
 
@@ -366,21 +367,21 @@ fn dense_gemm_pipelined_clauses_decide_alone() {
 fn dense_gemm_pipelined_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_DENSE", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_DENSE");
     not_launched(result, 1 << 16, Some("dense_gemm_pipelined: not launched: kill switch METRALE_NO_DFLASH_DENSE is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096).launches());
+    assert!(!kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 4096).launches());
 }
 
 #[test]
 fn dense_gemm_pipelined_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemm_pipelined::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dense_gemm_pipelined", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -388,18 +389,18 @@ fn dense_gemm_pipelined_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_gemm_pipelined::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemm_pipelined: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn dense_gemm_pipelined_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_gemm_pipelined::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dense_gemm_pipelined");
             assert!(e.to_string().starts_with("dense_gemm_pipelined"), "{}", e);
@@ -413,37 +414,37 @@ fn dense_gemm_pipelined_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dense_linear_any_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=151936");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=24576");
-    check(kernelgen_gb10::dense_linear::dense_linear_any::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=2048, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=151936");
+    check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=24576");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=2048, n=0");
 }
 
 #[test]
 fn dense_linear_any_presence() {
-    assert_eq!(kernelgen_gb10::dense_linear::dense_linear_any::is_present(), true);
+    assert_eq!(kg::dense_linear::dense_linear_any::is_present(), true);
 }
 
 #[test]
 fn dense_linear_any_none_applies() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some("dense_gemm_pipelined: not launched: empty work (m == 0)"));
+    assert_eq!(kg::last_reason().as_deref(), Some("dense_gemm_pipelined: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn dense_linear_any_launch_without_gpu_is_an_error_naming_the_member() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "dense_gemv", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }

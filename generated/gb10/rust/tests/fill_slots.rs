@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,71 +57,71 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn fill_slots_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=512, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=1, start=1000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(3, 8192, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1048576, count=8192, start=3");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(536870912, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=536870912");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 9, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=9, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(100, 4095, 256), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=4095, start=100");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 1073741823, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=1073741823, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 8192, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2097153, count=8192, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 8192, 8193), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=8192, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000, 134217727, 65536), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=65536, count=134217727, start=1000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 8192, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=0, count=8192, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(128, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=512, start=128");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 536870911, 536870913), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=536870913, count=536870911, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000, 129, 33554432), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=33554432, count=129, start=1000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 536870911, 1073741823), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1073741823, count=536870911, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 524288, 1000000000), "fill_slots", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1000000000, count=524288, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(2147483647, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=2147483647");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 4, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=4, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(8191, 8193, 16), "fill_slots", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=8193, start=8191");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(16385, 1, 8388608), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8388608, count=1, start=16385");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 4), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=4, count=512, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 524289, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([257, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2097153, count=524289, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 65535, 2147483649), "fill_slots", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2147483649, count=65535, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(524287, 4096, 16), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=4096, start=524287");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(67108864, 63, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=63, start=67108864");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(2097151, 513, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=513, start=2097151");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000, 1, 32), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=32, count=1, start=1000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 8192, 16777215), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16777215, count=8192, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(511, 1, 15), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=15, count=1, start=511");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 33554432, 16777217), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16777217, count=33554432, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1048576, count=512, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000, 1, 31), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=31, count=1, start=1000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 17, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=17, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 511, 524289), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=524289, count=511, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(8388608, 262143, 16), "fill_slots", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=262143, start=8388608");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(1000000000, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=1000000000");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(0, 4, 268435455), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=268435455, count=4, start=0");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(8193, 131073, 16), "fill_slots", Expect { code: 0, geometry: Some(([65, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=131073, start=8193");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4294967295, 8192, 256), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=4294967295");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(4093, 33554431, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=33554431, start=4093");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(33554433, 127, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=127, start=33554433");
-    check(kernelgen_gb10::fill_slots::fill_slots::plan(65537, 1, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=1, start=65537");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=512, start=0");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(3, 8192, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1048576, count=8192, start=3");
+    check(kg::fill_slots::fill_slots::plan(536870912, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=536870912");
+    check(kg::fill_slots::fill_slots::plan(0, 9, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=9, start=0");
+    check(kg::fill_slots::fill_slots::plan(100, 4095, 256), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=4095, start=100");
+    check(kg::fill_slots::fill_slots::plan(4093, 1073741823, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=1073741823, start=4093");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2097153, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 8193), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(1000, 134217727, 65536), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=65536, count=134217727, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 0), "fill_slots", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=0, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(128, 512, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=512, start=128");
+    check(kg::fill_slots::fill_slots::plan(0, 536870911, 536870913), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=536870913, count=536870911, start=0");
+    check(kg::fill_slots::fill_slots::plan(1000, 129, 33554432), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=33554432, count=129, start=1000");
+    check(kg::fill_slots::fill_slots::plan(0, 536870911, 1073741823), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1073741823, count=536870911, start=0");
+    check(kg::fill_slots::fill_slots::plan(0, 524288, 1000000000), "fill_slots", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1000000000, count=524288, start=0");
+    check(kg::fill_slots::fill_slots::plan(2147483647, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=2147483647");
+    check(kg::fill_slots::fill_slots::plan(4093, 4, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=4, start=4093");
+    check(kg::fill_slots::fill_slots::plan(8191, 8193, 16), "fill_slots", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=8193, start=8191");
+    check(kg::fill_slots::fill_slots::plan(16385, 1, 8388608), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8388608, count=1, start=16385");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 4), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=4, count=512, start=0");
+    check(kg::fill_slots::fill_slots::plan(0, 524289, 2097153), "fill_slots", Expect { code: 0, geometry: Some(([257, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2097153, count=524289, start=0");
+    check(kg::fill_slots::fill_slots::plan(0, 65535, 2147483649), "fill_slots", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=2147483649, count=65535, start=0");
+    check(kg::fill_slots::fill_slots::plan(524287, 4096, 16), "fill_slots", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=4096, start=524287");
+    check(kg::fill_slots::fill_slots::plan(67108864, 63, 16), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=63, start=67108864");
+    check(kg::fill_slots::fill_slots::plan(2097151, 513, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=513, start=2097151");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 32), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=32, count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 8192, 16777215), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16777215, count=8192, start=4093");
+    check(kg::fill_slots::fill_slots::plan(511, 1, 15), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=15, count=1, start=511");
+    check(kg::fill_slots::fill_slots::plan(0, 33554432, 16777217), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16777217, count=33554432, start=0");
+    check(kg::fill_slots::fill_slots::plan(0, 512, 1048576), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=1048576, count=512, start=0");
+    check(kg::fill_slots::fill_slots::plan(1000, 1, 31), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=31, count=1, start=1000");
+    check(kg::fill_slots::fill_slots::plan(4093, 17, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=17, start=4093");
+    check(kg::fill_slots::fill_slots::plan(0, 511, 524289), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=524289, count=511, start=0");
+    check(kg::fill_slots::fill_slots::plan(8388608, 262143, 16), "fill_slots", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=262143, start=8388608");
+    check(kg::fill_slots::fill_slots::plan(1000000000, 8192, 256), "fill_slots", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=1000000000");
+    check(kg::fill_slots::fill_slots::plan(0, 4, 268435455), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=268435455, count=4, start=0");
+    check(kg::fill_slots::fill_slots::plan(8193, 131073, 16), "fill_slots", Expect { code: 0, geometry: Some(([65, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=16, count=131073, start=8193");
+    check(kg::fill_slots::fill_slots::plan(4294967295, 8192, 256), "fill_slots", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=256, count=8192, start=4294967295");
+    check(kg::fill_slots::fill_slots::plan(4093, 33554431, 256), "fill_slots", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=33554431, start=4093");
+    check(kg::fill_slots::fill_slots::plan(33554433, 127, 256), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=256, count=127, start=33554433");
+    check(kg::fill_slots::fill_slots::plan(65537, 1, 8193), "fill_slots", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "block_size=8193, count=1, start=65537");
 }
 
 #[test]
 fn fill_slots_presence() {
-    let kernel = kernelgen_gb10::fill_slots::fill_slots::kernel();
+    let kernel = kg::fill_slots::fill_slots::kernel();
     assert_eq!(kernel.name(), "fill_slots");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::fill_slots::fill_slots::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::fill_slots::fill_slots::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn fill_slots_sizes() {
-    assert_eq!(kernelgen_gb10::fill_slots::fill_slots::sizes(0, 512, 16), Ok([32, 512]));
+    assert_eq!(kg::fill_slots::fill_slots::sizes(0, 512, 16), Ok([32, 512]));
 }
 
 #[test]
 fn fill_slots_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 0, 16, DEFAULT_STREAM) };
+    let result = unsafe { kg::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 0, 16, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fill_slots: not launched: empty work (count == 0)"));
-    let result = unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fill_slots", -65536));
@@ -128,7 +129,7 @@ fn fill_slots_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 4294967295, 512, 16, DEFAULT_STREAM) };
+    let result = unsafe { kg::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 4294967295, 512, 16, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fill_slots", -65537));
@@ -142,21 +143,21 @@ fn fill_slots_clauses_decide_alone() {
 fn fill_slots_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FILL_SLOTS", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 16);
+    kg::refresh();
+    let result = unsafe { kg::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) };
+    let plan = kg::fill_slots::fill_slots::plan(0, 512, 16);
     std::env::remove_var("METRALE_NO_DFLASH_FILL_SLOTS");
     not_launched(result, 1 << 16, Some("fill_slots: not launched: kill switch METRALE_NO_DFLASH_FILL_SLOTS is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 16).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::fill_slots::fill_slots::plan(0, 512, 16).launches());
+    assert!(!kg::fill_slots::fill_slots::plan(0, 512, 16).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fill_slots::fill_slots::plan(0, 512, 16).launches());
 }
 
 #[test]
 fn fill_slots_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(DevicePtr::null(), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) } {
+    match unsafe { kg::fill_slots::fill_slots::launch(DevicePtr::null(), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("fill_slots", Some("block_table")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -164,18 +165,18 @@ fn fill_slots_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(DevicePtr::null(), ptr_mut(1), 0, 0, 16, DEFAULT_STREAM) };
+    let result = unsafe { kg::fill_slots::fill_slots::launch(DevicePtr::null(), ptr_mut(1), 0, 0, 16, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fill_slots: not launched: empty work (count == 0)"));
 }
 
 #[test]
 fn fill_slots_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) } {
+    match unsafe { kg::fill_slots::fill_slots::launch(ptr(0), ptr_mut(1), 0, 512, 16, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fill_slots");
             assert!(e.to_string().starts_with("fill_slots"), "{}", e);

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,69 +57,69 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn quantize_bf16_to_fp8_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 1), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(67108864, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=67108864");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 128), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=128, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 131072), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=131072, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 15), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=15, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(16, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=16");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(17, 0), "quantize_bf16_to_fp8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=17");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 1073741825), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1073741825, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(3, 1000), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=3");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4194305, 4103), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4103, n=4194305");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(32768, 512), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=512, n=32768");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(9, 255), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([9, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=255, n=9");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 524288), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524288, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(16777216, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=16777216");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(1048577, 134217729), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1048577, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=134217729, n=1048577");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(2097153, 8388608), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=8388608, n=2097153");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 16777217), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16777217, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 33554432), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=33554432, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4194305, 512), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=512, n=4194305");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4095, 4294967295), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4095, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, n=4095");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(1073741823, 16385), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1073741823, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16385, n=1073741823");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 4097), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4097, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 524288), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524288, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(8, 5), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=5, n=8");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 8193), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=8193, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(2097153, 2), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2, n=2097153");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 262143), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=262143, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(1, 1), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1, n=1");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 4194304), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4194304, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(8193, 2097152), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([8193, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2097152, n=8193");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 4294967295), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(63, 536870913), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([63, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=536870913, n=63");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(262143, 67108865), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([262143, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108865, n=262143");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(1073741823, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1073741823, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=1073741823");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 131072), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=131072, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 2147483648), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2147483648, n=4096");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(7, 257), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=257, n=7");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(524289, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([524289, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=524289");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(16384, 129), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=129, n=16384");
-    check(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 536870911), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=536870911, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 1), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(67108864, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=67108864");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 128), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=128, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 131072), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=131072, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 15), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=15, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(16, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=16");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(17, 0), "quantize_bf16_to_fp8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=17");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 1073741825), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1073741825, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(3, 1000), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=3");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4194305, 4103), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4103, n=4194305");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(32768, 512), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=512, n=32768");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(9, 255), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([9, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=255, n=9");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 524288), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524288, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(16777216, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=16777216");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(1048577, 134217729), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1048577, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=134217729, n=1048577");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(2097153, 8388608), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=8388608, n=2097153");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 16777217), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16777217, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 33554432), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=33554432, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4194305, 512), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=512, n=4194305");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4095, 4294967295), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4095, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, n=4095");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(1073741823, 16385), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1073741823, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16385, n=1073741823");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 4097), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4097, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 524288), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524288, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(8, 5), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=5, n=8");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 8193), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=8193, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(2097153, 2), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2, n=2097153");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 262143), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=262143, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(1, 1), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1, n=1");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 4194304), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4194304, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(8193, 2097152), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([8193, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2097152, n=8193");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 4294967295), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4294967295, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(63, 536870913), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([63, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=536870913, n=63");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(262143, 67108865), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([262143, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108865, n=262143");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(1073741823, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([1073741823, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=1073741823");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 131072), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=131072, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 2147483648), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2147483648, n=4096");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(7, 257), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([7, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=257, n=7");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(524289, 4096), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([524289, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=524289");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(16384, 129), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=129, n=16384");
+    check(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 536870911), "quantize_bf16_to_fp8", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=536870911, n=4096");
 }
 
 #[test]
 fn quantize_bf16_to_fp8_presence() {
-    let kernel = kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::kernel();
+    let kernel = kg::fp8_linear::quantize_bf16_to_fp8::kernel();
     assert_eq!(kernel.name(), "quantize_bf16_to_fp8");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::fp8_linear::quantize_bf16_to_fp8::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn quantize_bf16_to_fp8_sizes() {
-    assert_eq!(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::sizes(4096, 4096), Ok([16777216, 16777216, 4096]));
+    assert_eq!(kg::fp8_linear::quantize_bf16_to_fp8::sizes(4096, 4096), Ok([16777216, 16777216, 4096]));
 }
 
 #[test]
 fn quantize_bf16_to_fp8_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("quantize_bf16_to_fp8: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("quantize_bf16_to_fp8", -65536));
@@ -132,21 +133,21 @@ fn quantize_bf16_to_fp8_clauses_decide_alone() {
 fn quantize_bf16_to_fp8_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_LINEAR", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_LINEAR");
     not_launched(result, 1 << 16, Some("quantize_bf16_to_fp8: not launched: kill switch METRALE_NO_DFLASH_FP8_LINEAR is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096).launches());
+    assert!(!kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_linear::quantize_bf16_to_fp8::plan(4096, 4096).launches());
 }
 
 #[test]
 fn quantize_bf16_to_fp8_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(DevicePtr::null(), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(DevicePtr::null(), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("quantize_bf16_to_fp8", Some("w")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -154,18 +155,18 @@ fn quantize_bf16_to_fp8_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(DevicePtr::null(), ptr_mut(1), ptr_mut(2), 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(DevicePtr::null(), ptr_mut(1), ptr_mut(2), 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("quantize_bf16_to_fp8: not launched: empty work (n == 0)"));
 }
 
 #[test]
 fn quantize_bf16_to_fp8_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::quantize_bf16_to_fp8::launch(ptr(0), ptr_mut(1), ptr_mut(2), 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "quantize_bf16_to_fp8");
             assert!(e.to_string().starts_with("quantize_bf16_to_fp8"), "{}", e);
@@ -179,72 +180,72 @@ fn quantize_bf16_to_fp8_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dense_gemv_fp8w_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 4104, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([513, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(536870911, 4096, 262145), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=262145, n=4096, rows=536870911");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(64, 4096, 1000000000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000000000, n=4096, rows=64");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 9, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=9, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 134217727, 67108864), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108864, n=134217727, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(536870912, 4096, 268435456), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=268435456, n=4096, rows=536870912");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8191, 4104, 262144), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=262144, n=4104, rows=8191");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1048577, 32767, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=32767, rows=1048577");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 1073741825, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217729, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=1073741825, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 33554432, 1048575), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1048575, n=33554432, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 2097153, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([262145, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=2097153, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(33554432, 255, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=255, rows=33554432");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(257, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=257");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(33, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=33");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(2147483647, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=2147483647");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(2097153, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=2097153");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(4097, 672622, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=672622, rows=4097");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 1073741823, 1073741823), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217728, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1073741823, n=1073741823, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(134217727, 4096, 4294967295), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=4096, rows=134217727");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(2049, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=2049");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 268435455), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=268435455, n=4096, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 1073741824, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217728, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=1073741824, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(512, 4096, 257), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=257, n=4096, rows=512");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(31, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=31");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 4104, 524287), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([513, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524287, n=4104, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 1000000000, 64), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([125000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=64, n=1000000000, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 16777217), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16777217, n=4096, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(32769, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=32769");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 17, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=17, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 2097153), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2097153, n=4096, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(524289, 16777217, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=16777217, rows=524289");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(4294967295, 131072, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=131072, rows=4294967295");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(63, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=63");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 2097153, 1000000000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([262145, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000000000, n=2097153, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(134217727, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=134217727");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 8388609, 67108863), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([1048577, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108863, n=8388609, rows=8");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 8388608, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=8388608, rows=1");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(17, 31, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=31, rows=17");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(33554431, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=33554431");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(33554432, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=33554432");
-    check(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(8, 536870911, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=536870911, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 4104, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([513, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(536870911, 4096, 262145), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=262145, n=4096, rows=536870911");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(64, 4096, 1000000000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000000000, n=4096, rows=64");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 9, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=9, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 134217727, 67108864), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108864, n=134217727, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(536870912, 4096, 268435456), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=268435456, n=4096, rows=536870912");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8191, 4104, 262144), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=262144, n=4104, rows=8191");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1048577, 32767, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=32767, rows=1048577");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 1073741825, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217729, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=1073741825, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 33554432, 1048575), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1048575, n=33554432, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 2097153, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([262145, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=2097153, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(33554432, 255, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=255, rows=33554432");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(257, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=257");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(33, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=33");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(2147483647, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=2147483647");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(2097153, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=2097153");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(4097, 672622, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=672622, rows=4097");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 1073741823, 1073741823), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217728, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1073741823, n=1073741823, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(134217727, 4096, 4294967295), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=4096, rows=134217727");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(2049, 4096, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=2049");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 268435455), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=268435455, n=4096, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 1073741824, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([134217728, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=1073741824, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(512, 4096, 257), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=257, n=4096, rows=512");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(31, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=31");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 4104, 524287), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([513, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=524287, n=4104, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 1000000000, 64), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([125000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=64, n=1000000000, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 16777217), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=16777217, n=4096, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(32769, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=32769");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 17, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=17, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 2097153), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([512, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=2097153, n=4096, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(524289, 16777217, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=16777217, rows=524289");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(4294967295, 131072, 4096), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=131072, rows=4294967295");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(63, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=63");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 2097153, 1000000000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([262145, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000000000, n=2097153, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(134217727, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=134217727");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 8388609, 67108863), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([1048577, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=67108863, n=8388609, rows=8");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(1, 8388608, 4096), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=4096, n=8388608, rows=1");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(17, 31, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=31, rows=17");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(33554431, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=33554431");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(33554432, 4104, 1000), "dense_gemv_fp8w", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=33554432");
+    check(kg::fp8_linear::dense_gemv_fp8w::plan(8, 536870911, 1000), "dense_gemv_fp8w", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "k=1000, n=536870911, rows=8");
 }
 
 #[test]
 fn dense_gemv_fp8w_presence() {
-    let kernel = kernelgen_gb10::fp8_linear::dense_gemv_fp8w::kernel();
+    let kernel = kg::fp8_linear::dense_gemv_fp8w::kernel();
     assert_eq!(kernel.name(), "dense_gemv_fp8w");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::fp8_linear::dense_gemv_fp8w::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn dense_gemv_fp8w_sizes() {
-    assert_eq!(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::sizes(1, 4096, 4096), Ok([4096, 16777216, 4096, 4096]));
+    assert_eq!(kg::fp8_linear::dense_gemv_fp8w::sizes(1, 4096, 4096), Ok([4096, 16777216, 4096, 4096]));
 }
 
 #[test]
 fn dense_gemv_fp8w_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemv_fp8w: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("dense_gemv_fp8w: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dense_gemv_fp8w", -65536));
@@ -252,7 +253,7 @@ fn dense_gemv_fp8w_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 9, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 9, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("dense_gemv_fp8w: not launched: rows <= 8 is false"));
 }
 
@@ -260,21 +261,21 @@ fn dense_gemv_fp8w_clauses_decide_alone() {
 fn dense_gemv_fp8w_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_LINEAR", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_LINEAR");
     not_launched(result, 1 << 16, Some("dense_gemv_fp8w: not launched: kill switch METRALE_NO_DFLASH_FP8_LINEAR is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096).launches());
+    assert!(!kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_linear::dense_gemv_fp8w::plan(1, 4096, 4096).launches());
 }
 
 #[test]
 fn dense_gemv_fp8w_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dense_gemv_fp8w", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -282,18 +283,18 @@ fn dense_gemv_fp8w_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dense_gemv_fp8w: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn dense_gemv_fp8w_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::dense_gemv_fp8w::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dense_gemv_fp8w");
             assert!(e.to_string().starts_with("dense_gemv_fp8w"), "{}", e);
@@ -307,72 +308,72 @@ fn dense_gemv_fp8w_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(1025, 4104, 3), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=3, n=4104, rows=1025");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 128), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=128, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(2097152, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=2097152");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 32768), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1024), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1024, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 1073741823, 2147483647), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, n=1073741823, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(65, 16, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=16, rows=65");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(33554433, 16777216, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777216, rows=33554433");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 8388609, 2097151), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2097151, n=8388609, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(100, 4096, 511), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=511, n=4096, rows=100");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 16384, 255), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=255, n=16384, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4194304, 5), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([262144, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=5, n=4194304, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 2047, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=2047, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 67108865), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108865, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 31, 1073741823), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=31, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(134217727, 1000000, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000000, rows=134217727");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(1073741824, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=1073741824");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 16, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=16, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(129, 4194304, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4194304, rows=129");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 4194303), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 255, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=255, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=4, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(511, 524289, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=524289, rows=511");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 1023), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1023, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(8192, 4096, 16383), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=4096, rows=8192");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(268435456, 131072, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=131072, rows=268435456");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(4294967295, 4096, 2097152), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2097152, n=4096, rows=4294967295");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 536870912, 134217728), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217728, n=536870912, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(31, 2097153, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=2097153, rows=31");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1073741825), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 8, 2147483648), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483648, n=8, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 255, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=255, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 2147483647, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([134217728, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=2147483647, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 511, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=511, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 64, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=64, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(33554432, 4103, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4103, rows=33554432");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 262144, 1073741823), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=262144, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(65537, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=65537");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 32, 8388607), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8388607, n=32, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4194305, 134217729), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217729, n=4194305, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(1025, 4104, 3), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=3, n=4104, rows=1025");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 128), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=128, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(2097152, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=2097152");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 32768), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1024), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1024, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 1073741823, 2147483647), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, n=1073741823, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(65, 16, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=16, rows=65");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(33554433, 16777216, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777216, rows=33554433");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 8388609, 2097151), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2097151, n=8388609, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(100, 4096, 511), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=511, n=4096, rows=100");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 16384, 255), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=255, n=16384, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4194304, 5), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([262144, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=5, n=4194304, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 2047, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=2047, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 67108865), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108865, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 31, 1073741823), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=31, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(134217727, 1000000, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000000, rows=134217727");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(1073741824, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=1073741824");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 16, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=16, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(129, 4194304, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4194304, rows=129");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 4194303), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 255, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4096, n=255, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 2048)), variant: Some(-1) }, "k=4, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(511, 524289, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=524289, rows=511");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 1023), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1023, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(8192, 4096, 16383), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=4096, rows=8192");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(268435456, 131072, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=131072, rows=268435456");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(4294967295, 4096, 2097152), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2097152, n=4096, rows=4294967295");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 536870912, 134217728), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217728, n=536870912, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(31, 2097153, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=2097153, rows=31");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 4104, 1073741825), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 8, 2147483648), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483648, n=8, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 255, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=255, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 2147483647, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([134217728, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=2147483647, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 511, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=511, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 64, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([8, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=64, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(33554432, 4103, 4096), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4103, rows=33554432");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(3, 262144, 1073741823), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=262144, rows=3");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(65537, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=4104, rows=65537");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 32, 8388607), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8388607, n=32, rows=16");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4194305, 134217729), "fp8_gemm_n128_row_scaled_m16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217729, n=4194305, rows=16");
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_presence() {
-    let kernel = kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel();
+    let kernel = kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel();
     assert_eq!(kernel.name(), "fp8_gemm_n128_row_scaled_m16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_sizes() {
-    assert_eq!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::sizes(16, 4096, 4096), Ok([65536, 16777216, 4096, 65536]));
+    assert_eq!(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::sizes(16, 4096, 4096), Ok([65536, 16777216, 4096, 65536]));
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemm_n128_row_scaled_m16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("fp8_gemm_n128_row_scaled_m16: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fp8_gemm_n128_row_scaled_m16", -65536));
@@ -380,9 +381,9 @@ fn fp8_gemm_n128_row_scaled_m16_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("fp8_gemm_n128_row_scaled_m16: not launched: rows <= 16 is false"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 16385, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 16385, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("fp8_gemm_n128_row_scaled_m16: not launched: k <= 16384 is false"));
 }
 
@@ -390,21 +391,21 @@ fn fp8_gemm_n128_row_scaled_m16_clauses_decide_alone() {
 fn fp8_gemm_n128_row_scaled_m16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_LINEAR", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_LINEAR");
     not_launched(result, 1 << 16, Some("fp8_gemm_n128_row_scaled_m16: not launched: kill switch METRALE_NO_DFLASH_FP8_LINEAR is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096).launches());
+    assert!(!kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::plan(16, 4096, 4096).launches());
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("fp8_gemm_n128_row_scaled_m16", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -412,18 +413,18 @@ fn fp8_gemm_n128_row_scaled_m16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemm_n128_row_scaled_m16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_m16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled_m16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fp8_gemm_n128_row_scaled_m16");
             assert!(e.to_string().starts_with("fp8_gemm_n128_row_scaled_m16"), "{}", e);
@@ -437,72 +438,72 @@ fn fp8_gemm_n128_row_scaled_m16_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn fp8_gemm_n128_row_scaled_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(1073741825, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([8388609, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=1073741825");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 1000, 131073), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 8, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, n=1000, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 67108863, 1000), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=67108863, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 16384, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=16384, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4104, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4104, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(513, 4104, 8191), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([5, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8191, n=4104, rows=513");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(33554431, 4104, 128), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([262144, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=128, n=4104, rows=33554431");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(16385, 4104, 15), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([129, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=15, n=4104, rows=16385");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 2047, 8388607), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 16, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8388607, n=2047, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(134217729, 4104, 8191), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1048577, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8191, n=4104, rows=134217729");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 268435455), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=268435455, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 1000000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000000, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=256");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4, 0), "fp8_gemm_n128_row_scaled", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(255, 4096, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4096, rows=255");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(32768, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([256, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=32768");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 16777217), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16777217, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 2097152, 511), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 16384, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=511, n=2097152, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(128, 1, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=1, rows=128");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(4194305, 268435455, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=268435455, rows=4194305");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(4194305, 4096, 131073), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([32769, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, n=4096, rows=4194305");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(4, 4096, 129), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=129, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 8388609, 1000), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=8388609, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 2048, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 16, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=2048, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(8, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=8");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(67108865, 4096, 4103), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([524289, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4103, n=4096, rows=67108865");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 257, 16385), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 3, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16385, n=257, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(4, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 16098, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 126, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=16098, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4104, 33554431), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=33554431, n=4104, rows=256");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2049, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([17, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=2049");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 8, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=8, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(15, 131073, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 1025, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=131073, rows=15");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 8), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(1073741823, 67108864, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=67108864, rows=1073741823");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2097153, 65, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16385, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=65, rows=2097153");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(16385, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([129, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=16385");
-    check(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=256");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(1073741825, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([8388609, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=1073741825");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 1000, 131073), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 8, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, n=1000, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 67108863, 1000), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=67108863, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 16384, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=16384, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4104, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4104, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(513, 4104, 8191), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([5, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8191, n=4104, rows=513");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(33554431, 4104, 128), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([262144, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=128, n=4104, rows=33554431");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(16385, 4104, 15), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([129, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=15, n=4104, rows=16385");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 2047, 8388607), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 16, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8388607, n=2047, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(134217729, 4104, 8191), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1048577, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8191, n=4104, rows=134217729");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 268435455), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=268435455, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 1000000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000000, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=256");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4, 0), "fp8_gemm_n128_row_scaled", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(255, 4096, 536870911), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=536870911, n=4096, rows=255");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(32768, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([256, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=32768");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 16777217), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16777217, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 2097152, 511), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 16384, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=511, n=2097152, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(128, 1, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=1, rows=128");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(4194305, 268435455, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=268435455, rows=4194305");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(4194305, 4096, 131073), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([32769, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=131073, n=4096, rows=4194305");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(4, 4096, 129), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=129, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 8388609, 1000), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1000, n=8388609, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 2048, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 16, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=2048, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(8, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=8");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(67108865, 4096, 4103), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([524289, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4103, n=4096, rows=67108865");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 257, 16385), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 3, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16385, n=257, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(17, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=17");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(4, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 16098, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 126, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=16098, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4104, 33554431), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=33554431, n=4104, rows=256");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2049, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([17, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=2049");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 8, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=8, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(15, 131073, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 1025, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=131073, rows=15");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 8), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=8, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(1073741823, 67108864, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=67108864, rows=1073741823");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2097153, 65, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16385, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=65, rows=2097153");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(16385, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([129, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=16385");
+    check(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(256, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([2, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=256");
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_presence() {
-    let kernel = kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::kernel();
+    let kernel = kg::fp8_linear::fp8_gemm_n128_row_scaled::kernel();
     assert_eq!(kernel.name(), "fp8_gemm_n128_row_scaled");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::fp8_linear::fp8_gemm_n128_row_scaled::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_sizes() {
-    assert_eq!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::sizes(2048, 4096, 4096), Ok([8388608, 16777216, 4096, 8388608]));
+    assert_eq!(kg::fp8_linear::fp8_gemm_n128_row_scaled::sizes(2048, 4096, 4096), Ok([8388608, 16777216, 4096, 8388608]));
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemm_n128_row_scaled: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("fp8_gemm_n128_row_scaled: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fp8_gemm_n128_row_scaled", -65536));
@@ -510,7 +511,7 @@ fn fp8_gemm_n128_row_scaled_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 8388607, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 8388607, 4096, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fp8_gemm_n128_row_scaled", -65537));
@@ -524,21 +525,21 @@ fn fp8_gemm_n128_row_scaled_clauses_decide_alone() {
 fn fp8_gemm_n128_row_scaled_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_LINEAR", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_LINEAR");
     not_launched(result, 1 << 16, Some("fp8_gemm_n128_row_scaled: not launched: kill switch METRALE_NO_DFLASH_FP8_LINEAR is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096).launches());
+    assert!(!kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_linear::fp8_gemm_n128_row_scaled::plan(2048, 4096, 4096).launches());
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("fp8_gemm_n128_row_scaled", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -546,18 +547,18 @@ fn fp8_gemm_n128_row_scaled_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemm_n128_row_scaled: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn fp8_gemm_n128_row_scaled_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::fp8_gemm_n128_row_scaled::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 2048, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fp8_gemm_n128_row_scaled");
             assert!(e.to_string().starts_with("fp8_gemm_n128_row_scaled"), "{}", e);
@@ -571,53 +572,53 @@ fn fp8_gemm_n128_row_scaled_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn fp8_linear_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(4, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(1, 151936, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=151936, rows=1");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(8, 4096, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=8");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(0, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=0");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(4, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(4, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(11, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=11");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(4, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(4, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, n=4096, rows=4");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(9, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=24576, rows=9");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(17, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(3, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=4104, rows=3");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(16, 4096, 16385), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16385, n=4096, rows=16");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(2048, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(2048, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(2048, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=2048");
-    check(kernelgen_gb10::fp8_linear::fp8_linear::plan(2048, 8388607, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=8388607, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(1, 151936, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=151936, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(8, 4096, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=8");
+    check(kg::fp8_linear::fp8_linear::plan(0, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=0");
+    check(kg::fp8_linear::fp8_linear::plan(4, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(11, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=11");
+    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(9, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=24576, rows=9");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(17, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=17");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=32768, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(3, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=4104, rows=3");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 16385), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=16385, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 8388607, 4096), "fp8_gemm_n128_row_scaled", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=8388607, rows=2048");
 }
 
 #[test]
 fn fp8_linear_presence() {
-    assert_eq!(kernelgen_gb10::fp8_linear::fp8_linear::is_present(), true);
+    assert_eq!(kg::fp8_linear::fp8_linear::is_present(), true);
 }
 
 #[test]
 fn fp8_linear_none_applies() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some("fp8_gemm_n128_row_scaled: not launched: empty work (rows == 0)"));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemm_n128_row_scaled: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn fp8_linear_launch_without_gpu_is_an_error_naming_the_member() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,74 +57,74 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn reshape_cache_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=4096");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 4096, 16, 268435455), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=4096, num_blocks=268435455, num_kv_heads=8, num_tokens=4096");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 134217727, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=134217727, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 16, 32769), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=32769, num_kv_heads=8, num_tokens=4096");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 72, 16, 2), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=72, num_blocks=2, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 33554433, 2097152), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=33554433, head_dim=256, num_blocks=2097152, num_kv_heads=2, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(8191, 1, 1073741825, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=1073741825, num_blocks=2, num_kv_heads=1, num_tokens=8191");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 1025, 256, 256, 8388607), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=8388607, num_kv_heads=1025, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 2049, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=2049, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 7, 1024, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=1024, head_dim=7, num_blocks=2, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 255, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=255, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 67108865, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=67108865, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=4096");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(2097151, 1, 36, 16, 4194305), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=4194305, num_kv_heads=1, num_tokens=2097151");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 64, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=64, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(131072, 8, 128, 16, 4194303), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=4194303, num_kv_heads=8, num_tokens=131072");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 36, 16, 8388607), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=8388607, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 2097151, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=2097151, num_blocks=2, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(255, 2, 32, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=32, num_blocks=16, num_kv_heads=2, num_tokens=255");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 921609, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=921609, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4097, 2, 256, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1025, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=4097");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 2097151, 1, 16, 256), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=1, num_blocks=256, num_kv_heads=2097151, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(8388607, 1, 36, 4194305, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=4194305, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=8388607");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 100, 262143, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=262143, num_blocks=2, num_kv_heads=100, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 1073741825, 256, 3), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=256, head_dim=1073741825, num_blocks=3, num_kv_heads=2, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 1000000000, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=1000000000, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(100, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([25, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=100");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(16383, 8, 128, 16, 67108863), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([4096, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=67108863, num_kv_heads=8, num_tokens=16383");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(8388609, 0, 128, 16, 512), "reshape_cache_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=0, num_tokens=8388609");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 2047, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=2047, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(2047, 1, 36, 2097153, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=2097153, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=2047");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(8, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=8");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 31, 256, 256, 4096), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=4096, num_kv_heads=31, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 1073741824, 16384), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=1073741824, head_dim=128, num_blocks=16384, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(536870911, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([134217728, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=536870911");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 18, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=18, num_blocks=2, num_kv_heads=1, num_tokens=4");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 8192, 32767, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=32767, head_dim=8192, num_blocks=256, num_kv_heads=8, num_tokens=64");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(1, 347036, 256, 256, 23), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=23, num_kv_heads=347036, num_tokens=1");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(65, 8, 128, 32767, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=32767, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=65");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(33554432, 4194305, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([8388608, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=4194305, num_tokens=33554432");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(67108865, 8, 128, 16, 262145), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16777217, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=262145, num_kv_heads=8, num_tokens=67108865");
-    check(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(4, 4097, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=4097, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=4096");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 4096, 16, 268435455), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=4096, num_blocks=268435455, num_kv_heads=8, num_tokens=4096");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 134217727, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=134217727, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 16, 32769), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=32769, num_kv_heads=8, num_tokens=4096");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 72, 16, 2), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=72, num_blocks=2, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 33554433, 2097152), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=33554433, head_dim=256, num_blocks=2097152, num_kv_heads=2, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(8191, 1, 1073741825, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=1073741825, num_blocks=2, num_kv_heads=1, num_tokens=8191");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 1025, 256, 256, 8388607), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=8388607, num_kv_heads=1025, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 2049, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=2049, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 7, 1024, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=1024, head_dim=7, num_blocks=2, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 255, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=255, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4096, 8, 128, 67108865, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=67108865, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=4096");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(2097151, 1, 36, 16, 4194305), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=4194305, num_kv_heads=1, num_tokens=2097151");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 64, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=64, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(131072, 8, 128, 16, 4194303), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([32768, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=4194303, num_kv_heads=8, num_tokens=131072");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 36, 16, 8388607), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=8388607, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 2097151, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=2097151, num_blocks=2, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(255, 2, 32, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=32, num_blocks=16, num_kv_heads=2, num_tokens=255");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 256, 921609, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=921609, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4097, 2, 256, 256, 16), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1025, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=16, num_kv_heads=2, num_tokens=4097");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 2097151, 1, 16, 256), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=1, num_blocks=256, num_kv_heads=2097151, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(8388607, 1, 36, 4194305, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=4194305, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=8388607");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 100, 262143, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=262143, num_blocks=2, num_kv_heads=100, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 2, 1073741825, 256, 3), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=256, head_dim=1073741825, num_blocks=3, num_kv_heads=2, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 1000000000, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=1000000000, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(100, 8, 128, 16, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([25, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=256, num_kv_heads=8, num_tokens=100");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(16383, 8, 128, 16, 67108863), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([4096, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=67108863, num_kv_heads=8, num_tokens=16383");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(8388609, 0, 128, 16, 512), "reshape_cache_bf16", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=0, num_tokens=8388609");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 2047, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=2047, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(2047, 1, 36, 2097153, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=2097153, head_dim=36, num_blocks=2, num_kv_heads=1, num_tokens=2047");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(8, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=8");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 31, 256, 256, 4096), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=4096, num_kv_heads=31, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 1073741824, 16384), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=1073741824, head_dim=128, num_blocks=16384, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(536870911, 8, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([134217728, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=536870911");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 1, 18, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=18, num_blocks=2, num_kv_heads=1, num_tokens=4");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 8192, 32767, 256), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=32767, head_dim=8192, num_blocks=256, num_kv_heads=8, num_tokens=64");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(1, 347036, 256, 256, 23), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=256, head_dim=256, num_blocks=23, num_kv_heads=347036, num_tokens=1");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(65, 8, 128, 32767, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=32767, head_dim=128, num_blocks=512, num_kv_heads=8, num_tokens=65");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(33554432, 4194305, 128, 16, 512), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([8388608, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=512, num_kv_heads=4194305, num_tokens=33554432");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(67108865, 8, 128, 16, 262145), "reshape_cache_bf16", Expect { code: 0, geometry: Some(([16777217, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "block_size=16, head_dim=128, num_blocks=262145, num_kv_heads=8, num_tokens=67108865");
+    check(kg::reshape_cache_bf16::reshape_cache_bf16::plan(4, 4097, 36, 16, 2), "reshape_cache_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "block_size=16, head_dim=36, num_blocks=2, num_kv_heads=4097, num_tokens=4");
 }
 
 #[test]
 fn reshape_cache_bf16_presence() {
-    let kernel = kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::kernel();
+    let kernel = kg::reshape_cache_bf16::reshape_cache_bf16::kernel();
     assert_eq!(kernel.name(), "reshape_cache_bf16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::reshape_cache_bf16::reshape_cache_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn reshape_cache_bf16_sizes() {
-    assert_eq!(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::sizes(64, 8, 128, 16, 256), Ok([65536, 65536, 4194304, 4194304, 64]));
+    assert_eq!(kg::reshape_cache_bf16::reshape_cache_bf16::sizes(64, 8, 128, 16, 256), Ok([65536, 65536, 4194304, 4194304, 64]));
 }
 
 #[test]
 fn reshape_cache_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 0, 8, 128, 16, 256, DEFAULT_STREAM) };
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 0, 8, 128, 16, 256, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("reshape_cache_bf16: not launched: empty work (num_tokens == 0)"));
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 0, 16, 256, DEFAULT_STREAM) };
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 0, 16, 256, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("reshape_cache_bf16: not launched: empty work ((num_kv_heads * head_dim) == 0)"));
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 0, 256, DEFAULT_STREAM) };
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 0, 256, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("reshape_cache_bf16", -65536));
@@ -131,7 +132,7 @@ fn reshape_cache_bf16_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 4, 1, 36, 16, 2, DEFAULT_STREAM) };
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 4, 1, 36, 16, 2, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("reshape_cache_bf16: not launched: ((num_kv_heads * head_dim) % 8) == 0 is false"));
 }
 
@@ -139,21 +140,21 @@ fn reshape_cache_bf16_clauses_decide_alone() {
 fn reshape_cache_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256);
+    kg::refresh();
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) };
+    let plan = kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256);
     std::env::remove_var("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
     not_launched(result, 1 << 16, Some("reshape_cache_bf16: not launched: kill switch METRALE_NO_DFLASH_RESHAPE_CACHE_BF16 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256).launches());
+    assert!(!kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::reshape_cache_bf16::reshape_cache_bf16::plan(64, 8, 128, 16, 256).launches());
 }
 
 #[test]
 fn reshape_cache_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) } {
+    match unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("reshape_cache_bf16", Some("key")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -161,18 +162,18 @@ fn reshape_cache_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 0, 8, 128, 16, 256, DEFAULT_STREAM) };
+    let result = unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 0, 8, 128, 16, 256, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("reshape_cache_bf16: not launched: empty work (num_tokens == 0)"));
 }
 
 #[test]
 fn reshape_cache_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) } {
+    match unsafe { kg::reshape_cache_bf16::reshape_cache_bf16::launch(ptr(0), ptr(1), ptr_mut(2), ptr_mut(3), ptr(4), 64, 8, 128, 16, 256, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "reshape_cache_bf16");
             assert!(e.to_string().starts_with("reshape_cache_bf16"), "{}", e);

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,60 +57,60 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn residual_add_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4194304), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194304");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4096), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4096");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(33554437), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=33554437");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(1048576), "residual_add_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1048576");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(2047), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2047");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4294967296), "residual_add_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4294967296");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(513), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=513");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(16777217), "residual_add_bf16", Expect { code: 0, geometry: Some(([2049, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16777217");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4194305), "residual_add_bf16", Expect { code: 0, geometry: Some(([513, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194305");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(17), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=17");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(131073), "residual_add_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=131073");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(256), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=256");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(1024), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1024");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(268435457), "residual_add_bf16", Expect { code: 0, geometry: Some(([32769, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=268435457");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(2048), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2048");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(1000000), "residual_add_bf16", Expect { code: 0, geometry: Some(([123, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1000000");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(856259), "residual_add_bf16", Expect { code: 0, geometry: Some(([105, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=856259");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(134217728), "residual_add_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=134217728");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(127), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=127");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(33554436), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=33554436");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(8192), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=8192");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(262145), "residual_add_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=262145");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(129), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=129");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(2), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(16777216), "residual_add_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16777216");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(32), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=32");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(536870913), "residual_add_bf16", Expect { code: 0, geometry: Some(([65537, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=536870913");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(16384), "residual_add_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16384");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4095), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4095");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(1073741825), "residual_add_bf16", Expect { code: 0, geometry: Some(([131073, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1073741825");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(4194303), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194303");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(67108863), "residual_add_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=67108863");
-    check(kernelgen_gb10::residual_add::residual_add_bf16::plan(31), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=31");
+    check(kg::residual_add::residual_add_bf16::plan(4194304), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194304");
+    check(kg::residual_add::residual_add_bf16::plan(4096), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4096");
+    check(kg::residual_add::residual_add_bf16::plan(33554437), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=33554437");
+    check(kg::residual_add::residual_add_bf16::plan(4), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4");
+    check(kg::residual_add::residual_add_bf16::plan(1048576), "residual_add_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1048576");
+    check(kg::residual_add::residual_add_bf16::plan(2047), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2047");
+    check(kg::residual_add::residual_add_bf16::plan(4294967296), "residual_add_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4294967296");
+    check(kg::residual_add::residual_add_bf16::plan(513), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=513");
+    check(kg::residual_add::residual_add_bf16::plan(16777217), "residual_add_bf16", Expect { code: 0, geometry: Some(([2049, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16777217");
+    check(kg::residual_add::residual_add_bf16::plan(4194305), "residual_add_bf16", Expect { code: 0, geometry: Some(([513, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194305");
+    check(kg::residual_add::residual_add_bf16::plan(17), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=17");
+    check(kg::residual_add::residual_add_bf16::plan(131073), "residual_add_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=131073");
+    check(kg::residual_add::residual_add_bf16::plan(256), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=256");
+    check(kg::residual_add::residual_add_bf16::plan(1024), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1024");
+    check(kg::residual_add::residual_add_bf16::plan(268435457), "residual_add_bf16", Expect { code: 0, geometry: Some(([32769, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=268435457");
+    check(kg::residual_add::residual_add_bf16::plan(2048), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2048");
+    check(kg::residual_add::residual_add_bf16::plan(1000000), "residual_add_bf16", Expect { code: 0, geometry: Some(([123, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1000000");
+    check(kg::residual_add::residual_add_bf16::plan(856259), "residual_add_bf16", Expect { code: 0, geometry: Some(([105, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=856259");
+    check(kg::residual_add::residual_add_bf16::plan(134217728), "residual_add_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=134217728");
+    check(kg::residual_add::residual_add_bf16::plan(127), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=127");
+    check(kg::residual_add::residual_add_bf16::plan(33554436), "residual_add_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=33554436");
+    check(kg::residual_add::residual_add_bf16::plan(8192), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=8192");
+    check(kg::residual_add::residual_add_bf16::plan(262145), "residual_add_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=262145");
+    check(kg::residual_add::residual_add_bf16::plan(129), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=129");
+    check(kg::residual_add::residual_add_bf16::plan(2), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=2");
+    check(kg::residual_add::residual_add_bf16::plan(16777216), "residual_add_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16777216");
+    check(kg::residual_add::residual_add_bf16::plan(32), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=32");
+    check(kg::residual_add::residual_add_bf16::plan(536870913), "residual_add_bf16", Expect { code: 0, geometry: Some(([65537, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=536870913");
+    check(kg::residual_add::residual_add_bf16::plan(16384), "residual_add_bf16", Expect { code: 0, geometry: Some(([2, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=16384");
+    check(kg::residual_add::residual_add_bf16::plan(4095), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4095");
+    check(kg::residual_add::residual_add_bf16::plan(1073741825), "residual_add_bf16", Expect { code: 0, geometry: Some(([131073, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=1073741825");
+    check(kg::residual_add::residual_add_bf16::plan(4194303), "residual_add_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=4194303");
+    check(kg::residual_add::residual_add_bf16::plan(67108863), "residual_add_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=67108863");
+    check(kg::residual_add::residual_add_bf16::plan(31), "residual_add_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "n=31");
 }
 
 #[test]
 fn residual_add_bf16_presence() {
-    let kernel = kernelgen_gb10::residual_add::residual_add_bf16::kernel();
+    let kernel = kg::residual_add::residual_add_bf16::kernel();
     assert_eq!(kernel.name(), "residual_add_bf16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::residual_add::residual_add_bf16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::residual_add::residual_add_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn residual_add_bf16_sizes() {
-    assert_eq!(kernelgen_gb10::residual_add::residual_add_bf16::sizes(4194304), Ok([4194304, 4194304, 4194304]));
+    assert_eq!(kg::residual_add::residual_add_bf16::sizes(4194304), Ok([4194304, 4194304, 4194304]));
 }
 
 #[test]
 fn residual_add_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("residual_add_bf16: not launched: empty work (n == 0)"));
 }
 
@@ -117,21 +118,21 @@ fn residual_add_bf16_clauses_decide_alone() {
 fn residual_add_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_RESIDUAL_ADD", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::residual_add::residual_add_bf16::plan(4194304);
+    kg::refresh();
+    let result = unsafe { kg::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) };
+    let plan = kg::residual_add::residual_add_bf16::plan(4194304);
     std::env::remove_var("METRALE_NO_DFLASH_RESIDUAL_ADD");
     not_launched(result, 1 << 16, Some("residual_add_bf16: not launched: kill switch METRALE_NO_DFLASH_RESIDUAL_ADD is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::residual_add::residual_add_bf16::plan(4194304).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::residual_add::residual_add_bf16::plan(4194304).launches());
+    assert!(!kg::residual_add::residual_add_bf16::plan(4194304).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::residual_add::residual_add_bf16::plan(4194304).launches());
 }
 
 #[test]
 fn residual_add_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::residual_add::residual_add_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) } {
+    match unsafe { kg::residual_add::residual_add_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("residual_add_bf16", Some("a")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -139,18 +140,18 @@ fn residual_add_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::residual_add::residual_add_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_add::residual_add_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("residual_add_bf16: not launched: empty work (n == 0)"));
 }
 
 #[test]
 fn residual_add_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) } {
+    match unsafe { kg::residual_add::residual_add_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 4194304, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "residual_add_bf16");
             assert!(e.to_string().starts_with("residual_add_bf16"), "{}", e);

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_gb10::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_gb10 as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_gb10::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_gb10::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,73 +57,73 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn rms_norm_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=64");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8192, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=8192");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(524288, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=2147483648, rows=524288");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(2147483649, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777217, rows=2147483649");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(536870912, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=536870912");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1048575, rows=64");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=4");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8192, 8388609), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8388609, rows=8192");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(16384, 16777216), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=16777216, rows=16384");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8192, 16384), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "hidden=16384, rows=8192");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4194303, 1031), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1031, rows=4194303");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(262144, 4194305), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=4194305, rows=262144");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(15, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([15, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=15");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4194305, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=4194305");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(128, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=128");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1, 134217729), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217729, rows=1");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=4");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1, 2147483649), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2147483649, rows=1");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777217, rows=64");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8192, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1048575, rows=8192");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8192, 33554432), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=33554432, rows=8192");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(131073, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1, rows=131073");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4097, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=4097");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(3, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=3");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8388607, 67108865), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=8388607");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(2047, 2097153), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2097153, rows=2047");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(33, 17), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, rows=33");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(7, 63), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=63, rows=7");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(67108863, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=67108863");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=2147483648, rows=64");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(512, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=512");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8388607, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388607, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=8388607");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(16384, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=16384");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1023, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1023, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=1023");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(134217729, 134217728), "rms_norm_bf16", Expect { code: 0, geometry: Some(([134217729, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=134217728, rows=134217729");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1, 16777215), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777215, rows=1");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(4194303, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194303, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=4194303");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(2048, 256), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=256, rows=2048");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(8388609, 64), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388609, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=64, rows=8388609");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(16384, 262144), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=262144, rows=16384");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(268435457, 1025), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1025, rows=268435457");
-    check(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(1, 1000), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1000, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=64");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(524288, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([524288, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=2147483648, rows=524288");
+    check(kg::rms_norm::rms_norm_bf16::plan(2147483649, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777217, rows=2147483649");
+    check(kg::rms_norm::rms_norm_bf16::plan(536870912, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=536870912");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1048575, rows=64");
+    check(kg::rms_norm::rms_norm_bf16::plan(4, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=4");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 8388609), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8388609, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 16777216), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=16777216, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 16384), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "hidden=16384, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1031), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1031, rows=4194303");
+    check(kg::rms_norm::rms_norm_bf16::plan(262144, 4194305), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=4194305, rows=262144");
+    check(kg::rms_norm::rms_norm_bf16::plan(15, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([15, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=15");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194305, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=4194305");
+    check(kg::rms_norm::rms_norm_bf16::plan(128, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=128");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 134217729), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217729, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(4, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=4");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 2147483649), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2147483649, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 16777217), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777217, rows=64");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 1048575), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1048575, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(8192, 33554432), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=33554432, rows=8192");
+    check(kg::rms_norm::rms_norm_bf16::plan(131073, 1), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1, rows=131073");
+    check(kg::rms_norm::rms_norm_bf16::plan(4097, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4097, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=4097");
+    check(kg::rms_norm::rms_norm_bf16::plan(3, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=3");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 67108865), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=8388607");
+    check(kg::rms_norm::rms_norm_bf16::plan(2047, 2097153), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2097153, rows=2047");
+    check(kg::rms_norm::rms_norm_bf16::plan(33, 17), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=17, rows=33");
+    check(kg::rms_norm::rms_norm_bf16::plan(7, 63), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=63, rows=7");
+    check(kg::rms_norm::rms_norm_bf16::plan(67108863, 7), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=67108863");
+    check(kg::rms_norm::rms_norm_bf16::plan(64, 2147483648), "rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=2147483648, rows=64");
+    check(kg::rms_norm::rms_norm_bf16::plan(512, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([512, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=512");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388607, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388607, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=8388607");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 8192), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(1023, 4096), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1023, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=1023");
+    check(kg::rms_norm::rms_norm_bf16::plan(134217729, 134217728), "rms_norm_bf16", Expect { code: 0, geometry: Some(([134217729, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=134217728, rows=134217729");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 16777215), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=16777215, rows=1");
+    check(kg::rms_norm::rms_norm_bf16::plan(4194303, 1024), "rms_norm_bf16", Expect { code: 0, geometry: Some(([4194303, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=4194303");
+    check(kg::rms_norm::rms_norm_bf16::plan(2048, 256), "rms_norm_bf16", Expect { code: 0, geometry: Some(([2048, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=256, rows=2048");
+    check(kg::rms_norm::rms_norm_bf16::plan(8388609, 64), "rms_norm_bf16", Expect { code: 0, geometry: Some(([8388609, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=64, rows=8388609");
+    check(kg::rms_norm::rms_norm_bf16::plan(16384, 262144), "rms_norm_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=262144, rows=16384");
+    check(kg::rms_norm::rms_norm_bf16::plan(268435457, 1025), "rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1025, rows=268435457");
+    check(kg::rms_norm::rms_norm_bf16::plan(1, 1000), "rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1000, rows=1");
 }
 
 #[test]
 fn rms_norm_bf16_presence() {
-    let kernel = kernelgen_gb10::rms_norm::rms_norm_bf16::kernel();
+    let kernel = kg::rms_norm::rms_norm_bf16::kernel();
     assert_eq!(kernel.name(), "rms_norm_bf16");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kernelgen_gb10::rms_norm::rms_norm_bf16::is_present(), true);
-    assert_eq!(kernelgen_gb10::library_target(), "gb10");
+    assert_eq!(kg::rms_norm::rms_norm_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
 fn rms_norm_bf16_sizes() {
-    assert_eq!(kernelgen_gb10::rms_norm::rms_norm_bf16::sizes(64, 4096), Ok([262144, 4096, 262144]));
+    assert_eq!(kg::rms_norm::rms_norm_bf16::sizes(64, 4096), Ok([262144, 4096, 262144]));
 }
 
 #[test]
 fn rms_norm_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("rms_norm_bf16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("rms_norm_bf16: not launched: empty work (hidden == 0)"));
-    let result = unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4095, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4095, 1.0, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("rms_norm_bf16: not launched: (hidden % 8) == 0 is false"));
 }
 
@@ -130,21 +131,21 @@ fn rms_norm_bf16_clauses_decide_alone() {
 fn rms_norm_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_RMS_NORM", "1");
-    kernelgen_gb10::refresh();
-    let result = unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) };
-    let plan = kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 4096);
+    kg::refresh();
+    let result = unsafe { kg::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) };
+    let plan = kg::rms_norm::rms_norm_bf16::plan(64, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_RMS_NORM");
     not_launched(result, 1 << 16, Some("rms_norm_bf16: not launched: kill switch METRALE_NO_DFLASH_RMS_NORM is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 4096).launches(), "the switch is read once");
-    kernelgen_gb10::refresh();
-    assert!(kernelgen_gb10::rms_norm::rms_norm_bf16::plan(64, 4096).launches());
+    assert!(!kg::rms_norm::rms_norm_bf16::plan(64, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::rms_norm::rms_norm_bf16::plan(64, 4096).launches());
 }
 
 #[test]
 fn rms_norm_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::rms_norm::rms_norm_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("rms_norm_bf16", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -152,18 +153,18 @@ fn rms_norm_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::rms_norm::rms_norm_bf16::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 0, 4096, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("rms_norm_bf16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn rms_norm_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_gb10::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_gb10::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::rms_norm::rms_norm_bf16::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "rms_norm_bf16");
             assert!(e.to_string().starts_with("rms_norm_bf16"), "{}", e);

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_hopper::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_hopper as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_hopper::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_hopper::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,73 +57,73 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn fp8_gemv_rt2_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(15, 4096, 1073741824), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=4096, rows=15");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8388607, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=8388607");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4194305, 4096, 513), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=513, n=4096, rows=4194305");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 262143, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=262143, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 134217728, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=134217728, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(65537, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=65537");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(131072, 16777217, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777217, rows=131072");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1048577, 134217728), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217728, n=1048577, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4194305, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([131074, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4194305, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(513, 1048576, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=1048576, rows=513");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 32767, 4095), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=32767, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 512), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=512, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(129, 2147483649, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=2147483649, rows=129");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 536870912), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=536870912, n=4096, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4194305, 4096, 1048576), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, n=4096, rows=4194305");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 131071), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=131071, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 129, 4095), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=129, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 1048575, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1048575, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(262145, 4096, 16384), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16384, n=4096, rows=262145");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(513, 151936, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=151936, rows=513");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 1048577), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 4294967295), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1048575, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=1048575");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 33554432, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=33554432, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(536870912, 151936, 1048576), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, n=151936, rows=536870912");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 9), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4194303, 4103, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4103, rows=4194303");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1048576, 4096, 16383), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=4096, rows=1048576");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(128, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=128");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 15, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=15, rows=4");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 257, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([10, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=257, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(32767, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=32767");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 1048575, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=1048575, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 8191, 16777217), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16777217, n=8191, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8192, 151936, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=151936, rows=8192");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 1073741824), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=4096, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 8192), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=8192, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 2147483649), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483649, n=151936, rows=1");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 2048, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=2048, rows=8");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 131072, 100), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=100, n=131072, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(15, 4096, 1073741824), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=4096, rows=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8388607, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4194305, 4096, 513), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=513, n=4096, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 262143, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=262143, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 134217728, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=134217728, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(65537, 4096, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=65537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(131072, 16777217, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777217, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 1048577, 134217728), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217728, n=1048577, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4194305, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([131074, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4194305, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(513, 1048576, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=1048576, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 32767, 4095), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=32767, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 512), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=512, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(129, 2147483649, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=2147483649, rows=129");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 536870912), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=536870912, n=4096, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4194305, 4096, 1048576), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, n=4096, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 131071), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=131071, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 129, 4095), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=129, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 1048575, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1048575, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(262145, 4096, 16384), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16384, n=4096, rows=262145");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(513, 151936, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=151936, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 1048577), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 4294967295), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1048575, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=1048575");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 33554432, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([1048576, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=33554432, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(536870912, 151936, 1048576), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048576, n=151936, rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 9), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4194303, 4103, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4103, rows=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1048576, 4096, 16383), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=4096, rows=1048576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(128, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 15, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=15, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 257, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([10, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=257, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(32767, 4096, 12288), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 1048575, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=1048575, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 8191, 16777217), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16777217, n=8191, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8192, 151936, 4096), "fp8_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=151936, rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 4096, 1073741824), "fp8_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=4096, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 8192), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=8192, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 151936, 2147483649), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483649, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(8, 2048, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=2048, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(1, 131072, 100), "fp8_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=100, n=131072, rows=1");
 }
 
 #[test]
 fn fp8_gemv_rt2_presence() {
-    let kernel = kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::kernel();
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2::kernel();
     assert_eq!(kernel.name(), "fp8_gemv_rt2");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn fp8_gemv_rt2_sizes() {
-    assert_eq!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::sizes(4, 4096, 4096), Ok([16384, 16777216, 4096, 16384]));
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2::sizes(4, 4096, 4096), Ok([16384, 16777216, 4096, 16384]));
 }
 
 #[test]
 fn fp8_gemv_rt2_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemv_rt2: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("fp8_gemv_rt2: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fp8_gemv_rt2", -65536));
@@ -130,11 +131,11 @@ fn fp8_gemv_rt2_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 11, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 11, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("fp8_gemv_rt2: not launched: rows <= 8 is false"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4095, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4095, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("fp8_gemv_rt2: not launched: (k % 16) == 0 is false"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 32768, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 32768, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("fp8_gemv_rt2: not launched: k <= 16384 is false"));
 }
 
@@ -142,21 +143,21 @@ fn fp8_gemv_rt2_clauses_decide_alone() {
 fn fp8_gemv_rt2_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
     not_launched(result, 1 << 16, Some("fp8_gemv_rt2: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096).launches());
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2::plan(4, 4096, 4096).launches());
 }
 
 #[test]
 fn fp8_gemv_rt2_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -164,18 +165,18 @@ fn fp8_gemv_rt2_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemv_rt2: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn fp8_gemv_rt2_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fp8_gemv_rt2");
             assert!(e.to_string().starts_with("fp8_gemv_rt2"), "{}", e);
@@ -189,73 +190,73 @@ fn fp8_gemv_rt2_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn fp8_gemv_rt2_16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=24576, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 2, 1073741825), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, n=2, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 262143, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=262143, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 268435457, 524287), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=524287, n=268435457, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 256), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=256, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 16), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(268435455, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=268435455");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16777217, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=16777217");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(134217728, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=24576, rows=134217728");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 1, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8191, 16777215, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777215, rows=8191");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(1023, 8, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=8, rows=1023");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(268435457, 24576, 65537), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=65537, n=24576, rows=268435457");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(3, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=3");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(257, 64, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=64, rows=257");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65535, 4096, 64), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=64, n=4096, rows=65535");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(5, 63, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=63, rows=5");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 256, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=256, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 4), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4, n=24576, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 513, 67108863), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, n=513, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(513, 16, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16, rows=513");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8388608, 4096, 395645), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=395645, n=4096, rows=8388608");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1073741824, 33), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=33, n=1073741824, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 67108863, 4294967295), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=67108863, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65536, 1000000, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000000, rows=65536");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 262143, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=262143, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 131073, 15), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=131073, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8193, 4194305, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4194305, rows=8193");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(1023, 524289, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=524289, rows=1023");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 2147483647, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=2147483647, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 1073741823), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=24576, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 8388608, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([262144, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=8388608, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(32768, 4096, 33554431), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=33554431, n=4096, rows=32768");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 1073741824), "fp8_gemv_rt2_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=24576, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16777217, 16, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=16, rows=16777217");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 1073741824, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1073741824, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 512), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=512, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65536, 1000, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000, rows=65536");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 16383), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=24576, rows=9");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 1073741823), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=4096, rows=16");
-    check(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(3, 4096, 2049), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2049, n=4096, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=24576, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 2, 1073741825), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741825, n=2, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 262143, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=262143, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 268435457, 524287), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=524287, n=268435457, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 256), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=256, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 16), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=16, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(268435455, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16777217, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=4096, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(134217728, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=24576, rows=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 1, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8191, 16777215, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16777215, rows=8191");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(1023, 8, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=8, rows=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(268435457, 24576, 65537), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=65537, n=24576, rows=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(3, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=4096, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(257, 64, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=64, rows=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65535, 4096, 64), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=64, n=4096, rows=65535");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(5, 63, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=63, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 256, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=256, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 4), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4, n=24576, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 513, 67108863), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, n=513, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(513, 16, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=16, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8388608, 4096, 395645), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=395645, n=4096, rows=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 1073741824, 33), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=33, n=1073741824, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 67108863, 4294967295), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4294967295, n=67108863, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65536, 1000000, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000000, rows=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 262143, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=12288, n=262143, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 131073, 15), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=15, n=131073, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(8193, 4194305, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4194305, rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(1023, 524289, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=524289, rows=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 2147483647, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([67108864, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=2147483647, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 1073741823), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=24576, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 8388608, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([262144, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=8388608, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(32768, 4096, 33554431), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=33554431, n=4096, rows=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 1073741824), "fp8_gemv_rt2_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741824, n=24576, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16777217, 16, 12288), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=12288, n=16, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 1073741824, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([33554432, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=1073741824, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 512), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=512, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(65536, 1000, 4096), "fp8_gemv_rt2_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1000, rows=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(9, 24576, 16383), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, n=24576, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 1073741823), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1073741823, n=4096, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(3, 4096, 2049), "fp8_gemv_rt2_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2049, n=4096, rows=3");
 }
 
 #[test]
 fn fp8_gemv_rt2_16_presence() {
-    let kernel = kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::kernel();
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_16::kernel();
     assert_eq!(kernel.name(), "fp8_gemv_rt2_16");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn fp8_gemv_rt2_16_sizes() {
-    assert_eq!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::sizes(16, 4096, 4096), Ok([65536, 16777216, 4096, 65536]));
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16::sizes(16, 4096, 4096), Ok([65536, 16777216, 4096, 65536]));
 }
 
 #[test]
 fn fp8_gemv_rt2_16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemv_rt2_16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("fp8_gemv_rt2_16: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("fp8_gemv_rt2_16", -65536));
@@ -263,11 +264,11 @@ fn fp8_gemv_rt2_16_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("fp8_gemv_rt2_16: not launched: rows <= 16 is false"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4095, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4095, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("fp8_gemv_rt2_16: not launched: (k % 16) == 0 is false"));
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 32768, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 32768, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("fp8_gemv_rt2_16: not launched: k <= 16384 is false"));
 }
 
@@ -275,21 +276,21 @@ fn fp8_gemv_rt2_16_clauses_decide_alone() {
 fn fp8_gemv_rt2_16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
     not_launched(result, 1 << 16, Some("fp8_gemv_rt2_16: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096).launches());
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_16::plan(16, 4096, 4096).launches());
 }
 
 #[test]
 fn fp8_gemv_rt2_16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_16", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -297,18 +298,18 @@ fn fp8_gemv_rt2_16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("fp8_gemv_rt2_16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn fp8_gemv_rt2_16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fp8_gemv_rt2_16");
             assert!(e.to_string().starts_with("fp8_gemv_rt2_16"), "{}", e);

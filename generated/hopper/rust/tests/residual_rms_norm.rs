@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_hopper::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_hopper as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_hopper::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_hopper::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,73 +57,73 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn residual_rms_norm_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 1024), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=8192");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(17, 131072), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=131072, rows=17");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870911, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870911, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=536870911");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(67108865, 65537), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=65537, rows=67108865");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(128, 1024), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=128");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1025, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1025, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1025");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 2048), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [64, 1, 1], 0)), variant: Some(-1) }, "hidden=2048, rows=536870912");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(4, 2048), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [64, 1, 1], 0)), variant: Some(-1) }, "hidden=2048, rows=4");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 127), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=127, rows=536870912");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(2147483649, 16777216), "residual_rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=16777216, rows=2147483649");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1024, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=1024");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1, 2147483649), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2147483649, rows=1");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(8, 268435457), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=268435457, rows=8");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1000000000, 67108865), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=1000000000");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(2147483647, 134217727), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, rows=2147483647");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(32769, 8388607), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8388607, rows=32769");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 1000000), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=1000000, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870913, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870913, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=536870913");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(67108863, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([67108863, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=67108863");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(16777217, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([16777217, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=16777217");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(5, 8191), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8191, rows=5");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(67108863, 268435457), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=268435457, rows=67108863");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 7), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 32), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=32, rows=8192");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1, 4194304), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=4194304, rows=1");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(511, 8), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([511, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=8, rows=511");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 536870911), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=536870911, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=536870912");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1, 8191), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8191, rows=1");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(8193, 2097153), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2097153, rows=8193");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(4194305, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=4194305");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 134217729), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217729, rows=8192");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(7, 1048576), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=1048576, rows=7");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(65537, 15), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=15, rows=65537");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(2097153, 524288), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([2097153, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=524288, rows=2097153");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(536870911, 33554433), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33554433, rows=536870911");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(7, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=7");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 128), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=128, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(1, 67108865), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=1");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 134217727), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, rows=64");
-    check(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(4097, 1023), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1023, rows=4097");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 1024), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=8192");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(17, 131072), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([17, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=131072, rows=17");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870911, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870911, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=536870911");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(67108865, 65537), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=65537, rows=67108865");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(128, 1024), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([128, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=1024, rows=128");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1025, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1025, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=1025");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 2048), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [64, 1, 1], 0)), variant: Some(-1) }, "hidden=2048, rows=536870912");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(4, 2048), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([4, 1, 1], [64, 1, 1], 0)), variant: Some(-1) }, "hidden=2048, rows=4");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 127), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=127, rows=536870912");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2147483649, 16777216), "residual_rms_norm_bf16", Expect { code: -196608, geometry: Some(([2147483649, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=16777216, rows=2147483649");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1024, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1024, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=1024");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 2147483649), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2147483649, rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(8, 268435457), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=268435457, rows=8");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1000000000, 67108865), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=1000000000");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2147483647, 134217727), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, rows=2147483647");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(32769, 8388607), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8388607, rows=32769");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 1000000), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=1000000, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870913, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870913, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=536870913");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(67108863, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([67108863, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=67108863");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(16777217, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([16777217, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=16777217");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(5, 8191), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8191, rows=5");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(67108863, 268435457), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=268435457, rows=67108863");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 7), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=7, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 32), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([8192, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=32, rows=8192");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 4194304), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([1, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=4194304, rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(511, 8), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([511, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=8, rows=511");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 536870911), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=536870911, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870912, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([536870912, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=536870912");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 8191), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=8191, rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(8193, 2097153), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=2097153, rows=8193");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(4194305, 8192), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "hidden=8192, rows=4194305");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(8192, 134217729), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217729, rows=8192");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(7, 1048576), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=1048576, rows=7");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(65537, 15), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=15, rows=65537");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(2097153, 524288), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([2097153, 1, 1], [1024, 1, 1], 0)), variant: Some(-1) }, "hidden=524288, rows=2097153");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(536870911, 33554433), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=33554433, rows=536870911");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(7, 4096), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([7, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "hidden=4096, rows=7");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 128), "residual_rms_norm_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [32, 1, 1], 0)), variant: Some(-1) }, "hidden=128, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(1, 67108865), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=67108865, rows=1");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 134217727), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=134217727, rows=64");
+    check(kg::residual_rms_norm::residual_rms_norm_bf16::plan(4097, 1023), "residual_rms_norm_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "hidden=1023, rows=4097");
 }
 
 #[test]
 fn residual_rms_norm_bf16_presence() {
-    let kernel = kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::kernel();
+    let kernel = kg::residual_rms_norm::residual_rms_norm_bf16::kernel();
     assert_eq!(kernel.name(), "residual_rms_norm_bf16");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::residual_rms_norm::residual_rms_norm_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn residual_rms_norm_bf16_sizes() {
-    assert_eq!(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::sizes(64, 4096), Ok([262144, 262144, 4096, 262144]));
+    assert_eq!(kg::residual_rms_norm::residual_rms_norm_bf16::sizes(64, 4096), Ok([262144, 262144, 4096, 262144]));
 }
 
 #[test]
 fn residual_rms_norm_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 0, 4096, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 0, 4096, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("residual_rms_norm_bf16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("residual_rms_norm_bf16: not launched: empty work (hidden == 0)"));
-    let result = unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4095, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4095, 1.0, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("residual_rms_norm_bf16: not launched: (hidden % 8) == 0 is false"));
 }
 
@@ -130,21 +131,21 @@ fn residual_rms_norm_bf16_clauses_decide_alone() {
 fn residual_rms_norm_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096);
+    kg::refresh();
+    let result = unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) };
+    let plan = kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
     not_launched(result, 1 << 16, Some("residual_rms_norm_bf16: not launched: kill switch METRALE_NO_DFLASH_RESIDUAL_RMS_NORM is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096).launches());
+    assert!(!kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::residual_rms_norm::residual_rms_norm_bf16::plan(64, 4096).launches());
 }
 
 #[test]
 fn residual_rms_norm_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(DevicePtr::null(), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(DevicePtr::null(), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("residual_rms_norm_bf16", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -152,18 +153,18 @@ fn residual_rms_norm_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(DevicePtr::null(), ptr_mut(1), ptr(2), ptr_mut(3), 0, 4096, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(DevicePtr::null(), ptr_mut(1), ptr(2), ptr_mut(3), 0, 4096, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("residual_rms_norm_bf16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn residual_rms_norm_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::residual_rms_norm::residual_rms_norm_bf16::launch(ptr(0), ptr_mut(1), ptr(2), ptr_mut(3), 64, 4096, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "residual_rms_norm_bf16");
             assert!(e.to_string().starts_with("residual_rms_norm_bf16"), "{}", e);

@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_hopper::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_hopper as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_hopper::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_hopper::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,71 +57,71 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn silu_mul_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([224, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=64");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=1");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(4096, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([18944, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=4096");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(4096, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8193, rows=4096");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(524287, 5), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=5, rows=524287");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1048576, 4), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4, rows=1048576");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(262145, 536870912), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([34359869440, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=536870912, rows=262145");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(127, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([445, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=127");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(524289, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=268435455, rows=524289");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(32767, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([151548, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=32767");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(4096, 63), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=63, rows=4096");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(512, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=9, rows=512");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(131073, 16777217), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=16777217, rows=131073");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 32769), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=32769, rows=64");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(268435457, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([721420291, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=268435457");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(536870913, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048196, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=536870913");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(268435457, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8193, rows=268435457");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(65536, 65535), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=65535, rows=65536");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(4095, 8388609), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8388609, rows=4095");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1048576, rows=1");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1048576, rows=64");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(65536, 131072), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=131072, rows=65536");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1000000000, 1073741824), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([262144000000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1073741824, rows=1000000000");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(65535, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([176126, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=65535");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(128, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=268435455, rows=128");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1048575, 1048575), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1048575, rows=1048575");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(536870912, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=536870912");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(524288, 8388607), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8388607, rows=524288");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(2047, 1023), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1023, rows=2047");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(67108863, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([234881021, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=67108863");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1025, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4741, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=1025");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(8388607, 16383), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=16383, rows=8388607");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(31, 513), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=513, rows=31");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1, rows=1");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1, 4194303), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4194303, rows=1");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(1000000, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=2, rows=1000000");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(16777217, 4097), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4097, rows=16777217");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(7, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=7");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 524287), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=524287, rows=64");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(7, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([19, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=7");
-    check(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(4096, 64), "silu_mul_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=64, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([224, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=64");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([3, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([18944, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8193, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(524287, 5), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=5, rows=524287");
+    check(kg::silu_mul::silu_mul_bf16::plan(1048576, 4), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4, rows=1048576");
+    check(kg::silu_mul::silu_mul_bf16::plan(262145, 536870912), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([34359869440, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=536870912, rows=262145");
+    check(kg::silu_mul::silu_mul_bf16::plan(127, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([445, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=127");
+    check(kg::silu_mul::silu_mul_bf16::plan(524289, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=268435455, rows=524289");
+    check(kg::silu_mul::silu_mul_bf16::plan(32767, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([151548, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=32767");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 63), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=63, rows=4096");
+    check(kg::silu_mul::silu_mul_bf16::plan(512, 9), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=9, rows=512");
+    check(kg::silu_mul::silu_mul_bf16::plan(131073, 16777217), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=16777217, rows=131073");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 32769), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=32769, rows=64");
+    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([721420291, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=268435457");
+    check(kg::silu_mul::silu_mul_bf16::plan(536870913, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048196, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=536870913");
+    check(kg::silu_mul::silu_mul_bf16::plan(268435457, 8193), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8193, rows=268435457");
+    check(kg::silu_mul::silu_mul_bf16::plan(65536, 65535), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=65535, rows=65536");
+    check(kg::silu_mul::silu_mul_bf16::plan(4095, 8388609), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8388609, rows=4095");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1048576, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 1048576), "silu_mul_bf16", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1048576, rows=64");
+    check(kg::silu_mul::silu_mul_bf16::plan(65536, 131072), "silu_mul_bf16", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=131072, rows=65536");
+    check(kg::silu_mul::silu_mul_bf16::plan(1000000000, 1073741824), "silu_mul_bf16", Expect { code: -196608, geometry: Some(([262144000000000, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=1073741824, rows=1000000000");
+    check(kg::silu_mul::silu_mul_bf16::plan(65535, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([176126, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=65535");
+    check(kg::silu_mul::silu_mul_bf16::plan(128, 268435455), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=268435455, rows=128");
+    check(kg::silu_mul::silu_mul_bf16::plan(1048575, 1048575), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1048575, rows=1048575");
+    check(kg::silu_mul::silu_mul_bf16::plan(536870912, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([1879048192, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=536870912");
+    check(kg::silu_mul::silu_mul_bf16::plan(524288, 8388607), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=8388607, rows=524288");
+    check(kg::silu_mul::silu_mul_bf16::plan(2047, 1023), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1023, rows=2047");
+    check(kg::silu_mul::silu_mul_bf16::plan(67108863, 14336), "silu_mul_bf16", Expect { code: 0, geometry: Some(([234881021, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=14336, rows=67108863");
+    check(kg::silu_mul::silu_mul_bf16::plan(1025, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([4741, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=1025");
+    check(kg::silu_mul::silu_mul_bf16::plan(8388607, 16383), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=16383, rows=8388607");
+    check(kg::silu_mul::silu_mul_bf16::plan(31, 513), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=513, rows=31");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 1), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=1, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(1, 4194303), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4194303, rows=1");
+    check(kg::silu_mul::silu_mul_bf16::plan(1000000, 2), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=2, rows=1000000");
+    check(kg::silu_mul::silu_mul_bf16::plan(16777217, 4097), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=4097, rows=16777217");
+    check(kg::silu_mul::silu_mul_bf16::plan(7, 18944), "silu_mul_bf16", Expect { code: 0, geometry: Some(([33, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=18944, rows=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(64, 524287), "silu_mul_bf16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "inter=524287, rows=64");
+    check(kg::silu_mul::silu_mul_bf16::plan(7, 11008), "silu_mul_bf16", Expect { code: 0, geometry: Some(([19, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=11008, rows=7");
+    check(kg::silu_mul::silu_mul_bf16::plan(4096, 64), "silu_mul_bf16", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 0)), variant: Some(-1) }, "inter=64, rows=4096");
 }
 
 #[test]
 fn silu_mul_bf16_presence() {
-    let kernel = kernelgen_hopper::silu_mul::silu_mul_bf16::kernel();
+    let kernel = kg::silu_mul::silu_mul_bf16::kernel();
     assert_eq!(kernel.name(), "silu_mul_bf16");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::silu_mul::silu_mul_bf16::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::silu_mul::silu_mul_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn silu_mul_bf16_sizes() {
-    assert_eq!(kernelgen_hopper::silu_mul::silu_mul_bf16::sizes(64, 14336), Ok([1835008, 917504]));
+    assert_eq!(kg::silu_mul::silu_mul_bf16::sizes(64, 14336), Ok([1835008, 917504]));
 }
 
 #[test]
 fn silu_mul_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 0, 14336, DEFAULT_STREAM) };
+    let result = unsafe { kg::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 0, 14336, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("silu_mul_bf16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 0, DEFAULT_STREAM) };
+    let result = unsafe { kg::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 0, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("silu_mul_bf16: not launched: empty work (inter == 0)"));
-    let result = unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14335, DEFAULT_STREAM) };
+    let result = unsafe { kg::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14335, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("silu_mul_bf16: not launched: (inter % 8) == 0 is false"));
 }
 
@@ -128,21 +129,21 @@ fn silu_mul_bf16_clauses_decide_alone() {
 fn silu_mul_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_SILU_MUL", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14336, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 14336);
+    kg::refresh();
+    let result = unsafe { kg::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14336, DEFAULT_STREAM) };
+    let plan = kg::silu_mul::silu_mul_bf16::plan(64, 14336);
     std::env::remove_var("METRALE_NO_DFLASH_SILU_MUL");
     not_launched(result, 1 << 16, Some("silu_mul_bf16: not launched: kill switch METRALE_NO_DFLASH_SILU_MUL is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 14336).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::silu_mul::silu_mul_bf16::plan(64, 14336).launches());
+    assert!(!kg::silu_mul::silu_mul_bf16::plan(64, 14336).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::silu_mul::silu_mul_bf16::plan(64, 14336).launches());
 }
 
 #[test]
 fn silu_mul_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(DevicePtr::null(), ptr_mut(1), 64, 14336, DEFAULT_STREAM) } {
+    match unsafe { kg::silu_mul::silu_mul_bf16::launch(DevicePtr::null(), ptr_mut(1), 64, 14336, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("silu_mul_bf16", Some("input")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -150,18 +151,18 @@ fn silu_mul_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(DevicePtr::null(), ptr_mut(1), 0, 14336, DEFAULT_STREAM) };
+    let result = unsafe { kg::silu_mul::silu_mul_bf16::launch(DevicePtr::null(), ptr_mut(1), 0, 14336, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("silu_mul_bf16: not launched: empty work (rows == 0)"));
 }
 
 #[test]
 fn silu_mul_bf16_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14336, DEFAULT_STREAM) } {
+    match unsafe { kg::silu_mul::silu_mul_bf16::launch(ptr(0), ptr_mut(1), 64, 14336, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "silu_mul_bf16");
             assert!(e.to_string().starts_with("silu_mul_bf16"), "{}", e);

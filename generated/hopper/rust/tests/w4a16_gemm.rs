@@ -7,7 +7,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use kernelgen_hopper::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kernelgen_hopper as kg;
+use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
 // Kill switches and refresh() are process-wide: the tests take turns.
 static GUARD: Mutex<()> = Mutex::new(());
@@ -43,11 +44,11 @@ fn check(plan: Plan, kernel: &str, e: Expect, case: &str) {
 
 fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     assert_eq!(result, Ok(false));
-    let last = kernelgen_hopper::last_not_launched().expect("a reason");
+    let last = kg::last_not_launched().expect("a reason");
     assert_eq!(last.code, code, "{}", last.reason());
     if let Some(reason) = reason {
         assert_eq!(last.reason(), reason);
-        assert_eq!(kernelgen_hopper::last_reason().as_deref(), Some(reason));
+        assert_eq!(kg::last_reason().as_deref(), Some(reason));
     }
 }
 
@@ -56,76 +57,76 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn w4a16_gemv_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(17, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4104), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 16384, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=16, n=16384");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(4, 67108864, 4104), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=67108864");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(536870912, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870912, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1000000000, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=4, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 262144), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=262144, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 1000, 131071), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=131071, m=1, n=1000");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(17, 17, 8), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8, m=17, n=17");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(4, 151936, 33554432), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=33554432, m=4, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16777215, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16777215, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(65536, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=65536, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(17, 33554431, 149559), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=149559, m=17, n=33554431");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(8, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=8, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 2097153, 134217728), "w4a16_gemv", Expect { code: 0, geometry: Some(([16385, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=134217728, m=16, n=2097153");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 0, 2147483647), "w4a16_gemv", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, m=1, n=0");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 16385, 2), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=16, n=16385");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1073741823, 4194304, 4104), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=1073741823, n=4194304");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(536870913, 32, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870913, n=32");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 4096, 16385), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=16, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 4096, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=16, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 32767, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=32767");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(4294967295, 4097, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4294967295, n=4097");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(2048, 151936, 9), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, m=2048, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(134217727, 33, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=134217727, n=33");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 1048576), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=1048576, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(32768, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=32768, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 1048576, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=16, n=1048576");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(536870913, 151936, 8191), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8191, m=536870913, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(2049, 4096, 16383), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, m=2049, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(524288, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=524288, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16, 33554431, 67108863), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=16, n=33554431");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(3, 151936, 268435457), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=268435457, m=3, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 67108863), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(16777216, 151936, 4104), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16777216, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1048575, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1048575, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(17, 2097152, 1048577), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, m=17, n=2097152");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(3, 4096, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=3, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(17, 4194304, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=4194304");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(17, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4104), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 16384, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=16, n=16384");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(4, 67108864, 4104), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=67108864");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(536870912, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870912, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1000000000, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(4, 151936, 4194303), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4194303, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 262144), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=262144, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 1000, 131071), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=131071, m=1, n=1000");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(17, 17, 8), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8, m=17, n=17");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(4, 151936, 33554432), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=33554432, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16777215, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16777215, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(65536, 4096, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=65536, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(17, 33554431, 149559), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=149559, m=17, n=33554431");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(8, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=8, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 2097153, 134217728), "w4a16_gemv", Expect { code: 0, geometry: Some(([16385, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=134217728, m=16, n=2097153");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 0, 2147483647), "w4a16_gemv", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 16385, 2), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2, m=16, n=16385");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1073741823, 4194304, 4104), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=1073741823, n=4194304");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(536870913, 32, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=536870913, n=32");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 4096, 16385), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 4096, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 32767, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=1, n=32767");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(4294967295, 4097, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=4294967295, n=4097");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(2048, 151936, 9), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, m=2048, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(134217727, 33, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=134217727, n=33");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 1048576), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=1048576, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(32768, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=32768, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 1048576, 32768), "w4a16_gemv", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=32768, m=16, n=1048576");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(536870913, 151936, 8191), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8191, m=536870913, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(2049, 4096, 16383), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16383, m=2049, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(524288, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=524288, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16, 33554431, 67108863), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=16, n=33554431");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(3, 151936, 268435457), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=268435457, m=3, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 67108863), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(16777216, 151936, 4104), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16777216, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1048575, 151936, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1048575, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(17, 2097152, 1048577), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, m=17, n=2097152");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 129), "w4a16_gemv", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=129, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(3, 4096, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=3, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv::plan(17, 4194304, 4096), "w4a16_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=17, n=4194304");
 }
 
 #[test]
 fn w4a16_gemv_presence() {
-    let kernel = kernelgen_hopper::w4a16_gemm::w4a16_gemv::kernel();
+    let kernel = kg::w4a16_gemm::w4a16_gemv::kernel();
     assert_eq!(kernel.name(), "w4a16_gemv");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::w4a16_gemm::w4a16_gemv::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn w4a16_gemv_sizes() {
-    assert_eq!(kernelgen_hopper::w4a16_gemm::w4a16_gemv::sizes(1, 151936, 4096), Ok([4096, 622329856, 38895616, 151936]));
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv::sizes(1, 151936, 4096), Ok([4096, 622329856, 38895616, 151936]));
 }
 
 #[test]
 fn w4a16_gemv_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("w4a16_gemv: not launched: empty work (m == 0)"));
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("w4a16_gemv: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("w4a16_gemv: not launched: m <= GEMV_MAX_M is false"));
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("w4a16_gemv: not launched: (k % 16) == 0 is false"));
 }
 
@@ -133,21 +134,21 @@ fn w4a16_gemv_clauses_decide_alone() {
 fn w4a16_gemv_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_W4A16", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096);
+    kg::refresh();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_W4A16");
     not_launched(result, 1 << 16, Some("w4a16_gemv: not launched: kill switch METRALE_NO_DFLASH_W4A16 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096).launches());
+    assert!(!kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::w4a16_gemm::w4a16_gemv::plan(1, 151936, 4096).launches());
 }
 
 #[test]
 fn w4a16_gemv_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::w4a16_gemm::w4a16_gemv::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("w4a16_gemv", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -155,18 +156,18 @@ fn w4a16_gemv_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("w4a16_gemv: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn w4a16_gemv_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::w4a16_gemm::w4a16_gemv::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "w4a16_gemv");
             assert!(e.to_string().starts_with("w4a16_gemv"), "{}", e);
@@ -180,72 +181,72 @@ fn w4a16_gemv_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn w4a16_gemm_plan_matches_spec() {
     let _g = guard();
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(9, 513, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([9, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=9, n=513");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 63, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=63");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(16777215, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 262144, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16777215, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 67108865), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108865, m=2048, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2097152, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 32768, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2097152, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(33554433, 33554432, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([524288, 524289, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=33554433, n=33554432");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(134217729, 513, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=134217729, n=513");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=64, n=0");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(1073741824, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 16777216, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1073741824, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(63, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=63, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 16777215, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=2048, n=16777215");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 5, 67108863), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=64, n=5");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(1073741823, 8191, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=1073741823, n=8191");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(8388608, 134217729, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([2097153, 131072, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=8388608, n=134217729");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(67108864, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=67108864, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(16, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 1000, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=1000");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 65537, 1025), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1025, m=2048, n=65537");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(16385, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16385, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 2097151, 16385), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=2048, n=2097151");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 128), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=128, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 8388607), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8388607, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(131072, 151936, 2147483648), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 2048, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2147483648, m=131072, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(16384, 127, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2, 256, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16384, n=127");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 1048577), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 8388609, 8193), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8193, m=64, n=8388609");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(4194303, 67108863, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([1048576, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4194303, n=67108863");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 134217727), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217727, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 256, 2047), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2047, m=2048, n=256");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 2097152), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2097152, m=2048, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 16384), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=16384, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(524287, 524288, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([8192, 8192, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=524287, n=524288");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 2147483647), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(15, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=15, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 2048, 9), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, m=64, n=2048");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(1000000000, 32, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([1, 15625000, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=32");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(2048, 100, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=100");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 2147483649, 255), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=255, m=64, n=2147483649");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(524287, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=524287, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(9, 513, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([9, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=9, n=513");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 63, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([1, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=63");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(16777215, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 262144, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16777215, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 67108865), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108865, m=2048, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2097152, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 32768, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2097152, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(33554433, 33554432, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([524288, 524289, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=33554433, n=33554432");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(134217729, 513, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=134217729, n=513");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=64, n=0");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(1073741824, 4096, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([64, 16777216, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1073741824, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(63, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=63, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 16777215, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=2048, n=16777215");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 5, 67108863), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=67108863, m=64, n=5");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(1073741823, 8191, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=1073741823, n=8191");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(8388608, 134217729, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([2097153, 131072, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=8388608, n=134217729");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(67108864, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=67108864, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(16, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 1000, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([16, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=1000");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 65537, 1025), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1025, m=2048, n=65537");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(16385, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=16385, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 2097151, 16385), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=16385, m=2048, n=2097151");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 128), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=128, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 8388607), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8388607, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(131072, 151936, 2147483648), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 2048, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2147483648, m=131072, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(16384, 127, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2, 256, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=16384, n=127");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 1048577), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=1048577, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 8388609, 8193), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=8193, m=64, n=8388609");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(4194303, 67108863, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([1048576, 65536, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=4194303, n=67108863");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 134217727), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=134217727, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 256, 2047), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2047, m=2048, n=256");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 151936, 2097152), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=2097152, m=2048, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 16384), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=16384, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(524287, 524288, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([8192, 8192, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=524287, n=524288");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 2147483647), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=2147483647, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(15, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=15, n=151936");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 2048, 9), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=9, m=64, n=2048");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(1000000000, 32, 4096), "w4a16_gemm", Expect { code: -196609, geometry: Some(([1, 15625000, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=1000000000, n=32");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(2048, 100, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=100");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(64, 2147483649, 255), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=255, m=64, n=2147483649");
+    check(kg::w4a16_gemm::w4a16_gemm::plan(524287, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=524287, n=4096");
 }
 
 #[test]
 fn w4a16_gemm_presence() {
-    let kernel = kernelgen_hopper::w4a16_gemm::w4a16_gemm::kernel();
+    let kernel = kg::w4a16_gemm::w4a16_gemm::kernel();
     assert_eq!(kernel.name(), "w4a16_gemm");
     assert_eq!(kernel.target(), "hopper");
-    assert_eq!(kernelgen_hopper::w4a16_gemm::w4a16_gemm::is_present(), true);
-    assert_eq!(kernelgen_hopper::library_target(), "hopper");
+    assert_eq!(kg::w4a16_gemm::w4a16_gemm::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
 }
 
 #[test]
 fn w4a16_gemm_sizes() {
-    assert_eq!(kernelgen_hopper::w4a16_gemm::w4a16_gemm::sizes(64, 4096, 4096), Ok([262144, 16777216, 1048576, 262144]));
+    assert_eq!(kg::w4a16_gemm::w4a16_gemm::sizes(64, 4096, 4096), Ok([262144, 16777216, 1048576, 262144]));
 }
 
 #[test]
 fn w4a16_gemm_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("w4a16_gemm: not launched: empty work (m == 0)"));
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 0, 4096, DEFAULT_STREAM) };
     not_launched(result, 196609, Some("w4a16_gemm: not launched: empty work (n == 0)"));
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4104, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4104, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("w4a16_gemm: not launched: (k % 16) == 0 is false"));
 }
 
@@ -253,21 +254,21 @@ fn w4a16_gemm_clauses_decide_alone() {
 fn w4a16_gemm_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH_W4A16", "1");
-    kernelgen_hopper::refresh();
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) };
-    let plan = kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096);
+    kg::refresh();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096);
     std::env::remove_var("METRALE_NO_DFLASH_W4A16");
     not_launched(result, 1 << 16, Some("w4a16_gemm: not launched: kill switch METRALE_NO_DFLASH_W4A16 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096).launches(), "the switch is read once");
-    kernelgen_hopper::refresh();
-    assert!(kernelgen_hopper::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096).launches());
+    assert!(!kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::w4a16_gemm::w4a16_gemm::plan(64, 4096, 4096).launches());
 }
 
 #[test]
 fn w4a16_gemm_null_pointer() {
     let _g = guard();
-    match unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::w4a16_gemm::w4a16_gemm::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("w4a16_gemm", Some("x")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -275,18 +276,18 @@ fn w4a16_gemm_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemm::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 4096, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("w4a16_gemm: not launched: empty work (m == 0)"));
 }
 
 #[test]
 fn w4a16_gemm_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::w4a16_gemm::w4a16_gemm::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 64, 4096, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "w4a16_gemm");
             assert!(e.to_string().starts_with("w4a16_gemm"), "{}", e);
@@ -300,40 +301,40 @@ fn w4a16_gemm_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn w4a16_linear_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(0, 4096, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
-    check(kernelgen_hopper::w4a16_gemm::w4a16_linear::plan(64, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=64, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(0, 4096, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(64, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=64, n=0");
 }
 
 #[test]
 fn w4a16_linear_presence() {
-    assert_eq!(kernelgen_hopper::w4a16_gemm::w4a16_linear::is_present(), true);
+    assert_eq!(kg::w4a16_gemm::w4a16_linear::is_present(), true);
 }
 
 #[test]
 fn w4a16_linear_none_applies() {
     let _g = guard();
-    let result = unsafe { kernelgen_hopper::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kernelgen_hopper::last_reason().as_deref(), Some("w4a16_gemm: not launched: (k % 16) == 0 is false"));
+    assert_eq!(kg::last_reason().as_deref(), Some("w4a16_gemm: not launched: (k % 16) == 0 is false"));
 }
 
 #[test]
 fn w4a16_linear_launch_without_gpu_is_an_error_naming_the_member() {
     let _g = guard();
-    if kernelgen_hopper::device_count() > 0 {
+    if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kernelgen_hopper::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "w4a16_gemv", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
