@@ -108,6 +108,36 @@ def test_compiled_type_tables_are_the_registry(built: Path) -> None:
     registry_matches(ast.literal_eval(res.stdout))
 
 
+def test_array_producer_errors_name_the_kernel_and_argument(built: Path) -> None:
+    """An exception raised by an array producer (__dlpack__, __dlpack_device__,
+    __cuda_array_interface__) reaches the caller as an ArgumentError naming the kernel and the
+    argument, with the producer's exception as its cause. No GPU is needed: conversion fails first."""
+    res = _python(
+        "import kernelgen_ops\n"
+        "import kernelgen_ops.hopper.fixture_ops as m\n"
+        "class NoExport:\n"
+        "    def __dlpack__(self, *a, **k): raise BufferError('cannot export')\n"
+        "class NoDevice:\n"
+        "    def __dlpack__(self, *a, **k): raise AssertionError('not reached')\n"
+        "    def __dlpack_device__(self): raise ValueError('no device')\n"
+        "class NoInterface:\n"
+        "    @property\n"
+        "    def __cuda_array_interface__(self): raise RuntimeError('no interface')\n"
+        "for obj in (NoExport(), NoDevice(), NoInterface()):\n"
+        "    try:\n"
+        "        m.scale_f32(obj, 0x10000, 16, 2.0)\n"
+        "    except kernelgen_ops.ArgumentError as e:\n"
+        "        print(type(e.__cause__).__name__, '|', e.argument, '|', e)\n",
+        built / "bindings" / "kernelgen_ops",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "BufferError | x | scale_f32: argument 'x': __dlpack__() raised BufferError: cannot export",
+        "ValueError | x | scale_f32: argument 'x': __dlpack_device__() raised ValueError: no device",
+        "RuntimeError | x | scale_f32: argument 'x': __cuda_array_interface__ raised RuntimeError: no interface",
+    ]
+
+
 def test_generated_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(

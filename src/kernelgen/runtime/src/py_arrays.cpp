@@ -123,7 +123,7 @@ int call_int(PyObject* o, PyObject* method, int64_t* out) {
 // every tensor with something wrong: it also explains what.
 int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
-  if (dtype == nullptr) return -1;
+  if (dtype == nullptr) return producer_error(s, a, "tensor.dtype");
   const ElemInfo& e = kElems[a->type];
   int per = 0;
   for (int i = 0; i < e.ntorch && per == 0; ++i) {
@@ -140,21 +140,21 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   }
   Py_DECREF(dtype);
   int64_t dev = 0;
-  if (call_int(o, g.s_get_device, &dev) < 0) return -1;
+  if (call_int(o, g.s_get_device, &dev) < 0) return producer_error(s, a, "tensor.get_device()");
   if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
   if (check_device(s, a, dev, cs) < 0) return -1;
   if (a->contiguous) {
     PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
-    if (c == nullptr) return -1;
+    if (c == nullptr) return producer_error(s, a, "tensor.is_contiguous()");
     int is_c = PyObject_IsTrue(c);
     Py_DECREF(c);
     if (is_c < 0) return -1;
     if (!is_c) return arg_error(s, a, "%s", "tensor is not contiguous (call .contiguous())");
   }
   int64_t ptr = 0;
-  if (call_int(o, g.s_data_ptr, &ptr) < 0) return -1;
+  if (call_int(o, g.s_data_ptr, &ptr) < 0) return producer_error(s, a, "tensor.data_ptr()");
   if (a->size_slot >= 0) {
-    if (call_int(o, g.s_numel, numel) < 0) return -1;
+    if (call_int(o, g.s_numel, numel) < 0) return producer_error(s, a, "tensor.numel()");
     *numel *= per;
   }
   out->u = static_cast<uint64_t>(ptr);
@@ -238,8 +238,27 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
 }
 
 int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
+  // The protocol's device query first: a producer may refuse to export an array that is not on
+  // the current device, and the device check says what is wrong in kernelgen's words.
+  PyObject* where = PyObject_CallMethodNoArgs(o, g.s_dlpack_device);
+  if (where != nullptr) {
+    int type = 0, id = 0;
+    const bool ok = PyTuple_Check(where) && PyArg_ParseTuple(where, "ii", &type, &id);
+    Py_DECREF(where);
+    if (!ok) return producer_error(s, a, "__dlpack_device__()");
+    if (type != kDLCUDA && type != kDLCUDAManaged) {
+      char d[120];
+      std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", type);
+      return arg_error(s, a, "%s", d);
+    }
+    if (check_device(s, a, id, cs) < 0) return -1;
+  } else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();
+  } else {
+    return producer_error(s, a, "__dlpack_device__()");
+  }
   PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
-  if (cap == nullptr) return -1;
+  if (cap == nullptr) return producer_error(s, a, "__dlpack__()");
   auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
   if (mt == nullptr) {
     Py_DECREF(cap);
@@ -312,7 +331,10 @@ int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
   PyErr_Clear();
   if (PyObject_HasAttr(o, g.s_dlpack)) {
     PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
-    if (cap == nullptr) return -1;
+    if (cap == nullptr) {
+      PyErr_Clear();  // the conversion of this argument reports the producer's error
+      return 0;
+    }
     auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
     if (mt != nullptr) {
       const DLDataType& t = mt->dl_tensor.dtype;
@@ -354,6 +376,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
     Py_DECREF(cai);
     return rc;
   }
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return producer_error(s, a, "__cuda_array_interface__");
   PyErr_Clear();
   if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel, cs);
   if (PyLong_Check(o)) {  // int subclasses (not bool, handled above)

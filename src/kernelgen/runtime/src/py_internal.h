@@ -23,7 +23,7 @@ struct Shared {
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
-  PyObject* s_cai, *s_dlpack, *s_cuda_stream, *s_cuda_stream_proto;
+  PyObject* s_cai, *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_cuda_stream_proto;
   PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
 };
 extern Shared g;
@@ -36,6 +36,9 @@ void raise_with(PyObject* type, const char* message, const char* kernel, int32_t
 
 // Raises ArgumentError "<kernel>: argument '<name>': <fmt % detail>"; returns -1.
 int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const char* detail);
+// The exception an array producer raised (in `what`, e.g. "__dlpack__()"), raised again as an
+// ArgumentError naming the kernel and the argument, the original as its __cause__. Returns -1.
+int producer_error(const LauncherSpec* s, const ArgSpec* a, const char* what);
 
 inline const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 

@@ -31,6 +31,7 @@ int init_shared() {
   KG_INTERN(s_is_cuda, "is_cuda")
   KG_INTERN(s_cai, "__cuda_array_interface__")
   KG_INTERN(s_dlpack, "__dlpack__")
+  KG_INTERN(s_dlpack_device, "__dlpack_device__")
   KG_INTERN(s_cuda_stream, "cuda_stream")
   KG_INTERN(s_cuda_stream_proto, "__cuda_stream__")
   KG_INTERN(s_data, "data")
@@ -68,6 +69,34 @@ int arg_error(const LauncherSpec* s, const ArgSpec* a, const char* fmt, const ch
   std::snprintf(msg, sizeof msg, fmt, detail);
   std::snprintf(full, sizeof full, "%s: argument '%s': %s", s->name, a ? a->name : "?", msg);
   raise_with(g.argument_error, full, s->name, 0, a ? a->name : nullptr);
+  return -1;
+}
+
+int producer_error(const LauncherSpec* s, const ArgSpec* a, const char* what) {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject* text = value ? PyObject_Str(value) : nullptr;
+  const char* msg = text ? PyUnicode_AsUTF8(text) : nullptr;
+  char d[480];
+  std::snprintf(d, sizeof d, "%s raised %s: %.360s", what,
+                type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "an exception", msg ? msg : "");
+  Py_XDECREF(text);
+  PyErr_Clear();
+  arg_error(s, a, "%s", d);
+  if (value != nullptr) {  // chain the producer's exception as the cause
+    PyObject *t2 = nullptr, *v2 = nullptr, *tb2 = nullptr;
+    PyErr_Fetch(&t2, &v2, &tb2);
+    PyErr_NormalizeException(&t2, &v2, &tb2);
+    if (v2 != nullptr) {
+      Py_INCREF(value);
+      PyException_SetCause(v2, value);  // steals the reference
+    }
+    PyErr_Restore(t2, v2, tb2);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
   return -1;
 }
 
