@@ -118,14 +118,96 @@ def _short(step: str) -> str:
     return step[:120]
 
 
-def _explain_failure(lines: list[str]) -> str:
-    """The most useful part of a failed build log: kernelgen's own checks first."""
+# nvcc (EDG) naming a name it cannot find: unqualified, at global scope, or in a namespace.
+_NVCC_ERROR = re.compile(r"^(?P<path>.+?\.cu)\((?P<line>\d+)\): error: (?P<msg>.*)$")
+_UNDEFINED = re.compile(r'identifier "(?P<a>[^"]+)" is undefined|(?:the global scope|namespace "[^"]*") has no '
+                        r'(?:member )?"(?P<b>[^"]+)"')
+# A launcher's signature check in a generated .cu: the kernel's symbol, then the message naming the spec.
+_SIGNATURE_CHECK = re.compile(r"static_assert\(std::is_same_v<decltype\(&(?P<sym>.+?)\), .*\n\s*"
+                              r"\"kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)'")
+# The linker's own lines: what collect2's "ld returned 1 exit status" summarises.
+_LINKER = re.compile(r"(?:^|[\s/])ld(?:\.\w+)?: |multiple definition of|undefined reference to|first defined here"
+                     r"|collect2: ")
+
+
+def _base_name(symbol: str) -> str:
+    """A symbol's last name, without namespaces or template arguments: what nvcc says is missing."""
+    return symbol.split("<", 1)[0].split("::")[-1].strip()
+
+
+def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
+    """For each kernel whose ``symbol`` nvcc cannot find in a generated translation unit: the
+    spec's file:line, the kernel and the symbol, read back from the generated file's signature
+    check of that kernel."""
+    out: list[str] = []
+    checks: dict[Path, list[re.Match[str]]] = {}
+    for ln in lines:
+        m = _NVCC_ERROR.match(ln.strip())
+        u = _UNDEFINED.search(m.group("msg")) if m else None
+        if m is None or u is None:
+            continue
+        path = Path(m.group("path"))
+        path = path if path.is_absolute() else root / path
+        if "generated" not in path.parts:
+            continue
+        if path not in checks:
+            try:
+                checks[path] = list(_SIGNATURE_CHECK.finditer(path.read_text(encoding="utf-8", errors="replace")))
+            except OSError:
+                checks[path] = []
+        name = u.group("a") or u.group("b")
+        for c in checks[path]:
+            if _base_name(c.group("sym")) != _base_name(name):
+                continue
+            sym = c.group("sym").removeprefix("::")
+            msg = (f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}' is not declared by "
+                   "the module's sources; make the spec's symbol name the kernel's __global__ function (and "
+                   "its namespace), or list the source that defines it under sources")
+            if msg not in out:
+                out.append(msg)
+    return out
+
+
+def _failed_steps_output(lines: list[str]) -> list[str]:
+    """What the failed ninja steps printed, without their command lines: ninja prints
+    ``FAILED: <outputs>``, the command, then the command's output."""
+    out: list[str] = []
+    state = None  # None: outside a failed step; "command": the next line is its command; "output"
+    for ln in lines:
+        if ln.startswith("FAILED: "):
+            state = "command"
+        elif state == "command":
+            state = "output"
+        elif state == "output":
+            if _PROGRESS.match(ln) or ln.startswith("ninja: "):
+                state = None
+            else:
+                out.append(ln)
+    return out
+
+
+def _explain_failure(lines: list[str], root: Path | None = None) -> str:
+    """The most useful part of a failed build log: kernelgen's own checks first, then a
+    kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
+    for a failed link, the linker's own lines."""
     ours = [ln for ln in lines if "kernelgen: " in ln and ("static" in ln or ".yaml" in ln)]
     if ours:
         msg = ours[0]
         i = msg.find("kernelgen: ")
         return msg[i:].strip().strip('"')
     errors = [ln for ln in lines if re.search(r"\berror\b", ln)]
+    undefined = _undefined_symbols(errors, root) if root is not None else []
+    if undefined:
+        return "\n".join(undefined + errors[:8])
+    if any(_LINKER.search(ln) for ln in errors):
+        linker = [ln for ln in _failed_steps_output(lines) if ln.strip()]
+        if linker:
+            shown = linker[:20] + ([f"... ({len(linker) - 20} more lines; -v shows them)"] if len(linker) > 20 else [])
+            if any("multiple definition of" in ln for ln in linker):
+                shown.append("kernelgen: each module's sources are #included into its launcher translation unit, so a "
+                             "function defined in the sources of two modules is defined twice in the target library: "
+                             "mark such helpers static or inline")
+            return "\n".join(shown)
     tail = errors[:8] if errors else lines[-25:]
     return "\n".join(tail)
 
@@ -220,7 +302,7 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
         cmd += ["--parallel", str(opts.jobs)]
     rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
     if rc != 0:
-        raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines)}")
+        raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
     rc, lines, _ = _run([tools.cmake, "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
                         opts.root, echo, opts.verbose)

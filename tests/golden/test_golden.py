@@ -27,7 +27,7 @@ CHECKED = [
     "generated/hopper/python/fixture_ops.pyi",
     "generated/hopper/python/__init__.py",
     "generated/hopper/CMakeLists.txt",
-    "generated/hopper/tests/test_fixture_ops_contract.py",
+    "generated/hopper/tests/test_fixture_ops_hopper_contract.py",
 ]
 
 

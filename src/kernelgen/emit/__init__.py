@@ -22,6 +22,7 @@ import hashlib
 
 from kernelgen.emit import c, cmake, cpp, pyi, python, rust, tests
 from kernelgen.emit.base import stamp
+from kernelgen.errors import GenerationError
 from kernelgen.lower import lower_module
 from kernelgen.model import Catalog, Target
 
@@ -46,6 +47,7 @@ class Renderer:
         files: dict[str, str] = {}
         for t in targets or list(self.catalog.targets):
             files.update(self.render_target(t))
+        _check_test_basenames(files)
         return files
 
     def render_target(self, t: Target) -> dict[str, str]:
@@ -61,6 +63,23 @@ class Renderer:
         out.update(c.render_target())
         out.update(rust.render_crate(self.catalog, t, lowered, lib, stamp))
         return {f"generated/{t.name}/{path}": text for path, text in out.items()}
+
+
+def _check_test_basenames(files: dict[str, str]) -> None:
+    """pytest's default import mode imports a test file by its basename, so two generated test
+    files with one basename (``<module>_<target>`` spelling one name twice, as module ``a_b`` on
+    target ``c`` and module ``a`` on target ``b_c``) would break ``pytest generated/``."""
+    seen: dict[str, str] = {}
+    for path in sorted(files):
+        if not path.endswith(".py") or "/tests/" not in path:
+            continue
+        base = path.rsplit("/", 1)[1]
+        if base in seen:
+            raise GenerationError(
+                f"{seen[base]} and {path} have the same file name, which pytest cannot collect in one run; "
+                "rename a module or a target"
+            )
+        seen[base] = path
 
 
 def render_catalog(catalog: Catalog, targets: list[Target] | None = None) -> dict[str, str]:

@@ -1,7 +1,10 @@
 """The generated contract tests: the only place that spells the tests' Python (expected
 plans as kernelgen.plan.expect evaluators, the argument sweeps, the clause flips).
 
-Files per module: ``tests/test_<module>_contract.py``.
+Files per module: ``tests/test_<module>_<target>_contract.py``. The target is in the name
+because pytest's default import mode imports a test file by its basename: with one name for
+every target, ``pytest generated/`` would stop at the second target's file ("import file
+mismatch"). :func:`test_file` is the one place that spells it.
 """
 
 from __future__ import annotations
@@ -103,10 +106,15 @@ class ContractModule(ModuleView):
         return json.dumps(self.lm.kill_switch) if self.lm.kill_switch else "None"
 
 
+def test_file(module: str, target: str) -> str:
+    """The contract tests' path in ``generated/<target>/``: a basename unique across targets."""
+    return f"tests/test_{module}_{target}_contract.py"
+
+
 def render_module(lm: LModule) -> dict[str, str]:
     ctx = {
         "m": ContractModule(lm, ContractKernel, ContractChain),
         "stamp": stamp(lm.spec),
         "no_instance_code": code(NL_NO_INSTANCE),
     }
-    return {f"tests/test_{lm.name}_contract.py": render("test_contract.py.j2", ctx)}
+    return {test_file(lm.name, lm.target.name): render("test_contract.py.j2", ctx)}
