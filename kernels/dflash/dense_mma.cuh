@@ -16,7 +16,17 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/bf16x2.cuh"
+#include "../common/ptx.cuh"
+
 namespace dense_mma {
+
+using kcommon::aligned16;
+using kcommon::cp_async_commit;
+using kcommon::cp_async_wait;
+using kcommon::lds128;
+using kcommon::pack_bf16x2;
+using kcommon::smem_addr;
 
 // c += a * b, bf16 inputs, f32 accumulator (one m16n8k16 tensor-core product).
 static __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
@@ -36,9 +46,6 @@ static __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t ad
                  : "memory");
 }
 
-static __device__ __forceinline__ uint32_t smem_addr(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // 16-byte asynchronous global -> shared copy; zero-fills the destination when !pred.
 static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
@@ -46,24 +53,7 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src,
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n)
                  : "memory");
 }
-static __device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-static __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
-// 16-byte load from shared memory (a shared-window address, as smem_addr gives); "memory"
-// keeps it after the cp.async wait that makes the data visible.
-static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
 
 // 16-byte streaming load of data read once (weights): no L1 allocation.
 static __device__ __forceinline__ uint4 ld_stream16(const void* p) {
@@ -93,17 +83,7 @@ static __device__ __forceinline__ uint4 load8(const __nv_bfloat16* p, int64_t va
                       h[6] | (h[7] << 16));
 }
 
-template <typename... P>
-static __device__ __forceinline__ bool aligned16(const P*... p) {
-    return ((reinterpret_cast<uintptr_t>(p) | ...) & 15u) == 0;
-}
 
-// Two f32 -> one packed bf16x2 word (round to nearest even), `lo` in the low half.
-static __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
 
 // Writes a C fragment row pair (n, n + 1) of row m, scaled by `scale`, with bounds checks;
 // one 4-byte store when both columns exist and the address is 4-byte aligned.

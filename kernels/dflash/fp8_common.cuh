@@ -19,7 +19,19 @@
 #include <cuda_fp8.h>
 #include <cstdint>
 
+#include "../common/bf16x2.cuh"
+#include "../common/ptx.cuh"
+
 namespace dflash_fp8 {
+
+using kcommon::aligned16;
+using kcommon::cp_async_commit;
+using kcommon::cp_async_wait;
+using kcommon::lds128;
+using kcommon::prmt;
+using kcommon::smem_addr;
+using kcommon::bf16_hi;
+using kcommon::bf16_lo;
 
 // 2^120 in bf16 (biased exponent 247), twice.
 constexpr uint32_t kBf16x2Pow120 = 0x7b807b80u;
@@ -43,11 +55,6 @@ static __device__ __forceinline__ uint32_t e4m3_13_to_bf16x2(uint32_t w) {
     return bf16x2_mul(r, kBf16x2Pow120);
 }
 
-static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-    uint32_t d;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-    return d;
-}
 
 // Bytes 0 and 1 of w -> bf16x2 (natural order), and bytes 2 and 3.
 static __device__ __forceinline__ uint32_t e4m3_01_to_bf16x2(uint32_t w) {
@@ -57,12 +64,10 @@ static __device__ __forceinline__ uint32_t e4m3_23_to_bf16x2(uint32_t w) {
     return e4m3_02_to_bf16x2(prmt(w, 0u, 0x4342u));  // bytes (w2, 0, w3, 0)
 }
 
-static __device__ __forceinline__ float bf16x2_lo(uint32_t v) { return __uint_as_float(v << 16); }
-static __device__ __forceinline__ float bf16x2_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // One E4M3 byte -> f32, exact.
 static __device__ __forceinline__ float e4m3_to_f32(uint8_t b) {
-    return bf16x2_lo(e4m3_02_to_bf16x2(b));
+    return bf16_lo(e4m3_02_to_bf16x2(b));
 }
 
 // d += A(16x16, row) * B(16x8, col), bf16 inputs, f32 accumulation.
@@ -101,30 +106,13 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src,
                  : "memory");
 }
 
-static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 
-template <int N>
-static __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" : : "n"(N) : "memory");
-}
-
-static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
 
 static __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
 }
 
-static __device__ __forceinline__ uint32_t smem_u32(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 // 16 weight bytes starting at p, of which the first `valid` (0..16) exist; the rest read as 0
 // (E4M3 +0). `vec`: p is 16-byte aligned and valid is 0 or 16 (one vector load).
@@ -155,9 +143,5 @@ static __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-template <typename... P>
-static __device__ __forceinline__ bool aligned16(const P*... p) {
-    return ((reinterpret_cast<uintptr_t>(p) | ...) & 15u) == 0;
-}
 
 }  // namespace dflash_fp8

@@ -28,16 +28,16 @@ static __device__ __forceinline__ float warp_sum(float v) {
 
 // acc += sum over 8 k of (bf16 x words) * (f32 weights w[0..7]).
 static __device__ __forceinline__ float dot8(float acc, const uint4& xv, const float (&w)[8]) {
-    using dflash_fp8::bf16x2_hi;
-    using dflash_fp8::bf16x2_lo;
-    acc = fmaf(bf16x2_lo(xv.x), w[0], acc);
-    acc = fmaf(bf16x2_hi(xv.x), w[1], acc);
-    acc = fmaf(bf16x2_lo(xv.y), w[2], acc);
-    acc = fmaf(bf16x2_hi(xv.y), w[3], acc);
-    acc = fmaf(bf16x2_lo(xv.z), w[4], acc);
-    acc = fmaf(bf16x2_hi(xv.z), w[5], acc);
-    acc = fmaf(bf16x2_lo(xv.w), w[6], acc);
-    acc = fmaf(bf16x2_hi(xv.w), w[7], acc);
+    using dflash_fp8::bf16_hi;
+    using dflash_fp8::bf16_lo;
+    acc = fmaf(bf16_lo(xv.x), w[0], acc);
+    acc = fmaf(bf16_hi(xv.x), w[1], acc);
+    acc = fmaf(bf16_lo(xv.y), w[2], acc);
+    acc = fmaf(bf16_hi(xv.y), w[3], acc);
+    acc = fmaf(bf16_lo(xv.z), w[4], acc);
+    acc = fmaf(bf16_hi(xv.z), w[5], acc);
+    acc = fmaf(bf16_lo(xv.w), w[6], acc);
+    acc = fmaf(bf16_hi(xv.w), w[7], acc);
     return acc;
 }
 
@@ -46,8 +46,8 @@ static __device__ __forceinline__ void e4m3x8_to_f32(uint32_t w0, uint32_t w1, f
     using namespace dflash_fp8;
     const uint32_t p0 = e4m3_01_to_bf16x2(w0), p1 = e4m3_23_to_bf16x2(w0);
     const uint32_t p2 = e4m3_01_to_bf16x2(w1), p3 = e4m3_23_to_bf16x2(w1);
-    f[0] = bf16x2_lo(p0); f[1] = bf16x2_hi(p0); f[2] = bf16x2_lo(p1); f[3] = bf16x2_hi(p1);
-    f[4] = bf16x2_lo(p2); f[5] = bf16x2_hi(p2); f[6] = bf16x2_lo(p3); f[7] = bf16x2_hi(p3);
+    f[0] = bf16_lo(p0); f[1] = bf16_hi(p0); f[2] = bf16_lo(p1); f[3] = bf16_hi(p1);
+    f[4] = bf16_lo(p2); f[5] = bf16_hi(p2); f[6] = bf16_lo(p3); f[7] = bf16_hi(p3);
 }
 
 }  // namespace dflash_fp8_gemv_detail

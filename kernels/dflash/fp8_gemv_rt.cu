@@ -210,7 +210,7 @@ struct Gemv {
 
         {
             const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
-            const uint32_t base = smem_u32(ring) + threadIdx.x * 16u;
+            const uint32_t base = smem_addr(ring) + threadIdx.x * 16u;
             // One commit group per chunk, empty-but-committed past the end, so that
             // wait_group<kStages - 1> always means "chunk i has landed". The byte path (!VEC)
             // fills the same slots synchronously from byte loads and shares the rest.
@@ -287,7 +287,7 @@ struct Gemv {
 #pragma unroll
             for (uint32_t u = 0; u < kOutPerThread; ++u) {
                 const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
-                st_cluster_f32(smem_u32(&sh.recv[r % (kRows / kCluster)][m]), owner, part[u]);
+                st_cluster_f32(smem_addr(&sh.recv[r % (kRows / kCluster)][m]), owner, part[u]);
             }
         }
         cluster_arrive_release();  // phase 2: partials delivered

@@ -50,8 +50,8 @@ static __device__ __forceinline__ uint32_t block_max(uint32_t v, uint32_t* red) 
 }
 
 static __device__ __forceinline__ uint32_t quant2(uint32_t v, float scale) {
-    const float2 f = make_float2(__fdiv_rn(dflash_fp8::bf16x2_lo(v), scale),
-                                 __fdiv_rn(dflash_fp8::bf16x2_hi(v), scale));
+    const float2 f = make_float2(__fdiv_rn(dflash_fp8::bf16_lo(v), scale),
+                                 __fdiv_rn(dflash_fp8::bf16_hi(v), scale));
     return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, __NV_E4M3));
 }
 

@@ -29,7 +29,11 @@
 #include <cuda_fp16.h>
 #include <cstdint>
 
+#include "../common/ptx.cuh"
+
 namespace w4a16 {
+
+using kcommon::prmt;
 
 // bf16 bits of E4M3(b) * 2^-8 (b in 0..255), exact; a NaN for the two NaN bytes.
 static __device__ __forceinline__ uint32_t e4m3_scaled_bf16(uint32_t b) {
@@ -41,11 +45,6 @@ static __device__ __forceinline__ uint32_t e4m3_scaled_bf16(uint32_t b) {
 
 static __device__ __forceinline__ uint32_t splat16(uint32_t bits) { return bits | (bits << 16); }
 
-static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-    uint32_t r;
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-    return r;
-}
 
 // Packed bf16 product a * b (round to nearest even; exact for the products formed here).
 static __device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {

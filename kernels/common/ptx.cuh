@@ -1,0 +1,45 @@
+// Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
+// loads, the cp.async group fence, byte permutes and an alignment test. Each is static and
+// inlined, so several kernels of one translation unit may include this header.
+#pragma once
+
+#include <cstdint>
+
+namespace kcommon {
+
+// A generic pointer into shared memory as the shared-window address PTX takes.
+static __device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte load from shared memory; "memory" keeps it after the cp.async wait that makes the
+// data visible.
+static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
+}
+
+// Closes the current group of cp.async copies; waits until at most N groups are pending.
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+static __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" : : "n"(N) : "memory");
+}
+
+// Byte permute: the bytes of (b:a) picked by the nibbles of sel.
+static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+    uint32_t d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+template <typename... P>
+static __device__ __forceinline__ bool aligned16(const P*... p) {
+    return ((reinterpret_cast<uintptr_t>(p) | ...) & 15u) == 0;
+}
+
+}  // namespace kcommon
