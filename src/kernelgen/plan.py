@@ -66,6 +66,16 @@ def code(category: int, detail: int = 0, error: bool = False) -> int:
     return -c if error else c
 
 
+def category(c: int) -> int:
+    """The category of an outcome code (KG_CATEGORY)."""
+    return abs(c) >> 16
+
+
+def detail(c: int) -> int:
+    """The detail of an outcome code (KG_DETAIL): a clause index, an axis, an error number."""
+    return abs(c) & 0xFFFF
+
+
 @dataclass(frozen=True)
 class Family:
     """A clause family: the Kernel attribute holding its clauses, what a deciding clause

@@ -6,6 +6,7 @@ included, the C ABI's definitions) and ``include/kernelgen/<module>.h`` (the C++
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from kernelgen import expr, names, types
@@ -52,8 +53,12 @@ def name_map(u64: set[str], constants: set[str]) -> Callable[[str], str]:
 
 
 class CppKernel(c.CKernel):
+    @functools.cached_property
+    def _names(self) -> Callable[[str], str]:
+        return name_map(set(self.ir.u64_int_args), {name for name, _ in self.m.constants})
+
     def _cpp(self, n: expr.Node) -> str:
-        return expr.to_cpp(n, name_map(set(self.ir.u64_int_args), {name for name, _ in self.m.constants}))
+        return expr.to_cpp(n, self._names)
 
     @property
     def name_literal(self) -> str:
@@ -67,7 +72,7 @@ class CppKernel(c.CKernel):
     def variant_on_cpp(self) -> str | None:
         if not self.ir.variant_on:
             return None
-        return name_map(set(self.ir.u64_int_args), {n for n, _ in self.m.constants})(self.ir.variant_on)
+        return self._names(self.ir.variant_on)
 
     @property
     def cpp_params(self) -> str:

@@ -8,6 +8,8 @@ Files per module: ``python/<module>.cpp``; per target: ``python/_runtime.cpp``,
 
 from __future__ import annotations
 
+import functools
+
 from kernelgen import names, types
 from kernelgen.emit import c
 from kernelgen.emit.base import ModuleView, View, render, stamp
@@ -88,7 +90,7 @@ class PyModule(ModuleView):
         doc = f"\n\n{self.lm.doc}" if self.lm.doc else ""
         return c_string(f"{self.lm.summary}{doc}\n\nGenerated from {self.lm.spec} for target {self.lm.target.name}.")
 
-    @property
+    @functools.cached_property
     def launchers(self) -> list[dict[str, object]]:
         return launchers(self.lm)
 

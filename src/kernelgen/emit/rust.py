@@ -33,8 +33,10 @@ from kernelgen.plan import (
     NL_EMPTY_GRID,
     NL_KILLED,
     NL_NO_VARIANT,
+    category,
     code,
 )
+from kernelgen.plan import detail as plan_detail
 from kernelgen.types import ElemType, ScalarType
 
 # ------------------------------------------------------------------ spellings
@@ -209,12 +211,8 @@ def _dims(d: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(x) for x in d) + "]"
 
 
-def _category(c: int) -> int:
-    return abs(c) >> 16
-
-
 def _is_geometry(c: int) -> bool:
-    cat = _category(c)
+    cat = category(c)
     return c == 0 or (c > 0 and cat == NL_EMPTY_GRID) or (c < 0 and cat in (E_GRID, E_BLOCK, E_SHARED_MEM))
 
 
@@ -227,7 +225,7 @@ def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tupl
         variant = -1
         if k.variants and _is_geometry(c):
             variant = [v for v, _ in k.variants.symbols].index(env[k.variants.on])
-    if c < 0 and _category(c) == E_EXPR:  # where the expression failed decides what was filled in
+    if c < 0 and category(c) == E_EXPR:  # where the expression failed decides what was filled in
         return c, f"code: {c}, geometry: None, variant: None"
     return c, (f"code: {c}, geometry: Some(({_dims(grid)}, {_dims(block)}, {smem})), "
                f"variant: Some({variant})")
@@ -235,7 +233,7 @@ def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tupl
 
 def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str | None:
     """The text kg_rt_describe gives for the codes the tests expect, or None."""
-    cat, detail = _category(c), abs(c) & 0xFFFF
+    cat, detail = category(c), plan_detail(c)
     if c > 0:
         texts = {
             NL_KILLED: lambda: f"kill switch {kill_switch} is set",

@@ -9,6 +9,7 @@ mismatch"). :func:`test_file` is the one place that spells it.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from kernelgen import expr, types
@@ -24,8 +25,12 @@ def name_map(constants: set[str]):
 
 
 class ContractKernel(View):
+    @functools.cached_property
+    def _names(self):
+        return name_map({name for name, _ in self.m.constants})
+
     def _py(self, n: expr.Node) -> str:
-        return expr.to_python(n, name_map({name for name, _ in self.m.constants}))
+        return expr.to_python(n, self._names)
 
     @property
     def grid_py(self) -> tuple[str, ...]:

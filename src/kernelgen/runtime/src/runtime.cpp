@@ -167,8 +167,8 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       expr_error_name(detail));
         break;
       case KG_E_GRID:
-        std::snprintf(buf, size, "%s: grid %s exceeds the CUDA limit (%s)", name, kAxes[detail & 3],
-                      detail == 0 ? "2147483647" : "65535");
+        std::snprintf(buf, size, "%s: grid %s exceeds the CUDA limit (%lld)", name, kAxes[detail & 3],
+                      detail == 0 ? KG_GRID_LIMIT_X : detail == 1 ? KG_GRID_LIMIT_Y : KG_GRID_LIMIT_Z);
         break;
       case KG_E_BLOCK:
         std::snprintf(buf, size, "%s: block %s is outside the target's limits", name, kAxes[detail & 3]);
