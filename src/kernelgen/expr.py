@@ -359,8 +359,8 @@ def _paren(node: Node) -> str:
 def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
     """C++ over int64_t using the checked helpers of kernelgen/runtime.h.
 
-    Every arithmetic operation goes through ``kg::x_*(a, b, err)`` which records the first
-    error in ``err`` (a ``kg::ExprStatus&`` named ``err`` in the enclosing code).
+    Every arithmetic operation goes through ``kg::x_*(a, b, kg_err)`` which records the first
+    error in ``kg_err`` (a ``kg::ExprStatus&`` named ``kg_err`` in the enclosing code).
     """
     if isinstance(node, Lit):
         if node.value == pyexpr.INT64_MIN:
@@ -369,9 +369,9 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
     if isinstance(node, Name):
         return name_map(node.name)
     if isinstance(node, Neg):
-        return f"kg::x_neg({to_cpp(node.operand, name_map)}, err)"
+        return f"kg::x_neg({to_cpp(node.operand, name_map)}, kg_err)"
     if isinstance(node, Bin):
-        return f"kg::x_{ARITH[node.op]}({to_cpp(node.left, name_map)}, {to_cpp(node.right, name_map)}, err)"
+        return f"kg::x_{ARITH[node.op]}({to_cpp(node.left, name_map)}, {to_cpp(node.right, name_map)}, kg_err)"
     if isinstance(node, Cmp):
         return f"({to_cpp(node.left, name_map)} {node.op} {to_cpp(node.right, name_map)})"
     if isinstance(node, Logic):
@@ -382,7 +382,7 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
     if isinstance(node, Call):
         args = [to_cpp(a, name_map) for a in node.args]
         if node.func == "div_ceil":
-            return f"kg::x_div_ceil({args[0]}, {args[1]}, err)"
+            return f"kg::x_div_ceil({args[0]}, {args[1]}, kg_err)"
         acc = args[0]
         for a in args[1:]:
             acc = f"kg::x_{node.func}({acc}, {a})"
@@ -392,7 +392,7 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
 
 def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x", status: str = "_st") -> str:
     """Python source calling the helpers of :mod:`kernelgen.pyexpr` (imported as ``helpers``),
-    recording failures in the Status named ``status``, as the C++ records them in ``err``."""
+    recording failures in the Status named ``status``, as the C++ records them in ``kg_err``."""
 
     def py(n: Node) -> str:
         if isinstance(n, Lit):

@@ -127,7 +127,7 @@ class LKey:
     @property
     def param(self) -> str:
         """The C/C++ parameter carrying the accepted element types as a mask of 1 << code."""
-        return f"{self.name}_dtypes"
+        return f"kg_dtypes_{self.name}"
 
 
 @dataclass(frozen=True)
@@ -185,10 +185,10 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         cargs.append(CArg(a, slot))
     steps = [Step(st, c.expr) for st, c in plan.steps(k)]
     present = target.name in k.targets
-    slot = f"g_slot_{k.name}"
+    slot = f"kg_slot_{k.name}"
     variants = ()
     if k.variants:
-        variants = tuple(Variant(v, s, f"{slot}_v{v}") for v, s in k.variants.symbols)
+        variants = tuple(Variant(v, s, f"kg_vslot{i}_{k.name}") for i, (v, s) in enumerate(k.variants.symbols))
     kernel_cargs = tuple(c for c in cargs if not c.host)
     sig_text = ", ".join(f"{c.spelling} {c.name}" for c in kernel_cargs)
     lk = LKernel(

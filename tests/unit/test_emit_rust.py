@@ -58,7 +58,7 @@ def test_scalars_spelled_from_the_type_registry_and_pointers() -> None:
 
 def test_identifiers_and_strings() -> None:
     assert [rust_ident(n) for n in ("rows", "ref", "loop", "crate", "super", "Self")] == [
-        "rows", "r#ref", "r#loop", "crate_", "super_", "Self_"]
+        "rows", "r#ref", "r#loop", "kg_crate", "kg_super", "kg_Self"]
     assert rust_string('a "b" \\ c') == '"a \\"b\\" \\\\ c"'
     assert rust_string("x \u00e9\n") == '"x \\u{e9}\\u{a}"'
 
@@ -69,7 +69,7 @@ def test_rust_keywords_are_escaped(tmp_path: Path) -> None:
     assert "pub mod r#mod;" in lib
     mod = files["generated/hopper/rust/src/mod.rs"]
     assert "pub mod r#move {" in mod and "pub mod r#where {" in mod
-    assert "pub unsafe fn launch(r#ref: impl Into<crate::DevicePtr>, crate_: impl Into<crate::DevicePtrMut>," in mod
+    assert "pub unsafe fn launch(r#ref: impl Into<crate::DevicePtr>, kg_crate: impl Into<crate::DevicePtrMut>," in mod
     assert 'crate::kg_rt::check_null("move", "crate", kg_sizes.map(|s| s[1]))?;' in mod
 
 

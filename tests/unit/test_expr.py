@@ -103,7 +103,7 @@ def test_emitters_come_from_the_tree_not_the_text() -> None:
     tree = expr.parse("div_ceil( n ,128 )*  m", NAMES, expr.Ty.INT)
     assert expr.to_text(tree) == "div_ceil(n, 128) * m"
     cpp = expr.to_cpp(tree, lambda n: f"int64_t{{{n}}}")
-    assert cpp == "kg::x_mul(kg::x_div_ceil(int64_t{n}, int64_t{128}, err), int64_t{m}, err)"
+    assert cpp == "kg::x_mul(kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), int64_t{m}, kg_err)"
     py = expr.to_python(tree, lambda n: n)
     assert py == "_x.mul(_st, _x.div_ceil(_st, n, 128), m)"
     st = pyexpr.Status()

@@ -129,23 +129,23 @@ def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
     assert c.name == "scale"
     assert [k for _, k in c.members] == ["scale_f32_4", "scale_f32_1", "scale_bf16_4", "scale_bf16_1"]
     (key,) = c.keys
-    assert (key.name, key.param, key.member_elems) == ("T", "T_dtypes", (3, 3, 1, 1))
+    assert (key.name, key.param, key.member_elems) == ("T", "kg_dtypes_T", (3, 3, 1, 1))
     assert [c.args[i].name for i in key.args] == ["x", "out"]
     files = render_catalog(cat, [hopper])
     h = files["generated/hopper/include/kernelgen/demo.h"]
     assert "Outcome scale(const float* x, float* out, uint32_t n, float alpha, cudaStream_t stream = nullptr);" in h
     assert "Outcome scale(const __nv_bfloat16* x, __nv_bfloat16* out, uint32_t n, float alpha" in h
-    assert "kg_plan plan_scale(uint32_t n, uint32_t T_dtypes, int32_t* kernel = nullptr);" in h
+    assert "kg_plan plan_scale(uint32_t n, uint32_t kg_dtypes_T, int32_t* kg_kernel = nullptr);" in h
     ch = files["generated/hopper/include/kernelgen/demo_c.h"]
-    assert "int32_t kg_demo__scale(const void* x, void* out, uint32_t n, float alpha, uint32_t T_dtypes," in ch
+    assert "int32_t kg_demo__scale(const void* x, void* out, uint32_t n, float alpha, uint32_t kg_dtypes_T," in ch
     assert "#define KG_ELEM_BF16 1" in ch
     assert "int32_t kg_demo__scale_bf16_4(const void* x, void* out, uint32_t n, float alpha, void* stream," in ch
     cu = files["generated/hopper/src/demo.cu"]
-    assert "Outcome o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kInfo_scale};" in cu
+    assert "kernelgen::Outcome kg_o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kg_info_scale};" in cu
     assert "scale_kernel<__nv_bfloat16,1><<<" in cu
     assert NL_NO_INSTANCE == 7
     pyi = files["generated/hopper/python/demo.pyi"]
-    assert "def plan_scale(*, n: int, T: str | None = None) -> Plan: ..." in pyi
+    assert "def plan_scale(*, n: int, T: str | None = None) -> _kg_Plan: ..." in pyi
 
 
 def test_c_code_of_no_instance_comes_from_the_plan_semantics() -> None:

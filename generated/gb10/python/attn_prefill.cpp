@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- attn_prefill_paged_64
-int32_t launch_attn_prefill_paged_64(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill__attn_prefill_paged_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<float>(v[13].f), static_cast<uint32_t>(v[14].u), stream, ran);
+int32_t kg_launch_attn_prefill_paged_64(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill__attn_prefill_paged_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<float>(v[13].f), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_prefill_paged_64(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_prefill_paged_64(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_attn_prefill__attn_prefill_paged_64__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[14].u), out);
+  *kg_kernel = 0;
+  return kg_attn_prefill__attn_prefill_paged_64__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
-int32_t sizes_attn_prefill_paged_64(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_prefill_paged_64(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill__attn_prefill_paged_64__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[14].u), out);
+  return kg_attn_prefill__attn_prefill_paged_64__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
-const ArgSpec kArgs_attn_prefill_paged_64[] = {
+const ArgSpec kg_args_attn_prefill_paged_64[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -45,19 +45,19 @@ const ArgSpec kArgs_attn_prefill_paged_64[] = {
 };
 
 // ---- attn_prefill_64
-int32_t launch_attn_prefill_64(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill__attn_prefill_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<float>(v[9].f), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), stream, ran);
+int32_t kg_launch_attn_prefill_64(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill__attn_prefill_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<float>(v[9].f), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_prefill_64(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_prefill_64(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_attn_prefill__attn_prefill_64__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out);
+  *kg_kernel = 0;
+  return kg_attn_prefill__attn_prefill_64__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
-int32_t sizes_attn_prefill_64(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_prefill_64(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill__attn_prefill_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out);
+  return kg_attn_prefill__attn_prefill_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
-const ArgSpec kArgs_attn_prefill_64[] = {
+const ArgSpec kg_args_attn_prefill_64[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -74,19 +74,19 @@ const ArgSpec kArgs_attn_prefill_64[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(attn_prefill, m) {
-  m.doc() = "Flash-attention prefill, 64 query rows per CTA (4 warps x 16 rows), BF16 in/out with f32 softmax and accumulation, over a paged KV cache or contiguous q/k/v; causal or not, optional sliding window, grouped-query attention, head_dim 64 / 128 / 256.\012\012Generated from specs/attn_prefill.yaml for target gb10.";
-  m.attr("TARGET") = "gb10";
-  m.attr("KILL_SWITCH") = pybind11::none();
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_prefill_paged_64[] = { kg_attn_prefill__attn_prefill_paged_64__info() };
-  static const LauncherSpec spec_attn_prefill_paged_64 = {
-      "attn_prefill_paged_64", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=0) -> Outcome\012\012Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.", kArgs_attn_prefill_paged_64, 15, 14, 5,
-      launch_attn_prefill_paged_64, plan_attn_prefill_paged_64, sizes_attn_prefill_paged_64, kernels_attn_prefill_paged_64, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_paged_64) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_prefill_64[] = { kg_attn_prefill__attn_prefill_64__info() };
-  static const LauncherSpec spec_attn_prefill_64 = {
-      "attn_prefill_64", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.", kArgs_attn_prefill_64, 12, 10, 4,
-      launch_attn_prefill_64, plan_attn_prefill_64, sizes_attn_prefill_64, kernels_attn_prefill_64, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_64) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(attn_prefill, kg_module) {
+  kg_module.doc() = "Flash-attention prefill, 64 query rows per CTA (4 warps x 16 rows), BF16 in/out with f32 softmax and accumulation, over a paged KV cache or contiguous q/k/v; causal or not, optional sliding window, grouped-query attention, head_dim 64 / 128 / 256.\012\012Generated from specs/attn_prefill.yaml for target gb10.";
+  kg_module.attr("TARGET") = "gb10";
+  kg_module.attr("KILL_SWITCH") = pybind11::none();
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_prefill_paged_64[] = { kg_attn_prefill__attn_prefill_paged_64__info() };
+  static const LauncherSpec kg_spec_attn_prefill_paged_64 = {
+      "attn_prefill_paged_64", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=0) -> Outcome\012\012Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.", kg_args_attn_prefill_paged_64, 15, 14, 5,
+      kg_launch_attn_prefill_paged_64, kg_plan_attn_prefill_paged_64, kg_sizes_attn_prefill_paged_64, kg_kernels_attn_prefill_paged_64, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_paged_64) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_prefill_64[] = { kg_attn_prefill__attn_prefill_64__info() };
+  static const LauncherSpec kg_spec_attn_prefill_64 = {
+      "attn_prefill_64", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.", kg_args_attn_prefill_64, 12, 10, 4,
+      kg_launch_attn_prefill_64, kg_plan_attn_prefill_64, kg_sizes_attn_prefill_64, kg_kernels_attn_prefill_64, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_64) < 0) throw pybind11::error_already_set();
 }

@@ -15,19 +15,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- attn_prefill_fa128_paged
-int32_t launch_attn_prefill_fa128_paged(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill_fa128__attn_prefill_fa128_paged(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<float>(v[11].f), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), stream, ran);
+int32_t kg_launch_attn_prefill_fa128_paged(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill_fa128__attn_prefill_fa128_paged(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<float>(v[11].f), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_prefill_fa128_paged(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_prefill_fa128_paged(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), out);
+  *kg_kernel = 0;
+  return kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
-int32_t sizes_attn_prefill_fa128_paged(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_prefill_fa128_paged(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), out);
+  return kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
-const ArgSpec kArgs_attn_prefill_fa128_paged[] = {
+const ArgSpec kg_args_attn_prefill_fa128_paged[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -46,19 +46,19 @@ const ArgSpec kArgs_attn_prefill_fa128_paged[] = {
 };
 
 // ---- attn_prefill_fa128
-int32_t launch_attn_prefill_fa128(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill_fa128__attn_prefill_fa128(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), stream, ran);
+int32_t kg_launch_attn_prefill_fa128(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill_fa128__attn_prefill_fa128(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_prefill_fa128(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_prefill_fa128(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_attn_prefill_fa128__attn_prefill_fa128__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out);
+  *kg_kernel = 0;
+  return kg_attn_prefill_fa128__attn_prefill_fa128__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
-int32_t sizes_attn_prefill_fa128(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_prefill_fa128(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_prefill_fa128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out);
+  return kg_attn_prefill_fa128__attn_prefill_fa128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
-const ArgSpec kArgs_attn_prefill_fa128[] = {
+const ArgSpec kg_args_attn_prefill_fa128[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -74,18 +74,18 @@ const ArgSpec kArgs_attn_prefill_fa128[] = {
 };
 
 // ---- attn_paged
-int32_t launch_attn_paged(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill_fa128__attn_paged(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<float>(v[11].f), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), stream, ran);
+int32_t kg_launch_attn_paged(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill_fa128__attn_paged(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<float>(v[11].f), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_paged(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_paged(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_paged__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), out, kernel);
+  return kg_attn_prefill_fa128__attn_paged__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out, kg_kernel);
 }
-int32_t sizes_attn_paged(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_paged(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_paged__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), out);
+  return kg_attn_prefill_fa128__attn_paged__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
 }
-const ArgSpec kArgs_attn_paged[] = {
+const ArgSpec kg_args_attn_paged[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k_cache", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v_cache", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -104,18 +104,18 @@ const ArgSpec kArgs_attn_paged[] = {
 };
 
 // ---- attn_contiguous
-int32_t launch_attn_contiguous(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_attn_prefill_fa128__attn_contiguous(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), stream, ran);
+int32_t kg_launch_attn_contiguous(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill_fa128__attn_contiguous(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_stream, kg_ran);
 }
-int32_t plan_attn_contiguous(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_attn_contiguous(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_contiguous__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out, kernel);
+  return kg_attn_prefill_fa128__attn_contiguous__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out, kg_kernel);
 }
-int32_t sizes_attn_contiguous(const Value* v, int64_t* out) {
+int32_t kg_sizes_attn_contiguous(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_attn_prefill_fa128__attn_contiguous__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), out);
+  return kg_attn_prefill_fa128__attn_contiguous__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
 }
-const ArgSpec kArgs_attn_contiguous[] = {
+const ArgSpec kg_args_attn_contiguous[] = {
     {"q", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"k", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"v", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -132,29 +132,29 @@ const ArgSpec kArgs_attn_contiguous[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(attn_prefill_fa128, m) {
-  m.doc() = "128-row \"twins\" of the 64-row prefill attention kernels for head_dim 256, causal, no sliding window: 8 warps x 16 query rows per CTA, one 32-row K tile and one 32-row V tile in shared memory (each read once per 128 query rows), the V load overlapping QK^T / softmax and the next K load overlapping PV. On hopper (sm_90a) the products are warpgroup MMAs (wgmma); on gb10, per-warp mma.sync. Outputs are bit-identical to attn_prefill's 64-row kernels.\012\012Generated from specs/attn_prefill_fa128.yaml for target gb10.";
-  m.attr("TARGET") = "gb10";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_ATTN_FA128");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_prefill_fa128_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info() };
-  static const LauncherSpec spec_attn_prefill_fa128_paged = {
-      "attn_prefill_fa128_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.", kArgs_attn_prefill_fa128_paged, 15, 12, 5,
-      launch_attn_prefill_fa128_paged, plan_attn_prefill_fa128_paged, sizes_attn_prefill_fa128_paged, kernels_attn_prefill_fa128_paged, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_fa128_paged) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_prefill_fa128[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info() };
-  static const LauncherSpec spec_attn_prefill_fa128 = {
-      "attn_prefill_fa128", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.", kArgs_attn_prefill_fa128, 12, 8, 4,
-      launch_attn_prefill_fa128, plan_attn_prefill_fa128, sizes_attn_prefill_fa128, kernels_attn_prefill_fa128, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_fa128) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(), kg_attn_prefill__attn_prefill_paged_64__info() };
-  static const LauncherSpec spec_attn_paged = {
-      "attn_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, stream=0) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.", kArgs_attn_paged, 15, 14, 5,
-      launch_attn_paged, plan_attn_paged, sizes_attn_paged, kernels_attn_paged, 2};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_paged) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_attn_contiguous[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info(), kg_attn_prefill__attn_prefill_64__info() };
-  static const LauncherSpec spec_attn_contiguous = {
-      "attn_contiguous", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.", kArgs_attn_contiguous, 12, 10, 4,
-      launch_attn_contiguous, plan_attn_contiguous, sizes_attn_contiguous, kernels_attn_contiguous, 2};
-  if (kg::py::add_launcher(m.ptr(), &spec_attn_contiguous) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(attn_prefill_fa128, kg_module) {
+  kg_module.doc() = "128-row \"twins\" of the 64-row prefill attention kernels for head_dim 256, causal, no sliding window: 8 warps x 16 query rows per CTA, one 32-row K tile and one 32-row V tile in shared memory (each read once per 128 query rows), the V load overlapping QK^T / softmax and the next K load overlapping PV. On hopper (sm_90a) the products are warpgroup MMAs (wgmma); on gb10, per-warp mma.sync. Outputs are bit-identical to attn_prefill's 64-row kernels.\012\012Generated from specs/attn_prefill_fa128.yaml for target gb10.";
+  kg_module.attr("TARGET") = "gb10";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_ATTN_FA128");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_prefill_fa128_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info() };
+  static const LauncherSpec kg_spec_attn_prefill_fa128_paged = {
+      "attn_prefill_fa128_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.", kg_args_attn_prefill_fa128_paged, 15, 12, 5,
+      kg_launch_attn_prefill_fa128_paged, kg_plan_attn_prefill_fa128_paged, kg_sizes_attn_prefill_fa128_paged, kg_kernels_attn_prefill_fa128_paged, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_fa128_paged) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_prefill_fa128[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info() };
+  static const LauncherSpec kg_spec_attn_prefill_fa128 = {
+      "attn_prefill_fa128", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.", kg_args_attn_prefill_fa128, 12, 8, 4,
+      kg_launch_attn_prefill_fa128, kg_plan_attn_prefill_fa128, kg_sizes_attn_prefill_fa128, kg_kernels_attn_prefill_fa128, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_fa128) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(), kg_attn_prefill__attn_prefill_paged_64__info() };
+  static const LauncherSpec kg_spec_attn_paged = {
+      "attn_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, stream=0) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.", kg_args_attn_paged, 15, 14, 5,
+      kg_launch_attn_paged, kg_plan_attn_paged, kg_sizes_attn_paged, kg_kernels_attn_paged, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_paged) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_attn_contiguous[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info(), kg_attn_prefill__attn_prefill_64__info() };
+  static const LauncherSpec kg_spec_attn_contiguous = {
+      "attn_contiguous", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.", kg_args_attn_contiguous, 12, 10, 4,
+      kg_launch_attn_contiguous, kg_plan_attn_contiguous, kg_sizes_attn_contiguous, kg_kernels_attn_contiguous, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_contiguous) < 0) throw pybind11::error_already_set();
 }

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- batched_embed_bf16
-int32_t launch_batched_embed_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_batched_embed__batched_embed_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), stream, ran);
+int32_t kg_launch_batched_embed_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_batched_embed__batched_embed_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
 }
-int32_t plan_batched_embed_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_batched_embed_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_batched_embed__batched_embed_bf16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  *kg_kernel = 0;
+  return kg_batched_embed__batched_embed_bf16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-int32_t sizes_batched_embed_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_batched_embed_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_batched_embed__batched_embed_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_batched_embed__batched_embed_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_batched_embed_bf16[] = {
+const ArgSpec kg_args_batched_embed_bf16[] = {
     {"ids", kg::py::kPointer, 7, 0, 1, 0, 0},  // const i32*
     {"table", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -37,14 +37,14 @@ const ArgSpec kArgs_batched_embed_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(batched_embed, m) {
-  m.doc() = "Embedding-table gather of bf16 rows by int32 ids; out-of-range ids give zero rows.\012\012Generated from specs/batched_embed.yaml for target gb10.";
-  m.attr("TARGET") = "gb10";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_BATCHED_EMBED");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_batched_embed_bf16[] = { kg_batched_embed__batched_embed_bf16__info() };
-  static const LauncherSpec spec_batched_embed_bf16 = {
-      "batched_embed_bf16", "(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.", kArgs_batched_embed_bf16, 6, 6, 3,
-      launch_batched_embed_bf16, plan_batched_embed_bf16, sizes_batched_embed_bf16, kernels_batched_embed_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_batched_embed_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(batched_embed, kg_module) {
+  kg_module.doc() = "Embedding-table gather of bf16 rows by int32 ids; out-of-range ids give zero rows.\012\012Generated from specs/batched_embed.yaml for target gb10.";
+  kg_module.attr("TARGET") = "gb10";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_BATCHED_EMBED");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_batched_embed_bf16[] = { kg_batched_embed__batched_embed_bf16__info() };
+  static const LauncherSpec kg_spec_batched_embed_bf16 = {
+      "batched_embed_bf16", "(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.", kg_args_batched_embed_bf16, 6, 6, 3,
+      kg_launch_batched_embed_bf16, kg_plan_batched_embed_bf16, kg_sizes_batched_embed_bf16, kg_kernels_batched_embed_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_batched_embed_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- fill_slots
-int32_t launch_fill_slots(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fill_slots__fill_slots(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), stream, ran);
+int32_t kg_launch_fill_slots(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fill_slots__fill_slots(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_stream, kg_ran);
 }
-int32_t plan_fill_slots(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fill_slots(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fill_slots__fill_slots__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  *kg_kernel = 0;
+  return kg_fill_slots__fill_slots__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-int32_t sizes_fill_slots(const Value* v, int64_t* out) {
+int32_t kg_sizes_fill_slots(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fill_slots__fill_slots__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  return kg_fill_slots__fill_slots__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-const ArgSpec kArgs_fill_slots[] = {
+const ArgSpec kg_args_fill_slots[] = {
     {"block_table", kg::py::kPointer, 7, 0, 1, 0, 0},  // const i32*
     {"slots", kg::py::kPointer, 8, 1, 1, 1, 0},  // i64*
     {"start", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -36,14 +36,14 @@ const ArgSpec kArgs_fill_slots[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(fill_slots, m) {
-  m.doc() = "Paged-KV cache slot indices (int64) for a run of consecutive token positions.\012\012Generated from specs/fill_slots.yaml for target gb10.";
-  m.attr("TARGET") = "gb10";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FILL_SLOTS");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fill_slots[] = { kg_fill_slots__fill_slots__info() };
-  static const LauncherSpec spec_fill_slots = {
-      "fill_slots", "(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=0) -> Outcome\012\012slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.", kArgs_fill_slots, 5, 5, 2,
-      launch_fill_slots, plan_fill_slots, sizes_fill_slots, kernels_fill_slots, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_fill_slots) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(fill_slots, kg_module) {
+  kg_module.doc() = "Paged-KV cache slot indices (int64) for a run of consecutive token positions.\012\012Generated from specs/fill_slots.yaml for target gb10.";
+  kg_module.attr("TARGET") = "gb10";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FILL_SLOTS");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fill_slots[] = { kg_fill_slots__fill_slots__info() };
+  static const LauncherSpec kg_spec_fill_slots = {
+      "fill_slots", "(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=0) -> Outcome\012\012slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.", kg_args_fill_slots, 5, 5, 2,
+      kg_launch_fill_slots, kg_plan_fill_slots, kg_sizes_fill_slots, kg_kernels_fill_slots, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fill_slots) < 0) throw pybind11::error_already_set();
 }

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- fp8_gemv_rt2
-int32_t launch_fp8_gemv_rt2(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_gemv_rt__fp8_gemv_rt2(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_fp8_gemv_rt2(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_fp8_gemv_rt2(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fp8_gemv_rt2(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_gemv_rt__fp8_gemv_rt2__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t sizes_fp8_gemv_rt2(const Value* v, int64_t* out) {
+int32_t kg_sizes_fp8_gemv_rt2(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_fp8_gemv_rt2[] = {
+const ArgSpec kg_args_fp8_gemv_rt2[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -37,19 +37,19 @@ const ArgSpec kArgs_fp8_gemv_rt2[] = {
 };
 
 // ---- fp8_gemv_rt2_16
-int32_t launch_fp8_gemv_rt2_16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_gemv_rt__fp8_gemv_rt2_16(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_fp8_gemv_rt2_16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_16(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_fp8_gemv_rt2_16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fp8_gemv_rt2_16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t sizes_fp8_gemv_rt2_16(const Value* v, int64_t* out) {
+int32_t kg_sizes_fp8_gemv_rt2_16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_fp8_gemv_rt2_16[] = {
+const ArgSpec kg_args_fp8_gemv_rt2_16[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -61,19 +61,19 @@ const ArgSpec kArgs_fp8_gemv_rt2_16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(fp8_gemv_rt, m) {
-  m.doc() = "Register-tiled row-scaled FP8-weight GEMVs for at most 8 and at most 16 rows (K % 16 == 0).\012\012Generated from specs/fp8_gemv_rt.yaml for target gb10.";
-  m.attr("TARGET") = "gb10";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_RT");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fp8_gemv_rt2[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info() };
-  static const LauncherSpec spec_fp8_gemv_rt2 = {
-      "fp8_gemv_rt2", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.", kArgs_fp8_gemv_rt2, 7, 7, 4,
-      launch_fp8_gemv_rt2, plan_fp8_gemv_rt2, sizes_fp8_gemv_rt2, kernels_fp8_gemv_rt2, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_fp8_gemv_rt2) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fp8_gemv_rt2_16[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16__info() };
-  static const LauncherSpec spec_fp8_gemv_rt2_16 = {
-      "fp8_gemv_rt2_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.", kArgs_fp8_gemv_rt2_16, 7, 7, 4,
-      launch_fp8_gemv_rt2_16, plan_fp8_gemv_rt2_16, sizes_fp8_gemv_rt2_16, kernels_fp8_gemv_rt2_16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_fp8_gemv_rt2_16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
+  kg_module.doc() = "Register-tiled row-scaled FP8-weight GEMVs for at most 8 and at most 16 rows (K % 16 == 0).\012\012Generated from specs/fp8_gemv_rt.yaml for target gb10.";
+  kg_module.attr("TARGET") = "gb10";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_RT");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2 = {
+      "fp8_gemv_rt2", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.", kg_args_fp8_gemv_rt2, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2, kg_plan_fp8_gemv_rt2, kg_sizes_fp8_gemv_rt2, kg_kernels_fp8_gemv_rt2, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2_16 = {
+      "fp8_gemv_rt2_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.", kg_args_fp8_gemv_rt2_16, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2_16, kg_plan_fp8_gemv_rt2_16, kg_sizes_fp8_gemv_rt2_16, kg_kernels_fp8_gemv_rt2_16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16) < 0) throw pybind11::error_already_set();
 }

@@ -11,73 +11,73 @@
 
 namespace kernelgen::batched_embed {
 namespace {
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_BATCHED_EMBED");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_BATCHED_EMBED");
 }  // namespace
 
 // batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: hidden == 0
-    const bool holds = (int64_t{hidden} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{hidden} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: (hidden % 8) == 0
-    const bool holds = (kg::x_mod(int64_t{hidden}, int64_t{8}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{hidden}, int64_t{8}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = int64_t{n};
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = kg::x_min(int64_t{256}, kg::x_mul(kg::x_div_ceil(int64_t{hidden}, int64_t{1024}, err), int64_t{32}, err));
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{n};
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = kg::x_min(int64_t{256}, kg::x_mul(kg::x_div_ceil(int64_t{hidden}, int64_t{1024}, kg_err), int64_t{32}, kg_err));
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = int64_t{n};  // ids
-  sizes[1] = kg::x_mul(int64_t{vocab}, int64_t{hidden}, err);  // table
-  sizes[2] = kg::x_mul(int64_t{n}, int64_t{hidden}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = int64_t{n};  // ids
+  kg_sizes[1] = kg::x_mul(int64_t{vocab}, int64_t{hidden}, kg_err);  // table
+  kg_sizes[2] = kg::x_mul(int64_t{n}, int64_t{hidden}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -95,7 +95,7 @@ const char* const kSkip_batched_embed_bf16[] = {
 const char* const kApplies_batched_embed_bf16[] = {
     "(hidden % 8) == 0",
 };
-const kg_kernel_info kInfo_batched_embed_bf16 = {
+const kg_kernel_info kg_info_batched_embed_bf16 = {
     "batched_embed", "batched_embed_bf16", "gb10",
     "METRALE_NO_DFLASH_BATCHED_EMBED", nullptr,
     kSkip_batched_embed_bf16, kApplies_batched_embed_bf16, nullptr,
@@ -103,16 +103,16 @@ const kg_kernel_info kInfo_batched_embed_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_batched_embed_bf16_kernel), void (*)(const int32_t*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/batched_embed.yaml:6: kernel 'batched_embed_bf16': the spec's arguments (const i32* ids, const bf16* table, bf16* out, u32 n, u32 hidden, u32 vocab) do not match the __global__ definition of dflash_batched_embed_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_batched_embed_bf16;
+kg::KernelSlot kg_slot_batched_embed_bf16;
 }  // namespace
 
-Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* table, __nv_bfloat16* out, uint32_t n, uint32_t hidden, uint32_t vocab, cudaStream_t stream) {
-  const kg_plan p = plan_batched_embed_bf16(n, hidden, vocab);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_batched_embed_bf16};
-  const int32_t ready = g_slot_batched_embed_bf16.prepare(reinterpret_cast<const void*>(&::dflash_batched_embed_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_batched_embed_bf16};
-  ::dflash_batched_embed_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(ids, table, out, n, hidden, vocab);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_batched_embed_bf16};
+kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* table, __nv_bfloat16* out, uint32_t n, uint32_t hidden, uint32_t vocab, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::batched_embed::plan_batched_embed_bf16(n, hidden, vocab);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_batched_embed_bf16};
+  const int32_t kg_ready = kg_slot_batched_embed_bf16.prepare(reinterpret_cast<const void*>(&::dflash_batched_embed_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_batched_embed_bf16};
+  ::dflash_batched_embed_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(ids, table, out, n, hidden, vocab);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_batched_embed_bf16};
 }
 
 }  // namespace kernelgen::batched_embed
@@ -120,21 +120,21 @@ Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* table, __nv_
 // ---- C ABI
 extern "C" {
 
-int32_t kg_batched_embed__batched_embed_bf16(const void* ids, const void* table, void* out, uint32_t n, uint32_t hidden, uint32_t vocab, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::batched_embed::batched_embed_bf16(static_cast<const int32_t*>(ids), static_cast<const __nv_bfloat16*>(table), static_cast<__nv_bfloat16*>(out), n, hidden, vocab, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_batched_embed__batched_embed_bf16(const void* ids, const void* table, void* out, uint32_t n, uint32_t hidden, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::batched_embed::batched_embed_bf16(static_cast<const int32_t*>(ids), static_cast<const __nv_bfloat16*>(table), static_cast<__nv_bfloat16*>(out), n, hidden, vocab, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, uint32_t vocab, kg_plan* out) {
-  *out = kernelgen::batched_embed::plan_batched_embed_bf16(n, hidden, vocab);
-  return out->code;
+int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, uint32_t vocab, kg_plan* kg_out) {
+  *kg_out = kernelgen::batched_embed::plan_batched_embed_bf16(n, hidden, vocab);
+  return kg_out->code;
 }
 
-int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* sizes) {
-  return kernelgen::batched_embed::sizes_batched_embed_bf16(n, hidden, vocab, sizes);
+int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* kg_sizes) {
+  return kernelgen::batched_embed::kg_sizes_batched_embed_bf16(n, hidden, vocab, kg_sizes);
 }
 
-const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void) { return &kernelgen::batched_embed::kInfo_batched_embed_bf16; }
+const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void) { return &kernelgen::batched_embed::kg_info_batched_embed_bf16; }
 
 }  // extern "C"

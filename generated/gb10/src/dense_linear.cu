@@ -21,185 +21,185 @@ constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
 constexpr int64_t PIPE_TILE_M = 64;
 constexpr int64_t PIPE_TILE_N = 128;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_DENSE");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
 // dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: m == 0
-    const bool holds = (int64_t{m} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: m <= GEMV_MAX_M
-    const bool holds = (int64_t{m} <= GEMV_MAX_M);
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} <= GEMV_MAX_M);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMV_ROWS, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = GEMV_THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = GEMV_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMV_ROWS, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = GEMV_THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = GEMV_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // w
-  sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // dense_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: m == 0
-    const bool holds = (int64_t{m} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMM_TILE, err);
-  p.grid[1] = kg::x_div_ceil(int64_t{m}, GEMM_TILE, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = GEMM_THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMM_TILE, kg_err);
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{m}, GEMM_TILE, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = GEMM_THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // w
-  sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
 kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: m == 0
-    const bool holds = (int64_t{m} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, err);
-  p.grid[1] = kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = PIPE_THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = PIPE_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err);
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = PIPE_THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = PIPE_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // w
-  sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -219,7 +219,7 @@ const char* const kSkip_dense_gemv[] = {
 const char* const kApplies_dense_gemv[] = {
     "m <= GEMV_MAX_M",
 };
-const kg_kernel_info kInfo_dense_gemv = {
+const kg_kernel_info kg_info_dense_gemv = {
     "dense_linear", "dense_gemv", "gb10",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemv, kApplies_dense_gemv, nullptr,
@@ -227,12 +227,12 @@ const kg_kernel_info kInfo_dense_gemv = {
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/dense_linear.yaml:20: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_dense_gemv;
+kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
     "n == 0",
 };
-const kg_kernel_info kInfo_dense_gemm = {
+const kg_kernel_info kg_info_dense_gemm = {
     "dense_linear", "dense_gemm", "gb10",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemm, nullptr, nullptr,
@@ -240,12 +240,12 @@ const kg_kernel_info kInfo_dense_gemm = {
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/dense_linear.yaml:44: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_dense_gemm;
+kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
     "n == 0",
 };
-const kg_kernel_info kInfo_dense_gemm_pipelined = {
+const kg_kernel_info kg_info_dense_gemm_pipelined = {
     "dense_linear", "dense_gemm_pipelined", "gb10",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemm_pipelined, nullptr, nullptr,
@@ -253,55 +253,55 @@ const kg_kernel_info kInfo_dense_gemm_pipelined = {
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/dense_linear.yaml:64: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_dense_gemm_pipelined;
+kg::KernelSlot kg_slot_dense_gemm_pipelined;
 }  // namespace
 
-Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_dense_gemv(m, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_dense_gemv};
-  const int32_t ready = g_slot_dense_gemv.prepare(reinterpret_cast<const void*>(&::dense_gemv_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_dense_gemv};
-  ::dense_gemv_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, w, out, m, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_dense_gemv};
+kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv};
+  const int32_t kg_ready = kg_slot_dense_gemv.prepare(reinterpret_cast<const void*>(&::dense_gemv_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv};
+  ::dense_gemv_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemv};
 }
 
-Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_dense_gemm(m, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_dense_gemm};
-  const int32_t ready = g_slot_dense_gemm.prepare(reinterpret_cast<const void*>(&::dense_gemm_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_dense_gemm};
-  ::dense_gemm_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, w, out, m, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_dense_gemm};
+kernelgen::Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemm(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm};
+  const int32_t kg_ready = kg_slot_dense_gemm.prepare(reinterpret_cast<const void*>(&::dense_gemm_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm};
+  ::dense_gemm_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemm};
 }
 
-Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_dense_gemm_pipelined(m, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_dense_gemm_pipelined};
-  const int32_t ready = g_slot_dense_gemm_pipelined.prepare(reinterpret_cast<const void*>(&::dense_gemm_pipelined_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_dense_gemm_pipelined};
-  ::dense_gemm_pipelined_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, w, out, m, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_dense_gemm_pipelined};
+kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm_pipelined};
+  const int32_t kg_ready = kg_slot_dense_gemm_pipelined.prepare(reinterpret_cast<const void*>(&::dense_gemm_pipelined_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_pipelined};
+  ::dense_gemm_pipelined_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemm_pipelined};
 }
 
 // dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
-Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  Outcome o;
-  o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  return kg_o;  // none applies: the last kernel's reason
 }
 
-kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
-  kg_plan p = {};
-  p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
-  if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
-  p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
-  if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
-  return p;
+kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0) return kg_p;
+  return kg_p;
 }
 
 }  // namespace kernelgen::dense_linear
@@ -309,80 +309,80 @@ kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kerne
 // ---- C ABI
 extern "C" {
 
-int32_t kg_dense_linear__dense_gemv(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::dense_linear::dense_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_dense_linear__dense_gemv(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_dense_linear__dense_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
-  return out->code;
+int32_t kg_dense_linear__dense_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_dense_linear__dense_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::dense_linear::sizes_dense_gemv(m, n, k, sizes);
+int32_t kg_dense_linear__dense_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemv(m, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_dense_linear__dense_gemv__info(void) { return &kernelgen::dense_linear::kInfo_dense_gemv; }
+const kg_kernel_info* kg_dense_linear__dense_gemv__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemv; }
 
-int32_t kg_dense_linear__dense_gemm(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::dense_linear::dense_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_dense_linear__dense_gemm(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_dense_linear__dense_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::dense_linear::plan_dense_gemm(m, n, k);
-  return out->code;
+int32_t kg_dense_linear__dense_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemm(m, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_dense_linear__dense_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::dense_linear::sizes_dense_gemm(m, n, k, sizes);
+int32_t kg_dense_linear__dense_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemm(m, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_dense_linear__dense_gemm__info(void) { return &kernelgen::dense_linear::kInfo_dense_gemm; }
+const kg_kernel_info* kg_dense_linear__dense_gemm__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm; }
 
-int32_t kg_dense_linear__dense_gemm_pipelined(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::dense_linear::dense_gemm_pipelined(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_dense_linear__dense_gemm_pipelined(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemm_pipelined(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_dense_linear__dense_gemm_pipelined__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
-  return out->code;
+int32_t kg_dense_linear__dense_gemm_pipelined__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_dense_linear__dense_gemm_pipelined__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::dense_linear::sizes_dense_gemm_pipelined(m, n, k, sizes);
+int32_t kg_dense_linear__dense_gemm_pipelined__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemm_pipelined(m, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_dense_linear__dense_gemm_pipelined__info(void) { return &kernelgen::dense_linear::kInfo_dense_gemm_pipelined; }
+const kg_kernel_info* kg_dense_linear__dense_gemm_pipelined__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm_pipelined; }
 
-int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::dense_linear::dense_linear_any(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_linear_any(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out, int32_t* kernel) {
-  *out = kernelgen::dense_linear::plan_dense_linear_any(m, n, k, kernel);
-  return out->code;
+int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::dense_linear::plan_dense_linear_any(m, n, k, kg_kernel);
+  return kg_out->code;
 }
 
-int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  int64_t member[64];
-  for (int i = 0; i < 3; ++i) sizes[i] = -1;
-  if (kg_dense_linear__dense_gemv__sizes(m, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
+int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 3; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_dense_linear__dense_gemv__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
   }
-  if (kg_dense_linear__dense_gemm_pipelined__sizes(m, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
+  if (kg_dense_linear__dense_gemm_pipelined__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
   }
   return KG_LAUNCHED;
 }

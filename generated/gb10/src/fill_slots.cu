@@ -14,72 +14,72 @@ namespace {
 constexpr int64_t MAX_CTAS = 8192;
 constexpr int64_t SLOTS_PER_CTA = 2048;
 constexpr int64_t THREADS = 256;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
 }  // namespace
 
 // fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: count == 0
-    const bool holds = (int64_t{count} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{count} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // requires: block_size >= 1
-    const bool holds = (int64_t{block_size} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{block_size} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: (start + count) <= 4294967295
-    const bool holds = (kg::x_add(int64_t{start}, int64_t{count}, err) <= int64_t{4294967295});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_add(int64_t{start}, int64_t{count}, kg_err) <= int64_t{4294967295});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_min(kg::x_div_ceil(int64_t{count}, SLOTS_PER_CTA, err), MAX_CTAS);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_min(kg::x_div_ceil(int64_t{count}, SLOTS_PER_CTA, kg_err), MAX_CTAS);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_div_ceil(kg::x_add(int64_t{start}, int64_t{count}, err), int64_t{block_size}, err);  // block_table
-  sizes[1] = int64_t{count};  // slots
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_div_ceil(kg::x_add(int64_t{start}, int64_t{count}, kg_err), int64_t{block_size}, kg_err);  // block_table
+  kg_sizes[1] = int64_t{count};  // slots
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -97,7 +97,7 @@ const char* const kRequires_fill_slots[] = {
     "block_size >= 1",
     "(start + count) <= 4294967295",
 };
-const kg_kernel_info kInfo_fill_slots = {
+const kg_kernel_info kg_info_fill_slots = {
     "fill_slots", "fill_slots", "gb10",
     "METRALE_NO_DFLASH_FILL_SLOTS", nullptr,
     kSkip_fill_slots, nullptr, kRequires_fill_slots,
@@ -105,16 +105,16 @@ const kg_kernel_info kInfo_fill_slots = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fill_slots_kernel), void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the spec's arguments (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size) do not match the __global__ definition of dflash_fill_slots_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_fill_slots;
+kg::KernelSlot kg_slot_fill_slots;
 }  // namespace
 
-Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, uint32_t count, uint32_t block_size, cudaStream_t stream) {
-  const kg_plan p = plan_fill_slots(start, count, block_size);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_fill_slots};
-  const int32_t ready = g_slot_fill_slots.prepare(reinterpret_cast<const void*>(&::dflash_fill_slots_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_fill_slots};
-  ::dflash_fill_slots_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(block_table, slots, start, count, block_size);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_fill_slots};
+kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, uint32_t count, uint32_t block_size, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fill_slots::plan_fill_slots(start, count, block_size);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fill_slots};
+  const int32_t kg_ready = kg_slot_fill_slots.prepare(reinterpret_cast<const void*>(&::dflash_fill_slots_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fill_slots};
+  ::dflash_fill_slots_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(block_table, slots, start, count, block_size);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fill_slots};
 }
 
 }  // namespace kernelgen::fill_slots
@@ -122,21 +122,21 @@ Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, u
 // ---- C ABI
 extern "C" {
 
-int32_t kg_fill_slots__fill_slots(const void* block_table, void* slots, uint32_t start, uint32_t count, uint32_t block_size, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fill_slots::fill_slots(static_cast<const int32_t*>(block_table), static_cast<int64_t*>(slots), start, count, block_size, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fill_slots__fill_slots(const void* block_table, void* slots, uint32_t start, uint32_t count, uint32_t block_size, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fill_slots::fill_slots(static_cast<const int32_t*>(block_table), static_cast<int64_t*>(slots), start, count, block_size, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t block_size, kg_plan* out) {
-  *out = kernelgen::fill_slots::plan_fill_slots(start, count, block_size);
-  return out->code;
+int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t block_size, kg_plan* kg_out) {
+  *kg_out = kernelgen::fill_slots::plan_fill_slots(start, count, block_size);
+  return kg_out->code;
 }
 
-int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* sizes) {
-  return kernelgen::fill_slots::sizes_fill_slots(start, count, block_size, sizes);
+int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes) {
+  return kernelgen::fill_slots::kg_sizes_fill_slots(start, count, block_size, kg_sizes);
 }
 
-const kg_kernel_info* kg_fill_slots__fill_slots__info(void) { return &kernelgen::fill_slots::kInfo_fill_slots; }
+const kg_kernel_info* kg_fill_slots__fill_slots__info(void) { return &kernelgen::fill_slots::kg_info_fill_slots; }
 
 }  // extern "C"

@@ -13,86 +13,86 @@ namespace kernelgen::reshape_cache_bf16 {
 namespace {
 constexpr int64_t THREADS = 128;
 constexpr int64_t TOKENS_PER_CTA = 4;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
 }  // namespace
 
 // reshape_cache_bf16: k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.
 kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: num_tokens == 0
-    const bool holds = (int64_t{num_tokens} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{num_tokens} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: (num_kv_heads * head_dim) == 0
-    const bool holds = (kg::x_mul(int64_t{num_kv_heads}, int64_t{head_dim}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mul(int64_t{num_kv_heads}, int64_t{head_dim}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: block_size >= 1
-    const bool holds = (int64_t{block_size} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{block_size} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // applies: ((num_kv_heads * head_dim) % 8) == 0
-    const bool holds = (kg::x_mod(kg::x_mul(int64_t{num_kv_heads}, int64_t{head_dim}, err), int64_t{8}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(kg::x_mul(int64_t{num_kv_heads}, int64_t{head_dim}, kg_err), int64_t{8}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{num_tokens}, TOKENS_PER_CTA, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{num_tokens}, TOKENS_PER_CTA, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // key
-  sizes[1] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // value
-  sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_blocks}, int64_t{block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // k_cache
-  sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_blocks}, int64_t{block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // v_cache
-  sizes[4] = int64_t{num_tokens};  // slot_mapping
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // key
+  kg_sizes[1] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // value
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_blocks}, int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k_cache
+  kg_sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_blocks}, int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v_cache
+  kg_sizes[4] = int64_t{num_tokens};  // slot_mapping
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -113,7 +113,7 @@ const char* const kApplies_reshape_cache_bf16[] = {
 const char* const kRequires_reshape_cache_bf16[] = {
     "block_size >= 1",
 };
-const kg_kernel_info kInfo_reshape_cache_bf16 = {
+const kg_kernel_info kg_info_reshape_cache_bf16 = {
     "reshape_cache_bf16", "reshape_cache_bf16", "gb10",
     "METRALE_NO_DFLASH_RESHAPE_CACHE_BF16", nullptr,
     kSkip_reshape_cache_bf16, kApplies_reshape_cache_bf16, kRequires_reshape_cache_bf16,
@@ -121,16 +121,16 @@ const kg_kernel_info kInfo_reshape_cache_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_reshape_cache_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, const int64_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/reshape_cache_bf16.yaml:9: kernel 'reshape_cache_bf16': the spec's arguments (const bf16* key, const bf16* value, bf16* k_cache, bf16* v_cache, const i64* slot_mapping, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks) do not match the __global__ definition of dflash_reshape_cache_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_reshape_cache_bf16;
+kg::KernelSlot kg_slot_reshape_cache_bf16;
 }  // namespace
 
-Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloat16* value, __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, const int64_t* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, cudaStream_t stream) {
-  const kg_plan p = plan_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_reshape_cache_bf16};
-  const int32_t ready = g_slot_reshape_cache_bf16.prepare(reinterpret_cast<const void*>(&::dflash_reshape_cache_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_reshape_cache_bf16};
-  ::dflash_reshape_cache_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(key, value, k_cache, v_cache, slot_mapping, num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_reshape_cache_bf16};
+kernelgen::Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloat16* value, __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, const int64_t* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::reshape_cache_bf16::plan_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_reshape_cache_bf16};
+  const int32_t kg_ready = kg_slot_reshape_cache_bf16.prepare(reinterpret_cast<const void*>(&::dflash_reshape_cache_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_reshape_cache_bf16};
+  ::dflash_reshape_cache_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(key, value, k_cache, v_cache, slot_mapping, num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_reshape_cache_bf16};
 }
 
 }  // namespace kernelgen::reshape_cache_bf16
@@ -138,21 +138,21 @@ Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloat16* value,
 // ---- C ABI
 extern "C" {
 
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16(const void* key, const void* value, void* k_cache, void* v_cache, const void* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::reshape_cache_bf16::reshape_cache_bf16(static_cast<const __nv_bfloat16*>(key), static_cast<const __nv_bfloat16*>(value), static_cast<__nv_bfloat16*>(k_cache), static_cast<__nv_bfloat16*>(v_cache), static_cast<const int64_t*>(slot_mapping), num_tokens, num_kv_heads, head_dim, block_size, num_blocks, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16(const void* key, const void* value, void* k_cache, void* v_cache, const void* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::reshape_cache_bf16::reshape_cache_bf16(static_cast<const __nv_bfloat16*>(key), static_cast<const __nv_bfloat16*>(value), static_cast<__nv_bfloat16*>(k_cache), static_cast<__nv_bfloat16*>(v_cache), static_cast<const int64_t*>(slot_mapping), num_tokens, num_kv_heads, head_dim, block_size, num_blocks, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16__plan(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, kg_plan* out) {
-  *out = kernelgen::reshape_cache_bf16::plan_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
-  return out->code;
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16__plan(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, kg_plan* kg_out) {
+  *kg_out = kernelgen::reshape_cache_bf16::plan_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
+  return kg_out->code;
 }
 
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* sizes) {
-  return kernelgen::reshape_cache_bf16::sizes_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks, sizes);
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes) {
+  return kernelgen::reshape_cache_bf16::kg_sizes_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks, kg_sizes);
 }
 
-const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void) { return &kernelgen::reshape_cache_bf16::kInfo_reshape_cache_bf16; }
+const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void) { return &kernelgen::reshape_cache_bf16::kg_info_reshape_cache_bf16; }
 
 }  // extern "C"

@@ -13,53 +13,53 @@ namespace kernelgen::residual_add {
 namespace {
 constexpr int64_t ELEMS_PER_CTA = 8192;
 constexpr int64_t THREADS = 1024;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
 }  // namespace
 
 // residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
 kg_plan plan_residual_add_bf16(uint64_t n) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
-  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
+  kg::ExprStatus kg_err;
+  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (kg_err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
   {  // skip: n == 0
-    const bool holds = (kg_i64_n == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg_i64_n == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(kg_i64_n, ELEMS_PER_CTA, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(kg_i64_n, ELEMS_PER_CTA, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_residual_add_bf16(uint64_t n, int64_t* sizes) {
-  kg::ExprStatus err;
-  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
-  sizes[0] = kg_i64_n;  // a
-  sizes[1] = kg_i64_n;  // b
-  sizes[2] = kg_i64_n;  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_residual_add_bf16(uint64_t n, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (kg_err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
+  kg_sizes[0] = kg_i64_n;  // a
+  kg_sizes[1] = kg_i64_n;  // b
+  kg_sizes[2] = kg_i64_n;  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -73,7 +73,7 @@ namespace {
 const char* const kSkip_residual_add_bf16[] = {
     "n == 0",
 };
-const kg_kernel_info kInfo_residual_add_bf16 = {
+const kg_kernel_info kg_info_residual_add_bf16 = {
     "residual_add", "residual_add_bf16", "gb10",
     "METRALE_NO_DFLASH_RESIDUAL_ADD", nullptr,
     kSkip_residual_add_bf16, nullptr, nullptr,
@@ -81,16 +81,16 @@ const kg_kernel_info kInfo_residual_add_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_residual_add_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint64_t)>,
               "kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': the spec's arguments (const bf16* a, const bf16* b, bf16* out, u64 n) do not match the __global__ definition of dflash_residual_add_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_residual_add_bf16;
+kg::KernelSlot kg_slot_residual_add_bf16;
 }  // namespace
 
-Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* out, uint64_t n, cudaStream_t stream) {
-  const kg_plan p = plan_residual_add_bf16(n);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_residual_add_bf16};
-  const int32_t ready = g_slot_residual_add_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_add_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_residual_add_bf16};
-  ::dflash_residual_add_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(a, b, out, n);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_residual_add_bf16};
+kernelgen::Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* out, uint64_t n, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::residual_add::plan_residual_add_bf16(n);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_add_bf16};
+  const int32_t kg_ready = kg_slot_residual_add_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_add_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_add_bf16};
+  ::dflash_residual_add_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(a, b, out, n);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_residual_add_bf16};
 }
 
 }  // namespace kernelgen::residual_add
@@ -98,21 +98,21 @@ Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_b
 // ---- C ABI
 extern "C" {
 
-int32_t kg_residual_add__residual_add_bf16(const void* a, const void* b, void* out, uint64_t n, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::residual_add::residual_add_bf16(static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), static_cast<__nv_bfloat16*>(out), n, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_residual_add__residual_add_bf16(const void* a, const void* b, void* out, uint64_t n, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::residual_add::residual_add_bf16(static_cast<const __nv_bfloat16*>(a), static_cast<const __nv_bfloat16*>(b), static_cast<__nv_bfloat16*>(out), n, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* out) {
-  *out = kernelgen::residual_add::plan_residual_add_bf16(n);
-  return out->code;
+int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* kg_out) {
+  *kg_out = kernelgen::residual_add::plan_residual_add_bf16(n);
+  return kg_out->code;
 }
 
-int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* sizes) {
-  return kernelgen::residual_add::sizes_residual_add_bf16(n, sizes);
+int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes) {
+  return kernelgen::residual_add::kg_sizes_residual_add_bf16(n, kg_sizes);
 }
 
-const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void) { return &kernelgen::residual_add::kInfo_residual_add_bf16; }
+const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void) { return &kernelgen::residual_add::kg_info_residual_add_bf16; }
 
 }  // extern "C"

@@ -13,72 +13,72 @@ namespace kernelgen::silu_mul {
 namespace {
 constexpr int64_t THREADS = 256;
 constexpr int64_t VECS_PER_CTA = 512;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
 }  // namespace
 
 // silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: inter == 0
-    const bool holds = (int64_t{inter} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{inter} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: (inter % 8) == 0
-    const bool holds = (kg::x_mod(int64_t{inter}, int64_t{8}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{inter}, int64_t{8}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(kg::x_mul(int64_t{rows}, kg::x_floordiv(int64_t{inter}, int64_t{8}, err), err), VECS_PER_CTA, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(kg::x_mul(int64_t{rows}, kg::x_floordiv(int64_t{inter}, int64_t{8}, kg_err), kg_err), VECS_PER_CTA, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_silu_mul_bf16(uint32_t rows, uint32_t inter, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(int64_t{rows}, int64_t{2}, err), int64_t{inter}, err);  // input
-  sizes[1] = kg::x_mul(int64_t{rows}, int64_t{inter}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_silu_mul_bf16(uint32_t rows, uint32_t inter, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{rows}, int64_t{2}, kg_err), int64_t{inter}, kg_err);  // input
+  kg_sizes[1] = kg::x_mul(int64_t{rows}, int64_t{inter}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -96,7 +96,7 @@ const char* const kSkip_silu_mul_bf16[] = {
 const char* const kApplies_silu_mul_bf16[] = {
     "(inter % 8) == 0",
 };
-const kg_kernel_info kInfo_silu_mul_bf16 = {
+const kg_kernel_info kg_info_silu_mul_bf16 = {
     "silu_mul", "silu_mul_bf16", "gb10",
     "METRALE_NO_DFLASH_SILU_MUL", nullptr,
     kSkip_silu_mul_bf16, kApplies_silu_mul_bf16, nullptr,
@@ -104,16 +104,16 @@ const kg_kernel_info kInfo_silu_mul_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_silu_mul_bf16_kernel), void (*)(const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t)>,
               "kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': the spec's arguments (const bf16* input, bf16* out, u32 rows, u32 inter) do not match the __global__ definition of dflash_silu_mul_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_silu_mul_bf16;
+kg::KernelSlot kg_slot_silu_mul_bf16;
 }  // namespace
 
-Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t rows, uint32_t inter, cudaStream_t stream) {
-  const kg_plan p = plan_silu_mul_bf16(rows, inter);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_silu_mul_bf16};
-  const int32_t ready = g_slot_silu_mul_bf16.prepare(reinterpret_cast<const void*>(&::dflash_silu_mul_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_silu_mul_bf16};
-  ::dflash_silu_mul_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(input, out, rows, inter);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_silu_mul_bf16};
+kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t rows, uint32_t inter, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::silu_mul::plan_silu_mul_bf16(rows, inter);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_silu_mul_bf16};
+  const int32_t kg_ready = kg_slot_silu_mul_bf16.prepare(reinterpret_cast<const void*>(&::dflash_silu_mul_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_silu_mul_bf16};
+  ::dflash_silu_mul_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(input, out, rows, inter);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_silu_mul_bf16};
 }
 
 }  // namespace kernelgen::silu_mul
@@ -121,21 +121,21 @@ Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t r
 // ---- C ABI
 extern "C" {
 
-int32_t kg_silu_mul__silu_mul_bf16(const void* input, void* out, uint32_t rows, uint32_t inter, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::silu_mul::silu_mul_bf16(static_cast<const __nv_bfloat16*>(input), static_cast<__nv_bfloat16*>(out), rows, inter, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_silu_mul__silu_mul_bf16(const void* input, void* out, uint32_t rows, uint32_t inter, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::silu_mul::silu_mul_bf16(static_cast<const __nv_bfloat16*>(input), static_cast<__nv_bfloat16*>(out), rows, inter, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan* out) {
-  *out = kernelgen::silu_mul::plan_silu_mul_bf16(rows, inter);
-  return out->code;
+int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan* kg_out) {
+  *kg_out = kernelgen::silu_mul::plan_silu_mul_bf16(rows, inter);
+  return kg_out->code;
 }
 
-int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* sizes) {
-  return kernelgen::silu_mul::sizes_silu_mul_bf16(rows, inter, sizes);
+int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* kg_sizes) {
+  return kernelgen::silu_mul::kg_sizes_silu_mul_bf16(rows, inter, kg_sizes);
 }
 
-const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void) { return &kernelgen::silu_mul::kInfo_silu_mul_bf16; }
+const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void) { return &kernelgen::silu_mul::kg_info_silu_mul_bf16; }
 
 }  // extern "C"

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- argmax_bf16
-int32_t launch_argmax_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_argmax__argmax_bf16(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), stream, ran);
+int32_t kg_launch_argmax_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_argmax__argmax_bf16(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_stream, kg_ran);
 }
-int32_t plan_argmax_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_argmax_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_argmax__argmax_bf16__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), out);
+  *kg_kernel = 0;
+  return kg_argmax__argmax_bf16__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
-int32_t sizes_argmax_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_argmax_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_argmax__argmax_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), out);
+  return kg_argmax__argmax_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
-const ArgSpec kArgs_argmax_bf16[] = {
+const ArgSpec kg_args_argmax_bf16[] = {
     {"logits", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"out", kg::py::kPointer, 7, 1, 1, 1, 0},  // i32*
     {"rows", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -35,14 +35,14 @@ const ArgSpec kArgs_argmax_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(argmax, m) {
-  m.doc() = "Row-wise argmax of bf16 logits to int32 indices (torch.argmax semantics).\012\012Generated from specs/argmax.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_ARGMAX");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_argmax_bf16[] = { kg_argmax__argmax_bf16__info() };
-  static const LauncherSpec spec_argmax_bf16 = {
-      "argmax_bf16", "(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.", kArgs_argmax_bf16, 4, 4, 2,
-      launch_argmax_bf16, plan_argmax_bf16, sizes_argmax_bf16, kernels_argmax_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_argmax_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(argmax, kg_module) {
+  kg_module.doc() = "Row-wise argmax of bf16 logits to int32 indices (torch.argmax semantics).\012\012Generated from specs/argmax.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_ARGMAX");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_argmax_bf16[] = { kg_argmax__argmax_bf16__info() };
+  static const LauncherSpec kg_spec_argmax_bf16 = {
+      "argmax_bf16", "(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.", kg_args_argmax_bf16, 4, 4, 2,
+      kg_launch_argmax_bf16, kg_plan_argmax_bf16, kg_sizes_argmax_bf16, kg_kernels_argmax_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_argmax_bf16) < 0) throw pybind11::error_already_set();
 }

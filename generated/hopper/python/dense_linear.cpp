@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- dense_gemv
-int32_t launch_dense_gemv(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_dense_linear__dense_gemv(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), stream, ran);
+int32_t kg_launch_dense_gemv(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dense_linear__dense_gemv(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
 }
-int32_t plan_dense_gemv(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_dense_gemv(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_dense_linear__dense_gemv__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  *kg_kernel = 0;
+  return kg_dense_linear__dense_gemv__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-int32_t sizes_dense_gemv(const Value* v, int64_t* out) {
+int32_t kg_sizes_dense_gemv(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dense_linear__dense_gemv__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_dense_linear__dense_gemv__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_dense_gemv[] = {
+const ArgSpec kg_args_dense_gemv[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"w", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -36,19 +36,19 @@ const ArgSpec kArgs_dense_gemv[] = {
 };
 
 // ---- dense_gemm
-int32_t launch_dense_gemm(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_dense_linear__dense_gemm(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), stream, ran);
+int32_t kg_launch_dense_gemm(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dense_linear__dense_gemm(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
 }
-int32_t plan_dense_gemm(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_dense_gemm(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_dense_linear__dense_gemm__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  *kg_kernel = 0;
+  return kg_dense_linear__dense_gemm__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-int32_t sizes_dense_gemm(const Value* v, int64_t* out) {
+int32_t kg_sizes_dense_gemm(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dense_linear__dense_gemm__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_dense_linear__dense_gemm__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_dense_gemm[] = {
+const ArgSpec kg_args_dense_gemm[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"w", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -58,19 +58,19 @@ const ArgSpec kArgs_dense_gemm[] = {
 };
 
 // ---- dense_gemm_pipelined
-int32_t launch_dense_gemm_pipelined(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_dense_linear__dense_gemm_pipelined(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), stream, ran);
+int32_t kg_launch_dense_gemm_pipelined(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dense_linear__dense_gemm_pipelined(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
 }
-int32_t plan_dense_gemm_pipelined(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_dense_gemm_pipelined(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_dense_linear__dense_gemm_pipelined__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  *kg_kernel = 0;
+  return kg_dense_linear__dense_gemm_pipelined__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-int32_t sizes_dense_gemm_pipelined(const Value* v, int64_t* out) {
+int32_t kg_sizes_dense_gemm_pipelined(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dense_linear__dense_gemm_pipelined__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_dense_linear__dense_gemm_pipelined__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_dense_gemm_pipelined[] = {
+const ArgSpec kg_args_dense_gemm_pipelined[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"w", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -80,18 +80,18 @@ const ArgSpec kArgs_dense_gemm_pipelined[] = {
 };
 
 // ---- dense_linear_any
-int32_t launch_dense_linear_any(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_dense_linear__dense_linear_any(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), stream, ran);
+int32_t kg_launch_dense_linear_any(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dense_linear__dense_linear_any(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
 }
-int32_t plan_dense_linear_any(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_dense_linear_any(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_dense_linear__dense_linear_any__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out, kernel);
+  return kg_dense_linear__dense_linear_any__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out, kg_kernel);
 }
-int32_t sizes_dense_linear_any(const Value* v, int64_t* out) {
+int32_t kg_sizes_dense_linear_any(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dense_linear__dense_linear_any__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_dense_linear__dense_linear_any__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_dense_linear_any[] = {
+const ArgSpec kg_args_dense_linear_any[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"w", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -102,29 +102,29 @@ const ArgSpec kArgs_dense_linear_any[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(dense_linear, m) {
-  m.doc() = "Dense bf16 linear layers out = bf16(x W^T), W [n, k] as nn.Linear, f32 accumulation.\012\012Generated from specs/dense_linear.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_DENSE");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_dense_gemv[] = { kg_dense_linear__dense_gemv__info() };
-  static const LauncherSpec spec_dense_gemv = {
-      "dense_gemv", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).", kArgs_dense_gemv, 6, 6, 3,
-      launch_dense_gemv, plan_dense_gemv, sizes_dense_gemv, kernels_dense_gemv, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_dense_gemv) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_dense_gemm[] = { kg_dense_linear__dense_gemm__info() };
-  static const LauncherSpec spec_dense_gemm = {
-      "dense_gemm", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.", kArgs_dense_gemm, 6, 6, 3,
-      launch_dense_gemm, plan_dense_gemm, sizes_dense_gemm, kernels_dense_gemm, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_dense_gemm) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_dense_gemm_pipelined[] = { kg_dense_linear__dense_gemm_pipelined__info() };
-  static const LauncherSpec spec_dense_gemm_pipelined = {
-      "dense_gemm_pipelined", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).", kArgs_dense_gemm_pipelined, 6, 6, 3,
-      launch_dense_gemm_pipelined, plan_dense_gemm_pipelined, sizes_dense_gemm_pipelined, kernels_dense_gemm_pipelined, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_dense_gemm_pipelined) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_dense_linear_any[] = { kg_dense_linear__dense_gemv__info(), kg_dense_linear__dense_gemm_pipelined__info() };
-  static const LauncherSpec spec_dense_linear_any = {
-      "dense_linear_any", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.", kArgs_dense_linear_any, 6, 6, 3,
-      launch_dense_linear_any, plan_dense_linear_any, sizes_dense_linear_any, kernels_dense_linear_any, 2};
-  if (kg::py::add_launcher(m.ptr(), &spec_dense_linear_any) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(dense_linear, kg_module) {
+  kg_module.doc() = "Dense bf16 linear layers out = bf16(x W^T), W [n, k] as nn.Linear, f32 accumulation.\012\012Generated from specs/dense_linear.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_DENSE");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_gemv[] = { kg_dense_linear__dense_gemv__info() };
+  static const LauncherSpec kg_spec_dense_gemv = {
+      "dense_gemv", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).", kg_args_dense_gemv, 6, 6, 3,
+      kg_launch_dense_gemv, kg_plan_dense_gemv, kg_sizes_dense_gemv, kg_kernels_dense_gemv, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_gemm[] = { kg_dense_linear__dense_gemm__info() };
+  static const LauncherSpec kg_spec_dense_gemm = {
+      "dense_gemm", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.", kg_args_dense_gemm, 6, 6, 3,
+      kg_launch_dense_gemm, kg_plan_dense_gemm, kg_sizes_dense_gemm, kg_kernels_dense_gemm, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_gemm_pipelined[] = { kg_dense_linear__dense_gemm_pipelined__info() };
+  static const LauncherSpec kg_spec_dense_gemm_pipelined = {
+      "dense_gemm_pipelined", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).", kg_args_dense_gemm_pipelined, 6, 6, 3,
+      kg_launch_dense_gemm_pipelined, kg_plan_dense_gemm_pipelined, kg_sizes_dense_gemm_pipelined, kg_kernels_dense_gemm_pipelined, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm_pipelined) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_linear_any[] = { kg_dense_linear__dense_gemv__info(), kg_dense_linear__dense_gemm_pipelined__info() };
+  static const LauncherSpec kg_spec_dense_linear_any = {
+      "dense_linear_any", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.", kg_args_dense_linear_any, 6, 6, 3,
+      kg_launch_dense_linear_any, kg_plan_dense_linear_any, kg_sizes_dense_linear_any, kg_kernels_dense_linear_any, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_linear_any) < 0) throw pybind11::error_already_set();
 }

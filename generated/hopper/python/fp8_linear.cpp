@@ -15,19 +15,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- quantize_bf16_to_fp8
-int32_t launch_quantize_bf16_to_fp8(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_linear__quantize_bf16_to_fp8(v[0].p, const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), stream, ran);
+int32_t kg_launch_quantize_bf16_to_fp8(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__quantize_bf16_to_fp8(v[0].p, const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_stream, kg_ran);
 }
-int32_t plan_quantize_bf16_to_fp8(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_quantize_bf16_to_fp8(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_linear__quantize_bf16_to_fp8__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_linear__quantize_bf16_to_fp8__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-int32_t sizes_quantize_bf16_to_fp8(const Value* v, int64_t* out) {
+int32_t kg_sizes_quantize_bf16_to_fp8(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_linear__quantize_bf16_to_fp8__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  return kg_fp8_linear__quantize_bf16_to_fp8__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-const ArgSpec kArgs_quantize_bf16_to_fp8[] = {
+const ArgSpec kg_args_quantize_bf16_to_fp8[] = {
     {"w", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 1, 1, 1, 0},  // fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 1, 1, 2, 0},  // f32*
@@ -36,19 +36,19 @@ const ArgSpec kArgs_quantize_bf16_to_fp8[] = {
 };
 
 // ---- dense_gemv_fp8w
-int32_t launch_dense_gemv_fp8w(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_linear__dense_gemv_fp8w(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_dense_gemv_fp8w(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__dense_gemv_fp8w(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_dense_gemv_fp8w(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_dense_gemv_fp8w(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_linear__dense_gemv_fp8w__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_linear__dense_gemv_fp8w__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t sizes_dense_gemv_fp8w(const Value* v, int64_t* out) {
+int32_t kg_sizes_dense_gemv_fp8w(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_linear__dense_gemv_fp8w__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_linear__dense_gemv_fp8w__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_dense_gemv_fp8w[] = {
+const ArgSpec kg_args_dense_gemv_fp8w[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -59,19 +59,19 @@ const ArgSpec kArgs_dense_gemv_fp8w[] = {
 };
 
 // ---- fp8_gemm_n128_row_scaled_m16
-int32_t launch_fp8_gemm_n128_row_scaled_m16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_fp8_gemm_n128_row_scaled_m16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_fp8_gemm_n128_row_scaled_m16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fp8_gemm_n128_row_scaled_m16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t sizes_fp8_gemm_n128_row_scaled_m16(const Value* v, int64_t* out) {
+int32_t kg_sizes_fp8_gemm_n128_row_scaled_m16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_fp8_gemm_n128_row_scaled_m16[] = {
+const ArgSpec kg_args_fp8_gemm_n128_row_scaled_m16[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -82,19 +82,19 @@ const ArgSpec kArgs_fp8_gemm_n128_row_scaled_m16[] = {
 };
 
 // ---- fp8_gemm_n128_row_scaled
-int32_t launch_fp8_gemm_n128_row_scaled(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_fp8_gemm_n128_row_scaled(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_fp8_gemm_n128_row_scaled(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fp8_gemm_n128_row_scaled(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  *kg_kernel = 0;
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t sizes_fp8_gemm_n128_row_scaled(const Value* v, int64_t* out) {
+int32_t kg_sizes_fp8_gemm_n128_row_scaled(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_fp8_gemm_n128_row_scaled[] = {
+const ArgSpec kg_args_fp8_gemm_n128_row_scaled[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -105,18 +105,18 @@ const ArgSpec kArgs_fp8_gemm_n128_row_scaled[] = {
 };
 
 // ---- fp8_linear
-int32_t launch_fp8_linear(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_fp8_linear__fp8_linear(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), stream, ran);
+int32_t kg_launch_fp8_linear(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__fp8_linear(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
 }
-int32_t plan_fp8_linear(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_fp8_linear(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_fp8_linear__fp8_linear__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out, kernel);
+  return kg_fp8_linear__fp8_linear__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out, kg_kernel);
 }
-int32_t sizes_fp8_linear(const Value* v, int64_t* out) {
+int32_t kg_sizes_fp8_linear(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_fp8_linear__fp8_linear__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), out);
+  return kg_fp8_linear__fp8_linear__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kArgs_fp8_linear[] = {
+const ArgSpec kg_args_fp8_linear[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0},  // const f32*
@@ -128,34 +128,34 @@ const ArgSpec kArgs_fp8_linear[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(fp8_linear, m) {
-  m.doc() = "FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the register-tiled GEMVs of fp8_gemv_rt first.\012\012Generated from specs/fp8_linear.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_LINEAR");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_quantize_bf16_to_fp8[] = { kg_fp8_linear__quantize_bf16_to_fp8__info() };
-  static const LauncherSpec spec_quantize_bf16_to_fp8 = {
-      "quantize_bf16_to_fp8", "(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome\012\012scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.", kArgs_quantize_bf16_to_fp8, 5, 5, 3,
-      launch_quantize_bf16_to_fp8, plan_quantize_bf16_to_fp8, sizes_quantize_bf16_to_fp8, kernels_quantize_bf16_to_fp8, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_quantize_bf16_to_fp8) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_dense_gemv_fp8w[] = { kg_fp8_linear__dense_gemv_fp8w__info() };
-  static const LauncherSpec spec_dense_gemv_fp8w = {
-      "dense_gemv_fp8w", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.", kArgs_dense_gemv_fp8w, 7, 7, 4,
-      launch_dense_gemv_fp8w, plan_dense_gemv_fp8w, sizes_dense_gemv_fp8w, kernels_dense_gemv_fp8w, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_dense_gemv_fp8w) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fp8_gemm_n128_row_scaled_m16[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info() };
-  static const LauncherSpec spec_fp8_gemm_n128_row_scaled_m16 = {
-      "fp8_gemm_n128_row_scaled_m16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.", kArgs_fp8_gemm_n128_row_scaled_m16, 7, 7, 4,
-      launch_fp8_gemm_n128_row_scaled_m16, plan_fp8_gemm_n128_row_scaled_m16, sizes_fp8_gemm_n128_row_scaled_m16, kernels_fp8_gemm_n128_row_scaled_m16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_fp8_gemm_n128_row_scaled_m16) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fp8_gemm_n128_row_scaled[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
-  static const LauncherSpec spec_fp8_gemm_n128_row_scaled = {
-      "fp8_gemm_n128_row_scaled", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma, f32 accumulation.", kArgs_fp8_gemm_n128_row_scaled, 7, 7, 4,
-      launch_fp8_gemm_n128_row_scaled, plan_fp8_gemm_n128_row_scaled, sizes_fp8_gemm_n128_row_scaled, kernels_fp8_gemm_n128_row_scaled, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_fp8_gemm_n128_row_scaled) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_fp8_linear[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
-  static const LauncherSpec spec_fp8_linear = {
-      "fp8_linear", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.", kArgs_fp8_linear, 7, 7, 4,
-      launch_fp8_linear, plan_fp8_linear, sizes_fp8_linear, kernels_fp8_linear, 4};
-  if (kg::py::add_launcher(m.ptr(), &spec_fp8_linear) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(fp8_linear, kg_module) {
+  kg_module.doc() = "FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the register-tiled GEMVs of fp8_gemv_rt first.\012\012Generated from specs/fp8_linear.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_LINEAR");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_quantize_bf16_to_fp8[] = { kg_fp8_linear__quantize_bf16_to_fp8__info() };
+  static const LauncherSpec kg_spec_quantize_bf16_to_fp8 = {
+      "quantize_bf16_to_fp8", "(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome\012\012scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.", kg_args_quantize_bf16_to_fp8, 5, 5, 3,
+      kg_launch_quantize_bf16_to_fp8, kg_plan_quantize_bf16_to_fp8, kg_sizes_quantize_bf16_to_fp8, kg_kernels_quantize_bf16_to_fp8, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_quantize_bf16_to_fp8) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_gemv_fp8w[] = { kg_fp8_linear__dense_gemv_fp8w__info() };
+  static const LauncherSpec kg_spec_dense_gemv_fp8w = {
+      "dense_gemv_fp8w", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.", kg_args_dense_gemv_fp8w, 7, 7, 4,
+      kg_launch_dense_gemv_fp8w, kg_plan_dense_gemv_fp8w, kg_sizes_dense_gemv_fp8w, kg_kernels_dense_gemv_fp8w, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv_fp8w) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled_m16[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info() };
+  static const LauncherSpec kg_spec_fp8_gemm_n128_row_scaled_m16 = {
+      "fp8_gemm_n128_row_scaled_m16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.", kg_args_fp8_gemm_n128_row_scaled_m16, 7, 7, 4,
+      kg_launch_fp8_gemm_n128_row_scaled_m16, kg_plan_fp8_gemm_n128_row_scaled_m16, kg_sizes_fp8_gemm_n128_row_scaled_m16, kg_kernels_fp8_gemm_n128_row_scaled_m16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled_m16) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
+  static const LauncherSpec kg_spec_fp8_gemm_n128_row_scaled = {
+      "fp8_gemm_n128_row_scaled", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma, f32 accumulation.", kg_args_fp8_gemm_n128_row_scaled, 7, 7, 4,
+      kg_launch_fp8_gemm_n128_row_scaled, kg_plan_fp8_gemm_n128_row_scaled, kg_sizes_fp8_gemm_n128_row_scaled, kg_kernels_fp8_gemm_n128_row_scaled, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_linear[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
+  static const LauncherSpec kg_spec_fp8_linear = {
+      "fp8_linear", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.", kg_args_fp8_linear, 7, 7, 4,
+      kg_launch_fp8_linear, kg_plan_fp8_linear, kg_sizes_fp8_linear, kg_kernels_fp8_linear, 4};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_linear) < 0) throw pybind11::error_already_set();
 }

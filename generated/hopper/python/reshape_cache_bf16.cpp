@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- reshape_cache_bf16
-int32_t launch_reshape_cache_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_reshape_cache_bf16__reshape_cache_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), stream, ran);
+int32_t kg_launch_reshape_cache_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_reshape_cache_bf16__reshape_cache_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), v[4].p, static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), kg_stream, kg_ran);
 }
-int32_t plan_reshape_cache_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_reshape_cache_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_reshape_cache_bf16__reshape_cache_bf16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), out);
+  *kg_kernel = 0;
+  return kg_reshape_cache_bf16__reshape_cache_bf16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), kg_out);
 }
-int32_t sizes_reshape_cache_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_reshape_cache_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_reshape_cache_bf16__reshape_cache_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), out);
+  return kg_reshape_cache_bf16__reshape_cache_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[9].u), kg_out);
 }
-const ArgSpec kArgs_reshape_cache_bf16[] = {
+const ArgSpec kg_args_reshape_cache_bf16[] = {
     {"key", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"value", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"k_cache", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -41,14 +41,14 @@ const ArgSpec kArgs_reshape_cache_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(reshape_cache_bf16, m) {
-  m.doc() = "Paged KV-cache write of bf16 key/value rows at int64 slots; negative slots are padding.\012\012Generated from specs/reshape_cache_bf16.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_reshape_cache_bf16[] = { kg_reshape_cache_bf16__reshape_cache_bf16__info() };
-  static const LauncherSpec spec_reshape_cache_bf16 = {
-      "reshape_cache_bf16", "(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=0) -> Outcome\012\012k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.", kArgs_reshape_cache_bf16, 10, 10, 5,
-      launch_reshape_cache_bf16, plan_reshape_cache_bf16, sizes_reshape_cache_bf16, kernels_reshape_cache_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_reshape_cache_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(reshape_cache_bf16, kg_module) {
+  kg_module.doc() = "Paged KV-cache write of bf16 key/value rows at int64 slots; negative slots are padding.\012\012Generated from specs/reshape_cache_bf16.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_reshape_cache_bf16[] = { kg_reshape_cache_bf16__reshape_cache_bf16__info() };
+  static const LauncherSpec kg_spec_reshape_cache_bf16 = {
+      "reshape_cache_bf16", "(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=0) -> Outcome\012\012k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.", kg_args_reshape_cache_bf16, 10, 10, 5,
+      kg_launch_reshape_cache_bf16, kg_plan_reshape_cache_bf16, kg_sizes_reshape_cache_bf16, kg_kernels_reshape_cache_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_reshape_cache_bf16) < 0) throw pybind11::error_already_set();
 }

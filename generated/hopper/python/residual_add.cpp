@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- residual_add_bf16
-int32_t launch_residual_add_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_residual_add__residual_add_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint64_t>(v[3].u), stream, ran);
+int32_t kg_launch_residual_add_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_residual_add__residual_add_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint64_t>(v[3].u), kg_stream, kg_ran);
 }
-int32_t plan_residual_add_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_residual_add_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_residual_add__residual_add_bf16__plan(static_cast<uint64_t>(v[3].u), out);
+  *kg_kernel = 0;
+  return kg_residual_add__residual_add_bf16__plan(static_cast<uint64_t>(v[3].u), kg_out);
 }
-int32_t sizes_residual_add_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_residual_add_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_residual_add__residual_add_bf16__sizes(static_cast<uint64_t>(v[3].u), out);
+  return kg_residual_add__residual_add_bf16__sizes(static_cast<uint64_t>(v[3].u), kg_out);
 }
-const ArgSpec kArgs_residual_add_bf16[] = {
+const ArgSpec kg_args_residual_add_bf16[] = {
     {"a", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"b", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -35,14 +35,14 @@ const ArgSpec kArgs_residual_add_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(residual_add, m) {
-  m.doc() = "Elementwise bf16 add with f32 arithmetic, out = bf16(a + b).\012\012Generated from specs/residual_add.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESIDUAL_ADD");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_residual_add_bf16[] = { kg_residual_add__residual_add_bf16__info() };
-  static const LauncherSpec spec_residual_add_bf16 = {
-      "residual_add_bf16", "(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=0) -> Outcome\012\012out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).", kArgs_residual_add_bf16, 4, 4, 3,
-      launch_residual_add_bf16, plan_residual_add_bf16, sizes_residual_add_bf16, kernels_residual_add_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_residual_add_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(residual_add, kg_module) {
+  kg_module.doc() = "Elementwise bf16 add with f32 arithmetic, out = bf16(a + b).\012\012Generated from specs/residual_add.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESIDUAL_ADD");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_residual_add_bf16[] = { kg_residual_add__residual_add_bf16__info() };
+  static const LauncherSpec kg_spec_residual_add_bf16 = {
+      "residual_add_bf16", "(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=0) -> Outcome\012\012out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).", kg_args_residual_add_bf16, 4, 4, 3,
+      kg_launch_residual_add_bf16, kg_plan_residual_add_bf16, kg_sizes_residual_add_bf16, kg_kernels_residual_add_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_residual_add_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- residual_rms_norm_bf16
-int32_t launch_residual_rms_norm_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_residual_rms_norm__residual_rms_norm_bf16(v[0].p, const_cast<void*>(v[1].p), v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<float>(v[6].f), stream, ran);
+int32_t kg_launch_residual_rms_norm_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_residual_rms_norm__residual_rms_norm_bf16(v[0].p, const_cast<void*>(v[1].p), v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<float>(v[6].f), kg_stream, kg_ran);
 }
-int32_t plan_residual_rms_norm_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_residual_rms_norm_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_residual_rms_norm__residual_rms_norm_bf16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  *kg_kernel = 0;
+  return kg_residual_rms_norm__residual_rms_norm_bf16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-int32_t sizes_residual_rms_norm_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_residual_rms_norm_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_residual_rms_norm__residual_rms_norm_bf16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), out);
+  return kg_residual_rms_norm__residual_rms_norm_bf16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
 }
-const ArgSpec kArgs_residual_rms_norm_bf16[] = {
+const ArgSpec kg_args_residual_rms_norm_bf16[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"residual", kg::py::kPointer, 1, 1, 1, 1, 0},  // bf16*
     {"weight", kg::py::kPointer, 1, 0, 1, 2, 0},  // const bf16*
@@ -38,14 +38,14 @@ const ArgSpec kArgs_residual_rms_norm_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(residual_rms_norm, m) {
-  m.doc() = "Fused residual add + RMS norm over bf16 rows; the new residual is written in place.\012\012Generated from specs/residual_rms_norm.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_residual_rms_norm_bf16[] = { kg_residual_rms_norm__residual_rms_norm_bf16__info() };
-  static const LauncherSpec spec_residual_rms_norm_bf16 = {
-      "residual_rms_norm_bf16", "(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.", kArgs_residual_rms_norm_bf16, 7, 7, 4,
-      launch_residual_rms_norm_bf16, plan_residual_rms_norm_bf16, sizes_residual_rms_norm_bf16, kernels_residual_rms_norm_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_residual_rms_norm_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(residual_rms_norm, kg_module) {
+  kg_module.doc() = "Fused residual add + RMS norm over bf16 rows; the new residual is written in place.\012\012Generated from specs/residual_rms_norm.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_residual_rms_norm_bf16[] = { kg_residual_rms_norm__residual_rms_norm_bf16__info() };
+  static const LauncherSpec kg_spec_residual_rms_norm_bf16 = {
+      "residual_rms_norm_bf16", "(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.", kg_args_residual_rms_norm_bf16, 7, 7, 4,
+      kg_launch_residual_rms_norm_bf16, kg_plan_residual_rms_norm_bf16, kg_sizes_residual_rms_norm_bf16, kg_kernels_residual_rms_norm_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_residual_rms_norm_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- rms_norm_bf16
-int32_t launch_rms_norm_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_rms_norm__rms_norm_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<float>(v[5].f), stream, ran);
+int32_t kg_launch_rms_norm_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_rms_norm__rms_norm_bf16(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<float>(v[5].f), kg_stream, kg_ran);
 }
-int32_t plan_rms_norm_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_rms_norm_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_rms_norm__rms_norm_bf16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  *kg_kernel = 0;
+  return kg_rms_norm__rms_norm_bf16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-int32_t sizes_rms_norm_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_rms_norm_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_rms_norm__rms_norm_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), out);
+  return kg_rms_norm__rms_norm_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
-const ArgSpec kArgs_rms_norm_bf16[] = {
+const ArgSpec kg_args_rms_norm_bf16[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"weight", kg::py::kPointer, 1, 0, 1, 1, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 2, 0},  // bf16*
@@ -37,14 +37,14 @@ const ArgSpec kArgs_rms_norm_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(rms_norm, m) {
-  m.doc() = "RMS norm over the last dimension of a bf16 matrix, f32 accumulation.\012\012Generated from specs/rms_norm.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RMS_NORM");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_rms_norm_bf16[] = { kg_rms_norm__rms_norm_bf16__info() };
-  static const LauncherSpec spec_rms_norm_bf16 = {
-      "rms_norm_bf16", "(x: const bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).", kArgs_rms_norm_bf16, 6, 6, 3,
-      launch_rms_norm_bf16, plan_rms_norm_bf16, sizes_rms_norm_bf16, kernels_rms_norm_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_rms_norm_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(rms_norm, kg_module) {
+  kg_module.doc() = "RMS norm over the last dimension of a bf16 matrix, f32 accumulation.\012\012Generated from specs/rms_norm.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_RMS_NORM");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_rms_norm_bf16[] = { kg_rms_norm__rms_norm_bf16__info() };
+  static const LauncherSpec kg_spec_rms_norm_bf16 = {
+      "rms_norm_bf16", "(x: const bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).", kg_args_rms_norm_bf16, 6, 6, 3,
+      kg_launch_rms_norm_bf16, kg_plan_rms_norm_bf16, kg_sizes_rms_norm_bf16, kg_kernels_rms_norm_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_rms_norm_bf16) < 0) throw pybind11::error_already_set();
 }

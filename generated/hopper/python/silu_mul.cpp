@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- silu_mul_bf16
-int32_t launch_silu_mul_bf16(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_silu_mul__silu_mul_bf16(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), stream, ran);
+int32_t kg_launch_silu_mul_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_silu_mul__silu_mul_bf16(v[0].p, const_cast<void*>(v[1].p), static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_stream, kg_ran);
 }
-int32_t plan_silu_mul_bf16(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_silu_mul_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_silu_mul__silu_mul_bf16__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), out);
+  *kg_kernel = 0;
+  return kg_silu_mul__silu_mul_bf16__plan(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
-int32_t sizes_silu_mul_bf16(const Value* v, int64_t* out) {
+int32_t kg_sizes_silu_mul_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_silu_mul__silu_mul_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), out);
+  return kg_silu_mul__silu_mul_bf16__sizes(static_cast<uint32_t>(v[2].u), static_cast<uint32_t>(v[3].u), kg_out);
 }
-const ArgSpec kArgs_silu_mul_bf16[] = {
+const ArgSpec kg_args_silu_mul_bf16[] = {
     {"input", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"out", kg::py::kPointer, 1, 1, 1, 1, 0},  // bf16*
     {"rows", kg::py::kScalar, 1, 0, 0, -1, 0},  // u32
@@ -35,14 +35,14 @@ const ArgSpec kArgs_silu_mul_bf16[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(silu_mul, m) {
-  m.doc() = "SwiGLU activation, out = bf16(silu(gate) * up) over [gate | up] bf16 rows, f32 math.\012\012Generated from specs/silu_mul.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_SILU_MUL");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_silu_mul_bf16[] = { kg_silu_mul__silu_mul_bf16__info() };
-  static const LauncherSpec spec_silu_mul_bf16 = {
-      "silu_mul_bf16", "(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=0) -> Outcome\012\012input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.", kArgs_silu_mul_bf16, 4, 4, 2,
-      launch_silu_mul_bf16, plan_silu_mul_bf16, sizes_silu_mul_bf16, kernels_silu_mul_bf16, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_silu_mul_bf16) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(silu_mul, kg_module) {
+  kg_module.doc() = "SwiGLU activation, out = bf16(silu(gate) * up) over [gate | up] bf16 rows, f32 math.\012\012Generated from specs/silu_mul.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_SILU_MUL");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_silu_mul_bf16[] = { kg_silu_mul__silu_mul_bf16__info() };
+  static const LauncherSpec kg_spec_silu_mul_bf16 = {
+      "silu_mul_bf16", "(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=0) -> Outcome\012\012input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.", kg_args_silu_mul_bf16, 4, 4, 2,
+      kg_launch_silu_mul_bf16, kg_plan_silu_mul_bf16, kg_sizes_silu_mul_bf16, kg_kernels_silu_mul_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_silu_mul_bf16) < 0) throw pybind11::error_already_set();
 }

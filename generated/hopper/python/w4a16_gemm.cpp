@@ -14,19 +14,19 @@ using kg::py::LauncherSpec;
 using kg::py::Value;
 
 // ---- w4a16_gemv
-int32_t launch_w4a16_gemv(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_w4a16_gemm__w4a16_gemv(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), stream, ran);
+int32_t kg_launch_w4a16_gemv(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_w4a16_gemm__w4a16_gemv(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
 }
-int32_t plan_w4a16_gemv(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_w4a16_gemv(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_w4a16_gemm__w4a16_gemv__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out);
+  *kg_kernel = 0;
+  return kg_w4a16_gemm__w4a16_gemv__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
-int32_t sizes_w4a16_gemv(const Value* v, int64_t* out) {
+int32_t kg_sizes_w4a16_gemv(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_w4a16_gemm__w4a16_gemv__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out);
+  return kg_w4a16_gemm__w4a16_gemv__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
-const ArgSpec kArgs_w4a16_gemv[] = {
+const ArgSpec kg_args_w4a16_gemv[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
     {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
@@ -38,19 +38,19 @@ const ArgSpec kArgs_w4a16_gemv[] = {
 };
 
 // ---- w4a16_gemm
-int32_t launch_w4a16_gemm(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_w4a16_gemm__w4a16_gemm(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), stream, ran);
+int32_t kg_launch_w4a16_gemm(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_w4a16_gemm__w4a16_gemm(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
 }
-int32_t plan_w4a16_gemm(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_w4a16_gemm(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  *kernel = 0;
-  return kg_w4a16_gemm__w4a16_gemm__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out);
+  *kg_kernel = 0;
+  return kg_w4a16_gemm__w4a16_gemm__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
-int32_t sizes_w4a16_gemm(const Value* v, int64_t* out) {
+int32_t kg_sizes_w4a16_gemm(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_w4a16_gemm__w4a16_gemm__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out);
+  return kg_w4a16_gemm__w4a16_gemm__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
-const ArgSpec kArgs_w4a16_gemm[] = {
+const ArgSpec kg_args_w4a16_gemm[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
     {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
@@ -62,18 +62,18 @@ const ArgSpec kArgs_w4a16_gemm[] = {
 };
 
 // ---- w4a16_linear
-int32_t launch_w4a16_linear(const Value* v, void* stream, const kg_kernel_info** ran) {
-  return kg_w4a16_gemm__w4a16_linear(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), stream, ran);
+int32_t kg_launch_w4a16_linear(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_w4a16_gemm__w4a16_linear(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
 }
-int32_t plan_w4a16_linear(const Value* v, kg_plan* out, int32_t* kernel) {
+int32_t kg_plan_w4a16_linear(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_w4a16_gemm__w4a16_linear__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out, kernel);
+  return kg_w4a16_gemm__w4a16_linear__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out, kg_kernel);
 }
-int32_t sizes_w4a16_linear(const Value* v, int64_t* out) {
+int32_t kg_sizes_w4a16_linear(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_w4a16_gemm__w4a16_linear__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), out);
+  return kg_w4a16_gemm__w4a16_linear__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
-const ArgSpec kArgs_w4a16_linear[] = {
+const ArgSpec kg_args_w4a16_linear[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0},  // const bf16*
     {"wq", kg::py::kPointer, 16, 0, 1, 1, 0},  // const fp4_e2m1*
     {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0},  // const fp8_e4m3*
@@ -86,24 +86,24 @@ const ArgSpec kArgs_w4a16_linear[] = {
 
 }  // namespace
 
-PYBIND11_MODULE(w4a16_gemm, m) {
-  m.doc() = "NVFP4-weight x bf16-activation linear layers, out = bf16(x W^T), f32 accumulation.\012\012Generated from specs/w4a16_gemm.yaml for target hopper.";
-  m.attr("TARGET") = "hopper";
-  m.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_W4A16");
-  if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
-  static const LauncherSpec spec_w4a16_gemv = {
-      "w4a16_gemv", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.", kArgs_w4a16_gemv, 8, 8, 4,
-      launch_w4a16_gemv, plan_w4a16_gemv, sizes_w4a16_gemv, kernels_w4a16_gemv, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_w4a16_gemv) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_w4a16_gemm[] = { kg_w4a16_gemm__w4a16_gemm__info() };
-  static const LauncherSpec spec_w4a16_gemm = {
-      "w4a16_gemm", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.", kArgs_w4a16_gemm, 8, 8, 4,
-      launch_w4a16_gemm, plan_w4a16_gemm, sizes_w4a16_gemm, kernels_w4a16_gemm, 1};
-  if (kg::py::add_launcher(m.ptr(), &spec_w4a16_gemm) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
-  static const LauncherSpec spec_w4a16_linear = {
-      "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kArgs_w4a16_linear, 8, 8, 4,
-      launch_w4a16_linear, plan_w4a16_linear, sizes_w4a16_linear, kernels_w4a16_linear, 2};
-  if (kg::py::add_launcher(m.ptr(), &spec_w4a16_linear) < 0) throw pybind11::error_already_set();
+PYBIND11_MODULE(w4a16_gemm, kg_module) {
+  kg_module.doc() = "NVFP4-weight x bf16-activation linear layers, out = bf16(x W^T), f32 accumulation.\012\012Generated from specs/w4a16_gemm.yaml for target hopper.";
+  kg_module.attr("TARGET") = "hopper";
+  kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_W4A16");
+  if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
+  static const LauncherSpec kg_spec_w4a16_gemv = {
+      "w4a16_gemv", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.", kg_args_w4a16_gemv, 8, 8, 4,
+      kg_launch_w4a16_gemv, kg_plan_w4a16_gemv, kg_sizes_w4a16_gemv, kg_kernels_w4a16_gemv, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_w4a16_gemm[] = { kg_w4a16_gemm__w4a16_gemm__info() };
+  static const LauncherSpec kg_spec_w4a16_gemm = {
+      "w4a16_gemm", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.", kg_args_w4a16_gemm, 8, 8, 4,
+      kg_launch_w4a16_gemm, kg_plan_w4a16_gemm, kg_sizes_w4a16_gemm, kg_kernels_w4a16_gemm, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemm) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
+  static const LauncherSpec kg_spec_w4a16_linear = {
+      "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kg_args_w4a16_linear, 8, 8, 4,
+      kg_launch_w4a16_linear, kg_plan_w4a16_linear, kg_sizes_w4a16_linear, kg_kernels_w4a16_linear, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_linear) < 0) throw pybind11::error_already_set();
 }

@@ -14,72 +14,72 @@ namespace {
 constexpr int64_t CLUSTER = 8;
 constexpr int64_t SPLIT_ROWS = 128;
 constexpr int64_t THREADS = 512;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_ARGMAX");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_ARGMAX");
 }  // namespace
 
 // argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
 kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // requires: vocab >= 1
-    const bool holds = (int64_t{vocab} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{vocab} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: vocab <= 2147483647
-    const bool holds = (int64_t{vocab} <= int64_t{2147483647});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{vocab} <= int64_t{2147483647});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_max(kg::x_mul(kg::x_min(int64_t{rows}, SPLIT_ROWS), CLUSTER, err), kg::x_mul(kg::x_div_ceil(int64_t{rows}, CLUSTER, err), CLUSTER, err));
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_max(kg::x_mul(kg::x_min(int64_t{rows}, SPLIT_ROWS), CLUSTER, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{rows}, CLUSTER, kg_err), CLUSTER, kg_err));
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_argmax_bf16(uint32_t rows, uint32_t vocab, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, err);  // logits
-  sizes[1] = int64_t{rows};  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_argmax_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, kg_err);  // logits
+  kg_sizes[1] = int64_t{rows};  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -97,7 +97,7 @@ const char* const kRequires_argmax_bf16[] = {
     "vocab >= 1",
     "vocab <= 2147483647",
 };
-const kg_kernel_info kInfo_argmax_bf16 = {
+const kg_kernel_info kg_info_argmax_bf16 = {
     "argmax", "argmax_bf16", "hopper",
     "METRALE_NO_DFLASH_ARGMAX", nullptr,
     kSkip_argmax_bf16, nullptr, kRequires_argmax_bf16,
@@ -105,16 +105,16 @@ const kg_kernel_info kInfo_argmax_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_argmax_bf16_kernel), void (*)(const __nv_bfloat16*, int32_t*, uint32_t, uint32_t)>,
               "kernelgen: specs/argmax.yaml:10: kernel 'argmax_bf16': the spec's arguments (const bf16* logits, i32* out, u32 rows, u32 vocab) do not match the __global__ definition of dflash_argmax_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_argmax_bf16;
+kg::KernelSlot kg_slot_argmax_bf16;
 }  // namespace
 
-Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32_t rows, uint32_t vocab, cudaStream_t stream) {
-  const kg_plan p = plan_argmax_bf16(rows, vocab);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_argmax_bf16};
-  const int32_t ready = g_slot_argmax_bf16.prepare(reinterpret_cast<const void*>(&::dflash_argmax_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_argmax_bf16};
-  ::dflash_argmax_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(logits, out, rows, vocab);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_argmax_bf16};
+kernelgen::Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32_t rows, uint32_t vocab, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::argmax::plan_argmax_bf16(rows, vocab);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_argmax_bf16};
+  const int32_t kg_ready = kg_slot_argmax_bf16.prepare(reinterpret_cast<const void*>(&::dflash_argmax_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_argmax_bf16};
+  ::dflash_argmax_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, out, rows, vocab);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_argmax_bf16};
 }
 
 }  // namespace kernelgen::argmax
@@ -122,21 +122,21 @@ Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32_t rows, ui
 // ---- C ABI
 extern "C" {
 
-int32_t kg_argmax__argmax_bf16(const void* logits, void* out, uint32_t rows, uint32_t vocab, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::argmax::argmax_bf16(static_cast<const __nv_bfloat16*>(logits), static_cast<int32_t*>(out), rows, vocab, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_argmax__argmax_bf16(const void* logits, void* out, uint32_t rows, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::argmax::argmax_bf16(static_cast<const __nv_bfloat16*>(logits), static_cast<int32_t*>(out), rows, vocab, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_argmax__argmax_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* out) {
-  *out = kernelgen::argmax::plan_argmax_bf16(rows, vocab);
-  return out->code;
+int32_t kg_argmax__argmax_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out) {
+  *kg_out = kernelgen::argmax::plan_argmax_bf16(rows, vocab);
+  return kg_out->code;
 }
 
-int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* sizes) {
-  return kernelgen::argmax::sizes_argmax_bf16(rows, vocab, sizes);
+int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
+  return kernelgen::argmax::kg_sizes_argmax_bf16(rows, vocab, kg_sizes);
 }
 
-const kg_kernel_info* kg_argmax__argmax_bf16__info(void) { return &kernelgen::argmax::kInfo_argmax_bf16; }
+const kg_kernel_info* kg_argmax__argmax_bf16__info(void) { return &kernelgen::argmax::kg_info_argmax_bf16; }
 
 }  // extern "C"

@@ -15,223 +15,223 @@ namespace {
 
 // attn_prefill_paged_64: Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.
 kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim) {
-  kg_plan p = {};
-  p.variant = -1;
-  kg::ExprStatus err;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg::ExprStatus kg_err;
   {  // skip: q_len == 0
-    const bool holds = (int64_t{q_len} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{q_len} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // requires: cache_block_size > 0
-    const bool holds = (int64_t{cache_block_size} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{cache_block_size} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: div_ceil(q_len, 64) <= 65535
-    const bool holds = (kg::x_div_ceil(int64_t{q_len}, int64_t{64}, err) <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_div_ceil(int64_t{q_len}, int64_t{64}, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
   {  // requires: (q_offset + q_len) <= 1073741824
-    const bool holds = (kg::x_add(int64_t{q_offset}, int64_t{q_len}, err) <= int64_t{1073741824});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_add(int64_t{q_offset}, int64_t{q_len}, kg_err) <= int64_t{1073741824});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 2);
+      return kg_p;
     }
   }
   {  // requires: kv_len <= 1073741824
-    const bool holds = (int64_t{kv_len} <= int64_t{1073741824});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{kv_len} <= int64_t{1073741824});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 3);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 3);
+      return kg_p;
     }
   }
   {  // applies: num_kv_heads > 0
-    const bool holds = (int64_t{num_kv_heads} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{num_kv_heads} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: (num_q_heads % num_kv_heads) == 0
-    const bool holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   switch (int64_t{head_dim}) {
-    case 64: p.variant = 0; break;
-    case 128: p.variant = 1; break;
-    case 256: p.variant = 2; break;
+    case 64: kg_p.variant = 0; break;
+    case 128: kg_p.variant = 1; break;
+    case 256: kg_p.variant = 2; break;
     default:
-      p.code = KG_CODE(KG_NL_NO_VARIANT, 0);
-      return p;
+      kg_p.code = KG_CODE(KG_NL_NO_VARIANT, 0);
+      return kg_p;
   }
-  p.grid[0] = int64_t{num_q_heads};
-  p.grid[1] = kg::x_div_ceil(int64_t{q_len}, int64_t{64}, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{128};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = kg::x_mul(kg::x_mul(kg::x_add(kg::x_add(int64_t{64}, int64_t{32}, err), int64_t{32}, err), int64_t{head_dim}, err), int64_t{2}, err);
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{num_q_heads};
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{q_len}, int64_t{64}, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{128};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = kg::x_mul(kg::x_mul(kg::x_add(kg::x_add(int64_t{64}, int64_t{32}, kg_err), int64_t{32}, kg_err), int64_t{head_dim}, kg_err), int64_t{2}, kg_err);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // q
-  sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err), int64_t{cache_block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // k_cache
-  sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err), int64_t{cache_block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // v_cache
-  sizes[3] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // output
-  sizes[4] = kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err);  // block_table
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
+  kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k_cache
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v_cache
+  kg_sizes[3] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // output
+  kg_sizes[4] = kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err);  // block_table
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // attn_prefill_64: Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
-  kg_plan p = {};
-  p.variant = -1;
-  kg::ExprStatus err;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg::ExprStatus kg_err;
   {  // skip: seq_len == 0
-    const bool holds = (int64_t{seq_len} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{seq_len} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: batch == 0
-    const bool holds = (int64_t{batch} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{batch} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: div_ceil(seq_len, 64) <= 65535
-    const bool holds = (kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, err) <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: batch <= 65535
-    const bool holds = (int64_t{batch} <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{batch} <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
   {  // applies: num_kv_heads > 0
-    const bool holds = (int64_t{num_kv_heads} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{num_kv_heads} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: (num_q_heads % num_kv_heads) == 0
-    const bool holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   switch (int64_t{head_dim}) {
-    case 64: p.variant = 0; break;
-    case 128: p.variant = 1; break;
-    case 256: p.variant = 2; break;
+    case 64: kg_p.variant = 0; break;
+    case 128: kg_p.variant = 1; break;
+    case 256: kg_p.variant = 2; break;
     default:
-      p.code = KG_CODE(KG_NL_NO_VARIANT, 0);
-      return p;
+      kg_p.code = KG_CODE(KG_NL_NO_VARIANT, 0);
+      return kg_p;
   }
-  p.grid[0] = int64_t{num_q_heads};
-  p.grid[1] = kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, err);
-  p.grid[2] = int64_t{batch};
-  p.block[0] = int64_t{128};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = kg::x_mul(kg::x_mul(kg::x_add(kg::x_add(int64_t{64}, int64_t{32}, err), int64_t{32}, err), int64_t{head_dim}, err), int64_t{2}, err);
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{num_q_heads};
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, kg_err);
+  kg_p.grid[2] = int64_t{batch};
+  kg_p.block[0] = int64_t{128};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = kg::x_mul(kg::x_mul(kg::x_add(kg::x_add(int64_t{64}, int64_t{32}, kg_err), int64_t{32}, kg_err), int64_t{head_dim}, kg_err), int64_t{2}, kg_err);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // q
-  sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // k
-  sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // v
-  sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // output
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
+  kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v
+  kg_sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // output
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -255,7 +255,7 @@ const char* const kRequires_attn_prefill_paged_64[] = {
     "(q_offset + q_len) <= 1073741824",
     "kv_len <= 1073741824",
 };
-const kg_kernel_info kInfo_attn_prefill_paged_64 = {
+const kg_kernel_info kg_info_attn_prefill_paged_64 = {
     "attn_prefill", "attn_prefill_paged_64", "hopper",
     nullptr, "head_dim",
     kSkip_attn_prefill_paged_64, kApplies_attn_prefill_paged_64, kRequires_attn_prefill_paged_64,
@@ -263,13 +263,13 @@ const kg_kernel_info kInfo_attn_prefill_paged_64 = {
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_paged_64_kernel<64>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:8: kernel 'attn_prefill_paged_64': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_paged_64_kernel<64>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_paged_64_v64;
+kg::KernelSlot kg_vslot0_attn_prefill_paged_64;
 static_assert(std::is_same_v<decltype(&::attn_prefill_paged_64_kernel<128>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:8: kernel 'attn_prefill_paged_64': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_paged_64_kernel<128>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_paged_64_v128;
+kg::KernelSlot kg_vslot1_attn_prefill_paged_64;
 static_assert(std::is_same_v<decltype(&::attn_prefill_paged_64_kernel<256>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:8: kernel 'attn_prefill_paged_64': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_paged_64_kernel<256>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_paged_64_v256;
+kg::KernelSlot kg_vslot2_attn_prefill_paged_64;
 const char* const kSkip_attn_prefill_64[] = {
     "seq_len == 0",
     "batch == 0",
@@ -282,7 +282,7 @@ const char* const kRequires_attn_prefill_64[] = {
     "div_ceil(seq_len, 64) <= 65535",
     "batch <= 65535",
 };
-const kg_kernel_info kInfo_attn_prefill_64 = {
+const kg_kernel_info kg_info_attn_prefill_64 = {
     "attn_prefill", "attn_prefill_64", "hopper",
     nullptr, "head_dim",
     kSkip_attn_prefill_64, kApplies_attn_prefill_64, kRequires_attn_prefill_64,
@@ -290,69 +290,69 @@ const kg_kernel_info kInfo_attn_prefill_64 = {
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_64_kernel<64>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:51: kernel 'attn_prefill_64': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_64_kernel<64>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_64_v64;
+kg::KernelSlot kg_vslot0_attn_prefill_64;
 static_assert(std::is_same_v<decltype(&::attn_prefill_64_kernel<128>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:51: kernel 'attn_prefill_64': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_64_kernel<128>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_64_v128;
+kg::KernelSlot kg_vslot1_attn_prefill_64;
 static_assert(std::is_same_v<decltype(&::attn_prefill_64_kernel<256>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:51: kernel 'attn_prefill_64': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_64_kernel<256>; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_64_v256;
+kg::KernelSlot kg_vslot2_attn_prefill_64;
 }  // namespace
 
-Outcome attn_prefill_paged_64(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, cudaStream_t stream) {
-  const kg_plan p = plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_attn_prefill_paged_64};
-  switch (p.variant) {
+kernelgen::Outcome attn_prefill_paged_64(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_paged_64};
+  switch (kg_p.variant) {
     case 0: {
-      const int32_t ready = g_slot_attn_prefill_paged_64_v64.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<64>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_paged_64};
-      ::attn_prefill_paged_64_kernel<64><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot0_attn_prefill_paged_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<64>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_paged_64};
+      ::attn_prefill_paged_64_kernel<64><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
       break;
     }
     case 1: {
-      const int32_t ready = g_slot_attn_prefill_paged_64_v128.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<128>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_paged_64};
-      ::attn_prefill_paged_64_kernel<128><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot1_attn_prefill_paged_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<128>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_paged_64};
+      ::attn_prefill_paged_64_kernel<128><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
       break;
     }
     case 2: {
-      const int32_t ready = g_slot_attn_prefill_paged_64_v256.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<256>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_paged_64};
-      ::attn_prefill_paged_64_kernel<256><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot2_attn_prefill_paged_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_paged_64_kernel<256>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_paged_64};
+      ::attn_prefill_paged_64_kernel<256><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d);
       break;
     }
     default:
-      return {KG_CODE(KG_NL_NO_VARIANT, 0), &kInfo_attn_prefill_paged_64};
+      return {KG_CODE(KG_NL_NO_VARIANT, 0), &kg_info_attn_prefill_paged_64};
   }
-  return {kg::launch_error(cudaGetLastError()), &kInfo_attn_prefill_paged_64};
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_paged_64};
 }
 
-Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
-  const kg_plan p = plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_attn_prefill_64};
-  switch (p.variant) {
+kernelgen::Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_64};
+  switch (kg_p.variant) {
     case 0: {
-      const int32_t ready = g_slot_attn_prefill_64_v64.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<64>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_64};
-      ::attn_prefill_64_kernel<64><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot0_attn_prefill_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<64>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_64};
+      ::attn_prefill_64_kernel<64><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
       break;
     }
     case 1: {
-      const int32_t ready = g_slot_attn_prefill_64_v128.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<128>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_64};
-      ::attn_prefill_64_kernel<128><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot1_attn_prefill_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<128>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_64};
+      ::attn_prefill_64_kernel<128><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
       break;
     }
     case 2: {
-      const int32_t ready = g_slot_attn_prefill_64_v256.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<256>), p.shared_mem);
-      if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_64};
-      ::attn_prefill_64_kernel<256><<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
+      const int32_t kg_ready = kg_vslot2_attn_prefill_64.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<256>), kg_p.shared_mem);
+      if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_64};
+      ::attn_prefill_64_kernel<256><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
       break;
     }
     default:
-      return {KG_CODE(KG_NL_NO_VARIANT, 0), &kInfo_attn_prefill_64};
+      return {KG_CODE(KG_NL_NO_VARIANT, 0), &kg_info_attn_prefill_64};
   }
-  return {kg::launch_error(cudaGetLastError()), &kInfo_attn_prefill_64};
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_64};
 }
 
 }  // namespace kernelgen::attn_prefill
@@ -360,38 +360,38 @@ Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* k, const __
 // ---- C ABI
 extern "C" {
 
-int32_t kg_attn_prefill__attn_prefill_paged_64(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill::attn_prefill_paged_64(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill__attn_prefill_paged_64(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill::attn_prefill_paged_64(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill__attn_prefill_paged_64__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* out) {
-  *out = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
-  return out->code;
+int32_t kg_attn_prefill__attn_prefill_paged_64__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* kg_out) {
+  *kg_out = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill__attn_prefill_paged_64__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* sizes) {
-  return kernelgen::attn_prefill::sizes_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, sizes);
+int32_t kg_attn_prefill__attn_prefill_paged_64__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes) {
+  return kernelgen::attn_prefill::kg_sizes_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_sizes);
 }
 
-const kg_kernel_info* kg_attn_prefill__attn_prefill_paged_64__info(void) { return &kernelgen::attn_prefill::kInfo_attn_prefill_paged_64; }
+const kg_kernel_info* kg_attn_prefill__attn_prefill_paged_64__info(void) { return &kernelgen::attn_prefill::kg_info_attn_prefill_paged_64; }
 
-int32_t kg_attn_prefill__attn_prefill_64(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill::attn_prefill_64(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill__attn_prefill_64(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill::attn_prefill_64(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill__attn_prefill_64__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* out) {
-  *out = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
-  return out->code;
+int32_t kg_attn_prefill__attn_prefill_64__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out) {
+  *kg_out = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill__attn_prefill_64__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* sizes) {
-  return kernelgen::attn_prefill::sizes_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, sizes);
+int32_t kg_attn_prefill__attn_prefill_64__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  return kernelgen::attn_prefill::kg_sizes_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes);
 }
 
-const kg_kernel_info* kg_attn_prefill__attn_prefill_64__info(void) { return &kernelgen::attn_prefill::kInfo_attn_prefill_64; }
+const kg_kernel_info* kg_attn_prefill__attn_prefill_64__info(void) { return &kernelgen::attn_prefill::kg_info_attn_prefill_64; }
 
 }  // extern "C"

@@ -15,286 +15,286 @@ namespace kernelgen::attn_prefill_fa128 {
 namespace {
 constexpr int64_t ROWS = 128;
 constexpr int64_t SMEM = 98304;
-kg::KillSwitch g_kill_switch("METRALE_NO_ATTN_FA128");
+kg::KillSwitch kg_kill_switch("METRALE_NO_ATTN_FA128");
 }  // namespace
 
 // attn_prefill_fa128_paged: As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
 kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: q_len == 0
-    const bool holds = (int64_t{q_len} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{q_len} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // requires: cache_block_size > 0
-    const bool holds = (int64_t{cache_block_size} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{cache_block_size} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: div_ceil(q_len, ROWS) <= 65535
-    const bool holds = (kg::x_div_ceil(int64_t{q_len}, ROWS, err) <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_div_ceil(int64_t{q_len}, ROWS, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
   {  // requires: (q_offset + q_len) <= 1073741824
-    const bool holds = (kg::x_add(int64_t{q_offset}, int64_t{q_len}, err) <= int64_t{1073741824});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_add(int64_t{q_offset}, int64_t{q_len}, kg_err) <= int64_t{1073741824});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 2);
+      return kg_p;
     }
   }
   {  // requires: kv_len <= 1073741824
-    const bool holds = (int64_t{kv_len} <= int64_t{1073741824});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{kv_len} <= int64_t{1073741824});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 3);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 3);
+      return kg_p;
     }
   }
   {  // applies: head_dim == 256
-    const bool holds = (int64_t{head_dim} == int64_t{256});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{head_dim} == int64_t{256});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: causal == 1
-    const bool holds = (int64_t{causal} == int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{causal} == int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   {  // applies: sliding_window == 0
-    const bool holds = (int64_t{sliding_window} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{sliding_window} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
     }
   }
   {  // applies: num_kv_heads > 0
-    const bool holds = (int64_t{num_kv_heads} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{num_kv_heads} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 3);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
     }
   }
   {  // applies: (num_q_heads % num_kv_heads) == 0
-    const bool holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 4);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 4);
+      return kg_p;
     }
   }
-  p.grid[0] = int64_t{num_q_heads};
-  p.grid[1] = kg::x_div_ceil(int64_t{q_len}, ROWS, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{256};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{num_q_heads};
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{q_len}, ROWS, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{256};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // q
-  sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err), int64_t{cache_block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // k_cache
-  sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err), int64_t{cache_block_size}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // v_cache
-  sizes[3] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // output
-  sizes[4] = kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, err);  // block_table
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
+  kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k_cache
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v_cache
+  kg_sizes[3] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // output
+  kg_sizes[4] = kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err);  // block_table
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // attn_prefill_fa128: As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.
 kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: seq_len == 0
-    const bool holds = (int64_t{seq_len} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{seq_len} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: batch == 0
-    const bool holds = (int64_t{batch} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{batch} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: div_ceil(seq_len, ROWS) <= 65535
-    const bool holds = (kg::x_div_ceil(int64_t{seq_len}, ROWS, err) <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_div_ceil(int64_t{seq_len}, ROWS, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: batch <= 65535
-    const bool holds = (int64_t{batch} <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{batch} <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
   {  // applies: head_dim == 256
-    const bool holds = (int64_t{head_dim} == int64_t{256});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{head_dim} == int64_t{256});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: causal == 1
-    const bool holds = (int64_t{causal} == int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{causal} == int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   {  // applies: sliding_window == 0
-    const bool holds = (int64_t{sliding_window} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{sliding_window} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
     }
   }
   {  // applies: num_kv_heads > 0
-    const bool holds = (int64_t{num_kv_heads} > int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{num_kv_heads} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 3);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
     }
   }
   {  // applies: (num_q_heads % num_kv_heads) == 0
-    const bool holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 4);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 4);
+      return kg_p;
     }
   }
-  p.grid[0] = int64_t{num_q_heads};
-  p.grid[1] = kg::x_div_ceil(int64_t{seq_len}, ROWS, err);
-  p.grid[2] = int64_t{batch};
-  p.block[0] = int64_t{256};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{num_q_heads};
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{seq_len}, ROWS, kg_err);
+  kg_p.grid[2] = int64_t{batch};
+  kg_p.block[0] = int64_t{256};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // q
-  sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // k
-  sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_kv_heads}, err), int64_t{head_dim}, err);  // v
-  sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, err), int64_t{num_q_heads}, err), int64_t{head_dim}, err);  // output
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
+  kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v
+  kg_sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // output
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -321,7 +321,7 @@ const char* const kRequires_attn_prefill_fa128_paged[] = {
     "(q_offset + q_len) <= 1073741824",
     "kv_len <= 1073741824",
 };
-const kg_kernel_info kInfo_attn_prefill_fa128_paged = {
+const kg_kernel_info kg_info_attn_prefill_fa128_paged = {
     "attn_prefill_fa128", "attn_prefill_fa128_paged", "hopper",
     "METRALE_NO_ATTN_FA128", nullptr,
     kSkip_attn_prefill_fa128_paged, kApplies_attn_prefill_fa128_paged, kRequires_attn_prefill_fa128_paged,
@@ -329,7 +329,7 @@ const kg_kernel_info kInfo_attn_prefill_fa128_paged = {
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_fa128_paged_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill_fa128.yaml:14: kernel 'attn_prefill_fa128_paged': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_paged_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_fa128_paged;
+kg::KernelSlot kg_slot_attn_prefill_fa128_paged;
 const char* const kSkip_attn_prefill_fa128[] = {
     "seq_len == 0",
     "batch == 0",
@@ -345,7 +345,7 @@ const char* const kRequires_attn_prefill_fa128[] = {
     "div_ceil(seq_len, ROWS) <= 65535",
     "batch <= 65535",
 };
-const kg_kernel_info kInfo_attn_prefill_fa128 = {
+const kg_kernel_info kg_info_attn_prefill_fa128 = {
     "attn_prefill_fa128", "attn_prefill_fa128", "hopper",
     "METRALE_NO_ATTN_FA128", nullptr,
     kSkip_attn_prefill_fa128, kApplies_attn_prefill_fa128, kRequires_attn_prefill_fa128,
@@ -353,67 +353,67 @@ const kg_kernel_info kInfo_attn_prefill_fa128 = {
     1};
 static_assert(std::is_same_v<decltype(&::attn_prefill_fa128_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill_fa128.yaml:53: kernel 'attn_prefill_fa128': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_fa128_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_attn_prefill_fa128;
+kg::KernelSlot kg_slot_attn_prefill_fa128;
 }  // namespace
 
-Outcome attn_prefill_fa128_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, cudaStream_t stream) {
-  const kg_plan p = plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_attn_prefill_fa128_paged};
-  const int32_t ready = g_slot_attn_prefill_fa128_paged.prepare(reinterpret_cast<const void*>(&::attn_prefill_fa128_paged_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_fa128_paged};
-  ::attn_prefill_fa128_paged_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_attn_prefill_fa128_paged};
+kernelgen::Outcome attn_prefill_fa128_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_fa128_paged};
+  const int32_t kg_ready = kg_slot_attn_prefill_fa128_paged.prepare(reinterpret_cast<const void*>(&::attn_prefill_fa128_paged_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_fa128_paged};
+  ::attn_prefill_fa128_paged_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_fa128_paged};
 }
 
-Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, cudaStream_t stream) {
-  const kg_plan p = plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_attn_prefill_fa128};
-  const int32_t ready = g_slot_attn_prefill_fa128.prepare(reinterpret_cast<const void*>(&::attn_prefill_fa128_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_attn_prefill_fa128};
-  ::attn_prefill_fa128_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_attn_prefill_fa128};
+kernelgen::Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_fa128};
+  const int32_t kg_ready = kg_slot_attn_prefill_fa128.prepare(reinterpret_cast<const void*>(&::attn_prefill_fa128_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_fa128};
+  ::attn_prefill_fa128_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_fa128};
 }
 
 // attn_paged: Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.
-Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, cudaStream_t stream) {
-  Outcome o;
-  o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::attn_prefill::attn_prefill_paged_64(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+kernelgen::Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::attn_prefill::attn_prefill_paged_64(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  return kg_o;  // none applies: the last kernel's reason
 }
 
-kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int32_t* kernel) {
-  kg_plan p = {};
-  p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
-  if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
-  p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
-  if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
-  return p;
+kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0) return kg_p;
+  return kg_p;
 }
 
 // attn_contiguous: Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.
-Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
-  Outcome o;
-  o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::attn_prefill::attn_prefill_64(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+kernelgen::Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::attn_prefill::attn_prefill_64(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  return kg_o;  // none applies: the last kernel's reason
 }
 
-kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kernel) {
-  kg_plan p = {};
-  p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
-  if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
-  p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
-  if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
-  return p;
+kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0) return kg_p;
+  return kg_p;
 }
 
 }  // namespace kernelgen::attn_prefill_fa128
@@ -421,96 +421,96 @@ kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t nu
 // ---- C ABI
 extern "C" {
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* out) {
-  *out = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
-  return out->code;
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* kg_out) {
+  *kg_out = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* sizes) {
-  return kernelgen::attn_prefill_fa128::sizes_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window, sizes);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes) {
+  return kernelgen::attn_prefill_fa128::kg_sizes_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window, kg_sizes);
 }
 
-const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(void) { return &kernelgen::attn_prefill_fa128::kInfo_attn_prefill_fa128_paged; }
+const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(void) { return &kernelgen::attn_prefill_fa128::kg_info_attn_prefill_fa128_paged; }
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* out) {
-  *out = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
-  return out->code;
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* kg_out) {
+  *kg_out = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* sizes) {
-  return kernelgen::attn_prefill_fa128::sizes_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch, sizes);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes) {
+  return kernelgen::attn_prefill_fa128::kg_sizes_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch, kg_sizes);
 }
 
-const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128__info(void) { return &kernelgen::attn_prefill_fa128::kInfo_attn_prefill_fa128; }
+const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128__info(void) { return &kernelgen::attn_prefill_fa128::kg_info_attn_prefill_fa128; }
 
-int32_t kg_attn_prefill_fa128__attn_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill_fa128::attn_paged(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, causal, sliding_window, head_dim, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill_fa128__attn_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill_fa128::attn_paged(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k_cache), static_cast<const __nv_bfloat16*>(v_cache), static_cast<__nv_bfloat16*>(output), static_cast<const int32_t*>(block_table), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, causal, sliding_window, head_dim, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* out, int32_t* kernel) {
-  *out = kernelgen::attn_prefill_fa128::plan_attn_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kernel);
-  return out->code;
+int32_t kg_attn_prefill_fa128__attn_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::attn_prefill_fa128::plan_attn_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_kernel);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* sizes) {
-  int64_t member[64];
-  for (int i = 0; i < 5; ++i) sizes[i] = -1;
-  if (kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
-    if (member[4] > sizes[4]) sizes[4] = member[4];
+int32_t kg_attn_prefill_fa128__attn_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 5; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
   }
-  if (kg_attn_prefill__attn_prefill_paged_64__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
-    if (member[4] > sizes[4]) sizes[4] = member[4];
+  if (kg_attn_prefill__attn_prefill_paged_64__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
   }
   return KG_LAUNCHED;
 }
 
-int32_t kg_attn_prefill_fa128__attn_contiguous(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::attn_prefill_fa128::attn_contiguous(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, causal, sliding_window, head_dim, batch, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_attn_prefill_fa128__attn_contiguous(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill_fa128::attn_contiguous(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, causal, sliding_window, head_dim, batch, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_contiguous__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* out, int32_t* kernel) {
-  *out = kernelgen::attn_prefill_fa128::plan_attn_contiguous(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kernel);
-  return out->code;
+int32_t kg_attn_prefill_fa128__attn_contiguous__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::attn_prefill_fa128::plan_attn_contiguous(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_kernel);
+  return kg_out->code;
 }
 
-int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* sizes) {
-  int64_t member[64];
-  for (int i = 0; i < 4; ++i) sizes[i] = -1;
-  if (kg_attn_prefill_fa128__attn_prefill_fa128__sizes(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 4; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_attn_prefill_fa128__attn_prefill_fa128__sizes(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
-  if (kg_attn_prefill__attn_prefill_64__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+  if (kg_attn_prefill__attn_prefill_64__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   return KG_LAUNCHED;
 }

@@ -15,208 +15,208 @@ constexpr int64_t CLUSTER = 2;
 constexpr int64_t RING_SMEM = 98304;
 constexpr int64_t THREADS = 256;
 constexpr int64_t TILE_N = 64;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_FP8_RT");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_RT");
 }  // namespace
 
 // fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // applies: rows <= 8
-    const bool holds = (int64_t{rows} <= int64_t{8});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} <= int64_t{8});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: (k % 16) == 0
-    const bool holds = (kg::x_mod(int64_t{k}, int64_t{16}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   {  // applies: k <= 16384
-    const bool holds = (int64_t{k} <= int64_t{16384});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, err), CLUSTER, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = RING_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = RING_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // applies: rows <= 16
-    const bool holds = (int64_t{rows} <= int64_t{16});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} <= int64_t{16});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: (k % 16) == 0
-    const bool holds = (kg::x_mod(int64_t{k}, int64_t{16}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
   {  // applies: k <= 16384
-    const bool holds = (int64_t{k} <= int64_t{16384});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, err), CLUSTER, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = RING_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = RING_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -239,7 +239,7 @@ const char* const kApplies_fp8_gemv_rt2[] = {
 const char* const kRequires_fp8_gemv_rt2[] = {
     "k >= 1",
 };
-const kg_kernel_info kInfo_fp8_gemv_rt2 = {
+const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     "fp8_gemv_rt", "fp8_gemv_rt2", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2, kApplies_fp8_gemv_rt2, kRequires_fp8_gemv_rt2,
@@ -247,7 +247,7 @@ const kg_kernel_info kInfo_fp8_gemv_rt2 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_gemv_rt.yaml:11: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_fp8_gemv_rt2;
+kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
     "rows == 0",
     "n == 0",
@@ -260,7 +260,7 @@ const char* const kApplies_fp8_gemv_rt2_16[] = {
 const char* const kRequires_fp8_gemv_rt2_16[] = {
     "k >= 1",
 };
-const kg_kernel_info kInfo_fp8_gemv_rt2_16 = {
+const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16, kApplies_fp8_gemv_rt2_16, kRequires_fp8_gemv_rt2_16,
@@ -268,25 +268,25 @@ const kg_kernel_info kInfo_fp8_gemv_rt2_16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_gemv_rt.yaml:40: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_fp8_gemv_rt2_16;
+kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 }  // namespace
 
-Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_fp8_gemv_rt2(rows, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_fp8_gemv_rt2};
-  const int32_t ready = g_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_fp8_gemv_rt2};
-  ::dflash_fp8_gemv_rt2_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_fp8_gemv_rt2};
+kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2};
+  ::dflash_fp8_gemv_rt2_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2};
 }
 
-Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_fp8_gemv_rt2_16(rows, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_fp8_gemv_rt2_16};
-  const int32_t ready = g_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_fp8_gemv_rt2_16};
-  ::dflash_fp8_gemv_rt2_16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_fp8_gemv_rt2_16};
+kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16};
+  ::dflash_fp8_gemv_rt2_16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2_16};
 }
 
 }  // namespace kernelgen::fp8_gemv_rt
@@ -294,38 +294,38 @@ Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const fl
 // ---- C ABI
 extern "C" {
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
-  return out->code;
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_gemv_rt::sizes_fp8_gemv_rt2(rows, n, k, sizes);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2(rows, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2__info(void) { return &kernelgen::fp8_gemv_rt::kInfo_fp8_gemv_rt2; }
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2; }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
-  return out->code;
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_gemv_rt::sizes_fp8_gemv_rt2_16(rows, n, k, sizes);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2_16(rows, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void) { return &kernelgen::fp8_gemv_rt::kInfo_fp8_gemv_rt2_16; }
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_16; }
 
 }  // extern "C"

@@ -17,310 +17,310 @@ constexpr int64_t CLUSTER = 8;
 constexpr int64_t GEMM_SMEM = 65536;
 constexpr int64_t KSPAN_CHUNKS = 512;
 constexpr int64_t TILE = 128;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
 
 // quantize_bf16_to_fp8: scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 kg_plan plan_quantize_bf16_to_fp8(uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = int64_t{n};
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{256};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{n};
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{256};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_quantize_bf16_to_fp8(uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // w
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_quantize_bf16_to_fp8(uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // dense_gemv_fp8w: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.
 kg_plan plan_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // applies: rows <= 8
-    const bool holds = (int64_t{rows} <= int64_t{8});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} <= int64_t{8});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, int64_t{8}, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{256};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, int64_t{8}, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{256};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // fp8_gemm_n128_row_scaled_m16: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
 kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // applies: rows <= 16
-    const bool holds = (int64_t{rows} <= int64_t{16});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} <= int64_t{16});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: k <= 16384
-    const bool holds = (int64_t{k} <= int64_t{16384});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE, err), CLUSTER, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{128};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{k}, KSPAN_CHUNKS, err), int64_t{64}, err), int64_t{2}, err), int64_t{16}, err);
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE, kg_err), CLUSTER, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{128};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{k}, KSPAN_CHUNKS, kg_err), int64_t{64}, kg_err), int64_t{2}, kg_err), int64_t{16}, kg_err);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // fp8_gemm_n128_row_scaled: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma, f32 accumulation.
 kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // requires: k >= 1
-    const bool holds = (int64_t{k} >= int64_t{1});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
     }
   }
   {  // requires: div_ceil(n, TILE) <= 65535
-    const bool holds = (kg::x_div_ceil(int64_t{n}, TILE, err) <= int64_t{65535});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_div_ceil(int64_t{n}, TILE, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = -KG_CODE(KG_E_REQUIRES, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{rows}, TILE, err);
-  p.grid[1] = kg::x_div_ceil(int64_t{n}, TILE, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = int64_t{256};
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = GEMM_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{rows}, TILE, kg_err);
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{n}, TILE, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = int64_t{256};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = GEMM_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // q
-  sizes[2] = int64_t{n};  // scale
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -337,7 +337,7 @@ const char* const kSkip_quantize_bf16_to_fp8[] = {
 const char* const kRequires_quantize_bf16_to_fp8[] = {
     "k >= 1",
 };
-const kg_kernel_info kInfo_quantize_bf16_to_fp8 = {
+const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     "fp8_linear", "quantize_bf16_to_fp8", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_quantize_bf16_to_fp8, nullptr, kRequires_quantize_bf16_to_fp8,
@@ -345,7 +345,7 @@ const kg_kernel_info kInfo_quantize_bf16_to_fp8 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_linear.yaml:14: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_quantize_bf16_to_fp8;
+kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
     "n == 0",
@@ -356,7 +356,7 @@ const char* const kApplies_dense_gemv_fp8w[] = {
 const char* const kRequires_dense_gemv_fp8w[] = {
     "k >= 1",
 };
-const kg_kernel_info kInfo_dense_gemv_fp8w = {
+const kg_kernel_info kg_info_dense_gemv_fp8w = {
     "fp8_linear", "dense_gemv_fp8w", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_dense_gemv_fp8w, kApplies_dense_gemv_fp8w, kRequires_dense_gemv_fp8w,
@@ -364,7 +364,7 @@ const kg_kernel_info kInfo_dense_gemv_fp8w = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_linear.yaml:34: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_dense_gemv_fp8w;
+kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
     "n == 0",
@@ -376,7 +376,7 @@ const char* const kApplies_fp8_gemm_n128_row_scaled_m16[] = {
 const char* const kRequires_fp8_gemm_n128_row_scaled_m16[] = {
     "k >= 1",
 };
-const kg_kernel_info kInfo_fp8_gemm_n128_row_scaled_m16 = {
+const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     "fp8_linear", "fp8_gemm_n128_row_scaled_m16", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_fp8_gemm_n128_row_scaled_m16, kApplies_fp8_gemm_n128_row_scaled_m16, kRequires_fp8_gemm_n128_row_scaled_m16,
@@ -384,7 +384,7 @@ const kg_kernel_info kInfo_fp8_gemm_n128_row_scaled_m16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_linear.yaml:55: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_fp8_gemm_n128_row_scaled_m16;
+kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
     "n == 0",
@@ -393,7 +393,7 @@ const char* const kRequires_fp8_gemm_n128_row_scaled[] = {
     "k >= 1",
     "div_ceil(n, TILE) <= 65535",
 };
-const kg_kernel_info kInfo_fp8_gemm_n128_row_scaled = {
+const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     "fp8_linear", "fp8_gemm_n128_row_scaled", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_fp8_gemm_n128_row_scaled, nullptr, kRequires_fp8_gemm_n128_row_scaled,
@@ -401,74 +401,74 @@ const kg_kernel_info kInfo_fp8_gemm_n128_row_scaled = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_linear.yaml:79: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_fp8_gemm_n128_row_scaled;
+kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
 }  // namespace
 
-Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_quantize_bf16_to_fp8(n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_quantize_bf16_to_fp8};
-  const int32_t ready = g_slot_quantize_bf16_to_fp8.prepare(reinterpret_cast<const void*>(&::dflash_quantize_bf16_to_fp8_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_quantize_bf16_to_fp8};
-  ::dflash_quantize_bf16_to_fp8_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(w, q, scale, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_quantize_bf16_to_fp8};
+kernelgen::Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_linear::plan_quantize_bf16_to_fp8(n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_quantize_bf16_to_fp8};
+  const int32_t kg_ready = kg_slot_quantize_bf16_to_fp8.prepare(reinterpret_cast<const void*>(&::dflash_quantize_bf16_to_fp8_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_quantize_bf16_to_fp8};
+  ::dflash_quantize_bf16_to_fp8_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(w, q, scale, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_quantize_bf16_to_fp8};
 }
 
-Outcome dense_gemv_fp8w(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_dense_gemv_fp8w(rows, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_dense_gemv_fp8w};
-  const int32_t ready = g_slot_dense_gemv_fp8w.prepare(reinterpret_cast<const void*>(&::dflash_dense_gemv_fp8w_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_dense_gemv_fp8w};
-  ::dflash_dense_gemv_fp8w_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_dense_gemv_fp8w};
+kernelgen::Outcome dense_gemv_fp8w(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_linear::plan_dense_gemv_fp8w(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv_fp8w};
+  const int32_t kg_ready = kg_slot_dense_gemv_fp8w.prepare(reinterpret_cast<const void*>(&::dflash_dense_gemv_fp8w_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv_fp8w};
+  ::dflash_dense_gemv_fp8w_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemv_fp8w};
 }
 
-Outcome fp8_gemm_n128_row_scaled_m16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_fp8_gemm_n128_row_scaled_m16};
-  const int32_t ready = g_slot_fp8_gemm_n128_row_scaled_m16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_fp8_gemm_n128_row_scaled_m16};
-  ::dflash_fp8_gemm_n128_row_scaled_m16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_fp8_gemm_n128_row_scaled_m16};
+kernelgen::Outcome fp8_gemm_n128_row_scaled_m16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_n128_row_scaled_m16};
+  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled_m16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled_m16};
+  ::dflash_fp8_gemm_n128_row_scaled_m16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemm_n128_row_scaled_m16};
 }
 
-Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_fp8_gemm_n128_row_scaled(rows, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_fp8_gemm_n128_row_scaled};
-  const int32_t ready = g_slot_fp8_gemm_n128_row_scaled.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_n128_row_scaled_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_fp8_gemm_n128_row_scaled};
-  ::dflash_fp8_gemm_n128_row_scaled_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_fp8_gemm_n128_row_scaled};
+kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_n128_row_scaled};
+  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_n128_row_scaled_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled};
+  ::dflash_fp8_gemm_n128_row_scaled_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemm_n128_row_scaled};
 }
 
 // fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
-Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  Outcome o;
-  o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  return kg_o;  // none applies: the last kernel's reason
 }
 
-kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kernel) {
-  kg_plan p = {};
-  p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
-  if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
-  p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
-  if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
-  p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
-  if (kernel != nullptr) *kernel = 2;
-  if (p.code <= 0) return p;
-  p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
-  if (kernel != nullptr) *kernel = 3;
-  if (p.code <= 0) return p;
-  return p;
+kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 2;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 3;
+  if (kg_p.code <= 0) return kg_p;
+  return kg_p;
 }
 
 }  // namespace kernelgen::fp8_linear
@@ -476,111 +476,111 @@ kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kernel) 
 // ---- C ABI
 extern "C" {
 
-int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_linear::quantize_bf16_to_fp8(static_cast<const __nv_bfloat16*>(w), static_cast<__nv_fp8_e4m3*>(q), static_cast<float*>(scale), n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::quantize_bf16_to_fp8(static_cast<const __nv_bfloat16*>(w), static_cast<__nv_fp8_e4m3*>(q), static_cast<float*>(scale), n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_linear::plan_quantize_bf16_to_fp8(n, k);
-  return out->code;
+int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_quantize_bf16_to_fp8(n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_linear::sizes_quantize_bf16_to_fp8(n, k, sizes);
+int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_quantize_bf16_to_fp8(n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_linear__quantize_bf16_to_fp8__info(void) { return &kernelgen::fp8_linear::kInfo_quantize_bf16_to_fp8; }
+const kg_kernel_info* kg_fp8_linear__quantize_bf16_to_fp8__info(void) { return &kernelgen::fp8_linear::kg_info_quantize_bf16_to_fp8; }
 
-int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_linear::dense_gemv_fp8w(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::dense_gemv_fp8w(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_linear::plan_dense_gemv_fp8w(rows, n, k);
-  return out->code;
+int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_dense_gemv_fp8w(rows, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_linear::sizes_dense_gemv_fp8w(rows, n, k, sizes);
+int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_dense_gemv_fp8w(rows, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_linear__dense_gemv_fp8w__info(void) { return &kernelgen::fp8_linear::kInfo_dense_gemv_fp8w; }
+const kg_kernel_info* kg_fp8_linear__dense_gemv_fp8w__info(void) { return &kernelgen::fp8_linear::kg_info_dense_gemv_fp8w; }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
-  return out->code;
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_linear::sizes_fp8_gemm_n128_row_scaled_m16(rows, n, k, sizes);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_fp8_gemm_n128_row_scaled_m16(rows, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void) { return &kernelgen::fp8_linear::kInfo_fp8_gemm_n128_row_scaled_m16; }
+const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_n128_row_scaled_m16; }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
-  return out->code;
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::fp8_linear::sizes_fp8_gemm_n128_row_scaled(rows, n, k, sizes);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_fp8_gemm_n128_row_scaled(rows, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void) { return &kernelgen::fp8_linear::kInfo_fp8_gemm_n128_row_scaled; }
+const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_n128_row_scaled; }
 
-int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::fp8_linear::fp8_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_fp8_linear__fp8_linear__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out, int32_t* kernel) {
-  *out = kernelgen::fp8_linear::plan_fp8_linear(rows, n, k, kernel);
-  return out->code;
+int32_t kg_fp8_linear__fp8_linear__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::fp8_linear::plan_fp8_linear(rows, n, k, kg_kernel);
+  return kg_out->code;
 }
 
-int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes) {
-  int64_t member[64];
-  for (int i = 0; i < 4; ++i) sizes[i] = -1;
-  if (kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(rows, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 4; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
-  if (kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(rows, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
-  if (kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(rows, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+  if (kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
-  if (kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(rows, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+  if (kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   return KG_LAUNCHED;
 }

@@ -11,74 +11,74 @@
 
 namespace kernelgen::residual_rms_norm {
 namespace {
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
 }  // namespace
 
 // residual_rms_norm_bf16: residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.
 kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: rows == 0
-    const bool holds = (int64_t{rows} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: hidden == 0
-    const bool holds = (int64_t{hidden} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{hidden} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: (hidden % 8) == 0
-    const bool holds = (kg::x_mod(int64_t{hidden}, int64_t{8}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{hidden}, int64_t{8}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = int64_t{rows};
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = kg::x_min(int64_t{1024}, kg::x_mul(kg::x_div_ceil(int64_t{hidden}, int64_t{1024}, err), int64_t{32}, err));
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = int64_t{rows};
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = kg::x_min(int64_t{1024}, kg::x_mul(kg::x_div_ceil(int64_t{hidden}, int64_t{1024}, kg_err), int64_t{32}, kg_err));
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{rows}, int64_t{hidden}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{rows}, int64_t{hidden}, err);  // residual
-  sizes[2] = int64_t{hidden};  // weight
-  sizes[3] = kg::x_mul(int64_t{rows}, int64_t{hidden}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{hidden}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{rows}, int64_t{hidden}, kg_err);  // residual
+  kg_sizes[2] = int64_t{hidden};  // weight
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{hidden}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -96,7 +96,7 @@ const char* const kSkip_residual_rms_norm_bf16[] = {
 const char* const kApplies_residual_rms_norm_bf16[] = {
     "(hidden % 8) == 0",
 };
-const kg_kernel_info kInfo_residual_rms_norm_bf16 = {
+const kg_kernel_info kg_info_residual_rms_norm_bf16 = {
     "residual_rms_norm", "residual_rms_norm_bf16", "hopper",
     "METRALE_NO_DFLASH_RESIDUAL_RMS_NORM", nullptr,
     kSkip_residual_rms_norm_bf16, kApplies_residual_rms_norm_bf16, nullptr,
@@ -104,16 +104,16 @@ const kg_kernel_info kInfo_residual_rms_norm_bf16 = {
     1};
 static_assert(std::is_same_v<decltype(&::dflash_residual_rms_norm_bf16_kernel), void (*)(const __nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, float)>,
               "kernelgen: specs/residual_rms_norm.yaml:6: kernel 'residual_rms_norm_bf16': the spec's arguments (const bf16* x, bf16* residual, const bf16* weight, bf16* out, u32 rows, u32 hidden, f32 eps) do not match the __global__ definition of dflash_residual_rms_norm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_residual_rms_norm_bf16;
+kg::KernelSlot kg_slot_residual_rms_norm_bf16;
 }  // namespace
 
-Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps, cudaStream_t stream) {
-  const kg_plan p = plan_residual_rms_norm_bf16(rows, hidden);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_residual_rms_norm_bf16};
-  const int32_t ready = g_slot_residual_rms_norm_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_rms_norm_bf16_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_residual_rms_norm_bf16};
-  ::dflash_residual_rms_norm_bf16_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, residual, weight, out, rows, hidden, eps);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_residual_rms_norm_bf16};
+kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::residual_rms_norm::plan_residual_rms_norm_bf16(rows, hidden);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_rms_norm_bf16};
+  const int32_t kg_ready = kg_slot_residual_rms_norm_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_rms_norm_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_rms_norm_bf16};
+  ::dflash_residual_rms_norm_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, residual, weight, out, rows, hidden, eps);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_residual_rms_norm_bf16};
 }
 
 }  // namespace kernelgen::residual_rms_norm
@@ -121,21 +121,21 @@ Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16* residual, 
 // ---- C ABI
 extern "C" {
 
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16(const void* x, void* residual, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::residual_rms_norm::residual_rms_norm_bf16(static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(residual), static_cast<const __nv_bfloat16*>(weight), static_cast<__nv_bfloat16*>(out), rows, hidden, eps, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16(const void* x, void* residual, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::residual_rms_norm::residual_rms_norm_bf16(static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(residual), static_cast<const __nv_bfloat16*>(weight), static_cast<__nv_bfloat16*>(out), rows, hidden, eps, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* out) {
-  *out = kernelgen::residual_rms_norm::plan_residual_rms_norm_bf16(rows, hidden);
-  return out->code;
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out) {
+  *kg_out = kernelgen::residual_rms_norm::plan_residual_rms_norm_bf16(rows, hidden);
+  return kg_out->code;
 }
 
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* sizes) {
-  return kernelgen::residual_rms_norm::sizes_residual_rms_norm_bf16(rows, hidden, sizes);
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes) {
+  return kernelgen::residual_rms_norm::kg_sizes_residual_rms_norm_bf16(rows, hidden, kg_sizes);
 }
 
-const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void) { return &kernelgen::residual_rms_norm::kInfo_residual_rms_norm_bf16; }
+const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void) { return &kernelgen::residual_rms_norm::kg_info_residual_rms_norm_bf16; }
 
 }  // extern "C"

@@ -17,153 +17,153 @@ constexpr int64_t GEMV_MAX_M = 16;
 constexpr int64_t GEMV_ROWS = 128;
 constexpr int64_t GEMV_SMEM = 73728;
 constexpr int64_t GEMV_THREADS = 256;
-kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_W4A16");
+kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_W4A16");
 }  // namespace
 
 // w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: m == 0
-    const bool holds = (int64_t{m} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: m <= GEMV_MAX_M
-    const bool holds = (int64_t{m} <= GEMV_MAX_M);
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} <= GEMV_MAX_M);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
   {  // applies: (k % 16) == 0
-    const bool holds = (kg::x_mod(int64_t{k}, int64_t{16}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMV_ROWS, err);
-  p.grid[1] = int64_t{1};
-  p.grid[2] = int64_t{1};
-  p.block[0] = GEMV_THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = GEMV_SMEM;
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMV_ROWS, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = GEMV_THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = GEMV_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // wq
-  sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, err), err);  // wscale
-  sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
+  kg_sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, kg_err), kg_err);  // wscale
+  kg_sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
 // w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
-  kg_plan p = {};
-  p.variant = -1;
-  if (g_kill_switch.killed()) {
-    p.code = KG_CODE(KG_NL_KILLED, 0);
-    return p;
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
   }
-  kg::ExprStatus err;
+  kg::ExprStatus kg_err;
   {  // skip: m == 0
-    const bool holds = (int64_t{m} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{m} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
     }
   }
   {  // skip: n == 0
-    const bool holds = (int64_t{n} == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (holds) {
-      p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return p;
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
     }
   }
   {  // applies: (k % 16) == 0
-    const bool holds = (kg::x_mod(int64_t{k}, int64_t{16}, err) == int64_t{0});
-    if (err.code != 0) {
-      p.code = -KG_CODE(KG_E_EXPR, err.code);
-      return p;
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
     }
-    if (!holds) {
-      p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return p;
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
     }
   }
-  p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMM_TILE, err);
-  p.grid[1] = kg::x_div_ceil(int64_t{m}, GEMM_TILE, err);
-  p.grid[2] = int64_t{1};
-  p.block[0] = GEMM_THREADS;
-  p.block[1] = int64_t{1};
-  p.block[2] = int64_t{1};
-  p.shared_mem = int64_t{0};
-  if (err.code != 0) {
-    p.code = -KG_CODE(KG_E_EXPR, err.code);
-    return p;
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMM_TILE, kg_err);
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{m}, GEMM_TILE, kg_err);
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = GEMM_THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = int64_t{0};
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
   }
-  p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
-  return p;
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  return kg_p;
 }
 
 namespace {
-int32_t sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  kg::ExprStatus err;
-  sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, err);  // x
-  sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, err);  // wq
-  sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, err), err);  // wscale
-  sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, err);  // out
-  return err.code != 0 ? -KG_CODE(KG_E_EXPR, err.code) : KG_LAUNCHED;
+int32_t kg_sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
+  kg_sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, kg_err), kg_err);  // wscale
+  kg_sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
@@ -182,7 +182,7 @@ const char* const kApplies_w4a16_gemv[] = {
     "m <= GEMV_MAX_M",
     "(k % 16) == 0",
 };
-const kg_kernel_info kInfo_w4a16_gemv = {
+const kg_kernel_info kg_info_w4a16_gemv = {
     "w4a16_gemm", "w4a16_gemv", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv, kApplies_w4a16_gemv, nullptr,
@@ -190,7 +190,7 @@ const kg_kernel_info kInfo_w4a16_gemv = {
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/w4a16_gemm.yaml:18: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_w4a16_gemv;
+kg::KernelSlot kg_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
     "n == 0",
@@ -198,7 +198,7 @@ const char* const kSkip_w4a16_gemm[] = {
 const char* const kApplies_w4a16_gemm[] = {
     "(k % 16) == 0",
 };
-const kg_kernel_info kInfo_w4a16_gemm = {
+const kg_kernel_info kg_info_w4a16_gemm = {
     "w4a16_gemm", "w4a16_gemm", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemm, kApplies_w4a16_gemm, nullptr,
@@ -206,46 +206,46 @@ const kg_kernel_info kInfo_w4a16_gemm = {
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot g_slot_w4a16_gemm;
+kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
 
-Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_w4a16_gemv(m, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_w4a16_gemv};
-  const int32_t ready = g_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(&::w4a16_gemv_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_w4a16_gemv};
-  ::w4a16_gemv_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_w4a16_gemv};
+kernelgen::Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv};
+  const int32_t kg_ready = kg_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(&::w4a16_gemv_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv};
+  ::w4a16_gemv_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemv};
 }
 
-Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan p = plan_w4a16_gemm(m, n, k);
-  if (p.code != KG_LAUNCHED) return {p.code, &kInfo_w4a16_gemm};
-  const int32_t ready = g_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(&::w4a16_gemm_kernel), p.shared_mem);
-  if (ready != KG_LAUNCHED) return {ready, &kInfo_w4a16_gemm};
-  ::w4a16_gemm_kernel<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
-  return {kg::launch_error(cudaGetLastError()), &kInfo_w4a16_gemm};
+kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemm};
+  const int32_t kg_ready = kg_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(&::w4a16_gemm_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemm};
+  ::w4a16_gemm_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemm};
 }
 
 // w4a16_linear: Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
-Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
-  Outcome o;
-  o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  o = kernelgen::w4a16_gemm::w4a16_gemm(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  kg_o = kernelgen::w4a16_gemm::w4a16_gemm(x, wq, wscale, global_scale, out, m, n, k, stream);
+  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  return kg_o;  // none applies: the last kernel's reason
 }
 
-kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
-  kg_plan p = {};
-  p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
-  if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
-  p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
-  if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
-  return p;
+kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0) return kg_p;
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0) return kg_p;
+  return kg_p;
 }
 
 }  // namespace kernelgen::w4a16_gemm
@@ -253,65 +253,65 @@ kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
 // ---- C ABI
 extern "C" {
 
-int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::w4a16_gemm::w4a16_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
-  return out->code;
+int32_t kg_w4a16_gemm__w4a16_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::w4a16_gemm::sizes_w4a16_gemv(m, n, k, sizes);
+int32_t kg_w4a16_gemm__w4a16_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::w4a16_gemm::kg_sizes_w4a16_gemv(m, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv__info(void) { return &kernelgen::w4a16_gemm::kInfo_w4a16_gemv; }
+const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv__info(void) { return &kernelgen::w4a16_gemm::kg_info_w4a16_gemv; }
 
-int32_t kg_w4a16_gemm__w4a16_gemm(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_w4a16_gemm__w4a16_gemm(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::w4a16_gemm::w4a16_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out) {
-  *out = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
-  return out->code;
+int32_t kg_w4a16_gemm__w4a16_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
+  return kg_out->code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  return kernelgen::w4a16_gemm::sizes_w4a16_gemm(m, n, k, sizes);
+int32_t kg_w4a16_gemm__w4a16_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::w4a16_gemm::kg_sizes_w4a16_gemm(m, n, k, kg_sizes);
 }
 
-const kg_kernel_info* kg_w4a16_gemm__w4a16_gemm__info(void) { return &kernelgen::w4a16_gemm::kInfo_w4a16_gemm; }
+const kg_kernel_info* kg_w4a16_gemm__w4a16_gemm__info(void) { return &kernelgen::w4a16_gemm::kg_info_w4a16_gemm; }
 
-int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran) {
-  const kernelgen::Outcome o = kernelgen::w4a16_gemm::w4a16_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
-  if (ran != nullptr) *ran = o.kernel;
-  return o.code;
+int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::w4a16_gemm::w4a16_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* out, int32_t* kernel) {
-  *out = kernelgen::w4a16_gemm::plan_w4a16_linear(m, n, k, kernel);
-  return out->code;
+int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::w4a16_gemm::plan_w4a16_linear(m, n, k, kg_kernel);
+  return kg_out->code;
 }
 
-int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
-  int64_t member[64];
-  for (int i = 0; i < 4; ++i) sizes[i] = -1;
-  if (kg_w4a16_gemm__w4a16_gemv__sizes(m, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 4; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_w4a16_gemm__w4a16_gemv__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
-  if (kg_w4a16_gemm__w4a16_gemm__sizes(m, n, k, member) == KG_LAUNCHED) {
-    if (member[0] > sizes[0]) sizes[0] = member[0];
-    if (member[1] > sizes[1]) sizes[1] = member[1];
-    if (member[2] > sizes[2]) sizes[2] = member[2];
-    if (member[3] > sizes[3]) sizes[3] = member[3];
+  if (kg_w4a16_gemm__w4a16_gemm__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   return KG_LAUNCHED;
 }

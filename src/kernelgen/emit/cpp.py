@@ -197,7 +197,7 @@ class CppChain(c.CChain):
         union_slot = {a.name: a.size_slot for a in self.ir.args}
         out = []
         for (mod, kernel), args, slots in zip(self.ir.members, self.ir.member_int_args, self.ir.member_sizes):
-            call = f"{names.c_function(mod, kernel, 'sizes')}(" + "".join(f"{n}, " for n in args) + "member)"
+            call = f"{names.c_function(mod, kernel, 'sizes')}(" + "".join(f"{n}, " for n in args) + "kg_member)"
             out.append((call, [(union_slot[name], s) for s, name in slots]))
         return out
 

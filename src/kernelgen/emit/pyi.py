@@ -17,7 +17,7 @@ def docstring(text: str) -> str:
 
 def annotation(a: CArg) -> str:
     if a.is_pointer:
-        return "Array"
+        return "_kg_Array"
     assert a.scalar is not None
     return a.scalar.py
 

@@ -71,7 +71,7 @@ _NOT_RAW = frozenset({"crate", "self", "super", "Self"})
 
 def rust_ident(name: str) -> str:
     if name in _NOT_RAW:
-        return name + "_"
+        return "kg_" + name
     if name in _RUST_KEYWORDS:
         return "r#" + name
     return name

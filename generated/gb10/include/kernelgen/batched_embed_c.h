@@ -3,7 +3,7 @@
  * C ABI of module batched_embed on target gb10. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_BATCHED_EMBED_C_H
 #define KERNELGEN_BATCHED_EMBED_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. */
-int32_t kg_batched_embed__batched_embed_bf16(const void* ids, const void* table, void* out, uint32_t n, uint32_t hidden, uint32_t vocab, void* stream, const kg_kernel_info** ran);
-int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, uint32_t vocab, kg_plan* out);
-int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* sizes);
+int32_t kg_batched_embed__batched_embed_bf16(const void* ids, const void* table, void* out, uint32_t n, uint32_t hidden, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, uint32_t vocab, kg_plan* kg_out);
+int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void);
 
 #ifdef __cplusplus

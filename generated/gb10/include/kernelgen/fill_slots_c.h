@@ -3,7 +3,7 @@
  * C ABI of module fill_slots on target gb10. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_FILL_SLOTS_C_H
 #define KERNELGEN_FILL_SLOTS_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. */
-int32_t kg_fill_slots__fill_slots(const void* block_table, void* slots, uint32_t start, uint32_t count, uint32_t block_size, void* stream, const kg_kernel_info** ran);
-int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t block_size, kg_plan* out);
-int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* sizes);
+int32_t kg_fill_slots__fill_slots(const void* block_table, void* slots, uint32_t start, uint32_t count, uint32_t block_size, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t block_size, kg_plan* kg_out);
+int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes);
 const kg_kernel_info* kg_fill_slots__fill_slots__info(void);
 
 #ifdef __cplusplus

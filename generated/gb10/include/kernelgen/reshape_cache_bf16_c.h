@@ -3,7 +3,7 @@
  * C ABI of module reshape_cache_bf16 on target gb10. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_RESHAPE_CACHE_BF16_C_H
 #define KERNELGEN_RESHAPE_CACHE_BF16_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. */
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16(const void* key, const void* value, void* k_cache, void* v_cache, const void* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, void* stream, const kg_kernel_info** ran);
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16__plan(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, kg_plan* out);
-int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* sizes);
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16(const void* key, const void* value, void* k_cache, void* v_cache, const void* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16__plan(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, kg_plan* kg_out);
+int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes);
 const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void);
 
 #ifdef __cplusplus

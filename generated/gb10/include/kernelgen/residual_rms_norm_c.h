@@ -3,7 +3,7 @@
  * C ABI of module residual_rms_norm on target gb10. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_RESIDUAL_RMS_NORM_C_H
 #define KERNELGEN_RESIDUAL_RMS_NORM_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. */
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16(const void* x, void* residual, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** ran);
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* out);
-int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* sizes);
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16(const void* x, void* residual, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
+int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void);
 
 #ifdef __cplusplus

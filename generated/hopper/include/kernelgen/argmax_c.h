@@ -3,7 +3,7 @@
  * C ABI of module argmax on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_ARGMAX_C_H
 #define KERNELGEN_ARGMAX_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. */
-int32_t kg_argmax__argmax_bf16(const void* logits, void* out, uint32_t rows, uint32_t vocab, void* stream, const kg_kernel_info** ran);
-int32_t kg_argmax__argmax_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* out);
-int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* sizes);
+int32_t kg_argmax__argmax_bf16(const void* logits, void* out, uint32_t rows, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_argmax__argmax_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_argmax__argmax_bf16__info(void);
 
 #ifdef __cplusplus

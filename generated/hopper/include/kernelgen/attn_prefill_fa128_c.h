@@ -3,7 +3,7 @@
  * C ABI of module attn_prefill_fa128 on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_ATTN_PREFILL_FA128_C_H
 #define KERNELGEN_ATTN_PREFILL_FA128_C_H
@@ -15,26 +15,26 @@ extern "C" {
 #endif
 
 /* As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. */
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** ran);
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* out);
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* sizes);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* kg_out);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(void);
 
 /* As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. */
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** ran);
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* out);
-int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* sizes);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* kg_out);
+int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128__info(void);
 
 /* Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies. */
-int32_t kg_attn_prefill_fa128__attn_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, void* stream, const kg_kernel_info** ran);
-int32_t kg_attn_prefill_fa128__attn_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* out, int32_t* kernel);
-int32_t kg_attn_prefill_fa128__attn_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* sizes);
+int32_t kg_attn_prefill_fa128__attn_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_attn_prefill_fa128__attn_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* kg_out, int32_t* kg_kernel);
+int32_t kg_attn_prefill_fa128__attn_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes);
 
 /* Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies. */
-int32_t kg_attn_prefill_fa128__attn_contiguous(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** ran);
-int32_t kg_attn_prefill_fa128__attn_contiguous__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* out, int32_t* kernel);
-int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* sizes);
+int32_t kg_attn_prefill_fa128__attn_contiguous(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_attn_prefill_fa128__attn_contiguous__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out, int32_t* kg_kernel);
+int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 
 #ifdef __cplusplus
 }

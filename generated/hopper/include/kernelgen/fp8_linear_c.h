@@ -3,7 +3,7 @@
  * C ABI of module fp8_linear on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_FP8_LINEAR_C_H
 #define KERNELGEN_FP8_LINEAR_C_H
@@ -15,33 +15,33 @@ extern "C" {
 #endif
 
 /* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k. */
-int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
-int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* out);
-int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* sizes);
+int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__quantize_bf16_to_fp8__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum. */
-int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
-int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out);
-int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes);
+int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__dense_gemv_fp8w__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks. */
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out);
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma, f32 accumulation. */
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out);
-int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void);
 
 /* Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies. */
-int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** ran);
-int32_t kg_fp8_linear__fp8_linear__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* out, int32_t* kernel);
-int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes);
+int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_linear__fp8_linear__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 #ifdef __cplusplus
 }

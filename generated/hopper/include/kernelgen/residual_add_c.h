@@ -3,7 +3,7 @@
  * C ABI of module residual_add on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_RESIDUAL_ADD_C_H
 #define KERNELGEN_RESIDUAL_ADD_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). */
-int32_t kg_residual_add__residual_add_bf16(const void* a, const void* b, void* out, uint64_t n, void* stream, const kg_kernel_info** ran);
-int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* out);
-int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* sizes);
+int32_t kg_residual_add__residual_add_bf16(const void* a, const void* b, void* out, uint64_t n, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* kg_out);
+int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void);
 
 #ifdef __cplusplus

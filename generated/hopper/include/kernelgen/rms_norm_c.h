@@ -3,7 +3,7 @@
  * C ABI of module rms_norm on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_RMS_NORM_C_H
 #define KERNELGEN_RMS_NORM_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). */
-int32_t kg_rms_norm__rms_norm_bf16(const void* x, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** ran);
-int32_t kg_rms_norm__rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* out);
-int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* sizes);
+int32_t kg_rms_norm__rms_norm_bf16(const void* x, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_rms_norm__rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
+int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_rms_norm__rms_norm_bf16__info(void);
 
 #ifdef __cplusplus

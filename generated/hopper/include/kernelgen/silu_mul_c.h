@@ -3,7 +3,7 @@
  * C ABI of module silu_mul on target hopper. Pointers are device
  * pointers; `stream` is a cudaStream_t (NULL: the legacy default stream). Each launcher
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
- * `ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
+ * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
 #ifndef KERNELGEN_SILU_MUL_C_H
 #define KERNELGEN_SILU_MUL_C_H
@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 /* input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. */
-int32_t kg_silu_mul__silu_mul_bf16(const void* input, void* out, uint32_t rows, uint32_t inter, void* stream, const kg_kernel_info** ran);
-int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan* out);
-int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* sizes);
+int32_t kg_silu_mul__silu_mul_bf16(const void* input, void* out, uint32_t rows, uint32_t inter, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan* kg_out);
+int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* kg_sizes);
 const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void);
 
 #ifdef __cplusplus
