@@ -220,6 +220,9 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             raise ParseError(f"undefined name '{n.id}'", hint)
         return Name(n.id)
     if isinstance(n, ast.UnaryOp):
+        if (isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
+                and type(n.operand.value) is int and n.operand.value == -pyexpr.INT64_MIN):
+            return Lit(pyexpr.INT64_MIN)  # the one literal whose magnitude alone does not fit
         operand = _convert(n.operand, names, d)
         if isinstance(n.op, ast.USub):
             _need(operand, Ty.INT, "unary -")

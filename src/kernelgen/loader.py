@@ -17,6 +17,7 @@ from typing import TypeVar
 from kernelgen import expr, kernel_source, schema
 from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
+from kernelgen.macro_names import MACRO_NAMES
 from kernelgen.model import (
     Arg,
     Axis,
@@ -54,6 +55,13 @@ CUDA_RESERVED = frozenset(
     "div_ceil min max plan stream".split()
 )
 RESERVED = CPP_KEYWORDS | PY_RESERVED | CUDA_RESERVED
+
+# The real architectures of the supported nvcc releases (12.x, 13.x; `nvcc --list-gpu-arch`),
+# each also with the a and f suffixes.
+NVCC_ARCHES = frozenset(
+    "sm_50 sm_52 sm_53 sm_60 sm_61 sm_62 sm_70 sm_72 sm_75 sm_80 sm_86 sm_87 sm_88 sm_89 sm_90 sm_100 sm_101 "
+    "sm_103 sm_110 sm_120 sm_121".split()
+)
 
 # Value patterns and limits are part of the spec format, declared in kernelgen.schema.
 _IDENT = schema.IDENTIFIER_RE
@@ -179,13 +187,59 @@ def _text(ctx: _Ctx, node: YNode, one_line: bool) -> str:
     return s.strip()
 
 
+def reserved_reason(name: str) -> str | None:
+    """Why a spec name cannot be emitted into generated code, or None when it can.
+
+    Generated code keeps its own identifiers in the ``kg_``/``KG_``/``_kg_`` namespace (and
+    the ``kg`` and ``kernelgen`` C++ namespaces), so any other name is safe beside them; what
+    is left are the words each output language gives a meaning of its own."""
+    if name in RESERVED:
+        return "a reserved word of C++, C or Python, or a name the generated bindings use"
+    if name in MACRO_NAMES:
+        return "a macro of the C, CUDA or Python headers that generated code includes"
+    if name.startswith("_"):
+        return "names starting with '_' are reserved (C++ reserves them at file scope)"
+    if "__" in name:
+        return "names containing '__' are reserved in C++ and separate the parts of C ABI symbols"
+    if name[:3].lower() == "kg_":
+        return "the kg_ prefix is reserved for generated code"
+    if name.endswith("_t"):
+        return "names ending in '_t' are reserved for C and CUDA type names (int64_t, size_t, cudaStream_t)"
+    return None
+
+
+# Environment variables that ordinary shells, CUDA, Python and kernelgen itself set or read.
+_COMMON_ENV = frozenset("""
+    PATH HOME USER LOGNAME SHELL PWD OLDPWD TERM LANG LANGUAGE HOSTNAME HOST TMPDIR TMP TEMP MAIL EDITOR
+    VISUAL PAGER DISPLAY TZ SHLVL COLUMNS LINES UID EUID GROUPS PS1 PS2 IFS MANPATH INFOPATH CC CXX CFLAGS
+    CXXFLAGS CPPFLAGS LDFLAGS MAKEFLAGS HOSTTYPE OSTYPE MACHTYPE COLORTERM SUDO_USER SUDO_UID SUDO_GID
+    SUDO_COMMAND CI HISTFILE HISTSIZE LS_COLORS CMAKE_PREFIX_PATH CPATH LIBRARY_PATH PKG_CONFIG_PATH
+    KERNELGEN_TARGET KERNELGEN_OPS_PATH KERNELGEN_LIB_DIR KERNELGEN_REQUIRE_BUILT KERNELGEN_UPDATE_GOLDEN
+""".split())
+_COMMON_ENV_PREFIXES = ("LC_", "XDG_", "CUDA", "NV_", "NVIDIA_", "PYTHON", "LD_", "SSH_", "DBUS_", "CONDA",
+                        "VIRTUAL_ENV", "PIP_", "OMP_", "GIT_", "TORCH", "NCCL_", "HTTP", "HTTPS_", "NO_PROXY",
+                        "TERM_", "WAYLAND_", "SESSION_", "SLURM_", "KUBERNETES_", "GITHUB_", "RUNNER_")
+
+
+def _common_env(name: str) -> str | None:
+    """Why ``name`` is unfit as a kill switch (an environment variable ordinary environments
+    set), or None."""
+    if name in _COMMON_ENV:
+        return "a variable ordinary environments set"
+    prefix = next((p for p in _COMMON_ENV_PREFIXES if name.startswith(p)), None)
+    if prefix:
+        return f"in the {prefix}* family of variables ordinary environments set"
+    return None
+
+
 def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Pattern[str] = _IDENT) -> str:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         raise ctx.error(
             loc, f"{name!r} is not a valid {what}", f"use letters, digits and '_' matching {pattern.pattern}"
         )
-    if name in RESERVED or name.startswith("__") or name.startswith("kg_"):
-        raise ctx.error(loc, f"'{name}' is reserved and cannot be used as a {what}", "choose another name")
+    why = reserved_reason(name)
+    if why:
+        raise ctx.error(loc, f"'{name}' is reserved and cannot be used as a {what}: {why}", "choose another name")
     return name
 
 
@@ -206,18 +260,30 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
         if key.value == schema.VERSION.name:
             continue
         name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
+        if name in PACKAGE_NAMES:
+            raise ctx.error(key.loc, f"target '{name}' would be hidden by kernelgen_ops.{name}", "choose another name")
         with ctx.at(name):
             f = _fields(ctx, value, schema.TARGET)
             with ctx.at("arch"):
                 arch = _str(ctx, f["arch"])
                 if not _ARCH.fullmatch(arch):
                     raise ctx.error(f["arch"].loc, f"'{arch}' is not an nvcc architecture", "e.g. sm_90a")
+                base = arch.rstrip("af")
+                suffix_ok = arch == base or (arch.endswith("a") and int(base[3:]) >= 90) or int(base[3:]) >= 100
+                if base not in NVCC_ARCHES or not suffix_ok:
+                    raise ctx.error(f["arch"].loc, f"'{arch}' is not an architecture nvcc knows",
+                                    did_you_mean(arch, [a for base in NVCC_ARCHES for a in (base, base + "a")]))
             with ctx.at("compute_capability"):
                 cc_text = _str(ctx, f["compute_capability"], "a quoted string like \"9.0\"")
                 m = _CC.fullmatch(cc_text)
                 if not m:
                     raise ctx.error(f["compute_capability"].loc, f"'{cc_text}' is not MAJOR.MINOR")
                 cc = (int(m.group(1)), int(m.group(2)))
+                if f"sm_{cc[0]}{cc[1]}" != arch.rstrip("af"):
+                    raise ctx.error(f["compute_capability"].loc,
+                                    f"compute capability {cc_text} contradicts arch {arch} (compute capability "
+                                    f"{arch.rstrip('af')[3:-1]}.{arch.rstrip('af')[-1]})",
+                                    "the arch's digits are the compute capability: sm_90a is 9.0, sm_121a is 12.1")
             with ctx.at("max_threads_per_block"):
                 mtpb = (
                     _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f
@@ -252,10 +318,18 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
         raise SpecError(SourceLoc(relpath(bad, root)), "", "spec files must end in .yaml")
     modules = [load_module(p, root, targets) for p in paths]
     seen: dict[str, Module] = {}
+    switches: dict[str, Module] = {}
     for m in modules:
         if m.name in seen:
             raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
         seen[m.name] = m
+        if m.kill_switch is None:
+            continue
+        other = switches.setdefault(m.kill_switch, m)
+        if other is not m and not (m.kill_switch_shared and other.kill_switch_shared):
+            raise SpecError(m.kill_switch_loc or m.loc, "kill_switch",
+                            f"kill switch {m.kill_switch} is also the kill switch of module '{other.name}' "
+                            f"({other.path})", "give each module its own, or declare kill_switch_shared: true in both")
     catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
@@ -319,6 +393,14 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         name = _ident(ctx, f["module"].loc, _str(ctx, f["module"]), "module name", _MODULE)
         if path.stem != name:
             raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}")
+        if name in PACKAGE_NAMES:
+            raise ctx.error(f["module"].loc, f"module '{name}' would be hidden by kernelgen_ops.{name}",
+                            "choose another name")
+        clash = next((t for t in targets if t.name == name), None)
+        if clash is not None:
+            raise ctx.error(f["module"].loc, f"module '{name}' has the name of a target (line {clash.loc.line} "
+                                             f"of specs/targets.yaml): kernelgen_ops.{name} is the target's package",
+                            "choose another name")
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)
     doc = ""
@@ -340,6 +422,16 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
                     f["kill_switch"].loc, f"{kill!r} is not a valid environment variable name",
                     "use upper-case letters, digits and '_', e.g. METRALE_NO_ATTN_FA128",
                 )
+            why = _common_env(kill)
+            if why:
+                raise ctx.error(f["kill_switch"].loc, f"kill switch {kill} is {why}, so the module would never "
+                                "launch where it is set", "name it after the module, e.g. MYPROJECT_NO_<MODULE>")
+    shared = False
+    if "kill_switch_shared" in f:
+        with ctx.at("kill_switch_shared"):
+            shared = _bool(ctx, f["kill_switch_shared"])
+            if shared and kill is None:
+                raise ctx.error(f["kill_switch_shared"].loc, "kill_switch_shared without a kill_switch")
     constants: dict[str, int] = {}
     if "constants" in f:
         with ctx.at("constants"):
@@ -378,10 +470,55 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     if "fallbacks" in f:
         with ctx.at("fallbacks"):
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
+    _check_public_names(ctx, f, kernels, dispatches, fallbacks, constants)
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
         tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
+        kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None,
     )
+
+
+# What the kernelgen_ops package defines (functions and the modules it imports):
+# kernelgen_ops.<name> must reach a target package or a module of the chosen target.
+PACKAGE_NAMES = frozenset(
+    "annotations available_targets built_targets importlib os refresh set_strict strict target".split()
+)
+
+# Attributes every generated Python module has besides its launchers.
+MODULE_ATTRIBUTES = ("TARGET", "KILL_SWITCH")
+
+
+def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel], dispatches: list[Fallback],
+                        fallbacks: list[Fallback], constants: Mapping[str, int]) -> None:
+    """The names a module defines in its Python module (launchers, their ``plan_<name>``
+    aliases, TARGET, KILL_SWITCH) and its C++ namespace (launchers, ``plan_<name>``
+    functions, constants) are distinct."""
+    taken: dict[str, tuple[str, SourceLoc]] = {a: (f"the module attribute {a}", f["module"].loc)
+                                               for a in MODULE_ATTRIBUTES}
+    launchers = [(k.name, k.loc, "kernel") for k in kernels]
+    launchers += [(d.name, d.loc, "instantiated kernel") for d in dispatches]
+    launchers += [(c.name, c.loc, "fallback chain") for c in fallbacks]
+    entries = [(n, loc, f"{what} '{n}'") for n, loc, what in launchers]
+    entries += [(f"plan_{n}", loc, f"the plan function of {what} '{n}'") for n, loc, what in launchers]
+    cloc = f["constants"].loc if "constants" in f else f["module"].loc
+    entries += [(c, cloc, f"constant '{c}'") for c in constants]
+    for n, loc, what in entries:
+        if n in taken:
+            other, where = taken[n]
+            raise ctx.error(loc, f"{what} is named '{n}' in the generated module, which is also {other} "
+                                 f"(line {where.line})", "rename one of them")
+        taken[n] = (what, loc)
+
+
+# A launcher of the Python bindings takes at most this many arguments (kMaxArgs of the runtime).
+MAX_LAUNCHER_ARGS = 64
+def _check_arg_limits(ctx: _Ctx, f: Mapping[str, YNode], args: list[Arg], host_args: list[Arg]) -> None:
+    """The bindings' argument count. (At most 64 parameters of at most 8 bytes stay far below
+    CUDA's limit on a kernel's parameter bytes.)"""
+    if len(args) + len(host_args) > MAX_LAUNCHER_ARGS:
+        where = f["host_args"] if host_args else f["args"]
+        raise ctx.error(where.loc, f"{len(args) + len(host_args)} arguments; a launcher takes at most "
+                                   f"{MAX_LAUNCHER_ARGS}", "pass related values in one device array")
 
 
 def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: str, loc: SourceLoc) -> None:
@@ -556,13 +693,18 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
         name = _ident(ctx, key.loc, key.value, "constant name")
         with ctx.at(name):
             if isinstance(value, YScalar) and isinstance(value.value, int) and not isinstance(value.value, bool):
-                out[name] = value.value
-                continue
-            tree = _expr(ctx, value, dict.fromkeys(out, 0), expr.Ty.INT)
-            try:
-                out[name] = int(expr.evaluate(tree, out))
-            except Exception as exc:  # ExprError: division by zero, overflow
-                raise ctx.error(value.loc, f"cannot evaluate constant: {exc}") from None
+                v = value.value
+            else:
+                tree = _expr(ctx, value, dict.fromkeys(out, 0), expr.Ty.INT)
+                try:
+                    v = int(expr.evaluate(tree, out))
+                except Exception as exc:  # ExprError: division by zero, overflow
+                    raise ctx.error(value.loc, f"cannot evaluate constant: {exc}") from None
+            # constants are int64_t in C++ and Python ints in the tests: one range keeps them equal
+            if not -(1 << 63) <= v < (1 << 63):
+                raise ctx.error(value.loc, f"constant {name} = {v} does not fit int64 "
+                                           f"[{-(1 << 63)}, {(1 << 63) - 1}]")
+            out[name] = v
     return out
 
 
@@ -726,6 +868,7 @@ def _kernel(
         return tuple(out)
 
     args, host_args = finish(raw_args), finish(raw_host)
+    _check_arg_limits(ctx, f, args, host_args)
 
     def dims(key: str) -> tuple[expr.Node, expr.Node, expr.Node]:
         with ctx.at(key):
@@ -896,6 +1039,11 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
         for key, value in sn.items:
             if not isinstance(key.value, int) or isinstance(key.value, bool):
                 raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {key.value!r}")
+            ty = getattr(int_names[on], "scalar", None)
+            lo, hi = getattr(ty, "lo", None), getattr(ty, "hi", None)
+            if lo is not None and hi is not None and not lo <= key.value <= hi:
+                raise ctx.error(key.loc, f"variant key {key.value} is not a value of '{on}' "
+                                         f"({getattr(ty, 'name', ty)}: {lo}..{hi})")
             with ctx.at(str(key.value)):
                 pairs.append((key.value, _symbol(ctx, value, axes)))
     return Variants(on, tuple(sorted(pairs)), node.loc)
@@ -993,6 +1141,38 @@ def _check_examples_and_limits(
                         f"opt-in limit of target '{t.name}' ({t.arch})",
                         "shrink the tiles, or list only the targets that fit under 'targets'",
                     )
+    _check_first_example_launches(ctx, k, f, constants, targets)
+
+
+def _describe_code(c: int) -> str:
+    from kernelgen import plan
+
+    table = plan.ERRORS if c < 0 else plan.NOT_LAUNCHED
+    cat, det = plan.category(c), plan.detail(c)
+    name, doc = next(((n, d) for n, (v, d) in table.items() if v == cat), ("?", "unknown outcome"))
+    if cat == plan.E_EXPR and c < 0:
+        doc = next((d for v, d in plan.EXPR_ERRORS.values() if v == det), doc)
+    return f"{'error' if c < 0 else 'not launched'}: {doc} (code {name}, detail {det})"
+
+
+def _check_first_example_launches(
+    ctx: _Ctx, k: Kernel, f: dict[str, YNode], constants: dict[str, int], targets: list[Target]
+) -> None:
+    """The first example launches on every target of the kernel, grid included, as the
+    generated plan computes it (its own integer conversions, checked arithmetic and limits)."""
+    from kernelgen import cases, plan
+
+    clauses, variant, geometry = cases._evaluators(k)
+    env = dict(k.examples[0]) | constants
+    loc = f["examples"].items[0].loc if isinstance(f["examples"], YSeq) else f["examples"].loc
+    for t in targets:
+        c, grid, block, smem = plan.expect(clauses, env, u64=cases.u64_in_expressions(k), variant=variant,
+                                           geometry=geometry, limits=cases.target_limits(t))
+        if c != plan.LAUNCHED:
+            shown = f" (grid {list(grid)}, block {list(block)}, shared memory {smem})" if grid[0] is not None else ""
+            with ctx.at("examples[0]"):
+                raise ctx.error(loc, f"the first example must launch, but on target '{t.name}' its plan says "
+                                     f"{_describe_code(c)}{shown}", "fix the example or the expressions")
 
 
 def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[Fallback]:

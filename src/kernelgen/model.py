@@ -146,6 +146,8 @@ class Module:
     fallbacks: tuple[Fallback, ...] = ()
     dispatches: tuple[Fallback, ...] = ()  # one per instantiated kernel, in spec order
     doc: str = ""  # longer text after the summary (the spec's doc)
+    kill_switch_shared: bool = False  # other modules use the same kill switch on purpose
+    kill_switch_loc: SourceLoc | None = None
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:

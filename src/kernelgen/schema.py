@@ -298,8 +298,13 @@ MODULE = Struct(
               "They are `#include`d, in order, into the module's generated launcher file."),
         Field("kill_switch", ENV_NAME, False,
               "An environment variable whose presence, when the module is loaded (or refreshed), makes every "
-              "launcher of the module report \"not launched: kill switch\".",
+              "launcher of the module report \"not launched: kill switch\". Names that ordinary environments "
+              "set (PATH, HOME, LANG, LC_*, CUDA_*, PYTHON*, ...) and kernelgen's own variables are refused.",
               "none"),
+        Field("kill_switch_shared", BOOLEAN, False,
+              "Declares that other modules use the same kill switch on purpose (each of them must declare "
+              "it too); without it, two modules with one kill switch are an error.",
+              "false"),
         Field("constants", mapping_of(IDENTIFIER, EXPRESSION), False,
               "Named integer constants usable in every expression of the module; a constant may be an "
               "expression over the constants before it. They become `constexpr int64_t` in the C++.",

@@ -38,6 +38,16 @@ class _NoResolveLoader(yaml.SafeLoader):
 
 _NoResolveLoader.yaml_implicit_resolvers = {}
 
+if getattr(yaml, "__with_libyaml__", False):
+    # The same composition through libyaml: several times faster on large specs.
+    class _CNoResolveLoader(yaml.CSafeLoader):  # type: ignore[misc, name-defined]
+        """Composes only, in C: every plain scalar keeps the default str tag."""
+
+    _CNoResolveLoader.yaml_implicit_resolvers = {}
+    _LOADER: type = _CNoResolveLoader
+else:
+    _LOADER = _NoResolveLoader
+
 
 @dataclass(frozen=True)
 class YScalar:
@@ -77,7 +87,7 @@ def load(path: str, text_bytes: bytes) -> YNode:
         line = text[: text.index("\x00")].count("\n") + 1
         raise SpecError(SourceLoc(path, line), "", "NUL character in file")
     try:
-        node = yaml.compose(text, Loader=_NoResolveLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = SourceLoc(path, mark.line + 1, mark.column + 1) if mark else top
@@ -116,7 +126,11 @@ def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
         pairs = _rejoin_map(pairs)
     for key, value in pairs:
         if not isinstance(key, YScalar) or key.value is None or isinstance(key.value, bool):
-            raise SpecError(key.loc, "", "mapping keys must be names or integers")
+            what = "a collection"
+            if isinstance(key, YScalar):
+                what = f"'{str(key.value).lower() if key.value is not None else 'null'}'"
+            raise SpecError(key.loc, "", f"mapping keys must be names or integers, not {what}",
+                            "quote a name that YAML reads as a boolean or null")
         if key.value in first:
             raise SpecError(
                 key.loc, str(key.value), f"duplicate key (first defined at line {first[key.value].line})"

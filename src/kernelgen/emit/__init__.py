@@ -19,10 +19,11 @@ Generated symbol names come from :mod:`kernelgen.names`; the one Jinja environme
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from kernelgen.emit import c, cmake, cpp, pyi, python, rust, tests
 from kernelgen.emit.base import stamp
-from kernelgen.errors import GenerationError
+from kernelgen.errors import GenerationError, SpecError
 from kernelgen.lower import lower_module
 from kernelgen.model import Catalog, Target
 
@@ -55,14 +56,44 @@ class Renderer:
         names = [m.name for m in lowered]
         lib = library_name(t.name, names)
         out: dict[str, str] = {}
+        owner: dict[str, str] = {f"include/{h}": "the runtime's header" for h in RUNTIME_HEADERS}
         for lm in lowered:
             for emitter in MODULE_EMITTERS:
-                out.update(emitter.render_module(lm))
-        out.update(cmake.render_target(t, names, lib))
-        out.update(python.render_target(t, names))
-        out.update(c.render_target())
-        out.update(rust.render_crate(self.catalog, t, lowered, lib, stamp))
+                _add(out, owner, emitter.render_module(lm), lm.name, self.catalog)
+        _add(out, owner, cmake.render_target(t, names, lib), None, self.catalog)
+        _add(out, owner, python.render_target(t, names), None, self.catalog)
+        _add(out, owner, c.render_target(), None, self.catalog)
+        crate = rust.render_crate(self.catalog, t, lowered, lib, stamp)
+        by_module = {p: m for m in names for p in rust.module_paths(m)}
+        for path, text in crate.items():
+            _add(out, owner, {path: text}, by_module.get(path), self.catalog)
         return {f"generated/{t.name}/{path}": text for path, text in out.items()}
+
+
+# The runtime's headers, which generated files sit beside in include/kernelgen/.
+RUNTIME_HEADERS = tuple(sorted(
+    f"kernelgen/{p.name}" for p in (Path(__file__).resolve().parents[1] / "runtime" / "include" / "kernelgen").iterdir()
+))
+
+
+def _add(out: dict[str, str], owner: dict[str, str], files: dict[str, str], module: str | None,
+         catalog: Catalog) -> None:
+    """Adds one producer's files. Two producers of one path (module ``probe``'s C header and
+    module ``probe_c``'s C++ header, a module named like a per-target file or a runtime
+    header) are a spec error at the module's name."""
+    who = f"module '{module}'" if module else "the target's own files"
+    for path, text in files.items():
+        prev = owner.get(path)
+        if prev is not None and prev != who:
+            blamed = module or prev.removeprefix("module '").removesuffix("'")
+            m = catalog.module(blamed)
+            if m is None:
+                raise GenerationError(f"{who} and {prev} both produce {path}")
+            other = prev if blamed == module else who
+            raise SpecError(m.loc, "module", f"module '{m.name}' generates {path}, which {other} also generates",
+                            "rename the module")
+        owner[path] = who
+        out[path] = text
 
 
 def _check_test_basenames(files: dict[str, str]) -> None:

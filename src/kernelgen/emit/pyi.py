@@ -11,8 +11,9 @@ from kernelgen.lower import CArg, LKey, LModule
 
 
 def docstring(text: str) -> str:
-    """Text safe inside a triple-quoted Python docstring."""
-    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    """Text safe inside a triple-quoted Python docstring: every quote and backslash escaped,
+    so no run of quotes (a summary ending in one included) can close it early."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def annotation(a: CArg) -> str:

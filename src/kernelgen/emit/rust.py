@@ -12,7 +12,7 @@ from __future__ import annotations
 from kernelgen import __version__, expr, names, types
 from kernelgen.cases import expected_plan
 from kernelgen.emit.base import ENV
-from kernelgen.errors import ExprError
+from kernelgen.errors import ExprError, SpecError
 from kernelgen.escape import comment_text
 from kernelgen.lower import (
     CArg,
@@ -67,6 +67,11 @@ _RUST_KEYWORDS = frozenset(
     "try type typeof union unsafe unsized use virtual where while yield".split()
 )
 _NOT_RAW = frozenset({"crate", "self", "super", "Self"})
+
+
+def module_paths(module: str) -> tuple[str, str]:
+    """The crate's files of one spec module: its source and its contract tests."""
+    return f"rust/src/{rust_ident(module).removeprefix('r#')}.rs", f"rust/tests/{module}.rs"
 
 
 def rust_ident(name: str) -> str:
@@ -464,10 +469,16 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "example": example,
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
     }
-    out["rust/Cargo.toml"] = ENV.get_template("rust/Cargo.toml.j2").render(tctx)
-    out["rust/build.rs"] = ENV.get_template("rust/build.rs.j2").render(tctx)
-    out["rust/src/lib.rs"] = ENV.get_template("rust/lib.rs.j2").render(tctx)
-    return out
+    crate_files = {
+        "rust/Cargo.toml": ENV.get_template("rust/Cargo.toml.j2").render(tctx),
+        "rust/build.rs": ENV.get_template("rust/build.rs.j2").render(tctx),
+        "rust/src/lib.rs": ENV.get_template("rust/lib.rs.j2").render(tctx),
+    }
+    for path in sorted(set(crate_files) & set(out)):
+        m = next(m for m in catalog.modules if path in module_paths(m.name))
+        raise SpecError(m.loc, "module", f"module '{m.name}' generates {path}, which the Rust crate's own files "
+                        "also need", "rename the module")
+    return crate_files | out
 
 
 __all__ = ["crate_name", "render_crate", "rust_ident", "rust_string", "rust_type"]
