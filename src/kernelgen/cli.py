@@ -80,6 +80,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     root = args.root
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
+    dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
+    for label, d in dirs:  # checked before anything is written
+        if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
+            raise KernelgenError(f"{label} {d} is not a folder")
     files = render_catalog(catalog)
     report = write_files(root, files, [t.name for t in catalog.targets])
     print(f"kernelgen: generated {len(files)} files ({len(report.written)} changed, {len(report.removed)} removed)")
@@ -179,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KernelgenError as exc:
         print(f"kernelgen: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"kernelgen: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kernelgen: interrupted", file=sys.stderr)

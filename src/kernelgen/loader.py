@@ -5,9 +5,12 @@ Errors carry the spec file, line and field path, and say how to fix the problem.
 
 from __future__ import annotations
 
+import errno
 import json
 import keyword
+import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -31,7 +34,7 @@ from kernelgen.model import (
     Variants,
 )
 from kernelgen.types import ELEMS, SCALARS
-from kernelgen.yamlio import YMap, YNode, YScalar, YSeq, load
+from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
 
@@ -243,14 +246,41 @@ def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Patte
     return name
 
 
+def read_regular(path: Path, root: Path, limit: int, what: str = "spec") -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes: a
+    directory, a dangling symlink or a symlink loop, a FIFO or a device is refused before
+    anything is read (a FIFO would block, a device never end)."""
+    rel = relpath(path, root)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        reason = "a symlink loop" if exc.errno == errno.ELOOP else (
+            "a dangling symlink" if path.is_symlink() else (exc.strerror or "unreadable"))
+        raise SpecError(SourceLoc(rel), "", f"cannot read the {what} file: {reason}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else (
+            "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise SpecError(SourceLoc(rel), "", f"the {what} file is {kind}; only regular files are read")
+    if st.st_size > limit:
+        raise SpecError(SourceLoc(rel), "", f"file is {st.st_size} bytes; {what} files are limited to {limit}")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise SpecError(SourceLoc(rel), "", f"cannot read the {what} file: {exc.strerror}") from None
+    if len(data) > limit:
+        raise SpecError(SourceLoc(rel), "", f"file is over {limit} bytes; {what} files are limited to {limit}")
+    return data
+
+
 # ------------------------------------------------------------------ targets
 
 
 def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
     rel = relpath(path, root)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise SpecError(SourceLoc(rel), "", "target registry not found", "create specs/targets.yaml")
-    node = load(rel, path.read_bytes())
+    node = load(rel, read_regular(path, root, MAX_SPEC_BYTES, "target registry"))
     ctx = _Ctx(rel)
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, "expected a mapping of target names to their settings")
@@ -313,9 +343,10 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     spec_dir = (spec_dir or root / "specs").resolve()
     targets = load_targets(spec_dir / "targets.yaml", root)
     paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name != "targets.yaml")
-    if list(spec_dir.glob("*.yml")):
-        bad = sorted(spec_dir.glob("*.yml"))[0]
-        raise SpecError(SourceLoc(relpath(bad, root)), "", "spec files must end in .yaml")
+    for bad in sorted(spec_dir.iterdir()) if spec_dir.is_dir() else ():
+        if bad.suffix.lower() in (".yaml", ".yml") and bad.suffix != ".yaml":
+            raise SpecError(SourceLoc(relpath(bad, root)), "", f"spec files must end in .yaml, not {bad.suffix}",
+                            f"rename it to {bad.stem}.yaml")
     modules = [load_module(p, root, targets) for p in paths]
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}
@@ -385,7 +416,7 @@ def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
 
 def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     rel = relpath(path, root)
-    node = load(rel, path.read_bytes())
+    node = load(rel, read_regular(path, root, MAX_SPEC_BYTES))
     ctx = _Ctx(rel)
     _version(ctx, node)
     f = _fields(ctx, node, schema.MODULE)
@@ -412,7 +443,8 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         if not sources:
             raise ctx.error(f["sources"].loc, "at least one source file is needed")
         if len(set(sources)) != len(sources):
-            raise ctx.error(f["sources"].loc, "a source is listed twice")
+            dup = next(s for i, s in enumerate(sources) if s in sources[:i])
+            raise ctx.error(f["sources"].loc, f"source {dup} is listed twice (after normalising the paths)")
     kill = None
     if "kill_switch" in f:
         with ctx.at("kill_switch"):
@@ -680,8 +712,19 @@ def _source(ctx: _Ctx, node: YNode, root: Path) -> str:
         raise ctx.error(node.loc, f"{s!r} is not a valid source path", "a relative path like kernels/dflash/x.cu")
     if not s.endswith((".cu", ".cuh", ".h", ".hpp")):
         raise ctx.error(node.loc, f"{s!r} is not a CUDA source", "sources end in .cu, .cuh, .h or .hpp")
-    if not (root / s).is_file():
-        raise ctx.error(node.loc, f"source file {s} does not exist", f"paths are relative to {root}")
+    s = posixpath.normpath(s)  # kernels/./x.cu and kernels/x.cu are one source
+    path = root / s
+    try:
+        resolved = path.resolve(strict=True)
+        st = resolved.stat()
+    except (OSError, RuntimeError):
+        raise ctx.error(node.loc, f"source file {s} does not exist (or is a dangling symlink or a loop)",
+                        f"paths are relative to {root}") from None
+    if not resolved.is_relative_to(root.resolve()):
+        raise ctx.error(node.loc, f"source {s} resolves to {resolved}, outside the project",
+                        "sources live in the project folder")
+    if not stat.S_ISREG(st.st_mode):
+        raise ctx.error(node.loc, f"source {s} is not a regular file")
     return s
 
 
