@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from kernelgen import expr, plan
 from kernelgen.errors import ExprError, SpecError
@@ -23,11 +23,19 @@ def expression_names(k: Kernel) -> set[str]:
     return names | ({k.variants.on} if k.variants else set())
 
 
+_U64: dict[int, tuple[Kernel, list[str]]] = {}
+
+
 def u64_in_expressions(k: Kernel) -> list[str]:
     """u64 arguments that expressions use: values above 2**63 - 1 cannot be evaluated in
     64-bit signed arithmetic, so only these are converted (with an overflow error)."""
+    hit = _U64.get(id(k))
+    if hit is not None and hit[0] is k:
+        return list(hit[1])
     used = expression_names(k)
-    return sorted(a.name for a in k.int_args if a.scalar.is_integer and a.scalar.hi > 2**63 - 1 and a.name in used)
+    out = sorted(a.name for a in k.int_args if a.scalar.is_integer and a.scalar.hi > 2**63 - 1 and a.name in used)
+    _U64[id(k)] = (k, out)
+    return list(out)
 
 
 def expected_plan(
@@ -84,23 +92,44 @@ _BOUNDARIES = tuple(sorted(
 ))
 
 
-def _candidates(v: int, lo: int, hi: int) -> list[int]:
+@functools.lru_cache(maxsize=4096)
+def _candidates(v: int, lo: int, hi: int) -> tuple[int, ...]:
     raw = [v - 1, v + 1, v * 2, v // 2, v + 7, *_BOUNDARIES, -1, -(2**31)]
-    out = []
-    for c in raw:
-        if lo <= c <= hi and c != v and c not in out:
-            out.append(c)
+    # dict.fromkeys: first-seen order without a quadratic membership scan
+    return tuple(dict.fromkeys(c for c in raw if lo <= c <= hi and c != v))
+
+
+# Cached by identity: hashing a frozen Module hashes every kernel in it, which made each
+# lookup cost the size of the module (quadratic generation time in the number of kernels).
+_CASES: dict[tuple[int, int, int], tuple[tuple[Module, Kernel, Target], tuple]] = {}
+
+
+def search_cases(module: Module, k: Kernel, target: Target):
+    """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests
+    (computed once per kernel and target: a chain asks again for its members' cases)."""
+    key = (id(module), id(k), id(target))
+    hit = _CASES.get(key)
+    if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
+        return hit[1]
+    out = _search_cases(module, k, target)
+    _CASES[key] = ((module, k, target), out)
     return out
 
 
-@functools.cache  # a chain asks again for its members' cases
-def search_cases(module: Module, k: Kernel, target: Target):
-    """Flips (one clause made to fail alone) and a sweep of argument sets for the plan tests."""
+def _search_cases(module: Module, k: Kernel, target: Target):
     base = dict(k.examples[0])
     ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
     flips: list[tuple[str, int, tuple[tuple[str, int], ...]]] = []
     clauses = plan.steps(k)
     u64 = u64_in_expressions(k)
+    # Every clause passes on the first example (it launches), so an argument set that changes
+    # one argument can only change the clauses that read it: those are all that need evaluating.
+    constants = dict(module.constants)
+    base_passes = all(_passes(o, base | constants) for o in clauses)
+    by_name: dict[str, list[tuple[plan.Step, Clause]]] = {}
+    for o in clauses:
+        for n in o[1].expr.names():
+            by_name.setdefault(n, []).append(o)
     wanted: list[tuple[plan.Step, Clause] | None] = [*clauses, None] if k.variants else list(clauses)
     for o in wanted:  # None: the variant lookup
         if o is None:
@@ -108,13 +137,18 @@ def search_cases(module: Module, k: Kernel, target: Target):
         else:
             names = sorted(o[1].expr.names() - {c for c, _ in module.constants})
         found = None
-        envs = [dict(e) for e in k.examples]
-        for name in names:
-            lo, hi = ranges[name]
-            for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
-                envs.append(base | {name: cand})
-        for env in envs:
-            if _fails_alone(module, k, target, env, o, clauses, u64):
+
+        def envs(names: list[str] = names) -> Iterator[tuple[dict[str, int], str | None]]:
+            # made lazily: the search usually stops at one of the first
+            for e in k.examples:
+                yield dict(e), None
+            for name in names:
+                lo, hi = ranges[name]
+                for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
+                    yield base | {name: cand}, name if base_passes else None
+
+        for env, changed in envs():
+            if _fails_alone(module, k, target, env, o, clauses, u64, changed, by_name, constants):
                 found = env
                 break
         if found is None and k.instance_of is not None:
@@ -137,7 +171,7 @@ def search_cases(module: Module, k: Kernel, target: Target):
         env = dict(rng.choice(k.examples))
         for name in rng.sample(names, min(len(names), rng.randint(1, 2))):
             lo, hi = ranges[name]
-            pool = _candidates(env[name], lo, hi) + [rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
+            pool = [*_candidates(env[name], lo, hi), rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
             env[name] = rng.choice(pool)
         cases.append(env)
     unique = []
@@ -148,28 +182,40 @@ def search_cases(module: Module, k: Kernel, target: Target):
     return tuple(flips), tuple(unique)
 
 
+def _passes(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool:
+    try:
+        return bool(expr.evaluate(o[1].expr, full)) != o[0].decides_when
+    except ExprError:
+        return True
+
+
 def _fails_alone(
     module: Module, k: Kernel, target: Target, env: dict[str, int], want: tuple[plan.Step, Clause] | None,
-    clauses: list[tuple[plan.Step, Clause]], u64: list[str],
+    clauses: list[tuple[plan.Step, Clause]], u64: list[str], changed: str | None = None,
+    by_name: dict[str, list[tuple[plan.Step, Clause]]] | None = None, constants: dict[str, int] | None = None,
 ) -> bool:
     """The plan's outcome for ``env`` is decided by ``want`` (None: by the variant lookup),
     and no other clause disagrees.
 
     Clauses are evaluated in order and the first decides, so a later clause that cannot
     be evaluated (``num_q_heads % num_kv_heads`` once ``num_kv_heads > 0`` fails) is fine.
+    ``changed``: ``env`` is the first example with only this argument changed, so only the
+    clauses that read it (``by_name``) can differ from the first example, where all pass.
+    The cheap conditions are tested first; the plan is computed only when they hold.
     """
-    want_code = want[0].code if want else code(NL_NO_VARIANT)
-    if expected_plan(module, k, target, env, u64)[0] != want_code:
-        return False
-    full = env | dict(module.constants)
-
-    def passes(o: tuple[plan.Step, Clause]) -> bool:
+    full = env | (constants if constants is not None else dict(module.constants))
+    if want is not None and _passes(want, full):
         try:
-            return bool(expr.evaluate(o[1].expr, full)) != o[0].decides_when
+            expr.evaluate(want[1].expr, full)
         except ExprError:
-            return True
-
-    return all(passes(o) for o in clauses if o is not want)
+            pass  # an evaluation error decides too: the plan below tells
+        else:
+            return False
+    others = clauses if changed is None or by_name is None else by_name.get(changed, [])
+    if not all(_passes(o, full) for o in others if o is not want):
+        return False
+    want_code = want[0].code if want else code(NL_NO_VARIANT)
+    return expected_plan(module, k, target, env, u64)[0] == want_code
 
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -300,6 +301,11 @@ def evaluate(node: Node, env: Mapping[str, int], st: pyexpr.Status | None = None
     return _eval(node, env, st)
 
 
+_CMP: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
 def _eval(node: Node, env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
     if isinstance(node, Lit):
         return node.value
@@ -311,15 +317,7 @@ def _eval(node: Node, env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
         fn: Callable[..., int] = getattr(pyexpr, ARITH[node.op])
         return fn(st, _eval(node.left, env, st), _eval(node.right, env, st))
     if isinstance(node, Cmp):
-        a, b = _eval(node.left, env, st), _eval(node.right, env, st)
-        return {
-            "==": a == b,
-            "!=": a != b,
-            "<": a < b,
-            "<=": a <= b,
-            ">": a > b,
-            ">=": a >= b,
-        }[node.op]
+        return _CMP[node.op](_eval(node.left, env, st), _eval(node.right, env, st))
     if isinstance(node, Logic):
         if node.op == "and":
             return all(_eval(o, env, st) for o in node.operands)
