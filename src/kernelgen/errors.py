@@ -82,5 +82,8 @@ def relpath(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when inside it, for messages and stamps."""
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    except (ValueError, RuntimeError, OSError):  # outside root, or a symlink loop
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            return path.as_posix()

@@ -250,7 +250,10 @@ def read_regular(path: Path, root: Path, limit: int, what: str = "spec") -> byte
     """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes: a
     directory, a dangling symlink or a symlink loop, a FIFO or a device is refused before
     anything is read (a FIFO would block, a device never end)."""
-    rel = relpath(path, root)
+    try:  # the path as listed, not where a symlink points
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        rel = relpath(path, root)
     try:
         st = path.stat()
     except OSError as exc:
