@@ -1087,6 +1087,8 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
                 raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {key.value!r}")
             ty = getattr(int_names[on], "scalar", None)
             lo, hi = getattr(ty, "lo", None), getattr(ty, "hi", None)
+            if hi is not None:
+                hi = min(hi, (1 << 63) - 1)  # plans compare in int64 (a u64 above converts with an overflow)
             if lo is not None and hi is not None and not lo <= key.value <= hi:
                 raise ctx.error(key.loc, f"variant key {key.value} is not a value of '{on}' "
                                          f"({getattr(ty, 'name', ty)}: {lo}..{hi})")

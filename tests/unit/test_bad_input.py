@@ -97,6 +97,13 @@ def test_variant_key_outside_the_argument_type_is_refused(project: Path, key: st
     _refused(project, rf"variant key {key} is not a value of 'vec' \(u32: 0\.\.4294967295\)")
 
 
+def test_u64_variant_key_above_int64_is_refused(project: Path) -> None:
+    _edit(project, "    host_args:\n      vec: u32", "    host_args:\n      vec: u64")
+    _edit(project, "symbols: {1: add_bias_kernel<1>, 8: add_bias_kernel<8>}",
+          f"symbols: {{1: add_bias_kernel<1>, 8: add_bias_kernel<8>, {1 << 63}: add_bias_kernel<8>}}")
+    _refused(project, rf"variant key {1 << 63} is not a value of 'vec' \(u64: 0\.\.{(1 << 63) - 1}\)")
+
+
 @pytest.mark.parametrize("grid,why", [
     ("[div_ceil(n, n - 1000), 1, 1]", "division by zero"),
     ("[div_ceil(n, THREADS), 0, 1]", "a grid dimension is 0"),
