@@ -66,3 +66,12 @@ def test_corpus_sample_passes_its_contract_tests(built: Path) -> None:
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert re.search(r"\b\d{2,} passed", res.stdout), res.stdout[-500:]
+
+
+def test_macro_list_covers_the_headers_generated_code_includes() -> None:
+    """src/kernelgen/macro_names.py holds every macro nvcc's preprocessor sees in those headers."""
+    from tests.conftest import REPO
+
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "macro_names.py"), "--check"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
