@@ -82,8 +82,8 @@ def test_cpp_and_python_agree(tmp_path_factory: pytest.TempPathFactory, exprs: l
         env = {"a": a, "b": b, "c": c}
         cpp = expr.to_cpp(tree, lambda n: f"int64_t{{{n}}}")
         body.append(
-            f"  {{ kg::ExprStatus err; const int64_t a = {_lit(a)}, b = {_lit(b)}, c = {_lit(c)}; "
-            f"(void)a; (void)b; (void)c; const int64_t v = {cpp}; out(v, err); }}"
+            f"  {{ kg::ExprStatus kg_err; const int64_t a = {_lit(a)}, b = {_lit(b)}, c = {_lit(c)}; "
+            f"(void)a; (void)b; (void)c; const int64_t v = {cpp}; out(v, kg_err); }}"
         )
         want.append(py_value(tree, env))
     d = tmp_path_factory.mktemp("exprcpp")
