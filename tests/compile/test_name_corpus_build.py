@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,15 @@ def test_macro_list_covers_the_headers_generated_code_includes() -> None:
     res = subprocess.run([sys.executable, str(REPO / "scripts" / "macro_names.py"), "--check"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed (apt-get install cargo)")
+def test_corpus_sample_rust_crate_tests_pass(built: Path, tmp_path: Path) -> None:
+    crate = built / "generated" / "hopper" / "rust"
+    env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / "hopper"),
+               CARGO_TARGET_DIR=str(tmp_path / "t"))
+    res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
+                         timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert "FAILED" not in out and "test result: ok" in out, out[-2000:]
