@@ -3,8 +3,8 @@
 Each target gets its own CMake build tree (``build/<target>``) made from kernelgen's
 driver project; ninja decides what to recompile, so a no-op build runs no compiler and
 an edited spec or kernel recompiles only its module's translation units. Built files are
-installed into ``bindings/kernelgen_ops/<target>/`` where ``import kernelgen_ops`` finds
-them (editable installs included).
+installed into ``bindings/<package>/<target>/`` (the project's package, ``kernelgen_ops`` for
+kernelgen's own catalog), beside the package's shell (see :mod:`kernelgen.project`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class BuildOptions:
     build_type: str = "Release"
     extra_cmake_args: Sequence[str] = ()
     torch_reader: bool = True  # build the C++ torch tensor reader when torch is installed
+    package: str = "kernelgen_ops"  # the project's Python package: installs go to install_prefix/package
 
 
 def _run(cmd: list[str], cwd: Path, echo: Callable[[str], None], verbose: bool) -> tuple[int, list[str], list[str]]:
@@ -239,8 +240,9 @@ class Tools:
     torch: dict[str, str] | None  # torch_info, when the torch reader is built
 
     @staticmethod
-    def find(opts: BuildOptions) -> Tools:
-        return Tools(toolkit.find_toolkit(), toolkit.find_cmake(), toolkit.find_ninja(), toolkit.find_pybind11(),
+    def find(opts: BuildOptions, echo: Callable[[str], None] = print) -> Tools:
+        return Tools(toolkit.find_toolkit(install=True, echo=echo), toolkit.find_cmake(), toolkit.find_ninja(),
+                     toolkit.find_pybind11(),
                      torch_info(opts.build_dir) if opts.torch_reader else None)
 
 
@@ -255,7 +257,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
         f"-DCMAKE_INSTALL_PREFIX={opts.install_prefix}",
         f"-DKERNELGEN_ROOT={opts.root}",
         f"-DKERNELGEN_TARGETS={target.name}",
-        "-DKERNELGEN_INSTALL_DIR=kernelgen_ops",
+        f"-DKERNELGEN_INSTALL_DIR={opts.package}",
         f"-Dpybind11_DIR={tools.pybind11_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
@@ -273,7 +275,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
-    tools = Tools.find(opts)
+    tools = Tools.find(opts, echo)
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):

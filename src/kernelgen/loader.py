@@ -29,6 +29,8 @@ from kernelgen.model import (
     Target,
     Variants,
 )
+from kernelgen.names import DEFAULT as NAMING_DEFAULT
+from kernelgen.names import Naming
 from kernelgen.types import ELEMS, SCALARS
 from kernelgen.yamlio import YMap, YNode, YScalar, YSeq, load
 
@@ -238,6 +240,41 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
     return tuple(sorted(targets, key=lambda t: t.name))
 
 
+# ------------------------------------------------------------------ project
+
+PROJECT_FILE = "project.yaml"
+
+
+def load_project(path: Path, root: Path) -> Naming:
+    """The project's names from ``specs/project.yaml``; kernelgen's own when the file is absent."""
+    if not path.is_file():
+        return NAMING_DEFAULT
+    rel = relpath(path, root)
+    node = load(rel, path.read_bytes())
+    ctx = _Ctx(rel)
+    _version(ctx, node)
+    f = _fields(ctx, node, schema.PROJECT)
+    values: dict[str, str] = {}
+    for key in ("package", "namespace", "c_prefix", "library"):
+        if key not in f:
+            continue
+        with ctx.at(key):
+            value = _str(ctx, f[key])
+            pattern = _MODULE if key == "package" else _IDENT
+            if not pattern.fullmatch(value):
+                raise ctx.error(f[key].loc, f"{value!r} is not a valid {key}",
+                                f"use letters, digits and '_' matching {pattern.pattern}")
+            if value in RESERVED - {"kg", "kernelgen"} or value.startswith("__"):
+                raise ctx.error(f[key].loc, f"'{value}' is reserved and cannot be used as a {key}",
+                                "choose another name")
+            if key == "package" and value in ("kernelgen", "torch", "numpy", "pytest"):
+                raise ctx.error(f[key].loc, f"package '{value}' would shadow an installed package",
+                                "choose another name")
+            values[key] = value
+    return Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
+                              values.get("library"))
+
+
 # ------------------------------------------------------------------ modules
 
 
@@ -246,7 +283,8 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     root = root.resolve()
     spec_dir = (spec_dir or root / "specs").resolve()
     targets = load_targets(spec_dir / "targets.yaml", root)
-    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name != "targets.yaml")
+    naming = load_project(spec_dir / PROJECT_FILE, root)
+    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name not in ("targets.yaml", PROJECT_FILE))
     if list(spec_dir.glob("*.yml")):
         bad = sorted(spec_dir.glob("*.yml"))[0]
         raise SpecError(SourceLoc(relpath(bad, root)), "", "spec files must end in .yaml")
@@ -256,7 +294,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
         if m.name in seen:
             raise SpecError(m.loc, "module", f"module '{m.name}' is also defined in {seen[m.name].path}")
         seen[m.name] = m
-    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
+    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)), naming)
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
     # The checks generation makes on top of the loader's (the test-case search, whole
