@@ -114,8 +114,8 @@ def test_plan_without_gpu():
 
     scale = importlib.import_module(f"@PKG@.{_any_target()}.scale")
     plan = scale.scale_f32.plan(n=1000)
-    assert plan.grid == (4, 1, 1) and plan.block == (256, 1, 1)
-    assert not scale.scale_f32.plan(n=0).applies
+    assert plan["grid"] == (4, 1, 1) and plan["block"] == (256, 1, 1) and plan["launched"]
+    assert "empty work" in scale.scale_f32.plan(n=0)["reason"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the launch test uses torch")
