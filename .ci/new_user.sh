@@ -14,6 +14,7 @@ START=$SECONDS
 step() { printf '\n==== new user [%3ds]: %s\n' "$((SECONDS - START))" "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 export PIP_DISABLE_PIP_VERSION_CHECK=1 KERNELGEN_IGNORE_SYSTEM_CUDA=1
+unset KERNELGEN_REQUIRE_BUILT VIRTUAL_ENV PYTHONPATH  # the repository's CI settings are not a new user's
 cd "$WORK"
 
 step "fresh venv; non-editable install of kernelgen from $REPO"

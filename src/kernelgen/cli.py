@@ -131,13 +131,22 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_cmake(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
+    from kernelgen.build import BuildOptions, build_targets
 
     root = args.root
     catalog = load_catalog(root)
     targets = _targets(catalog, [x for t in args.target or [] for x in t.split(";") if x] or None)
     files = render_catalog(catalog, templates=root / "templates")
     write_files(root, files, [t.name for t in catalog.targets])
-    text = scaffold.cmake_script(root, catalog, targets, args.out.resolve().parent)
+    out_dir = args.out.resolve().parent
+    # The targets are built by kernelgen's own driver in the project's build/ (after `kernelgen build`
+    # nothing is recompiled), without the torch reader (it is locked to one torch version), and
+    # installed into a staging folder whose package the wheel's CMake installs as it is.
+    opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
+                        install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
+                        verbose=args.verbose)
+    build_targets(opts, targets)
+    text = scaffold.cmake_script(catalog, opts.install_prefix)
     args.out.write_text(text, encoding="utf-8")
     print(f"kernelgen: wrote {args.out} ({catalog.naming.package}: {', '.join(t.name for t in targets)})")
     return 0
@@ -219,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     cm = sub.add_parser("cmake", help="write the CMake script that a project's CMakeLists.txt includes (wheels)")
     cm.add_argument("--out", "-o", type=Path, required=True, help="the script to write")
     cm.add_argument("--target", "-t", action="append", help="target to build (repeatable; default: all)")
+    cm.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build, shared with kernelgen build)")
+    cm.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
     cm.set_defaults(func=cmd_cmake)
     ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
     ls.set_defaults(func=cmd_list)

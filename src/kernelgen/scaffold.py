@@ -12,10 +12,8 @@ from pathlib import Path
 
 from kernelgen import project
 from kernelgen.errors import KernelgenError
-from kernelgen.model import Catalog, Target
+from kernelgen.model import Catalog
 from kernelgen.schema import MODULE_RE
-
-DRIVER_DIR = Path(__file__).parent / "cmake"
 
 # Targets `kernelgen init --target NAME` knows: arch, compute capability, opt-in shared memory per block.
 KNOWN_TARGETS = {
@@ -160,14 +158,16 @@ addopts = "-ra"
 """
 
 _CMAKE = """\
-# The project's wheel (pip wheel . / pip install .): kernelgen generates the sources, finds nvcc
-# and pybind11, and writes the CMake script included below. The wheel holds every target of
-# specs/targets.yaml, or those named: pip wheel . -Ccmake.define.KERNELGEN_TARGETS="hopper;ampere"
+# The project's wheel (pip wheel . / pip install .): `kernelgen cmake` generates the sources and
+# builds the targets with kernelgen's own driver in build/ (after `kernelgen build`, nothing is
+# recompiled), then writes the script included below, which installs the package. The wheel holds
+# every target of specs/targets.yaml, or those named:
+#   pip wheel . -Ccmake.define.KERNELGEN_TARGETS="hopper;ampere"
 # Day-to-day builds use `kernelgen build`, which does not read this file.
 cmake_minimum_required(VERSION 3.24)
-project(@PKG@ LANGUAGES CXX)
+project(@PKG@ LANGUAGES NONE)
 set(KERNELGEN_TARGETS "" CACHE STRING "targets to build into the wheel (default: all)")
-find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter)
 set(kg_args)
 foreach(kg_t IN LISTS KERNELGEN_TARGETS)
   list(APPEND kg_args --target ${kg_t})
@@ -260,28 +260,14 @@ def _cm(path: Path | str) -> str:
     return '"' + str(path).replace("\\", "/").replace('"', '\\"') + '"'
 
 
-def cmake_script(root: Path, catalog: Catalog, targets: list[Target], out_dir: Path) -> str:
-    """The CMake script a project's CMakeLists.txt includes for its wheel: the toolkit, pybind11,
-    kernelgen's CMake driver for the targets, and the install of the package shell."""
-    from kernelgen import toolkit
-
-    tk = toolkit.find_toolkit(install=True)
+def cmake_script(catalog: Catalog, staging: Path) -> str:
+    """The CMake script a project's CMakeLists.txt includes for its wheel: the package that
+    ``kernelgen cmake`` built and staged (targets and package shell), installed as it is."""
     package = catalog.naming.package
-    shell = out_dir / "package"
-    project.write_shell(shell, project.shell_files(catalog, None))
-    names = ";".join(t.name for t in targets)
+    project.write_shell(staging / package, project.shell_files(catalog, None))
     return "\n".join([
         "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
-        f"set(KERNELGEN_ROOT {_cm(root)})",
-        f"set(KERNELGEN_TARGETS {_cm(names)})",
-        f"set(KERNELGEN_INSTALL_DIR {package})",
-        'set(KERNELGEN_TORCH_DIR "")  # the torch reader is locked to one torch version: not in wheels',
-        f"set(CMAKE_CUDA_COMPILER {_cm(tk.nvcc)})",
-        f"set(CUDAToolkit_ROOT {_cm(tk.root)})",
-        f"set(pybind11_DIR {_cm(toolkit.find_pybind11())})",
-        "enable_language(CUDA)",
-        f"include({_cm(DRIVER_DIR / 'kernelgen.cmake')})",
-        "install(FILES " + " ".join(_cm(shell / n) for n in sorted(project.shell_files(catalog, None)))
-        + f" DESTINATION {package})",
+        f"install(DIRECTORY {_cm(staging / package)}/ DESTINATION {package} USE_SOURCE_PERMISSIONS",
+        '        PATTERN "__pycache__" EXCLUDE)',
         "",
     ])
