@@ -187,6 +187,25 @@ def _failed_steps_output(lines: list[str]) -> list[str]:
     return out
 
 
+_LINKED_OBJECT = re.compile(r"/src/(?P<module>[a-z][a-z0-9_]*)\.cu\.o\b")
+
+
+def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
+    """The spec file:line (its ``sources``) of each module whose object the linker's lines name."""
+    if root is None:
+        return []
+    out: list[str] = []
+    for m in dict.fromkeys(x.group("module") for ln in linker for x in _LINKED_OBJECT.finditer(ln)):
+        spec = root / "specs" / f"{m}.yaml"
+        try:
+            lines = spec.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        line = next((i + 1 for i, t in enumerate(lines) if t.startswith("sources:")), 1)
+        out.append(f"kernelgen: specs/{m}.yaml:{line}: module '{m}': its sources are in this failed link")
+    return out
+
+
 def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first, then a
     kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
@@ -204,6 +223,7 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
         linker = [ln for ln in _failed_steps_output(lines) if ln.strip()]
         if linker:
             shown = linker[:20] + ([f"... ({len(linker) - 20} more lines; -v shows them)"] if len(linker) > 20 else [])
+            shown += _modules_in_link(linker, root)
             if any("multiple definition of" in ln for ln in linker):
                 shown.append("kernelgen: each module's sources are #included into its launcher translation unit, so a "
                              "function defined in the sources of two modules is defined twice in the target library: "

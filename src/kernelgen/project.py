@@ -92,10 +92,12 @@ def link(package: str, prefix: Path) -> str:
         old = pth.read_text(encoding="utf-8").strip()
     except OSError:
         old = None
+    if found and old is None:
+        # Another copy (an installed wheel, an editable install) is found first: a .pth file would
+        # come after it on the path and change nothing.
+        return (f"{package} is built in {target}, but this environment imports {package} from {found[0]}; "
+                f"to use this build, pip uninstall that copy and run kernelgen build again")
     note = ""
-    if found and old != str(prefix):
-        note = (f"; note: another {package} at {found[0]} is found first (an installed wheel?): "
-                f"pip uninstall it to use this build")
     if old != str(prefix):
         try:
             pth.write_text(f"{prefix}\n", encoding="utf-8")

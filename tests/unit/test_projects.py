@@ -256,6 +256,15 @@ def test_link_writes_and_unlink_removes_a_pth(tmp_path: Path, monkeypatch: pytes
     assert not (site / "_kernelgen_linkops_xyz.pth").exists()
 
 
+def test_link_writes_nothing_where_another_copy_is_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(project, "pth_path", lambda package: tmp_path / f"_kernelgen_{package}.pth")
+    msg = project.link("kernelgen_ops", tmp_path / "other")
+    assert msg == (f"kernelgen_ops is built in {tmp_path / 'other' / 'kernelgen_ops'}, but this environment imports "
+                   f"kernelgen_ops from {REPO / 'bindings' / 'kernelgen_ops'}; to use this build, pip uninstall that "
+                   "copy and run kernelgen build again")
+    assert not list(tmp_path.glob("*.pth"))
+
+
 def test_link_leaves_an_importable_package_alone() -> None:
     msg = project.link("kernelgen_ops", REPO / "bindings")
     assert msg == f"kernelgen_ops is importable in this environment (from {REPO / 'bindings' / 'kernelgen_ops'})"
