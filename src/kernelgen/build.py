@@ -112,6 +112,8 @@ def _short(step: str) -> str:
     m = re.search(r"Building (\S+) object (\S+)", step)
     if m:
         obj = m.group(2).split(".dir/")[-1].removesuffix(".o")
+        if "/kernelgen/runtime/src/" in f"/{obj}":  # kernelgen's runtime, wherever kernelgen is installed
+            obj = "kernelgen runtime/" + obj.rsplit("/", 1)[-1]
         return f"compiling {obj} ({m.group(1)})"
     m = re.search(r"Linking \S+ (?:shared|static)? ?(?:module|library) (\S+)", step)
     if m:

@@ -267,7 +267,8 @@ def cmake_script(catalog: Catalog, staging: Path) -> str:
     project.write_shell(staging / package, project.shell_files(catalog, None))
     return "\n".join([
         "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
-        f"install(DIRECTORY {_cm(staging / package)}/ DESTINATION {package} USE_SOURCE_PERMISSIONS",
+        # the trailing "/" inside the quotes: the folder's contents, not the folder itself
+        f"install(DIRECTORY {_cm(f'{staging / package}/')} DESTINATION {package} USE_SOURCE_PERMISSIONS",
         '        PATTERN "__pycache__" EXCLUDE)',
         "",
     ])

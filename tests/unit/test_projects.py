@@ -318,3 +318,25 @@ def test_scaffold_targets_cover_the_repository_targets() -> None:
         arch, cc, smem = scaffold.KNOWN_TARGETS[t.name]
         assert (arch, cc, smem) == (t.arch, f"{t.compute_capability[0]}.{t.compute_capability[1]}",
                                     t.max_shared_mem_per_block_optin)
+
+
+def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) -> None:
+    root = _copy_fixture(tmp_path, "wheelops")
+    catalog = load_catalog(root)
+    staging = tmp_path / "stage with space"
+    (staging / "wheelops" / "hopper").mkdir(parents=True)
+    (staging / "wheelops" / "hopper" / "fixture_ops.so").write_bytes(b"\x7fELF")
+    script = scaffold.cmake_script(catalog, staging)
+    assert f'install(DIRECTORY "{staging / "wheelops"}/" DESTINATION wheelops' in script
+    (tmp_path / "cm").mkdir()
+    (tmp_path / "cm" / "project.cmake").write_text(script)
+    (tmp_path / "cm" / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(x LANGUAGES NONE)\ninclude(project.cmake)\n")
+    cmake = toolkit.find_cmake()
+    subprocess.run([cmake, "-S", str(tmp_path / "cm"), "-B", str(tmp_path / "b")], check=True, capture_output=True,
+                   timeout=120)
+    subprocess.run([cmake, "--install", str(tmp_path / "b"), "--prefix", str(tmp_path / "p")], check=True,
+                   capture_output=True, timeout=120)
+    got = sorted(str(p.relative_to(tmp_path / "p")) for p in (tmp_path / "p").rglob("*") if p.is_file())
+    assert got == ["wheelops/__init__.py", "wheelops/_api.py", "wheelops/_project.py", "wheelops/hopper/fixture_ops.so"]
+    assert "TARGETS = {\"gb10\": (12, 1), \"hopper\": (9, 0)}\nROOT = None" in (tmp_path / "p/wheelops/_project.py").read_text()
