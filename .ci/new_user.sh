@@ -79,5 +79,7 @@ plan = axpy.axpy.plan(n=4096)
 print("axpy.axpy.plan(n=4096):", plan)
 assert plan["kernel"] == "axpy_vec4_f32" and plan["grid"] == (4, 1, 1), plan
 PY
+echo "a target the wheel does not hold:"
+KERNELGEN_TARGET=hopper python -c "from tinyops import axpy" 2>&1 | tail -n 1
 deactivate
 step "done: the new user's path works"
