@@ -17,6 +17,7 @@ import sysconfig
 from pathlib import Path
 
 from kernelgen.model import Catalog
+from kernelgen.names import DEFAULT
 
 SHELL_DIR = Path(__file__).parent / "runtime" / "python"
 SHELL_FILES = ("__init__.py", "_api.py")
@@ -95,6 +96,10 @@ def link(package: str, prefix: Path) -> str:
     if found and old is None:
         # Another copy (an installed wheel, an editable install) is found first: a .pth file would
         # come after it on the path and change nothing.
+        if package == DEFAULT.package:
+            return (f"{package} is built in {target}, but this environment imports kernelgen's own {package} from "
+                    f"{found[0]}; give the project a package of its own: specs/project.yaml with `package: NAME` "
+                    "(kernelgen init writes one), then run kernelgen build again")
         return (f"{package} is built in {target}, but this environment imports {package} from {found[0]}; "
                 f"to use this build, pip uninstall that copy and run kernelgen build again")
     note = ""

@@ -260,8 +260,14 @@ def test_link_writes_nothing_where_another_copy_is_imported(tmp_path: Path, monk
     monkeypatch.setattr(project, "pth_path", lambda package: tmp_path / f"_kernelgen_{package}.pth")
     msg = project.link("kernelgen_ops", tmp_path / "other")
     assert msg == (f"kernelgen_ops is built in {tmp_path / 'other' / 'kernelgen_ops'}, but this environment imports "
-                   f"kernelgen_ops from {REPO / 'bindings' / 'kernelgen_ops'}; to use this build, pip uninstall that "
-                   "copy and run kernelgen build again")
+                   f"kernelgen's own kernelgen_ops from {REPO / 'bindings' / 'kernelgen_ops'}; give the project a "
+                   "package of its own: specs/project.yaml with `package: NAME` (kernelgen init writes one), then run "
+                   "kernelgen build again")
+    assert not list(tmp_path.glob("*.pth"))
+    (tmp_path / "other" / "pytest").mkdir(parents=True)
+    assert project.link("pytest", tmp_path / "other").endswith(
+        "but this environment imports pytest from " + str(Path(pytest.__file__).parent) +
+        "; to use this build, pip uninstall that copy and run kernelgen build again")
     assert not list(tmp_path.glob("*.pth"))
 
 
