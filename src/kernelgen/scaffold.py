@@ -218,8 +218,10 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
   `api.h.j2`, ...) replaces it, and kernelgen's own stays reachable as `kernelgen/<name>`. A licence
   header on every generated launcher file is a `templates/launchers.cu.j2` of two lines:
   `// Copyright ...` and `{% include "kernelgen/launchers.cu.j2" %}`.
-- A wheel for other machines: `pip wheel . -Ccmake.define.KERNELGEN_TARGETS=hopper` (no kernelgen
-  or CUDA toolkit needed where it is installed; the NVIDIA driver is).
+- A wheel for other machines: `pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS=hopper`
+  (after `kernelgen build` nothing is recompiled; neither kernelgen nor a CUDA toolkit is needed where
+  the wheel is installed, only the NVIDIA driver). With build isolation, pip must find kernelgen on
+  an index or in `--find-links` (a wheel of kernelgen: `pip wheel --no-deps /path/to/kernelgen`).
 - `kernelgen unlink` stops `kernelgen build` from making the package importable here.
 """
 
