@@ -154,8 +154,10 @@ def write_project(root: Path, names: dict[str, str]) -> Path:
 
 
 # Files a module must not be named after: per-target generated files and runtime headers.
-# (and "targets": specs/targets.yaml is the target registry, not a module)
-TARGET_FILE_STEMS = frozenset({"types", "plan_codes", "abi", "runtime", "python", "torch_fast", "lib", "targets"})
+# (and "targets" and "project": specs/targets.yaml and specs/project.yaml are the target
+# registry and the project file, not modules)
+TARGET_FILE_STEMS = frozenset({"types", "plan_codes", "abi", "runtime", "python", "torch_fast", "lib", "targets",
+                              "project"})
 
 
 # Plain YAML words that are not strings (or that YAML 1.1 reads as booleans): a spec must quote them.

@@ -1,9 +1,9 @@
-"""Types the generated launchers return and raise (imported by every built module)."""
+"""Types the generated launchers return and raise (imported by every built module of the package)."""
 
 from __future__ import annotations
 
-# Process-wide launcher settings, read by the built modules (see kernelgen_ops.set_strict
-# and kernelgen_ops.refresh).
+# Process-wide launcher settings, read by the built modules (see the package's set_strict
+# and refresh).
 STRICT = False
 _refreshers: dict = {}  # one refresh function per loaded target library
 

@@ -3,8 +3,8 @@
 Each target gets its own CMake build tree (``build/<target>``) made from kernelgen's
 driver project; ninja decides what to recompile, so a no-op build runs no compiler and
 an edited spec or kernel recompiles only its module's translation units. Built files are
-installed into ``bindings/kernelgen_ops/<target>/`` where ``import kernelgen_ops`` finds
-them (editable installs included).
+installed into ``bindings/<package>/<target>/`` (the project's package, ``kernelgen_ops`` for
+kernelgen's own catalog), beside the package's shell (see :mod:`kernelgen.project`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class BuildOptions:
     build_type: str = "Release"
     extra_cmake_args: Sequence[str] = ()
     torch_reader: bool = True  # build the C++ torch tensor reader when torch is installed
+    package: str = "kernelgen_ops"  # the project's Python package: installs go to install_prefix/package
 
 
 def _run(cmd: list[str], cwd: Path, echo: Callable[[str], None], verbose: bool) -> tuple[int, list[str], list[str]]:
@@ -111,6 +112,8 @@ def _short(step: str) -> str:
     m = re.search(r"Building (\S+) object (\S+)", step)
     if m:
         obj = m.group(2).split(".dir/")[-1].removesuffix(".o")
+        if "/kernelgen/runtime/src/" in f"/{obj}":  # kernelgen's runtime, wherever kernelgen is installed
+            obj = "kernelgen runtime/" + obj.rsplit("/", 1)[-1]
         return f"compiling {obj} ({m.group(1)})"
     m = re.search(r"Linking \S+ (?:shared|static)? ?(?:module|library) (\S+)", step)
     if m:
@@ -186,6 +189,25 @@ def _failed_steps_output(lines: list[str]) -> list[str]:
     return out
 
 
+_LINKED_OBJECT = re.compile(r"/src/(?P<module>[a-z][a-z0-9_]*)\.cu\.o\b")
+
+
+def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
+    """The spec file:line (its ``sources``) of each module whose object the linker's lines name."""
+    if root is None:
+        return []
+    out: list[str] = []
+    for m in dict.fromkeys(x.group("module") for ln in linker for x in _LINKED_OBJECT.finditer(ln)):
+        spec = root / "specs" / f"{m}.yaml"
+        try:
+            lines = spec.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        line = next((i + 1 for i, t in enumerate(lines) if t.startswith("sources:")), 1)
+        out.append(f"kernelgen: specs/{m}.yaml:{line}: module '{m}': its sources are in this failed link")
+    return out
+
+
 def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first, then a
     kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
@@ -203,6 +225,7 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
         linker = [ln for ln in _failed_steps_output(lines) if ln.strip()]
         if linker:
             shown = linker[:20] + ([f"... ({len(linker) - 20} more lines; -v shows them)"] if len(linker) > 20 else [])
+            shown += _modules_in_link(linker, root)
             if any("multiple definition of" in ln for ln in linker):
                 shown.append("kernelgen: each module's sources are #included into its launcher translation unit, so a "
                              "function defined in the sources of two modules is defined twice in the target library: "
@@ -239,8 +262,9 @@ class Tools:
     torch: dict[str, str] | None  # torch_info, when the torch reader is built
 
     @staticmethod
-    def find(opts: BuildOptions) -> Tools:
-        return Tools(toolkit.find_toolkit(), toolkit.find_cmake(), toolkit.find_ninja(), toolkit.find_pybind11(),
+    def find(opts: BuildOptions, echo: Callable[[str], None] = print) -> Tools:
+        return Tools(toolkit.find_toolkit(install=True, echo=echo), toolkit.find_cmake(), toolkit.find_ninja(),
+                     toolkit.find_pybind11(),
                      torch_info(opts.build_dir) if opts.torch_reader else None)
 
 
@@ -255,7 +279,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
         f"-DCMAKE_INSTALL_PREFIX={opts.install_prefix}",
         f"-DKERNELGEN_ROOT={opts.root}",
         f"-DKERNELGEN_TARGETS={target.name}",
-        "-DKERNELGEN_INSTALL_DIR=kernelgen_ops",
+        f"-DKERNELGEN_INSTALL_DIR={opts.package}",
         f"-Dpybind11_DIR={tools.pybind11_dir}",
         f"-DPython_EXECUTABLE={sys.executable}",
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
@@ -273,7 +297,7 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
-    tools = Tools.find(opts)
+    tools = Tools.find(opts, echo)
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):

@@ -1,7 +1,11 @@
 """The ``kernelgen`` command line.
 
+    kernelgen init [DIR] --package NAME [--target T]...   a new project
     kernelgen generate [--check]     regenerate generated/ from specs/ (or check it is current)
-    kernelgen build [--target T]     regenerate, then build and install the targets
+    kernelgen build [--target T]     regenerate, then build and install the targets; the project's
+                                     package is then importable in the active environment
+    kernelgen unlink                 stop making the package importable (remove the .pth file)
+    kernelgen cmake --out FILE       the CMake script a project's wheel build includes
     kernelgen list                   the modules, kernels and chains per target
     kernelgen schema [--targets]     the JSON Schema of module specs (or of specs/targets.yaml)
 
@@ -54,7 +58,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     start = time.monotonic()
     catalog = load_catalog(root)
     all_targets = [t.name for t in catalog.targets]
-    files = render_catalog(catalog)
+    files = render_catalog(catalog, templates=root / "templates")
     if args.check:
         report = check_files(root, files, all_targets)
         if report.ok:
@@ -78,15 +82,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     from kernelgen.build import BuildOptions, build_targets
 
     root = args.root
+    from kernelgen import project
+
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
             raise KernelgenError(f"{label} {d} is not a folder")
-    files = render_catalog(catalog)
+    files = render_catalog(catalog, templates=root / "templates")
     report = write_files(root, files, [t.name for t in catalog.targets])
     print(f"kernelgen: generated {len(files)} files ({len(report.written)} changed, {len(report.removed)} removed)")
+    package = catalog.naming.package
     opts = BuildOptions(
         root=root,
         build_dir=(args.build_dir or root / "build").resolve(),
@@ -95,8 +102,57 @@ def cmd_build(args: argparse.Namespace) -> int:
         compiler_launcher=args.compiler_launcher,
         verbose=args.verbose,
         torch_reader=not args.no_torch_reader,
+        package=package,
     )
     build_targets(opts, targets)
+    project.write_shell(opts.install_prefix / package, project.shell_files(catalog, root))
+    if args.install_dir is None and not args.no_link:
+        print(f"kernelgen: {project.link(package, opts.install_prefix)}")
+    else:
+        print(f"kernelgen: installed {package} in {opts.install_prefix}")
+    return 0
+
+
+def cmd_unlink(args: argparse.Namespace) -> int:
+    from kernelgen import project
+
+    catalog = load_catalog(args.root)
+    print(f"kernelgen: {project.unlink(catalog.naming.package)}")
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from kernelgen import scaffold
+
+    folder = (args.dir or Path.cwd()).resolve()
+    written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force)
+    print(f"kernelgen: created {len(written)} files in {folder}:")
+    for p in written:
+        print(f"  {p}")
+    print(f"next: cd {folder} && kernelgen build && pytest")
+    return 0
+
+
+def cmd_cmake(args: argparse.Namespace) -> int:
+    from kernelgen import scaffold
+    from kernelgen.build import BuildOptions, build_targets
+
+    root = args.root
+    catalog = load_catalog(root)
+    targets = _targets(catalog, [x for t in args.target or [] for x in t.split(";") if x] or None)
+    files = render_catalog(catalog, templates=root / "templates")
+    write_files(root, files, [t.name for t in catalog.targets])
+    out_dir = args.out.resolve().parent
+    # The targets are built by kernelgen's own driver in the project's build/ (after `kernelgen build`
+    # nothing is recompiled), without the torch reader (it is locked to one torch version), and
+    # installed into a staging folder whose package the wheel's CMake installs as it is.
+    opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
+                        install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
+                        verbose=args.verbose)
+    build_targets(opts, targets)
+    text = scaffold.cmake_script(catalog, opts.install_prefix)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"kernelgen: wrote {args.out} ({catalog.naming.package}: {', '.join(t.name for t in targets)})")
     return 0
 
 
@@ -159,7 +215,26 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
     b.add_argument("--no-torch-reader", action="store_true",
                    help="do not build the C++ reader of torch tensors even where torch is installed")
+    b.add_argument("--no-link", action="store_true",
+                   help="do not make the package importable in the active environment (no .pth file)")
     b.set_defaults(func=cmd_build)
+    i = sub.add_parser("init", help="create a new project: specs, an example kernel, pyproject.toml, a test")
+    i.add_argument("dir", nargs="?", type=Path, help="the project folder (default: the current folder)")
+    i.add_argument("--package", "-p", required=True, help="the project's Python package (also its C++ namespace, "
+                   "C ABI prefix and library names)")
+    i.add_argument("--target", "-t", action="append",
+                   help="a target for specs/targets.yaml (repeatable; default: gb10 and hopper; known: "
+                   "ampere, ada, hopper, blackwell, gb10)")
+    i.add_argument("--force", action="store_true", help="overwrite files that exist")
+    i.set_defaults(func=cmd_init, root_optional=True)
+    u = sub.add_parser("unlink", help="remove the .pth file that makes the package importable")
+    u.set_defaults(func=cmd_unlink)
+    cm = sub.add_parser("cmake", help="write the CMake script that a project's CMakeLists.txt includes (wheels)")
+    cm.add_argument("--out", "-o", type=Path, required=True, help="the script to write")
+    cm.add_argument("--target", "-t", action="append", help="target to build (repeatable; default: all)")
+    cm.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build, shared with kernelgen build)")
+    cm.add_argument("--verbose", "-v", action="store_true", help="show every compiler command and message")
+    cm.set_defaults(func=cmd_cmake)
     ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
     ls.set_defaults(func=cmd_list)
     sc = sub.add_parser(

@@ -33,6 +33,8 @@ from kernelgen.model import (
     Target,
     Variants,
 )
+from kernelgen.names import DEFAULT as NAMING_DEFAULT
+from kernelgen.names import Naming
 from kernelgen.types import ELEMS, SCALARS
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
@@ -294,7 +296,7 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
             continue
         name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
         if name in PACKAGE_NAMES:
-            raise ctx.error(key.loc, f"target '{name}' would be hidden by kernelgen_ops.{name}", "choose another name")
+            raise ctx.error(key.loc, f"target '{name}' would be hidden by the package's own attribute {name}", "choose another name")
         with ctx.at(name):
             f = _fields(ctx, value, schema.TARGET)
             with ctx.at("arch"):
@@ -337,6 +339,44 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
     return tuple(sorted(targets, key=lambda t: t.name))
 
 
+# ------------------------------------------------------------------ project
+
+PROJECT_FILE = "project.yaml"
+
+
+def load_project(path: Path, root: Path) -> Naming:
+    """The project's names from ``specs/project.yaml``; kernelgen's own when the file is absent."""
+    if not path.exists() and not path.is_symlink():
+        return NAMING_DEFAULT
+    rel = relpath(path, root)
+    node = load(rel, read_regular(path, root, MAX_SPEC_BYTES, "project file"))
+    ctx = _Ctx(rel)
+    if isinstance(node, YMap) and "module" in node.keys():
+        raise ctx.error(node.loc, f"{rel} is the project file (package and naming), not a module spec",
+                        "a module cannot be named 'project': rename the module")
+    _version(ctx, node)
+    f = _fields(ctx, node, schema.PROJECT)
+    values: dict[str, str] = {}
+    for key in ("package", "namespace", "c_prefix", "library"):
+        if key not in f:
+            continue
+        with ctx.at(key):
+            value = _str(ctx, f[key])
+            pattern = _MODULE if key == "package" else _IDENT
+            if not pattern.fullmatch(value):
+                raise ctx.error(f[key].loc, f"{value!r} is not a valid {key}",
+                                f"use letters, digits and '_' matching {pattern.pattern}")
+            if value in RESERVED - {"kg", "kernelgen"} or value.startswith("__"):
+                raise ctx.error(f[key].loc, f"'{value}' is reserved and cannot be used as a {key}",
+                                "choose another name")
+            if key == "package" and value in ("kernelgen", "torch", "numpy", "pytest"):
+                raise ctx.error(f[key].loc, f"package '{value}' would shadow an installed package",
+                                "choose another name")
+            values[key] = value
+    return Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
+                              values.get("library"))
+
+
 # ------------------------------------------------------------------ modules
 
 
@@ -345,7 +385,8 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     root = root.resolve()
     spec_dir = (spec_dir or root / "specs").resolve()
     targets = load_targets(spec_dir / "targets.yaml", root)
-    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name != "targets.yaml")
+    naming = load_project(spec_dir / PROJECT_FILE, root)
+    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name not in ("targets.yaml", PROJECT_FILE))
     for bad in sorted(spec_dir.iterdir()) if spec_dir.is_dir() else ():
         if bad.suffix.lower() in (".yaml", ".yml") and bad.suffix != ".yaml":
             raise SpecError(SourceLoc(relpath(bad, root)), "", f"spec files must end in .yaml, not {bad.suffix}",
@@ -364,7 +405,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
             raise SpecError(m.kill_switch_loc or m.loc, "kill_switch",
                             f"kill switch {m.kill_switch} is also the kill switch of module '{other.name}' "
                             f"({other.path})", "give each module its own, or declare kill_switch_shared: true in both")
-    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)))
+    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)), naming)
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
     # The checks generation makes on top of the loader's (the test-case search, whole
@@ -428,12 +469,12 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         if path.stem != name:
             raise ctx.error(f["module"].loc, f"module '{name}' must be defined in {name}.yaml, not {path.name}")
         if name in PACKAGE_NAMES:
-            raise ctx.error(f["module"].loc, f"module '{name}' would be hidden by kernelgen_ops.{name}",
+            raise ctx.error(f["module"].loc, f"module '{name}' would be hidden by the package's own attribute {name}",
                             "choose another name")
         clash = next((t for t in targets if t.name == name), None)
         if clash is not None:
             raise ctx.error(f["module"].loc, f"module '{name}' has the name of a target (line {clash.loc.line} "
-                                             f"of specs/targets.yaml): kernelgen_ops.{name} is the target's package",
+                                             f"of specs/targets.yaml): <package>.{name} is the target's package",
                             "choose another name")
     with ctx.at("summary"):
         summary = _text(ctx, f["summary"], one_line=True)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from kernelgen.errors import SourceLoc
 from kernelgen.expr import Node
+from kernelgen.names import DEFAULT as DEFAULT_NAMING
+from kernelgen.names import Naming
 from kernelgen.types import ElemType, ScalarType
 
 # Scalar and element types live in the type registry (kernelgen.types).
@@ -184,6 +186,7 @@ class Catalog:
 
     targets: tuple[Target, ...]
     modules: tuple[Module, ...] = field(default=())
+    naming: Naming = field(default=DEFAULT_NAMING)  # the project's names (specs/project.yaml)
 
     def module(self, name: str) -> Module | None:
         for m in self.modules:

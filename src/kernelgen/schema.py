@@ -346,7 +346,29 @@ TARGETS_FILE = Struct(
     (VERSION,),
 )
 
-STRUCTS = (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE)
+_PACKAGE_NAME = Kind("Python package name", {"type": "string", "pattern": _full(MODULE_RE)})
+_C_NAME = Kind("C identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
+PROJECT = Struct(
+    "project", "project",
+    "specs/project.yaml (optional): the project's names. Without it a project has kernelgen's own: package "
+    "`kernelgen_ops`, C++ namespace `kernelgen`, C prefix `kg`, libraries `kernelgen_<target>_*`. "
+    "`kernelgen init --package NAME` writes it.",
+    (
+        VERSION,
+        Field("package", _PACKAGE_NAME, True,
+              "The Python package the built targets are installed into (`import NAME`; `NAME.<target>.<module>`). "
+              "The other names derive from it."),
+        Field("namespace", _C_NAME, False, "The C++ namespace of the generated API (`NAME::<module>::<kernel>`).",
+              "the package name"),
+        Field("c_prefix", _C_NAME, False, "The prefix of the C ABI functions (`PREFIX_<module>__<kernel>`).",
+              "the package name"),
+        Field("library", _C_NAME, False,
+              "The stem of the target libraries (`libSTEM_<target>_<hash>.so`) and Rust crates (`STEM_<target>`).",
+              "the package name"),
+    ),
+)
+
+STRUCTS = (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE, PROJECT)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -414,7 +436,7 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET):
+    for s in (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET, PROJECT):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)
@@ -442,6 +464,6 @@ def update_doc(text: str) -> str:
 
 
 __all__ = [
-    "KERNEL", "MODULE", "STRUCTS", "SUPPORTED_VERSIONS", "TARGET", "Field", "Kind", "Struct",
+    "KERNEL", "MODULE", "PROJECT", "STRUCTS", "SUPPORTED_VERSIONS", "TARGET", "Field", "Kind", "Struct",
     "field_reference", "json_schema", "json_schema_text", "update_doc",
 ]

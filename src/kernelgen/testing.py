@@ -15,25 +15,65 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["built_module", "ccache_stats", "fake_pointer", "private_sccache", "sccache_counts", "sccache_stats"]
+__all__ = ["built_module", "ccache_stats", "fake_pointer", "not_built_reason", "private_sccache", "sccache_counts",
+           "sccache_stats"]
 
 
-def built_module(target: str, module: str) -> ModuleType:
-    name = f"kernelgen_ops.{target}.{module}"
+def not_built_reason(package: str, target: str, module: str, root: Path | None = None) -> str | None:
+    """Why ``<package>.<target>.<module>`` cannot be imported, as one sentence with the command that
+    fixes it; None when it can. ``root`` is the project's folder, to tell "not built" from "built
+    but not on this Python's path"."""
+    name = f"{package}.{target}.{module}"
+    try:
+        importlib.import_module(name)
+        return None
+    except ImportError as exc:
+        error = exc
+    cmd = f"kernelgen build --target {target}" + (f" (in {root})" if root else "")
+    built_dir = root / "bindings" / package / target if root else None
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError:
+        pkg = None
+    if pkg is None:
+        if built_dir is not None and (built_dir / "__init__.py").is_file():
+            return (f"{target} is built in {built_dir}, but the package {package} is not on this Python's path "
+                    f"({sys.executable}); run: {cmd}, which makes it importable in the active environment")
+        return f"{package} is not built for target {target}; run: {cmd}"
+    try:
+        importlib.import_module(f"{package}.{target}")
+    except ImportError:
+        where = ", ".join(getattr(pkg, "__path__", []))
+        if built_dir is not None and (built_dir / "__init__.py").is_file():
+            return (f"{target} is built in {built_dir}, but the {package} this Python imports ({where}) is another "
+                    f"copy without it; run: {cmd}, or uninstall the other copy")
+        return f"{package} is not built for target {target} (looked in {where}); run: {cmd}"
+    return f"{name} cannot be imported: {error}; run: {cmd}"
+
+
+def built_module(target: str, module: str, package: str = "kernelgen_ops", test_file: str | None = None
+                 ) -> ModuleType:
+    """``<package>.<target>.<module>``, or a skip of the calling test file (a failure where
+    ``KERNELGEN_REQUIRE_BUILT`` is set) that says why it cannot be imported and what to run.
+    ``test_file`` is a generated test's ``__file__`` (``<root>/generated/<target>/tests/``)."""
+    name = f"{package}.{target}.{module}"
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
-        import pytest
+    except ImportError:
+        pass
+    root = Path(test_file).resolve().parents[3] if test_file else None
+    msg = not_built_reason(package, target, module, root) or f"{name} cannot be imported"
+    import pytest
 
-        msg = f"{name} is not built ({exc}); run: kernelgen build --target {target}"
-        if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg, allow_module_level=True)
-        raise  # unreachable: skip raises
+    if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg, allow_module_level=True)
+    raise AssertionError("unreachable: pytest.skip raises")
 
 
 def fake_pointer(index: int) -> int:

@@ -4,21 +4,36 @@ nvcc is looked for, in order: ``$CUDACXX``; ``$CUDA_HOME``/``$CUDA_PATH``; ``nvc
 PATH; ``/usr/local/cuda``; and the CUDA toolkit wheels from PyPI (``pip install
 'kernelgen[cuda]'``: nvidia-cuda-nvcc, -runtime, -cccl, -crt, nvidia-nvvm), which
 cuda-pathfinder can locate, or which sit under ``site-packages/nvidia``.
+
+When none is found, ``kernelgen build`` installs those wheels into the active environment (pip's
+own progress is shown; ``KERNELGEN_NO_CUDA_INSTALL=1`` turns this off). ``KERNELGEN_IGNORE_SYSTEM_CUDA=1``
+hides every toolkit but the wheels, so that CI can prove a machine without a toolkit works.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import site
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernelgen.errors import ToolkitError
 
 SYSTEM_ROOTS = [Path("/usr/local/cuda")]
+# The CUDA toolkit from PyPI: the `cuda` extra of kernelgen's pyproject.toml (a test keeps them equal).
+CUDA_WHEELS = (
+    "nvidia-cuda-nvcc>=13.0,<14",
+    "nvidia-cuda-runtime>=13.0,<14",
+    "nvidia-cuda-cccl>=13.0,<14",
+    "nvidia-cuda-crt>=13.0,<14",
+    "nvidia-nvvm>=13.0,<14",
+    "cuda-pathfinder>=1.1",
+)
 HOW_TO_GET_CUDA = (
     "install the CUDA toolkit (nvcc) and set CUDA_HOME, or run: "
     "pip install 'kernelgen[cuda]' to get it from PyPI"
@@ -72,25 +87,59 @@ def _wheel_roots() -> list[Path]:
     return roots
 
 
-def find_toolkit() -> Toolkit:
+def _system_hidden() -> bool:
+    return os.environ.get("KERNELGEN_IGNORE_SYSTEM_CUDA", "") not in ("", "0")
+
+
+def find_toolkit(install: bool = False, echo: Callable[[str], None] = print) -> Toolkit:
+    """The CUDA toolkit to build with; with ``install``, where none is found, the PyPI wheels are
+    installed into this environment first (unless KERNELGEN_NO_CUDA_INSTALL is set)."""
+    try:
+        return _find_toolkit()
+    except ToolkitError as exc:
+        if not install or os.environ.get("KERNELGEN_NO_CUDA_INSTALL", "") not in ("", "0"):
+            raise
+        reason = str(exc).split(";", 1)[0]
+    echo(f"kernelgen: {reason}: installing the CUDA toolkit from PyPI into this environment ({sys.prefix})")
+    cmd = [sys.executable, "-m", "pip", "install", "--progress-bar", "off", *CUDA_WHEELS]
+    echo("  $ " + " ".join(cmd[2:]))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip():
+            echo(f"  {line.rstrip()}")
+    if proc.wait() != 0:
+        raise ToolkitError(f"installing the CUDA toolkit from PyPI failed (pip's messages above). To fix: "
+                           f"{HOW_TO_GET_CUDA}")
+    importlib.invalidate_caches()
+    tk = _find_toolkit()
+    echo(f"kernelgen: installed nvcc {tk.version} in {tk.root}")
+    return tk
+
+
+def _find_toolkit() -> Toolkit:
     candidates: list[tuple[str, Path]] = []
-    if os.environ.get("CUDACXX"):
+    if _system_hidden():
+        pass
+    elif os.environ.get("CUDACXX"):
         nvcc = Path(os.environ["CUDACXX"])
         candidates.append(("CUDACXX", nvcc.resolve().parent.parent))
     for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
+        if os.environ.get(var) and not _system_hidden():
             candidates.append((var, Path(os.environ[var])))
     which = shutil.which("nvcc")
-    if which:
+    if which and not _system_hidden():
         candidates.append(("PATH", Path(which).resolve().parent.parent))
-    candidates += [(str(r), r) for r in SYSTEM_ROOTS]
+    if not _system_hidden():
+        candidates += [(str(r), r) for r in SYSTEM_ROOTS]
     candidates += [("PyPI wheels", r) for r in _wheel_roots()]
     for source, root in candidates:
         nvcc = _nvcc_in(root)
         if nvcc is not None:
             return Toolkit(nvcc, root, _version(nvcc), source)
-    looked = ", ".join(f"{s} ({r})" for s, r in candidates)
-    raise ToolkitError(f"no CUDA toolkit (nvcc) found; looked in: {looked}. To fix: {HOW_TO_GET_CUDA}")
+    looked = ", ".join(f"{s} ({r})" for s, r in candidates) or "nothing"
+    hidden = " (the machine's toolkits are hidden: KERNELGEN_IGNORE_SYSTEM_CUDA is set)" if _system_hidden() else ""
+    raise ToolkitError(f"no CUDA toolkit (nvcc) found{hidden}; looked in: {looked}. To fix: {HOW_TO_GET_CUDA}")
 
 
 def _tool(name: str, module: str, bin_attr: str) -> str:

@@ -85,5 +85,7 @@ def test_link_failure_shows_the_linkers_lines_without_verbose(tmp_path: Path) ->
     assert "first defined here" in res.stderr
     assert "collect2: error: ld returned 1 exit status" in res.stderr
     assert "mark such helpers static or inline" in res.stderr
+    assert "kernelgen: specs/one.yaml:3: module 'one': its sources are in this failed link" in res.stderr, res.stderr
+    assert "kernelgen: specs/two.yaml:3: module 'two': its sources are in this failed link" in res.stderr
     # the failing command line itself is not repeated
     assert " -shared " not in res.stderr and " -o " not in res.stderr, res.stderr

@@ -40,7 +40,8 @@ def target_for(capability: tuple[int, int]) -> str | None:
 def build(tmp_path_factory: pytest.TempPathFactory, target: str,
           populate: Callable[[Path], None] | None = None, name: str = "guards") -> Path:
     """Builds a project for ``target`` (once per session and name); returns the folder holding
-    the built extensions, ``<install>/kernelgen_ops/<target>``. The project is the guards
+    the built extensions, ``<install>/<package>/<target>`` (``kernelgen_ops`` unless the project
+    names its package). The project is the guards
     fixture, or what ``populate(root)`` writes into the empty folder ``root``."""
     given = os.environ.get(ENV_INSTALL) if populate is None else None
     if given:
@@ -61,8 +62,15 @@ def build(tmp_path_factory: pytest.TempPathFactory, target: str,
     ]
     res = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, f"building the {name} project failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
-    _built[key] = base / "install" / "kernelgen_ops" / target
+    _built[key] = base / "install" / package_of(root) / target
     return _built[key]
+
+
+def package_of(root: Path) -> str:
+    """The project's Python package (specs/project.yaml; kernelgen_ops without one)."""
+    from kernelgen.loader import load_project
+
+    return load_project(root / "specs" / "project.yaml", root).package
 
 
 def module_path(target_dir: Path, name: str = "guards") -> Path:

@@ -8,12 +8,13 @@ emitted here as Python.
 
 import pytest
 
-import kernelgen_ops
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import built_module, fake_pointer
 
-mod = built_module("gb10", "fp8_linear")
+mod = built_module("gb10", "fp8_linear", package="kernelgen_ops", test_file=__file__)
+
+import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
 KILL_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
 LIMITS = ((1024, 1024, 64), 1024, 101376)
@@ -542,7 +543,7 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8
 def test_fp8_linear_runs_first_member_that_applies(args):
     expected = None
     for module_name, kernel, names in MEMBERS_fp8_linear:
-        member = getattr(built_module("gb10", module_name), kernel)
+        member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
         plan = member.plan(**{n: v for n, v in args.items() if n in names})
         if plan["code"] <= 0:
             expected = (kernel, plan["code"])

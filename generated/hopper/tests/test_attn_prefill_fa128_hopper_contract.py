@@ -8,12 +8,13 @@ emitted here as Python.
 
 import pytest
 
-import kernelgen_ops
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import built_module, fake_pointer
 
-mod = built_module("hopper", "attn_prefill_fa128")
+mod = built_module("hopper", "attn_prefill_fa128", package="kernelgen_ops", test_file=__file__)
+
+import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
 KILL_SWITCH = "METRALE_NO_ATTN_FA128"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
@@ -320,7 +321,7 @@ MEMBERS_attn_paged = [('attn_prefill_fa128', 'attn_prefill_fa128_paged', ['q_len
 def test_attn_paged_runs_first_member_that_applies(args):
     expected = None
     for module_name, kernel, names in MEMBERS_attn_paged:
-        member = getattr(built_module("hopper", module_name), kernel)
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
         plan = member.plan(**{n: v for n, v in args.items() if n in names})
         if plan["code"] <= 0:
             expected = (kernel, plan["code"])
@@ -363,7 +364,7 @@ MEMBERS_attn_contiguous = [('attn_prefill_fa128', 'attn_prefill_fa128', ['seq_le
 def test_attn_contiguous_runs_first_member_that_applies(args):
     expected = None
     for module_name, kernel, names in MEMBERS_attn_contiguous:
-        member = getattr(built_module("hopper", module_name), kernel)
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
         plan = member.plan(**{n: v for n, v in args.items() if n in names})
         if plan["code"] <= 0:
             expected = (kernel, plan["code"])

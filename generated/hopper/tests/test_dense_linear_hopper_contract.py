@@ -8,12 +8,13 @@ emitted here as Python.
 
 import pytest
 
-import kernelgen_ops
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import built_module, fake_pointer
 
-mod = built_module("hopper", "dense_linear")
+mod = built_module("hopper", "dense_linear", package="kernelgen_ops", test_file=__file__)
+
+import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
 KILL_SWITCH = "METRALE_NO_DFLASH_DENSE"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
@@ -404,7 +405,7 @@ MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('d
 def test_dense_linear_any_runs_first_member_that_applies(args):
     expected = None
     for module_name, kernel, names in MEMBERS_dense_linear_any:
-        member = getattr(built_module("hopper", module_name), kernel)
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
         plan = member.plan(**{n: v for n, v in args.items() if n in names})
         if plan["code"] <= 0:
             expected = (kernel, plan["code"])

@@ -8,12 +8,13 @@ emitted here as Python.
 
 import pytest
 
-import kernelgen_ops
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
 from kernelgen.testing import built_module, fake_pointer
 
-mod = built_module("hopper", "w4a16_gemm")
+mod = built_module("hopper", "w4a16_gemm", package="kernelgen_ops", test_file=__file__)
+
+import kernelgen_ops  # noqa: E402  (importable: built_module skips the file otherwise)
 
 KILL_SWITCH = "METRALE_NO_DFLASH_W4A16"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
@@ -290,7 +291,7 @@ MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_g
 def test_w4a16_linear_runs_first_member_that_applies(args):
     expected = None
     for module_name, kernel, names in MEMBERS_w4a16_linear:
-        member = getattr(built_module("hopper", module_name), kernel)
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
         plan = member.plan(**{n: v for n, v in args.items() if n in names})
         if plan["code"] <= 0:
             expected = (kernel, plan["code"])

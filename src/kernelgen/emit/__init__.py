@@ -21,8 +21,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from kernelgen import names
 from kernelgen.emit import c, cmake, cpp, pyi, python, rust, tests
-from kernelgen.emit.base import stamp
+from kernelgen.emit.base import project_templates, stamp
 from kernelgen.errors import GenerationError, SpecError
 from kernelgen.lower import lower_module
 from kernelgen.model import Catalog, Target
@@ -35,19 +36,22 @@ def library_name(target: str, modules: list[str]) -> str:
     """The target library's name: distinct per set of modules, so builds of two projects for
     one target (with different SONAMEs) can be loaded into one process."""
     digest = hashlib.sha256("\n".join(sorted(modules)).encode()).hexdigest()[:8]
-    return f"kernelgen_{target}_{digest}"
+    return f"{names.current().library}_{target}_{digest}"
 
 
 class Renderer:
-    """Renders every generated file of a catalog: ``{relative path: text}``."""
+    """Renders every generated file of a catalog: ``{relative path: text}``, with the project's
+    names (``catalog.naming``) and its ``templates/`` folder, when given, over kernelgen's templates."""
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, templates: Path | None = None) -> None:
         self.catalog = catalog
+        self.templates = templates
 
     def render(self, targets: list[Target] | None = None) -> dict[str, str]:
         files: dict[str, str] = {}
-        for t in targets or list(self.catalog.targets):
-            files.update(self.render_target(t))
+        with names.using(self.catalog.naming), project_templates(self.templates):
+            for t in targets or list(self.catalog.targets):
+                files.update(self.render_target(t))
         _check_test_basenames(files)
         return files
 
@@ -113,8 +117,9 @@ def _check_test_basenames(files: dict[str, str]) -> None:
         seen[base] = path
 
 
-def render_catalog(catalog: Catalog, targets: list[Target] | None = None) -> dict[str, str]:
-    return Renderer(catalog).render(targets)
+def render_catalog(catalog: Catalog, targets: list[Target] | None = None, templates: Path | None = None
+                   ) -> dict[str, str]:
+    return Renderer(catalog, templates).render(targets)
 
 
 __all__ = ["Renderer", "library_name", "render_catalog", "stamp"]

@@ -7,10 +7,14 @@ was not validated by the loader and escaped for its destination.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import jinja2
 
+from kernelgen import names
 from kernelgen.lower import LChain, LKernel, LModule
 
 ENV = jinja2.Environment(
@@ -23,8 +27,33 @@ ENV = jinja2.Environment(
 )
 
 
+_envs: list[jinja2.Environment] = [ENV]
+
+
+@contextlib.contextmanager
+def project_templates(folder: Path | None) -> Iterator[None]:
+    """While rendering, templates in a project's ``templates/`` folder override (same file name) or
+    extend (new names, for ``{% extends %}``/``{% include %}``) kernelgen's own; kernelgen's stay
+    reachable as ``kernelgen/<name>``, so an override can extend the original."""
+    if folder is None or not folder.is_dir():
+        yield
+        return
+    env = ENV.overlay(loader=jinja2.ChoiceLoader([
+        jinja2.FileSystemLoader(str(folder)),
+        jinja2.PrefixLoader({"kernelgen": ENV.loader}),  # type: ignore[dict-item]
+        ENV.loader,  # type: ignore[list-item]
+    ]))
+    _envs.append(env)
+    try:
+        yield
+    finally:
+        _envs.pop()
+
+
 def render(template: str, context: dict[str, object]) -> str:
-    return ENV.get_template(template).render(context)
+    """A template rendered with its emitter's context, plus ``project``: the project's names
+    (:class:`kernelgen.names.Naming`)."""
+    return _envs[-1].get_template(template).render({"project": names.current(), **context})
 
 
 def stamp(spec: str) -> str:

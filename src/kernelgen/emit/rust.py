@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kernelgen import __version__, expr, names, types
 from kernelgen.cases import expected_plan
-from kernelgen.emit.base import ENV
+from kernelgen.emit.base import render
 from kernelgen.errors import ExprError, SpecError
 from kernelgen.escape import comment_text
 from kernelgen.lower import (
@@ -102,7 +102,7 @@ def doc_text(s: str) -> str:
 
 
 def crate_name(target: Target) -> str:
-    return f"kernelgen_{target.name}".lower()
+    return names.current().crate(target.name)
 
 
 # ------------------------------------------------------------------ views
@@ -444,7 +444,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             "kill_switch": lm.kill_switch,
             "t": target,
         }
-        out[f"rust/src/{ident.removeprefix('r#')}.rs"] = ENV.get_template("rust/module.rs.j2").render(ctx)
+        out[f"rust/src/{ident.removeprefix('r#')}.rs"] = render("rust/module.rs.j2", ctx)
         tests = {
             "stamp": stamp(lm.spec),
             "m": lm,
@@ -453,7 +453,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             "chains": [_ChainTests(catalog, lm, c, target, crate) for c in lm.chains],
             "any_dtype": any(c.keys for c in lm.chains),
         }
-        out[f"rust/tests/{lm.name}.rs"] = ENV.get_template("rust/contract.rs.j2").render(tests)
+        out[f"rust/tests/{lm.name}.rs"] = render("rust/contract.rs.j2", tests)
     cc = f"{target.compute_capability[0]}.{target.compute_capability[1]}"
     tctx = {
         "stamp": stamp("specs/targets.yaml and the module specs"),
@@ -470,9 +470,9 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
     }
     crate_files = {
-        "rust/Cargo.toml": ENV.get_template("rust/Cargo.toml.j2").render(tctx),
-        "rust/build.rs": ENV.get_template("rust/build.rs.j2").render(tctx),
-        "rust/src/lib.rs": ENV.get_template("rust/lib.rs.j2").render(tctx),
+        "rust/Cargo.toml": render("rust/Cargo.toml.j2", tctx),
+        "rust/build.rs": render("rust/build.rs.j2", tctx),
+        "rust/src/lib.rs": render("rust/lib.rs.j2", tctx),
     }
     for path in sorted(set(crate_files) & set(out)):
         m = next(m for m in catalog.modules if path in module_paths(m.name))

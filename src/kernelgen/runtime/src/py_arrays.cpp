@@ -76,7 +76,7 @@ void check_torch() {
     }
     g.torch_tensor = tensor;
     // The C++ reader, built where torch was installed at build time; optional.
-    PyObject* fast = PyImport_ImportModule("kernelgen_ops." KERNELGEN_TARGET_NAME "._torch_fast");
+    PyObject* fast = PyImport_ImportModule(KERNELGEN_PACKAGE "." KERNELGEN_TARGET_NAME "._torch_fast");
     PyObject* cap = fast ? PyObject_GetAttrString(fast, "reader") : nullptr;
     void* fn = cap ? PyCapsule_GetPointer(cap, kTorchReaderCapsule) : nullptr;
     g.torch_reader = reinterpret_cast<TensorReader>(fn);

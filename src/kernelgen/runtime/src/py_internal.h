@@ -7,11 +7,16 @@
 #include "kernelgen/python.h"
 #include "kernelgen/torch_fast.h"
 
+// The project's Python package (specs/project.yaml), defined by the target's CMake list.
+#ifndef KERNELGEN_PACKAGE
+#define KERNELGEN_PACKAGE "kernelgen_ops"
+#endif
+
 namespace kg::py::internal {
 
-// Exception and Outcome types from kernelgen_ops, resolved once per process.
+// Exception and Outcome types from the project's package, resolved once per module.
 struct Shared {
-  PyObject* api = nullptr;  // kernelgen_ops._api: strict mode and the refresh registry live there
+  PyObject* api = nullptr;  // <package>._api: strict mode and the refresh registry live there
   PyObject* argument_error = nullptr;
   PyObject* launch_error = nullptr;
   PyObject* fatal_error = nullptr;

@@ -450,7 +450,7 @@ PyTypeObject* launcher_type() {
   for (; slots[n].slot != 0; ++n) all_slots[n] = slots[n];
   all_slots[n++] = {Py_tp_members, members};
   all_slots[n] = {0, nullptr};
-  static PyType_Spec spec = {"kernelgen_ops.Launcher", sizeof(Launcher), 0,
+  static PyType_Spec spec = {KERNELGEN_PACKAGE ".Launcher", sizeof(Launcher), 0,
                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, all_slots};
   type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
   return type;

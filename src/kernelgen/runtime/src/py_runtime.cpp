@@ -12,7 +12,7 @@ Shared g;
 
 int init_shared() {
   if (g.outcome_type != nullptr) return 0;
-  PyObject* mod = PyImport_ImportModule("kernelgen_ops._api");
+  PyObject* mod = PyImport_ImportModule(KERNELGEN_PACKAGE "._api");
   if (mod == nullptr) return -1;
   g.api = mod;  // kept for the life of the process
   g.argument_error = PyObject_GetAttrString(mod, "ArgumentError");

@@ -184,6 +184,22 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       detail % 10);
         break;
       case KG_E_CUDA:
+        if (detail == cudaErrorInsufficientDriver || detail == cudaErrorStubLibrary) {
+          std::snprintf(buf, size,
+                        "%s: no usable NVIDIA driver on this machine: no driver is installed, or it is older than "
+                        "the CUDA %d.%d runtime this library was built with; install or update the NVIDIA driver "
+                        "(CUDA error %d, %s)",
+                        name, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, detail,
+                        cudaGetErrorName(static_cast<cudaError_t>(detail)));
+          break;
+        }
+        if (detail == cudaErrorNoDevice) {
+          std::snprintf(buf, size,
+                        "%s: no CUDA GPU is visible to this process (none is installed, or CUDA_VISIBLE_DEVICES "
+                        "hides them) (CUDA error %d, %s)",
+                        name, detail, cudaGetErrorName(static_cast<cudaError_t>(detail)));
+          break;
+        }
         std::snprintf(buf, size, "%s: CUDA error %d (%s): %s", name, detail,
                       cudaGetErrorName(static_cast<cudaError_t>(detail)),
                       cudaGetErrorString(static_cast<cudaError_t>(detail)));

@@ -1,0 +1,186 @@
+"""A kernelgen project's built kernel modules, one subpackage per GPU target.
+
+``from <package> import rms_norm`` picks the build that matches the current GPU: the project's
+target registry (``_project.TARGETS``, from its specs/targets.yaml) maps each target to its compute
+capability, and each installed target's package names its own (``COMPUTE_CAPABILITY``). Set
+``KERNELGEN_TARGET`` to choose one explicitly (plans and generated tests need no GPU), or import a
+target's modules directly: ``from <package>.hopper import rms_norm``.
+
+This file is kernelgen's package shell: ``kernelgen build`` and the project's wheel install it, the
+same for every project, beside ``_api.py`` and the project's ``_project.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+from ._api import (
+    ArgumentError,
+    CudaFatalError,
+    KernelError,
+    LaunchError,
+    NotLaunchedError,
+    Outcome,
+)
+
+__all__ = [
+    "ArgumentError",
+    "CudaFatalError",
+    "KernelError",
+    "LaunchError",
+    "NotLaunchedError",
+    "Outcome",
+    "TargetError",
+    "available_targets",
+    "built_targets",
+    "refresh",
+    "registry",
+    "set_strict",
+    "strict",
+    "target",
+]
+
+_PACKAGE = __name__
+_selected: str | None = None
+
+try:  # the project's target registry and where it was built (absent in kernelgen's own wheel)
+    from ._project import ROOT as _ROOT  # type: ignore[import-not-found]
+    from ._project import TARGETS as _REGISTRY  # type: ignore[import-not-found]
+except ImportError:
+    _REGISTRY: dict[str, tuple[int, int]] = {}  # type: ignore[no-redef]
+    _ROOT = None
+
+# Builds installed elsewhere (`kernelgen build --install-dir DIR`) are found first when their
+# package folders (DIR/<package>) are listed in KERNELGEN_OPS_PATH.
+__path__ = [p for p in os.environ.get("KERNELGEN_OPS_PATH", "").split(os.pathsep) if p] + list(__path__)
+
+
+class TargetError(ImportError):
+    """No build of this package matches this machine."""
+
+
+def _build_cmd(target: str | None = None) -> str:
+    cmd = "kernelgen build" + (f" --target {target}" if target else "")
+    return f"cd {_ROOT} && {cmd}" if _ROOT else cmd
+
+
+def _cc(cc: tuple[int, int] | list[int] | None) -> str:
+    return f"{cc[0]}.{cc[1]}" if cc else "?"
+
+
+def built_targets() -> dict[tuple[int, int], str]:
+    """Compute capability -> target, for every target whose build is installed on the package
+    path (each build's ``__init__`` names its compute capability)."""
+    found: dict[tuple[int, int], str] = {}
+    for d in __path__:
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.startswith("_") or not os.path.isfile(os.path.join(d, name, "__init__.py")):
+                continue
+            try:
+                cc = importlib.import_module(f"{_PACKAGE}.{name}").COMPUTE_CAPABILITY
+            except (ImportError, AttributeError):
+                continue
+            found.setdefault(tuple(cc), name)  # type: ignore[arg-type]
+    return found
+
+
+def available_targets() -> list[str]:
+    """Targets whose build is installed on the package path."""
+    return sorted(set(built_targets().values()))
+
+
+def registry() -> dict[str, tuple[int, int]]:
+    """Every target of the project's specs/targets.yaml (built or not) and its compute capability."""
+    return dict(_REGISTRY)
+
+
+def _runtime(name: str) -> ModuleType:
+    return importlib.import_module(f"{_PACKAGE}.{name}._runtime")
+
+
+def target() -> str:
+    """The target whose modules ``from <package> import X`` returns (chosen once)."""
+    global _selected
+    if _selected is not None:
+        return _selected
+    by_cc = built_targets()
+    built = sorted(set(by_cc.values()))
+    forced = os.environ.get("KERNELGEN_TARGET")
+    if forced:
+        if forced not in built:
+            if _REGISTRY and forced not in _REGISTRY:
+                raise TargetError(f"KERNELGEN_TARGET={forced}: {_PACKAGE} has no target {forced!r} (its "
+                                  f"specs/targets.yaml has: {', '.join(sorted(_REGISTRY))})")
+            raise TargetError(f"{_PACKAGE}: target {forced!r} is not built (built: {', '.join(built) or 'none'}); "
+                              f"run: {_build_cmd(forced)}")
+        _selected = forced
+        return forced
+    if not built:
+        known = f" (its targets: {', '.join(sorted(_REGISTRY))})" if _REGISTRY else ""
+        raise TargetError(f"{_PACKAGE}: no target is built{known}; run: {_build_cmd()}")
+    rt = _runtime(built[0])  # any build can ask the driver which GPU is present
+    if rt.device_count() < 1:
+        raise TargetError(
+            f"{_PACKAGE}: no CUDA GPU is visible (no GPU, or no NVIDIA driver), so no target can be chosen; set "
+            f"KERNELGEN_TARGET to one of {', '.join(built)} to use plans without a GPU, or import "
+            f"{_PACKAGE}.<target>.<module> directly"
+        )
+    dev = max(rt.current_device(), 0)
+    cc = rt.device_capability(dev)
+    key = tuple(cc) if cc else None
+    name = by_cc.get(key)  # type: ignore[arg-type]
+    if name is None:
+        have = ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(by_cc.items()))
+        want = [t for t, c in sorted(_REGISTRY.items()) if tuple(c) == key]
+        if want:
+            fix = f"its target {want[0]} is for this GPU but not built here; run: {_build_cmd(want[0])}"
+        else:
+            fix = (f"no target of specs/targets.yaml has compute capability {_cc(cc)}: add one (arch "
+                   f"sm_{_cc(cc).replace('.', '')}), then run: kernelgen build --target NAME")
+        raise TargetError(f"{_PACKAGE}: no build for this GPU: GPU {dev} has compute capability {_cc(cc)}; the "
+                          f"built targets are {have}; {fix}")
+    _selected = name
+    return name
+
+
+def refresh() -> None:
+    """Re-read every kill switch from the environment, in every loaded module's library.
+
+    Modules loaded later read the environment when first used.
+    """
+    from . import _api
+
+    for fn in list(_api._refreshers.values()):
+        fn()
+
+
+def set_strict(strict: bool = True) -> None:
+    """Process-wide: in strict mode a launcher that would not launch raises
+    NotLaunchedError instead of returning a "not launched" Outcome."""
+    from . import _api
+
+    _api.STRICT = bool(strict)
+
+
+def strict() -> bool:
+    """Whether strict mode is on."""
+    from . import _api
+
+    return _api.STRICT
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name.startswith("_"):
+        raise AttributeError(name)
+    t = target()
+    try:
+        mod = importlib.import_module(f"{_PACKAGE}.{t}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{_PACKAGE}.{t}.{name}":
+            raise AttributeError(f"{_PACKAGE} has no module {name!r} for target {t!r}") from None
+        raise
+    return mod

@@ -1,0 +1,276 @@
+"""``kernelgen init``: a new project, and ``kernelgen cmake``: what a project's wheel build includes.
+
+A new project holds ``specs/project.yaml`` (its package name), ``specs/targets.yaml`` (each field
+commented), one example kernel with its spec, a test, ``pyproject.toml`` and ``CMakeLists.txt``
+(scikit-build-core builds the project's own wheel), ``.gitignore``, an empty ``templates/``
+folder (overrides of kernelgen's templates) and a README with its two commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelgen import project
+from kernelgen.errors import KernelgenError
+from kernelgen.model import Catalog
+from kernelgen.schema import MODULE_RE
+
+# Targets `kernelgen init --target NAME` knows: arch, compute capability, opt-in shared memory per block.
+KNOWN_TARGETS = {
+    "ampere": ("sm_80", "8.0", 166912),
+    "ada": ("sm_89", "8.9", 101376),
+    "hopper": ("sm_90a", "9.0", 232448),
+    "blackwell": ("sm_100a", "10.0", 232448),
+    "gb10": ("sm_121a", "12.1", 101376),
+}
+DEFAULT_TARGETS = ("gb10", "hopper")
+
+
+def targets_yaml(names: list[str]) -> str:
+    out = [
+        "# GPU targets this project builds for: `kernelgen build` builds them all (or those named with",
+        "# --target), and the package picks the build whose compute capability matches the GPU.",
+        "# Add a target by adding an entry; its name is how you select it (KERNELGEN_TARGET=NAME,",
+        "# `kernelgen build --target NAME`, `import <package>.NAME`).",
+    ]
+    for name in names:
+        if name not in KNOWN_TARGETS:
+            raise KernelgenError(f"unknown target '{name}' for kernelgen init (known: {', '.join(KNOWN_TARGETS)}); "
+                                 "add other targets to specs/targets.yaml afterwards")
+        arch, cc, smem = KNOWN_TARGETS[name]
+        out += [
+            f"{name}:",
+            f"  arch: {arch}                        # what nvcc compiles for (-arch)",
+            f'  compute_capability: "{cc}"           # the GPUs this build runs on (quoted MAJOR.MINOR)',
+            "  max_threads_per_block: 1024           # generation checks every kernel's block against these",
+            "  max_block_dims: [1024, 1024, 64]",
+            f"  max_shared_mem_per_block_optin: {smem}  # bytes of dynamic shared memory a block may opt in to",
+        ]
+    return "\n".join(out) + "\n"
+
+
+_PROJECT_YAML = """\
+# The project's names. The package is what `import` sees (@PKG@.<target>.<module>); the C++
+# namespace, the C ABI prefix and the library names derive from it (set `namespace`, `c_prefix`
+# or `library` here to choose them separately).
+package: @PKG@
+"""
+
+_SPEC = """\
+module: scale
+summary: out = alpha * x over n floats.
+sources: [kernels/scale.cu]
+kill_switch: @UPPER@_NO_SCALE
+constants: {THREADS: 256}
+kernels:
+  scale_f32:
+    symbol: scale_kernel              # the __global__ function in the sources
+    summary: One thread per element.
+    args:                             # the kernel's parameters, in order
+      x: {type: const f32*, size: 'n'}
+      out: {type: f32*, size: 'n'}
+      'n': u32
+      alpha: f32
+    grid: ["div_ceil(n, THREADS)", 1, 1]
+    block: [THREADS, 1, 1]
+    skip_if: [n == 0]
+    examples:
+      - {'n': 1000}
+"""
+
+_KERNEL = """\
+// out[i] = alpha * x[i] for i < n. #included into the generated launcher file: helpers must be
+// static, inline or in a namespace.
+#pragma once
+#include <cstdint>
+
+__global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ out, uint32_t n, float alpha) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = alpha * x[i];
+}
+"""
+
+_TEST = """\
+\"\"\"The project's own tests: plans need no GPU; the launch runs where one is present.\"\"\"
+
+import importlib.util
+
+import pytest
+
+import @PKG@
+
+
+def _any_target():
+    built = @PKG@.available_targets()
+    if not built:
+        pytest.skip("@PKG@ has no built target; run: kernelgen build")
+    return built[0]
+
+
+def test_plan_without_gpu():
+    import importlib
+
+    scale = importlib.import_module(f"@PKG@.{_any_target()}.scale")
+    plan = scale.scale_f32.plan(n=1000)
+    assert plan["grid"] == (4, 1, 1) and plan["block"] == (256, 1, 1) and plan["launched"]
+    assert "empty work" in scale.scale_f32.plan(n=0)["reason"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the launch test uses torch")
+def test_scale_on_gpu():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from @PKG@ import scale
+
+    x = torch.randn(1000, device="cuda")
+    out = torch.empty_like(x)
+    assert scale.scale_f32(x, out, 1000, 2.0)
+    torch.testing.assert_close(out, 2.0 * x)
+"""
+
+_PYPROJECT = """\
+[build-system]
+requires = ["scikit-build-core>=0.10", "pybind11>=2.12", "kernelgen"]
+build-backend = "scikit_build_core.build"
+
+[project]
+name = "@DIST@"
+version = "0.1.0"
+description = "CUDA kernels built with kernelgen"
+requires-python = ">=3.10"
+dependencies = []
+
+[project.optional-dependencies]
+dev = ["kernelgen", "pytest>=7.4"]
+
+[tool.scikit-build]
+cmake.version = ">=3.24"
+# The package comes from CMake's install step: the built targets and kernelgen's package shell.
+wheel.packages = []
+# The sources of the wheel: no build outputs.
+sdist.exclude = ["build/", "bindings/"]
+
+[tool.pytest.ini_options]
+testpaths = ["tests", "generated"]
+addopts = "-ra"
+"""
+
+_CMAKE = """\
+# The project's wheel (pip wheel . / pip install .): `kernelgen cmake` generates the sources and
+# builds the targets with kernelgen's own driver in build/ (after `kernelgen build`, nothing is
+# recompiled), then writes the script included below, which installs the package. The wheel holds
+# every target of specs/targets.yaml, or those named:
+#   pip wheel . -Ccmake.define.KERNELGEN_TARGETS="hopper;ampere"
+# Day-to-day builds use `kernelgen build`, which does not read this file.
+cmake_minimum_required(VERSION 3.24)
+project(@PKG@ LANGUAGES NONE)
+set(KERNELGEN_TARGETS "" CACHE STRING "targets to build into the wheel (default: all)")
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter)
+set(kg_args)
+foreach(kg_t IN LISTS KERNELGEN_TARGETS)
+  list(APPEND kg_args --target ${kg_t})
+endforeach()
+execute_process(
+  COMMAND ${Python_EXECUTABLE} -m kernelgen.cli --root ${CMAKE_CURRENT_SOURCE_DIR} cmake
+          --out ${CMAKE_BINARY_DIR}/kernelgen/project.cmake ${kg_args}
+  RESULT_VARIABLE kg_rc)
+if(NOT kg_rc EQUAL 0)
+  message(FATAL_ERROR "kernelgen could not prepare the build (see its message above)")
+endif()
+include(${CMAKE_BINARY_DIR}/kernelgen/project.cmake)
+"""
+
+_GITIGNORE = """\
+__pycache__/
+*.py[cod]
+/build/
+/bindings/
+/dist/
+/.pytest_cache/
+*.so
+/generated/*/rust/target/
+/generated/*/rust/Cargo.lock
+"""
+
+_README = """\
+# @PKG@
+
+CUDA kernels described by YAML specs (`specs/`), built with
+[kernelgen](https://github.com/) into the Python package `@PKG@`.
+
+```sh
+pip install kernelgen && kernelgen build   # generate, build every target, make `import @PKG@` work here
+pytest                                     # the project's tests and the generated contract tests
+```
+
+```python
+from @PKG@ import scale          # the build for this GPU (KERNELGEN_TARGET=NAME to choose)
+scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPack or int pointers
+```
+
+- `specs/project.yaml`: the package name (and from it the C++ namespace `@PKG@::<module>`, the C
+  ABI prefix `@PKG@_` and the libraries `lib@PKG@_<target>_*.so`).
+- `specs/targets.yaml`: the GPU targets; `specs/<module>.yaml`: one kernel module each
+  (format: kernelgen's docs/spec-format.md); `kernels/`: the CUDA sources.
+- `templates/`: a template here named like one of kernelgen's (`launchers.cu.j2`, `binding.cpp.j2`,
+  `api.h.j2`, ...) replaces it, and kernelgen's own stays reachable as `kernelgen/<name>`. A licence
+  header on every generated launcher file is a `templates/launchers.cu.j2` of two lines:
+  `// Copyright ...` and `{% include "kernelgen/launchers.cu.j2" %}`.
+- A wheel for other machines: `pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS=hopper`
+  (after `kernelgen build` nothing is recompiled; neither kernelgen nor a CUDA toolkit is needed where
+  the wheel is installed, only the NVIDIA driver). With build isolation, pip must find kernelgen on
+  an index or in `--find-links` (a wheel of kernelgen: `pip wheel --no-deps /path/to/kernelgen`).
+- `kernelgen unlink` stops `kernelgen build` from making the package importable here.
+"""
+
+
+def init(folder: Path, package: str, targets: list[str], force: bool = False) -> list[str]:
+    if not MODULE_RE.fullmatch(package):
+        raise KernelgenError(f"'{package}' is not a valid package name: use lower-case letters, digits and '_', "
+                             "starting with a letter")
+    if package in ("kernelgen", "kernelgen_ops"):
+        raise KernelgenError(f"'{package}' is kernelgen's own package; choose another name")
+    files = {
+        "specs/project.yaml": _PROJECT_YAML,
+        "specs/targets.yaml": targets_yaml(targets),
+        "specs/scale.yaml": _SPEC,
+        "kernels/scale.cu": _KERNEL,
+        "tests/test_scale.py": _TEST,
+        "pyproject.toml": _PYPROJECT,
+        "CMakeLists.txt": _CMAKE,
+        ".gitignore": _GITIGNORE,
+        "README.md": _README,
+        "templates/.gitkeep": "",
+    }
+    existing = [p for p in files if (folder / p).exists()]
+    if existing and not force:
+        raise KernelgenError(f"{folder} already has {', '.join(existing)}; use --force to overwrite")
+    written = []
+    for rel, text in files.items():
+        text = (text.replace("@PKG@", package).replace("@UPPER@", package.upper())
+                .replace("@DIST@", package.replace("_", "-")))
+        p = folder / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        written.append(rel)
+    return written
+
+
+def _cm(path: Path | str) -> str:
+    return '"' + str(path).replace("\\", "/").replace('"', '\\"') + '"'
+
+
+def cmake_script(catalog: Catalog, staging: Path) -> str:
+    """The CMake script a project's CMakeLists.txt includes for its wheel: the package that
+    ``kernelgen cmake`` built and staged (targets and package shell), installed as it is."""
+    package = catalog.naming.package
+    project.write_shell(staging / package, project.shell_files(catalog, None))
+    return "\n".join([
+        "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
+        # the trailing "/" inside the quotes: the folder's contents, not the folder itself
+        f"install(DIRECTORY {_cm(f'{staging / package}/')} DESTINATION {package} USE_SOURCE_PERMISSIONS",
+        '        PATTERN "__pycache__" EXCLUDE)',
+        "",
+    ])
