@@ -136,33 +136,42 @@ def _base_name(symbol: str) -> str:
 
 
 def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
-    """For each kernel whose ``symbol`` nvcc cannot find in a generated translation unit: the
-    spec's file:line, the kernel and the symbol, read back from the generated file's signature
-    check of that kernel."""
+    """For each kernel whose ``symbol`` nvcc cannot find or compile in a generated translation
+    unit: the spec's file:line, the kernel and the symbol, read back from the generated file's
+    signature check of that kernel. A symbol is the kernel's when nvcc names its function name
+    as undeclared, or reports any error on the line of its signature check (a template-id whose
+    arguments do not compile: an undeclared type, a wrong number of arguments)."""
     out: list[str] = []
-    checks: dict[Path, list[re.Match[str]]] = {}
+    checks: dict[Path, list[tuple[int, re.Match[str]]]] = {}
     for ln in lines:
         m = _NVCC_ERROR.match(ln.strip())
-        u = _UNDEFINED.search(m.group("msg")) if m else None
-        if m is None or u is None:
+        if m is None:
             continue
+        u = _UNDEFINED.search(m.group("msg"))
         path = Path(m.group("path"))
         path = path if path.is_absolute() else root / path
         if "generated" not in path.parts:
             continue
         if path not in checks:
             try:
-                checks[path] = list(_SIGNATURE_CHECK.finditer(path.read_text(encoding="utf-8", errors="replace")))
+                text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
-                checks[path] = []
-        name = u.group("a") or u.group("b")
-        for c in checks[path]:
-            if _base_name(c.group("sym")) != _base_name(name):
-                continue
+                text = ""
+            checks[path] = [(text.count("\n", 0, c.start()) + 1, c) for c in _SIGNATURE_CHECK.finditer(text)]
+        name = (u.group("a") or u.group("b")) if u else None
+        line = int(m.group("line"))
+        for at, c in checks[path]:
             sym = c.group("sym").removeprefix("::")
-            msg = (f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}' is not declared by "
-                   "the module's sources; make the spec's symbol name the kernel's __global__ function (and "
-                   "its namespace), or list the source that defines it under sources")
+            where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
+            if name is not None and _base_name(c.group("sym")) == _base_name(name):
+                msg = (f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
+                       "__global__ function (and its namespace), or list the source that defines it under sources")
+            elif line == at:
+                msg = (f"{where} does not compile: {m.group('msg').strip()}; check the template arguments of the "
+                       "spec's symbol against the kernel's template parameters, and that the sources declare "
+                       "every type and function they name")
+            else:
+                continue
             if msg not in out:
                 out.append(msg)
     return out
