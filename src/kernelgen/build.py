@@ -213,9 +213,10 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
         if linker:
             shown = linker[:20] + ([f"... ({len(linker) - 20} more lines; -v shows them)"] if len(linker) > 20 else [])
             if any("multiple definition of" in ln for ln in linker):
-                shown.append("kernelgen: each module's sources are #included into its launcher translation unit, so a "
-                             "function defined in the sources of two modules is defined twice in the target library: "
-                             "mark such helpers static or inline")
+                shown.append("kernelgen: each module's sources are #included into its launcher translation unit, "
+                             "compiled with hidden visibility and kept local to the module; a function the sources "
+                             "export (visibility(\"default\")) in two modules is defined twice in the target library: "
+                             "mark such helpers static or inline, or leave their visibility hidden")
             return "\n".join(shown)
     tail = errors[:8] if errors else lines[-25:]
     return "\n".join(tail)
