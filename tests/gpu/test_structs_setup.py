@@ -73,7 +73,7 @@ CHANGES = [
 
 def rope_reference(x, pos, corr, p):
     """The kernel's arithmetic in float64."""
-    rows, ncols = x.shape
+    ncols = x.shape[1]
     xd = x.double()
     i0 = torch.arange(0, ncols, 2, device=x.device, dtype=torch.float64)
     rot = i0 < p["n_dims"]
