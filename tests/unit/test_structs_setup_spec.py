@@ -166,7 +166,7 @@ def test_emitters(tmp_path: Path) -> None:
            "'scale'" in cu
     assert "cudaMemsetAsync(counter, 0, static_cast<size_t>(kg_sizes[1]) * 4u, stream)" in cu
     assert "cudaMemcpyToSymbolAsync(::ns::g_scale, &scale, 4, 0, cudaMemcpyHostToDevice, stream)" in cu
-    assert "cudaStreamIsCapturing(stream, &capture)" in cu
+    assert "cudaStreamIsCapturing(stream, &kg_capture)" in cu
     assert cu.index("cudaMemsetAsync") < cu.index("cudaMemcpyToSymbolAsync") < cu.index("<<<")
     assert "std::is_same_v<decltype(&::rope_kernel<ns::Op<float>,true,&ns::fn>), void (*)(const float*, uint32_t*, " \
            "uint32_t, ::ns::corr_dims, ::params)>" in cu
@@ -185,3 +185,26 @@ def test_emitters(tmp_path: Path) -> None:
     assert "#[repr(C)]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Params {\n    pub n: i32,\n" \
            "    pub offset: i64,\n    pub bias: [f32; 2],\n}" in rust
     assert "d: super::Dims, p: super::Params, " in rust
+
+
+def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Path) -> None:
+    from kernelgen.build import _explain_failure
+
+    gen = tmp_path / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True)
+    cu = gen / "act.cu"
+    cu.write_text(
+        "// generated\n"
+        "static_assert(std::is_same_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), void (*)(const "
+        "__nv_bfloat16*, __nv_bfloat16*, uint32_t)>,\n"
+        "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
+    )
+    lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]
+    text = _explain_failure(lines, tmp_path)
+    assert text.startswith("kernelgen: specs/act.yaml:30: kernel 'gelu': symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' "
+                           "does not compile: namespace \"ops\" has no member \"GeluOp\""), text
+    lines = [f'{cu}(2): error: identifier "act_kernel" is undefined']
+    assert "symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' is not declared by the module's sources" in \
+        _explain_failure(lines, tmp_path)
+    lines = [f'{cu}(7): error: something else entirely']
+    assert "kernelgen: specs/act.yaml" not in _explain_failure(lines, tmp_path)
