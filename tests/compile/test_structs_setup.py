@@ -2,8 +2,9 @@
 it builds (template-id symbols, structs by value, a zeroed counter, a __constant__ value, two
 modules including one header that defines a host function and a kernel), its generated contract
 tests pass without a GPU, the modules' own symbols stay local to them, and a struct whose spec
-disagrees with the C++ type, or a symbol whose template arguments do not compile, fails the
-(incremental) rebuild naming the spec's file:line."""
+disagrees with the C++ type fails the (incremental) rebuild naming the spec's file:line. (How a
+symbol that does not compile is named by its spec's line is unit-tested on nvcc's message
+format, tests/unit/test_structs_setup_spec.py, to keep this to one build.)"""
 
 from __future__ import annotations
 
@@ -76,17 +77,3 @@ def test_struct_layout_mismatch_fails_naming_the_spec_line(built: Path) -> None:
     finally:
         spec.write_text(original)
 
-
-def test_symbol_whose_template_arguments_do_not_compile_names_the_spec_line(built: Path) -> None:
-    spec = built / "specs" / "act.yaml"
-    original = spec.read_text()
-    spec.write_text(original.replace("symbol: act_kernel<ops::GeluTanhOp, __nv_bfloat16>",
-                                     "symbol: act_kernel<ops::GeluOp, __nv_bfloat16>"))
-    try:
-        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
-        assert res.returncode == 2, res.stdout + res.stderr
-        line = _line_of(spec, "gelu_tanh_bf16:")
-        assert (f"kernelgen: specs/act.yaml:{line}: kernel 'gelu_tanh_bf16': symbol "
-                "'act_kernel<ops::GeluOp,__nv_bfloat16>' does not compile") in res.stderr, res.stderr
-    finally:
-        spec.write_text(original)
