@@ -139,33 +139,42 @@ def _base_name(symbol: str) -> str:
 
 
 def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
-    """For each kernel whose ``symbol`` nvcc cannot find in a generated translation unit: the
-    spec's file:line, the kernel and the symbol, read back from the generated file's signature
-    check of that kernel."""
+    """For each kernel whose ``symbol`` nvcc cannot find or compile in a generated translation
+    unit: the spec's file:line, the kernel and the symbol, read back from the generated file's
+    signature check of that kernel. A symbol is the kernel's when nvcc names its function name
+    as undeclared, or reports any error on the line of its signature check (a template-id whose
+    arguments do not compile: an undeclared type, a wrong number of arguments)."""
     out: list[str] = []
-    checks: dict[Path, list[re.Match[str]]] = {}
+    checks: dict[Path, list[tuple[int, re.Match[str]]]] = {}
     for ln in lines:
         m = _NVCC_ERROR.match(ln.strip())
-        u = _UNDEFINED.search(m.group("msg")) if m else None
-        if m is None or u is None:
+        if m is None:
             continue
+        u = _UNDEFINED.search(m.group("msg"))
         path = Path(m.group("path"))
         path = path if path.is_absolute() else root / path
         if "generated" not in path.parts:
             continue
         if path not in checks:
             try:
-                checks[path] = list(_SIGNATURE_CHECK.finditer(path.read_text(encoding="utf-8", errors="replace")))
+                text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
-                checks[path] = []
-        name = u.group("a") or u.group("b")
-        for c in checks[path]:
-            if _base_name(c.group("sym")) != _base_name(name):
-                continue
+                text = ""
+            checks[path] = [(text.count("\n", 0, c.start()) + 1, c) for c in _SIGNATURE_CHECK.finditer(text)]
+        name = (u.group("a") or u.group("b")) if u else None
+        line = int(m.group("line"))
+        for at, c in checks[path]:
             sym = c.group("sym").removeprefix("::")
-            msg = (f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}' is not declared by "
-                   "the module's sources; make the spec's symbol name the kernel's __global__ function (and "
-                   "its namespace), or list the source that defines it under sources")
+            where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
+            if name is not None and _base_name(c.group("sym")) == _base_name(name):
+                msg = (f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
+                       "__global__ function (and its namespace), or list the source that defines it under sources")
+            elif line == at:
+                msg = (f"{where} does not compile: {m.group('msg').strip()}; check the template arguments of the "
+                       "spec's symbol against the kernel's template parameters, and that the sources declare "
+                       "every type and function they name")
+            else:
+                continue
             if msg not in out:
                 out.append(msg)
     return out
@@ -227,9 +236,10 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
             shown = linker[:20] + ([f"... ({len(linker) - 20} more lines; -v shows them)"] if len(linker) > 20 else [])
             shown += _modules_in_link(linker, root)
             if any("multiple definition of" in ln for ln in linker):
-                shown.append("kernelgen: each module's sources are #included into its launcher translation unit, so a "
-                             "function defined in the sources of two modules is defined twice in the target library: "
-                             "mark such helpers static or inline")
+                shown.append("kernelgen: each module's sources are #included into its launcher translation unit, "
+                             "compiled with hidden visibility and kept local to the module; a function the sources "
+                             "export (visibility(\"default\")) in two modules is defined twice in the target library: "
+                             "mark such helpers static or inline, or leave their visibility hidden")
             return "\n".join(shown)
     tail = errors[:8] if errors else lines[-25:]
     return "\n".join(tail)

@@ -108,7 +108,7 @@ def _cluster_of(head: str, names: dict[str, int]) -> tuple[int, int, int] | None
 def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Declaration]:
     """Every ``__global__`` declaration of ``symbol`` (its last name, without namespaces or
     template arguments) in ``sources``, a list of (path, text)."""
-    base = re.split(r"[<]", symbol.split("::")[-1])[0].strip()
+    base = symbol.split("<", 1)[0].split("::")[-1].strip()
     texts = [(p, strip_comments(t)) for p, t in sources]
     names = _names([t for _, t in texts])
     call = re.compile(r"\b" + re.escape(base) + r"\s*(?:<[^;{}()]*>\s*)?\(")

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from kernelgen import expr, kernel_source, schema
+from kernelgen import expr, kernel_source, schema, symbols
 from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
 from kernelgen.macro_names import MACRO_NAMES
@@ -30,6 +30,8 @@ from kernelgen.model import (
     Kernel,
     KernelRef,
     Module,
+    Struct,
+    StructField,
     Target,
     Variants,
 )
@@ -71,14 +73,16 @@ NVCC_ARCHES = frozenset(
 # Value patterns and limits are part of the spec format, declared in kernelgen.schema.
 _IDENT = schema.IDENTIFIER_RE
 _MODULE = schema.MODULE_RE
-_SYMBOL = schema.SYMBOL_RE
 _ENV = schema.ENV_RE
 _SOURCE = schema.SOURCE_RE
 _ARCH = schema.ARCH_RE
 _CC = schema.CC_RE
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_INSTANCES = 64
-_TYPE = re.compile(r"(const\s+)?([a-z0-9_]+)\s*(\*)?")
+_TYPE = re.compile(r"(const\s+)?([A-Za-z0-9_]+)\s*(\*)?")
+_FIELD_TYPE = re.compile(r"([a-z0-9_]+)\s*(?:\[\s*([0-9]+)\s*\])?")
+MAX_STRUCT_BYTES = 4096
+MAX_FIELDS = 64
 MAX_TEXT = schema.MAX_TEXT
 MAX_LIST = schema.MAX_LIST
 
@@ -89,6 +93,7 @@ class _Ctx:
     def __init__(self, path: str) -> None:
         self.path = path
         self.fields: list[str] = []
+        self.structs: dict[str, Struct] = {}  # the module's struct types, by spec name
 
     @property
     def field(self) -> str:
@@ -512,6 +517,11 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     if "constants" in f:
         with ctx.at("constants"):
             constants = _constants(ctx, f["constants"])
+    structs: tuple[Struct, ...] = ()
+    if "structs" in f:
+        with ctx.at("structs"):
+            structs = _structs(ctx, f["structs"], root, name)
+        ctx.structs = {st.name: st for st in structs}
     with ctx.at("kernels"):
         kn = f["kernels"]
         if not isinstance(kn, YMap) or not kn.items:
@@ -546,11 +556,11 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     if "fallbacks" in f:
         with ctx.at("fallbacks"):
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
-    _check_public_names(ctx, f, kernels, dispatches, fallbacks, constants)
+    _check_public_names(ctx, f, kernels, dispatches, fallbacks, constants, structs)
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
         tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
-        kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None,
+        kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None, structs=structs,
     )
 
 
@@ -565,10 +575,11 @@ MODULE_ATTRIBUTES = ("TARGET", "KILL_SWITCH")
 
 
 def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel], dispatches: list[Fallback],
-                        fallbacks: list[Fallback], constants: Mapping[str, int]) -> None:
+                        fallbacks: list[Fallback], constants: Mapping[str, int], structs: tuple[Struct, ...] = ()
+                        ) -> None:
     """The names a module defines in its Python module (launchers, their ``plan_<name>``
-    aliases, TARGET, KILL_SWITCH) and its C++ namespace (launchers, ``plan_<name>``
-    functions, constants) are distinct."""
+    aliases, TARGET, KILL_SWITCH, the struct types of its stub) and its C++ namespace
+    (launchers, ``plan_<name>`` functions, constants) are distinct."""
     taken: dict[str, tuple[str, SourceLoc]] = {a: (f"the module attribute {a}", f["module"].loc)
                                                for a in MODULE_ATTRIBUTES}
     launchers = [(k.name, k.loc, "kernel") for k in kernels]
@@ -578,6 +589,7 @@ def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel]
     entries += [(f"plan_{n}", loc, f"the plan function of {what} '{n}'") for n, loc, what in launchers]
     cloc = f["constants"].loc if "constants" in f else f["module"].loc
     entries += [(c, cloc, f"constant '{c}'") for c in constants]
+    entries += [(st.name, st.loc, f"struct '{st.name}'") for st in structs]
     for n, loc, what in entries:
         if n in taken:
             other, where = taken[n]
@@ -812,6 +824,82 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         raise ctx.error(node.loc, exc.message, hint) from None
 
 
+def _constant_symbol(ctx: _Ctx, node: YNode) -> str:
+    """``to_symbol``: a ``__constant__`` variable's name, optionally namespace-qualified."""
+    text = _str(ctx, node, "the name of a __constant__ variable")
+    parts = text.removeprefix("::").split("::")
+    if not all(_IDENT.fullmatch(p) and p not in CPP_KEYWORDS for p in parts):
+        raise ctx.error(node.loc, f"{text!r} is not the name of a __constant__ variable", "e.g. g_scale or ns::g_scale")
+    return "::".join(parts)
+
+
+def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, ...]:
+    """``structs:``: struct types passed by value, with their C layout (natural alignment)."""
+    if not isinstance(node, YMap) or not node.items:
+        raise ctx.error(node.loc, "expected a mapping of struct names to their C++ type and fields",
+                        "e.g. structs: {rope_dims: {cpp: rope_corr_dims, fields: {v0: f32, v1: f32}}}")
+    out: list[Struct] = []
+    for key, value in node.items:
+        name = _ident(ctx, key.loc, key.value, "struct name")
+        with ctx.at(name):
+            if name in SCALARS or name in ELEMS:
+                raise ctx.error(key.loc, f"struct '{name}' has the name of a registry type", "choose another name")
+            f = _fields(ctx, value, schema.STRUCT)
+            cpp = name
+            if "cpp" in f:
+                with ctx.at("cpp"):
+                    text = _str(ctx, f["cpp"], "a C++ type name")
+                    try:
+                        cpp = symbols.parse(text, CPP_KEYWORDS).text
+                    except symbols.SymbolError as exc:
+                        raise ctx.error(f["cpp"].loc, f"{text!r} is not a C++ type name: {exc}",
+                                        "e.g. rope_corr_dims, ns::params or params<float>") from None
+            header = None
+            if "header" in f:
+                with ctx.at("header"):
+                    header = _source(ctx, f["header"], root)
+            elif "<" in cpp:
+                with ctx.at("cpp"):
+                    raise ctx.error(f["cpp"].loc, f"'{cpp}' is a template; the C++ API cannot forward-declare it",
+                                    "give 'header': the source that declares the type")
+            with ctx.at("fields"):
+                fn = f["fields"]
+                if not isinstance(fn, YMap) or not fn.items:
+                    raise ctx.error(fn.loc, "expected a mapping of field names to scalar types",
+                                    "e.g. {v0: f32, v1: f32, dims: 'u32[4]'}")
+                if len(fn.items) > MAX_FIELDS:
+                    raise ctx.error(fn.loc, f"{len(fn.items)} fields; the limit is {MAX_FIELDS}")
+                fields: list[StructField] = []
+                offset = 0
+                align = 1
+                for fkey, fval in fn.items:
+                    fname = _ident(ctx, fkey.loc, fkey.value, "field name")
+                    with ctx.at(fname):
+                        if any(x.name == fname for x in fields):
+                            raise ctx.error(fkey.loc, f"field '{fname}' is declared twice")
+                        text = _str(ctx, fval, "a scalar type such as f32 or u32[4]")
+                        m = _FIELD_TYPE.fullmatch(text.strip())
+                        if not m or m.group(1) not in SCALARS:
+                            base = m.group(1) if m else text
+                            raise ctx.error(fval.loc, f"{text!r} is not a field type",
+                                            did_you_mean(base, list(SCALARS)) or
+                                            "fields are scalars (u32, i64, f32, ...) or fixed arrays such as f32[4]")
+                        count = int(m.group(2)) if m.group(2) is not None else 0
+                        if m.group(2) is not None and not 1 <= count <= 1024:
+                            raise ctx.error(fval.loc, f"array length {count} is outside 1..1024")
+                        scalar = SCALARS[m.group(1)]
+                        size = scalar.bits // 8
+                        offset = (offset + size - 1) // size * size
+                        fields.append(StructField(fname, scalar, count, offset, fkey.loc))
+                        offset += size * max(count, 1)
+                        align = max(align, size)
+                total = (offset + align - 1) // align * align
+                if total > MAX_STRUCT_BYTES:
+                    raise ctx.error(fn.loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")
+            out.append(Struct(name, cpp, header, tuple(fields), total, align, key.loc, module))
+    return tuple(out)
+
+
 def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int]) -> tuple[str, bool, bool]:
     """Parse ``const bf16*`` (or ``const {T}*`` in an instantiated kernel): (base, const, pointer)."""
     text = _str(ctx, node, "a type such as u32 or const bf16*")
@@ -829,11 +917,15 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
     if star:
         if base not in ELEMS:
             raise ctx.error(loc, f"unknown element type '{base}'", did_you_mean(base, list(ELEMS)))
+    elif base in ctx.structs:
+        if const:
+            raise ctx.error(loc, "'const' applies only to pointers", "a struct is passed by value: write its name")
     else:
         if const:
             raise ctx.error(loc, "'const' applies only to pointers")
         if base not in SCALARS:
-            hint = "pointers end in '*'" if base in ELEMS and base not in SCALARS else did_you_mean(base, list(SCALARS))
+            hint = ("pointers end in '*'" if base in ELEMS and base not in SCALARS
+                    else did_you_mean(base, [*SCALARS, *ctx.structs]) or "declare a struct type under 'structs'")
             raise ctx.error(loc, f"unknown scalar type '{base}'", hint)
     return base, const, star
 
@@ -857,6 +949,9 @@ def _args(
         with ctx.at(name):
             size_node = None
             contiguous = True
+            zero = False
+            to_symbol = None
+            f = {}
             if isinstance(value, YMap):
                 f = _fields(ctx, value, schema.ARGUMENT)
                 type_node = f["type"]
@@ -864,19 +959,40 @@ def _args(
                 if "contiguous" in f:
                     with ctx.at("contiguous"):
                         contiguous = _bool(ctx, f["contiguous"])
+                if "zero" in f:
+                    with ctx.at("zero"):
+                        zero = _bool(ctx, f["zero"])
+                if "to_symbol" in f:
+                    with ctx.at("to_symbol"):
+                        to_symbol = _constant_symbol(ctx, f["to_symbol"])
             else:
                 type_node = value
             base, const, star = _type(ctx, type_node, type_node.loc, axes)
+            struct = ctx.structs.get(base) if not star else None
             if star and host:
                 raise ctx.error(type_node.loc, "host arguments must be scalars", "pointers belong under args")
             if not star and (size_node is not None or not contiguous):
                 raise ctx.error(value.loc, "'size' and 'contiguous' apply only to pointers")
-            if not star and host and not SCALARS[base].is_integer:
-                raise ctx.error(type_node.loc, "host arguments must be integers")
-            arg = (
-                Arg(name, key.loc, elem=ELEMS[base], const=const, contiguous=contiguous, host=host)
-                if star else Arg(name, key.loc, scalar=SCALARS[base], host=host)
-            )
+            if zero:
+                with ctx.at("zero"):
+                    if not star or const:
+                        raise ctx.error(f["zero"].loc, "'zero' applies only to writable pointers (T*, not const T*)",
+                                        "the launcher sets the array to zero before the launch")
+                    if size_node is None:
+                        raise ctx.error(f["zero"].loc, "'zero' needs 'size': the elements to set to zero")
+            if to_symbol is not None and not host:
+                with ctx.at("to_symbol"):
+                    raise ctx.error(f["to_symbol"].loc, "'to_symbol' applies only to host arguments",
+                                    "declare the value under host_args: {type: f32, to_symbol: NAME}")
+            if not star and host and to_symbol is None and (struct is not None or not SCALARS[base].is_integer):
+                raise ctx.error(type_node.loc, "host arguments must be integers, unless copied with 'to_symbol'",
+                                "e.g. scale: {type: f32, to_symbol: g_scale}")
+            if star:
+                arg = Arg(name, key.loc, elem=ELEMS[base], const=const, contiguous=contiguous, host=host, zero=zero)
+            elif struct is not None:
+                arg = Arg(name, key.loc, struct=struct, host=host, to_symbol=to_symbol)
+            else:
+                arg = Arg(name, key.loc, scalar=SCALARS[base], host=host, to_symbol=to_symbol)
             out.append((arg, size_node))
     return out
 
@@ -930,7 +1046,7 @@ def _kernel(
         with ctx.at("host_args"):
             raw_host = _args(ctx, f["host_args"], True, taken, axes)
     int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
-    float_names = {a.name for a, _ in raw_args if a.scalar is not None and not a.scalar.is_integer}
+    float_names = {a.name for a, _ in raw_args + raw_host if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
     names: dict[str, object] = {**int_names, **constants, **int_axes}
 
@@ -949,8 +1065,7 @@ def _kernel(
         for a, size_node in pairs:
             if size_node is not None:
                 with ctx.at(a.name), ctx.at("size"):
-                    a = Arg(a.name, a.loc, elem=a.elem, const=a.const, size=ex(size_node, expr.Ty.INT),
-                            contiguous=a.contiguous, host=a.host)
+                    a = replace(a, size=ex(size_node, expr.Ty.INT))
             out.append(a)
         return tuple(out)
 
@@ -1104,12 +1219,13 @@ def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ..
 
 def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
     s = _subst(ctx, node.loc, _str(ctx, node, "a __global__ function name"), axes, cpp=True)
-    if not _SYMBOL.fullmatch(s):
-        raise ctx.error(node.loc, f"{s!r} is not a C++ function name", "e.g. my_kernel or my_kernel<256>")
-    base = re.split(r"[<:]", s.split("::")[-1])[0]
-    if base in CPP_KEYWORDS:
-        raise ctx.error(node.loc, f"'{base}' is a C++ keyword")
-    return re.sub(r"\s+", "", s)
+    try:
+        return symbols.parse(s, CPP_KEYWORDS).text
+    except symbols.SymbolError as exc:
+        raise ctx.error(
+            node.loc, f"{s!r} is not a C++ function name or template-id: {exc}",
+            "e.g. my_kernel, ns::my_kernel<256>, act_kernel<SiluOp, __nv_bfloat16> or k<true, &fn>",
+        ) from None
 
 
 def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Mapping[str, str | int]) -> Variants:
@@ -1315,9 +1431,16 @@ def check_fallbacks(catalog: Catalog) -> None:
                         did_you_mean(ref.kernel, [x.name for x in owner.kernels]),
                     )
                 for a in k.all_args:
+                    if a.struct is not None and ref.module != m.name:
+                        raise SpecError(
+                            ref.loc, f"fallbacks.{fb.name}",
+                            f"argument '{a.name}' of {ref.qualname} is a struct of module '{ref.module}'",
+                            "a chain takes struct arguments only from kernels of its own module",
+                        )
                     if a.name in seen:
                         b, where = seen[a.name]
-                        if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar):
+                        if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar) or (
+                                _layout(a.struct) != _layout(b.struct)):
                             raise SpecError(
                                 ref.loc, f"fallbacks.{fb.name}",
                                 f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {b.spelling} in {where}",
@@ -1325,3 +1448,10 @@ def check_fallbacks(catalog: Catalog) -> None:
                                 "type, or pointers in both (whose element types and const-ness may differ)",
                             )
                     seen.setdefault(a.name, (a, ref.qualname))
+
+
+def _layout(st: Struct | None) -> tuple[object, ...] | None:
+    """What two struct types must share to be one chain argument: the C++ type and the layout."""
+    if st is None:
+        return None
+    return (st.cpp, st.size, st.align, tuple((f.name, f.scalar.name, f.count, f.offset) for f in st.fields))

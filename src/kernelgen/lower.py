@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, plan
 from kernelgen.cases import search_cases, u64_in_expressions
-from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Target
+from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target
 from kernelgen.types import ELEM_TYPES, ElemType, ScalarType
 
 
@@ -64,8 +64,24 @@ class CArg:
         return self.arg.is_pointer
 
     @property
+    def struct(self) -> Struct | None:
+        return self.arg.struct
+
+    @property
+    def is_struct(self) -> bool:
+        return self.arg.struct is not None
+
+    @property
     def is_int(self) -> bool:
         return self.arg.is_int
+
+    @property
+    def zero(self) -> bool:
+        return self.arg.zero
+
+    @property
+    def to_symbol(self) -> str | None:
+        return self.arg.to_symbol
 
     @property
     def host(self) -> bool:
@@ -113,6 +129,8 @@ class LKernel:
     flips: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]  # (kind, index, args)
     cases: tuple[tuple[tuple[str, int], ...], ...]
     slot: str
+    zeros: tuple[tuple[CArg, int], ...] = ()  # (pointer, its size slot): zeroed before the launch
+    symbol_copies: tuple[CArg, ...] = ()  # host arguments copied into __constant__ variables
 
 
 @dataclass(frozen=True)
@@ -165,6 +183,7 @@ class LModule:
     kernels: tuple[LKernel, ...]
     chains: tuple[LChain, ...]
     includes: tuple[str, ...] = field(default=())
+    structs: tuple[Struct, ...] = ()
 
     @property
     def any_present(self) -> bool:
@@ -216,6 +235,8 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         flips=(),
         cases=(),
         slot=slot,
+        zeros=tuple((c, c.size_slot) for c in cargs if c.zero),
+        symbol_copies=tuple(c for c in cargs if c.to_symbol),
     )
     flips, cases = search_cases(module, k, target)
     return _replace(lk, flips=flips, cases=cases)
@@ -366,4 +387,5 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
         kernels=kernels,
         chains=chains,
         includes=tuple(includes),
+        structs=module.structs,
     )

@@ -16,6 +16,39 @@ Elem = ElemType
 
 
 @dataclass(frozen=True)
+class StructField:
+    """One field of a struct passed by value: a scalar, or a fixed array of ``count`` scalars."""
+
+    name: str
+    scalar: Scalar
+    count: int  # 0: a plain scalar; n: an array `T[n]`
+    offset: int  # in bytes, in the C layout (natural alignment)
+    loc: SourceLoc
+
+    @property
+    def size(self) -> int:
+        return self.scalar.bits // 8 * max(self.count, 1)
+
+    @property
+    def spelling(self) -> str:
+        return f"{self.scalar.name}[{self.count}]" if self.count else self.scalar.name
+
+
+@dataclass(frozen=True)
+class Struct:
+    """A struct type passed by value (a module's ``structs:`` entry), with its C layout."""
+
+    name: str  # the spec's name, used as an argument type
+    cpp: str  # the kernel's C++ type
+    header: str | None  # a source declaring ``cpp`` for the C++ API (None: forward-declared)
+    fields: tuple[StructField, ...]
+    size: int
+    align: int
+    loc: SourceLoc
+    module: str = ""
+
+
+@dataclass(frozen=True)
 class Arg:
     """One kernel parameter (or host argument when ``host`` is true)."""
 
@@ -27,13 +60,20 @@ class Arg:
     size: Node | None = None  # element count the kernel touches (pointers)
     contiguous: bool = True
     host: bool = False
+    struct: Struct | None = None  # set for structs passed by value
+    zero: bool = False  # pointers: zeroed (size elements) on the launch stream before the launch
+    to_symbol: str | None = None  # host scalars: copied into this __constant__ variable before the launch
 
     def __post_init__(self) -> None:
-        assert (self.scalar is None) != (self.elem is None), self
+        assert [self.scalar, self.elem, self.struct].count(None) == 2, self
 
     @property
     def is_pointer(self) -> bool:
         return self.elem is not None
+
+    @property
+    def is_struct(self) -> bool:
+        return self.struct is not None
 
     @property
     def is_int(self) -> bool:
@@ -43,6 +83,8 @@ class Arg:
     def spelling(self) -> str:
         if self.elem is not None:
             return f"{'const ' if self.const else ''}{self.elem.name}*"
+        if self.struct is not None:
+            return self.struct.name
         assert self.scalar is not None
         return self.scalar.name
 
@@ -150,6 +192,7 @@ class Module:
     doc: str = ""  # longer text after the summary (the spec's doc)
     kill_switch_shared: bool = False  # other modules use the same kill switch on purpose
     kill_switch_loc: SourceLoc | None = None
+    structs: tuple[Struct, ...] = ()  # struct types passed by value, in spec order
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:

@@ -75,3 +75,8 @@ def cpp_launcher(module: str, launcher: str) -> str:
 def cpp_plan(module: str, launcher: str, qualified: bool = True) -> str:
     name = f"plan_{launcher}"
     return f"{cpp_namespace(module)}::{name}" if qualified else name
+
+
+def c_struct(module: str, struct: str) -> str:
+    """The C ABI's layout-identical C struct of a module's struct type."""
+    return f"{current().c_prefix}_{module}__{struct}__t"

@@ -33,17 +33,9 @@ DEFAULT_VERSION = 1
 # Value patterns, matched in full (the loader uses them with re.fullmatch).
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MODULE_RE = re.compile(r"[a-z][a-z0-9_]{0,47}")
-_TEMPLATE_ARG = r"(?:-?[0-9]+|(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*)"
-SYMBOL_RE = re.compile(
-    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
-    rf"(?:<\s*{_TEMPLATE_ARG}(?:\s*,\s*{_TEMPLATE_ARG})*\s*>)?"
-)
-# Before an instance's values are substituted, a template argument may be an axis placeholder.
-_TEMPLATE_ARG_OR_AXIS = rf"(?:{_TEMPLATE_ARG}|\{{[A-Za-z_][A-Za-z0-9_]*\}})"
-SYMBOL_PATTERN_RE = re.compile(
-    r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
-    rf"(?:<\s*{_TEMPLATE_ARG_OR_AXIS}(?:\s*,\s*{_TEMPLATE_ARG_OR_AXIS})*\s*>)?"
-)
+# A kernel symbol: a C++ template-id, checked by kernelgen.symbols' tokenizer; the JSON Schema
+# checks its characters only (with `{AXIS}` placeholders before an instance's values are put in).
+SYMBOL_PATTERN_RE = re.compile(r"(?:::)?[A-Za-z_][A-Za-z0-9_:<>(),*&{} \t\-]{0,399}")
 ENV_RE = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 SOURCE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,255}")
 ARCH_RE = re.compile(r"sm_[0-9]{2,3}[af]?")
@@ -112,7 +104,7 @@ STRING = Kind("string", {"type": "string"})
 TEXT = Kind("text", {"type": "string", "maxLength": MAX_TEXT})
 IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
 MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
-SYMBOL = Kind("C++ function name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
+SYMBOL = Kind("C++ function name or template-id", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
 ENV_NAME = Kind("environment variable name", {"type": "string", "pattern": _full(ENV_RE)})
 SOURCE = Kind("source path", {"type": "string", "pattern": r"^(?!.*(^|/)\.\.(/|$))(?!.*//)(?:"
                               + SOURCE_RE.pattern + r")\.(cu|cuh|h|hpp)$"})
@@ -122,10 +114,12 @@ EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
 PREDICATE = Kind("predicate", {"type": "string"})
 _TYPE_PATTERN = (
     r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*|(?:"
-    + "|".join(SCALAR_TYPES) + r"))\s*$"
+    + "|".join(SCALAR_TYPES) + r"|[A-Za-z_][A-Za-z0-9_]*))\s*$"  # the last: a struct of `structs`
 )
 TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
 HOST_TYPE = Kind("integer type", {"type": "string", "enum": [t for t in SCALAR_TYPES if t != "f32"]})
+IDENTIFIER_PATH = Kind("C++ variable name", {"type": "string", "pattern": r"^(?:::)?[A-Za-z_][A-Za-z0-9_]*"
+                                             r"(?:::[A-Za-z_][A-Za-z0-9_]*)*$"})
 
 
 def list_of(item: Kind, min_items: int = 0, max_items: int | None = MAX_LIST, exact: int | None = None) -> Kind:
@@ -176,8 +170,43 @@ ARGUMENT = Struct(
               "unchecked"),
         Field("contiguous", BOOLEAN, False,
               "Pointers only: whether arrays passed from Python must be contiguous.", "true"),
+        Field("zero", BOOLEAN, False,
+              "Writable pointers with a `size` only: the launcher sets the `size` elements (in bytes of the "
+              "element type) to zero with `cudaMemsetAsync` on the launch stream before each launch, so a "
+              "kernel's flag, counter or workspace starts from zero; capturable in CUDA graphs.",
+              "false"),
+        Field("to_symbol", IDENTIFIER_PATH, False,
+              "Host arguments only: the name of a `__constant__` variable of the module's sources that the "
+              "launcher sets to the argument's value (`cudaMemcpyToSymbolAsync` on the launch stream) before "
+              "each launch. The build checks that the variable exists and has the type's size. Such a host "
+              "argument may be a float or a struct. Refused while the stream is being captured into a CUDA graph.",
+              "none"),
     ),
     extra_null_keys=True,
+)
+
+STRUCT = Struct(
+    "struct", "struct", "One entry under `structs`: a C++ struct passed to kernels by value, named by its key "
+                        "(the name arguments use as their type).",
+    (
+        Field("cpp", Kind("C++ type name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)}), False,
+              "The kernel's C++ type, optionally namespace-qualified or a template-id (`ns::params<float>`). "
+              "The module's launcher file checks, after including the sources, that its size, alignment and "
+              "every field's offset and size match `fields`; a mismatch fails the build naming the spec's "
+              "file:line.",
+              "the key"),
+        Field("fields", mapping_of(IDENTIFIER, Kind("field type", {
+            "type": "string", "pattern": r"^\s*(?:" + "|".join(SCALAR_TYPES) + r")\s*(?:\[\s*[0-9]+\s*\])?\s*$",
+        }), 1), True,
+              "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...) or "
+              "a fixed array of one (`f32[4]`). The C layout follows (natural alignment); the C ABI declares it "
+              "as a C struct and Python passes a mapping or an object with these attributes (a dataclass)."),
+        Field("header", SOURCE, False,
+              "A source (relative to the project root) that declares the C++ type, included by the module's "
+              "C++ API header so that C++ callers can name it. Without it the C++ API forward-declares "
+              "`struct <cpp>;`, which suits a struct defined by that name (not a typedef or a template).",
+              "none"),
+    ),
 )
 
 VARIANTS = Struct(
@@ -202,8 +231,10 @@ KERNEL = Struct(
     "kernel", "kernel", "One entry under `kernels`: a launcher, named by its key.",
     (
         Field("symbol", SYMBOL, False,
-              "The `__global__` function the launcher calls, optionally namespace-qualified and with integer "
-              "template arguments (`ns::my_kernel<256>`). Give either `symbol` or `variants`, not both.",
+              "The `__global__` function the launcher calls: a name, optionally namespace-qualified, or a C++ "
+              "template-id with type, integer, `true`/`false` and function (`&fn`) arguments, nested templates "
+              "and `{AXIS}` placeholders (`ns::my_kernel<256>`, `act_kernel<ns::SiluOp<float>, {T}>`). "
+              "Give either `symbol` or `variants`, not both.",
               "the launcher name"),
         Field("summary", TEXT, True,
               "One line (at most 2000 characters of printable text) saying what the kernel computes and how it "
@@ -219,11 +250,14 @@ KERNEL = Struct(
             "anyOf": [dict(TYPE.json), {"$ref": "#/$defs/argument"}],
         }), 1), True,
               "The `__global__` function's parameters, in order: each name maps to its type (`u32`, "
-              "`const bf16*`) or to the long form `{type: ..., size: EXPR, contiguous: true}`. A build fails when "
-              "the kernel's definition disagrees."),
-        Field("host_args", mapping_of(IDENTIFIER, HOST_TYPE), False,
+              "`const bf16*`, or a struct of `structs`, passed by value) or to the long form `{type: ..., size: "
+              "EXPR, contiguous: true, zero: true}`. A build fails when the kernel's definition disagrees."),
+        Field("host_args", mapping_of(IDENTIFIER, Kind("integer type or argument", {
+            "anyOf": [dict(HOST_TYPE.json), {"$ref": "#/$defs/argument"}],
+        })), False,
               "Integer arguments the launcher takes but does not pass to the kernel: they decide the geometry, "
-              "the clauses or the variant.",
+              "the clauses or the variant. The long form `{type: f32, to_symbol: NAME}` copies a host "
+              "argument (integer, float or struct) into a `__constant__` variable before each launch.",
               "none"),
         Field("grid", DIMS, True,
               "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments and "
@@ -309,6 +343,10 @@ MODULE = Struct(
               "Named integer constants usable in every expression of the module; a constant may be an "
               "expression over the constants before it. They become `constexpr int64_t` in the C++.",
               "none"),
+        Field("structs", mapping_of(IDENTIFIER, STRUCT.ref(), 1), False,
+              "Struct types that kernels take by value: each name (usable as an argument type) maps to its C++ "
+              "type and its fields. Checked against the C++ struct when the module is built.",
+              "none"),
         Field("kernels", mapping_of(IDENTIFIER, KERNEL.ref(), 1), True,
               "The module's kernels, by launcher name."),
         Field("fallbacks", mapping_of(IDENTIFIER, list_of(STRING, 2, MAX_CHAIN)), False,
@@ -368,7 +406,7 @@ PROJECT = Struct(
     ),
 )
 
-STRUCTS = (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE, PROJECT)
+STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE, PROJECT)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -400,7 +438,7 @@ def json_schema(which: str = "module") -> dict[str, object]:
     (``targets``)."""
     if which == "module":
         top = _struct_json(MODULE)
-        defs = {s.name: _struct_json(s) for s in (KERNEL, ARGUMENT, VARIANTS)}
+        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS)}
         title = "kernelgen module spec"
     elif which == "targets":
         top = _struct_json(TARGETS_FILE)
@@ -436,7 +474,7 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET, PROJECT):
+    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET, PROJECT):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)

@@ -1,6 +1,9 @@
 """Build failures name what to fix: a kernel ``symbol`` that the sources do not declare is reported
-by its spec's file:line and kernel, and a failed link shows the linker's own lines without ``-v``.
-Each test builds a tiny two-module project for one target."""
+by its spec's file:line and kernel, and a failed link (a function the sources of two modules
+export with default visibility) shows the linker's own lines without ``-v``. Each test builds a
+tiny two-module project for one target. (Functions of default visibility are the only ones two
+modules can clash on: the rest of each module's symbols are local to it, see
+tests/compile/test_structs_setup.py.)"""
 
 from __future__ import annotations
 
@@ -77,14 +80,14 @@ def test_undeclared_symbol_fails_naming_spec_line_and_kernel(tmp_path: Path) -> 
 
 def test_link_failure_shows_the_linkers_lines_without_verbose(tmp_path: Path) -> None:
     root = _project(tmp_path / "project", {"one": "one_kernel", "two": "two_kernel"},
-                    helper="int helper_count() { return 1; }")
+                    helper='__attribute__((visibility("default"))) int helper_count() { return 1; }')
     res = _build(root)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert "multiple definition of `helper_count()'" in res.stderr, res.stderr
     assert "first defined here" in res.stderr
     assert "collect2: error: ld returned 1 exit status" in res.stderr
-    assert "mark such helpers static or inline" in res.stderr
+    assert "mark such helpers static or inline, or leave their visibility hidden" in res.stderr
     assert "kernelgen: specs/one.yaml:3: module 'one': its sources are in this failed link" in res.stderr, res.stderr
     assert "kernelgen: specs/two.yaml:3: module 'two': its sources are in this failed link" in res.stderr
     # the failing command line itself is not repeated

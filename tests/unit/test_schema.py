@@ -84,7 +84,7 @@ BAD_MODULES = [
     ("unknown kernel key", lambda d: _kernel(d).update(gird=[1, 1, 1])),
     ("missing kernel key", lambda d: _kernel(d).pop("examples")),
     ("grid of two", lambda d: _kernel(d).update(grid=[1, 1])),
-    ("bad type", lambda d: _kernel(d)["args"].update(n="uint")),
+    ("bad type", lambda d: _kernel(d)["args"].update(n="uint*")),
     ("host pointer", lambda d: _kernel(d).update(host_args={"h": "const f32*"})),
     ("argument long form typo", lambda d: _kernel(d)["args"].update(x={"type": "const f32*", "sise": "n"})),
     ("no examples", lambda d: _kernel(d).update(examples=[])),

@@ -16,9 +16,12 @@ from kernelgen.lower import CArg, LKey, LModule
 
 
 def c_type(a: CArg) -> str:
-    """``const void*`` / ``void*`` for pointers, the fixed-width type for scalars."""
+    """``const void*`` / ``void*`` for pointers, the fixed-width type for scalars, the module's
+    C struct for structs."""
     if a.is_pointer:
         return "const void*" if a.const else "void*"
+    if a.struct is not None:
+        return names.c_struct(a.struct.module, a.struct.name)
     assert a.scalar is not None
     return a.scalar.cpp
 
@@ -113,11 +116,22 @@ def elem_defines(lm: LModule) -> list[tuple[str, int]]:
     return [(f"KG_ELEM_{e.name.upper()}", e.code) for e in types.ELEM_TYPES]
 
 
+def c_structs(lm: LModule) -> list[dict[str, object]]:
+    """The module's struct types as C structs: name, fields (C declarations), size, alignment."""
+    out = []
+    for st in lm.structs:
+        fields = [f"{f.scalar.cpp} {f.name}" + (f"[{f.count}]" if f.count else "") for f in st.fields]
+        out.append({"name": st.name, "c": names.c_struct(lm.name, st.name), "fields": fields, "size": st.size,
+                    "cpp": comment_text(st.cpp)})
+    return out
+
+
 def render_module(lm: LModule) -> dict[str, str]:
     ctx = {
         "m": ModuleView(lm, CKernel, CChain),
         "stamp": stamp(lm.spec),
         "elem_defines": elem_defines(lm),
+        "structs": c_structs(lm),
     }
     return {f"include/kernelgen/{lm.name}_c.h": render("api_c.h.j2", ctx)}
 

@@ -22,11 +22,19 @@ def pointer_type(elem: ElemType, const: bool) -> str:
     return f"{'const ' if const else ''}{elem.cpp}*"
 
 
+def struct_cpp(cpp: str) -> str:
+    """A struct's C++ type, qualified from the global namespace."""
+    return "::" + cpp.removeprefix("::")
+
+
 def cpp_type(a: CArg) -> str:
-    """The C++ API's type: typed pointers (untyped where a chain's element type is a key)."""
+    """The C++ API's type: typed pointers (untyped where a chain's element type is a key), the
+    kernel's own C++ type for structs."""
     if a.is_pointer:
         assert a.elem is not None
         return c.c_type(a) if a.untyped else pointer_type(a.elem, a.const)
+    if a.struct is not None:
+        return struct_cpp(a.struct.cpp)
     assert a.scalar is not None
     return a.scalar.cpp
 
@@ -37,6 +45,8 @@ def cpp_param(a: CArg) -> str:
 
 def from_c(a: CArg) -> str:
     """Expression converting the C ABI parameter to the C++ API type."""
+    if a.struct is not None:
+        return f"kg::struct_from_c<{cpp_type(a)}>({a.name})"
     return f"static_cast<{cpp_type(a)}>({a.name})" if a.is_pointer else a.name
 
 
@@ -143,6 +153,34 @@ class CppKernel(c.CKernel):
     @property
     def steps_counts(self) -> str:
         return f"{len(self.ir.skip_texts)}, {len(self.ir.applies_texts)}, {len(self.ir.requires_texts)}"
+
+    @property
+    def zero_lines(self) -> list[tuple[str, int, str]]:
+        """(pointer, size slot, bytes from the element count kg_sizes[slot]) per zeroed pointer."""
+        out = []
+        for a, slot in self.ir.zeros:
+            e = a.elem
+            per, unit = e.per_storage, e.storage_bits // 8
+            n = f"kg_sizes[{slot}]"
+            count = n if per == 1 else f"(({n} + {per}) - 1) / {per}"
+            out.append((a.name, slot, f"static_cast<size_t>({count}) * {unit}u"))
+        return out
+
+    @property
+    def symbol_copies(self) -> list[dict[str, str]]:
+        """Host arguments copied into __constant__ variables: the variable, the value, its size,
+        and the build-time check's message."""
+        out = []
+        for a in self.ir.symbol_copies:
+            var = "::" + a.to_symbol.removeprefix("::")
+            size = a.struct.size if a.struct is not None else a.scalar.bits // 8
+            msg = c_string(
+                f"kernelgen: {a.arg.loc}: kernel '{self.ir.name}': host argument '{a.name}': to_symbol "
+                f"'{a.to_symbol}' must name a __constant__ variable of the sources of the size of {a.spelling} "
+                f"({size} bytes)"
+            )
+            out.append({"var": var, "name": a.name, "size": str(size), "message": msg})
+        return out
 
     @property
     def steps(self) -> list[dict[str, object]]:
@@ -261,6 +299,51 @@ class CppModule(ModuleView):
     @property
     def cpp_namespace(self) -> str:
         return names.cpp_namespace(self.lm.name)
+
+    @property
+    def struct_checks(self) -> list[dict[str, object]]:
+        """Per struct type: an alias of its C++ type and the static_asserts of its layout."""
+        out = []
+        for st in self.lm.structs:
+            alias = f"kg_struct_{st.name}"
+            where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
+            checks = [
+                (f"sizeof({alias}) == {st.size}", f"{where}: the C++ type is not {st.size} bytes, as the spec's "
+                 "fields lay it out; make the spec's fields the struct's, in order, with the same types"),
+                (f"alignof({alias}) == {st.align}", f"{where}: the C++ type's alignment is not {st.align}, as the "
+                 "spec's fields give it"),
+                (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be trivially "
+                 "copyable"),
+                (f"sizeof({alias}) == sizeof({names.c_struct(self.lm.name, st.name)})",
+                 f"{where}: the C ABI's struct differs in size"),
+            ]
+            for fld in st.fields:
+                fwhere = f"kernelgen: {fld.loc}: struct '{st.name}' (C++ {st.cpp}): field '{fld.name}'"
+                checks.append((f"offsetof({alias}, {fld.name}) == {fld.offset}",
+                               f"{fwhere} is not at offset {fld.offset}; declare the fields in the C++ order"))
+                checks.append((f"sizeof({alias}::{fld.name}) == {fld.size}",
+                               f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
+            out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
+                        "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
+                        "checks": [(cond, c_string(msg)) for cond, msg in checks]})
+        return out
+
+    @property
+    def struct_decls(self) -> list[str]:
+        """What the C++ API header needs to name each struct type: its header, or a forward
+        declaration."""
+        out = []
+        for st in self.lm.structs:
+            if st.header:
+                line = f'#include "{st.header}"'
+            else:
+                *ns, base = st.cpp.removeprefix("::").split("::")
+                line = f"struct {base};"
+                for n in reversed(ns):
+                    line = f"namespace {n} {{ {line} }}"
+            if line not in out:
+                out.append(line)
+        return out
 
     @property
     def type_headers(self) -> list[str]:

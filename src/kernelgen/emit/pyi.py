@@ -19,6 +19,8 @@ def docstring(text: str) -> str:
 def annotation(a: CArg) -> str:
     if a.is_pointer:
         return "_kg_Array"
+    if a.struct is not None:
+        return f"{a.struct.name} | _kg_Any"
     assert a.scalar is not None
     return a.scalar.py
 
@@ -38,6 +40,11 @@ class _Module:
     def __init__(self, lm: LModule) -> None:
         self.lm = lm
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
+        self.structs = [
+            {"name": st.name, "cpp": st.cpp,
+             "fields": [(f.name, f"_kg_Sequence[{f.scalar.py}]" if f.count else f.scalar.py) for f in st.fields]}
+            for st in lm.structs
+        ]
         self.launchers = [_launcher(k.name, k.args, k.summary, (), k.doc) for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
 

@@ -34,6 +34,8 @@ def value_read(a: CArg, i: int) -> str:
     """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C ABI's type."""
     if a.is_pointer:
         return f"v[{i}].p" if a.const else f"const_cast<void*>(v[{i}].p)"
+    if a.struct is not None:
+        return f"*static_cast<const {c.c_type(a)}*>(v[{i}].p)"
     assert a.scalar is not None
     return f"static_cast<{c.c_type(a)}>(v[{i}].{_VALUE_FIELD[a.scalar.kind]})"
 
@@ -45,7 +47,15 @@ class PyArg(View):
     def type_code(self) -> int:
         if self.ir.is_pointer:
             return self.ir.elem.code
+        if self.ir.struct is not None:
+            return [st.name for st in self.m.structs].index(self.ir.struct.name)
         return self.ir.scalar.code
+
+    @property
+    def kind(self) -> str:
+        if self.ir.is_pointer:
+            return "kg::py::kPointer"
+        return "kg::py::kStruct" if self.ir.struct is not None else "kg::py::kScalar"
 
 
 def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, infos: list[str], is_chain: bool,
@@ -84,7 +94,21 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
     return out
 
 
+def struct_tables(lm: LModule) -> list[dict[str, object]]:
+    """The module's struct types as the binding's StructSpec rows."""
+    out = []
+    for st in lm.structs:
+        fields = [f"{{{c_string(f.name)}, {f.scalar.code}, {f.count}, {f.offset}}}" for f in st.fields]
+        out.append({"name": st.name, "literal": c_string(st.name), "size": st.size, "align": st.align,
+                    "fields": fields})
+    return out
+
+
 class PyModule(ModuleView):
+    @property
+    def structs(self) -> list[dict[str, object]]:
+        return struct_tables(self.lm)
+
     @property
     def doc_literal(self) -> str:
         doc = f"\n\n{self.lm.doc}" if self.lm.doc else ""

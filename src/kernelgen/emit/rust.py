@@ -108,11 +108,30 @@ def crate_name(target: Target) -> str:
 # ------------------------------------------------------------------ views
 
 
+def struct_ident(name: str) -> str:
+    """A struct type's Rust name: the spec's name in CamelCase (rope_dims: RopeDims)."""
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p) or name
+
+
 def _params(args: tuple[CArg, ...], ffi: bool) -> list[tuple[str, str]]:
     out = []
     for a in args:
+        if a.struct is not None:
+            out.append((rust_ident(a.name), f"super::{struct_ident(a.struct.name)}"))
+            continue
         scalar, elem, const = _arg_types(a)
         out.append((rust_ident(a.name), rust_type(scalar, elem, const, ffi)))
+    return out
+
+
+def _structs(lm: LModule) -> list[dict[str, object]]:
+    """The module's struct types as #[repr(C)] Rust structs."""
+    out = []
+    for st in lm.structs:
+        fields = [(rust_ident(f.name), f"[{f.scalar.rust}; {f.count}]" if f.count else f.scalar.rust)
+                  for f in st.fields]
+        out.append({"ident": struct_ident(st.name), "cpp": doc_text(st.cpp), "size": st.size, "fields": fields,
+                    "name": st.name})
     return out
 
 
@@ -265,6 +284,8 @@ def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = N
                 out.append(f"ptr_mut({i})" if writable else f"ptr({i})")
         elif a.is_int:
             out.append(str(env[a.name]))
+        elif a.struct is not None:
+            out.append("Default::default()")
         else:
             out.append("1.0")
     return ", ".join(out)
@@ -416,6 +437,8 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
                         launch.append("DevicePtr::new(dev_in)" if const else "DevicePtrMut::new(dev_out)")
                     elif a.is_int:
                         launch.append(str(first[a.name]))
+                    elif a.struct is not None:
+                        launch.append("Default::default()")
                     else:
                         launch.append("1.0")
                 example = {
@@ -443,6 +466,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             "chains": chains,
             "kill_switch": lm.kill_switch,
             "t": target,
+            "structs": _structs(lm),
         }
         out[f"rust/src/{ident.removeprefix('r#')}.rs"] = render("rust/module.rs.j2", ctx)
         tests = {

@@ -78,9 +78,16 @@ class ContractKernel(View):
         for i, a in enumerate(self.ir.args):
             if a.is_pointer:
                 other[a.name] = f"fake_pointer({i})"
+            elif a.struct is not None:
+                other[a.name] = repr({f.name: [0] * f.count if f.count else 0 for f in a.struct.fields})
             elif not a.is_int:
                 other[a.name] = "1.0"
         return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
+
+    @property
+    def struct_args(self) -> list[tuple[str, str]]:
+        """(argument, its struct's first field) per struct argument."""
+        return [(a.name, a.struct.fields[0].name) for a in self.ir.args if a.struct is not None]
 
 
 class ContractChain(View):

@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::attn_prefill {
 
 // Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.
@@ -22,3 +24,4 @@ kernelgen::Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* 
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
 
 }  // namespace kernelgen::attn_prefill
+#pragma GCC visibility pop

@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::attn_prefill_fa128 {
 
 // As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
@@ -30,3 +32,4 @@ kernelgen::Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* 
 kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kg_kernel = nullptr);
 
 }  // namespace kernelgen::attn_prefill_fa128
+#pragma GCC visibility pop

@@ -10,6 +10,10 @@
 
 #include "kernelgen/abi.h"
 
+/* Exported from the target library, whose modules are compiled with hidden visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +26,9 @@ const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void);
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif

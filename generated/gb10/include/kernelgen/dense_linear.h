@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::dense_linear {
 
 // Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
@@ -30,3 +32,4 @@ kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16*
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 
 }  // namespace kernelgen::dense_linear
+#pragma GCC visibility pop

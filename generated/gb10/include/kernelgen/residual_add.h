@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::residual_add {
 
 // out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
@@ -18,3 +20,4 @@ kernelgen::Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16
 kg_plan plan_residual_add_bf16(uint64_t n);
 
 }  // namespace kernelgen::residual_add
+#pragma GCC visibility pop

@@ -10,6 +10,10 @@
 
 #include "kernelgen/abi.h"
 
+/* Exported from the target library, whose modules are compiled with hidden visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,6 +42,9 @@ int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif

@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::batched_embed {
 
 // out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
@@ -18,3 +20,4 @@ kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* t
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab);
 
 }  // namespace kernelgen::batched_embed
+#pragma GCC visibility pop

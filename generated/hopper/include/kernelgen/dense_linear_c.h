@@ -10,6 +10,10 @@
 
 #include "kernelgen/abi.h"
 
+/* Exported from the target library, whose modules are compiled with hidden visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,6 +43,9 @@ int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif

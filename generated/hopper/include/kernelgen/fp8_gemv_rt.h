@@ -12,6 +12,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::fp8_gemv_rt {
 
 // out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
@@ -23,3 +25,4 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k);
 
 }  // namespace kernelgen::fp8_gemv_rt
+#pragma GCC visibility pop

@@ -10,6 +10,10 @@
 
 #include "kernelgen/abi.h"
 
+/* Exported from the target library, whose modules are compiled with hidden visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,6 +32,9 @@ const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void);
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif

@@ -12,6 +12,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::fp8_linear {
 
 // scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
@@ -35,3 +37,4 @@ kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
 kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 
 }  // namespace kernelgen::fp8_linear
+#pragma GCC visibility pop

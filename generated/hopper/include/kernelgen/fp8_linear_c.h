@@ -10,6 +10,10 @@
 
 #include "kernelgen/abi.h"
 
+/* Exported from the target library, whose modules are compiled with hidden visibility. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,6 +49,9 @@ int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, 
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility pop
 #endif
 
 #endif

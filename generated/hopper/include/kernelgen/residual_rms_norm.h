@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::residual_rms_norm {
 
 // residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.
@@ -18,3 +20,4 @@ kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16*
 kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden);
 
 }  // namespace kernelgen::residual_rms_norm
+#pragma GCC visibility pop

@@ -11,6 +11,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::silu_mul {
 
 // input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
@@ -18,3 +20,4 @@ kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out,
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter);
 
 }  // namespace kernelgen::silu_mul
+#pragma GCC visibility pop

@@ -13,6 +13,8 @@
 
 #include "kernelgen/runtime.h"
 
+// Exported from the target library, whose modules are compiled with hidden visibility.
+#pragma GCC visibility push(default)
 namespace kernelgen::w4a16_gemm {
 
 // Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
@@ -28,3 +30,4 @@ kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* w
 kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 
 }  // namespace kernelgen::w4a16_gemm
+#pragma GCC visibility pop

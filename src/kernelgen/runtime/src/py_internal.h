@@ -58,6 +58,10 @@ inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kSca
 // an error set.
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out);
 
+// Structs (py_scalars.cpp): a mapping or an object with the fields as attributes, written in
+// the C layout into `buf` (size and alignment of the struct). Returns 0, or -1 with an error set.
+int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned char* buf);
+
 // The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute or
 // the __cuda_stream__ protocol).
 int convert_stream(const LauncherSpec* s, PyObject* o, void** out);

@@ -174,6 +174,18 @@ PyObject* not_launched_or_raise(Launcher* self, const kg_kernel_info* k, int32_t
 }
 
 constexpr int kMaxArgs = 64;
+constexpr int kMaxStructBytes = 8192;  // struct arguments of one call, each aligned
+
+// Bytes one call's struct arguments take in its buffer; -1 above kMaxStructBytes.
+int32_t struct_bytes(const LauncherSpec* s) {
+  int64_t n = 0;
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    if (s->args[i].kind != kStruct) continue;
+    const StructSpec& st = s->structs[s->args[i].type];
+    n = (n + st.align - 1) / st.align * st.align + st.size;
+  }
+  return n > kMaxStructBytes ? -1 : static_cast<int32_t>(n);
+}
 
 bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
   for (int32_t k = 0; k < s->nkeys; ++k) {
@@ -249,6 +261,8 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   CallState cs;
   Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
   int64_t numels[kMaxArgs];
+  alignas(16) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
+  uint32_t struct_used = 0;
   // Launchers with dtype keys: each keyed argument is converted as the element type of the
   // first member its dtype admits (elem_of_arg, set only when keyed).
   const bool keyed = s->nkeys > 0;
@@ -288,6 +302,14 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     if (reuse >= 0) {
       values[i] = values[reuse];
       numels[i] = numels[reuse];
+      continue;
+    }
+    if (a.kind == kStruct) {
+      const StructSpec& st = s->structs[a.type];
+      struct_used = (struct_used + st.align - 1) / st.align * st.align;  // add_launcher checked the total
+      if (convert_struct(s, &a, slots[i], struct_buf + struct_used) < 0) return nullptr;
+      values[i].p = struct_buf + struct_used;
+      struct_used += st.size;
       continue;
     }
     int rc = a.kind == kScalar ? convert_scalar_fast(s, &a, slots[i], &values[i])
@@ -364,9 +386,9 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     values[i].u = 0;
     const ArgSpec& a = s->args[i];
     if (slots[i] == nullptr) continue;
-    if (a.kind == kPointer || is_float_scalar(a)) {
+    if (a.kind != kScalar || is_float_scalar(a)) {
       PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s '%s'", s->name,
-                   a.kind == kPointer ? "pointer" : "f32", a.name);
+                   a.kind == kPointer ? "pointer" : a.kind == kStruct ? "struct" : "f32", a.name);
       return nullptr;
     }
     if (convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
@@ -461,6 +483,10 @@ PyTypeObject* launcher_type() {
 int add_launcher(PyObject* module, const LauncherSpec* spec) {
   if (spec->nargs > kMaxArgs || spec->nkeys > kMaxArgs) {
     PyErr_Format(PyExc_RuntimeError, "%s: more than %d arguments", spec->name, kMaxArgs);
+    return -1;
+  }
+  if (struct_bytes(spec) < 0) {
+    PyErr_Format(PyExc_RuntimeError, "%s: struct arguments over %d bytes", spec->name, kMaxStructBytes);
     return -1;
   }
   PyTypeObject* type = launcher_type();

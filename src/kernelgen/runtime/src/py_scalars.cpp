@@ -2,6 +2,7 @@
 #include "py_internal.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace kg::py::internal {
 
@@ -101,6 +102,193 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
     return -1;
   }
   *out = reinterpret_cast<void*>(static_cast<uintptr_t>(h));
+  return 0;
+}
+
+}  // namespace kg::py::internal
+
+// ---- structs passed by value
+
+namespace kg::py::internal {
+namespace {
+
+// One scalar of a struct field (element `index` of an array field, -1 for a plain field),
+// written in the C layout at `dst`. Returns 0, or -1 with an ArgumentError naming the field.
+int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f, int index, PyObject* v,
+                  unsigned char* dst) {
+  const ScalarInfo& info = kScalars[f.type];
+  char field[120];
+  if (index >= 0) {
+    std::snprintf(field, sizeof field, "field '%s[%d]'", f.name, index);
+  } else {
+    std::snprintf(field, sizeof field, "field '%s'", f.name);
+  }
+  char detail[300];
+  if (PyBool_Check(v)) {
+    std::snprintf(detail, sizeof detail, "%s: expected %s, got bool", field, info.name);
+    return arg_error(s, a, "%s", detail);
+  }
+  if (info.kind == kFloat) {
+    PyNumberMethods* nb = Py_TYPE(v)->tp_as_number;
+    if (!PyFloat_Check(v) && !PyLong_Check(v) && (nb == nullptr || (nb->nb_float == nullptr && nb->nb_index == nullptr))) {
+      std::snprintf(detail, sizeof detail, "%s: expected a number, got %s", field, type_name(v));
+      return arg_error(s, a, "%s", detail);
+    }
+    const double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      std::snprintf(detail, sizeof detail, "%s: number out of range for %s", field, info.name);
+      return arg_error(s, a, "%s", detail);
+    }
+    if (info.bits == 32) {
+      const float x = static_cast<float>(d);
+      std::memcpy(dst, &x, sizeof x);
+    } else if (info.bits == 64) {
+      std::memcpy(dst, &d, sizeof d);
+    } else {
+      std::snprintf(detail, sizeof detail, "%s: %s fields are not supported in structs", field, info.name);
+      return arg_error(s, a, "%s", detail);
+    }
+    return 0;
+  }
+  if (PyFloat_Check(v)) {
+    std::snprintf(detail, sizeof detail, "%s: expected an integer (%s), got float", field, info.name);
+    return arg_error(s, a, "%s", detail);
+  }
+  ArgSpec as_scalar = *a;  // the scalar reader's range checks, its message naming the field
+  as_scalar.kind = kScalar;
+  as_scalar.type = f.type;
+  Value out{};
+  PyObject* type = nullptr, *value = nullptr, *tb = nullptr;
+  if (convert_scalar(s, &as_scalar, v, &out) < 0) {
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    const char* t = text ? PyUnicode_AsUTF8(text) : nullptr;
+    // "<kernel>: argument '<name>': <detail>": keep the detail, put the field before it.
+    const char* cut = t ? std::strstr(t, "': ") : nullptr;
+    std::snprintf(detail, sizeof detail, "%s: %s", field, cut ? cut + 3 : "invalid value");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return arg_error(s, a, "%s", detail);
+  }
+  std::memcpy(dst, &out.u, info.bits / 8);  // little-endian: the low bytes hold the value
+  return 0;
+}
+
+int struct_field(const LauncherSpec* s, const ArgSpec* a, const StructField& f, PyObject* v, unsigned char* dst) {
+  const ScalarInfo& info = kScalars[f.type];
+  if (f.count == 0) return struct_scalar(s, a, f, -1, v, dst);
+  char detail[300];
+  PyObject* seq = (PyUnicode_Check(v) || PyBytes_Check(v)) ? nullptr : PySequence_Fast(v, "");
+  if (seq == nullptr) {
+    PyErr_Clear();
+    std::snprintf(detail, sizeof detail, "field '%s': expected a sequence of %d %s values, got %s", f.name, f.count,
+                  info.name, type_name(v));
+    return arg_error(s, a, "%s", detail);
+  }
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n != f.count) {
+    Py_DECREF(seq);
+    std::snprintf(detail, sizeof detail, "field '%s': expected %d values, got %zd", f.name, f.count, n);
+    return arg_error(s, a, "%s", detail);
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (struct_scalar(s, a, f, static_cast<int>(i), PySequence_Fast_GET_ITEM(seq, i), dst + i * (info.bits / 8)) < 0) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
+// The names of the struct's fields, for messages: "v0, v1".
+void field_list(const StructSpec& st, char* out, size_t n) {
+  out[0] = '\0';
+  for (int32_t i = 0; i < st.nfields; ++i) {
+    if (i > 0) std::strncat(out, ", ", n - std::strlen(out) - 1);
+    std::strncat(out, st.fields[i].name, n - std::strlen(out) - 1);
+  }
+}
+
+// Keys of `names` (a mapping's keys or a dataclass's fields) that are not fields of `st`: an
+// error naming the first. Returns 0, or -1 with an error set.
+int no_extra_fields(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, PyObject* names) {
+  PyObject* it = PyObject_GetIter(names);
+  if (it == nullptr) return -1;
+  PyObject* key;
+  while ((key = PyIter_Next(it)) != nullptr) {
+    const char* k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+    bool known = false;
+    for (int32_t i = 0; k != nullptr && i < st.nfields && !known; ++i) known = std::strcmp(st.fields[i].name, k) == 0;
+    if (!known) {
+      PyErr_Clear();
+      PyObject* r = PyObject_Repr(key);
+      char list[300], detail[500];
+      field_list(st, list, sizeof list);
+      std::snprintf(detail, sizeof detail, "unknown field %.80s for struct %s (its fields: %s)",
+                    r ? PyUnicode_AsUTF8(r) : "?", st.name, list);
+      Py_XDECREF(r);
+      Py_DECREF(key);
+      Py_DECREF(it);
+      PyErr_Clear();
+      return arg_error(s, a, "%s", detail);
+    }
+    Py_DECREF(key);
+  }
+  Py_DECREF(it);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+}  // namespace
+
+int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned char* buf) {
+  const StructSpec& st = s->structs[a->type];
+  std::memset(buf, 0, st.size);
+  char list[300], detail[500];
+  const bool mapping = PyDict_Check(o) || (!PyUnicode_Check(o) && PyObject_HasAttrString(o, "keys") &&
+                                           PyObject_HasAttrString(o, "__getitem__"));
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || o == Py_None) {
+    field_list(st, list, sizeof list);
+    std::snprintf(detail, sizeof detail, "expected struct %s: a mapping or an object with the fields %s, got %s",
+                  st.name, list, type_name(o));
+    return arg_error(s, a, "%s", detail);
+  }
+  if (mapping) {
+    PyObject* keys = PyMapping_Keys(o);
+    if (keys == nullptr) return producer_error(s, a, "keys()");
+    const int rc = no_extra_fields(s, a, st, keys);
+    Py_DECREF(keys);
+    if (rc < 0) return -1;
+  } else {
+    PyObject* dc = PyObject_GetAttrString(o, "__dataclass_fields__");
+    if (dc == nullptr) {
+      PyErr_Clear();
+    } else {
+      const int rc = PyDict_Check(dc) ? no_extra_fields(s, a, st, dc) : 0;
+      Py_DECREF(dc);
+      if (rc < 0) return -1;
+    }
+  }
+  for (int32_t i = 0; i < st.nfields; ++i) {
+    const StructField& f = st.fields[i];
+    PyObject* v = mapping ? PyMapping_GetItemString(o, f.name) : PyObject_GetAttrString(o, f.name);
+    if (v == nullptr) {
+      if (!PyErr_ExceptionMatches(PyExc_KeyError) && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return producer_error(s, a, mapping ? "__getitem__" : "getattr");
+      }
+      PyErr_Clear();
+      field_list(st, list, sizeof list);
+      std::snprintf(detail, sizeof detail, "field '%s' of struct %s is missing (its fields: %s)", f.name, st.name, list);
+      return arg_error(s, a, "%s", detail);
+    }
+    const int rc = struct_field(s, a, f, v, buf + f.offset);
+    Py_DECREF(v);
+    if (rc < 0) return -1;
+  }
   return 0;
 }
 

@@ -16,7 +16,7 @@
 
 namespace kg::py {
 
-enum ArgKind : uint8_t { kPointer = 1, kScalar = 2 };
+enum ArgKind : uint8_t { kPointer = 1, kScalar = 2, kStruct = 3 };
 
 // Scalar and element type codes and their tables, generated from kernelgen's type registry.
 using namespace kg::types;
@@ -24,7 +24,7 @@ using namespace kg::types;
 struct ArgSpec {
   const char* name;
   uint8_t kind;          // ArgKind
-  uint8_t type;          // ScalarCode or ElemCode
+  uint8_t type;          // ScalarCode, ElemCode, or the index of a struct in LauncherSpec::structs
   uint8_t writable;      // pointer the kernel writes (not const)
   uint8_t contiguous;    // pointer that must be C-contiguous
   int8_t size_slot;      // index into the sizes array, -1 when no size is declared
@@ -38,6 +38,23 @@ struct ArgSpec {
 struct DtypeKey {
   const char* name;  // plan()'s keyword
   uint64_t args;     // bit i: argument i has this key's element type
+};
+
+// One field of a struct passed by value: a scalar, or a fixed array of `count` scalars.
+struct StructField {
+  const char* name;
+  uint8_t type;     // ScalarCode
+  uint16_t count;   // 0: a plain scalar; n: an array of n
+  uint32_t offset;  // bytes from the start of the struct
+};
+
+// A struct type of the module: Python passes a mapping or an object with these attributes.
+struct StructSpec {
+  const char* name;
+  uint32_t size;
+  uint32_t align;
+  const StructField* fields;
+  int32_t nfields;
 };
 
 union Value {
@@ -65,6 +82,8 @@ struct LauncherSpec {
   const DtypeKey* keys;
   int32_t nkeys;
   const uint8_t* member_types;
+  // The module's struct types, which struct arguments (kStruct) index by their type.
+  const StructSpec* structs;
 };
 
 // Prepares the module: imports kernelgen_ops' exception and Outcome types and registers the

@@ -15,7 +15,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "kernelgen/abi.h"
 
@@ -230,6 +232,16 @@ inline dim3 dims(const int64_t (&d)[3]) {
 
 inline int32_t launch_error(cudaError_t err) {
   return err == cudaSuccess ? KG_LAUNCHED : -KG_CODE(KG_E_CUDA, err);
+}
+
+// A struct argument from the C ABI's layout-identical C struct (the generated launcher file
+// checks the layouts agree) to the kernel's C++ type.
+template <class T, class C>
+inline T struct_from_c(const C& c) {
+  static_assert(sizeof(T) == sizeof(C) && std::is_trivially_copyable_v<T>, "kernelgen: struct layouts differ");
+  T t;
+  std::memcpy(static_cast<void*>(&t), &c, sizeof t);
+  return t;
 }
 
 }  // namespace kg

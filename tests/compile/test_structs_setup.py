@@ -1,0 +1,79 @@
+"""Build test of the structs_setup fixture project (tests/fixtures/structs_setup) for one target:
+it builds (template-id symbols, structs by value, a zeroed counter, a __constant__ value, two
+modules including one header that defines a host function and a kernel), its generated contract
+tests pass without a GPU, the modules' own symbols stay local to them, and a struct whose spec
+disagrees with the C++ type fails the (incremental) rebuild naming the spec's file:line. (How a
+symbol that does not compile is named by its spec's line is unit-tested on nvcc's message
+format, tests/unit/test_structs_setup_spec.py, to keep this to one build.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.build
+
+TARGET = "hopper"
+FIXTURE = REPO / "tests" / "fixtures" / "structs_setup"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("structs_setup") / "project"
+    shutil.copytree(FIXTURE, root)
+    res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=root)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return root
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln)
+
+
+def test_contract_tests_pass_without_gpu(built: Path) -> None:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
+        cwd=built, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "struct_corr_fields_are_checked" in (built / "generated" / TARGET / "tests" /
+                                                 f"test_rope_yarn_{TARGET}_contract.py").read_text()
+    assert re.search(r"\b\d{2,} passed", res.stdout), res.stdout[-500:]
+
+
+def test_shared_header_symbols_are_local_to_each_module(built: Path) -> None:
+    lib = next((built / "bindings" / "kernelgen_ops" / TARGET).glob(f"libkernelgen_{TARGET}_*.so"))
+    dynamic = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+    assert "kg_hdr_a__ramp_a" in dynamic and "kg_hdr_b__fill_b" in dynamic
+    assert "_ZN9kernelgen9rope_yarn9rope_yarnE" in dynamic  # the C++ API is exported too
+    assert "sizeof_dtype" not in dynamic and "fill_value_kernel" not in dynamic
+    local = subprocess.run(["nm", str(lib)], capture_output=True, text=True).stdout
+    copies = [ln for ln in local.splitlines() if ln.endswith(" _Z12sizeof_dtype5DType")]
+    assert len(copies) == 2 and all(" t " in ln for ln in copies), copies  # one local copy per module
+
+
+def test_struct_layout_mismatch_fails_naming_the_spec_line(built: Path) -> None:
+    spec = built / "specs" / "rope_yarn.yaml"
+    original = spec.read_text()
+    # bias before pos_offset: same size and alignment as the C++ struct, other offsets.
+    swapped = original.replace("      pos_offset: i64\n      bias: f32[2]\n", "      bias: f32[2]\n      pos_offset: i64\n")
+    assert swapped != original
+    spec.write_text(swapped)
+    try:
+        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
+        line = _line_of(spec, "bias: f32[2]")
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert (f"kernelgen: specs/rope_yarn.yaml:{line}: struct 'rope_params' (C++ rope_params): field 'bias' is "
+                "not at offset 20") in res.stderr, res.stderr
+    finally:
+        spec.write_text(original)
+

@@ -1,0 +1,210 @@
+"""Template-id symbols, structs by value, zeroed arrays and __constant__ values in specs: what
+the loader accepts (and the model it builds) and what it refuses, with file:line errors; and
+what the emitters make of them (C struct, C++ static_asserts and set-up, binding tables, .pyi,
+contract tests, Rust)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelgen import symbols
+from kernelgen.emit import render_catalog
+from kernelgen.errors import SpecError
+from kernelgen.loader import load_catalog
+
+TARGETS = (Path(__file__).resolve().parents[1] / "fixtures" / "project" / "specs" / "targets.yaml").read_text()
+
+SPEC = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+structs:
+  dims:
+    cpp: ns::corr_dims
+    fields: {v0: f32, v1: f32}
+  params:
+    fields:
+      n: i32
+      offset: i64
+      bias: f32[2]
+kernels:
+  rope:
+    symbol: rope_kernel<ns::Op<float>, true, &ns::fn>
+    summary: Rotates.
+    args:
+      x: {type: const f32*, size: n}
+      counter: {type: u32*, size: 1, zero: true}
+      n: u32
+      d: dims
+      p: params
+    host_args:
+      scale: {type: f32, to_symbol: ns::g_scale}
+      rows: u32
+    grid: [rows, 1, 1]
+    block: [64, 1, 1]
+    examples:
+      - {n: 128, rows: 4}
+"""
+
+
+def project(tmp_path: Path, spec: str = SPEC) -> Path:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "demo.cu").write_text("// demo\n")
+    (tmp_path / "specs" / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "specs" / "demo.yaml").write_text(spec)
+    return tmp_path
+
+
+def test_model(tmp_path: Path) -> None:
+    (m,) = load_catalog(project(tmp_path)).modules
+    k = m.kernels[0]
+    assert k.symbol == "rope_kernel<ns::Op<float>,true,&ns::fn>"
+    dims, params = m.structs
+    assert (dims.cpp, dims.size, dims.align, [f.offset for f in dims.fields]) == ("ns::corr_dims", 8, 4, [0, 4])
+    assert (params.size, params.align, [f.offset for f in params.fields]) == (24, 8, [0, 8, 16])
+    assert params.fields[2].count == 2 and params.fields[2].spelling == "f32[2]"
+    by = {a.name: a for a in k.all_args}
+    assert by["d"].struct is dims and by["p"].spelling == "params"
+    assert by["counter"].zero and by["scale"].to_symbol == "ns::g_scale" and by["scale"].host
+    assert [a.name for a in k.int_args] == ["n", "rows"]
+
+
+@pytest.mark.parametrize("text,canonical,base", [
+    ("my_kernel", "my_kernel", "my_kernel"),
+    ("ns::k<256>", "ns::k<256>", "k"),
+    ("adamw_kernel3<__nv_bfloat16, float>", "adamw_kernel3<__nv_bfloat16,float>", "adamw_kernel3"),
+    ("act<ns::SiluOp<float>, __nv_bfloat16>", "act<ns::SiluOp<float>,__nv_bfloat16>", "act"),
+    ("k<a<b<c>>>", "k<a<b<c> > >", "k"),
+    ("k<true, -4, &fn, unsigned int, const float*>", "k<true,-4,&fn,unsigned int,const float*>", "k"),
+    ("::k< 1 >", "::k<1>", "k"),
+])
+def test_symbol_tokenizer_accepts_template_ids(text: str, canonical: str, base: str) -> None:
+    s = symbols.parse(text)
+    assert (s.text, s.base) == (canonical, base)
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("k<1>;evil()", "';'"),
+    ("k<1", "not closed"),
+    ("k<1>>", "unexpected '>'"),
+    ("k(1)", "unexpected '('"),
+    ("k<\"x\">", "'\"'"),
+    ("k<1,,2>", "empty template argument"),
+    ("k<a-b>", "'-' is allowed only before an integer"),
+    ("int", "keyword"),
+    ("k<1> extra", "after the template arguments"),
+    ("k<{T}>", "'{'"),
+])
+def test_symbol_tokenizer_refuses(text: str, fragment: str) -> None:
+    with pytest.raises(symbols.SymbolError, match=None) as err:
+        symbols.parse(text)
+    assert fragment in str(err.value), str(err.value)
+
+
+def _error(tmp_path: Path, spec: str) -> SpecError:
+    with pytest.raises(SpecError) as err:
+        load_catalog(project(tmp_path, spec))
+    return err.value
+
+
+def _line(spec: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(spec.splitlines(), 1) if needle in ln)
+
+
+BAD = [
+    ("symbol with a semicolon", "    symbol: rope_kernel<ns::Op<float>, true, &ns::fn>",
+     "    symbol: rope_kernel<1>; x", "    symbol:", "is not a C++ function name or template-id"),
+    ("field type", "      n: i32\n", "      n: int\n", "      n: int", "'int' is not a field type"),
+    ("array length", "      bias: f32[2]", "      bias: f32[0]", "      bias:", "array length 0 is outside"),
+    ("struct named like a type", "  dims:\n", "  f32:\n", "  f32:", "has the name of a registry type"),
+    ("unknown struct", "      d: dims\n", "      d: dimz\n", "      d: dimz", "unknown scalar type 'dimz'"),
+    ("const struct", "      d: dims\n", "      d: const dims\n", "      d: const dims", "'const' applies only to pointers"),
+    ("zero on const", "      counter: {type: u32*, size: 1, zero: true}", "      counter: {type: const u32*, size: 1, zero: true}",
+     "      counter:", "'zero' applies only to writable pointers"),
+    ("zero without size", "      counter: {type: u32*, size: 1, zero: true}", "      counter: {type: u32*, zero: true}",
+     "      counter:", "'zero' needs 'size'"),
+    ("to_symbol on a kernel argument", "      n: u32\n      d: dims", "      n: {type: u32, to_symbol: g_n}\n      d: dims",
+     "      n: {type", "'to_symbol' applies only to host arguments"),
+    ("float host argument without to_symbol", "      scale: {type: f32, to_symbol: ns::g_scale}", "      scale: f32",
+     "      scale: f32", "host arguments must be integers, unless copied with 'to_symbol'"),
+    ("bad to_symbol", "to_symbol: ns::g_scale", "to_symbol: g-scale", "      scale:", "is not the name of a __constant__"),
+    ("template struct without header", "    cpp: ns::corr_dims", "    cpp: ns::corr_dims<float>", "    cpp:",
+     "is a template; the C++ API cannot forward-declare it"),
+    ("struct in an expression", "    grid: [rows, 1, 1]", "    grid: [d, 1, 1]", "    grid:", "undefined name 'd'"),
+]
+
+
+@pytest.mark.parametrize("old,new,where,fragment", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_refused_with_file_line(tmp_path: Path, old: str, new: str, where: str, fragment: str) -> None:
+    assert old in SPEC, old
+    spec = SPEC.replace(old, new, 1)
+    err = _error(tmp_path, spec)
+    assert err.loc.path == "specs/demo.yaml"
+    assert err.loc.line == _line(spec, where), (str(err), _line(spec, where))
+    assert fragment in str(err), str(err)
+
+
+def test_emitters(tmp_path: Path) -> None:
+    files = render_catalog(load_catalog(project(tmp_path)))
+    base = "generated/hopper/"
+    c_h = files[base + "include/kernelgen/demo_c.h"]
+    assert "typedef struct kg_demo__params__t {\n  int32_t n;\n  int64_t offset;\n  float bias[2];\n} kg_demo__params__t;" in c_h
+    assert "int32_t kg_demo__rope(const void* x, void* counter, uint32_t n, kg_demo__dims__t d, kg_demo__params__t p, " \
+           "float scale, uint32_t rows, void* stream, const kg_kernel_info** kg_ran);" in c_h
+    api = files[base + "include/kernelgen/demo.h"]
+    assert "namespace ns { struct corr_dims; }" in api and "struct params;" in api
+    assert "Outcome rope(const float* x, uint32_t* counter, uint32_t n, ::ns::corr_dims d, ::params p, float scale, " \
+           "uint32_t rows, cudaStream_t stream = nullptr);" in api
+    cu = files[base + "src/demo.cu"]
+    assert "static_assert(offsetof(kg_struct_params, offset) == 8, \"kernelgen: specs/demo.yaml:11: struct 'params' " \
+           "(C++ params): field 'offset' is not at offset 8" in cu
+    assert "static_assert(sizeof(kg_struct_dims) == 8," in cu and "static_assert(alignof(kg_struct_params) == 8," in cu
+    assert "static_assert(sizeof(::ns::g_scale) == 4, \"kernelgen: specs/demo.yaml:24: kernel 'rope': host argument " \
+           "'scale'" in cu
+    assert "cudaMemsetAsync(counter, 0, static_cast<size_t>(kg_sizes[1]) * 4u, stream)" in cu
+    assert "cudaMemcpyToSymbolAsync(::ns::g_scale, &scale, 4, 0, cudaMemcpyHostToDevice, stream)" in cu
+    assert "cudaStreamIsCapturing(stream, &kg_capture)" in cu
+    assert cu.index("cudaMemsetAsync") < cu.index("cudaMemcpyToSymbolAsync") < cu.index("<<<")
+    assert "std::is_same_v<decltype(&::rope_kernel<ns::Op<float>,true,&ns::fn>), void (*)(const float*, uint32_t*, " \
+           "uint32_t, ::ns::corr_dims, ::params)>" in cu
+    assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
+    binding = files[base + "python/demo.cpp"]
+    assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
+    assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0},  // params' in binding
+    assert "*static_cast<const kg_demo__params__t*>(v[4].p)" in binding
+    pyi = files[base + "python/demo.pyi"]
+    assert "class params(_kg_TypedDict):" in pyi and "    bias: _kg_Sequence[float]" in pyi
+    assert "d: dims | _kg_Any, p: params | _kg_Any, *, scale: float, rows: int, " in pyi
+    tests = files[base + "tests/test_demo_hopper_contract.py"]
+    assert "'p': {'n': 0, 'offset': 0, 'bias': [0, 0]}" in tests
+    assert "def test_rope_struct_d_fields_are_checked():" in tests
+    rust = files[base + "rust/src/demo.rs"]
+    assert "#[repr(C)]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Params {\n    pub n: i32,\n" \
+           "    pub offset: i64,\n    pub bias: [f32; 2],\n}" in rust
+    assert "d: super::Dims, p: super::Params, " in rust
+
+
+def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Path) -> None:
+    from kernelgen.build import _explain_failure
+
+    gen = tmp_path / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True)
+    cu = gen / "act.cu"
+    cu.write_text(
+        "// generated\n"
+        "static_assert(std::is_same_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), void (*)(const "
+        "__nv_bfloat16*, __nv_bfloat16*, uint32_t)>,\n"
+        "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
+    )
+    lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]
+    text = _explain_failure(lines, tmp_path)
+    assert text.startswith("kernelgen: specs/act.yaml:30: kernel 'gelu': symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' "
+                           "does not compile: namespace \"ops\" has no member \"GeluOp\""), text
+    lines = [f'{cu}(2): error: identifier "act_kernel" is undefined']
+    assert "symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' is not declared by the module's sources" in \
+        _explain_failure(lines, tmp_path)
+    lines = [f'{cu}(7): error: something else entirely']
+    assert "kernelgen: specs/act.yaml" not in _explain_failure(lines, tmp_path)
