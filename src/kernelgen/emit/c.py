@@ -18,9 +18,9 @@ from kernelgen.lower import CArg, LKey, LModule
 def c_type(a: CArg) -> str:
     """``const void*`` / ``void*`` for pointers, the fixed-width type for scalars."""
     if a.is_pointer:
-        return "const void*" if a.const else "void*"
+        return "const void*" if a.reads_only else "void*"
     assert a.scalar is not None
-    return a.scalar.cpp
+    return a.scalar.c_type
 
 
 def c_param(a: CArg) -> str:
