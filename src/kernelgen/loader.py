@@ -942,7 +942,8 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
 
 
 def _examples(
-    ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str], bool_names: frozenset[str] | set[str] = frozenset()
+    ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str],
+    bool_names: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[tuple[tuple[str, int], ...], ...]:
     def one(n: YNode) -> dict[str, int]:
         if not isinstance(n, YMap):
