@@ -207,7 +207,8 @@ VARIANTS = Struct(
 )
 
 EXAMPLE = Kind("example", {
-    "type": "object", "propertyNames": dict(IDENTIFIER.json), "additionalProperties": {"type": ["integer", "number"]},
+    "type": "object", "propertyNames": dict(IDENTIFIER.json),
+    "additionalProperties": {"type": ["integer", "number", "boolean"]},
 })
 
 KERNEL = Struct(
@@ -287,7 +288,8 @@ KERNEL = Struct(
         Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
               "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
               "must give every integer argument and "
-              "launch; later ones inherit what they leave out. Float arguments may be given for readability. "
+              "launch; later ones inherit what they leave out. Float arguments may be given for readability; "
+              "`bool` arguments take `true`/`false` (or 0/1). "
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
     ),

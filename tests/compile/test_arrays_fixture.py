@@ -179,3 +179,19 @@ def test_generated_contract_tests_pass(built: Path) -> None:
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert re.search(r"\b\d{2,} passed", res.stdout), res.stdout[-500:]
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+def test_rust_crate_tests_pass(built: Path, tmp_path: Path) -> None:
+    """The fixture's Rust crate (bool plans, f16/bf16 bits, f64 scalars, nullable pointers) against
+    its built library: plans, not-launched reasons and null-pointer errors, without a GPU."""
+    crate = built / "generated" / TARGET / "rust"
+    env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / TARGET),
+               CARGO_TARGET_DIR=str(tmp_path / "t"))
+    res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
+                         timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert "FAILED" not in out and "warning" not in res.stderr, out[-3000:]
+    assert sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", out)) >= 20, out[-2000:]
+    assert "test layer_norm_null_pointer ... ok" in out, out[-3000:]  # x (not nullable) refuses null
