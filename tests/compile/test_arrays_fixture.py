@@ -166,8 +166,8 @@ print(m.scalars(o, o64, False, 1.0, 1.0, 1.0, 1.0, 0).reason)
         "flag None ArgumentError flag | expected a bool (True, False, 0 or 1), got NoneType",
         "f16 text ArgumentError h | expected a number, got str",
         "f16 huge passed the checks",
-        "True scalars: not launched: ((flag == 1) or (reps > 0)) is false",
-        "scalars: not launched: ((flag == 1) or (reps > 0)) is false",
+        "True scalars: not launched: (flag == 1) or (reps > 0) is false",
+        "scalars: not launched: (flag == 1) or (reps > 0) is false",
     ]
 
 
