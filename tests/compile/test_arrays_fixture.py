@@ -121,6 +121,10 @@ check('float4 int misaligned', lambda: m.scale4((1 << 20) + 8, y, 1.0, 1024))
 check('float4 wrong dtype', lambda: m.scale4(A('<f2', (4096,)), y, 1.0, 1024))
 check('void', lambda: m.byte_copy(A('<f8', (512,)), A('|u1', (4096,), ptr=2 << 20), 4096))
 check('void short', lambda: m.byte_copy(A('<f8', (511,)), A('|u1', (4096,), ptr=2 << 20), 4096))
+check('bf16x2', lambda: m.add_bf16x2(A('<V2', (1024,)), A('<V2', (1024,), ptr=(1 << 20) + 4096),
+                                      A('<V2', (1024,), ptr=2 << 20), 512))
+check('bf16x2 misaligned', lambda: m.add_bf16x2(A('<V2', (1024,), ptr=(1 << 20) + 2), A('<V2', (1024,)),
+                                                 A('<V2', (1024,), ptr=2 << 20), 512))
 check('pointers', lambda: m.sum_rows(A('<i8', (3,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
 check('pointers u64', lambda: m.sum_rows(A('<u8', (3,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
 check('pointers short', lambda: m.sum_rows(A('<i8', (2,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
@@ -137,6 +141,8 @@ check('pointers f8', lambda: m.sum_rows(A('<f8', (3,)), A('<f4', (256,), ptr=2 <
         "void passed the checks",
         "void short ArgumentError src | array has 4088 elements but the kernel accesses 4096 (of void: 4088 bytes, "
         "4096 needed)",
+        "bf16x2 passed the checks",
+        "bf16x2 misaligned ArgumentError a | data pointer 0x100002 is not 4-byte aligned, as bf16x2 elements need",
         "pointers passed the checks",
         "pointers u64 passed the checks",
         "pointers short ArgumentError rows | array has 2 elements but the kernel accesses 3 (of ptr: 16 bytes, "

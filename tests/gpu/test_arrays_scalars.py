@@ -378,3 +378,15 @@ def test_pointer_arrays_are_checked(m):
             "array has 2 elements but the kernel accesses 3")
     refused(lambda: m.sum_rows(ptrs.float(), out, 3, 256), "sum_rows", "rows", "expected dtype torch.int64")
     refused(lambda: m.sum_rows(ptrs.cpu(), out, 3, 256), "sum_rows", "rows", "CPU memory")
+
+
+def test_bf16x2_add_and_its_4_byte_alignment(m):
+    a = torch.randint(-100, 100, (1024,), device="cuda").to(torch.bfloat16)  # exact sums
+    b = torch.randint(-100, 100, (1024,), device="cuda").to(torch.bfloat16)
+    out = torch.zeros_like(a)
+    assert m.add_bf16x2(a, b, out, 512).launched
+    torch.cuda.synchronize()
+    assert torch.equal(out, a + b)
+    base = torch.zeros(1026, device="cuda", dtype=torch.bfloat16)
+    refused(lambda: m.add_bf16x2(base[1:1025], b, out, 512), "add_bf16x2", "a", "is not 4-byte aligned")
+    refused(lambda: m.add_bf16x2(a[:1023], b, out, 1), "add_bf16x2", "a", "not a multiple of the 2")

@@ -170,6 +170,7 @@ def test_cpp_launchers_and_api(files) -> None:
     assert "void (*)(const float4*, float4*, float, uint32_t)" in cu
     assert "void (*)(const void*, void*, uint64_t)" in cu
     assert "void (*)(const float* const*, float*, uint32_t, uint32_t)" in cu
+    assert "void (*)(const __nv_bfloat162*, const __nv_bfloat162*, __nv_bfloat162*, uint32_t)" in cu
     # read_only: the API takes const, the launch casts it back
     assert "Outcome gather(const float* table, const int32_t* idx, float* out," in h
     assert "(const_cast<float*>(table), idx, out, n, dim)" in cu
