@@ -13,7 +13,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -37,7 +37,7 @@ from kernelgen.model import (
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
-from kernelgen.types import ELEMS, SCALARS
+from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -79,7 +79,7 @@ _ARCH = schema.ARCH_RE
 _CC = schema.CC_RE
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_INSTANCES = 64
-_TYPE = re.compile(r"(const\s+)?([A-Za-z0-9_]+)\s*(\*)?")
+_TYPE = re.compile(r"(const\s+)?([A-Za-z0-9_]+)\s*(\*)?(?:\s*(const\s*)?(\*))?")
 _FIELD_TYPE = re.compile(r"([a-z0-9_]+)\s*(?:\[\s*([0-9]+)\s*\])?")
 MAX_STRUCT_BYTES = 4096
 MAX_FIELDS = 64
@@ -670,8 +670,10 @@ def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[A
                         if not -(1 << 31) <= v < (1 << 31):
                             raise ctx.error(item.loc, f"{v} is out of range for an integer axis (32-bit)")
                     elif isinstance(v, str):
-                        if v not in ELEMS:
-                            raise ctx.error(item.loc, f"unknown element type '{v}'", did_you_mean(v, list(ELEMS)))
+                        if v not in SPEC_ELEMS or SPEC_ELEMS[v].any_dtype:
+                            raise ctx.error(item.loc, f"unknown element type '{v}'" if v not in SPEC_ELEMS else
+                                            "'void' cannot be a type axis value (void* takes arrays of any dtype)",
+                                            did_you_mean(v, list(SPEC_ELEMS)))
                     else:
                         raise ctx.error(item.loc, f"expected an element type or an integer, got {_kind(item)}")
                     if vals and isinstance(v, int) != isinstance(vals[0], int):
@@ -900,8 +902,20 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
     return tuple(out)
 
 
-def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int]) -> tuple[str, bool, bool]:
-    """Parse ``const bf16*`` (or ``const {T}*`` in an instantiated kernel): (base, const, pointer)."""
+@dataclass(frozen=True)
+class _Parsed:
+    """A parsed argument type: ``base`` is a scalar or the element type pointed to."""
+
+    base: str
+    const: bool  # the outer pointer's target is const (for pointer arrays: the array itself)
+    star: bool
+    indirect: bool = False  # a pointer array (elem**)
+    inner_const: bool = False  # pointer arrays: the pointees are const
+
+
+def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int]) -> _Parsed:
+    """Parse ``const bf16*``, ``void*``, ``const f32* const*`` (or ``const {T}*`` in an
+    instantiated kernel)."""
     text = _str(ctx, node, "a type such as u32 or const bf16*")
     if "{" in text:
         m = _PLACEHOLDER.search(text)
@@ -910,24 +924,32 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
         text = _subst(ctx, loc, text, axes, cpp=False)
         if not text.rstrip().endswith("*"):
             raise ctx.error(loc, "an element-type axis gives pointer element types only", "e.g. 'const {T}*'")
+        if text.count("*") > 1:
+            raise ctx.error(loc, "a type axis cannot type a pointer array (its arrays carry no element dtype)",
+                            "name the element type, e.g. 'const f32* const*'")
     m = _TYPE.fullmatch(text.strip())
-    if not m:
-        raise ctx.error(loc, f"{text!r} is not a type", "e.g. u32, f32, const bf16*, i64*")
+    if not m or (m.group(4) and not m.group(3)):
+        raise ctx.error(loc, f"{text!r} is not a type",
+                        "e.g. u32, f32, bool, const bf16*, void*, const f32* const* (an array of pointers)")
     const, base, star = bool(m.group(1)), m.group(2), bool(m.group(3))
+    indirect, outer_const = bool(m.group(5)), bool(m.group(4))
     if star:
-        if base not in ELEMS:
-            raise ctx.error(loc, f"unknown element type '{base}'", did_you_mean(base, list(ELEMS)))
-    elif base in ctx.structs:
-        if const:
+        if base not in SPEC_ELEMS:
+            raise ctx.error(loc, f"unknown element type '{base}'", did_you_mean(base, list(SPEC_ELEMS)))
+        if indirect and SPEC_ELEMS[base].any_dtype:
+            raise ctx.error(loc, "pointer arrays of void* are not supported", "name the element type, e.g. f32**")
+        if indirect:
+            return _Parsed(base, outer_const, True, True, const)
+        return _Parsed(base, const, True)
+    if const:
+        if base in ctx.structs:
             raise ctx.error(loc, "'const' applies only to pointers", "a struct is passed by value: write its name")
-    else:
-        if const:
-            raise ctx.error(loc, "'const' applies only to pointers")
-        if base not in SCALARS:
-            hint = ("pointers end in '*'" if base in ELEMS and base not in SCALARS
-                    else did_you_mean(base, [*SCALARS, *ctx.structs]) or "declare a struct type under 'structs'")
-            raise ctx.error(loc, f"unknown scalar type '{base}'", hint)
-    return base, const, star
+        raise ctx.error(loc, "'const' applies only to pointers")
+    if base not in SCALARS and base not in ctx.structs:
+        hint = ("pointers end in '*'" if base in SPEC_ELEMS
+                else did_you_mean(base, [*SCALARS, *ctx.structs]) or "declare a struct type under 'structs'")
+        raise ctx.error(loc, f"unknown scalar type '{base}'", hint)
+    return _Parsed(base, False, False)
 
 
 def _args(
@@ -948,51 +970,66 @@ def _args(
         taken[name] = key.loc
         with ctx.at(name):
             size_node = None
-            contiguous = True
-            zero = False
+            flags: dict[str, tuple[bool, SourceLoc]] = {}
             to_symbol = None
             f = {}
             if isinstance(value, YMap):
                 f = _fields(ctx, value, schema.ARGUMENT)
                 type_node = f["type"]
                 size_node = f.get("size")
-                if "contiguous" in f:
-                    with ctx.at("contiguous"):
-                        contiguous = _bool(ctx, f["contiguous"])
-                if "zero" in f:
-                    with ctx.at("zero"):
-                        zero = _bool(ctx, f["zero"])
+                for flag in ("contiguous", "nullable", "read_only", "zero"):
+                    if flag in f:
+                        with ctx.at(flag):
+                            flags[flag] = (_bool(ctx, f[flag]), f[flag].loc)
                 if "to_symbol" in f:
                     with ctx.at("to_symbol"):
                         to_symbol = _constant_symbol(ctx, f["to_symbol"])
             else:
                 type_node = value
-            base, const, star = _type(ctx, type_node, type_node.loc, axes)
-            struct = ctx.structs.get(base) if not star else None
-            if star and host:
+            t = _type(ctx, type_node, type_node.loc, axes)
+            struct = ctx.structs.get(t.base) if not t.star else None
+            contiguous = flags.get("contiguous", (True, None))[0]
+            nullable = flags.get("nullable", (False, None))[0]
+            read_only = flags.get("read_only", (False, None))[0]
+            zero = flags.get("zero", (False, None))[0]
+            if t.star and host:
                 raise ctx.error(type_node.loc, "host arguments must be scalars", "pointers belong under args")
-            if not star and (size_node is not None or not contiguous):
-                raise ctx.error(value.loc, "'size' and 'contiguous' apply only to pointers")
             if zero:
                 with ctx.at("zero"):
-                    if not star or const:
+                    if not t.star or t.const or read_only:
                         raise ctx.error(f["zero"].loc, "'zero' applies only to writable pointers (T*, not const T*)",
                                         "the launcher sets the array to zero before the launch")
                     if size_node is None:
                         raise ctx.error(f["zero"].loc, "'zero' needs 'size': the elements to set to zero")
+            if not t.star and (size_node is not None or flags):
+                bad = "size" if size_node is not None else next(iter(flags))
+                loc = size_node.loc if size_node is not None else flags[bad][1]
+                raise ctx.error(loc, f"'size', 'contiguous', 'nullable' and 'read_only' apply only to pointers "
+                                f"('{bad}' is given for a scalar)")
             if to_symbol is not None and not host:
                 with ctx.at("to_symbol"):
                     raise ctx.error(f["to_symbol"].loc, "'to_symbol' applies only to host arguments",
                                     "declare the value under host_args: {type: f32, to_symbol: NAME}")
-            if not star and host and to_symbol is None and (struct is not None or not SCALARS[base].is_integer):
-                raise ctx.error(type_node.loc, "host arguments must be integers, unless copied with 'to_symbol'",
-                                "e.g. scale: {type: f32, to_symbol: g_scale}")
-            if star:
-                arg = Arg(name, key.loc, elem=ELEMS[base], const=const, contiguous=contiguous, host=host, zero=zero)
+            if not t.star and host and to_symbol is None and (struct is not None or not SCALARS[t.base].is_integer):
+                raise ctx.error(type_node.loc, "host arguments must be integers (or bool), unless copied with "
+                                "'to_symbol'", "e.g. scale: {type: f32, to_symbol: g_scale}")
+            if read_only and t.const:
+                with ctx.at("read_only"):
+                    raise ctx.error(flags["read_only"][1], "'read_only' is for non-const pointers",
+                                    f"'{t.base}' is already const; remove read_only")
+            if t.star and not t.indirect and SPEC_ELEMS[t.base].lanes > 1 and not contiguous:
+                with ctx.at("contiguous"):
+                    raise ctx.error(flags["contiguous"][1],
+                                    f"a {t.base} argument must be contiguous (its lanes are read as one vector)")
+            if t.star:
+                elem = SPEC_ELEMS[t.base]
+                arg = Arg(name, key.loc, elem=elem, const=t.const, contiguous=contiguous, host=host,
+                          nullable=nullable, read_only=read_only, indirect=t.indirect, inner_const=t.inner_const,
+                          zero=zero)
             elif struct is not None:
                 arg = Arg(name, key.loc, struct=struct, host=host, to_symbol=to_symbol)
             else:
-                arg = Arg(name, key.loc, scalar=SCALARS[base], host=host, to_symbol=to_symbol)
+                arg = Arg(name, key.loc, scalar=SCALARS[t.base], host=host, to_symbol=to_symbol)
             out.append((arg, size_node))
     return out
 
@@ -1117,7 +1154,8 @@ def _kernel(
             raise SpecError(f["symbol"].loc, f"kernels.{name}.symbol", "give either 'symbol' or 'variants', not both")
     all_int = {a.name for a in args + host_args if a.is_int}
     with ctx.at("examples"):
-        examples = _examples(ctx, f["examples"], all_int, float_names)
+        bool_names = {a.name for a in args + host_args if a.scalar is not None and a.scalar.name == "bool"}
+        examples = _examples(ctx, f["examples"], all_int, float_names, bool_names)
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
@@ -1255,7 +1293,8 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
 
 
 def _examples(
-    ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str]
+    ctx: _Ctx, node: YNode, int_names: set[str], float_names: set[str],
+    bool_names: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[tuple[tuple[str, int], ...], ...]:
     def one(n: YNode) -> dict[str, int]:
         if not isinstance(n, YMap):
@@ -1267,7 +1306,10 @@ def _examples(
                 if not isinstance(value, YScalar) or not isinstance(value.value, (int, float)) or isinstance(
                     value.value, bool
                 ):
-                    raise ctx.error(value.loc, f"'{k}' is f32; expected a number, got {_kind(value)}")
+                    raise ctx.error(value.loc, f"'{k}' is a float; expected a number, got {_kind(value)}")
+                continue
+            if k in bool_names and isinstance(value, YScalar) and isinstance(value.value, bool):
+                out[k] = int(value.value)
                 continue
             if k not in int_names:
                 raise ctx.error(key.loc, f"'{k}' is not an integer argument", did_you_mean(k, int_names))
@@ -1440,12 +1482,16 @@ def check_fallbacks(catalog: Catalog) -> None:
                     if a.name in seen:
                         b, where = seen[a.name]
                         if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar) or (
-                                _layout(a.struct) != _layout(b.struct)):
+                                _layout(a.struct) != _layout(b.struct)) or (
+                            a.is_pointer and (a.indirect or b.indirect or a.elem.any_dtype or b.elem.any_dtype)
+                            and (a.indirect, a.elem, a.inner_const) != (b.indirect, b.elem, b.inner_const)
+                        ):
                             raise SpecError(
                                 ref.loc, f"fallbacks.{fb.name}",
                                 f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {b.spelling} in {where}",
                                 "members of a chain must agree on the arguments they share: the same scalar "
-                                "type, or pointers in both (whose element types and const-ness may differ)",
+                                "type, or pointers in both (whose element types and const-ness may differ; "
+                                "void* and pointer arrays must be the same in every member)",
                             )
                     seen.setdefault(a.name, (a, ref.qualname))
 

@@ -88,8 +88,27 @@ class CArg:
         return self.arg.host
 
     @property
+    def reads_only(self) -> bool:
+        """The kernel does not write through it: const, or declared read_only (the APIs take a const
+        pointer either way)."""
+        return self.arg.is_pointer and self.arg.reads_only
+
+    @property
     def writable(self) -> bool:
-        return self.arg.is_pointer and not self.arg.const
+        return self.arg.is_pointer and not self.arg.reads_only
+
+    @property
+    def nullable(self) -> bool:
+        return self.arg.is_pointer and self.arg.nullable
+
+    @property
+    def indirect(self) -> bool:
+        return self.arg.indirect
+
+    @property
+    def array_elem(self) -> ElemType:
+        """The element type of arrays passed for it (``ptr`` for pointer arrays)."""
+        return self.arg.array_elem
 
     @property
     def contiguous(self) -> bool:
@@ -289,8 +308,10 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     cargs = []
     for n in order_pos:
         a = seen[n]
-        if a.is_pointer and a.const and any(not b.const for _, k in kernels for b in k.args if b.name == n):
-            a = replace(a, const=False)  # written by some member: the chain's argument is writable
+        if a.is_pointer and a.reads_only and any(not b.reads_only for _, k in kernels for b in k.args if b.name == n):
+            a = replace(a, const=False, read_only=False)  # written by some member: the chain's argument is writable
+        if a.is_pointer and a.nullable and any(not b.nullable for _, k in kernels for b in k.args if b.name == n):
+            a = replace(a, nullable=False)  # a member needs it: the chain refuses null
         if a.is_pointer and not a.contiguous and any(b.contiguous for _, k in kernels for b in k.args if b.name == n):
             a = replace(a, contiguous=True)
         cargs.append(CArg(a, size_of.get(n, -1)))

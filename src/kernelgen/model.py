@@ -63,6 +63,10 @@ class Arg:
     struct: Struct | None = None  # set for structs passed by value
     zero: bool = False  # pointers: zeroed (size elements) on the launch stream before the launch
     to_symbol: str | None = None  # host scalars: copied into this __constant__ variable before the launch
+    nullable: bool = False  # a null pointer may be passed (its size is then not checked)
+    read_only: bool = False  # a non-const pointer the kernel only reads: read-only arrays accepted
+    indirect: bool = False  # a pointer array (elem**): ``elem`` is the pointee, ``const`` the array's
+    inner_const: bool = False  # pointer arrays: the pointees are const (const f32* const*)
 
     def __post_init__(self) -> None:
         assert [self.scalar, self.elem, self.struct].count(None) == 2, self
@@ -80,13 +84,36 @@ class Arg:
         return self.scalar is not None and self.scalar.is_integer
 
     @property
+    def reads_only(self) -> bool:
+        """The kernel does not write through this pointer (const, or declared read_only)."""
+        return self.const or self.read_only
+
+    @property
     def spelling(self) -> str:
         if self.elem is not None:
+            if self.indirect:
+                return f"{'const ' if self.inner_const else ''}{self.elem.name}*{' const' if self.const else ''}*"
             return f"{'const ' if self.const else ''}{self.elem.name}*"
         if self.struct is not None:
             return self.struct.name
         assert self.scalar is not None
         return self.scalar.name
+
+    @property
+    def cpp_pointer(self) -> str:
+        """The C++ type of the kernel's parameter (``const float* const*``)."""
+        assert self.elem is not None
+        if self.indirect:
+            return f"{'const ' if self.inner_const else ''}{self.elem.cpp}*{' const' if self.const else ''}*"
+        return f"{'const ' if self.const else ''}{self.elem.cpp}*"
+
+    @property
+    def array_elem(self) -> Elem:
+        """The element type of the arrays passed for this pointer (``ptr`` for pointer arrays)."""
+        from kernelgen.types import ELEMS
+
+        assert self.elem is not None
+        return ELEMS["ptr"] if self.indirect else self.elem
 
 
 @dataclass(frozen=True)

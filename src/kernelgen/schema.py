@@ -47,7 +47,7 @@ MAX_CHAIN = 16
 
 # Type names come from the type registry.
 SCALAR_TYPES = tuple(t.name for t in types.SCALAR_TYPES)
-ELEM_TYPES = tuple(t.name for t in types.ELEM_TYPES)
+ELEM_TYPES = tuple(t.name for t in types.ELEM_TYPES if not t.internal)
 
 
 def _full(p: re.Pattern[str]) -> str:
@@ -113,11 +113,12 @@ BOOLEAN = Kind("boolean", {"type": "boolean"})
 EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
 PREDICATE = Kind("predicate", {"type": "string"})
 _TYPE_PATTERN = (
-    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*|(?:"
+    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*(?:\s*(?:const\s*)?\*)?|(?:"
     + "|".join(SCALAR_TYPES) + r"|[A-Za-z_][A-Za-z0-9_]*))\s*$"  # the last: a struct of `structs`
 )
 TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
-HOST_TYPE = Kind("integer type", {"type": "string", "enum": [t for t in SCALAR_TYPES if t != "f32"]})
+HOST_TYPE = Kind("integer type", {"type": "string",
+                                  "enum": [t.name for t in types.SCALAR_TYPES if t.is_integer]})
 IDENTIFIER_PATH = Kind("C++ variable name", {"type": "string", "pattern": r"^(?:::)?[A-Za-z_][A-Za-z0-9_]*"
                                              r"(?:::[A-Za-z_][A-Za-z0-9_]*)*$"})
 
@@ -162,14 +163,25 @@ ARGUMENT = Struct(
     "argument", "argument", "The long form of a kernel argument, for pointers that need more than a type.",
     (
         Field("type", TYPE, True,
-              "The argument's type, as in the short form: a scalar (`u32`, `i32`, `u64`, `i64`, `f32`) or an "
-              "element type followed by `*` (`const` when the kernel only reads it)."),
+              "The argument's type, as in the short form: a scalar (`u32`, `i32`, `u64`, `i64`, `bool`, `f16`, "
+              "`bf16`, `f32`, `f64`), an element type followed by `*` (`const` when the kernel only reads it; "
+              "`void*` for untyped memory), or a pointer array (`f32**`, `const f32* const*`, `f32* const*`)."),
         Field("size", EXPRESSION, False,
-              "Pointers only: the number of elements the kernel touches, an integer expression over the integer "
-              "arguments and constants. The Python binding checks arrays passed for this argument against it.",
+              "Pointers only: the number of elements the kernel touches (vectors for vector types, bytes for "
+              "`void*`, pointers for pointer arrays), an integer expression over the integer arguments and "
+              "constants. The Python binding checks arrays passed for this argument against it: a contiguous "
+              "array by its element count, a strided view by the memory it spans.",
               "unchecked"),
         Field("contiguous", BOOLEAN, False,
-              "Pointers only: whether arrays passed from Python must be contiguous.", "true"),
+              "Pointers only: whether arrays passed from Python must be contiguous. Without it, strided views "
+              "(non-negative strides) are accepted and checked by the memory they span.", "true"),
+        Field("nullable", BOOLEAN, False,
+              "Pointers only: a null pointer may be passed (Python `None` or `0`, C/C++ `nullptr`, Rust "
+              "`DevicePtr::null()`); its size is then not checked. Elsewhere a null pointer is an argument error.",
+              "false"),
+        Field("read_only", BOOLEAN, False,
+              "Non-const pointers only: the kernel takes `T*` but only reads it, so read-only arrays are accepted "
+              "and the C ABI, C++ and Rust APIs take a const pointer, as for `const T*`.", "false"),
         Field("zero", BOOLEAN, False,
               "Writable pointers with a `size` only: the launcher sets the `size` elements (in bytes of the "
               "element type) to zero with `cudaMemsetAsync` on the launch stream before each launch, so a "
@@ -224,7 +236,8 @@ VARIANTS = Struct(
 )
 
 EXAMPLE = Kind("example", {
-    "type": "object", "propertyNames": dict(IDENTIFIER.json), "additionalProperties": {"type": ["integer", "number"]},
+    "type": "object", "propertyNames": dict(IDENTIFIER.json),
+    "additionalProperties": {"type": ["integer", "number", "boolean"]},
 })
 
 KERNEL = Struct(
@@ -309,7 +322,8 @@ KERNEL = Struct(
         Field("examples", list_of(EXAMPLE, 1, MAX_EXAMPLES), True,
               "Argument sets (mappings of argument names to numbers) the generated tests start from. The first "
               "must give every integer argument and "
-              "launch; later ones inherit what they leave out. Float arguments may be given for readability. "
+              "launch; later ones inherit what they leave out. Float arguments may be given for readability; "
+              "`bool` arguments take `true`/`false` (or 0/1). "
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
     ),

@@ -11,6 +11,13 @@ Sizes are in bits, so packed types are described exactly: ``fp4_e2m1`` is 4 bits
 to a byte. A spec's ``size:`` counts elements of the declared type; an array producer may
 hold several elements in one of its items (a torch ``uint8`` tensor holds two ``fp4_e2m1``
 values per item), which each accepted encoding states with ``per_item``.
+
+Vector types (``f32x4`` = ``float4``) have ``lanes`` > 1: producers pass arrays of the lane
+type, ``per_item`` counts lanes in one item, and an element is ``lanes`` of them; the array's
+lane count must be a multiple of ``lanes`` and its data pointer aligned to ``align`` bytes.
+``void`` takes arrays of any dtype, counted in bytes (``any_dtype``). ``ptr`` is the element of
+pointer arrays (``f32**``): 8-byte device addresses, held in int64/uint64 arrays; it is not a
+name specs use (``internal``).
 """
 
 from __future__ import annotations
@@ -69,11 +76,19 @@ class ElemType:
     dlpack: tuple[DLPack, ...]
     typestr: tuple[Typestr, ...]
     doc: str
+    lanes: int = 1  # items of the lane type in one element (vector types)
+    align: int = 0  # bytes the data pointer must be aligned to (0: no check)
+    any_dtype: bool = False  # void: arrays of any dtype, counted in bytes
+    internal: bool = False  # not a spec spelling (the element of pointer arrays)
 
     @property
     def code(self) -> int:
         """The element's code in the generated C++ tables (0 is "no type")."""
         return ELEM_TYPES.index(self) + 1
+
+    @property
+    def lane_bits(self) -> int:
+        return self.bits // self.lanes
 
     @property
     def storage_bits(self) -> int:
@@ -95,6 +110,7 @@ class ScalarKind:
     UNSIGNED = "unsigned"
     SIGNED = "signed"
     FLOAT = "float"
+    BOOL = "bool"  # an integer 0/1 in expressions and plans
 
 
 @dataclass(frozen=True)
@@ -107,10 +123,22 @@ class ScalarType:
     cpp: str
     rust: str
     doc: str
+    c: str = ""  # the C ABI's type, when it differs from ``cpp`` (f16/bf16: their bits as uint16_t)
+    header: str | None = None  # the CUDA header declaring ``cpp``
+    mant: int = 0  # fraction bits of a float type (10 for f16, 7 for bf16)
 
     @property
     def code(self) -> int:
         return SCALAR_TYPES.index(self) + 1
+
+    @property
+    def c_type(self) -> str:
+        return self.c or self.cpp
+
+    @property
+    def as_bits(self) -> bool:
+        """Passed through the C ABI and the Rust crate as its IEEE bit pattern (f16, bf16)."""
+        return bool(self.c) and self.c != self.cpp
 
     @property
     def is_integer(self) -> bool:
@@ -118,6 +146,8 @@ class ScalarType:
 
     @property
     def lo(self) -> int | None:
+        if self.kind == ScalarKind.BOOL:
+            return 0
         if self.kind == ScalarKind.UNSIGNED:
             return 0
         if self.kind == ScalarKind.SIGNED:
@@ -126,6 +156,8 @@ class ScalarType:
 
     @property
     def hi(self) -> int | None:
+        if self.kind == ScalarKind.BOOL:
+            return 1
         if self.kind == ScalarKind.UNSIGNED:
             return (1 << self.bits) - 1
         if self.kind == ScalarKind.SIGNED:
@@ -134,10 +166,14 @@ class ScalarType:
 
     @property
     def py(self) -> str:
+        if self.kind == ScalarKind.BOOL:
+            return "bool"
         return "int" if self.is_integer else "float"
 
     @property
     def range_text(self) -> str:
+        if self.kind == ScalarKind.BOOL:
+            return "[0, 1]"
         if not self.is_integer:
             return ""
         if self.kind == ScalarKind.UNSIGNED:
@@ -208,15 +244,48 @@ ELEM_TYPES: tuple[ElemType, ...] = (
     ),
 )
 
+
+def _vector(name: str, lane: ElemType, lanes: int, cpp: str, header: str | None, rust: str, doc: str) -> ElemType:
+    """A CUDA vector type, passed as an array of its lane type (``size`` counts vectors)."""
+    bits = lane.bits * lanes
+    return ElemType(name, bits, cpp, header, rust, lane.torch, lane.dlpack, lane.typestr, doc,
+                    lanes=lanes, align=bits // 8)
+
+
+_LANES = {e.name: e for e in ELEM_TYPES}
+ELEM_TYPES += (
+    _vector("f32x2", _LANES["f32"], 2, "float2", None, "[f32; 2]", "two floats (float2), 8-byte aligned"),
+    _vector("f32x4", _LANES["f32"], 4, "float4", None, "[f32; 4]", "four floats (float4), 16-byte aligned"),
+    _vector("f16x2", _LANES["f16"], 2, "__half2", "cuda_fp16.h", "[u16; 2]", "two halves (__half2), 4-byte aligned"),
+    _vector("bf16x2", _LANES["bf16"], 2, "__nv_bfloat162", "cuda_bf16.h", "[u16; 2]",
+            "two bfloat16 (__nv_bfloat162), 4-byte aligned"),
+    _vector("i32x4", _LANES["i32"], 4, "int4", None, "[i32; 4]", "four 32-bit integers (int4), 16-byte aligned"),
+    ElemType("void", 8, "void", None, "u8", (), (), (),
+             "untyped memory (void*): any array, its size counted in bytes", any_dtype=True),
+    ElemType("ptr", 64, "void*", None, "u64",
+             (Torch(dtype="int64"), Torch(dtype="uint64")),
+             (DLPack(code=DL_INT, bits=64), DLPack(code=DL_UINT, bits=64)),
+             (Typestr(typestr="<i8"), Typestr(typestr="<u8")),
+             "a device address: the element of pointer arrays (f32**), held in int64/uint64 arrays",
+             internal=True),
+)
+
 SCALAR_TYPES: tuple[ScalarType, ...] = (
     ScalarType("u32", ScalarKind.UNSIGNED, 32, "uint32_t", "u32", "unsigned 32-bit integer"),
     ScalarType("i32", ScalarKind.SIGNED, 32, "int32_t", "i32", "signed 32-bit integer"),
     ScalarType("u64", ScalarKind.UNSIGNED, 64, "uint64_t", "u64", "unsigned 64-bit integer"),
     ScalarType("i64", ScalarKind.SIGNED, 64, "int64_t", "i64", "signed 64-bit integer"),
-    ScalarType("f32", ScalarKind.FLOAT, 32, "float", "f32", "IEEE single"),
+    ScalarType("f32", ScalarKind.FLOAT, 32, "float", "f32", "IEEE single", mant=23),
+    ScalarType("bool", ScalarKind.BOOL, 8, "bool", "bool", "boolean (0 or 1 in expressions)"),
+    ScalarType("f16", ScalarKind.FLOAT, 16, "__half", "u16", "IEEE half, rounded to nearest even from the caller's "
+               "double (C ABI and Rust: its bits as uint16_t)", c="uint16_t", header="cuda_fp16.h", mant=10),
+    ScalarType("bf16", ScalarKind.FLOAT, 16, "__nv_bfloat16", "u16", "bfloat16, rounded to nearest even from the "
+               "caller's double (C ABI and Rust: its bits as uint16_t)", c="uint16_t", header="cuda_bf16.h", mant=7),
+    ScalarType("f64", ScalarKind.FLOAT, 64, "double", "f64", "IEEE double", mant=52),
 )
 
 ELEMS: dict[str, ElemType] = {e.name: e for e in ELEM_TYPES}
+SPEC_ELEMS: dict[str, ElemType] = {e.name: e for e in ELEM_TYPES if not e.internal}  # what specs may name
 SCALARS: dict[str, ScalarType] = {s.name: s for s in SCALAR_TYPES}
 TORCH: dict[str, TorchDtype] = {t.attr: t for t in TORCH_DTYPES}
 
@@ -226,7 +295,9 @@ MAX_ENCODINGS = 4
 
 def headers(cpp_types: set[str]) -> list[str]:
     """The CUDA headers that declare the given C++ element types, sorted."""
-    return sorted({e.header for e in ELEM_TYPES if e.cpp in cpp_types and e.header})
+    found = {e.header for e in ELEM_TYPES if e.cpp in cpp_types and e.header}
+    found |= {s.header for s in SCALAR_TYPES if s.cpp in cpp_types and s.header}
+    return sorted(found)
 
 
 def _check() -> None:
@@ -237,12 +308,15 @@ def _check() -> None:
             assert enc.per_item >= 1, e
         assert all(t.dtype in TORCH for t in e.torch), e
         for t in e.torch:
-            assert TORCH[t.dtype].bits == e.bits * t.per_item, (e, t)
+            assert TORCH[t.dtype].bits == e.lane_bits * t.per_item, (e, t)
         for d in e.dlpack:
-            assert d.bits * d.lanes == e.bits * d.per_item, (e, d)
+            assert d.bits * d.lanes == e.lane_bits * d.per_item, (e, d)
+        assert e.bits % e.lanes == 0 and (e.lanes == 1 or e.align == e.bits // 8), e
+        assert not e.any_dtype or not (e.torch or e.dlpack or e.typestr), e
         assert max(len(e.torch), len(e.dlpack), len(e.typestr)) <= MAX_ENCODINGS, e
     assert len({e.name for e in ELEM_TYPES}) == len(ELEM_TYPES)
     assert len({s.name for s in SCALAR_TYPES}) == len(SCALAR_TYPES)
+    assert len(ELEM_TYPES) < 32  # dtype masks are 32-bit, a bit per code
 
 
 _check()

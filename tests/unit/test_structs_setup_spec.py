@@ -129,7 +129,7 @@ BAD = [
     ("to_symbol on a kernel argument", "      n: u32\n      d: dims", "      n: {type: u32, to_symbol: g_n}\n      d: dims",
      "      n: {type", "'to_symbol' applies only to host arguments"),
     ("float host argument without to_symbol", "      scale: {type: f32, to_symbol: ns::g_scale}", "      scale: f32",
-     "      scale: f32", "host arguments must be integers, unless copied with 'to_symbol'"),
+     "      scale: f32", "host arguments must be integers (or bool), unless copied with 'to_symbol'"),
     ("bad to_symbol", "to_symbol: ns::g_scale", "to_symbol: g-scale", "      scale:", "is not the name of a __constant__"),
     ("template struct without header", "    cpp: ns::corr_dims", "    cpp: ns::corr_dims<float>", "    cpp:",
      "is a template; the C++ API cannot forward-declare it"),
@@ -173,7 +173,7 @@ def test_emitters(tmp_path: Path) -> None:
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
     assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
-    assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0},  // params' in binding
+    assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0, 0},  // params' in binding
     assert "*static_cast<const kg_demo__params__t*>(v[4].p)" in binding
     pyi = files[base + "python/demo.pyi"]
     assert "class params(_kg_TypedDict):" in pyi and "    bias: _kg_Sequence[float]" in pyi

@@ -23,7 +23,8 @@ def _header() -> str:
 
 def _registry_rows() -> tuple[list[tuple], list[tuple]]:
     """The registry in the shape kernelgen_ops' ``_runtime.type_tables()`` returns it."""
-    kinds = {types.ScalarKind.UNSIGNED: 1, types.ScalarKind.SIGNED: 2, types.ScalarKind.FLOAT: 3}
+    kinds = {types.ScalarKind.UNSIGNED: 1, types.ScalarKind.SIGNED: 2, types.ScalarKind.FLOAT: 3,
+             types.ScalarKind.BOOL: 4}
     scalars = [(s.name, kinds[s.kind], s.bits) for s in types.SCALAR_TYPES]
     elems = [
         (e.name, e.bits, [(t.dtype, t.per_item) for t in e.torch], [(d.code, d.bits, d.lanes, d.per_item) for d in e.dlpack],
@@ -136,4 +137,4 @@ def test_typestrs_agree_with_numpy() -> None:
     np = pytest.importorskip("numpy")
     for e in types.ELEM_TYPES:
         for t in e.typestr:
-            assert np.dtype(t.typestr).itemsize * 8 == e.bits * t.per_item, (e.name, t)
+            assert np.dtype(t.typestr).itemsize * 8 == e.lane_bits * t.per_item, (e.name, t)

@@ -19,11 +19,11 @@ def c_type(a: CArg) -> str:
     """``const void*`` / ``void*`` for pointers, the fixed-width type for scalars, the module's
     C struct for structs."""
     if a.is_pointer:
-        return "const void*" if a.const else "void*"
+        return "const void*" if a.reads_only else "void*"
     if a.struct is not None:
         return names.c_struct(a.struct.module, a.struct.name)
     assert a.scalar is not None
-    return a.scalar.cpp
+    return a.scalar.c_type
 
 
 def c_param(a: CArg) -> str:
@@ -120,7 +120,7 @@ def c_structs(lm: LModule) -> list[dict[str, object]]:
     """The module's struct types as C structs: name, fields (C declarations), size, alignment."""
     out = []
     for st in lm.structs:
-        fields = [f"{f.scalar.cpp} {f.name}" + (f"[{f.count}]" if f.count else "") for f in st.fields]
+        fields = [f"{f.scalar.c_type} {f.name}" + (f"[{f.count}]" if f.count else "") for f in st.fields]
         out.append({"name": st.name, "c": names.c_struct(lm.name, st.name), "fields": fields, "size": st.size,
                     "cpp": comment_text(st.cpp)})
     return out

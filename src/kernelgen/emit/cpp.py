@@ -28,15 +28,38 @@ def struct_cpp(cpp: str) -> str:
 
 
 def cpp_type(a: CArg) -> str:
-    """The C++ API's type: typed pointers (untyped where a chain's element type is a key), the
-    kernel's own C++ type for structs."""
+    """The C++ API's type: typed pointers (untyped where a chain's element type is a key; a
+    pointer declared read_only is taken as const, as the kernel only reads it), the kernel's own
+    C++ type for structs."""
     if a.is_pointer:
         assert a.elem is not None
-        return c.c_type(a) if a.untyped else pointer_type(a.elem, a.const)
+        if a.untyped:
+            return c.c_type(a)
+        if a.indirect:
+            inner = "const " if a.arg.inner_const else ""
+            return f"{inner}{a.elem.cpp}*{' const' if a.reads_only else ''}*"
+        return pointer_type(a.elem, a.reads_only)
     if a.struct is not None:
         return struct_cpp(a.struct.cpp)
     assert a.scalar is not None
     return a.scalar.cpp
+
+
+def kernel_type(a: CArg) -> str:
+    """The type of the __global__ function's parameter."""
+    if a.is_pointer:
+        return a.arg.cpp_pointer
+    if a.struct is not None:
+        return struct_cpp(a.struct.cpp)
+    assert a.scalar is not None
+    return a.scalar.cpp
+
+
+def to_kernel(a: CArg) -> str:
+    """The API's value as the kernel's parameter (a const_cast for read_only pointers)."""
+    if a.is_pointer and a.arg.read_only:
+        return f"const_cast<{kernel_type(a)}>({a.name})"
+    return a.name
 
 
 def cpp_param(a: CArg) -> str:
@@ -47,7 +70,12 @@ def from_c(a: CArg) -> str:
     """Expression converting the C ABI parameter to the C++ API type."""
     if a.struct is not None:
         return f"kg::struct_from_c<{cpp_type(a)}>({a.name})"
-    return f"static_cast<{cpp_type(a)}>({a.name})" if a.is_pointer else a.name
+    if a.is_pointer:
+        return f"static_cast<{cpp_type(a)}>({a.name})"
+    assert a.scalar is not None
+    if a.scalar.as_bits:
+        return f"kg::from_bits<{a.scalar.cpp}>({a.name})"
+    return a.name
 
 
 def name_map(u64: set[str], constants: set[str]) -> Callable[[str], str]:
@@ -94,7 +122,7 @@ class CppKernel(c.CKernel):
 
     @property
     def kernel_arg_names(self) -> str:
-        return ", ".join(a.name for a in self.ir.kernel_args)
+        return ", ".join(to_kernel(a) for a in self.ir.kernel_args)
 
     @property
     def c_to_cpp_args(self) -> str:
@@ -103,7 +131,7 @@ class CppKernel(c.CKernel):
     @property
     def signature_cpp(self) -> str:
         """The __global__ function's type that the spec declares."""
-        return "void (*)(" + ", ".join(cpp_type(a) for a in self.ir.kernel_args) + ")"
+        return "void (*)(" + ", ".join(kernel_type(a) for a in self.ir.kernel_args) + ")"
 
     @property
     def grid_cpp(self) -> tuple[str, ...]:
@@ -275,7 +303,7 @@ class CppChain(c.CChain):
             params = ""
             for a in self.ir.args:
                 if a.name in elem_of_arg:
-                    params += f"{pointer_type(elem_of_arg[a.name], a.const)} {a.name}, "
+                    params += f"{pointer_type(elem_of_arg[a.name], a.reads_only)} {a.name}, "
                 else:
                     params += f"{cpp_param(a)}, "
             calls = []
@@ -348,6 +376,8 @@ class CppModule(ModuleView):
     @property
     def type_headers(self) -> list[str]:
         elems = {a.elem.cpp for k in self.lm.kernels for a in k.args if a.elem is not None}
+        elems |= {a.scalar.cpp for k in self.lm.kernels for a in k.args if a.scalar is not None}
+        elems |= {a.scalar.cpp for ch in self.lm.chains for a in ch.args if a.scalar is not None}
         elems |= {a.elem.cpp for ch in self.lm.chains for a in ch.args if a.elem is not None}
         for ch in self.lm.chains:
             for member in ch.member_ptr_args:

@@ -18,7 +18,7 @@ def docstring(text: str) -> str:
 
 def annotation(a: CArg) -> str:
     if a.is_pointer:
-        return "_kg_Array"
+        return "_kg_Array | None" if a.nullable else "_kg_Array"
     if a.struct is not None:
         return f"{a.struct.name} | _kg_Any"
     assert a.scalar is not None
@@ -31,7 +31,7 @@ def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey,
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
-    ints = [f"{a.name}: int" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
+    ints = [f"{a.name}: {annotation(a)}" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ", ".join(ints)}
 

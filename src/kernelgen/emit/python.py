@@ -18,7 +18,7 @@ from kernelgen.lower import CArg, LChain, LModule
 from kernelgen.model import Target
 from kernelgen.types import ScalarKind
 
-_VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f"}
+_VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f", ScalarKind.BOOL: "u"}
 
 
 def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
@@ -33,11 +33,12 @@ def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
 def value_read(a: CArg, i: int) -> str:
     """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C ABI's type."""
     if a.is_pointer:
-        return f"v[{i}].p" if a.const else f"const_cast<void*>(v[{i}].p)"
+        return f"v[{i}].p" if a.reads_only else f"const_cast<void*>(v[{i}].p)"
     if a.struct is not None:
         return f"*static_cast<const {c.c_type(a)}*>(v[{i}].p)"
     assert a.scalar is not None
-    return f"static_cast<{c.c_type(a)}>(v[{i}].{_VALUE_FIELD[a.scalar.kind]})"
+    field = "u" if a.scalar.as_bits else _VALUE_FIELD[a.scalar.kind]  # f16/bf16: rounded bits
+    return f"static_cast<{c.c_type(a)}>(v[{i}].{field})"
 
 
 class PyArg(View):
@@ -46,7 +47,7 @@ class PyArg(View):
     @property
     def type_code(self) -> int:
         if self.ir.is_pointer:
-            return self.ir.elem.code
+            return self.ir.array_elem.code
         if self.ir.struct is not None:
             return [st.name for st in self.m.structs].index(self.ir.struct.name)
         return self.ir.scalar.code
@@ -146,15 +147,16 @@ def _enum(prefix: str, name: str) -> str:
 
 def type_tables() -> dict[str, object]:
     """The binding support's type tables (kernelgen/types.h), from the type registry."""
-    kinds = {ScalarKind.UNSIGNED: "kUnsigned", ScalarKind.SIGNED: "kSigned", ScalarKind.FLOAT: "kFloat"}
+    kinds = {ScalarKind.UNSIGNED: "kUnsigned", ScalarKind.SIGNED: "kSigned", ScalarKind.FLOAT: "kFloat",
+             ScalarKind.BOOL: "kBool"}
     scalars = [
         {"enum": _enum("Scalar", s.name), "code": s.code,
-         "row": f"{{{c_string(s.name)}, {kinds[s.kind]}, {s.bits}, {c_string(s.range_text)}}}"}
+         "row": f"{{{c_string(s.name)}, {kinds[s.kind]}, {s.bits}, {c_string(s.range_text)}, {s.mant}}}"}
         for s in types.SCALAR_TYPES
     ]
     torch_code = {t.attr: i + 1 for i, t in enumerate(types.TORCH_DTYPES)}
     torch = [
-        {"enum": _enum("Torch", t.attr), "code": torch_code[t.attr], "attr": t.attr, "c10": t.c10,
+        {"enum": _enum("Torch", t.attr), "code": torch_code[t.attr], "attr": t.attr, "c10": t.c10, "bits": t.bits,
          "guard": "" if t.since <= (2, 0) else
          f"TORCH_VERSION_MAJOR > {t.since[0]} || (TORCH_VERSION_MAJOR == {t.since[0]} && "
          f"TORCH_VERSION_MINOR >= {t.since[1]})"}
@@ -170,7 +172,7 @@ def type_tables() -> dict[str, object]:
         dl = encodings([f"{{{d.code}, {d.bits}, {d.lanes}, {d.per_item}}}" for d in e.dlpack])
         ts = encodings([f"{{{c_string(t.typestr)}, {t.per_item}}}" for t in e.typestr])
         row = (f"{{{c_string(e.name)}, {e.bits}, {len(e.torch)}, {len(e.dlpack)}, {len(e.typestr)}, "
-               f"{tor}, {dl}, {ts}}}")
+               f"{tor}, {dl}, {ts}, {e.lanes}, {e.align}, {1 if e.any_dtype else 0}}}")
         elems.append({"enum": _enum("Elem", e.name), "code": e.code, "row": row})
     return {
         "stamp": stamp("the type registry (kernelgen/types.py)"),

@@ -37,7 +37,7 @@ from kernelgen.plan import (
     code,
 )
 from kernelgen.plan import detail as plan_detail
-from kernelgen.types import ElemType, ScalarType
+from kernelgen.types import ElemType, ScalarKind, ScalarType
 
 # ------------------------------------------------------------------ spellings
 
@@ -56,7 +56,20 @@ def rust_type(scalar: ScalarType | None, elem: ElemType | None, const: bool, ffi
 
 
 def _arg_types(a: CArg) -> tuple[ScalarType | None, ElemType | None, bool]:
-    return a.scalar, a.elem, a.const
+    return a.scalar, a.elem, a.reads_only
+
+
+def _int_lit(a: CArg, v: int) -> str:
+    """A Rust literal of integer argument ``a`` (bool as true/false)."""
+    if a.scalar is not None and a.scalar.kind == ScalarKind.BOOL:
+        return "true" if v else "false"
+    return str(v)
+
+
+def _float_lit(a: CArg) -> str:
+    """A Rust literal of 1.0 for float argument ``a`` (f16/bf16: their bits)."""
+    assert a.scalar is not None
+    return {"f16": "0x3c00", "bf16": "0x3f80"}.get(a.scalar.name, "1.0")
 
 
 # Keywords (strict, reserved and edition 2021/2024 ones) that are not also C++ or Python
@@ -185,8 +198,11 @@ class _Launcher:
             f"{rust_ident(a.name)}.into();"
             for a in args if a.is_pointer
         ]
-        self.pointers = [(rust_ident(a.name), rust_string(a.name), a.size_slot) for a in args if a.is_pointer]
-        self.null_test = " || ".join(f"{rust_ident(a.name)}.is_null()" for a in args if a.is_pointer)
+        # Null pointers are refused (unless the kernel touches none of the elements), except where
+        # the spec declares the argument nullable.
+        checked = [a for a in args if a.is_pointer and not a.nullable]
+        self.pointers = [(rust_ident(a.name), rust_string(a.name), a.size_slot) for a in checked]
+        self.null_test = " || ".join(f"{rust_ident(a.name)}.is_null()" for a in checked)
         self.call_args = "".join(
             f"{rust_ident(a.name)}.as_ptr(), " if a.is_pointer else f"{rust_ident(a.name)}, " for a in args
         ) + "".join(f"{n}, " for n, _ in key_pairs)
@@ -283,11 +299,11 @@ def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = N
             else:
                 out.append(f"ptr_mut({i})" if writable else f"ptr({i})")
         elif a.is_int:
-            out.append(str(env[a.name]))
+            out.append(_int_lit(a, env[a.name]))
         elif a.struct is not None:
             out.append("Default::default()")
         else:
-            out.append("1.0")
+            out.append(_float_lit(a))
     return ", ".join(out)
 
 
@@ -318,9 +334,9 @@ class _KernelTests:
             env = dict(case)
             c, fields = _expect(mod, k, target, env)
             label = ", ".join(f"{n}={v}" for n, v in case)
-            self.plans.append((", ".join(str(env[a.name]) for a in lk.int_args), fields, rust_string(label)))
+            self.plans.append((", ".join(_int_lit(a, env[a.name]) for a in lk.int_args), fields, rust_string(label)))
         first = dict(lk.cases[0])
-        self.first_plan_args = ", ".join(str(first[a.name]) for a in lk.int_args)
+        self.first_plan_args = ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args)
         self.first_launch_args = _call_args(lk.args, first)
         # Each clause deciding alone: not launched with its reason, or an argument error.
         self.flips = []
@@ -342,7 +358,7 @@ class _KernelTests:
         # A null pointer: refused where the kernel touches elements of it, allowed where none.
         self.null_refused = None
         self.null_allowed = None
-        pointers = [a for a in lk.args if a.is_pointer]
+        pointers = [a for a in lk.args if a.is_pointer and not a.nullable]
         if pointers and lk.present:
             p = pointers[0]
             n = _size_of(mod, k, p.name, first)
@@ -388,7 +404,7 @@ class _ChainTests:
             mod, k = members[index]
             label = ", ".join(f"{n}={v}" for n, v in case)
             any_dtype = ["ANY_DTYPE"] * len(c.keys)
-            args = ", ".join([str(env[a.name]) for a in c.int_args] + any_dtype)
+            args = ", ".join([_int_lit(a, env[a.name]) for a in c.int_args] + any_dtype)
             self.plans.append((args, rust_string(k.name), fields, rust_string(label)))
             if rc == 0 and self.launching is None:
                 self.launching = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(k.name))
@@ -436,14 +452,14 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
                         const = _arg_types(a)[2]
                         launch.append("DevicePtr::new(dev_in)" if const else "DevicePtrMut::new(dev_out)")
                     elif a.is_int:
-                        launch.append(str(first[a.name]))
+                        launch.append(_int_lit(a, first[a.name]))
                     elif a.struct is not None:
                         launch.append("Default::default()")
                     else:
-                        launch.append("1.0")
+                        launch.append(_float_lit(a))
                 example = {
                     "path": path,
-                    "plan_args": ", ".join(str(first[a.name]) for a in lk.int_args),
+                    "plan_args": ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args),
                     "launch_args": ", ".join([*launch, "DEFAULT_STREAM"]),
                 }
         chains = []

@@ -73,6 +73,19 @@ class ContractKernel(View):
         return out
 
     @property
+    def pointers_nullable_py(self) -> str:
+        """[(pointer argument, nullable)], for the null-pointer test."""
+        return repr([(a.name, a.nullable) for a in self.ir.args if a.is_pointer])
+
+    @property
+    def not_launched_case_py(self) -> str | None:
+        """Arguments of a case that is not launched (a skip or applies flip), or None."""
+        for kind, _i, args in self.ir.flips:
+            if kind in ("skip", "applies"):
+                return repr(dict(args))
+        return None
+
+    @property
     def other_args_py(self) -> str:
         other = {}
         for i, a in enumerate(self.ir.args):

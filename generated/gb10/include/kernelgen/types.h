@@ -10,7 +10,7 @@
 
 namespace kg::types {
 
-enum ScalarKind : uint8_t { kUnsigned = 1, kSigned = 2, kFloat = 3 };
+enum ScalarKind : uint8_t { kUnsigned = 1, kSigned = 2, kFloat = 3, kBool = 4 };
 
 enum ScalarCode : uint8_t {
   kScalarNone = 0,
@@ -19,6 +19,10 @@ enum ScalarCode : uint8_t {
   kScalar_u64 = 3,
   kScalar_i64 = 4,
   kScalar_f32 = 5,
+  kScalar_bool = 6,
+  kScalar_f16 = 7,
+  kScalar_bf16 = 8,
+  kScalar_f64 = 9,
   kScalarCount
 };
 
@@ -27,15 +31,20 @@ struct ScalarInfo {
   uint8_t kind;  // ScalarKind
   uint8_t bits;
   const char* range;  // for messages, e.g. "[0, 2**32-1]"
+  uint8_t mant;       // fraction bits of a float type (f16 10, bf16 7): the rounding of Python floats
 };
 
 inline constexpr ScalarInfo kScalars[kScalarCount] = {
-    {"?", 0, 0, ""},
-    {"u32", kUnsigned, 32, "[0, 2**32-1]"},
-    {"i32", kSigned, 32, "[-2**31, 2**31-1]"},
-    {"u64", kUnsigned, 64, "[0, 2**64-1]"},
-    {"i64", kSigned, 64, "[-2**63, 2**63-1]"},
-    {"f32", kFloat, 32, ""},
+    {"?", 0, 0, "", 0},
+    {"u32", kUnsigned, 32, "[0, 2**32-1]", 0},
+    {"i32", kSigned, 32, "[-2**31, 2**31-1]", 0},
+    {"u64", kUnsigned, 64, "[0, 2**64-1]", 0},
+    {"i64", kSigned, 64, "[-2**63, 2**63-1]", 0},
+    {"f32", kFloat, 32, "", 23},
+    {"bool", kBool, 8, "[0, 1]", 0},
+    {"f16", kFloat, 16, "", 10},
+    {"bf16", kFloat, 16, "", 7},
+    {"f64", kFloat, 64, "", 52},
 };
 
 enum TorchCode : uint8_t {
@@ -80,6 +89,27 @@ inline constexpr const char* kTorchAttrs[kTorchCount] = {
     "float4_e2m1fn_x2",
 };
 
+// Bits of one item of each torch dtype, by TorchCode (void* arguments count bytes of any dtype).
+inline constexpr uint8_t kTorchBits[kTorchCount] = {
+    0,
+    16,
+    16,
+    32,
+    64,
+    8,
+    16,
+    32,
+    64,
+    8,
+    16,
+    32,
+    64,
+    8,
+    8,
+    8,
+    8,
+};
+
 enum ElemCode : uint8_t {
   kElemNone = 0,
   kElem_bf16 = 1,
@@ -98,6 +128,13 @@ enum ElemCode : uint8_t {
   kElem_fp8_e5m2 = 14,
   kElem_fp8_e8m0 = 15,
   kElem_fp4_e2m1 = 16,
+  kElem_f32x2 = 17,
+  kElem_f32x4 = 18,
+  kElem_f16x2 = 19,
+  kElem_bf16x2 = 20,
+  kElem_i32x4 = 21,
+  kElem_void = 22,
+  kElem_ptr = 23,
   kElemCount
 };
 
@@ -122,26 +159,36 @@ struct ElemInfo {
   Encoding torch[kMaxEncodings];
   Encoding dlpack[kMaxEncodings];
   TypestrEncoding typestr[kMaxEncodings];
+  uint8_t lanes;      // vector types: items of the lane type in one element (1 otherwise)
+  uint8_t align;      // bytes the data pointer must be aligned to (0: no check)
+  uint8_t any_dtype;  // void: arrays of any dtype, counted in bytes
 };
 
 inline constexpr ElemInfo kElems[kElemCount] = {
-    {"?", 0, 0, 0, 0, {}, {}, {}},
-    {"bf16", 16, 1, 1, 2, {{kTorch_bfloat16, 0, 0, 1}}, {{4, 16, 1, 1}}, {{"<V2", 1}, {"|V2", 1}}},
-    {"f16", 16, 1, 1, 1, {{kTorch_float16, 0, 0, 1}}, {{2, 16, 1, 1}}, {{"<f2", 1}}},
-    {"f32", 32, 1, 1, 1, {{kTorch_float32, 0, 0, 1}}, {{2, 32, 1, 1}}, {{"<f4", 1}}},
-    {"f64", 64, 1, 1, 1, {{kTorch_float64, 0, 0, 1}}, {{2, 64, 1, 1}}, {{"<f8", 1}}},
-    {"i8", 8, 1, 1, 2, {{kTorch_int8, 0, 0, 1}}, {{0, 8, 1, 1}}, {{"|i1", 1}, {"<i1", 1}}},
-    {"i16", 16, 1, 1, 1, {{kTorch_int16, 0, 0, 1}}, {{0, 16, 1, 1}}, {{"<i2", 1}}},
-    {"i32", 32, 1, 1, 1, {{kTorch_int32, 0, 0, 1}}, {{0, 32, 1, 1}}, {{"<i4", 1}}},
-    {"i64", 64, 1, 1, 1, {{kTorch_int64, 0, 0, 1}}, {{0, 64, 1, 1}}, {{"<i8", 1}}},
-    {"u8", 8, 1, 1, 2, {{kTorch_uint8, 0, 0, 1}}, {{1, 8, 1, 1}}, {{"|u1", 1}, {"<u1", 1}}},
-    {"u16", 16, 1, 1, 1, {{kTorch_uint16, 0, 0, 1}}, {{1, 16, 1, 1}}, {{"<u2", 1}}},
-    {"u32", 32, 1, 1, 1, {{kTorch_uint32, 0, 0, 1}}, {{1, 32, 1, 1}}, {{"<u4", 1}}},
-    {"u64", 64, 1, 1, 1, {{kTorch_uint64, 0, 0, 1}}, {{1, 64, 1, 1}}, {{"<u8", 1}}},
-    {"fp8_e4m3", 8, 1, 1, 2, {{kTorch_float8_e4m3fn, 0, 0, 1}}, {{10, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}}},
-    {"fp8_e5m2", 8, 1, 1, 2, {{kTorch_float8_e5m2, 0, 0, 1}}, {{12, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}}},
-    {"fp8_e8m0", 8, 2, 2, 3, {{kTorch_float8_e8m0fnu, 0, 0, 1}, {kTorch_uint8, 0, 0, 1}}, {{14, 8, 1, 1}, {1, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}, {"|u1", 1}}},
-    {"fp4_e2m1", 4, 2, 3, 2, {{kTorch_float4_e2m1fn_x2, 0, 0, 2}, {kTorch_uint8, 0, 0, 2}}, {{17, 4, 1, 1}, {17, 4, 2, 2}, {1, 8, 1, 2}}, {{"|V1", 2}, {"|u1", 2}}},
+    {"?", 0, 0, 0, 0, {}, {}, {}, 1, 0, 0},
+    {"bf16", 16, 1, 1, 2, {{kTorch_bfloat16, 0, 0, 1}}, {{4, 16, 1, 1}}, {{"<V2", 1}, {"|V2", 1}}, 1, 0, 0},
+    {"f16", 16, 1, 1, 1, {{kTorch_float16, 0, 0, 1}}, {{2, 16, 1, 1}}, {{"<f2", 1}}, 1, 0, 0},
+    {"f32", 32, 1, 1, 1, {{kTorch_float32, 0, 0, 1}}, {{2, 32, 1, 1}}, {{"<f4", 1}}, 1, 0, 0},
+    {"f64", 64, 1, 1, 1, {{kTorch_float64, 0, 0, 1}}, {{2, 64, 1, 1}}, {{"<f8", 1}}, 1, 0, 0},
+    {"i8", 8, 1, 1, 2, {{kTorch_int8, 0, 0, 1}}, {{0, 8, 1, 1}}, {{"|i1", 1}, {"<i1", 1}}, 1, 0, 0},
+    {"i16", 16, 1, 1, 1, {{kTorch_int16, 0, 0, 1}}, {{0, 16, 1, 1}}, {{"<i2", 1}}, 1, 0, 0},
+    {"i32", 32, 1, 1, 1, {{kTorch_int32, 0, 0, 1}}, {{0, 32, 1, 1}}, {{"<i4", 1}}, 1, 0, 0},
+    {"i64", 64, 1, 1, 1, {{kTorch_int64, 0, 0, 1}}, {{0, 64, 1, 1}}, {{"<i8", 1}}, 1, 0, 0},
+    {"u8", 8, 1, 1, 2, {{kTorch_uint8, 0, 0, 1}}, {{1, 8, 1, 1}}, {{"|u1", 1}, {"<u1", 1}}, 1, 0, 0},
+    {"u16", 16, 1, 1, 1, {{kTorch_uint16, 0, 0, 1}}, {{1, 16, 1, 1}}, {{"<u2", 1}}, 1, 0, 0},
+    {"u32", 32, 1, 1, 1, {{kTorch_uint32, 0, 0, 1}}, {{1, 32, 1, 1}}, {{"<u4", 1}}, 1, 0, 0},
+    {"u64", 64, 1, 1, 1, {{kTorch_uint64, 0, 0, 1}}, {{1, 64, 1, 1}}, {{"<u8", 1}}, 1, 0, 0},
+    {"fp8_e4m3", 8, 1, 1, 2, {{kTorch_float8_e4m3fn, 0, 0, 1}}, {{10, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}}, 1, 0, 0},
+    {"fp8_e5m2", 8, 1, 1, 2, {{kTorch_float8_e5m2, 0, 0, 1}}, {{12, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}}, 1, 0, 0},
+    {"fp8_e8m0", 8, 2, 2, 3, {{kTorch_float8_e8m0fnu, 0, 0, 1}, {kTorch_uint8, 0, 0, 1}}, {{14, 8, 1, 1}, {1, 8, 1, 1}}, {{"|V1", 1}, {"<V1", 1}, {"|u1", 1}}, 1, 0, 0},
+    {"fp4_e2m1", 4, 2, 3, 2, {{kTorch_float4_e2m1fn_x2, 0, 0, 2}, {kTorch_uint8, 0, 0, 2}}, {{17, 4, 1, 1}, {17, 4, 2, 2}, {1, 8, 1, 2}}, {{"|V1", 2}, {"|u1", 2}}, 1, 0, 0},
+    {"f32x2", 64, 1, 1, 1, {{kTorch_float32, 0, 0, 1}}, {{2, 32, 1, 1}}, {{"<f4", 1}}, 2, 8, 0},
+    {"f32x4", 128, 1, 1, 1, {{kTorch_float32, 0, 0, 1}}, {{2, 32, 1, 1}}, {{"<f4", 1}}, 4, 16, 0},
+    {"f16x2", 32, 1, 1, 1, {{kTorch_float16, 0, 0, 1}}, {{2, 16, 1, 1}}, {{"<f2", 1}}, 2, 4, 0},
+    {"bf16x2", 32, 1, 1, 2, {{kTorch_bfloat16, 0, 0, 1}}, {{4, 16, 1, 1}}, {{"<V2", 1}, {"|V2", 1}}, 2, 4, 0},
+    {"i32x4", 128, 1, 1, 1, {{kTorch_int32, 0, 0, 1}}, {{0, 32, 1, 1}}, {{"<i4", 1}}, 4, 16, 0},
+    {"void", 8, 0, 0, 0, {}, {}, {}, 1, 0, 1},
+    {"ptr", 64, 2, 2, 2, {{kTorch_int64, 0, 0, 1}, {kTorch_uint64, 0, 0, 1}}, {{0, 64, 1, 1}, {1, 64, 1, 1}}, {{"<i8", 1}, {"<u8", 1}}, 1, 0, 0},
 };
 
 }  // namespace kg::types

@@ -102,6 +102,13 @@ pub mod dtype {
     pub const FP8_E5M2: u32 = 14;
     pub const FP8_E8M0: u32 = 15;
     pub const FP4_E2M1: u32 = 16;
+    pub const F32X2: u32 = 17;
+    pub const F32X4: u32 = 18;
+    pub const F16X2: u32 = 19;
+    pub const BF16X2: u32 = 20;
+    pub const I32X4: u32 = 21;
+    pub const VOID: u32 = 22;
+    pub const PTR: u32 = 23;
 }
 
 /// A `cudaStream_t`; null is the legacy default stream.

@@ -36,9 +36,11 @@ struct DLManagedTensor {
 constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kDLCUDAManaged = 13;
 
-// Elements of type `elem` in one item of a producer's encoding; 0 when it is not accepted.
+// Lanes of type `elem` (elements, for non-vector types; bytes, for void) in one item of a
+// producer's encoding; 0 when it is not accepted.
 int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
   const ElemInfo& e = kElems[elem];
+  if (e.any_dtype) return (bits * lanes) % 8 == 0 ? bits * lanes / 8 : 0;
   for (int i = 0; i < e.ndlpack; ++i) {
     const Encoding& d = e.dlpack[i];
     if (d.code == code && d.bits == bits && d.lanes == lanes) return d.per_item;
@@ -46,8 +48,20 @@ int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
   return 0;
 }
 
+// Bytes of one item of a __cuda_array_interface__ typestr ("<f4": 4); 0 when malformed.
+int typestr_bytes(const char* typestr) {
+  if (std::strlen(typestr) < 3) return 0;
+  int n = 0;
+  for (const char* c = typestr + 2; *c != 0; ++c) {
+    if (*c < '0' || *c > '9' || n > 1000) return 0;
+    n = n * 10 + (*c - '0');
+  }
+  return n;
+}
+
 int typestr_per_item(uint8_t elem, const char* typestr) {
   const ElemInfo& e = kElems[elem];
+  if (e.any_dtype) return typestr_bytes(typestr);
   for (int i = 0; i < e.ntypestr; ++i) {
     if (std::strcmp(e.typestr[i].typestr, typestr) == 0) return e.typestr[i].per_item;
   }
@@ -101,6 +115,44 @@ bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_
   return true;
 }
 
+// The items a view spans from its data pointer to its last item + 1 (0 when empty), strides in
+// items (null: C-contiguous); -1 when a dimension of more than one item has a negative stride.
+int64_t span_items(int ndim, const int64_t* shape, const int64_t* strides) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) n *= shape[d];
+  if (strides == nullptr || n == 0) return n;
+  int64_t last = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] > 1 && strides[d] < 0) return -1;
+    last += (shape[d] - 1) * strides[d];
+  }
+  return last + 1;
+}
+
+int negative_stride(const LauncherSpec* s, const ArgSpec* a) {
+  return arg_error(s, a, "%s", "array has a negative stride; views with non-negative strides are accepted");
+}
+
+// From what a producer says (the data pointer, the items the view spans and the lanes in one
+// item) to elements of the argument's type, checking a vector type's lane count and alignment.
+int finish_array(const LauncherSpec* s, const ArgSpec* a, uint64_t ptr, int64_t span, int per, int64_t* numel) {
+  const ElemInfo& e = kElems[a->type];
+  const int64_t lanes = span * per;
+  char d[200];
+  if (e.lanes > 1 && lanes % e.lanes != 0) {
+    std::snprintf(d, sizeof d, "array has %lld lanes, not a multiple of the %d of one %s element", (long long)lanes,
+                  e.lanes, e.name);
+    return arg_error(s, a, "%s", d);
+  }
+  if (e.align > 1 && ptr % e.align != 0) {
+    std::snprintf(d, sizeof d, "data pointer 0x%llx is not %d-byte aligned, as %s elements need",
+                  (unsigned long long)ptr, e.align, e.name);
+    return arg_error(s, a, "%s", d);
+  }
+  *numel = lanes / e.lanes;
+  return 0;
+}
+
 int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device, CallState* cs) {
   const int32_t cur = cs->current_device();
   if (device != cur) {
@@ -129,6 +181,14 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   for (int i = 0; i < e.ntorch && per == 0; ++i) {
     if (dtype == g.torch_dtypes[e.torch[i].code]) per = e.torch[i].per_item;
   }
+  if (e.any_dtype) {  // void*: any dtype, counted in bytes
+    int64_t size = 0;
+    if (call_int(o, g.s_element_size, &size) < 0) {
+      Py_DECREF(dtype);
+      return producer_error(s, a, "tensor.element_size()");
+    }
+    per = static_cast<int>(size);
+  }
   if (per == 0) {
     PyObject* r = PyObject_Str(dtype);
     Py_DECREF(dtype);
@@ -143,22 +203,41 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   if (call_int(o, g.s_get_device, &dev) < 0) return producer_error(s, a, "tensor.get_device()");
   if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
   if (check_device(s, a, dev, cs) < 0) return -1;
-  if (a->contiguous) {
-    PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
-    if (c == nullptr) return producer_error(s, a, "tensor.is_contiguous()");
-    int is_c = PyObject_IsTrue(c);
-    Py_DECREF(c);
-    if (is_c < 0) return -1;
-    if (!is_c) return arg_error(s, a, "%s", "tensor is not contiguous (call .contiguous())");
-  }
+  PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
+  if (c == nullptr) return producer_error(s, a, "tensor.is_contiguous()");
+  const int is_c = PyObject_IsTrue(c);
+  Py_DECREF(c);
+  if (is_c < 0) return -1;
+  if (a->contiguous && !is_c) return arg_error(s, a, "%s", "tensor is not contiguous (call .contiguous())");
   int64_t ptr = 0;
   if (call_int(o, g.s_data_ptr, &ptr) < 0) return producer_error(s, a, "tensor.data_ptr()");
-  if (a->size_slot >= 0) {
-    if (call_int(o, g.s_numel, numel) < 0) return producer_error(s, a, "tensor.numel()");
-    *numel *= per;
-  }
   out->u = static_cast<uint64_t>(ptr);
-  return 0;
+  if (a->size_slot < 0 && e.lanes == 1 && e.align <= 1) return 0;  // nothing to count or align
+  int64_t span = 0;
+  if (call_int(o, g.s_numel, &span) < 0) return producer_error(s, a, "tensor.numel()");
+  if (!is_c && span > 0) {  // a strided view: the memory it spans
+    PyObject* shape = PyObject_GetAttr(o, g.s_shape);
+    PyObject* strides = shape ? PyObject_CallMethodNoArgs(o, g.s_stride) : nullptr;
+    if (strides == nullptr || !PyTuple_Check(shape) || !PyTuple_Check(strides) ||
+        PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(strides) || PyTuple_GET_SIZE(shape) > 32) {
+      Py_XDECREF(shape);
+      Py_XDECREF(strides);
+      if (PyErr_Occurred()) return producer_error(s, a, "tensor.stride()");
+      return arg_error(s, a, "%s", "tensor.shape and tensor.stride() disagree");
+    }
+    const int nd = static_cast<int>(PyTuple_GET_SIZE(shape));
+    int64_t dims[32], st[32];
+    for (int i = 0; i < nd; ++i) {
+      dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+      st[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
+    }
+    Py_DECREF(shape);
+    Py_DECREF(strides);
+    if (PyErr_Occurred()) return producer_error(s, a, "tensor.stride()");
+    span = span_items(nd, dims, st);
+    if (span < 0) return negative_stride(s, a);
+  }
+  return finish_array(s, a, out->u, span, per, numel);
 }
 
 int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel) {
@@ -183,10 +262,11 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
     return arg_error(s, a, "%s", "__cuda_array_interface__ has no typestr");
   }
   const int per = typestr_per_item(a->type, ts);
-  if (per == 0) {
+  const int item_bytes = typestr_bytes(ts);
+  if (per == 0 || item_bytes == 0) {
     char d[160];
     std::snprintf(d, sizeof d, "expected %s elements (typestr %s), got typestr %.20s", kElems[a->type].name,
-                  kElems[a->type].typestr[0].typestr, ts);
+                  kElems[a->type].any_dtype ? "of any dtype" : kElems[a->type].typestr[0].typestr, ts);
     return arg_error(s, a, "%s", d);
   }
   PyObject* stream = PyDict_GetItemWithError(cai, g.s_stream);
@@ -222,19 +302,27 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
   }
   PyObject* st = PyDict_GetItemWithError(cai, g.s_strides);
   bool contiguous = true;
+  int64_t span = n;
   if (st != nullptr && st != Py_None) {
     if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != nd) return arg_error(s, a, "%s", "invalid strides");
     for (Py_ssize_t i = 0; i < nd; ++i) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
     if (PyErr_Occurred()) return -1;
-    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, bytes_of(a->type, per));
+    contiguous = c_contiguous(static_cast<int>(nd), dims, strides, item_bytes);
+    if (!contiguous && !a->contiguous) {  // strides in bytes -> items, then the memory the view spans
+      for (Py_ssize_t i = 0; i < nd; ++i) {
+        if (strides[i] % item_bytes != 0) return arg_error(s, a, "%s", "strides are not whole items");
+        strides[i] /= item_bytes;
+      }
+      span = span_items(static_cast<int>(nd), dims, strides);
+      if (span < 0) return negative_stride(s, a);
+    }
   } else if (PyErr_Occurred()) {
     return -1;
   }
   if (a->contiguous && !contiguous) return arg_error(s, a, "%s", "array is not C-contiguous");
   if (p == 0 && n > 0) return arg_error(s, a, "%s", "array has a null data pointer");
-  *numel = n * per;
   out->u = p;
-  return 0;
+  return finish_array(s, a, p, span, per, numel);
 }
 
 int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
@@ -282,9 +370,15 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
   } else {
     int64_t n = 1;
     for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
-    *numel = n * dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes);
+    const int64_t span = c_contiguous(t.ndim, t.shape, t.strides, 1) ? n : span_items(t.ndim, t.shape, t.strides);
     out->u = reinterpret_cast<uint64_t>(static_cast<char*>(t.data) + t.byte_offset);
-    if (out->u == 0 && n > 0) rc = arg_error(s, a, "%s", "array has a null data pointer");
+    if (out->u == 0 && n > 0) {
+      rc = arg_error(s, a, "%s", "array has a null data pointer");
+    } else if (span < 0) {
+      rc = negative_stride(s, a);
+    } else {
+      rc = finish_array(s, a, out->u, span, dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes), numel);
+    }
   }
   Py_DECREF(cap);  // the capsule's destructor calls the producer's deleter
   return rc;
@@ -357,11 +451,30 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
       PyErr_Clear();
       return arg_error(s, a, "%s", "integer device pointer is negative or does not fit in 64 bits");
     }
-    if (p == 0) return arg_error(s, a, "%s", "null device pointer (0)");
+    if (p == 0) {
+      if (a->nullable) {  // declared nullable: a null pointer, not size-checked
+        out->u = 0;
+        return 0;
+      }
+      return arg_error(s, a, "%s", "null device pointer (0); the argument is not declared nullable");
+    }
+    const uint8_t align = kElems[a->type].align;
+    if (align > 1 && p % align != 0) {
+      char d[160];
+      std::snprintf(d, sizeof d, "device pointer 0x%llx is not %d-byte aligned, as %s elements need", p, align,
+                    kElems[a->type].name);
+      return arg_error(s, a, "%s", d);
+    }
     out->u = p;
     return 0;
   }
-  if (o == Py_None) return arg_error(s, a, "%s", "None is not a device pointer");
+  if (o == Py_None) {
+    if (a->nullable) {
+      out->u = 0;
+      return 0;
+    }
+    return arg_error(s, a, "%s", "None is not a device pointer; the argument is not declared nullable");
+  }
   if (PyBool_Check(o) || PyFloat_Check(o)) {
     return arg_error(s, a, "expected a CUDA array or an int device pointer, got %s", type_name(o));
   }

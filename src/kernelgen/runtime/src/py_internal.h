@@ -27,7 +27,7 @@ struct Shared {
   PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
   // interned attribute names
-  PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_get_device, *s_is_cuda;
+  PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_stride, *s_element_size, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_cuda_stream_proto;
   PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
 };
@@ -83,9 +83,11 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
 // why). Returns 0, or -1 with an error set.
 int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask);
 
-// Elements of type `elem` in one item of torch dtype `torch_code`; 0 when it is not accepted.
+// Lanes (elements for non-vector types, bytes for void) of type `elem` in one item of torch dtype
+// `torch_code`; 0 when it is not accepted.
 inline int torch_per_item(uint8_t elem, int32_t torch_code) {
   const ElemInfo& e = kElems[elem];
+  if (e.any_dtype) return torch_code > 0 ? kTorchBits[torch_code] / 8 : 0;
   for (int i = 0; i < e.ntorch; ++i) {
     if (e.torch[i].code == torch_code) return e.torch[i].per_item;
   }
@@ -97,11 +99,15 @@ inline int torch_per_item(uint8_t elem, int32_t torch_code) {
 // is wrong or reads what the reader declined.
 inline bool read_torch(const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   TensorView tv;
-  if (g.torch_reader(o, &tv) != 1 || tv.device < 0 || (a->contiguous && !tv.contiguous)) return false;
+  if (g.torch_reader(o, &tv) != 1 || tv.device < 0 || (a->contiguous && !tv.contiguous) || tv.negative) return false;
   const int per = torch_per_item(a->type, tv.dtype);
   if (per <= 0 || tv.device != cs->current_device()) return false;
+  const ElemInfo& e = kElems[a->type];
+  const int64_t lanes = tv.span * per;  // a strided view is counted by the memory it spans
+  if (e.lanes > 1 && lanes % e.lanes != 0) return false;
+  if (e.align > 1 && tv.data % e.align != 0) return false;
   out->u = tv.data;
-  *numel = tv.numel * per;
+  *numel = lanes / e.lanes;
   return true;
 }
 
@@ -115,7 +121,8 @@ inline int convert_pointer_fast(const LauncherSpec* s, const ArgSpec* a, PyObjec
   }
   if (PyLong_CheckExact(o)) {
     const unsigned long long p = PyLong_AsUnsignedLongLong(o);
-    if (p != 0 && !(p == static_cast<unsigned long long>(-1) && PyErr_Occurred())) {
+    const uint8_t align = kElems[a->type].align;
+    if (p != 0 && !(p == static_cast<unsigned long long>(-1) && PyErr_Occurred()) && (align <= 1 || p % align == 0)) {
       *numel = -1;
       out->u = p;
       return 0;
@@ -129,8 +136,9 @@ inline int convert_pointer_fast(const LauncherSpec* s, const ArgSpec* a, PyObjec
 // every error, takes convert_scalar.
 inline int convert_scalar_fast(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
   const ScalarInfo& info = kScalars[a->type];
+  if (info.kind == kBool) return convert_scalar(s, a, o, out);
   if (info.kind == kFloat) {
-    if (PyFloat_CheckExact(o)) {
+    if (PyFloat_CheckExact(o) && info.bits != 16) {
       out->f = PyFloat_AS_DOUBLE(o);
       return 0;
     }

@@ -289,7 +289,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     const ArgSpec& a = *ap;
     numels[i] = -1;
     int reuse = -1;  // the same array in two slots (out=x): convert it once when the checks agree
-    if (a.kind == kPointer && !PyLong_CheckExact(slots[i])) {
+    if (a.kind == kPointer && !PyLong_CheckExact(slots[i]) && slots[i] != Py_None) {
       for (int32_t j = 0; j < i && reuse < 0; ++j) {
         const ArgSpec& b = s->args[j];
         const uint8_t btype = keyed && elem_of_arg[j] != 0 ? elem_of_arg[j] : b.type;
@@ -339,8 +339,8 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       const int64_t need = sizes[a.size_slot];
       if (need > 0 && numels[i] < need) {
         char d[240];
-        std::snprintf(d, sizeof d, "array has %lld elements but the kernel accesses %lld (of %s: %lld bytes, %lld needed)",
-                      (long long)numels[i], (long long)need, kElems[a.type].name, bytes_of(a.type, numels[i]),
+        std::snprintf(d, sizeof d, "array %s %lld elements but the kernel accesses %lld (of %s: %lld bytes, %lld needed)",
+                      a.contiguous ? "has" : "spans", (long long)numels[i], (long long)need, kElems[a.type].name, bytes_of(a.type, numels[i]),
                       bytes_of(a.type, need));
         arg_error(s, &a, "%s", d);
         return nullptr;

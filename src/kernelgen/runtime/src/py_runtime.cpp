@@ -27,6 +27,8 @@ int init_shared() {
   KG_INTERN(s_dtype, "dtype")
   KG_INTERN(s_is_contiguous, "is_contiguous")
   KG_INTERN(s_numel, "numel")
+  KG_INTERN(s_stride, "stride")
+  KG_INTERN(s_element_size, "element_size")
   KG_INTERN(s_get_device, "get_device")
   KG_INTERN(s_is_cuda, "is_cuda")
   KG_INTERN(s_cai, "__cuda_array_interface__")

@@ -1,13 +1,70 @@
 // Scalar arguments (range-checked integers, real numbers) and the `stream=` argument.
 #include "py_internal.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
 namespace kg::py::internal {
 
+namespace {
+
+// A double rounded once, to nearest even, to a 16-bit float with `mant` fraction bits (f16: 10,
+// bf16: 7) and 15 - mant exponent bits: its bit pattern. Beyond the largest finite value it is
+// +-inf; NaN stays NaN (quiet); subnormals are kept.
+uint16_t round_to_16(double d, int mant) {
+  const int exp_bits = 15 - mant;
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
+  const uint16_t inf = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant);
+  if (std::isnan(d)) return static_cast<uint16_t>(sign | inf | (1u << (mant - 1)));
+  const double x = std::fabs(d);
+  if (std::isinf(x)) return sign | inf;
+  if (x == 0.0) return sign;
+  int e = 0;
+  std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1): its exponent as 1.f * 2^E is E = e - 1
+  const int E = e - 1;
+  if (E > bias) return sign | inf;
+  const int emin = 1 - bias;
+  const int q_exp = (E < emin ? emin : E) - mant;  // the exponent of one unit in the last place
+  const double q = std::ldexp(x, -q_exp);          // exact: a power-of-two scaling
+  double r = std::floor(q);
+  const double frac = q - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  uint32_t bits = 0;
+  if (E < emin) {
+    bits = static_cast<uint32_t>(r);  // subnormal (r = 2^mant is the smallest normal's pattern)
+  } else {
+    bits = (static_cast<uint32_t>(E + bias) << mant) + (static_cast<uint32_t>(r) - (1u << mant));
+  }
+  if (bits >= inf) return sign | inf;
+  return static_cast<uint16_t>(sign | bits);
+}
+
+}  // namespace
+
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
   const ScalarInfo& info = kScalars[a->type];
+  if (info.kind == kBool) {  // True/False, or the integers 0 and 1 (what plans and clauses see)
+    if (PyBool_Check(o)) {
+      out->u = o == Py_True ? 1 : 0;
+      return 0;
+    }
+    if (!PyFloat_Check(o)) {
+      PyObject* idx = PyNumber_Index(o);
+      if (idx != nullptr) {
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+        Py_DECREF(idx);
+        if (overflow == 0 && (v == 0 || v == 1)) {
+          out->u = static_cast<uint64_t>(v);
+          return 0;
+        }
+      }
+      PyErr_Clear();
+    }
+    return arg_error(s, a, "expected a bool (True, False, 0 or 1), got %s", type_name(o));
+  }
   if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", info.name);
   if (info.kind == kFloat) {
     // Any real number: float, int, numpy scalars (through __float__ or __index__).
@@ -18,9 +75,13 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     double d = PyFloat_AsDouble(o);
     if (d == -1.0 && PyErr_Occurred()) {
       PyErr_Clear();
-      return arg_error(s, a, "%s", "number out of range for f32");
+      return arg_error(s, a, "number out of range for %s", info.name);
     }
-    out->f = d;
+    if (info.bits == 16) {
+      out->u = round_to_16(d, info.mant);  // f16/bf16: the C ABI takes the bits
+    } else {
+      out->f = d;
+    }
     return 0;
   }
   if (PyFloat_Check(o)) return arg_error(s, a, "expected an integer (%s), got float", info.name);
@@ -145,9 +206,9 @@ int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f,
       std::memcpy(dst, &x, sizeof x);
     } else if (info.bits == 64) {
       std::memcpy(dst, &d, sizeof d);
-    } else {
-      std::snprintf(detail, sizeof detail, "%s: %s fields are not supported in structs", field, info.name);
-      return arg_error(s, a, "%s", detail);
+    } else {  // f16/bf16: rounded once to the field's bits
+      const uint16_t bits = round_to_16(d, info.mant);
+      std::memcpy(dst, &bits, sizeof bits);
     }
     return 0;
   }

@@ -29,6 +29,18 @@ int read_tensor(PyObject* obj, kg::py::TensorView* out) {
     out->contiguous = t.is_contiguous() ? 1 : 0;
     out->numel = t.numel();
     out->data = reinterpret_cast<uint64_t>(t.data_ptr());
+    out->negative = 0;
+    out->span = out->numel;
+    if (!out->contiguous && out->numel > 0) {  // a strided view: the memory it spans
+      int64_t last = 0;
+      const auto sizes = t.sizes();
+      const auto strides = t.strides();
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (sizes[d] > 1 && strides[d] < 0) out->negative = 1;
+        last += (sizes[d] - 1) * strides[d];
+      }
+      out->span = last + 1;
+    }
     return 1;
   } catch (...) {
     return 0;

@@ -10,6 +10,7 @@
 #ifndef KERNELGEN_ABI_H
 #define KERNELGEN_ABI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

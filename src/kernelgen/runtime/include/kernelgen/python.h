@@ -29,6 +29,7 @@ struct ArgSpec {
   uint8_t contiguous;    // pointer that must be C-contiguous
   int8_t size_slot;      // index into the sizes array, -1 when no size is declared
   uint8_t keyword_only;  // host arguments
+  uint8_t nullable;      // pointer that may be null (None or 0): not size-checked then
 };
 
 // A dtype key of a launcher whose members take different pointer element types: a type axis

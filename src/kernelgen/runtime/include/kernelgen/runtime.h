@@ -44,6 +44,15 @@ using Plan = kg_plan;
 
 namespace kg {
 
+// A 16-bit float scalar (__half, __nv_bfloat16) from the bit pattern the C ABI passes.
+template <typename T>
+inline T from_bits(uint16_t bits) {
+  static_assert(sizeof(T) == sizeof(uint16_t), "a 16-bit type");
+  T v;
+  std::memcpy(static_cast<void*>(&v), &bits, sizeof bits);
+  return v;
+}
+
 constexpr int64_t kDefaultSharedMemLimit = 48 * 1024;
 
 // The highest error code seen (1 overflow, 2 division by zero, 3 shift count), so the

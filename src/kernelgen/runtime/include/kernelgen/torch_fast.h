@@ -16,6 +16,8 @@ struct TensorView {
   int32_t dtype;       // TorchCode (kernelgen/types.h), 0 for other dtypes
   int32_t device;      // CUDA device index, -1 when not a CUDA tensor
   int32_t contiguous;  // is_contiguous()
+  int64_t span;        // items from data_ptr() to the last item + 1 (numel when contiguous; 0 when empty)
+  int32_t negative;    // some dimension of more than one item has a negative stride
 };
 
 // Returns 1 and fills `out` for a plain torch.Tensor, 0 to decline (the caller then uses

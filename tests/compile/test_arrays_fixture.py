@@ -1,0 +1,203 @@
+"""Build test of tests/fixtures/arrays (nullable, strided, read_only, vector, void and
+pointer-array arguments; bool/f16/bf16/f64 scalars): nvcc accepts the launchers against the
+kernels' signatures (float4, __half, const float* const*...), and the binding's argument checks
+behave as documented without a GPU. The arrays are __cuda_array_interface__ objects and
+integer pointers at made-up addresses: every check runs before the launch, and an argument
+list that passes them all reaches the launch, which fails for want of a GPU (LaunchError)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.build
+
+TARGET = "hopper"
+
+PRELUDE = """
+import kernelgen_ops
+import kernelgen_ops.hopper.arrays as m
+
+class A:
+    def __init__(self, typestr, shape, ptr=1 << 20, read_only=False, strides=None):
+        self.__cuda_array_interface__ = {'data': (ptr, read_only), 'typestr': typestr, 'shape': shape,
+                                         'strides': strides, 'version': 3}
+
+def check(label, call):
+    try:
+        call()
+        print(label, 'returned')
+    except kernelgen_ops.ArgumentError as e:
+        print(label, 'ArgumentError', e.argument, '|', str(e).split(': ', 2)[-1])
+    except kernelgen_ops.LaunchError:
+        print(label, 'passed the checks')
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("arrays") / "project"
+    shutil.copytree(REPO / "tests" / "fixtures" / "arrays", root)
+    res = run_cli("build", "--target", TARGET, cwd=root)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return root
+
+
+def _run(built: Path, code: str) -> list[str]:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), CUDA_VISIBLE_DEVICES="")
+    res = subprocess.run([sys.executable, "-c", PRELUDE + code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()
+
+
+def test_nullable_pointers(built: Path) -> None:
+    out = _run(built, """
+x = A('<f4', (4, 1024)); y = A('<f4', (4, 1024), ptr=2 << 20)
+check('all null', lambda: m.layer_norm(x, None, y, 0, None, 4, 1024, 1e-5))
+check('x null', lambda: m.layer_norm(None, None, y, None, None, 4, 1024, 1e-5))
+check('y zero', lambda: m.layer_norm(x, None, 0, None, None, 4, 1024, 1e-5))
+check('mean short', lambda: m.layer_norm(x, None, y, A('<f4', (3,)), None, 4, 1024, 1e-5))
+""")
+    assert out == [
+        "all null passed the checks",
+        "x null ArgumentError x | None is not a device pointer; the argument is not declared nullable",
+        "y zero ArgumentError y | null device pointer (0); the argument is not declared nullable",
+        "mean short ArgumentError mean | array has 3 elements but the kernel accesses 4 (of f32: 12 bytes, 16 needed)",
+    ]
+
+
+def test_strided_views_are_checked_by_their_span(built: Path) -> None:
+    out = _run(built, """
+out = A('<f4', (8,), ptr=3 << 20)
+check('view', lambda: m.row_sum(A('<f4', (8, 16), strides=(256, 4)), out, 8, 16, 64))
+check('short view', lambda: m.row_sum(A('<f4', (7, 16), strides=(256, 4)), out, 8, 16, 64))
+check('negative', lambda: m.row_sum(A('<f4', (8, 16), strides=(-256, 4)), out, 8, 16, 64))
+check('odd strides', lambda: m.row_sum(A('<f4', (8, 16), strides=(258, 4)), out, 8, 16, 64))
+check('contiguous', lambda: m.row_sum(A('<f4', (464,)), out, 8, 16, 64))
+check('needs contiguous', lambda: m.layer_norm(A('<f4', (4, 1024), strides=(8192, 4)), None,
+                                               A('<f4', (4096,)), None, None, 4, 1024, 1e-5))
+""")
+    assert out == [
+        "view passed the checks",
+        "short view ArgumentError x | array spans 400 elements but the kernel accesses 464 (of f32: 1600 bytes, "
+        "1856 needed)",
+        "negative ArgumentError x | array has a negative stride; views with non-negative strides are accepted",
+        "odd strides ArgumentError x | strides are not whole items",
+        "contiguous passed the checks",
+        "needs contiguous ArgumentError x | array is not C-contiguous",
+    ]
+
+
+def test_read_only_arguments_accept_read_only_arrays(built: Path) -> None:
+    out = _run(built, """
+table = A('<f4', (32, 8), read_only=True); idx = A('<i4', (4,)); o = A('<f4', (4, 8), ptr=2 << 20)
+check('read-only table', lambda: m.gather(table, idx, o, 4, 8))
+check('read-only out', lambda: m.gather(table, idx, A('<f4', (4, 8), read_only=True), 4, 8))
+check('read-only pointer array', lambda: m.sum_rows(A('<i8', (3,), read_only=True), o, 3, 32))
+""")
+    assert out == [
+        "read-only table passed the checks",
+        "read-only out ArgumentError out | array is read-only but the kernel writes it",
+        "read-only pointer array passed the checks",
+    ]
+
+
+def test_vectors_void_and_pointer_arrays(built: Path) -> None:
+    out = _run(built, """
+y = A('<f4', (4096,), ptr=2 << 20)
+check('float4', lambda: m.scale4(A('<f4', (4096,)), y, 1.0, 1024))
+check('float4 too few', lambda: m.scale4(A('<f4', (4096,)), y, 1.0, 1025))
+check('float4 partial', lambda: m.scale4(A('<f4', (4094,)), y, 1.0, 1))
+check('float4 misaligned', lambda: m.scale4(A('<f4', (4096,), ptr=(1 << 20) + 4), y, 1.0, 1024))
+check('float4 int misaligned', lambda: m.scale4((1 << 20) + 8, y, 1.0, 1024))
+check('float4 wrong dtype', lambda: m.scale4(A('<f2', (4096,)), y, 1.0, 1024))
+check('void', lambda: m.byte_copy(A('<f8', (512,)), A('|u1', (4096,), ptr=2 << 20), 4096))
+check('void short', lambda: m.byte_copy(A('<f8', (511,)), A('|u1', (4096,), ptr=2 << 20), 4096))
+check('bf16x2', lambda: m.add_bf16x2(A('<V2', (1024,)), A('<V2', (1024,), ptr=(1 << 20) + 4096),
+                                      A('<V2', (1024,), ptr=2 << 20), 512))
+check('bf16x2 misaligned', lambda: m.add_bf16x2(A('<V2', (1024,), ptr=(1 << 20) + 2), A('<V2', (1024,)),
+                                                 A('<V2', (1024,), ptr=2 << 20), 512))
+check('pointers', lambda: m.sum_rows(A('<i8', (3,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
+check('pointers u64', lambda: m.sum_rows(A('<u8', (3,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
+check('pointers short', lambda: m.sum_rows(A('<i8', (2,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
+check('pointers f8', lambda: m.sum_rows(A('<f8', (3,)), A('<f4', (256,), ptr=2 << 20), 3, 256))
+""")
+    assert out == [
+        "float4 passed the checks",
+        "float4 too few ArgumentError x | array has 1024 elements but the kernel accesses 1025 (of f32x4: 16384 bytes, "
+        "16400 needed)",
+        "float4 partial ArgumentError x | array has 4094 lanes, not a multiple of the 4 of one f32x4 element",
+        "float4 misaligned ArgumentError x | data pointer 0x100004 is not 16-byte aligned, as f32x4 elements need",
+        "float4 int misaligned ArgumentError x | device pointer 0x100008 is not 16-byte aligned, as f32x4 elements need",
+        "float4 wrong dtype ArgumentError x | expected f32x4 elements (typestr <f4), got typestr <f2",
+        "void passed the checks",
+        "void short ArgumentError src | array has 4088 elements but the kernel accesses 4096 (of void: 4088 bytes, "
+        "4096 needed)",
+        "bf16x2 passed the checks",
+        "bf16x2 misaligned ArgumentError a | data pointer 0x100002 is not 4-byte aligned, as bf16x2 elements need",
+        "pointers passed the checks",
+        "pointers u64 passed the checks",
+        "pointers short ArgumentError rows | array has 2 elements but the kernel accesses 3 (of ptr: 16 bytes, "
+        "24 needed)",
+        "pointers f8 ArgumentError rows | expected ptr elements (typestr <i8), got typestr <f8",
+    ]
+
+
+def test_scalars_and_bool_plans(built: Path) -> None:
+    out = _run(built, """
+o = A('<f4', (4,)); o64 = A('<f8', (2,), ptr=2 << 20)
+for flag in (True, 0, 1):
+    check(f'flag {flag!r}', lambda: m.scalars(o, o64, flag, 1.0, 1.0, 1.0, 1.0, 1))
+for flag in (2, 1.0, None):
+    check(f'flag {flag!r}', lambda: m.scalars(o, o64, flag, 1.0, 1.0, 1.0, 1.0, 1))
+check('f16 text', lambda: m.scalars(o, o64, True, 'x', 1.0, 1.0, 1.0, 1))
+check('f16 huge', lambda: m.scalars(o, o64, True, 1e300, -1e300, 1e300, 1.0, 1))
+print(m.scalars.plan(flag=True, reps=0)['launched'], m.scalars.plan(flag=False, reps=0)['reason'])
+print(m.scalars(o, o64, False, 1.0, 1.0, 1.0, 1.0, 0).reason)
+""")
+    assert out == [
+        "flag True passed the checks",
+        "flag 0 passed the checks",
+        "flag 1 passed the checks",
+        "flag 2 ArgumentError flag | expected a bool (True, False, 0 or 1), got int",
+        "flag 1.0 ArgumentError flag | expected a bool (True, False, 0 or 1), got float",
+        "flag None ArgumentError flag | expected a bool (True, False, 0 or 1), got NoneType",
+        "f16 text ArgumentError h | expected a number, got str",
+        "f16 huge passed the checks",
+        "True scalars: not launched: (flag == 1) or (reps > 0) is false",
+        "scalars: not launched: (flag == 1) or (reps > 0) is false",
+    ]
+
+
+def test_generated_contract_tests_pass(built: Path) -> None:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
+        cwd=built, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert re.search(r"\b\d{2,} passed", res.stdout), res.stdout[-500:]
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+def test_rust_crate_tests_pass(built: Path, tmp_path: Path) -> None:
+    """The fixture's Rust crate (bool plans, f16/bf16 bits, f64 scalars, nullable pointers) against
+    its built library: plans, not-launched reasons and null-pointer errors, without a GPU."""
+    crate = built / "generated" / TARGET / "rust"
+    env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / TARGET),
+               CARGO_TARGET_DIR=str(tmp_path / "t"))
+    res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
+                         timeout=900)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert "FAILED" not in out and "warning" not in res.stderr, out[-3000:]
+    assert sum(int(n) for n in re.findall(r"test result: ok\. (\d+) passed", out)) >= 20, out[-2000:]
+    assert "test layer_norm_null_pointer ... ok" in out, out[-3000:]  # x (not nullable) refuses null
