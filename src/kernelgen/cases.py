@@ -19,6 +19,8 @@ def expression_names(k: Kernel) -> set[str]:
     """Every name the kernel's expressions (and its variant choice) use."""
     nodes = [*k.grid, *k.block, k.shared_mem, *(c.expr for c in k.skip_if + k.requires + k.applies_if)]
     nodes += [a.size for a in k.all_args if a.size is not None]
+    if k.launch is not None and k.launch.cluster is not None:
+        nodes += list(k.launch.cluster)
     names = set().union(*(n.names() for n in nodes))
     return names | ({k.variants.on} if k.variants else set())
 
@@ -30,12 +32,20 @@ def u64_in_expressions(k: Kernel) -> list[str]:
     return sorted(a.name for a in k.int_args if a.scalar.is_integer and a.scalar.hi > 2**63 - 1 and a.name in used)
 
 
+def plain_names(k: Kernel) -> set[str]:
+    """The argument names among ``expression_names`` (without device names)."""
+    return {n for n in expression_names(k) if "." not in n}
+
+
 def expected_plan(
-    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None
+    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None,
+    launch_checks: bool = True,
 ) -> tuple[int, tuple, tuple, int]:
-    """What the generated plan returns for ``env``: (code, grid, block, shared_mem), through
-    :func:`kernelgen.plan.expect` with the spec's expressions as evaluators. ``u64``: the
-    kernel's u64_in_expressions, when the caller has them already."""
+    """What the generated plan returns for ``env`` without a GPU: (code, grid, block,
+    shared_mem), through :func:`kernelgen.plan.expect` with the spec's expressions as
+    evaluators and the device names from the target's table. ``u64``: the kernel's
+    u64_in_expressions, when the caller has them already; ``launch_checks``: False leaves out
+    the checks after the geometry (launch bounds, cluster, co-residency)."""
     clauses, variant, geometry = _evaluators(k)
     return plan.expect(
         clauses,
@@ -44,6 +54,26 @@ def expected_plan(
         variant=variant,
         geometry=geometry,
         limits=target_limits(target),
+        device=plan.target_table(target),
+        launch=launch_checks_of(k, module) if launch_checks else plan.LaunchChecks(),
+        occupancy=_block_smem(k) if k.needs_occupancy else None,
+    )
+
+
+def _block_smem(k: Kernel):
+    return lambda st, e: (tuple(expr.evaluate(n, e, st) for n in k.block), expr.evaluate(k.shared_mem, e, st))
+
+
+def launch_checks_of(k: Kernel, module: Module) -> plan.LaunchChecks:
+    """The plan's checks after the geometry, for :func:`kernelgen.plan.expect`."""
+    cluster: object = k.cluster
+    if k.launch is not None and k.launch.cluster is not None:
+        nodes = k.launch.cluster
+        cluster = lambda st, e: tuple(expr.evaluate(n, e, st) for n in nodes)  # noqa: E731
+    return plan.LaunchChecks(
+        max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
+        cluster=cluster,  # type: ignore[arg-type]
+        cooperative=bool(k.launch and k.launch.cooperative),
     )
 
 
@@ -106,7 +136,7 @@ def search_cases(module: Module, k: Kernel, target: Target):
         if o is None:
             names = [k.variants.on]  # type: ignore[union-attr]
         else:
-            names = sorted(o[1].expr.names() - {c for c, _ in module.constants})
+            names = sorted(n for n in o[1].expr.names() - {c for c, _ in module.constants} if "." not in n)
         found = None
         envs = [dict(e) for e in k.examples]
         for name in names:
@@ -161,7 +191,7 @@ def _fails_alone(
     want_code = want[0].code if want else code(NL_NO_VARIANT)
     if expected_plan(module, k, target, env, u64)[0] != want_code:
         return False
-    full = env | dict(module.constants)
+    full = env | dict(module.constants) | k_device_env(module, k, target, env)
 
     def passes(o: tuple[plan.Step, Clause]) -> bool:
         try:
@@ -171,6 +201,23 @@ def _fails_alone(
 
     return all(passes(o) for o in clauses if o is not want)
 
+
+
+def k_device_env(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> dict[str, int]:
+    """The device names' values for ``env`` from the target's table (for evaluating clauses alone)."""
+    if not k.device_names:
+        return {}
+    table = plan.target_table(target)
+    full = dict(env) | dict(module.constants)
+    values = {name: table[key] for name, key in plan.DEVICE_ENV.items()}
+    blocks = 0
+    try:
+        block = [int(expr.evaluate(b, full | values)) for b in k.block]
+        smem = int(expr.evaluate(k.shared_mem, full | values))
+        blocks = plan.table_blocks_per_sm(table, block, smem)
+    except ExprError:
+        pass
+    return values | {"kernel.blocks_per_sm": blocks}
 
 
 def check_catalog(catalog: Catalog) -> None:
@@ -188,7 +235,7 @@ def check_catalog(catalog: Catalog) -> None:
                 if k.cluster is None or t.name not in k.targets:
                     continue
                 for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
-                    outcome, grid, _, _ = expected_plan(m, k, t, env)
+                    outcome, grid, _, _ = expected_plan(m, k, t, env, launch_checks=False)
                     if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
                         continue
                     shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))

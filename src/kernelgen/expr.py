@@ -157,7 +157,9 @@ _AST_COMPARE = {
 FUNCTIONS = {"div_ceil": (2, 2), "min": (2, 8), "max": (2, 8)}
 _FUNC_HELPER = {"div_ceil": "div_ceil", "min": "min_", "max": "max_"}
 
-_ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),")
+_ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),.")
+# Dotted names (``device.sm_count``, ``kernel.blocks_per_sm``): values from the device.
+_DOTTED_OWNERS = ("device", "kernel")
 
 
 class ParseError(ValueError):
@@ -219,6 +221,20 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
                 hint = did_you_mean(n.id, list(names))
             raise ParseError(f"undefined name '{n.id}'", hint)
         return Name(n.id)
+    if isinstance(n, ast.Attribute):
+        if not isinstance(n.value, ast.Name) or n.value.id not in _DOTTED_OWNERS:
+            raise ParseError("attribute access is not allowed in an expression",
+                             "the dotted names are device.<limit> and kernel.blocks_per_sm")
+        dotted = f"{n.value.id}.{n.attr}"
+        if dotted not in names:
+            from kernelgen.errors import did_you_mean
+
+            known = [x for x in names if isinstance(x, str) and "." in x]
+            if not known:
+                raise ParseError(f"'{dotted}' is not available here",
+                                 "device names are usable in grid and the clauses (skip_if, requires, applies_if)")
+            raise ParseError(f"undefined name '{dotted}'", did_you_mean(dotted, known))
+        return Name(dotted)
     if isinstance(n, ast.UnaryOp):
         operand = _convert(n.operand, names, d)
         if isinstance(n.op, ast.USub):

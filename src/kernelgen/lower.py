@@ -113,6 +113,25 @@ class LKernel:
     flips: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]  # (kind, index, args)
     cases: tuple[tuple[tuple[str, int], ...], ...]
     slot: str
+    uses_device: bool = False  # the plan reads device values (device names, cooperative launch)
+    needs_occupancy: bool = False  # the plan computes kernel.blocks_per_sm
+    cooperative: bool = False
+    programmatic_dependent: bool = False
+    launch_cluster: tuple[expr.Node, expr.Node, expr.Node] | None = None  # launch-time cluster
+    cluster: tuple[int, int, int] | None = None  # compile-time cluster (__cluster_dims__)
+    max_threads: int = 0  # __launch_bounds__ maximum, 0: none known
+    max_cluster_size: int = 8  # the target's
+
+    @property
+    def launch_ex(self) -> bool:
+        """Whether the launch goes through cudaLaunchKernelEx with attributes."""
+        return self.cooperative or self.programmatic_dependent or self.launch_cluster is not None
+
+    @property
+    def launch_checks(self) -> bool:
+        """Whether the plan checks anything after the geometry."""
+        return bool(self.max_threads) or self.cluster is not None or self.launch_cluster is not None \
+            or self.cooperative
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,14 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         flips=(),
         cases=(),
         slot=slot,
+        uses_device=k.uses_device,
+        needs_occupancy=k.needs_occupancy,
+        cooperative=bool(k.launch and k.launch.cooperative),
+        programmatic_dependent=bool(k.launch and k.launch.programmatic_dependent),
+        launch_cluster=k.launch.cluster if k.launch else None,
+        cluster=k.cluster,
+        max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
+        max_cluster_size=target.max_cluster_size,
     )
     flips, cases = search_cases(module, k, target)
     return _replace(lk, flips=flips, cases=cases)

@@ -149,6 +149,9 @@ kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t 
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -284,6 +287,9 @@ kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -378,20 +384,20 @@ Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat16* k, const
 Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::attn_prefill_fa128::attn_prefill_fa128_paged(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, head_dim, causal, sliding_window, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::attn_prefill::attn_prefill_paged_64(q, k_cache, v_cache, output, block_table, q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, inv_sqrt_d, head_dim, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
+  return o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int32_t* kernel) {
   kg_plan p = {};
   p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
   if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::attn_prefill::plan_attn_prefill_paged_64(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
   if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   return p;
 }
 
@@ -399,20 +405,20 @@ kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint
 Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::attn_prefill_fa128::attn_prefill_fa128(q, k, v, output, seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, head_dim, causal, sliding_window, batch, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::attn_prefill::attn_prefill_64(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
+  return o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kernel) {
   kg_plan p = {};
   p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
   if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::attn_prefill::plan_attn_prefill_64(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   return p;
 }
 

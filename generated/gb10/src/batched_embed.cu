@@ -68,6 +68,9 @@ kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 1024, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

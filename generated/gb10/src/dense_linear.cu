@@ -78,6 +78,9 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -134,6 +137,9 @@ kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 128, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -190,6 +196,9 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -287,20 +296,20 @@ Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
 Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
+  return o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
   kg_plan p = {};
   p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
   if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   return p;
 }
 

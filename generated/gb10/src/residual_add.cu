@@ -49,6 +49,9 @@ kg_plan plan_residual_add_bf16(uint64_t n) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 1024, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -85,6 +85,9 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -153,6 +156,9 @@ kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 101376);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 128, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -231,20 +237,20 @@ Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv
 Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::w4a16_gemm::w4a16_gemm(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
+  return o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kernel) {
   kg_plan p = {};
   p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
   if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   return p;
 }
 

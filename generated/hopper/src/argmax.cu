@@ -71,6 +71,10 @@ kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    p.code = kg::check_launch(p, 512, kg_cluster, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -115,6 +115,9 @@ kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_o
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 128, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -221,6 +224,9 @@ kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t nu
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 128, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -71,6 +71,9 @@ kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 1024, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -105,6 +105,10 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {2, 1, 1};
+    p.code = kg::check_launch(p, 256, kg_cluster, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -206,6 +210,10 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {2, 1, 1};
+    p.code = kg::check_launch(p, 256, kg_cluster, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -231,6 +231,10 @@ kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k)
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    p.code = kg::check_launch(p, 128, kg_cluster, 8, false, 0, 0);
+  }
   return p;
 }
 
@@ -444,30 +448,30 @@ Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q,
 Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   Outcome o;
   o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
   o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
-  if (o.code <= 0) return o;  // launched, or an error
-  return o;  // none applies: the last kernel's reason
+  if (o.code <= 0 && !KG_FALLS_THROUGH(o.code)) return o;  // launched, or an error other than a device limit
+  return o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kernel) {
   kg_plan p = {};
   p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
   if (kernel != nullptr) *kernel = 0;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
   if (kernel != nullptr) *kernel = 1;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
   if (kernel != nullptr) *kernel = 2;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
   if (kernel != nullptr) *kernel = 3;
-  if (p.code <= 0) return p;
+  if (p.code <= 0 && !KG_FALLS_THROUGH(p.code)) return p;
   return p;
 }
 

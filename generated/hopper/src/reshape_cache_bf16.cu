@@ -81,6 +81,9 @@ kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 1024, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

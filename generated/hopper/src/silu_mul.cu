@@ -70,6 +70,9 @@ kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
     return p;
   }
   p.code = kg::check_geometry(p, 1024, 1024, 64, 1024, 232448);
+  if (p.code == KG_LAUNCHED) {
+    p.code = kg::check_launch(p, 256, nullptr, 8, false, 0, 0);
+  }
   return p;
 }
 

@@ -60,7 +60,7 @@ class Renderer:
                 out.update(emitter.render_module(lm))
         out.update(cmake.render_target(t, names, lib))
         out.update(python.render_target(t, names))
-        out.update(c.render_target())
+        out.update(c.render_target(t))
         out.update(rust.render_crate(self.catalog, t, lowered, lib, stamp))
         return {f"generated/{t.name}/{path}": text for path, text in out.items()}
 
