@@ -16,6 +16,7 @@ shift count outside 0..62 are errors, never wrapped values.
 from __future__ import annotations
 
 import ast
+import re
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -160,6 +161,7 @@ _FUNC_HELPER = {"div_ceil": "div_ceil", "min": "min_", "max": "max_"}
 _ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),.")
 # Dotted names (``device.sm_count``, ``kernel.blocks_per_sm``): values from the device.
 _DOTTED_OWNERS = ("device", "kernel")
+_DOTTED = re.compile(r"\b(?:device|kernel)\.(?=[A-Za-z_])")
 
 
 class ParseError(ValueError):
@@ -181,7 +183,7 @@ def parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         raise ParseError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_EXPR_LEN:
         raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}")
-    bad = sorted({c for c in text if c not in _ALLOWED_CHARS})
+    bad = sorted({c for c in _DOTTED.sub("", text) if c not in _ALLOWED_CHARS or c == "."})
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
         raise ParseError(
