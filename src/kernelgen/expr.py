@@ -16,8 +16,8 @@ shift count outside 0..62 are errors, never wrapped values.
 from __future__ import annotations
 
 import ast
-import re
 import enum
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 

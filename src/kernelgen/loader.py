@@ -18,10 +18,10 @@ from kernelgen import expr, kernel_source, schema
 from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
 from kernelgen.model import (
+    DEVICE_NAMES,
     Arg,
     Axis,
     Catalog,
-    DEVICE_NAMES,
     Clause,
     Fallback,
     Kernel,

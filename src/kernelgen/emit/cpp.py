@@ -145,7 +145,8 @@ class CppKernel(c.CKernel):
         if not ir.launch_ex:
             return [f"{sym}<<<kg::dims(p.grid), kg::dims(p.block), static_cast<size_t>(p.shared_mem), stream>>>"
                     f"({args});"]
-        out = [f"cudaLaunchAttribute kg_attrs[{int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)}];"]
+        nattrs = int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)
+        out = [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
         i = 0
         if ir.cooperative:
             out += [f"kg_attrs[{i}].id = cudaLaunchAttributeCooperative;", f"kg_attrs[{i}].val.cooperative = 1;"]
