@@ -269,7 +269,8 @@ KERNEL = Struct(
               "a plain launch"),
         Field("shared_mem", EXPRESSION, False,
               "Dynamic shared memory in bytes, an integer expression. Above 48 KiB the launcher opts in once per "
-              "device; above the target's opt-in limit it is an error.",
+              "device; above the target's opt-in limit it is an error (at load, over the examples where the kernel "
+              "applies; at launch, in a chain, the next member is tried).",
               "0"),
         Field("skip_if", one_or_list(PREDICATE), False,
               "Predicates for empty work: when one holds the kernel is not launched, silently.", "none"),
