@@ -128,6 +128,25 @@ class LKernel:
         return self.cooperative or self.programmatic_dependent or self.launch_cluster is not None
 
     @property
+    def launch_notes(self) -> tuple[str, ...]:
+        """How the kernel is launched and what the launch checks, in words, for every language's docs."""
+        out = []
+        if self.cooperative:
+            out.append("Cooperative launch: at most device.sm_count * kernel.blocks_per_sm blocks "
+                       "(else a CORESIDENT error).")
+        if self.programmatic_dependent:
+            out.append("Programmatic dependent launch: may start before the previous kernel on the stream ends.")
+        if self.launch_cluster is not None:
+            out.append("Cluster chosen at launch: [" + ", ".join(expr.to_text(n) for n in self.launch_cluster)
+                       + "]; the grid must be whole clusters.")
+        if self.max_threads:
+            out.append(f"__launch_bounds__: at most {self.max_threads} threads a block.")
+        if self.uses_device and not self.cooperative:
+            out.append("Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the "
+                       "target's table without one.")
+        return tuple(out)
+
+    @property
     def launch_checks(self) -> bool:
         """Whether the plan checks anything after the geometry."""
         return bool(self.max_threads) or self.cluster is not None or self.launch_cluster is not None \

@@ -31,7 +31,9 @@ class Plan(TypedDict):
 class _attn_prefill_fa128_paged(Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome
 
-As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0."""
+As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
+
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, q: Array, k_cache: Array, v_cache: Array, output: Array, block_table: Array, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, inv_sqrt_d: float, *, head_dim: int, causal: int, sliding_window: int, stream: Stream = None) -> Outcome: ...
     def plan(self, *, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, head_dim: int, causal: int, sliding_window: int) -> Plan: ...
@@ -43,7 +45,9 @@ def plan_attn_prefill_fa128_paged(*, q_len: int, kv_len: int, q_offset: int, num
 class _attn_prefill_fa128(Protocol):
     """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome
 
-As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0."""
+As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.
+
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, q: Array, k: Array, v: Array, output: Array, seq_len: int, num_q_heads: int, num_kv_heads: int, inv_sqrt_d: float, *, head_dim: int, causal: int, sliding_window: int, batch: int, stream: Stream = None) -> Outcome: ...
     def plan(self, *, seq_len: int, num_q_heads: int, num_kv_heads: int, head_dim: int, causal: int, sliding_window: int, batch: int) -> Plan: ...

@@ -44,7 +44,7 @@ PYBIND11_MODULE(batched_embed, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_batched_embed_bf16[] = { kg_batched_embed__batched_embed_bf16__info() };
   static const LauncherSpec spec_batched_embed_bf16 = {
-      "batched_embed_bf16", "(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.", kArgs_batched_embed_bf16, 6, 6, 3,
+      "batched_embed_bf16", "(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome\012\012out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.\012\012__launch_bounds__: at most 1024 threads a block.", kArgs_batched_embed_bf16, 6, 6, 3,
       launch_batched_embed_bf16, plan_batched_embed_bf16, sizes_batched_embed_bf16, kernels_batched_embed_bf16, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_batched_embed_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -45,7 +45,7 @@ PYBIND11_MODULE(residual_rms_norm, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_residual_rms_norm_bf16[] = { kg_residual_rms_norm__residual_rms_norm_bf16__info() };
   static const LauncherSpec spec_residual_rms_norm_bf16 = {
-      "residual_rms_norm_bf16", "(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.", kArgs_residual_rms_norm_bf16, 7, 7, 4,
+      "residual_rms_norm_bf16", "(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome\012\012residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.\012\012__launch_bounds__: at most 1024 threads a block.", kArgs_residual_rms_norm_bf16, 7, 7, 4,
       launch_residual_rms_norm_bf16, plan_residual_rms_norm_bf16, sizes_residual_rms_norm_bf16, kernels_residual_rms_norm_bf16, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_residual_rms_norm_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -17,7 +17,7 @@ constexpr int64_t THREADS = 512;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_ARGMAX");
 }  // namespace
 
-// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
+// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
   kg_plan p = {};
   p.variant = -1;

@@ -18,7 +18,7 @@ constexpr int64_t SMEM = 98304;
 kg::KillSwitch g_kill_switch("METRALE_NO_ATTN_FA128");
 }  // namespace
 
-// attn_prefill_fa128_paged: As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
+// attn_prefill_fa128_paged: As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window) {
   kg_plan p = {};
   p.variant = -1;
@@ -167,7 +167,7 @@ int32_t sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t
 }
 }  // namespace
 
-// attn_prefill_fa128: As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.
+// attn_prefill_fa128: As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch) {
   kg_plan p = {};
   p.variant = -1;

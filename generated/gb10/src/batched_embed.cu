@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_BATCHED_EMBED");
 }  // namespace
 
-// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
+// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
   kg_plan p = {};
   p.variant = -1;

@@ -155,7 +155,7 @@ int32_t sizes_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k, int64_t* si
 }
 }  // namespace
 
-// fp8_gemm_n128_row_scaled_m16: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
+// fp8_gemm_n128_row_scaled_m16: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;

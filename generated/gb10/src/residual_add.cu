@@ -16,7 +16,7 @@ constexpr int64_t THREADS = 1024;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
 }  // namespace
 
-// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
+// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_add_bf16(uint64_t n) {
   kg_plan p = {};
   p.variant = -1;

@@ -16,7 +16,7 @@ constexpr int64_t VECS_PER_CTA = 512;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
 }  // namespace
 
-// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
+// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
   kg_plan p = {};
   p.variant = -1;

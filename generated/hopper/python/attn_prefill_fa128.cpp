@@ -139,12 +139,12 @@ PYBIND11_MODULE(attn_prefill_fa128, m) {
   if (kg::py::init_module(m.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_attn_prefill_fa128_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info() };
   static const LauncherSpec spec_attn_prefill_fa128_paged = {
-      "attn_prefill_fa128_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.", kArgs_attn_prefill_fa128_paged, 15, 12, 5,
+      "attn_prefill_fa128_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.\012\012__launch_bounds__: at most 256 threads a block.", kArgs_attn_prefill_fa128_paged, 15, 12, 5,
       launch_attn_prefill_fa128_paged, plan_attn_prefill_fa128_paged, sizes_attn_prefill_fa128_paged, kernels_attn_prefill_fa128_paged, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_fa128_paged) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_attn_prefill_fa128[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info() };
   static const LauncherSpec spec_attn_prefill_fa128 = {
-      "attn_prefill_fa128", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.", kArgs_attn_prefill_fa128, 12, 8, 4,
+      "attn_prefill_fa128", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome\012\012As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.\012\012__launch_bounds__: at most 256 threads a block.", kArgs_attn_prefill_fa128, 12, 8, 4,
       launch_attn_prefill_fa128, plan_attn_prefill_fa128, sizes_attn_prefill_fa128, kernels_attn_prefill_fa128, 1};
   if (kg::py::add_launcher(m.ptr(), &spec_attn_prefill_fa128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kernels_attn_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(), kg_attn_prefill__attn_prefill_paged_64__info() };

@@ -31,7 +31,9 @@ class Plan(TypedDict):
 class _residual_add_bf16(Protocol):
     """(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=0) -> Outcome
 
-out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place)."""
+out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
+
+__launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, a: Array, b: Array, out: Array, n: int, *, stream: Stream = None) -> Outcome: ...
     def plan(self, *, n: int) -> Plan: ...

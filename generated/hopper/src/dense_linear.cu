@@ -24,7 +24,7 @@ constexpr int64_t PIPE_TILE_N = 128;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;
@@ -94,7 +94,7 @@ int32_t sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
 }
 }  // namespace
 
-// dense_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
+// dense_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;
@@ -153,7 +153,7 @@ int32_t sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* sizes) {
 }
 }  // namespace
 
-// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
+// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;

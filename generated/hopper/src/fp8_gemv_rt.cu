@@ -18,7 +18,7 @@ constexpr int64_t TILE_N = 64;
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_FP8_RT");
 }  // namespace
 
-// fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
+// fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;
@@ -123,7 +123,7 @@ int32_t sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* sizes
 }
 }  // namespace
 
-// fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
+// fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan p = {};
   p.variant = -1;

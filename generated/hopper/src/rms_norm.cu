@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch g_kill_switch("METRALE_NO_DFLASH_RMS_NORM");
 }  // namespace
 
-// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).
+// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
   kg_plan p = {};
   p.variant = -1;

@@ -58,7 +58,8 @@ class _CLauncher(View):
 
     @property
     def summary_comment(self) -> str:
-        return comment_text(self.ir.summary)
+        notes = getattr(self.ir, "launch_notes", ())
+        return comment_text(" ".join((self.ir.summary, *notes)))
 
     @property
     def names(self) -> dict[str, str]:

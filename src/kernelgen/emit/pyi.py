@@ -6,7 +6,7 @@ Files per module: ``python/<module>.pyi``.
 from __future__ import annotations
 
 from kernelgen.emit.base import render, stamp
-from kernelgen.emit.python import launcher_doc
+from kernelgen.emit.python import launcher_doc, with_notes
 from kernelgen.lower import CArg, LKey, LModule
 
 
@@ -37,7 +37,8 @@ class _Module:
     def __init__(self, lm: LModule) -> None:
         self.lm = lm
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
-        self.launchers = [_launcher(k.name, k.args, k.summary, (), k.doc) for k in lm.kernels]
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), with_notes(k.doc, k.launch_notes))
+                          for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
 
 

@@ -184,6 +184,7 @@ class _KernelView(_Launcher):
             [f"skip_if `{doc_text(t)}`: not launched (empty work)" for t in lk.skip_texts]
             + [f"requires `{doc_text(t)}`: else `Error::Argument`" for t in lk.requires_texts]
             + [f"applies_if `{doc_text(t)}`: else not launched" for t in lk.applies_texts]
+            + [doc_text(n) for n in lk.launch_notes]
         )
         self.variants = ", ".join(str(v.value) for v in lk.variants)
         self.variant_on = lk.variant_on
