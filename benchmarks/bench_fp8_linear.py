@@ -5,7 +5,9 @@ in one run.
 For each weight shape (N x K) and row count M: every kernel that accepts M (the register-tiled
 GEMVs rt2 / rt2_16, the plain GEMV, the m16 and n128 tile GEMMs, and the engine's chain), torch's
 row-wise scaled FP8 GEMM (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N],
-activation quantization not timed) and cuBLAS BF16 (`F.linear` on the BF16 weight). Reported:
+activation quantization not timed), cuBLAS BF16 (`F.linear` on the BF16 weight), and the read
+floor: one launch of a plain streaming-read kernel over the FP8 weight (with cupy, where installed),
+timed the same way. Reported:
 median time (CUDA events, the host launch kept out by a GPU sleep queued before each run), TB/s
 on the bytes that must be read (weight, scales, x), the weight bytes' rate as a fraction of the
 device-to-device copy bandwidth measured in the same run, TFLOP/s, and each peer's time over the
@@ -27,7 +29,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms
+from cuda_timing import launched, median_ms, stream_read_ms
 from kernelgen_ops import fp8_gemv_rt, fp8_linear
 
 DEV = "cuda"
@@ -88,6 +90,10 @@ def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):
     scales = [torch.rand(n, device=DEV) * 1e-3 + 1e-3 for _ in range(nq)]
     nb = 0 if quick else copies_for(2 * wbytes)
     wb = [(torch.randn(n, k, device=DEV, dtype=BF16) * 0.02) for _ in range(nb)]
+    floor_ms = stream_read_ms(qs, time_ms)
+    if floor_ms:
+        print(f"{name:8} read floor: {1e3 * floor_ms:.1f} us for the {wbytes / 1e6:.1f} MB weight "
+              f"({wbytes / floor_ms / 1e9 / copy_tbs:.0%} of copy)")
     results = []
     for rows in rows_list:
         x = torch.randn(rows, k, device=DEV, dtype=BF16)
@@ -95,11 +101,12 @@ def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):
         read = wbytes + 4 * n + 2 * rows * k
         flops = 2.0 * rows * n * k
         sets = [(q, s) for q, s in zip(qs, scales)]
-        row = {"shape": name, "n": n, "k": k, "rows": rows, "weight_copies": nq, "kernels": {}}
+        row = {"shape": name, "n": n, "k": k, "rows": rows, "weight_copies": nq, "kernels": {},
+               "read_floor_ms": floor_ms}
         for kname, fn in ours(rows, quick):
             ms = time_ms(lambda q, s, fn=fn: launched(fn(x, q, s, out, rows, n, k)), sets)
             entry = {"ms": ms, "tb_s": read / ms / 1e9, "weight_fraction_of_copy": wbytes / ms / 1e9 / copy_tbs,
-                     "tflop_s": flops / ms / 1e9}
+                     "tflop_s": flops / ms / 1e9, "of_read_floor": floor_ms / ms if floor_ms else None}
             if kname == "chain":
                 entry["ran"] = fp8_linear.fp8_linear(x, qs[0], scales[0], out, rows, n, k).kernel
             row["kernels"][kname] = entry
@@ -144,6 +151,7 @@ def print_row(r):
         ran = f"  [{e['ran']}]" if "ran" in e else ""
         print(f"    {kname:30} {1e3 * e['ms']:9.1f} us {e['tb_s']:6.2f} TB/s "
               f"{100 * e['weight_fraction_of_copy']:6.1f}% copy "
+              f"{100 * (e.get('of_read_floor') or 0):5.0f}% floor "
               f"{e['tflop_s']:7.1f} TFLOP/s  vs scaled_mm {vs}  vs bf16 {bf}{ran}")
 
 

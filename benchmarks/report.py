@@ -140,16 +140,21 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         f"Device: {(fp8 or dense or {}).get('device', '?')}; copy bandwidth "
         f"{(fp8 or dense or {}).get('copy_tb_s', 0):.2f} TB/s (read + write). Few rows: % of copy bandwidth on the "
         "bytes that must be read, and speed-up over torch's peer in the same run (FP8: `_scaled_mm` with row-wise "
-        "scales, activations already FP8; bf16 and NVFP4: cuBLAS bf16 `F.linear`).",
+        "scales, activations already FP8; bf16 and NVFP4: cuBLAS bf16 `F.linear`). Read floor: the % of copy "
+        "bandwidth that one launch of a plain streaming-read kernel reaches on the FP8 weight's bytes, measured "
+        "the same way (ramp and tail included): what a single kernel reading those bytes can reach.",
         "",
-        "| shape | M | FP8 chain | vs _scaled_mm | dense_gemv | vs cuBLAS | w4a16_gemv | vs cuBLAS bf16 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| shape | M | read floor | FP8 chain | vs _scaled_mm | dense_gemv | vs cuBLAS | w4a16_gemv | vs cuBLAS bf16 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for shape in shapes:
         for m in (1, 8, 16):
             f = fp8_rows.get((shape, m))
             fc = f["kernels"].get("chain") if f else None
             fp8_cells = ("", "")
+            floor = ""
+            if f and f.get("read_floor_ms"):
+                floor = f"{100 * f['n'] * f['k'] / f['read_floor_ms'] / 1e9 / fp8['copy_tb_s']:.0f}%"
             if fc:
                 ran = fc.get("ran", "?").split(".")[-1]
                 peer = f"{f['scaled_mm_ms'] / fc['ms']:.2f}x" if f.get("scaled_mm_ms") else "n/a"
@@ -158,7 +163,7 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
             for k in ("dense_gemv", "w4a16_gemv"):
                 r = dense_rows.get((shape, m, k))
                 cells += [f"{100 * r['fraction_of_copy']:.0f}%", f"{r['speedup_vs_cublas']:.2f}x"] if r else ["", ""]
-            lines.append(f"| {shape} | {m} | {fp8_cells[0]} | {fp8_cells[1]} | " + " | ".join(cells) + " |")
+            lines.append(f"| {shape} | {m} | {floor} | {fp8_cells[0]} | {fp8_cells[1]} | " + " | ".join(cells) + " |")
     lines += ["", "Many rows (TFLOP/s, and the ratio to cuBLAS bf16 on the same shape):", "",
               "| shape | M | cuBLAS bf16 | fp8_gemm_n128_row_scaled | dense_gemm_pipelined |",
               "| --- | --- | --- | --- | --- |"]

@@ -102,6 +102,33 @@ def test_quantize_special_rows_values():
     assert q[2, 0].float().item() == -448.0
 
 
+def test_quantize_every_bf16_value():
+    """Every non-negative finite bf16 value, and its negation, in rows whose maximum ranges over
+    every binade: each row holds all values up to its maximum (zero above it), so the quotient's
+    fast path (scale >= 2^-80) and the division path (smaller scales) both meet every bf16
+    value they can, signed zeros included."""
+    k = 0x7F80  # the finite non-negative bf16 bit patterns
+    bits = torch.arange(k, dtype=torch.int32, device=DEV)
+    rows = []
+    for exponent in range(0, 255):
+        amax = (exponent << 7) | (exponent * 37 % 128)
+        row = torch.where(bits <= amax, bits, torch.zeros_like(bits))
+        row = torch.where(bits % 2 == 1, row | 0x8000, row)  # odd positions negative (-0 above the max)
+        rows.append(row)
+    w = torch.stack(rows)
+    assert_quantize_exact(as_bf16(w))  # rows longer than 8192: vectors read twice
+    # The same values in rows of 8160 (the register-held path), each row ending with its
+    # maximum so that it keeps the scale of the row it comes from.
+    quarters = w.reshape(255, 4, k // 4).clone()
+    quarters[:, :, -1] = torch.tensor([(e << 7) | (e * 37 % 128) for e in range(255)], device=DEV)[:, None]
+    assert_quantize_exact(as_bf16(quarters.reshape(255 * 4, k // 4)))
+
+
+def as_bf16(bits32):
+    """bf16 tensor from int32 tensor of 16-bit patterns."""
+    return torch.where(bits32 >= 0x8000, bits32 - 0x10000, bits32).to(torch.int16).view(torch.bfloat16)
+
+
 def test_quantize_4096_shape():
     w = nonzero_randn(4096, 4096)
     assert_quantize_exact(w)
