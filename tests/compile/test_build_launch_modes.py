@@ -47,7 +47,9 @@ def test_plans_without_a_gpu_use_the_target_table(built: Path) -> None:
         "print(m.cluster_rank.plan(blocks=66, cluster_x=4)['reason'])\n"
         "print(m.bounded_scale.plan(n=1000, threads=512)['reason'])\n"
         "p = m.row_sum.plan(rows=4, cols=58113)\n"
-        "print(p['kernel'], m.smem_row_sum.plan(rows=4, cols=58113)['code'])\n",
+        "print(p['kernel'], m.smem_row_sum.plan(rows=4, cols=58113)['code'])\n"
+        "import kernelgen_ops\n"
+        "print(kernelgen_ops.device_values('hopper') == rt.target_table())\n",
         built,
     )
     assert res.returncode == 0, res.stderr
@@ -60,6 +62,7 @@ def test_plans_without_a_gpu_use_the_target_table(built: Path) -> None:
         "cluster_rank: grid x is not a whole number of clusters",
         "bounded_scale: the block has more threads than the kernel's __launch_bounds__",
         f"plain_row_sum {-(5 << 16)}",
+        "True",
     ]
 
 
