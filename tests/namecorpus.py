@@ -157,7 +157,7 @@ def write_project(root: Path, names: dict[str, str]) -> Path:
 # (and "targets" and "project": specs/targets.yaml and specs/project.yaml are the target
 # registry and the project file, not modules)
 TARGET_FILE_STEMS = frozenset({"types", "plan_codes", "abi", "runtime", "python", "torch_fast", "lib", "targets",
-                              "project"})
+                              "project", "target_table"})
 
 
 # Plain YAML words that are not strings (or that YAML 1.1 reads as booleans): a spec must quote them.

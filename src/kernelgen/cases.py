@@ -19,6 +19,8 @@ def expression_names(k: Kernel) -> set[str]:
     """Every name the kernel's expressions (and its variant choice) use."""
     nodes = [*k.grid, *k.block, k.shared_mem, *(c.expr for c in k.skip_if + k.requires + k.applies_if)]
     nodes += [a.size for a in k.all_args if a.size is not None]
+    if k.launch is not None and k.launch.cluster is not None:
+        nodes += list(k.launch.cluster)
     names = set().union(*(n.names() for n in nodes))
     return names | ({k.variants.on} if k.variants else set())
 
@@ -38,12 +40,20 @@ def u64_in_expressions(k: Kernel) -> list[str]:
     return list(out)
 
 
+def plain_names(k: Kernel) -> set[str]:
+    """The argument names among ``expression_names`` (without device names)."""
+    return {n for n in expression_names(k) if "." not in n}
+
+
 def expected_plan(
-    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None
+    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str] | None = None,
+    launch_checks: bool = True,
 ) -> tuple[int, tuple, tuple, int]:
-    """What the generated plan returns for ``env``: (code, grid, block, shared_mem), through
-    :func:`kernelgen.plan.expect` with the spec's expressions as evaluators. ``u64``: the
-    kernel's u64_in_expressions, when the caller has them already."""
+    """What the generated plan returns for ``env`` without a GPU: (code, grid, block,
+    shared_mem), through :func:`kernelgen.plan.expect` with the spec's expressions as
+    evaluators and the device names from the target's table. ``u64``: the kernel's
+    u64_in_expressions, when the caller has them already; ``launch_checks``: False leaves out
+    the checks after the geometry (launch bounds, cluster, co-residency)."""
     clauses, variant, geometry = _evaluators(k)
     return plan.expect(
         clauses,
@@ -52,6 +62,26 @@ def expected_plan(
         variant=variant,
         geometry=geometry,
         limits=target_limits(target),
+        device=plan.target_table(target),
+        launch=launch_checks_of(k, module) if launch_checks else plan.LaunchChecks(),
+        occupancy=_block_smem(k) if k.needs_occupancy else None,
+    )
+
+
+def _block_smem(k: Kernel):
+    return lambda st, e: (tuple(expr.evaluate(n, e, st) for n in k.block), expr.evaluate(k.shared_mem, e, st))
+
+
+def launch_checks_of(k: Kernel, module: Module) -> plan.LaunchChecks:
+    """The plan's checks after the geometry, for :func:`kernelgen.plan.expect`."""
+    cluster: object = k.cluster
+    if k.launch is not None and k.launch.cluster is not None:
+        nodes = k.launch.cluster
+        cluster = lambda st, e: tuple(expr.evaluate(n, e, st) for n in nodes)  # noqa: E731
+    return plan.LaunchChecks(
+        max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
+        cluster=cluster,  # type: ignore[arg-type]
+        cooperative=bool(k.launch and k.launch.cooperative),
     )
 
 
@@ -125,7 +155,7 @@ def _search_cases(module: Module, k: Kernel, target: Target):
     # Every clause passes on the first example (it launches), so an argument set that changes
     # one argument can only change the clauses that read it: those are all that need evaluating.
     constants = dict(module.constants)
-    base_passes = all(_passes(o, base | constants) for o in clauses)
+    base_passes = all(_passes(o, base | constants | k_device_env(module, k, target, base)) for o in clauses)
     by_name: dict[str, list[tuple[plan.Step, Clause]]] = {}
     for o in clauses:
         for n in o[1].expr.names():
@@ -135,7 +165,7 @@ def _search_cases(module: Module, k: Kernel, target: Target):
         if o is None:
             names = [k.variants.on]  # type: ignore[union-attr]
         else:
-            names = sorted(o[1].expr.names() - {c for c, _ in module.constants})
+            names = sorted(n for n in o[1].expr.names() - {c for c, _ in module.constants} if "." not in n)
         found = None
 
         def envs(names: list[str] = names) -> Iterator[tuple[dict[str, int], str | None]]:
@@ -204,6 +234,9 @@ def _fails_alone(
     The cheap conditions are tested first; the plan is computed only when they hold.
     """
     full = env | (constants if constants is not None else dict(module.constants))
+    if k.device_names:  # kernel.blocks_per_sm reads the block and shared memory: every clause may change
+        full |= k_device_env(module, k, target, env)
+        changed = None
     if want is not None and _passes(want, full):
         try:
             expr.evaluate(want[1].expr, full)
@@ -217,6 +250,23 @@ def _fails_alone(
     want_code = want[0].code if want else code(NL_NO_VARIANT)
     return expected_plan(module, k, target, env, u64)[0] == want_code
 
+
+
+def k_device_env(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> dict[str, int]:
+    """The device names' values for ``env`` from the target's table (for evaluating clauses alone)."""
+    if not k.device_names:
+        return {}
+    table = plan.target_table(target)
+    full = dict(env) | dict(module.constants)
+    values = {name: table[key] for name, key in plan.DEVICE_ENV.items()}
+    blocks = 0
+    try:
+        block = [int(expr.evaluate(b, full | values)) for b in k.block]
+        smem = int(expr.evaluate(k.shared_mem, full | values))
+        blocks = plan.table_blocks_per_sm(table, block, smem)
+    except ExprError:
+        pass
+    return values | {"kernel.blocks_per_sm": blocks}
 
 
 def check_catalog(catalog: Catalog) -> None:
@@ -234,7 +284,7 @@ def check_catalog(catalog: Catalog) -> None:
                 if k.cluster is None or t.name not in k.targets:
                     continue
                 for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
-                    outcome, grid, _, _ = expected_plan(m, k, t, env)
+                    outcome, grid, _, _ = expected_plan(m, k, t, env, launch_checks=False)
                     if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
                         continue
                     shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import enum
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -158,7 +159,10 @@ _AST_COMPARE = {
 FUNCTIONS = {"div_ceil": (2, 2), "min": (2, 8), "max": (2, 8)}
 _FUNC_HELPER = {"div_ceil": "div_ceil", "min": "min_", "max": "max_"}
 
-_ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),")
+_ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),.")
+# Dotted names (``device.sm_count``, ``kernel.blocks_per_sm``): values from the device.
+_DOTTED_OWNERS = ("device", "kernel")
+_DOTTED = re.compile(r"\b(?:device|kernel)\.(?=[A-Za-z_])")
 
 
 class ParseError(ValueError):
@@ -180,7 +184,7 @@ def parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         raise ParseError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_EXPR_LEN:
         raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}")
-    bad = sorted({c for c in text if c not in _ALLOWED_CHARS})
+    bad = sorted({c for c in _DOTTED.sub("", text) if c not in _ALLOWED_CHARS or c == "."})
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
         raise ParseError(
@@ -220,6 +224,20 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
                 hint = did_you_mean(n.id, list(names))
             raise ParseError(f"undefined name '{n.id}'", hint)
         return Name(n.id)
+    if isinstance(n, ast.Attribute):
+        if not isinstance(n.value, ast.Name) or n.value.id not in _DOTTED_OWNERS:
+            raise ParseError("attribute access is not allowed in an expression",
+                             "the dotted names are device.<limit> and kernel.blocks_per_sm")
+        dotted = f"{n.value.id}.{n.attr}"
+        if dotted not in names:
+            from kernelgen.errors import did_you_mean
+
+            known = [x for x in names if isinstance(x, str) and "." in x]
+            if not known:
+                raise ParseError(f"'{dotted}' is not available here",
+                                 "device names are usable in grid and the clauses (skip_if, requires, applies_if)")
+            raise ParseError(f"undefined name '{dotted}'", did_you_mean(dotted, known))
+        return Name(dotted)
     if isinstance(n, ast.UnaryOp):
         if (isinstance(n.op, ast.USub) and isinstance(n.operand, ast.Constant)
                 and type(n.operand.value) is int and n.operand.value == -pyexpr.INT64_MIN):

@@ -1,7 +1,8 @@
 """Reading what the spec must agree with from the kernel sources' text, without a compiler.
 
-Today that is the compile-time cluster shape, ``__cluster_dims__(x, y, z)``, of a
-``__global__`` function, so that a spec's ``cluster`` is checked when specs are loaded
+Today that is the compile-time cluster shape, ``__cluster_dims__(x, y, z)``, and the launch
+bounds, ``__launch_bounds__(MAX_THREADS[, MIN_BLOCKS[, MAX_CLUSTER]])``, of a ``__global__``
+function, so that a spec's ``cluster`` and block are checked when specs are loaded
 (``kernelgen list``, ``generate`` and ``build``), before anything is compiled. CUDA offers
 no compile-time query of the attribute, and reading it at run time
 (``cudaFuncGetAttribute``) would turn a spec mistake into a launch error on a GPU.
@@ -17,7 +18,8 @@ What is read, and its limits:
 - the attribute must be written out on a declaration (not hidden in a macro); each
   argument must be a decimal integer literal (suffixes allowed) or a name defined in the
   sources as ``#define NAME <integer>`` or ``constexpr <type> NAME = <integer>;``;
-  missing trailing arguments are 1, as in CUDA.
+  missing trailing arguments are 1, as in CUDA. ``__launch_bounds__`` arguments that cannot
+  be read so are unknown rather than errors (the launcher checks the compiled limit).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?([0-9]+)
 _CONSTEXPR = re.compile(r"\bconstexpr\s+[A-Za-z_][\w:\s]*?\b([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([0-9]+)[uUlL]*\s*\}?\s*;")
 _INT = re.compile(r"([0-9]+)[uUlL]*")
 _ATTR = re.compile(r"\b__cluster_dims__\s*\(")
+_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
 
 
 class SourceScanError(ValueError):
@@ -41,6 +44,7 @@ class Declaration:
     path: str
     line: int
     cluster: tuple[int, int, int] | None  # None: no __cluster_dims__ attribute
+    launch_bounds: tuple[int, int] | None = None  # (max threads, min blocks); None: no __launch_bounds__
 
 
 def strip_comments(text: str) -> str:
@@ -65,7 +69,7 @@ def _balanced(text: str, start: int) -> str:
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         i += 1
     if depth:
-        raise SourceScanError("unbalanced parentheses after __cluster_dims__")
+        raise SourceScanError("unbalanced parentheses after an attribute")
     return text[start:i - 1]
 
 
@@ -82,27 +86,52 @@ def _split_args(text: str) -> list[str]:
     return out if out != [""] else []
 
 
-def _cluster_of(head: str, names: dict[str, int]) -> tuple[int, int, int] | None:
-    m = _ATTR.search(head)
+def _attr_args(head: str, names: dict[str, int], rx: re.Pattern[str], attr: str) -> list[int] | None:
+    m = rx.search(head)
     if m is None:
         return None
     args = _split_args(_balanced(head, m.end()))
     if not 1 <= len(args) <= 3:
-        raise SourceScanError(f"__cluster_dims__ takes 1 to 3 arguments, got {len(args)}")
-    dims = []
+        raise SourceScanError(f"{attr} takes 1 to 3 arguments, got {len(args)}")
+    out = []
     for a in args:
         lit = _INT.fullmatch(a)
         if lit:
-            dims.append(int(lit.group(1)))
+            out.append(int(lit.group(1)))
         elif a in names:
-            dims.append(names[a])
+            out.append(names[a])
         else:
             raise SourceScanError(
-                f"cannot evaluate the __cluster_dims__ argument '{a}': kernelgen reads integer literals and names "
+                f"cannot evaluate the {attr} argument '{a}': kernelgen reads integer literals and names "
                 "defined in the sources by #define NAME <integer> or constexpr <type> NAME = <integer>;"
             )
+    return out
+
+
+def _cluster_of(head: str, names: dict[str, int]) -> tuple[int, int, int] | None:
+    dims = _attr_args(head, names, _ATTR, "__cluster_dims__")
+    if dims is None:
+        return None
     dims += [1] * (3 - len(dims))
     return dims[0], dims[1], dims[2]
+
+
+def _bounds_of(head: str, names: dict[str, int]) -> tuple[int, int] | None:
+    """(max threads, min blocks) of ``__launch_bounds__``. Read leniently: an argument that is
+    not a literal or a defined name (an expression, a template parameter) is unknown here, and
+    the launcher still checks the block against the compiled kernel's limit
+    (cudaFuncAttributes::maxThreadsPerBlock); an unknown minimum counts as 0."""
+    m = _BOUNDS.search(head)
+    if m is None:
+        return None
+    args = _split_args(_balanced(head, m.end()))
+    values = []
+    for a in args[:2]:
+        lit = _INT.fullmatch(a)
+        values.append(int(lit.group(1)) if lit else names.get(a))
+    if not values or values[0] is None or values[0] < 1:
+        return None
+    return values[0], (values[1] or 0) if len(values) > 1 else 0
 
 
 def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Declaration]:
@@ -120,5 +149,6 @@ def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Dec
             g = re.search(r"\b__global__\b", head)
             if g is None:
                 continue
-            out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, names)))
+            out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, names),
+                                   _bounds_of(head, names)))
     return out

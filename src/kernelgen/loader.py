@@ -22,6 +22,7 @@ from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
 from kernelgen.macro_names import MACRO_NAMES
 from kernelgen.model import (
+    DEVICE_NAMES,
     Arg,
     Axis,
     Catalog,
@@ -29,6 +30,7 @@ from kernelgen.model import (
     Fallback,
     Kernel,
     KernelRef,
+    Launch,
     Module,
     Struct,
     StructField,
@@ -338,7 +340,14 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                     raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
             with ctx.at("max_shared_mem_per_block_optin"):
                 smem = _int(ctx, f["max_shared_mem_per_block_optin"], 0, 1 << 30)
-            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem))
+            table: dict[str, int] = {}
+            for key_name, lo, hi in (("sm_count", 1, 4096), ("max_threads_per_sm", 32, 1 << 16),
+                                     ("max_blocks_per_sm", 1, 1024), ("max_shared_mem_per_sm", 0, 1 << 30),
+                                     ("reserved_shared_mem_per_block", 0, 1 << 20), ("max_cluster_size", 1, 64)):
+                if key_name in f:
+                    with ctx.at(key_name):
+                        table[key_name] = _int(ctx, f[key_name], lo, hi)
+            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table))
     if not targets:
         raise ctx.error(node.loc, "no targets defined")
     return tuple(sorted(targets, key=lambda t: t.name))
@@ -546,8 +555,9 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
                     _claim(ctx, owner, k.name, f"instantiation '{k.name}' of '{kname}'", dispatch.loc)
                 kernels.extend(instances)
                 dispatches.append(dispatch)
+        kernels = [_check_cluster_dims(ctx, k, root, sources) for k in kernels]
         for k in kernels:
-            _check_cluster_dims(ctx, k, root, sources)
+            _check_launch_bounds(ctx, k, constants)
     names = {k.name for k in kernels} | {d.name for d in dispatches}
     for c in constants:
         if c in names:
@@ -1086,10 +1096,12 @@ def _kernel(
     float_names = {a.name for a, _ in raw_args + raw_host if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
     names: dict[str, object] = {**int_names, **constants, **int_axes}
+    # Grid and clauses may also name the device (device.*, kernel.blocks_per_sm).
+    device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
 
-    def ex(n: YNode, ty: expr.Ty) -> expr.Node:
+    def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
-            return expr.substitute(_expr(ctx, n, names, ty), int_axes)
+            return expr.substitute(_expr(ctx, n, within, ty), int_axes)
         except SpecError as e:
             bad = re.search(r"undefined name '(\w+)'", e.message)
             if bad and bad.group(1) in float_names | ptr_names:
@@ -1109,11 +1121,12 @@ def _kernel(
     args, host_args = finish(raw_args), finish(raw_host)
     _check_arg_limits(ctx, f, args, host_args)
 
-    def dims(key: str) -> tuple[expr.Node, expr.Node, expr.Node]:
+    def dims(key: str, within: Mapping[str, object] = names, n: YNode | None = None
+             ) -> tuple[expr.Node, expr.Node, expr.Node]:
         with ctx.at(key):
-            n = f[key]
+            n = f[key] if n is None else n
             if isinstance(n, YSeq):
-                items = _list(ctx, n, lambda i: ex(i, expr.Ty.INT), 3)
+                items = _list(ctx, n, lambda i: ex(i, expr.Ty.INT, within), 3)
             else:
                 raise ctx.error(n.loc, f"expected a list of 3 expressions [x, y, z], got {_kind(n)}")
             if len(items) != 3:
@@ -1124,9 +1137,29 @@ def _kernel(
                 raise ctx.error(n.loc, f"expected 3 entries [x, y, z], got {len(items)}", hint)
             return items[0], items[1], items[2]
 
-    grid = dims("grid")
+    grid = dims("grid", device_names)
     block = dims("block")
     cluster = _cluster(ctx, f["cluster"], constants) if "cluster" in f else None
+    launch = None
+    if "launch" in f:
+        with ctx.at("launch"):
+            lf = _fields(ctx, f["launch"], schema.LAUNCH)
+            modes: dict[str, bool] = {}
+            for key_name in ("cooperative", "programmatic_dependent"):
+                if key_name in lf:
+                    with ctx.at(key_name):
+                        modes[key_name] = _bool(ctx, lf[key_name])
+            launch_cluster = dims("cluster", names, lf["cluster"]) if "cluster" in lf else None
+            launch = Launch(f["launch"].loc, cluster=launch_cluster, **modes)
+            if launch_cluster is not None and cluster is not None:
+                raise ctx.error(lf["cluster"].loc, "the kernel has a compile-time 'cluster' (__cluster_dims__); "
+                                "a launch-time cluster cannot be added to it",
+                                "keep one: 'cluster' for __cluster_dims__, or 'launch.cluster' without the attribute")
+            if launch.cooperative and (launch_cluster is not None or cluster is not None):
+                raise ctx.error(f["launch"].loc, "a cooperative launch cannot use a cluster",
+                                "cooperative kernels synchronise the whole grid; drop the cluster or 'cooperative'")
+            if launch.attributes == 0:
+                launch = None
     shared_mem: expr.Node = expr.Lit(0)
     if "shared_mem" in f:
         with ctx.at("shared_mem"):
@@ -1141,7 +1174,7 @@ def _kernel(
             out = []
             for i, item in enumerate(items):
                 with ctx.at(f"[{i}]") if isinstance(n, YSeq) else _nullctx():
-                    tree = ex(item, expr.Ty.BOOL)
+                    tree = ex(item, expr.Ty.BOOL, device_names)
                     out.append(Clause(tree, expr.to_text(tree), item.loc))
             return tuple(out)
 
@@ -1159,8 +1192,13 @@ def _kernel(
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
-        cluster, f["cluster"].loc if "cluster" in f else None, doc=doc,
+        cluster, f["cluster"].loc if "cluster" in f else None, doc=doc, launch=launch,
     )
+    if kernel.variants and kernel.needs_occupancy:
+        where = f["launch"].loc if "launch" in f else f["variants"].loc
+        raise ctx.error(where, "kernel.blocks_per_sm (and a cooperative launch) need one __global__ function, "
+                        "but the kernel has variants",
+                        "use 'instantiate' (one launcher per instance) or one 'symbol'")
     _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
     return kernel
 
@@ -1201,9 +1239,11 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
         return out[0], out[1], out[2]
 
 
-def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ...]) -> None:
+def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ...]) -> Kernel:
     """The kernel's ``cluster`` equals ``__cluster_dims__`` on its definition in the sources
-    (read from their text; see kernel_source for what is read), for every symbol it launches."""
+    (read from their text; see kernel_source for what is read), for every symbol it launches.
+    Returns the kernel with its ``__launch_bounds__`` (the smallest over its symbols)."""
+    bounds: list[tuple[int, int]] = []
     texts = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
     symbols = [s for _, s in k.variants.symbols] if k.variants else [k.symbol]
     want = k.cluster
@@ -1219,6 +1259,7 @@ def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ..
                     "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
                     "defined by #define or constexpr in the sources",
                 ) from None
+            bounds += [d.launch_bounds for d in decls if d.launch_bounds is not None]
             if not decls:
                 if want is None:
                     continue
@@ -1253,6 +1294,50 @@ def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ..
                         f"has __cluster_dims__({', '.join(map(str, d.cluster or ()))})",
                         "make the spec's cluster and the kernel's __cluster_dims__ agree",
                     )
+    if not bounds:
+        return k
+    return replace(k, launch_bounds=min(bounds))
+
+
+def _check_launch_bounds(ctx: _Ctx, k: Kernel, constants: Mapping[str, int]) -> None:
+    """A block over the kernel's ``__launch_bounds__`` in an example where it launches is an error."""
+    from kernelgen.errors import ExprError
+
+    if k.launch_bounds is None:
+        return
+    limit = k.launch_bounds[0]
+    for i, ex in enumerate(k.examples):
+        env = dict(ex) | dict(constants)
+        try:
+            if not _example_applies(k, env):
+                continue
+            block = [int(expr.evaluate(b, env)) for b in k.block]
+        except ExprError:
+            continue
+        threads = block[0] * block[1] * block[2]
+        if threads > limit:
+            with ctx.at(k.name), ctx.at("block"):
+                raise ctx.error(
+                    k.loc, f"example {i} launches a block of {threads} threads, but '{k.symbol}' is declared with "
+                    f"__launch_bounds__({limit}{', ' + str(k.launch_bounds[1]) if k.launch_bounds[1] else ''})",
+                    "a kernel compiled for at most that many threads cannot launch a larger block: shrink the block "
+                    "or raise the kernel's __launch_bounds__",
+                )
+
+
+def _on_host(c: Clause) -> bool:
+    """Whether a clause is known without the device (it names no device.* or kernel.* value)."""
+    return not any("." in n for n in c.expr.names())
+
+
+def _example_applies(k: Kernel, env: Mapping[str, int]) -> bool:
+    """Whether the kernel's clauses let it launch for ``env`` (clauses naming the device are
+    taken to hold: their values are known only at launch)."""
+    if any(_on_host(c) and expr.evaluate(c.expr, env) for c in k.skip_if):
+        return False
+    if any(_on_host(c) and not expr.evaluate(c.expr, env) for c in k.applies_if + k.requires):
+        return False
+    return not (k.variants and env[k.variants.on] not in dict(k.variants.symbols))
 
 
 def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
@@ -1348,18 +1433,25 @@ def _check_examples_and_limits(
             if i == 0:
                 try:
                     for c in k.skip_if:
-                        if expr.evaluate(c.expr, env):
+                        if _on_host(c) and expr.evaluate(c.expr, env):
                             raise ctx.error(loc, f"the first example must launch, but skip_if '{c.text}' holds")
                     for c in k.applies_if + k.requires:
-                        if not expr.evaluate(c.expr, env):
+                        if _on_host(c) and not expr.evaluate(c.expr, env):
                             raise ctx.error(loc, f"the first example must launch, but '{c.text}' fails")
                     if k.variants and env[k.variants.on] not in dict(k.variants.symbols):
                         raise ctx.error(loc, f"the first example's {k.variants.on} has no variant")
                 except ExprError as exc:
                     raise ctx.error(loc, f"cannot evaluate the clauses: {exc}") from None
     # Device limits: block size and shared memory, wherever they are known at generation
-    # time (constants), or over the examples and variant values otherwise.
-    envs = [dict(e) | constants for e in k.examples]
+    # time (constants), or over the examples where the kernel applies and variant values otherwise.
+    envs = []
+    for e in k.examples:
+        env = dict(e) | constants
+        try:
+            if _example_applies(k, env):
+                envs.append(env)
+        except ExprError:
+            envs.append(env)
     if k.variants:
         envs += [dict(k.examples[0]) | constants | {k.variants.on: v} for v, _ in k.variants.symbols]
     for t in targets:
@@ -1414,7 +1506,9 @@ def _check_first_example_launches(
     loc = f["examples"].items[0].loc if isinstance(f["examples"], YSeq) else f["examples"].loc
     for t in targets:
         c, grid, block, smem = plan.expect(clauses, env, u64=cases.u64_in_expressions(k), variant=variant,
-                                           geometry=geometry, limits=cases.target_limits(t))
+                                           geometry=geometry, limits=cases.target_limits(t),
+                                           device=plan.target_table(t),
+                                           occupancy=cases._block_smem(k) if k.needs_occupancy else None)
         if c != plan.LAUNCHED:
             shown = f" (grid {list(grid)}, block {list(block)}, shared memory {smem})" if grid[0] is not None else ""
             with ctx.at("examples[0]"):

@@ -150,6 +150,44 @@ class LKernel:
     slot: str
     zeros: tuple[tuple[CArg, int], ...] = ()  # (pointer, its size slot): zeroed before the launch
     symbol_copies: tuple[CArg, ...] = ()  # host arguments copied into __constant__ variables
+    uses_device: bool = False  # the plan reads device values (device names, cooperative launch)
+    needs_occupancy: bool = False  # the plan computes kernel.blocks_per_sm
+    cooperative: bool = False
+    programmatic_dependent: bool = False
+    launch_cluster: tuple[expr.Node, expr.Node, expr.Node] | None = None  # launch-time cluster
+    cluster: tuple[int, int, int] | None = None  # compile-time cluster (__cluster_dims__)
+    max_threads: int = 0  # __launch_bounds__ maximum, 0: none known
+    max_cluster_size: int = 8  # the target's
+
+    @property
+    def launch_ex(self) -> bool:
+        """Whether the launch goes through cudaLaunchKernelEx with attributes."""
+        return self.cooperative or self.programmatic_dependent or self.launch_cluster is not None
+
+    @property
+    def launch_notes(self) -> tuple[str, ...]:
+        """How the kernel is launched and what the launch checks, in words, for every language's docs."""
+        out = []
+        if self.cooperative:
+            out.append("Cooperative launch: at most device.sm_count * kernel.blocks_per_sm blocks "
+                       "(else a CORESIDENT error).")
+        if self.programmatic_dependent:
+            out.append("Programmatic dependent launch: may start before the previous kernel on the stream ends.")
+        if self.launch_cluster is not None:
+            out.append("Cluster chosen at launch: [" + ", ".join(expr.to_text(n) for n in self.launch_cluster)
+                       + "]; the grid must be whole clusters.")
+        if self.max_threads:
+            out.append(f"__launch_bounds__: at most {self.max_threads} threads a block.")
+        if self.uses_device and not self.cooperative:
+            out.append("Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the "
+                       "target's table without one.")
+        return tuple(out)
+
+    @property
+    def launch_checks(self) -> bool:
+        """Whether the plan checks anything after the geometry."""
+        return bool(self.max_threads) or self.cluster is not None or self.launch_cluster is not None \
+            or self.cooperative
 
 
 @dataclass(frozen=True)
@@ -256,6 +294,14 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         slot=slot,
         zeros=tuple((c, c.size_slot) for c in cargs if c.zero),
         symbol_copies=tuple(c for c in cargs if c.to_symbol),
+        uses_device=k.uses_device,
+        needs_occupancy=k.needs_occupancy,
+        cooperative=bool(k.launch and k.launch.cooperative),
+        programmatic_dependent=bool(k.launch and k.launch.programmatic_dependent),
+        launch_cluster=k.launch.cluster if k.launch else None,
+        cluster=k.cluster,
+        max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
+        max_cluster_size=target.max_cluster_size,
     )
     flips, cases = search_cases(module, k, target)
     return _replace(lk, flips=flips, cases=cases)

@@ -145,6 +145,27 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """A kernel's launch modes (the spec's ``launch:``)."""
+
+    loc: SourceLoc
+    cooperative: bool = False
+    programmatic_dependent: bool = False
+    cluster: tuple[Node, Node, Node] | None = None  # launch-time cluster dimensions
+
+    @property
+    def attributes(self) -> int:
+        return int(self.cooperative) + int(self.programmatic_dependent) + int(self.cluster is not None)
+
+
+# Names that expressions may use for the device (grid and clauses only).
+DEVICE_NAMES = (
+    "device.sm_count", "device.max_shared_mem_optin", "device.max_shared_mem_per_sm",
+    "device.max_threads_per_sm", "device.max_threads_per_block", "kernel.blocks_per_sm",
+)
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     loc: SourceLoc
@@ -166,6 +187,22 @@ class Kernel:
     instance_of: str | None = None  # the instantiated kernel (dispatcher) this is one instance of
     axis_values: tuple[tuple[str, str | int], ...] = ()  # this instance's value of each axis
     doc: str = ""  # longer text after the summary (the spec's doc)
+    launch: Launch | None = None  # launch modes (cooperative, PDL, launch-time cluster)
+    launch_bounds: tuple[int, int] | None = None  # __launch_bounds__(MAX, MIN) read from the sources
+
+    @property
+    def uses_device(self) -> bool:
+        """Whether a plan needs device values: device names in expressions, or a cooperative launch."""
+        return bool(self.device_names) or (self.launch is not None and self.launch.cooperative)
+
+    @property
+    def device_names(self) -> frozenset[str]:
+        nodes = [*self.grid, *(c.expr for c in self.skip_if + self.requires + self.applies_if)]
+        return frozenset(n for node in nodes for n in node.names() if n.startswith(("device.", "kernel.")))
+
+    @property
+    def needs_occupancy(self) -> bool:
+        return "kernel.blocks_per_sm" in self.device_names or (self.launch is not None and self.launch.cooperative)
 
     @property
     def all_args(self) -> tuple[Arg, ...]:
@@ -243,6 +280,27 @@ class Target:
     max_threads_per_block: int
     max_block_dims: tuple[int, int, int]
     max_shared_mem_per_block_optin: int
+    # The device table: what plans use for device.* and kernel.blocks_per_sm without a GPU.
+    sm_count: int = 1
+    max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    max_shared_mem_per_sm: int = 0  # 0: max_shared_mem_per_block_optin + reserved_shared_mem_per_block
+    reserved_shared_mem_per_block: int = 1024
+    max_cluster_size: int = 8
+
+    @property
+    def smem_per_sm(self) -> int:
+        return self.max_shared_mem_per_sm or self.max_shared_mem_per_block_optin + self.reserved_shared_mem_per_block
+
+    def device_table(self) -> dict[str, int]:
+        """The values of the device names (``device.sm_count`` ...) from this table."""
+        return {
+            "device.sm_count": self.sm_count,
+            "device.max_shared_mem_optin": self.max_shared_mem_per_block_optin,
+            "device.max_shared_mem_per_sm": self.smem_per_sm,
+            "device.max_threads_per_sm": self.max_threads_per_sm,
+            "device.max_threads_per_block": self.max_threads_per_block,
+        }
 
     @property
     def arch_number(self) -> str:

@@ -13,7 +13,13 @@ A plan, for given integer arguments:
 1. the clause families of :data:`FAMILIES`, in order (skip_if, requires, applies_if); each
    clause decides the outcome when its value equals the family's ``decides_when``;
 2. the variant lookup (not launched when the argument's value has no variant);
-3. grid, block and shared memory, checked by :func:`geometry_code`.
+3. grid, block and shared memory, checked by :func:`geometry_code`;
+4. the launch checks (:func:`launch_code`): the block against ``__launch_bounds__``, the grid
+   against the cluster (whole clusters, cluster size), and a cooperative grid against the
+   co-residency limit ``device.sm_count * kernel.blocks_per_sm``.
+
+Device names (``device.*``, ``kernel.blocks_per_sm``) take the values of :func:`target_table`
+here (plans without a GPU); the C++ plans take the current device's when it is the target's.
 
 An expression error (overflow, division by zero, bad shift) at any step is an error outcome.
 """
@@ -46,7 +52,13 @@ ERRORS = {
     "SHARED_MEM": (5, "dynamic shared memory over the device's opt-in limit"),
     "DEVICE": (6, "the current device is not the one this target was built for"),
     "CUDA": (7, "a CUDA call failed; detail is the cudaError_t"),
+    "LAUNCH_BOUNDS": (8, "the block has more threads than the kernel's __launch_bounds__"),
+    "CLUSTER": (9, "the grid is not a whole number of clusters (detail: the axis), or the cluster is too large "
+                   "(detail 3)"),
+    "CORESIDENT": (10, "a cooperative grid has more blocks than can be co-resident on the device"),
 }
+# Errors from a device limit: a fallback chain tries its next member instead of stopping.
+FALLS_THROUGH = ("GRID", "BLOCK", "SHARED_MEM", "LAUNCH_BOUNDS", "CORESIDENT")
 EXPR_ERRORS = {
     "OVERFLOW": (pyexpr.OVERFLOW, "integer overflow"),
     "DIV_ZERO": (pyexpr.DIV_ZERO, "division by zero"),
@@ -55,7 +67,8 @@ EXPR_ERRORS = {
 
 NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID, NL_NO_INSTANCE = (
     v[0] for v in NOT_LAUNCHED.values())
-E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM, E_DEVICE, E_CUDA = (v[0] for v in ERRORS.values())
+(E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM, E_DEVICE, E_CUDA, E_LAUNCH_BOUNDS, E_CLUSTER,
+ E_CORESIDENT) = (v[0] for v in ERRORS.values())
 
 # CUDA's grid limits per axis (x, y, z).
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
@@ -155,6 +168,76 @@ def geometry_code(grid: Sequence[int], block: Sequence[int], smem: int, max_bloc
     return LAUNCHED
 
 
+def falls_through(c: int) -> bool:
+    """Whether a chain tries its next member after outcome ``c`` (a device-limit error)."""
+    return c < 0 and category(c) in {ERRORS[n][0] for n in FALLS_THROUGH}
+
+
+def table_blocks_per_sm(table: Mapping[str, int], block: Sequence[int], smem: int) -> int:
+    """``kernel.blocks_per_sm`` without a GPU: a bound from the target's table (kg_rt_blocks_per_sm
+    in runtime.cpp does the same). Threads are counted in whole warps, each block's shared memory
+    with the reserved per-block amount; registers and static shared memory are not counted, so
+    the device's occupancy may be lower. 0 when the block or shared memory does not fit."""
+    threads = block[0] * block[1] * block[2]
+    if min(block) < 1 or threads > table["max_threads_per_block"] or not 0 <= smem <= table["max_shared_mem_optin"]:
+        return 0
+    warps = (threads + 31) // 32
+    n = min(table["max_blocks_per_sm"], table["max_threads_per_sm"] // (warps * 32))
+    return min(n, table["max_shared_mem_per_sm"] // (smem + table["reserved_shared_mem_per_block"]))
+
+
+def target_table(target: object) -> dict[str, int]:
+    """A target's device table as the runtime holds it (kg_device_values)."""
+    t = target
+    return {
+        "sm_count": t.sm_count,  # type: ignore[attr-defined]
+        "max_shared_mem_optin": t.max_shared_mem_per_block_optin,  # type: ignore[attr-defined]
+        "max_shared_mem_per_sm": t.smem_per_sm,  # type: ignore[attr-defined]
+        "max_threads_per_sm": t.max_threads_per_sm,  # type: ignore[attr-defined]
+        "max_threads_per_block": t.max_threads_per_block,  # type: ignore[attr-defined]
+        "max_blocks_per_sm": t.max_blocks_per_sm,  # type: ignore[attr-defined]
+        "reserved_shared_mem_per_block": t.reserved_shared_mem_per_block,  # type: ignore[attr-defined]
+        "max_cluster_size": t.max_cluster_size,  # type: ignore[attr-defined]
+    }
+
+
+@dataclass(frozen=True)
+class LaunchChecks:
+    """What a plan checks after the geometry: ``max_threads`` from __launch_bounds__ (0: none),
+    the cluster (compile-time dims, or an evaluator of the launch-time ones), and whether the
+    grid must be co-resident (cooperative launch)."""
+
+    max_threads: int = 0
+    cluster: tuple[int, int, int] | Callable[[pyexpr.Status, Mapping[str, int]], tuple] | None = None
+    cooperative: bool = False
+
+
+def launch_code(grid: Sequence[int], block: Sequence[int], cluster: Sequence[int] | None, checks: LaunchChecks,
+                blocks_per_sm: int, table: Mapping[str, int]) -> int:
+    """The checks of :class:`LaunchChecks`, in order, on a plan whose geometry passed
+    (kg::check_launch in runtime.h does the same)."""
+    if checks.max_threads and block[0] * block[1] * block[2] > checks.max_threads:
+        return code(E_LAUNCH_BOUNDS, 0, True)
+    if cluster is not None:
+        if min(cluster) < 1 or cluster[0] * cluster[1] * cluster[2] > table["max_cluster_size"]:
+            return code(E_CLUSTER, 3, True)
+        for axis in range(3):
+            if grid[axis] % cluster[axis]:
+                return code(E_CLUSTER, axis, True)
+    if checks.cooperative and grid[0] * grid[1] * grid[2] > table["sm_count"] * blocks_per_sm:
+        return code(E_CORESIDENT, 0, True)
+    return LAUNCHED
+
+
+DEVICE_ENV = {
+    "device.sm_count": "sm_count",
+    "device.max_shared_mem_optin": "max_shared_mem_optin",
+    "device.max_shared_mem_per_sm": "max_shared_mem_per_sm",
+    "device.max_threads_per_sm": "max_threads_per_sm",
+    "device.max_threads_per_block": "max_threads_per_block",
+}
+
+
 Evaluator = Callable[[pyexpr.Status, Mapping[str, int]], int]
 NONE3 = (0, 0, 0)
 
@@ -167,18 +250,34 @@ def expect(
     variant: tuple[str, Iterable[int]] | None = None,
     geometry: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, tuple, int]],
     limits: tuple[Sequence[int], int, int],
+    device: Mapping[str, int] | None = None,
+    launch: LaunchChecks = LaunchChecks(),
+    occupancy: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, int]] | None = None,
 ) -> tuple[int, tuple, tuple, int]:
     """(code, grid, block, shared_mem) of a plan for ``env``, step for step as the C++ plan.
 
     ``clauses``: (code, decides_when, evaluator) in plan order; ``u64``: u64 arguments that
     expressions use (converted to signed 64-bit, an overflow above 2**63 - 1); ``variant``:
     (argument, values that have a variant); ``geometry``: evaluates (grid, block, smem);
-    ``limits``: (max block dims, max threads per block, max shared memory).
+    ``limits``: (max block dims, max threads per block, max shared memory); ``device``: the
+    device values (:func:`target_table`) when the kernel uses device names or launch checks;
+    ``launch``: the checks after the geometry; ``occupancy``: evaluates (block, shared memory)
+    when the plan needs ``kernel.blocks_per_sm``, computed before the clauses from block and
+    shared memory evaluated on their own (0 when they cannot be evaluated or do not fit).
     """
     st = pyexpr.Status()
     full = dict(env)
     for name in u64:
         full[name] = pyexpr.from_u64(st, full[name])
+    blocks_per_sm = 0
+    if device is not None:
+        full.update({name: device[key] for name, key in DEVICE_ENV.items()})
+        if occupancy is not None:
+            own = pyexpr.Status()
+            block, smem = occupancy(own, full)
+            if not own.code:
+                blocks_per_sm = table_blocks_per_sm(device, [int(b) for b in block], int(smem))
+        full["kernel.blocks_per_sm"] = blocks_per_sm
     for clause_code, decides_when, evaluate in clauses:
         holds = bool(evaluate(st, full))
         if st.code:
@@ -191,7 +290,16 @@ def expect(
     if st.code:
         return code(E_EXPR, st.code, True), NONE3, NONE3, 0
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
-    return geometry_code(grid, block, int(smem), *limits), grid, block, int(smem)
+    outcome = geometry_code(grid, block, int(smem), *limits)
+    if outcome == LAUNCHED and (launch.max_threads or launch.cluster is not None or launch.cooperative):
+        cluster = launch.cluster
+        if callable(cluster):
+            cluster = tuple(int(c) for c in cluster(st, full))
+            if st.code:
+                return code(E_EXPR, st.code, True), NONE3, NONE3, 0
+        table = device if device is not None else {"max_cluster_size": 8, "sm_count": 1}
+        outcome = launch_code(grid, block, cluster, launch, blocks_per_sm, table)
+    return outcome, grid, block, int(smem)
 
 
 def codes_header() -> dict[str, object]:
@@ -201,4 +309,5 @@ def codes_header() -> dict[str, object]:
         "errors": [(f"KG_E_{k}", v, doc) for k, (v, doc) in ERRORS.items()],
         "expr_errors": [(f"KG_EXPR_{k}", v, doc) for k, (v, doc) in EXPR_ERRORS.items()],
         "grid_limits": GRID_LIMITS,
+        "falls_through": [f"KG_E_{k}" for k in FALLS_THROUGH],
     }

@@ -235,6 +235,29 @@ VARIANTS = Struct(
     ),
 )
 
+LAUNCH = Struct(
+    "launch", "launch modes",
+    "How the kernel is launched, when plain `<<<grid, block, shared_mem, stream>>>` is not enough: the launcher "
+    "then calls cudaLaunchKernelEx with the matching launch attributes.",
+    (
+        Field("cooperative", BOOLEAN, False,
+              "A cooperative launch (the kernel may call `cooperative_groups::this_grid().sync()`): every block "
+              "must be resident at once, so the plan refuses a grid of more than "
+              "`device.sm_count * kernel.blocks_per_sm` blocks (error `CORESIDENT`; a chain tries its next member).",
+              "false"),
+        Field("programmatic_dependent", BOOLEAN, False,
+              "Programmatic dependent launch (the attribute programmaticStreamSerialization): the kernel may start "
+              "while the previous kernel on the stream finishes, and must call `cudaGridDependencySynchronize()` "
+              "(griddepcontrol.wait) before reading that kernel's output.",
+              "false"),
+        Field("cluster", DIMS, False,
+              "Launch-time thread-block cluster dimensions `[x, y, z]`: integer expressions over the integer "
+              "arguments and constants. The grid must be a whole number of clusters and a cluster at most the "
+              "target's `max_cluster_size` blocks (error `CLUSTER`). Not with a compile-time `cluster`.",
+              "no cluster"),
+    ),
+)
+
 EXAMPLE = Kind("example", {
     "type": "object", "propertyNames": dict(IDENTIFIER.json),
     "additionalProperties": {"type": ["integer", "number", "boolean"]},
@@ -274,7 +297,9 @@ KERNEL = Struct(
               "none"),
         Field("grid", DIMS, True,
               "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments and "
-              "constants. A dimension of 0 means \"not launched\"; one above CUDA's limits is an error."),
+              "constants, and the device names (`device.sm_count`, `kernel.blocks_per_sm`, ...: see Device names "
+              "in docs/spec-format.md). A dimension of 0 means \"not launched\"; one above CUDA's limits is an "
+              "error."),
         Field("block", DIMS, True,
               "The block `[x, y, z]`: three integer expressions, checked against the target's limits over the "
               "examples when specs are loaded, and on every launch."),
@@ -282,11 +307,17 @@ KERNEL = Struct(
               "The compile-time thread-block cluster `[x, y, z]`: three constant expressions (literals and "
               "constants). It must equal the `__cluster_dims__(...)` attribute on the kernel's definition, which "
               "kernelgen reads from the sources; a kernel with that attribute must declare it. Every grid the "
-              "examples and the generated test cases launch must be a whole number of clusters.",
+              "examples and the generated test cases launch must be a whole number of clusters, and each launch "
+              "checks it again (error `CLUSTER`).",
               "no cluster"),
+        Field("launch", LAUNCH.ref(), False,
+              "Launch modes: `{cooperative: true}`, `{programmatic_dependent: true}`, `{cluster: [x, y, z]}` "
+              "(combinable, except a cooperative launch with a cluster).",
+              "a plain launch"),
         Field("shared_mem", EXPRESSION, False,
               "Dynamic shared memory in bytes, an integer expression. Above 48 KiB the launcher opts in once per "
-              "device; above the target's opt-in limit it is an error.",
+              "device; above the target's opt-in limit it is an error (at load, over the examples where the kernel "
+              "applies; at launch, in a chain, the next member is tried).",
               "0"),
         Field("skip_if", one_or_list(PREDICATE), False,
               "Predicates for empty work: when one holds the kernel is not launched, silently.", "none"),
@@ -388,6 +419,24 @@ TARGET = Struct(
         Field("max_shared_mem_per_block_optin", Kind("integer", {"type": "integer", "minimum": 0,
                                                                  "maximum": 1 << 30}), True,
               "The most dynamic shared memory, in bytes, a block may opt in to on this target."),
+        Field("sm_count", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 4096}), False,
+              "The number of SMs of the target's reference device: `device.sm_count` in plans computed without a "
+              "GPU (with one, the current device's count).", "1"),
+        Field("max_threads_per_sm", Kind("integer", {"type": "integer", "minimum": 32, "maximum": 1 << 16}), False,
+              "The most resident threads per SM: `device.max_threads_per_sm` without a GPU, and a bound of "
+              "`kernel.blocks_per_sm`.", "2048"),
+        Field("max_blocks_per_sm", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 1024}), False,
+              "The most resident blocks per SM, a bound of `kernel.blocks_per_sm` without a GPU.", "32"),
+        Field("max_shared_mem_per_sm", Kind("integer", {"type": "integer", "minimum": 0, "maximum": 1 << 30}), False,
+              "Shared memory per SM in bytes: `device.max_shared_mem_per_sm` without a GPU, and a bound of "
+              "`kernel.blocks_per_sm`.",
+              "max_shared_mem_per_block_optin + reserved_shared_mem_per_block"),
+        Field("reserved_shared_mem_per_block", Kind("integer", {"type": "integer", "minimum": 0,
+                                                                "maximum": 1 << 20}), False,
+              "Shared memory the system reserves per resident block (1 KiB from compute capability 8.0 on), "
+              "counted in the `kernel.blocks_per_sm` bound.", "1024"),
+        Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 64}), False,
+              "The most blocks a thread-block cluster may have (the portable limit is 8).", "8"),
     ),
 )
 
@@ -420,7 +469,7 @@ PROJECT = Struct(
     ),
 )
 
-STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, TARGET, TARGETS_FILE, PROJECT)
+STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TARGET, TARGETS_FILE, PROJECT)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -452,7 +501,7 @@ def json_schema(which: str = "module") -> dict[str, object]:
     (``targets``)."""
     if which == "module":
         top = _struct_json(MODULE)
-        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS)}
+        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH)}
         title = "kernelgen module spec"
     elif which == "targets":
         top = _struct_json(TARGETS_FILE)
@@ -488,7 +537,7 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, TARGETS_FILE, TARGET, PROJECT):
+    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TARGETS_FILE, TARGET, PROJECT):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)

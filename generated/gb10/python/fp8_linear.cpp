@@ -145,7 +145,7 @@ PYBIND11_MODULE(fp8_linear, kg_module) {
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv_fp8w) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled_m16[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info() };
   static const LauncherSpec kg_spec_fp8_gemm_n128_row_scaled_m16 = {
-      "fp8_gemm_n128_row_scaled_m16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.", kg_args_fp8_gemm_n128_row_scaled_m16, 7, 7, 4,
+      "fp8_gemm_n128_row_scaled_m16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_fp8_gemm_n128_row_scaled_m16, 7, 7, 4,
       kg_launch_fp8_gemm_n128_row_scaled_m16, kg_plan_fp8_gemm_n128_row_scaled_m16, kg_sizes_fp8_gemm_n128_row_scaled_m16, kg_kernels_fp8_gemm_n128_row_scaled_m16, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled_m16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };

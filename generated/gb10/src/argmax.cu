@@ -17,7 +17,7 @@ constexpr int64_t THREADS = 512;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_ARGMAX");
 }  // namespace
 
-// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
+// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -71,6 +71,10 @@ kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -20,7 +20,7 @@ constexpr int64_t GEMV_THREADS = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_W4A16");
 }  // namespace
 
-// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
+// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -85,6 +85,9 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 
@@ -99,7 +102,7 @@ int32_t kg_sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 }
 }  // namespace
 
-// w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
+// w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -153,6 +156,9 @@ kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 
@@ -231,20 +237,20 @@ kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
 kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::w4a16_gemm::w4a16_gemm(x, wq, wscale, global_scale, out, m, n, k, stream);
-  if (kg_o.code <= 0) return kg_o;  // launched, or an error
-  return kg_o;  // none applies: the last kernel's reason
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
   kg_plan kg_p = {};
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
-  if (kg_p.code <= 0) return kg_p;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
-  if (kg_p.code <= 0) return kg_p;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
 

@@ -18,6 +18,7 @@ import kernelgen_ops  # noqa: E402  (importable: built_module skips the file oth
 
 KILL_SWITCH = None
 LIMITS = ((1024, 1024, 64), 1024, 101376)
+DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 
 
 # ---------------------------------------------------------------- attn_prefill_paged_64
@@ -41,6 +42,8 @@ def expect_attn_prefill_paged_64(**args):
         geometry=lambda _st, _a: (
             (_a['num_q_heads'], _x.div_ceil(_st, _a['q_len'], 64), 1), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=128, cluster=None, cooperative=False),
     )
 
 
@@ -162,6 +165,8 @@ def expect_attn_prefill_64(**args):
         geometry=lambda _st, _a: (
             (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], 64), _a['batch']), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=128, cluster=None, cooperative=False),
     )
 
 

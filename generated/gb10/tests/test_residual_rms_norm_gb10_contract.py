@@ -18,6 +18,7 @@ import kernelgen_ops  # noqa: E402  (importable: built_module skips the file oth
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_RMS_NORM"
 LIMITS = ((1024, 1024, 64), 1024, 101376)
+DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 
 
 # ---------------------------------------------------------------- residual_rms_norm_bf16
@@ -37,6 +38,8 @@ def expect_residual_rms_norm_bf16(**args):
         geometry=lambda _st, _a: (
             (_a['rows'], 1, 1), (_x.min_(_st, 1024, _x.mul(_st, _x.div_ceil(_st, _a['hidden'], 1024), 32)), 1, 1), 0),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=1024, cluster=None, cooperative=False),
     )
 
 

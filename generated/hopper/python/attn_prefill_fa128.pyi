@@ -31,7 +31,9 @@ class _kg_Plan(_kg_TypedDict):
 class _kg_launcher_attn_prefill_fa128_paged(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome
 
-As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0."""
+As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
+
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, output: _kg_Array, block_table: _kg_Array, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, inv_sqrt_d: float, *, head_dim: int, causal: int, sliding_window: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, head_dim: int, causal: int, sliding_window: int) -> _kg_Plan: ...
@@ -43,7 +45,9 @@ def plan_attn_prefill_fa128_paged(*, q_len: int, kv_len: int, q_offset: int, num
 class _kg_launcher_attn_prefill_fa128(_kg_Protocol):
     """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome
 
-As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0."""
+As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.
+
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, q: _kg_Array, k: _kg_Array, v: _kg_Array, output: _kg_Array, seq_len: int, num_q_heads: int, num_kv_heads: int, inv_sqrt_d: float, *, head_dim: int, causal: int, sliding_window: int, batch: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, seq_len: int, num_q_heads: int, num_kv_heads: int, head_dim: int, causal: int, sliding_window: int, batch: int) -> _kg_Plan: ...

@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_BATCHED_EMBED");
 }  // namespace
 
-// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
+// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -68,6 +68,9 @@ kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -24,7 +24,7 @@ constexpr int64_t PIPE_TILE_N = 128;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -78,6 +78,9 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 
@@ -91,7 +94,7 @@ int32_t kg_sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 }
 }  // namespace
 
-// dense_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
+// dense_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -134,6 +137,9 @@ kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 
@@ -147,7 +153,7 @@ int32_t kg_sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 }
 }  // namespace
 
-// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
+// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -190,6 +196,9 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 
@@ -287,20 +296,20 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
-  if (kg_o.code <= 0) return kg_o;  // launched, or an error
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
-  if (kg_o.code <= 0) return kg_o;  // launched, or an error
-  return kg_o;  // none applies: the last kernel's reason
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
   kg_plan kg_p = {};
   kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
-  if (kg_p.code <= 0) return kg_p;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
-  if (kg_p.code <= 0) return kg_p;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
 

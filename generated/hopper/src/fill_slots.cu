@@ -17,7 +17,7 @@ constexpr int64_t THREADS = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
 }  // namespace
 
-// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
+// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -71,6 +71,9 @@ kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -16,7 +16,7 @@ constexpr int64_t THREADS = 1024;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
 }  // namespace
 
-// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
+// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_add_bf16(uint64_t n) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -49,6 +49,9 @@ kg_plan plan_residual_add_bf16(uint64_t n) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
 }  // namespace
 
-// residual_rms_norm_bf16: residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.
+// residual_rms_norm_bf16: residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -68,6 +68,9 @@ kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RMS_NORM");
 }  // namespace
 
-// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).
+// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -68,6 +68,9 @@ kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 1024, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

@@ -16,7 +16,7 @@ constexpr int64_t VECS_PER_CTA = 512;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
 }  // namespace
 
-// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
+// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -70,6 +70,9 @@ kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+  }
   return kg_p;
 }
 

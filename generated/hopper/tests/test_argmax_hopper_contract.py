@@ -18,6 +18,7 @@ import kernelgen_ops  # noqa: E402  (importable: built_module skips the file oth
 
 KILL_SWITCH = "METRALE_NO_DFLASH_ARGMAX"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
+DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_CLUSTER = 8
 C_SPLIT_ROWS = 128
 C_THREADS = 512
@@ -40,6 +41,8 @@ def expect_argmax_bf16(**args):
         geometry=lambda _st, _a: (
             (_x.max_(_st, _x.mul(_st, _x.min_(_st, _a['rows'], C_SPLIT_ROWS), C_CLUSTER), _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_CLUSTER), C_CLUSTER)), 1, 1), (C_THREADS, 1, 1), 0),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=512, cluster=(8, 1, 1), cooperative=False),
     )
 
 

@@ -18,6 +18,7 @@ import kernelgen_ops  # noqa: E402  (importable: built_module skips the file oth
 
 KILL_SWITCH = "METRALE_NO_DFLASH_FP8_RT"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
+DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_CLUSTER = 2
 C_RING_SMEM = 98304
 C_THREADS = 256
@@ -44,6 +45,8 @@ def expect_fp8_gemv_rt2(**args):
         geometry=lambda _st, _a: (
             (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
     )
 
 
@@ -171,6 +174,8 @@ def expect_fp8_gemv_rt2_16(**args):
         geometry=lambda _st, _a: (
             (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
     )
 
 

@@ -18,6 +18,7 @@ import kernelgen_ops  # noqa: E402  (importable: built_module skips the file oth
 
 KILL_SWITCH = "METRALE_NO_DFLASH_RESIDUAL_ADD"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
+DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_ELEMS_PER_CTA = 8192
 C_THREADS = 1024
 
@@ -37,6 +38,8 @@ def expect_residual_add_bf16(**args):
         geometry=lambda _st, _a: (
             (_x.div_ceil(_st, _a['n'], C_ELEMS_PER_CTA), 1, 1), (C_THREADS, 1, 1), 0),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=1024, cluster=None, cooperative=False),
     )
 
 

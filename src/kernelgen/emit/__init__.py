@@ -66,7 +66,7 @@ class Renderer:
                 _add(out, owner, emitter.render_module(lm), lm.name, self.catalog)
         _add(out, owner, cmake.render_target(t, names, lib), None, self.catalog)
         _add(out, owner, python.render_target(t, names), None, self.catalog)
-        _add(out, owner, c.render_target(), None, self.catalog)
+        _add(out, owner, c.render_target(t), None, self.catalog)
         crate = rust.render_crate(self.catalog, t, lowered, lib, stamp)
         by_module = {p: m for m in names for p in rust.module_paths(m)}
         for path, text in crate.items():

@@ -13,6 +13,7 @@ from kernelgen import names, plan, types
 from kernelgen.emit.base import ModuleView, View, render, stamp
 from kernelgen.escape import comment_text
 from kernelgen.lower import CArg, LKey, LModule
+from kernelgen.model import Target
 
 
 def c_type(a: CArg) -> str:
@@ -60,7 +61,8 @@ class _CLauncher(View):
 
     @property
     def summary_comment(self) -> str:
-        return comment_text(self.ir.summary)
+        notes = getattr(self.ir, "launch_notes", ())
+        return comment_text(" ".join((self.ir.summary, *notes)))
 
     @property
     def names(self) -> dict[str, str]:
@@ -136,6 +138,11 @@ def render_module(lm: LModule) -> dict[str, str]:
     return {f"include/kernelgen/{lm.name}_c.h": render("api_c.h.j2", ctx)}
 
 
-def render_target() -> dict[str, str]:
+def render_target(target: Target) -> dict[str, str]:
     ctx = plan.codes_header() | {"stamp": stamp("the plan semantics (kernelgen/plan.py)")}
-    return {"include/kernelgen/plan_codes.h": render("plan_codes.h.j2", ctx)}
+    table = [(f"KG_TABLE_{k.upper()}", v) for k, v in plan.target_table(target).items()]
+    table_ctx = {"stamp": stamp("specs/targets.yaml"), "t": target, "table": table}
+    return {
+        "include/kernelgen/plan_codes.h": render("plan_codes.h.j2", ctx),
+        "include/kernelgen/target_table.h": render("target_table.h.j2", table_ctx),
+    }

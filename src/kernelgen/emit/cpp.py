@@ -84,6 +84,10 @@ def name_map(u64: set[str], constants: set[str]) -> Callable[[str], str]:
     def m(n: str) -> str:
         if n in constants:
             return n
+        if n == "kernel.blocks_per_sm":
+            return "kg_blocks_per_sm"
+        if n.startswith("device."):
+            return f"kg_dev.{n.removeprefix('device.')}"
         if n in u64:
             return f"kg_i64_{n}"
         return f"int64_t{{{n}}}"
@@ -144,6 +148,71 @@ class CppKernel(c.CKernel):
     @property
     def smem_cpp(self) -> str:
         return self._cpp(self.ir.shared_mem)
+
+    @property
+    def occupancy_exprs(self) -> tuple[str, ...]:
+        """Block x, y, z and shared memory, for kernel.blocks_per_sm."""
+        return (*self.block_cpp, self.smem_cpp)
+
+    @property
+    def launch_cluster_cpp(self) -> tuple[str, ...]:
+        assert self.ir.launch_cluster is not None
+        return tuple(self._cpp(n) for n in self.ir.launch_cluster)
+
+    @property
+    def launch_check_call(self) -> str:
+        """kg::check_launch for this kernel (its arguments as the plan has them)."""
+        ir = self.ir
+        cluster = "kg_cluster" if (ir.cluster is not None or ir.launch_cluster is not None) else "nullptr"
+        sm_count = "kg_dev.sm_count" if ir.cooperative else "0"
+        blocks = "kg_blocks_per_sm" if ir.cooperative else "0"
+        return (f"kg::check_launch(kg_p, {ir.max_threads}, {cluster}, {ir.max_cluster_size}, "
+                f"{'true' if ir.cooperative else 'false'}, {sm_count}, {blocks})")
+
+    @property
+    def compile_cluster_cpp(self) -> str:
+        assert self.ir.cluster is not None
+        return ", ".join(str(c) for c in self.ir.cluster)
+
+    def launch_lines(self, sym: str) -> list[str]:
+        """The statements launching ``sym`` with the plan ``kg_p``: <<<>>> for a plain launch (the
+        launcher then reads cudaGetLastError), or cudaLaunchKernelEx with the launch attributes,
+        returning its outcome."""
+        ir = self.ir
+        args = self.kernel_arg_names
+        if not ir.launch_ex:
+            return [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>"
+                    f"({args});"]
+        nattrs = int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)
+        out = [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
+        i = 0
+        if ir.cooperative:
+            out += [f"kg_attrs[{i}].id = cudaLaunchAttributeCooperative;", f"kg_attrs[{i}].val.cooperative = 1;"]
+            i += 1
+        if ir.programmatic_dependent:
+            out += [f"kg_attrs[{i}].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
+                    f"kg_attrs[{i}].val.programmaticStreamSerializationAllowed = 1;"]
+            i += 1
+        if ir.launch_cluster is not None:
+            ints = "".join(f"{a.name}, " for a in ir.int_args)
+            out += ["int64_t kg_cluster[3];", f"kg_cluster_{ir.name}({ints}kg_cluster);",
+                    f"kg_attrs[{i}].id = cudaLaunchAttributeClusterDimension;",
+                    f"kg_attrs[{i}].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);",
+                    f"kg_attrs[{i}].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);",
+                    f"kg_attrs[{i}].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);"]
+            i += 1
+        out += [
+            "cudaLaunchConfig_t kg_cfg = {};",
+            "kg_cfg.gridDim = kg::dims(kg_p.grid);",
+            "kg_cfg.blockDim = kg::dims(kg_p.block);",
+            "kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);",
+            "kg_cfg.stream = stream;",
+            "kg_cfg.attrs = kg_attrs;",
+            f"kg_cfg.numAttrs = {i};",
+            f"return {{kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, {sym}{', ' if args else ''}{args})), "
+            f"&kg_info_{ir.name}}};",
+        ]
+        return out
 
     @property
     def size_lines(self) -> list[tuple[int, str, str]]:

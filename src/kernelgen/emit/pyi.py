@@ -6,7 +6,7 @@ Files per module: ``python/<module>.pyi``.
 from __future__ import annotations
 
 from kernelgen.emit.base import render, stamp
-from kernelgen.emit.python import launcher_doc
+from kernelgen.emit.python import launcher_doc, with_notes
 from kernelgen.lower import CArg, LKey, LModule
 
 
@@ -45,7 +45,8 @@ class _Module:
              "fields": [(f.name, f"_kg_Sequence[{f.scalar.py}]" if f.count else f.scalar.py) for f in st.fields]}
             for st in lm.structs
         ]
-        self.launchers = [_launcher(k.name, k.args, k.summary, (), k.doc) for k in lm.kernels]
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), with_notes(k.doc, k.launch_notes))
+                          for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
 
 

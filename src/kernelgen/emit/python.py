@@ -30,6 +30,11 @@ def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
     return f"{sig}\n\n{summary}" + (f"\n\n{doc}" if doc else "")
 
 
+def with_notes(doc: str, notes: tuple[str, ...]) -> str:
+    """A kernel's longer doc followed by its launch notes (LKernel.launch_notes)."""
+    return "\n\n".join(p for p in (doc, " ".join(notes)) if p)
+
+
 def value_read(a: CArg, i: int) -> str:
     """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C ABI's type."""
     if a.is_pointer:
@@ -87,7 +92,8 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
     def info(mod: str, kernel: str) -> str:
         return f"{names.c_function(mod, kernel, 'info')}()"
 
-    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes), doc=k.doc)
+    out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes),
+                     doc=with_notes(k.doc, k.launch_notes))
            for k in lm.kernels]
     for ch in lm.chains:
         infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])

@@ -23,8 +23,11 @@ from kernelgen.lower import (
 from kernelgen.model import Catalog, Kernel, Module, Target
 from kernelgen.plan import (
     E_BLOCK,
+    E_CLUSTER,
+    E_CORESIDENT,
     E_EXPR,
     E_GRID,
+    E_LAUNCH_BOUNDS,
     E_REQUIRES,
     E_SHARED_MEM,
     NL_ABSENT,
@@ -35,6 +38,7 @@ from kernelgen.plan import (
     NL_NO_VARIANT,
     category,
     code,
+    falls_through,
 )
 from kernelgen.plan import detail as plan_detail
 from kernelgen.types import ElemType, ScalarKind, ScalarType
@@ -220,6 +224,7 @@ class _KernelView(_Launcher):
             [f"skip_if `{doc_text(t)}`: not launched (empty work)" for t in lk.skip_texts]
             + [f"requires `{doc_text(t)}`: else `Error::Argument`" for t in lk.requires_texts]
             + [f"applies_if `{doc_text(t)}`: else not launched" for t in lk.applies_texts]
+            + [doc_text(n) for n in lk.launch_notes]
         )
         self.variants = ", ".join(str(v.value) for v in lk.variants)
         self.variant_on = lk.variant_on
@@ -253,7 +258,8 @@ def _dims(d: tuple[int, ...]) -> str:
 
 def _is_geometry(c: int) -> bool:
     cat = category(c)
-    return c == 0 or (c > 0 and cat == NL_EMPTY_GRID) or (c < 0 and cat in (E_GRID, E_BLOCK, E_SHARED_MEM))
+    return c == 0 or (c > 0 and cat == NL_EMPTY_GRID) or (
+        c < 0 and cat in (E_GRID, E_BLOCK, E_SHARED_MEM, E_LAUNCH_BOUNDS, E_CLUSTER, E_CORESIDENT))
 
 
 def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tuple[int, str]:
@@ -397,7 +403,7 @@ class _ChainTests:
                 member_env = {a.name: env[a.name] for a in k.int_args}
                 result_code, fields = _expect(mod, k, target, member_env)
                 result = (result_code, i)
-                if result_code <= 0:
+                if result_code <= 0 and not falls_through(result_code):
                     break
             rc, index = result
             assert index is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 
-from kernelgen import expr, types
+from kernelgen import expr, plan, types
 from kernelgen.emit.base import ModuleView, View, render, stamp
 from kernelgen.escape import comment_text
 from kernelgen.lower import LModule
@@ -51,6 +51,24 @@ class ContractKernel(View):
              "comment": comment_text(s.text)}
             for s in self.ir.steps
         ]
+
+    @property
+    def device_args_py(self) -> list[str]:
+        """The keyword arguments of kernelgen.plan.expect for device values and launch checks."""
+        ir = self.ir
+        if not (ir.uses_device or ir.launch_checks):
+            return []
+        out = ["device=DEVICE"]
+        if ir.launch_checks:
+            if ir.launch_cluster is not None:
+                cluster = "lambda _st, _a: (" + ", ".join(self._py(n) for n in ir.launch_cluster) + ")"
+            else:
+                cluster = repr(ir.cluster)
+            out.append(f"launch=_plan.LaunchChecks(max_threads={ir.max_threads}, cluster={cluster}, "
+                       f"cooperative={ir.cooperative})")
+        if ir.needs_occupancy:
+            out.append(f"occupancy=lambda _st, _a: (({', '.join(self.block_py)}), {self.smem_py})")
+        return out
 
     @property
     def variant_py(self) -> str:
@@ -129,6 +147,17 @@ class ContractModule(ModuleView):
     @property
     def kill_switch_py(self) -> str:
         return json.dumps(self.lm.kill_switch) if self.lm.kill_switch else "None"
+
+    @property
+    def device_table_py(self) -> str | None:
+        """The target's device table, when some kernel's plan reads device values or checks launches."""
+        if not any(k.uses_device or k.launch_checks for k in self.lm.kernels):
+            return None
+        return repr(plan.target_table(self.lm.target))
+
+    @property
+    def uses_device(self) -> bool:
+        return any(k.uses_device for k in self.lm.kernels if k.present)
 
 
 def test_file(module: str, target: str) -> str:

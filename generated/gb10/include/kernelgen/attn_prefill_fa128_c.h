@@ -18,13 +18,13 @@
 extern "C" {
 #endif
 
-/* As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. */
+/* As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* kg_out);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(void);
 
-/* As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. */
+/* As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* kg_out);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes);

@@ -17,6 +17,7 @@
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - requires `vocab >= 1`: else `Error::Argument`
 /// - requires `vocab <= 2147483647`: else `Error::Argument`
+/// - __launch_bounds__: at most 512 threads a block.
 pub mod argmax_bf16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_argmax__argmax_bf16__info);

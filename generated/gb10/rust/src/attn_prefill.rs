@@ -31,6 +31,7 @@
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - __launch_bounds__: at most 128 threads a block.
 ///
 /// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_paged_64 {
@@ -123,6 +124,7 @@ pub mod attn_prefill_paged_64 {
 /// - requires `batch <= 65535`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - __launch_bounds__: at most 128 threads a block.
 ///
 /// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_64 {

@@ -19,6 +19,7 @@
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m <= GEMV_MAX_M`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemv {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv__info);
@@ -91,6 +92,7 @@ pub mod dense_gemv {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
+/// - __launch_bounds__: at most 128 threads a block.
 pub mod dense_gemm {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm__info);
@@ -163,6 +165,7 @@ pub mod dense_gemm {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemm_pipelined {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_pipelined__info);

@@ -18,6 +18,7 @@
 /// - skip_if `count == 0`: not launched (empty work)
 /// - requires `block_size >= 1`: else `Error::Argument`
 /// - requires `(start + count) <= 4294967295`: else `Error::Argument`
+/// - __launch_bounds__: at most 1024 threads a block.
 pub mod fill_slots {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fill_slots__fill_slots__info);

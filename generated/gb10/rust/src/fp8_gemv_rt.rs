@@ -23,6 +23,7 @@
 /// - applies_if `rows <= 8`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2__info);
@@ -104,6 +105,7 @@ pub mod fp8_gemv_rt2 {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16__info);

@@ -131,6 +131,16 @@ pub mod code {
     pub const E_SHARED_MEM: i32 = 5;
     pub const E_DEVICE: i32 = 6;
     pub const E_CUDA: i32 = 7;
+    pub const E_LAUNCH_BOUNDS: i32 = 8;
+    pub const E_CLUSTER: i32 = 9;
+    pub const E_CORESIDENT: i32 = 10;
+
+    /// Whether a fallback chain tries its next member after this code: an error from a
+    /// device limit (grid, block, shared memory, `__launch_bounds__`, co-residency).
+    pub const fn falls_through(code: i32) -> bool {
+        let c = category(code);
+        code < 0 && (c == E_GRID || c == E_BLOCK || c == E_SHARED_MEM || c == E_LAUNCH_BOUNDS || c == E_CORESIDENT)
+    }
 
     /// The category of a code (a `NL_*` one when it is > 0, an `E_*` one when < 0).
     pub const fn category(code: i32) -> i32 {
@@ -420,6 +430,22 @@ pub fn device_count() -> i32 {
     unsafe { kg_ffi::kg_rt_device_count() }
 }
 
+/// The values plans read for device names (`device.sm_count`, ...): the current device's when
+/// it is the target's, else the target's table (`device` is then -1).
+pub type DeviceValues = kg_ffi::DeviceValues;
+
+/// The device values plans use now (see [`DeviceValues`]).
+pub fn device_values() -> DeviceValues {
+    // Safety: the runtime returns a pointer to values it never frees.
+    unsafe { *kg_ffi::kg_rt_device_values() }
+}
+
+/// Process-wide: plans use the target's table even on a GPU (`true`), or the device (`false`,
+/// the default).
+pub fn use_target_table(on: bool) {
+    unsafe { kg_ffi::kg_rt_use_target_table(on as i32) }
+}
+
 pub(crate) mod kg_ffi {
     use std::os::raw::c_char;
 
@@ -449,6 +475,21 @@ pub(crate) mod kg_ffi {
         pub variant: i32,
     }
 
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DeviceValues {
+        pub sm_count: i64,
+        pub max_shared_mem_optin: i64,
+        pub max_shared_mem_per_sm: i64,
+        pub max_threads_per_sm: i64,
+        pub max_threads_per_block: i64,
+        pub max_blocks_per_sm: i64,
+        pub reserved_shared_mem_per_block: i64,
+        pub max_cluster_size: i64,
+        pub device: i32,
+        pub padding_: i32,
+    }
+
     pub type InfoFn = unsafe extern "C" fn() -> *const KernelInfo;
 
     extern "C" {
@@ -457,6 +498,8 @@ pub(crate) mod kg_ffi {
         pub fn kg_rt_target() -> *const c_char;
         pub fn kg_rt_device_count() -> i32;
         pub fn kg_rt_is_sticky_error(cuda_error: i32) -> i32;
+        pub fn kg_rt_device_values() -> *const DeviceValues;
+        pub fn kg_rt_use_target_table(on: i32);
     }
 }
 

@@ -25,6 +25,9 @@
 #define KG_E_SHARED_MEM 5  /* dynamic shared memory over the device's opt-in limit */
 #define KG_E_DEVICE 6  /* the current device is not the one this target was built for */
 #define KG_E_CUDA 7  /* a CUDA call failed; detail is the cudaError_t */
+#define KG_E_LAUNCH_BOUNDS 8  /* the block has more threads than the kernel's __launch_bounds__ */
+#define KG_E_CLUSTER 9  /* the grid is not a whole number of clusters (detail: the axis), or the cluster is too large (detail 3) */
+#define KG_E_CORESIDENT 10  /* a cooperative grid has more blocks than can be co-resident on the device */
 
 /* Expression errors (the detail of KG_E_EXPR). */
 #define KG_EXPR_OVERFLOW 1  /* integer overflow */
@@ -35,5 +38,8 @@
 #define KG_GRID_LIMIT_X 2147483647LL
 #define KG_GRID_LIMIT_Y 65535LL
 #define KG_GRID_LIMIT_Z 65535LL
+
+/* Errors from a device limit, after which a fallback chain tries its next member. */
+#define KG_FALLS_THROUGH(code) ((code) < 0 && (KG_CATEGORY(code) == KG_E_GRID || KG_CATEGORY(code) == KG_E_BLOCK || KG_CATEGORY(code) == KG_E_SHARED_MEM || KG_CATEGORY(code) == KG_E_LAUNCH_BOUNDS || KG_CATEGORY(code) == KG_E_CORESIDENT))
 
 #endif

@@ -35,6 +35,7 @@
 /// - applies_if `sliding_window == 0`: else not launched
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod attn_prefill_fa128_paged {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128_paged__info);
@@ -128,6 +129,7 @@ pub mod attn_prefill_fa128_paged {
 /// - applies_if `sliding_window == 0`: else not launched
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod attn_prefill_fa128 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128__info);

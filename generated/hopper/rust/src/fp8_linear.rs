@@ -172,6 +172,7 @@ pub mod dense_gemv_fp8w {
 /// - requires `k >= 1`: else `Error::Argument`
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - __launch_bounds__: at most 128 threads a block.
 pub mod fp8_gemm_n128_row_scaled_m16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info);

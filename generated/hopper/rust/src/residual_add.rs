@@ -15,6 +15,7 @@
 ///
 /// Checked in order:
 /// - skip_if `n == 0`: not launched (empty work)
+/// - __launch_bounds__: at most 1024 threads a block.
 pub mod residual_add_bf16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_add__residual_add_bf16__info);

@@ -20,6 +20,7 @@
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - skip_if `hidden == 0`: not launched (empty work)
 /// - applies_if `(hidden % 8) == 0`: else not launched
+/// - __launch_bounds__: at most 1024 threads a block.
 pub mod residual_rms_norm_bf16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_rms_norm__residual_rms_norm_bf16__info);

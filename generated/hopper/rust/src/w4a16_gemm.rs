@@ -22,6 +22,7 @@
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m <= GEMV_MAX_M`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
+/// - __launch_bounds__: at most 256 threads a block.
 pub mod w4a16_gemv {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv__info);
@@ -101,6 +102,7 @@ pub mod w4a16_gemv {
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `(k % 16) == 0`: else not launched
+/// - __launch_bounds__: at most 128 threads a block.
 pub mod w4a16_gemm {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemm__info);

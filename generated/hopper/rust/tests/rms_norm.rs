@@ -10,11 +10,14 @@ use std::sync::{Mutex, MutexGuard};
 use kernelgen_hopper as kg;
 use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
 
-// Kill switches and refresh() are process-wide: the tests take turns.
+// Kill switches and refresh() are process-wide: the tests take turns. Plans read the target's
+// device table, as the expected plans do, also on a GPU.
 static GUARD: Mutex<()> = Mutex::new(());
 
 fn guard() -> MutexGuard<'static, ()> {
-    GUARD.lock().unwrap_or_else(|e| e.into_inner())
+    let g = GUARD.lock().unwrap_or_else(|e| e.into_inner());
+    kg::use_target_table(true);
+    g
 }
 
 /// Fake device pointers: never dereferenced, since these launches return before the device.

@@ -35,11 +35,13 @@ __all__ = [
     "TargetError",
     "available_targets",
     "built_targets",
+    "device_values",
     "refresh",
     "registry",
     "set_strict",
     "strict",
     "target",
+    "use_target_table",
 ]
 
 _PACKAGE = __name__
@@ -156,6 +158,19 @@ def refresh() -> None:
 
     for fn in list(_api._refreshers.values()):
         fn()
+
+
+def device_values(target_name: str | None = None) -> dict:
+    """The values plans read for device names (``device.sm_count``, ... and the limits
+    ``kernel.blocks_per_sm`` is computed from): the current device's, queried once per device,
+    when it is the target's; else the target's table from specs/targets.yaml (``device`` -1)."""
+    return _runtime(target_name or target()).device_values()
+
+
+def use_target_table(on: bool = True, target_name: str | None = None) -> None:
+    """Process-wide, per target library: plans (and the plans launches make) read the target's
+    table instead of the device, giving the answers of a machine without a GPU."""
+    _runtime(target_name or target()).use_target_table(bool(on))
 
 
 def set_strict(strict: bool = True) -> None:

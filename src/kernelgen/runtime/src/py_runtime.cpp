@@ -182,7 +182,33 @@ fail:
   return nullptr;
 }
 
+PyObject* values_dict(const kg_device_values* d) {
+  return Py_BuildValue("{sLsLsLsLsLsLsLsLsi}", "sm_count", (long long)d->sm_count, "max_shared_mem_optin",
+                       (long long)d->max_shared_mem_optin, "max_shared_mem_per_sm", (long long)d->max_shared_mem_per_sm,
+                       "max_threads_per_sm", (long long)d->max_threads_per_sm, "max_threads_per_block",
+                       (long long)d->max_threads_per_block, "max_blocks_per_sm", (long long)d->max_blocks_per_sm,
+                       "reserved_shared_mem_per_block", (long long)d->reserved_shared_mem_per_block,
+                       "max_cluster_size", (long long)d->max_cluster_size, "device", (int)d->device);
+}
+
+PyObject* rt_device_values(PyObject*, PyObject*) { return values_dict(kg_rt_device_values()); }
+
+PyObject* rt_target_table(PyObject*, PyObject*) { return values_dict(kg_rt_target_table()); }
+
+PyObject* rt_use_target_table(PyObject*, PyObject* arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0) return nullptr;
+  kg_rt_use_target_table(on);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef runtime_methods[] = {
+    {"device_values", rt_device_values, METH_NOARGS,
+     "The device values plans use now (device.sm_count, ...): the current device's when it is the target's, "
+     "else the target's table; 'device' is -1 for the table."},
+    {"target_table", rt_target_table, METH_NOARGS, "The target's device table (specs/targets.yaml)."},
+    {"use_target_table", rt_use_target_table, METH_O,
+     "use_target_table(on): plans use the target's table even on a GPU (process-wide)."},
     {"type_tables", rt_type_tables, METH_NOARGS, "The compiled scalar and element type tables (for tests)."},
     {"refresh", rt_refresh, METH_NOARGS, "Re-read every module's kill switch from the environment."},
     {"target", rt_target, METH_NOARGS, "The target this library was built for."},

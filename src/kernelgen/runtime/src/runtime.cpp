@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernelgen/runtime.h"
+#include "kernelgen/target_table.h"
 
 #ifndef KERNELGEN_TARGET_NAME
 #error "KERNELGEN_TARGET_NAME must be defined by the build"
@@ -30,6 +31,13 @@ std::vector<KillSwitch*>& registry() {
 constexpr int kMaxDevices = 64;
 std::atomic<const DeviceInfo*> g_devices[kMaxDevices];
 std::mutex g_device_mutex;
+std::mutex g_occupancy_mutex;
+std::atomic<int> g_use_table{0};
+
+const kg_device_values kTable = {
+    KG_TABLE_SM_COUNT, KG_TABLE_MAX_SHARED_MEM_OPTIN, KG_TABLE_MAX_SHARED_MEM_PER_SM,
+    KG_TABLE_MAX_THREADS_PER_SM, KG_TABLE_MAX_THREADS_PER_BLOCK, KG_TABLE_MAX_BLOCKS_PER_SM,
+    KG_TABLE_RESERVED_SHARED_MEM_PER_BLOCK, KG_TABLE_MAX_CLUSTER_SIZE, -1, 0};
 
 }  // namespace
 
@@ -58,13 +66,44 @@ const DeviceInfo* device_info(int device, cudaError_t* err) {
   cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  int sms = 0, smem_sm = 0, threads_sm = 0, threads_block = 0, blocks_sm = 0, reserved = 0;
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&threads_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&threads_block, cudaDevAttrMaxThreadsPerBlock, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&blocks_sm, cudaDevAttrMaxBlocksPerMultiprocessor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
   if (e != cudaSuccess) {
     *err = e;
     return nullptr;
   }
-  auto* fresh = new DeviceInfo{major * 10 + minor == KERNELGEN_TARGET_CC, major * 10 + minor, optin};
+  // The portable cluster size: larger clusters need the non-portable attribute, which
+  // generated launchers do not set.
+  const kg_device_values values = {sms, optin, smem_sm, threads_sm, threads_block, blocks_sm, reserved,
+                                   KG_TABLE_MAX_CLUSTER_SIZE < 8 ? KG_TABLE_MAX_CLUSTER_SIZE : 8, device, 0};
+  auto* fresh = new DeviceInfo{major * 10 + minor == KERNELGEN_TARGET_CC, major * 10 + minor, optin, values};
   g_devices[device].store(fresh, std::memory_order_release);  // never freed: one per device
   return fresh;
+}
+
+int64_t KernelSlot::blocks_per_sm(const void* func, int dev, int64_t threads, int64_t shared_mem) {
+  {
+    std::lock_guard<std::mutex> lock(g_occupancy_mutex);
+    for (const Occupancy& o : occupancy_)
+      if (o.threads == threads && o.shared_mem == shared_mem && o.dev == dev && o.threads != 0) return o.blocks;
+  }
+  int n = 0;
+  // The opt-in for large shared memory first: the occupancy query counts the kernel's limit.
+  if (prepare(func, shared_mem) != KG_LAUNCHED ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, func, static_cast<int>(threads),
+                                                    static_cast<size_t>(shared_mem)) != cudaSuccess) {
+    cudaGetLastError();
+    n = 0;
+  }
+  std::lock_guard<std::mutex> lock(g_occupancy_mutex);
+  occupancy_[occupancy_next_] = Occupancy{dev, threads, shared_mem, n};
+  occupancy_next_ = (occupancy_next_ + 1) % 8;
+  return n;
 }
 
 int32_t KernelSlot::prepare_slow(const void* func, int64_t shared_mem, int dev, uint64_t bit) {
@@ -183,6 +222,21 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       name, kg_rt_target(), KERNELGEN_TARGET_CC / 10, KERNELGEN_TARGET_CC % 10, detail / 10,
                       detail % 10);
         break;
+      case KG_E_LAUNCH_BOUNDS:
+        std::snprintf(buf, size, "%s: the block has more threads than the kernel's __launch_bounds__", name);
+        break;
+      case KG_E_CLUSTER:
+        if (detail == 3)
+          std::snprintf(buf, size, "%s: the cluster has more blocks than the device allows (or a dimension < 1)", name);
+        else
+          std::snprintf(buf, size, "%s: grid %s is not a whole number of clusters", name, kAxes[detail & 3]);
+        break;
+      case KG_E_CORESIDENT:
+        std::snprintf(buf, size,
+                      "%s: the cooperative grid has more blocks than can be co-resident "
+                      "(device.sm_count * kernel.blocks_per_sm)",
+                      name);
+        break;
       case KG_E_CUDA:
         if (detail == cudaErrorInsufficientDriver || detail == cudaErrorStubLibrary) {
           std::snprintf(buf, size,
@@ -216,6 +270,26 @@ void kg_rt_refresh(void) {
 }
 
 const char* kg_rt_target(void) { return KERNELGEN_TARGET_NAME; }
+
+const kg_device_values* kg_rt_target_table(void) { return &kg::kTable; }
+
+void kg_rt_use_target_table(int32_t on) { kg::g_use_table.store(on != 0 ? 1 : 0, std::memory_order_relaxed); }
+
+const kg_device_values* kg_rt_device_values(void) {
+  if (kg::g_use_table.load(std::memory_order_relaxed)) return &kg::kTable;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();  // no GPU or no driver: plans use the table
+    return &kg::kTable;
+  }
+  cudaError_t err = cudaSuccess;
+  const kg::DeviceInfo* info = kg::device_info(dev, &err);
+  if (info == nullptr) {
+    cudaGetLastError();
+    return &kg::kTable;
+  }
+  return info->compatible ? &info->values : &kg::kTable;
+}
 int32_t kg_rt_target_cc(void) { return KERNELGEN_TARGET_CC; }
 
 int32_t kg_rt_device_count(void) {

@@ -39,6 +39,21 @@ typedef struct kg_plan {
   int32_t variant; /* index of the chosen variant, -1 when the kernel has none */
 } kg_plan;
 
+/* What plans read for the device names of expressions (device.sm_count, ...) and their launch
+ * checks: the current device's values, or the target's table (specs/targets.yaml). */
+typedef struct kg_device_values {
+  int64_t sm_count;
+  int64_t max_shared_mem_optin;          /* per block, opt-in */
+  int64_t max_shared_mem_per_sm;
+  int64_t max_threads_per_sm;
+  int64_t max_threads_per_block;
+  int64_t max_blocks_per_sm;
+  int64_t reserved_shared_mem_per_block;
+  int64_t max_cluster_size;
+  int32_t device; /* the CUDA device the values come from; -1: the target's table */
+  int32_t padding_;
+} kg_device_values;
+
 /* Static description of one kernel, used to explain outcome codes. */
 typedef struct kg_kernel_info {
   const char* module;
@@ -65,6 +80,17 @@ void kg_rt_refresh(void);
 /* The target this library was built for, e.g. "hopper", and its compute capability. */
 const char* kg_rt_target(void);
 int32_t kg_rt_target_cc(void); /* major * 10 + minor */
+
+/* The device values plans use now: the current device's, queried once per device, when its
+ * compute capability is the target's; the target's table otherwise (no GPU, another GPU, or
+ * kg_rt_use_target_table(1)). Never NULL. */
+const kg_device_values* kg_rt_device_values(void);
+/* The target's table, whatever the device. */
+const kg_device_values* kg_rt_target_table(void);
+/* 1: plans (and the plans launches make) use the target's table even on a GPU, so they give
+ * the answers of a machine without one (the generated contract tests use this); 0: the
+ * default. Process-wide. */
+void kg_rt_use_target_table(int32_t on);
 
 /* CUDA queries the bindings need, answered by this library's CUDA runtime. */
 int32_t kg_rt_device_count(void);

@@ -177,6 +177,7 @@ struct DeviceInfo {
   int32_t compatible;     // the device's compute capability is the target's
   int32_t cc;             // major * 10 + minor
   int64_t smem_optin;     // cudaDevAttrMaxSharedMemoryPerBlockOptin
+  kg_device_values values;  // what plans read for device names on this device
 };
 // Returns nullptr (and sets *err) when the device cannot be queried.
 const DeviceInfo* device_info(int device, cudaError_t* err);
@@ -189,6 +190,11 @@ const DeviceInfo* device_info(int device, cudaError_t* err);
 // error code.
 class KernelSlot {
  public:
+  // kernel.blocks_per_sm on device `dev` (cudaOccupancyMaxActiveBlocksPerMultiprocessor at this
+  // block and shared memory), cached per device for the last few geometries; 0 when the kernel
+  // cannot launch so. Allocates nothing (a fixed table), no synchronisation.
+  int64_t blocks_per_sm(const void* func, int dev, int64_t threads, int64_t shared_mem);
+
   int32_t prepare(const void* func, int64_t shared_mem) {
     int dev = 0;
     cudaError_t err = cudaGetDevice(&dev);
@@ -212,7 +218,48 @@ class KernelSlot {
   std::atomic<int64_t> static_smem_{0};  // the kernel's static shared memory, stored before any checked_ bit
   std::atomic<uint64_t> optin_set_{0};
   int64_t optin_limit_[64] = {};
+  struct Occupancy {
+    int32_t dev;
+    int64_t threads, shared_mem, blocks;
+  };
+  Occupancy occupancy_[8] = {};
+  int32_t occupancy_next_ = 0;
 };
+
+// kernel.blocks_per_sm from a table (kg_rt_target_table()): a bound from the per-SM limits,
+// threads counted in whole warps and shared memory with the reserved amount per block;
+// registers and static shared memory are not counted. 0 when the block or the shared memory
+// does not fit. The same as kernelgen.plan.table_blocks_per_sm.
+inline int64_t table_blocks_per_sm(const kg_device_values& d, int64_t bx, int64_t by, int64_t bz,
+                                   int64_t shared_mem) {
+  if (bx < 1 || by < 1 || bz < 1) return 0;
+  const int64_t threads = bx * by * bz;  // bounded by the block limits checked first
+  if (threads > d.max_threads_per_block || shared_mem < 0 || shared_mem > d.max_shared_mem_optin) return 0;
+  const int64_t warps = (threads + 31) / 32;
+  int64_t n = d.max_threads_per_sm / (warps * 32);
+  if (d.max_blocks_per_sm < n) n = d.max_blocks_per_sm;
+  const int64_t by_smem = d.max_shared_mem_per_sm / (shared_mem + d.reserved_shared_mem_per_block);
+  return by_smem < n ? by_smem : n;
+}
+
+// The checks after the geometry, in the order of kernelgen.plan.launch_code: the block against
+// __launch_bounds__ (max_threads, 0: none), the grid against the cluster (nullptr: none), and a
+// cooperative grid against device.sm_count * kernel.blocks_per_sm.
+inline int32_t check_launch(const kg_plan& p, int64_t max_threads, const int64_t* cluster,
+                            int64_t max_cluster_size, bool cooperative, int64_t sm_count,
+                            int64_t blocks_per_sm) {
+  if (max_threads > 0 && p.block[0] * p.block[1] * p.block[2] > max_threads) return -KG_CODE(KG_E_LAUNCH_BOUNDS, 0);
+  if (cluster != nullptr) {
+    if (cluster[0] < 1 || cluster[1] < 1 || cluster[2] < 1 || cluster[0] > max_cluster_size ||
+        cluster[1] > max_cluster_size || cluster[2] > max_cluster_size ||
+        cluster[0] * cluster[1] * cluster[2] > max_cluster_size)
+      return -KG_CODE(KG_E_CLUSTER, 3);
+    for (int a = 0; a < 3; ++a)
+      if (p.grid[a] % cluster[a] != 0) return -KG_CODE(KG_E_CLUSTER, a);
+  }
+  if (cooperative && p.grid[0] * p.grid[1] * p.grid[2] > sm_count * blocks_per_sm) return -KG_CODE(KG_E_CORESIDENT, 0);
+  return KG_LAUNCHED;
+}
 
 // Checks computed geometry: a negative or over-limit grid dimension is an error, a zero
 // one is empty work; block and shared memory must fit the target. Mirrors
@@ -251,6 +298,16 @@ inline T struct_from_c(const C& c) {
   T t;
   std::memcpy(static_cast<void*>(&t), &c, sizeof t);
   return t;
+}
+
+// The outcome of cudaLaunchKernelEx: CUDA's refusal of a cooperative grid that cannot be
+// co-resident is the plan's CORESIDENT error (a plan on the target's table may not know).
+inline int32_t launch_error_ex(cudaError_t err) {
+  if (err == cudaErrorCooperativeLaunchTooLarge) {
+    cudaGetLastError();  // not sticky: clear it
+    return -KG_CODE(KG_E_CORESIDENT, 0);
+  }
+  return launch_error(err);
 }
 
 }  // namespace kg

@@ -1,0 +1,76 @@
+"""Build test of the launch_modes fixture (tests/fixtures/launch_modes) for hopper, without a GPU:
+the cooperative, programmatic-dependent and launch-time-cluster launchers compile (through
+cudaLaunchKernelEx), plans read the target's table for device names, and the generated contract
+tests (expected plans from kernelgen.plan.expect with the same table) pass against the C++ plans."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.build
+
+TARGET = "hopper"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("launch_modes") / "project"
+    shutil.copytree(REPO / "tests" / "fixtures" / "launch_modes", root)
+    res = run_cli("build", "--target", TARGET, cwd=root)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    return root
+
+
+def _python(code: str, root: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_plans_without_a_gpu_use_the_target_table(built: Path) -> None:
+    res = _python(
+        "import kernelgen_ops.hopper.launch_modes as m\n"
+        "import kernelgen_ops.hopper._runtime as rt\n"
+        "v = rt.device_values()\n"
+        "print(v['device'], v['sm_count'], v['max_shared_mem_per_sm'])\n"
+        "print(m.coop_sum.plan(n=1000)['grid'])\n"
+        "print(m.coop_sum_blocks.plan(n=1000, blocks=1057)['reason'])\n"
+        "print(m.sum_coop_or_atomic.plan(n=1000, blocks=1057)['kernel'])\n"
+        "print(m.cluster_rank.plan(blocks=66, cluster_x=4)['reason'])\n"
+        "print(m.bounded_scale.plan(n=1000, threads=512)['reason'])\n"
+        "p = m.row_sum.plan(rows=4, cols=58113)\n"
+        "print(p['kernel'], m.smem_row_sum.plan(rows=4, cols=58113)['code'])\n"
+        "import kernelgen_ops\n"
+        "print(kernelgen_ops.device_values('hopper') == rt.target_table())\n",
+        built,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "-1 132 233472",
+        "(1056, 1, 1)",
+        "coop_sum_blocks: the cooperative grid has more blocks than can be co-resident "
+        "(device.sm_count * kernel.blocks_per_sm)",
+        "atomic_sum",
+        "cluster_rank: grid x is not a whole number of clusters",
+        "bounded_scale: the block has more threads than the kernel's __launch_bounds__",
+        f"plain_row_sum {-(5 << 16)}",
+        "True",
+    ]
+
+
+def test_launch_modes_contract_tests_pass(built: Path) -> None:
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
+        cwd=built, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert re.search(r"\b\d{3,} passed", res.stdout), res.stdout[-500:]
