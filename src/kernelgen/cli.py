@@ -162,7 +162,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         ks = f" (kill switch {m.kill_switch})" if m.kill_switch else ""
         print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
         for k in m.kernels:
-            print(f"  {k.name}  targets: {', '.join(k.targets)}")
+            reads = [a.name for a in k.args if a.device]
+            dev = f"  read on device: {', '.join(reads)}" if reads else ""
+            print(f"  {k.name}  targets: {', '.join(k.targets)}{dev}")
         for d in m.dispatches:
             axes = ", ".join(f"{a.name}: {list(a.values)}" for a in d.axes)
             print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")

@@ -982,6 +982,8 @@ def _args(
             size_node = None
             flags: dict[str, tuple[bool, SourceLoc]] = {}
             to_symbol = None
+            device = False
+            bound: tuple[str, SourceLoc] | None = None
             f = {}
             if isinstance(value, YMap):
                 f = _fields(ctx, value, schema.ARGUMENT)
@@ -991,6 +993,13 @@ def _args(
                     if flag in f:
                         with ctx.at(flag):
                             flags[flag] = (_bool(ctx, f[flag]), f[flag].loc)
+                if "device" in f:
+                    with ctx.at("device"):
+                        device = _bool(ctx, f["device"])
+                if "bound" in f:
+                    with ctx.at("bound"):
+                        bound = (_ident(ctx, f["bound"].loc, _str(ctx, f["bound"], "an argument name"),
+                                        "argument name"), f["bound"].loc)
                 if "to_symbol" in f:
                     with ctx.at("to_symbol"):
                         to_symbol = _constant_symbol(ctx, f["to_symbol"])
@@ -1004,6 +1013,22 @@ def _args(
             zero = flags.get("zero", (False, None))[0]
             if t.star and host:
                 raise ctx.error(type_node.loc, "host arguments must be scalars", "pointers belong under args")
+            if bound is not None and not device:
+                with ctx.at("bound"):
+                    raise ctx.error(bound[1], "'bound' applies only to device scalars (device: true)")
+            if device:
+                with ctx.at("device"):
+                    if host or t.star or struct is not None or t.base not in SPEC_ELEMS:
+                        raise ctx.error(f["device"].loc,
+                                        "'device' applies to a scalar type of a kernel argument (not a pointer, "
+                                        "struct or host argument)",
+                                        "e.g. kv_len: {type: i32, device: true}: the kernel takes const int32_t*")
+                    if size_node is not None or flags or to_symbol is not None:
+                        raise ctx.error(f["device"].loc, "a device scalar is one element: 'size', 'contiguous', "
+                                        "'nullable', 'read_only', 'zero' and 'to_symbol' do not apply")
+                out.append((Arg(name, key.loc, elem=SPEC_ELEMS[t.base], const=True, size=expr.Lit(1), device=True,
+                                bound=bound[0] if bound else None), None))
+                continue
             if zero:
                 with ctx.at("zero"):
                     if not t.star or t.const or read_only:
@@ -1095,6 +1120,13 @@ def _kernel(
     int_names: dict[str, object] = {a.name: a for a, _ in raw_args + raw_host if a.is_int}
     float_names = {a.name for a, _ in raw_args + raw_host if a.scalar is not None and not a.scalar.is_integer}
     ptr_names = {a.name for a, _ in raw_args if a.is_pointer}
+    dev_names = {a.name for a, _ in raw_args if a.device}
+    for a, _ in raw_args:
+        if a.bound is not None and a.bound not in int_names:
+            with ctx.at(a.name), ctx.at("bound"):
+                raise ctx.error(a.loc, f"the bound of device scalar '{a.name}' must be an integer argument or host "
+                                f"argument of the kernel, not '{a.bound}'",
+                                did_you_mean(a.bound, list(int_names)) or "e.g. host_args: {max_kv_len: u32}")
     names: dict[str, object] = {**int_names, **constants, **int_axes}
     # Grid and clauses may also name the device (device.*, kernel.blocks_per_sm).
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
@@ -1104,6 +1136,9 @@ def _kernel(
             return expr.substitute(_expr(ctx, n, within, ty), int_axes)
         except SpecError as e:
             bad = re.search(r"undefined name '(\w+)'", e.message)
+            if bad and bad.group(1) in dev_names:
+                raise ctx.error(n.loc, f"'{bad.group(1)}' is read on the device; a plan cannot know its value",
+                                "use an upper bound from the host (a host argument) in expressions") from None
             if bad and bad.group(1) in float_names | ptr_names:
                 kind = "a float" if bad.group(1) in float_names else "a pointer"
                 raise ctx.error(n.loc, f"'{bad.group(1)}' is {kind}; expressions use integer arguments only") from None

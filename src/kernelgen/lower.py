@@ -106,6 +106,11 @@ class CArg:
         return self.arg.indirect
 
     @property
+    def device(self) -> bool:
+        """A device scalar: a pointer to the one element the kernel reads on the device."""
+        return self.arg.device
+
+    @property
     def array_elem(self) -> ElemType:
         """The element type of arrays passed for it (``ptr`` for pointer arrays)."""
         return self.arg.array_elem
@@ -178,6 +183,12 @@ class LKernel:
                        + "]; the grid must be whole clusters.")
         if self.max_threads:
             out.append(f"__launch_bounds__: at most {self.max_threads} threads a block.")
+        reads = [a for a in self.args if a.device]
+        if reads:
+            out.append("Read on the device when the kernel runs (one-element device arrays, never read by the "
+                       "host, so graph replays see their current values): "
+                       + ", ".join(f"{a.name} ({a.elem.name}" + (f", at most {a.arg.bound})" if a.arg.bound else ")")
+                                   for a in reads) + ".")
         if self.uses_device and not self.cooperative:
             out.append("Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the "
                        "target's table without one.")

@@ -67,6 +67,8 @@ class Arg:
     read_only: bool = False  # a non-const pointer the kernel only reads: read-only arrays accepted
     indirect: bool = False  # a pointer array (elem**): ``elem`` is the pointee, ``const`` the array's
     inner_const: bool = False  # pointer arrays: the pointees are const (const f32* const*)
+    device: bool = False  # a device scalar: one element the kernel reads from device memory (``elem``)
+    bound: str | None = None  # device scalars: the integer argument bounding the value (documentation)
 
     def __post_init__(self) -> None:
         assert [self.scalar, self.elem, self.struct].count(None) == 2, self
@@ -91,6 +93,8 @@ class Arg:
     @property
     def spelling(self) -> str:
         if self.elem is not None:
+            if self.device:
+                return f"device {self.elem.name}"
             if self.indirect:
                 return f"{'const ' if self.inner_const else ''}{self.elem.name}*{' const' if self.const else ''}*"
             return f"{'const ' if self.const else ''}{self.elem.name}*"

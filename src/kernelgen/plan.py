@@ -56,6 +56,7 @@ ERRORS = {
     "CLUSTER": (9, "the grid is not a whole number of clusters (detail: the axis), or the cluster is too large "
                    "(detail 3)"),
     "CORESIDENT": (10, "a cooperative grid has more blocks than can be co-resident on the device"),
+    "DEVICE_SCALAR": (11, "a device scalar argument is null or not in device memory; detail is its position"),
 }
 # Errors from a device limit: a fallback chain tries its next member instead of stopping.
 FALLS_THROUGH = ("GRID", "BLOCK", "SHARED_MEM", "LAUNCH_BOUNDS", "CORESIDENT")
@@ -68,7 +69,7 @@ EXPR_ERRORS = {
 NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID, NL_NO_INSTANCE = (
     v[0] for v in NOT_LAUNCHED.values())
 (E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM, E_DEVICE, E_CUDA, E_LAUNCH_BOUNDS, E_CLUSTER,
- E_CORESIDENT) = (v[0] for v in ERRORS.values())
+ E_CORESIDENT, E_DEVICE_SCALAR) = (v[0] for v in ERRORS.values())
 
 # CUDA's grid limits per axis (x, y, z).
 GRID_LIMITS = (2**31 - 1, 65535, 65535)

@@ -179,6 +179,17 @@ ARGUMENT = Struct(
               "Pointers only: a null pointer may be passed (Python `None` or `0`, C/C++ `nullptr`, Rust "
               "`DevicePtr::null()`); its size is then not checked. Elsewhere a null pointer is an argument error.",
               "false"),
+        Field("device", BOOLEAN, False,
+              "A device scalar (kernel arguments with a scalar type only): the kernel takes a pointer to one "
+              "element of the type (`const int32_t*` for `i32`) and reads the value from device memory when it "
+              "runs, so a captured CUDA graph replays with whatever the value is then (kv_len of a decode step). "
+              "Callers pass a one-element device array of the type (Python: checked; C/C++: the pointer, checked "
+              "non-null and in device memory). Expressions cannot read it: the grid and clauses use host bounds.",
+              "false"),
+        Field("bound", IDENTIFIER, False,
+              "Device scalars only: the integer argument (usually a host argument) that bounds the value, which "
+              "the grid is sized by; shown in the launcher's documentation. Not checked: the host never reads the "
+              "value.", "none"),
         Field("read_only", BOOLEAN, False,
               "Non-const pointers only: the kernel takes `T*` but only reads it, so read-only arrays are accepted "
               "and the C ABI, C++ and Rust APIs take a const pointer, as for `const T*`.", "false"),

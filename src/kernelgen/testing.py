@@ -81,6 +81,19 @@ def fake_pointer(index: int) -> int:
     return 0x10000 * (index + 1)
 
 
+class FakeCudaArray:
+    """An object with a ``__cuda_array_interface__`` over a fake address, for argument checks
+    that must not reach the GPU (element count, element type)."""
+
+    def __init__(self, typestr: str, shape: tuple[int, ...], index: int = 0) -> None:
+        self._cai = {"shape": tuple(shape), "typestr": typestr, "data": (fake_pointer(index), False),
+                     "strides": None, "version": 3}
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return dict(self._cai)
+
+
 def ccache_stats(env: dict[str, str]) -> dict[str, int]:
     """ccache's numeric counters (``--print-stats``), with env added to this process's environment."""
     out = subprocess.run(["ccache", "--print-stats"], env=dict(os.environ, **env), capture_output=True, text=True,

@@ -390,3 +390,58 @@ def test_bf16x2_add_and_its_4_byte_alignment(m):
     base = torch.zeros(1026, device="cuda", dtype=torch.bfloat16)
     refused(lambda: m.add_bf16x2(base[1:1025], b, out, 512), "add_bf16x2", "a", "is not 4-byte aligned")
     refused(lambda: m.add_bf16x2(a[:1023], b, out, 1), "add_bf16x2", "a", "not a multiple of the 2")
+
+
+# ---------------------------------------------------------------- device scalars
+
+
+def test_device_scalar_is_read_on_the_device_in_every_graph_replay(m):
+    """fill_prefix reads count from device memory when it runs: one captured graph serves every
+    value written there later, including values beyond the host bound and negative ones."""
+    cap = 1000
+    out = torch.full((cap,), -1.0, device="cuda")
+    count = torch.tensor([10], dtype=torch.int32, device="cuda")
+    assert m.fill_prefix(out, count, 2.5, cap=cap).launched  # warm-up outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outcome = m.fill_prefix(out, count, 2.5, cap=cap, stream=torch.cuda.current_stream())
+        assert outcome.launched, outcome.reason
+    index = torch.arange(cap, device="cuda")
+    for n in (0, 1, 17, 999, 1000, 5000, -3, 333):
+        count.fill_(n)
+        out.fill_(-1.0)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, torch.where(index < n, 2.5, 0.0)), n
+
+
+def test_device_scalar_must_be_one_device_element_of_its_type(m):
+    out = torch.zeros(64, device="cuda")
+    for bad, text in ((torch.zeros(2, dtype=torch.int32, device="cuda"), "this array has 2 elements"),
+                      (torch.zeros(0, dtype=torch.int32, device="cuda"), "this array has 0 elements"),
+                      (torch.zeros(1, dtype=torch.int64, device="cuda"), "expected dtype torch.int32"),
+                      (torch.zeros(1, dtype=torch.int32), "CPU memory")):
+        refused(lambda bad=bad: m.fill_prefix(out, bad, 1.0, cap=64), "fill_prefix", "count", text)
+    refused(lambda: m.fill_prefix(out, None, 1.0, cap=64), "fill_prefix", "count", "not declared nullable")
+    ok = torch.tensor([5], dtype=torch.int32, device="cuda")
+    assert m.fill_prefix(out, Cai(ok), 1.0, cap=64).launched  # any producer of one element
+    torch.cuda.synchronize()
+    assert float(out.sum()) == 5.0
+
+
+def test_device_scalar_in_host_memory_is_refused_by_the_launcher(m):
+    """A raw pointer is not size-checked in Python; the launcher itself refuses host memory."""
+    import ctypes
+
+    from kernelgen_ops import KernelError
+
+    out = torch.zeros(64, device="cuda")
+    host = (ctypes.c_int32 * 1)(5)
+    with pytest.raises(KernelError) as e:
+        m.fill_prefix(out, ctypes.addressof(host), 1.0, cap=64)
+    assert "argument 2 is a device scalar" in str(e.value), str(e.value)
+    ok = torch.tensor([3], dtype=torch.int32, device="cuda")
+    assert m.fill_prefix(out, ok.data_ptr(), 1.0, cap=64).launched  # an int pointer to device memory
+    torch.cuda.synchronize()
+    assert float(out.sum()) == 3.0

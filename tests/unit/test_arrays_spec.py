@@ -114,6 +114,18 @@ BAD = [
     ("f16 host arg", _sub("    grid:", "    host_args: {h: f16}\n    grid:"), 14, "host arguments must be integers"),
     ("f64 in an expression", _sub("      alpha: f32", "      alpha: f64").replace("[n % 4 == 0]", "[alpha > 0]"),
      17, "'alpha' is a float; expressions use integer arguments only"),
+    ("device on a pointer", _sub("      out: f32*", "      out: {type: f32*, device: true}"), 11,
+     "'device' applies to a scalar type of a kernel argument"),
+    ("device on a host argument", _sub("    grid:", "    host_args: {h: {type: i32, device: true}}\n    grid:"), 14,
+     "'device' applies to a scalar type of a kernel argument"),
+    ("device with a size", _sub("      alpha: f32", "      alpha: {type: i32, device: true, size: 2}"), 13,
+     "a device scalar is one element"),
+    ("bound without device", _sub("      alpha: f32", "      alpha: {type: f32, bound: n}"), 13,
+     "'bound' applies only to device scalars"),
+    ("bound not an integer argument", _sub("      alpha: f32", "      alpha: {type: i32, device: true, bound: m}"),
+     13, "the bound of device scalar 'alpha' must be an integer argument"),
+    ("device scalar in an expression", _sub("      alpha: f32", "      alpha: {type: i32, device: true}").replace(
+        "[n % 4 == 0]", "[alpha > 0]"), 17, "'alpha' is read on the device; a plan cannot know its value"),
     ("bool example out of range", _sub("      alpha: f32", "      alpha: f32\n      flag: bool").replace(
         "{n: 1024}", "{n: 1024, flag: 2}"), 20, "flag=2 does not fit bool"),
 ]
@@ -192,14 +204,14 @@ def test_c_abi(files) -> None:
 def test_python_binding_tables_and_stub(files) -> None:
     cpp = files["generated/hopper/python/arrays.cpp"]
     code = {e.name: e.code for e in types.ELEM_TYPES}
-    # name, kind, type, writable, contiguous, size slot, keyword-only, nullable
-    assert f'{{"weight", kg::py::kPointer, {code["f32"]}, 0, 1, 1, 0, 1}},  // const f32*' in cpp
-    assert f'{{"mean", kg::py::kPointer, {code["f32"]}, 1, 1, 3, 0, 1}},  // f32*' in cpp
-    assert f'{{"x", kg::py::kPointer, {code["f32"]}, 0, 0, 0, 0, 0}},  // const f32*' in cpp  # row_sum: strided
-    assert f'{{"table", kg::py::kPointer, {code["f32"]}, 0, 1, -1, 0, 0}},  // f32*' in cpp  # read_only
-    assert f'{{"rows", kg::py::kPointer, {code["ptr"]}, 0, 1, 0, 0, 0}},  // const f32* const*' in cpp
-    assert f'{{"x", kg::py::kPointer, {code["f32x4"]}, 0, 1, 0, 0, 0}},  // const f32x4*' in cpp
-    assert f'{{"src", kg::py::kPointer, {code["void"]}, 0, 1, 0, 0, 0}},  // const void*' in cpp
+    # name, kind, type, writable, contiguous, size slot, keyword-only, nullable, device scalar
+    assert f'{{"weight", kg::py::kPointer, {code["f32"]}, 0, 1, 1, 0, 1, 0}},  // const f32*' in cpp
+    assert f'{{"mean", kg::py::kPointer, {code["f32"]}, 1, 1, 3, 0, 1, 0}},  // f32*' in cpp
+    assert f'{{"x", kg::py::kPointer, {code["f32"]}, 0, 0, 0, 0, 0, 0}},  // const f32*' in cpp  # row_sum: strided
+    assert f'{{"table", kg::py::kPointer, {code["f32"]}, 0, 1, -1, 0, 0, 0}},  // f32*' in cpp  # read_only
+    assert f'{{"rows", kg::py::kPointer, {code["ptr"]}, 0, 1, 0, 0, 0, 0}},  // const f32* const*' in cpp
+    assert f'{{"x", kg::py::kPointer, {code["f32x4"]}, 0, 1, 0, 0, 0, 0}},  // const f32x4*' in cpp
+    assert f'{{"src", kg::py::kPointer, {code["void"]}, 0, 1, 0, 0, 0, 0}},  // const void*' in cpp
     assert "static_cast<uint16_t>(v[3].u), static_cast<uint16_t>(v[4].u), static_cast<double>(v[5].f)" in cpp
     assert "static_cast<bool>(v[2].u)" in cpp
     pyi = files["generated/hopper/python/arrays.pyi"]
@@ -238,3 +250,26 @@ def test_rust_crate(files) -> None:
 def test_contract_tests_pass_floats_and_bools(files) -> None:
     t = files["generated/hopper/tests/test_arrays_hopper_contract.py"]
     assert "'flag': 1" in t or "'flag': 0" in t
+
+
+def test_device_scalar_in_the_model_and_every_emitter(catalog, files) -> None:
+    k = _kernel(catalog, "fill_prefix")
+    count = k.args[1]
+    assert (count.device, count.bound, count.const, count.spelling, count.cpp_pointer) == (
+        True, "cap", True, "device i32", "const int32_t*")
+    assert [a.name for a in k.int_args] == ["cap"]  # not a value a plan can read
+    cu = files["generated/hopper/src/arrays.cu"]
+    assert "const int32_t kg_rc = kg::check_device_scalar(count, 1);" in cu
+    assert "kernelgen::Outcome fill_prefix(float* out, const int32_t* count, float value, uint32_t cap, " in cu
+    cpp = files["generated/hopper/python/arrays.cpp"]
+    code = {e.name: e.code for e in types.ELEM_TYPES}
+    # name, kind, type, writable, contiguous, size slot, keyword-only, nullable, device scalar
+    assert f'{{"count", kg::py::kPointer, {code["i32"]}, 0, 1, 1, 0, 0, 1}},  // device i32' in cpp
+    pyi = files["generated/hopper/python/arrays.pyi"]
+    assert "(out: f32*, count: device i32, value: f32, *, cap: u32, stream=0) -> Outcome" in pyi
+    assert "Read on the device when the kernel runs" in pyi and "count (i32, at most cap)" in pyi
+    contract = files["generated/hopper/tests/test_arrays_hopper_contract.py"]
+    assert "def test_fill_prefix_device_scalar_count_is_one_element_of_its_type():" in contract
+    assert 'FakeCudaArray("<i4", (n,))' in contract and 'FakeCudaArray("<f4", (1,))' in contract
+    lib = files["generated/hopper/rust/src/lib.rs"]
+    assert "pub const E_DEVICE_SCALAR: i32 = 11;" in lib

@@ -27,13 +27,13 @@ int32_t kg_sizes_fp8_gemv_rt2(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
 // ---- fp8_gemv_rt2_16
@@ -50,13 +50,13 @@ int32_t kg_sizes_fp8_gemv_rt2_16(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt2_16[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0},  // u32
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
 }  // namespace

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
 
 mod = built_module("gb10", "attn_prefill_fa128", package="kernelgen_ops", test_file=__file__)
 

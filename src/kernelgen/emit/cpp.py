@@ -252,6 +252,11 @@ class CppKernel(c.CKernel):
         return f"{len(self.ir.skip_texts)}, {len(self.ir.applies_texts)}, {len(self.ir.requires_texts)}"
 
     @property
+    def device_scalars(self) -> list[tuple[str, int]]:
+        """(name, position) of the device scalars, checked before the launch."""
+        return [(a.name, i) for i, a in enumerate(self.ir.args) if a.device]
+
+    @property
     def zero_lines(self) -> list[tuple[str, int, str]]:
         """(pointer, size slot, bytes from the element count kg_sizes[slot]) per zeroed pointer."""
         out = []

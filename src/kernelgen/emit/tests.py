@@ -96,6 +96,16 @@ class ContractKernel(View):
         return repr([(a.name, a.nullable) for a in self.ir.args if a.is_pointer])
 
     @property
+    def device_scalar_cases(self) -> list[tuple[str, str, str]]:
+        """(name, its typestr, another element type's typestr) per device scalar."""
+        out = []
+        for a in self.ir.args:
+            if a.device:
+                own = a.elem.typestr[0].typestr
+                out.append((a.name, own, "<f4" if own != "<f4" else "<i4"))
+        return out
+
+    @property
     def not_launched_case_py(self) -> str | None:
         """Arguments of a case that is not launched (a skip or applies flip), or None."""
         for kind, _i, args in self.ir.flips:

@@ -28,6 +28,7 @@
 #define KG_E_LAUNCH_BOUNDS 8  /* the block has more threads than the kernel's __launch_bounds__ */
 #define KG_E_CLUSTER 9  /* the grid is not a whole number of clusters (detail: the axis), or the cluster is too large (detail 3) */
 #define KG_E_CORESIDENT 10  /* a cooperative grid has more blocks than can be co-resident on the device */
+#define KG_E_DEVICE_SCALAR 11  /* a device scalar argument is null or not in device memory; detail is its position */
 
 /* Expression errors (the detail of KG_E_EXPR). */
 #define KG_EXPR_OVERFLOW 1  /* integer overflow */

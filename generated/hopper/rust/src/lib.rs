@@ -134,6 +134,7 @@ pub mod code {
     pub const E_LAUNCH_BOUNDS: i32 = 8;
     pub const E_CLUSTER: i32 = 9;
     pub const E_CORESIDENT: i32 = 10;
+    pub const E_DEVICE_SCALAR: i32 = 11;
 
     /// Whether a fallback chain tries its next member after this code: an error from a
     /// device limit (grid, block, shared memory, `__launch_bounds__`, co-residency).

@@ -336,6 +336,13 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       ArgSpec a = s->args[i];
       if (keyed && elem_of_arg[i] != 0) a.type = elem_of_arg[i];
       if (a.kind != kPointer || a.size_slot < 0 || numels[i] < 0) continue;
+      if (a.device_scalar && numels[i] != 1) {
+        char d[160];
+        std::snprintf(d, sizeof d, "a device scalar is a one-element device array of %s; this array has %lld elements",
+                      kElems[a.type].name, (long long)numels[i]);
+        arg_error(s, &a, "%s", d);
+        return nullptr;
+      }
       const int64_t need = sizes[a.size_slot];
       if (need > 0 && numels[i] < need) {
         char d[240];

@@ -237,6 +237,12 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       "(device.sm_count * kernel.blocks_per_sm)",
                       name);
         break;
+      case KG_E_DEVICE_SCALAR:
+        std::snprintf(buf, size,
+                      "%s: argument %d is a device scalar: it must point to one element in device memory (null, "
+                      "host or unregistered memory given)",
+                      name, detail + 1);
+        break;
       case KG_E_CUDA:
         if (detail == cudaErrorInsufficientDriver || detail == cudaErrorStubLibrary) {
           std::snprintf(buf, size,

@@ -30,6 +30,7 @@ struct ArgSpec {
   int8_t size_slot;      // index into the sizes array, -1 when no size is declared
   uint8_t keyword_only;  // host arguments
   uint8_t nullable;      // pointer that may be null (None or 0): not size-checked then
+  uint8_t device_scalar; // a pointer to one element the kernel reads: arrays must have exactly one
 };
 
 // A dtype key of a launcher whose members take different pointer element types: a type axis

@@ -300,6 +300,20 @@ inline T struct_from_c(const C& c) {
   return t;
 }
 
+// A device scalar's pointer before a launch: non-null and in device (or managed) memory.
+// KG_LAUNCHED, or the DEVICE_SCALAR error with the argument's position.
+inline int32_t check_device_scalar(const void* p, int32_t position) {
+  if (p != nullptr) {
+    cudaPointerAttributes attr{};
+    const cudaError_t err = cudaPointerGetAttributes(&attr, p);
+    if (err == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged)) {
+      return KG_LAUNCHED;
+    }
+    if (err != cudaSuccess) cudaGetLastError();  // this query's own error: not the next launch's
+  }
+  return -KG_CODE(KG_E_DEVICE_SCALAR, position);
+}
+
 // The outcome of cudaLaunchKernelEx: CUDA's refusal of a cooperative grid that cannot be
 // co-resident is the plan's CORESIDENT error (a plan on the target's table may not know).
 inline int32_t launch_error_ex(cudaError_t err) {
