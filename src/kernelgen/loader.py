@@ -303,7 +303,8 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
             continue
         name = _ident(ctx, key.loc, key.value, "target name", _MODULE)
         if name in PACKAGE_NAMES:
-            raise ctx.error(key.loc, f"target '{name}' would be hidden by the package's own attribute {name}", "choose another name")
+            raise ctx.error(key.loc, f"target '{name}' would be hidden by the package's own attribute {name}",
+                            "choose another name")
         with ctx.at(name):
             f = _fields(ctx, value, schema.TARGET)
             with ctx.at("arch"):

@@ -181,8 +181,8 @@ class CppKernel(c.CKernel):
         ir = self.ir
         args = self.kernel_arg_names
         if not ir.launch_ex:
-            return [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>"
-                    f"({args});"]
+            return [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
+                    f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
         nattrs = int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)
         out = [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
         i = 0
