@@ -401,11 +401,11 @@ def test_device_scalar_is_read_on_the_device_in_every_graph_replay(m):
     cap = 1000
     out = torch.full((cap,), -1.0, device="cuda")
     count = torch.tensor([10], dtype=torch.int32, device="cuda")
-    assert m.fill_prefix(out, count, 2.5, cap=cap).launched  # warm-up outside the capture
+    assert m.fill_prefix(out, count, 2.5, cap).launched  # warm-up outside the capture
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        outcome = m.fill_prefix(out, count, 2.5, cap=cap, stream=torch.cuda.current_stream())
+        outcome = m.fill_prefix(out, count, 2.5, cap, stream=torch.cuda.current_stream())
         assert outcome.launched, outcome.reason
     index = torch.arange(cap, device="cuda")
     for n in (0, 1, 17, 999, 1000, 5000, -3, 333):
@@ -422,10 +422,10 @@ def test_device_scalar_must_be_one_device_element_of_its_type(m):
                       (torch.zeros(0, dtype=torch.int32, device="cuda"), "this array has 0 elements"),
                       (torch.zeros(1, dtype=torch.int64, device="cuda"), "expected dtype torch.int32"),
                       (torch.zeros(1, dtype=torch.int32), "CPU memory")):
-        refused(lambda bad=bad: m.fill_prefix(out, bad, 1.0, cap=64), "fill_prefix", "count", text)
-    refused(lambda: m.fill_prefix(out, None, 1.0, cap=64), "fill_prefix", "count", "not declared nullable")
+        refused(lambda bad=bad: m.fill_prefix(out, bad, 1.0, 64), "fill_prefix", "count", text)
+    refused(lambda: m.fill_prefix(out, None, 1.0, 64), "fill_prefix", "count", "not declared nullable")
     ok = torch.tensor([5], dtype=torch.int32, device="cuda")
-    assert m.fill_prefix(out, Cai(ok), 1.0, cap=64).launched  # any producer of one element
+    assert m.fill_prefix(out, Cai(ok), 1.0, 64).launched  # any producer of one element
     torch.cuda.synchronize()
     assert float(out.sum()) == 5.0
 
@@ -439,9 +439,9 @@ def test_device_scalar_in_host_memory_is_refused_by_the_launcher(m):
     out = torch.zeros(64, device="cuda")
     host = (ctypes.c_int32 * 1)(5)
     with pytest.raises(KernelError) as e:
-        m.fill_prefix(out, ctypes.addressof(host), 1.0, cap=64)
+        m.fill_prefix(out, ctypes.addressof(host), 1.0, 64)
     assert "argument 2 is a device scalar" in str(e.value), str(e.value)
     ok = torch.tensor([3], dtype=torch.int32, device="cuda")
-    assert m.fill_prefix(out, ok.data_ptr(), 1.0, cap=64).launched  # an int pointer to device memory
+    assert m.fill_prefix(out, ok.data_ptr(), 1.0, 64).launched  # an int pointer to device memory
     torch.cuda.synchronize()
     assert float(out.sum()) == 3.0
