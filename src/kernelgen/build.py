@@ -198,7 +198,9 @@ def _failed_steps_output(lines: list[str]) -> list[str]:
     return out
 
 
-_LINKED_OBJECT = re.compile(r"/src/(?P<module>[a-z][a-z0-9_]*)\.cu\.o\b")
+# A module's object as the linker names it: compiled (src/<module>.cu.o), or with its hidden
+# symbols made local (kg_local/<module>.o).
+_LINKED_OBJECT = re.compile(r"/(?:src/(?P<module>[a-z][a-z0-9_]*)\.cu|kg_local/(?P<local>[a-z][a-z0-9_]*))\.o\b")
 
 
 def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
@@ -206,7 +208,8 @@ def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
     if root is None:
         return []
     out: list[str] = []
-    for m in dict.fromkeys(x.group("module") for ln in linker for x in _LINKED_OBJECT.finditer(ln)):
+    found = (x.group("module") or x.group("local") for ln in linker for x in _LINKED_OBJECT.finditer(ln))
+    for m in dict.fromkeys(found):
         spec = root / "specs" / f"{m}.yaml"
         try:
             lines = spec.read_text(encoding="utf-8").splitlines()
