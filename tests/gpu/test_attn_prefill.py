@@ -353,3 +353,33 @@ def test_not_applicable():
     assert not run_paged_64(a, 96).launched
     torch.cuda.synchronize()
     assert torch.isnan(out).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# prefill_attn: the drafter's handle on the head_dim 128 instance
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", [(128, 32, 8, 16, 1, 0, 0), (128, 4, 4, 129, 2, 1, 0), (128, 8, 2, 300, 1, 1, 64)],
+                         ids=lambda c: "d{}-hq{}-hkv{}-L{}-b{}-c{}-w{}".format(*c))
+def test_prefill_attn_handle_is_the_head_dim_128_instance(case):
+    d, hq, hkv, L, B, causal, window = case
+    q, k, v, scale = contig_inputs(case)
+    out64 = torch.full_like(q, float("nan"))
+    a64 = contig_args(q, k, v, out64, L, hq, hkv, causal, window, scale)
+    assert run_contig_64(a64, d, B).launched
+    out = torch.full_like(q, float("nan"))
+    o = attn_prefill.prefill_attn(**dict(a64, output=out), head_dim=d, batch=B)
+    assert o.launched and _kernel_name(o) == "prefill_attn", o.reason
+    torch.cuda.synchronize()
+    assert count_bit_diffs(out, out64) == 0
+    for b in range(B):
+        assert_close(out[b], reference(q[b], k[b], v[b], 0, causal, window, scale), f"prefill_attn {case} batch {b}")
+
+
+def test_prefill_attn_handle_applies_only_at_head_dim_128():
+    case = (64, 8, 2, 64, 1, 0, 0)
+    q, k, v, scale = contig_inputs(case)
+    out = torch.full_like(q, float("nan"))
+    o = attn_prefill.prefill_attn(**contig_args(q, k, v, out, 64, 8, 2, 0, 0, scale), head_dim=64, batch=1)
+    assert not o.launched and "head_dim == 128" in o.reason, o.reason
+    torch.cuda.synchronize()
+    assert torch.isnan(out).all()

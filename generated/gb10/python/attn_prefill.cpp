@@ -72,6 +72,34 @@ const ArgSpec kg_args_attn_prefill_64[] = {
     {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
 };
 
+// ---- prefill_attn
+int32_t kg_launch_prefill_attn(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_attn_prefill__prefill_attn(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<float>(v[9].f), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_prefill_attn(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_attn_prefill__prefill_attn__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
+}
+int32_t kg_sizes_prefill_attn(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_attn_prefill__prefill_attn__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), static_cast<uint32_t>(v[8].u), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), kg_out);
+}
+const ArgSpec kg_args_prefill_attn[] = {
+    {"q", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"k", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
+    {"v", kg::py::kPointer, 1, 0, 1, 2, 0, 0, 0},  // const bf16*
+    {"output", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+    {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
+};
+
 }  // namespace
 
 PYBIND11_MODULE(attn_prefill, kg_module) {
@@ -89,4 +117,9 @@ PYBIND11_MODULE(attn_prefill, kg_module) {
       "attn_prefill_64", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_attn_prefill_64, 12, 10, 4,
       kg_launch_attn_prefill_64, kg_plan_attn_prefill_64, kg_sizes_attn_prefill_64, kg_kernels_attn_prefill_64, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_64) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_prefill_attn[] = { kg_attn_prefill__prefill_attn__info() };
+  static const LauncherSpec kg_spec_prefill_attn = {
+      "prefill_attn", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome\012\012The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched).\012\012__launch_bounds__: at most 128 threads a block.", kg_args_prefill_attn, 12, 10, 4,
+      kg_launch_prefill_attn, kg_plan_prefill_attn, kg_sizes_prefill_attn, kg_kernels_prefill_attn, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_prefill_attn) < 0) throw pybind11::error_already_set();
 }

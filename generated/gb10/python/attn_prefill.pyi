@@ -55,3 +55,17 @@ __launch_bounds__: at most 128 threads a block."""
 attn_prefill_64: _kg_launcher_attn_prefill_64
 
 def plan_attn_prefill_64(*, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, head_dim: int, batch: int) -> _kg_Plan: ...
+
+class _kg_launcher_prefill_attn(_kg_Protocol):
+    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome
+
+The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched).
+
+__launch_bounds__: at most 128 threads a block."""
+
+    def __call__(self, q: _kg_Array, k: _kg_Array, v: _kg_Array, output: _kg_Array, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, inv_sqrt_d: float, *, head_dim: int, batch: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, head_dim: int, batch: int) -> _kg_Plan: ...
+
+prefill_attn: _kg_launcher_prefill_attn
+
+def plan_prefill_attn(*, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, head_dim: int, batch: int) -> _kg_Plan: ...

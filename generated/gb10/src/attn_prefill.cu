@@ -241,6 +241,117 @@ int32_t kg_sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_
 }
 }  // namespace
 
+// prefill_attn: The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block.
+kg_plan plan_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg::ExprStatus kg_err;
+  {  // skip: seq_len == 0
+    const bool kg_holds = (int64_t{seq_len} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: batch == 0
+    const bool kg_holds = (int64_t{batch} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: div_ceil(seq_len, 64) <= 65535
+    const bool kg_holds = (kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, kg_err) <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // requires: batch <= 65535
+    const bool kg_holds = (int64_t{batch} <= int64_t{65535});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: num_kv_heads > 0
+    const bool kg_holds = (int64_t{num_kv_heads} > int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (num_q_heads % num_kv_heads) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{num_q_heads}, int64_t{num_kv_heads}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: head_dim == 128
+    const bool kg_holds = (int64_t{head_dim} == int64_t{128});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = int64_t{num_q_heads};
+  kg_p.grid[1] = kg::x_div_ceil(int64_t{seq_len}, int64_t{64}, kg_err);
+  kg_p.grid[2] = int64_t{batch};
+  kg_p.block[0] = int64_t{128};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = kg::x_mul(kg::x_mul(kg::x_add(kg::x_add(int64_t{64}, int64_t{32}, kg_err), int64_t{32}, kg_err), int64_t{head_dim}, kg_err), int64_t{2}, kg_err);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    kg_p.code = kg::check_launch(kg_p, 128, nullptr, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
+  kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k
+  kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // v
+  kg_sizes[3] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // output
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::attn_prefill
 
 // ---- kernel sources (specs/attn_prefill.yaml)
@@ -303,6 +414,28 @@ kg::KernelSlot kg_vslot1_attn_prefill_64;
 static_assert(std::is_same_v<decltype(&::attn_prefill_64_kernel<256>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
               "kernelgen: specs/attn_prefill.yaml:51: kernel 'attn_prefill_64': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_64_kernel<256>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_vslot2_attn_prefill_64;
+const char* const kSkip_prefill_attn[] = {
+    "seq_len == 0",
+    "batch == 0",
+};
+const char* const kApplies_prefill_attn[] = {
+    "num_kv_heads > 0",
+    "(num_q_heads % num_kv_heads) == 0",
+    "head_dim == 128",
+};
+const char* const kRequires_prefill_attn[] = {
+    "div_ceil(seq_len, 64) <= 65535",
+    "batch <= 65535",
+};
+const kg_kernel_info kg_info_prefill_attn = {
+    "attn_prefill", "prefill_attn", "gb10",
+    nullptr, nullptr,
+    kSkip_prefill_attn, kApplies_prefill_attn, kRequires_prefill_attn,
+    2, 3, 2,
+    1};
+static_assert(std::is_same_v<decltype(&::attn_prefill_64_kernel<128>), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
+              "kernelgen: specs/attn_prefill.yaml:85: kernel 'prefill_attn': the spec's arguments (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d) do not match the __global__ definition of attn_prefill_64_kernel<128>; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_prefill_attn;
 }  // namespace
 
 kernelgen::Outcome attn_prefill_paged_64(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, cudaStream_t stream) {
@@ -361,6 +494,15 @@ kernelgen::Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* 
   return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_64};
 }
 
+kernelgen::Outcome prefill_attn(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::attn_prefill::plan_prefill_attn(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_prefill_attn};
+  const int32_t kg_ready = kg_slot_prefill_attn.prepare(reinterpret_cast<const void*>(&::attn_prefill_64_kernel<128>), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn};
+  ::attn_prefill_64_kernel<128><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn};
+}
+
 }  // namespace kernelgen::attn_prefill
 
 // ---- C ABI
@@ -399,5 +541,22 @@ int32_t kg_attn_prefill__attn_prefill_64__sizes(uint32_t seq_len, uint32_t num_q
 }
 
 const kg_kernel_info* kg_attn_prefill__attn_prefill_64__info(void) { return &kernelgen::attn_prefill::kg_info_attn_prefill_64; }
+
+int32_t kg_attn_prefill__prefill_attn(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::attn_prefill::prefill_attn(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k), static_cast<const __nv_bfloat16*>(v), static_cast<__nv_bfloat16*>(output), seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_attn_prefill__prefill_attn__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out) {
+  *kg_out = kernelgen::attn_prefill::plan_prefill_attn(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
+  return kg_out->code;
+}
+
+int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  return kernelgen::attn_prefill::kg_sizes_prefill_attn(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes);
+}
+
+const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void) { return &kernelgen::attn_prefill::kg_info_prefill_attn; }
 
 }  // extern "C"

@@ -265,3 +265,126 @@ def test_attn_prefill_64_kill_switch_or_absence(monkeypatch):
     full = {**OTHER_ARGS_attn_prefill_64, **CASES_attn_prefill_64[0]}
     assert KILL_SWITCH is None
     assert mod.KILL_SWITCH is None
+
+
+# ---------------------------------------------------------------- prefill_attn
+
+
+def expect_prefill_attn(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['seq_len'] == 0)),  # skip: seq_len == 0
+            (196609, True, lambda _st, _a: (_a['batch'] == 0)),  # skip: batch == 0
+            (-65536, False, lambda _st, _a: (_x.div_ceil(_st, _a['seq_len'], 64) <= 65535)),  # requires: div_ceil(seq_len, 64) <= 65535
+            (-65537, False, lambda _st, _a: (_a['batch'] <= 65535)),  # requires: batch <= 65535
+            (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
+            (262146, False, lambda _st, _a: (_a['head_dim'] == 128)),  # applies: head_dim == 128
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_a['num_q_heads'], _x.div_ceil(_st, _a['seq_len'], 64), _a['batch']), (128, 1, 1), _x.mul(_st, _x.mul(_st, _x.add(_st, _x.add(_st, 64, 32), 32), _a['head_dim']), 2)),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=128, cluster=None, cooperative=False),
+    )
+
+
+CASES_prefill_attn = [
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 262144, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 33554433},
+    {'batch': 65, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 32767, 'causal': 1024, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 2, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 2147483648, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 17},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 511, 'sliding_window': 1073741823},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 67108864, 'num_q_heads': 4, 'seq_len': 0, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 512, 'num_kv_heads': 65, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 262144, 'sliding_window': 16},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 32768, 'sliding_window': 1048576},
+    {'batch': 2, 'causal': 1, 'head_dim': 8388609, 'num_kv_heads': 4, 'num_q_heads': 4095, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1000, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 1, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 1073741824, 'num_q_heads': 32, 'seq_len': 8388608, 'sliding_window': 0},
+    {'batch': 1, 'causal': 8191, 'head_dim': 64, 'num_kv_heads': 2147483647, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 4096, 'head_dim': 128, 'num_kv_heads': 1000000000, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4194305, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 15},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 4097, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 5, 'num_q_heads': 4, 'seq_len': 513, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 524288, 'seq_len': 0, 'sliding_window': 0},
+    {'batch': 32, 'causal': 127, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 33554431, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 2048, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 2147483649, 'sliding_window': 40},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 4095},
+    {'batch': 4096, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 127, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1024, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 841844, 'num_q_heads': 1048577, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 65537, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 8388608, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 33554432, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 2, 'causal': 1, 'head_dim': 33554433, 'num_kv_heads': 4, 'num_q_heads': 4, 'seq_len': 129, 'sliding_window': 16383},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 32, 'num_q_heads': 2097151, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 32768},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 1048577, 'sliding_window': 16777216},
+    {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 513, 'num_q_heads': 1024, 'seq_len': 70, 'sliding_window': 40},
+    {'batch': 1, 'causal': 1048576, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 63, 'seq_len': 129, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 2047},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16777215, 'sliding_window': 0},
+    {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 4194303, 'sliding_window': 0},
+    {'batch': 2, 'causal': 1, 'head_dim': 128, 'num_kv_heads': 4, 'num_q_heads': 336636, 'seq_len': 129, 'sliding_window': 0},
+]
+FLIPS_prefill_attn = [
+    ('skip', 0, 'seq_len == 0', {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 0, 'sliding_window': 0}),
+    ('skip', 1, 'batch == 0', {'batch': 0, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0}),
+    ('requires', 0, 'div_ceil(seq_len, 64) <= 65535', {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 4194303, 'sliding_window': 0}),
+    ('requires', 1, 'batch <= 65535', {'batch': 65536, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 8, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0}),
+    ('applies', 0, 'num_kv_heads > 0', {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 0, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0}),
+    ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {'batch': 1, 'causal': 0, 'head_dim': 128, 'num_kv_heads': 7, 'num_q_heads': 32, 'seq_len': 16, 'sliding_window': 0}),
+    ('applies', 2, 'head_dim == 128', {'batch': 1, 'causal': 1, 'head_dim': 64, 'num_kv_heads': 1, 'num_q_heads': 8, 'seq_len': 70, 'sliding_window': 40}),
+]
+OTHER_ARGS_prefill_attn = {'q': fake_pointer(0), 'k': fake_pointer(1), 'v': fake_pointer(2), 'output': fake_pointer(3), 'inv_sqrt_d': 1.0}
+
+
+@pytest.mark.parametrize("args", CASES_prefill_attn)
+def test_prefill_attn_plan_matches_spec(args):
+    plan = mod.prefill_attn.plan(**args)
+    code, grid, block, shared_mem = expect_prefill_attn(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn)
+def test_prefill_attn_clause_decides_alone(kind, index, clause, args):
+    launch = mod.prefill_attn
+    full = {**OTHER_ARGS_prefill_attn, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="prefill_attn"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "prefill_attn"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.prefill_attn.plan(**args)["code"] == outcome.code
+
+
+def test_prefill_attn_first_example_launches_on_paper():
+    assert mod.prefill_attn.plan(**CASES_prefill_attn[0])["launched"]
+
+
+def test_prefill_attn_kill_switch_or_absence(monkeypatch):
+    launch = mod.prefill_attn
+    full = {**OTHER_ARGS_prefill_attn, **CASES_prefill_attn[0]}
+    assert KILL_SWITCH is None
+    assert mod.KILL_SWITCH is None

@@ -23,5 +23,9 @@ kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_o
 kernelgen::Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream = nullptr);
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
 
+// The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block.
+kernelgen::Outcome prefill_attn(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream = nullptr);
+kg_plan plan_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
+
 }  // namespace kernelgen::attn_prefill
 #pragma GCC visibility pop

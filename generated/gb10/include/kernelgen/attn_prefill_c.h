@@ -30,6 +30,12 @@ int32_t kg_attn_prefill__attn_prefill_64__plan(uint32_t seq_len, uint32_t num_q_
 int32_t kg_attn_prefill__attn_prefill_64__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill__attn_prefill_64__info(void);
 
+/* The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block. */
+int32_t kg_attn_prefill__prefill_attn(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_attn_prefill__prefill_attn__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out);
+int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
+const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void);
+
 #ifdef __cplusplus
 }
 #endif

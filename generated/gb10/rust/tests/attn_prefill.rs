@@ -320,3 +320,129 @@ fn attn_prefill_64_launch_without_gpu_is_an_error_naming_it() {
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
+
+// ---------------------------------------------------------------- prefill_attn
+
+#[test]
+fn prefill_attn_plan_matches_spec() {
+    let _g = guard();
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 4, 1, 0, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([4, 3, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 1, 1, 40, 64, 1), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 262144, 1, 33554433, 64, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=262144, num_q_heads=8, seq_len=70, sliding_window=33554433");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 4, 1, 0, 128, 65), "prefill_attn", Expect { code: 0, geometry: Some(([4, 3, 65], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=65, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 1024, 0, 128, 32767), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 32767], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=32767, causal=1024, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(2147483648, 4, 4, 1, 0, 2, 2), "prefill_attn", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=2, num_kv_heads=4, num_q_heads=4, seq_len=2147483648, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 0, 17, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=17");
+    check(kg::attn_prefill::prefill_attn::plan(511, 4, 4, 1, 1073741823, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([4, 8, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=511, sliding_window=1073741823");
+    check(kg::attn_prefill::prefill_attn::plan(0, 4, 67108864, 1, 0, 128, 2), "prefill_attn", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=67108864, num_q_heads=4, seq_len=0, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 65, 0, 0, 512, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=512, num_kv_heads=65, num_q_heads=32, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(262144, 8, 1, 1, 16, 64, 1), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=262144, sliding_window=16");
+    check(kg::attn_prefill::prefill_attn::plan(32768, 4, 4, 1, 1048576, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([4, 512, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=32768, sliding_window=1048576");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4095, 4, 1, 0, 8388609, 2), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=8388609, num_kv_heads=4, num_q_heads=4095, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 1, 1, 0, 128, 1000), "prefill_attn", Expect { code: 0, geometry: Some(([4, 3, 1000], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1000, causal=1, head_dim=128, num_kv_heads=1, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(8388608, 32, 1073741824, 0, 0, 128, 1), "prefill_attn", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=1073741824, num_q_heads=32, seq_len=8388608, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 2147483647, 8191, 40, 64, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=8191, head_dim=64, num_kv_heads=2147483647, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 1000000000, 4096, 0, 128, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=4096, head_dim=128, num_kv_heads=1000000000, num_q_heads=32, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 4194305, 1, 15, 128, 2), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4194305, num_q_heads=4, seq_len=129, sliding_window=15");
+    check(kg::attn_prefill::prefill_attn::plan(4097, 32, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 65, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=4097, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(513, 4, 5, 1, 0, 128, 2), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=5, num_q_heads=4, seq_len=513, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(0, 524288, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=524288, seq_len=0, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 1, 127, 40, 64, 32), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=32, causal=127, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(2048, 4, 4, 33554431, 0, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([4, 32, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=33554431, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=2048, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(2147483649, 8, 1, 1, 40, 64, 1), "prefill_attn", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=2147483649, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 0, 4095, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=4095");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 1, 1, 40, 64, 4096), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=4096, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(129, 127, 4, 1, 0, 128, 2), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=127, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 4, 1024, 0, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([4, 3, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=1024, head_dim=128, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 1048577, 841844, 0, 0, 128, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=841844, num_q_heads=1048577, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 65537, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=65537, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 33554432, 1, 40, 64, 8388608), "prefill_attn", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=8388608, causal=1, head_dim=64, num_kv_heads=33554432, num_q_heads=8, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(129, 4, 4, 1, 16383, 33554433, 2), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=33554433, num_kv_heads=4, num_q_heads=4, seq_len=129, sliding_window=16383");
+    check(kg::attn_prefill::prefill_attn::plan(16, 2097151, 32, 0, 0, 128, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=32, num_q_heads=2097151, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(70, 8, 1, 1, 32768, 64, 1), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=70, sliding_window=32768");
+    check(kg::attn_prefill::prefill_attn::plan(1048577, 8, 1, 1, 16777216, 64, 1), "prefill_attn", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=1, num_q_heads=8, seq_len=1048577, sliding_window=16777216");
+    check(kg::attn_prefill::prefill_attn::plan(70, 1024, 513, 1, 40, 64, 1), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=1, head_dim=64, num_kv_heads=513, num_q_heads=1024, seq_len=70, sliding_window=40");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 1048576, 0, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=1048576, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 63, 4, 1, 0, 128, 2), "prefill_attn", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=63, seq_len=129, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(16, 32, 8, 0, 2047, 128, 1), "prefill_attn", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16, sliding_window=2047");
+    check(kg::attn_prefill::prefill_attn::plan(16777215, 32, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=16777215, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(4194303, 32, 8, 0, 0, 128, 1), "prefill_attn", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "batch=1, causal=0, head_dim=128, num_kv_heads=8, num_q_heads=32, seq_len=4194303, sliding_window=0");
+    check(kg::attn_prefill::prefill_attn::plan(129, 336636, 4, 1, 0, 128, 2), "prefill_attn", Expect { code: 0, geometry: Some(([336636, 3, 2], [128, 1, 1], 32768)), variant: Some(-1) }, "batch=2, causal=1, head_dim=128, num_kv_heads=4, num_q_heads=336636, seq_len=129, sliding_window=0");
+}
+
+#[test]
+fn prefill_attn_presence() {
+    let kernel = kg::attn_prefill::prefill_attn::kernel();
+    assert_eq!(kernel.name(), "prefill_attn");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::attn_prefill::prefill_attn::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn prefill_attn_sizes() {
+    assert_eq!(kg::attn_prefill::prefill_attn::sizes(16, 32, 8, 0, 0, 128, 1), Ok([65536, 16384, 16384, 65536]));
+}
+
+#[test]
+fn prefill_attn_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 32, 8, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("prefill_attn: not launched: empty work (seq_len == 0)"));
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 32, 8, 0, 0, 1.0, 128, 0, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("prefill_attn: not launched: empty work (batch == 0)"));
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 4194303, 32, 8, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("prefill_attn", -65536));
+            assert_eq!(reason, "prefill_attn: invalid arguments: requires div_ceil(seq_len, 64) <= 65535");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 32, 8, 0, 0, 1.0, 128, 65536, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("prefill_attn", -65537));
+            assert_eq!(reason, "prefill_attn: invalid arguments: requires batch <= 65535");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 32, 0, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("prefill_attn: not launched: num_kv_heads > 0 is false"));
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 32, 7, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("prefill_attn: not launched: (num_q_heads % num_kv_heads) == 0 is false"));
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 70, 8, 1, 1, 40, 1.0, 64, 1, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("prefill_attn: not launched: head_dim == 128 is false"));
+}
+
+#[test]
+fn prefill_attn_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::attn_prefill::prefill_attn::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 32, 8, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("prefill_attn", Some("q")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::attn_prefill::prefill_attn::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 32, 8, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("prefill_attn: not launched: empty work (seq_len == 0)"));
+}
+
+#[test]
+fn prefill_attn_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::attn_prefill::prefill_attn::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 32, 8, 0, 0, 1.0, 128, 1, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "prefill_attn");
+            assert!(e.to_string().starts_with("prefill_attn"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}

@@ -190,6 +190,94 @@ pub mod attn_prefill_64 {
     }
 }
 
+/// The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched).
+///
+/// Arguments, in order (`specs/attn_prefill.yaml:85`):
+/// - `q`: `const bf16*`, `((batch * seq_len) * num_q_heads) * head_dim` elements
+/// - `k`: `const bf16*`, `((batch * seq_len) * num_kv_heads) * head_dim` elements
+/// - `v`: `const bf16*`, `((batch * seq_len) * num_kv_heads) * head_dim` elements
+/// - `output`: `bf16*`, `((batch * seq_len) * num_q_heads) * head_dim` elements
+/// - `seq_len`: `u32`
+/// - `num_q_heads`: `u32`
+/// - `num_kv_heads`: `u32`
+/// - `causal`: `u32`
+/// - `sliding_window`: `u32`
+/// - `inv_sqrt_d`: `f32`
+/// - `head_dim`: `u32` (host argument)
+/// - `batch`: `u32` (host argument)
+///
+/// Checked in order:
+/// - skip_if `seq_len == 0`: not launched (empty work)
+/// - skip_if `batch == 0`: not launched (empty work)
+/// - requires `div_ceil(seq_len, 64) <= 65535`: else `Error::Argument`
+/// - requires `batch <= 65535`: else `Error::Argument`
+/// - applies_if `num_kv_heads > 0`: else not launched
+/// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - applies_if `head_dim == 128`: else not launched
+/// - __launch_bounds__: at most 128 threads a block.
+pub mod prefill_attn {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__prefill_attn__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, head_dim: u32, batch: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_attn_prefill__prefill_attn__plan(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (q, k, v, output).
+    pub fn sizes(seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, head_dim: u32, batch: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_attn_prefill__prefill_attn__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(q: impl Into<crate::DevicePtr>, k: impl Into<crate::DevicePtr>, v: impl Into<crate::DevicePtr>, output: impl Into<crate::DevicePtrMut>, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, head_dim: u32, batch: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let q: crate::DevicePtr = q.into();
+        let k: crate::DevicePtr = k.into();
+        let v: crate::DevicePtr = v.into();
+        let output: crate::DevicePtrMut = output.into();
+        if q.is_null() || k.is_null() || v.is_null() || output.is_null() {
+            let kg_sizes = self::sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch).ok();
+            if q.is_null() {
+                crate::kg_rt::check_null("prefill_attn", "q", kg_sizes.map(|s| s[0]))?;
+            }
+            if k.is_null() {
+                crate::kg_rt::check_null("prefill_attn", "k", kg_sizes.map(|s| s[1]))?;
+            }
+            if v.is_null() {
+                crate::kg_rt::check_null("prefill_attn", "v", kg_sizes.map(|s| s[2]))?;
+            }
+            if output.is_null() {
+                crate::kg_rt::check_null("prefill_attn", "output", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_attn_prefill__prefill_attn(q.as_ptr(), k.as_ptr(), v.as_ptr(), output.as_ptr(), seq_len, num_q_heads, num_kv_heads, causal, sliding_window, inv_sqrt_d, head_dim, batch, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
 mod kg_ffi {
     extern "C" {
         pub fn kg_attn_prefill__attn_prefill_paged_64(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: u32, a_8: u32, a_9: u32, a_10: u32, a_11: u32, a_12: u32, a_13: f32, a_14: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
@@ -200,5 +288,9 @@ mod kg_ffi {
         pub fn kg_attn_prefill__attn_prefill_64__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_attn_prefill__attn_prefill_64__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_attn_prefill__attn_prefill_64__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_attn_prefill__prefill_attn(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, a_7: u32, a_8: u32, a_9: f32, a_10: u32, a_11: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_attn_prefill__prefill_attn__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_attn_prefill__prefill_attn__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_attn_prefill__prefill_attn__info() -> *const crate::kg_ffi::KernelInfo;
     }
 }

@@ -1,0 +1,614 @@
+// Drafter (DFlash) attention over a paged KV cache, head_dim 128, BF16 or FP8 E4M3 cache.
+//
+// CTA shape: 4 warps x 16 rows = 64 "flattened" rows of one KV head. With group = hq / hkv,
+// flattened row m (0 <= m < q_rows * group) is query row m / group of q head
+// kvh * group + m % group, so one CTA holds every q head that shares kv head kvh and K / V
+// are read once per kv head (per split). Grid: [splits, hkv * mblocks, 1] with
+// mblocks = ceil(q_rows * group / 64).
+//
+// Per 32-key tile: S = Q K^T with mma.sync m16n8k16 (bf16 x bf16 -> f32; Q fragments stay in
+// registers for the whole kernel), masking, online softmax in the exp2 domain, P rounded to
+// bf16, O += P V with mma.sync. K / V tiles arrive with 16-byte cp.async copies through a
+// STAGES-deep ring of shared-memory slots (the block-table entries of the first tiles loaded
+// together, later ones fetched one tile ahead). An
+// FP8 tile is copied raw, then converted cooperatively (E4M3 -> f16 -> f32 -> bf16, exact) into
+// one of two bf16 tiles that the warps read with ldmatrix; k_scale is folded into the softmax
+// scale and v_scale into the final normalisation.
+//
+// Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
+// when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
+// key is written as zeros.
+//
+// Split-KV: split s covers keys [s * SPLIT_KEYS, (s + 1) * SPLIT_KEYS); the split kernels run
+// in clusters of CLUSTER CTAs along x (gridDim.x a multiple of CLUSTER). Each CTA writes its
+// partial state (per row: raw max m, sum l, unnormalised accumulator) into the workspace; after
+// the cluster barrier, CTA rank j of the cluster bumps the i32 counter of row slice j (rows
+// 8j .. 8j + 7) of its (kv head, m-block); the CTA that brings it to the cluster count folds
+// that slice of all partial states in split order 0, 1, 2, ... with merge_weights / lin2 (a
+// split with m = -inf for a row is skipped for that row), so the result does not depend on
+// which CTA finishes last, and CLUSTER CTAs share the merge of a row block. Splits without any
+// visible key write only m = -inf (and l = 0). Hence a grid with extra, empty splits past
+// kv_len (the rounding to whole clusters; the indirect kernels size theirs from max_kv_len)
+// gives the same bits. The unsplit kernels run the same SPLIT_KEYS chunks one after the other
+// and fold them with the same arithmetic (running accumulator in shared memory, TOTALS_BYTES
+// past the tile buffers), so split and unsplit outputs are identical.
+//
+// Floating-point operations outside the mma instructions use explicit rounding intrinsics so
+// the direct and indirect kernels (same template) produce identical bits.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cstdint>
+
+#include "../common/bf16x2.cuh"
+
+namespace dflash_attn {
+
+constexpr int D = 128;          // head_dim
+constexpr int TILE = 32;        // keys per tile
+constexpr int NWARPS = 4;
+constexpr int NTHREADS = NWARPS * 32;
+constexpr int ROWS = NWARPS * 16;  // flattened rows per CTA
+constexpr int STAGES = 4;          // cp.async ring depth (tiles)
+constexpr int BF16_TILE = TILE * D * 2;  // bytes of one bf16 K (or V) tile
+constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
+// Dynamic shared memory: bf16, STAGES slots of K + V; fp8, STAGES raw slots of K + V plus two
+// converted bf16 K + V tiles.
+constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
+constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
+constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
+constexpr int WS_ROW = D + 2;  // workspace floats per row and split (accumulator, then m / l)
+constexpr int CLUSTER = 8;     // split kernels: CTAs per cluster = row slices of the merge
+constexpr int MERGE_BATCH = 8; // splits whose partial states are in flight at once in the merge
+static_assert(CLUSTER % MERGE_BATCH == 0 && ROWS % CLUSTER == 0, "merge shape");
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(pred ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_groups() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// bf16 tile: rows of 256 bytes, 16-byte chunk c of row r at chunk c ^ (r & 7).
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+    return static_cast<uint32_t>(row * (D * 2) + ((chunk ^ (row & 7)) << 4));
+}
+// raw fp8 tile: rows of 128 bytes, chunk c of row r at chunk c ^ (r & 7).
+__device__ __forceinline__ uint32_t swz8(int row, int chunk) {
+    return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
+}
+
+// Four E4M3 bytes -> four bf16 (two packed pairs), exactly: every E4M3 value is an f16 and a
+// bf16 (3 mantissa bits, exponents 2^-9 .. 2^8).
+__device__ __forceinline__ uint2 e4m3x4_to_bf16x4(uint32_t w) {
+    uint32_t h0, h1;
+    const uint16_t lo = static_cast<uint16_t>(w & 0xffffu);
+    const uint16_t hi = static_cast<uint16_t>(w >> 16);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h0) : "h"(lo));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h1) : "h"(hi));
+    const float2 f0 = __half22float2(*reinterpret_cast<const __half2*>(&h0));
+    const float2 f1 = __half22float2(*reinterpret_cast<const __half2*>(&h1));
+    return make_uint2(kcommon::pack_bf16x2(f0.x, f0.y), kcommon::pack_bf16x2(f1.x, f1.y));
+}
+
+// Chunk merge, the same arithmetic in the unsplit kernels (chunk by chunk, in registers and
+// shared memory) and in the split merge (split by split, from the workspace): with running max
+// Mt and a chunk max mc (!= -inf), Mt' = max(Mt, mc), wa = 2^((Mt - Mt') s), wb = 2^((mc - Mt') s),
+// and every running value x becomes x * wa + y * wb (y the chunk's value).
+__device__ __forceinline__ void merge_weights(float& Mt, float mc, float sl2, float& wa, float& wb) {
+    const float Mn = fmaxf(Mt, mc);
+    const float Mns = __fmul_rn(Mn, sl2);
+    wa = Mt == -INFINITY ? 0.f : ex2(__fsub_rn(__fmul_rn(Mt, sl2), Mns));
+    wb = ex2(__fsub_rn(__fmul_rn(mc, sl2), Mns));
+    Mt = Mn;
+}
+__device__ __forceinline__ float lin2(float x, float wa, float y, float wb) {
+    return __fadd_rn(__fmul_rn(x, wa), __fmul_rn(y, wb));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+struct Params {
+    const __nv_bfloat16* q;
+    const void* k;  // bf16 or fp8 cache [num_blocks, block_size, hkv, 128]
+    const void* v;
+    __nv_bfloat16* out;
+    const int32_t* block_table;
+    int q_rows, kv_len, qpos0, hq, hkv, block_size, causal, window;
+    float scale_log2;  // softmax scale (times k_scale for fp8) times log2(e)
+    float v_scale;     // 1 for bf16
+    float* ws;         // split workspace
+    int32_t* counters; // split counters, one per (kv head, m-block), zero at launch
+};
+
+template <bool FP8, bool SPLIT, int SPLIT_KEYS>
+__device__ __forceinline__ void attn_cta(const Params& p) {
+    static_assert(SPLIT_KEYS % TILE == 0, "split length");
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ int s_last;
+    const uint32_t sbase = smem_u32(smem);
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, c = lane & 3;
+    const int group = p.hq / p.hkv;
+    const int mblocks = static_cast<int>(gridDim.y) / p.hkv;
+    const int kvh = blockIdx.y / mblocks, mb = blockIdx.y % mblocks;
+    const int M = p.q_rows * group;
+    const int cta_m0 = mb * ROWS;
+
+    // ---- rows of this lane
+    const int m0 = cta_m0 + warp * 16 + g, m1 = m0 + 8;
+    const bool v0 = m0 < M, v1 = m1 < M;
+    auto row_off = [&](int m) -> int64_t {
+        const int i = m / group;
+        const int h = kvh * group + m % group;
+        return (static_cast<int64_t>(i) * p.hq + h) * D;
+    };
+    const int64_t off0 = v0 ? row_off(m0) : 0, off1 = v1 ? row_off(m1) : 0;
+    const int pos0 = p.qpos0 + m0 / group, pos1 = p.qpos0 + m1 / group;
+
+    // ---- key ranges of the CTA
+    const int m_last = min(cta_m0 + ROWS, M) - 1;
+    const int p_lo = p.qpos0 + cta_m0 / group, p_hi = p.qpos0 + m_last / group;
+    int k_hi = p.kv_len - 1, k_lo = 0;  // keys visible to some row
+    int a_hi = p.kv_len - 1, a_lo = 0;  // keys visible to every row
+    if (p.causal) {
+        k_hi = min(k_hi, p_hi);
+        a_hi = min(a_hi, p_lo);
+    }
+    if (p.window) {
+        k_lo = max(0, p_lo - p.window + 1);
+        a_lo = max(0, p_hi - p.window + 1);
+    }
+    if (SPLIT) {
+        k_lo = max(k_lo, static_cast<int>(blockIdx.x) * SPLIT_KEYS);
+        k_hi = min(k_hi, static_cast<int>(blockIdx.x) * SPLIT_KEYS + SPLIT_KEYS - 1);
+    }
+    const int t_begin = k_lo <= k_hi ? k_lo / TILE : 1;
+    const int t_end = k_lo <= k_hi ? k_hi / TILE : 0;
+
+    // ---- K / V loads: thread rows tid / 8 and tid / 8 + 16 of a tile; bf16: chunks tid % 8
+    // and tid % 8 + 8 of 16; fp8: chunk tid % 8 of 8.
+    const int lrow = tid >> 3, lchunk = tid & 7;
+    const int64_t kv_stride = static_cast<int64_t>(p.hkv) * D;
+    int nblk[2];  // block-table entries of the next tile to issue
+    auto table_entry = [&](int t, int i) -> int {
+        const int key = min(t * TILE + lrow + 16 * i, p.kv_len - 1);
+        return __ldg(p.block_table + key / p.block_size);
+    };
+    auto lookup = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) nblk[i] = table_entry(t, i);
+    };
+    // Prologue: the block-table entries of the first STAGES + 1 tiles, all loads in flight
+    // together (issue() consumes them from pre[]).
+    int pre[STAGES + 1][2];
+    auto lookup_prologue = [&]() {
+#pragma unroll
+        for (int k = 0; k <= STAGES; ++k) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i) pre[k][i] = t_begin + k <= t_end ? table_entry(t_begin + k, i) : 0;
+        }
+    };
+    auto issue = [&](int t, int slot) {
+        const uint32_t sK = sbase + slot * 2 * (FP8 ? FP8_TILE : BF16_TILE);
+        const uint32_t sV = sK + (FP8 ? FP8_TILE : BF16_TILE);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = lrow + 16 * i;
+            const int key = t * TILE + r;
+            const bool ok = key < p.kv_len;
+            int64_t off = 0;
+            if (ok) {
+                const int rem = key % p.block_size;
+                const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + rem;
+                off = slot_row * kv_stride + static_cast<int64_t>(kvh) * D;
+            }
+            if (FP8) {
+                const uint8_t* kb = static_cast<const uint8_t*>(p.k) + off;
+                const uint8_t* vb = static_cast<const uint8_t*>(p.v) + off;
+                cp16(sK + swz8(r, lchunk), kb + lchunk * 16, ok);
+                cp16(sV + swz8(r, lchunk), vb + lchunk * 16, ok);
+            } else {
+                const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(p.k) + off;
+                const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(p.v) + off;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int ch = lchunk + 8 * j;
+                    cp16(sK + swz(r, ch), kb + ch * 8, ok);
+                    cp16(sV + swz(r, ch), vb + ch * 8, ok);
+                }
+            }
+        }
+    };
+
+    // ---- Q fragments (A operand, 8 k16 steps), straight from global memory
+    uint32_t qa[8][4];
+    {
+        const uint32_t* q0 = reinterpret_cast<const uint32_t*>(p.q + off0);
+        const uint32_t* q1 = reinterpret_cast<const uint32_t*>(p.q + off1);
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+            qa[kk][0] = v0 ? __ldg(q0 + kk * 8 + c) : 0u;
+            qa[kk][1] = v1 ? __ldg(q1 + kk * 8 + c) : 0u;
+            qa[kk][2] = v0 ? __ldg(q0 + kk * 8 + 4 + c) : 0u;
+            qa[kk][3] = v1 ? __ldg(q1 + kk * 8 + 4 + c) : 0u;
+        }
+    }
+
+    float o[16][4];
+#pragma unroll
+    for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+    float mrow[2] = {-INFINITY, -INFINITY};
+    float lrow_sum[2] = {0.f, 0.f};
+    const float sl2 = p.scale_log2;
+    const int mi = lane >> 3;
+
+    // One tile's QK^T, mask, online softmax and PV from bf16 tiles sK / sV.
+    auto compute = [&](uint32_t sK, uint32_t sV, int t) {
+        float s[4][4];
+#pragma unroll
+        for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+#pragma unroll
+            for (int np = 0; np < 2; ++np) {
+                uint32_t b[4];
+                ldsm_x4(b, sK + swz(np * 16 + (mi >> 1) * 8 + (lane & 7), kk * 2 + (mi & 1)));
+                mma16816(s[2 * np], qa[kk], b[0], b[1]);
+                mma16816(s[2 * np + 1], qa[kk], b[2], b[3]);
+            }
+        }
+        const int key0 = t * TILE;
+        if (!(key0 >= a_lo && key0 + TILE - 1 <= a_hi)) {
+#pragma unroll
+            for (int n = 0; n < 4; ++n) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int key = key0 + n * 8 + 2 * c + (e & 1);
+                    const int pos = e < 2 ? pos0 : pos1;
+                    bool vis = key < p.kv_len;
+                    if (p.causal && key > pos) vis = false;
+                    if (p.window && key <= pos - p.window) vis = false;
+                    if (!vis) s[n][e] = -INFINITY;
+                }
+            }
+        }
+        float mx0 = mrow[0], mx1 = mrow[1];
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+            mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float ms0 = mx0 == -INFINITY ? 0.f : __fmul_rn(mx0, sl2);
+        const float ms1 = mx1 == -INFINITY ? 0.f : __fmul_rn(mx1, sl2);
+        const float al0 = mrow[0] == -INFINITY ? 0.f : ex2(__fsub_rn(__fmul_rn(mrow[0], sl2), ms0));
+        const float al1 = mrow[1] == -INFINITY ? 0.f : ex2(__fsub_rn(__fmul_rn(mrow[1], sl2), ms1));
+        mrow[0] = mx0;
+        mrow[1] = mx1;
+        float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+            s[n][0] = ex2(__fmaf_rn(s[n][0], sl2, -ms0));
+            s[n][1] = ex2(__fmaf_rn(s[n][1], sl2, -ms0));
+            s[n][2] = ex2(__fmaf_rn(s[n][2], sl2, -ms1));
+            s[n][3] = ex2(__fmaf_rn(s[n][3], sl2, -ms1));
+            sum0 = __fadd_rn(sum0, __fadd_rn(s[n][0], s[n][1]));
+            sum1 = __fadd_rn(sum1, __fadd_rn(s[n][2], s[n][3]));
+        }
+        lrow_sum[0] = __fadd_rn(__fmul_rn(lrow_sum[0], al0), sum0);
+        lrow_sum[1] = __fadd_rn(__fmul_rn(lrow_sum[1], al1), sum1);
+        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+            for (int n = 0; n < 16; ++n) {
+                o[n][0] = __fmul_rn(o[n][0], al0);
+                o[n][1] = __fmul_rn(o[n][1], al0);
+                o[n][2] = __fmul_rn(o[n][2], al1);
+                o[n][3] = __fmul_rn(o[n][3], al1);
+            }
+        }
+        uint32_t P[2][4];
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            P[kk][0] = kcommon::pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
+            P[kk][1] = kcommon::pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
+            P[kk][2] = kcommon::pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            P[kk][3] = kcommon::pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+#pragma unroll
+            for (int dn = 0; dn < 8; ++dn) {
+                uint32_t b[4];
+                ldsm_x4_t(b, sV + swz(kk * 16 + (mi & 1) * 8 + (lane & 7), dn * 2 + (mi >> 1)));
+                mma16816(o[2 * dn], P[kk], b[0], b[1]);
+                mma16816(o[2 * dn + 1], P[kk], b[2], b[3]);
+            }
+        }
+    };
+
+    // Unsplit: keys are processed in chunks of SPLIT_KEYS (the splits of the split kernels),
+    // each with a fresh online-softmax state, folded into running totals (max and sum in
+    // registers, the accumulator in shared memory, one float2 per lane and fragment) with
+    // merge_weights / lin2 in chunk order, so unsplit and split outputs are the same bits.
+    float tot_m[2] = {-INFINITY, -INFINITY};
+    float tot_l[2] = {0.f, 0.f};
+    float2* tot_acc = reinterpret_cast<float2*>(smem + (FP8 ? SMEM_FP8 : SMEM_BF16)) +
+                      warp * (16 * 2 * 32) + lane;
+    bool chunk_open = false;
+    auto flush_chunk = [&]() {
+        if (SPLIT || !chunk_open) return;
+        chunk_open = false;
+        const float lc[2] = {quad_sum(lrow_sum[0]), quad_sum(lrow_sum[1])};
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (mrow[h] == -INFINITY) continue;
+            float wa, wb;
+            merge_weights(tot_m[h], mrow[h], sl2, wa, wb);
+            tot_l[h] = lin2(tot_l[h], wa, lc[h], wb);
+#pragma unroll
+            for (int n = 0; n < 16; ++n) {
+                float2 t = tot_acc[(n * 2 + h) * 32];
+                t.x = lin2(t.x, wa, o[n][2 * h], wb);
+                t.y = lin2(t.y, wa, o[n][2 * h + 1], wb);
+                tot_acc[(n * 2 + h) * 32] = t;
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+        mrow[0] = mrow[1] = -INFINITY;
+        lrow_sum[0] = lrow_sum[1] = 0.f;
+    };
+    if (!SPLIT) {
+#pragma unroll
+        for (int n = 0; n < 32; ++n) tot_acc[n * 32] = make_float2(0.f, 0.f);
+    }
+    constexpr int CHUNK_TILES = SPLIT_KEYS / TILE;
+    auto after_tile = [&](int t) {
+        chunk_open = true;
+        if (!SPLIT && (t + 1) % CHUNK_TILES == 0) flush_chunk();
+    };
+
+    if (t_begin <= t_end) {
+        if (!FP8) {
+            // Ring of STAGES bf16 slots; tile t lives in slot (t - t_begin) % STAGES.
+            lookup_prologue();
+#pragma unroll
+            for (int i = 0; i < STAGES - 1; ++i) {
+                if (t_begin + i <= t_end) {
+                    nblk[0] = pre[i][0];
+                    nblk[1] = pre[i][1];
+                    issue(t_begin + i, i);
+                }
+                commit();
+            }
+            nblk[0] = pre[STAGES - 1][0];
+            nblk[1] = pre[STAGES - 1][1];
+            for (int t = t_begin; t <= t_end; ++t) {
+                const int k = t - t_begin;
+                wait_groups<STAGES - 2>();
+                __syncthreads();  // tile t visible; every warp is done with tile t - 1
+                if (t + STAGES - 1 <= t_end) {
+                    issue(t + STAGES - 1, (k + STAGES - 1) % STAGES);
+                    if (t + STAGES <= t_end) lookup(t + STAGES);
+                }
+                commit();
+                const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
+                compute(sK, sK + BF16_TILE, t);
+                after_tile(t);
+            }
+        } else {
+            // Raw fp8 ring of STAGES slots, converted into bf16 buffer (k & 1) each tile.
+            const uint32_t sConv = sbase + STAGES * 2 * FP8_TILE;
+            lookup_prologue();
+#pragma unroll
+            for (int i = 0; i < STAGES; ++i) {
+                if (t_begin + i <= t_end) {
+                    nblk[0] = pre[i][0];
+                    nblk[1] = pre[i][1];
+                    issue(t_begin + i, i);
+                }
+                commit();
+            }
+            nblk[0] = pre[STAGES][0];
+            nblk[1] = pre[STAGES][1];
+            wait_groups<STAGES - 1>();
+            __syncthreads();
+            // Conversion: thread converts row lane, d range [warp * 32, warp * 32 + 32).
+            for (int t = t_begin; t <= t_end; ++t) {
+                const int k = t - t_begin;
+                const uint32_t rK = sbase + (k % STAGES) * 2 * FP8_TILE;
+                const uint32_t cK = sConv + (k & 1) * 2 * BF16_TILE;
+#pragma unroll
+                for (int kv = 0; kv < 2; ++kv) {
+                    const uint32_t src = rK + kv * FP8_TILE;
+                    const uint32_t dst = cK + kv * BF16_TILE;
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        uint32_t x0, x1, x2, x3;
+                        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                                     : "r"(src + swz8(lane, warp * 2 + j))
+                                     : "memory");
+                        const uint2 y0 = e4m3x4_to_bf16x4(x0), y1 = e4m3x4_to_bf16x4(x1);
+                        const uint2 y2 = e4m3x4_to_bf16x4(x2), y3 = e4m3x4_to_bf16x4(x3);
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                                         dst + swz(lane, warp * 4 + 2 * j)),
+                                     "r"(y0.x), "r"(y0.y), "r"(y1.x), "r"(y1.y)
+                                     : "memory");
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                                         dst + swz(lane, warp * 4 + 2 * j + 1)),
+                                     "r"(y2.x), "r"(y2.y), "r"(y3.x), "r"(y3.y)
+                                     : "memory");
+                    }
+                }
+                wait_groups<STAGES - 2>();
+                __syncthreads();  // bf16 tile visible; raw tile t + 1 landed; raw slot k free
+                if (t + STAGES <= t_end) {
+                    issue(t + STAGES, k % STAGES);
+                    if (t + STAGES + 1 <= t_end) lookup(t + STAGES + 1);
+                }
+                commit();
+                compute(cK, cK + BF16_TILE, t);
+                after_tile(t);
+            }
+        }
+    }
+    wait_groups<0>();
+
+    if (!SPLIT) {
+        // Fold the last chunk, then normalise: out = acc / L (times v_scale).
+        flush_chunk();
+        const float inv0 = tot_l[0] > 0.f ? __fdiv_rn(p.v_scale, tot_l[0]) : 0.f;
+        const float inv1 = tot_l[1] > 0.f ? __fdiv_rn(p.v_scale, tot_l[1]) : 0.f;
+        uint32_t* out0 = reinterpret_cast<uint32_t*>(p.out + off0);
+        uint32_t* out1 = reinterpret_cast<uint32_t*>(p.out + off1);
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+            const float2 t0 = tot_acc[(n * 2 + 0) * 32];
+            const float2 t1 = tot_acc[(n * 2 + 1) * 32];
+            if (v0) out0[n * 4 + c] = kcommon::pack_bf16x2(__fmul_rn(t0.x, inv0), __fmul_rn(t0.y, inv0));
+            if (v1) out1[n * 4 + c] = kcommon::pack_bf16x2(__fmul_rn(t1.x, inv1), __fmul_rn(t1.y, inv1));
+        }
+        return;
+    }
+
+    // ---- split: write the partial state (the CTA's one chunk); once every CTA of the cluster
+    // has written its state (cluster barrier), CTA rank j of the cluster bumps the counter of
+    // row slice j of this (kv head, m-block); the CTA that brings it to the cluster count folds
+    // slice j (8 rows) of all partial states in split order.
+    float l0 = quad_sum(lrow_sum[0]), l1 = quad_sum(lrow_sum[1]);
+    const int nsplit = gridDim.x;  // a multiple of CLUSTER
+    const int64_t cta_base = static_cast<int64_t>(blockIdx.y) * nsplit;  // first split of the CTA's row set
+    float* ws_acc = p.ws + (cta_base + blockIdx.x) * ROWS * D;
+    float* ws_ml = p.ws + static_cast<int64_t>(gridDim.y) * nsplit * ROWS * D;
+    float2* ml_mine = reinterpret_cast<float2*>(ws_ml) + (cta_base + blockIdx.x) * ROWS;
+    const int r0 = warp * 16 + g, r1 = r0 + 8;
+    if (t_begin <= t_end) {
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+            __stcg(reinterpret_cast<float2*>(ws_acc + r0 * D + n * 8 + 2 * c), make_float2(o[n][0], o[n][1]));
+            __stcg(reinterpret_cast<float2*>(ws_acc + r1 * D + n * 8 + 2 * c), make_float2(o[n][2], o[n][3]));
+        }
+    }
+    if (c == 0) {
+        __stcg(ml_mine + r0, make_float2(mrow[0], l0));
+        __stcg(ml_mine + r1, make_float2(mrow[1], l1));
+    }
+    __threadfence();
+    cluster_sync();  // every CTA of the cluster has written and fenced its partial state
+    const int slice = static_cast<int>(cluster_rank());
+    if (tid == 0) {
+        s_last = atomicAdd(p.counters + blockIdx.y * CLUSTER + slice, 1) == nsplit / CLUSTER - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+
+    // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns 8 * (tid % 16)
+    // .. + 7. Partial states are read MERGE_BATCH splits at a time (all loads issued before the
+    // batch is folded, the accumulators of the next batch prefetched into L1 meanwhile); the
+    // fold itself runs in split order with merge_weights / lin2. Every partial state of this
+    // (kv head, m-block) was written before any counter could reach the cluster count, so no
+    // line cached in L1 here can be stale.
+    const int r = slice * (ROWS / CLUSTER) + (tid >> 4);
+    const int col = (tid & 15) * 8;
+    const int m = cta_m0 + r;
+    if (m >= M) return;
+    const float2* ml_row = reinterpret_cast<const float2*>(ws_ml) + cta_base * ROWS + r;
+    const float* acc_row = p.ws + cta_base * ROWS * D + r * D + col;
+    float Mt = -INFINITY, L = 0.f;
+    float acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = 0.f;
+    auto prefetch_batch = [&](int s0) {  // one 128-byte line holds a thread's 8 floats
+#pragma unroll
+        for (int i = 0; i < MERGE_BATCH; ++i) {
+            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(acc_row + static_cast<int64_t>(s0 + i) * ROWS * D));
+        }
+    };
+    prefetch_batch(0);
+    for (int s0 = 0; s0 < nsplit; s0 += MERGE_BATCH) {
+        if (s0 + MERGE_BATCH < nsplit) prefetch_batch(s0 + MERGE_BATCH);
+        float2 ml[MERGE_BATCH];
+        float4 a[MERGE_BATCH][2];
+#pragma unroll
+        for (int i = 0; i < MERGE_BATCH; ++i) ml[i] = __ldcg(ml_row + (s0 + i) * ROWS);
+#pragma unroll
+        for (int i = 0; i < MERGE_BATCH; ++i) {
+            const float4* src =
+                reinterpret_cast<const float4*>(acc_row + static_cast<int64_t>(s0 + i) * ROWS * D);
+            a[i][0] = __ldca(src);
+            a[i][1] = __ldca(src + 1);
+        }
+#pragma unroll
+        for (int i = 0; i < MERGE_BATCH; ++i) {
+            if (ml[i].x == -INFINITY) continue;
+            float wa, wb;
+            merge_weights(Mt, ml[i].x, sl2, wa, wb);
+            L = lin2(L, wa, ml[i].y, wb);
+            acc[0] = lin2(acc[0], wa, a[i][0].x, wb);
+            acc[1] = lin2(acc[1], wa, a[i][0].y, wb);
+            acc[2] = lin2(acc[2], wa, a[i][0].z, wb);
+            acc[3] = lin2(acc[3], wa, a[i][0].w, wb);
+            acc[4] = lin2(acc[4], wa, a[i][1].x, wb);
+            acc[5] = lin2(acc[5], wa, a[i][1].y, wb);
+            acc[6] = lin2(acc[6], wa, a[i][1].z, wb);
+            acc[7] = lin2(acc[7], wa, a[i][1].w, wb);
+        }
+    }
+    const float inv = L > 0.f ? __fdiv_rn(p.v_scale, L) : 0.f;
+    uint2* dst = reinterpret_cast<uint2*>(p.out + row_off(m) + col);
+    dst[0] = make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[0], inv), __fmul_rn(acc[1], inv)),
+                        kcommon::pack_bf16x2(__fmul_rn(acc[2], inv), __fmul_rn(acc[3], inv)));
+    dst[1] = make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[4], inv), __fmul_rn(acc[5], inv)),
+                        kcommon::pack_bf16x2(__fmul_rn(acc[6], inv), __fmul_rn(acc[7], inv)));
+}
+
+}  // namespace dflash_attn
