@@ -79,6 +79,26 @@ def memory_md(d: dict) -> list[str]:
     return lines
 
 
+def rope_cache_md(d: dict) -> list[str]:
+    """rope_qwen3 and reshape_cache_fp8 (bench_rope_cache.py)."""
+    lines = [
+        "## Drafter RoPE and FP8 cache writes",
+        "",
+        f"Device: {d['device']}; copy measured in the same run: {d['copy_gb_s'] / 1000:.2f} TB/s (2 GiB). Bytes: "
+        "rope_qwen3 reads and writes q and k (plus positions); reshape_cache_fp8 reads bf16 key/value rows and "
+        "writes FP8 ones. Cold data. '% of same-size copy' divides by a copy of the kernel's own byte count.",
+        "",
+        "| kernel | tokens x heads x dim | MB moved | us | GB/s | % of copy | % of same-size copy |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in d["rows"]:
+        lines.append(f"| {r['kernel']} | {r['shape']} | {r['bytes'] / 1e6:.1f} | {1000 * r['ms']:.1f} | "
+                     f"{r['gb_s']:.0f} | {100 * r['fraction_of_copy']:.0f}% | "
+                     f"{100 * r['fraction_of_same_size_copy']:.0f}% |")
+    lines.append("")
+    return lines
+
+
 def launch_md(d: dict) -> list[str]:
     meta = d.get("meta", {})
     lines = [
@@ -287,6 +307,9 @@ def main() -> None:
         lines += memory_md(mem)
     if att:
         lines += attention_md(att)
+    rope = load("bench_rope_cache.json")
+    if rope:
+        lines += rope_cache_md(rope)
     if fp8 or dense:
         lines += linear_md(fp8, dense)
     if build:
