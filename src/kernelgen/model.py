@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from kernelgen.errors import SourceLoc
@@ -199,8 +200,9 @@ class Kernel:
         """Whether a plan needs device values: device names in expressions, or a cooperative launch."""
         return bool(self.device_names) or (self.launch is not None and self.launch.cooperative)
 
-    @property
+    @functools.cached_property
     def device_names(self) -> frozenset[str]:
+        """The device names its grid and clauses read (computed once: the case search asks often)."""
         nodes = [*self.grid, *(c.expr for c in self.skip_if + self.requires + self.applies_if)]
         return frozenset(n for node in nodes for n in node.names() if n.startswith(("device.", "kernel.")))
 
