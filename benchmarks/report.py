@@ -99,6 +99,31 @@ def rope_cache_md(d: dict) -> list[str]:
     return lines
 
 
+def dflash2_md(d: dict) -> list[str]:
+    """dflash2_conv2, dflash2_topk16 and dflash2_selector_walk (bench_dflash2.py)."""
+    tk, wk = d["topk16"], d["selector_walk"]
+    lines = [
+        "## DFlash2 ops",
+        "",
+        f"Device: {d['device']}; copy measured in the same run: {d['copy_gb_s'] / 1000:.2f} TB/s. Device time per "
+        "launch: the median CUDA-event time of single launches, each queued behind a GPU sleep so that the host's "
+        "launch cost stays out, over inputs rotated so that they come cold from memory (topk16: its counter's "
+        "zeroing included).",
+        "",
+        "| dflash2_conv2 rows x hidden | MB moved | us | GB/s | % of copy |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in d["conv2"]:
+        lines.append(f"| {r['rows']} x {r['hidden']} | {r['bytes'] / 1e6:.1f} | {r['us']:.1f} | {r['gb_s']:.0f} | "
+                     f"{100 * r['fraction_of_copy']:.0f}% |")
+    lines += ["", "| op | shape | us per launch | torch |", "| --- | --- | --- | --- |",
+              f"| dflash2_topk16 | {tk['rows']} x {tk['vocab']} | {tk['us']:.1f} | "
+              f"torch.topk {tk['torch_topk_us']:.1f} |",
+              f"| dflash2_selector_walk | batch {wk['batch']}, {wk['slots']} slots, rank {wk['rank']} | "
+              f"{wk['us']:.1f} | - |", ""]
+    return lines
+
+
 def launch_md(d: dict) -> list[str]:
     meta = d.get("meta", {})
     lines = [
@@ -310,6 +335,9 @@ def main() -> None:
     rope = load("bench_rope_cache.json")
     if rope:
         lines += rope_cache_md(rope)
+    dflash2 = load("bench_dflash2.json")
+    if dflash2:
+        lines += dflash2_md(dflash2)
     if fp8 or dense:
         lines += linear_md(fp8, dense)
     if build:

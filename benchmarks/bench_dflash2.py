@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""DFlash2 kernels (specs/dflash2.yaml) at the drafter's shapes.
+
+- dflash2_conv2, hidden 4096, rows 16, 256, 4096: the bytes it must move (x and delta read,
+  out written; base is small) over the median CUDA-event time, as GB/s and as a fraction of
+  the device-to-device copy bandwidth measured in the same run (2 GiB, read + write). Inputs
+  rotate over several sets so L2 does not serve them (cold data).
+- dflash2_topk16 at 16 x 151936 f32: microseconds per launch (the zeroing of the counter
+  included), beside torch.topk on the same logits.
+- dflash2_selector_walk at B = 1, S = 16, rank 256, vocab 151936: microseconds per launch.
+Device times are taken with the GPU kept busy while the launch is queued (torch.cuda._sleep),
+so the host's call cost stays out; the per-call time of a plain Python call loop (host cost
+included) is reported beside them.
+
+Usage: python3 benchmarks/bench_dflash2.py --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from cuda_timing import launched, median_ms
+from kernelgen_ops import dflash2
+
+DEV = "cuda"
+BF16, F32, I32 = torch.bfloat16, torch.float32, torch.int32
+ROTATE = 4
+SLEEP = 200_000  # cycles of GPU work queued before each timed launch (~0.1 ms)
+TOP = 16
+
+
+def copy_bandwidth(nbytes):
+    n = nbytes // 2
+    pairs = [
+        (torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
+        for _ in range(ROTATE)
+    ]
+    ms = median_ms(lambda s, d: d.copy_(s), pairs)
+    del pairs
+    return 2 * n / ms / 1e6  # GB/s
+
+
+def host_us_per_call(fn, calls=1000):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def bench_conv2(copy_gbs):
+    res = []
+    H = 4096
+    for R in (16, 256, 4096):
+        base = torch.randn(2, H, device=DEV).to(BF16)
+        sets = [
+            (
+                torch.randn(R, H, device=DEV).to(BF16),
+                torch.randn(R, 2, H // 16, device=DEV).to(BF16),
+                torch.empty(R, H, device=DEV, dtype=BF16),
+            )
+            for _ in range(ROTATE)
+        ]
+        nbytes = 2 * R * H * 2 + R * 2 * (H // 16) * 2
+        ms = median_ms(lambda x, d, o: launched(dflash2.dflash2_conv2(x, base, d, o, R, H)), sets, sleep_cycles=SLEEP)
+        gbs = nbytes / ms / 1e6
+        res.append(
+            {"rows": R, "hidden": H, "bytes": nbytes, "us": ms * 1e3, "gb_s": gbs, "fraction_of_copy": gbs / copy_gbs}
+        )
+    return res
+
+
+def bench_topk(rows=16, vocab=151936):
+    sets = []
+    for _ in range(ROTATE):
+        sets.append((torch.randn(rows, vocab, device=DEV) * 4.0,))
+    ids = torch.empty(rows, TOP, device=DEV, dtype=I32)
+    scores = torch.empty(rows, TOP, device=DEV, dtype=F32)
+    work = torch.empty(rows * 32 * TOP, device=DEV, dtype=torch.int64)
+    counter = torch.empty(rows, device=DEV, dtype=I32)
+
+    def kern(lg):
+        launched(dflash2.dflash2_topk16(lg, ids, scores, work, counter, rows, vocab, 1.0, 30.0))
+
+    ms = median_ms(kern, sets, sleep_cycles=SLEEP)
+    tms = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), sets, sleep_cycles=SLEEP)
+    lg = sets[0][0]
+    return {
+        "rows": rows,
+        "vocab": vocab,
+        "us": ms * 1e3,
+        "torch_topk_us": tms * 1e3,
+        "host_loop_us": host_us_per_call(lambda: kern(lg)),
+        "torch_topk_host_loop_us": host_us_per_call(lambda: torch.topk(lg, TOP, dim=-1)),
+    }
+
+
+def bench_walk(batch=1, slots=16, rank=256, vocab=151936):
+    p = (torch.randn(vocab, rank, device=DEV) * 0.25).to(BF16)
+    q = (torch.randn(vocab, rank, device=DEV) * 0.25).to(BF16)
+    out = torch.empty(batch, slots, device=DEV, dtype=I32)
+    sets = []
+    for _ in range(ROTATE):
+        cand = torch.randint(0, vocab, (batch, slots, TOP), device=DEV, dtype=I32)
+        u = torch.randn(batch, slots, TOP, device=DEV)
+        h = torch.randn(batch, slots, rank, device=DEV).to(BF16)
+        anchor = torch.randint(0, vocab, (batch,), device=DEV, dtype=I32)
+        sets.append((cand, u, h, anchor))
+
+    def kern(cand, u, h, anchor):
+        launched(dflash2.dflash2_selector_walk(cand, u, h, p, q, anchor, out, batch, slots, rank, vocab))
+
+    ms = median_ms(kern, sets, sleep_cycles=SLEEP)
+    return {
+        "batch": batch,
+        "slots": slots,
+        "rank": rank,
+        "vocab": vocab,
+        "us": ms * 1e3,
+        "host_loop_us": host_us_per_call(lambda: kern(*sets[0])),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    copy_gbs = copy_bandwidth(2 << 30)
+    conv = bench_conv2(copy_gbs)
+    topk = bench_topk()
+    walk = bench_walk()
+    result = {
+        "device": torch.cuda.get_device_name(),
+        "copy_gb_s": copy_gbs,
+        "conv2": conv,
+        "topk16": topk,
+        "selector_walk": walk,
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"device-to-device copy: {copy_gbs:.0f} GB/s (read + write)")
+    for r in conv:
+        print(
+            f"dflash2_conv2 {r['rows']:5d} x {r['hidden']}: {r['us']:8.2f} us {r['gb_s']:8.0f} GB/s "
+            f"{100 * r['fraction_of_copy']:5.1f}% of copy"
+        )
+    print(
+        f"dflash2_topk16 {topk['rows']} x {topk['vocab']}: {topk['us']:.2f} us/launch "
+        f"(torch.topk {topk['torch_topk_us']:.2f} us); host loop {topk['host_loop_us']:.2f} us/call "
+        f"(torch.topk {topk['torch_topk_host_loop_us']:.2f})"
+    )
+    print(
+        f"dflash2_selector_walk B={walk['batch']} S={walk['slots']} r={walk['rank']} vocab={walk['vocab']}: "
+        f"{walk['us']:.2f} us/launch; host loop {walk['host_loop_us']:.2f} us/call"
+    )
+
+
+if __name__ == "__main__":
+    main()
