@@ -208,3 +208,19 @@ def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Pa
         _explain_failure(lines, tmp_path)
     lines = [f'{cu}(7): error: something else entirely']
     assert "kernelgen: specs/act.yaml" not in _explain_failure(lines, tmp_path)
+
+
+def test_half_precision_and_bool_fields_have_their_c_and_rust_layouts(tmp_path: Path) -> None:
+    """f16/bf16 fields are their 16-bit patterns in the C ABI and Rust (the binding rounds Python
+    numbers once to them), bool fields one byte; offsets follow natural alignment."""
+    spec = SPEC.replace("      bias: f32[2]", "      bias: f32[2]\n      h: f16\n      b: bf16[3]\n      flag: bool")
+    cat = load_catalog(project(tmp_path, spec))
+    st = next(s for s in cat.modules[0].structs if s.name == "params")
+    assert [(f.name, f.offset) for f in st.fields] == [("n", 0), ("offset", 8), ("bias", 16), ("h", 24), ("b", 26),
+                                                       ("flag", 32)]
+    assert (st.size, st.align) == (40, 8)
+    files = render_catalog(cat)
+    c_h = files["generated/hopper/include/kernelgen/demo_c.h"]
+    assert "  uint16_t h;\n  uint16_t b[3];\n  bool flag;\n} kg_demo__params__t;" in c_h
+    lib = files["generated/hopper/rust/src/demo.rs"]
+    assert "pub h: u16," in lib and "pub b: [u16; 3]," in lib and "pub flag: bool," in lib
