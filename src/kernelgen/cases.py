@@ -9,7 +9,7 @@ import functools
 import random
 from collections.abc import Iterable, Iterator
 
-from kernelgen import expr, plan
+from kernelgen import expr, plan, pyexpr
 from kernelgen.errors import ExprError, SpecError
 from kernelgen.model import Catalog, Clause, Kernel, Module, Target
 from kernelgen.plan import NL_NO_VARIANT, code
@@ -96,11 +96,14 @@ def _evaluators(k: Kernel) -> tuple:
         return hit[1]
 
     def evaluator(n: expr.Node):
-        return lambda st, e: expr.evaluate(n, e, st)
+        fn = expr.compiled(n)
+        return lambda st, e: fn(e, st)
+
+    grid, block, smem = [expr.compiled(n) for n in k.grid], [expr.compiled(n) for n in k.block], \
+        expr.compiled(k.shared_mem)
 
     def geometry(st, e):
-        return (tuple(expr.evaluate(n, e, st) for n in k.grid), tuple(expr.evaluate(n, e, st) for n in k.block),
-                expr.evaluate(k.shared_mem, e, st))
+        return tuple(f(e, st) for f in grid), tuple(f(e, st) for f in block), smem(e, st)
 
     parts = (
         [(st.code, st.decides_when, evaluator(c.expr)) for st, c in plan.steps(k)],
@@ -213,10 +216,11 @@ def _search_cases(module: Module, k: Kernel, target: Target):
 
 
 def _passes(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool:
-    try:
-        return bool(expr.evaluate(o[1].expr, full)) != o[0].decides_when
-    except ExprError:
-        return True
+    """Whether clause ``o`` lets the plan go on for ``full``: it does not decide, or it cannot be
+    evaluated there (an evaluation error decides in the plan, not here)."""
+    st = pyexpr.Status()
+    value = expr.compiled(o[1].expr)(full, st)
+    return True if st.code else bool(value) != o[0].decides_when
 
 
 def _fails_alone(
@@ -237,13 +241,11 @@ def _fails_alone(
     if k.device_names:  # kernel.blocks_per_sm reads the block and shared memory: every clause may change
         full |= k_device_env(module, k, target, env)
         changed = None
-    if want is not None and _passes(want, full):
-        try:
-            expr.evaluate(want[1].expr, full)
-        except ExprError:
-            pass  # an evaluation error decides too: the plan below tells
-        else:
-            return False
+    if want is not None:
+        st = pyexpr.Status()
+        value = expr.compiled(want[1].expr)(full, st)
+        if not st.code and bool(value) != want[0].decides_when:
+            return False  # it does not decide (an evaluation error would: the plan below tells)
     others = clauses if changed is None or by_name is None else by_name.get(changed, [])
     if not all(_passes(o, full) for o in others if o is not want):
         return False

@@ -311,12 +311,78 @@ def evaluate(node: Node, env: Mapping[str, int], st: pyexpr.Status | None = None
     With ``st`` given, failures are recorded there (and evaluation goes on, as in C++);
     without it, an :class:`ExprError` is raised at the end when anything failed.
     """
+    fn = compiled(node)
     if st is None:
         own = pyexpr.Status()
-        value = _eval(node, env, own)
+        value = fn(env, own)
         own.check()
         return value
-    return _eval(node, env, st)
+    return fn(env, st)
+
+
+Evaluator = Callable[[Mapping[str, int], pyexpr.Status], "int | bool"]
+
+
+def compiled(node: Node) -> Evaluator:
+    """``node``'s evaluator fn(env, status), with evaluate's semantics (errors go to status)."""
+    fn = node.__dict__.get("_kg_fn")
+    return fn if fn is not None else _compile(node)
+
+
+def _compile(node: Node) -> Evaluator:
+    """``node`` as nested closures with _eval's semantics (the same helpers, the same
+    short-circuits), kept on the node: the test-case search and the generated tests' expected
+    plans evaluate each expression many thousands of times."""
+    fn: Evaluator
+    if isinstance(node, Lit):
+        value = node.value
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return value
+    elif isinstance(node, Name):
+        name = node.name
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return env[name]
+    elif isinstance(node, Neg):
+        operand, neg = _compile(node.operand), pyexpr.neg
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return neg(st, operand(env, st))
+    elif isinstance(node, Bin):
+        arith: Callable[..., int] = getattr(pyexpr, ARITH[node.op])
+        left, right = _compile(node.left), _compile(node.right)
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return arith(st, left(env, st), right(env, st))
+    elif isinstance(node, Cmp):
+        cmp, left, right = _CMP[node.op], _compile(node.left), _compile(node.right)
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return cmp(left(env, st), right(env, st))
+    elif isinstance(node, Logic):
+        operands = tuple(_compile(o) for o in node.operands)
+        if node.op == "and":
+            def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+                return all(o(env, st) for o in operands)
+        else:
+            def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+                return any(o(env, st) for o in operands)
+    elif isinstance(node, Not):
+        operand = _compile(node.operand)
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return not operand(env, st)
+    elif isinstance(node, Call):
+        helper = getattr(pyexpr, _FUNC_HELPER[node.func])
+        args = tuple(_compile(a) for a in node.args)
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return helper(st, *(a(env, st) for a in args))
+    else:
+        raise TypeError(f"unknown node {node!r}")
+    object.__setattr__(node, "_kg_fn", fn)  # frozen dataclass: a cache beside the fields
+    return fn
 
 
 _CMP: dict[str, Callable[[int, int], bool]] = {

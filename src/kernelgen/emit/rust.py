@@ -9,6 +9,8 @@ same lowered specs as the Python contract tests (:func:`kernelgen.cases.expected
 
 from __future__ import annotations
 
+import re
+
 from kernelgen import __version__, expr, names, types
 from kernelgen.cases import expected_plan
 from kernelgen.emit.base import render
@@ -99,8 +101,13 @@ def rust_ident(name: str) -> str:
     return name
 
 
+_PLAIN = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but '"' and '\\': the literal is the text itself
+
+
 def rust_string(s: str) -> str:
     """A Rust string literal holding ``s`` exactly."""
+    if _PLAIN.fullmatch(s):
+        return f'"{s}"'
     out = ['"']
     for ch in s:
         if ch in '"\\':
@@ -295,21 +302,41 @@ def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str |
     return None
 
 
-def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None) -> str:
-    out = []
+_CALL_PARTS: dict[int, tuple[tuple[CArg, ...], list[tuple[str, str | None, bool, str]]]] = {}
+
+
+def _call_parts(args: tuple[CArg, ...]) -> list[tuple[str, str | None, bool, str]]:
+    """Per argument: (its text when fixed or "" for an integer, the integer's name, whether it is a
+    bool, its text when passed as a null pointer). Made once per argument list."""
+    hit = _CALL_PARTS.get(id(args))
+    if hit is not None and hit[0] is args:
+        return hit[1]
+    parts = []
     for i, a in enumerate(args):
         if a.is_pointer:
             writable = not _arg_types(a)[2]
-            if a.name == null:
-                out.append("DevicePtrMut::null()" if writable else "DevicePtr::null()")
-            else:
-                out.append(f"ptr_mut({i})" if writable else f"ptr({i})")
+            parts.append((f"ptr_mut({i})" if writable else f"ptr({i})", None, False,
+                          "DevicePtrMut::null()" if writable else "DevicePtr::null()"))
         elif a.is_int:
-            out.append(_int_lit(a, env[a.name]))
+            parts.append(("", a.name, a.scalar is not None and a.scalar.kind == ScalarKind.BOOL, ""))
         elif a.struct is not None:
-            out.append("Default::default()")
+            parts.append(("Default::default()", None, False, ""))
         else:
-            out.append(_float_lit(a))
+            parts.append((_float_lit(a), None, False, ""))
+    _CALL_PARTS[id(args)] = (args, parts)
+    return parts
+
+
+def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None) -> str:
+    out = []
+    for a, (text, name, is_bool, null_text) in zip(args, _call_parts(args)):
+        if name is not None:
+            v = env[name]
+            out.append(("true" if v else "false") if is_bool else str(v))
+        elif null is not None and a.name == null:
+            out.append(null_text)
+        else:
+            out.append(text)
     return ", ".join(out)
 
 
@@ -336,11 +363,13 @@ class _KernelTests:
         self.present = lk.present
         self.target_lit = rust_string(target.name)
         self.plans = []
+        ints = [(a.name, a.scalar is not None and a.scalar.kind == ScalarKind.BOOL) for a in lk.int_args]
         for case in lk.cases:
             env = dict(case)
             c, fields = _expect(mod, k, target, env)
             label = ", ".join(f"{n}={v}" for n, v in case)
-            self.plans.append((", ".join(_int_lit(a, env[a.name]) for a in lk.int_args), fields, rust_string(label)))
+            plan_args = ", ".join(("true" if env[n] else "false") if b else str(env[n]) for n, b in ints)
+            self.plans.append((plan_args, fields, rust_string(label)))
         first = dict(lk.cases[0])
         self.first_plan_args = ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args)
         self.first_launch_args = _call_args(lk.args, first)
