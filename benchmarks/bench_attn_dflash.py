@@ -54,8 +54,9 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
         if fp8:
             kc = torch.empty(nb, bs, hkv, d, dtype=torch.uint8, device=DEV)
             vc = torch.empty_like(kc)
-            kc[perm] = (K / 0.01).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
-            vc[perm] = (V / 0.01).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
+            # clamped to the E4M3 range: a larger value would become NaN
+            kc[perm] = (K / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
+            vc[perm] = (V / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
             kc, vc = kc.view(torch.float8_e4m3fn), vc.view(torch.float8_e4m3fn)
         else:
             kc = torch.empty(nb, bs, hkv, d, dtype=torch.bfloat16, device=DEV)

@@ -79,6 +79,28 @@ def memory_md(d: dict) -> list[str]:
     return lines
 
 
+def attn_dflash_md(d: dict) -> list[str]:
+    """The drafter's paged attention (bench_attn_dflash.py): chain, split and unsplit members."""
+    lines = [
+        "## Drafter attention (16 query rows, hq 32, hkv 8, head_dim 128, paged, block 16)",
+        "",
+        f"Device: {d['device']}; copy measured in the same run: {d['copy_gb_s'] / 1000:.2f} TB/s. GB/s on the KV "
+        "bytes read, caches rotated beyond the L2. torch: `scaled_dot_product_attention` on the same data made "
+        "contiguous.",
+        "",
+        "| cache | kv_len | chain us (member) | GB/s | % of copy | unsplit us | torch us | chain vs torch |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in d["results"]:
+        ms, member = r["ms"], r["chain_member"].rsplit("_", 1)[-1]
+        lines.append(f"| {r['dtype']} | {r['kv_len']} | {1000 * ms['chain']:.1f} ({member}) | "
+                     f"{r['gb_s']['chain']:.0f} | {100 * r['fraction_of_copy']['chain']:.0f}% | "
+                     f"{1000 * ms['unsplit']:.1f} | {1000 * ms['torch_sdpa']:.1f} | "
+                     f"{r['speedup_chain_vs_sdpa']:.2f}x |")
+    lines.append("")
+    return lines
+
+
 def rope_cache_md(d: dict) -> list[str]:
     """rope_qwen3 and reshape_cache_fp8 (bench_rope_cache.py)."""
     lines = [
@@ -332,6 +354,9 @@ def main() -> None:
         lines += memory_md(mem)
     if att:
         lines += attention_md(att)
+    dflash_attn = load("bench_attn_dflash.json")
+    if dflash_attn:
+        lines += attn_dflash_md(dflash_attn)
     rope = load("bench_rope_cache.json")
     if rope:
         lines += rope_cache_md(rope)

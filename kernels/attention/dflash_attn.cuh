@@ -213,23 +213,37 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // and tid % 8 + 8 of 16; fp8: chunk tid % 8 of 8.
     const int lrow = tid >> 3, lchunk = tid & 7;
     const int64_t kv_stride = static_cast<int64_t>(p.hkv) * D;
-    int nblk[2];  // block-table entries of the next tile to issue
-    auto table_entry = [&](int t, int i) -> int {
+    // Next tile to issue, rows lrow and lrow + 16: block-table entry and offset in the block
+    // (of the key clamped to kv_len - 1, the same as the key's own whenever it is loaded).
+    int nblk[2], nrem[2];
+    auto table_entry = [&](int t, int i, int& rem) -> int {
         const int key = min(t * TILE + lrow + 16 * i, p.kv_len - 1);
-        return __ldg(p.block_table + key / p.block_size);
+        const int b = key / p.block_size;
+        rem = key - b * p.block_size;
+        return __ldg(p.block_table + b);
     };
     auto lookup = [&](int t) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) nblk[i] = table_entry(t, i);
+        for (int i = 0; i < 2; ++i) nblk[i] = table_entry(t, i, nrem[i]);
     };
     // Prologue: the block-table entries of the first STAGES + 1 tiles, all loads in flight
-    // together (issue() consumes them from pre[]).
-    int pre[STAGES + 1][2];
+    // together (issue() consumes them through use_pre()).
+    int pre[STAGES + 1][2], pre_rem[STAGES + 1][2];
     auto lookup_prologue = [&]() {
 #pragma unroll
         for (int k = 0; k <= STAGES; ++k) {
 #pragma unroll
-            for (int i = 0; i < 2; ++i) pre[k][i] = t_begin + k <= t_end ? table_entry(t_begin + k, i) : 0;
+            for (int i = 0; i < 2; ++i) {
+                pre_rem[k][i] = 0;
+                pre[k][i] = t_begin + k <= t_end ? table_entry(t_begin + k, i, pre_rem[k][i]) : 0;
+            }
+        }
+    };
+    auto use_pre = [&](int k) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            nblk[i] = pre[k][i];
+            nrem[i] = pre_rem[k][i];
         }
     };
     auto issue = [&](int t, int slot) {
@@ -242,8 +256,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             const bool ok = key < p.kv_len;
             int64_t off = 0;
             if (ok) {
-                const int rem = key % p.block_size;
-                const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + rem;
+                const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + nrem[i];
                 off = slot_row * kv_stride + static_cast<int64_t>(kvh) * D;
             }
             if (FP8) {
@@ -422,14 +435,12 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
             for (int i = 0; i < STAGES - 1; ++i) {
                 if (t_begin + i <= t_end) {
-                    nblk[0] = pre[i][0];
-                    nblk[1] = pre[i][1];
+                    use_pre(i);
                     issue(t_begin + i, i);
                 }
                 commit();
             }
-            nblk[0] = pre[STAGES - 1][0];
-            nblk[1] = pre[STAGES - 1][1];
+            use_pre(STAGES - 1);
             for (int t = t_begin; t <= t_end; ++t) {
                 const int k = t - t_begin;
                 wait_groups<STAGES - 2>();
@@ -450,14 +461,12 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
             for (int i = 0; i < STAGES; ++i) {
                 if (t_begin + i <= t_end) {
-                    nblk[0] = pre[i][0];
-                    nblk[1] = pre[i][1];
+                    use_pre(i);
                     issue(t_begin + i, i);
                 }
                 commit();
             }
-            nblk[0] = pre[STAGES][0];
-            nblk[1] = pre[STAGES][1];
+            use_pre(STAGES);
             wait_groups<STAGES - 1>();
             __syncthreads();
             // Conversion: thread converts row lane, d range [warp * 32, warp * 32 + 32).
