@@ -355,6 +355,11 @@ def _compile(node: Node) -> Evaluator:
 
         def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
             return arith(st, left(env, st), right(env, st))
+    elif isinstance(node, Cmp) and isinstance(node.left, Name) and isinstance(node.right, Lit):
+        cmp, name, value = _CMP[node.op], node.left.name, node.right.value  # the common `n <= 4096`
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return cmp(env[name], value)
     elif isinstance(node, Cmp):
         cmp, left, right = _CMP[node.op], _compile(node.left), _compile(node.right)
 
