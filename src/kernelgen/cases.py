@@ -215,12 +215,17 @@ def _search_cases(module: Module, k: Kernel, target: Target):
     return tuple(flips), tuple(unique)
 
 
-def _passes(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool:
-    """Whether clause ``o`` lets the plan go on for ``full``: it does not decide, or it cannot be
-    evaluated there (an evaluation error decides in the plan, not here)."""
+def _decides(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool | None:
+    """Whether clause ``o`` decides the plan's outcome for ``full``; None when it cannot be
+    evaluated there (then the plan's own evaluation error decides)."""
     st = pyexpr.Status()
     value = expr.compiled(o[1].expr)(full, st)
-    return True if st.code else bool(value) != o[0].decides_when
+    return None if st.code else bool(value) == o[0].decides_when
+
+
+def _passes(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool:
+    """Whether clause ``o`` lets the plan go on for ``full`` as far as the search can tell."""
+    return _decides(o, full) is not True
 
 
 def _fails_alone(
@@ -241,11 +246,8 @@ def _fails_alone(
     if k.device_names:  # kernel.blocks_per_sm reads the block and shared memory: every clause may change
         full |= k_device_env(module, k, target, env)
         changed = None
-    if want is not None:
-        st = pyexpr.Status()
-        value = expr.compiled(want[1].expr)(full, st)
-        if not st.code and bool(value) != want[0].decides_when:
-            return False  # it does not decide (an evaluation error would: the plan below tells)
+    if want is not None and _decides(want, full) is False:
+        return False  # (an evaluation error may decide: the plan below tells)
     others = clauses if changed is None or by_name is None else by_name.get(changed, [])
     if not all(_passes(o, full) for o in others if o is not want):
         return False

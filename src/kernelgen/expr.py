@@ -330,8 +330,8 @@ def compiled(node: Node) -> Evaluator:
 
 
 def _compile(node: Node) -> Evaluator:
-    """``node`` as nested closures with _eval's semantics (the same helpers, the same
-    short-circuits), kept on the node: the test-case search and the generated tests' expected
+    """``node`` as nested closures over the checked helpers of pyexpr (``and``/``or``
+    short-circuit), kept on the node: the test-case search and the generated tests' expected
     plans evaluate each expression many thousands of times."""
     fn: Evaluator
     if isinstance(node, Lit):
@@ -393,30 +393,6 @@ def _compile(node: Node) -> Evaluator:
 _CMP: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
-
-
-def _eval(node: Node, env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
-    if isinstance(node, Lit):
-        return node.value
-    if isinstance(node, Name):
-        return env[node.name]
-    if isinstance(node, Neg):
-        return pyexpr.neg(st, _eval(node.operand, env, st))
-    if isinstance(node, Bin):
-        fn: Callable[..., int] = getattr(pyexpr, ARITH[node.op])
-        return fn(st, _eval(node.left, env, st), _eval(node.right, env, st))
-    if isinstance(node, Cmp):
-        return _CMP[node.op](_eval(node.left, env, st), _eval(node.right, env, st))
-    if isinstance(node, Logic):
-        if node.op == "and":
-            return all(_eval(o, env, st) for o in node.operands)
-        return any(_eval(o, env, st) for o in node.operands)
-    if isinstance(node, Not):
-        return not _eval(node.operand, env, st)
-    if isinstance(node, Call):
-        fn2 = getattr(pyexpr, _FUNC_HELPER[node.func])
-        return fn2(st, *(_eval(a, env, st) for a in node.args))
-    raise TypeError(f"unknown node {node!r}")
 
 
 # ---------------------------------------------------------------- emission

@@ -65,11 +65,17 @@ def _arg_types(a: CArg) -> tuple[ScalarType | None, ElemType | None, bool]:
     return a.scalar, a.elem, a.reads_only
 
 
+def _is_bool(a: CArg) -> bool:
+    return a.scalar is not None and a.scalar.kind == ScalarKind.BOOL
+
+
+def _lit(v: int, is_bool: bool) -> str:
+    return ("true" if v else "false") if is_bool else str(v)
+
+
 def _int_lit(a: CArg, v: int) -> str:
     """A Rust literal of integer argument ``a`` (bool as true/false)."""
-    if a.scalar is not None and a.scalar.kind == ScalarKind.BOOL:
-        return "true" if v else "false"
-    return str(v)
+    return _lit(v, _is_bool(a))
 
 
 def _float_lit(a: CArg) -> str:
@@ -318,7 +324,7 @@ def _call_parts(args: tuple[CArg, ...]) -> list[tuple[str, str | None, bool, str
             parts.append((f"ptr_mut({i})" if writable else f"ptr({i})", None, False,
                           "DevicePtrMut::null()" if writable else "DevicePtr::null()"))
         elif a.is_int:
-            parts.append(("", a.name, a.scalar is not None and a.scalar.kind == ScalarKind.BOOL, ""))
+            parts.append(("", a.name, _is_bool(a), ""))
         elif a.struct is not None:
             parts.append(("Default::default()", None, False, ""))
         else:
@@ -331,8 +337,7 @@ def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = N
     out = []
     for a, (text, name, is_bool, null_text) in zip(args, _call_parts(args)):
         if name is not None:
-            v = env[name]
-            out.append(("true" if v else "false") if is_bool else str(v))
+            out.append(_lit(env[name], is_bool))
         elif null is not None and a.name == null:
             out.append(null_text)
         else:
@@ -363,12 +368,12 @@ class _KernelTests:
         self.present = lk.present
         self.target_lit = rust_string(target.name)
         self.plans = []
-        ints = [(a.name, a.scalar is not None and a.scalar.kind == ScalarKind.BOOL) for a in lk.int_args]
+        ints = [(a.name, _is_bool(a)) for a in lk.int_args]
         for case in lk.cases:
             env = dict(case)
             c, fields = _expect(mod, k, target, env)
             label = ", ".join(f"{n}={v}" for n, v in case)
-            plan_args = ", ".join(("true" if env[n] else "false") if b else str(env[n]) for n, b in ints)
+            plan_args = ", ".join(_lit(env[n], b) for n, b in ints)
             self.plans.append((plan_args, fields, rust_string(label)))
         first = dict(lk.cases[0])
         self.first_plan_args = ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args)
