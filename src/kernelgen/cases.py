@@ -53,12 +53,34 @@ def expected_plan(
     shared_mem), through :func:`kernelgen.plan.expect` with the spec's expressions as
     evaluators and the device names from the target's table. ``u64``: the kernel's
     u64_in_expressions, when the caller has them already; ``launch_checks``: False leaves out
-    the checks after the geometry (launch bounds, cluster, co-residency)."""
+    the checks after the geometry (launch bounds, cluster, co-residency).
+
+    Results are kept per kernel and target: the case search, the cluster check and the Rust
+    tests ask for the same argument sets."""
+    u64 = u64_in_expressions(k) if u64 is None else u64
+    key = (id(module), id(k), id(target), tuple(u64), launch_checks, frozenset(env.items()))
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
+        return hit[1]
+    out = _expected_plan(module, k, target, env, u64, launch_checks)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = ((module, k, target), out)
+    return out
+
+
+_PLANS: dict[tuple, tuple[tuple[Module, Kernel, Target], tuple[int, tuple, tuple, int]]] = {}
+_PLANS_MAX = 1 << 18
+
+
+def _expected_plan(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], u64: Iterable[str], launch_checks: bool,
+) -> tuple[int, tuple, tuple, int]:
     clauses, variant, geometry = _evaluators(k)
     return plan.expect(
         clauses,
         dict(env) | dict(module.constants),
-        u64=u64_in_expressions(k) if u64 is None else u64,
+        u64=u64,
         variant=variant,
         geometry=geometry,
         limits=target_limits(target),
@@ -171,13 +193,27 @@ def _search_cases(module: Module, k: Kernel, target: Target):
             names = sorted(n for n in o[1].expr.names() - {c for c, _ in module.constants} if "." not in n)
         found = None
 
-        def envs(names: list[str] = names) -> Iterator[tuple[dict[str, int], str | None]]:
+        def envs(names: list[str] = names, o=o) -> Iterator[tuple[dict[str, int], str | None]]:
             # made lazily: the search usually stops at one of the first
             for e in k.examples:
                 yield dict(e), None
+            # Most candidates leave the wanted clause undecided: that is checked on one
+            # reused dict first, and only the others are copied and checked in full.
+            prefilter = o is not None and not k.device_names
+            bound = expr.name_bound(o[1].expr) if prefilter else None  # type: ignore[index]
+            full = base | constants
             for name in names:
                 lo, hi = ranges[name]
                 for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
+                    if bound is not None and bound[0] == name:
+                        if bound[1](cand) != o[0].decides_when:  # type: ignore[index]
+                            continue
+                    elif prefilter:
+                        full[name] = cand
+                        decided = _decides(o, full)  # type: ignore[arg-type]
+                        full[name] = base[name]
+                        if decided is False:
+                            continue
                     yield base | {name: cand}, name if base_passes else None
 
         for env, changed in envs():
@@ -207,11 +243,9 @@ def _search_cases(module: Module, k: Kernel, target: Target):
             pool = [*_candidates(env[name], lo, hi), rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
             env[name] = rng.choice(pool)
         cases.append(env)
-    unique = []
+    unique: dict[tuple[tuple[str, int], ...], None] = {}  # first-seen order
     for c in cases:
-        t = tuple(sorted(c.items()))
-        if t not in unique:
-            unique.append(t)
+        unique.setdefault(tuple(sorted(c.items())))
     return tuple(flips), tuple(unique)
 
 

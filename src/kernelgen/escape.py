@@ -8,6 +8,9 @@ def comment_text(s: str) -> str:
 
     Printable ASCII only; no backslashes (a trailing one would splice the next line into
     a // comment); no comment delimiters that could end a /* */ block or open another."""
+    s = s.replace("\n", " ")
+    if s.isascii() and s.isprintable() and "\\" not in s:  # the common case, unchanged but for */ and /*
+        return s.replace("*/", "* /").replace("/*", "/ *")
     out = []
     for ch in s.replace("\n", " "):
         if ch == "\\":
@@ -21,6 +24,8 @@ def comment_text(s: str) -> str:
 
 def c_string(s: str) -> str:
     """A C/C++ string literal holding ``s`` exactly (UTF-8, octal-escaped)."""
+    if s.isascii() and s.isprintable() and not any(c in s for c in '"\\?'):
+        return f'"{s}"'  # nothing to escape
     out = ['"']
     for b in s.encode("utf-8"):
         ch = chr(b)

@@ -41,7 +41,11 @@ class Node:
     def children(self) -> tuple[Node, ...]:
         return ()
 
-    def names(self) -> set[str]:
+    def names(self) -> frozenset[str]:
+        """Every name the expression reads (computed once per node: nodes are immutable)."""
+        hit = self.__dict__.get("_kg_names")
+        if hit is not None:
+            return hit
         out: set[str] = set()
         stack: list[Node] = [self]
         while stack:
@@ -49,7 +53,9 @@ class Node:
             if isinstance(n, Name):
                 out.add(n.name)
             stack.extend(n.children())
-        return out
+        frozen = frozenset(out)
+        object.__setattr__(self, "_kg_names", frozen)
+        return frozen
 
 
 @dataclass(frozen=True)
@@ -179,7 +185,26 @@ def parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
 
     ``expect`` is the type the context needs (an integer for geometry, a boolean for a
     predicate). Raises :class:`ParseError` with a message fit for the user.
+
+    Trees are immutable and depend on ``names`` only through which names exist, so a text
+    parsed before is answered from a cache when all its names are in ``names`` (large specs
+    repeat the same clauses across many kernels).
     """
+    hit = _PARSED.get((text, expect)) if isinstance(text, str) else None
+    if hit is not None and all(n in names for n in hit.names()):
+        return hit
+    node = _parse(text, names, expect)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[(text, expect)] = node
+    return node
+
+
+_PARSED: dict[tuple[str, Ty], Node] = {}
+_PARSED_MAX = 1 << 16
+
+
+def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
     if not isinstance(text, str):
         raise ParseError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_EXPR_LEN:
@@ -393,6 +418,15 @@ def _compile(node: Node) -> Evaluator:
 _CMP: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
+
+
+def name_bound(node: Node) -> tuple[str, Callable[[int], bool]] | None:
+    """For ``name <op> literal`` (the commonest clause): the name and a test of its value
+    alone, which cannot fail; None for any other expression."""
+    if isinstance(node, Cmp) and isinstance(node.left, Name) and isinstance(node.right, Lit):
+        cmp, value = _CMP[node.op], node.right.value
+        return node.left.name, lambda v: cmp(v, value)
+    return None
 
 
 # ---------------------------------------------------------------- emission

@@ -20,6 +20,7 @@ from typing import TypeVar
 from kernelgen import expr, kernel_source, schema, symbols
 from kernelgen.cases import check_catalog
 from kernelgen.errors import SourceLoc, SpecError, did_you_mean, relpath
+from kernelgen.gcpause import collection_paused
 from kernelgen.macro_names import MACRO_NAMES
 from kernelgen.model import (
     DEVICE_NAMES,
@@ -395,6 +396,7 @@ def load_project(path: Path, root: Path) -> Naming:
 # ------------------------------------------------------------------ modules
 
 
+@collection_paused
 def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     """Load ``specs/targets.yaml`` and every module spec under the spec directory."""
     root = root.resolve()

@@ -25,6 +25,7 @@ from kernelgen import names
 from kernelgen.emit import c, cmake, cpp, pyi, python, rust, tests
 from kernelgen.emit.base import project_templates, stamp
 from kernelgen.errors import GenerationError, SpecError
+from kernelgen.gcpause import collection_paused
 from kernelgen.lower import lower_module
 from kernelgen.model import Catalog, Target
 
@@ -117,6 +118,7 @@ def _check_test_basenames(files: dict[str, str]) -> None:
         seen[base] = path
 
 
+@collection_paused
 def render_catalog(catalog: Catalog, targets: list[Target] | None = None, templates: Path | None = None
                    ) -> dict[str, str]:
     return Renderer(catalog, templates).render(targets)

@@ -308,41 +308,50 @@ def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str |
     return None
 
 
-_CALL_PARTS: dict[int, tuple[tuple[CArg, ...], list[tuple[str, str | None, bool, str]]]] = {}
+_CALL_FORMS: dict[int, tuple[tuple[CArg, ...], tuple[str, tuple[tuple[str, bool], ...], list[str]]]] = {}
 
 
-def _call_parts(args: tuple[CArg, ...]) -> list[tuple[str, str | None, bool, str]]:
-    """Per argument: (its text when fixed or "" for an integer, the integer's name, whether it is a
-    bool, its text when passed as a null pointer). Made once per argument list."""
-    hit = _CALL_PARTS.get(id(args))
+def _call_form(args: tuple[CArg, ...]) -> tuple[str, tuple[tuple[str, bool], ...], list[str]]:
+    """The call's text as a format string with a ``{}`` per integer argument, those arguments'
+    (name, is bool), and each argument's text when passed as a null pointer ("" where it
+    cannot be). Made once per argument list: the tests hold thousands of calls."""
+    hit = _CALL_FORMS.get(id(args))
     if hit is not None and hit[0] is args:
         return hit[1]
-    parts = []
+    texts, ints, nulls = [], [], []
     for i, a in enumerate(args):
+        null = ""
         if a.is_pointer:
             writable = not _arg_types(a)[2]
-            parts.append((f"ptr_mut({i})" if writable else f"ptr({i})", None, False,
-                          "DevicePtrMut::null()" if writable else "DevicePtr::null()"))
+            text = f"ptr_mut({i})" if writable else f"ptr({i})"
+            null = "DevicePtrMut::null()" if writable else "DevicePtr::null()"
         elif a.is_int:
-            parts.append(("", a.name, _is_bool(a), ""))
+            text = "{}"
+            ints.append((a.name, _is_bool(a)))
         elif a.struct is not None:
-            parts.append(("Default::default()", None, False, ""))
+            text = "Default::default()"
         else:
-            parts.append((_float_lit(a), None, False, ""))
-    _CALL_PARTS[id(args)] = (args, parts)
-    return parts
+            text = _float_lit(a)
+        texts.append(text)
+        nulls.append(null)
+    form = (", ".join(texts), tuple(ints), nulls)
+    _CALL_FORMS[id(args)] = (args, form)
+    return form
+
+
+def _int_values(ints: tuple[tuple[str, bool], ...], env: dict[str, int]) -> list[object]:
+    """The integer arguments' values for a format string (bools as true/false)."""
+    return [("true" if env[n] else "false") if b else env[n] for n, b in ints]
 
 
 def _call_args(args: tuple[CArg, ...], env: dict[str, int], null: str | None = None) -> str:
-    out = []
-    for a, (text, name, is_bool, null_text) in zip(args, _call_parts(args)):
-        if name is not None:
-            out.append(_lit(env[name], is_bool))
-        elif null is not None and a.name == null:
-            out.append(null_text)
-        else:
-            out.append(text)
-    return ", ".join(out)
+    """The Rust call arguments for ``env``; ``null``: the pointer passed as a null pointer."""
+    text, ints, nulls = _call_form(args)
+    if null is not None:
+        parts = text.split(", ")  # no fixed text holds a comma
+        parts = [nulls[i] if a.name == null and nulls[i] else parts[i] for i, a in enumerate(args)]
+        text = ", ".join(parts)
+    return text.format(*_int_values(ints, env))
 
 
 def _size_of(mod: Module, k: Kernel, name: str, env: dict[str, int]) -> int | None:
@@ -368,12 +377,21 @@ class _KernelTests:
         self.present = lk.present
         self.target_lit = rust_string(target.name)
         self.plans = []
-        ints = [(a.name, _is_bool(a)) for a in lk.int_args]
-        for case in lk.cases:
+        ints = tuple((a.name, _is_bool(a)) for a in lk.int_args)
+        plan_form = ", ".join("{}" for _ in ints)
+        base = lk.cases[0]
+        for i, case in enumerate(lk.cases):
             env = dict(case)
             c, fields = _expect(mod, k, target, env)
-            label = ", ".join(f"{n}={v}" for n, v in case)
-            plan_args = ", ".join(_lit(env[n], b) for n, b in ints)
+            # The call shows every value; the label names the case by what it changes.
+            if i == 0:
+                label = "the first example"
+            elif [n for n, _ in case] == [n for n, _ in base]:
+                changed = ", ".join(f"{n}={v}" for (n, v), (_, b) in zip(case, base) if v != b)
+                label = f"the first example with {changed}" if changed else "the first example"
+            else:
+                label = ", ".join(f"{n}={v}" for n, v in case)
+            plan_args = plan_form.format(*_int_values(ints, env))
             self.plans.append((plan_args, fields, rust_string(label)))
         first = dict(lk.cases[0])
         self.first_plan_args = ", ".join(_int_lit(a, first[a.name]) for a in lk.int_args)

@@ -78,8 +78,20 @@ class ContractKernel(View):
         return f"({self.ir.variant_on!r}, {[v.value for v in self.ir.variants]!r})"
 
     @property
+    def base_case_py(self) -> str:
+        """The first case (the first example): the others are written as changes to it."""
+        return repr(dict(self.ir.cases[0]))
+
+    def _from_base(self, case: tuple[tuple[str, int], ...]) -> str:
+        base = self.ir.cases[0]
+        if [n for n, _ in case] != [n for n, _ in base]:
+            return repr(dict(case))
+        changed = ", ".join(f"{n!r}: {v!r}" for (n, v), (_, b) in zip(case, base) if v != b)
+        return f"{{**BASE_{self.ir.name}, {changed}}}" if changed else f"dict(BASE_{self.ir.name})"
+
+    @property
     def cases_py(self) -> list[str]:
-        return [repr(dict(c)) for c in self.ir.cases]
+        return [self._from_base(c) for c in self.ir.cases]
 
     @property
     def flips_py(self) -> list[str]:
@@ -87,7 +99,7 @@ class ContractKernel(View):
         out = []
         for kind, i, args in self.ir.flips:
             clause = texts[kind][i] if kind in texts else ""
-            out.append(repr((kind, i, clause, dict(args))))
+            out.append(f"({kind!r}, {i!r}, {clause!r}, {self._from_base(args)})")
         return out
 
     @property
