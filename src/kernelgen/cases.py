@@ -9,7 +9,7 @@ import functools
 import random
 from collections.abc import Iterable, Iterator
 
-from kernelgen import expr, plan, pyexpr
+from kernelgen import expr, forked, plan, pyexpr
 from kernelgen.errors import ExprError, SpecError
 from kernelgen.model import Catalog, Clause, Kernel, Module, Target
 from kernelgen.plan import NL_NO_VARIANT, code
@@ -58,7 +58,8 @@ def expected_plan(
     Results are kept per kernel and target: the case search, the cluster check and the Rust
     tests ask for the same argument sets."""
     u64 = u64_in_expressions(k) if u64 is None else u64
-    key = (id(module), id(k), id(target), tuple(u64), launch_checks, frozenset(env.items()))
+    names = tuple(sorted(env))  # the values alone, in name order, keep the key small
+    key = (id(module), id(k), id(target), tuple(u64), launch_checks, names, tuple(env[n] for n in names))
     hit = _PLANS.get(key)
     if hit is not None and hit[0][0] is module and hit[0][1] is k and hit[0][2] is target:
         return hit[1]
@@ -315,20 +316,48 @@ def check_catalog(catalog: Catalog) -> None:
     decides the outcome alone), and, for a kernel with a ``cluster``, that every grid its
     examples and generated test cases launch is a whole number of clusters.
     """
-    for m in catalog.modules:
-        for k in m.kernels:
-            for t in catalog.targets:
-                flips, cases = search_cases(m, k, t)
-                if k.cluster is None or t.name not in k.targets:
-                    continue
-                for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
-                    outcome, grid, _, _ = expected_plan(m, k, t, env, launch_checks=False)
-                    if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
-                        continue
-                    shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))
-                    raise SpecError(
-                        k.cluster_loc or k.loc, f"kernels.{k.name}.grid",
-                        f"the grid {list(grid)} for {shown} is not a whole number of clusters {list(k.cluster)}",
-                        "a cluster launch needs each grid dimension to be a multiple of the cluster's: round the grid "
-                        f"up, e.g. div_ceil(n, {k.cluster[0]}) * {k.cluster[0]}",
-                    )
+    work = [(m, k, t) for m in catalog.modules for k in m.kernels for t in catalog.targets]
+    # On a large catalog a child process (a fork: the same objects at the same ids) searches
+    # the second half meanwhile, on another core, up to its first spec error; its results are
+    # stored as if found here, and anything it did not deliver is searched here in order, so
+    # errors are reported exactly as without it.
+    half = len(work) // 2
+    wait = None
+    if half and forked.possible(sum(len(k.all_args) for _, k, _ in work)):
+        def second_half() -> dict[tuple[int, int, int], tuple]:
+            out = {}
+            try:
+                for m, k, t in work[half:]:
+                    out[(id(m), id(k), id(t))] = _search_cases(m, k, t)
+            except SpecError:
+                pass
+            return out
+
+        wait = forked.start(second_half)
+    try:
+        for m, k, t in work[:half]:
+            _check_kernel(m, k, t)
+    finally:
+        found = wait() if wait is not None else {}
+    for m, k, t in work[half:]:
+        hit = found.get((id(m), id(k), id(t)))
+        if hit is not None:
+            _CASES[(id(m), id(k), id(t))] = ((m, k, t), hit)
+        _check_kernel(m, k, t)
+
+
+def _check_kernel(m: Module, k: Kernel, t: Target) -> None:
+    flips, cases = search_cases(m, k, t)
+    if k.cluster is None or t.name not in k.targets:
+        return
+    for env in [dict(f[2]) for f in flips] + [dict(c) for c in cases]:
+        outcome, grid, _, _ = expected_plan(m, k, t, env, launch_checks=False)
+        if outcome != 0 or all(g % c == 0 for g, c in zip(grid, k.cluster)):
+            continue
+        shown = ", ".join(f"{n}={v}" for n, v in sorted(env.items()))
+        raise SpecError(
+            k.cluster_loc or k.loc, f"kernels.{k.name}.grid",
+            f"the grid {list(grid)} for {shown} is not a whole number of clusters {list(k.cluster)}",
+            "a cluster launch needs each grid dimension to be a multiple of the cluster's: round the grid "
+            f"up, e.g. div_ceil(n, {k.cluster[0]}) * {k.cluster[0]}",
+        )
