@@ -21,7 +21,12 @@ the GPU has SMs (at L 512, hq 16: 64 CTAs, where the 64-row kernel has 128). The
 is also timed at --fill-length for each batch of --fill-batches, to show the speed-up once the
 twins' grid fills the GPU.
 
-Usage: python3 benchmarks/bench_attn_prefill.py --out results.json [--lengths 512 4096 16384]
+--sms N runs everything on N SMs of the GPU (a CUDA green context; 48 is GB10's SM count) and
+records how many SMs a probe grid actually reached. Such a run shows the effect of GB10's SM
+count only: not its memory bandwidth (about 273 GB/s of LPDDR5x against the H200's 4.8 TB/s of
+HBM3e) nor its sm_121a code path (no warpgroup MMAs: the twins take their mma.sync path there).
+
+Usage: python3 benchmarks/bench_attn_prefill.py --out results.json [--lengths 512 4096 16384] [--sms 48]
 """
 
 import argparse
@@ -30,9 +35,11 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms
+from cuda_timing import launched, median_ms, sm_limited, sms_used
 from kernelgen_ops import attn_prefill, attn_prefill_fa128
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+STREAM = 0  # the stream launchers are given (a green context's under --sms)
 
 # The contiguous pair (64-row kernel and twin); both take the same arguments.
 CONTIGUOUS = {"attn_prefill_64": attn_prefill.attn_prefill_64,
@@ -44,7 +51,7 @@ def contiguous_runs(q, k, v, outs, inv_sqrt_d, **shape):
     shape: seq_len, num_q_heads, num_kv_heads, head_dim, batch."""
     def run(launcher, out):
         return lambda: launched(launcher(q=q, k=k, v=v, output=out, inv_sqrt_d=inv_sqrt_d,
-                                         causal=1, sliding_window=0, **shape))
+                                         causal=1, sliding_window=0, stream=STREAM, **shape))
     return {name: run(launcher, outs[name]) for name, launcher in CONTIGUOUS.items()}
 
 
@@ -81,10 +88,10 @@ def bench_length(L, hq, hkv, d, cbs, warmup, reps, gen):
                            head_dim=d, batch=1)
     runs["attn_prefill_paged_64"] = lambda: launched(attn_prefill.attn_prefill_paged_64(
         q0, kc, vc, outs["attn_prefill_paged_64"][0], bt, L, L, 0, hq, hkv, cbs, 1, 0, scale,
-        head_dim=d))
+        head_dim=d, stream=STREAM))
     runs["attn_prefill_fa128_paged"] = lambda: launched(attn_prefill_fa128.attn_prefill_fa128_paged(
         q0, kc, vc, outs["attn_prefill_fa128_paged"][0], bt, L, L, 0, hq, hkv, cbs, scale,
-        head_dim=d, causal=1, sliding_window=0))
+        head_dim=d, causal=1, sliding_window=0, stream=STREAM))
     qt = q.transpose(1, 2)
     kt = k.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
     vt = v.repeat_interleave(hq // hkv, dim=2).transpose(1, 2)
@@ -154,7 +161,15 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fill-length", type=int, default=512)
     ap.add_argument("--fill-batches", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--sms", type=int, default=0, help="run on this many SMs (a green context); 0: all")
     args = ap.parse_args()
+    with sm_limited(args.sms) as stream:
+        global STREAM
+        STREAM = stream
+        run(args)
+
+
+def run(args):
 
     gen = torch.Generator().manual_seed(args.seed)
     results = []
@@ -180,6 +195,10 @@ def main():
     fill = bench_fill(args.fill_length, args.fill_batches, args.hq, args.hkv, args.head_dim,
                       args.warmup, args.reps, gen)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    reached = sms_used(STREAM)
+    if args.sms:
+        print(f"SM limit {args.sms} of {sms}: a probe grid ran on {reached} SMs")
+        sms = args.sms
     print(f"grid fill, contiguous, L={args.fill_length} ({sms} SMs):")
     for r in fill:
         c, ms = r["ctas"], r["ms"]
@@ -188,8 +207,8 @@ def main():
               f"{ms['attn_prefill_fa128'] * 1e3:.1f} us: {r['speedup_twin_vs_64']:.2f}x, "
               f"bit diffs {r['bit_diffs']}")
     with open(args.out, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "sms": sms, "results": results,
-                   "grid_fill": fill}, f, indent=2)
+        json.dump({"device": torch.cuda.get_device_name(), "sms": sms, "sm_limit": args.sms,
+                   "probe_sms": reached, "results": results, "grid_fill": fill}, f, indent=2)
 
 
 if __name__ == "__main__":

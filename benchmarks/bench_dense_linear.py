@@ -4,7 +4,7 @@ side by side in one run.
 
 Shapes (n x k) of a Qwen3-8B-sized drafter: qkv 6144x4096, o 4096x4096, gate/up 24576x4096,
 down 4096x12288, lm_head 151936x4096, at m = 1, 2, 4, 8, 16, 64, 256, 2048 rows. Weights are
-cold: each case cycles through enough copies of its weights to exceed the 50 MB L2 twice over
+cold: each case cycles through enough copies of its weights to total at least four times the L2
 (one copy where it alone is larger). For each kernel: median CUDA-event time (a GPU sleep is
 queued before each timed call, so host launch cost stays out), TB/s on the bytes that must be
 read and written (weights once, x once, out once; for NVFP4 the packed codes and the scale
@@ -12,7 +12,9 @@ bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy ban
 in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 
 Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, w4a16 (w4a16_gemv for
-m <= 16, w4a16_gemm above).
+m <= 16, w4a16_gemm above). Per shape also the read floor (kernel "read_floor", m = 0): one
+launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
+(cuda_timing.stream_read_ms, with cupy).
 
 --quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv) and
 cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
@@ -28,12 +30,11 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms
+from cuda_timing import launched, median_ms, stream_read_ms
 from kernelgen_ops import dense_linear, w4a16_gemm
 
 DEV = "cuda"
 BF16 = torch.bfloat16
-L2_BYTES = 50 * 10**6
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 24576, 4096), ("down", 4096, 12288),
           ("lm_head", 151936, 4096)]
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
@@ -42,7 +43,10 @@ SLEEP = 100_000  # GPU cycles queued before each timed call
 
 
 def copies_for(nbytes):
-    return 1 if nbytes > L2_BYTES else math.ceil(2 * L2_BYTES / nbytes)
+    """Weight copies to rotate so that their total is at least four times the device's L2 (an
+    H200 reports 60 MB): a single 50-100 MB weight is partly still in L2 from the previous run."""
+    cold = 4 * torch.cuda.get_device_properties(0).L2_cache_size
+    return max(1, math.ceil(cold / nbytes))
 
 
 def copy_bandwidth(nbytes=2 << 30):
@@ -80,6 +84,15 @@ def main():
                    for _ in range(copies_for(wbytes))]
         qbytes = n * k // 2 + n * k // 16
         ws_fp4 = [fp4_weights(n, k) for _ in range(copies_for(qbytes))]
+        floor_ms = stream_read_ms(ws_bf16, lambda fn, sets: median_ms(fn, sets, reps=reps, sleep_cycles=SLEEP))
+        if floor_ms:  # one launch of a plain streaming-read kernel over the bf16 weight bytes
+            r = {"shape": name, "n": n, "k": k, "m": 0, "kernel": "read_floor", "bytes": wbytes,
+                 "us": floor_ms * 1e3, "tb_s": wbytes / floor_ms / 1e9, "tflop_s": 0.0,
+                 "fraction_of_copy": wbytes / floor_ms / 1e9 / copy_tbs, "speedup_vs_cublas": None,
+                 "weight_copies": len(ws_bf16)}
+            rows.append(r)
+            print(f"{name:8} {'':5} {'read floor (bf16 w)':22} {r['us']:9.2f} {r['tb_s']:6.2f} {'':8} "
+                  f"{100 * r['fraction_of_copy']:6.1f}%", flush=True)
         for m in row_list:
             x = torch.randn(m, k, device=DEV, dtype=torch.float32).to(BF16)
             out = torch.empty(m, n, device=DEV, dtype=BF16)

@@ -6,13 +6,13 @@ For each weight shape (N x K) and row count M: every kernel that accepts M (the 
 GEMVs rt2 / rt2_16, the plain GEMV, the m16 and n128 tile GEMMs, and the engine's chain), torch's
 row-wise scaled FP8 GEMM (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N],
 activation quantization not timed), cuBLAS BF16 (`F.linear` on the BF16 weight), and the read
-floor: one launch of a plain streaming-read kernel over the FP8 weight (with cupy, where installed),
-timed the same way. Reported:
+floor: one launch of a plain streaming-read kernel over the FP8 weight (the faster of a grid-stride
+and a one-shot kernel, compiled with cupy), timed the same way. Reported:
 median time (CUDA events, the host launch kept out by a GPU sleep queued before each run), TB/s
 on the bytes that must be read (weight, scales, x), the weight bytes' rate as a fraction of the
 device-to-device copy bandwidth measured in the same run, TFLOP/s, and each peer's time over the
-kernel's. Weights are cold: each case rotates over enough copies of its weight to exceed twice
-the 50 MB L2 (one copy where it alone exceeds that). Also quantize_bf16_to_fp8 at 4096 x 4096
+kernel's. Weights are cold: each case rotates over enough copies of its weight to total at least
+four times the L2 (one copy where it alone exceeds that). Also quantize_bf16_to_fp8 at 4096 x 4096
 against torch's row-wise quantization.
 
 Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick]
@@ -35,7 +35,7 @@ from kernelgen_ops import fp8_gemv_rt, fp8_linear
 DEV = "cuda"
 BF16 = torch.bfloat16
 E4M3 = torch.float8_e4m3fn
-COLD_BYTES = 100e6  # rotate weights until their total exceeds twice the L2
+
 SLEEP = 200_000     # GPU cycles queued before each timed run
 
 SHAPES = {  # name: (N, K)
@@ -60,7 +60,11 @@ def copy_bandwidth(nbytes=2 << 30, rotate=4):
 
 
 def copies_for(nbytes):
-    return max(1, math.ceil(COLD_BYTES / nbytes))
+    """Weight copies to rotate so that their total is at least four times the device's L2 (an
+    H200 reports 60 MB): with less (one 100 MB copy, say), part of the weight is still in L2
+    from the previous run and the 'cold' rate is inflated."""
+    cold = 4 * torch.cuda.get_device_properties(0).L2_cache_size
+    return max(1, math.ceil(cold / nbytes))
 
 
 def time_ms(fn, sets):

@@ -3,8 +3,9 @@ folder, which is then on sys.path)."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -54,27 +55,111 @@ extern "C" __global__ void __launch_bounds__(256) stream_read(const uint4* p, un
     for (; i < nvec; i += stride) { const uint4 v = p[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
     if (acc == 0x9e3779b9u) out[0] = acc;  // keeps the loads; practically never taken
 }
+// One shot: every thread issues its 8 predicated 16-byte loads before any use, one CTA per
+// 32 KB, so a buffer of a few MB is requested as fast as the CTAs start.
+extern "C" __global__ void __launch_bounds__(256)
+stream_read_once(const uint4* p, unsigned long long nvec, unsigned* out) {
+    const unsigned long long base = (unsigned long long)blockIdx.x * 2048 + threadIdx.x;
+    uint4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+        v[u] = make_uint4(0, 0, 0, 0);
+        if (base + u * 256 < nvec)
+            asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w) : "l"(p + base + u * 256));
+    }
+    unsigned acc = 0;
+#pragma unroll
+    for (int u = 0; u < 8; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
 """
 _read_kernel = None
 
 
 def stream_read_ms(buffers: Sequence[torch.Tensor], time_fn: Callable[..., float]) -> float | None:
-    """The time one launch of a plain streaming-read kernel (16-byte loads, 8 in flight per
-    thread, 8 CTAs of 256 threads per SM) takes to read each buffer, rotated and timed by
-    ``time_fn(fn, sets)`` as the kernels it is compared with: the floor a kernel reading those
-    bytes once in one launch can reach, launch ramp and tail included. None without cupy."""
+    """The time one launch of a plain streaming-read kernel takes to read each buffer, rotated
+    and timed by ``time_fn(fn, sets)`` as the kernels it is compared with: the faster of a
+    grid-stride kernel (16-byte loads, 8 in flight per thread, 8 CTAs of 256 threads per SM) and
+    a one-shot kernel (one CTA of 256 threads per 32 KB, each thread's 8 loads issued at once).
+    The floor a kernel reading those bytes once in one launch can reach, launch ramp and tail
+    included. Compiled with cupy (NVRTC); None, with the reason printed, where that fails."""
     global _read_kernel
+    try:
+        import cupy
+
+        if _read_kernel is None:
+            _read_kernel = (cupy.RawKernel(_READ_SRC, "stream_read"), cupy.RawKernel(_READ_SRC, "stream_read_once"))
+    except Exception as e:  # no cupy, or NVRTC failing: no floor
+        print(f"read floor unavailable: {type(e).__name__}: {e}")
+        return None
+    stride_k, once_k = _read_kernel
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+
+    def read_stride(buf: torch.Tensor) -> None:
+        nvec = buf.numel() * buf.element_size() // 16
+        stride_k((sms * 8,), (256,), (buf.data_ptr(), cupy.uint64(nvec), sink.data_ptr()))
+
+    def read_once(buf: torch.Tensor) -> None:
+        nvec = buf.numel() * buf.element_size() // 16
+        once_k(((nvec + 2047) // 2048,), (256,), (buf.data_ptr(), cupy.uint64(nvec), sink.data_ptr()))
+
+    sets = [(b,) for b in buffers]
+    return min(time_fn(read_stride, sets), time_fn(read_once, sets))
+
+
+@contextlib.contextmanager
+def sm_limited(num_sms: int | None) -> Iterator[int]:
+    """Run the block on ``num_sms`` SMs of the GPU through a CUDA green context (None or 0: the
+    whole GPU, nothing changed). Yields the stream handle to pass to kernelgen launchers as
+    ``stream=`` (0 where the green context is made current and its default stream used); torch
+    work inside the block runs on the same stream. GB10 has 48 SMs: ``sm_limited(48)`` gives an
+    H200 run GB10's SM count, not its memory bandwidth or its instructions."""
+    if not num_sms:
+        yield 0
+        return
+    from torch.cuda.green_contexts import GreenContext
+
+    device = torch.cuda.current_device()
+    try:
+        ctx = GreenContext.create(num_sms=num_sms, device_id=device)
+    except TypeError:  # the first form of the API took positional arguments
+        ctx = GreenContext.create(num_sms, device)
+    torch.cuda.synchronize()
+    if hasattr(ctx, "Stream"):
+        stream = ctx.Stream()
+        with torch.cuda.stream(stream):
+            yield stream.cuda_stream
+        torch.cuda.synchronize()
+    else:
+        ctx.set_context()
+        try:
+            yield 0
+            torch.cuda.synchronize()
+        finally:
+            ctx.pop_context()
+
+
+_SMID_SRC = r"""
+extern "C" __global__ void smid(unsigned* seen) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    if (threadIdx.x == 0) seen[id] = 1;
+}
+"""
+
+
+def sms_used(stream: int = 0, blocks: int = 4096) -> int | None:
+    """How many distinct SMs a grid of ``blocks`` one-warp CTAs ran on, launched on ``stream``
+    (checks that an SM limit holds); None without cupy."""
     try:
         import cupy
     except ImportError:
         return None
-    if _read_kernel is None:
-        _read_kernel = cupy.RawKernel(_READ_SRC, "stream_read")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
-
-    def read(buf: torch.Tensor) -> None:
-        nvec = buf.numel() * buf.element_size() // 16
-        _read_kernel((sms * 8,), (256,), (buf.data_ptr(), cupy.uint64(nvec), sink.data_ptr()))
-
-    return time_fn(read, [(b,) for b in buffers])
+    seen = torch.zeros(1024, dtype=torch.int32, device="cuda")
+    kernel = cupy.RawKernel(_SMID_SRC, "smid")
+    with cupy.cuda.ExternalStream(stream) if stream else contextlib.nullcontext():
+        kernel((blocks,), (32,), (seen.data_ptr(),))
+    torch.cuda.synchronize()
+    return int(seen.sum().item())

@@ -208,11 +208,13 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         f"{(fp8 or dense or {}).get('copy_tb_s', 0):.2f} TB/s (read + write). Few rows: % of copy bandwidth on the "
         "bytes that must be read, and speed-up over torch's peer in the same run (FP8: `_scaled_mm` with row-wise "
         "scales, activations already FP8; bf16 and NVFP4: cuBLAS bf16 `F.linear`). Read floor: the % of copy "
-        "bandwidth that one launch of a plain streaming-read kernel reaches on the FP8 weight's bytes, measured "
-        "the same way (ramp and tail included): what a single kernel reading those bytes can reach.",
+        "bandwidth that one launch of a plain streaming-read kernel reaches on the weight's bytes (FP8, or BF16 "
+        "for dense_gemv), measured the same way (ramp and tail included): what a single kernel reading those "
+        "bytes can reach.",
         "",
-        "| shape | M | read floor | FP8 chain | vs _scaled_mm | dense_gemv | vs cuBLAS | w4a16_gemv | vs cuBLAS bf16 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| shape | M | FP8 read floor | FP8 chain | vs _scaled_mm | BF16 read floor | dense_gemv | vs cuBLAS "
+        "| w4a16_gemv | vs cuBLAS bf16 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for shape in shapes:
         for m in (1, 8, 16):
@@ -226,7 +228,8 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
                 ran = fc.get("ran", "?").split(".")[-1]
                 peer = f"{f['scaled_mm_ms'] / fc['ms']:.2f}x" if f.get("scaled_mm_ms") else "n/a"
                 fp8_cells = (f"{100 * fc['weight_fraction_of_copy']:.0f}% ({ran})", peer)
-            cells = []
+            bf16_floor = dense_rows.get((shape, 0, "read_floor"))
+            cells = [f"{100 * bf16_floor['fraction_of_copy']:.0f}%" if bf16_floor else ""]
             for k in ("dense_gemv", "w4a16_gemv"):
                 r = dense_rows.get((shape, m, k))
                 cells += [f"{100 * r['fraction_of_copy']:.0f}%", f"{r['speedup_vs_cublas']:.2f}x"] if r else ["", ""]
@@ -253,6 +256,81 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         lines += ["", f"quantize_bf16_to_fp8 {q['n']}x{q['k']}: {q['ms'] * 1000:.1f} us, "
                       f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}."]
     return lines + [""]
+
+
+def sm48_attention_md(full: dict | None, sm48: dict) -> list[str]:
+    """The attention twins against the 64-row kernels on 48 SMs (GB10's count) of the H200,
+    beside the same run on the whole GPU."""
+    lines = [
+        f"## GB10-sized runs: {sm48.get('sm_limit')} SMs of the H200 (a CUDA green context)",
+        "",
+        f"Device: {sm48['device']}, confined to {sm48.get('sm_limit')} of its SMs (a probe grid ran on "
+        f"{sm48.get('probe_sms')} SMs). Such a run shows the effect of GB10's SM count only: not GB10's memory "
+        "bandwidth (about 273 GB/s of LPDDR5x against the H200's 4.8 TB/s of HBM3e), nor its sm_121a code "
+        "path (no warpgroup MMAs there: the twins use their mma.sync path, tested on the H200 through an sm_90 "
+        "build), nor its clocks.",
+        "",
+        "Prefill attention (hq 16, hkv 4, head_dim 256, causal), speed-up of the 128-row twin over the 64-row "
+        "kernel:",
+        "",
+        "| L | layout | 64-row | twin | twin / 64-row, 48 SMs | twin / 64-row, all SMs |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    whole = {r["L"]: r for r in (full or {}).get("results", [])}
+    for r in sm48["results"]:
+        for layout, a, b in (("contiguous", "attn_prefill_64", "attn_prefill_fa128"),
+                             ("paged", "attn_prefill_paged_64", "attn_prefill_fa128_paged")):
+            w = whole.get(r["L"])
+            wcell = f"{w['speedup_twin_vs_64'][layout]:.2f}x" if w else ""
+            lines.append(f"| {r['L']} | {layout} | {r['ms'][a] * 1000:.0f} us | {r['ms'][b] * 1000:.0f} us | "
+                         f"{r['speedup_twin_vs_64'][layout]:.2f}x | {wcell} |")
+    return lines + [""]
+
+
+def drafter_md(full: dict, sm48: dict | None) -> list[str]:
+    """One DFlash2 draft step (drafter/): graph-replayed latency against torch and the floor,
+    the per-kernel breakdown, and the same on 48 SMs."""
+    lines = [
+        "## One DFlash2 draft step (drafter/, Qwen3-8B shape: 5 layers, FP8 weights, vocab 151936)",
+        "",
+        f"Device: {full['device']}; copy {full['copy_gb_s']:.0f} GB/s in the same run. The block step (16 rows) "
+        "captured once in a CUDA graph and replayed; torch: the same step in torch ops, BF16 weights through "
+        "`F.linear` or the same FP8 weights through `_scaled_mm` (row-wise scales), eager and captured in a CUDA "
+        "graph. Floor: the bytes the step must read (every weight once, the gathered embedding and codebook rows, "
+        "the visible KV rows) over the copy bandwidth. Times in us.",
+        "",
+    ]
+
+    def table(d: dict) -> list[str]:
+        out = ["| context rows | kernelgen graph | kernelgen eager | graph, NVFP4 lm_head | torch BF16 eager | "
+               "torch BF16 graph | torch FP8 eager | torch FP8 graph | floor | graph / floor | torch BF16 graph / "
+               "kernelgen graph |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for c in d["contexts"]:
+            cells = [c.get(k) for k in ("kernelgen_graph_us", "kernelgen_eager_us", "kernelgen_nvfp4_graph_us",
+                                        "torch_bf16_eager_us", "torch_bf16_graph_us", "torch_fp8_eager_us",
+                                        "torch_fp8_graph_us", "floor_us")]
+            tg = c.get("torch_bf16_graph_us")
+            ratio = f"{tg / c['kernelgen_graph_us']:.2f}x" if tg else ""
+            out.append(f"| {c['context_rows']} | " + " | ".join(f"{v:.0f}" if v else "" for v in cells)
+                       + f" | {c['graph_over_floor']:.2f}x | {ratio} |")
+        return out
+
+    lines += table(full) + [""]
+    last = full["contexts"][-1]
+    if last.get("breakdown_by_op"):
+        lines += [f"Per-kernel breakdown at {last['context_rows']} context rows (each launch timed alone; sum "
+                  f"{last['breakdown_sum_us']:.0f} us against {last['kernelgen_graph_us']:.0f} us for the graph):", "",
+                  "| op | launches | us | kernel |", "| --- | --- | --- | --- |"]
+        for g in sorted(last["breakdown_by_op"], key=lambda g: -g["us"]):
+            lines.append(f"| {g['op']} | {g['count']} | {g['us']:.1f} | {', '.join(g['kernels'])} |")
+        lines.append("")
+    if sm48:
+        lines += [f"On {sm48.get('sm_limit')} SMs (a green context; a probe grid reached {sm48.get('probe_sms')} SMs; "
+                  f"copy {sm48['copy_gb_s']:.0f} GB/s there, the floor's bandwidth). The chains' plans still see "
+                  "the whole device's SM count:", ""]
+        lines += table(sm48) + [""]
+    return lines
 
 
 def build_md(d: dict) -> list[str]:
@@ -365,6 +443,12 @@ def main() -> None:
         lines += dflash2_md(dflash2)
     if fp8 or dense:
         lines += linear_md(fp8, dense)
+    step = load("bench_drafter_step.json")
+    if step:
+        lines += drafter_md(step, load("bench_drafter_step_sm48.json"))
+    sm48 = load("bench_attn_prefill_sm48.json")
+    if sm48:
+        lines += sm48_attention_md(att, sm48)
     if build:
         lines += build_md(build)
     (HERE / "RESULTS.md").write_text("\n".join(lines))

@@ -61,12 +61,18 @@ $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --juni
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 if [ "$bench" -eq 1 ]; then
-  for b in benchmarks/bench_memory_bound.py benchmarks/bench_attn_prefill.py benchmarks/bench_fp8_linear.py benchmarks/bench_dense_linear.py benchmarks/bench_launch_cost.py \
-           benchmarks/bench_rope_cache.py benchmarks/bench_attn_dflash.py benchmarks/bench_dflash2.py; do
-    name=$(basename "$b" .py)
+  # name[:script:arguments]: the 48-SM runs (GB10's SM count, on a green context) reuse their
+  # benchmark's script with --sms 48.
+  for entry in bench_memory_bound bench_attn_prefill bench_attn_prefill_sm48:bench_attn_prefill:--sms=48 \
+               bench_fp8_linear bench_dense_linear bench_launch_cost bench_rope_cache bench_attn_dflash bench_dflash2 \
+               bench_drafter_step bench_drafter_step_sm48:bench_drafter_step:--sms=48; do
+    IFS=: read -r name script eargs <<< "$entry"
+    b="benchmarks/${script:-$name}.py"
     case "$only" in ""|*",$name,"*) ;; *) continue ;; esac
+    [ -f "$b" ] || { echo "gpu_check: $b missing"; continue; }
     extra=()
-    [ "$quick" -eq 1 ] && grep -q -- '"--quick"' "$b" && extra=(--quick)
+    [ -n "$eargs" ] && read -ra extra <<< "${eargs//=/ }"
+    [ "$quick" -eq 1 ] && grep -q -- '"--quick"' "$b" && extra+=(--quick)
     echo "gpu_check: $name ${extra[*]}"
     $PY "$b" --out "$RES/$name.json" "${extra[@]}" 2>&1 | tee "$RES/$name.log" | tail -n 30
   done

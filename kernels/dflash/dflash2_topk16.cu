@@ -1,10 +1,14 @@
-// DFlash2 top-16 of each row of f32 logits, with unary scores, overwriting the selected logits.
+// DFlash2 top-16 of each row of logits (f32 or bf16), with unary scores, overwriting the
+// selected logits.
 //
 // For each row: the 16 largest logits in descending order (ties -> the smaller index; NaN of
 // either sign counts as larger than +inf, NaNs among themselves by index; -0 == +0; -inf is an
 // ordinary value), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit /
 // cap) (multiplier * logit when cap == 0), in f32 with separately rounded operations, and
-// logits[row, id] = -inf for the 16 selected ids.
+// logits[row, id] = -inf for the 16 selected ids.  BF16 logits are read as the f32 values they
+// are exactly (their bits << 16), so the f32 and bf16 instances give the same ids and scores
+// for the same values; the bf16 instance reads half the bytes (an lm_head's BF16 output needs
+// no conversion first).
 //
 // Every element becomes a unique 64-bit key (ordered 32-bit value key << 32 | ~index), larger
 // key = ranked first, so the selection is a top-16 of distinct integers: deterministic whatever
@@ -12,8 +16,8 @@
 //
 // Layout (specs/dflash2.yaml): grid [split, rows], 512 threads; CTA `part` of row `row` owns
 // ceil(ceil(vocab / 4) / split) consecutive 4-element vectors, at most 8 per thread (the spec's
-// split guarantees it), all loaded at once (16-byte streaming loads when the row is 16-byte
-// aligned, element loads otherwise).  Local top-16 of the chunk:
+// split guarantees it), all loaded at once (16-byte streaming loads of f32, 8-byte ones of
+// bf16, when the row is aligned to a vector; element loads otherwise).  Local top-16 of the chunk:
 //   1. each thread's largest key; each warp sorts its 32 (bitonic, shuffles) and keeps 16;
 //   2. a tree of bitonic merges (one warp per pair of sorted lists, shared memory) gives the
 //      16 largest thread maxima; their smallest, T, is a lower bound of the chunk's 16th
@@ -27,6 +31,7 @@
 // is allocated; no result depends on timing.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
 
@@ -120,6 +125,33 @@ static __device__ __forceinline__ uint4 load_vec(const float* row, uint32_t v, u
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// The same for bf16: 4 elements (8 bytes) as their f32 bit patterns.
+static __device__ __forceinline__ uint4 load_vec(const __nv_bfloat16* row, uint32_t v, uint32_t vocab,
+                                                 bool aligned) {
+    const uint32_t e = v * 4u;
+    const unsigned short* r = reinterpret_cast<const unsigned short*>(row);
+    if (aligned && e + 3u < vocab) {
+        uint32_t a, b;
+        asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "l"(r + e));
+        return make_uint4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u);  // little-endian halves
+    }
+    uint32_t w[4];
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) w[i] = e + i < vocab ? static_cast<uint32_t>(__ldg(r + e + i)) << 16 : 0u;
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// One logit as f32 (read through L2: other CTAs of the row have just finished with it), and
+// the -inf written over a selected one.
+static __device__ __forceinline__ float read_logit(const float* p) { return __ldcg(p); }
+static __device__ __forceinline__ float read_logit(const __nv_bfloat16* p) {
+    return __uint_as_float(static_cast<uint32_t>(__ldcg(reinterpret_cast<const unsigned short*>(p))) << 16);
+}
+static __device__ __forceinline__ void write_neg_inf(float* p) { *p = __uint_as_float(0xff800000u); }
+static __device__ __forceinline__ void write_neg_inf(__nv_bfloat16* p) {
+    *reinterpret_cast<unsigned short*>(p) = 0xff80u;
+}
+
 static __device__ __forceinline__ float unary(float logit, float multiplier, float cap) {
     const float z = __fmul_rn(multiplier, logit);
     if (cap == 0.f) return z;
@@ -128,8 +160,9 @@ static __device__ __forceinline__ float unary(float logit, float multiplier, flo
 
 }  // namespace dflash2_topk_detail
 
+template <typename T>
 __global__ void __launch_bounds__(512)
-dflash2_topk16_kernel(float* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter,
+dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter,
                       uint32_t rows, uint32_t vocab, float multiplier, float cap) {
     namespace d = dflash2_topk_detail;
     using d::u64;
@@ -141,7 +174,7 @@ dflash2_topk16_kernel(float* logits, int32_t* ids, float* scores, int64_t* work,
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const uint32_t row = blockIdx.y, part = blockIdx.x, split = gridDim.x;
     if (row >= rows) return;
-    float* lrow = logits + static_cast<size_t>(row) * vocab;
+    T* lrow = logits + static_cast<size_t>(row) * vocab;
     if (tid == 0) ncand = 0;
 
     // The chunk: vectors [v0, v1) of the row, this thread's v0 + tid + k * kThreads.
@@ -149,7 +182,7 @@ dflash2_topk16_kernel(float* logits, int32_t* ids, float* scores, int64_t* work,
     const uint32_t per = (nvec + split - 1u) / split;
     const uint32_t v0 = min(nvec, part * per);
     const uint32_t v1 = min(nvec, v0 + per);
-    const bool aligned = (reinterpret_cast<uintptr_t>(lrow) & 15u) == 0;
+    const bool aligned = (reinterpret_cast<uintptr_t>(lrow) & (4u * sizeof(T) - 1u)) == 0;
 
     uint32_t key[d::kVecPerThread][4];
 #pragma unroll
@@ -222,9 +255,9 @@ dflash2_topk16_kernel(float* logits, int32_t* ids, float* scores, int64_t* work,
     if (tid < d::kTop) {
         const u64 kk = lists[0][tid];
         const uint32_t idx = ~static_cast<uint32_t>(kk);
-        const float logit = __ldcg(lrow + idx);
+        const float logit = d::read_logit(lrow + idx);
         ids[static_cast<size_t>(row) * d::kTop + tid] = static_cast<int32_t>(idx);
         scores[static_cast<size_t>(row) * d::kTop + tid] = d::unary(logit, multiplier, cap);
-        lrow[idx] = __uint_as_float(0xff800000u);
+        d::write_neg_inf(lrow + idx);
     }
 }

@@ -264,6 +264,32 @@ def test_topk16_deterministic():
         assert all(torch.equal(a, b) for a, b in zip(results[0], r))
 
 
+@pytest.mark.parametrize("vocab,offset", [(151936, 0), (202048, 0), (1001, 0), (151936, 1)])
+def test_topk16_bf16_logits_equal_their_f32_values(vocab, offset):
+    """The bf16 instance on bf16 logits gives the f32 instance's ids and scores on the same
+    values (bf16 widened exactly), and writes -inf over the same elements. offset 1 puts the
+    rows 2 bytes off an 8-byte boundary (element loads); vocab 1001 misaligns every other row."""
+    rows = 16
+    torch.manual_seed(vocab + offset)
+    buf = (torch.randn(rows * vocab + offset, device=DEV, dtype=F32) * 6.0).to(torch.bfloat16)
+    halves = buf.view(torch.int16)
+    halves[offset + 5] = 0x7F80  # +inf
+    halves[offset + vocab + 7] = 0x7FC0  # NaN
+    halves[offset + 2 * vocab:offset + 3 * vocab] = -128  # 0xFF80: a row of -inf
+    halves[offset + 3 * vocab + 11::997][:40] = 0x4300  # 128.0, repeated: ties
+    before = buf.clone()
+    logits16 = buf[offset:].view(rows, vocab)
+    logits32 = logits16.float()
+    ids32, scores32 = check_topk(logits32, rows, vocab, multiplier=0.75, cap=30.0)
+    assert dflash2.dflash2_topk16.plan(rows=rows, vocab=vocab, T="bf16")["kernel"] == "dflash2_topk16_bf16"
+    ids16, scores16 = run_topk(logits16, rows, vocab, multiplier=0.75, cap=30.0)
+    assert torch.equal(ids16, ids32)
+    assert torch.equal(scores16.view(torch.int32), scores32.view(torch.int32))
+    expect = before.clone()
+    expect[offset:].view(rows, vocab).scatter_(1, ids32.to(torch.int64), float("-inf"))
+    assert torch.equal(buf.view(torch.int16), expect.view(torch.int16))  # nothing else touched
+
+
 def test_topk16_vocab_too_small_is_an_error():
     logits = torch.randn(2, 8, device=DEV, dtype=F32)
     ids = torch.empty(2, TOP, device=DEV, dtype=I32)

@@ -159,10 +159,10 @@ def test_dflash2_conv2_kill_switch_or_absence(monkeypatch):
     assert mod.dflash2_conv2.plan(**CASES_dflash2_conv2[0])["launched"]
 
 
-# ---------------------------------------------------------------- dflash2_topk16
+# ---------------------------------------------------------------- dflash2_topk16_f32
 
 
-def expect_dflash2_topk16(**args):
+def expect_dflash2_topk16_f32(**args):
     """(code, grid, block, shared_mem) that the spec gives for these arguments."""
     return _plan.expect(
         [
@@ -182,98 +182,98 @@ def expect_dflash2_topk16(**args):
     )
 
 
-BASE_dflash2_topk16 = {'rows': 16, 'vocab': 151936}
-CASES_dflash2_topk16 = [
-    dict(BASE_dflash2_topk16),
-    {**BASE_dflash2_topk16, 'rows': 1, 'vocab': 202048},
-    {**BASE_dflash2_topk16, 'rows': 64},
-    {**BASE_dflash2_topk16, 'rows': 3, 'vocab': 1000},
-    {**BASE_dflash2_topk16, 'rows': 0, 'vocab': 262143},
-    {**BASE_dflash2_topk16, 'rows': 268435457, 'vocab': 202048},
-    {**BASE_dflash2_topk16, 'rows': 16383, 'vocab': 202048},
-    {**BASE_dflash2_topk16, 'rows': 15, 'vocab': 65537},
-    {**BASE_dflash2_topk16, 'rows': 131073, 'vocab': 513},
-    {**BASE_dflash2_topk16, 'rows': 3, 'vocab': 1},
-    {**BASE_dflash2_topk16, 'rows': 63},
-    {**BASE_dflash2_topk16, 'rows': 131072, 'vocab': 134217728},
-    {**BASE_dflash2_topk16, 'rows': 32767, 'vocab': 2147483649},
-    {**BASE_dflash2_topk16, 'rows': 16777217, 'vocab': 63},
-    {**BASE_dflash2_topk16, 'rows': 3, 'vocab': 2},
-    {**BASE_dflash2_topk16, 'vocab': 9},
-    {**BASE_dflash2_topk16, 'vocab': 129},
-    {**BASE_dflash2_topk16, 'vocab': 4095},
-    {**BASE_dflash2_topk16, 'rows': 1000},
-    {**BASE_dflash2_topk16, 'rows': 16777215},
-    {**BASE_dflash2_topk16, 'rows': 1048576, 'vocab': 202048},
-    {**BASE_dflash2_topk16, 'rows': 8192, 'vocab': 7},
-    {**BASE_dflash2_topk16, 'rows': 131071, 'vocab': 64},
-    {**BASE_dflash2_topk16, 'rows': 268435455, 'vocab': 1000000000},
-    {**BASE_dflash2_topk16, 'rows': 1023, 'vocab': 1024},
-    {**BASE_dflash2_topk16, 'rows': 8191, 'vocab': 131072},
-    {**BASE_dflash2_topk16, 'rows': 127, 'vocab': 100},
-    {**BASE_dflash2_topk16, 'rows': 65536},
-    {**BASE_dflash2_topk16, 'rows': 4097, 'vocab': 255},
-    {**BASE_dflash2_topk16, 'rows': 16383, 'vocab': 2048},
-    {**BASE_dflash2_topk16, 'rows': 8388608, 'vocab': 303872},
-    {**BASE_dflash2_topk16, 'rows': 4, 'vocab': 1000},
-    {**BASE_dflash2_topk16, 'rows': 16777217, 'vocab': 131073},
-    {**BASE_dflash2_topk16, 'rows': 31, 'vocab': 1000},
-    {**BASE_dflash2_topk16, 'rows': 268435457, 'vocab': 32769},
-    {**BASE_dflash2_topk16, 'rows': 67108865, 'vocab': 1000000000},
-    {**BASE_dflash2_topk16, 'rows': 3, 'vocab': 9},
-    {**BASE_dflash2_topk16, 'rows': 255, 'vocab': 1000},
-    {**BASE_dflash2_topk16, 'rows': 7, 'vocab': 4097},
-    {**BASE_dflash2_topk16, 'rows': 1023, 'vocab': 9},
-    {**BASE_dflash2_topk16, 'rows': 16383, 'vocab': 33554432},
-    {**BASE_dflash2_topk16, 'rows': 32767, 'vocab': 32769},
-    {**BASE_dflash2_topk16, 'rows': 65536, 'vocab': 2147483649},
-    {**BASE_dflash2_topk16, 'vocab': 536870913},
+BASE_dflash2_topk16_f32 = {'rows': 16, 'vocab': 151936}
+CASES_dflash2_topk16_f32 = [
+    dict(BASE_dflash2_topk16_f32),
+    {**BASE_dflash2_topk16_f32, 'rows': 1, 'vocab': 202048},
+    {**BASE_dflash2_topk16_f32, 'rows': 64},
+    {**BASE_dflash2_topk16_f32, 'rows': 3, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'rows': 17, 'vocab': 65},
+    {**BASE_dflash2_topk16_f32, 'vocab': 0},
+    {**BASE_dflash2_topk16_f32, 'rows': 3, 'vocab': 134217728},
+    {**BASE_dflash2_topk16_f32, 'rows': 268435457, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'rows': 64, 'vocab': 262144},
+    {**BASE_dflash2_topk16_f32, 'rows': 536870911, 'vocab': 202048},
+    {**BASE_dflash2_topk16_f32, 'rows': 2097152, 'vocab': 33554433},
+    {**BASE_dflash2_topk16_f32, 'rows': 1073741824, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'rows': 128, 'vocab': 9},
+    {**BASE_dflash2_topk16_f32, 'rows': 1, 'vocab': 1048576},
+    {**BASE_dflash2_topk16_f32, 'rows': 512, 'vocab': 128},
+    {**BASE_dflash2_topk16_f32, 'rows': 65536, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'rows': 1048576, 'vocab': 31},
+    {**BASE_dflash2_topk16_f32, 'rows': 67108865, 'vocab': 268435457},
+    {**BASE_dflash2_topk16_f32, 'rows': 3, 'vocab': 16777215},
+    {**BASE_dflash2_topk16_f32, 'rows': 7, 'vocab': 75968},
+    {**BASE_dflash2_topk16_f32, 'vocab': 4},
+    {**BASE_dflash2_topk16_f32, 'rows': 524287, 'vocab': 202048},
+    {**BASE_dflash2_topk16_f32, 'rows': 3, 'vocab': 134217729},
+    {**BASE_dflash2_topk16_f32, 'rows': 1048576, 'vocab': 67108865},
+    {**BASE_dflash2_topk16_f32, 'rows': 8388607, 'vocab': 202048},
+    {**BASE_dflash2_topk16_f32, 'rows': 31, 'vocab': 8388607},
+    {**BASE_dflash2_topk16_f32, 'vocab': 3},
+    {**BASE_dflash2_topk16_f32, 'rows': 536870913},
+    {**BASE_dflash2_topk16_f32, 'rows': 255, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'vocab': 262145},
+    {**BASE_dflash2_topk16_f32, 'rows': 134217729, 'vocab': 1000},
+    {**BASE_dflash2_topk16_f32, 'rows': 16385, 'vocab': 262144},
+    {**BASE_dflash2_topk16_f32, 'vocab': 8388608},
+    {**BASE_dflash2_topk16_f32, 'rows': 16384},
+    {**BASE_dflash2_topk16_f32, 'rows': 536870912, 'vocab': 262144},
+    {**BASE_dflash2_topk16_f32, 'rows': 1, 'vocab': 262144},
+    {**BASE_dflash2_topk16_f32, 'rows': 128, 'vocab': 202048},
+    {**BASE_dflash2_topk16_f32, 'rows': 524287, 'vocab': 536870911},
+    {**BASE_dflash2_topk16_f32, 'rows': 1048575, 'vocab': 268435457},
+    {**BASE_dflash2_topk16_f32, 'rows': 3, 'vocab': 16384},
+    {**BASE_dflash2_topk16_f32, 'rows': 1073741823, 'vocab': 1025},
+    {**BASE_dflash2_topk16_f32, 'rows': 619359, 'vocab': 63},
+    {**BASE_dflash2_topk16_f32, 'rows': 262144},
+    {**BASE_dflash2_topk16_f32, 'rows': 16777216, 'vocab': 33},
 ]
-FLIPS_dflash2_topk16 = [
-    ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16, 'rows': 0}),
-    ('requires', 0, 'vocab >= TOP', {**BASE_dflash2_topk16, 'vocab': 0}),
-    ('requires', 1, 'vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)', {**BASE_dflash2_topk16, 'vocab': 524289}),
-    ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16, 'rows': 65536}),
+FLIPS_dflash2_topk16_f32 = [
+    ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_f32, 'rows': 0}),
+    ('requires', 0, 'vocab >= TOP', {**BASE_dflash2_topk16_f32, 'vocab': 0}),
+    ('requires', 1, 'vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)', {**BASE_dflash2_topk16_f32, 'vocab': 524289}),
+    ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_f32, 'rows': 65536}),
 ]
-OTHER_ARGS_dflash2_topk16 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'work': fake_pointer(3), 'counter': fake_pointer(4), 'multiplier': 1.0, 'cap': 1.0}
+OTHER_ARGS_dflash2_topk16_f32 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'work': fake_pointer(3), 'counter': fake_pointer(4), 'multiplier': 1.0, 'cap': 1.0}
 
 
-@pytest.mark.parametrize("args", CASES_dflash2_topk16)
-def test_dflash2_topk16_plan_matches_spec(args):
-    plan = mod.dflash2_topk16.plan(**args)
-    code, grid, block, shared_mem = expect_dflash2_topk16(**args)
+@pytest.mark.parametrize("args", CASES_dflash2_topk16_f32)
+def test_dflash2_topk16_f32_plan_matches_spec(args):
+    plan = mod.dflash2_topk16_f32.plan(**args)
+    code, grid, block, shared_mem = expect_dflash2_topk16_f32(**args)
     assert plan["code"] == code, (plan["reason"], args)
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
-@pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16)
-def test_dflash2_topk16_clause_decides_alone(kind, index, clause, args):
-    launch = mod.dflash2_topk16
-    full = {**OTHER_ARGS_dflash2_topk16, **args}
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_f32)
+def test_dflash2_topk16_f32_clause_decides_alone(kind, index, clause, args):
+    launch = mod.dflash2_topk16_f32
+    full = {**OTHER_ARGS_dflash2_topk16_f32, **args}
     if kind == "requires":
-        with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_topk16"):
+        with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_topk16_f32"):
             launch(**full)
         return
     outcome = launch(**full)
     assert not outcome.launched
-    assert outcome.kernel == "dflash2_topk16"
+    assert outcome.kernel == "dflash2_topk16_f32"
     if kind == "variant":
         assert "no variant" in outcome.reason
     else:
         assert clause in outcome.reason
         assert ("empty work" in outcome.reason) == (kind == "skip")
-    assert mod.dflash2_topk16.plan(**args)["code"] == outcome.code
+    assert mod.dflash2_topk16_f32.plan(**args)["code"] == outcome.code
 
 
-def test_dflash2_topk16_first_example_launches_on_paper():
-    assert mod.dflash2_topk16.plan(**CASES_dflash2_topk16[0])["launched"]
+def test_dflash2_topk16_f32_first_example_launches_on_paper():
+    assert mod.dflash2_topk16_f32.plan(**CASES_dflash2_topk16_f32[0])["launched"]
 
 
-def test_dflash2_topk16_kill_switch_or_absence(monkeypatch):
-    launch = mod.dflash2_topk16
-    full = {**OTHER_ARGS_dflash2_topk16, **CASES_dflash2_topk16[0]}
+def test_dflash2_topk16_f32_kill_switch_or_absence(monkeypatch):
+    launch = mod.dflash2_topk16_f32
+    full = {**OTHER_ARGS_dflash2_topk16_f32, **CASES_dflash2_topk16_f32[0]}
     monkeypatch.setenv(KILL_SWITCH, "1")
     kernelgen_ops.refresh()
     try:
@@ -283,7 +283,133 @@ def test_dflash2_topk16_kill_switch_or_absence(monkeypatch):
     finally:
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
-    assert mod.dflash2_topk16.plan(**CASES_dflash2_topk16[0])["launched"]
+    assert mod.dflash2_topk16_f32.plan(**CASES_dflash2_topk16_f32[0])["launched"]
+
+
+# ---------------------------------------------------------------- dflash2_topk16_bf16
+
+
+def expect_dflash2_topk16_bf16(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (-65536, False, lambda _st, _a: (_a['vocab'] >= C_TOP)),  # requires: vocab >= TOP
+            (-65537, False, lambda _st, _a: (_a['vocab'] <= _x.mul(_st, C_TOPK_MAX_SPLIT, C_TOPK_TILE))),  # requires: vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)
+            (-65538, False, lambda _st, _a: (_a['rows'] <= 65535)),  # requires: rows <= 65535
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.max_(_st, _x.div_ceil(_st, _a['vocab'], C_TOPK_TILE), _x.min_(_st, C_TOPK_MAX_SPLIT, _x.div_ceil(_st, C_TOPK_TARGET_CTAS, _a['rows']))), _a['rows'], 1), (C_TOPK_THREADS, 1, 1), 0),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=512, cluster=None, cooperative=False),
+    )
+
+
+BASE_dflash2_topk16_bf16 = {'rows': 16, 'vocab': 151936}
+CASES_dflash2_topk16_bf16 = [
+    dict(BASE_dflash2_topk16_bf16),
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 202048},
+    {**BASE_dflash2_topk16_bf16, 'rows': 64},
+    {**BASE_dflash2_topk16_bf16, 'rows': 3, 'vocab': 1000},
+    {**BASE_dflash2_topk16_bf16, 'rows': 32767, 'vocab': 16},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1000, 'vocab': 1048575},
+    {**BASE_dflash2_topk16_bf16, 'rows': 63, 'vocab': 202048},
+    {**BASE_dflash2_topk16_bf16, 'rows': 16777217},
+    {**BASE_dflash2_topk16_bf16, 'rows': 2097151, 'vocab': 2147483647},
+    {**BASE_dflash2_topk16_bf16, 'rows': 131072, 'vocab': 202048},
+    {**BASE_dflash2_topk16_bf16, 'rows': 4, 'vocab': 262143},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 202048},
+    {**BASE_dflash2_topk16_bf16, 'rows': 16777217, 'vocab': 4},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 67108864},
+    {**BASE_dflash2_topk16_bf16, 'rows': 4097, 'vocab': 65537},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 2},
+    {**BASE_dflash2_topk16_bf16, 'rows': 16383, 'vocab': 16777217},
+    {**BASE_dflash2_topk16_bf16, 'rows': 134217728, 'vocab': 32769},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 0},
+    {**BASE_dflash2_topk16_bf16, 'rows': 67108863, 'vocab': 2049},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 1},
+    {**BASE_dflash2_topk16_bf16, 'rows': 512, 'vocab': 268435457},
+    {**BASE_dflash2_topk16_bf16, 'rows': 3, 'vocab': 999},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1073741824, 'vocab': 1},
+    {**BASE_dflash2_topk16_bf16, 'rows': 128, 'vocab': 5},
+    {**BASE_dflash2_topk16_bf16, 'vocab': 524287},
+    {**BASE_dflash2_topk16_bf16, 'rows': 100, 'vocab': 32768},
+    {**BASE_dflash2_topk16_bf16, 'rows': 2097151, 'vocab': 2097151},
+    {**BASE_dflash2_topk16_bf16, 'rows': 256, 'vocab': 33554431},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 4294967295},
+    {**BASE_dflash2_topk16_bf16, 'rows': 4097},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1025, 'vocab': 65537},
+    {**BASE_dflash2_topk16_bf16, 'rows': 129, 'vocab': 256},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1000, 'vocab': 131073},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 404096},
+    {**BASE_dflash2_topk16_bf16, 'rows': 2},
+    {**BASE_dflash2_topk16_bf16, 'rows': 64, 'vocab': 512},
+    {**BASE_dflash2_topk16_bf16, 'rows': 4, 'vocab': 65},
+    {**BASE_dflash2_topk16_bf16, 'rows': 100, 'vocab': 255},
+    {**BASE_dflash2_topk16_bf16, 'rows': 4, 'vocab': 134217729},
+    {**BASE_dflash2_topk16_bf16, 'rows': 16777217, 'vocab': 202048},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1000000000, 'vocab': 16},
+    {**BASE_dflash2_topk16_bf16, 'rows': 1, 'vocab': 268435456},
+]
+FLIPS_dflash2_topk16_bf16 = [
+    ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_bf16, 'rows': 0}),
+    ('requires', 0, 'vocab >= TOP', {**BASE_dflash2_topk16_bf16, 'vocab': 0}),
+    ('requires', 1, 'vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)', {**BASE_dflash2_topk16_bf16, 'vocab': 524289}),
+    ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_bf16, 'rows': 65536}),
+]
+OTHER_ARGS_dflash2_topk16_bf16 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'work': fake_pointer(3), 'counter': fake_pointer(4), 'multiplier': 1.0, 'cap': 1.0}
+
+
+@pytest.mark.parametrize("args", CASES_dflash2_topk16_bf16)
+def test_dflash2_topk16_bf16_plan_matches_spec(args):
+    plan = mod.dflash2_topk16_bf16.plan(**args)
+    code, grid, block, shared_mem = expect_dflash2_topk16_bf16(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_bf16)
+def test_dflash2_topk16_bf16_clause_decides_alone(kind, index, clause, args):
+    launch = mod.dflash2_topk16_bf16
+    full = {**OTHER_ARGS_dflash2_topk16_bf16, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="dflash2_topk16_bf16"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "dflash2_topk16_bf16"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.dflash2_topk16_bf16.plan(**args)["code"] == outcome.code
+
+
+def test_dflash2_topk16_bf16_first_example_launches_on_paper():
+    assert mod.dflash2_topk16_bf16.plan(**CASES_dflash2_topk16_bf16[0])["launched"]
+
+
+def test_dflash2_topk16_bf16_kill_switch_or_absence(monkeypatch):
+    launch = mod.dflash2_topk16_bf16
+    full = {**OTHER_ARGS_dflash2_topk16_bf16, **CASES_dflash2_topk16_bf16[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.dflash2_topk16_bf16.plan(**CASES_dflash2_topk16_bf16[0])["launched"]
 
 
 # ---------------------------------------------------------------- dflash2_selector_walk
@@ -417,3 +543,81 @@ def test_dflash2_selector_walk_kill_switch_or_absence(monkeypatch):
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
     assert mod.dflash2_selector_walk.plan(**CASES_dflash2_selector_walk[0])["launched"]
+
+
+# ---------------------------------------------------------------- chain dflash2_topk16
+
+MEMBERS_dflash2_topk16 = [('dflash2', 'dflash2_topk16_f32', ['rows', 'vocab']), ('dflash2', 'dflash2_topk16_bf16', ['rows', 'vocab'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'rows': 16, 'vocab': 151936},
+        {'rows': 1, 'vocab': 202048},
+        {'rows': 64, 'vocab': 151936},
+        {'rows': 3, 'vocab': 1000},
+        {'rows': 0, 'vocab': 151936},
+        {'rows': 16, 'vocab': 0},
+        {'rows': 16, 'vocab': 524289},
+        {'rows': 65536, 'vocab': 151936},
+    ])
+def test_dflash2_topk16_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_dflash2_topk16:
+        member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.dflash2_topk16.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_dflash2_topk16[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+KEY_TYPES_dflash2_topk16 = [{'T': 'f32'}, {'T': 'bf16'}]  # per member: the element type of each dtype key
+
+
+@pytest.mark.parametrize("keys", KEY_TYPES_dflash2_topk16)
+@pytest.mark.parametrize("args", [
+        {'rows': 16, 'vocab': 151936},
+        {'rows': 1, 'vocab': 202048},
+        {'rows': 64, 'vocab': 151936},
+        {'rows': 3, 'vocab': 1000},
+        {'rows': 0, 'vocab': 151936},
+        {'rows': 16, 'vocab': 0},
+        {'rows': 16, 'vocab': 524289},
+        {'rows': 65536, 'vocab': 151936},
+    ])
+def test_dflash2_topk16_picks_members_by_dtype(args, keys):
+    expected, last = None, None
+    for (module_name, kernel, names), types in zip(MEMBERS_dflash2_topk16, KEY_TYPES_dflash2_topk16):
+        if any(types.get(k, v) != v for k, v in keys.items()):
+            continue  # takes other element types: skipped
+        plan = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel).plan(
+            **{n: v for n, v in args.items() if n in names})
+        last = (kernel, plan["code"])
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = last
+            break
+    chain_plan = mod.dflash2_topk16.plan(**args, **keys)
+    if expected is None:
+        assert not chain_plan["launched"] and (chain_plan["kernel"], chain_plan["code"]) == last
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+def test_dflash2_topk16_reports_no_instantiation_for_other_dtypes():
+    plan = mod.dflash2_topk16.plan(**[
+        {'rows': 16, 'vocab': 151936},
+        {'rows': 1, 'vocab': 202048},
+        {'rows': 64, 'vocab': 151936},
+        {'rows': 3, 'vocab': 1000},
+        {'rows': 0, 'vocab': 151936},
+        {'rows': 16, 'vocab': 0},
+        {'rows': 16, 'vocab': 524289},
+        {'rows': 65536, 'vocab': 151936},
+    ][0], **{'T': 'f16'})
+    assert not plan["launched"] and plan["code"] == 458752
+    assert plan["kernel"] == "dflash2_topk16"
+    assert "no instantiation for this dtype" in plan["reason"]

@@ -35,21 +35,46 @@ const ArgSpec kg_args_dflash2_conv2[] = {
     {"hidden", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
-// ---- dflash2_topk16
-int32_t kg_launch_dflash2_topk16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_dflash2__dflash2_topk16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), kg_stream, kg_ran);
+// ---- dflash2_topk16_f32
+int32_t kg_launch_dflash2_topk16_f32(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dflash2__dflash2_topk16_f32(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), kg_stream, kg_ran);
 }
-int32_t kg_plan_dflash2_topk16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+int32_t kg_plan_dflash2_topk16_f32(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
   *kg_kernel = 0;
-  return kg_dflash2__dflash2_topk16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_f32__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-int32_t kg_sizes_dflash2_topk16(const Value* v, int64_t* kg_out) {
+int32_t kg_sizes_dflash2_topk16_f32(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dflash2__dflash2_topk16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_f32__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
-const ArgSpec kg_args_dflash2_topk16[] = {
+const ArgSpec kg_args_dflash2_topk16_f32[] = {
     {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
+    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
+    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
+    {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
+    {"counter", kg::py::kPointer, 7, 1, 1, 4, 0, 0, 0},  // i32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+};
+
+// ---- dflash2_topk16_bf16
+int32_t kg_launch_dflash2_topk16_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dflash2__dflash2_topk16_bf16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), kg_stream, kg_ran);
+}
+int32_t kg_plan_dflash2_topk16_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_dflash2__dflash2_topk16_bf16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_dflash2_topk16_bf16(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_dflash2__dflash2_topk16_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_dflash2_topk16_bf16[] = {
+    {"logits", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0},  // bf16*
     {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
     {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
     {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
@@ -87,6 +112,34 @@ const ArgSpec kg_args_dflash2_selector_walk[] = {
     {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- dflash2_topk16
+int32_t kg_launch_dflash2_topk16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dflash2__dflash2_topk16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), static_cast<uint32_t>(v[9].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_dflash2_topk16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  return kg_dflash2__dflash2_topk16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[9].u), kg_out, kg_kernel);
+}
+int32_t kg_sizes_dflash2_topk16(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_dflash2__dflash2_topk16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[9].u), kg_out);
+}
+const ArgSpec kg_args_dflash2_topk16[] = {
+    {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
+    {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
+    {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
+    {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
+    {"counter", kg::py::kPointer, 7, 1, 1, 4, 0, 0, 0},  // i32*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"cap", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+};
+const kg::py::DtypeKey kg_keys_dflash2_topk16[] = {
+    {"T", 1u},  // arguments (bit i: argument i) whose element type the key is
+};
+const uint8_t kg_member_types_dflash2_topk16[] = { 3, 1 };  // per member, per key: element code
+
 }  // namespace
 
 PYBIND11_MODULE(dflash2, kg_module) {
@@ -99,14 +152,25 @@ PYBIND11_MODULE(dflash2, kg_module) {
       "dflash2_conv2", "(x: const bf16*, base: const bf16*, delta: const bf16*, out: bf16*, rows: u32, hidden: u32, *, stream=0) -> Outcome\012\012out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_dflash2_conv2, 6, 6, 4,
       kg_launch_dflash2_conv2, kg_plan_dflash2_conv2, kg_sizes_dflash2_conv2, kg_kernels_dflash2_conv2, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_conv2) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_dflash2_topk16[] = { kg_dflash2__dflash2_topk16__info() };
-  static const LauncherSpec kg_spec_dflash2_topk16 = {
-      "dflash2_topk16", "(logits: f32*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of f32 logits [rows, vocab]: the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents).\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16, 9, 9, 5,
-      kg_launch_dflash2_topk16, kg_plan_dflash2_topk16, kg_sizes_dflash2_topk16, kg_kernels_dflash2_topk16, 1};
-  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dflash2_topk16_f32[] = { kg_dflash2__dflash2_topk16_f32__info() };
+  static const LauncherSpec kg_spec_dflash2_topk16_f32 = {
+      "dflash2_topk16_f32", "(logits: f32*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_f32, 9, 9, 5,
+      kg_launch_dflash2_topk16_f32, kg_plan_dflash2_topk16_f32, kg_sizes_dflash2_topk16_f32, kg_kernels_dflash2_topk16_f32, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16_f32) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dflash2_topk16_bf16[] = { kg_dflash2__dflash2_topk16_bf16__info() };
+  static const LauncherSpec kg_spec_dflash2_topk16_bf16 = {
+      "dflash2_topk16_bf16", "(logits: bf16*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_bf16, 9, 9, 5,
+      kg_launch_dflash2_topk16_bf16, kg_plan_dflash2_topk16_bf16, kg_sizes_dflash2_topk16_bf16, kg_kernels_dflash2_topk16_bf16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16_bf16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_selector_walk[] = { kg_dflash2__dflash2_selector_walk__info() };
   static const LauncherSpec kg_spec_dflash2_selector_walk = {
       "dflash2_selector_walk", "(cand: const i32*, u: const f32*, h: const bf16*, p_codebook: const bf16*, q_codebook: const bf16*, anchor: const i32*, out: i32*, batch: u32, slots: u32, rank: u32, vocab: u32, *, stream=0) -> Outcome\012\012One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_selector_walk, 11, 11, 7,
       kg_launch_dflash2_selector_walk, kg_plan_dflash2_selector_walk, kg_sizes_dflash2_selector_walk, kg_kernels_dflash2_selector_walk, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_selector_walk) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dflash2_topk16[] = { kg_dflash2__dflash2_topk16_f32__info(), kg_dflash2__dflash2_topk16_bf16__info(), kg_dflash2__dflash2_topk16__info() };
+  static const LauncherSpec kg_spec_dflash2_topk16 = {
+      "dflash2_topk16", "(logits: f32*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.", kg_args_dflash2_topk16, 9, 9, 5,
+      kg_launch_dflash2_topk16, kg_plan_dflash2_topk16, kg_sizes_dflash2_topk16, kg_kernels_dflash2_topk16, 3,
+      kg_keys_dflash2_topk16, 1, kg_member_types_dflash2_topk16};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16) < 0) throw pybind11::error_already_set();
 }

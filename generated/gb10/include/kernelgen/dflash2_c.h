@@ -24,17 +24,56 @@ int32_t kg_dflash2__dflash2_conv2__plan(uint32_t rows, uint32_t hidden, kg_plan*
 int32_t kg_dflash2__dflash2_conv2__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_conv2__info(void);
 
-/* Per row of f32 logits [rows, vocab]: the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). __launch_bounds__: at most 512 threads a block. */
-int32_t kg_dflash2__dflash2_topk16(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran);
-int32_t kg_dflash2__dflash2_topk16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
-int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
-const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
+/* Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block. */
+int32_t kg_dflash2__dflash2_topk16_f32(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_dflash2__dflash2_topk16_f32__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+int32_t kg_dflash2__dflash2_topk16_f32__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
+const kg_kernel_info* kg_dflash2__dflash2_topk16_f32__info(void);
+
+/* Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block. */
+int32_t kg_dflash2__dflash2_topk16_bf16(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_dflash2__dflash2_topk16_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+int32_t kg_dflash2__dflash2_topk16_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
+const kg_kernel_info* kg_dflash2__dflash2_topk16_bf16__info(void);
 
 /* One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows. __launch_bounds__: at most 512 threads a block. */
 int32_t kg_dflash2__dflash2_selector_walk(const void* cand, const void* u, const void* h, const void* p_codebook, const void* q_codebook, const void* anchor, void* out, uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_selector_walk__plan(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, kg_plan* kg_out);
 int32_t kg_dflash2__dflash2_selector_walk__sizes(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
+
+/* Element type codes, for the dtype masks (KG_DTYPE(code)) of the launchers below. */
+#define KG_ELEM_BF16 1
+#define KG_ELEM_F16 2
+#define KG_ELEM_F32 3
+#define KG_ELEM_F64 4
+#define KG_ELEM_I8 5
+#define KG_ELEM_I16 6
+#define KG_ELEM_I32 7
+#define KG_ELEM_I64 8
+#define KG_ELEM_U8 9
+#define KG_ELEM_U16 10
+#define KG_ELEM_U32 11
+#define KG_ELEM_U64 12
+#define KG_ELEM_FP8_E4M3 13
+#define KG_ELEM_FP8_E5M2 14
+#define KG_ELEM_FP8_E8M0 15
+#define KG_ELEM_FP4_E2M1 16
+#define KG_ELEM_F32X2 17
+#define KG_ELEM_F32X4 18
+#define KG_ELEM_F16X2 19
+#define KG_ELEM_BF16X2 20
+#define KG_ELEM_I32X4 21
+#define KG_ELEM_VOID 22
+#define KG_ELEM_PTR 23
+
+/* Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches. */
+/* kg_dtypes_T: the element types the arrays of T may be read as, a
+ * mask of KG_DTYPE(KG_ELEM_...); only members taking such types are tried (none: KG_NL_NO_INSTANCE). */
+int32_t kg_dflash2__dflash2_topk16(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_dflash2__dflash2_topk16__plan(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, kg_plan* kg_out, int32_t* kg_kernel);
+int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int64_t* kg_sizes);
+const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use kernelgen_gb10 as kg;
 use kg::{DevicePtr, DevicePtrMut, Error, Plan, DEFAULT_STREAM};
+use kg::ANY_DTYPE;
 
 // Kill switches and refresh() are process-wide: the tests take turns. Plans read the target's
 // device table, as the expected plans do, also on a GPU.
@@ -197,143 +198,284 @@ fn dflash2_conv2_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
-// ---------------------------------------------------------------- dflash2_topk16
+// ---------------------------------------------------------------- dflash2_topk16_f32
 
 #[test]
-fn dflash2_topk16_plan_matches_spec() {
+fn dflash2_topk16_f32_plan_matches_spec() {
     let _g = guard();
-    check(kg::dflash2::dflash2_topk16::plan(16, 151936), "dflash2_topk16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::dflash2::dflash2_topk16::plan(1, 202048), "dflash2_topk16", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
-    check(kg::dflash2::dflash2_topk16::plan(64, 151936), "dflash2_topk16", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
-    check(kg::dflash2::dflash2_topk16::plan(3, 1000), "dflash2_topk16", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
-    check(kg::dflash2::dflash2_topk16::plan(0, 262143), "dflash2_topk16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=0, vocab=262143");
-    check(kg::dflash2::dflash2_topk16::plan(268435457, 202048), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435457, vocab=202048");
-    check(kg::dflash2::dflash2_topk16::plan(16383, 202048), "dflash2_topk16", Expect { code: 0, geometry: Some(([13, 16383, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16383, vocab=202048");
-    check(kg::dflash2::dflash2_topk16::plan(15, 65537), "dflash2_topk16", Expect { code: 0, geometry: Some(([18, 15, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=15, vocab=65537");
-    check(kg::dflash2::dflash2_topk16::plan(131073, 513), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131073, vocab=513");
-    check(kg::dflash2::dflash2_topk16::plan(3, 1), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1");
-    check(kg::dflash2::dflash2_topk16::plan(63, 151936), "dflash2_topk16", Expect { code: 0, geometry: Some(([10, 63, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=63");
-    check(kg::dflash2::dflash2_topk16::plan(131072, 134217728), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131072, vocab=134217728");
-    check(kg::dflash2::dflash2_topk16::plan(32767, 2147483649), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32767, vocab=2147483649");
-    check(kg::dflash2::dflash2_topk16::plan(16777217, 63), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=63");
-    check(kg::dflash2::dflash2_topk16::plan(3, 2), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=2");
-    check(kg::dflash2::dflash2_topk16::plan(16, 9), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=9");
-    check(kg::dflash2::dflash2_topk16::plan(16, 129), "dflash2_topk16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=129");
-    check(kg::dflash2::dflash2_topk16::plan(16, 4095), "dflash2_topk16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=4095");
-    check(kg::dflash2::dflash2_topk16::plan(1000, 151936), "dflash2_topk16", Expect { code: 0, geometry: Some(([10, 1000, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1000");
-    check(kg::dflash2::dflash2_topk16::plan(16777215, 151936), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777215");
-    check(kg::dflash2::dflash2_topk16::plan(1048576, 202048), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048576, vocab=202048");
-    check(kg::dflash2::dflash2_topk16::plan(8192, 7), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8192, vocab=7");
-    check(kg::dflash2::dflash2_topk16::plan(131071, 64), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131071, vocab=64");
-    check(kg::dflash2::dflash2_topk16::plan(268435455, 1000000000), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435455, vocab=1000000000");
-    check(kg::dflash2::dflash2_topk16::plan(1023, 1024), "dflash2_topk16", Expect { code: 0, geometry: Some(([1, 1023, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1023, vocab=1024");
-    check(kg::dflash2::dflash2_topk16::plan(8191, 131072), "dflash2_topk16", Expect { code: 0, geometry: Some(([8, 8191, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=8191, vocab=131072");
-    check(kg::dflash2::dflash2_topk16::plan(127, 100), "dflash2_topk16", Expect { code: 0, geometry: Some(([3, 127, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=127, vocab=100");
-    check(kg::dflash2::dflash2_topk16::plan(65536, 151936), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536");
-    check(kg::dflash2::dflash2_topk16::plan(4097, 255), "dflash2_topk16", Expect { code: 0, geometry: Some(([1, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097, vocab=255");
-    check(kg::dflash2::dflash2_topk16::plan(16383, 2048), "dflash2_topk16", Expect { code: 0, geometry: Some(([1, 16383, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16383, vocab=2048");
-    check(kg::dflash2::dflash2_topk16::plan(8388608, 303872), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8388608, vocab=303872");
-    check(kg::dflash2::dflash2_topk16::plan(4, 1000), "dflash2_topk16", Expect { code: 0, geometry: Some(([32, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=1000");
-    check(kg::dflash2::dflash2_topk16::plan(16777217, 131073), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=131073");
-    check(kg::dflash2::dflash2_topk16::plan(31, 1000), "dflash2_topk16", Expect { code: 0, geometry: Some(([9, 31, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=31, vocab=1000");
-    check(kg::dflash2::dflash2_topk16::plan(268435457, 32769), "dflash2_topk16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435457, vocab=32769");
-    check(kg::dflash2::dflash2_topk16::plan(67108865, 1000000000), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108865, vocab=1000000000");
-    check(kg::dflash2::dflash2_topk16::plan(3, 9), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=9");
-    check(kg::dflash2::dflash2_topk16::plan(255, 1000), "dflash2_topk16", Expect { code: 0, geometry: Some(([2, 255, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=255, vocab=1000");
-    check(kg::dflash2::dflash2_topk16::plan(7, 4097), "dflash2_topk16", Expect { code: 0, geometry: Some(([32, 7, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=7, vocab=4097");
-    check(kg::dflash2::dflash2_topk16::plan(1023, 9), "dflash2_topk16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1023, vocab=9");
-    check(kg::dflash2::dflash2_topk16::plan(16383, 33554432), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16383, vocab=33554432");
-    check(kg::dflash2::dflash2_topk16::plan(32767, 32769), "dflash2_topk16", Expect { code: 0, geometry: Some(([3, 32767, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32767, vocab=32769");
-    check(kg::dflash2::dflash2_topk16::plan(65536, 2147483649), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536, vocab=2147483649");
-    check(kg::dflash2::dflash2_topk16::plan(16, 536870913), "dflash2_topk16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=536870913");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(64, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(17, 65), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 17, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=17, vocab=65");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 0), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 134217728), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=134217728");
+    check(kg::dflash2::dflash2_topk16_f32::plan(268435457, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435457, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(64, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(536870911, 202048), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870911, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(2097152, 33554433), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097152, vocab=33554433");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1073741824, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(128, 9), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=9");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 1048576), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=1048576");
+    check(kg::dflash2::dflash2_topk16_f32::plan(512, 128), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([1, 512, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=128");
+    check(kg::dflash2::dflash2_topk16_f32::plan(65536, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1048576, 31), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048576, vocab=31");
+    check(kg::dflash2::dflash2_topk16_f32::plan(67108865, 268435457), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108865, vocab=268435457");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 16777215), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=16777215");
+    check(kg::dflash2::dflash2_topk16_f32::plan(7, 75968), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 7, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=7, vocab=75968");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 4), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=4");
+    check(kg::dflash2::dflash2_topk16_f32::plan(524287, 202048), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=524287, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 134217729), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=134217729");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1048576, 67108865), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048576, vocab=67108865");
+    check(kg::dflash2::dflash2_topk16_f32::plan(8388607, 202048), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8388607, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(31, 8388607), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=31, vocab=8388607");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 3), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=3");
+    check(kg::dflash2::dflash2_topk16_f32::plan(536870913, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870913");
+    check(kg::dflash2::dflash2_topk16_f32::plan(255, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([2, 255, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=255, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 262145), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([17, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=262145");
+    check(kg::dflash2::dflash2_topk16_f32::plan(134217729, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217729, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16385, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16385, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16385, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 8388608), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=8388608");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16384, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 16384, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16384");
+    check(kg::dflash2::dflash2_topk16_f32::plan(536870912, 262144), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870912, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(128, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([13, 128, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(524287, 536870911), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=524287, vocab=536870911");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1048575, 268435457), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575, vocab=268435457");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 16384), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=16384");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1073741823, 1025), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741823, vocab=1025");
+    check(kg::dflash2::dflash2_topk16_f32::plan(619359, 63), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=619359, vocab=63");
+    check(kg::dflash2::dflash2_topk16_f32::plan(262144, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16777216, 33), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777216, vocab=33");
 }
 
 #[test]
-fn dflash2_topk16_presence() {
-    let kernel = kg::dflash2::dflash2_topk16::kernel();
-    assert_eq!(kernel.name(), "dflash2_topk16");
+fn dflash2_topk16_f32_presence() {
+    let kernel = kg::dflash2::dflash2_topk16_f32::kernel();
+    assert_eq!(kernel.name(), "dflash2_topk16_f32");
     assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kg::dflash2::dflash2_topk16::is_present(), true);
+    assert_eq!(kg::dflash2::dflash2_topk16_f32::is_present(), true);
     assert_eq!(kg::library_target(), "gb10");
 }
 
 #[test]
-fn dflash2_topk16_sizes() {
-    assert_eq!(kg::dflash2::dflash2_topk16::sizes(16, 151936), Ok([2430976, 256, 256, 8192, 16]));
+fn dflash2_topk16_f32_sizes() {
+    assert_eq!(kg::dflash2::dflash2_topk16_f32::sizes(16, 151936), Ok([2430976, 256, 256, 8192, 16]));
 }
 
 #[test]
-fn dflash2_topk16_clauses_decide_alone() {
+fn dflash2_topk16_f32_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
-    not_launched(result, 196608, Some("dflash2_topk16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("dflash2_topk16_f32: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
-            assert_eq!((kernel, code), ("dflash2_topk16", -65536));
-            assert_eq!(reason, "dflash2_topk16: invalid arguments: requires vocab >= TOP");
+            assert_eq!((kernel, code), ("dflash2_topk16_f32", -65536));
+            assert_eq!(reason, "dflash2_topk16_f32: invalid arguments: requires vocab >= TOP");
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
-            assert_eq!((kernel, code), ("dflash2_topk16", -65537));
-            assert_eq!(reason, "dflash2_topk16: invalid arguments: requires vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)");
+            assert_eq!((kernel, code), ("dflash2_topk16_f32", -65537));
+            assert_eq!(reason, "dflash2_topk16_f32: invalid arguments: requires vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)");
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
-            assert_eq!((kernel, code), ("dflash2_topk16", -65538));
-            assert_eq!(reason, "dflash2_topk16: invalid arguments: requires rows <= 65535");
+            assert_eq!((kernel, code), ("dflash2_topk16_f32", -65538));
+            assert_eq!(reason, "dflash2_topk16_f32: invalid arguments: requires rows <= 65535");
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
 }
 
 #[test]
-fn dflash2_topk16_kill_switch() {
+fn dflash2_topk16_f32_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH2", "1");
     kg::refresh();
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
-    let plan = kg::dflash2::dflash2_topk16::plan(16, 151936);
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let plan = kg::dflash2::dflash2_topk16_f32::plan(16, 151936);
     std::env::remove_var("METRALE_NO_DFLASH2");
-    not_launched(result, 1 << 16, Some("dflash2_topk16: not launched: kill switch METRALE_NO_DFLASH2 is set"));
+    not_launched(result, 1 << 16, Some("dflash2_topk16_f32: not launched: kill switch METRALE_NO_DFLASH2 is set"));
     assert_eq!(plan.code, 1 << 16);
-    assert!(!kg::dflash2::dflash2_topk16::plan(16, 151936).launches(), "the switch is read once");
+    assert!(!kg::dflash2::dflash2_topk16_f32::plan(16, 151936).launches(), "the switch is read once");
     kg::refresh();
-    assert!(kg::dflash2::dflash2_topk16::plan(16, 151936).launches());
+    assert!(kg::dflash2::dflash2_topk16_f32::plan(16, 151936).launches());
 }
 
 #[test]
-fn dflash2_topk16_null_pointer() {
+fn dflash2_topk16_f32_null_pointer() {
     let _g = guard();
-    match unsafe { kg::dflash2::dflash2_topk16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
-            assert_eq!((e.kernel(), e.argument()), ("dflash2_topk16", Some("logits")));
+            assert_eq!((e.kernel(), e.argument()), ("dflash2_topk16_f32", Some("logits")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
-    not_launched(result, 196608, Some("dflash2_topk16: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("dflash2_topk16_f32: not launched: empty work (rows == 0)"));
 }
 
 #[test]
-fn dflash2_topk16_launch_without_gpu_is_an_error_naming_it() {
+fn dflash2_topk16_f32_launch_without_gpu_is_an_error_naming_it() {
     let _g = guard();
     if kg::device_count() > 0 {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
-            assert_eq!(e.kernel(), "dflash2_topk16");
-            assert!(e.to_string().starts_with("dflash2_topk16"), "{}", e);
+            assert_eq!(e.kernel(), "dflash2_topk16_f32");
+            assert!(e.to_string().starts_with("dflash2_topk16_f32"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- dflash2_topk16_bf16
+
+#[test]
+fn dflash2_topk16_bf16_plan_matches_spec() {
+    let _g = guard();
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 1000), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(32767, 16), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([1, 32767, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32767, vocab=16");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1000, 1048575), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000, vocab=1048575");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(63, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([13, 63, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=63, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 151936), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(2097151, 2147483647), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097151, vocab=2147483647");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(131072, 202048), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131072, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 262143), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=262143");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 4), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=4");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 67108864), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=67108864");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([5, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097, vocab=65537");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 2), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16383, 16777217), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16383, vocab=16777217");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(134217728, 32769), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217728, vocab=32769");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 0), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(67108863, 2049), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108863, vocab=2049");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 1), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=1");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(512, 268435457), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=268435457");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 999), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=999");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1073741824, 1), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=1");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(128, 5), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=5");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524287), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524287");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 32768), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([3, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=32768");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(2097151, 2097151), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097151, vocab=2097151");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(256, 33554431), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=256, vocab=33554431");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 4294967295), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=4294967295");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([10, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1025, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([5, 1025, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1025, vocab=65537");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(129, 256), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([2, 129, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=129, vocab=256");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1000, 131073), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([9, 1000, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1000, vocab=131073");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 404096), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=404096");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(2, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 2, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 512), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([4, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=512");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 65), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=65");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 255), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([3, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=255");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 134217729), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=134217729");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 202048), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1000000000, 16), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000000000, vocab=16");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 268435456), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=268435456");
+}
+
+#[test]
+fn dflash2_topk16_bf16_presence() {
+    let kernel = kg::dflash2::dflash2_topk16_bf16::kernel();
+    assert_eq!(kernel.name(), "dflash2_topk16_bf16");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::dflash2::dflash2_topk16_bf16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn dflash2_topk16_bf16_sizes() {
+    assert_eq!(kg::dflash2::dflash2_topk16_bf16::sizes(16, 151936), Ok([2430976, 256, 256, 8192, 16]));
+}
+
+#[test]
+fn dflash2_topk16_bf16_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65536));
+            assert_eq!(reason, "dflash2_topk16_bf16: invalid arguments: requires vocab >= TOP");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65537));
+            assert_eq!(reason, "dflash2_topk16_bf16: invalid arguments: requires vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65538));
+            assert_eq!(reason, "dflash2_topk16_bf16: invalid arguments: requires rows <= 65535");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+}
+
+#[test]
+fn dflash2_topk16_bf16_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH2", "1");
+    kg::refresh();
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let plan = kg::dflash2::dflash2_topk16_bf16::plan(16, 151936);
+    std::env::remove_var("METRALE_NO_DFLASH2");
+    not_launched(result, 1 << 16, Some("dflash2_topk16_bf16: not launched: kill switch METRALE_NO_DFLASH2 is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::dflash2::dflash2_topk16_bf16::plan(16, 151936).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::dflash2::dflash2_topk16_bf16::plan(16, 151936).launches());
+}
+
+#[test]
+fn dflash2_topk16_bf16_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("dflash2_topk16_bf16", Some("logits")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn dflash2_topk16_bf16_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "dflash2_topk16_bf16");
+            assert!(e.to_string().starts_with("dflash2_topk16_bf16"), "{}", e);
         }
         other => panic!("expected a launch error, got {:?}", other),
     }
@@ -495,6 +637,47 @@ fn dflash2_selector_walk_launch_without_gpu_is_an_error_naming_it() {
             assert_eq!(e.kernel(), "dflash2_selector_walk");
             assert!(e.to_string().starts_with("dflash2_selector_walk"), "{}", e);
         }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- chain dflash2_topk16
+
+#[test]
+fn dflash2_topk16_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::dflash2::dflash2_topk16::plan(16, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(1, 202048, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16::plan(64, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=64, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(3, 1000, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16::plan(0, 151936, ANY_DTYPE), "dflash2_topk16_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=0, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(16, 0, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=0");
+    check(kg::dflash2::dflash2_topk16::plan(16, 524289, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=524289");
+    check(kg::dflash2::dflash2_topk16::plan(65536, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=65536, vocab=151936");
+}
+
+#[test]
+fn dflash2_topk16_presence() {
+    assert_eq!(kg::dflash2::dflash2_topk16::is_present(), true);
+}
+
+#[test]
+fn dflash2_topk16_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn dflash2_topk16_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "dflash2_topk16_f32", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }

@@ -84,7 +84,7 @@ pub mod dflash2_conv2 {
     }
 }
 
-/// Per row of f32 logits [rows, vocab]: the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents).
+/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 ///
 /// Arguments, in order (`specs/dflash2.yaml:52`):
 /// - `logits`: `f32*`, `rows * vocab` elements
@@ -103,9 +103,9 @@ pub mod dflash2_conv2 {
 /// - requires `vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)`: else `Error::Argument`
 /// - requires `rows <= 65535`: else `Error::Argument`
 /// - __launch_bounds__: at most 512 threads a block.
-pub mod dflash2_topk16 {
+pub mod dflash2_topk16_f32 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_f32__info);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -121,7 +121,7 @@ pub mod dflash2_topk16 {
     pub fn plan(rows: u32, vocab: u32) -> crate::Plan {
         let mut kg_plan = crate::kg_ffi::Plan::default();
         // Safety: the plan function only reads its integer arguments and writes *kg_plan.
-        unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__plan(rows, vocab, &mut kg_plan) };
+        unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_f32__plan(rows, vocab, &mut kg_plan) };
         crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
     }
 
@@ -129,7 +129,7 @@ pub mod dflash2_topk16 {
     pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 5], crate::Error> {
         let mut kg_sizes = [0i64; 5];
         // Safety: the function writes 5 values.
-        let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__sizes(rows, vocab, kg_sizes.as_mut_ptr()) };
+        let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_f32__sizes(rows, vocab, kg_sizes.as_mut_ptr()) };
         crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
     }
 
@@ -149,30 +149,116 @@ pub mod dflash2_topk16 {
         if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
             let kg_sizes = self::sizes(rows, vocab).ok();
             if logits.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "logits", kg_sizes.map(|s| s[0]))?;
+                crate::kg_rt::check_null("dflash2_topk16_f32", "logits", kg_sizes.map(|s| s[0]))?;
             }
             if ids.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "ids", kg_sizes.map(|s| s[1]))?;
+                crate::kg_rt::check_null("dflash2_topk16_f32", "ids", kg_sizes.map(|s| s[1]))?;
             }
             if scores.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "scores", kg_sizes.map(|s| s[2]))?;
+                crate::kg_rt::check_null("dflash2_topk16_f32", "scores", kg_sizes.map(|s| s[2]))?;
             }
             if work.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "work", kg_sizes.map(|s| s[3]))?;
+                crate::kg_rt::check_null("dflash2_topk16_f32", "work", kg_sizes.map(|s| s[3]))?;
             }
             if counter.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "counter", kg_sizes.map(|s| s[4]))?;
+                crate::kg_rt::check_null("dflash2_topk16_f32", "counter", kg_sizes.map(|s| s[4]))?;
             }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_f32(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
+/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
+///
+/// Arguments, in order (`specs/dflash2.yaml:52`):
+/// - `logits`: `bf16*`, `rows * vocab` elements
+/// - `ids`: `i32*`, `rows * TOP` elements
+/// - `scores`: `f32*`, `rows * TOP` elements
+/// - `work`: `i64*`, `(rows * TOPK_MAX_SPLIT) * TOP` elements
+/// - `counter`: `i32*`, `rows` elements
+/// - `rows`: `u32`
+/// - `vocab`: `u32`
+/// - `multiplier`: `f32`
+/// - `cap`: `f32`
+///
+/// Checked in order:
+/// - skip_if `rows == 0`: not launched (empty work)
+/// - requires `vocab >= TOP`: else `Error::Argument`
+/// - requires `vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)`: else `Error::Argument`
+/// - requires `rows <= 65535`: else `Error::Argument`
+/// - __launch_bounds__: at most 512 threads a block.
+pub mod dflash2_topk16_bf16 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, vocab: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__plan(rows, vocab, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (logits, ids, scores, work, counter).
+    pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 5], crate::Error> {
+        let mut kg_sizes = [0i64; 5];
+        // Safety: the function writes 5 values.
+        let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__sizes(rows, vocab, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, work: impl Into<crate::DevicePtrMut>, counter: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let logits: crate::DevicePtrMut = logits.into();
+        let ids: crate::DevicePtrMut = ids.into();
+        let scores: crate::DevicePtrMut = scores.into();
+        let work: crate::DevicePtrMut = work.into();
+        let counter: crate::DevicePtrMut = counter.into();
+        if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
+            let kg_sizes = self::sizes(rows, vocab).ok();
+            if logits.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16_bf16", "logits", kg_sizes.map(|s| s[0]))?;
+            }
+            if ids.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16_bf16", "ids", kg_sizes.map(|s| s[1]))?;
+            }
+            if scores.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16_bf16", "scores", kg_sizes.map(|s| s[2]))?;
+            }
+            if work.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16_bf16", "work", kg_sizes.map(|s| s[3]))?;
+            }
+            if counter.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16_bf16", "counter", kg_sizes.map(|s| s[4]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_bf16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
         crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
     }
 }
 
 /// One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:86`):
+/// Arguments, in order (`specs/dflash2.yaml:90`):
 /// - `cand`: `const i32*`, `(batch * slots) * TOP` elements
 /// - `u`: `const f32*`, `(batch * slots) * TOP` elements
 /// - `h`: `const bf16*`, `(batch * slots) * rank` elements
@@ -269,19 +355,109 @@ pub mod dflash2_selector_walk {
     }
 }
 
+/// Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.
+///
+/// Arguments, in order (`specs/dflash2.yaml:52`):
+/// - `logits`: `f32*`, `rows * vocab` elements
+/// - `ids`: `i32*`, `rows * TOP` elements
+/// - `scores`: `f32*`, `rows * TOP` elements
+/// - `work`: `i64*`, `(rows * TOPK_MAX_SPLIT) * TOP` elements
+/// - `counter`: `i32*`, `rows` elements
+/// - `rows`: `u32`
+/// - `vocab`: `u32`
+/// - `multiplier`: `f32`
+/// - `cap`: `f32`
+/// - `kg_dtypes_T`: `u32`, the element types accepted for T (`ANY_DTYPE`, or `dtype_bit(code)` ORed)
+pub mod dflash2_topk16 {
+    /// The chain's kernels, in the order they are tried: dflash2.dflash2_topk16_f32, dflash2.dflash2_topk16_bf16.
+    pub fn members() -> [crate::Kernel; 2] {
+        [crate::dflash2::dflash2_topk16_f32::kernel(), crate::dflash2::dflash2_topk16_bf16::kernel()]
+    }
+
+    /// False when this target's build lacks every kernel of the chain.
+    pub fn is_present() -> bool {
+        members().iter().any(|k| k.is_present())
+    }
+
+    /// The plan of the first kernel that would launch or fail (else the last one's);
+    /// `Plan::kernel` says which.
+    pub fn plan(rows: u32, vocab: u32, kg_dtypes_T: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        let mut kg_index: i32 = 0;
+        // Safety: the plan function only reads its integer arguments and writes its outputs.
+        unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__plan(rows, vocab, kg_dtypes_T, &mut kg_plan, &mut kg_index) };
+        let kg_members = members();
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        crate::kg_rt::plan(&kg_plan, kg_kernel)
+    }
+
+    /// The element counts of the sized pointer arguments (logits, ids, scores, work, counter): the largest over
+    /// the kernels that would launch (-1 where none would).
+    pub fn sizes(rows: u32, vocab: u32, kg_dtypes_T: u32) -> Result<[i64; 5], crate::Error> {
+        let mut kg_sizes = [0i64; 5];
+        // Safety: the function writes 5 values.
+        let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__sizes(rows, vocab, kg_dtypes_T, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+    }
+
+    /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
+    /// (the last one's reason is in [`crate::last_reason`]), `Err` for a bad argument or a
+    /// failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, work: impl Into<crate::DevicePtrMut>, counter: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, kg_dtypes_T: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let logits: crate::DevicePtrMut = logits.into();
+        let ids: crate::DevicePtrMut = ids.into();
+        let scores: crate::DevicePtrMut = scores.into();
+        let work: crate::DevicePtrMut = work.into();
+        let counter: crate::DevicePtrMut = counter.into();
+        if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
+            let kg_sizes = self::sizes(rows, vocab, kg_dtypes_T).ok();
+            if logits.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16", "logits", kg_sizes.map(|s| s[0]))?;
+            }
+            if ids.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16", "ids", kg_sizes.map(|s| s[1]))?;
+            }
+            if scores.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16", "scores", kg_sizes.map(|s| s[2]))?;
+            }
+            if work.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16", "work", kg_sizes.map(|s| s[3]))?;
+            }
+            if counter.is_null() {
+                crate::kg_rt::check_null("dflash2_topk16", "counter", kg_sizes.map(|s| s[4]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, kg_dtypes_T, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, crate::dflash2::dflash2_topk16_f32::kernel)
+    }
+}
+
 mod kg_ffi {
     extern "C" {
         pub fn kg_dflash2__dflash2_conv2(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_conv2__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_conv2__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_conv2__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_dflash2__dflash2_topk16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
-        pub fn kg_dflash2__dflash2_topk16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
-        pub fn kg_dflash2__dflash2_topk16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
-        pub fn kg_dflash2__dflash2_topk16__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_dflash2__dflash2_topk16_f32(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_f32__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_f32__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_f32__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_dflash2__dflash2_topk16_bf16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_bf16__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_dflash2__dflash2_selector_walk(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *const ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: *const ::std::ffi::c_void, a_6: *mut ::std::ffi::c_void, a_7: u32, a_8: u32, a_9: u32, a_10: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_selector_walk__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_selector_walk__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_selector_walk__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_dflash2__dflash2_topk16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, k_0: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16__plan(a_0: u32, a_1: u32, k_0: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
+        pub fn kg_dflash2__dflash2_topk16__sizes(a_0: u32, a_1: u32, k_0: u32, kg_sizes: *mut i64) -> i32;
     }
 }
