@@ -671,6 +671,8 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 /// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16 {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_bf16_split, attn_dflash.prefill_attn_dflash_bf16_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::attn_dflash::prefill_attn_dflash_bf16_split::kernel(), crate::attn_dflash::prefill_attn_dflash_bf16_unsplit::kernel()]
@@ -770,6 +772,8 @@ pub mod prefill_attn_dflash_bf16 {
 /// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_fp8 {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_fp8_split, attn_dflash.prefill_attn_dflash_fp8_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::attn_dflash::prefill_attn_dflash_fp8_split::kernel(), crate::attn_dflash::prefill_attn_dflash_fp8_unsplit::kernel()]
@@ -877,6 +881,8 @@ pub mod prefill_attn_dflash_fp8 {
 /// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16_indirect {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_bf16_indirect_split, attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::attn_dflash::prefill_attn_dflash_bf16_indirect_split::kernel(), crate::attn_dflash::prefill_attn_dflash_bf16_indirect_unsplit::kernel()]

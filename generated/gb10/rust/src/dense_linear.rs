@@ -235,6 +235,8 @@ pub mod dense_gemm_pipelined {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod dense_linear_any {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv, dense_linear.dense_gemm_pipelined.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::dense_linear::dense_gemv::kernel(), crate::dense_linear::dense_gemm_pipelined::kernel()]

@@ -369,6 +369,8 @@ pub mod dflash2_selector_walk {
 /// - `cap`: `f32`
 /// - `kg_dtypes_T`: `u32`, the element types accepted for T (`ANY_DTYPE`, or `dtype_bit(code)` ORed)
 pub mod dflash2_topk16 {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: dflash2.dflash2_topk16_f32, dflash2.dflash2_topk16_bf16.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::dflash2::dflash2_topk16_f32::kernel(), crate::dflash2::dflash2_topk16_bf16::kernel()]

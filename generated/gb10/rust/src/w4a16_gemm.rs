@@ -178,6 +178,8 @@ pub mod w4a16_gemm {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod w4a16_linear {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: w4a16_gemm.w4a16_gemv, w4a16_gemm.w4a16_gemm.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::w4a16_gemm::w4a16_gemv::kernel(), crate::w4a16_gemm::w4a16_gemm::kernel()]

@@ -212,6 +212,8 @@ pub mod attn_prefill_fa128 {
 /// - `sliding_window`: `u32`
 /// - `head_dim`: `u32` (host argument)
 pub mod attn_paged {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: attn_prefill_fa128.attn_prefill_fa128_paged, attn_prefill.attn_prefill_paged_64.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::attn_prefill_fa128::attn_prefill_fa128_paged::kernel(), crate::attn_prefill::attn_prefill_paged_64::kernel()]
@@ -297,6 +299,8 @@ pub mod attn_paged {
 /// - `head_dim`: `u32` (host argument)
 /// - `batch`: `u32` (host argument)
 pub mod attn_contiguous {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: attn_prefill_fa128.attn_prefill_fa128, attn_prefill.attn_prefill_64.
     pub fn members() -> [crate::Kernel; 2] {
         [crate::attn_prefill_fa128::attn_prefill_fa128::kernel(), crate::attn_prefill::attn_prefill_64::kernel()]

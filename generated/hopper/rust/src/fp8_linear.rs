@@ -326,6 +326,8 @@ pub mod fp8_gemm_n128_row_scaled {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_linear {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_n128_row_scaled.
     pub fn members() -> [crate::Kernel; 4] {
         [crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
