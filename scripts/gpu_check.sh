@@ -59,6 +59,9 @@ $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# Tests that need two GPUs skip on one: say so, so that a run on a two-GPU machine is not forgotten.
+two=$(grep -o 'message="needs two CUDA devices' "$RES/gpu-tests.xml" 2>/dev/null | wc -l)
+[ "$two" -gt 0 ] && echo "gpu_check: $two test(s) need two GPUs and were skipped here; run this script on a machine with two GPUs to cover them" | tee "$RES/two-gpu.txt"
 
 if [ "$bench" -eq 1 ]; then
   # name[:script:arguments]: the 48-SM runs (GB10's SM count, on a green context) reuse their
