@@ -16,9 +16,12 @@ What is read, and its limits:
   name followed by ``(`` (or by template arguments and ``(``); it counts when it contains
   the word ``__global__``; namespaces are not told apart;
 - the attribute must be written out on a declaration (not hidden in a macro); each
-  argument must be a decimal integer literal (suffixes allowed) or a name defined in the
-  sources as ``#define NAME <integer>`` or ``constexpr <type> NAME = <integer>;``;
-  missing trailing arguments are 1, as in CUDA. ``__launch_bounds__`` arguments that cannot
+  argument must be a decimal integer literal (suffixes allowed), a name defined in the
+  sources as ``#define NAME <integer>`` or ``constexpr <type> NAME = <integer>;``, or an
+  integer template parameter of the kernel that the spec's template-id symbol gives a value
+  (``template <int C> __global__ void __cluster_dims__(C, 1, 1) k(...)`` with ``symbol:
+  k<8>``, or ``k<{CLUSTER}>`` in an instantiated kernel); missing trailing arguments are 1,
+  as in CUDA. ``__launch_bounds__`` arguments that cannot
   be read so are unknown rather than errors (the launcher checks the compiled limit).
 """
 
@@ -32,6 +35,8 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?([0-9]+)
 _CONSTEXPR = re.compile(r"\bconstexpr\s+[A-Za-z_][\w:\s]*?\b([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([0-9]+)[uUlL]*\s*\}?\s*;")
 _INT = re.compile(r"([0-9]+)[uUlL]*")
 _ATTR = re.compile(r"\b__cluster_dims__\s*\(")
+_TEMPLATE = re.compile(r"\btemplate\s*<")
+_PARAM_KIND = re.compile(r"^(?:typename|class|template)\b")
 _BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
 
 
@@ -73,6 +78,43 @@ def _balanced(text: str, start: int) -> str:
     return text[start:i - 1]
 
 
+def _balanced_angle(text: str, start: int) -> str:
+    """The text inside the angle brackets opening at ``text[start - 1]``."""
+    depth = 1
+    i = start
+    while i < len(text) and depth:
+        depth += {"<": 1, ">": -1}.get(text[i], 0)
+        i += 1
+    if depth:
+        raise SourceScanError("unbalanced angle brackets in a template parameter list")
+    return text[start:i - 1]
+
+
+def _template_values(head: str, symbol: str, names: dict[str, int]) -> dict[str, int]:
+    """The declaration's integer template parameters that the symbol's template arguments give
+    a value, by position: ``template <typename T, int C>`` with ``k<float, 8>`` gives C = 8.
+    Type parameters, and arguments that are not integers or defined names, give none."""
+    if "<" not in symbol or ">" not in symbol:
+        return {}
+    m = _TEMPLATE.search(head)
+    if m is None:
+        return {}
+    params = _split_args(_balanced_angle(head, m.end()))
+    args = _split_args(symbol[symbol.index("<") + 1:symbol.rindex(">")])
+    out: dict[str, int] = {}
+    for i, param in enumerate(params):
+        decl, _, default = (part.strip() for part in param.partition("="))
+        words = re.findall(r"[A-Za-z_]\w*", decl)
+        if _PARAM_KIND.match(decl) or len(words) < 2 or "*" in decl or "&" in decl:
+            continue  # a type (or template) parameter, or not an integer one
+        arg = args[i] if i < len(args) else default  # a parameter left out takes its default
+        lit = _INT.fullmatch(arg)
+        value = int(lit.group(1)) if lit else names.get(arg)
+        if value is not None:
+            out[words[-1]] = value
+    return out
+
+
 def _split_args(text: str) -> list[str]:
     out, depth, cur = [], 0, []
     for ch in text:
@@ -102,8 +144,9 @@ def _attr_args(head: str, names: dict[str, int], rx: re.Pattern[str], attr: str)
             out.append(names[a])
         else:
             raise SourceScanError(
-                f"cannot evaluate the {attr} argument '{a}': kernelgen reads integer literals and names "
-                "defined in the sources by #define NAME <integer> or constexpr <type> NAME = <integer>;"
+                f"cannot evaluate the {attr} argument '{a}': kernelgen reads integer literals, names "
+                "defined in the sources by #define NAME <integer> or constexpr <type> NAME = <integer>;, "
+                "and template parameters given by the spec's template-id symbol"
             )
     return out
 
@@ -149,6 +192,7 @@ def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Dec
             g = re.search(r"\b__global__\b", head)
             if g is None:
                 continue
-            out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, names),
-                                   _bounds_of(head, names)))
+            known = {**names, **_template_values(head, symbol, names)}
+            out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, known),
+                                   _bounds_of(head, known)))
     return out

@@ -1177,7 +1177,7 @@ def _kernel(
 
     grid = dims("grid", device_names)
     block = dims("block")
-    cluster = _cluster(ctx, f["cluster"], constants) if "cluster" in f else None
+    cluster = _cluster(ctx, f["cluster"], {**constants, **int_axes}) if "cluster" in f else None
     launch = None
     if "launch" in f:
         with ctx.at("launch"):
@@ -1263,7 +1263,8 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
                     if bad:
                         raise ctx.error(
                             item.loc, f"'{bad.group(1)}' is not a constant",
-                            "the cluster shape is fixed at compile time: use literals and names under 'constants'",
+                            "the cluster shape is fixed at compile time: use literals, names under 'constants' "
+                            "and integer instantiation axes",
                         ) from None
                     raise
                 try:

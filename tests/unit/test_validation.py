@@ -111,6 +111,43 @@ def test_cluster_errors(tmp_path: Path, case: str, spec: str, kernel: str, line:
     assert fragment in str(err), err
 
 
+TEMPLATE_CLUSTER_KERNEL = """\
+template <typename T, unsigned C, int MIN_BLOCKS = 2>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, MIN_BLOCKS)
+scale(const T* x, T* out, unsigned n, float alpha) {}
+"""
+
+TEMPLATE_CLUSTER_SPEC = sub("    summary: Scales.\n", """\
+    summary: Scales.
+    symbol: scale<float, {CLUSTER}>
+    instantiate:
+      CLUSTER: [2, 4]
+    cluster: [CLUSTER, 1, 1]
+""").replace("[div_ceil(n, THREADS), 1, 1]", "[div_ceil(n, THREADS * CLUSTER) * CLUSTER, 1, 1]")
+
+
+def test_cluster_dims_from_a_template_parameter_the_symbol_gives(tmp_path: Path) -> None:
+    """__cluster_dims__(C, 1, 1) with C a template parameter: each instance's template-id
+    (scale<float, 2>, scale<float, 4>) gives C, checked against the instance's cluster; an
+    integer parameter left out takes its default (MIN_BLOCKS in __launch_bounds__)."""
+    (m,) = load_catalog(cluster_project(tmp_path, TEMPLATE_CLUSTER_SPEC, TEMPLATE_CLUSTER_KERNEL)).modules
+    clusters = {k.name: k.cluster for k in m.kernels if k.instance_of is not None}
+    assert clusters == {"scale_2": (2, 1, 1), "scale_4": (4, 1, 1)}, clusters
+    decl, = global_declarations([("k.cu", TEMPLATE_CLUSTER_KERNEL)], "scale<float, 4>")
+    assert decl.cluster == (4, 1, 1) and decl.launch_bounds == (256, 2)
+    decl, = global_declarations([("k.cu", TEMPLATE_CLUSTER_KERNEL)], "scale<float, 4, 3>")
+    assert decl.launch_bounds == (256, 3)
+
+
+def test_cluster_dims_template_parameter_mismatch_and_missing_value(tmp_path: Path) -> None:
+    wrong = TEMPLATE_CLUSTER_SPEC.replace("cluster: [CLUSTER, 1, 1]", "cluster: [2, 1, 1]")
+    err = load_error(cluster_project(tmp_path, wrong, TEMPLATE_CLUSTER_KERNEL))
+    assert "kernel 'scale_4' declares cluster [2, 1, 1], but 'scale<float,4>' at kernels/demo.cu:2 has " \
+        "__cluster_dims__(4, 1, 1)" in str(err), err
+    with pytest.raises(SourceScanError, match="template parameters given by the spec's template-id symbol"):
+        global_declarations([("k.cu", TEMPLATE_CLUSTER_KERNEL)], "scale")  # no value for C
+
+
 def test_grid_not_whole_clusters_names_the_launching_arguments(tmp_path: Path) -> None:
     # div_ceil(1024, 256) = 4 CTAs is one whole cluster of 4; the test-case sweep finds an n that is not
     spec = CLUSTER_SPEC.replace("div_ceil(n, THREADS * CX) * CX", "div_ceil(n, THREADS)")
