@@ -316,8 +316,9 @@ KERNEL = Struct(
               "examples when specs are loaded, and on every launch."),
         Field("cluster", DIMS, False,
               "The compile-time thread-block cluster `[x, y, z]`: three constant expressions (literals, "
-              "constants and integer instantiation axes). It must equal the `__cluster_dims__(...)` attribute on the kernel's definition, which "
-              "kernelgen reads from the sources; a kernel with that attribute must declare it. Every grid the "
+              "constants and integer instantiation axes). It must equal the `__cluster_dims__(...)` attribute "
+              "on the kernel's definition, which kernelgen reads from the sources; a kernel with that "
+              "attribute must declare it. Every grid the "
               "examples and the generated test cases launch must be a whole number of clusters, and each launch "
               "checks it again (error `CLUSTER`).",
               "no cluster"),
