@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 
 import torch
-from cuda_timing import median_ms, sm_limited, sms_used
+from cuda_timing import copy_gb_s, median_ms, sm_limited, sms_used
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -51,15 +51,6 @@ DEV = "cuda"
 ROTATE = 4
 SLEEP = 4_000_000  # GPU cycles queued before a breakdown pass (~2 ms): the host queues the whole step meanwhile
 ANCHOR = 4242
-
-
-def copy_bandwidth(nbytes: int) -> float:
-    n = nbytes // 2
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(ROTATE)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e6  # GB/s
 
 
 def matmul_tflops() -> float:
@@ -174,7 +165,7 @@ def run(args) -> dict:
     torch.manual_seed(0)
     out: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                  "sm_count": torch.cuda.get_device_properties(0).multi_processor_count, "sms": args.sms}
-    out["copy_gb_s"] = copy_bandwidth(2 << 30)
+    out["copy_gb_s"] = copy_gb_s(2 << 30, ROTATE)
     out["matmul_4096_tflops"] = matmul_tflops()
     weights = make_weights(QWEN3_8B, seed=0, keep_bf16=True, nvfp4=True)
     torch.cuda.synchronize()

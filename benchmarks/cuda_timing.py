@@ -32,6 +32,17 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
+def copy_gb_s(nbytes: int, rotate: int = 4) -> float:
+    """GB/s of a device-to-device copy moving ``nbytes`` in all (half read, half written; read +
+    write counted), over ``rotate`` buffer pairs so that it comes from memory."""
+    n = nbytes // 2
+    pairs = [(torch.empty(n, dtype=torch.uint8, device="cuda"), torch.empty(n, dtype=torch.uint8, device="cuda"))
+             for _ in range(rotate)]
+    ms = median_ms(lambda s, d: d.copy_(s), pairs)
+    del pairs
+    return 2 * n / ms / 1e6
+
+
 def launched(outcome: object) -> None:
     """Raises unless a kernelgen launcher's outcome says it launched."""
     if not outcome:
