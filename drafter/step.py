@@ -68,11 +68,6 @@ import torch
 from .config import DrafterConfig
 from .weights import E4M3, DrafterWeights, Fp8Weight, Nvfp4Weight
 
-# the attention's split kernels (specs/attn_dflash.yaml): workspace and counters sizes
-ATTN_ROWS = 64
-ATTN_SPLIT_KEYS = 256
-ATTN_CLUSTER = 8
-ATTN_WS_ROW = 130
 TOPK_WORK_PER_ROW = 32 * 16  # dflash2_topk16: TOPK_MAX_SPLIT * TOP i64 a row
 
 # layout of the per-step int32 device array
@@ -134,11 +129,15 @@ class Launch:
 
 
 def attn_workspace_sizes(cfg: DrafterConfig, q_rows: int, max_kv_len: int) -> tuple[int, int]:
-    """(workspace floats, counters) of the split attention kernel at the host bound max_kv_len."""
-    group = cfg.num_q_heads // cfg.num_kv_heads
-    ctas = cfg.num_kv_heads * -(-q_rows * group // ATTN_ROWS)
-    splits = max(1, -(-max_kv_len // (ATTN_SPLIT_KEYS * ATTN_CLUSTER))) * ATTN_CLUSTER
-    return ctas * splits * ATTN_ROWS * ATTN_WS_ROW, ctas * ATTN_CLUSTER
+    """(workspace floats, counters) the indirect attention chain needs at the host bound
+    max_kv_len: its plan's sizes, computed from the spec's size expressions."""
+    plan = kernels()["attn_dflash"].prefill_attn_dflash_bf16_indirect.plan(
+        q_rows=q_rows, max_kv_len=max_kv_len, num_q_heads=cfg.num_q_heads, num_kv_heads=cfg.num_kv_heads,
+        block_size=cfg.kv_block_size, causal=0, window=0)
+    sizes = plan["sizes"]
+    if not sizes or "workspace" not in sizes:
+        raise RuntimeError(f"attention workspace size unavailable: {plan['reason']}")
+    return sizes["workspace"], sizes["counters"]
 
 
 class DrafterStep:

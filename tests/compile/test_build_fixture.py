@@ -44,13 +44,16 @@ def test_built_modules_import_and_plan_without_gpu(built: Path) -> None:
         "import kernelgen_ops.hopper.fixture_ops as m\n"
         "p = m.add_bias.plan(rows=4, cols=4096, vec=8)\n"
         "print(p['grid'], p['block'], p['variant'], m.scale_f32.plan(n=0)['reason'])\n"
-        "print(m.copy_reversed_or_scale.plan(n=8)['kernel'])\n",
+        "print(m.copy_reversed_or_scale.plan(n=8)['kernel'])\n"
+        "print(p['sizes'], m.copy_reversed_or_scale.plan(n=8)['sizes'])\n",
         built / "bindings" / "kernelgen_ops",
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [
         "(2, 4, 1) (256, 1, 1) 1 scale_f32: not launched: empty work (n == 0)",
         "big_smem",
+        # element counts of the sized arrays, from the spec's size expressions
+        "{'x': 16384, 'bias': 4096, 'out': 16384} {'x': 8, 'out': 8}",
     ]
 
 

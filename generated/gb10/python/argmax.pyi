@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_argmax_bf16(_kg_Protocol):
     """(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=0) -> Outcome

@@ -29,6 +29,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_prefill_attn_dflash_bf16_unsplit(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_attn_prefill_paged_64(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=0) -> Outcome

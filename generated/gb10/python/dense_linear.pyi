@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_dense_gemv(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_dflash2_conv2(_kg_Protocol):
     """(x: const bf16*, base: const bf16*, delta: const bf16*, out: bf16*, rows: u32, hidden: u32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_quantize_bf16_to_fp8(_kg_Protocol):
     """(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome

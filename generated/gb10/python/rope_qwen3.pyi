@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_rope_qwen3(_kg_Protocol):
     """(q: bf16*, k: bf16*, q_norm: const bf16*, k_norm: const bf16*, positions: const i32*, num_tokens: u32, num_q_heads: u32, num_kv_heads: u32, eps: f32, theta: f32, *, head_dim: u32, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_batched_embed_bf16(_kg_Protocol):
     """(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_fill_slots(_kg_Protocol):
     """(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_reshape_cache_bf16(_kg_Protocol):
     """(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=0) -> Outcome

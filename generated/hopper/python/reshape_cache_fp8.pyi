@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_reshape_cache_fp8(_kg_Protocol):
     """(key: const bf16*, value: const bf16*, k_cache: fp8_e4m3*, v_cache: fp8_e4m3*, slot_mapping: const i64*, k_scale: device f32, v_scale: device f32, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=0) -> Outcome

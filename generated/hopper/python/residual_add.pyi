@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_residual_add_bf16(_kg_Protocol):
     """(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_silu_mul_bf16(_kg_Protocol):
     """(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=0) -> Outcome

@@ -27,6 +27,7 @@ class _kg_Plan(_kg_TypedDict):
     reason: str
     kernel: str
     variant: int
+    sizes: dict[str, int] | None
 
 class _kg_launcher_w4a16_gemv(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome

@@ -364,6 +364,29 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   return not_launched_or_raise(self, ran, ran ? kernel_index(s, ran) : 0, code);
 }
 
+// plan()'s "sizes": {argument name: element count} of the sized array arguments, or None.
+PyObject* plan_sizes(const LauncherSpec* s, const Value* values) {
+  PyObject* d = PyDict_New();
+  if (d == nullptr || s->nsizes == 0) return d;
+  int64_t counts[kMaxArgs];
+  if (s->sizes(values, counts) != KG_LAUNCHED) {
+    Py_DECREF(d);
+    Py_RETURN_NONE;
+  }
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    if (a.kind != kPointer || a.size_slot < 0 || counts[a.size_slot] < 0) continue;
+    PyObject* n = PyLong_FromLongLong(counts[a.size_slot]);
+    if (n == nullptr || PyDict_SetItemString(d, a.name, n) < 0) {
+      Py_XDECREF(n);
+      Py_DECREF(d);
+      return nullptr;
+    }
+    Py_DECREF(n);
+  }
+  return d;
+}
+
 PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   const LauncherSpec* s = self->spec;
@@ -405,10 +428,22 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   const int32_t code = s->plan(values, &p, &kidx);
   char reason[512] = "";
   if (code != KG_LAUNCHED) kg_rt_describe(s->kernels[kidx], code, reason, sizeof reason);
-  return Py_BuildValue("{s:(LLL),s:(LLL),s:L,s:O,s:i,s:s,s:s,s:i}", "grid", p.grid[0], p.grid[1], p.grid[2], "block",
-                       p.block[0], p.block[1], p.block[2], "shared_mem", p.shared_mem, "launched",
-                       code == KG_LAUNCHED ? Py_True : Py_False, "code", code, "reason", reason, "kernel",
-                       s->kernels[kidx]->name, "variant", p.variant);
+  PyObject* result = Py_BuildValue("{s:(LLL),s:(LLL),s:L,s:O,s:i,s:s,s:s,s:i}", "grid", p.grid[0], p.grid[1],
+                                   p.grid[2], "block", p.block[0], p.block[1], p.block[2], "shared_mem", p.shared_mem,
+                                   "launched", code == KG_LAUNCHED ? Py_True : Py_False, "code", code, "reason",
+                                   reason, "kernel", s->kernels[kidx]->name, "variant", p.variant);
+  if (result == nullptr) return nullptr;
+  // sizes: the element count each sized array must have at least, by argument name (a chain:
+  // the largest over the members that apply), so callers allocate workspaces from the spec;
+  // None when a size expression fails for these arguments.
+  PyObject* sizes = plan_sizes(s, values);
+  if (sizes == nullptr || PyDict_SetItemString(result, "sizes", sizes) < 0) {
+    Py_XDECREF(sizes);
+    Py_DECREF(result);
+    return nullptr;
+  }
+  Py_DECREF(sizes);
+  return result;
 }
 
 PyObject* plan_method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -451,8 +486,8 @@ PyObject* get_args(PyObject* obj, void*) {
 PyMethodDef launcher_methods[] = {
     {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_method)),
      METH_FASTCALL | METH_KEYWORDS,
-     "plan(**integer_args) -> dict: grid, block, shared_mem and whether (or why not) the kernel would launch; "
-     "needs no GPU."},
+     "plan(**integer_args) -> dict: grid, block, shared_mem, whether (or why not) the kernel would launch, "
+     "and sizes (element count of each sized array argument); needs no GPU."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef launcher_getset[] = {
