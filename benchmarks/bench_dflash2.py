@@ -5,8 +5,9 @@
   out written; base is small) over the median CUDA-event time, as GB/s and as a fraction of
   the device-to-device copy bandwidth measured in the same run (2 GiB, read + write). Inputs
   rotate over several sets so L2 does not serve them (cold data).
-- dflash2_topk16 at 16 x 151936 f32: microseconds per launch (the zeroing of the counter
-  included), beside torch.topk on the same logits.
+- dflash2_topk16 at 16 x 151936, f32 and bf16 logits (the drafter's lm_head writes bf16):
+  microseconds per launch, beside torch.topk on the same logits. The kernel needs no zeroed
+  counter, so one launch is all there is to time.
 - dflash2_selector_walk at B = 1, S = 16, rank 256, vocab 151936: microseconds per launch.
 Device times are taken with the GPU kept busy while the launch is queued (torch.cuda._sleep),
 so the host's call cost stays out; the per-call time of a plain Python call loop (host cost
@@ -76,17 +77,15 @@ def bench_conv2(copy_gbs):
     return res
 
 
-def bench_topk(rows=16, vocab=151936):
+def bench_topk(rows=16, vocab=151936, dtype=F32):
     sets = []
     for _ in range(ROTATE):
-        sets.append((torch.randn(rows, vocab, device=DEV) * 4.0,))
+        sets.append(((torch.randn(rows, vocab, device=DEV) * 4.0).to(dtype),))
     ids = torch.empty(rows, TOP, device=DEV, dtype=I32)
     scores = torch.empty(rows, TOP, device=DEV, dtype=F32)
-    work = torch.empty(rows * 32 * TOP, device=DEV, dtype=torch.int64)
-    counter = torch.empty(rows, device=DEV, dtype=I32)
 
     def kern(lg):
-        launched(dflash2.dflash2_topk16(lg, ids, scores, work, counter, rows, vocab, 1.0, 30.0))
+        launched(dflash2.dflash2_topk16(lg, ids, scores, rows, vocab, 1.0, 30.0))
 
     ms = median_ms(kern, sets, sleep_cycles=SLEEP)
     tms = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), sets, sleep_cycles=SLEEP)
@@ -94,6 +93,7 @@ def bench_topk(rows=16, vocab=151936):
     return {
         "rows": rows,
         "vocab": vocab,
+        "dtype": str(dtype).removeprefix("torch."),
         "us": ms * 1e3,
         "torch_topk_us": tms * 1e3,
         "host_loop_us": host_us_per_call(lambda: kern(lg)),
@@ -135,12 +135,14 @@ def main():
     copy_gbs = copy_bandwidth(2 << 30)
     conv = bench_conv2(copy_gbs)
     topk = bench_topk()
+    topk16 = bench_topk(dtype=BF16)
     walk = bench_walk()
     result = {
         "device": torch.cuda.get_device_name(),
         "copy_gb_s": copy_gbs,
         "conv2": conv,
         "topk16": topk,
+        "topk16_bf16": topk16,
         "selector_walk": walk,
     }
     with open(args.out, "w") as f:
@@ -151,11 +153,12 @@ def main():
             f"dflash2_conv2 {r['rows']:5d} x {r['hidden']}: {r['us']:8.2f} us {r['gb_s']:8.0f} GB/s "
             f"{100 * r['fraction_of_copy']:5.1f}% of copy"
         )
-    print(
-        f"dflash2_topk16 {topk['rows']} x {topk['vocab']}: {topk['us']:.2f} us/launch "
-        f"(torch.topk {topk['torch_topk_us']:.2f} us); host loop {topk['host_loop_us']:.2f} us/call "
-        f"(torch.topk {topk['torch_topk_host_loop_us']:.2f})"
-    )
+    for t in (topk, topk16):
+        print(
+            f"dflash2_topk16 {t['rows']} x {t['vocab']} {t['dtype']}: {t['us']:.2f} us/launch "
+            f"(torch.topk {t['torch_topk_us']:.2f} us); host loop {t['host_loop_us']:.2f} us/call "
+            f"(torch.topk {t['torch_topk_host_loop_us']:.2f})"
+        )
     print(
         f"dflash2_selector_walk B={walk['batch']} S={walk['slots']} r={walk['rank']} vocab={walk['vocab']}: "
         f"{walk['us']:.2f} us/launch; host loop {walk['host_loop_us']:.2f} us/call"

@@ -68,8 +68,6 @@ import torch
 from .config import DrafterConfig
 from .weights import E4M3, DrafterWeights, Fp8Weight, Nvfp4Weight
 
-TOPK_WORK_PER_ROW = 32 * 16  # dflash2_topk16: TOPK_MAX_SPLIT * TOP i64 a row
-
 # layout of the per-step int32 device array
 P_POS = 0  # [0, 16): positions of the block rows
 P_IDS = 16  # [16, 32): block ids, the anchor first
@@ -206,8 +204,6 @@ class DrafterStep:
         self.logits = empty(S, cfg.vocab)
         self.cand = empty(S, 16, dtype=torch.int32)
         self.u = empty(S, 16, dtype=torch.float32)
-        self.topk_work = empty(S * TOPK_WORK_PER_ROW, dtype=torch.int64)
-        self.topk_counter = torch.zeros(S, device=dev, dtype=torch.int32)
         self.hs = empty(S, cfg.selector_rank)
         self.drafted = empty(1, S, dtype=torch.int32)
 
@@ -293,8 +289,7 @@ class DrafterStep:
                             dict(x=rows, wq=nv.wq, wscale=nv.ws.view(E4M3), global_scale=nv.global_scale,
                                  out=self.logits, m=S, n=nv.n, k=nv.k)))
         L.append(Launch("topk16", k["dflash2"].dflash2_topk16,
-                        dict(logits=self.logits, ids=self.cand, scores=self.u, work=self.topk_work,
-                             counter=self.topk_counter, rows=S, vocab=cfg.vocab,
+                        dict(logits=self.logits, ids=self.cand, scores=self.u, rows=S, vocab=cfg.vocab,
                              multiplier=cfg.unary_multiplier, cap=cfg.unary_cap)))
         L.append(self._linear("selector_proj", rows, w.selector, self.hs, S))
         L.append(Launch("selector_walk", k["dflash2"].dflash2_selector_walk,

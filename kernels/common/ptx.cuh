@@ -1,6 +1,6 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
-// loads, the cp.async group fence, byte permutes and an alignment test. Each is static and
-// inlined, so several kernels of one translation unit may include this header.
+// loads, the cp.async group fence, byte permutes, cluster barriers and an alignment test. Each
+// is static and inlined, so several kernels of one translation unit may include this header.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,19 @@ static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t
     uint32_t d;
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
     return d;
+}
+
+// Thread-block cluster barrier, split in arrive and wait: arrive.release makes the CTA's prior
+// (distributed) shared-memory writes visible to the cluster at the matching wait; arrive.relaxed
+// orders nothing (for a barrier that only keeps shared memory alive until others are done).
+static __device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cluster_arrive_release() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+static __device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
 template <typename... P>

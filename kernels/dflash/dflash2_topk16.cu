@@ -14,45 +14,63 @@
 // key = ranked first, so the selection is a top-16 of distinct integers: deterministic whatever
 // the order of the work.  Key 0 is never produced and marks "no element".
 //
-// Layout (specs/dflash2.yaml): grid [split, rows], 512 threads; CTA `part` of row `row` owns
-// ceil(ceil(vocab / 4) / split) consecutive 4-element vectors, at most 8 per thread (the spec's
-// split guarantees it), all loaded at once (16-byte streaming loads of f32, 8-byte ones of
-// bf16, when the row is aligned to a vector; element loads otherwise).  Local top-16 of the chunk:
-//   1. each thread's largest key; each warp sorts its 32 (bitonic, shuffles) and keeps 16;
-//   2. a tree of bitonic merges (one warp per pair of sorted lists, shared memory) gives the
-//      16 largest thread maxima; their smallest, T, is a lower bound of the chunk's 16th
-//      largest key (16 distinct elements reach it);
-//   3. elements with key >= T are the candidates: they come from the (at most 16) threads whose
-//      maximum reaches T, so at most 16 * 32; they are sorted by warps in groups of 32 and
-//      merged by the same tree.
-// The CTA writes its sorted 16 keys to work[row, part, :] and counts itself done on
-// counter[row] (zeroed by the launcher before each launch); the last CTA of the row merges the
-// split lists (same tree), writes ids and scores and overwrites the selected logits.  Nothing
-// is allocated; no result depends on timing.
+// Layout (specs/dflash2.yaml): grid [8, rows] of 512 threads, compile-time clusters of 8 CTAs:
+// the cluster of a row splits it, CTA `rank` owning ceil(ceil(vocab / 4) / 8) consecutive
+// 4-element vectors, thread tid the vectors v0 + tid + k * 512.  Two CTAs fit an SM (at most
+// 64 registers), so that the 16 clusters of 16 rows are all resident at once (with one CTA of
+// 1024 threads an SM, a GPC held fewer 8-CTA clusters and the last rows waited for a second
+// wave).  Up to 10 vectors a thread (vocab <= 163840) are loaded at once into registers
+// (16-byte streaming loads of f32, 8-byte ones of bf16, predicated rather than branched over so
+// that all are in flight together, when the row is aligned to a vector; element loads
+// otherwise); a longer row's further vectors are streamed through and read again in step 4.
+// Then:
+//   1. each thread's largest key; each warp sorts its 32 (bitonic, shuffles) and keeps 16; a
+//      tree of bitonic merges (one warp per pair of sorted lists, shared memory) gives the
+//      CTA's 16 largest thread maxima;
+//   2. each CTA writes that list into every CTA of the cluster (distributed shared memory),
+//      one cluster barrier;
+//   3. every CTA merges the 8 lists the same way: the row's 16 largest thread maxima, whose
+//      smallest, T, is a lower bound of the row's 16th largest key (16 distinct elements reach
+//      it; T = 0 when fewer than 16 threads hold elements);
+//   4. elements with key >= T are the candidates: they come from the (at most 16) threads whose
+//      maximum reaches T, so there are at most 16 * 128 of them, and for random logits about 16;
+//      their threads park their keys in shared memory, and a warp per such thread appends the
+//      ones >= T to CTA 0's buffer (one shared-memory atomic across the cluster per warp and 32
+//      keys), one cluster barrier;
+//   5. CTA 0 sorts the candidates (warps of 32, the same merge tree, 512 at a time), writes ids
+//      and scores and overwrites the selected logits; the logit value comes back from its key
+//      (read again only for a NaN or a zero, whose sign or payload the key drops).
+// No counter, no global scratch, nothing allocated; no result depends on timing.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
 
+#include "../common/ptx.cuh"
+
 namespace dflash2_topk_detail {
 
-constexpr uint32_t kThreads = 512;      // must match TOPK_THREADS in specs/dflash2.yaml
+constexpr uint32_t kCluster = 8;        // CTAs per row: CLUSTER_TOPK in specs/dflash2.yaml
+constexpr uint32_t kThreads = 512;      // must match TOPK_THREADS
 constexpr uint32_t kWarps = kThreads / 32;
-constexpr uint32_t kVecPerThread = 8;   // TOPK_TILE = kThreads * kVecPerThread * 4 elements
-constexpr uint32_t kMaxSplit = 32;      // must match TOPK_MAX_SPLIT
+constexpr uint32_t kVecReg = 10;        // vectors a thread keeps in registers
+constexpr uint32_t kMaxVec = 32;        // vectors a thread owns at vocab 524288 (TOPK_MAX_VOCAB)
 constexpr uint32_t kTop = 16;
-constexpr uint32_t kMaxCand = kTop * kVecPerThread * 4;  // 16 threads x their 32 elements
+constexpr uint32_t kSlotKeys = kMaxVec * 4;      // keys of one candidate thread
+constexpr uint32_t kMaxCand = kTop * kSlotKeys;  // 16 threads x their 128 elements
+static_assert(kTop <= kWarps, "one warp per candidate thread of a CTA");
 
 using u64 = unsigned long long;
 
 // Ordered key of an f32 bit pattern: larger value -> larger key; NaN -> 0xffffffff;
-// -0 and +0 -> 0x80000000; -inf -> 0x007fffff. Never 0.
+// -0 and +0 -> 0x80000000; -inf -> 0x007fffff. Never 0. Selects, no branches.
 static __device__ __forceinline__ uint32_t fkey(uint32_t b) {
     const uint32_t a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) return 0xffffffffu;
-    if (a == 0u) return 0x80000000u;
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    uint32_t k = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    k = a == 0u ? 0x80000000u : k;
+    return a > 0x7f800000u ? 0xffffffffu : k;
 }
 
 static __device__ __forceinline__ u64 make_key(uint32_t k32, uint32_t idx) {
@@ -88,8 +106,11 @@ static __device__ __forceinline__ u64 warp_merge_desc(u64 x, uint32_t lane) {
 
 // lists[0 .. n) are sorted (descending) lists of 16 keys; afterwards lists[0] holds the 16
 // largest keys of them all, sorted. n <= 2 * kWarps. Called by the whole CTA (it syncs).
+// Kept as a loop: the kernel's code is read cold from L2 at each launch, so short code is
+// fast code here.
 static __device__ __forceinline__ void tree_merge(u64 (*lists)[kTop], uint32_t n, uint32_t warp,
                                                   uint32_t lane) {
+#pragma unroll 1
     for (uint32_t step = 1; step < n; step <<= 1) {
         const uint32_t a = warp * 2 * step, b = a + step;
         if (b < n) {
@@ -101,51 +122,60 @@ static __device__ __forceinline__ void tree_merge(u64 (*lists)[kTop], uint32_t n
     }
 }
 
-// One warp's 32 keys (one per lane, any order) -> lists[warp], its 16 largest, sorted.
-static __device__ __forceinline__ void warp_list(u64 x, u64 (*lists)[kTop], uint32_t warp,
-                                                 uint32_t lane) {
-    x = warp_sort_desc(x, lane);
-    if (lane < kTop) lists[warp][lane] = x;
+// Vector v (elements 4v .. 4v + 3) as f32 bit patterns.  load_fast: one predicated 16-byte
+// load of f32 or 8-byte load of bf16 (streaming, no L1 allocation), zeros when !p; predicated
+// rather than branched over, so that the compiler issues every load of a thread before the
+// first use.  load_elems: element loads, zeros past the row (unaligned rows, the last vector).
+static __device__ __forceinline__ uint4 load_fast(const float* row, uint32_t v, bool p) {
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    asm volatile(
+        "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n"
+        " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+        : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
+        : "l"(row + v * 4u), "r"(static_cast<uint32_t>(p)));
+    return r;
 }
-
-static __device__ __forceinline__ uint4 load_vec(const float* row, uint32_t v, uint32_t vocab,
-                                                 bool aligned) {
+static __device__ __forceinline__ uint4 load_fast(const __nv_bfloat16* row, uint32_t v, bool p) {
+    uint32_t a = 0u, b = 0u;
+    asm volatile(
+        "{\n .reg .pred q;\n setp.ne.u32 q, %3, 0;\n"
+        " @q ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n}"
+        : "+r"(a), "+r"(b)
+        : "l"(reinterpret_cast<const unsigned short*>(row) + v * 4u), "r"(static_cast<uint32_t>(p)));
+    return make_uint4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u);  // little-endian halves
+}
+static __device__ __forceinline__ uint32_t load_elem(const float* row, uint32_t e) {
+    return __float_as_uint(__ldg(row + e));
+}
+static __device__ __forceinline__ uint32_t load_elem(const __nv_bfloat16* row, uint32_t e) {
+    return static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row) + e)) << 16;
+}
+template <typename T>
+static __device__ __forceinline__ uint4 load_elems(const T* row, uint32_t v, uint32_t v1, uint32_t vocab) {
     const uint32_t e = v * 4u;
-    if (aligned && e + 3u < vocab) {
-        uint4 r;
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                     : "l"(row + e));
-        return r;
-    }
-    // Element loads; positions past the row give bits whose key is replaced by 0 below.
-    uint32_t w[4];
-#pragma unroll
-    for (uint32_t i = 0; i < 4; ++i) w[i] = e + i < vocab ? __float_as_uint(__ldg(row + e + i)) : 0u;
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    uint4 r;
+    r.x = v < v1 && e < vocab ? load_elem(row, e) : 0u;
+    r.y = v < v1 && e + 1u < vocab ? load_elem(row, e + 1u) : 0u;
+    r.z = v < v1 && e + 2u < vocab ? load_elem(row, e + 2u) : 0u;
+    r.w = v < v1 && e + 3u < vocab ? load_elem(row, e + 3u) : 0u;
+    return r;
 }
 
-// The same for bf16: 4 elements (8 bytes) as their f32 bit patterns.
-static __device__ __forceinline__ uint4 load_vec(const __nv_bfloat16* row, uint32_t v, uint32_t vocab,
-                                                 bool aligned) {
+// The 4 keys of vector v of the chunk [.., v1) from its bits (0 outside the chunk or past the
+// row), without branches.
+static __device__ __forceinline__ void vec_keys(uint4 r, uint32_t v, uint32_t v1, uint32_t vocab,
+                                                uint32_t (&k)[4]) {
     const uint32_t e = v * 4u;
-    const unsigned short* r = reinterpret_cast<const unsigned short*>(row);
-    if (aligned && e + 3u < vocab) {
-        uint32_t a, b;
-        asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "l"(r + e));
-        return make_uint4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u);  // little-endian halves
-    }
-    uint32_t w[4];
+    const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
-    for (uint32_t i = 0; i < 4; ++i) w[i] = e + i < vocab ? static_cast<uint32_t>(__ldg(r + e + i)) << 16 : 0u;
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    for (uint32_t i = 0; i < 4; ++i) k[i] = fkey(w[i]) & (0u - static_cast<uint32_t>(v < v1 && e + i < vocab));
 }
 
-// One logit as f32 (read through L2: other CTAs of the row have just finished with it), and
-// the -inf written over a selected one.
-static __device__ __forceinline__ float read_logit(const float* p) { return __ldcg(p); }
-static __device__ __forceinline__ float read_logit(const __nv_bfloat16* p) {
-    return __uint_as_float(static_cast<uint32_t>(__ldcg(reinterpret_cast<const unsigned short*>(p))) << 16);
+// One logit's f32 bits, read again (for a NaN or a zero, whose key drops the payload or
+// sign), and the -inf written over a selected one.
+static __device__ __forceinline__ uint32_t read_bits(const float* p) { return __float_as_uint(__ldcg(p)); }
+static __device__ __forceinline__ uint32_t read_bits(const __nv_bfloat16* p) {
+    return static_cast<uint32_t>(__ldcg(reinterpret_cast<const unsigned short*>(p))) << 16;
 }
 static __device__ __forceinline__ void write_neg_inf(float* p) { *p = __uint_as_float(0xff800000u); }
 static __device__ __forceinline__ void write_neg_inf(__nv_bfloat16* p) {
@@ -158,106 +188,169 @@ static __device__ __forceinline__ float unary(float logit, float multiplier, flo
     return __fmul_rn(cap, tanhf(__fdiv_rn(z, cap)));
 }
 
+using kcommon::cluster_arrive_relaxed;
+using kcommon::cluster_arrive_release;
+using kcommon::cluster_wait;
+
 }  // namespace dflash2_topk_detail
 
 template <typename T>
-__global__ void __launch_bounds__(512)
-dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter,
-                      uint32_t rows, uint32_t vocab, float multiplier, float cap) {
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
+dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap) {
     namespace d = dflash2_topk_detail;
+    namespace cg = cooperative_groups;
     using d::u64;
-    __shared__ u64 lists[2 * d::kWarps][d::kTop];
-    __shared__ u64 cand[d::kMaxCand];
-    __shared__ uint32_t ncand;
-    __shared__ int last;
+    static_assert(d::kCluster == 8, "__cluster_dims__ above must match kCluster");
+    __shared__ u64 lists[d::kWarps + 1][d::kTop];   // step 5: [0] holds the running result
+    __shared__ u64 rowlists[d::kCluster][d::kTop];  // every CTA's list, written by its owner
+    __shared__ __align__(16) uint32_t slot_keys[d::kTop][d::kSlotKeys];  // keys of the CTA's candidate threads
+    __shared__ uint32_t slot_tid[d::kTop];          // ... and their thread ids
+    __shared__ u64 cand[d::kMaxCand];               // CTA 0: the row's candidates
+    __shared__ uint32_t nslot, ncand;
 
+    cg::cluster_group cluster = cg::this_cluster();
+    const uint32_t rank = cluster.block_rank();
     const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-    const uint32_t row = blockIdx.y, part = blockIdx.x, split = gridDim.x;
+    const uint32_t row = blockIdx.y;  // uniform over the cluster: all its CTAs leave together
     if (row >= rows) return;
+    if (tid == 0) {
+        nslot = 0;
+        ncand = 0;
+    }
+    d::cluster_arrive_relaxed();  // "started": remote shared memory is written after the wait
     T* lrow = logits + static_cast<size_t>(row) * vocab;
-    if (tid == 0) ncand = 0;
 
     // The chunk: vectors [v0, v1) of the row, this thread's v0 + tid + k * kThreads.
     const uint32_t nvec = (vocab + 3u) / 4u;
-    const uint32_t per = (nvec + split - 1u) / split;
-    const uint32_t v0 = min(nvec, part * per);
+    const uint32_t per = (nvec + d::kCluster - 1u) / d::kCluster;
+    const uint32_t v0 = min(nvec, rank * per);
     const uint32_t v1 = min(nvec, v0 + per);
     const bool aligned = (reinterpret_cast<uintptr_t>(lrow) & (4u * sizeof(T) - 1u)) == 0;
+    const uint32_t nk = (per + d::kThreads - 1u) / d::kThreads;  // vectors a thread owns
 
-    uint32_t key[d::kVecPerThread][4];
+    // Every load first (one branch for the CTA: all vectors whole and aligned, or not), then
+    // the keys.
+    const bool fast = aligned && v1 * 4u <= vocab;
+    uint4 raw[d::kVecReg];
+    if (fast) {
 #pragma unroll
-    for (uint32_t k = 0; k < d::kVecPerThread; ++k) {
-        const uint32_t v = v0 + tid + k * d::kThreads;
-        const uint4 r = v < v1 ? d::load_vec(lrow, v, vocab, aligned) : make_uint4(0u, 0u, 0u, 0u);
-        key[k][0] = r.x;
-        key[k][1] = r.y;
-        key[k][2] = r.z;
-        key[k][3] = r.w;
+        for (uint32_t k = 0; k < d::kVecReg; ++k) {
+            const uint32_t v = v0 + tid + k * d::kThreads;
+            raw[k] = d::load_fast(lrow, v, v < v1);
+        }
+    } else {
+#pragma unroll
+        for (uint32_t k = 0; k < d::kVecReg; ++k) raw[k] = d::load_elems(lrow, v0 + tid + k * d::kThreads, v1, vocab);
     }
-    u64 tmax = 0;
+    uint32_t key[d::kVecReg][4];
 #pragma unroll
-    for (uint32_t k = 0; k < d::kVecPerThread; ++k) {
-        const uint32_t v = v0 + tid + k * d::kThreads;
+    for (uint32_t k = 0; k < d::kVecReg; ++k) d::vec_keys(raw[k], v0 + tid + k * d::kThreads, v1, vocab, key[k]);
+    // The thread's largest key, the first (smallest index) of equal ones: indices increase
+    // with k and i.
+    uint32_t best = 0, best_e = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < d::kVecReg; ++k) {
 #pragma unroll
         for (uint32_t i = 0; i < 4; ++i) {
-            const uint32_t e = v * 4u + i;
-            key[k][i] = (v < v1 && e < vocab) ? d::fkey(key[k][i]) : 0u;
-            if (key[k][i] != 0u) tmax = d::umax(tmax, d::make_key(key[k][i], e));
+            const bool gt = key[k][i] > best;
+            best = gt ? key[k][i] : best;
+            best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
         }
     }
+#pragma unroll 1
+    for (uint32_t k = d::kVecReg; k < nk; ++k) {  // rows longer than 163840: streamed
+        const uint32_t v = v0 + tid + k * d::kThreads;
+        uint32_t kk[4];
+        d::vec_keys(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, kk);
+#pragma unroll
+        for (uint32_t i = 0; i < 4; ++i) {
+            const bool gt = kk[i] > best;
+            best = gt ? kk[i] : best;
+            best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
+        }
+    }
+    const u64 tmax = best != 0u ? d::make_key(best, best_e) : 0ull;
 
-    // 1-2: the 16 largest thread maxima; T = the smallest of them (0 if fewer than 16).
-    d::warp_list(tmax, lists, warp, lane);
+    // 1: the CTA's 16 largest thread maxima.
+    {
+        const u64 x = d::warp_sort_desc(tmax, lane);
+        if (lane < d::kTop) lists[warp][lane] = x;
+    }
     __syncthreads();
     d::tree_merge(lists, d::kWarps, warp, lane);
-    const u64 thr = lists[0][d::kTop - 1];
 
-    // 3: candidates (key >= T), at most 16 threads x 32 elements.
+    // 2: the list into every CTA of the cluster.
+    d::cluster_wait();
+    if (tid < d::kCluster * d::kTop) {
+        u64* dst = cluster.map_shared_rank(&rowlists[rank][0], tid / d::kTop);
+        dst[tid % d::kTop] = lists[0][tid % d::kTop];
+    }
+    d::cluster_arrive_release();
+    d::cluster_wait();
+
+    // 3: the row's 16 largest thread maxima; T = the smallest of them (0 if fewer than 16).
+    d::tree_merge(rowlists, d::kCluster, warp, lane);
+    const u64 thr = rowlists[0][d::kTop - 1];
+
+    // 4: the (at most 16) threads of the CTA whose maximum reaches T park their keys in a slot;
+    // warp w then sends slot w's keys >= T to CTA 0 (one atomic per warp and round).
     if (tmax != 0 && tmax >= thr) {
+        const uint32_t sl = atomicAdd(&nslot, 1u);  // < 16: see above
+        slot_tid[sl] = tid;
+        uint4* dst = reinterpret_cast<uint4*>(slot_keys[sl]);
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecPerThread; ++k) {
+        for (uint32_t k = 0; k < d::kVecReg; ++k) dst[k] = make_uint4(key[k][0], key[k][1], key[k][2], key[k][3]);
+#pragma unroll 1
+        for (uint32_t k = d::kVecReg; k < nk; ++k) {
             const uint32_t v = v0 + tid + k * d::kThreads;
-#pragma unroll
-            for (uint32_t i = 0; i < 4; ++i) {
-                if (key[k][i] != 0u) {
-                    const u64 kk = d::make_key(key[k][i], v * 4u + i);
-                    if (kk >= thr) {
-                        const uint32_t pos = atomicAdd(&ncand, 1u);
-                        if (pos < d::kMaxCand) cand[pos] = kk;
-                    }
-                }
-            }
+            uint32_t kk[4];
+            d::vec_keys(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, kk);
+            dst[k] = make_uint4(kk[0], kk[1], kk[2], kk[3]);
         }
     }
     __syncthreads();
-    const uint32_t n = min(ncand, d::kMaxCand);
-    {
-        const uint32_t i = warp * 32u + lane;
-        d::warp_list(i < n ? cand[i] : 0ull, lists, warp, lane);
+    if (warp < nslot) {
+        const uint32_t t = slot_tid[warp];
+        uint32_t* n0 = cluster.map_shared_rank(&ncand, 0u);
+        u64* c0 = cluster.map_shared_rank(&cand[0], 0u);
+#pragma unroll 1
+        for (uint32_t j0 = 0; j0 < nk * 4u; j0 += 32u) {
+            const uint32_t j = j0 + lane;
+            const uint32_t k32 = j < nk * 4u ? slot_keys[warp][j] : 0u;
+            const u64 x = k32 != 0u ? d::make_key(k32, (v0 + t + (j >> 2) * d::kThreads) * 4u + (j & 3u)) : 0ull;
+            const bool take = x != 0ull && x >= thr;
+            const uint32_t m = __ballot_sync(0xffffffffu, take);
+            uint32_t base = 0;
+            if (lane == 0 && m != 0u) base = atomicAdd(n0, static_cast<uint32_t>(__popc(m)));
+            base = __shfl_sync(0xffffffffu, base, 0);
+            const uint32_t pos = base + static_cast<uint32_t>(__popc(m & ((1u << lane) - 1u)));
+            if (take && pos < d::kMaxCand) c0[pos] = x;
+        }
     }
-    __syncthreads();
-    d::tree_merge(lists, max(1u, (n + 31u) / 32u), warp, lane);
+    d::cluster_arrive_release();
+    d::cluster_wait();
+    if (rank != 0) return;
 
-    // This CTA's sorted 16 -> work[row, part, :]; the row's last CTA merges them all.
-    u64* wrow = reinterpret_cast<u64*>(work) + static_cast<size_t>(row) * d::kMaxSplit * d::kTop;
-    if (tid < d::kTop) wrow[part * d::kTop + tid] = lists[0][tid];
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(counter + row, 1) == static_cast<int>(split - 1u);
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (uint32_t i = tid; i < split * d::kTop; i += d::kThreads) {
-        lists[i / d::kTop][i % d::kTop] = __ldcg(wrow + i);
+    // 5: CTA 0 sorts the candidates, kThreads at a time (one pass for random logits): warps
+    // sort 32 each into lists[1 ..], merged with the running result in lists[0].
+    const uint32_t n = min(ncand, d::kMaxCand);
+    if (tid < d::kTop) lists[0][tid] = 0ull;
+#pragma unroll 1
+    for (uint32_t c0 = 0; c0 < n; c0 += d::kThreads) {
+        const uint32_t i = c0 + tid;
+        const u64 x = d::warp_sort_desc(i < n ? cand[i] : 0ull, lane);
+        if (lane < d::kTop) lists[1 + warp][lane] = x;
+        __syncthreads();
+        d::tree_merge(lists, 1u + min(d::kWarps, (n - c0 + 31u) / 32u), warp, lane);
     }
-    __syncthreads();
-    d::tree_merge(lists, split, warp, lane);
     if (tid < d::kTop) {
         const u64 kk = lists[0][tid];
         const uint32_t idx = ~static_cast<uint32_t>(kk);
-        const float logit = d::read_logit(lrow + idx);
+        const uint32_t k32 = static_cast<uint32_t>(kk >> 32);
+        uint32_t bits = (k32 & 0x80000000u) ? (k32 & 0x7fffffffu) : ~k32;
+        if (k32 == 0xffffffffu || k32 == 0x80000000u) bits = d::read_bits(lrow + idx);
         ids[static_cast<size_t>(row) * d::kTop + tid] = static_cast<int32_t>(idx);
-        scores[static_cast<size_t>(row) * d::kTop + tid] = d::unary(logit, multiplier, cap);
+        scores[static_cast<size_t>(row) * d::kTop + tid] = d::unary(__uint_as_float(bits), multiplier, cap);
         d::write_neg_inf(lrow + idx);
     }
 }

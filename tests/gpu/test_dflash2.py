@@ -31,7 +31,6 @@ from tests.gpu.bf16_helpers import max_ulp_diff, nonzero_randn  # noqa: E402
 DEV = "cuda"
 F32, BF16, I32 = torch.float32, torch.bfloat16, torch.int32
 TOP = 16
-WORK_PER_ROW = 32 * TOP  # TOPK_MAX_SPLIT * TOP i64 per row
 CONV_ULP_TOL = 1
 UNARY_ULP_TOL = 2
 WALK_TOL = 2e-3  # scores are O(1); the kernel's f32 error is orders of magnitude smaller
@@ -115,13 +114,13 @@ def test_conv2_rows_must_be_whole_blocks():
 def topk_ref_ids(logits):
     """Indices of the 16 largest per row: NaN largest, -0 == +0, ties to the smaller index."""
     vocab = logits.shape[1]
-    assert vocab < (1 << 18)
+    assert vocab < (1 << 20)
     b = logits.contiguous().view(torch.int32).to(torch.int64)
     mag = b & 0x7FFFFFFF
     okey = torch.where(b < 0, -mag, mag)
     okey = torch.where(mag > 0x7F800000, torch.full_like(okey, 1 << 31), okey)
     idx = torch.arange(vocab, device=DEV, dtype=torch.int64)
-    comp = okey * (1 << 18) + ((1 << 18) - 1 - idx)
+    comp = okey * (1 << 20) + ((1 << 20) - 1 - idx)
     return torch.topk(comp, TOP, dim=-1).indices  # the keys are distinct: no tie to break
 
 
@@ -149,9 +148,7 @@ def f32_ulp_diff(a, b):
 def run_topk(logits, rows, vocab, multiplier=1.0, cap=30.0):
     ids = torch.full((rows, TOP), -7, device=DEV, dtype=I32)
     scores = torch.full((rows, TOP), float("nan"), device=DEV, dtype=F32)
-    work = torch.full((rows * WORK_PER_ROW,), -1, device=DEV, dtype=torch.int64)
-    counter = torch.full((rows,), 12345, device=DEV, dtype=I32)  # the launcher zeroes it
-    launched(dflash2.dflash2_topk16(logits, ids, scores, work, counter, rows, vocab, multiplier, cap))
+    launched(dflash2.dflash2_topk16(logits, ids, scores, rows, vocab, multiplier, cap))
     return ids, scores
 
 
@@ -290,14 +287,71 @@ def test_topk16_bf16_logits_equal_their_f32_values(vocab, offset):
     assert torch.equal(buf.view(torch.int16), expect.view(torch.int16))  # nothing else touched
 
 
+@pytest.mark.parametrize("vocab", [1001, 202048])
+@pytest.mark.parametrize("rows", [1, 64])
+def test_topk16_edge_sizes_both_instances(rows, vocab):
+    """Rows 1 and 64 (one cluster, several waves of clusters) at an odd and a large vocab, f32
+    against the reference and bf16 against f32."""
+    torch.manual_seed(rows * 13 + vocab)
+    logits16 = (torch.randn(rows, vocab, device=DEV) * 5.0).to(torch.bfloat16)
+    ids32, scores32 = check_topk(logits16.float(), rows, vocab, multiplier=0.75, cap=30.0)
+    before = logits16.clone()
+    ids16, scores16 = run_topk(logits16, rows, vocab, multiplier=0.75, cap=30.0)
+    assert torch.equal(ids16, ids32)
+    assert torch.equal(scores16.view(torch.int32), scores32.view(torch.int32))
+    before.scatter_(1, ids32.to(torch.int64), float("-inf"))
+    assert torch.equal(logits16.view(torch.int16), before.view(torch.int16))
+
+
+@pytest.mark.parametrize("vocab", [163841, 300001, 524288])
+def test_topk16_long_rows(vocab):
+    """Past 163840 a thread owns more vectors than it keeps in registers: the rest are streamed
+    and read again for the candidates. 524288 is the largest vocab."""
+    rows = 3
+    torch.manual_seed(vocab)
+    logits = torch.randn(rows, vocab, device=DEV, dtype=F32) * 4.0
+    logits[1, -20:] = 100.0  # the largest values at the end of the row, tied
+    logits[2] = torch.randint(-2, 2, (vocab,), device=DEV).to(F32)
+    check_topk(logits, rows, vocab)
+
+
+def topk_thread_elements(vocab, threads):
+    """Indices of the elements that the first `threads` threads of CTA 0 own (the kernel's
+    layout: 8 CTAs a row, 512 threads, vector v of CTA 0 to thread v % 512)."""
+    nvec = (vocab + 3) // 4
+    per = (nvec + 7) // 8
+    v = torch.arange(per, device=DEV)
+    v = v[(v % 512) < threads]
+    e = (v[:, None] * 4 + torch.arange(4, device=DEV)[None, :]).flatten()
+    return e[e < vocab]
+
+
+@pytest.mark.parametrize("vocab", [151936, 524288])
+def test_topk16_most_candidates(vocab):
+    """16 threads hold the row's largest elements, all of theirs: every one of their elements
+    is a candidate (128 each at vocab 524288, the kernel's capacity, sorted in 4 passes)."""
+    rows = 2
+    torch.manual_seed(vocab + 1)
+    logits = torch.randn(rows, vocab, device=DEV, dtype=F32)
+    e = topk_thread_elements(vocab, 16)
+    logits[0, e] = 100.0 + torch.randn(e.numel(), device=DEV)
+    logits[1, e] = 50.0  # all tied: the smallest indices
+    ids, _ = check_topk(logits, rows, vocab)
+    assert ids[1].tolist() == sorted(e.tolist())[:16]
+
+
+def test_topk16_plan():
+    p = dflash2.dflash2_topk16.plan(rows=16, vocab=151936, T="f32")
+    assert p["launched"] and tuple(p["grid"]) == (8, 16, 1)  # one 8-CTA cluster per row
+    assert tuple(p["block"]) == (512, 1, 1)
+
+
 def test_topk16_vocab_too_small_is_an_error():
     logits = torch.randn(2, 8, device=DEV, dtype=F32)
     ids = torch.empty(2, TOP, device=DEV, dtype=I32)
     scores = torch.empty(2, TOP, device=DEV, dtype=F32)
-    work = torch.empty(2 * WORK_PER_ROW, device=DEV, dtype=torch.int64)
-    counter = torch.empty(2, device=DEV, dtype=I32)
     with pytest.raises(KernelError, match="vocab"):
-        dflash2.dflash2_topk16(logits, ids, scores, work, counter, 2, 8, 1.0, 0.0)
+        dflash2.dflash2_topk16(logits, ids, scores, 2, 8, 1.0, 0.0)
 
 
 # ----------------------------------------------------------------------------- selector walk
@@ -402,6 +456,25 @@ def test_walk_other_ranks(rank, slots):
     cand, u, h, anchor = walk_inputs(batch, slots, rank, vocab, rank + slots)
     out = run_walk(cand, u, h, p, q, anchor, batch, slots, rank, vocab)
     check_walk(out, cand, u, h, p, q, anchor, vocab)
+
+
+@pytest.mark.parametrize("rank,slots,batch", [(32, 16, 4), (256, 2, 3), (256, 9, 64), (512, 16, 2)])
+def test_walk_slot_and_rank_shapes(rank, slots, batch):
+    """A CTA of the cluster with one slot or none (slots 2, 9), warps with no chunk (rank 32),
+    two chunks a warp (rank 512), many clusters (batch 64)."""
+    vocab = 3000
+    torch.manual_seed(rank * 7 + slots)
+    p = (torch.randn(vocab, rank, device=DEV) * (1.0 / rank**0.25)).to(BF16)
+    q = (torch.randn(vocab, rank, device=DEV) * (1.0 / rank**0.25)).to(BF16)
+    cand, u, h, anchor = walk_inputs(batch, slots, rank, vocab, rank + slots + batch)
+    out = run_walk(cand, u, h, p, q, anchor, batch, slots, rank, vocab)
+    check_walk(out, cand, u, h, p, q, anchor, vocab)
+
+
+def test_walk_plan():
+    p = dflash2.dflash2_selector_walk.plan(batch=3, slots=16, rank=256, vocab=151936)
+    assert p["launched"] and tuple(p["grid"]) == (24, 1, 1)  # one 8-CTA cluster per sequence
+    assert tuple(p["block"]) == (512, 1, 1)
 
 
 def test_walk_misaligned_codebooks_and_out_of_range_ids():

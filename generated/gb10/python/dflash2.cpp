@@ -37,23 +37,21 @@ const ArgSpec kg_args_dflash2_conv2[] = {
 
 // ---- dflash2_topk16_f32
 int32_t kg_launch_dflash2_topk16_f32(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_dflash2__dflash2_topk16_f32(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), kg_stream, kg_ran);
+  return kg_dflash2__dflash2_topk16_f32(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<float>(v[5].f), static_cast<float>(v[6].f), kg_stream, kg_ran);
 }
 int32_t kg_plan_dflash2_topk16_f32(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
   *kg_kernel = 0;
-  return kg_dflash2__dflash2_topk16_f32__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_f32__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 int32_t kg_sizes_dflash2_topk16_f32(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dflash2__dflash2_topk16_f32__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_f32__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16_f32[] = {
     {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
     {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
     {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
-    {"counter", kg::py::kPointer, 7, 1, 1, 4, 0, 0, 0},  // i32*
     {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
@@ -62,23 +60,21 @@ const ArgSpec kg_args_dflash2_topk16_f32[] = {
 
 // ---- dflash2_topk16_bf16
 int32_t kg_launch_dflash2_topk16_bf16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_dflash2__dflash2_topk16_bf16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), kg_stream, kg_ran);
+  return kg_dflash2__dflash2_topk16_bf16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<float>(v[5].f), static_cast<float>(v[6].f), kg_stream, kg_ran);
 }
 int32_t kg_plan_dflash2_topk16_bf16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
   *kg_kernel = 0;
-  return kg_dflash2__dflash2_topk16_bf16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_bf16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 int32_t kg_sizes_dflash2_topk16_bf16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dflash2__dflash2_topk16_bf16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+  return kg_dflash2__dflash2_topk16_bf16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16_bf16[] = {
     {"logits", kg::py::kPointer, 1, 1, 1, 0, 0, 0, 0},  // bf16*
     {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
     {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
-    {"counter", kg::py::kPointer, 7, 1, 1, 4, 0, 0, 0},  // i32*
     {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
@@ -114,22 +110,20 @@ const ArgSpec kg_args_dflash2_selector_walk[] = {
 
 // ---- dflash2_topk16
 int32_t kg_launch_dflash2_topk16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_dflash2__dflash2_topk16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), const_cast<void*>(v[3].p), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<float>(v[7].f), static_cast<float>(v[8].f), static_cast<uint32_t>(v[9].u), kg_stream, kg_ran);
+  return kg_dflash2__dflash2_topk16(const_cast<void*>(v[0].p), const_cast<void*>(v[1].p), const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<float>(v[5].f), static_cast<float>(v[6].f), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
 }
 int32_t kg_plan_dflash2_topk16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
   (void)v;
-  return kg_dflash2__dflash2_topk16__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[9].u), kg_out, kg_kernel);
+  return kg_dflash2__dflash2_topk16__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[7].u), kg_out, kg_kernel);
 }
 int32_t kg_sizes_dflash2_topk16(const Value* v, int64_t* kg_out) {
   (void)v;
-  return kg_dflash2__dflash2_topk16__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[9].u), kg_out);
+  return kg_dflash2__dflash2_topk16__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[7].u), kg_out);
 }
 const ArgSpec kg_args_dflash2_topk16[] = {
     {"logits", kg::py::kPointer, 3, 1, 1, 0, 0, 0, 0},  // f32*
     {"ids", kg::py::kPointer, 7, 1, 1, 1, 0, 0, 0},  // i32*
     {"scores", kg::py::kPointer, 3, 1, 1, 2, 0, 0, 0},  // f32*
-    {"work", kg::py::kPointer, 8, 1, 1, 3, 0, 0, 0},  // i64*
-    {"counter", kg::py::kPointer, 7, 1, 1, 4, 0, 0, 0},  // i32*
     {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"vocab", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"multiplier", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
@@ -154,22 +148,22 @@ PYBIND11_MODULE(dflash2, kg_module) {
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_conv2) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_topk16_f32[] = { kg_dflash2__dflash2_topk16_f32__info() };
   static const LauncherSpec kg_spec_dflash2_topk16_f32 = {
-      "dflash2_topk16_f32", "(logits: f32*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_f32, 9, 9, 5,
+      "dflash2_topk16_f32", "(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_f32, 7, 7, 3,
       kg_launch_dflash2_topk16_f32, kg_plan_dflash2_topk16_f32, kg_sizes_dflash2_topk16_f32, kg_kernels_dflash2_topk16_f32, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16_f32) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_topk16_bf16[] = { kg_dflash2__dflash2_topk16_bf16__info() };
   static const LauncherSpec kg_spec_dflash2_topk16_bf16 = {
-      "dflash2_topk16_bf16", "(logits: bf16*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_bf16, 9, 9, 5,
+      "dflash2_topk16_bf16", "(logits: bf16*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_topk16_bf16, 7, 7, 3,
       kg_launch_dflash2_topk16_bf16, kg_plan_dflash2_topk16_bf16, kg_sizes_dflash2_topk16_bf16, kg_kernels_dflash2_topk16_bf16, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16_bf16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_selector_walk[] = { kg_dflash2__dflash2_selector_walk__info() };
   static const LauncherSpec kg_spec_dflash2_selector_walk = {
-      "dflash2_selector_walk", "(cand: const i32*, u: const f32*, h: const bf16*, p_codebook: const bf16*, q_codebook: const bf16*, anchor: const i32*, out: i32*, batch: u32, slots: u32, rank: u32, vocab: u32, *, stream=0) -> Outcome\012\012One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_selector_walk, 11, 11, 7,
+      "dflash2_selector_walk", "(cand: const i32*, u: const f32*, h: const bf16*, p_codebook: const bf16*, q_codebook: const bf16*, anchor: const i32*, out: i32*, batch: u32, slots: u32, rank: u32, vocab: u32, *, stream=0) -> Outcome\012\012One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_dflash2_selector_walk, 11, 11, 7,
       kg_launch_dflash2_selector_walk, kg_plan_dflash2_selector_walk, kg_sizes_dflash2_selector_walk, kg_kernels_dflash2_selector_walk, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_selector_walk) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_topk16[] = { kg_dflash2__dflash2_topk16_f32__info(), kg_dflash2__dflash2_topk16_bf16__info(), kg_dflash2__dflash2_topk16__info() };
   static const LauncherSpec kg_spec_dflash2_topk16 = {
-      "dflash2_topk16", "(logits: f32*, ids: i32*, scores: f32*, work: i64*, counter: i32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.", kg_args_dflash2_topk16, 9, 9, 5,
+      "dflash2_topk16", "(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome\012\012Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.", kg_args_dflash2_topk16, 7, 7, 3,
       kg_launch_dflash2_topk16, kg_plan_dflash2_topk16, kg_sizes_dflash2_topk16, kg_kernels_dflash2_topk16, 3,
       kg_keys_dflash2_topk16, 1, kg_member_types_dflash2_topk16};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_topk16) < 0) throw pybind11::error_already_set();

@@ -12,13 +12,13 @@
 namespace kernelgen::dflash2 {
 namespace {
 constexpr int64_t BLOCK_ROWS = 16;
+constexpr int64_t CLUSTER_TOPK = 8;
+constexpr int64_t CLUSTER_WALK = 8;
 constexpr int64_t CONV_CHANNELS = 1024;
 constexpr int64_t CONV_THREADS = 128;
 constexpr int64_t TOP = 16;
-constexpr int64_t TOPK_MAX_SPLIT = 32;
-constexpr int64_t TOPK_TARGET_CTAS = 256;
+constexpr int64_t TOPK_MAX_VOCAB = 524288;
 constexpr int64_t TOPK_THREADS = 512;
-constexpr int64_t TOPK_TILE = 16384;
 constexpr int64_t WALK_MAX_RANK = 512;
 constexpr int64_t WALK_MAX_SLOTS = 16;
 constexpr int64_t WALK_THREADS = 512;
@@ -107,7 +107,7 @@ int32_t kg_sizes_dflash2_conv2(uint32_t rows, uint32_t hidden, int64_t* kg_sizes
 }
 }  // namespace
 
-// dflash2_topk16_f32: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
+// dflash2_topk16_f32: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -138,8 +138,8 @@ kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
       return kg_p;
     }
   }
-  {  // requires: vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)
-    const bool kg_holds = (int64_t{vocab} <= kg::x_mul(TOPK_MAX_SPLIT, TOPK_TILE, kg_err));
+  {  // requires: vocab <= TOPK_MAX_VOCAB
+    const bool kg_holds = (int64_t{vocab} <= TOPK_MAX_VOCAB);
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -160,7 +160,7 @@ kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_max(kg::x_div_ceil(int64_t{vocab}, TOPK_TILE, kg_err), kg::x_min(TOPK_MAX_SPLIT, kg::x_div_ceil(TOPK_TARGET_CTAS, int64_t{rows}, kg_err)));
+  kg_p.grid[0] = CLUSTER_TOPK;
   kg_p.grid[1] = int64_t{rows};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = TOPK_THREADS;
@@ -173,7 +173,8 @@ kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
   if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 512, nullptr, 8, false, 0, 0);
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
   }
   return kg_p;
 }
@@ -184,13 +185,11 @@ int32_t kg_sizes_dflash2_topk16_f32(uint32_t rows, uint32_t vocab, int64_t* kg_s
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, kg_err);  // logits
   kg_sizes[1] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // ids
   kg_sizes[2] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // scores
-  kg_sizes[3] = kg::x_mul(kg::x_mul(int64_t{rows}, TOPK_MAX_SPLIT, kg_err), TOP, kg_err);  // work
-  kg_sizes[4] = int64_t{rows};  // counter
   return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
-// dflash2_topk16_bf16: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
+// dflash2_topk16_bf16: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -221,8 +220,8 @@ kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
       return kg_p;
     }
   }
-  {  // requires: vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)
-    const bool kg_holds = (int64_t{vocab} <= kg::x_mul(TOPK_MAX_SPLIT, TOPK_TILE, kg_err));
+  {  // requires: vocab <= TOPK_MAX_VOCAB
+    const bool kg_holds = (int64_t{vocab} <= TOPK_MAX_VOCAB);
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -243,7 +242,7 @@ kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_max(kg::x_div_ceil(int64_t{vocab}, TOPK_TILE, kg_err), kg::x_min(TOPK_MAX_SPLIT, kg::x_div_ceil(TOPK_TARGET_CTAS, int64_t{rows}, kg_err)));
+  kg_p.grid[0] = CLUSTER_TOPK;
   kg_p.grid[1] = int64_t{rows};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = TOPK_THREADS;
@@ -256,7 +255,8 @@ kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
   if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 512, nullptr, 8, false, 0, 0);
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
   }
   return kg_p;
 }
@@ -267,13 +267,11 @@ int32_t kg_sizes_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, kg_err);  // logits
   kg_sizes[1] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // ids
   kg_sizes[2] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // scores
-  kg_sizes[3] = kg::x_mul(kg::x_mul(int64_t{rows}, TOPK_MAX_SPLIT, kg_err), TOP, kg_err);  // work
-  kg_sizes[4] = int64_t{rows};  // counter
   return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
 }  // namespace
 
-// dflash2_selector_walk: One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows. __launch_bounds__: at most 512 threads a block.
+// dflash2_selector_walk: One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -359,7 +357,18 @@ kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank
       return kg_p;
     }
   }
-  kg_p.grid[0] = int64_t{batch};
+  {  // requires: batch <= 268435455
+    const bool kg_holds = (int64_t{batch} <= int64_t{268435455});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 5);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_mul(CLUSTER_WALK, int64_t{batch}, kg_err);
   kg_p.grid[1] = int64_t{1};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = WALK_THREADS;
@@ -372,7 +381,8 @@ kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
   if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 512, nullptr, 8, false, 0, 0);
+    const int64_t kg_cluster[3] = {8, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 512, kg_cluster, 8, false, 0, 0);
   }
   return kg_p;
 }
@@ -422,7 +432,7 @@ const char* const kSkip_dflash2_topk16_f32[] = {
 };
 const char* const kRequires_dflash2_topk16_f32[] = {
     "vocab >= TOP",
-    "vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)",
+    "vocab <= TOPK_MAX_VOCAB",
     "rows <= 65535",
 };
 const kg_kernel_info kg_info_dflash2_topk16_f32 = {
@@ -431,15 +441,15 @@ const kg_kernel_info kg_info_dflash2_topk16_f32 = {
     kSkip_dflash2_topk16_f32, nullptr, kRequires_dflash2_topk16_f32,
     1, 0, 3,
     1};
-static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<float>), void (*)(float*, int32_t*, float*, int64_t*, int32_t*, uint32_t, uint32_t, float, float)>,
-              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_f32': the spec's arguments (f32* logits, i32* ids, f32* scores, i64* work, i32* counter, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<float>; make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<float>), void (*)(float*, int32_t*, float*, uint32_t, uint32_t, float, float)>,
+              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_f32': the spec's arguments (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<float>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_topk16_f32;
 const char* const kSkip_dflash2_topk16_bf16[] = {
     "rows == 0",
 };
 const char* const kRequires_dflash2_topk16_bf16[] = {
     "vocab >= TOP",
-    "vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)",
+    "vocab <= TOPK_MAX_VOCAB",
     "rows <= 65535",
 };
 const kg_kernel_info kg_info_dflash2_topk16_bf16 = {
@@ -448,8 +458,8 @@ const kg_kernel_info kg_info_dflash2_topk16_bf16 = {
     kSkip_dflash2_topk16_bf16, nullptr, kRequires_dflash2_topk16_bf16,
     1, 0, 3,
     1};
-static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<__nv_bfloat16>), void (*)(__nv_bfloat16*, int32_t*, float*, int64_t*, int32_t*, uint32_t, uint32_t, float, float)>,
-              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_bf16': the spec's arguments (bf16* logits, i32* ids, f32* scores, i64* work, i32* counter, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<__nv_bfloat16>), void (*)(__nv_bfloat16*, int32_t*, float*, uint32_t, uint32_t, float, float)>,
+              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_bf16': the spec's arguments (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_topk16_bf16;
 const char* const kSkip_dflash2_selector_walk[] = {
     "batch == 0",
@@ -461,15 +471,16 @@ const char* const kRequires_dflash2_selector_walk[] = {
     "rank >= 32",
     "rank <= WALK_MAX_RANK",
     "vocab >= 1",
+    "batch <= 268435455",
 };
 const kg_kernel_info kg_info_dflash2_selector_walk = {
     "dflash2", "dflash2_selector_walk", "gb10",
     "METRALE_NO_DFLASH2", nullptr,
     kSkip_dflash2_selector_walk, nullptr, kRequires_dflash2_selector_walk,
-    2, 0, 5,
+    2, 0, 6,
     1};
 static_assert(std::is_same_v<decltype(&::dflash2_selector_walk_kernel), void (*)(const int32_t*, const float*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, int32_t*, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dflash2.yaml:90: kernel 'dflash2_selector_walk': the spec's arguments (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab) do not match the __global__ definition of dflash2_selector_walk_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dflash2.yaml:89: kernel 'dflash2_selector_walk': the spec's arguments (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab) do not match the __global__ definition of dflash2_selector_walk_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_selector_walk;
 // dflash2_topk16: reported when no member takes the arrays' element types (T).
 const kg_kernel_info kg_info_dflash2_topk16 = {
@@ -489,41 +500,21 @@ kernelgen::Outcome dflash2_conv2(const __nv_bfloat16* x, const __nv_bfloat16* ba
   return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_conv2};
 }
 
-kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
+kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_topk16_f32(rows, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_f32};
-  // Set-up on the launch stream: arrays the kernel expects zeroed.
-  int64_t kg_sizes[5];
-  {
-    const int32_t kg_rc = kg_sizes_dflash2_topk16_f32(rows, vocab, kg_sizes);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_dflash2_topk16_f32};
-  }
-  if (kg_sizes[4] > 0) {
-    const cudaError_t kg_err = cudaMemsetAsync(counter, 0, static_cast<size_t>(kg_sizes[4]) * 4u, stream);
-    if (kg_err != cudaSuccess) return {kg::launch_error(kg_err), &kg_info_dflash2_topk16_f32};
-  }
   const int32_t kg_ready = kg_slot_dflash2_topk16_f32.prepare(reinterpret_cast<const void*>(&::dflash2_topk16_kernel<float>), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_f32};
-  ::dflash2_topk16_kernel<float><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, work, counter, rows, vocab, multiplier, cap);
+  ::dflash2_topk16_kernel<float><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, rows, vocab, multiplier, cap);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_topk16_f32};
 }
 
-kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
+kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_topk16_bf16(rows, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_bf16};
-  // Set-up on the launch stream: arrays the kernel expects zeroed.
-  int64_t kg_sizes[5];
-  {
-    const int32_t kg_rc = kg_sizes_dflash2_topk16_bf16(rows, vocab, kg_sizes);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_dflash2_topk16_bf16};
-  }
-  if (kg_sizes[4] > 0) {
-    const cudaError_t kg_err = cudaMemsetAsync(counter, 0, static_cast<size_t>(kg_sizes[4]) * 4u, stream);
-    if (kg_err != cudaSuccess) return {kg::launch_error(kg_err), &kg_info_dflash2_topk16_bf16};
-  }
   const int32_t kg_ready = kg_slot_dflash2_topk16_bf16.prepare(reinterpret_cast<const void*>(&::dflash2_topk16_kernel<__nv_bfloat16>), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_bf16};
-  ::dflash2_topk16_kernel<__nv_bfloat16><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, work, counter, rows, vocab, multiplier, cap);
+  ::dflash2_topk16_kernel<__nv_bfloat16><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, rows, vocab, multiplier, cap);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_topk16_bf16};
 }
 
@@ -537,30 +528,30 @@ kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, co
 }
 
 // dflash2_topk16: Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.
-kernelgen::Outcome dflash2_topk16(float* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
+kernelgen::Outcome dflash2_topk16(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
-  kg_o = kernelgen::dflash2::dflash2_topk16_f32(logits, ids, scores, work, counter, rows, vocab, multiplier, cap, stream);
+  kg_o = kernelgen::dflash2::dflash2_topk16_f32(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
-kernelgen::Outcome dflash2_topk16(__nv_bfloat16* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
+kernelgen::Outcome dflash2_topk16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
-  kg_o = kernelgen::dflash2::dflash2_topk16_bf16(logits, ids, scores, work, counter, rows, vocab, multiplier, cap, stream);
+  kg_o = kernelgen::dflash2::dflash2_topk16_bf16(logits, ids, scores, rows, vocab, multiplier, cap, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
 }
 
 namespace {
 // By element-type masks (kg_dtypes_T): the C ABI's entry point.
-kernelgen::Outcome kg_by_dtype_dflash2_topk16(void* logits, int32_t* ids, float* scores, int64_t* work, int32_t* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, cudaStream_t stream) {
+kernelgen::Outcome kg_by_dtype_dflash2_topk16(void* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, cudaStream_t stream) {
   kernelgen::Outcome kg_o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kg_info_dflash2_topk16};
   if ((kg_dtypes_T & (1u << 3)) != 0) {
-    kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), ids, scores, work, counter, rows, vocab, multiplier, cap, stream);
+    kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   }
   if ((kg_dtypes_T & (1u << 1)) != 0) {
-    kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), ids, scores, work, counter, rows, vocab, multiplier, cap, stream);
+    kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), ids, scores, rows, vocab, multiplier, cap, stream);
     if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   }
   return kg_o;  // none applies: the last matching kernel's reason
@@ -607,8 +598,8 @@ int32_t kg_dflash2__dflash2_conv2__sizes(uint32_t rows, uint32_t hidden, int64_t
 
 const kg_kernel_info* kg_dflash2__dflash2_conv2__info(void) { return &kernelgen::dflash2::kg_info_dflash2_conv2; }
 
-int32_t kg_dflash2__dflash2_topk16_f32(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), static_cast<int64_t*>(work), static_cast<int32_t*>(counter), rows, vocab, multiplier, cap, static_cast<cudaStream_t>(stream));
+int32_t kg_dflash2__dflash2_topk16_f32(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dflash2::dflash2_topk16_f32(static_cast<float*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), rows, vocab, multiplier, cap, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
   return kg_o.code;
 }
@@ -624,8 +615,8 @@ int32_t kg_dflash2__dflash2_topk16_f32__sizes(uint32_t rows, uint32_t vocab, int
 
 const kg_kernel_info* kg_dflash2__dflash2_topk16_f32__info(void) { return &kernelgen::dflash2::kg_info_dflash2_topk16_f32; }
 
-int32_t kg_dflash2__dflash2_topk16_bf16(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), static_cast<int64_t*>(work), static_cast<int32_t*>(counter), rows, vocab, multiplier, cap, static_cast<cudaStream_t>(stream));
+int32_t kg_dflash2__dflash2_topk16_bf16(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dflash2::dflash2_topk16_bf16(static_cast<__nv_bfloat16*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), rows, vocab, multiplier, cap, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
   return kg_o.code;
 }
@@ -658,8 +649,8 @@ int32_t kg_dflash2__dflash2_selector_walk__sizes(uint32_t batch, uint32_t slots,
 
 const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void) { return &kernelgen::dflash2::kg_info_dflash2_selector_walk; }
 
-int32_t kg_dflash2__dflash2_topk16(void* logits, void* ids, void* scores, void* work, void* counter, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::dflash2::kg_by_dtype_dflash2_topk16(static_cast<void*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), static_cast<int64_t*>(work), static_cast<int32_t*>(counter), rows, vocab, multiplier, cap, kg_dtypes_T, static_cast<cudaStream_t>(stream));
+int32_t kg_dflash2__dflash2_topk16(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dflash2::kg_by_dtype_dflash2_topk16(static_cast<void*>(logits), static_cast<int32_t*>(ids), static_cast<float*>(scores), rows, vocab, multiplier, cap, kg_dtypes_T, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
   return kg_o.code;
 }
@@ -673,20 +664,16 @@ const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void) { return &kernelgen
 
 int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int64_t* kg_sizes) {
   int64_t kg_member[64];
-  for (int kg_i = 0; kg_i < 5; ++kg_i) kg_sizes[kg_i] = -1;
+  for (int kg_i = 0; kg_i < 3; ++kg_i) kg_sizes[kg_i] = -1;
   if ((kg_dtypes_T & (1u << 3)) != 0 && kg_dflash2__dflash2_topk16_f32__sizes(rows, vocab, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
-    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
-    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
   }
   if ((kg_dtypes_T & (1u << 1)) != 0 && kg_dflash2__dflash2_topk16_bf16__sizes(rows, vocab, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
-    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
-    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
   }
   return KG_LAUNCHED;
 }

@@ -20,13 +20,13 @@ KILL_SWITCH = "METRALE_NO_DFLASH2"
 LIMITS = ((1024, 1024, 64), 1024, 101376)
 DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_BLOCK_ROWS = 16
+C_CLUSTER_TOPK = 8
+C_CLUSTER_WALK = 8
 C_CONV_CHANNELS = 1024
 C_CONV_THREADS = 128
 C_TOP = 16
-C_TOPK_MAX_SPLIT = 32
-C_TOPK_TARGET_CTAS = 256
+C_TOPK_MAX_VOCAB = 524288
 C_TOPK_THREADS = 512
-C_TOPK_TILE = 16384
 C_WALK_MAX_RANK = 512
 C_WALK_MAX_SLOTS = 16
 C_WALK_THREADS = 512
@@ -168,17 +168,17 @@ def expect_dflash2_topk16_f32(**args):
         [
             (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
             (-65536, False, lambda _st, _a: (_a['vocab'] >= C_TOP)),  # requires: vocab >= TOP
-            (-65537, False, lambda _st, _a: (_a['vocab'] <= _x.mul(_st, C_TOPK_MAX_SPLIT, C_TOPK_TILE))),  # requires: vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)
+            (-65537, False, lambda _st, _a: (_a['vocab'] <= C_TOPK_MAX_VOCAB)),  # requires: vocab <= TOPK_MAX_VOCAB
             (-65538, False, lambda _st, _a: (_a['rows'] <= 65535)),  # requires: rows <= 65535
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.max_(_st, _x.div_ceil(_st, _a['vocab'], C_TOPK_TILE), _x.min_(_st, C_TOPK_MAX_SPLIT, _x.div_ceil(_st, C_TOPK_TARGET_CTAS, _a['rows']))), _a['rows'], 1), (C_TOPK_THREADS, 1, 1), 0),
+            (C_CLUSTER_TOPK, _a['rows'], 1), (C_TOPK_THREADS, 1, 1), 0),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=512, cluster=None, cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=512, cluster=(8, 1, 1), cooperative=False),
     )
 
 
@@ -232,10 +232,10 @@ CASES_dflash2_topk16_f32 = [
 FLIPS_dflash2_topk16_f32 = [
     ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_f32, 'rows': 0}),
     ('requires', 0, 'vocab >= TOP', {**BASE_dflash2_topk16_f32, 'vocab': 0}),
-    ('requires', 1, 'vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)', {**BASE_dflash2_topk16_f32, 'vocab': 524289}),
+    ('requires', 1, 'vocab <= TOPK_MAX_VOCAB', {**BASE_dflash2_topk16_f32, 'vocab': 524289}),
     ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_f32, 'rows': 65536}),
 ]
-OTHER_ARGS_dflash2_topk16_f32 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'work': fake_pointer(3), 'counter': fake_pointer(4), 'multiplier': 1.0, 'cap': 1.0}
+OTHER_ARGS_dflash2_topk16_f32 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'multiplier': 1.0, 'cap': 1.0}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_topk16_f32)
@@ -295,17 +295,17 @@ def expect_dflash2_topk16_bf16(**args):
         [
             (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
             (-65536, False, lambda _st, _a: (_a['vocab'] >= C_TOP)),  # requires: vocab >= TOP
-            (-65537, False, lambda _st, _a: (_a['vocab'] <= _x.mul(_st, C_TOPK_MAX_SPLIT, C_TOPK_TILE))),  # requires: vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)
+            (-65537, False, lambda _st, _a: (_a['vocab'] <= C_TOPK_MAX_VOCAB)),  # requires: vocab <= TOPK_MAX_VOCAB
             (-65538, False, lambda _st, _a: (_a['rows'] <= 65535)),  # requires: rows <= 65535
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.max_(_st, _x.div_ceil(_st, _a['vocab'], C_TOPK_TILE), _x.min_(_st, C_TOPK_MAX_SPLIT, _x.div_ceil(_st, C_TOPK_TARGET_CTAS, _a['rows']))), _a['rows'], 1), (C_TOPK_THREADS, 1, 1), 0),
+            (C_CLUSTER_TOPK, _a['rows'], 1), (C_TOPK_THREADS, 1, 1), 0),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=512, cluster=None, cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=512, cluster=(8, 1, 1), cooperative=False),
     )
 
 
@@ -358,10 +358,10 @@ CASES_dflash2_topk16_bf16 = [
 FLIPS_dflash2_topk16_bf16 = [
     ('skip', 0, 'rows == 0', {**BASE_dflash2_topk16_bf16, 'rows': 0}),
     ('requires', 0, 'vocab >= TOP', {**BASE_dflash2_topk16_bf16, 'vocab': 0}),
-    ('requires', 1, 'vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)', {**BASE_dflash2_topk16_bf16, 'vocab': 524289}),
+    ('requires', 1, 'vocab <= TOPK_MAX_VOCAB', {**BASE_dflash2_topk16_bf16, 'vocab': 524289}),
     ('requires', 2, 'rows <= 65535', {**BASE_dflash2_topk16_bf16, 'rows': 65536}),
 ]
-OTHER_ARGS_dflash2_topk16_bf16 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'work': fake_pointer(3), 'counter': fake_pointer(4), 'multiplier': 1.0, 'cap': 1.0}
+OTHER_ARGS_dflash2_topk16_bf16 = {'logits': fake_pointer(0), 'ids': fake_pointer(1), 'scores': fake_pointer(2), 'multiplier': 1.0, 'cap': 1.0}
 
 
 @pytest.mark.parametrize("args", CASES_dflash2_topk16_bf16)
@@ -426,15 +426,16 @@ def expect_dflash2_selector_walk(**args):
             (-65538, False, lambda _st, _a: (_a['rank'] >= 32)),  # requires: rank >= 32
             (-65539, False, lambda _st, _a: (_a['rank'] <= C_WALK_MAX_RANK)),  # requires: rank <= WALK_MAX_RANK
             (-65540, False, lambda _st, _a: (_a['vocab'] >= 1)),  # requires: vocab >= 1
+            (-65541, False, lambda _st, _a: (_a['batch'] <= 268435455)),  # requires: batch <= 268435455
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_a['batch'], 1, 1), (C_WALK_THREADS, 1, 1), 0),
+            (_x.mul(_st, C_CLUSTER_WALK, _a['batch']), 1, 1), (C_WALK_THREADS, 1, 1), 0),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=512, cluster=None, cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=512, cluster=(8, 1, 1), cooperative=False),
     )
 
 
@@ -493,6 +494,7 @@ FLIPS_dflash2_selector_walk = [
     ('requires', 2, 'rank >= 32', {**BASE_dflash2_selector_walk, 'rank': 0}),
     ('requires', 3, 'rank <= WALK_MAX_RANK', {**BASE_dflash2_selector_walk, 'rank': 1024}),
     ('requires', 4, 'vocab >= 1', {**BASE_dflash2_selector_walk, 'vocab': 0}),
+    ('requires', 5, 'batch <= 268435455', {**BASE_dflash2_selector_walk, 'batch': 268435456}),
 ]
 OTHER_ARGS_dflash2_selector_walk = {'cand': fake_pointer(0), 'u': fake_pointer(1), 'h': fake_pointer(2), 'p_codebook': fake_pointer(3), 'q_codebook': fake_pointer(4), 'anchor': fake_pointer(5), 'out': fake_pointer(6)}
 

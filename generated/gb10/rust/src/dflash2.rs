@@ -84,14 +84,12 @@ pub mod dflash2_conv2 {
     }
 }
 
-/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
+/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 ///
 /// Arguments, in order (`specs/dflash2.yaml:52`):
 /// - `logits`: `f32*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements
-/// - `work`: `i64*`, `(rows * TOPK_MAX_SPLIT) * TOP` elements
-/// - `counter`: `i32*`, `rows` elements
 /// - `rows`: `u32`
 /// - `vocab`: `u32`
 /// - `multiplier`: `f32`
@@ -100,7 +98,7 @@ pub mod dflash2_conv2 {
 /// Checked in order:
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - requires `vocab >= TOP`: else `Error::Argument`
-/// - requires `vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)`: else `Error::Argument`
+/// - requires `vocab <= TOPK_MAX_VOCAB`: else `Error::Argument`
 /// - requires `rows <= 65535`: else `Error::Argument`
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_f32 {
@@ -125,10 +123,10 @@ pub mod dflash2_topk16_f32 {
         crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
     }
 
-    /// The element counts the kernel touches in its sized pointer arguments (logits, ids, scores, work, counter).
-    pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 5], crate::Error> {
-        let mut kg_sizes = [0i64; 5];
-        // Safety: the function writes 5 values.
+    /// The element counts the kernel touches in its sized pointer arguments (logits, ids, scores).
+    pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 3], crate::Error> {
+        let mut kg_sizes = [0i64; 3];
+        // Safety: the function writes 3 values.
         let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_f32__sizes(rows, vocab, kg_sizes.as_mut_ptr()) };
         crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
     }
@@ -140,13 +138,11 @@ pub mod dflash2_topk16_f32 {
     ///
     /// Pointer arguments must be device pointers valid for the elements the spec gives them
     /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
-    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, work: impl Into<crate::DevicePtrMut>, counter: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, stream: crate::Stream) -> Result<bool, crate::Error> {
+    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, stream: crate::Stream) -> Result<bool, crate::Error> {
         let logits: crate::DevicePtrMut = logits.into();
         let ids: crate::DevicePtrMut = ids.into();
         let scores: crate::DevicePtrMut = scores.into();
-        let work: crate::DevicePtrMut = work.into();
-        let counter: crate::DevicePtrMut = counter.into();
-        if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
+        if logits.is_null() || ids.is_null() || scores.is_null() {
             let kg_sizes = self::sizes(rows, vocab).ok();
             if logits.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16_f32", "logits", kg_sizes.map(|s| s[0]))?;
@@ -157,27 +153,19 @@ pub mod dflash2_topk16_f32 {
             if scores.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16_f32", "scores", kg_sizes.map(|s| s[2]))?;
             }
-            if work.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16_f32", "work", kg_sizes.map(|s| s[3]))?;
-            }
-            if counter.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16_f32", "counter", kg_sizes.map(|s| s[4]))?;
-            }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_f32(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_f32(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
         crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
     }
 }
 
-/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [split, rows] of 512 threads, split = max(ceil(vocab / 16384), min(32, ceil(256 / rows))): each CTA loads its slice of the row at once (16-byte loads), keeps a local top-16 (warp bitonic sorts over 64-bit (value, index) keys, a threshold from the 16 largest thread maxima, a merge tree in shared memory) and writes it to work; the row's last CTA (counter, zeroed by the launcher) merges the lists, writes the outputs and overwrites the logits. Deterministic; work holds rows * 512 i64 (scratch, any contents). The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
+/// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 ///
 /// Arguments, in order (`specs/dflash2.yaml:52`):
 /// - `logits`: `bf16*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements
-/// - `work`: `i64*`, `(rows * TOPK_MAX_SPLIT) * TOP` elements
-/// - `counter`: `i32*`, `rows` elements
 /// - `rows`: `u32`
 /// - `vocab`: `u32`
 /// - `multiplier`: `f32`
@@ -186,7 +174,7 @@ pub mod dflash2_topk16_f32 {
 /// Checked in order:
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - requires `vocab >= TOP`: else `Error::Argument`
-/// - requires `vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)`: else `Error::Argument`
+/// - requires `vocab <= TOPK_MAX_VOCAB`: else `Error::Argument`
 /// - requires `rows <= 65535`: else `Error::Argument`
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_bf16 {
@@ -211,10 +199,10 @@ pub mod dflash2_topk16_bf16 {
         crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
     }
 
-    /// The element counts the kernel touches in its sized pointer arguments (logits, ids, scores, work, counter).
-    pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 5], crate::Error> {
-        let mut kg_sizes = [0i64; 5];
-        // Safety: the function writes 5 values.
+    /// The element counts the kernel touches in its sized pointer arguments (logits, ids, scores).
+    pub fn sizes(rows: u32, vocab: u32) -> Result<[i64; 3], crate::Error> {
+        let mut kg_sizes = [0i64; 3];
+        // Safety: the function writes 3 values.
         let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__sizes(rows, vocab, kg_sizes.as_mut_ptr()) };
         crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
     }
@@ -226,13 +214,11 @@ pub mod dflash2_topk16_bf16 {
     ///
     /// Pointer arguments must be device pointers valid for the elements the spec gives them
     /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
-    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, work: impl Into<crate::DevicePtrMut>, counter: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, stream: crate::Stream) -> Result<bool, crate::Error> {
+    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, stream: crate::Stream) -> Result<bool, crate::Error> {
         let logits: crate::DevicePtrMut = logits.into();
         let ids: crate::DevicePtrMut = ids.into();
         let scores: crate::DevicePtrMut = scores.into();
-        let work: crate::DevicePtrMut = work.into();
-        let counter: crate::DevicePtrMut = counter.into();
-        if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
+        if logits.is_null() || ids.is_null() || scores.is_null() {
             let kg_sizes = self::sizes(rows, vocab).ok();
             if logits.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16_bf16", "logits", kg_sizes.map(|s| s[0]))?;
@@ -243,22 +229,16 @@ pub mod dflash2_topk16_bf16 {
             if scores.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16_bf16", "scores", kg_sizes.map(|s| s[2]))?;
             }
-            if work.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16_bf16", "work", kg_sizes.map(|s| s[3]))?;
-            }
-            if counter.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16_bf16", "counter", kg_sizes.map(|s| s[4]))?;
-            }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_bf16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16_bf16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), rows, vocab, multiplier, cap, stream, &mut kg_ran);
         crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
     }
 }
 
-/// One CTA per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: warp s builds slot s's 16 x 16 table on the tensor cores (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), then warp 0 walks the tables in shared memory. Ids outside [0, vocab) read as zero rows.
+/// One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:90`):
+/// Arguments, in order (`specs/dflash2.yaml:89`):
 /// - `cand`: `const i32*`, `(batch * slots) * TOP` elements
 /// - `u`: `const f32*`, `(batch * slots) * TOP` elements
 /// - `h`: `const bf16*`, `(batch * slots) * rank` elements
@@ -279,6 +259,7 @@ pub mod dflash2_topk16_bf16 {
 /// - requires `rank >= 32`: else `Error::Argument`
 /// - requires `rank <= WALK_MAX_RANK`: else `Error::Argument`
 /// - requires `vocab >= 1`: else `Error::Argument`
+/// - requires `batch <= 268435455`: else `Error::Argument`
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_selector_walk {
     #[allow(non_upper_case_globals)]
@@ -361,8 +342,6 @@ pub mod dflash2_selector_walk {
 /// - `logits`: `f32*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements
-/// - `work`: `i64*`, `(rows * TOPK_MAX_SPLIT) * TOP` elements
-/// - `counter`: `i32*`, `rows` elements
 /// - `rows`: `u32`
 /// - `vocab`: `u32`
 /// - `multiplier`: `f32`
@@ -393,11 +372,11 @@ pub mod dflash2_topk16 {
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
-    /// The element counts of the sized pointer arguments (logits, ids, scores, work, counter): the largest over
+    /// The element counts of the sized pointer arguments (logits, ids, scores): the largest over
     /// the kernels that would launch (-1 where none would).
-    pub fn sizes(rows: u32, vocab: u32, kg_dtypes_T: u32) -> Result<[i64; 5], crate::Error> {
-        let mut kg_sizes = [0i64; 5];
-        // Safety: the function writes 5 values.
+    pub fn sizes(rows: u32, vocab: u32, kg_dtypes_T: u32) -> Result<[i64; 3], crate::Error> {
+        let mut kg_sizes = [0i64; 3];
+        // Safety: the function writes 3 values.
         let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__sizes(rows, vocab, kg_dtypes_T, kg_sizes.as_mut_ptr()) };
         crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
     }
@@ -410,13 +389,11 @@ pub mod dflash2_topk16 {
     ///
     /// Pointer arguments must be device pointers valid for the elements the spec gives them
     /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
-    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, work: impl Into<crate::DevicePtrMut>, counter: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, kg_dtypes_T: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+    pub unsafe fn launch(logits: impl Into<crate::DevicePtrMut>, ids: impl Into<crate::DevicePtrMut>, scores: impl Into<crate::DevicePtrMut>, rows: u32, vocab: u32, multiplier: f32, cap: f32, kg_dtypes_T: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
         let logits: crate::DevicePtrMut = logits.into();
         let ids: crate::DevicePtrMut = ids.into();
         let scores: crate::DevicePtrMut = scores.into();
-        let work: crate::DevicePtrMut = work.into();
-        let counter: crate::DevicePtrMut = counter.into();
-        if logits.is_null() || ids.is_null() || scores.is_null() || work.is_null() || counter.is_null() {
+        if logits.is_null() || ids.is_null() || scores.is_null() {
             let kg_sizes = self::sizes(rows, vocab, kg_dtypes_T).ok();
             if logits.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16", "logits", kg_sizes.map(|s| s[0]))?;
@@ -427,15 +404,9 @@ pub mod dflash2_topk16 {
             if scores.is_null() {
                 crate::kg_rt::check_null("dflash2_topk16", "scores", kg_sizes.map(|s| s[2]))?;
             }
-            if work.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "work", kg_sizes.map(|s| s[3]))?;
-            }
-            if counter.is_null() {
-                crate::kg_rt::check_null("dflash2_topk16", "counter", kg_sizes.map(|s| s[4]))?;
-            }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), work.as_ptr(), counter.as_ptr(), rows, vocab, multiplier, cap, kg_dtypes_T, stream, &mut kg_ran);
+        let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), rows, vocab, multiplier, cap, kg_dtypes_T, stream, &mut kg_ran);
         crate::kg_rt::finish(kg_code, kg_ran, crate::dflash2::dflash2_topk16_f32::kernel)
     }
 }
@@ -446,11 +417,11 @@ mod kg_ffi {
         pub fn kg_dflash2__dflash2_conv2__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_conv2__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_conv2__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_dflash2__dflash2_topk16_f32(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_f32(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: f32, a_6: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_topk16_f32__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_topk16_f32__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_topk16_f32__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_dflash2__dflash2_topk16_bf16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16_bf16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: f32, a_6: f32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_topk16_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_topk16_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_topk16_bf16__info() -> *const crate::kg_ffi::KernelInfo;
@@ -458,7 +429,7 @@ mod kg_ffi {
         pub fn kg_dflash2__dflash2_selector_walk__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dflash2__dflash2_selector_walk__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dflash2__dflash2_selector_walk__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_dflash2__dflash2_topk16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: f32, a_8: f32, k_0: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dflash2__dflash2_topk16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: f32, a_6: f32, k_0: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_topk16__plan(a_0: u32, a_1: u32, k_0: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_dflash2__dflash2_topk16__sizes(a_0: u32, a_1: u32, k_0: u32, kg_sizes: *mut i64) -> i32;
     }

@@ -203,26 +203,26 @@ fn dflash2_conv2_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dflash2_topk16_f32_plan_matches_spec() {
     let _g = guard();
-    check(kg::dflash2::dflash2_topk16_f32::plan(16, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::dflash2::dflash2_topk16_f32::plan(1, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
-    check(kg::dflash2::dflash2_topk16_f32::plan(64, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
-    check(kg::dflash2::dflash2_topk16_f32::plan(3, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
-    check(kg::dflash2::dflash2_topk16_f32::plan(17, 65), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 17, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=17, vocab=65");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(64, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(17, 65), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 17, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=17, vocab=65");
     check(kg::dflash2::dflash2_topk16_f32::plan(16, 0), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=0");
     check(kg::dflash2::dflash2_topk16_f32::plan(3, 134217728), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=134217728");
     check(kg::dflash2::dflash2_topk16_f32::plan(268435457, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435457, vocab=1000");
-    check(kg::dflash2::dflash2_topk16_f32::plan(64, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(64, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=262144");
     check(kg::dflash2::dflash2_topk16_f32::plan(536870911, 202048), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870911, vocab=202048");
     check(kg::dflash2::dflash2_topk16_f32::plan(2097152, 33554433), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097152, vocab=33554433");
     check(kg::dflash2::dflash2_topk16_f32::plan(1073741824, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=1000");
     check(kg::dflash2::dflash2_topk16_f32::plan(128, 9), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=9");
     check(kg::dflash2::dflash2_topk16_f32::plan(1, 1048576), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=1048576");
-    check(kg::dflash2::dflash2_topk16_f32::plan(512, 128), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([1, 512, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=128");
+    check(kg::dflash2::dflash2_topk16_f32::plan(512, 128), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 512, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=128");
     check(kg::dflash2::dflash2_topk16_f32::plan(65536, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536, vocab=1000");
     check(kg::dflash2::dflash2_topk16_f32::plan(1048576, 31), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048576, vocab=31");
     check(kg::dflash2::dflash2_topk16_f32::plan(67108865, 268435457), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108865, vocab=268435457");
     check(kg::dflash2::dflash2_topk16_f32::plan(3, 16777215), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=16777215");
-    check(kg::dflash2::dflash2_topk16_f32::plan(7, 75968), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 7, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=7, vocab=75968");
+    check(kg::dflash2::dflash2_topk16_f32::plan(7, 75968), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 7, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=7, vocab=75968");
     check(kg::dflash2::dflash2_topk16_f32::plan(16, 4), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=4");
     check(kg::dflash2::dflash2_topk16_f32::plan(524287, 202048), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=524287, vocab=202048");
     check(kg::dflash2::dflash2_topk16_f32::plan(3, 134217729), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=134217729");
@@ -231,18 +231,18 @@ fn dflash2_topk16_f32_plan_matches_spec() {
     check(kg::dflash2::dflash2_topk16_f32::plan(31, 8388607), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=31, vocab=8388607");
     check(kg::dflash2::dflash2_topk16_f32::plan(16, 3), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=3");
     check(kg::dflash2::dflash2_topk16_f32::plan(536870913, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870913");
-    check(kg::dflash2::dflash2_topk16_f32::plan(255, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([2, 255, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=255, vocab=1000");
-    check(kg::dflash2::dflash2_topk16_f32::plan(16, 262145), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([17, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=262145");
+    check(kg::dflash2::dflash2_topk16_f32::plan(255, 1000), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 255, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=255, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16, 262145), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=262145");
     check(kg::dflash2::dflash2_topk16_f32::plan(134217729, 1000), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217729, vocab=1000");
-    check(kg::dflash2::dflash2_topk16_f32::plan(16385, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16385, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16385, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16385, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16385, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16385, vocab=262144");
     check(kg::dflash2::dflash2_topk16_f32::plan(16, 8388608), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=8388608");
-    check(kg::dflash2::dflash2_topk16_f32::plan(16384, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 16384, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16384");
+    check(kg::dflash2::dflash2_topk16_f32::plan(16384, 151936), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16384, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=16384");
     check(kg::dflash2::dflash2_topk16_f32::plan(536870912, 262144), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870912, vocab=262144");
-    check(kg::dflash2::dflash2_topk16_f32::plan(1, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=262144");
-    check(kg::dflash2::dflash2_topk16_f32::plan(128, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([13, 128, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_f32::plan(1, 262144), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=262144");
+    check(kg::dflash2::dflash2_topk16_f32::plan(128, 202048), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 128, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=202048");
     check(kg::dflash2::dflash2_topk16_f32::plan(524287, 536870911), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=524287, vocab=536870911");
     check(kg::dflash2::dflash2_topk16_f32::plan(1048575, 268435457), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575, vocab=268435457");
-    check(kg::dflash2::dflash2_topk16_f32::plan(3, 16384), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=16384");
+    check(kg::dflash2::dflash2_topk16_f32::plan(3, 16384), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=16384");
     check(kg::dflash2::dflash2_topk16_f32::plan(1073741823, 1025), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741823, vocab=1025");
     check(kg::dflash2::dflash2_topk16_f32::plan(619359, 63), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=619359, vocab=63");
     check(kg::dflash2::dflash2_topk16_f32::plan(262144, 151936), "dflash2_topk16_f32", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
@@ -260,15 +260,15 @@ fn dflash2_topk16_f32_presence() {
 
 #[test]
 fn dflash2_topk16_f32_sizes() {
-    assert_eq!(kg::dflash2::dflash2_topk16_f32::sizes(16, 151936), Ok([2430976, 256, 256, 8192, 16]));
+    assert_eq!(kg::dflash2::dflash2_topk16_f32::sizes(16, 151936), Ok([2430976, 256, 256]));
 }
 
 #[test]
 fn dflash2_topk16_f32_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dflash2_topk16_f32: not launched: empty work (rows == 0)"));
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_f32", -65536));
@@ -276,15 +276,15 @@ fn dflash2_topk16_f32_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_f32", -65537));
-            assert_eq!(reason, "dflash2_topk16_f32: invalid arguments: requires vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)");
+            assert_eq!(reason, "dflash2_topk16_f32: invalid arguments: requires vocab <= TOPK_MAX_VOCAB");
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_f32", -65538));
@@ -299,7 +299,7 @@ fn dflash2_topk16_f32_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH2", "1");
     kg::refresh();
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     let plan = kg::dflash2::dflash2_topk16_f32::plan(16, 151936);
     std::env::remove_var("METRALE_NO_DFLASH2");
     not_launched(result, 1 << 16, Some("dflash2_topk16_f32: not launched: kill switch METRALE_NO_DFLASH2 is set"));
@@ -312,7 +312,7 @@ fn dflash2_topk16_f32_kill_switch() {
 #[test]
 fn dflash2_topk16_f32_null_pointer() {
     let _g = guard();
-    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dflash2_topk16_f32", Some("logits")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -320,7 +320,7 @@ fn dflash2_topk16_f32_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_f32::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dflash2_topk16_f32: not launched: empty work (rows == 0)"));
 }
 
@@ -331,7 +331,7 @@ fn dflash2_topk16_f32_launch_without_gpu_is_an_error_naming_it() {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_f32::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dflash2_topk16_f32");
             assert!(e.to_string().starts_with("dflash2_topk16_f32"), "{}", e);
@@ -345,21 +345,21 @@ fn dflash2_topk16_f32_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dflash2_topk16_bf16_plan_matches_spec() {
     let _g = guard();
-    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 1000), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(32767, 16), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([1, 32767, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32767, vocab=16");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 1000), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(32767, 16), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 32767, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=32767, vocab=16");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1000, 1048575), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000, vocab=1048575");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(63, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([13, 63, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=63, vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(63, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 63, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=63, vocab=202048");
     check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 151936), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
     check(kg::dflash2::dflash2_topk16_bf16::plan(2097151, 2147483647), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097151, vocab=2147483647");
     check(kg::dflash2::dflash2_topk16_bf16::plan(131072, 202048), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131072, vocab=202048");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 262143), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=262143");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=202048");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 262143), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=262143");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 202048), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=202048");
     check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 4), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=4");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1, 67108864), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=67108864");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([5, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097, vocab=65537");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097, vocab=65537");
     check(kg::dflash2::dflash2_topk16_bf16::plan(16, 2), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with vocab=2");
     check(kg::dflash2::dflash2_topk16_bf16::plan(16383, 16777217), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16383, vocab=16777217");
     check(kg::dflash2::dflash2_topk16_bf16::plan(134217728, 32769), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217728, vocab=32769");
@@ -367,23 +367,23 @@ fn dflash2_topk16_bf16_plan_matches_spec() {
     check(kg::dflash2::dflash2_topk16_bf16::plan(67108863, 2049), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108863, vocab=2049");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1, 1), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=1");
     check(kg::dflash2::dflash2_topk16_bf16::plan(512, 268435457), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=512, vocab=268435457");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 999), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=999");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(3, 999), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=3, vocab=999");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1073741824, 1), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741824, vocab=1");
     check(kg::dflash2::dflash2_topk16_bf16::plan(128, 5), "dflash2_topk16_bf16", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=128, vocab=5");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524287), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524287");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 32768), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([3, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=32768");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(16, 524287), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=524287");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 32768), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=32768");
     check(kg::dflash2::dflash2_topk16_bf16::plan(2097151, 2097151), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097151, vocab=2097151");
     check(kg::dflash2::dflash2_topk16_bf16::plan(256, 33554431), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=256, vocab=33554431");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1, 4294967295), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=4294967295");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([10, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(1025, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([5, 1025, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1025, vocab=65537");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(129, 256), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([2, 129, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=129, vocab=256");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(1000, 131073), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([9, 1000, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1000, vocab=131073");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 404096), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=404096");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(2, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 2, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 512), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([4, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=512");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 65), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([32, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=65");
-    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 255), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([3, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=255");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4097, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 4097, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4097");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1025, 65537), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 1025, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1025, vocab=65537");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(129, 256), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 129, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=129, vocab=256");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1000, 131073), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 1000, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1000, vocab=131073");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(1, 404096), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=1, vocab=404096");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(2, 151936), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 2, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(64, 512), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=64, vocab=512");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(4, 65), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 4, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=65");
+    check(kg::dflash2::dflash2_topk16_bf16::plan(100, 255), "dflash2_topk16_bf16", Expect { code: 0, geometry: Some(([8, 100, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with rows=100, vocab=255");
     check(kg::dflash2::dflash2_topk16_bf16::plan(4, 134217729), "dflash2_topk16_bf16", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4, vocab=134217729");
     check(kg::dflash2::dflash2_topk16_bf16::plan(16777217, 202048), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217, vocab=202048");
     check(kg::dflash2::dflash2_topk16_bf16::plan(1000000000, 16), "dflash2_topk16_bf16", Expect { code: -65538, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000000000, vocab=16");
@@ -401,15 +401,15 @@ fn dflash2_topk16_bf16_presence() {
 
 #[test]
 fn dflash2_topk16_bf16_sizes() {
-    assert_eq!(kg::dflash2::dflash2_topk16_bf16::sizes(16, 151936), Ok([2430976, 256, 256, 8192, 16]));
+    assert_eq!(kg::dflash2::dflash2_topk16_bf16::sizes(16, 151936), Ok([2430976, 256, 256]));
 }
 
 #[test]
 fn dflash2_topk16_bf16_clauses_decide_alone() {
     let _g = guard();
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 0, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65536));
@@ -417,15 +417,15 @@ fn dflash2_topk16_bf16_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 524289, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65537));
-            assert_eq!(reason, "dflash2_topk16_bf16: invalid arguments: requires vocab <= (TOPK_MAX_SPLIT * TOPK_TILE)");
+            assert_eq!(reason, "dflash2_topk16_bf16: invalid arguments: requires vocab <= TOPK_MAX_VOCAB");
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 65536, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     match result {
         Err(Error::Argument { kernel, argument: None, code, reason }) => {
             assert_eq!((kernel, code), ("dflash2_topk16_bf16", -65538));
@@ -440,7 +440,7 @@ fn dflash2_topk16_bf16_kill_switch() {
     let _g = guard();
     std::env::set_var("METRALE_NO_DFLASH2", "1");
     kg::refresh();
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     let plan = kg::dflash2::dflash2_topk16_bf16::plan(16, 151936);
     std::env::remove_var("METRALE_NO_DFLASH2");
     not_launched(result, 1 << 16, Some("dflash2_topk16_bf16: not launched: kill switch METRALE_NO_DFLASH2 is set"));
@@ -453,7 +453,7 @@ fn dflash2_topk16_bf16_kill_switch() {
 #[test]
 fn dflash2_topk16_bf16_null_pointer() {
     let _g = guard();
-    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Argument { .. }) => {
             assert_eq!((e.kernel(), e.argument()), ("dflash2_topk16_bf16", Some("logits")));
             assert!(e.to_string().contains("null device pointer"), "{}", e);
@@ -461,7 +461,7 @@ fn dflash2_topk16_bf16_null_pointer() {
         other => panic!("expected an argument error, got {:?}", other),
     }
     // No element touched: null is fine.
-    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16_bf16::launch(DevicePtrMut::null(), ptr_mut(1), ptr_mut(2), 0, 151936, 1.0, 1.0, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
 }
 
@@ -472,7 +472,7 @@ fn dflash2_topk16_bf16_launch_without_gpu_is_an_error_naming_it() {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16_bf16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "dflash2_topk16_bf16");
             assert!(e.to_string().starts_with("dflash2_topk16_bf16"), "{}", e);
@@ -486,45 +486,45 @@ fn dflash2_topk16_bf16_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dflash2_selector_walk_plan_matches_spec() {
     let _g = guard();
-    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([1, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
-    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, slots=15");
-    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=1000");
-    check(kg::dflash2::dflash2_selector_walk::plan(3, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([3, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=3, rank=32, slots=1, vocab=17");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 256, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, slots=15");
+    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=1000");
+    check(kg::dflash2::dflash2_selector_walk::plan(3, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([24, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=3, rank=32, slots=1, vocab=17");
     check(kg::dflash2::dflash2_selector_walk::plan(2, 127, 512, 1000), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, slots=127, vocab=1000");
-    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 256, 16384), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, slots=15, vocab=16384");
+    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 256, 16384), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, slots=15, vocab=16384");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 2147483648, 151936), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=2147483648");
-    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 1000000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([1, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1000000");
+    check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 256, 1000000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with vocab=1000000");
     check(kg::dflash2::dflash2_selector_walk::plan(2, 131072, 2, 1000), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=2, rank=2, slots=131072, vocab=1000");
     check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 65, 8388609), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=2, rank=65, vocab=8388609");
     check(kg::dflash2::dflash2_selector_walk::plan(3, 129, 268435455, 17), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=3, rank=268435455, slots=129, vocab=17");
-    check(kg::dflash2::dflash2_selector_walk::plan(10, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([10, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=10, rank=32, slots=1, vocab=17");
-    check(kg::dflash2::dflash2_selector_walk::plan(4194303, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4194303, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4194303, rank=512, vocab=1000");
-    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 9), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=9");
-    check(kg::dflash2::dflash2_selector_walk::plan(8, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=8, rank=32, slots=1, vocab=17");
-    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 32, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, rank=32, slots=15");
+    check(kg::dflash2::dflash2_selector_walk::plan(10, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([80, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=10, rank=32, slots=1, vocab=17");
+    check(kg::dflash2::dflash2_selector_walk::plan(4194303, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([33554424, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4194303, rank=512, vocab=1000");
+    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 9), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=9");
+    check(kg::dflash2::dflash2_selector_walk::plan(8, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([64, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=8, rank=32, slots=1, vocab=17");
+    check(kg::dflash2::dflash2_selector_walk::plan(4, 15, 32, 151936), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=4, rank=32, slots=15");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 65536, 151936), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=65536");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 262144, 131072), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=262144, vocab=131072");
-    check(kg::dflash2::dflash2_selector_walk::plan(524288, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([524288, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=524288, rank=512, vocab=1000");
+    check(kg::dflash2::dflash2_selector_walk::plan(524288, 16, 512, 1000), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4194304, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=524288, rank=512, vocab=1000");
     check(kg::dflash2::dflash2_selector_walk::plan(2, 4294967295, 512, 1000), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, slots=4294967295, vocab=1000");
-    check(kg::dflash2::dflash2_selector_walk::plan(8191, 16, 256, 8193), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([8191, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=8191, vocab=8193");
-    check(kg::dflash2::dflash2_selector_walk::plan(524289, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([524289, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=524289, rank=32, slots=1, vocab=17");
+    check(kg::dflash2::dflash2_selector_walk::plan(8191, 16, 256, 8193), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([65528, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=8191, vocab=8193");
+    check(kg::dflash2::dflash2_selector_walk::plan(524289, 1, 32, 17), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([4194312, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=524289, rank=32, slots=1, vocab=17");
     check(kg::dflash2::dflash2_selector_walk::plan(3, 1, 268435456, 34), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=3, rank=268435456, slots=1, vocab=34");
     check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 16383, 256), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=2, rank=16383, vocab=256");
-    check(kg::dflash2::dflash2_selector_walk::plan(2097151, 16, 512, 4095), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2097151, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2097151, rank=512, vocab=4095");
-    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 65537), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=65537");
+    check(kg::dflash2::dflash2_selector_walk::plan(2097151, 16, 512, 4095), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([16777208, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2097151, rank=512, vocab=4095");
+    check(kg::dflash2::dflash2_selector_walk::plan(2, 16, 512, 65537), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([16, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=2, rank=512, vocab=65537");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 2097151, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=2097151");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 1023, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with slots=1023");
     check(kg::dflash2::dflash2_selector_walk::plan(257, 2147483647, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=257, slots=2147483647");
     check(kg::dflash2::dflash2_selector_walk::plan(3, 1, 9, 17), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=3, rank=9, slots=1, vocab=17");
-    check(kg::dflash2::dflash2_selector_walk::plan(63, 15, 256, 1073741825), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([63, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=63, slots=15, vocab=1073741825");
+    check(kg::dflash2::dflash2_selector_walk::plan(63, 15, 256, 1073741825), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([504, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=63, slots=15, vocab=1073741825");
     check(kg::dflash2::dflash2_selector_walk::plan(3, 2097153, 32, 8), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=3, rank=32, slots=2097153, vocab=8");
     check(kg::dflash2::dflash2_selector_walk::plan(128, 16, 524287, 1000), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=128, rank=524287, vocab=1000");
     check(kg::dflash2::dflash2_selector_walk::plan(3, 1, 131072, 17), "dflash2_selector_walk", Expect { code: -65539, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=3, rank=131072, slots=1, vocab=17");
-    check(kg::dflash2::dflash2_selector_walk::plan(262144, 1, 32, 31), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([262144, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=262144, rank=32, slots=1, vocab=31");
+    check(kg::dflash2::dflash2_selector_walk::plan(262144, 1, 32, 31), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2097152, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=262144, rank=32, slots=1, vocab=31");
     check(kg::dflash2::dflash2_selector_walk::plan(8388608, 16, 2147483647, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=8388608, rank=2147483647");
     check(kg::dflash2::dflash2_selector_walk::plan(4, 187302, 1073741823, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=4, rank=1073741823, slots=187302");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 2147483647, 256, 4294967295), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with slots=2147483647, vocab=4294967295");
-    check(kg::dflash2::dflash2_selector_walk::plan(268435455, 16, 256, 8193), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([268435455, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=268435455, vocab=8193");
+    check(kg::dflash2::dflash2_selector_walk::plan(268435455, 16, 256, 8193), "dflash2_selector_walk", Expect { code: 0, geometry: Some(([2147483640, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "the first example with batch=268435455, vocab=8193");
     check(kg::dflash2::dflash2_selector_walk::plan(4, 536870911, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=4, slots=536870911");
     check(kg::dflash2::dflash2_selector_walk::plan(512, 2097153, 256, 151936), "dflash2_selector_walk", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with batch=512, slots=2097153");
     check(kg::dflash2::dflash2_selector_walk::plan(1, 16, 134217729, 151936), "dflash2_selector_walk", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rank=134217729");
@@ -593,6 +593,14 @@ fn dflash2_selector_walk_clauses_decide_alone() {
         }
         other => panic!("expected an argument error, got {:?}", other),
     }
+    let result = unsafe { kg::dflash2::dflash2_selector_walk::launch(ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5), ptr_mut(6), 268435456, 16, 256, 151936, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("dflash2_selector_walk", -65541));
+            assert_eq!(reason, "dflash2_selector_walk: invalid arguments: requires batch <= 268435455");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
 }
 
 #[test]
@@ -646,10 +654,10 @@ fn dflash2_selector_walk_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dflash2_topk16_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kg::dflash2::dflash2_topk16::plan(16, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([16, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=151936");
-    check(kg::dflash2::dflash2_topk16::plan(1, 202048, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=202048");
-    check(kg::dflash2::dflash2_topk16::plan(64, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([10, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=64, vocab=151936");
-    check(kg::dflash2::dflash2_topk16::plan(3, 1000, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([32, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=3, vocab=1000");
+    check(kg::dflash2::dflash2_topk16::plan(16, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 16, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=16, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(1, 202048, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 1, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=1, vocab=202048");
+    check(kg::dflash2::dflash2_topk16::plan(64, 151936, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 64, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=64, vocab=151936");
+    check(kg::dflash2::dflash2_topk16::plan(3, 1000, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: 0, geometry: Some(([8, 3, 1], [512, 1, 1], 0)), variant: Some(-1) }, "rows=3, vocab=1000");
     check(kg::dflash2::dflash2_topk16::plan(0, 151936, ANY_DTYPE), "dflash2_topk16_bf16", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=0, vocab=151936");
     check(kg::dflash2::dflash2_topk16::plan(16, 0, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=0");
     check(kg::dflash2::dflash2_topk16::plan(16, 524289, ANY_DTYPE), "dflash2_topk16_f32", Expect { code: -65537, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "rows=16, vocab=524289");
@@ -664,7 +672,7 @@ fn dflash2_topk16_presence() {
 #[test]
 fn dflash2_topk16_none_applies() {
     let _g = guard();
-    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 0, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) };
+    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 0, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
     assert_eq!(kg::last_reason().as_deref(), Some("dflash2_topk16_bf16: not launched: empty work (rows == 0)"));
 }
@@ -676,7 +684,7 @@ fn dflash2_topk16_launch_without_gpu_is_an_error_naming_the_member() {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), ptr_mut(3), ptr_mut(4), 16, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) } {
+    match unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, ANY_DTYPE, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "dflash2_topk16_f32", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
