@@ -24,7 +24,8 @@ Block step (``run`` eagerly, or ``capture`` once and ``replay``); the block's id
     per layer l:
       delta    = fp8_linear(x, W_delta_l)                              [B, 2 * H/16] = [B, 2, H/16]
       x        = dflash2_conv2(x, conv_base_l, delta)                  two-tap grouped conv in the block
-      q, k, v  = fp8_linear(x, Wq_l), (x, Wk_l), (x, Wv_l)
+      q, k, v  = fp8_gemv_rt2_16_x3(x; Wq_l, Wk_l, Wv_l)               one launch (three fp8_linear
+                 launches where it does not apply: more than 16 rows, the rt kill switch)
       q, k     = rope_qwen3(q, k, q_norm_l, k_norm_l, positions)
       reshape_cache_bf16(k, v -> caches_l at the block's slots)
       a        = prefill_attn_dflash_bf16_indirect(q, caches_l, kv_len, q_rope_pos)
@@ -84,6 +85,7 @@ def kernels():
         batched_embed,
         dflash2,
         fill_slots,
+        fp8_gemv_rt,
         fp8_linear,
         reshape_cache_bf16,
         residual_rms_norm,
@@ -94,9 +96,9 @@ def kernels():
     )
 
     return {"attn_dflash": attn_dflash, "batched_embed": batched_embed, "dflash2": dflash2,
-            "fill_slots": fill_slots, "fp8_linear": fp8_linear, "reshape_cache_bf16": reshape_cache_bf16,
-            "residual_rms_norm": residual_rms_norm, "rms_norm": rms_norm, "rope_qwen3": rope_qwen3,
-            "silu_mul": silu_mul, "w4a16_gemm": w4a16_gemm}
+            "fill_slots": fill_slots, "fp8_gemv_rt": fp8_gemv_rt, "fp8_linear": fp8_linear,
+            "reshape_cache_bf16": reshape_cache_bf16, "residual_rms_norm": residual_rms_norm,
+            "rms_norm": rms_norm, "rope_qwen3": rope_qwen3, "silu_mul": silu_mul, "w4a16_gemm": w4a16_gemm}
 
 
 def current_stream_handle(device: torch.device) -> int:
@@ -229,6 +231,20 @@ class DrafterStep:
         return Launch(name, self.k["fp8_linear"].fp8_linear,
                       dict(x=x, q=w.q, scale=w.scale, out=out, rows=rows, n=w.n, k=w.k), layer_end)
 
+    def _qkv(self, p: str, lw, rows: int) -> list[Launch]:
+        """The q, k and v projections of the convolved input: one three-product launch where it
+        applies (the same bits as three fp8_gemv_rt2_16 launches), else three fp8_linear chains."""
+        qkv = self.k["fp8_gemv_rt"].fp8_gemv_rt2_16_x3
+        n = dict(n0=lw.wq.n, n1=lw.wk.n, n2=lw.wv.n)
+        if qkv.plan(rows=rows, k=lw.wq.k, **n)["launched"]:
+            return [Launch(p + "qkv_proj", qkv,
+                           dict(x=self.xc, q0=lw.wq.q, scale0=lw.wq.scale, out0=self.q, q1=lw.wk.q,
+                                scale1=lw.wk.scale, out1=self.kb, q2=lw.wv.q, scale2=lw.wv.scale, out2=self.vb,
+                                rows=rows, k=lw.wq.k, **n))]
+        return [self._linear(p + "q_proj", self.xc, lw.wq, self.q, rows),
+                self._linear(p + "k_proj", self.xc, lw.wk, self.kb, rows),
+                self._linear(p + "v_proj", self.xc, lw.wv, self.vb, rows)]
+
     def _block_launches(self) -> list[Launch]:
         cfg, w, k = self.cfg, self.w, self.k
         B, S, H = cfg.block, cfg.slots, cfg.hidden
@@ -245,9 +261,7 @@ class DrafterStep:
             L.append(self._linear(p + "delta_proj", self.x, lw.delta, self.delta, B))
             L.append(Launch(p + "conv2", k["dflash2"].dflash2_conv2,
                             dict(x=self.x, base=lw.conv_base, delta=self.delta, out=self.xc, rows=B, hidden=H)))
-            L.append(self._linear(p + "q_proj", self.xc, lw.wq, self.q, B))
-            L.append(self._linear(p + "k_proj", self.xc, lw.wk, self.kb, B))
-            L.append(self._linear(p + "v_proj", self.xc, lw.wv, self.vb, B))
+            L += self._qkv(p, lw, B)
             L.append(Launch(p + "rope", k["rope_qwen3"].rope_qwen3,
                             dict(q=self.q, k=self.kb, q_norm=lw.q_norm, k_norm=lw.k_norm, positions=self.positions,
                                  num_tokens=B, num_q_heads=cfg.num_q_heads, num_kv_heads=cfg.num_kv_heads,

@@ -148,10 +148,9 @@ struct Gemv {
     template <bool VEC>
     static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
                                                __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
-                                               uint8_t* ring, Shared& sh) {
+                                               uint32_t tile, uint8_t* ring, Shared& sh) {
         cluster_arrive_relaxed();  // phase 1: "this CTA has started" (waited on before DSMEM use)
         const uint32_t rank = cluster_rank();
-        const uint32_t tile = blockIdx.x / kCluster;
         const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
         const uint32_t g = lane >> 2, t = lane & 3u;
         const uint32_t nch = (k + kChunk - 1) / kChunk;
@@ -301,14 +300,16 @@ struct Gemv {
         }
     }
 
+    // Weight-row tile `tile` (rows [64 tile, 64 tile + 64)) of one product.
     static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const __nv_fp8_e4m3* q8,
                                                   const float* scale, __nv_bfloat16* out, uint32_t rows,
-                                                  uint32_t n, uint32_t k, uint8_t* ring, Shared& sh) {
+                                                  uint32_t n, uint32_t k, uint32_t tile, uint8_t* ring,
+                                                  Shared& sh) {
         const uint8_t* q = reinterpret_cast<const uint8_t*>(q8);
         if ((k & 15u) == 0 && aligned16(q, x)) {
-            run<true>(x, q, scale, out, rows, n, k, ring, sh);
+            run<true>(x, q, scale, out, rows, n, k, tile, ring, sh);
         } else {
-            run<false>(x, q, scale, out, rows, n, k, ring, sh);
+            run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);
         }
     }
 };
@@ -323,7 +324,7 @@ dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const
     using G = dflash_fp8_rt_detail::Gemv<1>;
     extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
     __shared__ G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, dflash_fp8_rt_ring, sh);
+    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / dflash_fp8_rt_detail::kCluster, dflash_fp8_rt_ring, sh);
 }
 
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
@@ -332,5 +333,31 @@ dflash_fp8_gemv_rt2_16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
     using G = dflash_fp8_rt_detail::Gemv<2>;
     extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
     __shared__ G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, dflash_fp8_rt_ring, sh);
+    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / dflash_fp8_rt_detail::kCluster, dflash_fp8_rt_ring, sh);
+}
+
+// Three products of the same x in one launch (a layer's q, k and v projections): the clusters
+// take the weight-row tiles of q0, then of q1, then of q2 (ceil(n_i / TILE_N) each), and each
+// computes its tile exactly as dflash_fp8_gemv_rt2_16_kernel does, so every output has the
+// bits of the separate launches. One grid streams all three weights: the small ones (k and v:
+// 4 MB at 1024 x 4096) no longer each pay a launch's start-up and tail.
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+dflash_fp8_gemv_rt2_16_x3_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0,
+                                 __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1,
+                                 __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2,
+                                 __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2,
+                                 uint32_t k) {
+    namespace d = dflash_fp8_rt_detail;
+    using G = d::Gemv<2>;
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ G::Shared sh;
+    const uint32_t t0 = (n0 + d::kRows - 1) / d::kRows, t1 = (n1 + d::kRows - 1) / d::kRows;
+    const uint32_t tile = blockIdx.x / d::kCluster;
+    if (tile < t0) {
+        G::launch(x, q0, scale0, out0, rows, n0, k, tile, dflash_fp8_rt_ring, sh);
+    } else if (tile < t0 + t1) {
+        G::launch(x, q1, scale1, out1, rows, n1, k, tile - t0, dflash_fp8_rt_ring, sh);
+    } else {
+        G::launch(x, q2, scale2, out2, rows, n2, k, tile - t0 - t1, dflash_fp8_rt_ring, sh);
+    }
 }

@@ -212,8 +212,9 @@ def test_small_step_matches_reference():
     counts = check_step(step, got, ref, 1234, "small, context 300")
     problems = counts["problems"] + check_cache_rows(step, ref, 300)
     names = dict(step.kernel_names())
-    print("  kernels:", names["L0.attention"], names["L0.q_proj"], names["L0.gate_up_proj"], names["lm_head"])
+    print("  kernels:", names["L0.attention"], names["L0.qkv_proj"], names["L0.gate_up_proj"], names["lm_head"])
     assert not problems, problems
+    assert names["L0.qkv_proj"].endswith("fp8_gemv_rt2_16_x3")  # q, k and v in one launch
     assert names["L0.attention"].endswith("prefill_attn_dflash_bf16_indirect_unsplit")  # max_kv_len 416 < 512
     assert counts["clear_equal"] > 0
 

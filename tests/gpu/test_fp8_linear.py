@@ -246,6 +246,44 @@ def test_rt_split_edges(name, rows, n, k):
     check_product(out, x, q, scale)
 
 
+@pytest.mark.parametrize("rows", [1, 9, 16])
+@pytest.mark.parametrize("ns,k", [((4096, 1024, 1024), 4096), ((100, 0, 65), 4096), ((64, 130, 1), 48),
+                                  ((0, 0, 200), 12288)])
+def test_rt2_16_x3_equals_three_launches(rows, ns, k):
+    """fp8_gemv_rt2_16_x3: each of its three outputs has the bits of a separate fp8_gemv_rt2_16
+    launch on that weight (segments of any size, empty ones, N off the 64-row tile, misaligned
+    third weight), and lies within the reference bound."""
+    x = nonzero_randn(rows, k)
+    parts = []
+    for i, n in enumerate(ns):
+        _, q, scale = make_inputs(1, n, k, seed=rows * 17 + n * 3 + k + i)
+        if i == 2 and n:  # a weight off 16-byte alignment: that segment's clusters take the byte path
+            qb = torch.empty(n * k + 1, device=DEV, dtype=torch.uint8)
+            qb[1:] = q.view(torch.uint8).reshape(-1)
+            q = qb[1:].view(E4M3).view(n, k)
+        parts.append((q, scale, torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)))
+    args = {}
+    for i, (q, scale, out) in enumerate(parts):
+        args.update({f"q{i}": q, f"scale{i}": scale, f"out{i}": out, f"n{i}": q.shape[0]})
+    outcome = fp8_gemv_rt.fp8_gemv_rt2_16_x3(x=x, rows=rows, k=k, **args)
+    assert outcome.launched, outcome.reason
+    torch.cuda.synchronize()
+    for i, (q, scale, out) in enumerate(parts):
+        if q.shape[0] == 0:
+            continue
+        single, expect = launch(fp8_gemv_rt.fp8_gemv_rt2_16, x, q, scale, rows, q.shape[0], k)
+        assert single.launched, single.reason
+        assert torch.equal(out.view(torch.int16), expect.view(torch.int16)), f"output {i} differs from its own launch"
+        check_product(out, x, q, scale)
+
+
+def test_rt2_16_x3_grid():
+    p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=16, n0=4096, n1=1024, n2=1024, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (2 * (64 + 16 + 16), 1, 1), p
+    p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=17, n0=64, n1=64, n2=64, k=4096)
+    assert not p["launched"] and "rows <= 16" in p["reason"], p
+
+
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_product_subnormal_weights(name):
     """Weights of only E4M3 subnormals and the smallest normals: a conversion that flushed the

@@ -56,3 +56,17 @@ __launch_bounds__: at most 256 threads a block."""
 fp8_gemv_rt2_16: _kg_launcher_fp8_gemv_rt2_16
 
 def plan_fp8_gemv_rt2_16(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_fp8_gemv_rt2_16_x3(_kg_Protocol):
+    """(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome
+
+Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
+
+__launch_bounds__: at most 256 threads a block."""
+
+    def __call__(self, x: _kg_Array, q0: _kg_Array, scale0: _kg_Array, out0: _kg_Array, q1: _kg_Array, scale1: _kg_Array, out1: _kg_Array, q2: _kg_Array, scale2: _kg_Array, out2: _kg_Array, rows: int, n0: int, n1: int, n2: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_rt2_16_x3: _kg_launcher_fp8_gemv_rt2_16_x3
+
+def plan_fp8_gemv_rt2_16_x3(*, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...

@@ -228,6 +228,117 @@ int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 }
 }  // namespace
 
+// fp8_gemv_rt2_16_x3: Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. __launch_bounds__: at most 256 threads a block.
+kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  {  // skip: rows == 0
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: ((n0 + n1) + n2) == 0
+    const bool kg_holds = (kg::x_add(kg::x_add(int64_t{n0}, int64_t{n1}, kg_err), int64_t{n2}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: k >= 1
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows <= 16
+    const bool kg_holds = (int64_t{rows} <= int64_t{16});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: k <= 16384
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_mul(kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err), CLUSTER, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = RING_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {2, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n0}, int64_t{k}, kg_err);  // q0
+  kg_sizes[2] = int64_t{n0};  // scale0
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n0}, kg_err);  // out0
+  kg_sizes[4] = kg::x_mul(int64_t{n1}, int64_t{k}, kg_err);  // q1
+  kg_sizes[5] = int64_t{n1};  // scale1
+  kg_sizes[6] = kg::x_mul(int64_t{rows}, int64_t{n1}, kg_err);  // out1
+  kg_sizes[7] = kg::x_mul(int64_t{n2}, int64_t{k}, kg_err);  // q2
+  kg_sizes[8] = int64_t{n2};  // scale2
+  kg_sizes[9] = kg::x_mul(int64_t{rows}, int64_t{n2}, kg_err);  // out2
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::fp8_gemv_rt
 
 // ---- kernel sources (specs/fp8_gemv_rt.yaml)
@@ -277,6 +388,27 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_gemv_rt.yaml:40: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
+const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
+    "rows == 0",
+    "((n0 + n1) + n2) == 0",
+};
+const char* const kApplies_fp8_gemv_rt2_16_x3[] = {
+    "rows <= 16",
+    "(k % 16) == 0",
+    "k <= 16384",
+};
+const char* const kRequires_fp8_gemv_rt2_16_x3[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
+    "fp8_gemv_rt", "fp8_gemv_rt2_16_x3", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt2_16_x3, kApplies_fp8_gemv_rt2_16_x3, kRequires_fp8_gemv_rt2_16_x3,
+    2, 3, 1,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/fp8_gemv_rt.yaml:63: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 }  // namespace
 
 kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -295,6 +427,15 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16};
   ::dflash_fp8_gemv_rt2_16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2_16};
+}
+
+kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_x3};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_16_x3_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_x3};
+  ::dflash_fp8_gemv_rt2_16_x3_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2_16_x3};
 }
 
 }  // namespace kernelgen::fp8_gemv_rt
@@ -335,5 +476,22 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32
 }
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_16; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q0), static_cast<const float*>(scale0), static_cast<__nv_bfloat16*>(out0), static_cast<const __nv_fp8_e4m3*>(q1), static_cast<const float*>(scale1), static_cast<__nv_bfloat16*>(out1), static_cast<const __nv_fp8_e4m3*>(q2), static_cast<const float*>(scale2), static_cast<__nv_bfloat16*>(out2), rows, n0, n1, n2, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_16_x3; }
 
 }  // extern "C"

@@ -283,3 +283,134 @@ def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
     assert mod.fp8_gemv_rt2_16.plan(**CASES_fp8_gemv_rt2_16[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
+
+
+def expect_fp8_gemv_rt2_16_x3(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_x.add(_st, _x.add(_st, _a['n0'], _a['n1']), _a['n2']) == 0)),  # skip: ((n0 + n1) + n2) == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_16_x3 = {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16}
+CASES_fp8_gemv_rt2_16_x3 = [
+    dict(BASE_fp8_gemv_rt2_16_x3),
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 100, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 100, 'n1': 0, 'n2': 17, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 2097153, 'n0': 0, 'n1': 0, 'n2': 1000000000, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 2097151},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 4194305},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 100, 'n1': 0, 'n2': 4095, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 8192, 'n1': 64, 'n2': 3, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 65535, 'n1': 16777215, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 257, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 67108864, 'n0': 1048577, 'n1': 64, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 131073, 'n1': 0, 'n2': 65, 'rows': 134217728},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 512, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 1000000, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 134217729, 'n0': 1073741825, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n1': 2047},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 33, 'rows': 63},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 100, 'n1': 16384, 'n2': 1048575, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 67108864, 'n0': 17, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 134217728, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 65536, 'n0': 100, 'n1': 0, 'n2': 65, 'rows': 1000},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 1, 'n1': 1048576, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 134217729, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 257, 'n0': 0, 'n1': 127, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n2': 1025, 'rows': 2147483647},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 524288, 'n1': 64, 'n2': 33554433, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 67108864, 'n0': 0, 'n1': 0, 'n2': 134217727, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1000},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 536870912, 'n1': 0, 'n2': 0, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 1073741824, 'n1': 65536},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 1073741824, 'n1': 16383, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 524288, 'n2': 0, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 8388608},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 2147483649, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 262143, 'n0': 131071, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_16_x3, 'n0': 100, 'n1': 524287, 'n2': 65, 'rows': 2147483647},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 32769, 'n0': 64, 'n1': 64, 'n2': 1073741824, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 513, 'n0': 32768, 'n1': 64, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 536870913, 'n1': 2147483647, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_16_x3, 'rows': 4194303},
+    {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 1073741823, 'n1': 0, 'n2': 65535, 'rows': 4},
+]
+FLIPS_fp8_gemv_rt2_16_x3 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_x3, 'rows': 0}),
+    ('skip', 1, '((n0 + n1) + n2) == 0', {**BASE_fp8_gemv_rt2_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_16_x3, 'k': 0}),
+    ('applies', 0, 'rows <= 16', {**BASE_fp8_gemv_rt2_16_x3, 'rows': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_16_x3, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16_x3, 'k': 32768}),
+]
+OTHER_ARGS_fp8_gemv_rt2_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_x3)
+def test_fp8_gemv_rt2_16_x3_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_16_x3.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_16_x3(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_x3)
+def test_fp8_gemv_rt2_16_x3_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_16_x3
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_x3"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_16_x3"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_16_x3.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_16_x3_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]
+
+
+def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_16_x3
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **CASES_fp8_gemv_rt2_16_x3[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]

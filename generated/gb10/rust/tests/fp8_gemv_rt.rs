@@ -320,3 +320,137 @@ fn fp8_gemv_rt2_16_launch_without_gpu_is_an_error_naming_it() {
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
+
+#[test]
+fn fp8_gemv_rt2_16_x3_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 100, 0, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=100, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 64, 64, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([6, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=64, n1=64, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 100, 0, 17, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([6, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=100, n1=0, n2=17, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 1000000000, 2097153), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153, n0=0, n1=0, n2=1000000000, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(2097151, 64, 64, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n0=64, n1=64, n2=64, rows=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4194305, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 100, 0, 4095, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([132, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=100, n1=0, n2=4095, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 8192, 64, 3, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([260, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=8192, n1=64, n2=3, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 65535, 16777215, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([526336, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=65535, n1=16777215, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 64, 64, 64, 257), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n0=64, n1=64, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 1048577, 64, 64, 67108864), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n0=1048577, n1=64, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(134217728, 131073, 0, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=131073, n1=0, n2=65, rows=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 64, 64, 64, 512), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([6, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=512, n0=64, n1=64, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 0, 1000000), "fp8_gemv_rt2_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000, n0=0, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 1073741825, 0, 65, 134217729), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217729, n0=1073741825, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 2047, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([224, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n1=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(63, 0, 0, 33, 64), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=33, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 100, 16384, 1048575, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([33284, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=100, n1=16384, n2=1048575, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 17, 0, 0, 67108864), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n0=17, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 134217728, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=134217728, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1000, 100, 0, 65, 65536), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, n0=100, n1=0, n2=65, rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 1, 1048576, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([32772, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=1, n1=1048576, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 134217729, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([4194306, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=134217729, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 127, 0, 257), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n0=0, n1=127, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(2147483647, 4096, 1024, 1025, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n2=1025, rows=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 524288, 64, 33554433, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([1064964, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=524288, n1=64, n2=33554433, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 0, 134217727, 67108864), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n0=0, n1=0, n2=134217727, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1000, 64, 64, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n0=64, n1=64, n2=64, rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(2147483649, 536870912, 0, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=536870912, n1=0, n2=0, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 65536, 1024, 1073741824), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n1=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(9, 1073741824, 16383, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([33554948, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=1073741824, n1=16383, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16777217, 0, 524288, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=524288, n2=0, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 8388608, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([262208, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 0, 2147483649, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([67108866, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=2147483649, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 131071, 0, 0, 262143), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262143, n0=131071, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(8, 0, 0, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=0, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(2147483647, 100, 524287, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=100, n1=524287, n2=65, rows=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 64, 64, 1073741824, 32769), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769, n0=64, n1=64, n2=1073741824, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(1, 32768, 64, 64, 513), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=513, n0=32768, n1=64, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 536870913, 2147483647, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([83886082, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=536870913, n1=2147483647, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4194303, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(4, 1073741823, 0, 65535, 64), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([33556480, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=1073741823, n1=0, n2=65535, rows=4");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_16_x3");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::sizes(16, 4096, 1024, 1024, 4096), Ok([65536, 16777216, 4096, 65536, 4194304, 1024, 16384, 4194304, 1024, 16384]));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 0, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_x3: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 4, 0, 0, 0, 64, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_16_x3: not launched: empty work (((n0 + n1) + n2) == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_16_x3", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_16_x3: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 17, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_16_x3: not launched: rows <= 16 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_16_x3: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_16_x3: not launched: k <= 16384 is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_16_x3: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::plan(16, 4096, 1024, 1024, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_16_x3", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 0, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_x3: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_x3_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_16_x3");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_16_x3"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}

@@ -24,5 +24,9 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k);
 kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k);
 
+// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. __launch_bounds__: at most 256 threads a block.
+kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k);
+
 }  // namespace kernelgen::fp8_gemv_rt
 #pragma GCC visibility pop
