@@ -20,22 +20,12 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms
+from cuda_timing import copy_gb_s, launched, median_ms
 from kernelgen_ops import attn_dflash
 
 DEV = "cuda"
 L2_BYTES = 50 * 10**6
 SPLIT_KEYS, CLUSTER, ROWS, WS_ROW = 256, 8, 64, 130
-
-
-def copy_bandwidth(nbytes=2 << 30, rotate=4):
-    """GB/s of a device-to-device copy (read + write counted), buffers rotated."""
-    n = nbytes // 2
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(rotate)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e6
 
 
 def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
@@ -137,7 +127,7 @@ def main():
     args = ap.parse_args()
 
     gen = torch.Generator().manual_seed(args.seed)
-    copy_gbs = copy_bandwidth()
+    copy_gbs = copy_gb_s(2 << 30)
     print(f"device: {torch.cuda.get_device_name()}  copy {copy_gbs:.0f} GB/s (read + write)")
     print(f"q_rows={args.q_rows} hq={args.hq} hkv={args.hkv} d=128 block {args.block_size}, non-causal")
     results = []

@@ -30,7 +30,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms, stream_read_ms
+from cuda_timing import copy_gb_s, launched, median_ms, stream_read_ms
 from kernelgen_ops import dense_linear, w4a16_gemm
 
 DEV = "cuda"
@@ -49,16 +49,6 @@ def copies_for(nbytes):
     return max(1, math.ceil(cold / nbytes))
 
 
-def copy_bandwidth(nbytes=2 << 30):
-    """TB/s of a device-to-device copy (read + write counted), 1 GiB each way."""
-    n = nbytes // 2
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(2)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e9
-
-
 def fp4_weights(n, k):
     wq = torch.randint(0, 256, (n, k // 2), device=DEV, dtype=torch.int32).to(torch.uint8)
     ws = torch.randint(0x20, 0x48, (n, k // 16), device=DEV, dtype=torch.int32).to(torch.uint8)
@@ -74,7 +64,7 @@ def main():
     reps = 10 if args.quick else 25
     row_list = QUICK_ROWS if args.quick else ROWS
     torch.manual_seed(0)
-    copy_tbs = copy_bandwidth()
+    copy_tbs = copy_gb_s(2 << 30, 2) / 1e3  # TB/s, 1 GiB each way
     rows = []
     print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write)")
     print(f"{'shape':8} {'m':>5} {'kernel':22} {'us':>9} {'TB/s':>6} {'TFLOP/s':>8} {'% copy':>7} {'vs cuBLAS':>9}")

@@ -23,7 +23,7 @@ import json
 import time
 
 import torch
-from cuda_timing import launched, median_ms
+from cuda_timing import copy_gb_s, launched, median_ms
 from kernelgen_ops import dflash2
 
 DEV = "cuda"
@@ -31,17 +31,6 @@ BF16, F32, I32 = torch.bfloat16, torch.float32, torch.int32
 ROTATE = 4
 SLEEP = 200_000  # cycles of GPU work queued before each timed launch (~0.1 ms)
 TOP = 16
-
-
-def copy_bandwidth(nbytes):
-    n = nbytes // 2
-    pairs = [
-        (torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-        for _ in range(ROTATE)
-    ]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e6  # GB/s
 
 
 def host_us_per_call(fn, calls=1000):
@@ -132,17 +121,17 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(0)
-    copy_gbs = copy_bandwidth(2 << 30)
+    copy_gbs = copy_gb_s(2 << 30, ROTATE)
     conv = bench_conv2(copy_gbs)
     topk = bench_topk()
-    topk16 = bench_topk(dtype=BF16)
+    topk_bf16 = bench_topk(dtype=BF16)
     walk = bench_walk()
     result = {
         "device": torch.cuda.get_device_name(),
         "copy_gb_s": copy_gbs,
         "conv2": conv,
         "topk16": topk,
-        "topk16_bf16": topk16,
+        "topk16_bf16": topk_bf16,
         "selector_walk": walk,
     }
     with open(args.out, "w") as f:
@@ -153,7 +142,7 @@ def main():
             f"dflash2_conv2 {r['rows']:5d} x {r['hidden']}: {r['us']:8.2f} us {r['gb_s']:8.0f} GB/s "
             f"{100 * r['fraction_of_copy']:5.1f}% of copy"
         )
-    for t in (topk, topk16):
+    for t in (topk, topk_bf16):
         print(
             f"dflash2_topk16 {t['rows']} x {t['vocab']} {t['dtype']}: {t['us']:.2f} us/launch "
             f"(torch.topk {t['torch_topk_us']:.2f} us); host loop {t['host_loop_us']:.2f} us/call "

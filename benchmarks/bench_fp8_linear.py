@@ -29,7 +29,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms, stream_read_ms
+from cuda_timing import copy_gb_s, launched, median_ms, stream_read_ms
 from kernelgen_ops import fp8_gemv_rt, fp8_linear
 
 DEV = "cuda"
@@ -47,16 +47,6 @@ SHAPES = {  # name: (N, K)
 }
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
 QUICK_ROWS = [1, 8, 16]
-
-
-def copy_bandwidth(nbytes=2 << 30, rotate=4):
-    """TB/s of a device-to-device copy (read + write counted), buffers rotated."""
-    n = nbytes // 2
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(rotate)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e9
 
 
 def copies_for(nbytes):
@@ -190,7 +180,7 @@ def main():
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
-    copy_tbs = copy_bandwidth()
+    copy_tbs = copy_gb_s(2 << 30) / 1e3  # TB/s
     print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write); {torch.cuda.get_device_name()}")
     rows_list = QUICK_ROWS if args.quick else ROWS
     result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quick": args.quick,

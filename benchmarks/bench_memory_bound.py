@@ -19,7 +19,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import launched, median_ms
+from cuda_timing import copy_gb_s, launched, median_ms
 from kernelgen_ops import (
     argmax,
     batched_embed,
@@ -53,12 +53,7 @@ def copy_bandwidth(nbytes):
     written), counting read + write; buffers rotate like the kernels' inputs. At 2 GiB it is the
     device's copy bandwidth; at a kernel's own size, what a copy reaches where fixed costs weigh
     more."""
-    n = nbytes // 2
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(ROTATE)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
-    del pairs
-    return 2 * n / ms / 1e9
+    return copy_gb_s(nbytes, ROTATE) / 1e3
 
 
 def rnd(*shape, dtype=BF16):

@@ -1,6 +1,7 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
-// loads, the cp.async group fence, byte permutes, cluster barriers and an alignment test. Each
-// is static and inlined, so several kernels of one translation unit may include this header.
+// loads, the cp.async group fence, byte permutes, cluster barriers, an ordered float key and an
+// alignment test. Each is static and inlined, so several kernels of one translation unit may
+// include this header.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,16 @@ static __device__ __forceinline__ void cluster_arrive_release() {
 }
 static __device__ __forceinline__ void cluster_wait() {
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Ordered key of an f32 bit pattern, for selections on integers: a larger value gives a larger
+// key; NaN of either sign -> 0xffffffff (above +inf); -0 and +0 -> 0x80000000; -inf ->
+// 0x007fffff; never 0. Selects, no branches.
+static __device__ __forceinline__ uint32_t float_key(uint32_t b) {
+    const uint32_t a = b & 0x7fffffffu;
+    uint32_t k = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    k = a == 0u ? 0x80000000u : k;
+    return a > 0x7f800000u ? 0xffffffffu : k;
 }
 
 template <typename... P>

@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/ptx.cuh"
 #include "dense_mma.cuh"
 
 namespace dflash2_walk_detail {
@@ -46,12 +47,7 @@ static_assert(kSlotsPerCta * kK * kK == kThreads, "one thread per table entry of
 
 using u64 = unsigned long long;
 
-static __device__ __forceinline__ uint32_t fkey(uint32_t b) {
-    const uint32_t a = b & 0x7fffffffu;
-    if (a > 0x7f800000u) return 0xffffffffu;
-    if (a == 0u) return 0x80000000u;
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
+using kcommon::float_key;
 
 // 8 bf16 of a row from element j, zeros when !p.  load8_fast: one predicated 16-byte load
 // (predicated rather than branched over, so that every load of a warp is issued before the
@@ -203,7 +199,7 @@ dflash2_selector_walk_kernel(const int32_t* cand, const float* u, const __nv_bfl
 #pragma unroll
             for (uint32_t w = 1; w < d::kWarpsPerSlot; ++w) sc = __fadd_rn(sc, part[es][w][p][c]);
             sc = __fadd_rn(sc, __ldg(u + (sb + s2) * d::kK + c));
-            u64 key = (static_cast<u64>(d::fkey(__float_as_uint(sc))) << 32) | (d::kK - 1u - c);
+            u64 key = (static_cast<u64>(d::float_key(__float_as_uint(sc))) << 32) | (d::kK - 1u - c);
 #pragma unroll
             for (uint32_t m = d::kK / 2; m > 0; m >>= 1) {
                 const u64 o = __shfl_xor_sync(0xffffffffu, key, m);

@@ -64,14 +64,7 @@ static_assert(kTop <= kWarps, "one warp per candidate thread of a CTA");
 
 using u64 = unsigned long long;
 
-// Ordered key of an f32 bit pattern: larger value -> larger key; NaN -> 0xffffffff;
-// -0 and +0 -> 0x80000000; -inf -> 0x007fffff. Never 0. Selects, no branches.
-static __device__ __forceinline__ uint32_t fkey(uint32_t b) {
-    const uint32_t a = b & 0x7fffffffu;
-    uint32_t k = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-    k = a == 0u ? 0x80000000u : k;
-    return a > 0x7f800000u ? 0xffffffffu : k;
-}
+using kcommon::float_key;
 
 static __device__ __forceinline__ u64 make_key(uint32_t k32, uint32_t idx) {
     return (static_cast<u64>(k32) << 32) | static_cast<uint32_t>(~idx);
@@ -168,7 +161,7 @@ static __device__ __forceinline__ void vec_keys(uint4 r, uint32_t v, uint32_t v1
     const uint32_t e = v * 4u;
     const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
-    for (uint32_t i = 0; i < 4; ++i) k[i] = fkey(w[i]) & (0u - static_cast<uint32_t>(v < v1 && e + i < vocab));
+    for (uint32_t i = 0; i < 4; ++i) k[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(v < v1 && e + i < vocab));
 }
 
 // One logit's f32 bits, read again (for a NaN or a zero, whose key drops the payload or
