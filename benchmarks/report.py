@@ -257,6 +257,27 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     return lines + [""]
 
 
+def fp8_ablation_md(d: dict) -> list[str]:
+    from bench_fp8_gemv_ablation import table
+
+    if d.get("skipped") or not d.get("cases"):
+        return []
+    mma = [c["mma_share"] for c in d["cases"] if c["rows"] == 16 and c.get("mma_share") is not None]
+    return ["### Where the FP8 GEMVs' time goes", "",
+            f"Device: {d['device']}. benchmarks/fp8_gemv_ablation.cu: the shipped fp8_gemv_rt2 (1 row) and "
+            "fp8_gemv_rt2_16 (16 rows) beside the same kernel with part of its work left out, over the same "
+            "rotated weights in one process (means of back-to-back launches). floor: a plain streaming read of "
+            "the weight; loads: the kernel without the E4M3 conversions and the tensor-core products (its "
+            "weight ring, x loads, warp reduction and cluster exchange kept); convert: with the conversions, "
+            "without the products; mma: with the products, without the conversions.", "",
+            table(d["cases"]), "",
+            "Reading: the kernel's load structure alone (loads / floor) stays below the streaming read, and "
+            "the compute adds the rest; at 16 rows the products without the conversions account for "
+            + (f"{min(mma):.0%}-{max(mma):.0%}" if mma else "(n/a)")
+            + " of the time the full kernel spends above `loads` (the mma share; the two parts overlap, so "
+            "the shares need not add up to 100%).", ""]
+
+
 def sm48_attention_md(full: dict | None, sm48: dict) -> list[str]:
     """The attention twins against the 64-row kernels on 48 SMs (GB10's count) of the H200,
     beside the same run on the whole GPU."""
@@ -442,6 +463,9 @@ def main() -> None:
         lines += dflash2_md(dflash2)
     if fp8 or dense:
         lines += linear_md(fp8, dense)
+    ablation = load("bench_fp8_gemv_ablation.json")
+    if ablation:
+        lines += fp8_ablation_md(ablation)
     step = load("bench_drafter_step.json")
     if step:
         lines += drafter_md(step, load("bench_drafter_step_sm48.json"))

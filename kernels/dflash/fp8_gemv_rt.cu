@@ -107,7 +107,15 @@ static __device__ __forceinline__ void st_cluster_f32(uint32_t local_addr, uint3
     asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
 }
 
-template <int MT>
+// What a CTA does with each landed chunk. The kernels compute (Work::full); the other values
+// exist for benchmarks/fp8_gemv_ablation.cu, which times the same kernel with part of the work
+// left out to show where the time goes: loads (weight ring, x loads, reduction and cluster
+// exchange kept; the shared-memory words are only folded together), convert (plus the E4M3 ->
+// bf16 conversions, no tensor-core product) and mma (the products on the raw weight bytes,
+// without the conversions). Only Work::full gives the product.
+enum class Work { full, loads, convert, mma };
+
+template <int MT, Work W = Work::full>
 struct Gemv {
     static constexpr uint32_t kXRows = 8 * MT;                 // x rows covered (zero beyond rows)
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
@@ -143,6 +151,29 @@ struct Gemv {
 #pragma unroll
             for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a0, a1, a2, a3, b[s][j][0], b[s][j][1]);
         }
+    }
+
+    // The ablations' stand-in for mma_tile (see Work): each keeps the named part of the work
+    // and folds its results into the accumulator so that nothing is optimised away.
+    static __device__ __forceinline__ void ablated_tile(float (&acc)[MT][4], const uint4& lo16, const uint4& hi16,
+                                                        const uint32_t (&b)[4][MT][2]) {
+        uint32_t z = 0;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const uint32_t lo = word(lo16, s), hi = word(hi16, s);
+            if constexpr (W == Work::loads) {
+                z ^= lo ^ hi;
+            } else if constexpr (W == Work::convert) {
+                z ^= e4m3_02_to_bf16x2(lo) ^ e4m3_13_to_bf16x2(lo) ^ e4m3_02_to_bf16x2(hi) ^ e4m3_13_to_bf16x2(hi);
+            } else {
+                // raw bytes as bf16 operands, kept finite (no exponent field of all ones)
+                const uint32_t m = 0x3f3f3f3fu;
+#pragma unroll
+                for (int j = 0; j < MT; ++j)
+                    mma_bf16_16816(acc[j], lo & m, hi & m, (lo >> 2) & m, (hi >> 2) & m, b[s][j][0], b[s][j][1]);
+            }
+        }
+        if constexpr (W != Work::mma) acc[0][0] += __uint_as_float(z & 0x3fffffffu);
     }
 
     template <bool VEC>
@@ -237,7 +268,12 @@ struct Gemv {
 #pragma unroll
                 for (int ti = 0; ti < kTiles; ++ti) {
                     const uint32_t a = base + (s_read * 2u * kTiles + 2u * ti) * kSlotBytes;
-                    mma_tile(acc[ti], lds128(a), lds128(a + kSlotBytes), b);
+                    const uint4 lo16 = lds128(a), hi16 = lds128(a + kSlotBytes);
+                    if constexpr (W == Work::full) {
+                        mma_tile(acc[ti], lo16, hi16, b);
+                    } else {
+                        ablated_tile(acc[ti], lo16, hi16, b);
+                    }
                 }
                 s_read = s_read + 1 == kStages ? 0u : s_read + 1;
                 s_write = s_write + 1 == kStages ? 0u : s_write + 1;

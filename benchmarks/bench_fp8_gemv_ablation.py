@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Where the FP8 register-tiled GEMVs' time goes: the shipped kernel beside itself with part of
+its work left out (benchmarks/fp8_gemv_ablation.cu, built here with nvcc for the GPU present).
+
+Per drafter shape (qkv, o, gate/up, down, lm_head, the convolution's delta) at 1 and 16 rows,
+in one process over the same rotated weights (400 MB, so every launch reads from memory):
+  floor   a plain streaming read of the weight (the fastest of a grid-stride and a one-shot grid)
+  full    fp8_gemv_rt2 (1 row) or fp8_gemv_rt2_16 (16 rows), as shipped
+  loads   the kernel without conversions and products (ring, x loads, reduction, exchange kept)
+  convert the kernel with the E4M3 -> bf16 conversions and without the products
+  mma     the kernel with the products (on raw weight bytes) and without the conversions
+Times are means of back-to-back launches (so not the single-launch medians of
+bench_fp8_linear); the comparison is within one run. Reported: microseconds, the fraction of
+the read floor each reaches, and the share of the full kernel's time above `loads` that
+each of the two compute parts accounts for.
+
+Usage: python3 benchmarks/bench_fp8_gemv_ablation.py --out results.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "fp8_gemv_ablation.cu"
+
+
+def find_nvcc() -> str | None:
+    """The nvcc kernelgen builds with (the same search), None when there is none."""
+    try:
+        from kernelgen import toolkit
+
+        return str(toolkit.find_toolkit().nvcc)
+    except Exception:
+        return None
+
+
+def gpu_arch() -> str | None:
+    """sm_90a on a Hopper GPU (the kernel's vector path needs sm_90 and clusters), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    cc = torch.cuda.get_device_capability()
+    return "sm_90a" if cc == (9, 0) else None
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| shape | rows | MB | floor us | full us | loads us | convert us | mma us | full / floor | loads / floor |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['shape']} | {r['rows']} | {r['weight_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
+                   f"{r['loads_us']:.1f} | {r['convert_us']:.1f} | {r['mma_us']:.1f} | "
+                   f"{r['floor_us'] / r['full_us']:.0%} | {r['floor_us'] / r['loads_us']:.0%} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="JSON results file")
+    ap.add_argument("--quick", action="store_true", help="gate/up and o only")
+    args = ap.parse_args()
+    nvcc, arch = find_nvcc(), gpu_arch()
+    if not nvcc or not arch:
+        print(f"fp8 GEMV ablation: needs nvcc ({nvcc}) and a Hopper GPU ({arch})")
+        Path(args.out).write_text(json.dumps({"skipped": True, "nvcc": nvcc, "arch": arch}))
+        return 0
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "fp8_gemv_ablation"
+        cmd = [nvcc, "-O3", "-std=c++17", f"-arch={arch}", str(SOURCE), "-o", str(exe)]
+        build = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+        if build.returncode != 0:
+            print(f"build failed: {shlex.join(cmd)}\n{build.stdout[-2000:]}{build.stderr[-2000:]}")
+            return 1
+        run = subprocess.run([str(exe)] + (["--quick"] if args.quick else []), capture_output=True, text=True,
+                             errors="replace", timeout=600)
+    rows = [json.loads(line[len("RESULT "):]) for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    if run.returncode != 0 or not rows:
+        print(f"ablation run failed (exit {run.returncode}):\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+        return 1
+    for r in rows:
+        gap = r["full_us"] - r["loads_us"]
+        r["convert_share"] = (r["convert_us"] - r["loads_us"]) / gap if gap > 0 else None
+        r["mma_share"] = (r["mma_us"] - r["loads_us"]) / gap if gap > 0 else None
+    print(f"{torch.cuda.get_device_name(0)}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
+    print(table(rows))
+    Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "cases": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+// Where the time of the FP8 register-tiled GEMVs goes (benchmarks/bench_fp8_gemv_ablation.py
+// builds and runs this program).
+//
+// For each drafter shape and row count it times, in one process and one pass over the same
+// rotated weights:
+//   floor    a plain streaming read of the weight (ld.global.nc, 16 loads of 16 bytes in flight a
+//            thread), the fastest of a grid-stride and a one-shot grid: what one launch reading
+//            those bytes can reach;
+//   full     the shipped kernel (dflash_fp8_gemv_rt2_kernel, or ..._rt2_16_kernel above 8 rows);
+//   loads    the same kernel with Work::loads: weight ring, x loads, warp reduction, cluster
+//            exchange and stores kept, the conversions and tensor-core products left out;
+//   convert  Work::convert: the E4M3 -> bf16 conversions kept, the products left out;
+//   mma      Work::mma: the products kept (on the raw weight bytes), the conversions left out.
+// Each time is the mean of back-to-back launches over weights rotated among enough copies to
+// exceed the L2 (400 MB), so every launch reads its weight from memory. Output: one line
+// "RESULT {json}" per case.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "../kernels/dflash/fp8_gemv_rt.cu"
+
+namespace {
+
+namespace rt = dflash_fp8_rt_detail;
+
+#define CHECK(x)                                                                                  \
+    do {                                                                                          \
+        cudaError_t e_ = (x);                                                                     \
+        if (e_ != cudaSuccess) {                                                                  \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            std::exit(1);                                                                         \
+        }                                                                                         \
+    } while (0)
+
+template <int MT, rt::Work W>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
+                uint32_t rows, uint32_t n, uint32_t k) {
+    using G = rt::Gemv<MT, W>;
+    extern __shared__ __align__(128) uint8_t ring[];
+    __shared__ typename G::Shared sh;
+    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / rt::kCluster, ring, sh);
+}
+
+__device__ __forceinline__ uint4 ld_nc(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// Grid-stride read, 16 loads in flight a thread.
+__global__ void __launch_bounds__(256) read_stride(const uint4* p, uint64_t nvec, unsigned* sink) {
+    unsigned acc = 0;
+    const uint64_t stride = static_cast<uint64_t>(gridDim.x) * 256;
+    uint64_t i = static_cast<uint64_t>(blockIdx.x) * 256 + threadIdx.x;
+    for (; i + 15 * stride < nvec; i += 16 * stride) {
+        uint4 v[16];
+#pragma unroll
+        for (int u = 0; u < 16; ++u) v[u] = ld_nc(p + i + u * stride);
+#pragma unroll
+        for (int u = 0; u < 16; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < nvec; i += stride) {
+        const uint4 v = ld_nc(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads
+}
+
+// One shot: one CTA per 64 KB, each thread's 16 loads issued at once.
+__global__ void __launch_bounds__(256) read_once(const uint4* p, uint64_t nvec, unsigned* sink) {
+    const uint64_t base = static_cast<uint64_t>(blockIdx.x) * 4096 + threadIdx.x;
+    unsigned acc = 0;
+    uint4 v[16];
+#pragma unroll
+    for (int u = 0; u < 16; ++u) v[u] = base + u * 256 < nvec ? ld_nc(p + base + u * 256) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < 16; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// Random E4M3 bytes without NaN codes.
+__global__ void fill_weight(uint8_t* p, uint64_t n, uint32_t seed) {
+    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+        uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+        h ^= h >> 13;
+        h *= 0x5bd1e995u;
+        h ^= h >> 15;
+        uint8_t b = h & 0xffu;
+        if ((b & 0x7fu) == 0x7fu) b &= 0xfeu;
+        p[i] = b;
+    }
+}
+
+__global__ void fill_x(__nv_bfloat16* p, uint64_t n) {
+    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+        p[i] = __float2bfloat16(static_cast<float>(static_cast<int>(i * 7919u % 200u) - 100) / 64.f);
+}
+
+struct Timer {
+    cudaEvent_t a, b;
+    Timer() {
+        CHECK(cudaEventCreate(&a));
+        CHECK(cudaEventCreate(&b));
+    }
+    // Mean microseconds of `reps` launches f(i % sets), after one warm-up pass over the sets.
+    template <typename F>
+    double us(F f, int sets, int reps) {
+        for (int i = 0; i < sets; ++i) f(i);
+        CHECK(cudaEventRecord(a));
+        for (int i = 0; i < reps; ++i) f(i % sets);
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        float ms = 0.f;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        return 1e3 * ms / reps;
+    }
+};
+
+using KernelFn = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t,
+                          uint32_t, uint32_t);
+
+void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t rows, int sms, unsigned* sink) {
+    const uint64_t wbytes = static_cast<uint64_t>(n) * k;
+    const int sets = std::max<int>(2, static_cast<int>((400ull << 20) / wbytes) + 1);
+    const int reps = std::max(30, 3 * sets);
+    std::vector<uint8_t*> w(sets);
+    for (int i = 0; i < sets; ++i) {
+        CHECK(cudaMalloc(&w[i], wbytes));
+        fill_weight<<<1024, 256>>>(w[i], wbytes, 77u + i);
+    }
+    __nv_bfloat16 *x, *out;
+    float* scale;
+    CHECK(cudaMalloc(&x, static_cast<size_t>(rows) * k * 2));
+    CHECK(cudaMalloc(&out, static_cast<size_t>(rows) * n * 2));
+    CHECK(cudaMalloc(&scale, static_cast<size_t>(n) * 4));
+    fill_x<<<256, 256>>>(x, static_cast<uint64_t>(rows) * k);
+    std::vector<float> ones(n, 0.01f);
+    CHECK(cudaMemcpy(scale, ones.data(), n * 4, cudaMemcpyHostToDevice));
+
+    const uint64_t nvec = wbytes / 16;
+    auto stride = [&](int i) { read_stride<<<sms * 8, 256>>>(reinterpret_cast<const uint4*>(w[i]), nvec, sink); };
+    auto once = [&](int i) {
+        read_once<<<static_cast<unsigned>((nvec + 4095) / 4096), 256>>>(reinterpret_cast<const uint4*>(w[i]), nvec, sink);
+    };
+    const double floor_us = std::min(timer.us(stride, sets, reps), timer.us(once, sets, reps));
+
+    const bool wide = rows > 8;
+    const KernelFn fns[4] = {
+        wide ? dflash_fp8_gemv_rt2_16_kernel : dflash_fp8_gemv_rt2_kernel,
+        wide ? ablation_kernel<2, rt::Work::loads> : ablation_kernel<1, rt::Work::loads>,
+        wide ? ablation_kernel<2, rt::Work::convert> : ablation_kernel<1, rt::Work::convert>,
+        wide ? ablation_kernel<2, rt::Work::mma> : ablation_kernel<1, rt::Work::mma>,
+    };
+    const char* labels[4] = {"full", "loads", "convert", "mma"};
+    const int smem = static_cast<int>(3 * rt::kStageBytes);
+    const unsigned grid = ((n + rt::kRows - 1) / rt::kRows) * rt::kCluster;
+    std::printf("RESULT {\"shape\": \"%s\", \"n\": %u, \"k\": %u, \"rows\": %u, \"weight_mb\": %.3f, \"floor_us\": %.3f",
+                name, n, k, rows, wbytes / 1e6, floor_us);
+    for (int v = 0; v < 4; ++v) {
+        CHECK(cudaFuncSetAttribute(fns[v], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        auto f = [&](int i) {
+            fns[v]<<<grid, rt::kThreads, smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
+        };
+        std::printf(", \"%s_us\": %.3f", labels[v], timer.us(f, sets, reps));
+        CHECK(cudaGetLastError());
+    }
+    std::printf("}\n");
+    std::fflush(stdout);
+    for (auto p : w) CHECK(cudaFree(p));
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(out));
+    CHECK(cudaFree(scale));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    unsigned* sink;
+    CHECK(cudaMalloc(&sink, 16));
+    Timer timer;
+    struct Shape {
+        const char* name;
+        uint32_t n, k;
+    };
+    const Shape shapes[] = {{"qkv", 6144, 4096},   {"o", 4096, 4096},        {"gate_up", 24576, 4096},
+                            {"down", 4096, 12288}, {"lm_head", 151936, 4096}, {"delta", 512, 4096}};
+    for (const Shape& s : shapes) {
+        if (quick && std::strcmp(s.name, "gate_up") != 0 && std::strcmp(s.name, "o") != 0) continue;
+        for (uint32_t rows : {1u, 16u}) run_case(timer, s.name, s.n, s.k, rows, sms, sink);
+    }
+    return 0;
+}
