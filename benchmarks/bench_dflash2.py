@@ -3,8 +3,10 @@
 
 - dflash2_conv2, hidden 4096, rows 16, 256, 4096: the bytes it must move (x and delta read,
   out written; base is small) over the median CUDA-event time, as GB/s and as a fraction of
-  the device-to-device copy bandwidth measured in the same run (2 GiB, read + write). Inputs
-  rotate over several sets so L2 does not serve them (cold data).
+  the device-to-device copy bandwidth measured in the same run (2 GiB, read + write), and of a
+  copy of the kernel's own byte count timed the same way (single copies queued behind a GPU
+  sleep: what a copy reaches where its ramp-up and tail count too). Inputs rotate over several
+  sets so L2 does not serve them (cold data).
 - dflash2_topk16 at 16 x 151936, f32 and bf16 logits (the drafter's lm_head writes bf16):
   microseconds per launch, beside torch.topk on the same logits. The kernel needs no zeroed
   counter, so one launch is all there is to time.
@@ -60,8 +62,10 @@ def bench_conv2(copy_gbs):
         nbytes = 2 * R * H * 2 + R * 2 * (H // 16) * 2
         ms = median_ms(lambda x, d, o: launched(dflash2.dflash2_conv2(x, base, d, o, R, H)), sets, sleep_cycles=SLEEP)
         gbs = nbytes / ms / 1e6
+        same = copy_gb_s(nbytes, ROTATE, sleep_cycles=SLEEP)
         res.append(
-            {"rows": R, "hidden": H, "bytes": nbytes, "us": ms * 1e3, "gb_s": gbs, "fraction_of_copy": gbs / copy_gbs}
+            {"rows": R, "hidden": H, "bytes": nbytes, "us": ms * 1e3, "gb_s": gbs, "fraction_of_copy": gbs / copy_gbs,
+             "same_size_copy_gb_s": same, "fraction_of_same_size_copy": gbs / same}
         )
     return res
 
@@ -140,7 +144,8 @@ def main():
     for r in conv:
         print(
             f"dflash2_conv2 {r['rows']:5d} x {r['hidden']}: {r['us']:8.2f} us {r['gb_s']:8.0f} GB/s "
-            f"{100 * r['fraction_of_copy']:5.1f}% of copy"
+            f"{100 * r['fraction_of_copy']:5.1f}% of copy, {100 * r['fraction_of_same_size_copy']:5.1f}% of a "
+            f"same-size copy"
         )
     for t in (topk, topk_bf16):
         print(

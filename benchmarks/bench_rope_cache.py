@@ -26,7 +26,7 @@ import json
 import math
 
 import torch
-from cuda_timing import launched, median_ms
+from cuda_timing import copy_gb_s, launched, median_ms
 from kernelgen_ops import reshape_cache_fp8, rope_qwen3
 
 DEV = "cuda"
@@ -44,15 +44,10 @@ def n_sets(set_bytes):
     return max(2, min(MAX_SETS, math.ceil(COLD_BYTES / set_bytes)))
 
 
-def copy_gb_s(nbytes):
-    """GB/s of a device-to-device copy moving nbytes in all (half read, half written),
-    counting read + write, buffers rotated like the kernels' inputs."""
-    n = max(nbytes // 2, 16)
-    pairs = [(torch.empty(n, dtype=torch.uint8, device=DEV), torch.empty(n, dtype=torch.uint8, device=DEV))
-             for _ in range(n_sets(2 * n))]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs, sleep_cycles=SLEEP)
-    del pairs
-    return 2 * n / ms / 1e6
+def copy_like_kernels_gb_s(nbytes):
+    """GB/s of a device-to-device copy moving nbytes in all, buffers rotated like the kernels'
+    inputs and each copy queued behind a GPU sleep like them."""
+    return copy_gb_s(nbytes, rotate=n_sets(nbytes), sleep_cycles=SLEEP)
 
 
 def rope_case(T):
@@ -93,7 +88,7 @@ def main():
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.manual_seed(0)
-    copy = copy_gb_s(2 << 30)  # 1 GiB each way
+    copy = copy_like_kernels_gb_s(2 << 30)  # 1 GiB each way
     rows = []
     for make in (rope_case, reshape_case):
         for T in TOKENS:
@@ -101,7 +96,7 @@ def main():
             ms = median_ms(fn, sets, sleep_cycles=SLEEP)
             del sets
             torch.cuda.empty_cache()
-            same = copy_gb_s(moved)
+            same = copy_like_kernels_gb_s(moved)
             gbs = moved / ms / 1e6
             rows.append({
                 "kernel": name, "tokens": T, "shape": shape, "bytes": moved, "ms": ms, "gb_s": gbs,

@@ -32,13 +32,15 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
-def copy_gb_s(nbytes: int, rotate: int = 4) -> float:
+def copy_gb_s(nbytes: int, rotate: int = 4, sleep_cycles: int = 0) -> float:
     """GB/s of a device-to-device copy moving ``nbytes`` in all (half read, half written; read +
-    write counted), over ``rotate`` buffer pairs so that it comes from memory."""
-    n = nbytes // 2
+    write counted), over ``rotate`` buffer pairs so that it comes from memory, timed as
+    median_ms times (with ``sleep_cycles``, each copy queued behind a GPU sleep like the
+    single launches it is compared with)."""
+    n = max(nbytes // 2, 16)
     pairs = [(torch.empty(n, dtype=torch.uint8, device="cuda"), torch.empty(n, dtype=torch.uint8, device="cuda"))
              for _ in range(rotate)]
-    ms = median_ms(lambda s, d: d.copy_(s), pairs)
+    ms = median_ms(lambda s, d: d.copy_(s), pairs, sleep_cycles=sleep_cycles)
     del pairs
     return 2 * n / ms / 1e6
 

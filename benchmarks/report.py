@@ -129,14 +129,16 @@ def dflash2_md(d: dict) -> list[str]:
         "",
         f"Device: {d['device']}; copy measured in the same run: {d['copy_gb_s'] / 1000:.2f} TB/s. Device time per "
         "launch: the median CUDA-event time of single launches, each queued behind a GPU sleep so that the host's "
-        "launch cost stays out, over inputs rotated so that they come cold from memory.",
+        "launch cost stays out, over inputs rotated so that they come cold from memory. '% of same-size copy' "
+        "divides by a copy of the kernel's own byte count timed the same way.",
         "",
-        "| dflash2_conv2 rows x hidden | MB moved | us | GB/s | % of copy |",
-        "| --- | --- | --- | --- | --- |",
+        "| dflash2_conv2 rows x hidden | MB moved | us | GB/s | % of copy | % of same-size copy |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in d["conv2"]:
+        same = r.get("fraction_of_same_size_copy")
         lines.append(f"| {r['rows']} x {r['hidden']} | {r['bytes'] / 1e6:.1f} | {r['us']:.1f} | {r['gb_s']:.0f} | "
-                     f"{100 * r['fraction_of_copy']:.0f}% |")
+                     f"{100 * r['fraction_of_copy']:.0f}% | " + (f"{100 * same:.0f}% |" if same else "- |"))
     lines += ["", "| op | shape | us per launch | torch |", "| --- | --- | --- | --- |",
               *(f"| dflash2_topk16 ({t['dtype']}) | {t['rows']} x {t['vocab']} | {t['us']:.1f} | "
                 f"torch.topk {t['torch_topk_us']:.1f} |" for t in (tk, d.get("topk16_bf16")) if t),
