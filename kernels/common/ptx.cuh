@@ -1,7 +1,7 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
-// loads, the cp.async group fence, byte permutes, cluster barriers, an ordered float key and an
-// alignment test. Each is static and inlined, so several kernels of one translation unit may
-// include this header.
+// loads, the cp.async group fence, byte permutes, cluster barriers and the cluster rank, an
+// ordered float key and an alignment test. Each is static and inlined, so several kernels of one
+// translation unit may include this header.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,18 @@ static __device__ __forceinline__ void cluster_arrive_release() {
 }
 static __device__ __forceinline__ void cluster_wait() {
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// arrive.release then wait: every CTA of the cluster has reached this point, and the writes
+// each made before it are visible.
+static __device__ __forceinline__ void cluster_sync() {
+    cluster_arrive_release();
+    cluster_wait();
+}
+// This CTA's rank in its cluster.
+static __device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
 }
 
 // Ordered key of an f32 bit pattern, for selections on integers: a larger value gives a larger

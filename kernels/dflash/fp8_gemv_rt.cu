@@ -93,11 +93,7 @@ constexpr uint32_t kStageBytes = kTiles * 2 * kSlotBytes;  // 32 KB: one chunk o
 constexpr uint32_t kRingBytes = kStages * kStageBytes;   // 98304 (RING_SMEM in the spec)
 constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
 
-static __device__ __forceinline__ uint32_t cluster_rank() {
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
+using kcommon::cluster_rank;
 using kcommon::cluster_arrive_relaxed;
 using kcommon::cluster_arrive_release;
 using kcommon::cluster_wait;
