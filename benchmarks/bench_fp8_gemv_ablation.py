@@ -27,18 +27,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_launch_cost import find_nvcc
+
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "fp8_gemv_ablation.cu"
-
-
-def find_nvcc() -> str | None:
-    """The nvcc kernelgen builds with (the same search), None when there is none."""
-    try:
-        from kernelgen import toolkit
-
-        return str(toolkit.find_toolkit().nvcc)
-    except Exception:
-        return None
 
 
 def gpu_arch() -> str | None:

@@ -162,7 +162,7 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
         wide ? ablation_kernel<2, rt::Work::mma> : ablation_kernel<1, rt::Work::mma>,
     };
     const char* labels[4] = {"full", "loads", "convert", "mma"};
-    const int smem = static_cast<int>(3 * rt::kStageBytes);
+    const int smem = static_cast<int>(rt::kRingBytes);
     const unsigned grid = ((n + rt::kRows - 1) / rt::kRows) * rt::kCluster;
     std::printf("RESULT {\"shape\": \"%s\", \"n\": %u, \"k\": %u, \"rows\": %u, \"weight_mb\": %.3f, \"floor_us\": %.3f",
                 name, n, k, rows, wbytes / 1e6, floor_us);
