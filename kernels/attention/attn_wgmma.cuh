@@ -29,59 +29,22 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/wgmma.cuh"
 #include "attn_common.cuh"
 
 namespace attn_detail {
 
-template <int ROWS>
-struct BlockSwizzle {
-    static constexpr uint32_t BLOCK = ROWS * 128;  // bytes of one 64-column block
-    __device__ static __forceinline__ uint32_t offset(int row, int chunk) {
-        return static_cast<uint32_t>((chunk >> 3) * BLOCK + row * 128 +
-                                     (((chunk & 7) ^ (row & 7)) << 4));
-    }
-};
+using kcommon::BlockSwizzle;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-// Shared-memory matrix descriptor, 128-byte swizzle: start address, leading and stride byte
-// offsets (all in 16-byte units).
-__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-    return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) |
-           (static_cast<uint64_t>(lbo >> 4) << 16) | (static_cast<uint64_t>(sbo >> 4) << 32) |
-           (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_wait_all() {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-// Makes this thread's completed cp.async writes visible to the wgmma (async proxy) reads that
-// follow the next barrier.
-__device__ __forceinline__ void fence_proxy_async() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Keeps the compiler from moving accesses of an accumulator across the wgmma wait.
-__device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
-
-// s += Q(64 x 16, registers: each warp's mma.sync A fragment) * K(32 x 16, shared)^T.
-__device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], const uint32_t (&a)[4],
-                                                   uint64_t desc_b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-        : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]),
-          "+f"(s[1][0]), "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]),
-          "+f"(s[2][0]), "+f"(s[2][1]), "+f"(s[2][2]), "+f"(s[2][3]),
-          "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]), "+f"(s[3][3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
-}
+using kcommon::fence_proxy_async;
+using kcommon::pin;
+using kcommon::smem_desc_sw128;
+using kcommon::wgmma_commit;
+using kcommon::wgmma_fence;
+using kcommon::wgmma_m64n32k16_rs;
+using kcommon::wgmma_wait_all;
 
 // o += P(64 x 16, registers) * V(16 x 256, shared, MN-major: transposed B).
 __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&o)[32][4], const uint32_t (&a)[4],

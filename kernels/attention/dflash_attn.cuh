@@ -6,13 +6,18 @@
 // are read once per kv head (per split). Grid: [splits, hkv * mblocks, 1] with
 // mblocks = ceil(q_rows * group / 64).
 //
-// Per 32-key tile: S = Q K^T with mma.sync m16n8k16 (bf16 x bf16 -> f32; Q fragments stay in
-// registers for the whole kernel), masking, online softmax in the exp2 domain, P rounded to
-// bf16, O += P V with mma.sync. K / V tiles arrive with 16-byte cp.async copies through a
+// Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32; Q fragments stay in registers for the whole
+// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. The products
+// are per-warp mma.sync m16n8k16 fed by ldmatrix, or on sm_90a (hopper) the warpgroup's wgmma
+// (m64n32k16 and m64n128k16, A = Q / P from registers in the same fragments, K / V read by the
+// tensor cores through descriptors; PV left running into the next tile): the same products in
+// the same order, so both give the same bits (tests/gpu/test_attn_dflash_mma_path.py builds the
+// mma.sync path for sm_90 and compares). K / V tiles (bf16 tiles in kcommon::BlockSwizzle
+// layout, the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a
 // STAGES-deep ring of shared-memory slots (the block-table entries of the first tiles loaded
 // together, later ones fetched one tile ahead). An
 // FP8 tile is copied raw, then converted cooperatively (E4M3 -> f16 -> f32 -> bf16, exact) into
-// one of two bf16 tiles that the warps read with ldmatrix; k_scale is folded into the softmax
+// one of two bf16 tiles that the products read; k_scale is folded into the softmax
 // scale and v_scale into the final normalisation.
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
@@ -43,6 +48,7 @@
 
 #include "../common/bf16x2.cuh"
 #include "../common/ptx.cuh"
+#include "../common/wgmma.cuh"
 
 namespace dflash_attn {
 
@@ -103,10 +109,11 @@ __device__ __forceinline__ float ex2(float x) {
     return y;
 }
 
-// bf16 tile: rows of 256 bytes, 16-byte chunk c of row r at chunk c ^ (r & 7).
-__device__ __forceinline__ uint32_t swz(int row, int chunk) {
-    return static_cast<uint32_t>(row * (D * 2) + ((chunk ^ (row & 7)) << 4));
-}
+// bf16 tile (TILE rows of 128 values): kcommon::BlockSwizzle, two 64-column blocks of TILE rows x
+// 128 bytes, 16-byte chunk c of row r of a block at chunk c ^ (r & 7); the layout wgmma's
+// 128-byte-swizzle descriptors read, and conflict-free for ldmatrix.
+using KvLayout = kcommon::BlockSwizzle<TILE>;
+__device__ __forceinline__ uint32_t swz(int row, int chunk) { return KvLayout::offset(row, chunk); }
 // raw fp8 tile: rows of 128 bytes, chunk c of row r at chunk c ^ (r & 7).
 __device__ __forceinline__ uint32_t swz8(int row, int chunk) {
     return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
@@ -160,9 +167,11 @@ struct Params {
 template <bool FP8, bool SPLIT, int SPLIT_KEYS>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
-    extern __shared__ __align__(128) unsigned char smem[];
-    __shared__ int s_last;
+    extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t sbase = smem_u32(smem);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (sbase & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
+#endif
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, c = lane & 3;
@@ -291,13 +300,70 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     float mrow[2] = {-INFINITY, -INFINITY};
     float lrow_sum[2] = {0.f, 0.f};
     const float sl2 = p.scale_log2;
-    const int mi = lane >> 3;
+    [[maybe_unused]] const int mi = lane >> 3;  // ldmatrix: which 8x8 matrix this lane addresses
 
-    // One tile's QK^T, mask, online softmax and PV from bf16 tiles sK / sV.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // wgmma descriptors. K tile (B of QK^T, K-major): head_dim step kk (16 values) sits in
+    // 64-column block kk / 4 at byte 32 * (kk % 4) of the 128-byte row, 8-row groups 1024 bytes
+    // apart. V tile (B of PV, MN-major): the 16 keys of step kk start at row 16 * kk, 8-key
+    // groups 1024 bytes apart, 64-column blocks KvLayout::BLOCK bytes apart. A byte offset added
+    // to a descriptor goes, in 16-byte units, into its start-address field.
+    auto desc_k = [](uint32_t sK, int kk) {
+        return kcommon::smem_desc_sw128(sK, 16, 1024) +
+               static_cast<uint64_t>(((kk >> 2) * KvLayout::BLOCK + (kk & 3) * 32) >> 4);
+    };
+    auto desc_v = [](uint32_t sV, int kk) {
+        return kcommon::smem_desc_sw128(sV, KvLayout::BLOCK, 1024) +
+               static_cast<uint64_t>((kk * 16 * 128) >> 4);
+    };
+#endif
+    // sm_90a: PV runs on while the next tile's barrier, loads and QK^T are issued (its V slot is
+    // not refilled before the tile after); o is read only after a wait that covers it. pin_o()
+    // keeps the compiler from moving reads of o above the wait before it; drain_o() waits.
+    auto pin_o = [&] {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#pragma unroll
+        for (int n = 0; n < 16; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) kcommon::pin(o[n][e]);
+        }
+#endif
+    };
+    auto drain_o = [&] {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        kcommon::wgmma_wait_all();
+        pin_o();
+#endif
+    };
+    // Before the barrier that publishes a bf16 tile: this thread's writes to it (cp.async or
+    // st.shared) made visible to the wgmma reads (the async proxy) on sm_90a.
+    auto publish_tile = [] {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        kcommon::fence_proxy_async();
+#endif
+    };
+
+    // One tile's QK^T, mask, online softmax and PV from bf16 tiles sK / sV: per-warp mma.sync
+    // m16n8k16 with ldmatrix, or on sm_90a the warpgroup's wgmma (Q and P from registers, K and
+    // V read by the tensor cores through descriptors; the same bf16 products in the same order,
+    // so both paths give the same bits).
     auto compute = [&](uint32_t sK, uint32_t sV, int t) {
         float s[4][4];
 #pragma unroll
         for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        kcommon::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs(s, qa[kk], desc_k(sK, kk));
+        kcommon::wgmma_commit();
+        kcommon::wgmma_wait_all();  // also the previous tile's PV (committed before)
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) kcommon::pin(s[n][e]);
+        }
+        pin_o();
+#else
 #pragma unroll
         for (int kk = 0; kk < 8; ++kk) {
 #pragma unroll
@@ -308,6 +374,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 mma16816(s[2 * np + 1], qa[kk], b[2], b[3]);
             }
         }
+#endif
         const int key0 = t * TILE;
         if (!(key0 >= a_lo && key0 + TILE - 1 <= a_hi)) {
 #pragma unroll
@@ -368,6 +435,12 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             P[kk][2] = kcommon::pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             P[kk][3] = kcommon::pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
         }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        kcommon::wgmma_fence();
+        kcommon::wgmma_m64n128k16_rs_tb(o, P[0], desc_v(sV, 0));
+        kcommon::wgmma_m64n128k16_rs_tb(o, P[1], desc_v(sV, 1));
+        kcommon::wgmma_commit();  // awaited by the next tile's QK^T wait, or by drain_o()
+#else
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
 #pragma unroll
@@ -378,6 +451,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 mma16816(o[2 * dn + 1], P[kk], b[2], b[3]);
             }
         }
+#endif
     };
 
     // Unsplit: keys are processed in chunks of SPLIT_KEYS (the splits of the split kernels),
@@ -391,6 +465,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     bool chunk_open = false;
     auto flush_chunk = [&]() {
         if (SPLIT || !chunk_open) return;
+        drain_o();
         chunk_open = false;
         const float lc[2] = {quad_sum(lrow_sum[0]), quad_sum(lrow_sum[1])};
 #pragma unroll
@@ -438,6 +513,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             for (int t = t_begin; t <= t_end; ++t) {
                 const int k = t - t_begin;
                 wait_groups<STAGES - 2>();
+                publish_tile();
                 __syncthreads();  // tile t visible; every warp is done with tile t - 1
                 if (t + STAGES - 1 <= t_end) {
                     issue(t + STAGES - 1, (k + STAGES - 1) % STAGES);
@@ -492,6 +568,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                     }
                 }
                 wait_groups<STAGES - 2>();
+                publish_tile();
                 __syncthreads();  // bf16 tile visible; raw tile t + 1 landed; raw slot k free
                 if (t + STAGES <= t_end) {
                     issue(t + STAGES, k % STAGES);
@@ -504,6 +581,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         }
     }
     wait_groups<0>();
+    drain_o();
 
     if (!SPLIT) {
         // Fold the last chunk, then normalise: out = acc / L (times v_scale).
@@ -544,14 +622,16 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         __stcg(ml_mine + r0, make_float2(mrow[0], l0));
         __stcg(ml_mine + r1, make_float2(mrow[1], l1));
     }
-    __threadfence();
-    cluster_sync();  // every CTA of the cluster has written and fenced its partial state
+    cluster_sync();  // every CTA of the cluster has written its partial state
     const int slice = static_cast<int>(cluster_rank());
+    bool last = false;
     if (tid == 0) {
-        s_last = atomicAdd(p.counters + blockIdx.y * CLUSTER + slice, 1) == nsplit / CLUSTER - 1;
+        // The cluster's writes (ordered before this thread by the barrier) made visible to the
+        // GPU before the counter moves: one fence per CTA, not one per thread.
+        __threadfence();
+        last = atomicAdd(p.counters + blockIdx.y * CLUSTER + slice, 1) == nsplit / CLUSTER - 1;
     }
-    __syncthreads();
-    if (!s_last) return;
+    if (!__syncthreads_or(last)) return;
     __threadfence();
 
     // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns 8 * (tid % 16)

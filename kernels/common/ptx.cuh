@@ -1,7 +1,7 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
-// loads, the cp.async group fence, byte permutes, cluster barriers and the cluster rank, an
-// ordered float key and an alignment test. Each is static and inlined, so several kernels of one
-// translation unit may include this header.
+// loads, the cp.async group fence, byte permutes, cluster barriers, the cluster rank,
+// distributed shared-memory addresses, an ordered float key and an alignment test.
+// Each is static and inlined, so several kernels of one translation unit may include this header.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +60,14 @@ static __device__ __forceinline__ void cluster_sync() {
 static __device__ __forceinline__ uint32_t cluster_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Distributed shared memory: the address of the same shared-window offset in the CTA of the
+// given cluster rank (for ld / st.shared::cluster).
+static __device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t rank) {
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
     return r;
 }
 

@@ -98,8 +98,7 @@ using kcommon::cluster_arrive_relaxed;
 using kcommon::cluster_arrive_release;
 using kcommon::cluster_wait;
 static __device__ __forceinline__ void st_cluster_f32(uint32_t local_addr, uint32_t rank, float v) {
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local_addr), "r"(rank));
+    const uint32_t remote = kcommon::cluster_map(local_addr, rank);
     asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
 }
 

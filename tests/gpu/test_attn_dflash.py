@@ -194,10 +194,12 @@ def inputs(case, fp8):
     return q, kc, vc, bt, None, None
 
 
-def launch(kind, fp8, q, kc, vc, bt, ks, vs, out, case, q_offset, ws=None, cnt=None):
+def launch(kind, fp8, q, kc, vc, bt, ks, vs, out, case, q_offset, ws=None, cnt=None, mod=None):
+    """One launch of member `kind` (unsplit, split, or the chain) of the BF16 or FP8 kernels of
+    `mod` (the installed attn_dflash by default)."""
     q_rows, kv_len, bs, hq, hkv, causal, window = case
     scale = 1.0 / math.sqrt(D)
-    mod = attn_dflash
+    mod = mod or attn_dflash
     common = dict(q_rows=q_rows, kv_len=kv_len, q_offset=q_offset, num_q_heads=hq,
                   num_kv_heads=hkv, block_size=bs, causal=causal, window=window, scale=scale)
     pre = dict(q=q, k_cache=kc, v_cache=vc)
