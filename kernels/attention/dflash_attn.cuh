@@ -67,7 +67,7 @@ constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
 constexpr int WS_ROW = D + 2;  // workspace floats per row and split (accumulator, then m / l)
 constexpr int CLUSTER = 8;     // split kernels: CTAs per cluster = row slices of the merge
-constexpr int MERGE_BATCH = 8; // splits whose partial states are in flight at once in the merge
+constexpr int MERGE_BATCH = 4; // splits per batch of loads in the merge (two batches in flight)
 static_assert(CLUSTER % MERGE_BATCH == 0 && ROWS % CLUSTER == 0, "merge shape");
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -635,11 +635,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     __threadfence();
 
     // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns 8 * (tid % 16)
-    // .. + 7. Partial states are read MERGE_BATCH splits at a time (all loads issued before the
-    // batch is folded, the accumulators of the next batch prefetched into L1 meanwhile); the
-    // fold itself runs in split order with merge_weights / lin2. Every partial state of this
-    // (kv head, m-block) was written before any counter could reach the cluster count, so no
-    // line cached in L1 here can be stale.
+    // .. + 7. Partial states are read MERGE_BATCH splits at a time, the loads of the next batch
+    // in flight while the current one is folded (two register buffers); the fold itself runs in
+    // split order with merge_weights / lin2. The reads go to L2 (ld.cg): every partial state of
+    // this (kv head, m-block) was written before any counter could reach the cluster count.
     const int r = slice * (ROWS / CLUSTER) + (tid >> 4);
     const int col = (tid & 15) * 8;
     const int m = cta_m0 + r;
@@ -650,41 +649,46 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.f;
-    auto prefetch_batch = [&](int s0) {  // one 128-byte line holds a thread's 8 floats
-#pragma unroll
-        for (int i = 0; i < MERGE_BATCH; ++i) {
-            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(acc_row + static_cast<int64_t>(s0 + i) * ROWS * D));
-        }
-    };
-    prefetch_batch(0);
-    for (int s0 = 0; s0 < nsplit; s0 += MERGE_BATCH) {
-        if (s0 + MERGE_BATCH < nsplit) prefetch_batch(s0 + MERGE_BATCH);
+    struct Batch {
         float2 ml[MERGE_BATCH];
         float4 a[MERGE_BATCH][2];
-#pragma unroll
-        for (int i = 0; i < MERGE_BATCH; ++i) ml[i] = __ldcg(ml_row + (s0 + i) * ROWS);
+    };
+    auto load = [&](Batch& bt, int s0) {
 #pragma unroll
         for (int i = 0; i < MERGE_BATCH; ++i) {
             const float4* src =
                 reinterpret_cast<const float4*>(acc_row + static_cast<int64_t>(s0 + i) * ROWS * D);
-            a[i][0] = __ldca(src);
-            a[i][1] = __ldca(src + 1);
+            bt.ml[i] = __ldcg(ml_row + (s0 + i) * ROWS);
+            bt.a[i][0] = __ldcg(src);
+            bt.a[i][1] = __ldcg(src + 1);
         }
+    };
+    auto fold = [&](const Batch& bt) {
 #pragma unroll
         for (int i = 0; i < MERGE_BATCH; ++i) {
-            if (ml[i].x == -INFINITY) continue;
+            if (bt.ml[i].x == -INFINITY) continue;
             float wa, wb;
-            merge_weights(Mt, ml[i].x, sl2, wa, wb);
-            L = lin2(L, wa, ml[i].y, wb);
-            acc[0] = lin2(acc[0], wa, a[i][0].x, wb);
-            acc[1] = lin2(acc[1], wa, a[i][0].y, wb);
-            acc[2] = lin2(acc[2], wa, a[i][0].z, wb);
-            acc[3] = lin2(acc[3], wa, a[i][0].w, wb);
-            acc[4] = lin2(acc[4], wa, a[i][1].x, wb);
-            acc[5] = lin2(acc[5], wa, a[i][1].y, wb);
-            acc[6] = lin2(acc[6], wa, a[i][1].z, wb);
-            acc[7] = lin2(acc[7], wa, a[i][1].w, wb);
+            merge_weights(Mt, bt.ml[i].x, sl2, wa, wb);
+            L = lin2(L, wa, bt.ml[i].y, wb);
+            acc[0] = lin2(acc[0], wa, bt.a[i][0].x, wb);
+            acc[1] = lin2(acc[1], wa, bt.a[i][0].y, wb);
+            acc[2] = lin2(acc[2], wa, bt.a[i][0].z, wb);
+            acc[3] = lin2(acc[3], wa, bt.a[i][0].w, wb);
+            acc[4] = lin2(acc[4], wa, bt.a[i][1].x, wb);
+            acc[5] = lin2(acc[5], wa, bt.a[i][1].y, wb);
+            acc[6] = lin2(acc[6], wa, bt.a[i][1].z, wb);
+            acc[7] = lin2(acc[7], wa, bt.a[i][1].w, wb);
         }
+    };
+    Batch b0, b1;
+    load(b0, 0);
+    for (int s0 = 0; s0 < nsplit; s0 += 2 * MERGE_BATCH) {  // nsplit: a multiple of MERGE_BATCH
+        const bool more = s0 + MERGE_BATCH < nsplit;
+        if (more) load(b1, s0 + MERGE_BATCH);
+        fold(b0);
+        if (!more) break;
+        if (s0 + 2 * MERGE_BATCH < nsplit) load(b0, s0 + 2 * MERGE_BATCH);
+        fold(b1);
     }
     const float inv = L > 0.f ? __fdiv_rn(p.v_scale, L) : 0.f;
     uint2* dst = reinterpret_cast<uint2*>(p.out + row_off(m) + col);
