@@ -1,12 +1,14 @@
 // Dense bf16 GEMM for many rows: multi-stage cp.async pipeline, ldmatrix, mma.sync m16n8k16
 // (f32 accumulation); out[r, n] = bf16( sum_k f32(x[r, k]) * f32(w[n, k]) ), w [n, k] as
-// nn.Linear. The same code path is built for sm_90a and sm_121a.
+// nn.Linear. sm_121a (gb10) runs the mma.sync path; sm_90a (hopper) issues the same products
+// as warpgroup MMAs (run_wgmma below; the same bits).
 //
 // Tiles: a CTA of 8 warps (2 along m x 4 along n) computes BM x 128 outputs, BM = 128 (warp
 // tile 64 x 32: 4 x 4 MMAs per 16 k) or BM = 64 (warp tile 32 x 32) when the 128-row tiling
 // would give fewer than 256 CTAs (small m: more, smaller CTAs fill the GPU). The grid is always
-// ceil(n / 128) x ceil(m / 64); with BM = 128 the odd-numbered y CTAs exit at once. The choice
-// does not change any output bit: both tilings run the same MMAs in the same k order.
+// ceil(n / 128) x ceil(m / 64), its CTAs mapped to tiles m-first (see dispatch); with BM = 128
+// the CTAs of odd 64-row tiles exit at once. The choice does not change any output bit: both
+// tilings run the same MMAs in the same k order.
 //
 // Pipeline: k advances 32 at a time through STAGES = 4 shared-memory stages, each holding the
 // BM x 32 x tile and the 128 x 32 weight tile (16 KiB for BM = 128; 64 KiB in all, dynamic
@@ -26,6 +28,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/wgmma.cuh"
 #include "dense_mma.cuh"
 
 namespace dense_gemm_pipelined_detail {
@@ -73,11 +76,11 @@ template <int BM, bool VEC>
 static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
                                            const __nv_bfloat16* __restrict__ w,
                                            __nv_bfloat16* __restrict__ out, uint32_t M, uint32_t N,
-                                           uint32_t K, uint32_t m0, uint8_t* smem) {
+                                           uint32_t K, uint32_t m0, uint32_t nb, uint8_t* smem) {
     constexpr int MI = BM / 32;  // m16 tiles per warp
     const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const uint32_t wm = warp >> 2, wn = warp & 3u;
-    const uint32_t n0 = blockIdx.x * kTileN;
+    const uint32_t n0 = nb * kTileN;
     const uint32_t base = smem_addr(smem);
 
     float acc[MI][4][4];
@@ -137,16 +140,113 @@ static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
         }
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// sm_90a: the same tiles, pipeline and shared-memory layout (the swizzle above is wgmma's 64-byte
+// swizzle of K-major operands), the products issued as warpgroup MMAs reading both operands
+// from shared memory. Warpgroup wg (warps 4wg .. 4wg + 3) computes rows 64wg .. 64wg + 63 x all
+// 128 columns (BM = 128: m64n128k16) or all 64 rows x columns 64wg .. 64wg + 63 (BM = 64:
+// m64n64k16); two k16 steps per k tile, awaited before the next barrier (whose loads refill the
+// stage just read). The same bf16 products in the same k order as the mma.sync path: the same
+// bits.
+template <int BM, bool VEC>
+static __device__ __forceinline__ void run_wgmma(const __nv_bfloat16* __restrict__ x,
+                                                 const __nv_bfloat16* __restrict__ w,
+                                                 __nv_bfloat16* __restrict__ out, uint32_t M,
+                                                 uint32_t N, uint32_t K, uint32_t m0, uint32_t nb,
+                                                 uint8_t* smem) {
+    constexpr int NW = BM == 128 ? 128 : 64;  // columns per warpgroup
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t wg = warp >> 2;
+    const uint32_t n0 = nb * kTileN;
+    const uint32_t base = smem_addr(smem);
+    if (base & 511u) __trap();  // the 64-byte swizzle repeats every 512 bytes
+
+    float acc[NW / 8][4];
+#pragma unroll
+    for (int j = 0; j < NW / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    const uint32_t ktiles = (K + kTileK - 1) / kTileK;
+    auto load_stage = [&](uint32_t kt) {
+        const uint32_t s = kt % kStages;
+        const uint32_t a = s * kStageBytes, b = a + BM * kRowBytes;
+        load_rows<BM, VEC>(base + a, smem + a, x, M, K, m0, kt * kTileK);
+        load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK);
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+        if (static_cast<uint32_t>(s) < ktiles) load_stage(s);
+        cp_async_commit();
+    }
+    // Operand rows of this warpgroup in a stage: A rows 64wg (BM = 128) or 0, B rows 0 or 64wg.
+    const uint32_t a_row = BM == 128 ? 64u * wg : 0u, b_row = BM == 128 ? 0u : 64u * wg;
+    for (uint32_t kt = 0; kt < ktiles; ++kt) {
+        cp_async_wait<kStages - 2>();
+        kcommon::fence_proxy_async();  // this thread's stage writes, visible to the MMAs
+        __syncthreads();  // stage kt is complete for all threads; stage kt - 1 is free
+        if (kt + kStages - 1 < ktiles) load_stage(kt + kStages - 1);
+        cp_async_commit();
+
+        const uint32_t a = base + (kt % kStages) * kStageBytes + a_row * kRowBytes;
+        const uint32_t b = base + (kt % kStages) * kStageBytes + BM * kRowBytes + b_row * kRowBytes;
+        kcommon::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+            const uint64_t da = kcommon::smem_desc_sw64(a + kk * 32, 512);
+            const uint64_t db = kcommon::smem_desc_sw64(b + kk * 32, 512);
+            if constexpr (BM == 128) {
+                kcommon::wgmma_m64n128k16_ss(acc, da, db);
+            } else {
+                kcommon::wgmma_m64n64k16_ss(acc, da, db);
+            }
+        }
+        kcommon::wgmma_commit();
+        kcommon::wgmma_wait_all();
+#pragma unroll
+        for (int j = 0; j < NW / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
+        }
+    }
+    cp_async_wait<0>();
+
+    const uint32_t g = lane >> 2, t = lane & 3u;
+    const uint32_t m = m0 + a_row + (warp & 3u) * 16 + g;
+#pragma unroll
+    for (int j = 0; j < NW / 8; ++j) {
+        const uint32_t n = n0 + b_row + j * 8 + 2 * t;
+        store_pair(out, m, n, M, N, acc[j][0], acc[j][1], 1.0f);
+        store_pair(out, m + 8, n, M, N, acc[j][2], acc[j][3], 1.0f);
+    }
+}
+#endif
+
+template <int BM, bool VEC>
+static __device__ __forceinline__ void run_tile(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                __nv_bfloat16* out, uint32_t M, uint32_t N,
+                                                uint32_t K, uint32_t m0, uint32_t nb, uint8_t* smem) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    run_wgmma<BM, VEC>(x, w, out, M, N, K, m0, nb, smem);
+#else
+    run<BM, VEC>(x, w, out, M, N, K, m0, nb, smem);
+#endif
+}
+
 template <bool VEC>
 static __device__ __forceinline__ void dispatch(const __nv_bfloat16* x, const __nv_bfloat16* w,
                                                 __nv_bfloat16* out, uint32_t M, uint32_t N,
                                                 uint32_t K, uint8_t* smem) {
     const uint32_t big_tiles = ((M + 127u) / 128u) * ((N + 127u) / 128u);
+    // CTA order: the grid is [n tiles, m tiles (of 64 rows)]; consecutive CTAs take consecutive
+    // m tiles of one n tile, so the CTAs resident together share weight tiles (read from memory
+    // about once) and re-read x, which stays in L2. (In the grid's own order every m tile
+    // streamed the whole weight again: a 24576 x 4096 weight 16 times at m = 2048.)
+    const uint32_t id = blockIdx.x + blockIdx.y * gridDim.x;
+    const uint32_t mb = id % gridDim.y, nb = id / gridDim.y;
     if (big_tiles >= kBigTileCtas) {
-        if (blockIdx.y & 1u) return;
-        run<128, VEC>(x, w, out, M, N, K, blockIdx.y * 64u, smem);
+        if (mb & 1u) return;
+        run_tile<128, VEC>(x, w, out, M, N, K, mb * 64u, nb, smem);
     } else {
-        run<64, VEC>(x, w, out, M, N, K, blockIdx.y * 64u, smem);
+        run_tile<64, VEC>(x, w, out, M, N, K, mb * 64u, nb, smem);
     }
 }
 
@@ -156,7 +256,7 @@ __global__ void __launch_bounds__(256)
 dense_gemm_pipelined_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
                                  __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
     namespace d = dense_gemm_pipelined_detail;
-    extern __shared__ __align__(128) uint8_t dense_pipe_smem[];
+    extern __shared__ __align__(1024) uint8_t dense_pipe_smem[];
     if ((k & 7u) == 0 && dense_mma::aligned16(x, w)) {
         d::dispatch<true>(x, w, out, m, n, k, dense_pipe_smem);
     } else {

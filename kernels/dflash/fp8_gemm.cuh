@@ -2,8 +2,9 @@
 //
 //   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k])
 //
-// x bf16 [rows, K], q E4M3 [N, K], scale f32 [N], f32 accumulation on the tensor cores
-// (mma.sync m16n8k16 bf16, the instruction both sm_90a and sm_121a have).
+// x bf16 [rows, K], q E4M3 [N, K], scale f32 [N], f32 accumulation on the tensor cores:
+// mma.sync m16n8k16 bf16 (sm_121a), or on sm_90a the same products as warpgroup MMAs
+// (gemm_wgmma; the same bits).
 //
 // Tiling. A CTA of 256 threads computes a 128 (rows) x 128 (N) output tile, stepping through K
 // 64 at a time; its 8 warps form a 2 x 4 grid of 64 x 32 warp tiles (4 x 4 mma tiles, 64 f32
@@ -30,6 +31,7 @@
 #include <cuda_fp8.h>
 #include <cstdint>
 
+#include "../common/wgmma.cuh"
 #include "fp8_common.cuh"
 
 namespace dflash_fp8_gemm_detail {
@@ -138,6 +140,72 @@ static __device__ __forceinline__ void store_pair(__nv_bfloat16* out, const floa
     o[0] = b0;
 }
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// sm_90a: the same stages and shared-memory layout (rows of 128 bytes, chunk c of row r at
+// c ^ (r % 8): wgmma's 128-byte swizzle of K-major operands); warpgroup wg (warps 4wg ..
+// 4wg + 3) computes rows 64wg .. 64wg + 63 x all 128 columns with 4 wgmma m64n128k16 per K step,
+// both operands read from shared memory. The next stage is converted and stored while they run;
+// they are awaited before the barrier that hands their stage back. The same bf16 products in
+// the same k order as mma_stage: the same bits.
+template <bool VEC>
+static __device__ __forceinline__ void gemm_wgmma(const __nv_bfloat16* x, const uint8_t* q,
+                                                  const float* scale, __nv_bfloat16* out,
+                                                  uint32_t rows, uint32_t n, uint32_t k, uint4* smem) {
+    uint4* xs = smem;                     // [2][kStageUnits]
+    uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
+    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
+    const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const uint32_t wg = warp >> 2;
+    const uint32_t steps = (k + kBK - 1) / kBK;
+    constexpr uint32_t kStageBytes = kStageUnits * 16;
+
+    float acc[16][4];
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    StepLoads<VEC> ld;
+    ld.load(x, q, rows, n, k, m0, n0, 0);
+    ld.store(xs, ws);
+    kcommon::fence_proxy_async();
+    __syncthreads();
+    for (uint32_t st = 0; st < steps; ++st) {
+        const uint32_t cur = st & 1u;
+        const bool more = st + 1 < steps;
+        if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
+        const uint32_t a = base + cur * kStageBytes + wg * 64u * 128u;
+        const uint32_t b = base + (2u + cur) * kStageBytes;
+        kcommon::wgmma_fence();
+#pragma unroll
+        for (uint32_t s = 0; s < kBK / 16; ++s) {
+            kcommon::wgmma_m64n128k16_ss(acc, kcommon::smem_desc_sw128(a + s * 32u, 16, 1024),
+                                         kcommon::smem_desc_sw128(b + s * 32u, 16, 1024));
+        }
+        kcommon::wgmma_commit();
+        // The other stage was last read by step st - 1's MMAs, awaited before that step's barrier.
+        if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
+        kcommon::fence_proxy_async();
+        kcommon::wgmma_wait_all();
+#pragma unroll
+        for (uint32_t j = 0; j < 16; ++j) {
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
+        }
+        __syncthreads();
+    }
+
+    const uint32_t g = lane >> 2, t = lane & 3u;
+    const uint32_t m = m0 + wg * 64u + (warp & 3u) * 16u + g;
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) {
+        const uint32_t col = n0 + j * 8u + 2u * t;
+        store_pair(out, scale, rows, n, m, col, acc[j][0], acc[j][1]);
+        store_pair(out, scale, rows, n, m + 8u, col, acc[j][2], acc[j][3]);
+    }
+}
+#endif
+
 template <bool VEC>
 static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
                                             __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
@@ -190,11 +258,19 @@ __global__ void __launch_bounds__(256, 2)
 dflash_fp8_gemm_n128_row_scaled_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                        __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
     namespace d = dflash_fp8_gemm_detail;
-    extern __shared__ uint4 dflash_fp8_dyn[];
+    extern __shared__ __align__(1024) uint4 dflash_fp8_dyn[];
     const uint8_t* qb = reinterpret_cast<const uint8_t*>(q);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {
+        d::gemm_wgmma<true>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
+    } else {
+        d::gemm_wgmma<false>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
+    }
+#else
     if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {
         d::gemm<true>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
     } else {
         d::gemm<false>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
     }
+#endif
 }

@@ -152,7 +152,7 @@ pub mod dense_gemm {
     }
 }
 
-/// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA, a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
+/// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
 /// Arguments, in order (`specs/dense_linear.yaml:64`):
 /// - `x`: `const bf16*`, `m * k` elements
@@ -227,7 +227,7 @@ pub mod dense_gemm_pipelined {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:86`):
+/// Arguments, in order (`specs/dense_linear.yaml:89`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

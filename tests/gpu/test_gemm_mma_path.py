@@ -1,0 +1,96 @@
+"""The many-row GEMMs' per-warp mma.sync path, the one gb10 builds, run on this GPU.
+
+On sm_90a (the hopper build) dense_gemm_pipelined and fp8_gemm_n128_row_scaled issue their
+products as warpgroup MMAs (wgmma, both operands read from shared memory in the layout the
+mma.sync path's ldmatrix reads); every other target (gb10) issues per-warp mma.sync m16n8k16.
+Both are the same bf16 products accumulated in the same k order, so they must give the same
+bits. This test builds dense_linear and fp8_linear (with fp8_gemv_rt, whose kernels the
+fp8_linear chain names) for a target of its own, ``sm90_mma`` (arch sm_90: no sm_90a features,
+hence the mma.sync path; gb10's limits otherwise), in a temporary project, and checks that both
+GEMMs give outputs bit-identical to the installed hopper build's: 128- and 64-row tilings, N and
+K off the tiles, the element-load path (K % 8 != 0).
+
+Needs a GPU of compute capability 9.0 and nvcc; the build takes about a minute on 16 cores.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from tests.gpu import guards_build
+from tests.gpu import test_fp8_linear as fp8
+
+torch = fp8.torch
+pytestmark = pytest.mark.gpu
+
+if torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover - depends on the GPU
+    pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
+                allow_module_level=True)
+
+from kernelgen_ops import dense_linear, fp8_linear  # noqa: E402
+
+from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
+
+TARGET = "sm90_mma"
+MODULES = ("dense_linear", "fp8_linear", "fp8_gemv_rt")
+
+
+def populate(root):
+    """The linear modules' specs and kernels, and a target registry with TARGET only."""
+    (root / "specs").mkdir()
+    for m in MODULES:
+        shutil.copy(guards_build.REPO / "specs" / f"{m}.yaml", root / "specs")
+    for folder in ("dflash", "common"):
+        shutil.copytree(guards_build.REPO / "kernels" / folder, root / "kernels" / folder)
+    targets = yaml.safe_load((guards_build.REPO / "specs" / "targets.yaml").read_text())
+    entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
+    (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({TARGET: entry}))
+
+
+@pytest.fixture(scope="module")
+def mma(tmp_path_factory):
+    folder = guards_build.build(tmp_path_factory, TARGET, populate=populate, name="gemm_mma")
+    return guards_build.load(folder, "dense_linear"), guards_build.load(folder, "fp8_linear")
+
+
+def same_bits(a, b, what):
+    assert not torch.isnan(a).any(), f"{what}: some output element was not written"
+    differ = int((bits(a) != bits(b)).sum())
+    assert differ == 0, f"{what}: {differ} outputs differ between the wgmma and mma.sync paths"
+
+
+def test_build_is_the_mma_path(mma):
+    assert mma[0].TARGET == TARGET and dense_linear.TARGET != TARGET
+
+
+# (m, n, k): 128-row tiles (m = 2048, >= 256 CTAs), 64-row tiles, N and K off the tiles, K % 8 != 0
+SHAPES = [(2048, 4096, 4096), (256, 4104, 4096), (100, 1000, 4112), (129, 4104, 1000), (64, 136, 100)]
+
+
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_dense_gemm_pipelined_same_bits(mma, m, n, k):
+    x = nonzero_randn(m, k)
+    w = nonzero_randn(n, k)
+    outs = []
+    for mod in (dense_linear, mma[0]):
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        o = mod.dense_gemm_pipelined(x, w, out, m, n, k)
+        assert o.launched, o.reason
+        outs.append(out)
+    torch.cuda.synchronize()
+    same_bits(outs[0], outs[1], f"dense_gemm_pipelined {m}x{n}x{k}")
+
+
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_fp8_gemm_same_bits(mma, m, n, k):
+    x, q, scale = fp8.make_inputs(m, n, k, seed=m + n + k)
+    outs = []
+    for mod in (fp8_linear, mma[1]):
+        o, out = fp8.launch(mod.fp8_gemm_n128_row_scaled, x, q, scale, m, n, k)
+        assert o.launched, o.reason
+        outs.append(out)
+    same_bits(outs[0], outs[1], f"fp8_gemm_n128_row_scaled {m}x{n}x{k}")
+    fp8.check_product(outs[0], x, q, scale)
