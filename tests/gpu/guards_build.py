@@ -66,6 +66,29 @@ def build(tmp_path_factory: pytest.TempPathFactory, target: str,
     return _built[key]
 
 
+MMA_TARGET = "sm90_mma"
+
+
+def mma_path_project(modules: tuple[str, ...], kernel_folders: tuple[str, ...]) -> Callable[[Path], None]:
+    """A ``populate`` for build(): the given modules' specs and kernel folders of this
+    repository, and a target registry with one target, MMA_TARGET: gb10's entry with arch sm_90
+    and compute capability 9.0, so that the sources compile their per-warp mma.sync paths (those
+    gb10 builds: no sm_90a features) and the library loads on an H200."""
+    import yaml
+
+    def populate(root: Path) -> None:
+        (root / "specs").mkdir()
+        for m in modules:
+            shutil.copy(REPO / "specs" / f"{m}.yaml", root / "specs")
+        for folder in kernel_folders:
+            shutil.copytree(REPO / "kernels" / folder, root / "kernels" / folder)
+        targets = yaml.safe_load((REPO / "specs" / "targets.yaml").read_text())
+        entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
+        (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({MMA_TARGET: entry}))
+
+    return populate
+
+
 def package_of(root: Path) -> str:
     """The project's Python package (specs/project.yaml; kernelgen_ops without one)."""
     from kernelgen.loader import load_project

@@ -15,10 +15,8 @@ Needs a GPU of compute capability 9.0 and nvcc; the build takes about 20 s on 16
 from __future__ import annotations
 
 import math
-import shutil
 
 import pytest
-import yaml
 
 from tests.gpu import guards_build
 from tests.gpu import test_attn_dflash as base
@@ -30,23 +28,13 @@ if torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover - depends o
     pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
                 allow_module_level=True)
 
-TARGET = "sm90_mma"
-
-
-def populate(root):
-    """attn_dflash's spec and kernels, and a target registry with TARGET only."""
-    (root / "specs").mkdir()
-    shutil.copy(guards_build.REPO / "specs" / "attn_dflash.yaml", root / "specs")
-    for folder in ("attention", "common"):
-        shutil.copytree(guards_build.REPO / "kernels" / folder, root / "kernels" / folder)
-    targets = yaml.safe_load((guards_build.REPO / "specs" / "targets.yaml").read_text())
-    entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
-    (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({TARGET: entry}))
+TARGET = guards_build.MMA_TARGET
 
 
 @pytest.fixture(scope="module")
 def mma(tmp_path_factory):
-    folder = guards_build.build(tmp_path_factory, TARGET, populate=populate, name="dflash_mma")
+    project = guards_build.mma_path_project(("attn_dflash",), ("attention", "common"))
+    folder = guards_build.build(tmp_path_factory, TARGET, populate=project, name="dflash_mma")
     return guards_build.load(folder, "attn_dflash")
 
 

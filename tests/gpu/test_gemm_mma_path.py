@@ -15,10 +15,7 @@ Needs a GPU of compute capability 9.0 and nvcc; the build takes about a minute o
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-import yaml
 
 from tests.gpu import guards_build
 from tests.gpu import test_fp8_linear as fp8
@@ -34,25 +31,14 @@ from kernelgen_ops import dense_linear, fp8_linear  # noqa: E402
 
 from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
 
-TARGET = "sm90_mma"
+TARGET = guards_build.MMA_TARGET
 MODULES = ("dense_linear", "fp8_linear", "fp8_gemv_rt")
-
-
-def populate(root):
-    """The linear modules' specs and kernels, and a target registry with TARGET only."""
-    (root / "specs").mkdir()
-    for m in MODULES:
-        shutil.copy(guards_build.REPO / "specs" / f"{m}.yaml", root / "specs")
-    for folder in ("dflash", "common"):
-        shutil.copytree(guards_build.REPO / "kernels" / folder, root / "kernels" / folder)
-    targets = yaml.safe_load((guards_build.REPO / "specs" / "targets.yaml").read_text())
-    entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
-    (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({TARGET: entry}))
 
 
 @pytest.fixture(scope="module")
 def mma(tmp_path_factory):
-    folder = guards_build.build(tmp_path_factory, TARGET, populate=populate, name="gemm_mma")
+    project = guards_build.mma_path_project(MODULES, ("dflash", "common"))
+    folder = guards_build.build(tmp_path_factory, TARGET, populate=project, name="gemm_mma")
     return guards_build.load(folder, "dense_linear"), guards_build.load(folder, "fp8_linear")
 
 
