@@ -21,28 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from bench_launch_cost import find_nvcc
-
-HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "fp8_gemv_ablation.cu"
-
-
-def gpu_arch() -> str | None:
-    """sm_90a on a Hopper GPU (the kernel's vector path needs sm_90 and clusters), else None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    cc = torch.cuda.get_device_capability()
-    return "sm_90a" if cc == (9, 0) else None
+import ablation
 
 
 def table(rows: list[dict]) -> str:
@@ -60,26 +42,15 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="JSON results file")
     ap.add_argument("--quick", action="store_true", help="gate/up and o only")
     args = ap.parse_args()
-    nvcc, arch = find_nvcc(), gpu_arch()
-    if not nvcc or not arch:
-        print(f"fp8 GEMV ablation: needs nvcc ({nvcc}) and a Hopper GPU ({arch})")
-        Path(args.out).write_text(json.dumps({"skipped": True, "nvcc": nvcc, "arch": arch}))
-        return 0
+    rows, why = ablation.run("fp8_gemv_ablation.cu", ["--quick"] if args.quick else [])
+    if rows is None:
+        print(f"fp8 GEMV ablation: {why}")
+        if why.startswith("skipped"):
+            Path(args.out).write_text(json.dumps({"skipped": True, "why": why}))
+            return 0
+        return 1
     import torch
 
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "fp8_gemv_ablation"
-        cmd = [nvcc, "-O3", "-std=c++17", f"-arch={arch}", str(SOURCE), "-o", str(exe)]
-        build = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-        if build.returncode != 0:
-            print(f"build failed: {shlex.join(cmd)}\n{build.stdout[-2000:]}{build.stderr[-2000:]}")
-            return 1
-        run = subprocess.run([str(exe)] + (["--quick"] if args.quick else []), capture_output=True, text=True,
-                             errors="replace", timeout=600)
-    rows = [json.loads(line[len("RESULT "):]) for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    if run.returncode != 0 or not rows:
-        print(f"ablation run failed (exit {run.returncode}):\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-        return 1
     for r in rows:
         gap = r["full_us"] - r["loads_us"]
         r["convert_share"] = (r["convert_us"] - r["loads_us"]) / gap if gap > 0 else None

@@ -23,19 +23,12 @@
 #include <vector>
 
 #include "../kernels/dflash/fp8_gemv_rt.cu"
+#include "ablation_common.cuh"
 
 namespace {
 
 namespace rt = dflash_fp8_rt_detail;
-
-#define CHECK(x)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                         \
-        }                                                                                         \
-    } while (0)
+using ablation::Timer;
 
 template <int MT, rt::Work W>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
@@ -47,84 +40,11 @@ ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* sca
     G::launch(x, q, scale, out, rows, n, k, blockIdx.x / rt::kCluster, ring, sh);
 }
 
-__device__ __forceinline__ uint4 ld_nc(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
-// Grid-stride read, 16 loads in flight a thread.
-__global__ void __launch_bounds__(256) read_stride(const uint4* p, uint64_t nvec, unsigned* sink) {
-    unsigned acc = 0;
-    const uint64_t stride = static_cast<uint64_t>(gridDim.x) * 256;
-    uint64_t i = static_cast<uint64_t>(blockIdx.x) * 256 + threadIdx.x;
-    for (; i + 15 * stride < nvec; i += 16 * stride) {
-        uint4 v[16];
-#pragma unroll
-        for (int u = 0; u < 16; ++u) v[u] = ld_nc(p + i + u * stride);
-#pragma unroll
-        for (int u = 0; u < 16; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < nvec; i += stride) {
-        const uint4 v = ld_nc(p + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads
-}
-
-// One shot: one CTA per 64 KB, each thread's 16 loads issued at once.
-__global__ void __launch_bounds__(256) read_once(const uint4* p, uint64_t nvec, unsigned* sink) {
-    const uint64_t base = static_cast<uint64_t>(blockIdx.x) * 4096 + threadIdx.x;
-    unsigned acc = 0;
-    uint4 v[16];
-#pragma unroll
-    for (int u = 0; u < 16; ++u) v[u] = base + u * 256 < nvec ? ld_nc(p + base + u * 256) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int u = 0; u < 16; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    if (acc == 0x9e3779b9u) sink[0] = acc;
-}
-
-// Random E4M3 bytes without NaN codes.
-__global__ void fill_weight(uint8_t* p, uint64_t n, uint32_t seed) {
-    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-        uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-        h ^= h >> 13;
-        h *= 0x5bd1e995u;
-        h ^= h >> 15;
-        uint8_t b = h & 0xffu;
-        if ((b & 0x7fu) == 0x7fu) b &= 0xfeu;
-        p[i] = b;
-    }
-}
-
 __global__ void fill_x(__nv_bfloat16* p, uint64_t n) {
     for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
         p[i] = __float2bfloat16(static_cast<float>(static_cast<int>(i * 7919u % 200u) - 100) / 64.f);
 }
-
-struct Timer {
-    cudaEvent_t a, b;
-    Timer() {
-        CHECK(cudaEventCreate(&a));
-        CHECK(cudaEventCreate(&b));
-    }
-    // Mean microseconds of `reps` launches f(i % sets), after one warm-up pass over the sets.
-    template <typename F>
-    double us(F f, int sets, int reps) {
-        for (int i = 0; i < sets; ++i) f(i);
-        CHECK(cudaEventRecord(a));
-        for (int i = 0; i < reps; ++i) f(i % sets);
-        CHECK(cudaEventRecord(b));
-        CHECK(cudaEventSynchronize(b));
-        float ms = 0.f;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        return 1e3 * ms / reps;
-    }
-};
 
 using KernelFn = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t,
                           uint32_t, uint32_t);
@@ -136,7 +56,7 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
     std::vector<uint8_t*> w(sets);
     for (int i = 0; i < sets; ++i) {
         CHECK(cudaMalloc(&w[i], wbytes));
-        fill_weight<<<1024, 256>>>(w[i], wbytes, 77u + i);
+        ablation::fill_e4m3<<<1024, 256>>>(w[i], wbytes, 77u + i);
     }
     __nv_bfloat16 *x, *out;
     float* scale;
@@ -147,12 +67,8 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
     std::vector<float> ones(n, 0.01f);
     CHECK(cudaMemcpy(scale, ones.data(), n * 4, cudaMemcpyHostToDevice));
 
-    const uint64_t nvec = wbytes / 16;
-    auto stride = [&](int i) { read_stride<<<sms * 8, 256>>>(reinterpret_cast<const uint4*>(w[i]), nvec, sink); };
-    auto once = [&](int i) {
-        read_once<<<static_cast<unsigned>((nvec + 4095) / 4096), 256>>>(reinterpret_cast<const uint4*>(w[i]), nvec, sink);
-    };
-    const double floor_us = std::min(timer.us(stride, sets, reps), timer.us(once, sets, reps));
+    const double floor_us =
+        ablation::read_floor_us(timer, std::vector<const void*>(w.begin(), w.end()), wbytes, reps, sms, sink);
 
     const bool wide = rows > 8;
     const KernelFn fns[4] = {

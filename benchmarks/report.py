@@ -259,6 +259,23 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     return lines + [""]
 
 
+def attn_ablation_md(d: dict) -> list[str]:
+    from bench_attn_dflash_ablation import table
+
+    if d.get("skipped") or not d.get("cases"):
+        return []
+    return ["### Where the drafter attention's time goes", "",
+            f"Device: {d['device']}. benchmarks/attn_dflash_ablation.cu: the shipped split kernel beside itself "
+            "with part of its work left out, over the same rotated caches in one process (means of back-to-back "
+            "launches, each after the zeroing of the split counters). floor: a plain streaming read of the K / V "
+            "bytes; no_fold: partial states written and counted, the final fold left out; no_partials: no "
+            "workspace writes and no fold; loads: no_partials without the tiles' products and softmax (the K / V "
+            "ring, block-table reads, barriers and the FP8 conversion kept). The last three columns split the "
+            "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
+            "final fold (full - no_fold).", "",
+            table(d["cases"]), ""]
+
+
 def fp8_ablation_md(d: dict) -> list[str]:
     from bench_fp8_gemv_ablation import table
 
@@ -457,6 +474,9 @@ def main() -> None:
     dflash_attn = load("bench_attn_dflash.json")
     if dflash_attn:
         lines += attn_dflash_md(dflash_attn)
+    attn_ablation = load("bench_attn_dflash_ablation.json")
+    if attn_ablation:
+        lines += attn_ablation_md(attn_ablation)
     rope = load("bench_rope_cache.json")
     if rope:
         lines += rope_cache_md(rope)

@@ -151,6 +151,14 @@ __device__ __forceinline__ float quad_sum(float v) {
     return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
+// What a split CTA does. The kernels do everything (Work::full); the other values exist for
+// benchmarks/attn_dflash_ablation.cu, which times the split kernel with part of its work left
+// out to show where the time goes: no_fold (partial states written and counted, the last CTA of
+// a row slice does not fold them), no_partials (no workspace writes and no fold; the cluster
+// barrier and the counters kept) and loads (no_partials, and the tiles' products and softmax
+// left out too: the K / V ring, block-table reads, barriers and the FP8 conversion kept).
+enum class Work { full, no_fold, no_partials, loads };
+
 struct Params {
     const __nv_bfloat16* q;
     const void* k;  // bf16 or fp8 cache [num_blocks, block_size, hkv, 128]
@@ -164,7 +172,7 @@ struct Params {
     int32_t* counters; // split counters, one per (kv head, m-block), zero at launch
 };
 
-template <bool FP8, bool SPLIT, int SPLIT_KEYS>
+template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
     extern __shared__ __align__(1024) unsigned char smem[];
@@ -521,7 +529,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 }
                 commit();
                 const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
-                compute(sK, sK + BF16_TILE, t);
+                if constexpr (W != Work::loads) compute(sK, sK + BF16_TILE, t);
                 after_tile(t);
             }
         } else {
@@ -575,7 +583,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                     if (t + STAGES + 1 <= t_end) lookup(t + STAGES + 1);
                 }
                 commit();
-                compute(cK, cK + BF16_TILE, t);
+                if constexpr (W != Work::loads) compute(cK, cK + BF16_TILE, t);
                 after_tile(t);
             }
         }
@@ -611,14 +619,15 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     float* ws_ml = p.ws + static_cast<int64_t>(gridDim.y) * nsplit * ROWS * D;
     float2* ml_mine = reinterpret_cast<float2*>(ws_ml) + (cta_base + blockIdx.x) * ROWS;
     const int r0 = warp * 16 + g, r1 = r0 + 8;
-    if (t_begin <= t_end) {
+    constexpr bool kPartials = W == Work::full || W == Work::no_fold;
+    if (kPartials && t_begin <= t_end) {
 #pragma unroll
         for (int n = 0; n < 16; ++n) {
             __stcg(reinterpret_cast<float2*>(ws_acc + r0 * D + n * 8 + 2 * c), make_float2(o[n][0], o[n][1]));
             __stcg(reinterpret_cast<float2*>(ws_acc + r1 * D + n * 8 + 2 * c), make_float2(o[n][2], o[n][3]));
         }
     }
-    if (c == 0) {
+    if (kPartials && c == 0) {
         __stcg(ml_mine + r0, make_float2(mrow[0], l0));
         __stcg(ml_mine + r1, make_float2(mrow[1], l1));
     }
@@ -632,6 +641,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         last = atomicAdd(p.counters + blockIdx.y * CLUSTER + slice, 1) == nsplit / CLUSTER - 1;
     }
     if (!__syncthreads_or(last)) return;
+    if constexpr (W != Work::full) return;
     __threadfence();
 
     // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns 8 * (tid % 16)
