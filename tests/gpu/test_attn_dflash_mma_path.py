@@ -19,14 +19,16 @@ import math
 import pytest
 
 from tests.gpu import guards_build
-from tests.gpu import test_attn_dflash as base
 
-torch = base.torch
 pytestmark = pytest.mark.gpu
-
-if torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover - depends on the GPU
+# torch and the GPU are checked here, before the module this one builds on is imported (a
+# module that pytest has already skipped stays half-imported).
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover
     pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
                 allow_module_level=True)
+
+from tests.gpu import test_attn_dflash as base  # noqa: E402
 
 TARGET = guards_build.MMA_TARGET
 
