@@ -11,7 +11,8 @@
 // q / out: [q_rows, num_q_heads, 128] bf16; k_cache / v_cache: [num_blocks, block_size,
 // num_kv_heads, 128] (bf16 or E4M3); block_table: i32 entries of one sequence. Grid
 // [splits, num_kv_heads * ceil(q_rows * group / 64), 1], block 128 threads. The split kernels
-// run in clusters of 8 CTAs along x (splits = ceil(kv_len / (8 * 256)) * 8, 256 keys each) and
+// run in clusters of 8 CTAs along x (a grid of splits = ceil(kv_len / (8 * 256)) * 8, sized for
+// 256-key splits; longer contexts use fewer, longer splits: chunk_keys in dflash_attn.cuh) and
 // take a f32 workspace of num_kv_heads * mblocks * splits * 64 * 130 values and 8 zeroed i32
 // counters per (kv head, m-block), one per 8-row slice of the merge.
 #pragma once
@@ -22,7 +23,7 @@
 #define SPLIT_MIN_CTAS 3
 
 namespace dflash_attn {
-constexpr int SPLIT_KEYS = 256;  // keys per split (a multiple of TILE)
+constexpr int SPLIT_KEYS = 256;  // keys per chunk (split) at least (a multiple of TILE)
 static_assert(CLUSTER == 8, "__cluster_dims__ of the split kernels below");
 constexpr float LOG2E = 1.4426950408889634f;
 

@@ -24,19 +24,25 @@
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
 // key is written as zeros.
 //
-// Split-KV: split s covers keys [s * SPLIT_KEYS, (s + 1) * SPLIT_KEYS); the split kernels run
-// in clusters of CLUSTER CTAs along x (gridDim.x a multiple of CLUSTER). Each CTA writes its
-// partial state (per row: raw max m, sum l, unnormalised accumulator) into the workspace; after
-// the cluster barrier, CTA rank j of the cluster bumps the i32 counter of row slice j (rows
-// 8j .. 8j + 7) of its (kv head, m-block); the CTA that brings it to the cluster count folds
-// that slice of all partial states in split order 0, 1, 2, ... with merge_weights / lin2 (a
-// split with m = -inf for a row is skipped for that row), so the result does not depend on
-// which CTA finishes last, and CLUSTER CTAs share the merge of a row block. Splits without any
-// visible key write only m = -inf (and l = 0). Hence a grid with extra, empty splits past
-// kv_len (the rounding to whole clusters; the indirect kernels size theirs from max_kv_len)
-// gives the same bits. The unsplit kernels run the same SPLIT_KEYS chunks one after the other
-// and fold them with the same arithmetic (running accumulator in shared memory, TOTALS_BYTES
-// past the tile buffers), so split and unsplit outputs are identical.
+// Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, SPLIT_KEYS doubled while
+// more than MAX_CHUNKS chunks would be needed (256 up to 10240 keys, 512 up to 20480, ...): a
+// function of kv_len alone. Each chunk gets its own online-softmax state, and the chunks' states
+// are folded in chunk order with merge_weights / lin2.
+//
+// Split-KV: split s covers chunk s, keys [s * C, (s + 1) * C); the split kernels run in clusters
+// of CLUSTER CTAs along x; the first nsplit = ceil(kv_len / (C * CLUSTER)) * CLUSTER CTAs (at
+// least one cluster) work, the grid's further clusters (it is sized for SPLIT_KEYS-key splits,
+// from kv_len or, for the indirect kernels, from max_kv_len) return at once. Each working CTA
+// writes its partial state (per row: raw max m, sum l, unnormalised accumulator) into the
+// workspace; after the cluster barrier, CTA rank j of the cluster bumps the i32 counter of row
+// slice j (rows 8j .. 8j + 7) of its (kv head, m-block); the CTA that brings it to nsplit /
+// CLUSTER folds that slice of all partial states in split order 0, 1, 2, ... (a split with
+// m = -inf for a row is skipped for that row), so the result does not depend on which CTA
+// finishes last, and CLUSTER CTAs share the merge of a row block. Splits without any visible
+// key write only m = -inf (and l = 0), so the rounding to whole clusters gives the same bits.
+// The unsplit kernels run the same chunks one after the other and fold them with the same
+// arithmetic (running accumulator in shared memory, TOTALS_BYTES past the tile buffers), so
+// split and unsplit outputs are identical, and so are direct and indirect ones.
 //
 // Floating-point operations outside the mma instructions use explicit rounding intrinsics so
 // the direct and indirect kernels (same template) produce identical bits.
@@ -65,6 +71,7 @@ constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
 constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
 constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
+constexpr int MAX_CHUNKS = 40;  // chunks (splits) per row block above which the chunk doubles
 constexpr int WS_ROW = D + 2;  // workspace floats per row and split (accumulator, then m / l)
 constexpr int CLUSTER = 8;     // split kernels: CTAs per cluster = row slices of the merge
 constexpr int MERGE_BATCH = 4; // splits per batch of loads in the merge (two batches in flight)
@@ -172,9 +179,25 @@ struct Params {
     int32_t* counters; // split counters, one per (kv head, m-block), zero at launch
 };
 
+// Keys per chunk (and per split) for kv_len keys: SPLIT_KEYS, doubled while more than MAX_CHUNKS
+// chunks would cover kv_len. A function of kv_len alone, so every kernel (split or not, direct or
+// indirect, whatever its grid) cuts the keys the same way.
+template <int SPLIT_KEYS>
+__device__ __forceinline__ int chunk_keys(int kv_len) {
+    int keys = SPLIT_KEYS;
+    while ((kv_len + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
+    return keys;
+}
+
 template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
+    const int chunk = chunk_keys<SPLIT_KEYS>(p.kv_len);
+    // Split kernels: the splits that cover kv_len, in whole clusters (at least one); the grid may
+    // hold more (it is sized for SPLIT_KEYS-key splits, or from a bound of kv_len), and their
+    // clusters have nothing to do.
+    const int nsplit = SPLIT ? max(1, (p.kv_len + chunk * CLUSTER - 1) / (chunk * CLUSTER)) * CLUSTER : 1;
+    if (SPLIT && static_cast<int>(blockIdx.x) >= nsplit) return;
     extern __shared__ __align__(1024) unsigned char smem[];
     const uint32_t sbase = smem_u32(smem);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -214,8 +237,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         a_lo = max(0, p_hi - p.window + 1);
     }
     if (SPLIT) {
-        k_lo = max(k_lo, static_cast<int>(blockIdx.x) * SPLIT_KEYS);
-        k_hi = min(k_hi, static_cast<int>(blockIdx.x) * SPLIT_KEYS + SPLIT_KEYS - 1);
+        k_lo = max(k_lo, static_cast<int>(blockIdx.x) * chunk);
+        k_hi = min(k_hi, static_cast<int>(blockIdx.x) * chunk + chunk - 1);
     }
     const int t_begin = k_lo <= k_hi ? k_lo / TILE : 1;
     const int t_end = k_lo <= k_hi ? k_hi / TILE : 0;
@@ -462,7 +485,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #endif
     };
 
-    // Unsplit: keys are processed in chunks of SPLIT_KEYS (the splits of the split kernels),
+    // Unsplit: keys are processed in chunks of `chunk` keys (the splits of the split kernels),
     // each with a fresh online-softmax state, folded into running totals (max and sum in
     // registers, the accumulator in shared memory, one float2 per lane and fragment) with
     // merge_weights / lin2 in chunk order, so unsplit and split outputs are the same bits.
@@ -499,10 +522,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
         for (int n = 0; n < 32; ++n) tot_acc[n * 32] = make_float2(0.f, 0.f);
     }
-    constexpr int CHUNK_TILES = SPLIT_KEYS / TILE;
+    const int chunk_tiles = chunk / TILE;
     auto after_tile = [&](int t) {
         chunk_open = true;
-        if (!SPLIT && (t + 1) % CHUNK_TILES == 0) flush_chunk();
+        if (!SPLIT && (t + 1) % chunk_tiles == 0) flush_chunk();
     };
 
     if (t_begin <= t_end) {
@@ -613,10 +636,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // row slice j of this (kv head, m-block); the CTA that brings it to the cluster count folds
     // slice j (8 rows) of all partial states in split order.
     float l0 = quad_sum(lrow_sum[0]), l1 = quad_sum(lrow_sum[1]);
-    const int nsplit = gridDim.x;  // a multiple of CLUSTER
-    const int64_t cta_base = static_cast<int64_t>(blockIdx.y) * nsplit;  // first split of the CTA's row set
+    // Workspace: gridDim.x partial states per row block (the grid's splits; the first nsplit used).
+    const int64_t cta_base = static_cast<int64_t>(blockIdx.y) * gridDim.x;  // first split of the CTA's row set
     float* ws_acc = p.ws + (cta_base + blockIdx.x) * ROWS * D;
-    float* ws_ml = p.ws + static_cast<int64_t>(gridDim.y) * nsplit * ROWS * D;
+    float* ws_ml = p.ws + static_cast<int64_t>(gridDim.y) * gridDim.x * ROWS * D;
     float2* ml_mine = reinterpret_cast<float2*>(ws_ml) + (cta_base + blockIdx.x) * ROWS;
     const int r0 = warp * 16 + g, r1 = r0 + 8;
     constexpr bool kPartials = W == Work::full || W == Work::no_fold;

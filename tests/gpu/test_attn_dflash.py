@@ -9,14 +9,16 @@ expanded for GQA; for FP8 the reference reads the dequantized values k_scale * E
   with shuffled block tables (and NaN in every cache row no valid key maps to), GQA ratios
   1, 4, 8, causal or not, window 0 or 2048;
 * split and unsplit agree within the tolerance and, by construction (the unsplit kernels fold
-  the same 256-key chunks with the same arithmetic), bit for bit; each is bitwise repeatable
+  the same chunks with the same arithmetic: 256 keys, 1024 at kv_len 32768), bit for bit; each
+  is bitwise repeatable
   (two launches, the output poisoned with NaN before each); the split grid is rounded up to
   whole 8-CTA clusters, so kv_len 1000 also covers empty splits inside a cluster;
 * which chain member runs: the unsplit kernel for short key ranges, the split kernel when
   kv_len >= 2 * 256 and the unsplit grid leaves most SMs idle;
 * the indirect kernel: one CUDA graph captured per (max_kv_len, mask) setting, replayed 100
   times with new device-side kv_len / q_offset / q_rope_pos, each replay bit-identical to an
-  eager launch of the direct chain with kv_len and q_offset = q_rope_pos.
+  eager launch of the direct chain with kv_len and q_offset = q_rope_pos (with max_kv_len 32768
+  the replays' kv_len crosses the lengths where the chunk grows: 256, 512 and 1024 keys).
 
 Tolerance vs the f32 reference: |out - ref| <= ATOL + RTOL * |ref|, ATOL = RTOL = 1e-2. Both
 sides read the same K / V values (FP8: the exact dequantized values; the kernel converts E4M3 to
@@ -253,7 +255,7 @@ def test_direct(case, fp8):
         assert torch.equal(bits(runs[0]), bits(runs[1])), f"{tag} {kind}: not bitwise repeatable"
         results[kind] = runs[0]
     if "split" in results:
-        # same 256-key chunks folded with the same arithmetic: the same bits
+        # the same chunks folded with the same arithmetic: the same bits
         check_close(results["split"], results["unsplit"].float(), f"{tag} split vs unsplit")
         assert torch.equal(bits(results["split"]), bits(results["unsplit"])), f"{tag}: split != unsplit"
 
@@ -293,6 +295,7 @@ def test_chain_member_choice():
 # ---------------------------------------------------------------------------------------------
 # (max_kv_len, block_size, causal, window, expected chain member)
 GRAPH_CASES = [
+    (32768, 16, 0, 0, "split"),
     (8192, 16, 0, 2048, "split"),
     (4096, 64, 1, 0, "split"),
     (1000, 16, 0, 0, "split"),

@@ -66,7 +66,8 @@ def test_direct_same_bits(mma, case, fp8):
 
 
 # (max_kv_len, kv_len, block_size, causal, window)
-INDIRECT = [(8192, 8192, 16, 1, 2048), (8192, 3000, 64, 0, 0), (1000, 700, 16, 0, 0)]
+INDIRECT = [(32768, 20000, 16, 0, 0), (8192, 8192, 16, 1, 2048), (8192, 3000, 64, 0, 0),
+            (1000, 700, 16, 0, 0)]
 
 
 @pytest.mark.parametrize("icase", INDIRECT, ids=lambda c: "max{}-kv{}-bs{}-c{}-w{}".format(*c))
