@@ -120,7 +120,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_l
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers keys [s * 256, (s + 1) * 256), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -574,7 +574,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: ceil(max_kv_len / 2048) * 8 splits of 256 keys; CTAs whose keys lie past the device kv_len write an empty state. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -764,7 +764,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:107: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:109: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_unsplit;
 const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
     "q_rows == 0",
@@ -787,7 +787,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_split_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:130: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:132: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_split;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "q_rows == 0",
@@ -807,7 +807,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     1, 2, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:155: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:157: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
     "q_rows == 0",
@@ -829,7 +829,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     1, 4, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:189: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:191: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_split;
 }  // namespace
 

@@ -48,7 +48,7 @@ def plan_prefill_attn_dflash_bf16_unsplit(*, q_rows: int, kv_len: int, q_offset:
 class _kg_launcher_prefill_attn_dflash_bf16_split(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
 
-BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers keys [s * 256, (s + 1) * 256), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out.
+BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once.
 
 __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
@@ -104,7 +104,7 @@ def plan_prefill_attn_dflash_bf16_indirect_unsplit(*, q_rows: int, max_kv_len: i
 class _kg_launcher_prefill_attn_dflash_bf16_indirect_split(_kg_Protocol):
     """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
 
-Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: ceil(max_kv_len / 2048) * 8 splits of 256 keys; CTAs whose keys lie past the device kv_len write an empty state.
+Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state.
 
 __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
