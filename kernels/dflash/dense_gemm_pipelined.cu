@@ -72,23 +72,17 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
     }
 }
 
-template <int BM, bool VEC>
-static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
-                                           const __nv_bfloat16* __restrict__ w,
-                                           __nv_bfloat16* __restrict__ out, uint32_t M, uint32_t N,
-                                           uint32_t K, uint32_t m0, uint32_t nb, uint8_t* smem) {
-    constexpr int MI = BM / 32;  // m16 tiles per warp
-    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    const uint32_t wm = warp >> 2, wn = warp & 3u;
-    const uint32_t n0 = nb * kTileN;
+// The k loop both product paths share: k tiles through the kStages-deep cp.async pipeline;
+// stage(a, b) multiplies the BM x 32 x tile at shared address a with the 128 x 32 weight tile at
+// b. With ASYNC_PROXY (wgmma reads the stages) each thread's stage writes are fenced for the
+// async proxy before the barrier that publishes them; stage() must be done reading its tiles
+// when it returns (the next barrier hands them to the loads).
+template <int BM, bool VEC, bool ASYNC_PROXY, typename Stage>
+static __device__ __forceinline__ void k_loop(const __nv_bfloat16* __restrict__ x,
+                                              const __nv_bfloat16* __restrict__ w, uint32_t M,
+                                              uint32_t N, uint32_t K, uint32_t m0, uint32_t n0,
+                                              uint8_t* smem, Stage&& stage) {
     const uint32_t base = smem_addr(smem);
-
-    float acc[MI][4][4];
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
-
     const uint32_t ktiles = (K + kTileK - 1) / kTileK;
     auto load_stage = [&](uint32_t kt) {
         const uint32_t s = kt % kStages;
@@ -104,11 +98,36 @@ static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
     }
     for (uint32_t kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<kStages - 2>();
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        if constexpr (ASYNC_PROXY) kcommon::fence_proxy_async();
+#endif
         __syncthreads();  // stage kt is complete for all threads; stage kt - 1 is free
         if (kt + kStages - 1 < ktiles) load_stage(kt + kStages - 1);
         cp_async_commit();
 
-        const uint32_t a = base + (kt % kStages) * kStageBytes, b = a + BM * kRowBytes;
+        const uint32_t a = base + (kt % kStages) * kStageBytes;
+        stage(a, a + BM * kRowBytes);
+    }
+    cp_async_wait<0>();
+}
+
+template <int BM, bool VEC>
+static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
+                                           const __nv_bfloat16* __restrict__ w,
+                                           __nv_bfloat16* __restrict__ out, uint32_t M, uint32_t N,
+                                           uint32_t K, uint32_t m0, uint32_t nb, uint8_t* smem) {
+    constexpr int MI = BM / 32;  // m16 tiles per warp
+    const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const uint32_t wm = warp >> 2, wn = warp & 3u;
+    const uint32_t n0 = nb * kTileN;
+
+    float acc[MI][4][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+
+    k_loop<BM, VEC, false>(x, w, M, N, K, m0, n0, smem, [&](uint32_t a, uint32_t b) {
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
             uint32_t fa[MI][4], fb[2][4];
@@ -126,8 +145,7 @@ static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
                     mma_bf16(acc[i][j], fa[i][0], fa[i][1], fa[i][2], fa[i][3],
                              fb[j >> 1][(j & 1) * 2], fb[j >> 1][(j & 1) * 2 + 1]);
         }
-    }
-    cp_async_wait<0>();
+    });
 
     const uint32_t g = lane >> 2, t = lane & 3u;
 #pragma unroll
@@ -158,41 +176,20 @@ static __device__ __forceinline__ void run_wgmma(const __nv_bfloat16* __restrict
     const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const uint32_t wg = warp >> 2;
     const uint32_t n0 = nb * kTileN;
-    const uint32_t base = smem_addr(smem);
-    if (base & 511u) __trap();  // the 64-byte swizzle repeats every 512 bytes
+    if (smem_addr(smem) & 511u) __trap();  // the 64-byte swizzle repeats every 512 bytes
 
     float acc[NW / 8][4];
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    const uint32_t ktiles = (K + kTileK - 1) / kTileK;
-    auto load_stage = [&](uint32_t kt) {
-        const uint32_t s = kt % kStages;
-        const uint32_t a = s * kStageBytes, b = a + BM * kRowBytes;
-        load_rows<BM, VEC>(base + a, smem + a, x, M, K, m0, kt * kTileK);
-        load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK);
-    };
-#pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
-        if (static_cast<uint32_t>(s) < ktiles) load_stage(s);
-        cp_async_commit();
-    }
     // Operand rows of this warpgroup in a stage: A rows 64wg (BM = 128) or 0, B rows 0 or 64wg.
     const uint32_t a_row = BM == 128 ? 64u * wg : 0u, b_row = BM == 128 ? 0u : 64u * wg;
-    for (uint32_t kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<kStages - 2>();
-        kcommon::fence_proxy_async();  // this thread's stage writes, visible to the MMAs
-        __syncthreads();  // stage kt is complete for all threads; stage kt - 1 is free
-        if (kt + kStages - 1 < ktiles) load_stage(kt + kStages - 1);
-        cp_async_commit();
-
-        const uint32_t a = base + (kt % kStages) * kStageBytes + a_row * kRowBytes;
-        const uint32_t b = base + (kt % kStages) * kStageBytes + BM * kRowBytes + b_row * kRowBytes;
+    k_loop<BM, VEC, true>(x, w, M, N, K, m0, n0, smem, [&](uint32_t a, uint32_t b) {
         kcommon::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
-            const uint64_t da = kcommon::smem_desc_sw64(a + kk * 32, 512);
-            const uint64_t db = kcommon::smem_desc_sw64(b + kk * 32, 512);
+            const uint64_t da = kcommon::smem_desc_sw64(a + a_row * kRowBytes + kk * 32, 512);
+            const uint64_t db = kcommon::smem_desc_sw64(b + b_row * kRowBytes + kk * 32, 512);
             if constexpr (BM == 128) {
                 kcommon::wgmma_m64n128k16_ss(acc, da, db);
             } else {
@@ -206,8 +203,7 @@ static __device__ __forceinline__ void run_wgmma(const __nv_bfloat16* __restrict
 #pragma unroll
             for (int e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
         }
-    }
-    cp_async_wait<0>();
+    });
 
     const uint32_t g = lane >> 2, t = lane & 3u;
     const uint32_t m = m0 + a_row + (warp & 3u) * 16 + g;

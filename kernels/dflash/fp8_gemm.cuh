@@ -140,40 +140,64 @@ static __device__ __forceinline__ void store_pair(__nv_bfloat16* out, const floa
     o[0] = b0;
 }
 
+// The K loop both product paths share. Each K step: the next step's loads are issued, then
+// issue(cur) starts the products of stage cur, the next step's operands are converted and stored
+// into the other stage (last read by the previous step's products, retired before its barrier),
+// retire() waits for this step's products, and a barrier publishes the stored stage. With
+// ASYNC_PROXY (wgmma reads the stages) each thread's stores are fenced for the async proxy before
+// the barriers that publish them.
+template <bool VEC, bool ASYNC_PROXY, typename Issue, typename Retire>
+static __device__ __forceinline__ void k_steps(const __nv_bfloat16* x, const uint8_t* q, uint32_t rows,
+                                               uint32_t n, uint32_t k, uint32_t m0, uint32_t n0,
+                                               uint4* smem, Issue&& issue, Retire&& retire) {
+    uint4* xs = smem;                     // [2][kStageUnits]
+    uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
+    const uint32_t steps = (k + kBK - 1) / kBK;
+    auto publish = [] {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        if constexpr (ASYNC_PROXY) kcommon::fence_proxy_async();
+#endif
+    };
+
+    StepLoads<VEC> ld;
+    ld.load(x, q, rows, n, k, m0, n0, 0);
+    ld.store(xs, ws);
+    publish();
+    __syncthreads();
+    for (uint32_t st = 0; st < steps; ++st) {
+        const uint32_t cur = st & 1u;
+        const bool more = st + 1 < steps;
+        if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
+        issue(cur);
+        if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
+        publish();
+        retire();
+        __syncthreads();
+    }
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // sm_90a: the same stages and shared-memory layout (rows of 128 bytes, chunk c of row r at
 // c ^ (r % 8): wgmma's 128-byte swizzle of K-major operands); warpgroup wg (warps 4wg ..
 // 4wg + 3) computes rows 64wg .. 64wg + 63 x all 128 columns with 4 wgmma m64n128k16 per K step,
-// both operands read from shared memory. The next stage is converted and stored while they run;
-// they are awaited before the barrier that hands their stage back. The same bf16 products in
-// the same k order as mma_stage: the same bits.
+// both operands read from shared memory, running while the next stage is converted and stored.
+// The same bf16 products in the same k order as mma_stage: the same bits.
 template <bool VEC>
 static __device__ __forceinline__ void gemm_wgmma(const __nv_bfloat16* x, const uint8_t* q,
                                                   const float* scale, __nv_bfloat16* out,
                                                   uint32_t rows, uint32_t n, uint32_t k, uint4* smem) {
-    uint4* xs = smem;                     // [2][kStageUnits]
-    uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
     const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const uint32_t wg = warp >> 2;
-    const uint32_t steps = (k + kBK - 1) / kBK;
     constexpr uint32_t kStageBytes = kStageUnits * 16;
 
     float acc[16][4];
 #pragma unroll
     for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    StepLoads<VEC> ld;
-    ld.load(x, q, rows, n, k, m0, n0, 0);
-    ld.store(xs, ws);
-    kcommon::fence_proxy_async();
-    __syncthreads();
-    for (uint32_t st = 0; st < steps; ++st) {
-        const uint32_t cur = st & 1u;
-        const bool more = st + 1 < steps;
-        if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
+    auto issue = [&](uint32_t cur) {
         const uint32_t a = base + cur * kStageBytes + wg * 64u * 128u;
         const uint32_t b = base + (2u + cur) * kStageBytes;
         kcommon::wgmma_fence();
@@ -183,17 +207,16 @@ static __device__ __forceinline__ void gemm_wgmma(const __nv_bfloat16* x, const 
                                          kcommon::smem_desc_sw128(b + s * 32u, 16, 1024));
         }
         kcommon::wgmma_commit();
-        // The other stage was last read by step st - 1's MMAs, awaited before that step's barrier.
-        if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
-        kcommon::fence_proxy_async();
+    };
+    auto retire = [&] {
         kcommon::wgmma_wait_all();
 #pragma unroll
         for (uint32_t j = 0; j < 16; ++j) {
 #pragma unroll
             for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
         }
-        __syncthreads();
-    }
+    };
+    k_steps<VEC, true>(x, q, rows, n, k, m0, n0, smem, issue, retire);
 
     const uint32_t g = lane >> 2, t = lane & 3u;
     const uint32_t m = m0 + wg * 64u + (warp & 3u) * 16u + g;
@@ -210,12 +233,9 @@ template <bool VEC>
 static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
                                             __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                             uint4* smem) {
-    uint4* xs = smem;                     // [2][kStageUnits]
-    uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
     const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const uint32_t wm = warp >> 2, wn = warp & 3u;
-    const uint32_t steps = (k + kBK - 1) / kBK;
 
     float acc[4][4][4];
 #pragma unroll
@@ -225,19 +245,12 @@ static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_
 #pragma unroll
             for (uint32_t e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
-    StepLoads<VEC> ld;
-    ld.load(x, q, rows, n, k, m0, n0, 0);
-    ld.store(xs, ws);
-    __syncthreads();
-    for (uint32_t st = 0; st < steps; ++st) {
-        const uint32_t cur = st & 1u;
-        const bool more = st + 1 < steps;
-        if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
-        mma_stage(acc, xs + cur * kStageUnits, ws + cur * kStageUnits, wm, wn, lane);
-        // The other stage was last read in step st - 1, before that step's barrier.
-        if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
-        __syncthreads();
-    }
+    k_steps<VEC, false>(
+        x, q, rows, n, k, m0, n0, smem,
+        [&](uint32_t cur) {
+            mma_stage(acc, smem + cur * kStageUnits, smem + (2u + cur) * kStageUnits, wm, wn, lane);
+        },
+        [] {});
 
     const uint32_t g = lane >> 2, t = lane & 3u;
 #pragma unroll
