@@ -7,6 +7,7 @@ import json
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_launch_cost import find_nvcc
@@ -43,3 +44,26 @@ def run(source: str, args: list[str] | None = None) -> tuple[list[dict] | None, 
     if res.returncode != 0 or not rows:
         return None, f"run failed (exit {res.returncode}):\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
     return rows, ""
+
+
+def report(source: str, what: str, out: str, table: Callable[[list[dict]], str], args: list[str] | None = None,
+           annotate: Callable[[dict], None] | None = None) -> int:
+    """Runs `source` (see run), lets `annotate` add derived fields to each row, prints the GPU and
+    table(rows), and writes {"device", "cases"} as JSON to `out`. Without nvcc or a Hopper GPU
+    it writes {"skipped": True, "why"} and returns 0; a failed build or run returns 1."""
+    rows, why = run(source, args)
+    if rows is None:
+        print(f"{what}: {why}")
+        if why.startswith("skipped"):
+            Path(out).write_text(json.dumps({"skipped": True, "why": why}))
+            return 0
+        return 1
+    import torch
+
+    for r in rows:
+        if annotate:
+            annotate(r)
+    print(f"{torch.cuda.get_device_name(0)}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
+    print(table(rows))
+    Path(out).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "cases": rows}, indent=1))
+    return 0

@@ -63,30 +63,31 @@ __global__ void __launch_bounds__(256) read_once(const uint4* p, uint64_t nvec, 
     if (acc == 0x9e3779b9u) sink[0] = acc;
 }
 
-// Random E4M3 bytes without NaN codes.
-__global__ void fill_e4m3(uint8_t* p, uint64_t n, uint32_t seed) {
+// Fills p[0 .. n) with make(hash of the index and seed), grid-stride.
+template <typename T, typename Make>
+__device__ __forceinline__ void fill_hashed(T* p, uint64_t n, uint32_t seed, Make make) {
     for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
          i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
         uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
         h ^= h >> 13;
         h *= 0x5bd1e995u;
         h ^= h >> 15;
-        uint8_t b = h & 0xffu;
-        if ((b & 0x7fu) == 0x7fu) b &= 0xfeu;
-        p[i] = b;
+        p[i] = make(h);
     }
+}
+
+// Random E4M3 bytes without NaN codes.
+__global__ void fill_e4m3(uint8_t* p, uint64_t n, uint32_t seed) {
+    fill_hashed(p, n, seed, [](uint32_t h) {
+        const uint8_t b = h & 0xffu;
+        return static_cast<uint8_t>((b & 0x7fu) == 0x7fu ? b & 0xfeu : b);
+    });
 }
 
 // bf16 values in [-2, 2) from a hash of the index.
 __global__ void fill_bf16(__nv_bfloat16* p, uint64_t n, uint32_t seed) {
-    for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-        uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-        h ^= h >> 13;
-        h *= 0x5bd1e995u;
-        h ^= h >> 15;
-        p[i] = __float2bfloat16(static_cast<float>(h & 0xffffu) / 16384.f - 2.f);
-    }
+    fill_hashed(p, n, seed,
+                [](uint32_t h) { return __float2bfloat16(static_cast<float>(h & 0xffffu) / 16384.f - 2.f); });
 }
 
 struct Timer {

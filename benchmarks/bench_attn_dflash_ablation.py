@@ -23,9 +23,7 @@ Usage: python3 benchmarks/bench_attn_dflash_ablation.py --out results.json
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 import ablation
 
@@ -47,19 +45,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON results file")
     args = ap.parse_args()
-    rows, why = ablation.run("attn_dflash_ablation.cu")
-    if rows is None:
-        print(f"drafter attention ablation: {why}")
-        if why.startswith("skipped"):
-            Path(args.out).write_text(json.dumps({"skipped": True, "why": why}))
-            return 0
-        return 1
-    import torch
-
-    print(f"{torch.cuda.get_device_name(0)}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
-    print(table(rows))
-    Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "cases": rows}, indent=1))
-    return 0
+    return ablation.report("attn_dflash_ablation.cu", "drafter attention ablation", args.out, table)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,7 @@ Usage: python3 benchmarks/bench_fp8_gemv_ablation.py --out results.json [--quick
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 import ablation
 
@@ -37,28 +35,20 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def shares(r: dict) -> None:
+    """The share of the time the full kernel spends above `loads` that each compute part adds."""
+    gap = r["full_us"] - r["loads_us"]
+    r["convert_share"] = (r["convert_us"] - r["loads_us"]) / gap if gap > 0 else None
+    r["mma_share"] = (r["mma_us"] - r["loads_us"]) / gap if gap > 0 else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON results file")
     ap.add_argument("--quick", action="store_true", help="gate/up and o only")
     args = ap.parse_args()
-    rows, why = ablation.run("fp8_gemv_ablation.cu", ["--quick"] if args.quick else [])
-    if rows is None:
-        print(f"fp8 GEMV ablation: {why}")
-        if why.startswith("skipped"):
-            Path(args.out).write_text(json.dumps({"skipped": True, "why": why}))
-            return 0
-        return 1
-    import torch
-
-    for r in rows:
-        gap = r["full_us"] - r["loads_us"]
-        r["convert_share"] = (r["convert_us"] - r["loads_us"]) / gap if gap > 0 else None
-        r["mma_share"] = (r["mma_us"] - r["loads_us"]) / gap if gap > 0 else None
-    print(f"{torch.cuda.get_device_name(0)}, {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
-    print(table(rows))
-    Path(args.out).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "cases": rows}, indent=1))
-    return 0
+    return ablation.report("fp8_gemv_ablation.cu", "fp8 GEMV ablation", args.out, table,
+                           ["--quick"] if args.quick else [], shares)
 
 
 if __name__ == "__main__":
