@@ -22,6 +22,13 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(torch.int16)
 
 
+def assert_same_bits(out: torch.Tensor, other: torch.Tensor, what: str) -> None:
+    """`out` is fully written (no NaN left from the poison) and has the bits of `other`."""
+    assert not torch.isnan(out).any(), f"{what}: some output element was not written"
+    differ = int((bits(out) != bits(other)).sum())
+    assert differ == 0, f"{what}: {differ} outputs differ"
+
+
 def ordered_bf16(t: torch.Tensor) -> torch.Tensor:
     """bf16 bit patterns mapped to integers that are monotonic in the value (-0 == +0)."""
     i = bits(t).to(torch.int32)

@@ -69,11 +69,24 @@ def build(tmp_path_factory: pytest.TempPathFactory, target: str,
 MMA_TARGET = "sm90_mma"
 
 
-def mma_path_project(modules: tuple[str, ...], kernel_folders: tuple[str, ...]) -> Callable[[Path], None]:
-    """A ``populate`` for build(): the given modules' specs and kernel folders of this
-    repository, and a target registry with one target, MMA_TARGET: gb10's entry with arch sm_90
-    and compute capability 9.0, so that the sources compile their per-warp mma.sync paths (those
-    gb10 builds: no sm_90a features) and the library loads on an H200."""
+def mma_path_torch():
+    """torch, for a test module of a per-warp mma.sync path (the ones gb10 builds) run on this
+    GPU; skips the calling module without torch or a compute capability 9.0 GPU. Called before
+    the module imports the test module it builds on: one that pytest has already skipped stays
+    half-imported."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover
+        pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
+                    allow_module_level=True)
+    return torch
+
+
+def build_mma_path(tmp_path_factory: pytest.TempPathFactory, modules: tuple[str, ...],
+                   kernel_folders: tuple[str, ...], name: str) -> Path:
+    """Builds, for MMA_TARGET, a project of the given modules' specs and kernel folders of this
+    repository and a target registry with MMA_TARGET only: gb10's entry with arch sm_90 and
+    compute capability 9.0, so that the sources compile their per-warp mma.sync paths (those
+    gb10 builds: no sm_90a features) and the library loads on an H200. Returns build()'s folder."""
     import yaml
 
     def populate(root: Path) -> None:
@@ -86,7 +99,7 @@ def mma_path_project(modules: tuple[str, ...], kernel_folders: tuple[str, ...]) 
         entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
         (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({MMA_TARGET: entry}))
 
-    return populate
+    return build(tmp_path_factory, MMA_TARGET, populate=populate, name=name)
 
 
 def package_of(root: Path) -> str:

@@ -21,22 +21,17 @@ import pytest
 from tests.gpu import guards_build
 
 pytestmark = pytest.mark.gpu
-# torch and the GPU are checked here, before the module this one builds on is imported (a
-# module that pytest has already skipped stays half-imported).
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover
-    pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
-                allow_module_level=True)
+torch = guards_build.mma_path_torch()  # before the test module this one builds on is imported
 
 from tests.gpu import test_attn_dflash as base  # noqa: E402
+from tests.gpu.bf16_helpers import assert_same_bits  # noqa: E402
 
 TARGET = guards_build.MMA_TARGET
 
 
 @pytest.fixture(scope="module")
 def mma(tmp_path_factory):
-    project = guards_build.mma_path_project(("attn_dflash",), ("attention", "common"))
-    folder = guards_build.build(tmp_path_factory, TARGET, populate=project, name="dflash_mma")
+    folder = guards_build.build_mma_path(tmp_path_factory, ("attn_dflash",), ("attention", "common"), "dflash_mma")
     return guards_build.load(folder, "attn_dflash")
 
 
@@ -60,9 +55,7 @@ def test_direct_same_bits(mma, case, fp8):
             assert o.launched, o.reason
             outs.append(out)
         torch.cuda.synchronize()
-        assert not torch.isnan(outs[0]).any()
-        differ = int((base.bits(outs[0]) != base.bits(outs[1])).sum())
-        assert differ == 0, f"{kind}: {differ} outputs differ between the two paths"
+        assert_same_bits(outs[0], outs[1], f"{kind}, wgmma vs mma.sync")
 
 
 # (max_kv_len, kv_len, block_size, causal, window)
@@ -92,6 +85,4 @@ def test_indirect_same_bits(mma, icase):
         assert o.launched, o.reason
         outs.append(out)
     torch.cuda.synchronize()
-    assert not torch.isnan(outs[0]).any()
-    differ = int((base.bits(outs[0]) != base.bits(outs[1])).sum())
-    assert differ == 0, f"{differ} outputs differ between the two paths"
+    assert_same_bits(outs[0], outs[1], "indirect, wgmma vs mma.sync")

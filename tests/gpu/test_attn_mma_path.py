@@ -18,12 +18,7 @@ import pytest
 from tests.gpu import guards_build
 
 pytestmark = pytest.mark.gpu
-# torch and the GPU are checked here, before the module this one builds on is imported (a
-# module that pytest has already skipped stays half-imported).
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover
-    pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
-                allow_module_level=True)
+torch = guards_build.mma_path_torch()  # before the test module this one builds on is imported
 
 from tests.gpu import test_attn_prefill as base  # noqa: E402
 
@@ -33,8 +28,7 @@ MODULES = ("attn_prefill", "attn_prefill_fa128")
 
 @pytest.fixture(scope="module")
 def mma(tmp_path_factory):
-    project = guards_build.mma_path_project(MODULES, ("attention", "common"))
-    folder = guards_build.build(tmp_path_factory, TARGET, populate=project, name="attn_mma")
+    folder = guards_build.build_mma_path(tmp_path_factory, MODULES, ("attention", "common"), "attn_mma")
     return guards_build.load(folder, "attn_prefill_fa128")
 
 

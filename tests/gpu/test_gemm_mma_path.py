@@ -20,17 +20,12 @@ import pytest
 from tests.gpu import guards_build
 
 pytestmark = pytest.mark.gpu
-# torch and the GPU are checked here, before the module this one builds on is imported (a
-# module that pytest has already skipped stays half-imported).
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):  # pragma: no cover
-    pytest.skip("the sm_90 build of the mma.sync path needs a compute capability 9.0 GPU",
-                allow_module_level=True)
+torch = guards_build.mma_path_torch()  # before the test module this one builds on is imported
 
 from kernelgen_ops import dense_linear, fp8_linear  # noqa: E402
 
 from tests.gpu import test_fp8_linear as fp8  # noqa: E402
-from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import assert_same_bits, nonzero_randn  # noqa: E402
 
 TARGET = guards_build.MMA_TARGET
 MODULES = ("dense_linear", "fp8_linear", "fp8_gemv_rt")
@@ -38,15 +33,8 @@ MODULES = ("dense_linear", "fp8_linear", "fp8_gemv_rt")
 
 @pytest.fixture(scope="module")
 def mma(tmp_path_factory):
-    project = guards_build.mma_path_project(MODULES, ("dflash", "common"))
-    folder = guards_build.build(tmp_path_factory, TARGET, populate=project, name="gemm_mma")
+    folder = guards_build.build_mma_path(tmp_path_factory, MODULES, ("dflash", "common"), "gemm_mma")
     return guards_build.load(folder, "dense_linear"), guards_build.load(folder, "fp8_linear")
-
-
-def same_bits(a, b, what):
-    assert not torch.isnan(a).any(), f"{what}: some output element was not written"
-    differ = int((bits(a) != bits(b)).sum())
-    assert differ == 0, f"{what}: {differ} outputs differ between the wgmma and mma.sync paths"
 
 
 def test_build_is_the_mma_path(mma):
@@ -68,7 +56,7 @@ def test_dense_gemm_pipelined_same_bits(mma, m, n, k):
         assert o.launched, o.reason
         outs.append(out)
     torch.cuda.synchronize()
-    same_bits(outs[0], outs[1], f"dense_gemm_pipelined {m}x{n}x{k}")
+    assert_same_bits(outs[0], outs[1], f"dense_gemm_pipelined {m}x{n}x{k}, wgmma vs mma.sync")
 
 
 @pytest.mark.parametrize("m, n, k", SHAPES)
@@ -79,5 +67,5 @@ def test_fp8_gemm_same_bits(mma, m, n, k):
         o, out = fp8.launch(mod.fp8_gemm_n128_row_scaled, x, q, scale, m, n, k)
         assert o.launched, o.reason
         outs.append(out)
-    same_bits(outs[0], outs[1], f"fp8_gemm_n128_row_scaled {m}x{n}x{k}")
+    assert_same_bits(outs[0], outs[1], f"fp8_gemm_n128_row_scaled {m}x{n}x{k}, wgmma vs mma.sync")
     fp8.check_product(outs[0], x, q, scale)
