@@ -38,13 +38,14 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
 ablation_kernel(const __nv_bfloat16* q, const void* k, const void* v, const float* k_scale,
                 const float* v_scale, __nv_bfloat16* out, const int32_t* table, uint32_t kv_len,
                 float* ws, int32_t* counters) {
-    da::Params p = da::make_params(q, k, v, out, table, kQRows, static_cast<int>(kv_len),
-                                   static_cast<int>(kv_len) - kQRows, kHq, kHkv, kBlock, 0, 0,
-                                   0.08838834764831845f);
-    if (FP8) {
-        p.scale_log2 = __fmul_rn(__fmul_rn(0.08838834764831845f, __ldg(k_scale)), da::LOG2E);
-        p.v_scale = __ldg(v_scale);
-    }
+    // The parameters the shipped kernels build (dflash_attn.cu), non-causal, no window.
+    constexpr float kScale = 0.08838834764831845f;  // 1 / sqrt(128)
+    da::Params p =
+        FP8 ? dflash_fp8_params(q, static_cast<const __nv_fp8_e4m3*>(k), static_cast<const __nv_fp8_e4m3*>(v),
+                                k_scale, v_scale, out, table, kQRows, kv_len, kv_len - kQRows, kHq, kHkv, kBlock, 0,
+                                0, kScale)
+            : da::make_params(q, k, v, out, table, kQRows, static_cast<int>(kv_len),
+                              static_cast<int>(kv_len) - kQRows, kHq, kHkv, kBlock, 0, 0, kScale);
     p.ws = ws;
     p.counters = counters;
     da::attn_cta<FP8, true, da::SPLIT_KEYS, W>(p);
