@@ -4,6 +4,9 @@ tests/fixtures/launch_modes built for the current GPU's target:
 - a cooperative grid-wide reduction (grid.sync()) sized `device.sm_count * kernel.blocks_per_sm`
   sums right, also replayed from a CUDA graph; a cooperative grid over the co-residency limit is
   refused with a LaunchError naming the kernel, and a chain falls through to its next member;
+- a programmatic dependent that never waits (wrong on purpose) reads the NaN-poisoned output
+  of a long producer before it is written: dependants do start early (the control of
+  test_pdl_order.py);
 - an RMS norm instantiated on dtype and vector width, launched with programmatic dependent
   launch right after the kernel producing its input, matches torch, also under CUDA graph
   capture and replay;
@@ -194,6 +197,31 @@ def test_pdl_rms_norm_matches_torch_right_after_its_producer(m, t, cols):
         assert outcome.launched and outcome.kernel == f"rms_norm_pdl_{t}_v{vec}"
         torch.cuda.synchronize()
         torch.testing.assert_close(y, rms_reference(x, w), **TOL[t])
+
+
+def test_a_dependant_that_does_not_wait_starts_while_its_producer_runs(m):
+    """The control of tests/gpu/test_pdl_order.py: behind its long producer (the catalog's
+    rms_norm_bf16, whose CTAs let dependants start at once), copy_no_wait, a programmatic
+    dependent that never waits, copies the producer's last outputs before they are written and
+    gets the NaN they were poisoned with. So a dependant does start early behind that producer,
+    and the catalog kernels that match the synchronised results there do wait."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90 or later")
+    from kernelgen_ops import rms_norm
+
+    from tests.gpu.pdl_producer import Producer
+
+    producer = Producer(torch, rms_norm)
+    n = 1 << 16
+    y = torch.zeros(n, device="cuda", dtype=torch.bfloat16)
+    early = 0
+    for _ in range(3):
+        y.zero_()
+        producer.launch()
+        assert m.copy_no_wait(producer.tail(n), y, n).launched
+        torch.cuda.synchronize()
+        early += int(torch.isnan(y).all().item())
+    assert early == 3, f"copy_no_wait read the finished output in {3 - early} of 3 runs: no overlap to test"
 
 
 @pytest.mark.parametrize("t", ["f32", "bf16"])

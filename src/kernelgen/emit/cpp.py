@@ -191,7 +191,7 @@ class CppKernel(c.CKernel):
             i += 1
         if ir.programmatic_dependent:
             out += [f"kg_attrs[{i}].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
-                    f"kg_attrs[{i}].val.programmaticStreamSerializationAllowed = 1;"]
+                    f"kg_attrs[{i}].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;"]
             i += 1
         if ir.launch_cluster is not None:
             ints = "".join(f"{a.name}, " for a in ir.int_args)

@@ -41,6 +41,11 @@ const kg_device_values kTable = {
 
 }  // namespace
 
+bool pdl_disabled() {
+  static KillSwitch no_pdl("KERNELGEN_NO_PDL");
+  return no_pdl.killed();
+}
+
 KillSwitch::KillSwitch(const char* env) : env_(env) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry().push_back(this);

@@ -172,6 +172,12 @@ class KillSwitch {
   std::atomic<int> state_{-1};
 };
 
+// KERNELGEN_NO_PDL (any value): launchers of kernels whose spec sets
+// `launch: {programmatic_dependent: true}` launch them without that attribute, so each waits for
+// the kernel before it to end as a plain launch does (to rule overlap out when hunting a race, or
+// to measure what it gains). Read on first use; kg_rt_refresh() makes the next launch read it again.
+bool pdl_disabled();
+
 // Device facts a launcher checks, queried once per device.
 struct DeviceInfo {
   int32_t compatible;     // the device's compute capability is the target's
