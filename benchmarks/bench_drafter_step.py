@@ -91,22 +91,6 @@ def group_breakdown(rows: list[dict]) -> list[dict]:
     return [dict(g, kernels=sorted(g["kernels"])) for g in groups.values()]
 
 
-def capture_without_pdl(step: DrafterStep) -> torch.cuda.CUDAGraph:
-    """The step's graph captured with KERNELGEN_NO_PDL set (launches without the
-    programmatic-dependent attribute); the variable is cleared again afterwards."""
-    import os
-
-    import kernelgen_ops
-
-    os.environ["KERNELGEN_NO_PDL"] = "1"
-    kernelgen_ops.refresh()
-    try:
-        return step.capture()
-    finally:
-        del os.environ["KERNELGEN_NO_PDL"]
-        kernelgen_ops.refresh()
-
-
 def bench_context(weights, n_ctx: int, copy_gbs: float) -> dict:
     cfg = weights.cfg
     res: dict = {"context_rows": n_ctx, "kv_len": n_ctx + cfg.block}
@@ -123,25 +107,14 @@ def bench_context(weights, n_ctx: int, copy_gbs: float) -> dict:
     step.reset()
     step.append_context(th)
     step.set_step(ANCHOR)
-    # The graph as shipped (programmatic dependent launches) and one captured with
-    # KERNELGEN_NO_PDL set (every kernel waits for the previous one to end), timed in turns.
-    no_pdl = capture_without_pdl(step)
     step.capture()
-    with_pdl = step.graph
-    times: dict[str, list[float]] = {"pdl": [], "no_pdl": []}
-    for _ in range(3):
-        times["pdl"].append(median_ms(with_pdl.replay, warmup=3, reps=30) * 1e3)
-        times["no_pdl"].append(median_ms(no_pdl.replay, warmup=3, reps=30) * 1e3)
-    res["kernelgen_graph_us"] = statistics.median(times["pdl"])
-    res["kernelgen_graph_no_pdl_us"] = statistics.median(times["no_pdl"])
-    del no_pdl
+    res["kernelgen_graph_us"] = median_ms(step.replay, warmup=3, reps=50) * 1e3
     res["kernelgen_eager_us"] = median_ms(step.run, warmup=3, reps=20) * 1e3
     b = step.bytes_read(n_ctx + cfg.block)
     res["bytes"] = b
     res["floor_us"] = b["total"] / copy_gbs / 1e3
     res["graph_over_floor"] = res["kernelgen_graph_us"] / res["floor_us"]
-    print(f"N={n_ctx}: kernelgen graph {res['kernelgen_graph_us']:.1f} us (without PDL "
-          f"{res['kernelgen_graph_no_pdl_us']:.1f} us), eager {res['kernelgen_eager_us']:.1f} us, "
+    print(f"N={n_ctx}: kernelgen graph {res['kernelgen_graph_us']:.1f} us, eager {res['kernelgen_eager_us']:.1f} us, "
           f"floor {res['floor_us']:.1f} us", flush=True)
     try:
         rows = per_launch(step)
@@ -218,13 +191,11 @@ def report(out: dict) -> None:
     print(f"device-to-device copy {out['copy_gb_s']:.0f} GB/s (read + write); bf16 4096^3 matmul "
           f"{out['matmul_4096_tflops']:.0f} TFLOP/s")
     print()
-    print("| context N | kv_len | kernelgen graph | graph without PDL | kernelgen eager "
-          "| kernelgen graph, NVFP4 lm_head | torch BF16 eager | torch BF16 graph | torch FP8 eager "
-          "| torch FP8 graph | floor | graph / floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| context N | kv_len | kernelgen graph | kernelgen eager | kernelgen graph, NVFP4 lm_head "
+          "| torch BF16 eager | torch BF16 graph | torch FP8 eager | torch FP8 graph | floor | graph / floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in out["contexts"]:
-        cols = [c.get(k) for k in ("kernelgen_graph_us", "kernelgen_graph_no_pdl_us", "kernelgen_eager_us",
-                                   "kernelgen_nvfp4_graph_us",
+        cols = [c.get(k) for k in ("kernelgen_graph_us", "kernelgen_eager_us", "kernelgen_nvfp4_graph_us",
                                    "torch_bf16_eager_us", "torch_bf16_graph_us", "torch_fp8_eager_us",
                                    "torch_fp8_graph_us", "floor_us")]
         print(f"| {c['context_rows']} | {c['kv_len']} | " + " | ".join(fmt_us(v) + " us" for v in cols)

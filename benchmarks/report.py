@@ -335,21 +335,18 @@ def drafter_md(full: dict, sm48: dict | None) -> list[str]:
         f"Device: {full['device']}; copy {full['copy_gb_s']:.0f} GB/s in the same run. The block step (16 rows) "
         "captured once in a CUDA graph and replayed; torch: the same step in torch ops, BF16 weights through "
         "`F.linear` or the same FP8 weights through `_scaled_mm` (row-wise scales), eager and captured in a CUDA "
-        "graph. 'graph without PDL': the same graph captured with KERNELGEN_NO_PDL set (no programmatic dependent "
-        "launches: each kernel starts after the previous one ends), timed in turns with the shipped one. "
-        "Floor: the bytes the step must read (every weight once, the gathered embedding and codebook rows, "
+        "graph. Floor: the bytes the step must read (every weight once, the gathered embedding and codebook rows, "
         "the visible KV rows) over the copy bandwidth. Times in us.",
         "",
     ]
 
     def table(d: dict) -> list[str]:
-        out = ["| context rows | kernelgen graph | graph without PDL | kernelgen eager | graph, NVFP4 lm_head | "
-               "torch BF16 eager | torch BF16 graph | torch FP8 eager | torch FP8 graph | floor | graph / floor | "
-               "torch BF16 graph / kernelgen graph |",
-               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        out = ["| context rows | kernelgen graph | kernelgen eager | graph, NVFP4 lm_head | torch BF16 eager | "
+               "torch BF16 graph | torch FP8 eager | torch FP8 graph | floor | graph / floor | torch BF16 graph / "
+               "kernelgen graph |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in d["contexts"]:
-            cells = [c.get(k) for k in ("kernelgen_graph_us", "kernelgen_graph_no_pdl_us", "kernelgen_eager_us",
-                                        "kernelgen_nvfp4_graph_us",
+            cells = [c.get(k) for k in ("kernelgen_graph_us", "kernelgen_eager_us", "kernelgen_nvfp4_graph_us",
                                         "torch_bf16_eager_us", "torch_bf16_graph_us", "torch_fp8_eager_us",
                                         "torch_fp8_graph_us", "floor_us")]
             tg = c.get("torch_bf16_graph_us")

@@ -1,7 +1,6 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
 // loads, the cp.async group fence, byte permutes, cluster barriers, the cluster rank,
-// distributed shared-memory addresses, an ordered float key, an alignment test and the
-// programmatic-dependent-launch controls.
+// distributed shared-memory addresses, an ordered float key and an alignment test.
 // Each is static and inlined, so several kernels of one translation unit may include this header.
 #pragma once
 
@@ -23,38 +22,6 @@ static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
                  : "r"(addr)
                  : "memory");
     return v;
-}
-
-// Programmatic dependent launch (sm_90 and later; no-ops below). A kernel whose spec sets
-// `launch: {programmatic_dependent: true}` may start while the kernel before it on the stream
-// still runs, so it must call pdl_wait() before it reads anything that kernel may write and
-// before it writes anything that kernel may read or write: wait returns once every earlier
-// kernel of the stream has completed and its memory is visible. pdl_launch_dependents() lets
-// the next such kernel be scheduled as soon as every CTA of this grid has called it (or
-// exited); the next kernel still waits for this one to complete before touching its data.
-// pdl_enter() does both, in that order, at a kernel's entry: the stream's ordering is kept, and
-// only the next kernel's launch and CTA start-up overlap this one.
-static __device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-static __device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-static __device__ __forceinline__ void pdl_enter() {
-    pdl_launch_dependents();
-    pdl_wait();
-}
-// Asks the L2 for `bytes` (a multiple of 16, 16-byte aligned source) starting at src, without
-// waiting or touching shared memory; a hint that may be dropped. Safe before pdl_wait(): it
-// reads nothing into the SM, so data written by the previous kernel is still read afterwards.
-static __device__ __forceinline__ void prefetch_l2_bulk(const void* src, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-#endif
 }
 
 // Closes the current group of cp.async copies; waits until at most N groups are pending.

@@ -46,7 +46,6 @@
 #include <cstdint>
 
 #include "bf16x2.cuh"
-#include "../common/ptx.cuh"
 
 namespace dflash_argmax_detail {
 
@@ -242,7 +241,6 @@ static __device__ __forceinline__ int32_t index_of(unsigned long long key) {
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, DFLASH_ARGMAX_MIN_CTAS_PER_SM)
 dflash_argmax_bf16_kernel(const __nv_bfloat16* logits, int32_t* out, uint32_t rows,
                           uint32_t vocab) {
-    kcommon::pdl_enter();
     namespace d = dflash_argmax_detail;
     namespace cg = cooperative_groups;
     static_assert(d::kClusterSize == 8, "__cluster_dims__ above must match kClusterSize");

@@ -10,12 +10,10 @@
 #include <cstdint>
 
 #include "dense_gemm_tile.cuh"
-#include "../common/ptx.cuh"
 
 __global__ void __launch_bounds__(128)
 dense_gemm_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
                        uint32_t m, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dense_tile;
     if ((k & 7u) == 0 && dense_mma::aligned16(x, w)) {
         d::gemm_tile<true>(x, d::DenseB<true>{w, n, k}, out, m, n, k, 1.0f);

@@ -251,7 +251,6 @@ static __device__ __forceinline__ void dispatch(const __nv_bfloat16* x, const __
 __global__ void __launch_bounds__(256)
 dense_gemm_pipelined_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
                                  __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dense_gemm_pipelined_detail;
     extern __shared__ __align__(1024) uint8_t dense_pipe_smem[];
     if ((k & 7u) == 0 && dense_mma::aligned16(x, w)) {

@@ -227,7 +227,6 @@ static __device__ __noinline__ void run_elementwise(const __nv_bfloat16* __restr
 __global__ void __launch_bounds__(256, 2)
 dense_gemv_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
                        uint32_t m, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dense_gemv_detail;
     extern __shared__ __align__(128) uint8_t dense_gemv_smem[];
     if (m > d::kMaxRows) return;  // the launcher's applies_if; never reached through it

@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstdint>
-#include "../common/ptx.cuh"
 
 namespace dflash_fill_slots_detail {
 
@@ -43,7 +42,6 @@ static __device__ __forceinline__ int64_t slot_of(const int32_t* block_table, ui
 __global__ void __launch_bounds__(1024)
 dflash_fill_slots_kernel(const int32_t* block_table, int64_t* slots, uint32_t start,
                          uint32_t count, uint32_t block_size) {
-    kcommon::pdl_enter();
     namespace d = dflash_fill_slots_detail;
     const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;

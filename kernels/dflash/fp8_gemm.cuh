@@ -270,7 +270,6 @@ static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_
 __global__ void __launch_bounds__(256, 2)
 dflash_fp8_gemm_n128_row_scaled_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                        __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dflash_fp8_gemm_detail;
     extern __shared__ __align__(1024) uint4 dflash_fp8_dyn[];
     const uint8_t* qb = reinterpret_cast<const uint8_t*>(q);

@@ -55,7 +55,6 @@ static __device__ __forceinline__ void e4m3x8_to_f32(uint32_t w0, uint32_t w1, f
 __global__ void __launch_bounds__(256)
 dflash_dense_gemv_fp8w_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dflash_fp8_gemv_detail;
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const uint32_t row = blockIdx.x * 8u + warp;

@@ -97,8 +97,6 @@ using kcommon::cluster_rank;
 using kcommon::cluster_arrive_relaxed;
 using kcommon::cluster_arrive_release;
 using kcommon::cluster_wait;
-using kcommon::pdl_wait;
-using kcommon::prefetch_l2_bulk;
 static __device__ __forceinline__ void st_cluster_f32(uint32_t local_addr, uint32_t rank, float v) {
     const uint32_t remote = kcommon::cluster_map(local_addr, rank);
     asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
@@ -229,18 +227,6 @@ struct Gemv {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-        // Launched as a programmatic dependent: the weight bytes of the ring's first chunks are
-        // asked of the L2 while the previous kernel on the stream may still run (one bulk
-        // prefetch per weight row, thread r for row r: bytes [64 cbeg, 64 (cbeg + 16)) of the
-        // row, the kStages - 1 = 2 chunks of every warp), then the wait for that kernel, after
-        // which every read of x, q and scale is ordered after it as on a plain stream.
-        if (VEC && threadIdx.x < kRows && row0 + threadIdx.x < n && cbeg < cend) {
-            const uint32_t off = cbeg * kChunk;
-            const uint32_t bytes = min(min(cend - cbeg, kWarps * (kStages - 1)) * kChunk, k - off);
-            prefetch_l2_bulk(q + static_cast<uint64_t>(row0 + threadIdx.x) * k + off, bytes);
-        }
-        pdl_wait();
-
         {
             const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
             const uint32_t base = smem_addr(ring) + threadIdx.x * 16u;
@@ -366,7 +352,6 @@ struct Gemv {
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                            __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    kcommon::pdl_launch_dependents();  // the wait is in Gemv::run, after the L2 prefetch
     using G = dflash_fp8_rt_detail::Gemv<1>;
     extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
     __shared__ G::Shared sh;
@@ -376,7 +361,6 @@ dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    kcommon::pdl_launch_dependents();  // the wait is in Gemv::run, after the L2 prefetch
     using G = dflash_fp8_rt_detail::Gemv<2>;
     extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
     __shared__ G::Shared sh;
@@ -394,7 +378,6 @@ dflash_fp8_gemv_rt2_16_x3_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0
                                  __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2,
                                  __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2,
                                  uint32_t k) {
-    kcommon::pdl_launch_dependents();  // the wait is in Gemv::run, after the L2 prefetch
     namespace d = dflash_fp8_rt_detail;
     using G = d::Gemv<2>;
     extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];

@@ -34,7 +34,6 @@ using Tile = dflash_fp8::RowTile<2, 8, 1, 4, 1>;
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128)
 dflash_fp8_gemm_n128_row_scaled_m16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                            __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     using T = dflash_fp8_m16_detail::Tile;
     extern __shared__ uint4 dflash_fp8_dyn[];
     __shared__ T::Shared sh;

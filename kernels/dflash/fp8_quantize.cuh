@@ -109,7 +109,6 @@ static __device__ __forceinline__ float scale_of(uint32_t amax_bits) {
 __global__ void __launch_bounds__(256)
 dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n,
                                    uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = dflash_fp8_quant_detail;
     __shared__ uint32_t red[d::kThreads / 32];
     const uint64_t row = blockIdx.x;

@@ -46,7 +46,6 @@
 #include <cstdint>
 
 #include "bf16x2.cuh"
-#include "../common/ptx.cuh"
 
 namespace dflash_reshape_cache_fp8_detail {
 
@@ -129,7 +128,6 @@ dflash_reshape_cache_fp8_kernel(const __nv_bfloat16* key, const __nv_bfloat16* v
                                 const int64_t* slot_mapping, const float* k_scale,
                                 const float* v_scale, uint32_t num_tokens, uint32_t num_kv_heads,
                                 uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
-    kcommon::pdl_enter();
     namespace d = dflash_reshape_cache_fp8_detail;
     const uint64_t row = static_cast<uint64_t>(num_kv_heads) * head_dim;  // elements per token
     const int64_t num_slots = static_cast<int64_t>(num_blocks) * static_cast<int64_t>(block_size);

@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "bf16x2.cuh"
-#include "../common/ptx.cuh"
 
 namespace dflash_residual_add_detail {
 
@@ -35,7 +34,6 @@ static __device__ __forceinline__ uint4 add8(const uint4& a, const uint4& b) {
 __global__ void __launch_bounds__(1024)
 dflash_residual_add_bf16_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b,
                                 __nv_bfloat16* out, uint64_t n) {
-    kcommon::pdl_enter();
     namespace d = dflash_residual_add_detail;
     const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;

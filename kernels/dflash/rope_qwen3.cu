@@ -40,7 +40,6 @@
 #include <cstdint>
 
 #include "bf16x2.cuh"
-#include "../common/ptx.cuh"
 
 namespace dflash_rope_qwen3_detail {
 
@@ -164,7 +163,6 @@ __global__ void __launch_bounds__(1024)
 dflash_rope_qwen3_kernel(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* q_norm,
                          const __nv_bfloat16* k_norm, const int32_t* positions, uint32_t num_tokens,
                          uint32_t num_q_heads, uint32_t num_kv_heads, float eps, float theta) {
-    kcommon::pdl_enter();
     namespace d = dflash_rope_qwen3_detail;
     __shared__ d::Tables tb;
     const uint32_t tid = threadIdx.x;

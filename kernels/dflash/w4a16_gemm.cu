@@ -389,7 +389,6 @@ struct Fp4B {
 __global__ void __launch_bounds__(256, 2)
 w4a16_gemv_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const __nv_fp8_e4m3* wscale_e4m3,
                   float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = w4a16_detail;
     const uint8_t* wq = reinterpret_cast<const uint8_t*>(wq_pairs);
     const uint8_t* wscale = reinterpret_cast<const uint8_t*>(wscale_e4m3);
@@ -420,7 +419,6 @@ w4a16_gemv_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const
 __global__ void __launch_bounds__(128)
 w4a16_gemm_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const __nv_fp8_e4m3* wscale_e4m3,
                   float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    kcommon::pdl_enter();
     namespace d = w4a16_detail;
     const uint8_t* wq = reinterpret_cast<const uint8_t*>(wq_pairs);
     const uint8_t* wscale = reinterpret_cast<const uint8_t*>(wscale_e4m3);

@@ -5,8 +5,8 @@ tests/fixtures/launch_modes built for the current GPU's target:
   sums right, also replayed from a CUDA graph; a cooperative grid over the co-residency limit is
   refused with a LaunchError naming the kernel, and a chain falls through to its next member;
 - a programmatic dependent that never waits (wrong on purpose) reads the NaN-poisoned output
-  of a long producer before it is written: dependants do start early (the control of
-  test_pdl_order.py);
+  of a long producer before it is written, so dependants do start early; with KERNELGEN_NO_PDL
+  set (and refresh) the same launch waits for the producer;
 - an RMS norm instantiated on dtype and vector width, launched with programmatic dependent
   launch right after the kernel producing its input, matches torch, also under CUDA graph
   capture and replay;
@@ -199,29 +199,54 @@ def test_pdl_rms_norm_matches_torch_right_after_its_producer(m, t, cols):
         torch.testing.assert_close(y, rms_reference(x, w), **TOL[t])
 
 
-def test_a_dependant_that_does_not_wait_starts_while_its_producer_runs(m):
-    """The control of tests/gpu/test_pdl_order.py: behind its long producer (the catalog's
-    rms_norm_bf16, whose CTAs let dependants start at once), copy_no_wait, a programmatic
-    dependent that never waits, copies the producer's last outputs before they are written and
-    gets the NaN they were poisoned with. So a dependant does start early behind that producer,
-    and the catalog kernels that match the synchronised results there do wait."""
+def copies_before_the_producer_writes(m, rt, no_pdl: bool) -> int:
+    """Of 3 runs, how many in which copy_no_wait (a programmatic dependent that never waits), launched
+    right behind rms_norm_pdl over 4 rows of 2^23 values (which lets its dependants start once it
+    has read its rows, then writes them), copied the last outputs before they were written: NaN,
+    what they were poisoned with. With KERNELGEN_NO_PDL set the copy launches as a plain kernel."""
+    import os
+
+    rows, cols, n = 4, 1 << 23, 1 << 16
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(rows, cols, device="cuda", generator=g).to(torch.bfloat16)
+    w = torch.ones(cols, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    y = torch.zeros(n, device="cuda", dtype=torch.bfloat16)
+    tail = out.view(-1)[-n:]
+    if no_pdl:
+        os.environ["KERNELGEN_NO_PDL"] = "1"
+    rt.refresh()
+    try:
+        early = 0
+        for i in range(4):
+            out.fill_(float("nan"))
+            assert m.rms_norm_pdl(x, w, out, rows, cols, EPS, stream=stream()).launched
+            assert m.copy_no_wait(tail, y, n, stream=stream()).launched
+            torch.cuda.synchronize()
+            if i > 0:  # the first run also loads both kernels' code
+                early += int(torch.isnan(y).all().item())
+                if not torch.isnan(y).all():
+                    assert torch.equal(y, tail), "copy_no_wait read a partly written output"
+        return early
+    finally:
+        os.environ.pop("KERNELGEN_NO_PDL", None)
+        rt.refresh()
+
+
+def test_a_dependant_starts_while_the_kernel_before_it_runs(m, rt):
+    """Programmatic dependent launch is live: a dependant that does not wait reads its producer's
+    output before it is written (which is why every such kernel must wait before it does)."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("programmatic dependent launch needs sm_90 or later")
-    from kernelgen_ops import rms_norm
+    early = copies_before_the_producer_writes(m, rt, no_pdl=False)
+    assert early == 3, f"copy_no_wait read the finished output in {3 - early} of 3 runs: the launch did not overlap"
 
-    from tests.gpu.pdl_producer import Producer
 
-    producer = Producer(torch, rms_norm)
-    n = 1 << 16
-    y = torch.zeros(n, device="cuda", dtype=torch.bfloat16)
-    early = 0
-    for _ in range(3):
-        y.zero_()
-        producer.launch()
-        assert m.copy_no_wait(producer.tail(n), y, n).launched
-        torch.cuda.synchronize()
-        early += int(torch.isnan(y).all().item())
-    assert early == 3, f"copy_no_wait read the finished output in {3 - early} of 3 runs: no overlap to test"
+def test_kernelgen_no_pdl_launches_dependants_as_plain_kernels(m, rt):
+    """KERNELGEN_NO_PDL (read again after refresh): the same launches no longer overlap."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("programmatic dependent launch needs sm_90 or later")
+    assert copies_before_the_producer_writes(m, rt, no_pdl=True) == 0
 
 
 @pytest.mark.parametrize("t", ["f32", "bf16"])

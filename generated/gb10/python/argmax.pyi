@@ -34,7 +34,7 @@ class _kg_launcher_argmax_bf16(_kg_Protocol):
 
 out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block."""
+__launch_bounds__: at most 512 threads a block."""
 
     def __call__(self, logits: _kg_Array, out: _kg_Array, rows: int, vocab: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, vocab: int) -> _kg_Plan: ...

@@ -34,7 +34,7 @@ class _kg_launcher_fill_slots(_kg_Protocol):
 
 slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block."""
+__launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, block_table: _kg_Array, slots: _kg_Array, start: int, count: int, block_size: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, start: int, count: int, block_size: int) -> _kg_Plan: ...

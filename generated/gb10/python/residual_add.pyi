@@ -34,7 +34,7 @@ class _kg_launcher_residual_add_bf16(_kg_Protocol):
 
 out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block."""
+__launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, a: _kg_Array, b: _kg_Array, out: _kg_Array, n: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, n: int) -> _kg_Plan: ...

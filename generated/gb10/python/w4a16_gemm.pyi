@@ -34,7 +34,7 @@ class _kg_launcher_w4a16_gemv(_kg_Protocol):
 
 Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block."""
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
@@ -48,7 +48,7 @@ class _kg_launcher_w4a16_gemm(_kg_Protocol):
 
 Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block."""
+__launch_bounds__: at most 128 threads a block."""
 
     def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

@@ -16,7 +16,7 @@ constexpr int64_t TOKENS_PER_CTA = 4;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_FP8");
 }  // namespace
 
-// reshape_cache_fp8: k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
+// reshape_cache_fp8: k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores. __launch_bounds__: at most 256 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 kg_plan plan_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -142,17 +142,8 @@ kernelgen::Outcome reshape_cache_fp8(const __nv_bfloat16* key, const __nv_bfloat
   }
   const int32_t kg_ready = kg_slot_reshape_cache_fp8.prepare(reinterpret_cast<const void*>(&::dflash_reshape_cache_fp8_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_reshape_cache_fp8};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_reshape_cache_fp8_kernel, key, value, k_cache, v_cache, slot_mapping, k_scale, v_scale, num_tokens, num_kv_heads, head_dim, block_size, num_blocks)), &kg_info_reshape_cache_fp8};
+  ::dflash_reshape_cache_fp8_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(key, value, k_cache, v_cache, slot_mapping, k_scale, v_scale, num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_reshape_cache_fp8};
 }
 
 }  // namespace kernelgen::reshape_cache_fp8

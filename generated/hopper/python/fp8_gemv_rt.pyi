@@ -34,7 +34,7 @@ class _kg_launcher_fp8_gemv_rt2(_kg_Protocol):
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block."""
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -48,7 +48,7 @@ class _kg_launcher_fp8_gemv_rt2_16(_kg_Protocol):
 
 As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block."""
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -62,7 +62,7 @@ class _kg_launcher_fp8_gemv_rt2_16_x3(_kg_Protocol):
 
 Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block."""
+__launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, q0: _kg_Array, scale0: _kg_Array, out0: _kg_Array, q1: _kg_Array, scale1: _kg_Array, out1: _kg_Array, q2: _kg_Array, scale2: _kg_Array, out2: _kg_Array, rows: int, n0: int, n1: int, n2: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...

@@ -17,7 +17,7 @@ constexpr int64_t THREADS = 512;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_ARGMAX");
 }  // namespace
 
-// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
+// argmax_bf16: out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -117,17 +117,8 @@ kernelgen::Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_argmax_bf16};
   const int32_t kg_ready = kg_slot_argmax_bf16.prepare(reinterpret_cast<const void*>(&::dflash_argmax_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_argmax_bf16};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_argmax_bf16_kernel, logits, out, rows, vocab)), &kg_info_argmax_bf16};
+  ::dflash_argmax_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, out, rows, vocab);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_argmax_bf16};
 }
 
 }  // namespace kernelgen::argmax

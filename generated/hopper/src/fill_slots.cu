@@ -17,7 +17,7 @@ constexpr int64_t THREADS = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
 }  // namespace
 
-// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
+// fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -116,17 +116,8 @@ kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fill_slots};
   const int32_t kg_ready = kg_slot_fill_slots.prepare(reinterpret_cast<const void*>(&::dflash_fill_slots_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fill_slots};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fill_slots_kernel, block_table, slots, start, count, block_size)), &kg_info_fill_slots};
+  ::dflash_fill_slots_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(block_table, slots, start, count, block_size);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_fill_slots};
 }
 
 }  // namespace kernelgen::fill_slots

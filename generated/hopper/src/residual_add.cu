@@ -16,7 +16,7 @@ constexpr int64_t THREADS = 1024;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
 }  // namespace
 
-// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
+// residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_add_bf16(uint64_t n) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -92,17 +92,8 @@ kernelgen::Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_add_bf16};
   const int32_t kg_ready = kg_slot_residual_add_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_add_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_add_bf16};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_residual_add_bf16_kernel, a, b, out, n)), &kg_info_residual_add_bf16};
+  ::dflash_residual_add_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(a, b, out, n);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_residual_add_bf16};
 }
 
 }  // namespace kernelgen::residual_add

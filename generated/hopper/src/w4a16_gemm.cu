@@ -20,7 +20,7 @@ constexpr int64_t GEMV_THREADS = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_W4A16");
 }  // namespace
 
-// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
+// w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -102,7 +102,7 @@ int32_t kg_sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 }
 }  // namespace
 
-// w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.
+// w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -211,7 +211,7 @@ const kg_kernel_info kg_info_w4a16_gemm = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:47: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
 
@@ -220,17 +220,8 @@ kernelgen::Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv};
   const int32_t kg_ready = kg_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(&::w4a16_gemv_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::w4a16_gemv_kernel, x, wq, wscale, global_scale, out, m, n, k)), &kg_info_w4a16_gemv};
+  ::w4a16_gemv_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemv};
 }
 
 kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -238,17 +229,8 @@ kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemm};
   const int32_t kg_ready = kg_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(&::w4a16_gemm_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemm};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::w4a16_gemm_kernel, x, wq, wscale, global_scale, out, m, n, k)), &kg_info_w4a16_gemm};
+  ::w4a16_gemm_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, m, n, k);
+  return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemm};
 }
 
 // w4a16_linear: Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.

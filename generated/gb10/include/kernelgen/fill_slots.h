@@ -14,7 +14,7 @@
 #pragma GCC visibility push(default)
 namespace kernelgen::fill_slots {
 
-// slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
+// slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, uint32_t count, uint32_t block_size, cudaStream_t stream = nullptr);
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size);
 

@@ -18,7 +18,6 @@
 /// - skip_if `count == 0`: not launched (empty work)
 /// - requires `block_size >= 1`: else `Error::Argument`
 /// - requires `(start + count) <= 4294967295`: else `Error::Argument`
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod fill_slots {
     #[allow(non_upper_case_globals)]

@@ -23,7 +23,6 @@
 /// - applies_if `rows <= 8`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2 {
     #[allow(non_upper_case_globals)]
@@ -90,7 +89,7 @@ pub mod fp8_gemv_rt2 {
 
 /// As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:41`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:40`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -106,7 +105,6 @@ pub mod fp8_gemv_rt2 {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_16 {
     #[allow(non_upper_case_globals)]
@@ -173,7 +171,7 @@ pub mod fp8_gemv_rt2_16 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:65`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:63`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -197,7 +195,6 @@ pub mod fp8_gemv_rt2_16 {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_16_x3 {
     #[allow(non_upper_case_globals)]

@@ -17,7 +17,6 @@
 /// Checked in order:
 /// - skip_if `n == 0`: not launched (empty work)
 /// - requires `k >= 1`: else `Error::Argument`
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 pub mod quantize_bf16_to_fp8 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__quantize_bf16_to_fp8__info);
@@ -79,7 +78,7 @@ pub mod quantize_bf16_to_fp8 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:35`):
+/// Arguments, in order (`specs/fp8_linear.yaml:34`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -93,7 +92,6 @@ pub mod quantize_bf16_to_fp8 {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - requires `k >= 1`: else `Error::Argument`
 /// - applies_if `rows <= 8`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 pub mod dense_gemv_fp8w {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__dense_gemv_fp8w__info);
@@ -159,7 +157,7 @@ pub mod dense_gemv_fp8w {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:57`):
+/// Arguments, in order (`specs/fp8_linear.yaml:55`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -174,7 +172,6 @@ pub mod dense_gemv_fp8w {
 /// - requires `k >= 1`: else `Error::Argument`
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `k <= 16384`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod fp8_gemm_n128_row_scaled_m16 {
     #[allow(non_upper_case_globals)]
@@ -241,7 +238,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:82`):
+/// Arguments, in order (`specs/fp8_linear.yaml:79`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -255,7 +252,6 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - requires `k >= 1`: else `Error::Argument`
 /// - requires `div_ceil(n, TILE) <= 65535`: else `Error::Argument`
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 pub mod fp8_gemm_n128_row_scaled {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled__info);
@@ -321,7 +317,7 @@ pub mod fp8_gemm_n128_row_scaled {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:107`):
+/// Arguments, in order (`specs/fp8_linear.yaml:103`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements

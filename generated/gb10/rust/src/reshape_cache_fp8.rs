@@ -26,7 +26,6 @@
 /// - skip_if `(num_kv_heads * head_dim) == 0`: not launched (empty work)
 /// - requires `block_size >= 1`: else `Error::Argument`
 /// - applies_if `((num_kv_heads * head_dim) % 8) == 0`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 pub mod reshape_cache_fp8 {

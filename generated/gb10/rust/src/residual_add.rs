@@ -15,7 +15,6 @@
 ///
 /// Checked in order:
 /// - skip_if `n == 0`: not launched (empty work)
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod residual_add_bf16 {
     #[allow(non_upper_case_globals)]

@@ -18,25 +18,25 @@
 extern "C" {
 #endif
 
-/* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k. Programmatic dependent launch: may start before the previous kernel on the stream ends. */
+/* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k. */
 int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__quantize_bf16_to_fp8__info(void);
 
-/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum. Programmatic dependent launch: may start before the previous kernel on the stream ends. */
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum. */
 int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__dense_gemv_fp8w__info(void);
 
-/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. */
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void);
 
-/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation. Programmatic dependent launch: may start before the previous kernel on the stream ends. */
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation. */
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);

@@ -17,7 +17,6 @@
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - requires `vocab >= 1`: else `Error::Argument`
 /// - requires `vocab <= 2147483647`: else `Error::Argument`
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod argmax_bf16 {
     #[allow(non_upper_case_globals)]

@@ -19,7 +19,6 @@
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m <= GEMV_MAX_M`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemv {
     #[allow(non_upper_case_globals)]
@@ -82,7 +81,7 @@ pub mod dense_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:45`):
+/// Arguments, in order (`specs/dense_linear.yaml:44`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -93,7 +92,6 @@ pub mod dense_gemv {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod dense_gemm {
     #[allow(non_upper_case_globals)]
@@ -156,7 +154,7 @@ pub mod dense_gemm {
 
 /// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:66`):
+/// Arguments, in order (`specs/dense_linear.yaml:64`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -167,7 +165,6 @@ pub mod dense_gemm {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemm_pipelined {
     #[allow(non_upper_case_globals)]
@@ -230,7 +227,7 @@ pub mod dense_gemm_pipelined {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:92`):
+/// Arguments, in order (`specs/dense_linear.yaml:89`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

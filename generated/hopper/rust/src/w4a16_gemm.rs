@@ -22,7 +22,6 @@
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m <= GEMV_MAX_M`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod w4a16_gemv {
     #[allow(non_upper_case_globals)]
@@ -89,7 +88,7 @@ pub mod w4a16_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:47`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:46`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -103,7 +102,6 @@ pub mod w4a16_gemv {
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `(k % 16) == 0`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod w4a16_gemm {
     #[allow(non_upper_case_globals)]
@@ -170,7 +168,7 @@ pub mod w4a16_gemm {
 
 /// Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:73`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:71`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
