@@ -79,7 +79,7 @@ def special_rows(k, gen):
     return torch.stack(rows).to(torch.bfloat16)
 
 
-@pytest.mark.parametrize("k", [1, 7, 8, 24, 1000, 1001, 4096, 8192, 8200, 12288])
+@pytest.mark.parametrize("k", [1, 7, 8, 24, 1000, 1001, 4096, 4104, 8192, 8200, 12288])
 def test_quantize_bit_exact(k):
     gen = torch.Generator(device=DEV).manual_seed(k)
     rnd = (torch.randn(40, k, device=DEV, generator=gen)
@@ -116,12 +116,12 @@ def test_quantize_every_bf16_value():
         row = torch.where(bits % 2 == 1, row | 0x8000, row)  # odd positions negative (-0 above the max)
         rows.append(row)
     w = torch.stack(rows)
-    assert_quantize_exact(as_bf16(w))  # rows longer than 8192: vectors read twice
-    # The same values in rows of 8160 (the register-held path), each row ending with its
+    assert_quantize_exact(as_bf16(w))  # rows longer than 4096: vectors read twice
+    # The same values in rows of 4080 (the register-held path), each row ending with its
     # maximum so that it keeps the scale of the row it comes from.
-    quarters = w.reshape(255, 4, k // 4).clone()
-    quarters[:, :, -1] = torch.tensor([(e << 7) | (e * 37 % 128) for e in range(255)], device=DEV)[:, None]
-    assert_quantize_exact(as_bf16(quarters.reshape(255 * 4, k // 4)))
+    eighths = w.reshape(255, 8, k // 8).clone()
+    eighths[:, :, -1] = torch.tensor([(e << 7) | (e * 37 % 128) for e in range(255)], device=DEV)[:, None]
+    assert_quantize_exact(as_bf16(eighths.reshape(255 * 8, k // 8)))
 
 
 def as_bf16(bits32):

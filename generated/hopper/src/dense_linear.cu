@@ -14,8 +14,8 @@ namespace {
 constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
 constexpr int64_t GEMV_MAX_M = 16;
-constexpr int64_t GEMV_ROWS = 32;
-constexpr int64_t GEMV_SMEM = 81920;
+constexpr int64_t GEMV_ROWS = 16;
+constexpr int64_t GEMV_SMEM = 40960;
 constexpr int64_t GEMV_THREADS = 256;
 constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
@@ -24,7 +24,7 @@ constexpr int64_t PIPE_TILE_N = 128;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
+// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;

@@ -20,8 +20,9 @@ KILL_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
 LIMITS = ((1024, 1024, 64), 1024, 232448)
 DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_CLUSTER = 8
-C_GEMM_SMEM = 65536
+C_GEMM_SMEM = 90112
 C_KSPAN_CHUNKS = 512
+C_ROWS_PER_CTA = 8
 C_TILE = 128
 
 
@@ -39,7 +40,7 @@ def expect_quantize_bf16_to_fp8(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_a['n'], 1, 1), (256, 1, 1), 0),
+            (_x.div_ceil(_st, _a['n'], C_ROWS_PER_CTA), 1, 1), (256, 1, 1), 0),
         limits=LIMITS,
     )
 

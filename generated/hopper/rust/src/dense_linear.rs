@@ -5,7 +5,7 @@
 //! Module `dense_linear` on target `hopper`, generated from `specs/dense_linear.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_DENSE` (set: nothing launches; read once, again after [`crate::refresh`]).
 
-/// Few rows (m <= 16), memory-bound: one 8-warp CTA per 32 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (256 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+/// Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
 /// Arguments, in order (`specs/dense_linear.yaml:20`):
 /// - `x`: `const bf16*`, `m * k` elements
