@@ -18,15 +18,12 @@
 // w is put back by hand: -0 - 0 rounds to +0). Other rows (a tiny maximum, whose residuals
 // underflow; an infinite or NaN maximum) divide with __fdiv_rn.
 //
-// One warp per row, 8 rows per CTA of 256 threads (no barrier anywhere). A lane reads its
-// 16-byte vectors (8 bf16) of the row, v = lane + 32 j, all at once into registers (up to 16:
-// K <= 4096), so a warp has the whole row in flight; the maximum |w| is an integer maximum of
-// the bf16 bit patterns with the sign cleared (monotonic in the magnitude for non-NaN values),
-// reduced over the warp; each vector is written as 8 E4M3 bytes (one 8-byte store). Longer rows
-// are read twice (8 vectors a lane in flight per round; the second pass mostly from L2); rows
-// whose K is not a multiple of 8, or misaligned pointers, take a scalar path of the same
-// arithmetic. (A CTA per row, the previous layout, reached 64% of copy bandwidth at 4096 x 4096:
-// its CTAs held 8 KB each and waited on a barrier between the loads and the stores.)
+// One CTA of 256 threads per row. The row is read once as 16-byte vectors (8 bf16) held in
+// registers (up to 4 per thread: K <= 8192), the maximum |w| is an integer maximum of the bf16
+// bit patterns with the sign cleared (monotonic in the magnitude for non-NaN values) reduced by
+// warp shuffles and shared memory, and each vector is written as 8 E4M3 bytes (one 8-byte
+// store). Longer rows read their vectors a second time (from L2) after the maximum; rows whose
+// K is not a multiple of 8, or misaligned pointers, take a scalar path of the same arithmetic.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,9 +35,7 @@
 namespace dflash_fp8_quant_detail {
 
 constexpr uint32_t kThreads = 256;
-constexpr uint32_t kRowsPerCta = kThreads / 32;  // ROWS_PER_CTA in specs/fp8_linear.yaml
-constexpr uint32_t kLaneVecs = 16;               // vectors a lane holds: rows of K <= 32 * 16 * 8
-constexpr uint32_t kUnroll = 8;                  // vectors a lane has in flight on longer rows
+constexpr uint32_t kMaxVpt = 4;
 
 static __device__ __forceinline__ uint32_t abs_max_bits(uint32_t acc, uint32_t v) {
     return max(acc, max(v & 0x7fffu, (v >> 16) & 0x7fffu));
@@ -51,6 +46,17 @@ static __device__ __forceinline__ uint32_t vec_abs_max(uint32_t acc, const uint4
     acc = abs_max_bits(acc, v.y);
     acc = abs_max_bits(acc, v.z);
     return abs_max_bits(acc, v.w);
+}
+
+// Max over the CTA; every thread gets the result. `red` holds one value per warp.
+static __device__ __forceinline__ uint32_t block_max(uint32_t v, uint32_t* red) {
+    v = __reduce_max_sync(0xffffffffu, v);
+    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    uint32_t m = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < kThreads / 32; ++i) m = max(m, red[i]);
+    return m;
 }
 
 // The divisor of a row: the scale, its correctly rounded reciprocal, and whether the
@@ -104,9 +110,8 @@ __global__ void __launch_bounds__(256)
 dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n,
                                    uint32_t k) {
     namespace d = dflash_fp8_quant_detail;
-    const uint32_t lane = threadIdx.x & 31u;
-    const uint64_t row = static_cast<uint64_t>(blockIdx.x) * d::kRowsPerCta + (threadIdx.x >> 5);
-    if (row >= n) return;
+    __shared__ uint32_t red[d::kThreads / 32];
+    const uint64_t row = blockIdx.x;
     const __nv_bfloat16* wr = w + row * k;
     uint8_t* qr = reinterpret_cast<uint8_t*>(q) + row * k;
 
@@ -114,10 +119,10 @@ dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, flo
     if (!vec) {
         const uint16_t* h = reinterpret_cast<const uint16_t*>(wr);
         uint32_t m = 0;
-        for (uint32_t i = lane; i < k; i += 32u) m = max(m, __ldg(h + i) & 0x7fffu);
-        const d::Divisor dv = d::divisor_of(d::scale_of(__reduce_max_sync(0xffffffffu, m)));
-        if (lane == 0) scale[row] = dv.s;
-        for (uint32_t i = lane; i < k; i += 32u) {
+        for (uint32_t i = threadIdx.x; i < k; i += d::kThreads) m = max(m, __ldg(h + i) & 0x7fffu);
+        const d::Divisor dv = d::divisor_of(d::scale_of(d::block_max(m, red)));
+        if (threadIdx.x == 0) scale[row] = dv.s;
+        for (uint32_t i = threadIdx.x; i < k; i += d::kThreads) {
             const float f = d::quotient(__uint_as_float(static_cast<uint32_t>(__ldg(h + i)) << 16), dv);
             qr[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3));
         }
@@ -127,48 +132,27 @@ dflash_quantize_bf16_to_fp8_kernel(const __nv_bfloat16* w, __nv_fp8_e4m3* q, flo
     const uint32_t nvec = k >> 3;
     const uint4* wv = reinterpret_cast<const uint4*>(wr);
     uint2* qv = reinterpret_cast<uint2*>(qr);
-    if (nvec <= 32u * d::kLaneVecs) {
-        uint4 r[d::kLaneVecs];
+    if (nvec <= d::kMaxVpt * d::kThreads) {
+        uint4 r[d::kMaxVpt];
         uint32_t m = 0;
 #pragma unroll
-        for (uint32_t j = 0; j < d::kLaneVecs; ++j) {
-            const uint32_t v = lane + 32u * j;
+        for (uint32_t j = 0; j < d::kMaxVpt; ++j) {
+            const uint32_t v = threadIdx.x + j * d::kThreads;
             r[j] = v < nvec ? dflash_fp8::ld_stream16(wv + v) : make_uint4(0u, 0u, 0u, 0u);
             m = d::vec_abs_max(m, r[j]);
         }
-        const d::Divisor dv = d::divisor_of(d::scale_of(__reduce_max_sync(0xffffffffu, m)));
-        if (lane == 0) scale[row] = dv.s;
+        const d::Divisor dv = d::divisor_of(d::scale_of(d::block_max(m, red)));
+        if (threadIdx.x == 0) scale[row] = dv.s;
 #pragma unroll
-        for (uint32_t j = 0; j < d::kLaneVecs; ++j) {
-            const uint32_t v = lane + 32u * j;
+        for (uint32_t j = 0; j < d::kMaxVpt; ++j) {
+            const uint32_t v = threadIdx.x + j * d::kThreads;
             if (v < nvec) qv[v] = d::quant8(r[j], dv);
         }
         return;
     }
     uint32_t m = 0;
-    for (uint32_t v0 = lane; v0 < nvec; v0 += 32u * d::kUnroll) {
-        uint4 r[d::kUnroll];
-#pragma unroll
-        for (uint32_t j = 0; j < d::kUnroll; ++j) {
-            const uint32_t v = v0 + 32u * j;
-            r[j] = v < nvec ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
-        }
-#pragma unroll
-        for (uint32_t j = 0; j < d::kUnroll; ++j) m = d::vec_abs_max(m, r[j]);
-    }
-    const d::Divisor dv = d::divisor_of(d::scale_of(__reduce_max_sync(0xffffffffu, m)));
-    if (lane == 0) scale[row] = dv.s;
-    for (uint32_t v0 = lane; v0 < nvec; v0 += 32u * d::kUnroll) {
-        uint4 r[d::kUnroll];
-#pragma unroll
-        for (uint32_t j = 0; j < d::kUnroll; ++j) {
-            const uint32_t v = v0 + 32u * j;
-            r[j] = v < nvec ? __ldg(wv + v) : make_uint4(0u, 0u, 0u, 0u);
-        }
-#pragma unroll
-        for (uint32_t j = 0; j < d::kUnroll; ++j) {
-            const uint32_t v = v0 + 32u * j;
-            if (v < nvec) qv[v] = d::quant8(r[j], dv);
-        }
-    }
+    for (uint32_t v = threadIdx.x; v < nvec; v += d::kThreads) m = d::vec_abs_max(m, __ldg(wv + v));
+    const d::Divisor dv = d::divisor_of(d::scale_of(d::block_max(m, red)));
+    if (threadIdx.x == 0) scale[row] = dv.s;
+    for (uint32_t v = threadIdx.x; v < nvec; v += d::kThreads) qv[v] = d::quant8(__ldg(wv + v), dv);
 }

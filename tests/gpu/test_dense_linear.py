@@ -149,8 +149,9 @@ def test_fallback_picks_gemv_then_pipelined():
 
 
 def test_plans():
-    p = dense_linear.plan_dense_gemv(m=1, n=151936, k=4096)
-    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    p = dense_linear.plan_dense_gemv(m=1, n=151936, k=4096)  # 16 weight rows a CTA, a 40 KiB ring
+    assert p["launched"] and tuple(p["grid"]) == (9496, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["shared_mem"] == 5 * 2 * 256 * 16
     p = dense_linear.plan_dense_gemm(m=2048, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
     p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)

@@ -116,12 +116,12 @@ def test_quantize_every_bf16_value():
         row = torch.where(bits % 2 == 1, row | 0x8000, row)  # odd positions negative (-0 above the max)
         rows.append(row)
     w = torch.stack(rows)
-    assert_quantize_exact(as_bf16(w))  # rows longer than 4096: vectors read twice
-    # The same values in rows of 4080 (the register-held path), each row ending with its
+    assert_quantize_exact(as_bf16(w))  # rows longer than 8192: vectors read twice
+    # The same values in rows of 8160 (the register-held path), each row ending with its
     # maximum so that it keeps the scale of the row it comes from.
-    eighths = w.reshape(255, 8, k // 8).clone()
-    eighths[:, :, -1] = torch.tensor([(e << 7) | (e * 37 % 128) for e in range(255)], device=DEV)[:, None]
-    assert_quantize_exact(as_bf16(eighths.reshape(255 * 8, k // 8)))
+    quarters = w.reshape(255, 4, k // 4).clone()
+    quarters[:, :, -1] = torch.tensor([(e << 7) | (e * 37 % 128) for e in range(255)], device=DEV)[:, None]
+    assert_quantize_exact(as_bf16(quarters.reshape(255 * 4, k // 4)))
 
 
 def as_bf16(bits32):
@@ -425,3 +425,4 @@ def test_plans():
     assert p["launched"] and tuple(p["grid"]) == (4097, 1, 1)  # one CTA per row
     p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=300, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (3, 33, 1)
+    assert p["shared_mem"] == 3 * (128 * 64 * 2 + 128 * 64) + 128 * 64 * 2  # the sm_90a ring

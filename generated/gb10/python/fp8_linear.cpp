@@ -135,7 +135,7 @@ PYBIND11_MODULE(fp8_linear, kg_module) {
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_quantize_bf16_to_fp8[] = { kg_fp8_linear__quantize_bf16_to_fp8__info() };
   static const LauncherSpec kg_spec_quantize_bf16_to_fp8 = {
-      "quantize_bf16_to_fp8", "(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome\012\012scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k.", kg_args_quantize_bf16_to_fp8, 5, 5, 3,
+      "quantize_bf16_to_fp8", "(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome\012\012scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.", kg_args_quantize_bf16_to_fp8, 5, 5, 3,
       kg_launch_quantize_bf16_to_fp8, kg_plan_quantize_bf16_to_fp8, kg_sizes_quantize_bf16_to_fp8, kg_kernels_quantize_bf16_to_fp8, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_quantize_bf16_to_fp8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemv_fp8w[] = { kg_fp8_linear__dense_gemv_fp8w__info() };

@@ -32,7 +32,7 @@ class _kg_Plan(_kg_TypedDict):
 class _kg_launcher_quantize_bf16_to_fp8(_kg_Protocol):
     """(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome
 
-scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k."""
+scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k."""
 
     def __call__(self, w: _kg_Array, q: _kg_Array, scale: _kg_Array, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, n: int, k: int) -> _kg_Plan: ...

@@ -16,12 +16,11 @@ namespace {
 constexpr int64_t CLUSTER = 8;
 constexpr int64_t GEMM_SMEM = 90112;
 constexpr int64_t KSPAN_CHUNKS = 512;
-constexpr int64_t ROWS_PER_CTA = 8;
 constexpr int64_t TILE = 128;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
 
-// quantize_bf16_to_fp8: scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k.
+// quantize_bf16_to_fp8: scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 kg_plan plan_quantize_bf16_to_fp8(uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -52,7 +51,7 @@ kg_plan plan_quantize_bf16_to_fp8(uint32_t n, uint32_t k) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, ROWS_PER_CTA, kg_err);
+  kg_p.grid[0] = int64_t{n};
   kg_p.grid[1] = int64_t{1};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = int64_t{256};
@@ -349,7 +348,7 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     1, 0, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:15: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:14: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
@@ -368,7 +367,7 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     2, 1, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:36: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:34: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
@@ -388,7 +387,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     2, 2, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:57: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:55: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
@@ -405,7 +404,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     2, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:81: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:79: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
 }  // namespace
 

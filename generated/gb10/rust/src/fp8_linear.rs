@@ -5,9 +5,9 @@
 //! Module `fp8_linear` on target `gb10`, generated from `specs/fp8_linear.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_FP8_LINEAR` (set: nothing launches; read once, again after [`crate::refresh`]).
 
-/// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k.
+/// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:15`):
+/// Arguments, in order (`specs/fp8_linear.yaml:14`):
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `q`: `fp8_e4m3*`, `n * k` elements
 /// - `scale`: `f32*`, `n` elements
@@ -78,7 +78,7 @@ pub mod quantize_bf16_to_fp8 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:36`):
+/// Arguments, in order (`specs/fp8_linear.yaml:34`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -157,7 +157,7 @@ pub mod dense_gemv_fp8w {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:57`):
+/// Arguments, in order (`specs/fp8_linear.yaml:55`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -238,7 +238,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:81`):
+/// Arguments, in order (`specs/fp8_linear.yaml:79`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -317,7 +317,7 @@ pub mod fp8_gemm_n128_row_scaled {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:105`):
+/// Arguments, in order (`specs/fp8_linear.yaml:103`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements

@@ -16,7 +16,7 @@
 #pragma GCC visibility push(default)
 namespace kernelgen::fp8_linear {
 
-// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k.
+// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 kernelgen::Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_quantize_bf16_to_fp8(uint32_t n, uint32_t k);
 

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One warp per row (ROWS_PER_CTA rows per 256-thread CTA, no barrier), 16-byte loads held in registers up to k = 4096, longer rows read twice; any k. */
+/* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k. */
 int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* kg_sizes);
