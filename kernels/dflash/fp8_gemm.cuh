@@ -68,6 +68,16 @@ static __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint3
                  : "r"(a));
 }
 
+// Weight unit u of a K step (row u / 4, bytes 16 (u % 4) .. + 15: 16 E4M3 values) converted
+// exactly to bf16 into the swizzled weight tile ws (two 16-byte chunks of row u / 4).
+static __device__ __forceinline__ void store_converted(uint4* ws, uint32_t u, const uint4& w) {
+    const uint32_t r = u >> 2, c = 2u * (u & 3u);
+    ws[swz(r, c)] = make_uint4(e4m3_01_to_bf16x2(w.x), e4m3_23_to_bf16x2(w.x), e4m3_01_to_bf16x2(w.y),
+                               e4m3_23_to_bf16x2(w.y));
+    ws[swz(r, c + 1)] = make_uint4(e4m3_01_to_bf16x2(w.z), e4m3_23_to_bf16x2(w.z), e4m3_01_to_bf16x2(w.w),
+                                   e4m3_23_to_bf16x2(w.w));
+}
+
 // One K step's global loads of this thread, held in registers until stored.
 template <bool VEC>
 struct StepLoads {
@@ -99,15 +109,7 @@ struct StepLoads {
             xs[swz(u >> 3, u & 7u)] = xr[i];
         }
 #pragma unroll
-        for (uint32_t i = 0; i < 2; ++i) {
-            const uint32_t u = threadIdx.x + i * kThreads;
-            const uint32_t r = u >> 2, c = 2u * (u & 3u);
-            const uint4& w = wr[i];
-            ws[swz(r, c)] = make_uint4(e4m3_01_to_bf16x2(w.x), e4m3_23_to_bf16x2(w.x), e4m3_01_to_bf16x2(w.y),
-                                       e4m3_23_to_bf16x2(w.y));
-            ws[swz(r, c + 1)] = make_uint4(e4m3_01_to_bf16x2(w.z), e4m3_23_to_bf16x2(w.z),
-                                           e4m3_01_to_bf16x2(w.w), e4m3_23_to_bf16x2(w.w));
-        }
+        for (uint32_t i = 0; i < 2; ++i) store_converted(ws, threadIdx.x + i * kThreads, wr[i]);
     }
 };
 
@@ -302,12 +304,7 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
 #pragma unroll
         for (uint32_t i = 0; i < 2; ++i) {
             const uint32_t u = tid + i * kThreads;
-            const uint32_t r = u >> 2, c = 2u * (u & 3u);
-            const uint4 w = *reinterpret_cast<const uint4*>(raw + u * 16u);
-            ws[swz(r, c)] = make_uint4(e4m3_01_to_bf16x2(w.x), e4m3_23_to_bf16x2(w.x), e4m3_01_to_bf16x2(w.y),
-                                       e4m3_23_to_bf16x2(w.y));
-            ws[swz(r, c + 1)] = make_uint4(e4m3_01_to_bf16x2(w.z), e4m3_23_to_bf16x2(w.z),
-                                           e4m3_01_to_bf16x2(w.w), e4m3_23_to_bf16x2(w.w));
+            store_converted(ws, u, *reinterpret_cast<const uint4*>(raw + u * 16u));
         }
         kcommon::fence_proxy_async();  // the landed x and the stored weight tile, for the MMAs
         __syncthreads();
