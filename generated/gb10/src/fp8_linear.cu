@@ -249,7 +249,7 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_
 }
 }  // namespace
 
-// fp8_gemm_n128_row_scaled: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation.
+// fp8_gemm_n128_row_scaled: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation.
 kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;

@@ -36,7 +36,7 @@ int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void);
 
-/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation. */
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. */
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);

@@ -28,7 +28,7 @@ kg_plan plan_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k);
 kernelgen::Outcome fp8_gemm_n128_row_scaled_m16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k);
 
-// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation.
+// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation.
 kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k);
 

@@ -236,7 +236,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
     }
 }
 
-/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, 8 warps of 64 x 32, K steps of 64 with the weight converted to bf16 on its way into shared memory (two stages), ldmatrix + m16n8k16 bf16 mma (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation.
+/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation.
 ///
 /// Arguments, in order (`specs/fp8_linear.yaml:79`):
 /// - `x`: `const bf16*`, `rows * k` elements
@@ -317,7 +317,7 @@ pub mod fp8_gemm_n128_row_scaled {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:103`):
+/// Arguments, in order (`specs/fp8_linear.yaml:105`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
