@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "../common/bf16x2.cuh"
+#include "../common/ptx.cuh"
 
 namespace attn_detail {
 
@@ -41,13 +42,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// 16-byte async copy global -> shared; when !pred the 16 bytes are zero-filled (src not read).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool pred) {
-    const int src_size = pred ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_size)
-                 : "memory");
-}
+using kcommon::cp_async16_zfill;
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -393,7 +388,7 @@ struct TileLoad {
 #pragma unroll
             for (int j = 0; j < CPT; ++j) {
                 const int c = chunk(ltid, j);
-                cp_async_16(sdst + Layout::offset(r, c), base + off[i] + c * 8, ok[i]);
+                cp_async16_zfill(sdst + Layout::offset(r, c), base + off[i] + c * 8, ok[i]);
             }
         }
     }

@@ -80,11 +80,7 @@ static_assert(CLUSTER % MERGE_BATCH == 0 && ROWS % CLUSTER == 0, "merge shape");
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool pred) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(pred ? 16 : 0)
-                 : "memory");
-}
+using kcommon::cp_async16_zfill;
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_groups() {
@@ -296,16 +292,16 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             if (FP8) {
                 const uint8_t* kb = static_cast<const uint8_t*>(p.k) + off;
                 const uint8_t* vb = static_cast<const uint8_t*>(p.v) + off;
-                cp16(sK + swz8(r, lchunk), kb + lchunk * 16, ok);
-                cp16(sV + swz8(r, lchunk), vb + lchunk * 16, ok);
+                cp_async16_zfill(sK + swz8(r, lchunk), kb + lchunk * 16, ok);
+                cp_async16_zfill(sV + swz8(r, lchunk), vb + lchunk * 16, ok);
             } else {
                 const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(p.k) + off;
                 const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(p.v) + off;
 #pragma unroll
                 for (int j = 0; j < 2; ++j) {
                     const int ch = lchunk + 8 * j;
-                    cp16(sK + swz(r, ch), kb + ch * 8, ok);
-                    cp16(sV + swz(r, ch), vb + ch * 8, ok);
+                    cp_async16_zfill(sK + swz(r, ch), kb + ch * 8, ok);
+                    cp_async16_zfill(sV + swz(r, ch), vb + ch * 8, ok);
                 }
             }
         }

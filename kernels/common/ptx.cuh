@@ -1,5 +1,5 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
-// loads, the cp.async group fence, byte permutes, cluster barriers, the cluster rank,
+// loads, zero-filling 16-byte cp.async copies and their group fence, byte permutes, cluster barriers, the cluster rank,
 // distributed shared-memory addresses, an ordered float key and an alignment test.
 // Each is static and inlined, so several kernels of one translation unit may include this header.
 #pragma once
@@ -22,6 +22,13 @@ static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
                  : "r"(addr)
                  : "memory");
     return v;
+}
+
+// 16-byte asynchronous copy global -> shared (cp.async, L2 only); when !pred the 16 bytes are
+// zero-filled and src is not read.
+static __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+                 : "memory");
 }
 
 // Closes the current group of cp.async copies; waits until at most N groups are pending.

@@ -63,7 +63,7 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
         const bool ok = r < rows && k < K;
         const __nv_bfloat16* p = src + (ok ? static_cast<uint64_t>(r) * K + k : 0ull);
         if (VEC) {
-            cp_async16(dst + swz(row, c), p, ok);
+            cp_async16_zfill(dst + swz(row, c), p, ok);
         } else {
             const uint4 v = ok ? load8<false, false>(p, static_cast<int64_t>(K) - k)
                                : make_uint4(0u, 0u, 0u, 0u);

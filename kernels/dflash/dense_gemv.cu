@@ -120,7 +120,7 @@ static __device__ __forceinline__ void run_async(const __nv_bfloat16* __restrict
 #pragma unroll
         for (int j = 0; j < kTiles; ++j) {
             const bool p = valid && wok[j];
-            cp_async16(ring + (s * kTiles + j) * kSlotBytes, p ? wrow[j] + k : w, p);
+            cp_async16_zfill(ring + (s * kTiles + j) * kSlotBytes, p ? wrow[j] + k : w, p);
         }
         cp_async_commit();
     };

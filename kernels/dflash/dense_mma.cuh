@@ -47,12 +47,7 @@ static __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t ad
 }
 
 
-// 16-byte asynchronous global -> shared copy; zero-fills the destination when !pred.
-static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool pred) {
-    const int n = pred ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n)
-                 : "memory");
-}
+using kcommon::cp_async16_zfill;
 
 
 // 16-byte streaming load of data read once (weights): no L1 allocation.

@@ -4,7 +4,7 @@
 //
 // x bf16 [rows, K], q E4M3 [N, K], scale f32 [N], f32 accumulation on the tensor cores:
 // mma.sync m16n8k16 bf16 (sm_121a), or on sm_90a the same products as warpgroup MMAs
-// (gemm_wgmma; the same bits).
+// (gemm_wgmma_ring, gemm_wgmma_bytes; the same bits).
 //
 // Tiling. A CTA of 256 threads computes a 128 (rows) x 128 (N) output tile, stepping through K
 // 64 at a time; its 8 warps form a 2 x 4 grid of 64 x 32 warp tiles (4 x 4 mma tiles, 64 f32
@@ -194,49 +194,38 @@ static __device__ __forceinline__ void k_steps(const __nv_bfloat16* x, const uin
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// sm_90a: the same stages and shared-memory layout (rows of 128 bytes, chunk c of row r at
-// c ^ (r % 8): wgmma's 128-byte swizzle of K-major operands); warpgroup wg (warps 4wg ..
-// 4wg + 3) computes rows 64wg .. 64wg + 63 x all 128 columns with 4 wgmma m64n128k16 per K step,
-// both operands read from shared memory, running while the next stage is converted and stored.
-// The same bf16 products in the same k order as mma_stage: the same bits.
-template <bool VEC>
-static __device__ __forceinline__ void gemm_wgmma(const __nv_bfloat16* x, const uint8_t* q,
-                                                  const float* scale, __nv_bfloat16* out,
-                                                  uint32_t rows, uint32_t n, uint32_t k, uint4* smem) {
-    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
-    const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+// sm_90a: the same shared-memory layout (rows of 128 bytes, chunk c of row r at c ^ (r % 8):
+// wgmma's 128-byte swizzle of K-major operands); warpgroup wg (warps 4wg .. 4wg + 3) computes
+// rows 64wg .. 64wg + 63 x all 128 columns. The same bf16 products in the same k order as
+// mma_stage: the same bits. The two paths below share these three pieces:
+//
+// one K step: 4 wgmma m64n128k16 of this warpgroup's 64 x rows of the x tile at shared address
+// xt and the 128-row weight tile at wt, committed as one group;
+static __device__ __forceinline__ void wgmma_step(float (&acc)[16][4], uint32_t xt, uint32_t wt, uint32_t wg) {
+    const uint32_t a = xt + wg * 64u * 128u;
+    kcommon::wgmma_fence();
+#pragma unroll
+    for (uint32_t s = 0; s < kBK / 16; ++s) {
+        kcommon::wgmma_m64n128k16_ss(acc, kcommon::smem_desc_sw128(a + s * 32u, 16, 1024),
+                                     kcommon::smem_desc_sw128(wt + s * 32u, 16, 1024));
+    }
+    kcommon::wgmma_commit();
+}
+// waiting for this warpgroup's MMAs (the accumulators pinned behind the wait);
+static __device__ __forceinline__ void wgmma_retire(float (&acc)[16][4]) {
+    kcommon::wgmma_wait_all();
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) {
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
+    }
+}
+// and the epilogue: out = bf16(acc * scale[col]) for this thread's fragments.
+static __device__ __forceinline__ void wgmma_store(const float (&acc)[16][4], __nv_bfloat16* out, const float* scale,
+                                                   uint32_t rows, uint32_t n, uint32_t m0, uint32_t n0) {
     const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-    const uint32_t wg = warp >> 2;
-    constexpr uint32_t kStageBytes = kStageUnits * 16;
-
-    float acc[16][4];
-#pragma unroll
-    for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-
-    auto issue = [&](uint32_t cur) {
-        const uint32_t a = base + cur * kStageBytes + wg * 64u * 128u;
-        const uint32_t b = base + (2u + cur) * kStageBytes;
-        kcommon::wgmma_fence();
-#pragma unroll
-        for (uint32_t s = 0; s < kBK / 16; ++s) {
-            kcommon::wgmma_m64n128k16_ss(acc, kcommon::smem_desc_sw128(a + s * 32u, 16, 1024),
-                                         kcommon::smem_desc_sw128(b + s * 32u, 16, 1024));
-        }
-        kcommon::wgmma_commit();
-    };
-    auto retire = [&] {
-        kcommon::wgmma_wait_all();
-#pragma unroll
-        for (uint32_t j = 0; j < 16; ++j) {
-#pragma unroll
-            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-        }
-    };
-    k_steps<VEC, true>(x, q, rows, n, k, m0, n0, smem, issue, retire);
-
     const uint32_t g = lane >> 2, t = lane & 3u;
-    const uint32_t m = m0 + wg * 64u + (warp & 3u) * 16u + g;
+    const uint32_t m = m0 + (warp >> 2) * 64u + (warp & 3u) * 16u + g;
 #pragma unroll
     for (uint32_t j = 0; j < 16; ++j) {
         const uint32_t col = n0 + j * 8u + 2u * t;
@@ -245,24 +234,39 @@ static __device__ __forceinline__ void gemm_wgmma(const __nv_bfloat16* x, const 
     }
 }
 
-static __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-                 : "memory");
+// The byte path (K % 16 != 0 or misaligned pointers): k_steps' two register-staged stages, the
+// MMAs of a stage running while the next stage is converted and stored.
+static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, const uint8_t* q,
+                                                        const float* scale, __nv_bfloat16* out,
+                                                        uint32_t rows, uint32_t n, uint32_t k, uint4* smem) {
+    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
+    const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+    const uint32_t wg = threadIdx.x >> 7;
+    constexpr uint32_t kStageBytes = kStageUnits * 16;
+
+    float acc[16][4];
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    k_steps<false, true>(
+        x, q, rows, n, k, m0, n0, smem,
+        [&](uint32_t cur) { wgmma_step(acc, base + cur * kStageBytes, base + (2u + cur) * kStageBytes, wg); },
+        [&] { wgmma_retire(acc); });
+    wgmma_store(acc, out, scale, rows, n, m0, n0);
 }
 
 // The vector path (K % 16 == 0, 16-byte aligned x and q) with the cp.async ring described at the
 // top: step t's x tile is read by the MMAs straight from its slot, its weight bytes are converted
 // by the threads that copied them into the bf16 tile (after a barrier that retires step t - 1's
 // MMAs, which read that tile), and step t + 2 is fetched into the slot of step t - 1. The same
-// products in the same k order as gemm_wgmma and mma_stage: the same bits.
+// products in the same k order as gemm_wgmma_bytes and mma_stage: the same bits.
 static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, const uint8_t* q,
                                                        const float* scale, __nv_bfloat16* out,
                                                        uint32_t rows, uint32_t n, uint32_t k, uint8_t* smem) {
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
     const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
-    const uint32_t tid = threadIdx.x, warp = tid >> 5, lane = tid & 31u;
-    const uint32_t wg = warp >> 2;
+    const uint32_t tid = threadIdx.x, wg = tid >> 7;
     const uint32_t wtile = base + kRingSlots * kSlotBytes;  // the converted weight tile
     uint4* ws = reinterpret_cast<uint4*>(smem + kRingSlots * kSlotBytes);
     const uint32_t steps = (k + kBK - 1) / kBK;
@@ -277,14 +281,14 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
             const uint32_t u = tid + i * kThreads;
             const uint32_t m = m0 + (u >> 3), kk = kt + 8u * (u & 7u);
             const bool ok = m < rows && kk < k;
-            cp_async16_zfill(slot + swz(u >> 3, u & 7u) * 16u, ok ? x + static_cast<uint64_t>(m) * k + kk : x, ok);
+            kcommon::cp_async16_zfill(slot + swz(u >> 3, u & 7u) * 16u, ok ? x + static_cast<uint64_t>(m) * k + kk : x, ok);
         }
 #pragma unroll
         for (uint32_t i = 0; i < 2; ++i) {
             const uint32_t u = tid + i * kThreads;
             const uint32_t r = n0 + (u >> 2), kk = kt + 16u * (u & 3u);
             const bool ok = r < n && kk < k;
-            cp_async16_zfill(slot + kXTileBytes + u * 16u, ok ? q + static_cast<uint64_t>(r) * k + kk : q, ok);
+            kcommon::cp_async16_zfill(slot + kXTileBytes + u * 16u, ok ? q + static_cast<uint64_t>(r) * k + kk : q, ok);
         }
     };
 
@@ -311,31 +315,11 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
         if (t + kRingSlots - 1 < steps) fetch(t + kRingSlots - 1);  // into the slot of step t - 1
         cp_async_commit();
 
-        const uint32_t a = base + (t % kRingSlots) * kSlotBytes + wg * 64u * 128u;
-        kcommon::wgmma_fence();
-#pragma unroll
-        for (uint32_t s = 0; s < kBK / 16; ++s) {
-            kcommon::wgmma_m64n128k16_ss(acc, kcommon::smem_desc_sw128(a + s * 32u, 16, 1024),
-                                         kcommon::smem_desc_sw128(wtile + s * 32u, 16, 1024));
-        }
-        kcommon::wgmma_commit();
-        kcommon::wgmma_wait_all();
-#pragma unroll
-        for (uint32_t j = 0; j < 16; ++j) {
-#pragma unroll
-            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-        }
+        wgmma_step(acc, base + (t % kRingSlots) * kSlotBytes, wtile, wg);
+        wgmma_retire(acc);
     }
     cp_async_wait<0>();
-
-    const uint32_t g = lane >> 2, t4 = lane & 3u;
-    const uint32_t m = m0 + wg * 64u + (warp & 3u) * 16u + g;
-#pragma unroll
-    for (uint32_t j = 0; j < 16; ++j) {
-        const uint32_t col = n0 + j * 8u + 2u * t4;
-        store_pair(out, scale, rows, n, m, col, acc[j][0], acc[j][1]);
-        store_pair(out, scale, rows, n, m + 8u, col, acc[j][2], acc[j][3]);
-    }
+    wgmma_store(acc, out, scale, rows, n, m0, n0);
 }
 #endif
 
@@ -387,7 +371,7 @@ dflash_fp8_gemm_n128_row_scaled_kernel(const __nv_bfloat16* x, const __nv_fp8_e4
     if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {
         d::gemm_wgmma_ring(x, qb, scale, out, rows, n, k, reinterpret_cast<uint8_t*>(dflash_fp8_dyn));
     } else {
-        d::gemm_wgmma<false>(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
+        d::gemm_wgmma_bytes(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
     }
 #else
     if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {

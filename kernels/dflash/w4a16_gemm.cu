@@ -161,7 +161,7 @@ static __device__ __forceinline__ void gemv_async(const __nv_bfloat16* __restric
 #pragma unroll
         for (int j = 0; j < kTiles; ++j) {
             const bool p = valid && ok[j];
-            cp_async16(code_ring + (s * kTiles + j) * kSlotBytes, p ? qrow[j] + c * (kChunk / 2) : wq, p);
+            cp_async16_zfill(code_ring + (s * kTiles + j) * kSlotBytes, p ? qrow[j] + c * (kChunk / 2) : wq, p);
         }
         const bool p = valid && sok;
         cp_async8(scale_wr + s * (kWarps * kScaleSlot), p ? srow + c * (kChunk / 16) : ws, p);
