@@ -1,6 +1,6 @@
 // Small PTX helpers shared by the kernel families: shared-memory addresses and 128-bit shared
 // loads, zero-filling 16-byte cp.async copies and their group fence, byte permutes, cluster barriers, the cluster rank,
-// distributed shared-memory addresses, an ordered float key and an alignment test.
+// distributed shared-memory addresses and loads, an ordered float key and an alignment test.
 // Each is static and inlined, so several kernels of one translation unit may include this header.
 #pragma once
 
@@ -76,6 +76,15 @@ static __device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t r
     uint32_t r;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
     return r;
+}
+// 16-byte load of four f32 from a distributed shared-memory address (cluster_map).
+static __device__ __forceinline__ float4 ld_cluster_f32x4(uint32_t addr) {
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+    return v;
 }
 
 // Ordered key of an f32 bit pattern, for selections on integers: a larger value gives a larger

@@ -21,13 +21,20 @@
 // Vector path: k % 8 == 0 and x, w 16-byte aligned (cp.async); otherwise the same pipeline is
 // filled with element loads and plain shared stores (any k and alignment).
 //
+// Split K (../common/split_k.cuh): when the 64-row tiles are few (the spec's grid z, launched
+// as clusters along z; always with BM = 64, whose 64 x 132 f32 partial tile fits the stages), each
+// CTA of a cluster runs its share of the k tiles and the partial tiles are summed in rank order
+// over distributed shared memory, then rounded once. No workspace.
+//
 // Accumulation order (deterministic): k tiles in increasing order, 16 k per MMA, into one f32
-// accumulator per output; rounded once to bf16.
+// accumulator per output (per rank when K is split, the ranks' sums then added in rank order);
+// rounded once to bf16.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/split_k.cuh"
 #include "../common/wgmma.cuh"
 #include "dense_mma.cuh"
 
@@ -44,6 +51,8 @@ constexpr uint32_t kRowBytes = kTileK * 2;                                      
 constexpr uint32_t kStageBytes = (kMaxTileM + kTileN) * kRowBytes;              // 16 KiB
 constexpr uint32_t kSmemBytes = kStages * kStageBytes;                          // 64 KiB
 constexpr uint32_t kBigTileCtas = 256;  // use 128-row tiles from this many 128 x 128 tiles
+constexpr uint32_t kPartStride = kTileN + 4;  // floats a row of the split-K partial tile
+static_assert(64 * kPartStride * 4 <= kSmemBytes, "the 64-row partial tile fits the stages");
 
 static __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) {
     return row * kRowBytes + ((chunk ^ ((row >> 1) & 3u)) << 4);
@@ -72,7 +81,8 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
     }
 }
 
-// The k loop both product paths share: k tiles through the kStages-deep cp.async pipeline;
+// The k loop both product paths share: this CTA's k tiles (all of them, or its share when K is
+// split) through the kStages-deep cp.async pipeline;
 // stage(a, b) multiplies the BM x 32 x tile at shared address a with the 128 x 32 weight tile at
 // b. With ASYNC_PROXY (wgmma reads the stages) each thread's stage writes are fenced for the
 // async proxy before the barrier that publishes them; stage() must be done reading its tiles
@@ -83,9 +93,10 @@ static __device__ __forceinline__ void k_loop(const __nv_bfloat16* __restrict__ 
                                               uint32_t N, uint32_t K, uint32_t m0, uint32_t n0,
                                               uint8_t* smem, Stage&& stage) {
     const uint32_t base = smem_addr(smem);
-    const uint32_t ktiles = (K + kTileK - 1) / kTileK;
-    auto load_stage = [&](uint32_t kt) {
-        const uint32_t s = kt % kStages;
+    const kcommon::KRange range = kcommon::split_k_range((K + kTileK - 1) / kTileK);
+    const uint32_t ktiles = range.last - range.first;
+    auto load_stage = [&](uint32_t i) {  // the i-th k tile of the range
+        const uint32_t s = i % kStages, kt = range.first + i;
         const uint32_t a = s * kStageBytes, b = a + BM * kRowBytes;
         load_rows<BM, VEC>(base + a, smem + a, x, M, K, m0, kt * kTileK);
         load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK);
@@ -96,19 +107,42 @@ static __device__ __forceinline__ void k_loop(const __nv_bfloat16* __restrict__ 
         if (static_cast<uint32_t>(s) < ktiles) load_stage(s);
         cp_async_commit();
     }
-    for (uint32_t kt = 0; kt < ktiles; ++kt) {
+    for (uint32_t i = 0; i < ktiles; ++i) {
         cp_async_wait<kStages - 2>();
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         if constexpr (ASYNC_PROXY) kcommon::fence_proxy_async();
 #endif
-        __syncthreads();  // stage kt is complete for all threads; stage kt - 1 is free
-        if (kt + kStages - 1 < ktiles) load_stage(kt + kStages - 1);
+        __syncthreads();  // stage i is complete for all threads; stage i - 1 is free
+        if (i + kStages - 1 < ktiles) load_stage(i + kStages - 1);
         cp_async_commit();
 
-        const uint32_t a = base + (kt % kStages) * kStageBytes;
+        const uint32_t a = base + (i % kStages) * kStageBytes;
         stage(a, a + BM * kRowBytes);
     }
     cp_async_wait<0>();
+}
+
+// The epilogue both paths share. pairs(f) calls f(row, col, v0, v1) for each pair of adjacent
+// accumulators of this thread (row, col within the BM x 128 tile). One CTA along z: stored from
+// the registers; split K (BM = 64 only, see the top): the ordered fold over the cluster.
+template <int BM, typename Pairs>
+static __device__ __forceinline__ void epilogue(Pairs&& pairs, __nv_bfloat16* out, uint32_t M, uint32_t N,
+                                                uint32_t m0, uint32_t n0, uint8_t* smem) {
+    if (gridDim.z == 1) {
+        pairs([&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f); });
+        return;
+    }
+    if constexpr (BM == 64) {
+        float* part = reinterpret_cast<float*>(smem);
+        kcommon::split_k_stash<kPartStride>(part, pairs);
+        kcommon::split_k_fold<kTileN, kPartStride, kThreads>(part, min(64u, M - m0), N - n0,
+                                                            [&](uint32_t r, uint32_t c, const float4& v) {
+            store_pair(out, m0 + r, n0 + c, M, N, v.x, v.y, 1.0f);
+            store_pair(out, m0 + r, n0 + c + 2u, M, N, v.z, v.w, 1.0f);
+        });
+    } else {
+        __trap();  // the spec splits K only when the 64-row tiles are few (BM = 64)
+    }
 }
 
 template <int BM, bool VEC>
@@ -148,14 +182,17 @@ static __device__ __forceinline__ void run(const __nv_bfloat16* __restrict__ x,
     });
 
     const uint32_t g = lane >> 2, t = lane & 3u;
+    auto pairs = [&](auto&& f) {
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const uint32_t m = m0 + wm * (BM / 2) + i * 16 + g, n = n0 + wn * 32 + j * 8 + 2 * t;
-            store_pair(out, m, n, M, N, acc[i][j][0], acc[i][j][1], 1.0f);
-            store_pair(out, m + 8, n, M, N, acc[i][j][2], acc[i][j][3], 1.0f);
-        }
+            for (int j = 0; j < 4; ++j) {
+                const uint32_t r = wm * (BM / 2) + i * 16 + g, c = wn * 32 + j * 8 + 2 * t;
+                f(r, c, acc[i][j][0], acc[i][j][1]);
+                f(r + 8, c, acc[i][j][2], acc[i][j][3]);
+            }
+    };
+    epilogue<BM>(pairs, out, M, N, m0, n0, smem);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -206,13 +243,16 @@ static __device__ __forceinline__ void run_wgmma(const __nv_bfloat16* __restrict
     });
 
     const uint32_t g = lane >> 2, t = lane & 3u;
-    const uint32_t m = m0 + a_row + (warp & 3u) * 16 + g;
+    const uint32_t r = a_row + (warp & 3u) * 16 + g;
+    auto pairs = [&](auto&& f) {
 #pragma unroll
-    for (int j = 0; j < NW / 8; ++j) {
-        const uint32_t n = n0 + b_row + j * 8 + 2 * t;
-        store_pair(out, m, n, M, N, acc[j][0], acc[j][1], 1.0f);
-        store_pair(out, m + 8, n, M, N, acc[j][2], acc[j][3], 1.0f);
-    }
+        for (int j = 0; j < NW / 8; ++j) {
+            const uint32_t c = b_row + j * 8 + 2 * t;
+            f(r, c, acc[j][0], acc[j][1]);
+            f(r + 8, c, acc[j][2], acc[j][3]);
+        }
+    };
+    epilogue<BM>(pairs, out, M, N, m0, n0, smem);
 }
 #endif
 

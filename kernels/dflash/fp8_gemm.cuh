@@ -27,6 +27,12 @@
 // ring slot and that tile. Register-staged loads one step ahead (the other paths) left the
 // global latency exposed at few rows (0.2-0.5x cuBLAS at 256 rows).
 //
+// Split K (../common/split_k.cuh). With a grid of Z > 1 along z (clusters of Z CTAs along z,
+// which the spec launches when the output tiles alone would leave most of the GPU idle), each CTA
+// runs its share of the K steps, and the Z unscaled f32 tiles (kPartStride floats a row, in the
+// ring's shared memory) are summed in rank order, then scaled and rounded once. The same sums
+// whichever path or rank computes them, and no workspace.
+//
 // Bounds. Rows beyond `rows`, weight rows beyond N and k beyond K read as zero (so the tails
 // add nothing) and outputs beyond the matrix are not stored. The vector path needs K % 16 == 0
 // and 16-byte aligned x and q (then every 16-byte load is wholly in range or out); otherwise x
@@ -38,6 +44,7 @@
 #include <cuda_fp8.h>
 #include <cstdint>
 
+#include "../common/split_k.cuh"
 #include "../common/wgmma.cuh"
 #include "fp8_common.cuh"
 
@@ -59,6 +66,14 @@ constexpr uint32_t kRingSmem = kRingSlots * kSlotBytes + kBN * kBK * 2;  // 88 K
 
 // 16-byte unit of chunk c (0..7) of tile row r, swizzled.
 static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 8u + (c ^ (r & 7u)); }
+
+// Split K: this CTA's K steps [first, last), and the row stride of the f32 partial tile (132
+// floats: 16-byte rows for the fold's vector reads, rows 4 banks apart).
+static __device__ __forceinline__ kcommon::KRange k_steps_of_rank(uint32_t k) {
+    return kcommon::split_k_range((k + kBK - 1) / kBK);
+}
+constexpr uint32_t kPartStride = kBN + 4;
+static_assert(kBM * kPartStride * 4 <= kRingSmem, "the partial tile fits GEMM_SMEM, which every path gets");
 
 static __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
                                                const uint4* p) {
@@ -157,6 +172,26 @@ static __device__ __forceinline__ void store_pair(__nv_bfloat16* out, const floa
     o[0] = b0;
 }
 
+// The epilogue of every path. pairs(f) calls f(row, col, v0, v1) for each pair of adjacent
+// accumulators of this thread (row, col: within the tile). One CTA along z: out = bf16(v * scale)
+// straight from the registers. Split K (see the top): the partial tile through shared memory
+// and the ordered fold over the cluster. The caller has waited for its copies and products.
+template <typename Pairs>
+static __device__ __forceinline__ void epilogue(Pairs&& pairs, __nv_bfloat16* out, const float* scale,
+                                                uint32_t rows, uint32_t n, uint32_t m0, uint32_t n0, void* smem) {
+    if (gridDim.z == 1) {
+        pairs([&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, scale, rows, n, m0 + r, n0 + c, v0, v1); });
+        return;
+    }
+    float* part = static_cast<float*>(smem);
+    kcommon::split_k_stash<kPartStride>(part, pairs);
+    kcommon::split_k_fold<kBN, kPartStride, kThreads>(part, min(kBM, rows - m0), n - n0,
+                                                      [&](uint32_t r, uint32_t c, const float4& v) {
+        store_pair(out, scale, rows, n, m0 + r, n0 + c, v.x, v.y);
+        store_pair(out, scale, rows, n, m0 + r, n0 + c + 2u, v.z, v.w);
+    });
+}
+
 // The K loop both product paths share. Each K step: the next step's loads are issued, then
 // issue(cur) starts the products of stage cur, the next step's operands are converted and stored
 // into the other stage (last read by the previous step's products, retired before its barrier),
@@ -169,7 +204,8 @@ static __device__ __forceinline__ void k_steps(const __nv_bfloat16* x, const uin
                                                uint4* smem, Issue&& issue, Retire&& retire) {
     uint4* xs = smem;                     // [2][kStageUnits]
     uint4* ws = smem + 2 * kStageUnits;   // [2][kStageUnits]
-    const uint32_t steps = (k + kBK - 1) / kBK;
+    const kcommon::KRange range = k_steps_of_rank(k);
+    if (range.first == range.last) return;
     auto publish = [] {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         if constexpr (ASYNC_PROXY) kcommon::fence_proxy_async();
@@ -177,13 +213,13 @@ static __device__ __forceinline__ void k_steps(const __nv_bfloat16* x, const uin
     };
 
     StepLoads<VEC> ld;
-    ld.load(x, q, rows, n, k, m0, n0, 0);
+    ld.load(x, q, rows, n, k, m0, n0, range.first * kBK);
     ld.store(xs, ws);
     publish();
     __syncthreads();
-    for (uint32_t st = 0; st < steps; ++st) {
-        const uint32_t cur = st & 1u;
-        const bool more = st + 1 < steps;
+    for (uint32_t st = range.first; st < range.last; ++st) {
+        const uint32_t cur = (st - range.first) & 1u;
+        const bool more = st + 1 < range.last;
         if (more) ld.load(x, q, rows, n, k, m0, n0, (st + 1) * kBK);
         issue(cur);
         if (more) ld.store(xs + (cur ^ 1u) * kStageUnits, ws + (cur ^ 1u) * kStageUnits);
@@ -220,18 +256,18 @@ static __device__ __forceinline__ void wgmma_retire(float (&acc)[16][4]) {
         for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
     }
 }
-// and the epilogue: out = bf16(acc * scale[col]) for this thread's fragments.
-static __device__ __forceinline__ void wgmma_store(const float (&acc)[16][4], __nv_bfloat16* out, const float* scale,
-                                                   uint32_t rows, uint32_t n, uint32_t m0, uint32_t n0) {
-    const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
-    const uint32_t g = lane >> 2, t = lane & 3u;
-    const uint32_t m = m0 + (warp >> 2) * 64u + (warp & 3u) * 16u + g;
+// and the accumulator pairs for the epilogue (tile row and column of each).
+static __device__ __forceinline__ auto wgmma_pairs(const float (&acc)[16][4]) {
+    return [&acc](auto&& f) {
+        const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+        const uint32_t g = lane >> 2, t = lane & 3u;
+        const uint32_t r = (warp >> 2) * 64u + (warp & 3u) * 16u + g;
 #pragma unroll
-    for (uint32_t j = 0; j < 16; ++j) {
-        const uint32_t col = n0 + j * 8u + 2u * t;
-        store_pair(out, scale, rows, n, m, col, acc[j][0], acc[j][1]);
-        store_pair(out, scale, rows, n, m + 8u, col, acc[j][2], acc[j][3]);
-    }
+        for (uint32_t j = 0; j < 16; ++j) {
+            f(r, j * 8u + 2u * t, acc[j][0], acc[j][1]);
+            f(r + 8u, j * 8u + 2u * t, acc[j][2], acc[j][3]);
+        }
+    };
 }
 
 // The byte path (K % 16 != 0 or misaligned pointers): k_steps' two register-staged stages, the
@@ -252,7 +288,7 @@ static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, 
         x, q, rows, n, k, m0, n0, smem,
         [&](uint32_t cur) { wgmma_step(acc, base + cur * kStageBytes, base + (2u + cur) * kStageBytes, wg); },
         [&] { wgmma_retire(acc); });
-    wgmma_store(acc, out, scale, rows, n, m0, n0);
+    epilogue(wgmma_pairs(acc), out, scale, rows, n, m0, n0, smem);
 }
 
 // The vector path (K % 16 == 0, 16-byte aligned x and q) with the cp.async ring described at the
@@ -269,13 +305,13 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
     const uint32_t tid = threadIdx.x, wg = tid >> 7;
     const uint32_t wtile = base + kRingSlots * kSlotBytes;  // the converted weight tile
     uint4* ws = reinterpret_cast<uint4*>(smem + kRingSlots * kSlotBytes);
-    const uint32_t steps = (k + kBK - 1) / kBK;
+    const kcommon::KRange range = k_steps_of_rank(k);
 
     // This thread's copies: x units tid + 256 i (row u / 8, chunk u % 8) and weight units
     // tid + 256 i (row u / 4, 16-byte part u % 4), as StepLoads.
-    auto fetch = [&](uint32_t t) {
+    auto fetch = [&](uint32_t t) {  // step range.first + t
         const uint32_t slot = base + (t % kRingSlots) * kSlotBytes;
-        const uint32_t kt = t * kBK;
+        const uint32_t kt = (range.first + t) * kBK;
 #pragma unroll
         for (uint32_t i = 0; i < 4; ++i) {
             const uint32_t u = tid + i * kThreads;
@@ -296,6 +332,7 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
 #pragma unroll
     for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
+    const uint32_t steps = range.last - range.first;
 #pragma unroll
     for (uint32_t t = 0; t + 1 < kRingSlots; ++t) {
         if (t < steps) fetch(t);
@@ -319,7 +356,7 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
         wgmma_retire(acc);
     }
     cp_async_wait<0>();
-    wgmma_store(acc, out, scale, rows, n, m0, n0);
+    epilogue(wgmma_pairs(acc), out, scale, rows, n, m0, n0, smem);
 }
 #endif
 
@@ -347,16 +384,19 @@ static __device__ __forceinline__ void gemm(const __nv_bfloat16* x, const uint8_
         [] {});
 
     const uint32_t g = lane >> 2, t = lane & 3u;
+    auto pairs = [&](auto&& f) {
 #pragma unroll
-    for (uint32_t mi = 0; mi < 4; ++mi) {
-        const uint32_t m = m0 + wm * 64u + mi * 16u + g;
+        for (uint32_t mi = 0; mi < 4; ++mi) {
+            const uint32_t r = wm * 64u + mi * 16u + g;
 #pragma unroll
-        for (uint32_t ni = 0; ni < 4; ++ni) {
-            const uint32_t col = n0 + wn * 32u + ni * 8u + 2u * t;
-            store_pair(out, scale, rows, n, m, col, acc[mi][ni][0], acc[mi][ni][1]);
-            store_pair(out, scale, rows, n, m + 8u, col, acc[mi][ni][2], acc[mi][ni][3]);
+            for (uint32_t ni = 0; ni < 4; ++ni) {
+                const uint32_t c = wn * 32u + ni * 8u + 2u * t;
+                f(r, c, acc[mi][ni][0], acc[mi][ni][1]);
+                f(r + 8u, c, acc[mi][ni][2], acc[mi][ni][3]);
+            }
         }
-    }
+    };
+    epilogue(pairs, out, scale, rows, n, m0, n0, smem);
 }
 
 }  // namespace dflash_fp8_gemm_detail

@@ -36,8 +36,11 @@ def reference(x, w):
 GEMV_M = [1, 2, 7, 8, 9, 15, 16]
 ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # (n, k): n not a multiple of any tile (4104 = 128 * 32 + 8), k a multiple of 16 but not 32,
-# k a multiple of 8 but not 16, k not a multiple of 8 (element loads), a tiny odd n.
-SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104)]
+# k a multiple of 8 but not 16, k not a multiple of 8 (element loads), a tiny odd n; k long enough
+# and not a multiple of 8, for dense_gemm_pipelined's split K on its element-load path (2 ranks).
+# dense_gemm_pipelined splits K over 4 ranks at (4104, 4096) up to 64 rows, (4096, 4112) and
+# (33, 4104), and over 2 at (4104, 4096) with 129 rows.
+SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104), (200, 3003)]
 KERNELS = {
     "dense_gemv": lambda *a: dense_linear.dense_gemv(*a),
     "dense_gemm": lambda *a: dense_linear.dense_gemm(*a),
@@ -156,3 +159,7 @@ def test_plans():
     assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
     p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (33, 32, 1) and p["shared_mem"] == 65536
+    p = dense_linear.plan_dense_gemm_pipelined(m=64, n=4096, k=4096)  # 32 tiles: K split over 4 CTAs
+    assert p["launched"] and tuple(p["grid"]) == (32, 1, 4), p
+    p = dense_linear.plan_dense_gemm_pipelined(m=256, n=4096, k=12288)  # 128 tiles: over 2
+    assert p["launched"] and tuple(p["grid"]) == (32, 4, 2), p

@@ -207,16 +207,23 @@ KERNELS = {
 ROWS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 SHAPES_K16 = [(4104, 4096), (1001, 1040)]          # N off the 128 tile (odd N too); K % 64 != 0
 SHAPES_ANY_K = [(4104, 1000), (37, 1), (130, 24)]  # K % 16 != 0
+# fp8_gemm_n128_row_scaled splits K over a cluster when its tiles are few: 3 ranks of 16-17 K
+# steps (ring path), and 2 ranks on the byte path (K % 16 != 0)
+SHAPES_SPLIT = [(4104, 3088), (1000, 3000)]
 
 
 def product_cases():
     for name, (_, max_rows, any_k) in KERNELS.items():
         shapes = SHAPES_K16 + (SHAPES_ANY_K if any_k else [])
+        if name == "fp8_gemm_n128_row_scaled":
+            shapes = shapes + SHAPES_SPLIT
         for rows in ROWS:
             if max_rows is not None and rows > max_rows:
                 continue
             for n, k in shapes:
                 if rows == 2048 and (n, k) != (4104, 4096) and k != 1000:
+                    continue
+                if (n, k) in SHAPES_SPLIT and rows not in (1, 17, 64, 129):
                     continue
                 yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
 
@@ -424,5 +431,11 @@ def test_plans():
     p = fp8_linear.plan_quantize_bf16_to_fp8(n=4097, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (4097, 1, 1)  # one CTA per row
     p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=300, n=4104, k=4096)
-    assert p["launched"] and tuple(p["grid"]) == (3, 33, 1)
+    assert p["launched"] and tuple(p["grid"]) == (3, 33, 2), p  # 99 tiles: K split over 2 CTAs
+    p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=64, n=4096, k=12288)
+    assert p["launched"] and tuple(p["grid"]) == (1, 32, 4), p
+    p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=2048, n=4096, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (16, 32, 1), p  # 512 tiles: no split
+    p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=17, n=1000, k=1000)
+    assert p["launched"] and tuple(p["grid"]) == (1, 8, 1), p  # K below SPLIT_K_MIN: no split
     assert p["shared_mem"] == 3 * (128 * 64 * 2 + 128 * 64) + 128 * 64 * 2  # the sm_90a ring

@@ -41,8 +41,11 @@ def test_build_is_the_mma_path(mma):
     assert mma[0].TARGET == TARGET and dense_linear.TARGET != TARGET
 
 
-# (m, n, k): 128-row tiles (m = 2048, >= 256 CTAs), 64-row tiles, N and K off the tiles, K % 8 != 0
-SHAPES = [(2048, 4096, 4096), (256, 4104, 4096), (100, 1000, 4112), (129, 4104, 1000), (64, 136, 100)]
+# (m, n, k): 128-row tiles (m = 2048, >= 256 CTAs), 64-row tiles, N and K off the tiles, K % 8 != 0;
+# the FP8 GEMM splits K over 4 CTAs at (256, 4104, 4096) and (100, 1000, 4112), and over 2 on its
+# byte path at (64, 1000, 3000)
+SHAPES = [(2048, 4096, 4096), (256, 4104, 4096), (100, 1000, 4112), (129, 4104, 1000), (64, 136, 100),
+          (64, 1000, 3000)]
 
 
 @pytest.mark.parametrize("m, n, k", SHAPES)

@@ -70,7 +70,9 @@ def plan_fp8_gemm_n128_row_scaled_m16(*, rows: int, n: int, k: int) -> _kg_Plan:
 class _kg_launcher_fp8_gemm_n128_row_scaled(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation."""
+out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
+
+Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...

@@ -16,6 +16,9 @@ namespace {
 constexpr int64_t CLUSTER = 8;
 constexpr int64_t GEMM_SMEM = 90112;
 constexpr int64_t KSPAN_CHUNKS = 512;
+constexpr int64_t SPLIT_CTAS = 264;
+constexpr int64_t SPLIT_K_MIN = 1024;
+constexpr int64_t SPLIT_MAX = 4;
 constexpr int64_t TILE = 128;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
@@ -249,7 +252,7 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_
 }
 }  // namespace
 
-// fp8_gemm_n128_row_scaled: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation.
+// fp8_gemm_n128_row_scaled: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
 kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -304,7 +307,7 @@ kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
   }
   kg_p.grid[0] = kg::x_div_ceil(int64_t{rows}, TILE, kg_err);
   kg_p.grid[1] = kg::x_div_ceil(int64_t{n}, TILE, kg_err);
-  kg_p.grid[2] = int64_t{1};
+  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
   kg_p.block[0] = int64_t{256};
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
@@ -314,8 +317,26 @@ kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 101376);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    kg_p.code = kg::check_launch(kg_p, 0, kg_cluster, 8, false, 0, 0);
+  }
   return kg_p;
 }
+
+namespace {
+// The launch-time cluster of fp8_gemm_n128_row_scaled (its plan has checked it).
+void kg_cluster_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
+  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
+  kg_cluster[0] = int64_t{1};
+  kg_cluster[1] = int64_t{1};
+  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+}
+}  // namespace
 
 namespace {
 int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
@@ -348,7 +369,7 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     1, 0, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:14: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:17: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
@@ -367,7 +388,7 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     2, 1, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:34: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:37: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
@@ -387,7 +408,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     2, 2, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:55: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:58: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
@@ -404,7 +425,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     2, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:79: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:82: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
 }  // namespace
 
@@ -440,8 +461,21 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_n128_row_scaled};
   const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_n128_row_scaled_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled};
-  ::dflash_fp8_gemm_n128_row_scaled_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemm_n128_row_scaled};
+  cudaLaunchAttribute kg_attrs[1];
+  int64_t kg_cluster[3];
+  kg_cluster_fp8_gemm_n128_row_scaled(rows, n, k, kg_cluster);
+  kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_n128_row_scaled_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemm_n128_row_scaled};
 }
 
 // fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.

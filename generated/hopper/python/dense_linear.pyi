@@ -60,9 +60,9 @@ def plan_dense_gemm(*, m: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_dense_gemm_pipelined(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
+Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 
-__launch_bounds__: at most 256 threads a block."""
+Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. __launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

@@ -21,6 +21,9 @@ constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
 constexpr int64_t PIPE_TILE_M = 64;
 constexpr int64_t PIPE_TILE_N = 128;
+constexpr int64_t SPLIT_CTAS = 264;
+constexpr int64_t SPLIT_K_MIN = 1024;
+constexpr int64_t SPLIT_MAX = 4;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
@@ -153,7 +156,7 @@ int32_t kg_sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 }
 }  // namespace
 
-// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
+// dense_gemm_pipelined: Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -186,7 +189,7 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
   }
   kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err);
   kg_p.grid[1] = kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err);
-  kg_p.grid[2] = int64_t{1};
+  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err), kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
   kg_p.block[0] = PIPE_THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
@@ -197,10 +200,25 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
   if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err), kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
   }
   return kg_p;
 }
+
+namespace {
+// The launch-time cluster of dense_gemm_pipelined (its plan has checked it).
+void kg_cluster_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_cluster) {
+  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
+  kg_cluster[0] = int64_t{1};
+  kg_cluster[1] = int64_t{1};
+  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(SPLIT_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{n}, PIPE_TILE_N, kg_err), kg::x_div_ceil(int64_t{m}, PIPE_TILE_M, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+}
+}  // namespace
 
 namespace {
 int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
@@ -235,7 +253,7 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:20: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:23: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -248,7 +266,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:44: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:47: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -261,7 +279,7 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:64: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 }  // namespace
 
@@ -288,8 +306,21 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm_pipelined};
   const int32_t kg_ready = kg_slot_dense_gemm_pipelined.prepare(reinterpret_cast<const void*>(&::dense_gemm_pipelined_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_pipelined};
-  ::dense_gemm_pipelined_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, m, n, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemm_pipelined};
+  cudaLaunchAttribute kg_attrs[1];
+  int64_t kg_cluster[3];
+  kg_cluster_dense_gemm_pipelined(m, n, k, kg_cluster);
+  kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemm_pipelined_bf16_kernel, x, w, out, m, n, k)), &kg_info_dense_gemm_pipelined};
 }
 
 // dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.

@@ -29,6 +29,9 @@ C_PIPE_SMEM = 65536
 C_PIPE_THREADS = 256
 C_PIPE_TILE_M = 64
 C_PIPE_TILE_N = 128
+C_SPLIT_CTAS = 264
+C_SPLIT_K_MIN = 1024
+C_SPLIT_MAX = 4
 
 
 # ---------------------------------------------------------------- dense_gemv
@@ -290,10 +293,10 @@ def expect_dense_gemm_pipelined(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M), 1), (C_PIPE_THREADS, 1, 1), C_PIPE_SMEM),
+            (_x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M), _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), (C_PIPE_THREADS, 1, 1), C_PIPE_SMEM),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=256, cluster=None, cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=256, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['n'], C_PIPE_TILE_N), _x.div_ceil(_st, _a['m'], C_PIPE_TILE_M))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
     )
 
 

@@ -22,6 +22,9 @@ DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_s
 C_CLUSTER = 8
 C_GEMM_SMEM = 90112
 C_KSPAN_CHUNKS = 512
+C_SPLIT_CTAS = 264
+C_SPLIT_K_MIN = 1024
+C_SPLIT_MAX = 4
 C_TILE = 128
 
 
@@ -409,8 +412,10 @@ def expect_fp8_gemm_n128_row_scaled(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE), 1), (256, 1, 1), C_GEMM_SMEM),
+            (_x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE), _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), (256, 1, 1), C_GEMM_SMEM),
         limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=0, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_SPLIT_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
     )
 
 

@@ -7,7 +7,7 @@
 
 /// Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:20`):
+/// Arguments, in order (`specs/dense_linear.yaml:23`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -81,7 +81,7 @@ pub mod dense_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:44`):
+/// Arguments, in order (`specs/dense_linear.yaml:47`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -152,9 +152,9 @@ pub mod dense_gemm {
     }
 }
 
-/// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned).
+/// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:64`):
+/// Arguments, in order (`specs/dense_linear.yaml:67`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -165,6 +165,7 @@ pub mod dense_gemm {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
+/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemm_pipelined {
     #[allow(non_upper_case_globals)]
@@ -227,7 +228,7 @@ pub mod dense_gemm_pipelined {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:89`):
+/// Arguments, in order (`specs/dense_linear.yaml:97`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

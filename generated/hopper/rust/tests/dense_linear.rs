@@ -308,13 +308,13 @@ fn dense_gemm_pipelined_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm_pipelined::plan(1048575, 24576, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 16384, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=255, m=1048575, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(127, 16384, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([128, 2, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=127, n=16384");
     check(kg::dense_linear::dense_gemm_pipelined::plan(32769, 4096, 1024), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 513, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=1024, m=32769");
-    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, m=256, n=31");
-    check(kg::dense_linear::dense_gemm_pipelined::plan(15, 4096, 131071), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=131071, m=15");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 4, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, m=256, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(15, 4096, 131071), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=131071, m=15");
     check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 32768), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=32768, m=256, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2147483648, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 33554432, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=2147483648, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(1073741824, 4194303, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([32768, 16777216, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=1073741824, n=4194303");
     check(kg::dense_linear::dense_gemm_pipelined::plan(1, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=1, n=24576");
-    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 511, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=256, n=511");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(256, 511, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([4, 4, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=256, n=511");
     check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 131073), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=131073, m=256, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 8192, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([64, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, n=8192");
     check(kg::dense_linear::dense_gemm_pipelined::plan(256, 24576, 1000000000), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=1000000000, m=256, n=24576");
@@ -331,7 +331,7 @@ fn dense_gemm_pipelined_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4194304, 2147483647), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32768, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=2147483647, n=4194304");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 67108864, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([524288, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with n=67108864");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2055, 4096, 32767), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 33, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=32767, m=2055");
-    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with n=31");
     check(kg::dense_linear::dense_gemm_pipelined::plan(8191, 4096, 255), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 128, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=255, m=8191");
     check(kg::dense_linear::dense_gemm_pipelined::plan(255, 4096, 1023), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=1023, m=255");
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 2048, 32769), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=32769, n=2048");
@@ -340,7 +340,7 @@ fn dense_gemm_pipelined_plan_matches_spec() {
     check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 4096, 2097151), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=2097151");
     check(kg::dense_linear::dense_gemm_pipelined::plan(16777217, 24576, 4096), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262145, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with m=16777217, n=24576");
     check(kg::dense_linear::dense_gemm_pipelined::plan(16777216, 24576, 536870911), "dense_gemm_pipelined", Expect { code: -196609, geometry: Some(([192, 262144, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=536870911, m=16777216, n=24576");
-    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, n=31");
+    check(kg::dense_linear::dense_gemm_pipelined::plan(2048, 31, 4097), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "the first example with k=4097, n=31");
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn dense_linear_any_plans_the_first_member_that_applies() {
     let _g = guard();
     check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "k=4096, m=1, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([9496, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "k=4096, m=16, n=151936");
-    check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
     check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
