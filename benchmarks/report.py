@@ -254,8 +254,12 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         torch_cell = ""
         if q.get("speedup_vs_torch"):
             torch_cell = f", {q['speedup_vs_torch']:.1f}x torch's row-wise quantization"
+        cast_cell = ""
+        if q.get("cast_ms"):
+            cast_cell = (f" The same traffic as a plain bf16 -> E4M3 cast (torch, no scale): "
+                         f"{q['cast_ms'] * 1000:.1f} us, {100 * q['cast_fraction_of_copy']:.0f}% of copy bandwidth.")
         lines += ["", f"quantize_bf16_to_fp8 {q['n']}x{q['k']}: {q['ms'] * 1000:.1f} us, "
-                      f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}."]
+                      f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}.{cast_cell}"]
     return lines + [""]
 
 

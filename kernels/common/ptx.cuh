@@ -31,6 +31,13 @@ static __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void
                  : "memory");
 }
 
+// The same, asking the L2 to fetch the whole 256-byte block around src (for a weight row read
+// 64 bytes per k step by a single CTA: the following steps' bytes then come from the L2).
+static __device__ __forceinline__ void cp_async16_zfill_l2pf(uint32_t dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+                 : "memory");
+}
+
 // Closes the current group of cp.async copies; waits until at most N groups are pending.
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>

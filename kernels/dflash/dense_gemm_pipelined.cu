@@ -58,11 +58,12 @@ static __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) {
     return row * kRowBytes + ((chunk ^ ((row >> 1) & 3u)) << 4);
 }
 
-// Rows r0 .. r0 + ROWS - 1 of src ([rows, K]) at k0 .. k0 + 31 into the swizzled tile at dst.
+// Rows r0 .. r0 + ROWS - 1 of src ([rows, K]) at k0 .. k0 + 31 into the swizzled tile at dst;
+// with l2pf the copies ask the L2 for whole 256-byte blocks (see k_loop).
 template <int ROWS, bool VEC>
 static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
                                                  const __nv_bfloat16* src, uint32_t rows,
-                                                 uint32_t K, uint32_t r0, uint32_t k0) {
+                                                 uint32_t K, uint32_t r0, uint32_t k0, bool l2pf = false) {
     constexpr int kPer = ROWS * 4 / kThreads;
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
@@ -72,7 +73,11 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
         const bool ok = r < rows && k < K;
         const __nv_bfloat16* p = src + (ok ? static_cast<uint64_t>(r) * K + k : 0ull);
         if (VEC) {
-            cp_async16_zfill(dst + swz(row, c), p, ok);
+            if (l2pf) {
+                kcommon::cp_async16_zfill_l2pf(dst + swz(row, c), p, ok);
+            } else {
+                cp_async16_zfill(dst + swz(row, c), p, ok);
+            }
         } else {
             const uint4 v = ok ? load8<false, false>(p, static_cast<int64_t>(K) - k)
                                : make_uint4(0u, 0u, 0u, 0u);
@@ -95,11 +100,15 @@ static __device__ __forceinline__ void k_loop(const __nv_bfloat16* __restrict__ 
     const uint32_t base = smem_addr(smem);
     const kcommon::KRange range = kcommon::split_k_range((K + kTileK - 1) / kTileK);
     const uint32_t ktiles = range.last - range.first;
+    // One 64-row tile in all (m <= 64): no other CTA reads this CTA's weight rows, which it
+    // takes 64 bytes a k tile; prefetching their 256-byte blocks into the L2 measured 10-28%
+    // faster on the H200 at 64 rows, and slower where CTAs share the weight (more rows).
+    const bool l2pf = gridDim.y == 1;
     auto load_stage = [&](uint32_t i) {  // the i-th k tile of the range
         const uint32_t s = i % kStages, kt = range.first + i;
         const uint32_t a = s * kStageBytes, b = a + BM * kRowBytes;
         load_rows<BM, VEC>(base + a, smem + a, x, M, K, m0, kt * kTileK);
-        load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK);
+        load_rows<kTileN, VEC>(base + b, smem + b, w, N, K, n0, kt * kTileK, l2pf);
     };
 
 #pragma unroll
