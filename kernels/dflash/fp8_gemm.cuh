@@ -25,7 +25,10 @@
 // 128 x 64 bytes, 8 KiB), fetched two K steps ahead; each step every thread converts the weight
 // bytes it copied itself into the one bf16 weight tile, and the warpgroup MMAs read x from its
 // ring slot and that tile. Register-staged loads one step ahead (the other paths) left the
-// global latency exposed at few rows (0.2-0.5x cuBLAS at 256 rows).
+// global latency exposed at few rows (0.2-0.5x cuBLAS at 256 rows). A tile of at most 64 rows
+// (all of them when rows <= 64) takes the ring's few-row form: 64-row x slots, kRingSlots64 = 4
+// slots fetched three steps ahead in the same shared memory, and each warpgroup all 64 rows x
+// half the weight tile (m64n64k16); on the H200 it took 17-23% off the time at 1-64 rows.
 //
 // Split K (../common/split_k.cuh). With a grid of Z > 1 along z (clusters of Z CTAs along z,
 // which the spec launches when the output tiles alone would leave most of the GPU idle), each CTA
@@ -63,6 +66,9 @@ constexpr uint32_t kXTileBytes = kBM * kBK * 2;                  // 16 KiB
 constexpr uint32_t kRawTileBytes = kBN * kBK;                    // 8 KiB
 constexpr uint32_t kSlotBytes = kXTileBytes + kRawTileBytes;     // 24 KiB (a multiple of 1024)
 constexpr uint32_t kRingSmem = kRingSlots * kSlotBytes + kBN * kBK * 2;  // 88 KiB
+// The ring's few-row form (a tile of at most 64 rows): slots of 8 KiB of x and 8 KiB of weight
+// bytes, so 4 slots (three steps ahead) fit the same shared memory.
+constexpr uint32_t kRingSlots64 = 4;
 
 // 16-byte unit of chunk c (0..7) of tile row r, swizzled.
 static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 8u + (c ^ (r & 7u)); }
@@ -237,35 +243,56 @@ static __device__ __forceinline__ void k_steps(const __nv_bfloat16* x, const uin
 //
 // one K step: 4 wgmma m64n128k16 of this warpgroup's 64 x rows of the x tile at shared address
 // xt and the 128-row weight tile at wt, committed as one group;
-static __device__ __forceinline__ void wgmma_step(float (&acc)[16][4], uint32_t xt, uint32_t wt, uint32_t wg) {
-    const uint32_t a = xt + wg * 64u * 128u;
+//
+// BM = 128: warpgroup wg takes rows 64wg .. 64wg + 63 of the x tile and all 128 weight rows
+// (m64n128k16); BM = 64 (a tile of at most 64 rows, the ring's few-row form): all 64 rows and
+// weight rows 64wg .. 64wg + 63 (m64n64k16). kCols: the output columns of a warpgroup.
+template <uint32_t BM>
+struct WgTile {
+    static_assert(BM == 128 || BM == 64, "row tiles of 128 or 64");
+    static constexpr uint32_t kCols = BM == 128 ? 128 : 64;
+    static constexpr uint32_t kFrags = kCols / 8;  // m16n8 fragments a warp holds
+};
+template <uint32_t BM>
+static __device__ __forceinline__ void wgmma_step(float (&acc)[WgTile<BM>::kFrags][4], uint32_t xt, uint32_t wt,
+                                                  uint32_t wg) {
+    const uint32_t a = BM == 128 ? xt + wg * 64u * 128u : xt;
+    const uint32_t b = BM == 128 ? wt : wt + wg * 64u * 128u;
     kcommon::wgmma_fence();
 #pragma unroll
     for (uint32_t s = 0; s < kBK / 16; ++s) {
-        kcommon::wgmma_m64n128k16_ss(acc, kcommon::smem_desc_sw128(a + s * 32u, 16, 1024),
-                                     kcommon::smem_desc_sw128(wt + s * 32u, 16, 1024));
+        const uint64_t da = kcommon::smem_desc_sw128(a + s * 32u, 16, 1024);
+        const uint64_t db = kcommon::smem_desc_sw128(b + s * 32u, 16, 1024);
+        if constexpr (BM == 128) {
+            kcommon::wgmma_m64n128k16_ss(acc, da, db);
+        } else {
+            kcommon::wgmma_m64n64k16_ss(acc, da, db);
+        }
     }
     kcommon::wgmma_commit();
 }
 // waiting for this warpgroup's MMAs (the accumulators pinned behind the wait);
-static __device__ __forceinline__ void wgmma_retire(float (&acc)[16][4]) {
+template <uint32_t J>
+static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
     kcommon::wgmma_wait_all();
 #pragma unroll
-    for (uint32_t j = 0; j < 16; ++j) {
+    for (uint32_t j = 0; j < J; ++j) {
 #pragma unroll
         for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
     }
 }
 // and the accumulator pairs for the epilogue (tile row and column of each).
-static __device__ __forceinline__ auto wgmma_pairs(const float (&acc)[16][4]) {
+template <uint32_t BM>
+static __device__ __forceinline__ auto wgmma_pairs(const float (&acc)[WgTile<BM>::kFrags][4]) {
     return [&acc](auto&& f) {
         const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
         const uint32_t g = lane >> 2, t = lane & 3u;
-        const uint32_t r = (warp >> 2) * 64u + (warp & 3u) * 16u + g;
+        const uint32_t r = (BM == 128 ? (warp >> 2) * 64u : 0u) + (warp & 3u) * 16u + g;
+        const uint32_t c0 = BM == 128 ? 0u : (warp >> 2) * 64u;
 #pragma unroll
-        for (uint32_t j = 0; j < 16; ++j) {
-            f(r, j * 8u + 2u * t, acc[j][0], acc[j][1]);
-            f(r + 8u, j * 8u + 2u * t, acc[j][2], acc[j][3]);
+        for (uint32_t j = 0; j < WgTile<BM>::kFrags; ++j) {
+            f(r, c0 + j * 8u + 2u * t, acc[j][0], acc[j][1]);
+            f(r + 8u, c0 + j * 8u + 2u * t, acc[j][2], acc[j][3]);
         }
     };
 }
@@ -286,9 +313,9 @@ static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, 
     for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
     k_steps<false, true>(
         x, q, rows, n, k, m0, n0, smem,
-        [&](uint32_t cur) { wgmma_step(acc, base + cur * kStageBytes, base + (2u + cur) * kStageBytes, wg); },
+        [&](uint32_t cur) { wgmma_step<128>(acc, base + cur * kStageBytes, base + (2u + cur) * kStageBytes, wg); },
         [&] { wgmma_retire(acc); });
-    epilogue(wgmma_pairs(acc), out, scale, rows, n, m0, n0, smem);
+    epilogue(wgmma_pairs<128>(acc), out, scale, rows, n, m0, n0, smem);
 }
 
 // The vector path (K % 16 == 0, 16-byte aligned x and q) with the cp.async ring described at the
@@ -296,24 +323,28 @@ static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, 
 // by the threads that copied them into the bf16 tile (after a barrier that retires step t - 1's
 // MMAs, which read that tile), and step t + 2 is fetched into the slot of step t - 1. The same
 // products in the same k order as gemm_wgmma_bytes and mma_stage: the same bits.
+template <uint32_t BM, uint32_t SLOTS>
 static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, const uint8_t* q,
                                                        const float* scale, __nv_bfloat16* out,
                                                        uint32_t rows, uint32_t n, uint32_t k, uint8_t* smem) {
+    constexpr uint32_t kX = BM * kBK * 2;            // the slot's x tile (BM rows, swizzled)
+    constexpr uint32_t kSlot = kX + kRawTileBytes;   // then the raw weight tile
+    static_assert(kSlot % 1024 == 0 && SLOTS * kSlot + kBN * kBK * 2 <= kRingSmem, "the ring fits GEMM_SMEM");
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     if (base & 1023u) __trap();  // the 128-byte swizzle is anchored at 1024-byte boundaries
     const uint32_t m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
     const uint32_t tid = threadIdx.x, wg = tid >> 7;
-    const uint32_t wtile = base + kRingSlots * kSlotBytes;  // the converted weight tile
-    uint4* ws = reinterpret_cast<uint4*>(smem + kRingSlots * kSlotBytes);
+    const uint32_t wtile = base + SLOTS * kSlot;  // the converted weight tile
+    uint4* ws = reinterpret_cast<uint4*>(smem + SLOTS * kSlot);
     const kcommon::KRange range = k_steps_of_rank(k);
 
     // This thread's copies: x units tid + 256 i (row u / 8, chunk u % 8) and weight units
     // tid + 256 i (row u / 4, 16-byte part u % 4), as StepLoads.
     auto fetch = [&](uint32_t t) {  // step range.first + t
-        const uint32_t slot = base + (t % kRingSlots) * kSlotBytes;
+        const uint32_t slot = base + (t % SLOTS) * kSlot;
         const uint32_t kt = (range.first + t) * kBK;
 #pragma unroll
-        for (uint32_t i = 0; i < 4; ++i) {
+        for (uint32_t i = 0; i < BM * 8 / kThreads; ++i) {
             const uint32_t u = tid + i * kThreads;
             const uint32_t m = m0 + (u >> 3), kk = kt + 8u * (u & 7u);
             const bool ok = m < rows && kk < k;
@@ -324,24 +355,24 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
             const uint32_t u = tid + i * kThreads;
             const uint32_t r = n0 + (u >> 2), kk = kt + 16u * (u & 3u);
             const bool ok = r < n && kk < k;
-            kcommon::cp_async16_zfill(slot + kXTileBytes + u * 16u, ok ? q + static_cast<uint64_t>(r) * k + kk : q, ok);
+            kcommon::cp_async16_zfill(slot + kX + u * 16u, ok ? q + static_cast<uint64_t>(r) * k + kk : q, ok);
         }
     };
 
-    float acc[16][4];
+    float acc[WgTile<BM>::kFrags][4];
 #pragma unroll
-    for (uint32_t j = 0; j < 16; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (uint32_t j = 0; j < WgTile<BM>::kFrags; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
     const uint32_t steps = range.last - range.first;
 #pragma unroll
-    for (uint32_t t = 0; t + 1 < kRingSlots; ++t) {
+    for (uint32_t t = 0; t + 1 < SLOTS; ++t) {
         if (t < steps) fetch(t);
         cp_async_commit();
     }
     for (uint32_t t = 0; t < steps; ++t) {
-        cp_async_wait<kRingSlots - 2>();  // this thread's copies of step t have landed
-        __syncthreads();                  // every warpgroup has retired step t - 1's MMAs
-        const uint8_t* raw = smem + (t % kRingSlots) * kSlotBytes + kXTileBytes;
+        cp_async_wait<SLOTS - 2>();  // this thread's copies of step t have landed
+        __syncthreads();             // every warpgroup has retired step t - 1's MMAs
+        const uint8_t* raw = smem + (t % SLOTS) * kSlot + kX;
 #pragma unroll
         for (uint32_t i = 0; i < 2; ++i) {
             const uint32_t u = tid + i * kThreads;
@@ -349,14 +380,14 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
         }
         kcommon::fence_proxy_async();  // the landed x and the stored weight tile, for the MMAs
         __syncthreads();
-        if (t + kRingSlots - 1 < steps) fetch(t + kRingSlots - 1);  // into the slot of step t - 1
+        if (t + SLOTS - 1 < steps) fetch(t + SLOTS - 1);  // into the slot of step t - 1
         cp_async_commit();
 
-        wgmma_step(acc, base + (t % kRingSlots) * kSlotBytes, wtile, wg);
+        wgmma_step<BM>(acc, base + (t % SLOTS) * kSlot, wtile, wg);
         wgmma_retire(acc);
     }
     cp_async_wait<0>();
-    epilogue(wgmma_pairs(acc), out, scale, rows, n, m0, n0, smem);
+    epilogue(wgmma_pairs<BM>(acc), out, scale, rows, n, m0, n0, smem);
 }
 #endif
 
@@ -409,7 +440,11 @@ dflash_fp8_gemm_n128_row_scaled_kernel(const __nv_bfloat16* x, const __nv_fp8_e4
     const uint8_t* qb = reinterpret_cast<const uint8_t*>(q);
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     if ((k & 15u) == 0 && dflash_fp8::aligned16(x, qb)) {
-        d::gemm_wgmma_ring(x, qb, scale, out, rows, n, k, reinterpret_cast<uint8_t*>(dflash_fp8_dyn));
+        if (rows - blockIdx.x * d::kBM <= 64) {  // the tile's rows fit its few-row form
+            d::gemm_wgmma_ring<64, d::kRingSlots64>(x, qb, scale, out, rows, n, k, reinterpret_cast<uint8_t*>(dflash_fp8_dyn));
+        } else {
+            d::gemm_wgmma_ring<128, d::kRingSlots>(x, qb, scale, out, rows, n, k, reinterpret_cast<uint8_t*>(dflash_fp8_dyn));
+        }
     } else {
         d::gemm_wgmma_bytes(x, qb, scale, out, rows, n, k, dflash_fp8_dyn);
     }

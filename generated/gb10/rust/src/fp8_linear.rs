@@ -236,7 +236,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
     }
 }
 
-/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
+/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
 /// Arguments, in order (`specs/fp8_linear.yaml:82`):
 /// - `x`: `const bf16*`, `rows * k` elements
