@@ -321,8 +321,9 @@ static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, 
 // The vector path (K % 16 == 0, 16-byte aligned x and q) with the cp.async ring described at the
 // top: step t's x tile is read by the MMAs straight from its slot, its weight bytes are converted
 // by the threads that copied them into the bf16 tile (after a barrier that retires step t - 1's
-// MMAs, which read that tile), and step t + 2 is fetched into the slot of step t - 1. The same
-// products in the same k order as gemm_wgmma_bytes and mma_stage: the same bits.
+// MMAs, which read that tile), and step t + SLOTS - 1 is fetched into the slot of step t - 1
+// (BM rows of x a slot: 128, or 64 in the few-row form). The same products in the same k order
+// as gemm_wgmma_bytes and mma_stage: the same bits.
 template <uint32_t BM, uint32_t SLOTS>
 static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, const uint8_t* q,
                                                        const float* scale, __nv_bfloat16* out,
