@@ -25,17 +25,18 @@ static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
 }
 
 // 16-byte asynchronous copy global -> shared (cp.async, L2 only); when !pred the 16 bytes are
-// zero-filled and src is not read.
+// zero-filled and src is not read. L2_256B also asks the L2 to fetch the whole 256-byte block
+// around src (for a weight row read 64 bytes per k step by a single CTA: the following steps'
+// bytes then come from the L2).
+template <bool L2_256B = false>
 static __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, bool pred) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
-                 : "memory");
-}
-
-// The same, asking the L2 to fetch the whole 256-byte block around src (for a weight row read
-// 64 bytes per k step by a single CTA: the following steps' bytes then come from the L2).
-static __device__ __forceinline__ void cp_async16_zfill_l2pf(uint32_t dst, const void* src, bool pred) {
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
-                 : "memory");
+    if constexpr (L2_256B) {
+        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0)
+                     : "memory");
+    }
 }
 
 // Closes the current group of cp.async copies; waits until at most N groups are pending.

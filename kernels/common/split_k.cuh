@@ -6,7 +6,8 @@
 // free by then), and split_k_fold sums the Z partial tiles over distributed shared memory: rank r
 // folds rows [r * V / Z, (r + 1) * V / Z) of the V valid rows, 4 columns at a time, always as
 // p0 + p1 + ... + p(Z-1). The sums do not depend on which rank or code path computes them, so
-// the outputs are deterministic and equal across paths that split alike.
+// the outputs are deterministic and equal across paths that split alike. split_k_epilogue is the
+// whole epilogue of a GEMM that may split: a plain store when it does not, else stash and fold.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +61,24 @@ static __device__ __forceinline__ void split_k_fold(const float* part, uint32_t 
         store(r, c, v);
     }
     cluster_sync();  // no rank leaves while another may still read its tile
+}
+
+// A GEMM's epilogue: store2(row, col, v0, v1) writes two adjacent outputs of the tile (col even;
+// it bounds-checks). One CTA along z: straight from this thread's accumulator pairs; split K:
+// stash, then fold the valid rows x cols (cols from the tile's first column) over the cluster.
+template <uint32_t BN, uint32_t STRIDE, uint32_t THREADS, typename Pairs, typename Store2>
+static __device__ __forceinline__ void split_k_epilogue(Pairs&& pairs, Store2&& store2, void* smem, uint32_t rows,
+                                                        uint32_t cols) {
+    if (gridDim.z == 1) {
+        pairs(store2);
+        return;
+    }
+    float* part = static_cast<float*>(smem);
+    split_k_stash<STRIDE>(part, pairs);
+    split_k_fold<BN, STRIDE, THREADS>(part, rows, cols, [&](uint32_t r, uint32_t c, const float4& v) {
+        store2(r, c, v.x, v.y);
+        store2(r, c + 2u, v.z, v.w);
+    });
 }
 
 }  // namespace kcommon

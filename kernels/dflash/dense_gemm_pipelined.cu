@@ -74,7 +74,7 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, uint8_t* dst_ptr,
         const __nv_bfloat16* p = src + (ok ? static_cast<uint64_t>(r) * K + k : 0ull);
         if (VEC) {
             if (l2pf) {
-                kcommon::cp_async16_zfill_l2pf(dst + swz(row, c), p, ok);
+                cp_async16_zfill<true>(dst + swz(row, c), p, ok);
             } else {
                 cp_async16_zfill(dst + swz(row, c), p, ok);
             }
@@ -131,26 +131,17 @@ static __device__ __forceinline__ void k_loop(const __nv_bfloat16* __restrict__ 
     cp_async_wait<0>();
 }
 
-// The epilogue both paths share. pairs(f) calls f(row, col, v0, v1) for each pair of adjacent
-// accumulators of this thread (row, col within the BM x 128 tile). One CTA along z: stored from
-// the registers; split K (BM = 64 only, see the top): the ordered fold over the cluster.
+// The epilogue both paths share (kcommon::split_k_epilogue). pairs(f) calls f(row, col, v0, v1)
+// for each pair of adjacent accumulators of this thread (row, col within the BM x 128 tile).
 template <int BM, typename Pairs>
 static __device__ __forceinline__ void epilogue(Pairs&& pairs, __nv_bfloat16* out, uint32_t M, uint32_t N,
                                                 uint32_t m0, uint32_t n0, uint8_t* smem) {
-    if (gridDim.z == 1) {
-        pairs([&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f); });
-        return;
-    }
+    auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f); };
     if constexpr (BM == 64) {
-        float* part = reinterpret_cast<float*>(smem);
-        kcommon::split_k_stash<kPartStride>(part, pairs);
-        kcommon::split_k_fold<kTileN, kPartStride, kThreads>(part, min(64u, M - m0), N - n0,
-                                                            [&](uint32_t r, uint32_t c, const float4& v) {
-            store_pair(out, m0 + r, n0 + c, M, N, v.x, v.y, 1.0f);
-            store_pair(out, m0 + r, n0 + c + 2u, M, N, v.z, v.w, 1.0f);
-        });
+        kcommon::split_k_epilogue<kTileN, kPartStride, kThreads>(pairs, store2, smem, min(64u, M - m0), N - n0);
     } else {
-        __trap();  // the spec splits K only when the 64-row tiles are few (BM = 64)
+        if (gridDim.z != 1) __trap();  // the spec splits K only when the 64-row tiles are few (BM = 64)
+        pairs(store2);
     }
 }
 

@@ -178,24 +178,16 @@ static __device__ __forceinline__ void store_pair(__nv_bfloat16* out, const floa
     o[0] = b0;
 }
 
-// The epilogue of every path. pairs(f) calls f(row, col, v0, v1) for each pair of adjacent
-// accumulators of this thread (row, col: within the tile). One CTA along z: out = bf16(v * scale)
-// straight from the registers. Split K (see the top): the partial tile through shared memory
-// and the ordered fold over the cluster. The caller has waited for its copies and products.
+// The epilogue of every path (kcommon::split_k_epilogue), out = bf16(v * scale). pairs(f) calls
+// f(row, col, v0, v1) for each pair of adjacent accumulators of this thread (row, col: within the
+// tile). The caller has waited for its copies and products.
 template <typename Pairs>
 static __device__ __forceinline__ void epilogue(Pairs&& pairs, __nv_bfloat16* out, const float* scale,
                                                 uint32_t rows, uint32_t n, uint32_t m0, uint32_t n0, void* smem) {
-    if (gridDim.z == 1) {
-        pairs([&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, scale, rows, n, m0 + r, n0 + c, v0, v1); });
-        return;
-    }
-    float* part = static_cast<float*>(smem);
-    kcommon::split_k_stash<kPartStride>(part, pairs);
-    kcommon::split_k_fold<kBN, kPartStride, kThreads>(part, min(kBM, rows - m0), n - n0,
-                                                      [&](uint32_t r, uint32_t c, const float4& v) {
-        store_pair(out, scale, rows, n, m0 + r, n0 + c, v.x, v.y);
-        store_pair(out, scale, rows, n, m0 + r, n0 + c + 2u, v.z, v.w);
-    });
+    kcommon::split_k_epilogue<kBN, kPartStride, kThreads>(
+        pairs,
+        [&](uint32_t r, uint32_t c, float v0, float v1) { store_pair(out, scale, rows, n, m0 + r, n0 + c, v0, v1); },
+        smem, min(kBM, rows - m0), n - n0);
 }
 
 // The K loop both product paths share. Each K step: the next step's loads are issued, then
