@@ -156,7 +156,7 @@ def write_project(root: Path, names: dict[str, str]) -> Path:
 # Files a module must not be named after: per-target generated files and runtime headers.
 # (and "targets" and "project": specs/targets.yaml and specs/project.yaml are the target
 # registry and the project file, not modules)
-TARGET_FILE_STEMS = frozenset({"types", "plan_codes", "abi", "runtime", "python", "torch_fast", "lib", "targets",
+TARGET_FILE_STEMS = frozenset({"types", "plan_codes", "abi", "runtime", "runtime_tma", "python", "torch_fast", "lib", "targets",
                               "project", "target_table"})
 
 

@@ -36,6 +36,7 @@ from kernelgen.model import (
     Struct,
     StructField,
     Target,
+    TensorMap,
     Variants,
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
@@ -1203,6 +1204,9 @@ def _kernel(
         with ctx.at("shared_mem"):
             shared_mem = ex(f["shared_mem"], expr.Ty.INT)
 
+    tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes}) \
+        if "tensor_maps" in f else ()
+
     def clauses(key: str) -> tuple[Clause, ...]:
         if key not in f:
             return ()
@@ -1230,7 +1234,7 @@ def _kernel(
     kernel = Kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
-        cluster, f["cluster"].loc if "cluster" in f else None, doc=doc, launch=launch,
+        cluster, f["cluster"].loc if "cluster" in f else None, doc=doc, launch=launch, tensor_maps=tensor_maps,
     )
     if kernel.variants and kernel.needs_occupancy:
         where = f["launch"].loc if "launch" in f else f["variants"].loc
@@ -1239,6 +1243,86 @@ def _kernel(
                         "use 'instantiate' (one launcher per instance) or one 'symbol'")
     _check_examples_and_limits(ctx, kernel, f, constants, [t for t in targets if t.name in kernel_targets])
     return kernel
+
+
+# Element sizes a tensor map copies (as unsigned integers of that size).
+_TMA_ELEM_BYTES = (1, 2, 4, 8)
+_TMA_MAX_RANK = 5
+
+
+def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YNode, expr.Ty], expr.Node],
+                 constants: Mapping[str, int]) -> tuple[TensorMap, ...]:
+    """The kernel's ``tensor_maps``: each of a plain array argument, with as many box entries as
+    extents; a box entry that is constant is checked here (1..256, the innermost row a multiple of
+    16 bytes and within the swizzle span), the others when the launcher encodes the map."""
+    with ctx.at("tensor_maps"):
+        if not isinstance(node, YMap) or not node.items:
+            raise ctx.error(node.loc, f"expected a mapping of map names to tensor maps, got {_kind(node)}",
+                            "e.g. tensor_maps: {x_map: {array: x, dims: [m, k], box: [128, 64], swizzle: 128}}")
+        by_name = {a.name: a for a in args}
+        out: list[TensorMap] = []
+        for key, value in node.items:
+            name = _ident(ctx, key.loc, key.value, "tensor map name")
+            if name in by_name or name in constants:
+                raise ctx.error(key.loc, f"tensor map '{name}' has the name of an argument or constant",
+                                "name maps after their array: x_map")
+            if any(t.name == name for t in out):
+                raise ctx.error(key.loc, f"tensor map '{name}' is defined twice")
+            with ctx.at(name):
+                mf = _fields(ctx, value, schema.TENSOR_MAP)
+                with ctx.at("array"):
+                    array = _str(ctx, mf["array"], "an argument name")
+                    a = by_name.get(array)
+                    if a is None:
+                        raise ctx.error(mf["array"].loc, f"'{array}' is not an argument of the kernel",
+                                        did_you_mean(array, [b.name for b in args if b.is_pointer]))
+                    if not a.is_pointer or a.indirect or a.device:
+                        raise ctx.error(mf["array"].loc, f"'{array}' is {a.spelling}: a tensor map describes an "
+                                        "array (a pointer to elements)")
+                    if a.nullable:
+                        raise ctx.error(mf["array"].loc, f"'{array}' is nullable; a tensor map needs an array",
+                                        "drop 'nullable', or use a kernel without the map for the null case")
+                    assert a.elem is not None
+                    elem_bytes = a.elem.bits // 8
+                    if a.elem.lanes != 1 or a.elem.bits % 8 or elem_bytes not in _TMA_ELEM_BYTES:
+                        raise ctx.error(mf["array"].loc, f"'{array}' has elements of type {a.elem.name}; a tensor "
+                                        "map copies plain elements of 1, 2, 4 or 8 bytes",
+                                        "describe the array through a pointer of the lane type (u8*, f32*)")
+
+                def exprs(key: str) -> tuple[expr.Node, ...]:
+                    with ctx.at(key):
+                        n = mf[key]
+                        if not isinstance(n, YSeq) or not 1 <= len(n.items) <= _TMA_MAX_RANK:
+                            raise ctx.error(n.loc, f"expected a list of 1 to {_TMA_MAX_RANK} expressions, outermost "
+                                            f"first, got {_kind(n)}", "e.g. [n, k]")
+                        return tuple(ex(i, expr.Ty.INT) for i in n.items)
+
+                dims, box = exprs("dims"), exprs("box")
+                if len(box) != len(dims):
+                    raise ctx.error(mf["box"].loc, f"the box has {len(box)} entries but 'dims' has {len(dims)}",
+                                    "one box entry per extent, outermost first")
+                swizzle = 0
+                if "swizzle" in mf:
+                    with ctx.at("swizzle"):
+                        swizzle = _int(ctx, mf["swizzle"])
+                        if swizzle not in (0, 32, 64, 128):
+                            raise ctx.error(mf["swizzle"].loc, f"swizzle {swizzle}: expected 0, 32, 64 or 128 bytes")
+                for i, b in enumerate(box):
+                    if b.names() - set(constants):
+                        continue
+                    v = int(expr.evaluate(b, constants))
+                    if not 1 <= v <= 256:
+                        raise ctx.error(mf["box"].loc, f"box entry {i} is {v}; each is 1 to 256 elements")
+                    if i == len(box) - 1:
+                        row = v * elem_bytes
+                        if row % 16:
+                            raise ctx.error(mf["box"].loc, f"the box's innermost entry is {row} bytes; it must be "
+                                            "a multiple of 16 bytes")
+                        if swizzle and row > swizzle:
+                            raise ctx.error(mf["box"].loc, f"the box's innermost entry is {row} bytes, more than "
+                                            f"the {swizzle}-byte swizzle span", "narrow the box or widen the swizzle")
+                out.append(TensorMap(name, key.loc, array, elem_bytes, dims, box, swizzle))
+        return tuple(out)
 
 
 @contextmanager

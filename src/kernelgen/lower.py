@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from kernelgen import expr, plan
 from kernelgen.cases import search_cases, u64_in_expressions
-from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target
+from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap
 from kernelgen.types import ELEM_TYPES, ElemType, ScalarType
 
 
@@ -163,6 +163,7 @@ class LKernel:
     cluster: tuple[int, int, int] | None = None  # compile-time cluster (__cluster_dims__)
     max_threads: int = 0  # __launch_bounds__ maximum, 0: none known
     max_cluster_size: int = 8  # the target's
+    tensor_maps: tuple[TensorMap, ...] = ()  # encoded by the launcher, passed after the args
 
     @property
     def launch_ex(self) -> bool:
@@ -181,6 +182,11 @@ class LKernel:
         if self.launch_cluster is not None:
             out.append("Cluster chosen at launch: [" + ", ".join(expr.to_text(n) for n in self.launch_cluster)
                        + "]; the grid must be whole clusters.")
+        if self.tensor_maps:
+            out.append("TMA descriptors encoded for each launch: "
+                       + ", ".join(f"{t.name} (of {t.array})" for t in self.tensor_maps)
+                       + "; an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is "
+                         "not launched (UNALIGNED).")
         if self.max_threads:
             out.append(f"__launch_bounds__: at most {self.max_threads} threads a block.")
         reads = [a for a in self.args if a.device]
@@ -257,6 +263,10 @@ class LModule:
     def any_present(self) -> bool:
         return any(k.present for k in self.kernels)
 
+    @property
+    def any_tensor_maps(self) -> bool:
+        return any(k.present and k.tensor_maps for k in self.kernels)
+
 
 def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     u64 = set(u64_in_expressions(k))
@@ -277,7 +287,8 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     if k.variants:
         variants = tuple(Variant(v, s, f"kg_vslot{i}_{k.name}") for i, (v, s) in enumerate(k.variants.symbols))
     kernel_cargs = tuple(c for c in cargs if not c.host)
-    sig_text = ", ".join(f"{c.spelling} {c.name}" for c in kernel_cargs)
+    sig_text = ", ".join([f"{c.spelling} {c.name}" for c in kernel_cargs]
+                         + [f"const CUtensorMap {t.name}" for t in k.tensor_maps])
     lk = LKernel(
         name=k.name,
         spec=f"{k.loc}",
@@ -313,6 +324,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         cluster=k.cluster,
         max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
         max_cluster_size=target.max_cluster_size,
+        tensor_maps=k.tensor_maps,
     )
     flips, cases = search_cases(module, k, target)
     return _replace(lk, flips=flips, cases=cases)

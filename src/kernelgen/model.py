@@ -163,6 +163,19 @@ class Launch:
         return int(self.cooperative) + int(self.programmatic_dependent) + int(self.cluster is not None)
 
 
+@dataclass(frozen=True)
+class TensorMap:
+    """A TMA descriptor the launcher encodes for a kernel (the spec's ``tensor_maps``)."""
+
+    name: str
+    loc: SourceLoc
+    array: str  # the pointer argument it describes
+    elem_bytes: int  # the array's element size (1, 2, 4 or 8)
+    dims: tuple[Node, ...]  # extents, outermost first
+    box: tuple[Node, ...]  # the box, outermost first
+    swizzle: int = 0  # bytes: 0, 32, 64 or 128
+
+
 # Names that expressions may use for the device (grid and clauses only).
 DEVICE_NAMES = (
     "device.sm_count", "device.max_shared_mem_optin", "device.max_shared_mem_per_sm",
@@ -194,6 +207,7 @@ class Kernel:
     doc: str = ""  # longer text after the summary (the spec's doc)
     launch: Launch | None = None  # launch modes (cooperative, PDL, launch-time cluster)
     launch_bounds: tuple[int, int] | None = None  # __launch_bounds__(MAX, MIN) read from the sources
+    tensor_maps: tuple[TensorMap, ...] = ()  # passed after the args
 
     @property
     def uses_device(self) -> bool:

@@ -43,6 +43,8 @@ NOT_LAUNCHED = {
     "NO_VARIANT": (5, "no variant for the value of the variant argument"),
     "EMPTY_GRID": (6, "a grid dimension is 0; detail is the axis"),
     "NO_INSTANCE": (7, "no instantiation (or chain member) takes the arrays' element types"),
+    "UNALIGNED": (8, "a tensor map's array is not 16-byte aligned, or its row stride not a multiple of 16 bytes; "
+                     "detail is the map's index"),
 }
 ERRORS = {
     "REQUIRES": (1, "a requires clause fails; detail is its index"),
@@ -57,6 +59,8 @@ ERRORS = {
                    "(detail 3)"),
     "CORESIDENT": (10, "a cooperative grid has more blocks than can be co-resident on the device"),
     "DEVICE_SCALAR": (11, "a device scalar argument is null or not in device memory; detail is its position"),
+    "TENSOR_MAP": (12, "the driver refused to encode a tensor map (or has no cuTensorMapEncodeTiled); detail is "
+                       "the CUresult"),
 }
 # Errors from a device limit: a fallback chain tries its next member instead of stopping.
 FALLS_THROUGH = ("GRID", "BLOCK", "SHARED_MEM", "LAUNCH_BOUNDS", "CORESIDENT")
@@ -66,10 +70,10 @@ EXPR_ERRORS = {
     "SHIFT": (pyexpr.SHIFT, "shift count outside 0..62"),
 }
 
-NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID, NL_NO_INSTANCE = (
+NL_KILLED, NL_ABSENT, NL_EMPTY, NL_CLAUSE, NL_NO_VARIANT, NL_EMPTY_GRID, NL_NO_INSTANCE, NL_UNALIGNED = (
     v[0] for v in NOT_LAUNCHED.values())
 (E_REQUIRES, E_EXPR, E_GRID, E_BLOCK, E_SHARED_MEM, E_DEVICE, E_CUDA, E_LAUNCH_BOUNDS, E_CLUSTER,
- E_CORESIDENT, E_DEVICE_SCALAR) = (v[0] for v in ERRORS.values())
+ E_CORESIDENT, E_DEVICE_SCALAR, E_TENSOR_MAP) = (v[0] for v in ERRORS.values())
 
 # CUDA's grid limits per axis (x, y, z).
 GRID_LIMITS = (2**31 - 1, 65535, 65535)

@@ -269,6 +269,30 @@ LAUNCH = Struct(
     ),
 )
 
+TENSOR_MAP = Struct(
+    "tensor_map", "tensor map",
+    "One entry under `tensor_maps`: a TMA descriptor (CUtensorMap) of an array argument, encoded by the launcher "
+    "on the host for each launch and passed to the kernel by value after the `args`.",
+    (
+        Field("array", IDENTIFIER, True,
+              "The pointer argument the map describes: a row-major array of a plain element type of 1, 2, 4 or "
+              "8 bytes (the map copies its bits; zeros outside the array)."),
+        Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
+                                                    "minItems": 1, "maxItems": 5}), True,
+              "The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to 5 integer "
+              "expressions over the integer arguments and constants. Rows are contiguous: each stride is the "
+              "product of the extents inside it, and must be a multiple of 16 bytes."),
+        Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
+                                                   "minItems": 1, "maxItems": 5}), True,
+              "The box one copy moves, outermost first, as many entries as `dims`: integer expressions, each "
+              "1 to 256; the innermost times the element size a multiple of 16 bytes (and at most the swizzle "
+              "span when swizzled)."),
+        Field("swizzle", Kind("integer", {"type": "integer", "enum": [0, 32, 64, 128]}), False,
+              "The shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128 (CU_TENSOR_MAP_SWIZZLE_*).",
+              "0"),
+    ),
+)
+
 EXAMPLE = Kind("example", {
     "type": "object", "propertyNames": dict(IDENTIFIER.json),
     "additionalProperties": {"type": ["integer", "number", "boolean"]},
@@ -326,6 +350,14 @@ KERNEL = Struct(
               "Launch modes: `{cooperative: true}`, `{programmatic_dependent: true}`, `{cluster: [x, y, z]}` "
               "(combinable, except a cooperative launch with a cluster).",
               "a plain launch"),
+        Field("tensor_maps", mapping_of(IDENTIFIER, TENSOR_MAP.ref(), 1), False,
+              "TMA descriptors the launcher encodes (cuTensorMapEncodeTiled, through the runtime's driver entry "
+              "point) for each launch: each name maps to its array, extents and box. The kernel takes them after "
+              "the `args`, in this order, as `const __grid_constant__ CUtensorMap` parameters; the APIs do not "
+              "(they take the arrays). An array whose address is not 16-byte aligned, or whose row stride is "
+              "not a multiple of 16 bytes, is \"not launched\" (`UNALIGNED`, detail: the map's index), so a "
+              "chain tries its next member; an encoding the driver refuses is the error `TENSOR_MAP`.",
+              "none"),
         Field("shared_mem", EXPRESSION, False,
               "Dynamic shared memory in bytes, an integer expression. Above 48 KiB the launcher opts in once per "
               "device; above the target's opt-in limit it is an error (at load, over the examples where the kernel "
@@ -481,7 +513,7 @@ PROJECT = Struct(
     ),
 )
 
-STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TARGET, TARGETS_FILE, PROJECT)
+STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGET, TARGETS_FILE, PROJECT)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -513,7 +545,7 @@ def json_schema(which: str = "module") -> dict[str, object]:
     (``targets``)."""
     if which == "module":
         top = _struct_json(MODULE)
-        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH)}
+        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP)}
         title = "kernelgen module spec"
     elif which == "targets":
         top = _struct_json(TARGETS_FILE)
@@ -549,7 +581,7 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TARGETS_FILE, TARGET, PROJECT):
+    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGETS_FILE, TARGET, PROJECT):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)

@@ -121,12 +121,26 @@ class CppKernel(c.CKernel):
         return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
 
     @property
+    def all_arg_names(self) -> str:
+        """Every argument of the launcher, each followed by ", "."""
+        return "".join(f"{a.name}, " for a in self.ir.args)
+
+    @property
     def int_arg_names(self) -> str:
         return ", ".join(a.name for a in self.ir.int_args)
 
     @property
     def kernel_arg_names(self) -> str:
-        return ", ".join(to_kernel(a) for a in self.ir.kernel_args)
+        """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``)."""
+        return ", ".join([to_kernel(a) for a in self.ir.kernel_args]
+                         + [f"kg_tm[{i}]" for i in range(len(self.ir.tensor_maps))])
+
+    @property
+    def tensor_map_lines(self) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Per tensor map: (name, array, extents, box, element bytes, rank, swizzle), the extents and
+        box as C++ initialiser lists (outermost first)."""
+        return [(t.name, t.array, ", ".join(self._cpp(d) for d in t.dims), ", ".join(self._cpp(b) for b in t.box),
+                 t.elem_bytes, len(t.dims), t.swizzle) for t in self.ir.tensor_maps]
 
     @property
     def c_to_cpp_args(self) -> str:
@@ -135,7 +149,8 @@ class CppKernel(c.CKernel):
     @property
     def signature_cpp(self) -> str:
         """The __global__ function's type that the spec declares."""
-        return "void (*)(" + ", ".join(kernel_type(a) for a in self.ir.kernel_args) + ")"
+        return "void (*)(" + ", ".join([kernel_type(a) for a in self.ir.kernel_args]
+                                       + ["CUtensorMap"] * len(self.ir.tensor_maps)) + ")"
 
     @property
     def grid_cpp(self) -> tuple[str, ...]:

@@ -16,6 +16,7 @@
 #define KG_NL_NO_VARIANT 5  /* no variant for the value of the variant argument */
 #define KG_NL_EMPTY_GRID 6  /* a grid dimension is 0; detail is the axis */
 #define KG_NL_NO_INSTANCE 7  /* no instantiation (or chain member) takes the arrays' element types */
+#define KG_NL_UNALIGNED 8  /* a tensor map's array is not 16-byte aligned, or its row stride not a multiple of 16 bytes; detail is the map's index */
 
 /* Errors. */
 #define KG_E_REQUIRES 1  /* a requires clause fails; detail is its index */
@@ -29,6 +30,7 @@
 #define KG_E_CLUSTER 9  /* the grid is not a whole number of clusters (detail: the axis), or the cluster is too large (detail 3) */
 #define KG_E_CORESIDENT 10  /* a cooperative grid has more blocks than can be co-resident on the device */
 #define KG_E_DEVICE_SCALAR 11  /* a device scalar argument is null or not in device memory; detail is its position */
+#define KG_E_TENSOR_MAP 12  /* the driver refused to encode a tensor map (or has no cuTensorMapEncodeTiled); detail is the CUresult */
 
 /* Expression errors (the detail of KG_E_EXPR). */
 #define KG_EXPR_OVERFLOW 1  /* integer overflow */

@@ -128,6 +128,8 @@ pub mod code {
     pub const NL_CLAUSE: i32 = 4;
     pub const NL_NO_VARIANT: i32 = 5;
     pub const NL_EMPTY_GRID: i32 = 6;
+    pub const NL_NO_INSTANCE: i32 = 7;
+    pub const NL_UNALIGNED: i32 = 8;
     pub const E_REQUIRES: i32 = 1;
     pub const E_EXPR: i32 = 2;
     pub const E_GRID: i32 = 3;
@@ -139,6 +141,7 @@ pub mod code {
     pub const E_CLUSTER: i32 = 9;
     pub const E_CORESIDENT: i32 = 10;
     pub const E_DEVICE_SCALAR: i32 = 11;
+    pub const E_TENSOR_MAP: i32 = 12;
 
     /// Whether a fallback chain tries its next member after this code: an error from a
     /// device limit (grid, block, shared memory, `__launch_bounds__`, co-residency).

@@ -197,6 +197,12 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
       case KG_NL_EMPTY_GRID:
         std::snprintf(buf, size, "%s: not launched: grid %s is 0", name, kAxes[detail & 3]);
         break;
+      case KG_NL_UNALIGNED:
+        std::snprintf(buf, size,
+                      "%s: not launched: the array of tensor map %d is not 16-byte aligned, or its row stride is not "
+                      "a multiple of 16 bytes",
+                      name, detail);
+        break;
       default:
         std::snprintf(buf, size, "%s: not launched (code %d)", name, code);
     }
@@ -247,6 +253,12 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       "%s: argument %d is a device scalar: it must point to one element in device memory (null, "
                       "host or unregistered memory given)",
                       name, detail + 1);
+        break;
+      case KG_E_TENSOR_MAP:
+        std::snprintf(buf, size,
+                      "%s: the driver refused to encode a tensor map (CUresult %d; 0: no cuTensorMapEncodeTiled in "
+                      "this driver)",
+                      name, detail);
         break;
       case KG_E_CUDA:
         if (detail == cudaErrorInsufficientDriver || detail == cudaErrorStubLibrary) {

@@ -1,0 +1,53 @@
+// Tensor memory access (TMA) and mbarriers for sm_90a kernels that take tensor maps (a spec's
+// `tensor_maps`: the launcher encodes them; the kernel takes them as `const __grid_constant__
+// CUtensorMap` parameters and passes their addresses here).
+//
+// A TMA copy lands in shared memory asynchronously and counts its bytes on an mbarrier: the
+// issuing thread arms the barrier with the bytes to expect (mbar_expect_tx, which is also its
+// arrival), and waiters see the phase complete once every byte has landed. mbar_wait spins on a
+// phase's parity: on a fresh barrier, parity 1 (the phase before the first) counts as complete.
+#pragma once
+
+#include <cuda.h>
+#include <cstdint>
+
+namespace kcommon {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+static __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (TMA) and the cluster.
+static __device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+static __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+static __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred p;\nKG_MBAR_WAIT_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra KG_MBAR_WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+// The box of `map` at element coordinates (c0 innermost, c1) into shared memory at dst, counted on
+// `bar`. Out-of-range elements land as zeros.
+static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t c0, uint32_t c1,
+                                                   uint32_t bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+        "[%4];" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+#endif
+
+}  // namespace kcommon
