@@ -11,9 +11,9 @@ read and written (weights once, x once, out once; for NVFP4 the packed codes and
 bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy bandwidth (measured
 in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 
-Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, w4a16 (w4a16_gemv for
-m <= 16, w4a16_gemm above). Per shape also the read floor (kernel "read_floor", m = 0): one
-launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
+Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, dense_gemm_tma (hopper,
+m >= 65), w4a16 (w4a16_gemv for m <= 16, w4a16_gemm above). Per shape also the read floor
+(kernel "read_floor", m = 0): one launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
 (cuda_timing.stream_read_ms, with cupy).
 
 --quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv) and
@@ -99,6 +99,9 @@ def main():
                               lambda w: launched(dense_linear.dense_gemm(x, w, out, m, n, k))))
                 cases.append(("dense_gemm_pipelined", wbytes + io, sets,
                               lambda w: launched(dense_linear.dense_gemm_pipelined(x, w, out, m, n, k))))
+                if dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["launched"]:  # hopper, m >= 65
+                    cases.append(("dense_gemm_tma", wbytes + io, sets,
+                                  lambda w: launched(dense_linear.dense_gemm_tma(x, w, out, m, n, k))))
             fn4 = w4a16_gemm.w4a16_gemv if m <= 16 else w4a16_gemm.w4a16_gemm
             cases.append(("w4a16_gemv" if m <= 16 else "w4a16_gemm", qbytes + io, ws_fp4,
                           lambda q, s: launched(fn4(x, q, s, 0.01, out, m, n, k))))

@@ -124,6 +124,23 @@ static __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], ui
         : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 
+// d += A(64 x 16, shared, K-major) * B(256 x 16, shared, K-major)^T.
+static __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], uint64_t desc_a,
+                                                          uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_128
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : KCOMMON_WG_ACC_128(d, 0)
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// Waits until at most N committed groups of this warpgroup's MMAs are still in flight.
+template <int N>
+static __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
 // d += A(64 x 16, shared, K-major) * B(64 x 16, shared, K-major)^T.
 static __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[8][4], uint64_t desc_a,
                                                           uint64_t desc_b) {

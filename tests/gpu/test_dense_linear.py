@@ -1,5 +1,6 @@
 """GPU tests of specs/dense_linear.yaml (kernels/dflash/dense_gemv.cu, dense_gemm.cu,
-dense_gemm_pipelined.cu) against a float64 reference computed from the same bf16 inputs."""
+dense_gemm_pipelined.cu, dense_gemm_tma.cu) against a float64 reference computed from the same bf16
+inputs."""
 
 import pytest
 
@@ -45,7 +46,19 @@ KERNELS = {
     "dense_gemv": lambda *a: dense_linear.dense_gemv(*a),
     "dense_gemm": lambda *a: dense_linear.dense_gemm(*a),
     "dense_gemm_pipelined": lambda *a: dense_linear.dense_gemm_pipelined(*a),
+    "dense_gemm_tma": lambda *a: dense_linear.dense_gemm_tma(*a),
 }
+# dense_gemm_tma (hopper only) takes m >= 65 rows and k % 8 == 0 (its tensor maps' rows are whole
+# 16-byte units); on another target it is absent.
+TMA_BUILT = dense_linear.plan_dense_gemm_tma(m=256, n=256, k=256)["launched"]
+
+
+def applies(name, m, k):
+    if name == "dense_gemv":
+        return m <= 16
+    if name == "dense_gemm_tma":
+        return TMA_BUILT and m >= 65 and k % 8 == 0
+    return True
 
 
 def launch(name, x, w, m, n, k, out=None):
@@ -61,15 +74,19 @@ def launch(name, x, w, m, n, k, out=None):
 
 def cases():
     for name in KERNELS:
-        for m in (GEMV_M if name == "dense_gemv" else ALL_M):
+        for m in ALL_M:
             for n, k in SHAPES:
-                if m == 2048 and (n, k) not in [(4104, 4096), (136, 100)]:
+                if m == 2048 and (n, k) not in [(4104, 4096), (136, 100), (4096, 4112)]:
                     continue
+                if (name == "dense_gemv" and m > 16) or (name == "dense_gemm_tma" and (m < 65 or k % 8)):
+                    continue  # outside the kernel's applies_if (test_tma_not_launched covers those)
                 yield name, m, n, k
 
 
 @pytest.mark.parametrize("name,m,n,k", list(cases()))
 def test_random_against_reference(name, m, n, k):
+    if not applies(name, m, k):
+        pytest.skip(f"{name} is not built for this target")
     torch.manual_seed(m * 7919 + n * 31 + k)
     x = nonzero_randn(m, k)
     w = nonzero_randn(n, k, scale=0.05)
@@ -95,15 +112,15 @@ def int_inputs(m, n, k, seed):
 @pytest.mark.parametrize("m", [1, 9, 16, 129])
 @pytest.mark.parametrize("n,k", [(4104, 4096), (72, 4104), (40, 24)])
 def test_integers_exact(name, m, n, k):
-    if name == "dense_gemv" and m > 16:
-        pytest.skip("dense_gemv takes at most 16 rows")
+    if not applies(name, m, k):
+        pytest.skip(f"{name} does not take m = {m}, k = {k} (or is not built for this target)")
     x, w = int_inputs(m, n, k, seed=m + n + k)
     out = launch(name, x, w, m, n, k)
     ref = reference(x, w).to(BF16)
     assert torch.equal(bits(out), bits(ref))
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", [n for n in KERNELS if n != "dense_gemm_tma"])
 def test_misaligned_pointers(name):
     """Base pointers off 16-byte alignment take the element-load path."""
     m, n, k = 9 if name == "dense_gemv" else 70, 300, 512
@@ -138,10 +155,11 @@ def test_gemv_rows_over_16_not_launched():
     assert torch.isnan(out).all()
 
 
-def test_fallback_picks_gemv_then_pipelined():
+def test_fallback_picks_gemv_then_tma_then_pipelined():
     n, k = 256, 512
     w = nonzero_randn(n, k, scale=0.05)
-    for m, expected in [(4, "dense_gemv"), (40, "dense_gemm_pipelined")]:
+    many = "dense_gemm_tma" if TMA_BUILT else "dense_gemm_pipelined"
+    for m, expected in [(4, "dense_gemv"), (40, "dense_gemm_pipelined"), (65, many), (300, many)]:
         x = nonzero_randn(m, k)
         out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
         outcome = dense_linear.dense_linear_any(x, w, out, m, n, k)
@@ -163,3 +181,79 @@ def test_plans():
     assert p["launched"] and tuple(p["grid"]) == (32, 1, 4), p
     p = dense_linear.plan_dense_gemm_pipelined(m=256, n=4096, k=12288)  # 128 tiles: over 2
     assert p["launched"] and tuple(p["grid"]) == (32, 4, 2), p
+    if TMA_BUILT:
+        p = dense_linear.plan_dense_gemm_tma(m=2048, n=4104, k=4096)  # 16 x 17 tiles of 128 x 256
+        assert p["launched"] and tuple(p["grid"]) == (272, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
+        p = dense_linear.plan_dense_gemm_tma(m=2048, n=1000, k=4096)  # 16 x 4 wide tiles are too few: 128 x 128
+        assert p["launched"] and tuple(p["grid"]) == (128, 1, 1), p
+        p = dense_linear.plan_dense_gemm_tma(m=256, n=1000, k=4112)  # 16 tiles: K split over 4 CTAs
+        assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p
+
+
+def test_tma_not_launched():
+    """dense_gemm_tma reports not launched, writing nothing, for rows under TMA_MIN_M, for k not a
+    multiple of 8 (the clause) and for arrays off 16-byte alignment (UNALIGNED, at launch); the chain
+    then runs dense_gemm_pipelined, whose outputs are checked."""
+    if not TMA_BUILT:
+        pytest.skip("dense_gemm_tma is not built for this target")
+    n = 300
+    xb, wb = nonzero_randn(130 * 520 + 8), nonzero_randn(n * 520 + 8, scale=0.05)
+    cases = [
+        (64, 512, xb[: 64 * 512].view(64, 512), wb[: n * 512].view(n, 512), "m >= TMA_MIN_M"),
+        (130, 100, xb[: 130 * 100].view(130, 100), wb[: n * 100].view(n, 100), "(k % 8) == 0"),
+        (130, 512, xb[1: 1 + 130 * 512].view(130, 512), wb[: n * 512].view(n, 512), "16-byte aligned"),
+        (130, 512, xb[: 130 * 512].view(130, 512), wb[4: 4 + n * 512].view(n, 512), "16-byte aligned"),
+    ]
+    for m, k, x, w, why in cases:
+        out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+        outcome = dense_linear.dense_gemm_tma(x, w, out, m, n, k)
+        torch.cuda.synchronize()
+        assert not outcome.launched and outcome.code > 0, (why, outcome.reason)
+        assert why in outcome.reason or (why == "16-byte aligned" and "tensor map" in outcome.reason), outcome.reason
+        assert torch.isnan(out).all(), "a kernel that did not launch wrote"
+        outcome = dense_linear.dense_linear_any(x, w, out, m, n, k)
+        torch.cuda.synchronize()
+        assert outcome.launched and outcome.kernel.split(".")[-1] == "dense_gemm_pipelined", outcome.kernel
+        ref = reference(x, w)
+        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all()), why
+
+
+@pytest.mark.parametrize("m,n,k", [(2048, 4104, 4096), (130, 1000, 1000), (300, 4096, 4112)])
+def test_tma_bits_equal_pipelined(m, n, k):
+    """Unsplit (at these shapes neither kernel splits K), dense_gemm_tma runs dense_gemm_pipelined's
+    products in its k order: the same bits. (2048 rows: 128 x 256 tiles; the others 128 x 128.)"""
+    if not TMA_BUILT:
+        pytest.skip("dense_gemm_tma is not built for this target")
+    assert tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"])[2] == 1
+    assert tuple(dense_linear.plan_dense_gemm_pipelined(m=m, n=n, k=k)["grid"])[2] == 1
+    torch.manual_seed(m + n + k)
+    x, w = nonzero_randn(m, k), nonzero_randn(n, k, scale=0.05)
+    assert torch.equal(bits(launch("dense_gemm_tma", x, w, m, n, k)), bits(launch("dense_gemm_pipelined", x, w, m, n, k)))
+
+
+def test_tma_graph_replay_reads_current_data():
+    """The tensor maps are kernel parameters captured by value: a replayed graph reads whatever the
+    arrays hold then (same addresses), split K included (256 x 4096 x 4096: 2 ranks)."""
+    if not TMA_BUILT:
+        pytest.skip("dense_gemm_tma is not built for this target")
+    m, n, k = 256, 4096, 4096
+    assert tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"]) == (64, 1, 2)
+    x, w = nonzero_randn(m, k), nonzero_randn(n, k, scale=0.05)
+    out = torch.empty((m, n), device=DEV, dtype=BF16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        assert dense_linear.dense_gemm_tma(x, w, out, m, n, k, stream=s).launched  # warm-up
+        with torch.cuda.graph(g, stream=s):
+            outcome = dense_linear.dense_gemm_tma(x, w, out, m, n, k, stream=s)
+    assert outcome.launched, outcome.reason
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        x.copy_(nonzero_randn(m, k))
+        w.copy_(nonzero_randn(n, k, scale=0.05))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        ref = reference(x, w)
+        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all()), seed

@@ -79,6 +79,28 @@ const ArgSpec kg_args_dense_gemm_pipelined[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- dense_gemm_tma
+int32_t kg_launch_dense_gemm_tma(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_dense_linear__dense_gemm_tma(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_dense_gemm_tma(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_dense_linear__dense_gemm_tma__plan(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
+}
+int32_t kg_sizes_dense_gemm_tma(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_dense_linear__dense_gemm_tma__sizes(static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_out);
+}
+const ArgSpec kg_args_dense_gemm_tma[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"w", kg::py::kPointer, 1, 0, 1, 1, 0, 0, 0},  // const bf16*
+    {"out", kg::py::kPointer, 1, 1, 1, 2, 0, 0, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- dense_linear_any
 int32_t kg_launch_dense_linear_any(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_dense_linear__dense_linear_any(v[0].p, v[1].p, const_cast<void*>(v[2].p), static_cast<uint32_t>(v[3].u), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), kg_stream, kg_ran);
@@ -122,9 +144,14 @@ PYBIND11_MODULE(dense_linear, kg_module) {
       "dense_gemm_pipelined", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).\012\012Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. __launch_bounds__: at most 256 threads a block.", kg_args_dense_gemm_pipelined, 6, 6, 3,
       kg_launch_dense_gemm_pipelined, kg_plan_dense_gemm_pipelined, kg_sizes_dense_gemm_pipelined, kg_kernels_dense_gemm_pipelined, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm_pipelined) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_dense_linear_any[] = { kg_dense_linear__dense_gemv__info(), kg_dense_linear__dense_gemm_pipelined__info() };
+  static const kg_kernel_info* const kg_kernels_dense_gemm_tma[] = { kg_dense_linear__dense_gemm_tma__info() };
+  static const LauncherSpec kg_spec_dense_gemm_tma = {
+      "dense_gemm_tma", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).\012\012Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_dense_gemm_tma, 6, 6, 3,
+      kg_launch_dense_gemm_tma, kg_plan_dense_gemm_tma, kg_sizes_dense_gemm_tma, kg_kernels_dense_gemm_tma, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm_tma) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_dense_linear_any[] = { kg_dense_linear__dense_gemv__info(), kg_dense_linear__dense_gemm_tma__info(), kg_dense_linear__dense_gemm_pipelined__info() };
   static const LauncherSpec kg_spec_dense_linear_any = {
-      "dense_linear_any", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.", kg_args_dense_linear_any, 6, 6, 3,
-      kg_launch_dense_linear_any, kg_plan_dense_linear_any, kg_sizes_dense_linear_any, kg_kernels_dense_linear_any, 2};
+      "dense_linear_any", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.", kg_args_dense_linear_any, 6, 6, 3,
+      kg_launch_dense_linear_any, kg_plan_dense_linear_any, kg_sizes_dense_linear_any, kg_kernels_dense_linear_any, 3};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_linear_any) < 0) throw pybind11::error_already_set();
 }

@@ -24,6 +24,10 @@ constexpr int64_t PIPE_TILE_N = 128;
 constexpr int64_t SPLIT_CTAS = 264;
 constexpr int64_t SPLIT_K_MIN = 1024;
 constexpr int64_t SPLIT_MAX = 4;
+constexpr int64_t TMA_CTAS = 132;
+constexpr int64_t TMA_MIN_M = 65;
+constexpr int64_t TMA_SMEM = 196672;
+constexpr int64_t TMA_WIDE_TILES = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
@@ -230,12 +234,31 @@ int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_
 }
 }  // namespace
 
+// dense_gemm_tma: Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::dense_linear
 
 // ---- kernel sources (specs/dense_linear.yaml)
 #include "kernels/dflash/dense_gemv.cu"
 #include "kernels/dflash/dense_gemm.cu"
 #include "kernels/dflash/dense_gemm_pipelined.cu"
+#include "kernels/dflash/dense_gemm_tma.cu"
 
 namespace kernelgen::dense_linear {
 namespace {
@@ -253,7 +276,7 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:23: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:28: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -266,7 +289,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:47: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:52: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -279,8 +302,21 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:72: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
+const char* const kSkip_dense_gemm_tma[] = {
+    "n == 0",
+};
+const char* const kApplies_dense_gemm_tma[] = {
+    "m >= TMA_MIN_M",
+    "(k % 8) == 0",
+};
+const kg_kernel_info kg_info_dense_gemm_tma = {
+    "dense_linear", "dense_gemm_tma", "gb10",
+    "METRALE_NO_DFLASH_DENSE", nullptr,
+    kSkip_dense_gemm_tma, kApplies_dense_gemm_tma, nullptr,
+    1, 2, 0,
+    0};
 }  // namespace
 
 kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -323,10 +359,23 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemm_pipelined_bf16_kernel, x, w, out, m, n, k)), &kg_info_dense_gemm_pipelined};
 }
 
-// dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)w;
+  (void)out;
+  (void)m;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_dense_gemm_tma};
+}
+
+// dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::dense_linear::dense_gemm_tma(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
@@ -338,8 +387,11 @@ kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_ke
   kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -400,6 +452,23 @@ int32_t kg_dense_linear__dense_gemm_pipelined__sizes(uint32_t m, uint32_t n, uin
 
 const kg_kernel_info* kg_dense_linear__dense_gemm_pipelined__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm_pipelined; }
 
+int32_t kg_dense_linear__dense_gemm_tma(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemm_tma(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_dense_linear__dense_gemm_tma__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_dense_linear__dense_gemm_tma__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemm_tma(m, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_dense_linear__dense_gemm_tma__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm_tma; }
+
 int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_linear_any(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -415,6 +484,11 @@ int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_
   int64_t kg_member[64];
   for (int kg_i = 0; kg_i < 3; ++kg_i) kg_sizes[kg_i] = -1;
   if (kg_dense_linear__dense_gemv__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+  }
+  if (kg_dense_linear__dense_gemm_tma__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

@@ -32,6 +32,10 @@ C_PIPE_TILE_N = 128
 C_SPLIT_CTAS = 264
 C_SPLIT_K_MIN = 1024
 C_SPLIT_MAX = 4
+C_TMA_CTAS = 132
+C_TMA_MIN_M = 65
+C_TMA_SMEM = 196672
+C_TMA_WIDE_TILES = 256
 
 
 # ---------------------------------------------------------------- dense_gemv
@@ -400,9 +404,98 @@ def test_dense_gemm_pipelined_kill_switch_or_absence(monkeypatch):
     assert mod.dense_gemm_pipelined.plan(**CASES_dense_gemm_pipelined[0])["launched"]
 
 
+# ---------------------------------------------------------------- dense_gemm_tma
+
+
+def expect_dense_gemm_tma(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (262144, False, lambda _st, _a: (_a['m'] >= C_TMA_MIN_M)),  # applies: m >= TMA_MIN_M
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 8) == 0)),  # applies: (k % 8) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], _x.shl(_st, 128, _x.min_(_st, 1, _x.floordiv(_st, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 256)), C_TMA_WIDE_TILES))))), 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), (384, 1, 1), C_TMA_SMEM),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=384, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['m'], 128), _x.div_ceil(_st, _a['n'], 128))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
+    )
+
+
+BASE_dense_gemm_tma = {'k': 4096, 'm': 2048, 'n': 4096}
+CASES_dense_gemm_tma = [
+    dict(BASE_dense_gemm_tma),
+    {**BASE_dense_gemm_tma, 'm': 256},
+    {**BASE_dense_gemm_tma, 'm': 64},
+    {**BASE_dense_gemm_tma, 'k': 4100},
+    {**BASE_dense_gemm_tma, 'm': 131071, 'n': 1048575},
+    {**BASE_dense_gemm_tma, 'k': 32767, 'n': 2097153},
+    {**BASE_dense_gemm_tma, 'n': 16383},
+    {**BASE_dense_gemm_tma, 'm': 513, 'n': 65},
+    {**BASE_dense_gemm_tma, 'n': 257},
+    {**BASE_dense_gemm_tma, 'k': 4100, 'm': 33554431},
+    {**BASE_dense_gemm_tma, 'm': 33554433},
+    {**BASE_dense_gemm_tma, 'k': 129},
+    {**BASE_dense_gemm_tma, 'k': 32768},
+    {**BASE_dense_gemm_tma, 'k': 1024, 'n': 2},
+    {**BASE_dense_gemm_tma, 'm': 65537},
+    {**BASE_dense_gemm_tma, 'k': 131073, 'm': 256},
+    {**BASE_dense_gemm_tma, 'k': 8191, 'm': 1048576},
+    {**BASE_dense_gemm_tma, 'k': 256, 'n': 1000000},
+    {**BASE_dense_gemm_tma, 'k': 32769},
+    {**BASE_dense_gemm_tma, 'k': 2147483649, 'm': 17},
+    {**BASE_dense_gemm_tma, 'n': 16384},
+    {**BASE_dense_gemm_tma, 'm': 17},
+    {**BASE_dense_gemm_tma, 'n': 4103},
+    {**BASE_dense_gemm_tma, 'm': 2097151},
+    {**BASE_dense_gemm_tma, 'k': 255, 'm': 1},
+    {**BASE_dense_gemm_tma, 'm': 64, 'n': 65537},
+    {**BASE_dense_gemm_tma, 'k': 268435455, 'm': 268435457},
+    {**BASE_dense_gemm_tma, 'k': 67108864},
+    {**BASE_dense_gemm_tma, 'k': 268435455, 'm': 65536},
+    {**BASE_dense_gemm_tma, 'k': 4100, 'm': 268435457, 'n': 255},
+    {**BASE_dense_gemm_tma, 'm': 1073741823},
+    {**BASE_dense_gemm_tma, 'k': 5, 'm': 16777217},
+    {**BASE_dense_gemm_tma, 'm': 8388608, 'n': 1024},
+    {**BASE_dense_gemm_tma, 'm': 8191, 'n': 8388609},
+    {**BASE_dense_gemm_tma, 'k': 127, 'm': 64, 'n': 64},
+    {**BASE_dense_gemm_tma, 'm': 33554432, 'n': 16777215},
+    {**BASE_dense_gemm_tma, 'm': 524287, 'n': 8},
+    {**BASE_dense_gemm_tma, 'm': 33554431},
+    {**BASE_dense_gemm_tma, 'm': 0, 'n': 262144},
+    {**BASE_dense_gemm_tma, 'k': 16384, 'n': 1025},
+    {**BASE_dense_gemm_tma, 'k': 268435457, 'n': 262144},
+    {**BASE_dense_gemm_tma, 'm': 4194305},
+    {**BASE_dense_gemm_tma, 'k': 4100, 'n': 15},
+]
+FLIPS_dense_gemm_tma = [
+    ('skip', 0, 'n == 0', {**BASE_dense_gemm_tma, 'n': 0}),
+    ('applies', 0, 'm >= TMA_MIN_M', {**BASE_dense_gemm_tma, 'm': 64}),
+    ('applies', 1, '(k % 8) == 0', {**BASE_dense_gemm_tma, 'k': 4100}),
+]
+OTHER_ARGS_dense_gemm_tma = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+
+
+@pytest.mark.parametrize("args", CASES_dense_gemm_tma)
+def test_dense_gemm_tma_plan_matches_spec(args):
+    plan = mod.dense_gemm_tma.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_dense_gemm_tma_kill_switch_or_absence(monkeypatch):
+    launch = mod.dense_gemm_tma
+    full = {**OTHER_ARGS_dense_gemm_tma, **CASES_dense_gemm_tma[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
 # ---------------------------------------------------------------- chain dense_linear_any
 
-MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_pipelined', ['m', 'n', 'k'])]
+MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_tma', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_pipelined', ['m', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
@@ -412,8 +505,11 @@ MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('d
         {'k': 4096, 'm': 0, 'n': 4096},
         {'k': 4096, 'm': 1, 'n': 0},
         {'k': 4096, 'm': 2048, 'n': 4096},
-        {'k': 4096, 'm': 256, 'n': 24576},
+        {'k': 4096, 'm': 256, 'n': 4096},
+        {'k': 4096, 'm': 64, 'n': 4096},
+        {'k': 4100, 'm': 2048, 'n': 4096},
         {'k': 4096, 'm': 2048, 'n': 0},
+        {'k': 4096, 'm': 256, 'n': 24576},
     ])
 def test_dense_linear_any_runs_first_member_that_applies(args):
     expected = None

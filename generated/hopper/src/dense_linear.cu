@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernelgen/runtime.h"
+#include "kernelgen/runtime_tma.h"
 #include "kernelgen/dense_linear.h"
 #include "kernelgen/dense_linear_c.h"
 
@@ -24,6 +25,10 @@ constexpr int64_t PIPE_TILE_N = 128;
 constexpr int64_t SPLIT_CTAS = 264;
 constexpr int64_t SPLIT_K_MIN = 1024;
 constexpr int64_t SPLIT_MAX = 4;
+constexpr int64_t TMA_CTAS = 132;
+constexpr int64_t TMA_MIN_M = 65;
+constexpr int64_t TMA_SMEM = 196672;
+constexpr int64_t TMA_WIDE_TILES = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
@@ -230,12 +235,120 @@ int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_
 }
 }  // namespace
 
+// dense_gemm_tma: Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: m >= TMA_MIN_M
+    const bool kg_holds = (int64_t{m} >= TMA_MIN_M);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 8) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{8}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, kg::x_shl(int64_t{128}, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{256}, kg_err), kg_err), TMA_WIDE_TILES, kg_err)), kg_err), kg_err), kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+  kg_p.block[0] = int64_t{384};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = TMA_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    kg_p.code = kg::check_launch(kg_p, 384, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+// The launch-time cluster of dense_gemm_tma (its plan has checked it).
+void kg_cluster_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_cluster) {
+  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
+  kg_cluster[0] = int64_t{1};
+  kg_cluster[1] = int64_t{1};
+  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{m}, int64_t{128}, kg_err), kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+}
+}  // namespace
+
+namespace {
+// The tensor maps of dense_gemm_tma, encoded for this call's arrays and extents.
+int32_t kg_tensor_maps_dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, CUtensorMap* kg_tm) {
+  kg::ExprStatus kg_err;
+  {  // x_map: x
+    const int64_t kg_dims[2] = {int64_t{m}, int64_t{k}};
+    const int64_t kg_box[2] = {int64_t{128}, int64_t{64}};
+    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
+    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[0], x, 2, 2, kg_dims, kg_box, 128, 0);
+    if (kg_rc != KG_LAUNCHED) return kg_rc;
+  }
+  {  // w_map: w
+    const int64_t kg_dims[2] = {int64_t{n}, int64_t{k}};
+    const int64_t kg_box[2] = {int64_t{128}, int64_t{64}};
+    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
+    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[1], w, 2, 2, kg_dims, kg_box, 128, 1);
+    if (kg_rc != KG_LAUNCHED) return kg_rc;
+  }
+  return KG_LAUNCHED;
+}
+}  // namespace
+
+namespace {
+int32_t kg_sizes_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::dense_linear
 
 // ---- kernel sources (specs/dense_linear.yaml)
 #include "kernels/dflash/dense_gemv.cu"
 #include "kernels/dflash/dense_gemm.cu"
 #include "kernels/dflash/dense_gemm_pipelined.cu"
+#include "kernels/dflash/dense_gemm_tma.cu"
 
 namespace kernelgen::dense_linear {
 namespace {
@@ -253,7 +366,7 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:23: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:28: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -266,7 +379,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:47: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:52: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -279,8 +392,24 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:72: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
+const char* const kSkip_dense_gemm_tma[] = {
+    "n == 0",
+};
+const char* const kApplies_dense_gemm_tma[] = {
+    "m >= TMA_MIN_M",
+    "(k % 8) == 0",
+};
+const kg_kernel_info kg_info_dense_gemm_tma = {
+    "dense_linear", "dense_gemm_tma", "hopper",
+    "METRALE_NO_DFLASH_DENSE", nullptr,
+    kSkip_dense_gemm_tma, kApplies_dense_gemm_tma, nullptr,
+    1, 2, 0,
+    1};
+static_assert(std::is_same_v<decltype(&::dense_gemm_tma_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
+              "kernelgen: specs/dense_linear.yaml:101: kernel 'dense_gemm_tma': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map) do not match the __global__ definition of dense_gemm_tma_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_dense_gemm_tma;
 }  // namespace
 
 kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -323,10 +452,40 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemm_pipelined_bf16_kernel, x, w, out, m, n, k)), &kg_info_dense_gemm_pipelined};
 }
 
-// dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm_tma};
+  // TMA descriptors of the arrays, encoded on the host (passed by value: graph captures keep them).
+  CUtensorMap kg_tm[2];
+  {
+    const int32_t kg_rc = kg_tensor_maps_dense_gemm_tma(x, w, out, m, n, k, kg_tm);
+    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_dense_gemm_tma};
+  }
+  const int32_t kg_ready = kg_slot_dense_gemm_tma.prepare(reinterpret_cast<const void*>(&::dense_gemm_tma_bf16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_tma};
+  cudaLaunchAttribute kg_attrs[1];
+  int64_t kg_cluster[3];
+  kg_cluster_dense_gemm_tma(m, n, k, kg_cluster);
+  kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemm_tma_bf16_kernel, x, w, out, m, n, k, kg_tm[0], kg_tm[1])), &kg_info_dense_gemm_tma};
+}
+
+// dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::dense_linear::dense_gemm_tma(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::dense_linear::dense_gemm_pipelined(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
@@ -338,8 +497,11 @@ kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_ke
   kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -400,6 +562,23 @@ int32_t kg_dense_linear__dense_gemm_pipelined__sizes(uint32_t m, uint32_t n, uin
 
 const kg_kernel_info* kg_dense_linear__dense_gemm_pipelined__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm_pipelined; }
 
+int32_t kg_dense_linear__dense_gemm_tma(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemm_tma(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_dense_linear__dense_gemm_tma__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_dense_linear__dense_gemm_tma__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemm_tma(m, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_dense_linear__dense_gemm_tma__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemm_tma; }
+
 int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_linear_any(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -415,6 +594,11 @@ int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_
   int64_t kg_member[64];
   for (int kg_i = 0; kg_i < 3; ++kg_i) kg_sizes[kg_i] = -1;
   if (kg_dense_linear__dense_gemv__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+  }
+  if (kg_dense_linear__dense_gemm_tma__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

@@ -7,7 +7,7 @@
 
 /// Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:23`):
+/// Arguments, in order (`specs/dense_linear.yaml:28`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -81,7 +81,7 @@ pub mod dense_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:47`):
+/// Arguments, in order (`specs/dense_linear.yaml:52`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -154,7 +154,7 @@ pub mod dense_gemm {
 
 /// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:67`):
+/// Arguments, in order (`specs/dense_linear.yaml:72`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -226,9 +226,87 @@ pub mod dense_gemm_pipelined {
     }
 }
 
-/// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+/// Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:97`):
+/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
+///
+/// Arguments, in order (`specs/dense_linear.yaml:101`):
+/// - `x`: `const bf16*`, `m * k` elements
+/// - `w`: `const bf16*`, `n * k` elements
+/// - `out`: `bf16*`, `m * n` elements
+/// - `m`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `n == 0`: not launched (empty work)
+/// - applies_if `m >= TMA_MIN_M`: else not launched
+/// - applies_if `(k % 8) == 0`: else not launched
+/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
+/// - TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
+/// - __launch_bounds__: at most 384 threads a block.
+pub mod dense_gemm_tma {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_tma__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(m: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_dense_linear__dense_gemm_tma__plan(m, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, w, out).
+    pub fn sizes(m: u32, n: u32, k: u32) -> Result<[i64; 3], crate::Error> {
+        let mut kg_sizes = [0i64; 3];
+        // Safety: the function writes 3 values.
+        let kg_code = unsafe { super::kg_ffi::kg_dense_linear__dense_gemm_tma__sizes(m, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, w: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, m: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let w: crate::DevicePtr = w.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || w.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(m, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("dense_gemm_tma", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if w.is_null() {
+                crate::kg_rt::check_null("dense_gemm_tma", "w", kg_sizes.map(|s| s[1]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("dense_gemm_tma", "out", kg_sizes.map(|s| s[2]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_dense_linear__dense_gemm_tma(x.as_ptr(), w.as_ptr(), out.as_ptr(), m, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
+/// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+///
+/// Arguments, in order (`specs/dense_linear.yaml:137`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -238,9 +316,9 @@ pub mod dense_gemm_pipelined {
 pub mod dense_linear_any {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv, dense_linear.dense_gemm_pipelined.
-    pub fn members() -> [crate::Kernel; 2] {
-        [crate::dense_linear::dense_gemv::kernel(), crate::dense_linear::dense_gemm_pipelined::kernel()]
+    /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv, dense_linear.dense_gemm_tma, dense_linear.dense_gemm_pipelined.
+    pub fn members() -> [crate::Kernel; 3] {
+        [crate::dense_linear::dense_gemv::kernel(), crate::dense_linear::dense_gemm_tma::kernel(), crate::dense_linear::dense_gemm_pipelined::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.
@@ -313,6 +391,10 @@ mod kg_ffi {
         pub fn kg_dense_linear__dense_gemm_pipelined__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dense_linear__dense_gemm_pipelined__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dense_linear__dense_gemm_pipelined__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_dense_linear__dense_gemm_tma(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dense_linear__dense_gemm_tma__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_dense_linear__dense_gemm_tma__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_dense_linear__dense_gemm_tma__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_dense_linear__dense_linear_any(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dense_linear__dense_linear_any__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_dense_linear__dense_linear_any__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

@@ -27,7 +27,11 @@ kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k);
 kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k);
 
-// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+// Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k);
+
+// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 

@@ -412,6 +412,124 @@ fn dense_gemm_pipelined_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- dense_gemm_tma
+
+#[test]
+fn dense_gemm_tma_plan_matches_spec() {
+    let _g = guard();
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example");
+    check(kg::dense_linear::dense_gemm_tma::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=256");
+    check(kg::dense_linear::dense_gemm_tma::plan(64, 4096, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=64");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100");
+    check(kg::dense_linear::dense_gemm_tma::plan(131071, 1048575, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=131071, n=1048575");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 2097153, 32767), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767, n=2097153");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16383, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=16383");
+    check(kg::dense_linear::dense_gemm_tma::plan(513, 65, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([5, 1, 4], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=513, n=65");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 257, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([48, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=257");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554431, 4096, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=33554431");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554433, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194320, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554433");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 129), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 32768), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 2, 1024), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=1024, n=2");
+    check(kg::dense_linear::dense_gemm_tma::plan(65537, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([8208, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=65537");
+    check(kg::dense_linear::dense_gemm_tma::plan(256, 4096, 131073), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131073, m=256");
+    check(kg::dense_linear::dense_gemm_tma::plan(1048576, 4096, 8191), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8191, m=1048576");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1000000, 256), "dense_gemm_tma", Expect { code: 0, geometry: Some(([62512, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=256, n=1000000");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 32769), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
+    check(kg::dense_linear::dense_gemm_tma::plan(17, 4096, 2147483649), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, m=17");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16384, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=16384");
+    check(kg::dense_linear::dense_gemm_tma::plan(17, 4096, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4103, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([272, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=4103");
+    check(kg::dense_linear::dense_gemm_tma::plan(2097151, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=2097151");
+    check(kg::dense_linear::dense_gemm_tma::plan(1, 4096, 255), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, m=1");
+    check(kg::dense_linear::dense_gemm_tma::plan(64, 65537, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=64, n=65537");
+    check(kg::dense_linear::dense_gemm_tma::plan(268435457, 4096, 268435455), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, m=268435457");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 67108864), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=67108864");
+    check(kg::dense_linear::dense_gemm_tma::plan(65536, 4096, 268435455), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, m=65536");
+    check(kg::dense_linear::dense_gemm_tma::plan(268435457, 255, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=268435457, n=255");
+    check(kg::dense_linear::dense_gemm_tma::plan(1073741823, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([134217728, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=1073741823");
+    check(kg::dense_linear::dense_gemm_tma::plan(16777217, 4096, 5), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, m=16777217");
+    check(kg::dense_linear::dense_gemm_tma::plan(8388608, 1024, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=8388608, n=1024");
+    check(kg::dense_linear::dense_gemm_tma::plan(8191, 8388609, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([2097216, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=8191, n=8388609");
+    check(kg::dense_linear::dense_gemm_tma::plan(64, 64, 127), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, m=64, n=64");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554432, 16777215, 4096), "dense_gemm_tma", Expect { code: -196608, geometry: Some(([17179869184, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554432, n=16777215");
+    check(kg::dense_linear::dense_gemm_tma::plan(524287, 8, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4096, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=524287, n=8");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554431, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554431");
+    check(kg::dense_linear::dense_gemm_tma::plan(0, 262144, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0, n=262144");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1025, 16384), "dense_gemm_tma", Expect { code: 0, geometry: Some(([144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=16384, n=1025");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 262144, 268435457), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435457, n=262144");
+    check(kg::dense_linear::dense_gemm_tma::plan(4194305, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=4194305");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 15, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, n=15");
+}
+
+#[test]
+fn dense_gemm_tma_presence() {
+    let kernel = kg::dense_linear::dense_gemm_tma::kernel();
+    assert_eq!(kernel.name(), "dense_gemm_tma");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::dense_linear::dense_gemm_tma::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn dense_gemm_tma_sizes() {
+    assert_eq!(kg::dense_linear::dense_gemm_tma::sizes(2048, 4096, 4096), Ok([8388608, 16777216, 8388608]));
+}
+
+#[test]
+fn dense_gemm_tma_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::dense_linear::dense_gemm_tma::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("dense_gemm_tma: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::dense_linear::dense_gemm_tma::launch(ptr(0), ptr(1), ptr_mut(2), 64, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("dense_gemm_tma: not launched: m >= TMA_MIN_M is false"));
+    let result = unsafe { kg::dense_linear::dense_gemm_tma::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4100, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("dense_gemm_tma: not launched: (k % 8) == 0 is false"));
+}
+
+#[test]
+fn dense_gemm_tma_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_DENSE", "1");
+    kg::refresh();
+    let result = unsafe { kg::dense_linear::dense_gemm_tma::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_DENSE");
+    not_launched(result, 1 << 16, Some("dense_gemm_tma: not launched: kill switch METRALE_NO_DFLASH_DENSE is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096).launches());
+}
+
+#[test]
+fn dense_gemm_tma_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::dense_linear::dense_gemm_tma::launch(DevicePtr::null(), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("dense_gemm_tma", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+}
+
+#[test]
+fn dense_gemm_tma_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::dense_linear::dense_gemm_tma::launch(ptr(0), ptr(1), ptr_mut(2), 2048, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "dense_gemm_tma");
+            assert!(e.to_string().starts_with("dense_gemm_tma"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- chain dense_linear_any
 
 #[test]
@@ -422,9 +540,12 @@ fn dense_linear_any_plans_the_first_member_that_applies() {
     check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
-    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
-    check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([192, 4, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=256, n=24576");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=256, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(64, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=64, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4100), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4100, m=2048, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=2048, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([384, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=256, n=24576");
 }
 
 #[test]

@@ -1,0 +1,169 @@
+// Dense bf16 GEMM for many rows on sm_90a (hopper), warp-specialized over TMA:
+// out[r, n] = bf16( sum_k f32(x[r, k]) * f32(w[n, k]) ), w [n, k] as nn.Linear.
+//
+// The launcher encodes two tensor maps (the spec's tensor_maps): x_map over x [m, k] and w_map
+// over w [n, k], each a box of 128 rows x 64 k with the 128-byte swizzle, so a copy lands as the
+// K-major layout warpgroup MMAs read; rows and k past the arrays land as zeros (any m, n; k a
+// multiple of 8, whose rows are then whole 16-byte units).
+//
+// Tiles: a CTA of 384 threads computes 128 x BN outputs, BN = 256 when that still gives
+// TMA_WIDE_TILES tiles or more (two or more per SM) and 128 otherwise; the spec's 1-D grid is
+// ceil(m / 128) x ceil(n / BN) tiles, taken m-first, so CTAs running together share the weight
+// tile (streamed from memory about once) and re-read x from L2. The kernel tells BN from the grid:
+// ceil(n / BN) tiles of 128 columns would not cover n.
+//
+// Roles. Warpgroup 0 produces: one thread issues the step's TMA copies (x: 16 KiB; w: BN / 128
+// boxes of 16 KiB) into a ring of 4 slots, arming the slot's `land` mbarrier with their bytes, after
+// the slot's `empty` mbarrier shows its last step retired. Warpgroups 1 and 2 consume rows 0-63 and
+// 64-127: per 64-k step, four m64nBNk16 MMAs from shared memory, one step kept in flight
+// (wgmma.wait_group 1), each warp arriving on `empty` of the step before once it has retired.
+//
+// Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS (one CTA per SM), the
+// grid's z splits the 64-k steps over a cluster along z; each rank stashes its f32 tile in the ring
+// and the ranks' tiles are summed in rank order over distributed shared memory. No workspace.
+//
+// Accumulation order (deterministic): k in increasing order, 16 at a time, into one f32
+// accumulator per output (per rank when split, then added in rank order); rounded once. Unsplit,
+// these are dense_gemm_pipelined's products in its order: the same bits.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include "../common/split_k.cuh"
+#include "../common/tma.cuh"
+#include "../common/wgmma.cuh"
+
+namespace dense_gemm_tma_detail {
+
+constexpr uint32_t kThreads = 384;
+constexpr uint32_t kBM = 128, kBK = 64, kBoxRows = 128;
+constexpr uint32_t kSlots = 4;
+constexpr uint32_t kBoxBytes = kBoxRows * kBK * 2;   // 16 KiB: one x or w box
+constexpr uint32_t kMaxSlotBytes = 3 * kBoxBytes;    // x + a 256-row weight tile
+constexpr uint32_t kBarAt = kSlots * kMaxSlotBytes;  // 192 KiB, then the mbarriers
+constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+template <uint32_t BN>
+static __device__ __forceinline__ void mma_k16(float (&acc)[BN / 8][4], uint64_t da, uint64_t db) {
+    if constexpr (BN == 256) {
+        kcommon::wgmma_m64n256k16_ss(acc, da, db);
+    } else {
+        kcommon::wgmma_m64n128k16_ss(acc, da, db);
+    }
+}
+
+template <uint32_t BN>
+static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUtensorMap* w_map, __nv_bfloat16* out,
+                                           uint32_t M, uint32_t N, uint32_t K, uint32_t m0, uint32_t n0,
+                                           uint8_t* smem) {
+    constexpr uint32_t kSlotBytes = kBoxBytes * (1 + BN / kBoxRows);
+    const uint32_t base = kcommon::smem_addr(smem);
+    const uint32_t land = base + kBarAt, empty = land + 8u * kSlots;
+    const uint32_t tid = threadIdx.x, wg = tid >> 7;
+    if (tid == 0) {
+        for (uint32_t s = 0; s < kSlots; ++s) {
+            kcommon::mbar_init(land + 8u * s, 1);
+            kcommon::mbar_init(empty + 8u * s, 8);  // the consumers' 8 warps
+        }
+        kcommon::mbar_init_fence();
+    }
+    __syncthreads();
+    const kcommon::KRange range = kcommon::split_k_range((K + kBK - 1) / kBK);
+    const uint32_t steps = range.last - range.first;
+
+    float acc[BN / 8][4];
+#pragma unroll
+    for (uint32_t j = 0; j < BN / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    if (wg == 0) {
+        if (tid == 0) {
+            for (uint32_t u = 0; u < steps; ++u) {
+                const uint32_t s = u % kSlots, slot = base + s * kSlotBytes, k0 = (range.first + u) * kBK;
+                kcommon::mbar_wait(empty + 8u * s, ((u / kSlots) & 1u) ^ 1u);  // step u - kSlots retired
+                kcommon::mbar_expect_tx(land + 8u * s, kSlotBytes);
+                kcommon::tma_load_2d(slot, x_map, k0, m0, land + 8u * s);
+#pragma unroll
+                for (uint32_t b = 0; b < BN / kBoxRows; ++b) {
+                    kcommon::tma_load_2d(slot + (1u + b) * kBoxBytes, w_map, k0, n0 + b * kBoxRows, land + 8u * s);
+                }
+            }
+        }
+    } else {
+        const uint32_t arows = (wg - 1u) * 64u * 128u;  // this warpgroup's 64 rows of the x box
+        for (uint32_t t = 0; t < steps; ++t) {
+            const uint32_t s = t % kSlots, slot = base + s * kSlotBytes;
+            kcommon::mbar_wait(land + 8u * s, (t / kSlots) & 1u);
+            kcommon::wgmma_fence();
+#pragma unroll
+            for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
+                mma_k16<BN>(acc, kcommon::smem_desc_sw128(slot + arows + kk * 32u, 16, 1024),
+                            kcommon::smem_desc_sw128(slot + kBoxBytes + kk * 32u, 16, 1024));
+            }
+            kcommon::wgmma_commit();
+            kcommon::wgmma_wait<1>();
+            if (t > 0 && (tid & 31u) == 0) kcommon::mbar_arrive(empty + 8u * ((t - 1u) % kSlots));
+        }
+        kcommon::wgmma_wait<0>();
+#pragma unroll
+        for (uint32_t j = 0; j < BN / 8; ++j) {
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
+        }
+    }
+
+    // Epilogue: each consumer thread's pairs (row g and g + 8 of its warp's 16, columns 2 tq, 2 tq + 1
+    // of each 8); the producer has none.
+    const uint32_t lane = tid & 31u, r0 = ((tid >> 5) - 4u) * 16u + (lane >> 2), c0 = 2u * (lane & 3u);
+    auto pairs = [&](auto&& f) {
+        if (wg == 0) return;
+#pragma unroll
+        for (uint32_t j = 0; j < BN / 8; ++j) {
+            f(r0, j * 8u + c0, acc[j][0], acc[j][1]);
+            f(r0 + 8u, j * 8u + c0, acc[j][2], acc[j][3]);
+        }
+    };
+    const bool pair_ok = (N & 1u) == 0 && (reinterpret_cast<uintptr_t>(out) & 3u) == 0;
+    auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) {
+        const uint32_t m = m0 + r, col = n0 + c;
+        if (m >= M || col >= N) return;
+        __nv_bfloat16* o = out + static_cast<uint64_t>(m) * N + col;
+        if (col + 1u < N) {
+            if (pair_ok) {
+                *reinterpret_cast<__nv_bfloat162*>(o) = __floats2bfloat162_rn(v0, v1);
+                return;
+            }
+            o[1] = __float2bfloat16_rn(v1);
+        }
+        o[0] = __float2bfloat16_rn(v0);
+    };
+    kcommon::split_k_epilogue<BN, BN + 4u, kThreads>(pairs, store2, smem, min(kBM, M - m0), N - n0);
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+}  // namespace dense_gemm_tma_detail
+
+__global__ void __launch_bounds__(384, 1)
+dense_gemm_tma_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m,
+                           uint32_t n, uint32_t k, const __grid_constant__ CUtensorMap x_map,
+                           const __grid_constant__ CUtensorMap w_map) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    namespace d = dense_gemm_tma_detail;
+    extern __shared__ __align__(1024) uint8_t dense_tma_smem[];
+    (void)x;
+    (void)w;
+    const uint32_t mt = (m + d::kBM - 1u) / d::kBM, nt = gridDim.x / mt;
+    const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
+    if (nt * 128u < n) {
+        d::run<256>(&x_map, &w_map, out, m, n, k, mb * d::kBM, nb * 256u, dense_tma_smem);
+    } else {
+        d::run<128>(&x_map, &w_map, out, m, n, k, mb * d::kBM, nb * 128u, dense_tma_smem);
+    }
+#else
+    (void)x, (void)w, (void)out, (void)m, (void)n, (void)k, (void)x_map, (void)w_map;
+#endif
+}
