@@ -73,8 +73,10 @@ def ours(rows, quick=False):
     if rows <= 16:
         out += [("fp8_gemv_rt2_16", fp8_gemv_rt.fp8_gemv_rt2_16),
                 ("fp8_gemm_n128_row_scaled_m16", fp8_linear.fp8_gemm_n128_row_scaled_m16)]
-    out += [("fp8_gemm_n128_row_scaled", fp8_linear.fp8_gemm_n128_row_scaled), ("chain", fp8_linear.fp8_linear)]
-    return out
+    out += [("fp8_gemm_n128_row_scaled", fp8_linear.fp8_gemm_n128_row_scaled)]
+    if fp8_linear.plan_fp8_gemm_tma(rows=rows, n=4096, k=4096)["launched"]:  # hopper, rows >= 65
+        out += [("fp8_gemm_tma", fp8_linear.fp8_gemm_tma)]
+    return out + [("chain", fp8_linear.fp8_linear)]
 
 
 def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):

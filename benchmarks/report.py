@@ -236,16 +236,19 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
                 cells += [f"{100 * r['fraction_of_copy']:.0f}%", f"{r['speedup_vs_cublas']:.2f}x"] if r else ["", ""]
             lines.append(f"| {shape} | {m} | {floor} | {fp8_cells[0]} | {fp8_cells[1]} | " + " | ".join(cells) + " |")
     lines += ["", "Many rows (TFLOP/s, and the ratio to cuBLAS bf16 on the same shape):", "",
-              "| shape | M | cuBLAS bf16 | fp8_gemm_n128_row_scaled | dense_gemm_pipelined | dense_gemm_tma |",
-              "| --- | --- | --- | --- | --- | --- |"]
+              "| shape | M | cuBLAS bf16 | fp8_gemm_n128_row_scaled | fp8_gemm_tma | dense_gemm_pipelined "
+              "| dense_gemm_tma |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for shape in shapes:
         for m in (256, 2048):
             cub = dense_rows.get((shape, m, "cublas_bf16"))
             f = fp8_rows.get((shape, m))
             n128 = f["kernels"].get("fp8_gemm_n128_row_scaled") if f else None
+            ftma = f["kernels"].get("fp8_gemm_tma") if f else None
             if not cub:
                 continue
-            c1 = f"{n128['tflop_s']:.0f} ({n128['tflop_s'] / cub['tflop_s']:.2f}x)" if n128 else ""
+            c1 = " | ".join(f"{r['tflop_s']:.0f} ({r['tflop_s'] / cub['tflop_s']:.2f}x)" if r else ""
+                            for r in (n128, ftma))
             dense = []
             for name in ("dense_gemm_pipelined", "dense_gemm_tma"):
                 r = dense_rows.get((shape, m, name))

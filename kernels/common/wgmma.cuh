@@ -91,6 +91,17 @@ static __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], cons
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
+// d += A(64 x 16, registers) * B(128 x 16, shared, K-major)^T.
+static __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4],
+                                                           uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_64
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+        : KCOMMON_WG_ACC_64(d, 0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
+
 // o += A(64 x 16, registers) * B(16 x 128, shared, MN-major: transposed B).
 static __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float (&o)[16][4], const uint32_t (&a)[4],
                                                               uint64_t desc_b) {

@@ -10,6 +10,7 @@
 //   dense_gemv_fp8w                fp8_gemv.cuh      one warp per weight row, rows <= 8, any K
 //   fp8_gemm_n128_row_scaled_m16   below             one warp per 128-wide N tile, rows <= 16
 //   fp8_gemm_n128_row_scaled       fp8_gemm.cuh      128 x 128 tensor-core tiles, any rows
+//   fp8_gemm_tma                   fp8_gemm_tma.cuh  hopper, many rows: TMA ring, weight as A in registers
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,6 +18,7 @@
 #include <cstdint>
 
 #include "fp8_gemm.cuh"
+#include "fp8_gemm_tma.cuh"
 #include "fp8_gemv.cuh"
 #include "fp8_quantize.cuh"
 #include "fp8_rowtile.cuh"

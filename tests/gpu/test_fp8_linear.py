@@ -439,3 +439,109 @@ def test_plans():
     p = fp8_linear.plan_fp8_gemm_n128_row_scaled(rows=17, n=1000, k=1000)
     assert p["launched"] and tuple(p["grid"]) == (1, 8, 1), p  # K below SPLIT_K_MIN: no split
     assert p["shared_mem"] == 3 * (128 * 64 * 2 + 128 * 64) + 128 * 64 * 2  # the sm_90a ring
+
+
+# ---------------------------------------------------------------- fp8_gemm_tma (hopper)
+
+TMA_BUILT = fp8_linear.plan_fp8_gemm_tma(rows=256, n=256, k=256)["launched"]
+needs_tma = pytest.mark.skipif(not TMA_BUILT, reason="fp8_gemm_tma is built for hopper only")
+
+
+def tma_cases():
+    # rows from TMA_MIN_ROWS; N off the tile (odd N), K % 64 != 0, K splits over 3 ranks (4104 x
+    # 3088 at 65-129 rows), one step of K, and 2048 rows (128 tiles: no split)
+    for rows in (65, 129, 300, 2048):
+        for n, k in SHAPES_K16 + SHAPES_SPLIT[:1] + [(136, 16)]:
+            if rows == 2048 and (n, k) != (4104, 4096):
+                continue
+            yield pytest.param(rows, n, k, id=f"m{rows}-n{n}-k{k}")
+
+
+@needs_tma
+@pytest.mark.parametrize("rows,n,k", list(tma_cases()))
+def test_tma_product(rows, n, k):
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 7919 + n * 31 + k)
+    outcome, out = launch(fp8_linear.fp8_gemm_tma, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    _, again = launch(fp8_linear.fp8_gemm_tma, x, q, scale, rows, n, k)
+    assert torch.equal(bits(out), bits(again)), "output bits changed between runs"
+
+
+@needs_tma
+def test_tma_subnormal_weights():
+    codes = list(range(0, 16)) + list(range(0x80, 0x90))
+    rows, n, k = 130, 520, 4096
+    x, q, scale = make_inputs(rows, n, k, seed=5, codes=codes)
+    outcome, out = launch(fp8_linear.fp8_gemm_tma, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+@needs_tma
+def test_tma_not_launched_then_chain_runs_n128():
+    """Not launched, writing nothing: rows under TMA_MIN_ROWS, K % 16 != 0 (clauses) and arrays off
+    16-byte alignment (UNALIGNED, at launch); the chain then runs fp8_gemm_n128_row_scaled."""
+    rows, n = 130, 264
+    cases = []
+    x, q, scale = make_inputs(64, n, 512, seed=1)
+    cases.append((64, 512, x, q, scale, "rows >= TMA_MIN_ROWS"))
+    x, q, scale = make_inputs(rows, n, 1000, seed=2)
+    cases.append((rows, 1000, x, q, scale, "(k % 16) == 0"))
+    x, q, scale = make_inputs(rows, n, 512, seed=3)
+    xb = torch.empty(rows * 512 + 8, device=DEV, dtype=torch.bfloat16)
+    xb[1:1 + rows * 512] = x.reshape(-1)
+    cases.append((rows, 512, xb[1:1 + rows * 512].view(rows, 512), q, scale, "16-byte aligned"))
+    qb = torch.empty(n * 512 + 8, device=DEV, dtype=torch.uint8)
+    qb[3:3 + n * 512] = q.view(torch.uint8).reshape(-1)
+    cases.append((rows, 512, x, qb[3:3 + n * 512].view(E4M3).view(n, 512), scale, "16-byte aligned"))
+    for r, k, x, q, scale, why in cases:
+        outcome, out = launch(fp8_linear.fp8_gemm_tma, x, q, scale, r, n, k)
+        assert not outcome.launched and outcome.code > 0 and why in outcome.reason, (why, outcome.reason)
+        assert torch.isnan(out).all(), "a kernel that did not launch wrote"
+        outcome, out = launch(fp8_linear.fp8_linear, x, q, scale, r, n, k)
+        assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled", (why, outcome.kernel)
+        check_product(out, x, q, scale)
+
+
+@needs_tma
+def test_tma_in_the_chain():
+    outcome, out, x, q, scale = run_chain(129, 4104, 4096)
+    assert outcome.launched and kernel_name(outcome) == "fp8_gemm_tma", outcome.kernel
+    check_product(out, x, q, scale)
+
+
+@needs_tma
+def test_tma_graph_replay_reads_current_data():
+    """The tensor maps are kernel parameters, captured by value: a replay reads what the arrays
+    hold then, split K included (256 x 4096 x 4096: 64 tiles, 2 ranks)."""
+    rows, n, k = 256, 4096, 4096
+    assert tuple(fp8_linear.plan_fp8_gemm_tma(rows=rows, n=n, k=k)["grid"]) == (64, 1, 2)
+    x, q, scale = make_inputs(rows, n, k, seed=1)
+    out = torch.empty((rows, n), device=DEV, dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        assert fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s).launched
+        with torch.cuda.graph(g, stream=s):
+            outcome = fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s)
+    assert outcome.launched, outcome.reason
+    for seed in (2, 3):
+        x2, q2, scale2 = make_inputs(rows, n, k, seed=seed)
+        x.copy_(x2)
+        q.copy_(q2)
+        scale.copy_(scale2)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check_product(out, x, q, scale)
+
+
+@needs_tma
+def test_tma_plans():
+    p = fp8_linear.plan_fp8_gemm_tma(rows=2048, n=4104, k=4096)  # 16 x 33 tiles
+    assert p["launched"] and tuple(p["grid"]) == (528, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
+    assert p["shared_mem"] == 6 * (128 * 64 * 2 + 128 * 64) + 2 * 6 * 8
+    p = fp8_linear.plan_fp8_gemm_tma(rows=129, n=1000, k=4112)  # 16 tiles: K split over 4
+    assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p

@@ -81,10 +81,24 @@ fp8_gemm_n128_row_scaled: _kg_launcher_fp8_gemm_n128_row_scaled
 
 def plan_fp8_gemm_n128_row_scaled(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
+class _kg_launcher_fp8_gemm_tma(_kg_Protocol):
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).
+
+Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED)."""
+
+    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+fp8_gemm_tma: _kg_launcher_fp8_gemm_tma
+
+def plan_fp8_gemm_tma(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
 class _kg_launcher_fp8_linear(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies."""
+Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...

@@ -20,6 +20,9 @@ constexpr int64_t SPLIT_CTAS = 264;
 constexpr int64_t SPLIT_K_MIN = 1024;
 constexpr int64_t SPLIT_MAX = 4;
 constexpr int64_t TILE = 128;
+constexpr int64_t TMA_CTAS = 132;
+constexpr int64_t TMA_MIN_ROWS = 65;
+constexpr int64_t TMA_SMEM = 147552;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
 
@@ -349,6 +352,25 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k,
 }
 }  // namespace
 
+// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
+kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::fp8_linear
 
 // ---- kernel sources (specs/fp8_linear.yaml)
@@ -369,7 +391,7 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     1, 0, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:17: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:20: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
@@ -388,7 +410,7 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     2, 1, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:37: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:40: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
@@ -408,7 +430,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     2, 2, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:58: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:61: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
@@ -425,8 +447,21 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     2, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:82: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:85: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
+const char* const kSkip_fp8_gemm_tma[] = {
+    "n == 0",
+};
+const char* const kApplies_fp8_gemm_tma[] = {
+    "rows >= TMA_MIN_ROWS",
+    "(k % 16) == 0",
+};
+const kg_kernel_info kg_info_fp8_gemm_tma = {
+    "fp8_linear", "fp8_gemm_tma", "gb10",
+    "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
+    kSkip_fp8_gemm_tma, kApplies_fp8_gemm_tma, nullptr,
+    1, 2, 0,
+    0};
 }  // namespace
 
 kernelgen::Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -478,7 +513,19 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_n128_row_scaled_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemm_n128_row_scaled};
 }
 
-// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemm_tma};
+}
+
+// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
@@ -486,6 +533,8 @@ kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_linear::fp8_gemm_tma(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
@@ -503,8 +552,11 @@ kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kerne
   kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 4;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -582,6 +634,23 @@ int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n
 
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_n128_row_scaled; }
 
+int32_t kg_fp8_linear__fp8_gemm_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_gemm_tma(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_linear__fp8_gemm_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_linear__fp8_gemm_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_fp8_gemm_tma(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_linear__fp8_gemm_tma__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_tma; }
+
 int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -609,6 +678,12 @@ int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, 
     if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   if (kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_linear__fp8_gemm_tma__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

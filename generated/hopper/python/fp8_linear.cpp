@@ -104,6 +104,29 @@ const ArgSpec kg_args_fp8_gemm_n128_row_scaled[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemm_tma
+int32_t kg_launch_fp8_gemm_tma(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_linear__fp8_gemm_tma(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemm_tma(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_linear__fp8_gemm_tma__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemm_tma(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_linear__fp8_gemm_tma__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemm_tma[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- fp8_linear
 int32_t kg_launch_fp8_linear(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_linear__fp8_linear(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
@@ -153,9 +176,14 @@ PYBIND11_MODULE(fp8_linear, kg_module) {
       "fp8_gemm_n128_row_scaled", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).\012\012Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.", kg_args_fp8_gemm_n128_row_scaled, 7, 7, 4,
       kg_launch_fp8_gemm_n128_row_scaled, kg_plan_fp8_gemm_n128_row_scaled, kg_sizes_fp8_gemm_n128_row_scaled, kg_kernels_fp8_gemm_n128_row_scaled, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_fp8_linear[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
+  static const kg_kernel_info* const kg_kernels_fp8_gemm_tma[] = { kg_fp8_linear__fp8_gemm_tma__info() };
+  static const LauncherSpec kg_spec_fp8_gemm_tma = {
+      "fp8_gemm_tma", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).\012\012Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).", kg_args_fp8_gemm_tma, 7, 7, 4,
+      kg_launch_fp8_gemm_tma, kg_plan_fp8_gemm_tma, kg_sizes_fp8_gemm_tma, kg_kernels_fp8_gemm_tma, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_tma) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_linear[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(), kg_fp8_linear__fp8_gemm_tma__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
   static const LauncherSpec kg_spec_fp8_linear = {
-      "fp8_linear", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.", kg_args_fp8_linear, 7, 7, 4,
-      kg_launch_fp8_linear, kg_plan_fp8_linear, kg_sizes_fp8_linear, kg_kernels_fp8_linear, 4};
+      "fp8_linear", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.", kg_args_fp8_linear, 7, 7, 4,
+      kg_launch_fp8_linear, kg_plan_fp8_linear, kg_sizes_fp8_linear, kg_kernels_fp8_linear, 5};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_linear) < 0) throw pybind11::error_already_set();
 }

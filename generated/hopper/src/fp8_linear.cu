@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernelgen/runtime.h"
+#include "kernelgen/runtime_tma.h"
 #include "kernelgen/fp8_linear.h"
 #include "kernelgen/fp8_linear_c.h"
 #include "kernelgen/fp8_gemv_rt.h"
@@ -20,6 +21,9 @@ constexpr int64_t SPLIT_CTAS = 264;
 constexpr int64_t SPLIT_K_MIN = 1024;
 constexpr int64_t SPLIT_MAX = 4;
 constexpr int64_t TILE = 128;
+constexpr int64_t TMA_CTAS = 132;
+constexpr int64_t TMA_MIN_ROWS = 65;
+constexpr int64_t TMA_SMEM = 147552;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
 
@@ -349,6 +353,114 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k,
 }
 }  // namespace
 
+// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
+kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows >= TMA_MIN_ROWS
+    const bool kg_holds = (int64_t{rows} >= TMA_MIN_ROWS);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+  kg_p.block[0] = int64_t{384};
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = TMA_SMEM;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    kg_p.code = kg::check_launch(kg_p, 0, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+// The launch-time cluster of fp8_gemm_tma (its plan has checked it).
+void kg_cluster_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
+  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
+  kg_cluster[0] = int64_t{1};
+  kg_cluster[1] = int64_t{1};
+  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+}
+}  // namespace
+
+namespace {
+// The tensor maps of fp8_gemm_tma, encoded for this call's arrays and extents.
+int32_t kg_tensor_maps_fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, CUtensorMap* kg_tm) {
+  kg::ExprStatus kg_err;
+  {  // x_map: x
+    const int64_t kg_dims[2] = {int64_t{rows}, int64_t{k}};
+    const int64_t kg_box[2] = {int64_t{128}, int64_t{64}};
+    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
+    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[0], x, 2, 2, kg_dims, kg_box, 128, 0);
+    if (kg_rc != KG_LAUNCHED) return kg_rc;
+  }
+  {  // q_map: q
+    const int64_t kg_dims[2] = {int64_t{n}, int64_t{k}};
+    const int64_t kg_box[2] = {int64_t{128}, int64_t{64}};
+    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
+    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[1], q, 1, 2, kg_dims, kg_box, 64, 1);
+    if (kg_rc != KG_LAUNCHED) return kg_rc;
+  }
+  return KG_LAUNCHED;
+}
+}  // namespace
+
+namespace {
+int32_t kg_sizes_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::fp8_linear
 
 // ---- kernel sources (specs/fp8_linear.yaml)
@@ -369,7 +481,7 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     1, 0, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:17: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:20: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
@@ -388,7 +500,7 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     2, 1, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:37: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:40: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
@@ -408,7 +520,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     2, 2, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:58: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:61: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
@@ -425,8 +537,24 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     2, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:82: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:85: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
+const char* const kSkip_fp8_gemm_tma[] = {
+    "n == 0",
+};
+const char* const kApplies_fp8_gemm_tma[] = {
+    "rows >= TMA_MIN_ROWS",
+    "(k % 16) == 0",
+};
+const kg_kernel_info kg_info_fp8_gemm_tma = {
+    "fp8_linear", "fp8_gemm_tma", "hopper",
+    "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
+    kSkip_fp8_gemm_tma, kApplies_fp8_gemm_tma, nullptr,
+    1, 2, 0,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_tma_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
+              "kernelgen: specs/fp8_linear.yaml:116: kernel 'fp8_gemm_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemm_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemm_tma;
 }  // namespace
 
 kernelgen::Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -478,7 +606,35 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_n128_row_scaled_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemm_n128_row_scaled};
 }
 
-// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_tma};
+  // TMA descriptors of the arrays, encoded on the host (passed by value: graph captures keep them).
+  CUtensorMap kg_tm[2];
+  {
+    const int32_t kg_rc = kg_tensor_maps_fp8_gemm_tma(x, q, scale, out, rows, n, k, kg_tm);
+    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_fp8_gemm_tma};
+  }
+  const int32_t kg_ready = kg_slot_fp8_gemm_tma.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_tma_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_tma};
+  cudaLaunchAttribute kg_attrs[1];
+  int64_t kg_cluster[3];
+  kg_cluster_fp8_gemm_tma(rows, n, k, kg_cluster);
+  kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
+  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
+  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
+  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_tma_kernel, x, q, scale, out, rows, n, k, kg_tm[0], kg_tm[1])), &kg_info_fp8_gemm_tma};
+}
+
+// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(x, q, scale, out, rows, n, k, stream);
@@ -486,6 +642,8 @@ kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_linear::fp8_gemm_tma(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
@@ -503,8 +661,11 @@ kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kerne
   kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 4;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -582,6 +743,23 @@ int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n
 
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_n128_row_scaled; }
 
+int32_t kg_fp8_linear__fp8_gemm_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_gemm_tma(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_linear__fp8_gemm_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_linear__fp8_gemm_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_linear::kg_sizes_fp8_gemm_tma(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_linear__fp8_gemm_tma__info(void) { return &kernelgen::fp8_linear::kg_info_fp8_gemm_tma; }
+
 int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_linear::fp8_linear(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -609,6 +787,12 @@ int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, 
     if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   if (kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_linear__fp8_gemm_tma__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

@@ -26,6 +26,9 @@ C_SPLIT_CTAS = 264
 C_SPLIT_K_MIN = 1024
 C_SPLIT_MAX = 4
 C_TILE = 128
+C_TMA_CTAS = 132
+C_TMA_MIN_ROWS = 65
+C_TMA_SMEM = 147552
 
 
 # ---------------------------------------------------------------- quantize_bf16_to_fp8
@@ -521,9 +524,134 @@ def test_fp8_gemm_n128_row_scaled_kill_switch_or_absence(monkeypatch):
     assert mod.fp8_gemm_n128_row_scaled.plan(**CASES_fp8_gemm_n128_row_scaled[0])["launched"]
 
 
+# ---------------------------------------------------------------- fp8_gemm_tma
+
+
+def expect_fp8_gemm_tma(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (262144, False, lambda _st, _a: (_a['rows'] >= C_TMA_MIN_ROWS)),  # applies: rows >= TMA_MIN_ROWS
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE)), 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), (384, 1, 1), C_TMA_SMEM),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=0, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
+    )
+
+
+BASE_fp8_gemm_tma = {'k': 4096, 'n': 4096, 'rows': 2048}
+CASES_fp8_gemm_tma = [
+    dict(BASE_fp8_gemm_tma),
+    {**BASE_fp8_gemm_tma, 'rows': 256},
+    {**BASE_fp8_gemm_tma, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'k': 4104},
+    {**BASE_fp8_gemm_tma, 'n': 524287, 'rows': 8191},
+    {**BASE_fp8_gemm_tma, 'n': 1025, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'n': 4, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'k': 1000000, 'n': 67108865, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'k': 1073741825, 'rows': 8},
+    {**BASE_fp8_gemm_tma, 'n': 8192, 'rows': 4},
+    {**BASE_fp8_gemm_tma, 'n': 33, 'rows': 262145},
+    {**BASE_fp8_gemm_tma, 'k': 2147483648, 'n': 2048},
+    {**BASE_fp8_gemm_tma, 'k': 3, 'n': 32768},
+    {**BASE_fp8_gemm_tma, 'k': 1048576, 'n': 0},
+    {**BASE_fp8_gemm_tma, 'k': 65},
+    {**BASE_fp8_gemm_tma, 'k': 268435456, 'rows': 16777215},
+    {**BASE_fp8_gemm_tma, 'k': 262143, 'n': 33554431},
+    {**BASE_fp8_gemm_tma, 'k': 4104, 'rows': 15},
+    {**BASE_fp8_gemm_tma, 'rows': 1000000000},
+    {**BASE_fp8_gemm_tma, 'rows': 67108863},
+    {**BASE_fp8_gemm_tma, 'k': 16777215, 'rows': 67108865},
+    {**BASE_fp8_gemm_tma, 'k': 65535, 'n': 33554431, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'k': 534974, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'rows': 1},
+    {**BASE_fp8_gemm_tma, 'k': 1048575, 'rows': 256},
+    {**BASE_fp8_gemm_tma, 'n': 2049, 'rows': 67108863},
+    {**BASE_fp8_gemm_tma, 'k': 67108864},
+    {**BASE_fp8_gemm_tma, 'n': 8191},
+    {**BASE_fp8_gemm_tma, 'n': 1025, 'rows': 134217728},
+    {**BASE_fp8_gemm_tma, 'k': 262144, 'n': 65537},
+    {**BASE_fp8_gemm_tma, 'k': 1073741823, 'rows': 256},
+    {**BASE_fp8_gemm_tma, 'k': 16777216},
+    {**BASE_fp8_gemm_tma, 'k': 4104, 'rows': 134217728},
+    {**BASE_fp8_gemm_tma, 'n': 134217728, 'rows': 15},
+    {**BASE_fp8_gemm_tma, 'k': 31, 'n': 16383},
+    {**BASE_fp8_gemm_tma, 'rows': 536870912},
+    {**BASE_fp8_gemm_tma, 'rows': 8},
+    {**BASE_fp8_gemm_tma, 'k': 16383, 'rows': 67108864},
+    {**BASE_fp8_gemm_tma, 'k': 2147483647, 'rows': 256},
+    {**BASE_fp8_gemm_tma, 'k': 32767, 'n': 512, 'rows': 64},
+    {**BASE_fp8_gemm_tma, 'rows': 134217728},
+    {**BASE_fp8_gemm_tma, 'n': 262143, 'rows': 256},
+    {**BASE_fp8_gemm_tma, 'k': 4104, 'n': 2, 'rows': 9},
+    {**BASE_fp8_gemm_tma, 'rows': 268435455},
+]
+FLIPS_fp8_gemm_tma = [
+    ('skip', 0, 'n == 0', {**BASE_fp8_gemm_tma, 'n': 0}),
+    ('applies', 0, 'rows >= TMA_MIN_ROWS', {**BASE_fp8_gemm_tma, 'rows': 64}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemm_tma, 'k': 4104}),
+]
+OTHER_ARGS_fp8_gemm_tma = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemm_tma)
+def test_fp8_gemm_tma_plan_matches_spec(args):
+    plan = mod.fp8_gemm_tma.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemm_tma(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_tma)
+def test_fp8_gemm_tma_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemm_tma
+    full = {**OTHER_ARGS_fp8_gemm_tma, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemm_tma"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemm_tma"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemm_tma.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemm_tma_first_example_launches_on_paper():
+    assert mod.fp8_gemm_tma.plan(**CASES_fp8_gemm_tma[0])["launched"]
+
+
+def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemm_tma
+    full = {**OTHER_ARGS_fp8_gemm_tma, **CASES_fp8_gemm_tma[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemm_tma.plan(**CASES_fp8_gemm_tma[0])["launched"]
+
+
 # ---------------------------------------------------------------- chain fp8_linear
 
-MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
+MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
@@ -547,8 +675,11 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8
         {'k': 1000, 'n': 4104, 'rows': 3},
         {'k': 16385, 'n': 4096, 'rows': 16},
         {'k': 4096, 'n': 4096, 'rows': 2048},
-        {'k': 1000, 'n': 4104, 'rows': 17},
+        {'k': 4096, 'n': 4096, 'rows': 256},
+        {'k': 4096, 'n': 4096, 'rows': 64},
+        {'k': 4104, 'n': 4096, 'rows': 2048},
         {'k': 4096, 'n': 0, 'rows': 2048},
+        {'k': 1000, 'n': 4104, 'rows': 17},
         {'k': 0, 'n': 4096, 'rows': 2048},
         {'k': 4096, 'n': 8388607, 'rows': 2048},
     ])

@@ -32,7 +32,11 @@ kg_plan plan_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k)
 kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k);
 
-// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). (absent on gb10: always "not launched")
+kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k);
+
+// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 

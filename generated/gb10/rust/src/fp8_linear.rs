@@ -7,7 +7,7 @@
 
 /// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:17`):
+/// Arguments, in order (`specs/fp8_linear.yaml:20`):
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `q`: `fp8_e4m3*`, `n * k` elements
 /// - `scale`: `f32*`, `n` elements
@@ -78,7 +78,7 @@ pub mod quantize_bf16_to_fp8 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:37`):
+/// Arguments, in order (`specs/fp8_linear.yaml:40`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -157,7 +157,7 @@ pub mod dense_gemv_fp8w {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:58`):
+/// Arguments, in order (`specs/fp8_linear.yaml:61`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -238,7 +238,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:82`):
+/// Arguments, in order (`specs/fp8_linear.yaml:85`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -316,9 +316,91 @@ pub mod fp8_gemm_n128_row_scaled {
     }
 }
 
-/// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:114`):
+/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
+///
+/// Arguments, in order (`specs/fp8_linear.yaml:116`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q`: `const fp8_e4m3*`, `n * k` elements
+/// - `scale`: `const f32*`, `n` elements
+/// - `out`: `bf16*`, `rows * n` elements
+/// - `rows`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `n == 0`: not launched (empty work)
+/// - applies_if `rows >= TMA_MIN_ROWS`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
+/// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
+pub mod fp8_gemm_tma {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_tma__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_fp8_linear__fp8_gemm_tma__plan(rows, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
+    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_linear__fp8_gemm_tma__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q: crate::DevicePtr = q.into();
+        let scale: crate::DevicePtr = scale.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(rows, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemm_tma", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q.is_null() {
+                crate::kg_rt::check_null("fp8_gemm_tma", "q", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale.is_null() {
+                crate::kg_rt::check_null("fp8_gemm_tma", "scale", kg_sizes.map(|s| s[2]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("fp8_gemm_tma", "out", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_linear__fp8_gemm_tma(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
+/// Tries fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+///
+/// Arguments, in order (`specs/fp8_linear.yaml:154`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -329,9 +411,9 @@ pub mod fp8_gemm_n128_row_scaled {
 pub mod fp8_linear {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_n128_row_scaled.
-    pub fn members() -> [crate::Kernel; 4] {
-        [crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
+    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
+    pub fn members() -> [crate::Kernel; 5] {
+        [crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_tma::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.
@@ -412,6 +494,10 @@ mod kg_ffi {
         pub fn kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_linear__fp8_gemm_n128_row_scaled__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_fp8_linear__fp8_gemm_tma(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_linear__fp8_gemm_tma__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_fp8_linear__fp8_gemm_tma__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_linear__fp8_gemm_tma__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_linear__fp8_linear(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_linear__fp8_linear__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_fp8_linear__fp8_linear__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

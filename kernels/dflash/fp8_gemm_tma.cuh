@@ -1,0 +1,197 @@
+// fp8_gemm_tma (sm_90a, hopper): the row-scaled FP8 GEMM for many rows, warp-specialized over TMA,
+//
+//   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k])
+//
+// computed transposed: each warpgroup MMA multiplies 64 weight rows (the A operand, E4M3 bytes
+// converted exactly to bf16 in registers) by the x tile (the B operand, bf16 read from shared
+// memory), so the weight is never written back to shared memory as bf16.
+//
+// The launcher encodes two tensor maps (the spec's tensor_maps): x_map over x [m, k] (boxes of
+// 128 rows x 64 k, 128-byte swizzle: the K-major layout the MMAs read) and q_map over q [n, k]
+// (128 rows x 64 bytes, 64-byte swizzle); rows and k past the arrays land as zeros.
+//
+// Tiles: a CTA of 384 threads computes 128 weight rows x 128 x rows; the spec's 1-D grid takes the
+// tiles x-first, so CTAs running together share a weight tile (streamed from memory about once)
+// and re-read x from L2. Warpgroup 0 produces: one thread issues each 64-k step's two TMA copies
+// into a ring of kSlots slots (x 16 KiB, weight 8 KiB), arming the slot's `land` mbarrier with
+// their bytes once the slot's `empty` mbarrier shows its last step retired. Warpgroups 1 and 2
+// consume weight rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and
+// g + 8 of its warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row
+// and 16 k, conflict-free under the 64-byte swizzle) into one of two register sets while the
+// previous step's four m64n128k16 MMAs run, then issues its own; each warp arrives on `empty` once
+// the step before has retired.
+//
+// Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS, the grid's z splits the
+// 64-k steps over a cluster along z and the ranks' f32 tiles are summed in rank order over
+// distributed shared memory. No workspace.
+//
+// Accumulation order (deterministic): k in increasing order, 16 at a time, into one f32
+// accumulator per output (per rank when split, then added in rank order); scaled, rounded once.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include "../common/split_k.cuh"
+#include "../common/tma.cuh"
+#include "../common/wgmma.cuh"
+#include "fp8_common.cuh"
+
+namespace dflash_fp8_tma_detail {
+
+constexpr uint32_t kThreads = 384;
+constexpr uint32_t kBN = 128, kBM = 128, kBK = 64;
+constexpr uint32_t kSlots = 6;
+constexpr uint32_t kXBytes = kBM * kBK * 2;      // 16 KiB of x
+constexpr uint32_t kWBytes = kBN * kBK;          // 8 KiB of weight bytes
+constexpr uint32_t kSlotBytes = kXBytes + kWBytes;
+constexpr uint32_t kBarAt = kSlots * kSlotBytes;  // 144 KiB, then the mbarriers
+constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;
+constexpr uint32_t kPartStride = kBM + 4;
+static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
+static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+static __device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+    return v;
+}
+
+// This thread's A fragments of one step: a[j] for k 16 j .. 16 j + 15, from the weight tile at
+// `w` (128 rows of 64 bytes, 64-byte swizzle: 16-byte chunk c of row r at c ^ ((r / 2) % 4)).
+static __device__ __forceinline__ void convert(uint32_t (&a)[4][4], uint32_t w, uint32_t row, uint32_t tq) {
+    using namespace dflash_fp8;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; ++j) {
+#pragma unroll
+        for (uint32_t h = 0; h < 2; ++h) {
+            const uint32_t r = row + 8u * h;
+            const uint32_t at = w + r * 64u + ((j ^ ((r >> 1) & 3u)) << 4) + 2u * tq;
+            const uint32_t b = prmt(lds_u16(at), lds_u16(at + 8u), 0x5140u);  // (k, k + 8, k + 1, k + 9)
+            a[j][h] = e4m3_02_to_bf16x2(b);       // row r, k 2 tq and 2 tq + 1
+            a[j][2u + h] = e4m3_13_to_bf16x2(b);  // row r, k 2 tq + 8 and 2 tq + 9
+        }
+    }
+}
+
+// Keeps a step's A registers alive (and in place) until the MMAs reading them have retired.
+static __device__ __forceinline__ void hold(const uint32_t (&a)[4][4]) {
+#pragma unroll
+    for (uint32_t j = 0; j < 4; ++j) {
+        asm volatile("" ::"r"(a[j][0]), "r"(a[j][1]), "r"(a[j][2]), "r"(a[j][3]) : "memory");
+    }
+}
+
+static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUtensorMap* q_map, const float* scale,
+                                           __nv_bfloat16* out, uint32_t M, uint32_t N, uint32_t K, uint32_t m0,
+                                           uint32_t n0, uint8_t* smem) {
+    const uint32_t base = kcommon::smem_addr(smem);
+    const uint32_t land = base + kBarAt, empty = land + 8u * kSlots;
+    const uint32_t tid = threadIdx.x, wg = tid >> 7, lane = tid & 31u;
+    if (tid == 0) {
+        for (uint32_t s = 0; s < kSlots; ++s) {
+            kcommon::mbar_init(land + 8u * s, 1);
+            kcommon::mbar_init(empty + 8u * s, 8);  // the consumers' 8 warps
+        }
+        kcommon::mbar_init_fence();
+    }
+    __syncthreads();
+    const kcommon::KRange range = kcommon::split_k_range((K + kBK - 1) / kBK);
+    const uint32_t steps = range.last - range.first;
+
+    float acc[kBM / 8][4];
+#pragma unroll
+    for (uint32_t j = 0; j < kBM / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    // This thread's weight row in the tile (rows g of its warp's 16; g + 8 in convert) and k pair.
+    const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
+    if (wg == 0) {
+        if (tid == 0) {
+            for (uint32_t u = 0; u < steps; ++u) {
+                const uint32_t s = u % kSlots, slot = base + s * kSlotBytes, k0 = (range.first + u) * kBK;
+                kcommon::mbar_wait(empty + 8u * s, ((u / kSlots) & 1u) ^ 1u);  // step u - kSlots retired
+                kcommon::mbar_expect_tx(land + 8u * s, kSlotBytes);
+                kcommon::tma_load_2d(slot, x_map, k0, m0, land + 8u * s);
+                kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, land + 8u * s);
+            }
+        }
+    } else if (steps > 0) {
+        uint32_t a[2][4][4];
+        kcommon::mbar_wait(land, 0);
+        convert(a[0], base + kXBytes, row, tq);
+        // Step t: its MMAs from a[t % 2], then (step t - 1 retired) step t + 1's fragments into the
+        // other set while they run.
+        auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
+            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
+            kcommon::wgmma_fence();
+#pragma unroll
+            for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
+                kcommon::wgmma_m64n128k16_rs(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
+            }
+            kcommon::wgmma_commit();
+            kcommon::wgmma_wait<1>();
+            hold(next);  // step t - 1's registers: retired now
+            if (t > 0 && lane == 0) kcommon::mbar_arrive(empty + 8u * ((t - 1u) % kSlots));
+            if (t + 1u < steps) {
+                const uint32_t s1 = (t + 1u) % kSlots;
+                kcommon::mbar_wait(land + 8u * s1, ((t + 1u) / kSlots) & 1u);
+                convert(next, base + s1 * kSlotBytes + kXBytes, row, tq);
+            }
+        };
+        for (uint32_t t = 0; t < steps; t += 2) {
+            step(t, a[0], a[1]);
+            if (t + 1u < steps) step(t + 1u, a[1], a[0]);
+        }
+        kcommon::wgmma_wait<0>();
+        hold(a[0]);
+        hold(a[1]);
+#pragma unroll
+        for (uint32_t j = 0; j < kBM / 8; ++j) {
+#pragma unroll
+            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
+        }
+    }
+
+    // Epilogue, in the transposed tile [weight row][x row]: each consumer thread's pairs (weight
+    // rows `row` and row + 8, x rows 8 j + 2 tq and + 1); the producer has none.
+    auto pairs = [&](auto&& f) {
+        if (wg == 0) return;
+#pragma unroll
+        for (uint32_t j = 0; j < kBM / 8; ++j) {
+            f(row, j * 8u + 2u * tq, acc[j][0], acc[j][1]);
+            f(row + 8u, j * 8u + 2u * tq, acc[j][2], acc[j][3]);
+        }
+    };
+    auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) {
+        const uint32_t n = n0 + r, m = m0 + c;
+        if (n >= N || m >= M) return;
+        const float s = __ldg(scale + n);
+        out[static_cast<uint64_t>(m) * N + n] = __float2bfloat16_rn(v0 * s);
+        if (m + 1u < M) out[static_cast<uint64_t>(m + 1u) * N + n] = __float2bfloat16_rn(v1 * s);
+    };
+    kcommon::split_k_epilogue<kBM, kPartStride, kThreads>(pairs, store2, smem, min(kBN, N - n0), M - m0);
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+}  // namespace dflash_fp8_tma_detail
+
+__global__ void __launch_bounds__(384, 1)
+dflash_fp8_gemm_tma_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
+                           uint32_t rows, uint32_t n, uint32_t k, const __grid_constant__ CUtensorMap x_map,
+                           const __grid_constant__ CUtensorMap q_map) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    namespace d = dflash_fp8_tma_detail;
+    extern __shared__ __align__(1024) uint8_t fp8_tma_smem[];
+    (void)x;
+    (void)q;
+    const uint32_t mt = (rows + d::kBM - 1u) / d::kBM;
+    const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
+    d::run(&x_map, &q_map, scale, out, rows, n, k, mb * d::kBM, nb * d::kBN, fp8_tma_smem);
+#else
+    (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
+#endif
+}
