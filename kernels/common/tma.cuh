@@ -48,6 +48,40 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
         : "memory");
 }
 
+// A ring of SLOTS shared-memory slots that one producer thread fills by TMA, step u into slot
+// u % SLOTS, and consumer warps drain: land[s] completes when a step's bytes have landed (the
+// producer's expect_tx is its one arrival), empty[s] when each of the `consumers` warps has
+// released the step it read. The mbarriers take 16 * SLOTS bytes of shared memory at `bars`.
+// No step is published or released two rounds ahead of its waiter, so the parity waits are exact.
+template <uint32_t SLOTS>
+struct TmaRing {
+    uint32_t land, empty;
+
+    // Every thread of the CTA constructs it (thread 0 initialises; a CTA barrier follows).
+    __device__ __forceinline__ TmaRing(uint32_t bars, uint32_t consumers) : land(bars), empty(bars + 8u * SLOTS) {
+        if (threadIdx.x == 0) {
+            for (uint32_t s = 0; s < SLOTS; ++s) {
+                mbar_init(land + 8u * s, 1);
+                mbar_init(empty + 8u * s, consumers);
+            }
+            mbar_init_fence();
+        }
+        __syncthreads();
+    }
+    // Producer: waits until step u's slot is free (step u - SLOTS released), arms it for `bytes`
+    // and returns the barrier the step's copies count on.
+    __device__ __forceinline__ uint32_t acquire(uint32_t u, uint32_t bytes) const {
+        const uint32_t s = u % SLOTS;
+        mbar_wait(empty + 8u * s, ((u / SLOTS) & 1u) ^ 1u);
+        mbar_expect_tx(land + 8u * s, bytes);
+        return land + 8u * s;
+    }
+    // Consumer: waits until step t's bytes have landed.
+    __device__ __forceinline__ void wait(uint32_t t) const { mbar_wait(land + 8u * (t % SLOTS), (t / SLOTS) & 1u); }
+    // Consumer warp (one lane of it): step t's slot may be refilled.
+    __device__ __forceinline__ void release(uint32_t t) const { mbar_arrive(empty + 8u * (t % SLOTS)); }
+};
+
 #endif
 
 }  // namespace kcommon

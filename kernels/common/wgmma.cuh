@@ -48,9 +48,12 @@ static __device__ __forceinline__ void wgmma_fence() {
 static __device__ __forceinline__ void wgmma_commit() {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-static __device__ __forceinline__ void wgmma_wait_all() {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+// Waits until at most N committed groups of this warpgroup's MMAs are still in flight.
+template <int N>
+static __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+static __device__ __forceinline__ void wgmma_wait_all() { wgmma_wait<0>(); }
 // Makes this thread's completed cp.async writes (and its ordinary shared-memory stores) visible
 // to the wgmma (async proxy) reads that follow the next barrier.
 static __device__ __forceinline__ void fence_proxy_async() {
@@ -58,6 +61,16 @@ static __device__ __forceinline__ void fence_proxy_async() {
 }
 // Keeps the compiler from moving accesses of an accumulator across the wgmma wait.
 static __device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+// Waits for all of this warpgroup's MMAs, with the accumulator pinned behind the wait.
+template <int J>
+static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
+    wgmma_wait_all();
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pin(acc[j][e]);
+    }
+}
 
 // Operand lists of the MMAs below. KCOMMON_WG_REGS_N: the asm operands %0 .. %(N-1) of an
 // N-register accumulator; KCOMMON_WG_ACC_N(d): the matching "+f" operands of rows 0 .. N/4 - 1
@@ -144,12 +157,6 @@ static __device__ __forceinline__ void wgmma_m64n256k16_ss(float (&d)[32][4], ui
         "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
         : KCOMMON_WG_ACC_128(d, 0)
         : "l"(desc_a), "l"(desc_b), "r"(1));
-}
-
-// Waits until at most N committed groups of this warpgroup's MMAs are still in flight.
-template <int N>
-static __device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
 // d += A(64 x 16, shared, K-major) * B(64 x 16, shared, K-major)^T.

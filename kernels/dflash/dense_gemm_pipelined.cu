@@ -234,12 +234,7 @@ static __device__ __forceinline__ void run_wgmma(const __nv_bfloat16* __restrict
             }
         }
         kcommon::wgmma_commit();
-        kcommon::wgmma_wait_all();
-#pragma unroll
-        for (int j = 0; j < NW / 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-        }
+        kcommon::wgmma_retire(acc);
     });
 
     const uint32_t g = lane >> 2, t = lane & 3u;

@@ -13,10 +13,10 @@
 // ceil(n / BN) tiles of 128 columns would not cover n.
 //
 // Roles. Warpgroup 0 produces: one thread issues the step's TMA copies (x: 16 KiB; w: BN / 128
-// boxes of 16 KiB) into a ring of 4 slots, arming the slot's `land` mbarrier with their bytes, after
-// the slot's `empty` mbarrier shows its last step retired. Warpgroups 1 and 2 consume rows 0-63 and
-// 64-127: per 64-k step, four m64nBNk16 MMAs from shared memory, one step kept in flight
-// (wgmma.wait_group 1), each warp arriving on `empty` of the step before once it has retired.
+// boxes of 16 KiB) into a ring of 4 slots (kcommon::TmaRing: a slot is refilled once its last
+// step is released). Warpgroups 1 and 2 consume rows 0-63 and 64-127: per 64-k step, four
+// m64nBNk16 MMAs from shared memory, one step kept in flight (wgmma.wait_group 1), each warp
+// releasing the step before once it has retired.
 //
 // Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS (one CTA per SM), the
 // grid's z splits the 64-k steps over a cluster along z; each rank stashes its f32 tile in the ring
@@ -34,6 +34,7 @@
 #include "../common/split_k.cuh"
 #include "../common/tma.cuh"
 #include "../common/wgmma.cuh"
+#include "dense_mma.cuh"
 
 namespace dense_gemm_tma_detail {
 
@@ -43,7 +44,7 @@ constexpr uint32_t kSlots = 4;
 constexpr uint32_t kBoxBytes = kBoxRows * kBK * 2;   // 16 KiB: one x or w box
 constexpr uint32_t kMaxSlotBytes = 3 * kBoxBytes;    // x + a 256-row weight tile
 constexpr uint32_t kBarAt = kSlots * kMaxSlotBytes;  // 192 KiB, then the mbarriers
-constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;
+constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;  // the ring's mbarriers last
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -62,16 +63,8 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
                                            uint8_t* smem) {
     constexpr uint32_t kSlotBytes = kBoxBytes * (1 + BN / kBoxRows);
     const uint32_t base = kcommon::smem_addr(smem);
-    const uint32_t land = base + kBarAt, empty = land + 8u * kSlots;
     const uint32_t tid = threadIdx.x, wg = tid >> 7;
-    if (tid == 0) {
-        for (uint32_t s = 0; s < kSlots; ++s) {
-            kcommon::mbar_init(land + 8u * s, 1);
-            kcommon::mbar_init(empty + 8u * s, 8);  // the consumers' 8 warps
-        }
-        kcommon::mbar_init_fence();
-    }
-    __syncthreads();
+    const kcommon::TmaRing<kSlots> ring(base + kBarAt, 8);  // released by the consumers' 8 warps
     const kcommon::KRange range = kcommon::split_k_range((K + kBK - 1) / kBK);
     const uint32_t steps = range.last - range.first;
 
@@ -82,21 +75,20 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     if (wg == 0) {
         if (tid == 0) {
             for (uint32_t u = 0; u < steps; ++u) {
-                const uint32_t s = u % kSlots, slot = base + s * kSlotBytes, k0 = (range.first + u) * kBK;
-                kcommon::mbar_wait(empty + 8u * s, ((u / kSlots) & 1u) ^ 1u);  // step u - kSlots retired
-                kcommon::mbar_expect_tx(land + 8u * s, kSlotBytes);
-                kcommon::tma_load_2d(slot, x_map, k0, m0, land + 8u * s);
+                const uint32_t slot = base + (u % kSlots) * kSlotBytes, k0 = (range.first + u) * kBK;
+                const uint32_t bar = ring.acquire(u, kSlotBytes);
+                kcommon::tma_load_2d(slot, x_map, k0, m0, bar);
 #pragma unroll
                 for (uint32_t b = 0; b < BN / kBoxRows; ++b) {
-                    kcommon::tma_load_2d(slot + (1u + b) * kBoxBytes, w_map, k0, n0 + b * kBoxRows, land + 8u * s);
+                    kcommon::tma_load_2d(slot + (1u + b) * kBoxBytes, w_map, k0, n0 + b * kBoxRows, bar);
                 }
             }
         }
     } else {
         const uint32_t arows = (wg - 1u) * 64u * 128u;  // this warpgroup's 64 rows of the x box
         for (uint32_t t = 0; t < steps; ++t) {
-            const uint32_t s = t % kSlots, slot = base + s * kSlotBytes;
-            kcommon::mbar_wait(land + 8u * s, (t / kSlots) & 1u);
+            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
+            ring.wait(t);
             kcommon::wgmma_fence();
 #pragma unroll
             for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
@@ -105,14 +97,9 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             }
             kcommon::wgmma_commit();
             kcommon::wgmma_wait<1>();
-            if (t > 0 && (tid & 31u) == 0) kcommon::mbar_arrive(empty + 8u * ((t - 1u) % kSlots));
+            if (t > 0 && (tid & 31u) == 0) ring.release(t - 1u);
         }
-        kcommon::wgmma_wait<0>();
-#pragma unroll
-        for (uint32_t j = 0; j < BN / 8; ++j) {
-#pragma unroll
-            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-        }
+        kcommon::wgmma_retire(acc);
     }
 
     // Epilogue: each consumer thread's pairs (row g and g + 8 of its warp's 16, columns 2 tq, 2 tq + 1
@@ -126,19 +113,8 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             f(r0 + 8u, j * 8u + c0, acc[j][2], acc[j][3]);
         }
     };
-    const bool pair_ok = (N & 1u) == 0 && (reinterpret_cast<uintptr_t>(out) & 3u) == 0;
     auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) {
-        const uint32_t m = m0 + r, col = n0 + c;
-        if (m >= M || col >= N) return;
-        __nv_bfloat16* o = out + static_cast<uint64_t>(m) * N + col;
-        if (col + 1u < N) {
-            if (pair_ok) {
-                *reinterpret_cast<__nv_bfloat162*>(o) = __floats2bfloat162_rn(v0, v1);
-                return;
-            }
-            o[1] = __float2bfloat16_rn(v1);
-        }
-        o[0] = __float2bfloat16_rn(v0);
+        dense_mma::store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f);
     };
     kcommon::split_k_epilogue<BN, BN + 4u, kThreads>(pairs, store2, smem, min(kBM, M - m0), N - n0);
 }

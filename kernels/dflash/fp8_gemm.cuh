@@ -263,16 +263,7 @@ static __device__ __forceinline__ void wgmma_step(float (&acc)[WgTile<BM>::kFrag
     }
     kcommon::wgmma_commit();
 }
-// waiting for this warpgroup's MMAs (the accumulators pinned behind the wait);
-template <uint32_t J>
-static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
-    kcommon::wgmma_wait_all();
-#pragma unroll
-    for (uint32_t j = 0; j < J; ++j) {
-#pragma unroll
-        for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-    }
-}
+// waiting for this warpgroup's MMAs (kcommon::wgmma_retire);
 // and the accumulator pairs for the epilogue (tile row and column of each).
 template <uint32_t BM>
 static __device__ __forceinline__ auto wgmma_pairs(const float (&acc)[WgTile<BM>::kFrags][4]) {
@@ -306,7 +297,7 @@ static __device__ __forceinline__ void gemm_wgmma_bytes(const __nv_bfloat16* x, 
     k_steps<false, true>(
         x, q, rows, n, k, m0, n0, smem,
         [&](uint32_t cur) { wgmma_step<128>(acc, base + cur * kStageBytes, base + (2u + cur) * kStageBytes, wg); },
-        [&] { wgmma_retire(acc); });
+        [&] { kcommon::wgmma_retire(acc); });
     epilogue(wgmma_pairs<128>(acc), out, scale, rows, n, m0, n0, smem);
 }
 
@@ -377,7 +368,7 @@ static __device__ __forceinline__ void gemm_wgmma_ring(const __nv_bfloat16* x, c
         cp_async_commit();
 
         wgmma_step<BM>(acc, base + (t % SLOTS) * kSlot, wtile, wg);
-        wgmma_retire(acc);
+        kcommon::wgmma_retire(acc);
     }
     cp_async_wait<0>();
     epilogue(wgmma_pairs<BM>(acc), out, scale, rows, n, m0, n0, smem);

@@ -13,13 +13,13 @@
 // Tiles: a CTA of 384 threads computes 128 weight rows x 128 x rows; the spec's 1-D grid takes the
 // tiles x-first, so CTAs running together share a weight tile (streamed from memory about once)
 // and re-read x from L2. Warpgroup 0 produces: one thread issues each 64-k step's two TMA copies
-// into a ring of kSlots slots (x 16 KiB, weight 8 KiB), arming the slot's `land` mbarrier with
-// their bytes once the slot's `empty` mbarrier shows its last step retired. Warpgroups 1 and 2
+// into a ring of kSlots slots (kcommon::TmaRing; x 16 KiB, weight 8 KiB; a slot is refilled once
+// its last step is released). Warpgroups 1 and 2
 // consume weight rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and
 // g + 8 of its warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row
 // and 16 k, conflict-free under the 64-byte swizzle) into one of two register sets while the
-// previous step's four m64n128k16 MMAs run, then issues its own; each warp arrives on `empty` once
-// the step before has retired.
+// previous step's four m64n128k16 MMAs run, then issues its own; each warp releases the step
+// before once it has retired.
 //
 // Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS, the grid's z splits the
 // 64-k steps over a cluster along z and the ranks' f32 tiles are summed in rank order over
@@ -89,16 +89,8 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
                                            __nv_bfloat16* out, uint32_t M, uint32_t N, uint32_t K, uint32_t m0,
                                            uint32_t n0, uint8_t* smem) {
     const uint32_t base = kcommon::smem_addr(smem);
-    const uint32_t land = base + kBarAt, empty = land + 8u * kSlots;
     const uint32_t tid = threadIdx.x, wg = tid >> 7, lane = tid & 31u;
-    if (tid == 0) {
-        for (uint32_t s = 0; s < kSlots; ++s) {
-            kcommon::mbar_init(land + 8u * s, 1);
-            kcommon::mbar_init(empty + 8u * s, 8);  // the consumers' 8 warps
-        }
-        kcommon::mbar_init_fence();
-    }
-    __syncthreads();
+    const kcommon::TmaRing<kSlots> ring(base + kBarAt, 8);  // released by the consumers' 8 warps
     const kcommon::KRange range = kcommon::split_k_range((K + kBK - 1) / kBK);
     const uint32_t steps = range.last - range.first;
 
@@ -111,16 +103,15 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     if (wg == 0) {
         if (tid == 0) {
             for (uint32_t u = 0; u < steps; ++u) {
-                const uint32_t s = u % kSlots, slot = base + s * kSlotBytes, k0 = (range.first + u) * kBK;
-                kcommon::mbar_wait(empty + 8u * s, ((u / kSlots) & 1u) ^ 1u);  // step u - kSlots retired
-                kcommon::mbar_expect_tx(land + 8u * s, kSlotBytes);
-                kcommon::tma_load_2d(slot, x_map, k0, m0, land + 8u * s);
-                kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, land + 8u * s);
+                const uint32_t slot = base + (u % kSlots) * kSlotBytes, k0 = (range.first + u) * kBK;
+                const uint32_t bar = ring.acquire(u, kSlotBytes);
+                kcommon::tma_load_2d(slot, x_map, k0, m0, bar);
+                kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
             }
         }
     } else if (steps > 0) {
         uint32_t a[2][4][4];
-        kcommon::mbar_wait(land, 0);
+        ring.wait(0);
         convert(a[0], base + kXBytes, row, tq);
         // Step t: its MMAs from a[t % 2], then (step t - 1 retired) step t + 1's fragments into the
         // other set while they run.
@@ -134,25 +125,19 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             kcommon::wgmma_commit();
             kcommon::wgmma_wait<1>();
             hold(next);  // step t - 1's registers: retired now
-            if (t > 0 && lane == 0) kcommon::mbar_arrive(empty + 8u * ((t - 1u) % kSlots));
+            if (t > 0 && lane == 0) ring.release(t - 1u);
             if (t + 1u < steps) {
-                const uint32_t s1 = (t + 1u) % kSlots;
-                kcommon::mbar_wait(land + 8u * s1, ((t + 1u) / kSlots) & 1u);
-                convert(next, base + s1 * kSlotBytes + kXBytes, row, tq);
+                ring.wait(t + 1u);
+                convert(next, base + ((t + 1u) % kSlots) * kSlotBytes + kXBytes, row, tq);
             }
         };
         for (uint32_t t = 0; t < steps; t += 2) {
             step(t, a[0], a[1]);
             if (t + 1u < steps) step(t + 1u, a[1], a[0]);
         }
-        kcommon::wgmma_wait<0>();
+        kcommon::wgmma_retire(acc);
         hold(a[0]);
         hold(a[1]);
-#pragma unroll
-        for (uint32_t j = 0; j < kBM / 8; ++j) {
-#pragma unroll
-            for (uint32_t e = 0; e < 4; ++e) kcommon::pin(acc[j][e]);
-        }
     }
 
     // Epilogue, in the transposed tile [weight row][x row]: each consumer thread's pairs (weight
