@@ -1266,8 +1266,6 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
             if name in by_name or name in constants:
                 raise ctx.error(key.loc, f"tensor map '{name}' has the name of an argument or constant",
                                 "name maps after their array: x_map")
-            if any(t.name == name for t in out):
-                raise ctx.error(key.loc, f"tensor map '{name}' is defined twice")
             with ctx.at(name):
                 mf = _fields(ctx, value, schema.TENSOR_MAP)
                 with ctx.at("array"):
@@ -1305,7 +1303,7 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                 if "swizzle" in mf:
                     with ctx.at("swizzle"):
                         swizzle = _int(ctx, mf["swizzle"])
-                        if swizzle not in (0, 32, 64, 128):
+                        if swizzle not in schema.TMA_SWIZZLES:
                             raise ctx.error(mf["swizzle"].loc, f"swizzle {swizzle}: expected 0, 32, 64 or 128 bytes")
                 for i, b in enumerate(box):
                     if b.names() - set(constants):

@@ -269,6 +269,9 @@ LAUNCH = Struct(
     ),
 )
 
+# The shared-memory swizzle spans (bytes) a tensor map may take; 0: none.
+TMA_SWIZZLES = (0, 32, 64, 128)
+
 TENSOR_MAP = Struct(
     "tensor_map", "tensor map",
     "One entry under `tensor_maps`: a TMA descriptor (CUtensorMap) of an array argument, encoded by the launcher "
@@ -287,7 +290,7 @@ TENSOR_MAP = Struct(
               "The box one copy moves, outermost first, as many entries as `dims`: integer expressions, each "
               "1 to 256; the innermost times the element size a multiple of 16 bytes (and at most the swizzle "
               "span when swizzled)."),
-        Field("swizzle", Kind("integer", {"type": "integer", "enum": [0, 32, 64, 128]}), False,
+        Field("swizzle", Kind("integer", {"type": "integer", "enum": list(TMA_SWIZZLES)}), False,
               "The shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128 (CU_TENSOR_MAP_SWIZZLE_*).",
               "0"),
     ),

@@ -1,5 +1,5 @@
-"""Helpers the GPU tests share: random bf16 inputs without zeros, and bf16 comparisons in
-units in the last place."""
+"""Helpers the GPU tests share: random bf16 inputs without zeros, bf16 comparisons in units in
+the last place, and capturing one launch into a CUDA graph."""
 
 from __future__ import annotations
 
@@ -48,3 +48,18 @@ def clause_in(reason: str | None, clause: str) -> bool:
         return re.sub(r"[\s()]+", "", str(s))
 
     return norm(clause) in norm(reason)
+
+
+def capture_graph(launch):
+    """A CUDA graph of `launch(stream)` (a launcher call on that stream, returning its outcome),
+    captured on a side stream after one eager warm-up launch; returns (graph, captured outcome)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        warm = launch(s)
+        assert warm.launched, warm.reason
+        with torch.cuda.graph(g, stream=s):
+            outcome = launch(s)
+    torch.cuda.current_stream().wait_stream(s)
+    return g, outcome

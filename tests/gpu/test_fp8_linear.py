@@ -15,7 +15,7 @@ if not torch.cuda.is_available():
 import kernelgen_ops  # noqa: E402
 from kernelgen_ops import fp8_gemv_rt, fp8_linear  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import bits, capture_graph, clause_in, nonzero_randn  # noqa: E402
 
 DEV = "cuda"
 E4M3 = torch.float8_e4m3fn
@@ -519,13 +519,7 @@ def test_tma_graph_replay_reads_current_data():
     assert tuple(fp8_linear.plan_fp8_gemm_tma(rows=rows, n=n, k=k)["grid"]) == (64, 1, 2)
     x, q, scale = make_inputs(rows, n, k, seed=1)
     out = torch.empty((rows, n), device=DEV, dtype=torch.bfloat16)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(s):
-        assert fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s).launched
-        with torch.cuda.graph(g, stream=s):
-            outcome = fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s)
+    g, outcome = capture_graph(lambda s: fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s))
     assert outcome.launched, outcome.reason
     for seed in (2, 3):
         x2, q2, scale2 = make_inputs(rows, n, k, seed=seed)
