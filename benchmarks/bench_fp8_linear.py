@@ -2,9 +2,9 @@
 """The drafter's FP8-weight linear layers on a Qwen3-8B drafter's shapes, side by side with torch
 in one run.
 
-For each weight shape (N x K) and row count M: every kernel that accepts M (the register-tiled
-GEMVs rt2 / rt2_16, the plain GEMV, the m16 and n128 tile GEMMs, and the engine's chain), torch's
-row-wise scaled FP8 GEMM (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N],
+For each weight shape (N x K) and row count M: every kernel that accepts M (the GEMVs fp8_gemv_tma
+(hopper) and the register-tiled rt2 / rt2_16, the plain GEMV, the m16 and n128 tile GEMMs, and the
+engine's chain), torch's row-wise scaled FP8 GEMM (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N],
 activation quantization not timed), cuBLAS BF16 (`F.linear` on the BF16 weight), and the read
 floor: one launch of a plain streaming-read kernel over the FP8 weight (the faster of a grid-stride
 and a one-shot kernel, compiled with cupy), timed the same way. Reported:
@@ -17,7 +17,7 @@ against torch's row-wise quantization.
 
 Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick]
 
---quick (a tuning run, under a minute): only the register-tiled GEMVs (rt2, rt2_16) at M in
+--quick (a tuning run, under a minute): only the GEMVs (rt2, rt2_16, fp8_gemv_tma) at M in
 {1, 8, 16} on every shape, and the quantization; no torch peers, no other kernels.
 """
 
@@ -63,11 +63,13 @@ def time_ms(fn, sets):
 
 def ours(rows, quick=False):
     """(name, launcher) of every kernel that accepts `rows` (K % 16 == 0 here); with `quick`, the
-    register-tiled GEMVs only."""
+    GEMVs only."""
+    tma = [("fp8_gemv_tma", fp8_gemv_rt.fp8_gemv_tma)] \
+        if rows <= 16 and fp8_gemv_rt.plan_fp8_gemv_tma(rows=rows, n=4096, k=4096)["launched"] else []  # hopper
     if quick:
         return ([("fp8_gemv_rt2", fp8_gemv_rt.fp8_gemv_rt2)] if rows <= 8 else []) + \
-               ([("fp8_gemv_rt2_16", fp8_gemv_rt.fp8_gemv_rt2_16)] if rows <= 16 else [])
-    out = []
+               ([("fp8_gemv_rt2_16", fp8_gemv_rt.fp8_gemv_rt2_16)] if rows <= 16 else []) + tma
+    out = list(tma)
     if rows <= 8:
         out += [("fp8_gemv_rt2", fp8_gemv_rt.fp8_gemv_rt2), ("dense_gemv_fp8w", fp8_linear.dense_gemv_fp8w)]
     if rows <= 16:
@@ -183,7 +185,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true",
-                    help="rt2 / rt2_16 at M in {1, 8, 16} and the quantization only, no torch peers")
+                    help="the GEMVs at M in {1, 8, 16} and the quantization only, no torch peers")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False

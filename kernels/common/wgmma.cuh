@@ -75,7 +75,8 @@ static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
 // Operand lists of the MMAs below. KCOMMON_WG_REGS_N: the asm operands %0 .. %(N-1) of an
 // N-register accumulator; KCOMMON_WG_ACC_N(d): the matching "+f" operands of rows 0 .. N/4 - 1
 // of a float[N / 4][4] accumulator (each row an m16n8 fragment).
-#define KCOMMON_WG_REGS_16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define KCOMMON_WG_REGS_8 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define KCOMMON_WG_REGS_16 KCOMMON_WG_REGS_8 ", %8, %9, %10, %11, %12, %13, %14, %15"
 #define KCOMMON_WG_REGS_32 KCOMMON_WG_REGS_16 \
     ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define KCOMMON_WG_REGS_64 KCOMMON_WG_REGS_32 \
@@ -87,11 +88,23 @@ static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
     ", %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111" \
     ", %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define KCOMMON_WG_ROW(d, n) "+f"(d[n][0]), "+f"(d[n][1]), "+f"(d[n][2]), "+f"(d[n][3])
+#define KCOMMON_WG_ACC_8(d, n) KCOMMON_WG_ROW(d, n), KCOMMON_WG_ROW(d, n + 1)
 #define KCOMMON_WG_ACC_16(d, n) \
     KCOMMON_WG_ROW(d, n), KCOMMON_WG_ROW(d, n + 1), KCOMMON_WG_ROW(d, n + 2), KCOMMON_WG_ROW(d, n + 3)
 #define KCOMMON_WG_ACC_32(d, n) KCOMMON_WG_ACC_16(d, n), KCOMMON_WG_ACC_16(d, n + 4)
 #define KCOMMON_WG_ACC_64(d, n) KCOMMON_WG_ACC_32(d, n), KCOMMON_WG_ACC_32(d, n + 8)
 #define KCOMMON_WG_ACC_128(d, n) KCOMMON_WG_ACC_64(d, n), KCOMMON_WG_ACC_64(d, n + 16)
+
+// d += A(64 x 16, registers) * B(16 x 16, shared, K-major)^T.
+static __device__ __forceinline__ void wgmma_m64n16k16_rs(float (&d)[2][4], const uint32_t (&a)[4],
+                                                          uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+        "{" KCOMMON_WG_REGS_8 "}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+        : KCOMMON_WG_ACC_8(d, 0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
 
 // s += A(64 x 16, registers) * B(32 x 16, shared, K-major)^T.
 static __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], const uint32_t (&a)[4],

@@ -10,16 +10,19 @@
 // 128 rows x 64 k, 128-byte swizzle: the K-major layout the MMAs read) and q_map over q [n, k]
 // (128 rows x 64 bytes, 64-byte swizzle); rows and k past the arrays land as zeros.
 //
-// Tiles: a CTA of 384 threads computes 128 weight rows x 128 x rows; the spec's 1-D grid takes the
-// tiles x-first, so CTAs running together share a weight tile (streamed from memory about once)
-// and re-read x from L2. Warpgroup 0 produces: one thread issues each 64-k step's two TMA copies
-// into a ring of kSlots slots (kcommon::TmaRing; x 16 KiB, weight 8 KiB; a slot is refilled once
-// its last step is released). Warpgroups 1 and 2
-// consume weight rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and
-// g + 8 of its warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row
-// and 16 k, conflict-free under the 64-byte swizzle) into one of two register sets while the
-// previous step's four m64n128k16 MMAs run, then issues its own; each warp releases the step
-// before once it has retired.
+// Tiles: a CTA of 384 threads computes 128 weight rows x BM x rows (Tma<BM, SLOTS>):
+//   fp8_gemm_tma  BM = 128, 6 slots: many rows; the spec's 1-D grid takes the tiles x-first, so
+//                 CTAs running together share a weight tile (streamed from memory about once) and
+//                 re-read x from L2;
+//   fp8_gemv_tma  BM = 16, 10 slots, two CTAs an SM: at most 16 rows (m64n16k16 MMAs, x rows past
+//                 `rows` land as zeros), the weight streamed once (fp8_gemv_tma.cu).
+// Warpgroup 0 produces: one thread issues each 64-k step's two TMA copies into a ring of SLOTS
+// slots (kcommon::TmaRing; x BM x 128 bytes, weight 8 KiB; a slot is refilled once its last step is
+// released). Warpgroups 1 and 2 consume weight rows 0-63 and 64-127: each thread converts its A
+// fragments of the step (rows g and g + 8 of its warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of
+// each 16: two 2-byte loads per row and 16 k, conflict-free under the 64-byte swizzle) into one of
+// two register sets while the previous step's four m64nBMk16 MMAs run, then issues its own; each
+// warp releases the step before once it has retired.
 //
 // Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS, the grid's z splits the
 // 64-k steps over a cluster along z and the ranks' f32 tiles are summed in rank order over
@@ -41,16 +44,22 @@
 namespace dflash_fp8_tma_detail {
 
 constexpr uint32_t kThreads = 384;
-constexpr uint32_t kBN = 128, kBM = 128, kBK = 64;
-constexpr uint32_t kSlots = 6;
-constexpr uint32_t kXBytes = kBM * kBK * 2;      // 16 KiB of x
-constexpr uint32_t kWBytes = kBN * kBK;          // 8 KiB of weight bytes
-constexpr uint32_t kSlotBytes = kXBytes + kWBytes;
-constexpr uint32_t kBarAt = kSlots * kSlotBytes;  // 144 KiB, then the mbarriers
-constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;
-constexpr uint32_t kPartStride = kBM + 4;
-static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
-static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
+constexpr uint32_t kBN = 128, kBK = 64;  // weight rows per tile, k per step
+constexpr uint32_t kWBytes = kBN * kBK;  // 8 KiB of weight bytes a step
+
+// The shape of one kernel: BM x rows per tile, SLOTS ring slots.
+template <uint32_t BM, uint32_t SLOTS>
+struct Shape {
+    static constexpr uint32_t kXBytes = BM * kBK * 2;  // x (bf16) a step
+    static constexpr uint32_t kSlotBytes = kXBytes + kWBytes;
+    static constexpr uint32_t kBarAt = SLOTS * kSlotBytes;  // the ring, then its mbarriers
+    static constexpr uint32_t kSmemBytes = kBarAt + 2 * SLOTS * 8;
+    static constexpr uint32_t kPartStride = BM + 4;
+    static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
+    static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
+};
+using GemmShape = Shape<128, 6>;  // fp8_gemm_tma: TMA_SMEM in the spec
+using GemvShape = Shape<16, 10>;  // fp8_gemv_tma: GEMV_TMA_SMEM in fp8_gemv_rt.yaml
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -85,12 +94,25 @@ static __device__ __forceinline__ void hold(const uint32_t (&a)[4][4]) {
     }
 }
 
+template <uint32_t BM>
+static __device__ __forceinline__ void mma_k16(float (&acc)[BM / 8][4], const uint32_t (&a)[4], uint64_t db) {
+    if constexpr (BM == 128) {
+        kcommon::wgmma_m64n128k16_rs(acc, a, db);
+    } else {
+        static_assert(BM == 16, "x tiles of 128 or 16 rows");
+        kcommon::wgmma_m64n16k16_rs(acc, a, db);
+    }
+}
+
+template <uint32_t BM, uint32_t SLOTS>
 static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUtensorMap* q_map, const float* scale,
                                            __nv_bfloat16* out, uint32_t M, uint32_t N, uint32_t K, uint32_t m0,
                                            uint32_t n0, uint8_t* smem) {
+    using S = Shape<BM, SLOTS>;
+    constexpr uint32_t kBM = BM, kSlots = SLOTS, kXBytes = S::kXBytes, kSlotBytes = S::kSlotBytes;
     const uint32_t base = kcommon::smem_addr(smem);
     const uint32_t tid = threadIdx.x, wg = tid >> 7, lane = tid & 31u;
-    const kcommon::TmaRing<kSlots> ring(base + kBarAt, 8);  // released by the consumers' 8 warps
+    const kcommon::TmaRing<kSlots> ring(base + S::kBarAt, 8);  // released by the consumers' 8 warps
     const kcommon::KRange range = kcommon::split_k_range((K + kBK - 1) / kBK);
     const uint32_t steps = range.last - range.first;
 
@@ -120,7 +142,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             kcommon::wgmma_fence();
 #pragma unroll
             for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
-                kcommon::wgmma_m64n128k16_rs(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
+                mma_k16<BM>(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
             }
             kcommon::wgmma_commit();
             kcommon::wgmma_wait<1>();
@@ -157,26 +179,24 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         out[static_cast<uint64_t>(m) * N + n] = __float2bfloat16_rn(v0 * s);
         if (m + 1u < M) out[static_cast<uint64_t>(m + 1u) * N + n] = __float2bfloat16_rn(v1 * s);
     };
-    kcommon::split_k_epilogue<kBM, kPartStride, kThreads>(pairs, store2, smem, min(kBN, N - n0), M - m0);
+    kcommon::split_k_epilogue<kBM, S::kPartStride, kThreads>(pairs, store2, smem, min(kBN, N - n0), M - m0);
+}
+
+// A kernel's body: its tile of the spec's 1-D grid (x-first), K split along z.
+template <uint32_t BM, uint32_t SLOTS>
+static __device__ __forceinline__ void grid_tile(const CUtensorMap* x_map, const CUtensorMap* q_map, const float* scale,
+                                                 __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                 uint8_t* smem) {
+    const uint32_t mt = (rows + BM - 1u) / BM;
+    const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
+    run<BM, SLOTS>(x_map, q_map, scale, out, rows, n, k, mb * BM, nb * kBN, smem);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 }  // namespace dflash_fp8_tma_detail
 
-__global__ void __launch_bounds__(384, 1)
-dflash_fp8_gemm_tma_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
-                           uint32_t rows, uint32_t n, uint32_t k, const __grid_constant__ CUtensorMap x_map,
-                           const __grid_constant__ CUtensorMap q_map) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    namespace d = dflash_fp8_tma_detail;
-    extern __shared__ __align__(1024) uint8_t fp8_tma_smem[];
-    (void)x;
-    (void)q;
-    const uint32_t mt = (rows + d::kBM - 1u) / d::kBM;
-    const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
-    d::run(&x_map, &q_map, scale, out, rows, n, k, mb * d::kBM, nb * d::kBN, fp8_tma_smem);
-#else
-    (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
-#endif
-}
+// The kernels' signature: the spec's args, then its tensor maps.
+#define DFLASH_FP8_TMA_ARGS                                                                              \
+    const __nv_bfloat16 *x, const __nv_fp8_e4m3 *q, const float *scale, __nv_bfloat16 *out, uint32_t rows, \
+        uint32_t n, uint32_t k, const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap q_map

@@ -1,6 +1,7 @@
 """GPU tests of specs/fp8_linear.yaml and specs/fp8_gemv_rt.yaml (kernels/dflash/fp8_*.cu*):
 BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
-reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128."""
+reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (on hopper
+preceded by fp8_gemv_tma for at most 16 rows and by fp8_gemm_tma before n128)."""
 
 import os
 
@@ -204,6 +205,11 @@ KERNELS = {
     "fp8_gemm_n128_row_scaled_m16": (lambda: fp8_linear.fp8_gemm_n128_row_scaled_m16, 16, True),
     "fp8_gemm_n128_row_scaled": (lambda: fp8_linear.fp8_gemm_n128_row_scaled, None, True),
 }
+# fp8_gemv_tma: hopper only (absent elsewhere)
+GEMV_TMA_BUILT = fp8_gemv_rt.plan_fp8_gemv_tma(rows=16, n=256, k=256)["launched"]
+if GEMV_TMA_BUILT:
+    KERNELS["fp8_gemv_tma"] = (lambda: fp8_gemv_rt.fp8_gemv_tma, 16, False)
+needs_gemv_tma = pytest.mark.skipif(not GEMV_TMA_BUILT, reason="fp8_gemv_tma is built for hopper only")
 ROWS = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 SHAPES_K16 = [(4104, 4096), (1001, 1040)]          # N off the 128 tile (odd N too); K % 64 != 0
 SHAPES_ANY_K = [(4104, 1000), (37, 1), (130, 24)]  # K % 16 != 0
@@ -237,13 +243,14 @@ def test_product(name, rows, n, k):
     check_product(out, x, q, scale)
 
 
-@pytest.mark.parametrize("name", ["fp8_gemv_rt2", "fp8_gemv_rt2_16"])
+@pytest.mark.parametrize("name", ["fp8_gemv_rt2", "fp8_gemv_rt2_16"] + (["fp8_gemv_tma"] if GEMV_TMA_BUILT else []))
 @pytest.mark.parametrize("rows", [1, 8, 16])
 @pytest.mark.parametrize("n,k", [(200, 16), (72, 48), (130, 12288), (64, 4160), (6144, 4096)])
 def test_rt_split_edges(name, rows, n, k):
     """The 2-CTA split along K and the per-warp chunk interleave at their edges: K of one or a
     few 64-k chunks (rank 1 or some warps get none, a partial last chunk), long K, N on and
-    off the 64-row tile."""
+    off the 64-row tile. fp8_gemv_tma: one step, K split over 8 ranks of 24 steps or of 8-9
+    steps (one rank's last step partial), and over 2 ranks (6144 x 4096)."""
     kernel, max_rows, _ = KERNELS[name]
     if rows > max_rows:
         pytest.skip("beyond the kernel's rows")
@@ -304,7 +311,7 @@ def test_product_subnormal_weights(name):
     check_product(out, x, q, scale)
 
 
-@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("name", [n for n in KERNELS if n != "fp8_gemv_tma"])  # TMA: not launched
 def test_product_misaligned_pointers(name):
     """Base pointers off 16-byte alignment (invisible to the launcher) take the byte paths."""
     kernel = KERNELS[name][0]()
@@ -365,6 +372,13 @@ def switches():
     set_switch(LINEAR_SWITCH, False)
 
 
+def expect_few(rows, n, k, name):
+    """The chain's kernel for few rows: fp8_gemv_tma_wide where it is built and applies (9-16
+    rows, at least 512 tiles of 128 weight rows)."""
+    wide = GEMV_TMA_BUILT and 9 <= rows <= 16 and k % 16 == 0 and -(-n // 128) >= 512
+    return "fp8_gemv_tma_wide" if wide else name
+
+
 CHAIN = [
     (1, 4096, "fp8_gemv_rt2"),
     (8, 4096, "fp8_gemv_rt2"),
@@ -374,7 +388,7 @@ CHAIN = [
     (1, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (16, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (17, 1000, "fp8_gemm_n128_row_scaled"),
-    (4, 32768, "fp8_gemm_n128_row_scaled"),  # beyond the few-row kernels' K limit
+    (4, 32768, "fp8_gemm_n128_row_scaled"),  # beyond the register-tiled kernels' K limit
 ]
 
 
@@ -394,6 +408,7 @@ def kernel_name(outcome):
 def test_chain_picks(rows, k, expect, switches):
     set_switch(RT_SWITCH, False)
     outcome, out, x, q, scale = run_chain(rows, 264, k)
+    expect = expect_few(rows, 264, k, expect)
     assert outcome.launched and kernel_name(outcome) == expect, (outcome.kernel, outcome.reason)
     check_product(out, x, q, scale)
 
@@ -405,9 +420,9 @@ def test_chain_rt_kill_switch(rows, switches):
     assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled_m16", outcome.kernel
     check_product(out, x, q, scale)
     assert not fp8_gemv_rt.fp8_gemv_rt2(x, q, scale, out, rows, 264, 4096).launched
-    set_switch(RT_SWITCH, False)  # live: the same call now takes the register-tiled kernels
+    set_switch(RT_SWITCH, False)  # live: the same call now takes the module's GEMVs again
     outcome, out, *_ = run_chain(rows, 264, 4096)
-    expect = "fp8_gemv_rt2" if rows <= 8 else "fp8_gemv_rt2_16"
+    expect = expect_few(rows, 264, 4096, "fp8_gemv_rt2" if rows <= 8 else "fp8_gemv_rt2_16")
     assert outcome.launched and kernel_name(outcome) == expect, outcome.kernel
 
 
@@ -539,3 +554,90 @@ def test_tma_plans():
     assert p["shared_mem"] == 6 * (128 * 64 * 2 + 128 * 64) + 2 * 6 * 8
     p = fp8_linear.plan_fp8_gemm_tma(rows=129, n=1000, k=4112)  # 16 tiles: K split over 4
     assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p
+
+
+# ---------------------------------------------------------------- fp8_gemv_tma (hopper)
+
+
+@needs_gemv_tma
+def test_gemv_tma_x_rows_past_rows_read_as_zero():
+    """The x box covers 16 rows; rows past `rows` (here NaN in the caller's buffer) land as
+    zeros and leave the output alone."""
+    rows, n, k = 3, 4104, 4096
+    x, q, scale = make_inputs(rows, n, k, seed=21)
+    xb = torch.full((16, k), float("nan"), device=DEV, dtype=torch.bfloat16)
+    xb[:rows] = x
+    outcome, out = launch(fp8_gemv_rt.fp8_gemv_tma, xb, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+@needs_gemv_tma
+def test_gemv_tma_not_launched_then_chain_runs_rt2():
+    """x or q off 16-byte alignment: not launched (UNALIGNED), nothing written; the chain then
+    runs the register-tiled GEMV (its byte path)."""
+    rows, n, k = 5, 264, 512
+    x, q, scale = make_inputs(rows, n, k, seed=22)
+    xb = torch.empty(rows * k + 8, device=DEV, dtype=torch.bfloat16)
+    xb[1:1 + rows * k] = x.reshape(-1)
+    qb = torch.empty(n * k + 8, device=DEV, dtype=torch.uint8)
+    qb[3:3 + n * k] = q.view(torch.uint8).reshape(-1)
+    for xa, qa in ((xb[1:1 + rows * k].view(rows, k), q), (x, qb[3:3 + n * k].view(E4M3).view(n, k))):
+        outcome, out = launch(fp8_gemv_rt.fp8_gemv_tma, xa, qa, scale, rows, n, k)
+        assert not outcome.launched and outcome.code > 0 and "16-byte aligned" in outcome.reason, outcome.reason
+        assert torch.isnan(out).all(), "a kernel that did not launch wrote"
+        outcome, out = launch(fp8_linear.fp8_linear, xa, qa, scale, rows, n, k)
+        assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2", outcome.kernel
+        check_product(out, x, q, scale)
+
+
+@needs_gemv_tma
+def test_gemv_tma_graph_replay_reads_current_data():
+    """Captured once with K split over 4 ranks; each replay reads the arrays' current contents."""
+    rows, n, k = 16, 4096, 4096
+    assert tuple(fp8_gemv_rt.plan_fp8_gemv_tma(rows=rows, n=n, k=k)["grid"]) == (32, 1, 4)
+    x, q, scale = make_inputs(rows, n, k, seed=23)
+    out = torch.empty((rows, n), device=DEV, dtype=torch.bfloat16)
+    g, outcome = capture_graph(lambda s: fp8_gemv_rt.fp8_gemv_tma(x, q, scale, out, rows, n, k, stream=s))
+    assert outcome.launched, outcome.reason
+    for seed in (24, 25):
+        x2, q2, scale2 = make_inputs(rows, n, k, seed=seed)
+        x.copy_(x2)
+        q.copy_(q2)
+        scale.copy_(scale2)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check_product(out, x, q, scale)
+
+
+@needs_gemv_tma
+@pytest.mark.parametrize("rows", [8, 9, 16])
+def test_gemv_tma_wide_in_the_chain(rows):
+    """A vocabulary-sized N (512 tiles of 128 weight rows) at 9-16 rows: the chain runs
+    fp8_gemv_tma_wide; at 8 rows fp8_gemv_rt2. One row fewer than 512 tiles: fp8_gemv_rt2_16."""
+    outcome, out, x, q, scale = run_chain(rows, 512 * 128, 64)
+    expect = "fp8_gemv_tma_wide" if rows > 8 else "fp8_gemv_rt2"
+    assert outcome.launched and kernel_name(outcome) == expect, outcome.kernel
+    check_product(out, x, q, scale)
+    if rows > 8:
+        outcome, *_ = run_chain(rows, 511 * 128, 64)
+        assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2_16", outcome.kernel
+
+
+@needs_gemv_tma
+def test_gemv_tma_plans():
+    # 128-row tiles; K split while they are fewer than 132 (at most 8 ranks, 512 k each at least)
+    for (rows, n, k), grid in {(16, 4096, 4096): (32, 1, 4), (1, 6144, 4096): (48, 1, 2),
+                               (8, 24576, 4096): (192, 1, 1), (16, 151936, 4096): (1187, 1, 1),
+                               (16, 1001, 1040): (8, 1, 2), (2, 256, 256): (2, 1, 1),
+                               (9, 256, 12288): (2, 1, 8)}.items():
+        p = fp8_gemv_rt.plan_fp8_gemv_tma(rows=rows, n=n, k=k)
+        assert p["launched"] and tuple(p["grid"]) == grid and tuple(p["block"]) == (384, 1, 1), (rows, n, k, p)
+        assert p["shared_mem"] == 10 * (16 * 64 * 2 + 128 * 64) + 2 * 10 * 8
+    p = fp8_gemv_rt.plan_fp8_gemv_tma(rows=17, n=256, k=256)
+    assert not p["launched"] and clause_in(p["reason"], "rows <= 16"), p
+    p = fp8_gemv_rt.plan_fp8_gemv_tma_wide(rows=16, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (1187, 1, 1), p
+    p = fp8_gemv_rt.plan_fp8_gemv_tma_wide(rows=16, n=4096, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES"), p

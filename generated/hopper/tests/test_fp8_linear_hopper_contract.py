@@ -542,7 +542,7 @@ def expect_fp8_gemm_tma(**args):
             (_x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE)), 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), (384, 1, 1), C_TMA_SMEM),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=0, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=384, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_SPLIT_MAX, _x.min_(_st, _x.floordiv(_st, C_TMA_CTAS, _x.mul(_st, _x.div_ceil(_st, _a['rows'], C_TILE), _x.div_ceil(_st, _a['n'], C_TILE))), _x.floordiv(_st, _a['k'], C_SPLIT_K_MIN))))), cooperative=False),
     )
 
 
@@ -651,10 +651,15 @@ def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain fp8_linear
 
-MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
+MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_tma_wide', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
+        {'k': 4096, 'n': 151936, 'rows': 16},
+        {'k': 4096, 'n': 151936, 'rows': 8},
+        {'k': 4096, 'n': 4096, 'rows': 16},
+        {'k': 4096, 'n': 151936, 'rows': 17},
+        {'k': 4095, 'n': 151936, 'rows': 16},
         {'k': 4096, 'n': 4096, 'rows': 4},
         {'k': 4096, 'n': 151936, 'rows': 1},
         {'k': 12288, 'n': 4096, 'rows': 8},
@@ -664,7 +669,6 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8
         {'k': 4096, 'n': 4096, 'rows': 11},
         {'k': 4095, 'n': 4096, 'rows': 4},
         {'k': 32768, 'n': 4096, 'rows': 4},
-        {'k': 4096, 'n': 4096, 'rows': 16},
         {'k': 4096, 'n': 24576, 'rows': 9},
         {'k': 12288, 'n': 4096, 'rows': 16},
         {'k': 4096, 'n': 0, 'rows': 16},

@@ -55,6 +55,149 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     }
 }
 
+// ---------------------------------------------------------------- fp8_gemv_tma
+
+#[test]
+fn fp8_gemv_tma_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 151936, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4104, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4104, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(3, 100, 16), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(3, 32767, 16), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=32767, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 9, 536870912), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, n=9, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4104, 536870912), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, n=4104, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(4194305, 100, 2147483649), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=100, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(7, 151936, 1000000000), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, n=151936, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 151936, 9), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, n=151936, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(268435456, 151936, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=151936, rows=268435456");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 524288, 4095), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095, n=524288, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4, 15), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=4, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 32, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=32, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 16, 31), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(131071, 2047, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2047, rows=131071");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 15, 6144), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=6144, n=15, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 16777215, 16), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=16777215, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 7, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16777217, 100, 131072), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, n=100, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 268435456), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435456");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(4095, 151936, 16385), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385, n=151936, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(4194304, 32767, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=32767, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 262145, 979958), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=979958, n=262145, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16777215, 32, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=32, rows=16777215");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(3, 5, 16), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=5, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1000, 127, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=127, rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1073741824, 100, 2147483647), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647, n=100, rows=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 134217729, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217729, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 0, 16777217), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777217, n=0, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 63, 512), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=512, n=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 4096, 5), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(3, 32767, 256), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, n=32767, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 31, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=31, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4104, 8191), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8191, n=4104, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 134217729, 67108863), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, n=134217729, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(2097153, 151936, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=151936, rows=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1, 1048575, 1025), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=1048575, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 0, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(2049, 4096, 4096), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 524289, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=524289, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(1073741824, 4194304, 12288), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4194304, rows=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(9, 4104, 1048576), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, n=4104, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma::plan(16, 2048, 5), "fp8_gemv_tma", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=2048");
+}
+
+#[test]
+fn fp8_gemv_tma_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_tma::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_tma");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_tma::is_present(), false);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_tma_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_tma::sizes(16, 4096, 4096), Ok([65536, 16777216, 4096, 65536]));
+}
+
+#[test]
+fn fp8_gemv_tma_absent_is_not_launched() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_tma::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 2 << 16, Some("fp8_gemv_tma: not launched: absent on target gb10"));
+}
+
+// ---------------------------------------------------------------- fp8_gemv_tma_wide
+
+#[test]
+fn fp8_gemv_tma_wide_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 4096, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 131072, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 151936, 1000), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(131072, 134217729, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217729, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(67108864, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108864");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(131072, 67108864, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=67108864, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(5, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1000000, 256, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=256, rows=1000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(255, 2047, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2047, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(32, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(7, 151936, 131072), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 2097151, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(536870911, 262145, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=262145, rows=536870911");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1073741824, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 8388609, 524287), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524287, n=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(33554432, 262143, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=262143, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 536870912, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(4194305, 8, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8193, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1000, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8, 1024, 15), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 151936, 2097153), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(2097153, 511, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=511, rows=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1025, 256, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=256, rows=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(2147483647, 4096, 2049), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=4096, rows=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8, 65537, 512), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=512, n=65537, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(262143, 4096, 8388608), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=4096, rows=262143");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 303872, 2048), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2048, n=303872");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1023, 151936, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 1024, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(268435455, 8193, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8193, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 15, 536870913), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, n=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(513, 4096, 67108863), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, n=4096, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(1073741824, 4096, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4096, rows=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(255, 9, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=9, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(16, 32769, 4294967295), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295, n=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(524287, 4096, 32767), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767, n=4096, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8, 8192, 67108863), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, n=8192, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(536870911, 16777217, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16777217, rows=536870911");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(2097153, 1025, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025, rows=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_tma_wide::plan(8, 16777217, 4096), "fp8_gemv_tma_wide", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16777217, rows=8");
+}
+
+#[test]
+fn fp8_gemv_tma_wide_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_tma_wide::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_tma_wide");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_tma_wide::is_present(), false);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_tma_wide_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_tma_wide::sizes(16, 151936, 4096), Ok([65536, 622329856, 151936, 2430976]));
+}
+
+#[test]
+fn fp8_gemv_tma_wide_absent_is_not_launched() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_tma_wide::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 2 << 16, Some("fp8_gemv_tma_wide: not launched: absent on target gb10"));
+}
+
 // ---------------------------------------------------------------- fp8_gemv_rt2
 
 #[test]

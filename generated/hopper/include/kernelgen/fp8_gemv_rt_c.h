@@ -18,6 +18,18 @@
 extern "C" {
 #endif
 
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma__info(void);
+
+/* fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it is 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows, as fast on 24576 x 4096, slower on smaller weights and at 8 rows or fewer than fp8_gemv_rt2. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma_wide__info(void);
+
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each thread streams its weight pieces through a private 3-slot cp.async ring (64 KB in flight per CTA), the 8 warps split the K chunks; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in warp order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
