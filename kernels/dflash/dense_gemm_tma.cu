@@ -43,8 +43,7 @@ constexpr uint32_t kBM = 128, kBK = 64, kBoxRows = 128;
 constexpr uint32_t kSlots = 4;
 constexpr uint32_t kBoxBytes = kBoxRows * kBK * 2;   // 16 KiB: one x or w box
 constexpr uint32_t kMaxSlotBytes = 3 * kBoxBytes;    // x + a 256-row weight tile
-constexpr uint32_t kBarAt = kSlots * kMaxSlotBytes;  // 192 KiB, then the mbarriers
-constexpr uint32_t kSmemBytes = kBarAt + 2 * kSlots * 8;  // the ring's mbarriers last
+constexpr uint32_t kBarAt = kSlots * kMaxSlotBytes;  // 192 KiB, then the ring's 8 mbarriers (TMA_SMEM)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 

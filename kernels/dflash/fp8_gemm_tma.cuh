@@ -10,7 +10,7 @@
 // 128 rows x 64 k, 128-byte swizzle: the K-major layout the MMAs read) and q_map over q [n, k]
 // (128 rows x 64 bytes, 64-byte swizzle); rows and k past the arrays land as zeros.
 //
-// Tiles: a CTA of 384 threads computes 128 weight rows x BM x rows (Tma<BM, SLOTS>):
+// Tiles: a CTA of 384 threads computes 128 weight rows x BM x rows (Shape<BM, SLOTS>):
 //   fp8_gemm_tma  BM = 128, 6 slots: many rows; the spec's 1-D grid takes the tiles x-first, so
 //                 CTAs running together share a weight tile (streamed from memory about once) and
 //                 re-read x from L2;
@@ -47,19 +47,20 @@ constexpr uint32_t kThreads = 384;
 constexpr uint32_t kBN = 128, kBK = 64;  // weight rows per tile, k per step
 constexpr uint32_t kWBytes = kBN * kBK;  // 8 KiB of weight bytes a step
 
-// The shape of one kernel: BM x rows per tile, SLOTS ring slots.
+// The shape of one kernel: BM x rows per tile, SLOTS ring slots (its dynamic shared memory, the
+// spec's TMA_SMEM / GEMV_TMA_SMEM: the ring, then 2 * SLOTS mbarriers).
 template <uint32_t BM, uint32_t SLOTS>
 struct Shape {
+    static constexpr uint32_t kBM = BM, kSlots = SLOTS;
     static constexpr uint32_t kXBytes = BM * kBK * 2;  // x (bf16) a step
     static constexpr uint32_t kSlotBytes = kXBytes + kWBytes;
     static constexpr uint32_t kBarAt = SLOTS * kSlotBytes;  // the ring, then its mbarriers
-    static constexpr uint32_t kSmemBytes = kBarAt + 2 * SLOTS * 8;
     static constexpr uint32_t kPartStride = BM + 4;
     static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
     static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
 };
-using GemmShape = Shape<128, 6>;  // fp8_gemm_tma: TMA_SMEM in the spec
-using GemvShape = Shape<16, 10>;  // fp8_gemv_tma: GEMV_TMA_SMEM in fp8_gemv_rt.yaml
+using GemmShape = Shape<128, 6>;  // fp8_gemm_tma
+using GemvShape = Shape<16, 10>;  // fp8_gemv_tma
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -104,12 +105,11 @@ static __device__ __forceinline__ void mma_k16(float (&acc)[BM / 8][4], const ui
     }
 }
 
-template <uint32_t BM, uint32_t SLOTS>
+template <typename S>
 static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUtensorMap* q_map, const float* scale,
                                            __nv_bfloat16* out, uint32_t M, uint32_t N, uint32_t K, uint32_t m0,
                                            uint32_t n0, uint8_t* smem) {
-    using S = Shape<BM, SLOTS>;
-    constexpr uint32_t kBM = BM, kSlots = SLOTS, kXBytes = S::kXBytes, kSlotBytes = S::kSlotBytes;
+    constexpr uint32_t kBM = S::kBM, kSlots = S::kSlots, kXBytes = S::kXBytes, kSlotBytes = S::kSlotBytes;
     const uint32_t base = kcommon::smem_addr(smem);
     const uint32_t tid = threadIdx.x, wg = tid >> 7, lane = tid & 31u;
     const kcommon::TmaRing<kSlots> ring(base + S::kBarAt, 8);  // released by the consumers' 8 warps
@@ -142,7 +142,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             kcommon::wgmma_fence();
 #pragma unroll
             for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
-                mma_k16<BM>(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
+                mma_k16<kBM>(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
             }
             kcommon::wgmma_commit();
             kcommon::wgmma_wait<1>();
@@ -183,13 +183,13 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
 }
 
 // A kernel's body: its tile of the spec's 1-D grid (x-first), K split along z.
-template <uint32_t BM, uint32_t SLOTS>
+template <typename S>
 static __device__ __forceinline__ void grid_tile(const CUtensorMap* x_map, const CUtensorMap* q_map, const float* scale,
                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                  uint8_t* smem) {
-    const uint32_t mt = (rows + BM - 1u) / BM;
+    const uint32_t mt = (rows + S::kBM - 1u) / S::kBM;
     const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
-    run<BM, SLOTS>(x_map, q_map, scale, out, rows, n, k, mb * BM, nb * kBN, smem);
+    run<S>(x_map, q_map, scale, out, rows, n, k, mb * S::kBM, nb * kBN, smem);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

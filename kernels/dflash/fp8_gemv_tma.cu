@@ -2,7 +2,7 @@
 //
 //   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]),  rows <= 16,
 //
-// the warp-specialized tile of fp8_gemm_tma.cuh with a 16-row x tile (Tma shape GemvShape):
+// the warp-specialized tile of fp8_gemm_tma.cuh with a 16-row x tile (its GemvShape):
 // one producer thread streams each 64-k step's weight box (128 rows x 64 bytes) and x box (16
 // rows x 64 bf16; rows past `rows` land as zeros) into a 10-slot ring, and two warpgroups convert
 // their 64 weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(384, 2) dflash_fp8_gemv_tma_kernel(DFLASH_FP8_
     extern __shared__ __align__(1024) uint8_t fp8_gemv_tma_smem[];
     (void)x;
     (void)q;
-    dflash_fp8_tma_detail::grid_tile<16, 10>(&x_map, &q_map, scale, out, rows, n, k, fp8_gemv_tma_smem);
+    dflash_fp8_tma_detail::grid_tile<dflash_fp8_tma_detail::GemvShape>(&x_map, &q_map, scale, out, rows, n, k, fp8_gemv_tma_smem);
 #else
     (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
 #endif

@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(384, 1) dflash_fp8_gemm_tma_kernel(DFLASH_FP8_
     extern __shared__ __align__(1024) uint8_t fp8_tma_smem[];
     (void)x;
     (void)q;
-    dflash_fp8_tma_detail::grid_tile<128, 6>(&x_map, &q_map, scale, out, rows, n, k, fp8_tma_smem);
+    dflash_fp8_tma_detail::grid_tile<dflash_fp8_tma_detail::GemmShape>(&x_map, &q_map, scale, out, rows, n, k, fp8_tma_smem);
 #else
     (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
 #endif
