@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from kernelgen import __version__, expr, names, types
+from kernelgen import __version__, expr, names, plan, types
 from kernelgen.cases import expected_plan
 from kernelgen.emit.base import render
 from kernelgen.errors import ExprError, SpecError
@@ -566,6 +566,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "doc_kernel": doc_kernel,
         "example": example,
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
+        "codes": _outcome_codes(),
     }
     crate_files = {
         "rust/Cargo.toml": render("rust/Cargo.toml.j2", tctx),
@@ -577,6 +578,18 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         raise SpecError(m.loc, "module", f"module '{m.name}' generates {path}, which the Rust crate's own files "
                         "also need", "rename the module")
     return crate_files | out
+
+
+def _outcome_codes() -> dict[str, list]:
+    """The crate's ``code`` module: the categories of kernelgen/plan_codes.h without the ``KG_``
+    prefix, and those an error falls through a chain on."""
+    h = plan.codes_header()
+
+    def strip(rows: list[tuple[str, int, str]]) -> list[tuple[str, int]]:
+        return [(n.removeprefix("KG_"), v) for n, v, _ in rows]
+
+    return {"not_launched": strip(h["not_launched"]), "errors": strip(h["errors"]),
+            "falls_through": [n.removeprefix("KG_") for n in h["falls_through"]]}
 
 
 __all__ = ["crate_name", "render_crate", "rust_ident", "rust_string", "rust_type"]
