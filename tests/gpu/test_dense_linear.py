@@ -51,6 +51,7 @@ KERNELS = {
 # dense_gemm_tma (hopper only) takes m >= 65 rows and k % 8 == 0 (its tensor maps' rows are whole
 # 16-byte units); on another target it is absent.
 TMA_BUILT = dense_linear.plan_dense_gemm_tma(m=256, n=256, k=256)["launched"]
+needs_tma = pytest.mark.skipif(not TMA_BUILT, reason="dense_gemm_tma is not built for this target")
 
 
 def applies(name, m, n, k):
@@ -184,12 +185,11 @@ def test_plans():
         assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p
 
 
+@needs_tma
 def test_tma_not_launched():
     """dense_gemm_tma reports not launched, writing nothing, for rows under TMA_MIN_M, for k not a
     multiple of 8 (the clause) and for arrays off 16-byte alignment (UNALIGNED, at launch); the chain
     then runs dense_gemm_pipelined, whose outputs are checked."""
-    if not TMA_BUILT:
-        pytest.skip("dense_gemm_tma is not built for this target")
     n = 300
     xb, wb = nonzero_randn(130 * 520 + 8), nonzero_randn(n * 520 + 8, scale=0.05)
     cases = [
@@ -212,12 +212,11 @@ def test_tma_not_launched():
         assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all()), why
 
 
+@needs_tma
 @pytest.mark.parametrize("m,n,k", [(2048, 4104, 4096), (130, 1000, 1000), (300, 4096, 4112)])
 def test_tma_bits_equal_pipelined(m, n, k):
     """Unsplit (at these shapes neither kernel splits K), dense_gemm_tma runs dense_gemm_pipelined's
     products in its k order: the same bits. (2048 rows: 128 x 256 tiles; the others 128 x 128.)"""
-    if not TMA_BUILT:
-        pytest.skip("dense_gemm_tma is not built for this target")
     assert tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"])[2] == 1
     assert tuple(dense_linear.plan_dense_gemm_pipelined(m=m, n=n, k=k)["grid"])[2] == 1
     torch.manual_seed(m + n + k)
@@ -225,11 +224,10 @@ def test_tma_bits_equal_pipelined(m, n, k):
     assert torch.equal(bits(launch("dense_gemm_tma", x, w, m, n, k)), bits(launch("dense_gemm_pipelined", x, w, m, n, k)))
 
 
+@needs_tma
 def test_tma_graph_replay_reads_current_data():
     """The tensor maps are kernel parameters captured by value: a replayed graph reads whatever the
     arrays hold then (same addresses), split K included (256 x 4096 x 4096: 2 ranks)."""
-    if not TMA_BUILT:
-        pytest.skip("dense_gemm_tma is not built for this target")
     m, n, k = 256, 4096, 4096
     assert tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"]) == (64, 1, 2)
     x, w = nonzero_randn(m, k), nonzero_randn(n, k, scale=0.05)

@@ -373,9 +373,9 @@ def switches():
 
 
 def expect_few(rows, n, k, name):
-    """The chain's kernel for few rows: fp8_gemv_tma_wide where it is built and applies (9-16
-    rows, at least 512 tiles of 128 weight rows)."""
-    wide = GEMV_TMA_BUILT and 9 <= rows <= 16 and k % 16 == 0 and -(-n // 128) >= 512
+    """The chain's kernel for few rows: fp8_gemv_tma_wide where its plan launches (hopper; 9-16
+    rows, at least 512 tiles of 128 weight rows), else `name`."""
+    wide = fp8_gemv_rt.plan_fp8_gemv_tma_wide(rows=rows, n=n, k=k)["launched"]
     return "fp8_gemv_tma_wide" if wide else name
 
 
@@ -532,11 +532,17 @@ def test_tma_graph_replay_reads_current_data():
     hold then, split K included (256 x 4096 x 4096: 64 tiles, 2 ranks)."""
     rows, n, k = 256, 4096, 4096
     assert tuple(fp8_linear.plan_fp8_gemm_tma(rows=rows, n=n, k=k)["grid"]) == (64, 1, 2)
-    x, q, scale = make_inputs(rows, n, k, seed=1)
+    check_replays(fp8_linear.fp8_gemm_tma, rows, n, k, seeds=(1, 2, 3))
+
+
+def check_replays(kernel, rows, n, k, seeds):
+    """One launch of `kernel` captured in a CUDA graph with the inputs of seeds[0], then replayed
+    with the arrays refilled from each further seed: every replay matches the reference."""
+    x, q, scale = make_inputs(rows, n, k, seed=seeds[0])
     out = torch.empty((rows, n), device=DEV, dtype=torch.bfloat16)
-    g, outcome = capture_graph(lambda s: fp8_linear.fp8_gemm_tma(x, q, scale, out, rows, n, k, stream=s))
+    g, outcome = capture_graph(lambda s: kernel(x, q, scale, out, rows, n, k, stream=s))
     assert outcome.launched, outcome.reason
-    for seed in (2, 3):
+    for seed in seeds[1:]:
         x2, q2, scale2 = make_inputs(rows, n, k, seed=seed)
         x.copy_(x2)
         q.copy_(q2)
@@ -596,19 +602,7 @@ def test_gemv_tma_graph_replay_reads_current_data():
     """Captured once with K split over 4 ranks; each replay reads the arrays' current contents."""
     rows, n, k = 16, 4096, 4096
     assert tuple(fp8_gemv_rt.plan_fp8_gemv_tma(rows=rows, n=n, k=k)["grid"]) == (32, 1, 4)
-    x, q, scale = make_inputs(rows, n, k, seed=23)
-    out = torch.empty((rows, n), device=DEV, dtype=torch.bfloat16)
-    g, outcome = capture_graph(lambda s: fp8_gemv_rt.fp8_gemv_tma(x, q, scale, out, rows, n, k, stream=s))
-    assert outcome.launched, outcome.reason
-    for seed in (24, 25):
-        x2, q2, scale2 = make_inputs(rows, n, k, seed=seed)
-        x.copy_(x2)
-        q.copy_(q2)
-        scale.copy_(scale2)
-        out.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        check_product(out, x, q, scale)
+    check_replays(fp8_gemv_rt.fp8_gemv_tma, rows, n, k, seeds=(23, 24, 25))
 
 
 @needs_gemv_tma
