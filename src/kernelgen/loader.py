@@ -1247,7 +1247,6 @@ def _kernel(
 
 # Element sizes a tensor map copies (as unsigned integers of that size).
 _TMA_ELEM_BYTES = (1, 2, 4, 8)
-_TMA_MAX_RANK = 5
 
 
 def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YNode, expr.Ty], expr.Node],
@@ -1290,9 +1289,10 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                 def exprs(key: str) -> tuple[expr.Node, ...]:
                     with ctx.at(key):
                         n = mf[key]
-                        if not isinstance(n, YSeq) or not 1 <= len(n.items) <= _TMA_MAX_RANK:
-                            raise ctx.error(n.loc, f"expected a list of 1 to {_TMA_MAX_RANK} expressions, outermost "
-                                            f"first, got {_kind(n)}", "e.g. [n, k]")
+                        rank = schema.TMA_MAX_RANK
+                        if not isinstance(n, YSeq) or not 1 <= len(n.items) <= rank:
+                            raise ctx.error(n.loc, f"expected a list of 1 to {rank} expressions, outermost first, "
+                                            f"got {_kind(n)}", "e.g. [n, k]")
                         return tuple(ex(i, expr.Ty.INT) for i in n.items)
 
                 dims, box = exprs("dims"), exprs("box")

@@ -271,6 +271,8 @@ LAUNCH = Struct(
 
 # The shared-memory swizzle spans (bytes) a tensor map may take; 0: none.
 TMA_SWIZZLES = (0, 32, 64, 128)
+# The most dimensions a tensor map has (cuTensorMapEncodeTiled's limit).
+TMA_MAX_RANK = 5
 
 TENSOR_MAP = Struct(
     "tensor_map", "tensor map",
@@ -281,12 +283,12 @@ TENSOR_MAP = Struct(
               "The pointer argument the map describes: a row-major array of a plain element type of 1, 2, 4 or "
               "8 bytes (the map copies its bits; zeros outside the array)."),
         Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
-                                                    "minItems": 1, "maxItems": 5}), True,
+                                                    "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
               "The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to 5 integer "
               "expressions over the integer arguments and constants. Rows are contiguous: each stride is the "
               "product of the extents inside it, and must be a multiple of 16 bytes."),
         Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
-                                                   "minItems": 1, "maxItems": 5}), True,
+                                                   "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
               "The box one copy moves, outermost first, as many entries as `dims`: integer expressions, each "
               "1 to 256; the innermost times the element size a multiple of 16 bytes (and at most the swizzle "
               "span when swizzled)."),
