@@ -21,24 +21,25 @@
 // bandwidth.
 //
 // Work split. A cluster of kCluster = 2 CTAs owns kRows = 64 consecutive weight rows; rank r
-// takes the 64-k chunks [r * H, min(C, (r + 1) * H)) with C = ceil(K / 64), H = ceil(C / 2).
+// takes the 128-k chunks [r * H, min(C, (r + 1) * H)) with C = ceil(K / 128), H = ceil(C / 2).
 // The grid is 2 * ceil(N / 64) CTAs (128 for N = 4096, 192 for 6144, 768 for 24576, 4748 for
 // the lm_head); each CTA reads 64 rows x K / 2 bytes (128 KB at K = 4096, 384 KB at 12288),
 // as 64 contiguous streams. 64 rows per CTA keep the x re-reads at 2 * rows / 64 of the weight
 // (25% at 8 rows, 50% at 16, L2 hits); the split along K doubles the CTA count so that the
 // small layers still cover the 132 SMs.
 //
-// Streaming. Inside a CTA the 8 warps share the 64 rows and split the chunks: chunk c goes to
-// warp c % 8, so the CTA walks its rows front to back, 512 contiguous bytes per row per round.
-// Each thread streams its own weight bytes through a private ring of kStages = 3 slots in
-// shared memory with cp.async (16 bytes per copy, L2 only, evict-first, zero-filled past the
-// end): per chunk a lane copies 16 bytes of each of its 8 rows (rows g, g + 8 of the 4 16-row
-// tiles, k = 64c + 16t .. + 15), 128 bytes, and while chunk i is multiplied chunks i + 1 and
-// i + 2 are in flight: 256 bytes a lane, 64 KB a CTA, 128 KB an SM (two CTAs resident: 96 KB
-// of ring each, <= 128 registers). A thread only reads slots it filled itself, so
-// cp.async.wait_group is the only synchronisation of the loop; a slot is refilled only after
-// the MMAs that used it were issued. x for the next chunk is loaded into registers one chunk
-// ahead (__ldg: L1/L2 hits). No barrier precedes the first weight request.
+// Streaming. Inside a CTA, warp w takes the 32 rows of row group w % 2 and the chunks
+// c = w / 2 (mod 4) of the CTA's range, so the CTA walks its rows front to back, 512 bytes per
+// row per round. A chunk of a warp is 32 rows x 128 bytes (one line of each row), copied with
+// cp.async (16 bytes per copy, L2 only, evict-first, zero-filled past the end) in whole lines,
+// 8 lanes a line, 8 copies a lane (kcommon::LineChunk: copies of 64 bytes per row capped the
+// load structure near 80% of a streaming read). Each warp streams its chunks through a ring of
+// kStages = 3 slots in shared memory: while chunk i is multiplied chunks i + 1 and i + 2 are in
+// flight, 8 KB a warp, 64 KB a CTA, 128 KB an SM (two CTAs resident: 96 KB of ring each, <= 128
+// registers). Lanes multiply units other lanes copied, so two warp barriers per chunk order the
+// ring (after the wait, before a slot is refilled); no CTA barrier in the loop. x for the next
+// chunk is loaded into registers one chunk ahead (__ldg: L1/L2 hits). No barrier precedes the
+// first weight request.
 //
 // Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
 // with 64-128 KB in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 128 KB in flight
@@ -48,18 +49,18 @@
 //
 // Products on the tensor cores with the weight as the A operand: an m16n8k16 mma takes 16
 // weight rows x 16 k as A and x^T (16 k x 8 x rows) as B. The k order inside a 16-k step is a
-// permutation chosen so that the fragments come straight from the 16-byte pieces: lane
-// (g = lane / 4, t = lane % 4) holds bytes k0 + 16t .. + 15 of rows g and g + 8 of a tile, and
-// step s (0..3) of the chunk uses word s of them, bytes j = 0..3 at k = k0 + 16t + 4s + j. The
-// A slots (2t, 2t + 1) hold bytes (0, 2) and slots (2t + 8, 2t + 9) hold (1, 3) (the
-// shift-only conversion of fp8_common.cuh); B takes x at the same k: (x[k + 0], x[k + 2]) and
-// (x[k + 1], x[k + 3]), two byte permutes of x's words. The sum over a 16-k step covers the
-// same 16 k, so the product is unchanged. Per lane and chunk: 8 16-byte shared loads, 32
-// conversions, 16 * MT mma; about a third of the SM's issue rate at full bandwidth.
+// permutation chosen so that the fragments come straight from 16-byte units: for half h of a
+// chunk, lane (g = lane / 4, t = lane % 4) multiplies unit t + 4h (bytes 64h + 16t .. + 15) of
+// rows g and g + 8 of a 16-row tile, and step s (0..3) of the half uses word s of them, bytes
+// j = 0..3 at k = 64h + 16t + 4s + j. The A slots (2t, 2t + 1) hold bytes (0, 2) and slots
+// (2t + 8, 2t + 9) hold (1, 3) (the shift-only conversion of fp8_common.cuh); B takes x at the
+// same k: (x[k + 0], x[k + 2]) and (x[k + 1], x[k + 3]), two byte permutes of x's words. The sum
+// over a 16-k step covers the same 16 k, so the product is unchanged. Per lane and chunk: 8
+// 16-byte shared loads, 32 conversions, 16 * MT mma.
 //
-// Reduction, deterministic. Each warp accumulates its chunks in increasing order; the 8 warps'
-// partials go through shared memory (the ring, drained) and are summed in warp order 0..7 to
-// the CTA's partial; rank r finalises rows [32r, 32r + 32) of the tile: the other rank stores
+// Reduction, deterministic. Each warp accumulates its chunks in increasing order; the warps'
+// partials go through shared memory (the ring, drained) and each row's four (one row group's)
+// are summed in phase order 0..3 to the CTA's partial; rank r finalises rows [32r, 32r + 32) of the tile: the other rank stores
 // its partial for them into r's receive buffer (distributed shared memory), one cluster
 // barrier (release / acquire), then out = bf16((p0 + p1) * scale[n]). No atomics, no workspace;
 // nothing touches another CTA's shared memory after the barrier, so no second barrier. The
@@ -75,21 +76,27 @@
 #include <cuda_fp8.h>
 #include <cstdint>
 
+#include "../common/line_ring.cuh"
 #include "fp8_common.cuh"
 
 namespace dflash_fp8_rt_detail {
 
 using namespace dflash_fp8;
+using L = kcommon::LineChunk;
 
 constexpr uint32_t kCluster = 2;                         // CTAs per cluster along K (CLUSTER)
 constexpr uint32_t kWarps = 8;
 constexpr uint32_t kThreads = 32 * kWarps;               // THREADS
-constexpr uint32_t kTiles = 4;                           // 16-row weight tiles per CTA
-constexpr uint32_t kRows = 16 * kTiles;                  // 64 weight rows per cluster (TILE_N)
-constexpr uint32_t kChunk = 64;                          // k per chunk: 4 lanes x 16 bytes
+constexpr uint32_t kRows = 64;                           // weight rows per cluster (TILE_N)
+constexpr uint32_t kRowGroups = 2;                       // warps w and w ^ 1 share a chunk's rows
+constexpr uint32_t kPhases = kWarps / kRowGroups;        // ... and the chunks go round 4 phases
+constexpr uint32_t kWarpRows = kRows / kRowGroups;       // 32 weight rows per warp
+constexpr uint32_t kTiles = kWarpRows / 16;              // 16-row weight tiles per warp
+constexpr uint32_t kChunk = 128;                         // k per chunk: one 128-byte line of a row
+constexpr uint32_t kCopies = kWarpRows / 4;              // 16-byte copies per lane per chunk
 constexpr uint32_t kStages = 3;                          // ring slots: kStages - 1 chunks in flight
-constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte piece per thread
-constexpr uint32_t kStageBytes = kTiles * 2 * kSlotBytes;  // 32 KB: one chunk of the CTA
+constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte copy per thread
+constexpr uint32_t kStageBytes = kCopies * kSlotBytes;   // 32 KB: one chunk of every warp
 constexpr uint32_t kRingBytes = kStages * kStageBytes;   // 98304 (RING_SMEM in the spec)
 constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
 
@@ -116,6 +123,7 @@ struct Gemv {
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
     static_assert(kRows * kXRows % kThreads == 0 && kThreads % kRows == 0, "output mapping");
     static_assert(kWarps * kTiles * MT * 4 * kRedStride * 4 <= kRingBytes, "partials fit the ring");
+    static_assert(kWarpRows % 16 == 0 && kChunk == kcommon::LineChunk::kLineBytes, "warp chunk layout");
 
     // The other rank's partial sums of this rank's 32 rows: [row - 32 * rank][x row].
     struct Shared {
@@ -179,19 +187,23 @@ struct Gemv {
         const uint32_t rank = cluster_rank();
         const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
         const uint32_t g = lane >> 2, t = lane & 3u;
+        const uint32_t rgroup = warp % kRowGroups, phase = warp / kRowGroups;
         const uint32_t nch = (k + kChunk - 1) / kChunk;
         const uint32_t per_rank = (nch + kCluster - 1) / kCluster;
         const uint32_t cbeg = min(nch, rank * per_rank);
         const uint32_t cend = min(nch, cbeg + per_rank);
-        const uint32_t mine = cend > cbeg + warp ? (cend - cbeg - warp + kWarps - 1) / kWarps : 0u;
+        const uint32_t mine = cend > cbeg + phase ? (cend - cbeg - phase + kPhases - 1) / kPhases : 0u;
         const uint32_t row0 = tile * kRows;
+        const uint32_t wrow0 = row0 + rgroup * kWarpRows;  // this warp's 32 rows
 
-        // This lane's weight rows row0 + 16i + 8h + g: one base pointer, offsets (2i + h) * 8k.
-        const uint64_t rstride = 8ull * k;
+        // This lane's copies: chunk row copy_row(l) (weight row wrow0 + 4l + lane / 8), unit
+        // copy_unit: one base pointer, offsets l * 4k.
+        const uint32_t unit = L::copy_unit(lane);
         uint32_t rows_ok = 0;
 #pragma unroll
-        for (int p = 0; p < 2 * kTiles; ++p) rows_ok |= (row0 + 8u * p + g < n ? 1u : 0u) << p;
-        const uint8_t* wbase = q + static_cast<uint64_t>(row0 + g) * k + 16u * t;
+        for (uint32_t l = 0; l < kCopies; ++l) rows_ok |= (wrow0 + L::copy_row(l, lane) < n ? 1u : 0u) << l;
+        const uint8_t* wbase = q + static_cast<uint64_t>(wrow0 + L::copy_row(0, lane)) * k + 16u * unit;
+        const uint64_t rstride = 4ull * k;
         const __nv_bfloat16* xrow[MT];
         uint32_t x_ok = 0;
 #pragma unroll
@@ -199,22 +211,23 @@ struct Gemv {
             x_ok |= (8u * j + g < rows ? 1u : 0u) << j;
             xrow[j] = x + static_cast<uint64_t>(8u * j + g < rows ? 8u * j + g : 0u) * k + 16u * t;
         }
-        // Byte offset within a row of this lane's piece of local chunk i (k is a multiple of 16:
-        // a piece is whole or entirely past the end).
-        auto piece = [&](uint32_t i, uint32_t& off) {
-            off = (cbeg + warp + kWarps * i) * kChunk;
-            return i < mine && off + 16u * t < k;
+        // Byte offset within a row of local chunk i; false past this warp's chunks.
+        auto chunk_off = [&](uint32_t i, uint32_t& off) {
+            off = (cbeg + phase + kPhases * i) * kChunk;
+            return i < mine;
         };
-        auto load_x = [&](uint32_t i, uint4 (&xv)[MT][2]) {
+        // x rows 8j + g at the lane's k of half h of chunk i: off + 64h + 16t + 8hh .. + 7
+        // (hh = 0, 1), the k of the weight units t + 4h it multiplies.
+        auto load_x = [&](uint32_t i, uint32_t h, uint4 (&xv)[MT][2]) {
             uint32_t off;
-            const bool ok = piece(i, off);
+            const bool ok = chunk_off(i, off);
 #pragma unroll
             for (int j = 0; j < MT; ++j) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const uint32_t kk = off + 16u * t + 8u * h;  // byte path: any K, zero fill
-                    const uint32_t valid = !(ok && ((x_ok >> j) & 1u)) ? 0u : VEC ? 8u : kk < k ? min(8u, k - kk) : 0u;
-                    xv[j][h] = valid ? load_x8(xrow[j] + off + 8u * h, valid, VEC) : make_uint4(0u, 0u, 0u, 0u);
+                for (int hh = 0; hh < 2; ++hh) {
+                    const uint32_t kk = off + 64u * h + 16u * t + 8u * hh;  // byte path: any K, zero fill
+                    const uint32_t valid = !(ok && ((x_ok >> j) & 1u)) ? 0u : kk >= k ? 0u : VEC ? 8u : min(8u, k - kk);
+                    xv[j][hh] = valid ? load_x8(xrow[j] + off + 64u * h + 8u * hh, valid, VEC) : make_uint4(0u, 0u, 0u, 0u);
                 }
             }
         };
@@ -229,45 +242,56 @@ struct Gemv {
 
         {
             const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
-            const uint32_t base = smem_addr(ring) + threadIdx.x * 16u;
+            // Copy l of slot s: ring + ((s * kCopies + l) * kThreads + warp * 32 + pos) * 16.
+            const uint32_t base = smem_addr(ring) + warp * 32u * 16u;
             // One commit group per chunk, empty-but-committed past the end, so that
             // wait_group<kStages - 1> always means "chunk i has landed". The byte path (!VEC)
             // fills the same slots synchronously from byte loads and shares the rest.
             auto issue = [&](uint32_t i, uint32_t slot) {
                 uint32_t off;
-                const bool ok = piece(i, off);
+                const bool ok = chunk_off(i, off) && off + 16u * unit < k;
 #pragma unroll
-                for (int p = 0; p < 2 * kTiles; ++p) {
-                    const bool v = ok && ((rows_ok >> p) & 1u);
-                    const uint32_t dst = base + (slot * 2u * kTiles + p) * kSlotBytes;
+                for (uint32_t l = 0; l < kCopies; ++l) {
+                    const bool v = ok && ((rows_ok >> l) & 1u);
+                    const uint32_t dst = base + ((slot * kCopies + l) * kThreads + L::copy_pos(lane)) * 16u;
                     if constexpr (VEC) {
-                        cp_async16(dst, v ? wbase + p * rstride + off : q, v ? 16u : 0u, policy);
+                        cp_async16(dst, v ? wbase + l * rstride + off : q, v ? 16u : 0u, policy);
                     } else {
-                        const uint32_t nb = v ? min(16u, k - off - 16u * t) : 0u;
-                        sts128(dst, load_w16(wbase + p * rstride + off, nb, false));
+                        const uint32_t nb = v ? min(16u, k - off - 16u * unit) : 0u;
+                        sts128(dst, load_w16(wbase + l * rstride + off, nb, false));
                     }
                 }
                 if constexpr (VEC) cp_async_commit();
             };
 #pragma unroll
             for (uint32_t s = 0; s + 1 < kStages; ++s) issue(s, s);
-            uint4 xn[MT][2];
-            load_x(0, xn);
+            uint4 xn[2][MT][2];
+            load_x(0, 0, xn[0]);
+            load_x(0, 1, xn[1]);
             uint32_t s_read = 0, s_write = kStages - 1;
             for (uint32_t i = 0; i < mine; ++i) {
+                __syncwarp();                     // every lane has read the slot refilled next
                 issue(i + kStages - 1, s_write);  // refills the slot read in iteration i - 1
-                uint32_t b[4][MT][2];
-                b_frags(b, xn);
-                load_x(i + 1, xn);
-                if constexpr (VEC) cp_async_wait<kStages - 1>();  // this thread's chunk i has landed
+                if constexpr (VEC) cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
+                __syncwarp();                                     // ... and every other lane's
+                const uint32_t slot = base + s_read * kStageBytes;
 #pragma unroll
-                for (int ti = 0; ti < kTiles; ++ti) {
-                    const uint32_t a = base + (s_read * 2u * kTiles + 2u * ti) * kSlotBytes;
-                    const uint4 lo16 = lds128(a), hi16 = lds128(a + kSlotBytes);
-                    if constexpr (W == Work::full) {
-                        mma_tile(acc[ti], lo16, hi16, b);
-                    } else {
-                        ablated_tile(acc[ti], lo16, hi16, b);
+                for (uint32_t h = 0; h < 2; ++h) {
+                    // Half h of the chunk: weight units t + 4h (k = 64h + 16t .. + 15) of rows
+                    // g and g + 8 of each tile, x at the same k (loaded one chunk ahead).
+                    uint32_t b[4][MT][2];
+                    b_frags(b, xn[h]);
+                    load_x(i + 1, h, xn[h]);
+#pragma unroll
+                    for (uint32_t ti = 0; ti < kTiles; ++ti) {
+                        const uint32_t r = 16u * ti + g, u = t + 4u * h;
+                        const uint4 lo16 = lds128(slot + (L::read_copy(r) * kThreads + L::read_pos(r, u)) * 16u);
+                        const uint4 hi16 = lds128(slot + (L::read_copy(r + 8u) * kThreads + L::read_pos(r + 8u, u)) * 16u);
+                        if constexpr (W == Work::full) {
+                            mma_tile(acc[ti], lo16, hi16, b);
+                        } else {
+                            ablated_tile(acc[ti], lo16, hi16, b);
+                        }
                     }
                 }
                 s_read = s_read + 1 == kStages ? 0u : s_read + 1;
@@ -277,7 +301,8 @@ struct Gemv {
         }
         __syncthreads();  // every thread is done with the ring
 
-        // Warp partials: acc[i][j][e] = weight row 16i + g + 8 * (e / 2), x row 8j + 2t + e % 2.
+        // Warp partials: acc[i][j][e] = weight row 32 * rgroup + 16i + g + 8 * (e / 2), x row
+        // 8j + 2t + e % 2.
         float* red = reinterpret_cast<float*>(ring);
 #pragma unroll
         for (int i = 0; i < kTiles; ++i)
@@ -288,11 +313,12 @@ struct Gemv {
                     red[(((warp * kTiles + i) * MT + j) * 4 + e) * kRedStride + lane] = acc[i][j][e];
         __syncthreads();
 
-        // Thread -> outputs (r = tid % 64, x rows m = tid / 64 + 4u): the CTA's partial in warp
-        // order; rows owned by the other rank go to its receive buffer.
+        // Thread -> outputs (r = tid % 64, x rows m = tid / 64 + 4u): the CTA's partial, the
+        // row group's warps added in phase order; rows owned by the other rank go to its
+        // receive buffer.
         const uint32_t r = threadIdx.x % kRows;
         const uint32_t owner = r / (kRows / kCluster);
-        const uint32_t ri = r / 16u, rr = r % 16u;
+        const uint32_t rg = r / kWarpRows, ri = (r % kWarpRows) / 16u, rr = r % 16u;
         const uint32_t src_lane = (rr % 8u) * 4u;
         float part[kOutPerThread];
 #pragma unroll
@@ -302,8 +328,10 @@ struct Gemv {
             const uint32_t e = (rr / 8u) * 2u + col % 2u;
             float s = 0.f;
 #pragma unroll
-            for (uint32_t w = 0; w < kWarps; ++w)
+            for (uint32_t p = 0; p < kPhases; ++p) {
+                const uint32_t w = p * kRowGroups + rg;
                 s += red[(((w * kTiles + ri) * MT + j) * 4 + e) * kRedStride + src_lane + col / 2u];
+            }
             part[u] = s;
         }
         cluster_wait();  // phase 1: the partner CTA has started, its shared memory exists

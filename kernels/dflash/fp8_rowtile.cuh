@@ -1,7 +1,7 @@
 // The few-row FP8-weight product of the single-warp tile GEMM for at most 16 rows
 // (fp8_gemm_n128_row_scaled_m16). The register-tiled GEMVs (fp8_gemv_rt2, fp8_gemv_rt2_16)
-// used it too until they moved to the streamed design of fp8_gemv_rt.cu (same fragment
-// layout, a per-thread cp.async ring instead of one register batch):
+// used it too until they moved to the streamed design of fp8_gemv_rt.cu (the same fragments
+// from a cp.async ring instead of one register batch):
 //
 //   out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]),  m < rows <= 8 * MT,
 //

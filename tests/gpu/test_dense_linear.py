@@ -42,6 +42,9 @@ ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # dense_gemm_pipelined splits K over 4 ranks at (4104, 4096) up to 64 rows, (4096, 4112) and
 # (33, 4104), and over 2 at (4104, 4096) with 129 rows.
 SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104), (200, 3003)]
+# dense_gemv takes 32-row CTAs for m > 8 from n = 8448 (GEMV_WIDE_N): a partial last one, with
+# aligned and element loads.
+GEMV_WIDE = [(8456, 272), (8456, 100)]
 KERNELS = {
     "dense_gemv": lambda *a: dense_linear.dense_gemv(*a),
     "dense_gemm": lambda *a: dense_linear.dense_gemm(*a),
@@ -78,6 +81,9 @@ def cases():
                     continue
                 if applies(name, m, n, k):  # (test_tma_not_launched covers dense_gemm_tma's refusals)
                     yield name, m, n, k
+    for m in GEMV_M:
+        for n, k in GEMV_WIDE:
+            yield "dense_gemv", m, n, k
 
 
 @pytest.mark.parametrize("name,m,n,k", list(cases()))
@@ -165,9 +171,13 @@ def test_fallback_picks_gemv_then_tma_then_pipelined():
 
 
 def test_plans():
-    p = dense_linear.plan_dense_gemv(m=1, n=151936, k=4096)  # 16 weight rows a CTA, a 40 KiB ring
+    p = dense_linear.plan_dense_gemv(m=8, n=151936, k=4096)  # 16 weight rows a CTA, a 48 KiB ring
     assert p["launched"] and tuple(p["grid"]) == (9496, 1, 1) and tuple(p["block"]) == (256, 1, 1)
-    assert p["shared_mem"] == 5 * 2 * 256 * 16
+    assert p["shared_mem"] == 3 * 4 * 256 * 16
+    p = dense_linear.plan_dense_gemv(m=9, n=151936, k=4096)  # past 8 rows on a wide weight: 32 rows, 96 KiB
+    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and p["shared_mem"] == 3 * 8 * 256 * 16
+    p = dense_linear.plan_dense_gemv(m=16, n=8447, k=4096)  # narrower: 16 rows
+    assert p["launched"] and tuple(p["grid"]) == (528, 1, 1) and p["shared_mem"] == 3 * 4 * 256 * 16
     p = dense_linear.plan_dense_gemm(m=2048, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
     p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)

@@ -32,7 +32,7 @@ class _kg_Plan(_kg_TypedDict):
 class _kg_launcher_dense_gemv(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows (32 when m > 8 and n >= GEMV_WIDE_N, halving the re-reads of x) streams them once, k split over the warps in 64-wide chunks (128 bytes of a row), each warp keeping 2 chunks in flight through a 3-slot cp.async ring in shared memory loaded in whole 128-byte lines, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
 
 __launch_bounds__: at most 256 threads a block."""
 

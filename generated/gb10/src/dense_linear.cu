@@ -15,8 +15,9 @@ constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
 constexpr int64_t GEMV_MAX_M = 16;
 constexpr int64_t GEMV_ROWS = 16;
-constexpr int64_t GEMV_SMEM = 40960;
+constexpr int64_t GEMV_SMEM = 49152;
 constexpr int64_t GEMV_THREADS = 256;
+constexpr int64_t GEMV_WIDE_N = 8448;
 constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
 constexpr int64_t PIPE_TILE_M = 64;
@@ -31,7 +32,7 @@ constexpr int64_t TMA_WIDE_TILES = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows streams them once, k split over the warps in 32-wide chunks, each thread keeping 4 chunks (128 bytes) of weights in flight through a private 5-slot cp.async ring in shared memory, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
+// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows (32 when m > 8 and n >= GEMV_WIDE_N, halving the re-reads of x) streams them once, k split over the warps in 64-wide chunks (128 bytes of a row), each warp keeping 2 chunks in flight through a 3-slot cp.async ring in shared memory loaded in whole 128-byte lines, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -73,13 +74,13 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, GEMV_ROWS, kg_err);
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, kg::x_mul(GEMV_ROWS, kg::x_min(kg::x_min(int64_t{2}, kg::x_div_ceil(int64_t{m}, int64_t{8}, kg_err)), kg::x_add(int64_t{1}, kg::x_floordiv(int64_t{n}, GEMV_WIDE_N, kg_err), kg_err)), kg_err), kg_err);
   kg_p.grid[1] = int64_t{1};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = GEMV_THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = GEMV_SMEM;
+  kg_p.shared_mem = kg::x_mul(GEMV_SMEM, kg::x_min(kg::x_min(int64_t{2}, kg::x_div_ceil(int64_t{m}, int64_t{8}, kg_err)), kg::x_add(int64_t{1}, kg::x_floordiv(int64_t{n}, GEMV_WIDE_N, kg_err), kg_err)), kg_err);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -276,7 +277,7 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:28: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:29: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -289,7 +290,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:52: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:55: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -302,7 +303,7 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:72: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:75: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 const char* const kSkip_dense_gemm_tma[] = {
     "n == 0",

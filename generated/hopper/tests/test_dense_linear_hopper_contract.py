@@ -23,8 +23,9 @@ C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
 C_GEMV_MAX_M = 16
 C_GEMV_ROWS = 16
-C_GEMV_SMEM = 40960
+C_GEMV_SMEM = 49152
 C_GEMV_THREADS = 256
+C_GEMV_WIDE_N = 8448
 C_PIPE_SMEM = 65536
 C_PIPE_THREADS = 256
 C_PIPE_TILE_M = 64
@@ -53,7 +54,7 @@ def expect_dense_gemv(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), C_GEMV_SMEM),
+            (_x.div_ceil(_st, _a['n'], _x.mul(_st, C_GEMV_ROWS, _x.min_(_st, 2, _x.div_ceil(_st, _a['m'], 8), _x.add(_st, 1, _x.floordiv(_st, _a['n'], C_GEMV_WIDE_N))))), 1, 1), (C_GEMV_THREADS, 1, 1), _x.mul(_st, C_GEMV_SMEM, _x.min_(_st, 2, _x.div_ceil(_st, _a['m'], 8), _x.add(_st, 1, _x.floordiv(_st, _a['n'], C_GEMV_WIDE_N))))),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=None, cooperative=False),

@@ -60,10 +60,10 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
 #[test]
 fn dense_gemv_plan_matches_spec() {
     let _g = guard();
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example");
-    check(kg::dense_linear::dense_gemv::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([9496, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with m=16, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example");
+    check(kg::dense_linear::dense_gemv::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with m=16, n=151936");
     check(kg::dense_linear::dense_gemv::plan(17, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
-    check(kg::dense_linear::dense_gemv::plan(16, 15, 32768), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=32768, m=16, n=15");
+    check(kg::dense_linear::dense_gemv::plan(16, 15, 32768), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=32768, m=16, n=15");
     check(kg::dense_linear::dense_gemv::plan(1073741825, 4096, 100), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, m=1073741825");
     check(kg::dense_linear::dense_gemv::plan(32769, 1073741824, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=32769, n=1073741824");
     check(kg::dense_linear::dense_gemv::plan(17, 268435456, 32769), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769, m=17, n=268435456");
@@ -71,33 +71,33 @@ fn dense_gemv_plan_matches_spec() {
     check(kg::dense_linear::dense_gemv::plan(255, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=255");
     check(kg::dense_linear::dense_gemv::plan(511, 151936, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=511, n=151936");
     check(kg::dense_linear::dense_gemv::plan(128, 8193, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=128, n=8193");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 5), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=5");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 5), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=5");
     check(kg::dense_linear::dense_gemv::plan(65537, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=65537");
     check(kg::dense_linear::dense_gemv::plan(1000, 4096, 127), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, m=1000");
-    check(kg::dense_linear::dense_gemv::plan(16, 65, 4095), "dense_gemv", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=4095, m=16, n=65");
-    check(kg::dense_linear::dense_gemv::plan(16, 151935, 2), "dense_gemv", Expect { code: 0, geometry: Some(([9496, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=2, m=16, n=151935");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1000), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=1000");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 65535), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=65535");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 2048), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=2048");
+    check(kg::dense_linear::dense_gemv::plan(16, 65, 4095), "dense_gemv", Expect { code: 0, geometry: Some(([5, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=4095, m=16, n=65");
+    check(kg::dense_linear::dense_gemv::plan(16, 151935, 2), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=2, m=16, n=151935");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1000), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=1000");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 65535), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=65535");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 2048), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=2048");
     check(kg::dense_linear::dense_gemv::plan(17, 1, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17, n=1");
     check(kg::dense_linear::dense_gemv::plan(17, 4096, 1000000000), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, m=17");
     check(kg::dense_linear::dense_gemv::plan(1000000000, 33554433, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1000000000, n=33554433");
     check(kg::dense_linear::dense_gemv::plan(100, 4096, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=100");
     check(kg::dense_linear::dense_gemv::plan(16777215, 151936, 1073741825), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, m=16777215, n=151936");
-    check(kg::dense_linear::dense_gemv::plan(1, 33554432, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with n=33554432");
-    check(kg::dense_linear::dense_gemv::plan(16, 151936, 17), "dense_gemv", Expect { code: 0, geometry: Some(([9496, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=17, m=16, n=151936");
+    check(kg::dense_linear::dense_gemv::plan(1, 33554432, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with n=33554432");
+    check(kg::dense_linear::dense_gemv::plan(16, 151936, 17), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=17, m=16, n=151936");
     check(kg::dense_linear::dense_gemv::plan(1073741825, 32, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1073741825, n=32");
     check(kg::dense_linear::dense_gemv::plan(17, 2097151, 64), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, m=17, n=2097151");
     check(kg::dense_linear::dense_gemv::plan(4096, 100, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=4096, n=100");
-    check(kg::dense_linear::dense_gemv::plan(15, 4096, 1048576), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=1048576, m=15");
+    check(kg::dense_linear::dense_gemv::plan(15, 4096, 1048576), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=1048576, m=15");
     check(kg::dense_linear::dense_gemv::plan(32769, 4096, 0), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, m=32769");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1025), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=1025");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 1025), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=1025");
     check(kg::dense_linear::dense_gemv::plan(16385, 4096, 256), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, m=16385");
     check(kg::dense_linear::dense_gemv::plan(17, 4096, 4194303), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194303, m=17");
     check(kg::dense_linear::dense_gemv::plan(4194304, 151936, 15), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, m=4194304, n=151936");
     check(kg::dense_linear::dense_gemv::plan(17, 4096, 1048576), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, m=17");
-    check(kg::dense_linear::dense_gemv::plan(1, 15, 4194303), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=4194303, n=15");
-    check(kg::dense_linear::dense_gemv::plan(1, 4096, 8388608), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "the first example with k=8388608");
+    check(kg::dense_linear::dense_gemv::plan(1, 15, 4194303), "dense_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=4194303, n=15");
+    check(kg::dense_linear::dense_gemv::plan(1, 4096, 8388608), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "the first example with k=8388608");
     check(kg::dense_linear::dense_gemv::plan(1073741824, 2047, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1073741824, n=2047");
     check(kg::dense_linear::dense_gemv::plan(131072, 33554432, 4096), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=131072, n=33554432");
     check(kg::dense_linear::dense_gemv::plan(17, 4096, 524289), "dense_gemv", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, m=17");
@@ -488,8 +488,8 @@ fn dense_gemm_tma_absent_is_not_launched() {
 #[test]
 fn dense_linear_any_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "k=4096, m=1, n=4096");
-    check(kg::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([9496, 1, 1], [256, 1, 1], 40960)), variant: Some(-1) }, "k=4096, m=16, n=151936");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 49152)), variant: Some(-1) }, "k=4096, m=1, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, m=16, n=151936");
     check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");

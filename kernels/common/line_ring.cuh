@@ -1,0 +1,43 @@
+// Full-line weight loads for the streamed GEMVs (dense_gemv, fp8_gemv_rt2 / rt2_16).
+//
+// Why. A warp's 16-byte cp.async copies are coalesced per instruction: the L2 gets one request
+// for each 128-byte line the instruction touches. When four lanes cover 64 bytes of each of 8
+// rows (the mma fragment's natural layout), an instruction makes 8 half-line requests; the
+// same bytes as full lines take half the requests, and the L2's request rate, not the bytes,
+// is what caps a GEMV's weight stream. Measured on the H200 with cold weights (the load
+// structure alone, no arithmetic, against a plain streaming read of the same bytes): 64-byte
+// pieces per row per instruction reached 73-88% of the read, 128-byte pieces 91-100%; two
+// back-to-back instructions each covering one half of the lines did no better than 64.
+//
+// Layout. A warp loads a chunk of R rows x 128 bytes (R a multiple of 4) with R / 4 copies per
+// lane: copy l of lane L takes 16-byte unit L % 8 of row 4l + L / 8, a whole line per 8 lanes.
+// The mma fragments need other units than the lane copied (a lane uses units t and t + 4 of
+// rows g, g + 8, ...), so lanes read each other's copies: after cp.async.wait_group a warp
+// barrier (__syncwarp) orders them, and another one keeps a slot from being refilled before
+// every lane has read it. Copy l of the warp occupies 32 consecutive 16-byte units of shared
+// memory; within them unit u of row r sits at position (r % 4) * 8 + (u ^ 4 (r % 2)). The
+// swizzle makes the fragment reads conflict-free: a quarter warp reads units t + 4h
+// (t = 0..3) of rows g and g + 1, which land in 8 distinct 16-byte bank groups.
+#pragma once
+
+#include <cstdint>
+
+namespace kcommon {
+
+struct LineChunk {
+    static constexpr uint32_t kLineBytes = 128;
+    // Copy l of lane: its row within the chunk, its 16-byte unit within the row's 128 bytes,
+    // and its position among the warp's 32 units of copy l.
+    static __device__ __forceinline__ uint32_t copy_row(uint32_t l, uint32_t lane) { return 4u * l + (lane >> 3); }
+    static __device__ __forceinline__ uint32_t copy_unit(uint32_t lane) { return lane & 7u; }
+    static __device__ __forceinline__ uint32_t copy_pos(uint32_t lane) {
+        return (lane & 24u) | ((lane & 7u) ^ ((lane & 8u) >> 1));
+    }
+    // Where unit u of chunk row r was stored: copy r / 4, position (r % 4) * 8 + (u ^ 4 (r % 2)).
+    static __device__ __forceinline__ uint32_t read_copy(uint32_t r) { return r >> 2; }
+    static __device__ __forceinline__ uint32_t read_pos(uint32_t r, uint32_t u) {
+        return ((r & 3u) << 3) | (u ^ ((r & 1u) << 2));
+    }
+};
+
+}  // namespace kcommon
