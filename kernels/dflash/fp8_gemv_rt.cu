@@ -368,8 +368,14 @@ struct Gemv {
         if ((k & 15u) == 0 && aligned16(q, x)) {
             run<true>(x, q, scale, out, rows, n, k, tile, ring, sh);
         } else {
-            run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);
+            run_bytes(x, q, scale, out, rows, n, k, tile, ring, sh);
         }
+    }
+    // The byte path out of line, so that it does not add to the vector path's registers.
+    static __device__ __noinline__ void run_bytes(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                  uint32_t tile, uint8_t* ring, Shared& sh) {
+        run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);
     }
 };
 
