@@ -306,6 +306,24 @@ def fp8_ablation_md(d: dict) -> list[str]:
             "the shares need not add up to 100%).", ""]
 
 
+def load_pattern_md(d: dict) -> list[str]:
+    from bench_load_pattern import table
+
+    if d.get("skipped") or not d.get("cases"):
+        return []
+    return ["### Why the GEMVs copy whole lines", "",
+            f"Device: {d['device']}. benchmarks/load_pattern.cu: the streamed GEMVs' load structure alone "
+            "(8 warps, chunk c of a CTA's rows to warp c % 8, a 3-slot cp.async ring, the same bytes in "
+            "flight per warp) over cold weights, with 64-byte pieces of a row per copy instruction (4 lanes "
+            "a row, the mma fragments' layout: half lines), 128-byte chunks copied as two such instructions, "
+            "and whole 128-byte lines (8 lanes a row, kcommon::LineChunk: what dense_gemv and fp8_gemv_rt2 / "
+            "rt2_16 copy), beside a plain streaming read of the same bytes (means of back-to-back launches).",
+            "", table(d["cases"]), "",
+            "Reading: the three move the same bytes with the same bytes in flight; what differs is the "
+            "number of requests, one per line a copy instruction touches, which half lines double. The "
+            "whole-line stream comes within 8% of the plain read.", ""]
+
+
 def sm48_attention_md(full: dict | None, sm48: dict) -> list[str]:
     """The attention twins against the 64-row kernels on 48 SMs (GB10's count) of the H200,
     beside the same run on the whole GPU."""
@@ -497,6 +515,9 @@ def main() -> None:
     ablation = load("bench_fp8_gemv_ablation.json")
     if ablation:
         lines += fp8_ablation_md(ablation)
+    pattern = load("bench_load_pattern.json")
+    if pattern:
+        lines += load_pattern_md(pattern)
     step = load("bench_drafter_step.json")
     if step:
         lines += drafter_md(step, load("bench_drafter_step_sm48.json"))

@@ -5,9 +5,10 @@
 // rows (the mma fragment's natural layout), an instruction makes 8 half-line requests; the
 // same bytes as full lines take half the requests, and the L2's request rate, not the bytes,
 // is what caps a GEMV's weight stream. Measured on the H200 with cold weights (the load
-// structure alone, no arithmetic, against a plain streaming read of the same bytes): 64-byte
-// pieces per row per instruction reached 73-88% of the read, 128-byte pieces 91-100%; two
-// back-to-back instructions each covering one half of the lines did no better than 64.
+// structure alone, no arithmetic, against a plain streaming read of the same bytes;
+// benchmarks/load_pattern.cu): 64-byte pieces per row per instruction reached 72-94% of the
+// read, whole lines 92-100%; two back-to-back instructions each covering one half of the lines
+// did no better than 64-byte pieces.
 //
 // Layout. A warp loads a chunk of R rows x 128 bytes (R a multiple of 4) with R / 4 copies per
 // lane: copy l of lane L takes 16-byte unit L % 8 of row 4l + L / 8, a whole line per 8 lanes.

@@ -4,7 +4,8 @@ of the interfaces they use shows here rather than on the GPU machine:
 * the FP8 GEMV ablation (benchmarks/fp8_gemv_ablation.cu) instantiates fp8_gemv_rt.cu's Gemv with
   each Work value beside the shipped kernels;
 * the drafter attention ablation (benchmarks/attn_dflash_ablation.cu) instantiates dflash_attn.cuh's
-  attn_cta with each of its Work values, for BF16 and FP8 caches.
+  attn_cta with each of its Work values, for BF16 and FP8 caches;
+* the GEMV load-pattern study (benchmarks/load_pattern.cu) uses the shared PTX helpers.
 
 Compiled to PTX for sm_90a (the ablations' target) with the project's toolkit."""
 
@@ -48,3 +49,9 @@ def test_attn_dflash_ablation_compiles(tmp_path: Path) -> None:
     assert any("dflash_attn_bf16_split_kernel" in e for e in entries), sorted(entries)
     ablations = [e for e in entries if "ablation_kernel" in e]
     assert len(ablations) == 8, sorted(entries)  # 2 caches x (full, no_fold, no_partials, loads)
+
+
+def test_load_pattern_compiles(tmp_path: Path) -> None:
+    entries = ptx_entries("load_pattern.cu", tmp_path)
+    # 3 copy shapes x (bf16, fp8) layouts, plus the streaming-read floor's two kernels
+    assert len([e for e in entries if "pattern_kernel" in e]) == 6, sorted(entries)
