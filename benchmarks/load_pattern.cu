@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "../kernels/common/line_ring.cuh"
 #include "../kernels/common/ptx.cuh"
 #include "ablation_common.cuh"
 
@@ -44,8 +45,8 @@ __global__ void __launch_bounds__(256, 2) pattern_kernel(const uint8_t* w, uint3
         for (int l = 0; l < kCopies; ++l) {
             uint32_t row, unit;
             if (SH == Shape::line) {
-                row = 4u * l + (lane >> 3);
-                unit = lane & 7u;
+                row = kcommon::LineChunk::copy_row(l, lane);
+                unit = kcommon::LineChunk::copy_unit(lane);
             } else {  // 4 lanes a row, 8 rows an instruction; `halves` takes both halves of a line
                 constexpr int kHalves = W / 64;
                 row = 8u * (l / kHalves) + (lane >> 2);

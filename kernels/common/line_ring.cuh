@@ -15,8 +15,10 @@
 // The mma fragments need other units than the lane copied (a lane uses units t and t + 4 of
 // rows g, g + 8, ...), so lanes read each other's copies: after cp.async.wait_group a warp
 // barrier (__syncwarp) orders them, and another one keeps a slot from being refilled before
-// every lane has read it. Copy l of the warp occupies 32 consecutive 16-byte units of shared
-// memory; within them unit u of row r sits at position (r % 4) * 8 + (u ^ 4 (r % 2)). The
+// every lane has read it. A ring is a sequence of copies, C a slot: copy c of every warp, then
+// copy c + 1, ...; copy c of warp w occupies 32 consecutive 16-byte units at (c * THREADS +
+// 32 w) x 16 bytes, and within them unit u of row r sits at position (r % 4) * 8 +
+// (u ^ 4 (r % 2)). The
 // swizzle makes the fragment reads conflict-free: a quarter warp reads units t + 4h
 // (t = 0..3) of rows g and g + 1, which land in 8 distinct 16-byte bank groups.
 #pragma once
@@ -38,6 +40,20 @@ struct LineChunk {
     static __device__ __forceinline__ uint32_t read_copy(uint32_t r) { return r >> 2; }
     static __device__ __forceinline__ uint32_t read_pos(uint32_t r, uint32_t u) {
         return ((r & 3u) << 3) | (u ^ ((r & 1u) << 2));
+    }
+
+    // Byte offsets in a ring of copies (slot s of C copies a lane holds copies s * C .. s * C +
+    // C - 1) for a CTA of THREADS threads: where warp `warp`'s units start (add it to the ring's
+    // address once), where copy c of `lane` goes, and where unit u of chunk row r of the chunk
+    // whose first copy is c0 is read, both from the warp's start.
+    static __device__ __forceinline__ uint32_t warp_offset(uint32_t warp) { return warp * 32u * 16u; }
+    template <uint32_t THREADS>
+    static __device__ __forceinline__ uint32_t copy_offset(uint32_t c, uint32_t lane) {
+        return (c * THREADS + copy_pos(lane)) * 16u;
+    }
+    template <uint32_t THREADS>
+    static __device__ __forceinline__ uint32_t read_offset(uint32_t c0, uint32_t r, uint32_t u) {
+        return ((c0 + read_copy(r)) * THREADS + read_pos(r, u)) * 16u;
     }
 };
 

@@ -7,9 +7,9 @@
 // for the lm_head), or R = 32 for m > 8 on a weight of n >= 8448 rows. Every CTA reads all of
 // x's m rows (L1/L2 hits), 2m / R bytes per weight byte: at m = 16 with 16 rows a CTA that
 // equals the weight traffic and cost the H200 20% (gate/up 24576 x 4096: 65 us at m = 16
-// against 55 us at m = 8); 32 rows cut that to 59.5 us. Within the CTA, k is cut into chunks of 64 (128 bytes of a row) and chunk c
-// goes to warp c % 8, so the CTA reads each weight row front to back, 1 KB per row per round of
-// the 8 warps.
+// against 55 us at m = 8); 32 rows cut that to 59.5 us. Within the CTA, k is cut into chunks of
+// 64 (128 bytes of a row) and chunk c goes to warp c % 8, so the CTA reads each weight row front
+// to back, 1 KB per row per round of the 8 warps.
 //
 // Products on the tensor cores (mma.sync m16n8k16): B is a weight tile of 8 rows x 16 k and A
 // the (up to) 16 rows of x. For each of the R / 8 row tiles j, lane (g, t) multiplies weight row
@@ -62,8 +62,9 @@ constexpr uint32_t kWideN = 8448;        // 32-row CTAs from this n when m > 8 (
 constexpr uint32_t kChunkK = 64;         // k per chunk of the vector path: 128 bytes of a row
 constexpr int kStages = 3;               // ring slots: kStages - 1 chunks in flight
 constexpr int kSlotBytes = kThreads * 16;  // one copy's 16 bytes per thread
-// T 8-row weight tiles per CTA (all warps share them): 2 (16 rows) for m <= 8, 4 (32 rows) for
-// m > 8 (GEMV_ROWS * min(2, div_ceil(m, 8)) in specs/dense_linear.yaml).
+// T 8-row weight tiles per CTA (all warps share them): 4 (32 rows) for m > 8 and n >= kWideN,
+// else 2 (16 rows) (GEMV_ROWS * min(2, div_ceil(m, 8), 1 + n // GEMV_WIDE_N) in
+// specs/dense_linear.yaml).
 template <int T>
 struct Tiles {
     static constexpr int kRowsPerCta = 8 * T;
@@ -125,8 +126,8 @@ static __device__ __forceinline__ void run_async(const __nv_bfloat16* __restrict
     const __nv_bfloat16* xb = g + 8u < M ? x + static_cast<uint64_t>(g + 8u) * K : nullptr;
 
     const uint32_t nchunks = (K + kChunkK - 1) / kChunkK;
-    // Copy l of stage s: ring + ((s * kCopies + l) * kThreads + warp * 32 + pos) * 16.
-    const uint32_t ring = smem_addr(smem) + warp * 32u * 16u;
+    // Stage s holds copies s * kCopies .. + kCopies - 1 of this warp's ring (kcommon::LineChunk).
+    const uint32_t ring = smem_addr(smem) + L::warp_offset(warp);
 
     // One commit group per chunk (empty-but-committed past the end keeps the group count
     // uniform, so wait_group<kStages - 1> always means "chunk i has landed").
@@ -136,7 +137,7 @@ static __device__ __forceinline__ void run_async(const __nv_bfloat16* __restrict
 #pragma unroll
         for (int l = 0; l < kCopies; ++l) {
             const bool p = valid && wok[l];
-            cp_async16_zfill(ring + ((s * kCopies + l) * kThreads + L::copy_pos(lane)) * 16u,
+            cp_async16_zfill(ring + L::copy_offset<kThreads>(s * kCopies + l, lane),
                              p ? wsrc[l] + c * kChunkK : w, p);
         }
         cp_async_commit();
@@ -178,8 +179,7 @@ static __device__ __forceinline__ void run_async(const __nv_bfloat16* __restrict
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const uint32_t r = 8u * j + g;
-                const uint4 wv = lds128(ring + ((s_read * kCopies + L::read_copy(r)) * kThreads +
-                                                L::read_pos(r, t + 4u * h)) * 16u);
+                const uint4 wv = lds128(ring + L::read_offset<kThreads>(s_read * kCopies, r, t + 4u * h));
                 mma_bf16(acc[j], a[h].x, b[h].x, a[h].y, b[h].y, wv.x, wv.y);
                 mma_bf16(acc[j], a[h].z, b[h].z, a[h].w, b[h].w, wv.z, wv.w);
             }

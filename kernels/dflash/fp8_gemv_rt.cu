@@ -60,8 +60,9 @@
 //
 // Reduction, deterministic. Each warp accumulates its chunks in increasing order; the warps'
 // partials go through shared memory (the ring, drained) and each row's four (one row group's)
-// are summed in phase order 0..3 to the CTA's partial; rank r finalises rows [32r, 32r + 32) of the tile: the other rank stores
-// its partial for them into r's receive buffer (distributed shared memory), one cluster
+// are summed in phase order 0..3 to the CTA's partial; rank r finalises rows [32r, 32r + 32) of
+// the tile: the other rank stores its partial for them into r's receive buffer (distributed
+// shared memory), one cluster
 // barrier (release / acquire), then out = bf16((p0 + p1) * scale[n]). No atomics, no workspace;
 // nothing touches another CTA's shared memory after the barrier, so no second barrier. The
 // cluster barrier's first phase is arrived at when the CTA starts and waited on just before
@@ -242,8 +243,8 @@ struct Gemv {
 
         {
             const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
-            // Copy l of slot s: ring + ((s * kCopies + l) * kThreads + warp * 32 + pos) * 16.
-            const uint32_t base = smem_addr(ring) + warp * 32u * 16u;
+            // Slot s holds copies s * kCopies .. + kCopies - 1 of this warp's ring (kcommon::LineChunk).
+            const uint32_t base = smem_addr(ring) + L::warp_offset(warp);
             // One commit group per chunk, empty-but-committed past the end, so that
             // wait_group<kStages - 1> always means "chunk i has landed". The byte path (!VEC)
             // fills the same slots synchronously from byte loads and shares the rest.
@@ -253,7 +254,7 @@ struct Gemv {
 #pragma unroll
                 for (uint32_t l = 0; l < kCopies; ++l) {
                     const bool v = ok && ((rows_ok >> l) & 1u);
-                    const uint32_t dst = base + ((slot * kCopies + l) * kThreads + L::copy_pos(lane)) * 16u;
+                    const uint32_t dst = base + L::copy_offset<kThreads>(slot * kCopies + l, lane);
                     if constexpr (VEC) {
                         cp_async16(dst, v ? wbase + l * rstride + off : q, v ? 16u : 0u, policy);
                     } else {
@@ -285,8 +286,8 @@ struct Gemv {
 #pragma unroll
                     for (uint32_t ti = 0; ti < kTiles; ++ti) {
                         const uint32_t r = 16u * ti + g, u = t + 4u * h;
-                        const uint4 lo16 = lds128(slot + (L::read_copy(r) * kThreads + L::read_pos(r, u)) * 16u);
-                        const uint4 hi16 = lds128(slot + (L::read_copy(r + 8u) * kThreads + L::read_pos(r + 8u, u)) * 16u);
+                        const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
+                        const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
                         if constexpr (W == Work::full) {
                             mma_tile(acc[ti], lo16, hi16, b);
                         } else {
