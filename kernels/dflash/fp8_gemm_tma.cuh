@@ -200,3 +200,21 @@ static __device__ __forceinline__ void grid_tile(const CUtensorMap* x_map, const
 #define DFLASH_FP8_TMA_ARGS                                                                              \
     const __nv_bfloat16 *x, const __nv_fp8_e4m3 *q, const float *scale, __nv_bfloat16 *out, uint32_t rows, \
         uint32_t n, uint32_t k, const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap q_map
+
+namespace dflash_fp8_tma_detail {
+
+// A kernel's body: tile S of the grid (x and q are read through the maps only). Without sm_90a
+// features it is empty, never launched (the specs build these kernels for hopper alone).
+template <typename S>
+static __device__ __forceinline__ void kernel_body(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                   const CUtensorMap& x_map, const CUtensorMap& q_map, uint8_t* smem) {
+    (void)x, (void)q;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    grid_tile<S>(&x_map, &q_map, scale, out, rows, n, k, smem);
+#else
+    (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map, (void)smem;
+#endif
+}
+
+}  // namespace dflash_fp8_tma_detail

@@ -29,12 +29,6 @@
 #include "fp8_gemm_tma.cuh"
 
 __global__ void __launch_bounds__(384, 2) dflash_fp8_gemv_tma_kernel(DFLASH_FP8_TMA_ARGS) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t fp8_gemv_tma_smem[];
-    (void)x;
-    (void)q;
-    dflash_fp8_tma_detail::grid_tile<dflash_fp8_tma_detail::GemvShape>(&x_map, &q_map, scale, out, rows, n, k, fp8_gemv_tma_smem);
-#else
-    (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
-#endif
+    dflash_fp8_tma_detail::kernel_body<dflash_fp8_tma_detail::GemvShape>(x, q, scale, out, rows, n, k, x_map, q_map, fp8_gemv_tma_smem);
 }

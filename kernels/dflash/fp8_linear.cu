@@ -44,12 +44,6 @@ dflash_fp8_gemm_n128_row_scaled_m16_kernel(const __nv_bfloat16* x, const __nv_fp
 
 // fp8_gemm_tma (hopper): 128 x 128 tiles (fp8_gemm_tma.cuh).
 __global__ void __launch_bounds__(384, 1) dflash_fp8_gemm_tma_kernel(DFLASH_FP8_TMA_ARGS) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(1024) uint8_t fp8_tma_smem[];
-    (void)x;
-    (void)q;
-    dflash_fp8_tma_detail::grid_tile<dflash_fp8_tma_detail::GemmShape>(&x_map, &q_map, scale, out, rows, n, k, fp8_tma_smem);
-#else
-    (void)x, (void)q, (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map;
-#endif
+    dflash_fp8_tma_detail::kernel_body<dflash_fp8_tma_detail::GemmShape>(x, q, scale, out, rows, n, k, x_map, q_map, fp8_tma_smem);
 }
