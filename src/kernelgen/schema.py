@@ -284,8 +284,8 @@ TENSOR_MAP = Struct(
               "8 bytes (the map copies its bits; zeros outside the array)."),
         Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                     "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
-              "The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to 5 integer "
-              "expressions over the integer arguments and constants. Rows are contiguous: each stride is the "
+              f"The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to {TMA_MAX_RANK} "
+              "integer expressions over the integer arguments and constants. Rows are contiguous: each stride is the "
               "product of the extents inside it, and must be a multiple of 16 bytes."),
         Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                    "minItems": 1, "maxItems": TMA_MAX_RANK}), True,

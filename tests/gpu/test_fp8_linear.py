@@ -248,7 +248,7 @@ def test_product(name, rows, n, k):
 @pytest.mark.parametrize("n,k", [(200, 16), (72, 48), (130, 12288), (64, 4160), (6144, 4096)])
 def test_rt_split_edges(name, rows, n, k):
     """The 2-CTA split along K and the per-warp chunk interleave at their edges: K of one or a
-    few 64-k chunks (rank 1 or some warps get none, a partial last chunk), long K, N on and
+    few 128-k chunks (rank 1 or some warps get none, a partial last chunk), long K, N on and
     off the 64-row tile. fp8_gemv_tma: one step, K split over 8 ranks of 24 steps or of 8-9
     steps (one rank's last step partial), and over 2 ranks (6144 x 4096)."""
     kernel, max_rows, _ = KERNELS[name]
