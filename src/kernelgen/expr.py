@@ -260,7 +260,8 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             known = [x for x in names if isinstance(x, str) and "." in x]
             if not known:
                 raise ParseError(f"'{dotted}' is not available here",
-                                 "device names are usable in grid and the clauses (skip_if, requires, applies_if)")
+                                 "device names are usable in grid, shared_mem and the clauses "
+                                 "(skip_if, requires, applies_if)")
             raise ParseError(f"undefined name '{dotted}'", did_you_mean(dotted, known))
         return Name(dotted)
     if isinstance(n, ast.UnaryOp):

@@ -1132,8 +1132,10 @@ def _kernel(
                                 f"argument of the kernel, not '{a.bound}'",
                                 did_you_mean(a.bound, list(int_names)) or "e.g. host_args: {max_kv_len: u32}")
     names: dict[str, object] = {**int_names, **constants, **int_axes}
-    # Grid and clauses may also name the device (device.*, kernel.blocks_per_sm).
+    # Grid and clauses may also name the device (device.*, kernel.blocks_per_sm); shared_mem the
+    # device alone (the occupancy, kernel.blocks_per_sm, depends on the shared memory).
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
+    smem_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES if n.startswith("device.")}}
 
     def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
@@ -1202,7 +1204,11 @@ def _kernel(
     shared_mem: expr.Node = expr.Lit(0)
     if "shared_mem" in f:
         with ctx.at("shared_mem"):
-            shared_mem = ex(f["shared_mem"], expr.Ty.INT)
+            node = f["shared_mem"]
+            if isinstance(node, YScalar) and "kernel.blocks_per_sm" in str(node.value):
+                raise ctx.error(node.loc, "'kernel.blocks_per_sm' is not available here: the occupancy depends on "
+                                "the shared memory", "shared_mem may use the device.* names")
+            shared_mem = ex(node, expr.Ty.INT, smem_names)
 
     tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes}) \
         if "tensor_maps" in f else ()
@@ -1576,10 +1582,14 @@ def _check_examples_and_limits(
     if k.variants:
         envs += [dict(k.examples[0]) | constants | {k.variants.on: v} for v, _ in k.variants.symbols]
     for t in targets:
+        from kernelgen import plan  # the target's device values, for shared_mem's device names
+
+        table = plan.target_table(t)
+        device = {name: table[key] for name, key in plan.DEVICE_ENV.items()}
         for env in envs:
             try:
                 block = [int(expr.evaluate(b, env)) for b in k.block]
-                smem = int(expr.evaluate(k.shared_mem, env))
+                smem = int(expr.evaluate(k.shared_mem, env | device))
             except ExprError as exc:
                 raise ctx.error(f["block"].loc, f"cannot evaluate block/shared_mem for {env}: {exc}") from None
             for axis, (b, lim) in enumerate(zip(block, t.max_block_dims)):

@@ -176,7 +176,8 @@ class TensorMap:
     swizzle: int = 0  # bytes: 0, 32, 64 or 128
 
 
-# Names that expressions may use for the device (grid and clauses only).
+# Names that expressions may use for the device: grid and clauses all of them, shared_mem the
+# device.* ones (kernel.blocks_per_sm depends on the shared memory).
 DEVICE_NAMES = (
     "device.sm_count", "device.max_shared_mem_optin", "device.max_shared_mem_per_sm",
     "device.max_threads_per_sm", "device.max_threads_per_block", "kernel.blocks_per_sm",
@@ -216,8 +217,9 @@ class Kernel:
 
     @functools.cached_property
     def device_names(self) -> frozenset[str]:
-        """The device names its grid and clauses read (computed once: the case search asks often)."""
-        nodes = [*self.grid, *(c.expr for c in self.skip_if + self.requires + self.applies_if)]
+        """The device names its grid, shared memory and clauses read (computed once: the case search
+        asks often)."""
+        nodes = [*self.grid, self.shared_mem, *(c.expr for c in self.skip_if + self.requires + self.applies_if)]
         return frozenset(n for node in nodes for n in node.names() if n.startswith(("device.", "kernel.")))
 
     @property

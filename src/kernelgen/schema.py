@@ -364,7 +364,8 @@ KERNEL = Struct(
               "chain tries its next member; an encoding the driver refuses is the error `TENSOR_MAP`.",
               "none"),
         Field("shared_mem", EXPRESSION, False,
-              "Dynamic shared memory in bytes, an integer expression. Above 48 KiB the launcher opts in once per "
+              "Dynamic shared memory in bytes, an integer expression; it may use the device.* names (not "
+              "kernel.blocks_per_sm, which depends on it). Above 48 KiB the launcher opts in once per "
               "device; above the target's opt-in limit it is an error (at load, over the examples where the kernel "
               "applies; at launch, in a chain, the next member is tried).",
               "0"),

@@ -95,6 +95,25 @@ def test_device_names_are_usable_in_grid(tmp_path: Path, grid: str) -> None:
     assert k.device_names
 
 
+def test_device_names_in_shared_mem_follow_each_target(tmp_path: Path) -> None:
+    """shared_mem may name the device: here half an SM's shared memory when the grid has at most one
+    block an SM (so that no SM takes two), else 48 KiB; the plan takes each target's values."""
+    smem = "max(49152, device.max_shared_mem_per_sm // 2 * min(1, max(0, device.sm_count + 1 - n)))"
+    spec = SPEC.replace("launch: {cooperative: true}", "symbol: plain").replace(
+        "[device.sm_count * kernel.blocks_per_sm, 1, 1]", "[n, 1, 1]").replace(
+        "    skip_if:", f"    shared_mem: '{smem}'\n    skip_if:")
+    cat, m, k = kernel_of(tmp_path, spec)
+    assert k.device_names == {"device.max_shared_mem_per_sm", "device.sm_count"} and k.uses_device
+    assert not k.needs_occupancy
+    hopper, gb10 = cat.target("hopper"), cat.target("gb10")
+    assert expected_plan(m, k, hopper, {"n": 132})[3] == 233472 // 2  # one block an SM
+    assert expected_plan(m, k, hopper, {"n": 133})[3] == 49152
+    assert expected_plan(m, k, gb10, {"n": 48})[3] == 102400 // 2
+    assert expected_plan(m, k, gb10, {"n": 49})[3] == 49152
+    cpp = "\n".join(text for path, text in render_catalog(cat).items() if str(path).endswith(".cu"))
+    assert "kg_dev.max_shared_mem_per_sm" in cpp  # the C++ plan reads the device too
+
+
 # (case id, replacement (old, new), expected line, message fragment)
 BAD = [
     ("device name in block", ("[256, 1, 1]", "[device.max_threads_per_block, 1, 1]"), 10, "not available here"),
