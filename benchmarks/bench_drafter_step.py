@@ -32,8 +32,10 @@ Usage: python3 benchmarks/bench_drafter_step.py --out results.json [--sms 48] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -91,6 +93,93 @@ def group_breakdown(rows: list[dict]) -> list[dict]:
     return [dict(g, kernels=sorted(g["kernels"])) for g in groups.values()]
 
 
+@contextlib.contextmanager
+def without_pdl():
+    """Launchers of programmatic-dependent kernels launch them plainly (KERNELGEN_NO_PDL)."""
+    import kernelgen_ops
+
+    os.environ["KERNELGEN_NO_PDL"] = "1"
+    kernelgen_ops.refresh()
+    try:
+        yield
+    finally:
+        del os.environ["KERNELGEN_NO_PDL"]
+        kernelgen_ops.refresh()
+
+
+def pdl_comparison(step: DrafterStep, rounds: int = 5) -> dict:
+    """The captured step with programmatic dependent launch (each kernel's CTAs start while the
+    one before finishes; the GEMVs' first weight chunks load meanwhile) beside the same step
+    captured with plain launches: medians over interleaved rounds of replays, and whether the two
+    graphs' drafted ids and logits are the same bits."""
+    with_pdl = step.graph
+    with without_pdl():
+        step.capture()
+    plain = step.graph
+    step.graph = with_pdl
+    t_pdl, t_plain = [], []
+    for _ in range(rounds):
+        t_pdl.append(median_ms(with_pdl.replay, warmup=2, reps=20) * 1e3)
+        t_plain.append(median_ms(plain.replay, warmup=2, reps=20) * 1e3)
+    with_pdl.replay()
+    ids, logits = step.drafted.clone(), step.logits.clone()
+    plain.replay()
+    same = bool(torch.equal(ids, step.drafted)) and bool(torch.equal(logits, step.logits))
+    res = {"graph_pdl_us": statistics.median(t_pdl), "graph_no_pdl_us": statistics.median(t_plain),
+           "pdl_same_bits": same}
+    print(f"  graph with PDL {res['graph_pdl_us']:.1f} us, without {res['graph_no_pdl_us']:.1f} us, "
+          f"same bits: {same}", flush=True)
+    return res
+
+
+def in_graph_marginals(step: DrafterStep, reps: int = 15) -> list[float]:
+    """Each launch's cost inside the captured step: the step's first k launches captured alone
+    for every k, each prefix graph's replay timed after a 256 MB write that leaves the L2 cold
+    (the median of ``reps``); launch k costs t(k) - t(k - 1). Unlike the per-launch breakdown,
+    this keeps what a graph gives (no host gaps, and with programmatic dependent launch each
+    kernel's start overlapping the one before)."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=DEV)
+    side = torch.cuda.Stream(step.device)
+    times = [0.0]
+    for k in range(1, len(step.launches) + 1):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side):
+            h = current_stream_handle(step.device)
+            for launch in step.launches[:k]:
+                launch(h)
+        pairs = []
+        for _ in range(reps):
+            flush.zero_()
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            graph.replay()
+            e1.record()
+            pairs.append((e0, e1))
+        torch.cuda.synchronize()
+        times.append(statistics.median(a.elapsed_time(b) for a, b in pairs) * 1e3)
+        del graph
+    return [times[i + 1] - times[i] for i in range(len(step.launches))]
+
+
+def marginal_breakdown(step: DrafterStep) -> dict:
+    """in_graph_marginals with and without programmatic dependent launch, summed by operation."""
+    rows = [{"launch": launch.name, "kernel": (launch.kernel or "").split(".")[-1]} for launch in step.launches]
+    for key, us in (("pdl_us", in_graph_marginals(step)), ("plain_us", None)):
+        if us is None:
+            with without_pdl():
+                us = in_graph_marginals(step)
+        for r, u in zip(rows, us):
+            r[key] = u
+    groups: dict[str, dict] = {}
+    for r in rows:
+        op = r["launch"].split(".", 1)[1] if r["launch"].startswith("L") and "." in r["launch"] else r["launch"]
+        g = groups.setdefault(op, {"op": op, "count": 0, "pdl_us": 0.0, "plain_us": 0.0})
+        g["count"] += 1
+        g["pdl_us"] += r["pdl_us"]
+        g["plain_us"] += r["plain_us"]
+    return {"marginals": rows, "marginals_by_op": list(groups.values())}
+
+
 def bench_context(weights, n_ctx: int, copy_gbs: float) -> dict:
     cfg = weights.cfg
     res: dict = {"context_rows": n_ctx, "kv_len": n_ctx + cfg.block}
@@ -110,6 +199,14 @@ def bench_context(weights, n_ctx: int, copy_gbs: float) -> dict:
     step.capture()
     res["kernelgen_graph_us"] = median_ms(step.replay, warmup=3, reps=50) * 1e3
     res["kernelgen_eager_us"] = median_ms(step.run, warmup=3, reps=20) * 1e3
+    try:
+        res.update(pdl_comparison(step))
+        res.update(marginal_breakdown(step))
+        for g in sorted(res["marginals_by_op"], key=lambda g: -g["plain_us"]):
+            print(f"  in graph: {g['op']:<26} x{g['count']}  plain {g['plain_us']:7.1f} us  "
+                  f"pdl {g['pdl_us']:7.1f} us", flush=True)
+    except Exception as e:  # reported; the other measurements go on
+        res["pdl_error"] = f"{type(e).__name__}: {e}"[:300]
     b = step.bytes_read(n_ctx + cfg.block)
     res["bytes"] = b
     res["floor_us"] = b["total"] / copy_gbs / 1e3

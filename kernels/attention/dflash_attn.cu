@@ -74,6 +74,7 @@ __device__ __forceinline__ Params make_params(const __nv_bfloat16* q, const void
         uint32_t causal, uint32_t window, float scale
 
 __global__ void __launch_bounds__(128, 2) dflash_attn_bf16_kernel(DFLASH_BF16_ARGS) {
+    kcommon::pdl_wait();
     const dflash_attn::Params p = dflash_attn::make_params(
         q, k_cache, v_cache, out, block_table, q_rows, static_cast<int>(kv_len),
         static_cast<int>(q_offset), num_q_heads, num_kv_heads, block_size, causal, window, scale);
@@ -82,6 +83,7 @@ __global__ void __launch_bounds__(128, 2) dflash_attn_bf16_kernel(DFLASH_BF16_AR
 
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
     dflash_attn_bf16_split_kernel(DFLASH_BF16_ARGS, float* workspace, int32_t* counters) {
+    kcommon::pdl_wait();
     dflash_attn::Params p = dflash_attn::make_params(
         q, k_cache, v_cache, out, block_table, q_rows, static_cast<int>(kv_len),
         static_cast<int>(q_offset), num_q_heads, num_kv_heads, block_size, causal, window, scale);
@@ -100,6 +102,7 @@ __device__ __forceinline__ dflash_attn::Params dflash_fp8_params(DFLASH_FP8_ARGS
 }
 
 __global__ void __launch_bounds__(128, 2) dflash_attn_fp8_kernel(DFLASH_FP8_ARGS) {
+    kcommon::pdl_wait();
     const dflash_attn::Params p =
         dflash_fp8_params(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len,
                           q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale);
@@ -108,6 +111,7 @@ __global__ void __launch_bounds__(128, 2) dflash_attn_fp8_kernel(DFLASH_FP8_ARGS
 
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
     dflash_attn_fp8_split_kernel(DFLASH_FP8_ARGS, float* workspace, int32_t* counters) {
+    kcommon::pdl_wait();
     dflash_attn::Params p =
         dflash_fp8_params(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len,
                           q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale);
@@ -126,6 +130,7 @@ __device__ __forceinline__ dflash_attn::Params dflash_indirect_params(DFLASH_IND
 }
 
 __global__ void __launch_bounds__(128, 2) dflash_attn_bf16_indirect_kernel(DFLASH_INDIRECT_ARGS) {
+    kcommon::pdl_wait();
     const dflash_attn::Params p = dflash_indirect_params(
         q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len,
         num_q_heads, num_kv_heads, block_size, causal, window, scale);
@@ -135,6 +140,7 @@ __global__ void __launch_bounds__(128, 2) dflash_attn_bf16_indirect_kernel(DFLAS
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
     dflash_attn_bf16_indirect_split_kernel(DFLASH_INDIRECT_ARGS, float* workspace,
                                            int32_t* counters) {
+    kcommon::pdl_wait();
     dflash_attn::Params p = dflash_indirect_params(
         q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len,
         num_q_heads, num_kv_heads, block_size, causal, window, scale);

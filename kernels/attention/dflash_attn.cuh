@@ -53,6 +53,7 @@
 #include <cstdint>
 
 #include "../common/bf16x2.cuh"
+#include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 #include "../common/wgmma.cuh"
 
@@ -609,6 +610,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     }
     wait_groups<0>();
     drain_o();
+    kcommon::pdl_release();  // the K / V stream is done (the kernel waits in its entry)
 
     if (!SPLIT) {
         // Fold the last chunk, then normalise: out = acc / L (times v_scale).

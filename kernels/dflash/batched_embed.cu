@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash_batched_embed_detail {
@@ -23,6 +24,7 @@ constexpr uint32_t kUnroll = 4;
 __global__ void __launch_bounds__(1024)
 dflash_batched_embed_bf16_kernel(const int32_t* ids, const __nv_bfloat16* table,
                                  __nv_bfloat16* out, uint32_t n, uint32_t hidden, uint32_t vocab) {
+    kcommon::pdl_enter();
     namespace d = dflash_batched_embed_detail;
     const uint32_t i = blockIdx.x;
     if (i >= n) return;

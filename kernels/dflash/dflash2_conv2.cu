@@ -18,6 +18,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash2_conv2_detail {
@@ -121,6 +122,7 @@ static __device__ __forceinline__ void block_scalar(const __nv_bfloat16* x, cons
 __global__ void __launch_bounds__(128)
 dflash2_conv2_kernel(const __nv_bfloat16* x, const __nv_bfloat16* base, const __nv_bfloat16* delta,
                      __nv_bfloat16* out, uint32_t rows, uint32_t hidden) {
+    kcommon::pdl_enter();
     namespace d = dflash2_conv2_detail;
     const uint32_t c0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8u;
     const uint32_t t0 = blockIdx.y * d::kBlockRows;

@@ -30,6 +30,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 #include "dense_mma.cuh"
 
@@ -95,6 +96,7 @@ dflash2_selector_walk_kernel(const int32_t* cand, const float* u, const __nv_bfl
                              const __nv_bfloat16* p_codebook, const __nv_bfloat16* q_codebook,
                              const int32_t* anchor, int32_t* out, uint32_t batch, uint32_t slots,
                              uint32_t rank, uint32_t vocab) {
+    kcommon::pdl_enter();
     namespace d = dflash2_walk_detail;
     namespace cg = cooperative_groups;
     using d::u64;

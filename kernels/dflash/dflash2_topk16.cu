@@ -48,6 +48,7 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 
 namespace dflash2_topk_detail {
@@ -190,6 +191,7 @@ using kcommon::cluster_wait;
 template <typename T>
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
 dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap) {
+    kcommon::pdl_enter();
     namespace d = dflash2_topk_detail;
     namespace cg = cooperative_groups;
     using d::u64;

@@ -36,6 +36,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "../common/split_k.cuh"
 #include "../common/tma.cuh"
 #include "../common/wgmma.cuh"
@@ -122,13 +123,23 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
 
     // This thread's weight row in the tile (rows g of its warp's 16; g + 8 in convert) and k pair.
     const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
+    if (tid != 0) kcommon::pdl_wait();  // thread 0 waits after its first weight boxes
     if (wg == 0) {
         if (tid == 0) {
+            // The first kSlots steps' weight boxes go out before the wait for the previous kernel
+            // (programmatic dependent launch: the weight is no kernel's output), their x boxes
+            // after it; each step's barrier counts both.
+            const uint32_t early = min(steps, kSlots);
+            for (uint32_t u = 0; u < early; ++u) {
+                const uint32_t slot = base + u * kSlotBytes, k0 = (range.first + u) * kBK;
+                kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, ring.acquire(u, kSlotBytes));
+            }
+            kcommon::pdl_wait();
             for (uint32_t u = 0; u < steps; ++u) {
                 const uint32_t slot = base + (u % kSlots) * kSlotBytes, k0 = (range.first + u) * kBK;
-                const uint32_t bar = ring.acquire(u, kSlotBytes);
+                const uint32_t bar = u < early ? ring.land + 8u * u : ring.acquire(u, kSlotBytes);
                 kcommon::tma_load_2d(slot, x_map, k0, m0, bar);
-                kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
+                if (u >= early) kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
             }
         }
     } else if (steps > 0) {
@@ -160,6 +171,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         kcommon::wgmma_retire(acc);
         hold(a[0]);
         hold(a[1]);
+        kcommon::pdl_release();  // the first consumer done with its products lets the next kernel in
     }
 
     // Epilogue, in the transposed tile [weight row][x row]: each consumer thread's pairs (weight

@@ -78,6 +78,7 @@
 #include <cstdint>
 
 #include "../common/line_ring.cuh"
+#include "../common/pdl.cuh"
 #include "fp8_common.cuh"
 
 namespace dflash_fp8_rt_detail {
@@ -266,6 +267,9 @@ struct Gemv {
             };
 #pragma unroll
             for (uint32_t s = 0; s + 1 < kStages; ++s) issue(s, s);
+            // The weight is no kernel's output: its first chunks stream in while the kernel
+            // before this one on the stream finishes (programmatic dependent launch); x is.
+            kcommon::pdl_wait();
             uint4 xn[2][MT][2];
             load_x(0, 0, xn[0]);
             load_x(0, 1, xn[1]);
@@ -301,6 +305,10 @@ struct Gemv {
             if constexpr (VEC) cp_async_wait<0>();  // drain the zero-fill groups before the ring is reused
         }
         __syncthreads();  // every thread is done with the ring
+        // The weight stream is done: the next kernel's CTAs may take this SM's free room for
+        // their own prefetch while the partials are summed (released any earlier, they would
+        // sit beside the stream for all of it).
+        kcommon::pdl_release();
 
         // Warp partials: acc[i][j][e] = weight row 32 * rgroup + 16i + g + 8 * (e / 2), x row
         // 8j + 2t + e % 2.

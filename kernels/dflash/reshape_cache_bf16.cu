@@ -33,6 +33,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash_reshape_cache_bf16_detail {
@@ -49,6 +50,7 @@ dflash_reshape_cache_bf16_kernel(const __nv_bfloat16* key, const __nv_bfloat16* 
                                  const int64_t* slot_mapping, uint32_t num_tokens,
                                  uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size,
                                  uint32_t num_blocks) {
+    kcommon::pdl_enter();
     namespace d = dflash_reshape_cache_bf16_detail;
     const uint64_t row = static_cast<uint64_t>(num_kv_heads) * head_dim;  // elements per token
     const int64_t num_slots = static_cast<int64_t>(num_blocks) * static_cast<int64_t>(block_size);

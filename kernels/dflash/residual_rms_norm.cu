@@ -23,6 +23,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash_residual_rms_norm_detail {
@@ -91,6 +92,7 @@ __global__ void __launch_bounds__(1024)
 dflash_residual_rms_norm_bf16_kernel(const __nv_bfloat16* x, __nv_bfloat16* residual,
                                      const __nv_bfloat16* weight, __nv_bfloat16* out,
                                      uint32_t rows, uint32_t hidden, float eps) {
+    kcommon::pdl_enter();
     namespace d = dflash_residual_rms_norm_detail;
     __shared__ float red[32];
     const uint32_t row = blockIdx.x;

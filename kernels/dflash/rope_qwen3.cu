@@ -39,6 +39,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash_rope_qwen3_detail {
@@ -163,6 +164,7 @@ __global__ void __launch_bounds__(1024)
 dflash_rope_qwen3_kernel(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* q_norm,
                          const __nv_bfloat16* k_norm, const int32_t* positions, uint32_t num_tokens,
                          uint32_t num_q_heads, uint32_t num_kv_heads, float eps, float theta) {
+    kcommon::pdl_enter();
     namespace d = dflash_rope_qwen3_detail;
     __shared__ d::Tables tb;
     const uint32_t tid = threadIdx.x;

@@ -17,6 +17,7 @@
 #include <cuda_bf16.h>
 #include <cstdint>
 
+#include "../common/pdl.cuh"
 #include "bf16x2.cuh"
 
 namespace dflash_silu_mul_detail {
@@ -54,6 +55,7 @@ static __device__ __forceinline__ void split(uint64_t v, uint32_t nvec, bool sma
 __global__ void __launch_bounds__(256)
 dflash_silu_mul_bf16_kernel(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t rows,
                             uint32_t inter) {
+    kcommon::pdl_enter();
     namespace d = dflash_silu_mul_detail;
     const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const uint64_t nthreads = static_cast<uint64_t>(gridDim.x) * blockDim.x;

@@ -36,7 +36,7 @@ class _kg_launcher_prefill_attn_dflash_bf16_unsplit(_kg_Protocol):
 
 BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i.
 
-__launch_bounds__: at most 128 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
@@ -50,7 +50,7 @@ class _kg_launcher_prefill_attn_dflash_bf16_split(_kg_Protocol):
 
 BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once.
 
-__launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
@@ -64,7 +64,7 @@ class _kg_launcher_prefill_attn_dflash_fp8_unsplit(_kg_Protocol):
 
 As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory).
 
-__launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32)."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32)."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
@@ -78,7 +78,7 @@ class _kg_launcher_prefill_attn_dflash_fp8_split(_kg_Protocol):
 
 As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale.
 
-__launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, k_scale: _kg_Array, v_scale: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
@@ -92,7 +92,7 @@ class _kg_launcher_prefill_attn_dflash_bf16_indirect_unsplit(_kg_Protocol):
 
 As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only.
 
-__launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32)."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32)."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
@@ -106,7 +106,7 @@ class _kg_launcher_prefill_attn_dflash_bf16_indirect_split(_kg_Protocol):
 
 Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state.
 
-__launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, out: _kg_Array, block_table: _kg_Array, q_rows: int, kv_len: _kg_Array, q_offset: _kg_Array, q_rope_pos: _kg_Array, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int, scale: float, workspace: _kg_Array, counters: _kg_Array, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...

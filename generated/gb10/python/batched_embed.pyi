@@ -34,7 +34,7 @@ class _kg_launcher_batched_embed_bf16(_kg_Protocol):
 
 out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
 
-__launch_bounds__: at most 1024 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, ids: _kg_Array, table: _kg_Array, out: _kg_Array, n: int, hidden: int, vocab: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, n: int, hidden: int, vocab: int) -> _kg_Plan: ...

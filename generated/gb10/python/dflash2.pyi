@@ -34,7 +34,7 @@ class _kg_launcher_dflash2_conv2(_kg_Protocol):
 
 out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path.
 
-__launch_bounds__: at most 128 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block."""
 
     def __call__(self, x: _kg_Array, base: _kg_Array, delta: _kg_Array, out: _kg_Array, rows: int, hidden: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, hidden: int) -> _kg_Plan: ...
@@ -48,7 +48,7 @@ class _kg_launcher_dflash2_topk16_f32(_kg_Protocol):
 
 Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 
-__launch_bounds__: at most 512 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block."""
 
     def __call__(self, logits: _kg_Array, ids: _kg_Array, scores: _kg_Array, rows: int, vocab: int, multiplier: float, cap: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, vocab: int) -> _kg_Plan: ...
@@ -62,7 +62,7 @@ class _kg_launcher_dflash2_topk16_bf16(_kg_Protocol):
 
 Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 
-__launch_bounds__: at most 512 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block."""
 
     def __call__(self, logits: _kg_Array, ids: _kg_Array, scores: _kg_Array, rows: int, vocab: int, multiplier: float, cap: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, vocab: int) -> _kg_Plan: ...
@@ -76,7 +76,7 @@ class _kg_launcher_dflash2_selector_walk(_kg_Protocol):
 
 One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows.
 
-__launch_bounds__: at most 512 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block."""
 
     def __call__(self, cand: _kg_Array, u: _kg_Array, h: _kg_Array, p_codebook: _kg_Array, q_codebook: _kg_Array, anchor: _kg_Array, out: _kg_Array, batch: int, slots: int, rank: int, vocab: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, batch: int, slots: int, rank: int, vocab: int) -> _kg_Plan: ...

@@ -34,7 +34,7 @@ class _kg_launcher_reshape_cache_bf16(_kg_Protocol):
 
 k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.
 
-__launch_bounds__: at most 1024 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, key: _kg_Array, value: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, slot_mapping: _kg_Array, num_tokens: int, num_kv_heads: int, head_dim: int, block_size: int, num_blocks: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, num_tokens: int, num_kv_heads: int, head_dim: int, block_size: int, num_blocks: int) -> _kg_Plan: ...

@@ -19,7 +19,7 @@ constexpr int64_t TOTALS = 32768;
 constexpr int64_t WS_ROW = 130;
 }  // namespace
 
-// prefill_attn_dflash_bf16_unsplit: BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i. __launch_bounds__: at most 128 threads a block.
+// prefill_attn_dflash_bf16_unsplit: BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -120,7 +120,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_l
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -248,7 +248,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len
 }
 }  // namespace
 
-// prefill_attn_dflash_fp8_unsplit: As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory). __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
+// prefill_attn_dflash_fp8_unsplit: As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 kg_plan plan_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -351,7 +351,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_le
 }
 }  // namespace
 
-// prefill_attn_dflash_fp8_split: As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_fp8_split: As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -481,7 +481,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len,
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_indirect_unsplit: As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
+// prefill_attn_dflash_bf16_indirect_unsplit: As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
 kg_plan plan_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -574,7 +574,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -743,7 +743,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:70: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:71: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_split;
 const char* const kSkip_prefill_attn_dflash_fp8_unsplit[] = {
     "q_rows == 0",
@@ -764,7 +764,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:109: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:110: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_unsplit;
 const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
     "q_rows == 0",
@@ -787,7 +787,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_split_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:132: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:133: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_split;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "q_rows == 0",
@@ -807,7 +807,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     1, 2, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:157: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:158: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
     "q_rows == 0",
@@ -829,7 +829,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     1, 4, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:191: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:193: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_split;
 }  // namespace
 
@@ -838,8 +838,17 @@ kernelgen::Outcome prefill_attn_dflash_bf16_unsplit(const __nv_bfloat16* q, cons
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_prefill_attn_dflash_bf16_unsplit};
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_unsplit.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_unsplit};
-  ::dflash_attn_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_bf16_unsplit};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_bf16_kernel, q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale)), &kg_info_prefill_attn_dflash_bf16_unsplit};
 }
 
 kernelgen::Outcome prefill_attn_dflash_bf16_split(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
@@ -857,8 +866,17 @@ kernelgen::Outcome prefill_attn_dflash_bf16_split(const __nv_bfloat16* q, const 
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_split};
-  ::dflash_attn_bf16_split_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_bf16_split};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_bf16_split_kernel, q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters)), &kg_info_prefill_attn_dflash_bf16_split};
 }
 
 kernelgen::Outcome prefill_attn_dflash_fp8_unsplit(const __nv_bfloat16* q, const __nv_fp8_e4m3* k_cache, const __nv_fp8_e4m3* v_cache, const float* k_scale, const float* v_scale, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, cudaStream_t stream) {
@@ -874,8 +892,17 @@ kernelgen::Outcome prefill_attn_dflash_fp8_unsplit(const __nv_bfloat16* q, const
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_fp8_unsplit.prepare(reinterpret_cast<const void*>(&::dflash_attn_fp8_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_fp8_unsplit};
-  ::dflash_attn_fp8_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_fp8_unsplit};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_fp8_kernel, q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale)), &kg_info_prefill_attn_dflash_fp8_unsplit};
 }
 
 kernelgen::Outcome prefill_attn_dflash_fp8_split(const __nv_bfloat16* q, const __nv_fp8_e4m3* k_cache, const __nv_fp8_e4m3* v_cache, const float* k_scale, const float* v_scale, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
@@ -901,8 +928,17 @@ kernelgen::Outcome prefill_attn_dflash_fp8_split(const __nv_bfloat16* q, const _
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_fp8_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_fp8_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_fp8_split};
-  ::dflash_attn_fp8_split_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_fp8_split};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_fp8_split_kernel, q, k_cache, v_cache, k_scale, v_scale, out, block_table, q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters)), &kg_info_prefill_attn_dflash_fp8_split};
 }
 
 kernelgen::Outcome prefill_attn_dflash_bf16_indirect_unsplit(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, const int32_t* kv_len, const int32_t* q_offset, const int32_t* q_rope_pos, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, cudaStream_t stream) {
@@ -922,8 +958,17 @@ kernelgen::Outcome prefill_attn_dflash_bf16_indirect_unsplit(const __nv_bfloat16
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_indirect_unsplit.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_indirect_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_indirect_unsplit};
-  ::dflash_attn_bf16_indirect_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_bf16_indirect_unsplit};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_bf16_indirect_kernel, q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale)), &kg_info_prefill_attn_dflash_bf16_indirect_unsplit};
 }
 
 kernelgen::Outcome prefill_attn_dflash_bf16_indirect_split(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, const int32_t* kv_len, const int32_t* q_offset, const int32_t* q_rope_pos, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
@@ -953,8 +998,17 @@ kernelgen::Outcome prefill_attn_dflash_bf16_indirect_split(const __nv_bfloat16* 
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_indirect_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_indirect_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_indirect_split};
-  ::dflash_attn_bf16_indirect_split_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_prefill_attn_dflash_bf16_indirect_split};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_attn_bf16_indirect_split_kernel, q, k_cache, v_cache, out, block_table, q_rows, kv_len, q_offset, q_rope_pos, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace, counters)), &kg_info_prefill_attn_dflash_bf16_indirect_split};
 }
 
 // prefill_attn_dflash_bf16: Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies.

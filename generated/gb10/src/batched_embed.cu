@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_BATCHED_EMBED");
 }  // namespace
 
-// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. __launch_bounds__: at most 1024 threads a block.
+// batched_embed_bf16: out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -114,8 +114,17 @@ kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* t
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_batched_embed_bf16};
   const int32_t kg_ready = kg_slot_batched_embed_bf16.prepare(reinterpret_cast<const void*>(&::dflash_batched_embed_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_batched_embed_bf16};
-  ::dflash_batched_embed_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(ids, table, out, n, hidden, vocab);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_batched_embed_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_batched_embed_bf16_kernel, ids, table, out, n, hidden, vocab)), &kg_info_batched_embed_bf16};
 }
 
 }  // namespace kernelgen::batched_embed

@@ -23,7 +23,7 @@ constexpr int64_t TILE_N = 64;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_RT");
 }  // namespace
 
-// fp8_gemv_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+// fp8_gemv_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -42,7 +42,7 @@ int32_t kg_sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 }
 }  // namespace
 
-// fp8_gemv_tma_wide: fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it is 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows, as fast on 24576 x 4096, slower on smaller weights and at 8 rows or fewer than fp8_gemv_rt2. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+// fp8_gemv_tma_wide: fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it is 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows, as fast on 24576 x 4096, slower on smaller weights and at 8 rows or fewer than fp8_gemv_rt2. Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -61,7 +61,7 @@ int32_t kg_sizes_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k, int64_
 }
 }  // namespace
 
-// fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 3-slot cp.async ring (64 KB in flight per CTA), two row groups x four K phases; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. __launch_bounds__: at most 256 threads a block.
+// fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 3-slot cp.async ring (64 KB in flight per CTA), two row groups x four K phases; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -70,6 +70,8 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
   {  // skip: rows == 0
     const bool kg_holds = (int64_t{rows} == int64_t{0});
     if (kg_err.code != 0) {
@@ -142,7 +144,7 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = RING_SMEM;
+  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err), kg_err))), kg_err));
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -166,7 +168,7 @@ int32_t kg_sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 }
 }  // namespace
 
-// fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment. __launch_bounds__: at most 256 threads a block.
+// fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -175,6 +177,8 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
   {  // skip: rows == 0
     const bool kg_holds = (int64_t{rows} == int64_t{0});
     if (kg_err.code != 0) {
@@ -247,7 +251,7 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = RING_SMEM;
+  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err), kg_err))), kg_err));
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -271,7 +275,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 }
 }  // namespace
 
-// fp8_gemv_rt2_16_x3: Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. __launch_bounds__: at most 256 threads a block.
+// fp8_gemv_rt2_16_x3: Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -280,6 +284,8 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
     return kg_p;
   }
   kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
   {  // skip: rows == 0
     const bool kg_holds = (int64_t{rows} == int64_t{0});
     if (kg_err.code != 0) {
@@ -352,7 +358,7 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = RING_SMEM;
+  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err), CLUSTER, kg_err), kg_err))), kg_err));
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -435,7 +441,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:66: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:71: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
     "rows == 0",
@@ -456,7 +462,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:101: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
@@ -477,7 +483,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:118: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:125: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 }  // namespace
 
@@ -510,8 +516,17 @@ kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2};
   const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2};
-  ::dflash_fp8_gemv_rt2_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt2};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -519,8 +534,17 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16};
   const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16};
-  ::dflash_fp8_gemv_rt2_16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, rows, n, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2_16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_16_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt2_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
@@ -528,8 +552,17 @@ kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_x3};
   const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt2_16_x3_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_x3};
-  ::dflash_fp8_gemv_rt2_16_x3_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemv_rt2_16_x3};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_16_x3_kernel, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k)), &kg_info_fp8_gemv_rt2_16_x3};
 }
 
 }  // namespace kernelgen::fp8_gemv_rt

@@ -16,7 +16,7 @@ constexpr int64_t TOKENS_PER_CTA = 4;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
 }  // namespace
 
-// reshape_cache_bf16: k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. __launch_bounds__: at most 1024 threads a block.
+// reshape_cache_bf16: k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -132,8 +132,17 @@ kernelgen::Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloa
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_reshape_cache_bf16};
   const int32_t kg_ready = kg_slot_reshape_cache_bf16.prepare(reinterpret_cast<const void*>(&::dflash_reshape_cache_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_reshape_cache_bf16};
-  ::dflash_reshape_cache_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(key, value, k_cache, v_cache, slot_mapping, num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_reshape_cache_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_reshape_cache_bf16_kernel, key, value, k_cache, v_cache, slot_mapping, num_tokens, num_kv_heads, head_dim, block_size, num_blocks)), &kg_info_reshape_cache_bf16};
 }
 
 }  // namespace kernelgen::reshape_cache_bf16

@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_RMS_NORM");
 }  // namespace
 
-// residual_rms_norm_bf16: residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. __launch_bounds__: at most 1024 threads a block.
+// residual_rms_norm_bf16: residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -115,8 +115,17 @@ kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16*
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_rms_norm_bf16};
   const int32_t kg_ready = kg_slot_residual_rms_norm_bf16.prepare(reinterpret_cast<const void*>(&::dflash_residual_rms_norm_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_rms_norm_bf16};
-  ::dflash_residual_rms_norm_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, residual, weight, out, rows, hidden, eps);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_residual_rms_norm_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_residual_rms_norm_bf16_kernel, x, residual, weight, out, rows, hidden, eps)), &kg_info_residual_rms_norm_bf16};
 }
 
 }  // namespace kernelgen::residual_rms_norm

@@ -14,7 +14,7 @@ namespace {
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RMS_NORM");
 }  // namespace
 
-// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). __launch_bounds__: at most 1024 threads a block.
+// rms_norm_bf16: out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -114,8 +114,17 @@ kernelgen::Outcome rms_norm_bf16(const __nv_bfloat16* x, const __nv_bfloat16* we
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_rms_norm_bf16};
   const int32_t kg_ready = kg_slot_rms_norm_bf16.prepare(reinterpret_cast<const void*>(&::dflash_rms_norm_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_rms_norm_bf16};
-  ::dflash_rms_norm_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, weight, out, rows, hidden, eps);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_rms_norm_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_rms_norm_bf16_kernel, x, weight, out, rows, hidden, eps)), &kg_info_rms_norm_bf16};
 }
 
 }  // namespace kernelgen::rms_norm

@@ -18,7 +18,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_ROPE_QWEN3");
 int64_t kg_blocks_per_sm_rope_qwen3(const kg_device_values& kg_d, int64_t kg_bx, int64_t kg_by, int64_t kg_bz, int64_t kg_smem);
 }  // namespace
 
-// rope_qwen3: For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// rope_qwen3: For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -137,8 +137,17 @@ kernelgen::Outcome rope_qwen3(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfl
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_rope_qwen3};
   const int32_t kg_ready = kg_slot_rope_qwen3.prepare(reinterpret_cast<const void*>(&::dflash_rope_qwen3_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_rope_qwen3};
-  ::dflash_rope_qwen3_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, q_norm, k_norm, positions, num_tokens, num_q_heads, num_kv_heads, eps, theta);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_rope_qwen3};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_rope_qwen3_kernel, q, k, q_norm, k_norm, positions, num_tokens, num_q_heads, num_kv_heads, eps, theta)), &kg_info_rope_qwen3};
 }
 
 }  // namespace kernelgen::rope_qwen3

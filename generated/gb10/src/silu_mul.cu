@@ -16,7 +16,7 @@ constexpr int64_t VECS_PER_CTA = 512;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
 }  // namespace
 
-// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. __launch_bounds__: at most 256 threads a block.
+// silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -115,8 +115,17 @@ kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out,
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_silu_mul_bf16};
   const int32_t kg_ready = kg_slot_silu_mul_bf16.prepare(reinterpret_cast<const void*>(&::dflash_silu_mul_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_silu_mul_bf16};
-  ::dflash_silu_mul_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(input, out, rows, inter);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_silu_mul_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_silu_mul_bf16_kernel, input, out, rows, inter)), &kg_info_silu_mul_bf16};
 }
 
 }  // namespace kernelgen::silu_mul

@@ -30,6 +30,15 @@ C_THREADS = 256
 C_TILE_N = 64
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _plans_on_the_target_table():
+    """Plans read device values from the target's table here, also on a GPU, as expected below."""
+    runtime = built_module("gb10", "_runtime", package="kernelgen_ops")
+    runtime.use_target_table(True)
+    yield
+    runtime.use_target_table(False)
+
+
 # ---------------------------------------------------------------- fp8_gemv_tma
 
 
@@ -231,7 +240,7 @@ def expect_fp8_gemv_rt2(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER))))))),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
@@ -361,7 +370,7 @@ def expect_fp8_gemv_rt2_16(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER))))))),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
@@ -491,7 +500,7 @@ def expect_fp8_gemv_rt2_16_x3(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM),
+            (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER))))))),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),

@@ -34,7 +34,7 @@ class _kg_launcher_fp8_gemv_tma(_kg_Protocol):
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched).
 
-Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -48,7 +48,7 @@ class _kg_launcher_fp8_gemv_tma_wide(_kg_Protocol):
 
 fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it is 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows, as fast on 24576 x 4096, slower on smaller weights and at 8 rows or fewer than fp8_gemv_rt2.
 
-Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -62,7 +62,7 @@ class _kg_launcher_fp8_gemv_rt2(_kg_Protocol):
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 3-slot cp.async ring (64 KB in flight per CTA), two row groups x four K phases; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 
-__launch_bounds__: at most 256 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -76,7 +76,7 @@ class _kg_launcher_fp8_gemv_rt2_16(_kg_Protocol):
 
 As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 
-__launch_bounds__: at most 256 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
@@ -90,7 +90,7 @@ class _kg_launcher_fp8_gemv_rt2_16_x3(_kg_Protocol):
 
 Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 
-__launch_bounds__: at most 256 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, x: _kg_Array, q0: _kg_Array, scale0: _kg_Array, out0: _kg_Array, q1: _kg_Array, scale1: _kg_Array, out1: _kg_Array, q2: _kg_Array, scale2: _kg_Array, out2: _kg_Array, rows: int, n0: int, n1: int, n2: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...

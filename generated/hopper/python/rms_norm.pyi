@@ -34,7 +34,7 @@ class _kg_launcher_rms_norm_bf16(_kg_Protocol):
 
 out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).
 
-__launch_bounds__: at most 1024 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block."""
 
     def __call__(self, x: _kg_Array, weight: _kg_Array, out: _kg_Array, rows: int, hidden: int, eps: float, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, hidden: int) -> _kg_Plan: ...

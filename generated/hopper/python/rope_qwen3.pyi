@@ -34,7 +34,7 @@ class _kg_launcher_rope_qwen3(_kg_Protocol):
 
 For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory.
 
-__launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, q: _kg_Array, k: _kg_Array, q_norm: _kg_Array, k_norm: _kg_Array, positions: _kg_Array, num_tokens: int, num_q_heads: int, num_kv_heads: int, eps: float, theta: float, *, head_dim: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, num_tokens: int, num_q_heads: int, num_kv_heads: int, head_dim: int) -> _kg_Plan: ...

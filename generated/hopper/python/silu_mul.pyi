@@ -34,7 +34,7 @@ class _kg_launcher_silu_mul_bf16(_kg_Protocol):
 
 input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
 
-__launch_bounds__: at most 256 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, input: _kg_Array, out: _kg_Array, rows: int, inter: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, rows: int, inter: int) -> _kg_Plan: ...

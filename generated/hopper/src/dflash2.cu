@@ -25,7 +25,7 @@ constexpr int64_t WALK_THREADS = 512;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH2");
 }  // namespace
 
-// dflash2_conv2: out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path. __launch_bounds__: at most 128 threads a block.
+// dflash2_conv2: out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_dflash2_conv2(uint32_t rows, uint32_t hidden) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -107,7 +107,7 @@ int32_t kg_sizes_dflash2_conv2(uint32_t rows, uint32_t hidden, int64_t* kg_sizes
 }
 }  // namespace
 
-// dflash2_topk16_f32: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
+// dflash2_topk16_f32: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -189,7 +189,7 @@ int32_t kg_sizes_dflash2_topk16_f32(uint32_t rows, uint32_t vocab, int64_t* kg_s
 }
 }  // namespace
 
-// dflash2_topk16_bf16: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. __launch_bounds__: at most 512 threads a block.
+// dflash2_topk16_bf16: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -271,7 +271,7 @@ int32_t kg_sizes_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_
 }
 }  // namespace
 
-// dflash2_selector_walk: One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows. __launch_bounds__: at most 512 threads a block.
+// dflash2_selector_walk: One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -442,7 +442,7 @@ const kg_kernel_info kg_info_dflash2_topk16_f32 = {
     1, 0, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<float>), void (*)(float*, int32_t*, float*, uint32_t, uint32_t, float, float)>,
-              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_f32': the spec's arguments (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<float>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_f32': the spec's arguments (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<float>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_topk16_f32;
 const char* const kSkip_dflash2_topk16_bf16[] = {
     "rows == 0",
@@ -459,7 +459,7 @@ const kg_kernel_info kg_info_dflash2_topk16_bf16 = {
     1, 0, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash2_topk16_kernel<__nv_bfloat16>), void (*)(__nv_bfloat16*, int32_t*, float*, uint32_t, uint32_t, float, float)>,
-              "kernelgen: specs/dflash2.yaml:52: kernel 'dflash2_topk16_bf16': the spec's arguments (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_bf16': the spec's arguments (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap) do not match the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_topk16_bf16;
 const char* const kSkip_dflash2_selector_walk[] = {
     "batch == 0",
@@ -480,7 +480,7 @@ const kg_kernel_info kg_info_dflash2_selector_walk = {
     2, 0, 6,
     1};
 static_assert(std::is_same_v<decltype(&::dflash2_selector_walk_kernel), void (*)(const int32_t*, const float*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, int32_t*, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dflash2.yaml:89: kernel 'dflash2_selector_walk': the spec's arguments (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab) do not match the __global__ definition of dflash2_selector_walk_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dflash2.yaml:91: kernel 'dflash2_selector_walk': the spec's arguments (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab) do not match the __global__ definition of dflash2_selector_walk_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dflash2_selector_walk;
 // dflash2_topk16: reported when no member takes the arrays' element types (T).
 const kg_kernel_info kg_info_dflash2_topk16 = {
@@ -496,8 +496,17 @@ kernelgen::Outcome dflash2_conv2(const __nv_bfloat16* x, const __nv_bfloat16* ba
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_conv2};
   const int32_t kg_ready = kg_slot_dflash2_conv2.prepare(reinterpret_cast<const void*>(&::dflash2_conv2_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_conv2};
-  ::dflash2_conv2_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, base, delta, out, rows, hidden);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_conv2};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash2_conv2_kernel, x, base, delta, out, rows, hidden)), &kg_info_dflash2_conv2};
 }
 
 kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
@@ -505,8 +514,17 @@ kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_f32};
   const int32_t kg_ready = kg_slot_dflash2_topk16_f32.prepare(reinterpret_cast<const void*>(&::dflash2_topk16_kernel<float>), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_f32};
-  ::dflash2_topk16_kernel<float><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, rows, vocab, multiplier, cap);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_topk16_f32};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash2_topk16_kernel<float>, logits, ids, scores, rows, vocab, multiplier, cap)), &kg_info_dflash2_topk16_f32};
 }
 
 kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
@@ -514,8 +532,17 @@ kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, floa
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_bf16};
   const int32_t kg_ready = kg_slot_dflash2_topk16_bf16.prepare(reinterpret_cast<const void*>(&::dflash2_topk16_kernel<__nv_bfloat16>), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_bf16};
-  ::dflash2_topk16_kernel<__nv_bfloat16><<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, ids, scores, rows, vocab, multiplier, cap);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_topk16_bf16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash2_topk16_kernel<__nv_bfloat16>, logits, ids, scores, rows, vocab, multiplier, cap)), &kg_info_dflash2_topk16_bf16};
 }
 
 kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, const __nv_bfloat16* h, const __nv_bfloat16* p_codebook, const __nv_bfloat16* q_codebook, const int32_t* anchor, int32_t* out, uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, cudaStream_t stream) {
@@ -523,8 +550,17 @@ kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, co
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_selector_walk};
   const int32_t kg_ready = kg_slot_dflash2_selector_walk.prepare(reinterpret_cast<const void*>(&::dflash2_selector_walk_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_selector_walk};
-  ::dflash2_selector_walk_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(cand, u, h, p_codebook, q_codebook, anchor, out, batch, slots, rank, vocab);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dflash2_selector_walk};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash2_selector_walk_kernel, cand, u, h, p_codebook, q_codebook, anchor, out, batch, slots, rank, vocab)), &kg_info_dflash2_selector_walk};
 }
 
 // dflash2_topk16: Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.

@@ -353,7 +353,7 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k,
 }
 }  // namespace
 
-// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -617,20 +617,22 @@ kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   }
   const int32_t kg_ready = kg_slot_fp8_gemm_tma.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemm_tma_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_tma};
-  cudaLaunchAttribute kg_attrs[1];
+  cudaLaunchAttribute kg_attrs[2];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
   int64_t kg_cluster[3];
   kg_cluster_fp8_gemm_tma(rows, n, k, kg_cluster);
-  kg_attrs[0].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[0].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[0].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[0].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
+  kg_attrs[1].id = cudaLaunchAttributeClusterDimension;
+  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
+  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
+  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
   cudaLaunchConfig_t kg_cfg = {};
   kg_cfg.gridDim = kg::dims(kg_p.grid);
   kg_cfg.blockDim = kg::dims(kg_p.block);
   kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
+  kg_cfg.numAttrs = 2;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_tma_kernel, x, q, scale, out, rows, n, k, kg_tm[0], kg_tm[1])), &kg_info_fp8_gemm_tma};
 }
 

@@ -29,6 +29,7 @@
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod prefill_attn_dflash_bf16_unsplit {
     #[allow(non_upper_case_globals)]
@@ -99,7 +100,7 @@ pub mod prefill_attn_dflash_bf16_unsplit {
 
 /// BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:70`):
+/// Arguments, in order (`specs/attn_dflash.yaml:71`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -126,6 +127,7 @@ pub mod prefill_attn_dflash_bf16_unsplit {
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
 /// - applies_if `kv_len >= (2 * SPLIT_KEYS)`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod prefill_attn_dflash_bf16_split {
@@ -205,7 +207,7 @@ pub mod prefill_attn_dflash_bf16_split {
 
 /// As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory).
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:109`):
+/// Arguments, in order (`specs/attn_dflash.yaml:110`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -230,6 +232,7 @@ pub mod prefill_attn_dflash_bf16_split {
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 pub mod prefill_attn_dflash_fp8_unsplit {
@@ -309,7 +312,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 
 /// As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:132`):
+/// Arguments, in order (`specs/attn_dflash.yaml:133`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -338,6 +341,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
 /// - applies_if `kv_len >= (2 * SPLIT_KEYS)`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
@@ -426,7 +430,7 @@ pub mod prefill_attn_dflash_fp8_split {
 
 /// As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:157`):
+/// Arguments, in order (`specs/attn_dflash.yaml:158`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -450,6 +454,7 @@ pub mod prefill_attn_dflash_fp8_split {
 /// - requires `max_kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
 pub mod prefill_attn_dflash_bf16_indirect_unsplit {
@@ -533,7 +538,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 
 /// Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:191`):
+/// Arguments, in order (`specs/attn_dflash.yaml:193`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -561,6 +566,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
 /// - applies_if `max_kv_len >= (2 * SPLIT_KEYS)`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
@@ -653,7 +659,7 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:232`):
+/// Arguments, in order (`specs/attn_dflash.yaml:234`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -752,7 +758,7 @@ pub mod prefill_attn_dflash_bf16 {
 
 /// Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:233`):
+/// Arguments, in order (`specs/attn_dflash.yaml:235`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -861,7 +867,7 @@ pub mod prefill_attn_dflash_fp8 {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:234`):
+/// Arguments, in order (`specs/attn_dflash.yaml:236`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements

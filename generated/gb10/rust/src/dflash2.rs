@@ -20,6 +20,7 @@
 /// - requires `(rows % BLOCK_ROWS) == 0`: else `Error::Argument`
 /// - requires `(hidden % 16) == 0`: else `Error::Argument`
 /// - requires `hidden >= 16`: else `Error::Argument`
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod dflash2_conv2 {
     #[allow(non_upper_case_globals)]
@@ -86,7 +87,7 @@ pub mod dflash2_conv2 {
 
 /// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:52`):
+/// Arguments, in order (`specs/dflash2.yaml:53`):
 /// - `logits`: `f32*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements
@@ -100,6 +101,7 @@ pub mod dflash2_conv2 {
 /// - requires `vocab >= TOP`: else `Error::Argument`
 /// - requires `vocab <= TOPK_MAX_VOCAB`: else `Error::Argument`
 /// - requires `rows <= 65535`: else `Error::Argument`
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_f32 {
     #[allow(non_upper_case_globals)]
@@ -162,7 +164,7 @@ pub mod dflash2_topk16_f32 {
 
 /// Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, a merge tree in shared memory); the CTAs exchange these lists through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:52`):
+/// Arguments, in order (`specs/dflash2.yaml:53`):
 /// - `logits`: `bf16*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements
@@ -176,6 +178,7 @@ pub mod dflash2_topk16_f32 {
 /// - requires `vocab >= TOP`: else `Error::Argument`
 /// - requires `vocab <= TOPK_MAX_VOCAB`: else `Error::Argument`
 /// - requires `rows <= 65535`: else `Error::Argument`
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_bf16 {
     #[allow(non_upper_case_globals)]
@@ -238,7 +241,7 @@ pub mod dflash2_topk16_bf16 {
 
 /// One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:89`):
+/// Arguments, in order (`specs/dflash2.yaml:91`):
 /// - `cand`: `const i32*`, `(batch * slots) * TOP` elements
 /// - `u`: `const f32*`, `(batch * slots) * TOP` elements
 /// - `h`: `const bf16*`, `(batch * slots) * rank` elements
@@ -260,6 +263,7 @@ pub mod dflash2_topk16_bf16 {
 /// - requires `rank <= WALK_MAX_RANK`: else `Error::Argument`
 /// - requires `vocab >= 1`: else `Error::Argument`
 /// - requires `batch <= 268435455`: else `Error::Argument`
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_selector_walk {
     #[allow(non_upper_case_globals)]
@@ -338,7 +342,7 @@ pub mod dflash2_selector_walk {
 
 /// Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.
 ///
-/// Arguments, in order (`specs/dflash2.yaml:52`):
+/// Arguments, in order (`specs/dflash2.yaml:53`):
 /// - `logits`: `f32*`, `rows * vocab` elements
 /// - `ids`: `i32*`, `rows * TOP` elements
 /// - `scores`: `f32*`, `rows * TOP` elements

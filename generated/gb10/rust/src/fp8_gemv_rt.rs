@@ -9,7 +9,7 @@
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:18`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:22`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -23,6 +23,7 @@
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
@@ -93,7 +94,7 @@ pub mod fp8_gemv_tma {
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:52`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:57`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -107,6 +108,7 @@ pub mod fp8_gemv_tma {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
@@ -175,7 +177,7 @@ pub mod fp8_gemv_tma_wide {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 3-slot cp.async ring (64 KB in flight per CTA), two row groups x four K phases; the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand loaded one chunk ahead from L1/L2; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:66`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:71`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -191,7 +193,9 @@ pub mod fp8_gemv_tma_wide {
 /// - applies_if `rows <= 8`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2__info);
@@ -257,7 +261,7 @@ pub mod fp8_gemv_rt2 {
 
 /// As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:95`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:101`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -273,7 +277,9 @@ pub mod fp8_gemv_rt2 {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16__info);
@@ -339,7 +345,7 @@ pub mod fp8_gemv_rt2_16 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:118`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:125`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -363,7 +369,9 @@ pub mod fp8_gemv_rt2_16 {
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 16384`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16_x3 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info);

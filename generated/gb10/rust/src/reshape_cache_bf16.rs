@@ -24,6 +24,7 @@
 /// - skip_if `(num_kv_heads * head_dim) == 0`: not launched (empty work)
 /// - requires `block_size >= 1`: else `Error::Argument`
 /// - applies_if `((num_kv_heads * head_dim) % 8) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod reshape_cache_bf16 {
     #[allow(non_upper_case_globals)]

@@ -24,6 +24,7 @@
 /// - skip_if `num_tokens == 0`: not launched (empty work)
 /// - skip_if `(num_q_heads + num_kv_heads) == 0`: not launched (empty work)
 /// - applies_if `head_dim == HEAD_DIM`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 1024 threads a block.
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod rope_qwen3 {

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). __launch_bounds__: at most 1024 threads a block. */
+/* out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_rms_norm__rms_norm_bf16(const void* x, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_rms_norm__rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
 int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);

@@ -331,6 +331,7 @@ pub mod fp8_gemm_n128_row_scaled {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `rows >= TMA_MIN_ROWS`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
@@ -399,7 +400,7 @@ pub mod fp8_gemm_tma {
 
 /// Tries fp8_gemv_rt.fp8_gemv_tma_wide, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:155`):
+/// Arguments, in order (`specs/fp8_linear.yaml:156`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements

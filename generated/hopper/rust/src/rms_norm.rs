@@ -19,6 +19,7 @@
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - skip_if `hidden == 0`: not launched (empty work)
 /// - applies_if `(hidden % 8) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod rms_norm_bf16 {
     #[allow(non_upper_case_globals)]

@@ -17,6 +17,7 @@
 /// - skip_if `rows == 0`: not launched (empty work)
 /// - skip_if `inter == 0`: not launched (empty work)
 /// - applies_if `(inter % 8) == 0`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod silu_mul_bf16 {
     #[allow(non_upper_case_globals)]
