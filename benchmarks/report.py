@@ -383,7 +383,26 @@ def drafter_md(full: dict, sm48: dict | None) -> list[str]:
         return out
 
     lines += table(full) + [""]
+    pdl = [c for c in full["contexts"] if "graph_pdl_us" in c]
+    if pdl:
+        lines += ["Programmatic dependent launch: the step's kernels launch with it, each starting (and the GEMVs "
+                  "loading their first weight chunks) while the kernel before finishes. The same step captured with "
+                  "plain launches (KERNELGEN_NO_PDL) beside it, medians of interleaved rounds of replays:", "",
+                  "| context rows | graph with PDL us | graph without us | speed-up | same bits |",
+                  "| --- | --- | --- | --- | --- |"]
+        for c in pdl:
+            lines.append(f"| {c['context_rows']} | {c['graph_pdl_us']:.0f} | {c['graph_no_pdl_us']:.0f} | "
+                         f"{c['graph_no_pdl_us'] / c['graph_pdl_us']:.2f}x | {'yes' if c['pdl_same_bits'] else 'NO'} |")
+        lines.append("")
     last = full["contexts"][-1]
+    if last.get("marginals_by_op"):
+        lines += [f"What each operation costs inside the graph at {last['context_rows']} context rows: the step's "
+                  "first k launches captured alone for every k, each replay timed after a write that leaves the L2 "
+                  "cold, launch k costing t(k) - t(k - 1), summed over the layers (single replays, so a few us of "
+                  "noise each):", "", "| op | launches | plain us | with PDL us |", "| --- | --- | --- | --- |"]
+        for g in sorted(last["marginals_by_op"], key=lambda g: -g["plain_us"]):
+            lines.append(f"| {g['op']} | {g['count']} | {g['plain_us']:.1f} | {g['pdl_us']:.1f} |")
+        lines.append("")
     if last.get("breakdown_by_op"):
         lines += [f"Per-kernel breakdown at {last['context_rows']} context rows (each launch timed alone; sum "
                   f"{last['breakdown_sum_us']:.0f} us against {last['kernelgen_graph_us']:.0f} us for the graph):", "",
