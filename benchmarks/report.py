@@ -353,6 +353,20 @@ def sm48_attention_md(full: dict | None, sm48: dict) -> list[str]:
     return lines + [""]
 
 
+def pdl_chains_md(d: dict) -> list[str]:
+    """Chains of FP8 GEMVs and norms in a graph, with programmatic dependent launch and without."""
+    lines = ["### Chains with programmatic dependent launch", "",
+             f"Device: {d['device']}. benchmarks/bench_pdl_chains.py: runs of launches captured in a CUDA graph "
+             "(the same GEMV over several cold weights, the GEMV once, a norm before each GEMV, the norms alone), "
+             "replayed after a write that leaves the L2 cold, with programmatic dependent launch and with plain "
+             "launches (KERNELGEN_NO_PDL); medians of replays.", "",
+             "| chain | launches | with PDL us | plain us | plain / PDL |", "| --- | --- | --- | --- | --- |"]
+    for r in d["chains"]:
+        lines.append(f"| {r['chain']} | {r['launches']} | {r['pdl_us']:.1f} | {r['plain_us']:.1f} | "
+                     f"{r['plain_us'] / r['pdl_us']:.2f}x |")
+    return lines + [""]
+
+
 def drafter_md(full: dict, sm48: dict | None) -> list[str]:
     """One DFlash2 draft step (drafter/): graph-replayed latency against torch and the floor,
     the per-kernel breakdown, and the same on 48 SMs."""
@@ -537,6 +551,9 @@ def main() -> None:
     pattern = load("bench_load_pattern.json")
     if pattern:
         lines += load_pattern_md(pattern)
+    chains = load("bench_pdl_chains.json")
+    if chains:
+        lines += pdl_chains_md(chains)
     step = load("bench_drafter_step.json")
     if step:
         lines += drafter_md(step, load("bench_drafter_step_sm48.json"))
