@@ -32,16 +32,14 @@ Usage: python3 benchmarks/bench_drafter_step.py --out results.json [--sms 48] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
-import os
 import statistics
 import sys
 from pathlib import Path
 
 import torch
-from cuda_timing import copy_gb_s, median_ms, sm_limited, sms_used
+from cuda_timing import cold_replay_us, copy_gb_s, median_ms, sm_limited, sms_used, without_pdl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -81,30 +79,21 @@ def per_launch(step: DrafterStep, reps: int = 20) -> list[dict]:
     return rows
 
 
+def op_of(launch: str) -> str:
+    """A launch's operation across the layers (L0.q_proj, L1.q_proj, ... -> q_proj)."""
+    return launch.split(".", 1)[1] if launch.startswith("L") and "." in launch else launch
+
+
 def group_breakdown(rows: list[dict]) -> list[dict]:
-    """Per-launch times summed over the layers by operation (L0.q_proj, L1.q_proj, ... -> q_proj)."""
+    """Per-launch times summed over the layers by operation."""
     groups: dict[str, dict] = {}
     for r in rows:
-        op = r["launch"].split(".", 1)[1] if r["launch"].startswith("L") and "." in r["launch"] else r["launch"]
+        op = op_of(r["launch"])
         g = groups.setdefault(op, {"op": op, "count": 0, "us": 0.0, "kernels": set()})
         g["count"] += 1
         g["us"] += r["us"]
         g["kernels"].add(r["kernel"])
     return [dict(g, kernels=sorted(g["kernels"])) for g in groups.values()]
-
-
-@contextlib.contextmanager
-def without_pdl():
-    """Launchers of programmatic-dependent kernels launch them plainly (KERNELGEN_NO_PDL)."""
-    import kernelgen_ops
-
-    os.environ["KERNELGEN_NO_PDL"] = "1"
-    kernelgen_ops.refresh()
-    try:
-        yield
-    finally:
-        del os.environ["KERNELGEN_NO_PDL"]
-        kernelgen_ops.refresh()
 
 
 def pdl_comparison(step: DrafterStep, rounds: int = 5) -> dict:
@@ -147,32 +136,21 @@ def in_graph_marginals(step: DrafterStep, reps: int = 15) -> list[float]:
             h = current_stream_handle(step.device)
             for launch in step.launches[:k]:
                 launch(h)
-        pairs = []
-        for _ in range(reps):
-            flush.zero_()
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            graph.replay()
-            e1.record()
-            pairs.append((e0, e1))
-        torch.cuda.synchronize()
-        times.append(statistics.median(a.elapsed_time(b) for a, b in pairs) * 1e3)
+        times.append(cold_replay_us(graph, flush, reps))
         del graph
     return [times[i + 1] - times[i] for i in range(len(step.launches))]
 
 
 def marginal_breakdown(step: DrafterStep) -> dict:
     """in_graph_marginals with and without programmatic dependent launch, summed by operation."""
-    rows = [{"launch": launch.name, "kernel": (launch.kernel or "").split(".")[-1]} for launch in step.launches]
-    for key, us in (("pdl_us", in_graph_marginals(step)), ("plain_us", None)):
-        if us is None:
-            with without_pdl():
-                us = in_graph_marginals(step)
-        for r, u in zip(rows, us):
-            r[key] = u
+    pdl = in_graph_marginals(step)
+    with without_pdl():
+        plain = in_graph_marginals(step)
+    rows = [{"launch": launch.name, "kernel": (launch.kernel or "").split(".")[-1], "pdl_us": a, "plain_us": b}
+            for launch, a, b in zip(step.launches, pdl, plain)]
     groups: dict[str, dict] = {}
     for r in rows:
-        op = r["launch"].split(".", 1)[1] if r["launch"].startswith("L") and "." in r["launch"] else r["launch"]
+        op = op_of(r["launch"])
         g = groups.setdefault(op, {"op": op, "count": 0, "pdl_us": 0.0, "plain_us": 0.0})
         g["count"] += 1
         g["pdl_us"] += r["pdl_us"]

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
 
-import kernelgen_ops
 import torch
+from cuda_timing import cold_replay_us, without_pdl
 from kernelgen_ops import fp8_gemv_rt, rms_norm
 
 DEV = "cuda"
@@ -43,28 +41,14 @@ def replay_us(calls, flush: torch.Tensor, reps: int = 21) -> float:
         h = torch.cuda.current_stream().cuda_stream
         for c in calls:
             c(h)
-    pairs = []
-    for _ in range(reps):
-        flush.zero_()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        graph.replay()
-        e1.record()
-        pairs.append((e0, e1))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in pairs) * 1e3
+    return cold_replay_us(graph, flush, reps)
 
 
 def both(name: str, calls, flush: torch.Tensor) -> dict:
     row = {"chain": name, "launches": len(calls)}
     row["pdl_us"] = replay_us(calls, flush)
-    os.environ["KERNELGEN_NO_PDL"] = "1"
-    kernelgen_ops.refresh()
-    try:
+    with without_pdl():
         row["plain_us"] = replay_us(calls, flush)
-    finally:
-        del os.environ["KERNELGEN_NO_PDL"]
-        kernelgen_ops.refresh()
     print(f"{name:<28} pdl {row['pdl_us']:8.1f} us  plain {row['plain_us']:8.1f} us  "
           f"plain / pdl {row['plain_us'] / row['pdl_us']:.2f}", flush=True)
     return row

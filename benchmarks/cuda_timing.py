@@ -32,6 +32,38 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
+@contextlib.contextmanager
+def without_pdl() -> Iterator[None]:
+    """Launchers of programmatic-dependent kernels launch them plainly (KERNELGEN_NO_PDL) inside
+    the block; launches queued or graphs captured there keep that."""
+    import os
+
+    import kernelgen_ops
+
+    os.environ["KERNELGEN_NO_PDL"] = "1"
+    kernelgen_ops.refresh()
+    try:
+        yield
+    finally:
+        del os.environ["KERNELGEN_NO_PDL"]
+        kernelgen_ops.refresh()
+
+
+def cold_replay_us(graph: torch.cuda.CUDAGraph, flush: torch.Tensor, reps: int) -> float:
+    """Median CUDA-event time (us) of one replay of ``graph``, each replay after a write of
+    ``flush`` (larger than the L2) so that its weights come cold from memory."""
+    pairs = []
+    for _ in range(reps):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
+
+
 def copy_gb_s(nbytes: int, rotate: int = 4, sleep_cycles: int = 0) -> float:
     """GB/s of a device-to-device copy moving ``nbytes`` in all (half read, half written; read +
     write counted), over ``rotate`` buffer pairs so that it comes from memory, timed as

@@ -297,7 +297,7 @@ def k_device_env(module: Module, k: Kernel, target: Target, env: dict[str, int])
         return {}
     table = plan.target_table(target)
     full = dict(env) | dict(module.constants)
-    values = {name: table[key] for name, key in plan.DEVICE_ENV.items()}
+    values = plan.device_env(table)
     blocks = 0
     try:
         block = [int(expr.evaluate(b, full | values)) for b in k.block]

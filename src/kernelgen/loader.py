@@ -1581,11 +1581,10 @@ def _check_examples_and_limits(
             envs.append(env)
     if k.variants:
         envs += [dict(k.examples[0]) | constants | {k.variants.on: v} for v, _ in k.variants.symbols]
-    for t in targets:
-        from kernelgen import plan  # the target's device values, for shared_mem's device names
+    from kernelgen import plan  # the targets' device values, for shared_mem's device names
 
-        table = plan.target_table(t)
-        device = {name: table[key] for name, key in plan.DEVICE_ENV.items()}
+    for t in targets:
+        device = plan.device_env(plan.target_table(t))
         for env in envs:
             try:
                 block = [int(expr.evaluate(b, env)) for b in k.block]

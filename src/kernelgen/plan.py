@@ -243,6 +243,11 @@ DEVICE_ENV = {
 }
 
 
+def device_env(table: Mapping[str, int]) -> dict[str, int]:
+    """The device names' values (device.sm_count, ...) from a device table (:func:`target_table`)."""
+    return {name: table[key] for name, key in DEVICE_ENV.items()}
+
+
 Evaluator = Callable[[pyexpr.Status, Mapping[str, int]], int]
 NONE3 = (0, 0, 0)
 
@@ -276,7 +281,7 @@ def expect(
         full[name] = pyexpr.from_u64(st, full[name])
     blocks_per_sm = 0
     if device is not None:
-        full.update({name: device[key] for name, key in DEVICE_ENV.items()})
+        full.update(device_env(device))
         if occupancy is not None:
             own = pyexpr.Status()
             block, smem = occupancy(own, full)
