@@ -71,12 +71,11 @@ struct TmaRing {
     // Producer: waits until step u's slot is free (step u - SLOTS released), arms it for `bytes`
     // and returns the barrier the step's copies count on.
     __device__ __forceinline__ uint32_t acquire(uint32_t u, uint32_t bytes) const {
-        mbar_wait(empty + 8u * (u % SLOTS), ((u / SLOTS) & 1u) ^ 1u);
-        mbar_expect_tx(landing(u), bytes);
-        return landing(u);
+        const uint32_t s = u % SLOTS;
+        mbar_wait(empty + 8u * s, ((u / SLOTS) & 1u) ^ 1u);
+        mbar_expect_tx(land + 8u * s, bytes);
+        return land + 8u * s;
     }
-    // The barrier step u's copies count on (armed by acquire(u)).
-    __device__ __forceinline__ uint32_t landing(uint32_t u) const { return land + 8u * (u % SLOTS); }
     // Consumer: waits until step t's bytes have landed.
     __device__ __forceinline__ void wait(uint32_t t) const { mbar_wait(land + 8u * (t % SLOTS), (t / SLOTS) & 1u); }
     // Consumer warp (one lane of it): step t's slot may be refilled.

@@ -137,7 +137,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             kcommon::pdl_wait();
             for (uint32_t u = 0; u < steps; ++u) {
                 const uint32_t slot = base + (u % kSlots) * kSlotBytes, k0 = (range.first + u) * kBK;
-                const uint32_t bar = u < early ? ring.landing(u) : ring.acquire(u, kSlotBytes);
+                const uint32_t bar = u < early ? ring.land + 8u * u : ring.acquire(u, kSlotBytes);
                 kcommon::tma_load_2d(slot, x_map, k0, m0, bar);
                 if (u >= early) kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
             }
