@@ -2,15 +2,17 @@
 // bench_attn_dflash_ablation.py builds and runs this program).
 //
 // The drafter's shape (16 query rows, hq 32, hkv 8, head_dim 128, paged cache of block size 16,
-// shuffled block table), BF16 and FP8 caches, kv_len 8192 and 32768. For each it times, in one
+// shuffled block table), BF16 and FP8 caches, kv_len 1024, 8192 and 32768. For each it times, in one
 // process over the same rotated caches:
 //   floor        a plain streaming read of the K / V bytes the kernel must read;
 //   full         the shipped split kernel (dflash_attn_{bf16,fp8}_split_kernel);
-//   no_fold      Work::no_fold: partial states written and counted, the final fold left out;
-//   no_partials  Work::no_partials: no workspace writes and no fold (cluster barrier kept);
+//   no_fold      Work::no_fold: partial states sent (through distributed shared memory) to the
+//                CTAs that fold them and counted, the folds left out;
+//   no_partials  Work::no_partials: no partial states and no folds (cluster barriers and
+//                counters kept);
 //   loads        Work::loads: no_partials without the tiles' products and softmax (the K / V
 //                ring, block-table reads, barriers and the FP8 conversion kept).
-// Every launch is preceded by the zeroing of the split counters, as the generated launcher does.
+// The split counters are zeroed once: every launch leaves them zero.
 // Each time is the mean of back-to-back launches over caches rotated among enough copies to
 // exceed the L2 (400 MB). Output: one line "RESULT {json}" per case.
 #include <cuda_runtime.h>
@@ -86,14 +88,17 @@ void run_case(Timer& timer, uint32_t kv_len, int sms, unsigned* sink) {
     float *scales, *ws;
     int32_t* counters;
     const int mblocks = (kQRows * (kHq / kHkv) + da::ROWS - 1) / da::ROWS;
-    const int splits = static_cast<int>((kv_len + da::SPLIT_KEYS * da::CLUSTER - 1) / (da::SPLIT_KEYS * da::CLUSTER)) *
+    const int splits = std::min(static_cast<int>((kv_len + da::SPLIT_KEYS * da::CLUSTER - 1) /
+                                                 (da::SPLIT_KEYS * da::CLUSTER)),
+                                da::MAX_GROUPS) *
                        da::CLUSTER;
     const size_t counter_bytes = static_cast<size_t>(kHkv) * mblocks * da::CLUSTER * 4;
     CHECK(cudaMalloc(&q, kQRows * kHq * da::D * 2));
     CHECK(cudaMalloc(&out, kQRows * kHq * da::D * 2));
     CHECK(cudaMalloc(&scales, 8));
-    CHECK(cudaMalloc(&ws, static_cast<size_t>(kHkv) * mblocks * splits * da::ROWS * da::WS_ROW * 4));
+    CHECK(cudaMalloc(&ws, static_cast<size_t>(kHkv) * mblocks * (splits / da::CLUSTER) * da::ROWS * da::WS_ROW * 4));
     CHECK(cudaMalloc(&counters, counter_bytes));
+    CHECK(cudaMemset(counters, 0, counter_bytes));
     ablation::fill_bf16<<<64, 256>>>(q, kQRows * kHq * da::D, 5u);
     const float sc[2] = {0.05f, 0.05f};
     CHECK(cudaMemcpy(scales, sc, 8, cudaMemcpyHostToDevice));
@@ -106,14 +111,13 @@ void run_case(Timer& timer, uint32_t kv_len, int sms, unsigned* sink) {
     const KernelFn fns[4] = {ablation_kernel<FP8, da::Work::full>, ablation_kernel<FP8, da::Work::no_fold>,
                              ablation_kernel<FP8, da::Work::no_partials>, ablation_kernel<FP8, da::Work::loads>};
     const char* labels[4] = {"full", "no_fold", "no_partials", "loads"};
-    const int smem = FP8 ? da::SMEM_FP8 : da::SMEM_BF16;
+    const int smem = (FP8 ? da::SMEM_FP8 : da::SMEM_BF16) + da::FOLD_ML_BYTES;
     const dim3 grid(splits, kHkv * mblocks);
     std::printf("RESULT {\"cache\": \"%s\", \"kv_len\": %u, \"kv_mb\": %.3f, \"floor_us\": %.3f", FP8 ? "fp8" : "bf16",
                 kv_len, kv_bytes / 1e6, floor_us);
     for (int w = 0; w < 4; ++w) {
         CHECK(cudaFuncSetAttribute(fns[w], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         auto f = [&](int i) {
-            CHECK(cudaMemsetAsync(counters, 0, counter_bytes));
             fns[w]<<<grid, da::NTHREADS, smem>>>(q, k[i], v[i], scales, scales + 1, out, table[i], kv_len, ws,
                                                  counters);
         };
@@ -141,7 +145,7 @@ int main() {
     unsigned* sink;
     CHECK(cudaMalloc(&sink, 16));
     Timer timer;
-    for (uint32_t kv_len : {8192u, 32768u}) {
+    for (uint32_t kv_len : {1024u, 8192u, 32768u}) {
         run_case<false>(timer, kv_len, sms, sink);
         run_case<true>(timer, kv_len, sms, sink);
     }

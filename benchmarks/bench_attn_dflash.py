@@ -25,7 +25,7 @@ from kernelgen_ops import attn_dflash
 
 DEV = "cuda"
 L2_BYTES = 50 * 10**6
-SPLIT_KEYS, CLUSTER, ROWS, WS_ROW = 256, 8, 64, 130
+SPLIT_KEYS, CLUSTER, ROWS, WS_ROW, MAX_GROUPS, SPLIT_MIN_KV = 128, 8, 64, 130, 5, 512
 
 
 def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
@@ -57,8 +57,8 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
     ks = torch.full((1,), 0.01, device=DEV)
     vs = torch.full((1,), 0.01, device=DEV)
     ctas = hkv * -(-q_rows * (hq // hkv) // ROWS)
-    splits = max(1, -(-kv_len // (SPLIT_KEYS * CLUSTER))) * CLUSTER  # whole 8-CTA clusters
-    ws = torch.empty(ctas * splits * ROWS * WS_ROW, device=DEV)
+    splits = min(max(1, -(-kv_len // (SPLIT_KEYS * CLUSTER))), MAX_GROUPS) * CLUSTER  # whole 8-CTA clusters
+    ws = torch.empty(ctas * (splits // CLUSTER) * ROWS * WS_ROW, device=DEV)  # a group state a cluster
     cnt = torch.zeros(ctas * CLUSTER, dtype=torch.int32, device=DEV)
     out = torch.empty_like(q)
     kind = "fp8" if fp8 else "bf16"
@@ -76,7 +76,7 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
 
     runs = {"unsplit": runner(f"prefill_attn_dflash_{kind}_unsplit", False),
             "chain": runner(f"prefill_attn_dflash_{kind}", True)}
-    if kv_len >= 2 * SPLIT_KEYS:
+    if kv_len >= SPLIT_MIN_KV:
         runs["split"] = runner(f"prefill_attn_dflash_{kind}_split", True)
 
     # torch SDPA on contiguous copies of the same values (one set; heads expanded beforehand)

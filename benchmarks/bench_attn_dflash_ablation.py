@@ -4,18 +4,19 @@ with part of its work left out (benchmarks/attn_dflash_ablation.cu, built here w
 GPU present).
 
 The drafter's shape (16 query rows, hq 32, hkv 8, head_dim 128, paged cache of block size 16),
-BF16 and FP8 caches, kv_len 8192 and 32768, in one process over the same rotated caches (400 MB,
-so every launch reads from memory), each launch after the zeroing of the split counters:
+BF16 and FP8 caches, kv_len 1024, 8192 and 32768, in one process over the same rotated caches
+(400 MB, so every launch reads from memory):
   floor        a plain streaming read of the K / V bytes the kernel must read
   full         the shipped split kernel
-  no_fold      partial states written and counted, the final fold left out
-  no_partials  no workspace writes and no fold
+  no_fold      partial states sent to the CTAs that fold them and counted, the folds left out
+  no_partials  no partial states and no folds
   loads        no_partials without the tiles' products and softmax (K / V ring, block-table
                reads, barriers and the FP8 conversion kept)
 Times are means of back-to-back launches (so not bench_attn_dflash's single-launch medians);
 the comparison is within one run. Reported: microseconds, the fraction of the floor each
 reaches, and the full kernel's time split into loads, compute (no_partials - loads), partial
-states (no_fold - no_partials) and the final fold (full - no_fold).
+states (no_fold - no_partials) and the folds (full - no_fold: the cluster's states, and past one
+cluster the group states' through the workspace).
 
 Usage: python3 benchmarks/bench_attn_dflash_ablation.py --out results.json
 """

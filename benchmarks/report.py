@@ -276,12 +276,13 @@ def attn_ablation_md(d: dict) -> list[str]:
     return ["### Where the drafter attention's time goes", "",
             f"Device: {d['device']}. benchmarks/attn_dflash_ablation.cu: the shipped split kernel beside itself "
             "with part of its work left out, over the same rotated caches in one process (means of back-to-back "
-            "launches, each after the zeroing of the split counters). floor: a plain streaming read of the K / V "
-            "bytes; no_fold: partial states written and counted, the final fold left out; no_partials: no "
-            "workspace writes and no fold; loads: no_partials without the tiles' products and softmax (the K / V "
+            "launches). floor: a plain streaming read of the K / V bytes; no_fold: partial states sent to "
+            "the CTAs that fold them and counted, the folds left out; no_partials: no partial states and no "
+            "folds; loads: no_partials without the tiles' products and softmax (the K / V "
             "ring, block-table reads, barriers and the FP8 conversion kept). The last three columns split the "
             "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
-            "final fold (full - no_fold).", "",
+            "folds (full - no_fold: the cluster's states, then past one cluster the group states' through the "
+            "workspace).", "",
             table(d["cases"]), ""]
 
 

@@ -11,10 +11,13 @@
 // q / out: [q_rows, num_q_heads, 128] bf16; k_cache / v_cache: [num_blocks, block_size,
 // num_kv_heads, 128] (bf16 or E4M3); block_table: i32 entries of one sequence. Grid
 // [splits, num_kv_heads * ceil(q_rows * group / 64), 1], block 128 threads. The split kernels
-// run in clusters of 8 CTAs along x (a grid of splits = ceil(kv_len / (8 * 256)) * 8, sized for
-// 256-key splits; longer contexts use fewer, longer splits: chunk_keys in dflash_attn.cuh) and
-// take a f32 workspace of num_kv_heads * mblocks * splits * 64 * 130 values and 8 zeroed i32
-// counters per (kv head, m-block), one per 8-row slice of the merge.
+// run in clusters of 8 CTAs along x (a grid of splits = min(ceil(kv_len / (8 * 128)), 5) * 8:
+// 128-key splits, and longer contexts use fewer, longer splits, at most 40: chunk_keys in
+// dflash_attn.cuh), take 64 KB + FOLD_ML_BYTES of shared memory (the K / V ring, reused by the
+// fold, and the fold's (max, sum) pairs), a f32 workspace of num_kv_heads * mblocks *
+// (splits / 8) * 64 * 130 values (one group state per cluster) and 8 i32 counters per (kv head,
+// m-block), one per 8-row slice of the merge: zero before the first launch, and left zero by
+// every launch.
 #pragma once
 
 #include "dflash_attn.cuh"
@@ -23,8 +26,9 @@
 #define SPLIT_MIN_CTAS 3
 
 namespace dflash_attn {
-constexpr int SPLIT_KEYS = 256;  // keys per chunk (split) at least (a multiple of TILE)
+constexpr int SPLIT_KEYS = 128;  // keys per chunk (split) at least (a multiple of TILE)
 static_assert(CLUSTER == 8, "__cluster_dims__ of the split kernels below");
+static_assert(FOLD_ML_BYTES == 1024 && MAX_GROUPS == 5, "FOLD_ML and MAX_GROUPS in specs/attn_dflash.yaml");
 constexpr float LOG2E = 1.4426950408889634f;
 
 __device__ __forceinline__ Params make_params(const __nv_bfloat16* q, const void* k, const void* v,

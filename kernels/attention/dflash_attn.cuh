@@ -25,24 +25,32 @@
 // key is written as zeros.
 //
 // Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, SPLIT_KEYS doubled while
-// more than MAX_CHUNKS chunks would be needed (256 up to 10240 keys, 512 up to 20480, ...): a
+// more than MAX_CHUNKS chunks would be needed (128 up to 5120 keys, 256 up to 10240, ...): a
 // function of kv_len alone. Each chunk gets its own online-softmax state, and the chunks' states
 // are folded in chunk order with merge_weights / lin2.
 //
 // Split-KV: split s covers chunk s, keys [s * C, (s + 1) * C); the split kernels run in clusters
 // of CLUSTER CTAs along x; the first nsplit = ceil(kv_len / (C * CLUSTER)) * CLUSTER CTAs (at
-// least one cluster) work, the grid's further clusters (it is sized for SPLIT_KEYS-key splits,
-// from kv_len or, for the indirect kernels, from max_kv_len) return at once. Each working CTA
-// writes its partial state (per row: raw max m, sum l, unnormalised accumulator) into the
-// workspace; after the cluster barrier, CTA rank j of the cluster bumps the i32 counter of row
-// slice j (rows 8j .. 8j + 7) of its (kv head, m-block); the CTA that brings it to nsplit /
-// CLUSTER folds that slice of all partial states in split order 0, 1, 2, ... (a split with
-// m = -inf for a row is skipped for that row), so the result does not depend on which CTA
-// finishes last, and CLUSTER CTAs share the merge of a row block. Splits without any visible
-// key write only m = -inf (and l = 0), so the rounding to whole clusters gives the same bits.
-// The unsplit kernels run the same chunks one after the other and fold them with the same
-// arithmetic (running accumulator in shared memory, TOTALS_BYTES past the tile buffers), so
-// split and unsplit outputs are identical, and so are direct and indirect ones.
+// least one cluster, at most MAX_GROUPS) work, the grid's further clusters (it is sized for
+// SPLIT_KEYS-key splits, from kv_len or, for the indirect kernels, from max_kv_len) return at
+// once. Each working CTA sends its partial state (per row: raw max m, sum l, unnormalised
+// accumulator) through distributed shared memory to the CTAs that fold it: row slice j (rows
+// 8j .. 8j + 7) to cluster rank j, which after the cluster barrier folds the cluster's states of
+// its slice in split order from its own shared memory (a state with m = -inf for a row is
+// skipped for that row). With one cluster (kv_len <= CLUSTER * C) that is the output. Otherwise
+// it is the cluster's group state: it goes to the workspace, CTA rank j bumps the i32 counter of
+// row slice j of its (kv head, m-block) with atomicInc (which takes it back to zero on the last
+// arrival: the counters are zero before the first launch and after every launch), and the CTA
+// that arrives last folds that slice of the group states in cluster order with the same
+// arithmetic. The result does not depend on which CTA finishes last, and CLUSTER CTAs share each
+// fold. Splits without any visible key send only m = -inf, so the rounding to whole clusters
+// gives the same bits.
+// The unsplit kernels run the same chunks one after the other and fold them in chunk order with
+// the same arithmetic (running accumulator in shared memory, TOTALS_BYTES past the tile
+// buffers): up to CLUSTER chunks (one group) split and unsplit outputs are identical bits; beyond,
+// the split kernels' two-level fold rounds differently (a few f32 ulp before the bf16 output).
+// The indirect kernels equal the direct ones bit for bit: whenever the two chains can pick
+// different members (kv_len < 512, where the split members begin), the keys fit one group.
 //
 // Floating-point operations outside the mma instructions use explicit rounding intrinsics so
 // the direct and indirect kernels (same template) produce identical bits.
@@ -73,10 +81,19 @@ constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
 constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
 constexpr int MAX_CHUNKS = 40;  // chunks (splits) per row block above which the chunk doubles
-constexpr int WS_ROW = D + 2;  // workspace floats per row and split (accumulator, then m / l)
+constexpr int WS_ROW = D + 2;  // workspace floats per row and group (accumulator, then m / l)
 constexpr int CLUSTER = 8;     // split kernels: CTAs per cluster = row slices of the merge
-constexpr int MERGE_BATCH = 4; // splits per batch of loads in the merge (two batches in flight)
-static_assert(CLUSTER % MERGE_BATCH == 0 && ROWS % CLUSTER == 0, "merge shape");
+constexpr int SLICE = ROWS / CLUSTER;  // rows a CTA of the cluster folds
+// Split kernels: the fold's buffers. Once every CTA of the cluster is done with its ring, the
+// ring holds at [0, 32 KB) the accumulators the cluster's CTAs send this one (rank k's rows of
+// this CTA's slice at [k][row]) and at [32 KB, 64 KB) this CTA's own accumulators on their way
+// out; their (m, l) pairs live past the ring (FOLD_ML_BYTES).
+constexpr int FOLD_ACC_BYTES = ROWS * D * 4;
+constexpr int FOLD_ML_BYTES = 2 * ROWS * 8;
+constexpr int MAX_GROUPS = MAX_CHUNKS / CLUSTER;  // clusters (group states) a row block at most
+static_assert(ROWS % CLUSTER == 0 && MAX_CHUNKS % CLUSTER == 0 && SLICE == 8 &&
+                  2 * FOLD_ACC_BYTES <= SMEM_BF16 && 2 * FOLD_ACC_BYTES <= SMEM_FP8,
+              "merge shape");
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -629,104 +646,159 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         return;
     }
 
-    // ---- split: write the partial state (the CTA's one chunk); once every CTA of the cluster
-    // has written its state (cluster barrier), CTA rank j of the cluster bumps the counter of
-    // row slice j of this (kv head, m-block); the CTA that brings it to the cluster count folds
-    // slice j (8 rows) of all partial states in split order.
-    float l0 = quad_sum(lrow_sum[0]), l1 = quad_sum(lrow_sum[1]);
-    // Workspace: gridDim.x partial states per row block (the grid's splits; the first nsplit used).
-    const int64_t cta_base = static_cast<int64_t>(blockIdx.y) * gridDim.x;  // first split of the CTA's row set
-    float* ws_acc = p.ws + (cta_base + blockIdx.x) * ROWS * D;
-    float* ws_ml = p.ws + static_cast<int64_t>(gridDim.y) * gridDim.x * ROWS * D;
-    float2* ml_mine = reinterpret_cast<float2*>(ws_ml) + (cta_base + blockIdx.x) * ROWS;
-    const int r0 = warp * 16 + g, r1 = r0 + 8;
+    // ---- split: the CTA's partial state (its one chunk: raw max m, sum l, unnormalised
+    // accumulator per row) goes into the shared memory of the CTAs that fold it: row slice j
+    // (rows 8j .. 8j + 7) to cluster rank j, at [this rank][row] of its receive buffers. After
+    // the cluster barrier, CTA rank j folds its slice of the cluster's CLUSTER states in rank
+    // (= split) order from its own shared memory. With one cluster that fold is the result.
+    // With more, it is the cluster's group state: it goes to the workspace, CTA rank j counts in
+    // on the counter of row slice j (atomicInc, which takes the counter back to zero on the last
+    // arrival), and the last cluster's CTA folds the group states of that slice in cluster
+    // order. (The accumulators are staged in this CTA's ring first: stored to another CTA
+    // straight from the registers wgmma wrote, the compiler serialises the FP8 kernel's wgmma.)
+    const float l0 = quad_sum(lrow_sum[0]), l1 = quad_sum(lrow_sum[1]);
+    const int ring = FP8 ? SMEM_FP8 : SMEM_BF16;
+    const uint32_t recv_acc = sbase, recv_ml = sbase + ring;  // [CLUSTER][SLICE] rows
+    float* part_acc = reinterpret_cast<float*>(smem + FOLD_ACC_BYTES);  // [ROWS][D]
+    float2* part_ml = reinterpret_cast<float2*>(smem + ring) + ROWS;    // [ROWS]
+    const uint32_t rank = kcommon::cluster_rank();
     constexpr bool kPartials = W == Work::full || W == Work::no_fold;
-    if (kPartials && t_begin <= t_end) {
+    if (kPartials) {
+        const int r0 = warp * 16 + g, r1 = r0 + 8;
+        __syncthreads();  // every warp is done with the ring
+        // Staged rows: 8-float groups of row r at group ^ (r & 3), so that the four rows a half
+        // warp stores to fill all 32 banks.
+        if (t_begin <= t_end) {  // a split without keys sends only m = -inf (its rows are skipped)
 #pragma unroll
-        for (int n = 0; n < 16; ++n) {
-            __stcg(reinterpret_cast<float2*>(ws_acc + r0 * D + n * 8 + 2 * c), make_float2(o[n][0], o[n][1]));
-            __stcg(reinterpret_cast<float2*>(ws_acc + r1 * D + n * 8 + 2 * c), make_float2(o[n][2], o[n][3]));
+            for (int n = 0; n < 16; ++n) {
+                *reinterpret_cast<float2*>(part_acc + r0 * D + ((n ^ (r0 & 3)) * 8) + 2 * c) = make_float2(o[n][0], o[n][1]);
+                *reinterpret_cast<float2*>(part_acc + r1 * D + ((n ^ (r1 & 3)) * 8) + 2 * c) = make_float2(o[n][2], o[n][3]);
+            }
+        }
+        if (c == 0) {
+            part_ml[r0] = make_float2(mrow[0], l0);
+            part_ml[r1] = make_float2(mrow[1], l1);
         }
     }
-    if (kPartials && c == 0) {
-        __stcg(ml_mine + r0, make_float2(mrow[0], l0));
-        __stcg(ml_mine + r1, make_float2(mrow[1], l1));
+    cluster_sync();  // every CTA of the cluster is done with its ring, its state staged
+    if (kPartials) {
+        constexpr int kVec = D / 4;  // 16-byte pieces a row
+        for (int i = tid; i < ROWS * kVec; i += NTHREADS) {
+            const int row = i / kVec, v = i - row * kVec;
+            const uint4 x = *reinterpret_cast<const uint4*>(part_acc + row * D + v * 4);
+            const int col4 = (v * 4) ^ ((row & 3) << 3);  // the staged piece's column
+            const uint32_t dst = recv_acc + ((rank * SLICE + row % SLICE) * D + col4) * 4;
+            kcommon::st_cluster_u32x4(kcommon::cluster_map(dst, row / SLICE), x);
+        }
+        if (tid < ROWS) {
+            const float2 x = part_ml[tid];
+            const uint32_t dst = recv_ml + (rank * SLICE + tid % SLICE) * 8;
+            kcommon::st_cluster_f32x2(kcommon::cluster_map(dst, tid / SLICE), x.x, x.y);
+        }
     }
-    cluster_sync();  // every CTA of the cluster has written its partial state
-    const int slice = static_cast<int>(cluster_rank());
-    bool last = false;
-    if (tid == 0) {
-        // The cluster's writes (ordered before this thread by the barrier) made visible to the
-        // GPU before the counter moves: one fence per CTA, not one per thread.
-        __threadfence();
-        last = atomicAdd(p.counters + blockIdx.y * CLUSTER + slice, 1) == nsplit / CLUSTER - 1;
-    }
-    if (!__syncthreads_or(last)) return;
-    if constexpr (W != Work::full) return;
-    __threadfence();
+    cluster_sync();  // every partial state of the cluster has landed where it is folded
 
-    // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns 8 * (tid % 16)
-    // .. + 7. Partial states are read MERGE_BATCH splits at a time, the loads of the next batch
-    // in flight while the current one is folded (two register buffers); the fold itself runs in
-    // split order with merge_weights / lin2. The reads go to L2 (ld.cg): every partial state of
-    // this (kv head, m-block) was written before any counter could reach the cluster count.
-    const int r = slice * (ROWS / CLUSTER) + (tid >> 4);
-    const int col = (tid & 15) * 8;
+    // Fold of slice `slice`: thread handles row slice * 8 + tid / 16, columns col .. col + 3 and
+    // col + 64 .. col + 67 (col = 4 * (tid % 16): a quarter warp's 16-byte reads fill the 32
+    // banks), in split order with merge_weights / lin2 (a state with m = -inf is skipped).
+    const int slice = static_cast<int>(rank);
+    const int r = slice * SLICE + (tid >> 4);
+    const int col = (tid & 15) * 4;
     const int m = cta_m0 + r;
-    if (m >= M) return;
-    const float2* ml_row = reinterpret_cast<const float2*>(ws_ml) + cta_base * ROWS + r;
-    const float* acc_row = p.ws + cta_base * ROWS * D + r * D + col;
     float Mt = -INFINITY, L = 0.f;
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.f;
-    struct Batch {
-        float2 ml[MERGE_BATCH];
-        float4 a[MERGE_BATCH][2];
+    auto merge = [&](float mc, float lc, const float4& a, const float4& b) {
+        if (mc == -INFINITY) return;
+        float wa, wb;
+        merge_weights(Mt, mc, sl2, wa, wb);
+        L = lin2(L, wa, lc, wb);
+        acc[0] = lin2(acc[0], wa, a.x, wb);
+        acc[1] = lin2(acc[1], wa, a.y, wb);
+        acc[2] = lin2(acc[2], wa, a.z, wb);
+        acc[3] = lin2(acc[3], wa, a.w, wb);
+        acc[4] = lin2(acc[4], wa, b.x, wb);
+        acc[5] = lin2(acc[5], wa, b.y, wb);
+        acc[6] = lin2(acc[6], wa, b.z, wb);
+        acc[7] = lin2(acc[7], wa, b.w, wb);
     };
-    auto load = [&](Batch& bt, int s0) {
+    auto store_out = [&] {
+        const float inv = L > 0.f ? __fdiv_rn(p.v_scale, L) : 0.f;
+        __nv_bfloat16* dst = p.out + row_off(m) + col;
+        *reinterpret_cast<uint2*>(dst) =
+            make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[0], inv), __fmul_rn(acc[1], inv)),
+                       kcommon::pack_bf16x2(__fmul_rn(acc[2], inv), __fmul_rn(acc[3], inv)));
+        *reinterpret_cast<uint2*>(dst + 64) =
+            make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[4], inv), __fmul_rn(acc[5], inv)),
+                       kcommon::pack_bf16x2(__fmul_rn(acc[6], inv), __fmul_rn(acc[7], inv)));
+    };
+    if constexpr (W == Work::full) {
+        const float* racc = reinterpret_cast<const float*>(smem);
+        const float2* rml = reinterpret_cast<const float2*>(smem + ring);
 #pragma unroll
-        for (int i = 0; i < MERGE_BATCH; ++i) {
-            const float4* src =
-                reinterpret_cast<const float4*>(acc_row + static_cast<int64_t>(s0 + i) * ROWS * D);
-            bt.ml[i] = __ldcg(ml_row + (s0 + i) * ROWS);
-            bt.a[i][0] = __ldcg(src);
-            bt.a[i][1] = __ldcg(src + 1);
+        for (int k = 0; k < CLUSTER; ++k) {
+            const float* src = racc + (k * SLICE + (tid >> 4)) * D + col;
+            const float2 ml = rml[k * SLICE + (tid >> 4)];
+            merge(ml.x, ml.y, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 64));
         }
-    };
-    auto fold = [&](const Batch& bt) {
-#pragma unroll
-        for (int i = 0; i < MERGE_BATCH; ++i) {
-            if (bt.ml[i].x == -INFINITY) continue;
-            float wa, wb;
-            merge_weights(Mt, bt.ml[i].x, sl2, wa, wb);
-            L = lin2(L, wa, bt.ml[i].y, wb);
-            acc[0] = lin2(acc[0], wa, bt.a[i][0].x, wb);
-            acc[1] = lin2(acc[1], wa, bt.a[i][0].y, wb);
-            acc[2] = lin2(acc[2], wa, bt.a[i][0].z, wb);
-            acc[3] = lin2(acc[3], wa, bt.a[i][0].w, wb);
-            acc[4] = lin2(acc[4], wa, bt.a[i][1].x, wb);
-            acc[5] = lin2(acc[5], wa, bt.a[i][1].y, wb);
-            acc[6] = lin2(acc[6], wa, bt.a[i][1].z, wb);
-            acc[7] = lin2(acc[7], wa, bt.a[i][1].w, wb);
-        }
-    };
-    Batch b0, b1;
-    load(b0, 0);
-    for (int s0 = 0; s0 < nsplit; s0 += 2 * MERGE_BATCH) {  // nsplit: a multiple of MERGE_BATCH
-        const bool more = s0 + MERGE_BATCH < nsplit;
-        if (more) load(b1, s0 + MERGE_BATCH);
-        fold(b0);
-        if (!more) break;
-        if (s0 + 2 * MERGE_BATCH < nsplit) load(b0, s0 + 2 * MERGE_BATCH);
-        fold(b1);
     }
-    const float inv = L > 0.f ? __fdiv_rn(p.v_scale, L) : 0.f;
-    uint2* dst = reinterpret_cast<uint2*>(p.out + row_off(m) + col);
-    dst[0] = make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[0], inv), __fmul_rn(acc[1], inv)),
-                        kcommon::pack_bf16x2(__fmul_rn(acc[2], inv), __fmul_rn(acc[3], inv)));
-    dst[1] = make_uint2(kcommon::pack_bf16x2(__fmul_rn(acc[4], inv), __fmul_rn(acc[5], inv)),
-                        kcommon::pack_bf16x2(__fmul_rn(acc[6], inv), __fmul_rn(acc[7], inv)));
+    const int nclusters = nsplit / CLUSTER;
+    if (nclusters == 1) {
+        if (W == Work::full && m < M) store_out();
+        return;
+    }
+
+    // The group state (slice rows of this cluster) into the workspace: [row block][group][ROWS]
+    // accumulators, then [row block][group][ROWS] (m, l) pairs, gridDim.x / CLUSTER groups a
+    // row block.
+    const int groups = static_cast<int>(gridDim.x) / CLUSTER;
+    const int64_t gbase = static_cast<int64_t>(blockIdx.y) * groups;  // the row block's first group
+    float* ws_acc = p.ws + gbase * ROWS * D;
+    float2* ws_ml = reinterpret_cast<float2*>(p.ws + static_cast<int64_t>(gridDim.y) * groups * ROWS * D) +
+                    gbase * ROWS;
+    if (W == Work::full && m < M) {
+        const int grp = static_cast<int>(blockIdx.x) / CLUSTER;
+        float* dst = ws_acc + (static_cast<int64_t>(grp) * ROWS + r) * D + col;
+        __stcg(reinterpret_cast<float4*>(dst), make_float4(acc[0], acc[1], acc[2], acc[3]));
+        __stcg(reinterpret_cast<float4*>(dst + 64), make_float4(acc[4], acc[5], acc[6], acc[7]));
+        if (col == 0) __stcg(ws_ml + grp * ROWS + r, make_float2(Mt, L));
+        __threadfence();  // the group state visible to the GPU before the counter moves
+    }
+    __syncthreads();  // the CTA's group-state writes (each fenced) before its count
+    bool last = false;
+    if (tid == 0) {
+        unsigned int* ctr = reinterpret_cast<unsigned int*>(p.counters + blockIdx.y * CLUSTER + slice);
+        last = atomicInc(ctr, static_cast<unsigned int>(nclusters - 1)) ==
+               static_cast<unsigned int>(nclusters - 1);
+    }
+    last = __syncthreads_or(last);
+    if (W != Work::full || !last || m >= M) return;
+    __threadfence();
+
+    // Final fold of slice `slice`: the nclusters group states (at most MAX_GROUPS) in cluster
+    // order, every load in flight first. The reads go to L2 (ld.cg): every group state of this
+    // row block was written before the counter could reach nclusters.
+    Mt = -INFINITY;
+    L = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = 0.f;
+    float4 a[MAX_GROUPS][2];
+    float2 ml[MAX_GROUPS];
+#pragma unroll
+    for (int k = 0; k < MAX_GROUPS; ++k) {
+        if (k < nclusters) {
+            const float4* s = reinterpret_cast<const float4*>(ws_acc + (static_cast<int64_t>(k) * ROWS + r) * D + col);
+            a[k][0] = __ldcg(s);
+            a[k][1] = __ldcg(s + 16);
+            ml[k] = __ldcg(ws_ml + k * ROWS + r);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < MAX_GROUPS; ++k) {
+        if (k < nclusters) merge(ml[k].x, ml[k].y, a[k][0], a[k][1]);
+    }
+    store_out();
 }
 
 }  // namespace dflash_attn

@@ -85,6 +85,14 @@ static __device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t r
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
     return r;
 }
+// Stores of 8 and 16 bytes to a distributed shared-memory address (cluster_map).
+static __device__ __forceinline__ void st_cluster_f32x2(uint32_t addr, float x, float y) {
+    asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" : : "r"(addr), "f"(x), "f"(y) : "memory");
+}
+static __device__ __forceinline__ void st_cluster_u32x4(uint32_t addr, uint4 v) {
+    asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w) : "memory");
+}
 // 16-byte load of four f32 from a distributed shared-memory address (cluster_map).
 static __device__ __forceinline__ float4 ld_cluster_f32x4(uint32_t addr) {
     float4 v;

@@ -46,7 +46,7 @@ def test_direct_same_bits(mma, case, fp8):
     q_rows, kv_len = case[0], case[1]
     q, kc, vc, bt, ks, vs = base.inputs(case, fp8)
     q_offset = max(kv_len - q_rows, 0)
-    kinds = ["unsplit", "chain"] + (["split"] if kv_len >= 2 * base.SPLIT_KEYS else [])
+    kinds = ["unsplit", "chain"] + (["split"] if kv_len >= base.SPLIT_MIN_KV else [])
     for kind in kinds:
         outs = []
         for mod in (None, mma):  # the installed (wgmma) build, then the mma.sync build

@@ -12,9 +12,12 @@
 namespace kernelgen::attn_dflash {
 namespace {
 constexpr int64_t CLUSTER = 8;
+constexpr int64_t FOLD_ML = 1024;
+constexpr int64_t MAX_GROUPS = 5;
 constexpr int64_t ROWS = 64;
 constexpr int64_t SMEM = 65536;
-constexpr int64_t SPLIT_KEYS = 256;
+constexpr int64_t SPLIT_KEYS = 128;
+constexpr int64_t SPLIT_MIN_KV = 512;
 constexpr int64_t TOTALS = 32768;
 constexpr int64_t WS_ROW = 130;
 }  // namespace
@@ -120,7 +123,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_l
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 4 clusters); clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -193,8 +196,8 @@ kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, ui
       return kg_p;
     }
   }
-  {  // applies: kv_len >= (2 * SPLIT_KEYS)
-    const bool kg_holds = (int64_t{kv_len} >= kg::x_mul(int64_t{2}, SPLIT_KEYS, kg_err));
+  {  // applies: kv_len >= SPLIT_MIN_KV
+    const bool kg_holds = (int64_t{kv_len} >= SPLIT_MIN_KV);
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -215,13 +218,13 @@ kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, ui
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), CLUSTER, kg_err);
+  kg_p.grid[0] = kg::x_mul(kg::x_min(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), CLUSTER, kg_err);
   kg_p.grid[1] = kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err);
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = int64_t{128};
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = SMEM;
+  kg_p.shared_mem = kg::x_add(SMEM, FOLD_ML, kg_err);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -242,7 +245,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len
   kg_sizes[2] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // v_cache
   kg_sizes[3] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // out
   kg_sizes[4] = kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err);  // block_table
-  kg_sizes[5] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), kg_err), CLUSTER, kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
+  kg_sizes[5] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_min(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
   kg_sizes[6] = kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), CLUSTER, kg_err);  // counters
   return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
@@ -424,8 +427,8 @@ kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uin
       return kg_p;
     }
   }
-  {  // applies: kv_len >= (2 * SPLIT_KEYS)
-    const bool kg_holds = (int64_t{kv_len} >= kg::x_mul(int64_t{2}, SPLIT_KEYS, kg_err));
+  {  // applies: kv_len >= SPLIT_MIN_KV
+    const bool kg_holds = (int64_t{kv_len} >= SPLIT_MIN_KV);
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -446,13 +449,13 @@ kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uin
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), CLUSTER, kg_err);
+  kg_p.grid[0] = kg::x_mul(kg::x_min(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), CLUSTER, kg_err);
   kg_p.grid[1] = kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err);
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = int64_t{128};
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = SMEM;
+  kg_p.shared_mem = kg::x_add(SMEM, FOLD_ML, kg_err);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -475,7 +478,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len,
   kg_sizes[4] = int64_t{1};  // v_scale
   kg_sizes[5] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // out
   kg_sizes[6] = kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err);  // block_table
-  kg_sizes[7] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), kg_err), CLUSTER, kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
+  kg_sizes[7] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_min(kg::x_div_ceil(int64_t{kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
   kg_sizes[8] = kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), CLUSTER, kg_err);  // counters
   return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
@@ -574,7 +577,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(max_kv_len / 1024), 5) * 8 splits; the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len hold an empty state. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -636,8 +639,8 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t m
       return kg_p;
     }
   }
-  {  // applies: max_kv_len >= (2 * SPLIT_KEYS)
-    const bool kg_holds = (int64_t{max_kv_len} >= kg::x_mul(int64_t{2}, SPLIT_KEYS, kg_err));
+  {  // applies: max_kv_len >= SPLIT_MIN_KV
+    const bool kg_holds = (int64_t{max_kv_len} >= SPLIT_MIN_KV);
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -658,13 +661,13 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t m
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{max_kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), CLUSTER, kg_err);
+  kg_p.grid[0] = kg::x_mul(kg::x_min(kg::x_div_ceil(int64_t{max_kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), CLUSTER, kg_err);
   kg_p.grid[1] = kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err);
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = int64_t{128};
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = SMEM;
+  kg_p.shared_mem = kg::x_add(SMEM, FOLD_ML, kg_err);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -688,7 +691,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32
   kg_sizes[5] = int64_t{1};  // kv_len
   kg_sizes[6] = int64_t{1};  // q_offset
   kg_sizes[7] = int64_t{1};  // q_rope_pos
-  kg_sizes[8] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_div_ceil(int64_t{max_kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), kg_err), CLUSTER, kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
+  kg_sizes[8] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), kg::x_min(kg::x_div_ceil(int64_t{max_kv_len}, kg::x_mul(SPLIT_KEYS, CLUSTER, kg_err), kg_err), MAX_GROUPS), kg_err), ROWS, kg_err), WS_ROW, kg_err);  // workspace
   kg_sizes[9] = kg::x_mul(kg::x_mul(int64_t{num_kv_heads}, kg::x_div_ceil(kg::x_mul(int64_t{q_rows}, kg::x_floordiv(int64_t{num_q_heads}, kg::x_max(int64_t{num_kv_heads}, int64_t{1}), kg_err), kg_err), ROWS, kg_err), kg_err), CLUSTER, kg_err);  // counters
   return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
 }
@@ -720,7 +723,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:38: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:40: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_split[] = {
     "q_rows == 0",
@@ -728,7 +731,7 @@ const char* const kSkip_prefill_attn_dflash_bf16_split[] = {
 const char* const kApplies_prefill_attn_dflash_bf16_split[] = {
     "num_kv_heads > 0",
     "(num_q_heads % num_kv_heads) == 0",
-    "kv_len >= (2 * SPLIT_KEYS)",
+    "kv_len >= SPLIT_MIN_KV",
     "((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count",
 };
 const char* const kRequires_prefill_attn_dflash_bf16_split[] = {
@@ -743,7 +746,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:71: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:73: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_split;
 const char* const kSkip_prefill_attn_dflash_fp8_unsplit[] = {
     "q_rows == 0",
@@ -764,7 +767,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:110: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:114: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_unsplit;
 const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
     "q_rows == 0",
@@ -772,7 +775,7 @@ const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
 const char* const kApplies_prefill_attn_dflash_fp8_split[] = {
     "num_kv_heads > 0",
     "(num_q_heads % num_kv_heads) == 0",
-    "kv_len >= (2 * SPLIT_KEYS)",
+    "kv_len >= SPLIT_MIN_KV",
     "((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count",
 };
 const char* const kRequires_prefill_attn_dflash_fp8_split[] = {
@@ -787,7 +790,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_split_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:133: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:137: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_split;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "q_rows == 0",
@@ -807,7 +810,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     1, 2, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:158: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:162: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
     "q_rows == 0",
@@ -815,7 +818,7 @@ const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
 const char* const kApplies_prefill_attn_dflash_bf16_indirect_split[] = {
     "num_kv_heads > 0",
     "(num_q_heads % num_kv_heads) == 0",
-    "max_kv_len >= (2 * SPLIT_KEYS)",
+    "max_kv_len >= SPLIT_MIN_KV",
     "((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count",
 };
 const char* const kRequires_prefill_attn_dflash_bf16_indirect_split[] = {
@@ -829,7 +832,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     1, 4, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:193: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:197: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_split;
 }  // namespace
 
@@ -854,16 +857,6 @@ kernelgen::Outcome prefill_attn_dflash_bf16_unsplit(const __nv_bfloat16* q, cons
 kernelgen::Outcome prefill_attn_dflash_bf16_split(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* out, const int32_t* block_table, uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, float scale, float* workspace, int32_t* counters, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::attn_dflash::plan_prefill_attn_dflash_bf16_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_prefill_attn_dflash_bf16_split};
-  // Set-up on the launch stream: arrays the kernel expects zeroed.
-  int64_t kg_sizes[7];
-  {
-    const int32_t kg_rc = kg_sizes_prefill_attn_dflash_bf16_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_prefill_attn_dflash_bf16_split};
-  }
-  if (kg_sizes[6] > 0) {
-    const cudaError_t kg_err = cudaMemsetAsync(counters, 0, static_cast<size_t>(kg_sizes[6]) * 4u, stream);
-    if (kg_err != cudaSuccess) return {kg::launch_error(kg_err), &kg_info_prefill_attn_dflash_bf16_split};
-  }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_split};
   cudaLaunchAttribute kg_attrs[1];
@@ -915,16 +908,6 @@ kernelgen::Outcome prefill_attn_dflash_fp8_split(const __nv_bfloat16* q, const _
   {  // device scalar v_scale: one element in device memory, read by the kernel
     const int32_t kg_rc = kg::check_device_scalar(v_scale, 4);
     if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_prefill_attn_dflash_fp8_split};
-  }
-  // Set-up on the launch stream: arrays the kernel expects zeroed.
-  int64_t kg_sizes[9];
-  {
-    const int32_t kg_rc = kg_sizes_prefill_attn_dflash_fp8_split(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_prefill_attn_dflash_fp8_split};
-  }
-  if (kg_sizes[8] > 0) {
-    const cudaError_t kg_err = cudaMemsetAsync(counters, 0, static_cast<size_t>(kg_sizes[8]) * 4u, stream);
-    if (kg_err != cudaSuccess) return {kg::launch_error(kg_err), &kg_info_prefill_attn_dflash_fp8_split};
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_fp8_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_fp8_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_fp8_split};
@@ -985,16 +968,6 @@ kernelgen::Outcome prefill_attn_dflash_bf16_indirect_split(const __nv_bfloat16* 
   {  // device scalar q_rope_pos: one element in device memory, read by the kernel
     const int32_t kg_rc = kg::check_device_scalar(q_rope_pos, 8);
     if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_prefill_attn_dflash_bf16_indirect_split};
-  }
-  // Set-up on the launch stream: arrays the kernel expects zeroed.
-  int64_t kg_sizes[10];
-  {
-    const int32_t kg_rc = kg_sizes_prefill_attn_dflash_bf16_indirect_split(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_prefill_attn_dflash_bf16_indirect_split};
-  }
-  if (kg_sizes[9] > 0) {
-    const cudaError_t kg_err = cudaMemsetAsync(counters, 0, static_cast<size_t>(kg_sizes[9]) * 4u, stream);
-    if (kg_err != cudaSuccess) return {kg::launch_error(kg_err), &kg_info_prefill_attn_dflash_bf16_indirect_split};
   }
   const int32_t kg_ready = kg_slot_prefill_attn_dflash_bf16_indirect_split.prepare(reinterpret_cast<const void*>(&::dflash_attn_bf16_indirect_split_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_prefill_attn_dflash_bf16_indirect_split};

@@ -20,9 +20,12 @@ KILL_SWITCH = None
 LIMITS = ((1024, 1024, 64), 1024, 232448)
 DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_CLUSTER = 8
+C_FOLD_ML = 1024
+C_MAX_GROUPS = 5
 C_ROWS = 64
 C_SMEM = 65536
-C_SPLIT_KEYS = 256
+C_SPLIT_KEYS = 128
+C_SPLIT_MIN_KV = 512
 C_TOTALS = 32768
 C_WS_ROW = 130
 
@@ -170,14 +173,14 @@ def expect_prefill_attn_dflash_bf16_split(**args):
             (-65538, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
             (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
             (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
-            (262146, False, lambda _st, _a: (_a['kv_len'] >= _x.mul(_st, 2, C_SPLIT_KEYS))),  # applies: kv_len >= (2 * SPLIT_KEYS)
+            (262146, False, lambda _st, _a: (_a['kv_len'] >= C_SPLIT_MIN_KV)),  # applies: kv_len >= SPLIT_MIN_KV
             (262147, False, lambda _st, _a: (_x.mul(_st, _x.mul(_st, 2, _a['num_kv_heads']), _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)) <= _a['device.sm_count'])),  # applies: ((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), C_SMEM),
+            (_x.mul(_st, _x.min_(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), _x.add(_st, C_SMEM, C_FOLD_ML)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=128, cluster=(8, 1, 1), cooperative=False),
@@ -238,7 +241,7 @@ FLIPS_prefill_attn_dflash_bf16_split = [
     ('requires', 2, 'kv_len <= 1073741824', {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 1073741825}),
     ('applies', 0, 'num_kv_heads > 0', {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 0}),
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_bf16_split, 'num_kv_heads': 7}),
-    ('applies', 2, 'kv_len >= (2 * SPLIT_KEYS)', {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 500, 'q_offset': 484}),
+    ('applies', 2, 'kv_len >= SPLIT_MIN_KV', {**BASE_prefill_attn_dflash_bf16_split, 'kv_len': 500, 'q_offset': 484}),
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_bf16_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'scale': 1.0, 'workspace': fake_pointer(14), 'counters': fake_pointer(15)}
@@ -442,14 +445,14 @@ def expect_prefill_attn_dflash_fp8_split(**args):
             (-65538, False, lambda _st, _a: (_a['kv_len'] <= 1073741824)),  # requires: kv_len <= 1073741824
             (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
             (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
-            (262146, False, lambda _st, _a: (_a['kv_len'] >= _x.mul(_st, 2, C_SPLIT_KEYS))),  # applies: kv_len >= (2 * SPLIT_KEYS)
+            (262146, False, lambda _st, _a: (_a['kv_len'] >= C_SPLIT_MIN_KV)),  # applies: kv_len >= SPLIT_MIN_KV
             (262147, False, lambda _st, _a: (_x.mul(_st, _x.mul(_st, 2, _a['num_kv_heads']), _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)) <= _a['device.sm_count'])),  # applies: ((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), C_SMEM),
+            (_x.mul(_st, _x.min_(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), _x.add(_st, C_SMEM, C_FOLD_ML)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=128, cluster=(8, 1, 1), cooperative=False),
@@ -510,7 +513,7 @@ FLIPS_prefill_attn_dflash_fp8_split = [
     ('requires', 2, 'kv_len <= 1073741824', {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 1073741825}),
     ('applies', 0, 'num_kv_heads > 0', {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 0}),
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_fp8_split, 'num_kv_heads': 7}),
-    ('applies', 2, 'kv_len >= (2 * SPLIT_KEYS)', {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 500, 'q_offset': 484}),
+    ('applies', 2, 'kv_len >= SPLIT_MIN_KV', {**BASE_prefill_attn_dflash_fp8_split, 'kv_len': 500, 'q_offset': 484}),
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_fp8_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_fp8_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'k_scale': fake_pointer(3), 'v_scale': fake_pointer(4), 'out': fake_pointer(5), 'block_table': fake_pointer(6), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}
@@ -747,14 +750,14 @@ def expect_prefill_attn_dflash_bf16_indirect_split(**args):
             (-65537, False, lambda _st, _a: (_a['max_kv_len'] <= 1073741824)),  # requires: max_kv_len <= 1073741824
             (262144, False, lambda _st, _a: (_a['num_kv_heads'] > 0)),  # applies: num_kv_heads > 0
             (262145, False, lambda _st, _a: (_x.mod(_st, _a['num_q_heads'], _a['num_kv_heads']) == 0)),  # applies: (num_q_heads % num_kv_heads) == 0
-            (262146, False, lambda _st, _a: (_a['max_kv_len'] >= _x.mul(_st, 2, C_SPLIT_KEYS))),  # applies: max_kv_len >= (2 * SPLIT_KEYS)
+            (262146, False, lambda _st, _a: (_a['max_kv_len'] >= C_SPLIT_MIN_KV)),  # applies: max_kv_len >= SPLIT_MIN_KV
             (262147, False, lambda _st, _a: (_x.mul(_st, _x.mul(_st, 2, _a['num_kv_heads']), _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)) <= _a['device.sm_count'])),  # applies: ((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count
         ],
         args,
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['max_kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), C_SMEM),
+            (_x.mul(_st, _x.min_(_st, _x.div_ceil(_st, _a['max_kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS), C_CLUSTER), _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), 1), (128, 1, 1), _x.add(_st, C_SMEM, C_FOLD_ML)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=128, cluster=(8, 1, 1), cooperative=False),
@@ -814,7 +817,7 @@ FLIPS_prefill_attn_dflash_bf16_indirect_split = [
     ('requires', 1, 'max_kv_len <= 1073741824', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 1073741825}),
     ('applies', 0, 'num_kv_heads > 0', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 0}),
     ('applies', 1, '(num_q_heads % num_kv_heads) == 0', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_kv_heads': 7}),
-    ('applies', 2, 'max_kv_len >= (2 * SPLIT_KEYS)', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 500}),
+    ('applies', 2, 'max_kv_len >= SPLIT_MIN_KV', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'max_kv_len': 500}),
     ('applies', 3, '((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count', {**BASE_prefill_attn_dflash_bf16_indirect_split, 'num_q_heads': 512}),
 ]
 OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split = {'q': fake_pointer(0), 'k_cache': fake_pointer(1), 'v_cache': fake_pointer(2), 'out': fake_pointer(3), 'block_table': fake_pointer(4), 'kv_len': fake_pointer(6), 'q_offset': fake_pointer(7), 'q_rope_pos': fake_pointer(8), 'scale': 1.0, 'workspace': fake_pointer(16), 'counters': fake_pointer(17)}

@@ -6,7 +6,7 @@
 
 /// BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:38`):
+/// Arguments, in order (`specs/attn_dflash.yaml:40`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -98,9 +98,9 @@ pub mod prefill_attn_dflash_bf16_unsplit {
     }
 }
 
-/// BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 256 up to kv_len 10240, doubled beyond as the module doc says), in clusters of 8 CTAs; per (kv head, row block), 8 CTAs (one per 8-row slice) merge the partial states in split order into out. The grid is sized for C = 256; clusters past the chunks return at once.
+/// BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 4 clusters); clusters past the chunks return at once.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:71`):
+/// Arguments, in order (`specs/attn_dflash.yaml:73`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -115,7 +115,7 @@ pub mod prefill_attn_dflash_bf16_unsplit {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 ///
 /// Checked in order:
@@ -125,7 +125,7 @@ pub mod prefill_attn_dflash_bf16_unsplit {
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
-/// - applies_if `kv_len >= (2 * SPLIT_KEYS)`: else not launched
+/// - applies_if `kv_len >= SPLIT_MIN_KV`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
@@ -207,7 +207,7 @@ pub mod prefill_attn_dflash_bf16_split {
 
 /// As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory).
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:110`):
+/// Arguments, in order (`specs/attn_dflash.yaml:114`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -312,7 +312,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 
 /// As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:133`):
+/// Arguments, in order (`specs/attn_dflash.yaml:137`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -329,7 +329,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 ///
 /// Checked in order:
@@ -339,7 +339,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
-/// - applies_if `kv_len >= (2 * SPLIT_KEYS)`: else not launched
+/// - applies_if `kv_len >= SPLIT_MIN_KV`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
@@ -430,7 +430,7 @@ pub mod prefill_attn_dflash_fp8_split {
 
 /// As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:158`):
+/// Arguments, in order (`specs/attn_dflash.yaml:162`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -536,9 +536,9 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
     }
 }
 
-/// Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of ceil(max_kv_len / 2048) * 8 splits (256 keys each); the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len write an empty state.
+/// Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(max_kv_len / 1024), 5) * 8 splits; the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len hold an empty state.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:193`):
+/// Arguments, in order (`specs/attn_dflash.yaml:197`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(max_kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -555,7 +555,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(max_kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(max_kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 ///
 /// Checked in order:
@@ -564,7 +564,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 /// - requires `max_kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
-/// - applies_if `max_kv_len >= (2 * SPLIT_KEYS)`: else not launched
+/// - applies_if `max_kv_len >= SPLIT_MIN_KV`: else not launched
 /// - applies_if `((2 * num_kv_heads) * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) <= device.sm_count`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 128 threads a block.
@@ -659,7 +659,7 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:234`):
+/// Arguments, in order (`specs/attn_dflash.yaml:238`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -674,7 +674,7 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16 {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
@@ -758,7 +758,7 @@ pub mod prefill_attn_dflash_bf16 {
 
 /// Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:235`):
+/// Arguments, in order (`specs/attn_dflash.yaml:239`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const fp8_e4m3*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -775,7 +775,7 @@ pub mod prefill_attn_dflash_bf16 {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_fp8 {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
@@ -867,7 +867,7 @@ pub mod prefill_attn_dflash_fp8 {
 
 /// Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies.
 ///
-/// Arguments, in order (`specs/attn_dflash.yaml:236`):
+/// Arguments, in order (`specs/attn_dflash.yaml:240`):
 /// - `q`: `const bf16*`, `(q_rows * num_q_heads) * 128` elements
 /// - `k_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
 /// - `v_cache`: `const bf16*`, `((div_ceil(kv_len, block_size) * block_size) * num_kv_heads) * 128` elements
@@ -884,7 +884,7 @@ pub mod prefill_attn_dflash_fp8 {
 /// - `causal`: `u32`
 /// - `window`: `u32`
 /// - `scale`: `f32`
-/// - `workspace`: `f32*`, `((((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * div_ceil(kv_len, SPLIT_KEYS * CLUSTER)) * CLUSTER) * ROWS) * WS_ROW` elements
+/// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16_indirect {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
