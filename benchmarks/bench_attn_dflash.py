@@ -25,7 +25,6 @@ from kernelgen_ops import attn_dflash
 
 DEV = "cuda"
 L2_BYTES = 50 * 10**6
-SPLIT_KEYS, CLUSTER, ROWS, WS_ROW, MAX_GROUPS, SPLIT_MIN_KV = 128, 8, 64, 130, 5, 512
 
 
 def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
@@ -56,14 +55,15 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
         sets.append((kc, vc, perm.to(torch.int32)))
     ks = torch.full((1,), 0.01, device=DEV)
     vs = torch.full((1,), 0.01, device=DEV)
-    ctas = hkv * -(-q_rows * (hq // hkv) // ROWS)
-    splits = min(max(1, -(-kv_len // (SPLIT_KEYS * CLUSTER))), MAX_GROUPS) * CLUSTER  # whole 8-CTA clusters
-    ws = torch.empty(ctas * (splits // CLUSTER) * ROWS * WS_ROW, device=DEV)  # a group state a cluster
-    cnt = torch.zeros(ctas * CLUSTER, dtype=torch.int32, device=DEV)
     out = torch.empty_like(q)
     kind = "fp8" if fp8 else "bf16"
-    common = dict(q_rows=q_rows, kv_len=kv_len, q_offset=kv_len - q_rows, num_q_heads=hq,
-                  num_kv_heads=hkv, block_size=bs, causal=0, window=0, scale=scale)
+    shape = dict(q_rows=q_rows, kv_len=kv_len, q_offset=kv_len - q_rows, num_q_heads=hq,
+                 num_kv_heads=hkv, block_size=bs, causal=0, window=0)
+    common = dict(shape, scale=scale)
+    # The split member's plan: whether it applies, and its workspace and counters' sizes.
+    split_plan = getattr(attn_dflash, f"prefill_attn_dflash_{kind}_split").plan(**shape)
+    ws = torch.empty(split_plan["sizes"]["workspace"], device=DEV)
+    cnt = torch.zeros(split_plan["sizes"]["counters"], dtype=torch.int32, device=DEV)
 
     def runner(name, split_args):
         fn = getattr(attn_dflash, name)
@@ -76,7 +76,7 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
 
     runs = {"unsplit": runner(f"prefill_attn_dflash_{kind}_unsplit", False),
             "chain": runner(f"prefill_attn_dflash_{kind}", True)}
-    if kv_len >= SPLIT_MIN_KV:
+    if split_plan["code"] == 0:
         runs["split"] = runner(f"prefill_attn_dflash_{kind}_split", True)
 
     # torch SDPA on contiguous copies of the same values (one set; heads expanded beforehand)

@@ -84,16 +84,24 @@ def op_of(launch: str) -> str:
     return launch.split(".", 1)[1] if launch.startswith("L") and "." in launch else launch
 
 
-def group_breakdown(rows: list[dict]) -> list[dict]:
-    """Per-launch times summed over the layers by operation."""
+def sum_by_op(rows: list[dict], fields: tuple[str, ...], kernels: bool = False) -> list[dict]:
+    """Per-launch rows summed over the layers by operation: the launch count and each of
+    ``fields``, and with ``kernels`` the kernels that ran it."""
     groups: dict[str, dict] = {}
     for r in rows:
         op = op_of(r["launch"])
-        g = groups.setdefault(op, {"op": op, "count": 0, "us": 0.0, "kernels": set()})
+        g = groups.setdefault(op, {"op": op, "count": 0, **{f: 0.0 for f in fields}, "kernels": set()})
         g["count"] += 1
-        g["us"] += r["us"]
+        for f in fields:
+            g[f] += r[f]
         g["kernels"].add(r["kernel"])
-    return [dict(g, kernels=sorted(g["kernels"])) for g in groups.values()]
+    return [{k: (sorted(v) if k == "kernels" else v) for k, v in g.items() if kernels or k != "kernels"}
+            for g in groups.values()]
+
+
+def group_breakdown(rows: list[dict]) -> list[dict]:
+    """Per-launch times summed over the layers by operation."""
+    return sum_by_op(rows, ("us",), kernels=True)
 
 
 def pdl_comparison(step: DrafterStep, rounds: int = 5) -> dict:
@@ -148,14 +156,7 @@ def marginal_breakdown(step: DrafterStep) -> dict:
         plain = in_graph_marginals(step)
     rows = [{"launch": launch.name, "kernel": (launch.kernel or "").split(".")[-1], "pdl_us": a, "plain_us": b}
             for launch, a, b in zip(step.launches, pdl, plain)]
-    groups: dict[str, dict] = {}
-    for r in rows:
-        op = op_of(r["launch"])
-        g = groups.setdefault(op, {"op": op, "count": 0, "pdl_us": 0.0, "plain_us": 0.0})
-        g["count"] += 1
-        g["pdl_us"] += r["pdl_us"]
-        g["plain_us"] += r["plain_us"]
-    return {"marginals": rows, "marginals_by_op": list(groups.values())}
+    return {"marginals": rows, "marginals_by_op": sum_by_op(rows, ("pdl_us", "plain_us"))}
 
 
 def bench_context(weights, n_ctx: int, copy_gbs: float) -> dict:

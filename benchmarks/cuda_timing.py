@@ -4,6 +4,7 @@ folder, which is then on sys.path)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 
@@ -36,8 +37,6 @@ def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: 
 def without_pdl() -> Iterator[None]:
     """Launchers of programmatic-dependent kernels launch them plainly (KERNELGEN_NO_PDL) inside
     the block; launches queued or graphs captured there keep that."""
-    import os
-
     import kernelgen_ops
 
     os.environ["KERNELGEN_NO_PDL"] = "1"

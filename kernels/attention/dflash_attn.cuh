@@ -174,9 +174,9 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 // What a split CTA does. The kernels do everything (Work::full); the other values exist for
 // benchmarks/attn_dflash_ablation.cu, which times the split kernel with part of its work left
-// out to show where the time goes: no_fold (partial states written and counted, the last CTA of
-// a row slice does not fold them), no_partials (no workspace writes and no fold; the cluster
-// barrier and the counters kept) and loads (no_partials, and the tiles' products and softmax
+// out to show where the time goes: no_fold (partial states staged, sent to the CTAs that fold
+// them and counted; neither fold runs), no_partials (no partial states and no folds; the cluster
+// barriers and the counters kept) and loads (no_partials, and the tiles' products and softmax
 // left out too: the K / V ring, block-table reads, barriers and the FP8 conversion kept).
 enum class Work { full, no_fold, no_partials, loads };
 
@@ -661,7 +661,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     const uint32_t recv_acc = sbase, recv_ml = sbase + ring;  // [CLUSTER][SLICE] rows
     float* part_acc = reinterpret_cast<float*>(smem + FOLD_ACC_BYTES);  // [ROWS][D]
     float2* part_ml = reinterpret_cast<float2*>(smem + ring) + ROWS;    // [ROWS]
-    const uint32_t rank = kcommon::cluster_rank();
+    const uint32_t rank = cluster_rank();
     constexpr bool kPartials = W == Work::full || W == Work::no_fold;
     if (kPartials) {
         const int r0 = warp * 16 + g, r1 = r0 + 8;

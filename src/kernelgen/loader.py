@@ -1148,6 +1148,10 @@ def _kernel(
             if bad and bad.group(1) in float_names | ptr_names:
                 kind = "a float" if bad.group(1) in float_names else "a pointer"
                 raise ctx.error(n.loc, f"'{bad.group(1)}' is {kind}; expressions use integer arguments only") from None
+            dotted = re.search(r"undefined name '(kernel\.\w+)'", e.message)
+            if dotted and dotted.group(1) in DEVICE_NAMES:  # shared_mem: the device.* names only
+                raise ctx.error(n.loc, f"'{dotted.group(1)}' is not available here: the occupancy depends on "
+                                "the shared memory", "shared_mem may use the device.* names") from None
             raise
 
     def finish(pairs: list[tuple[Arg, YNode | None]]) -> tuple[Arg, ...]:
@@ -1204,11 +1208,7 @@ def _kernel(
     shared_mem: expr.Node = expr.Lit(0)
     if "shared_mem" in f:
         with ctx.at("shared_mem"):
-            node = f["shared_mem"]
-            if isinstance(node, YScalar) and "kernel.blocks_per_sm" in str(node.value):
-                raise ctx.error(node.loc, "'kernel.blocks_per_sm' is not available here: the occupancy depends on "
-                                "the shared memory", "shared_mem may use the device.* names")
-            shared_mem = ex(node, expr.Ty.INT, smem_names)
+            shared_mem = ex(f["shared_mem"], expr.Ty.INT, smem_names)
 
     tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes}) \
         if "tensor_maps" in f else ()

@@ -56,7 +56,6 @@ MAX_GROUPS = 5  # clusters of splits at most (40 chunks)
 SPLIT_MIN_KV = 512  # the chains' split members from this many keys
 CLUSTER = 8  # split kernels: CTAs per cluster; splits rounded up to whole clusters
 ROWS = 64
-WS_ROW = 130
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,11 +78,13 @@ def mblocks(q_rows, hq, hkv):
 
 
 def workspace(q_rows, hq, hkv, kv_len):
-    """The split kernels' workspace and counters for kv_len keys (a bound, for the indirect one)."""
-    ctas = hkv * mblocks(q_rows, hq, hkv)
-    splits = min(max(1, -(-kv_len // (SPLIT_KEYS * CLUSTER))), MAX_GROUPS) * CLUSTER
-    ws = torch.empty(ctas * (splits // CLUSTER) * ROWS * WS_ROW, dtype=torch.float32, device=DEV)
-    cnt = torch.zeros(ctas * CLUSTER, dtype=torch.int32, device=DEV)  # every launch leaves it zero
+    """The split kernels' workspace and counters for kv_len keys (a bound, for the indirect one):
+    the sizes the split kernel's plan computes from the spec."""
+    sizes = attn_dflash.prefill_attn_dflash_bf16_split.plan(
+        q_rows=q_rows, kv_len=kv_len, q_offset=0, num_q_heads=hq, num_kv_heads=hkv, block_size=16,
+        causal=0, window=0)["sizes"]
+    ws = torch.empty(sizes["workspace"], dtype=torch.float32, device=DEV)
+    cnt = torch.zeros(sizes["counters"], dtype=torch.int32, device=DEV)  # every launch leaves it zero
     return ws, cnt
 
 
