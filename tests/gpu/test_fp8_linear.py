@@ -1,7 +1,8 @@
 """GPU tests of specs/fp8_linear.yaml and specs/fp8_gemv_rt.yaml (kernels/dflash/fp8_*.cu*):
 BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
-reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (on hopper
-preceded by fp8_gemv_tma for at most 16 rows and by fp8_gemm_tma before n128)."""
+reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (each
+register-tiled GEMV preceded by its K-split form for few weight rows; on hopper the chain starts
+with fp8_gemv_tma_wide for at most 16 rows and has fp8_gemm_tma before n128)."""
 
 import os
 
@@ -260,6 +261,64 @@ def test_rt_split_edges(name, rows, n, k):
     check_product(out, x, q, scale)
 
 
+# The K-split forms for few weight rows: (instance, rows at most, its C); shapes within their
+# grid bound (div_ceil(n, 64) * C <= 64): N on and off the 64-row tile, one 128-k chunk (ranks
+# past it get none), K of a few chunks (some warps get none), a partial last chunk, long K.
+KS = [("fp8_gemv_rt2_ks_8", 8, 8), ("fp8_gemv_rt2_ks_4", 8, 4),
+      ("fp8_gemv_rt2_16_ks_8", 16, 8), ("fp8_gemv_rt2_16_ks_4", 16, 4)]
+KS_SHAPES = [(512, 4096), (264, 1040), (200, 16), (65, 4112), (130, 12288), (1000, 4096)]
+
+
+def ks_cases():
+    for name, max_rows, c in KS:
+        for rows in (1, 2, 7, 8, 9, 15, 16):
+            for n, k in KS_SHAPES:
+                if rows <= max_rows and -(-n // 64) * c <= 64:
+                    yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
+
+
+@pytest.mark.parametrize("name,rows,n,k", list(ks_cases()))
+def test_rt_ks_product(name, rows, n, k):
+    """The K split over 4 or 8 ranks (each finalising 16 or 8 of a tile's 64 rows, the ranks'
+    partials added in rank order) against the exact reference, and bitwise repeatable."""
+    kernel = getattr(fp8_gemv_rt, name)
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 17 + n * 3 + k)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    _, again = launch(kernel, x, q, scale, rows, n, k)
+    assert torch.equal(bits(out), bits(again)), "output bits changed between runs"
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in KS])
+def test_rt_ks_byte_path_and_subnormals(name):
+    """Misaligned bases (the byte path) and weights of only subnormals and the smallest normals."""
+    kernel = getattr(fp8_gemv_rt, name)
+    rows, n, k = 3, 300, 1024
+    x, q, scale = make_inputs(rows, n, k, seed=9, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
+    xb = torch.empty(rows * k + 1, device=DEV, dtype=torch.bfloat16)
+    xb[1:] = x.reshape(-1)
+    qb = torch.empty(n * k + 3, device=DEV, dtype=torch.uint8)
+    qb[3:] = q.view(torch.uint8).reshape(-1)
+    out = torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)
+    outcome = kernel(xb[1:], qb[3:].view(E4M3), scale, out, rows, n, k)
+    torch.cuda.synchronize()
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+
+
+def test_rt_ks_plans():
+    """C = 8 up to 8 tiles of 64 weight rows, C = 4 up to 16, beyond neither (the grid bound)."""
+    p = fp8_gemv_rt.fp8_gemv_rt2_16_ks_8.plan(rows=16, n=512, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (64, 1, 1), p
+    p = fp8_gemv_rt.fp8_gemv_rt2_16_ks_8.plan(rows=16, n=513, k=4096)
+    assert not p["launched"] and "KS_CTAS" in p["reason"], p
+    p = fp8_gemv_rt.fp8_gemv_rt2_ks_4.plan(rows=1, n=1024, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (64, 1, 1), p
+    assert not fp8_gemv_rt.fp8_gemv_rt2_ks_4.plan(rows=1, n=1025, k=4096)["launched"]
+    assert not fp8_gemv_rt.fp8_gemv_rt2_ks_8.plan(rows=9, n=512, k=4096)["launched"]  # rows <= 8
+
+
 @pytest.mark.parametrize("rows", [1, 9, 16])
 @pytest.mark.parametrize("ns,k", [((4096, 1024, 1024), 4096), ((100, 0, 65), 4096), ((64, 130, 1), 48),
                                   ((0, 0, 200), 12288)])
@@ -379,16 +438,22 @@ def expect_few(rows, n, k, name):
     return "fp8_gemv_tma_wide" if wide else name
 
 
-CHAIN = [
-    (1, 4096, "fp8_gemv_rt2"),
-    (8, 4096, "fp8_gemv_rt2"),
-    (9, 4096, "fp8_gemv_rt2_16"),
-    (16, 4096, "fp8_gemv_rt2_16"),
-    (17, 4096, "fp8_gemm_n128_row_scaled"),
-    (1, 1000, "fp8_gemm_n128_row_scaled_m16"),
-    (16, 1000, "fp8_gemm_n128_row_scaled_m16"),
-    (17, 1000, "fp8_gemm_n128_row_scaled"),
-    (4, 32768, "fp8_gemm_n128_row_scaled"),  # beyond the register-tiled kernels' K limit
+CHAIN = [  # (rows, n, k, kernel)
+    (1, 264, 4096, "fp8_gemv_rt2_ks_8"),
+    (8, 264, 4096, "fp8_gemv_rt2_ks_8"),
+    (9, 264, 4096, "fp8_gemv_rt2_16_ks_8"),
+    (16, 264, 4096, "fp8_gemv_rt2_16_ks_8"),
+    (1, 1000, 4096, "fp8_gemv_rt2_ks_4"),     # 16 tiles: C = 4
+    (16, 1000, 4096, "fp8_gemv_rt2_16_ks_4"),
+    (1, 1100, 4096, "fp8_gemv_rt2"),          # 18 tiles: C = 2
+    (8, 1100, 4096, "fp8_gemv_rt2"),
+    (9, 1100, 4096, "fp8_gemv_rt2_16"),
+    (16, 1100, 4096, "fp8_gemv_rt2_16"),
+    (17, 264, 4096, "fp8_gemm_n128_row_scaled"),
+    (1, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
+    (16, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
+    (17, 264, 1000, "fp8_gemm_n128_row_scaled"),
+    (4, 264, 32768, "fp8_gemm_n128_row_scaled"),  # beyond the register-tiled kernels' K limit
 ]
 
 
@@ -404,11 +469,11 @@ def kernel_name(outcome):
     return (outcome.kernel or "").split(".")[-1]
 
 
-@pytest.mark.parametrize("rows,k,expect", CHAIN, ids=[f"m{r}-k{k}" for r, k, _ in CHAIN])
-def test_chain_picks(rows, k, expect, switches):
+@pytest.mark.parametrize("rows,n,k,expect", CHAIN, ids=[f"m{r}-n{n}-k{k}" for r, n, k, _ in CHAIN])
+def test_chain_picks(rows, n, k, expect, switches):
     set_switch(RT_SWITCH, False)
-    outcome, out, x, q, scale = run_chain(rows, 264, k)
-    expect = expect_few(rows, 264, k, expect)
+    outcome, out, x, q, scale = run_chain(rows, n, k)
+    expect = expect_few(rows, n, k, expect)
     assert outcome.launched and kernel_name(outcome) == expect, (outcome.kernel, outcome.reason)
     check_product(out, x, q, scale)
 
@@ -420,16 +485,17 @@ def test_chain_rt_kill_switch(rows, switches):
     assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled_m16", outcome.kernel
     check_product(out, x, q, scale)
     assert not fp8_gemv_rt.fp8_gemv_rt2(x, q, scale, out, rows, 264, 4096).launched
+    assert not fp8_gemv_rt.fp8_gemv_rt2_16_ks(x, q, scale, out, rows, 264, 4096).launched
     set_switch(RT_SWITCH, False)  # live: the same call now takes the module's GEMVs again
     outcome, out, *_ = run_chain(rows, 264, 4096)
-    expect = expect_few(rows, 264, 4096, "fp8_gemv_rt2" if rows <= 8 else "fp8_gemv_rt2_16")
+    expect = expect_few(rows, 264, 4096, "fp8_gemv_rt2_ks_8" if rows <= 8 else "fp8_gemv_rt2_16_ks_8")
     assert outcome.launched and kernel_name(outcome) == expect, outcome.kernel
 
 
 def test_chain_linear_kill_switch(switches):
     set_switch(LINEAR_SWITCH, True)
     outcome, *_ = run_chain(4, 264, 4096)
-    assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2"  # another module
+    assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2_ks_8"  # another module
     outcome, out, *_ = run_chain(17, 264, 4096)
     assert not outcome.launched
     assert torch.isnan(out).all()
@@ -587,7 +653,7 @@ def test_gemv_tma_x_rows_past_rows_read_as_zero():
 @needs_gemv_tma
 def test_gemv_tma_not_launched_then_chain_runs_rt2():
     """x or q off 16-byte alignment: not launched (UNALIGNED), nothing written; the chain then
-    runs the register-tiled GEMV (its byte path)."""
+    runs the register-tiled GEMV (its K-split form for these few rows, its byte path)."""
     rows, n, k = 5, 264, 512
     x, q, scale = make_inputs(rows, n, k, seed=22)
     xb = torch.empty(rows * k + 8, device=DEV, dtype=torch.bfloat16)
@@ -599,7 +665,7 @@ def test_gemv_tma_not_launched_then_chain_runs_rt2():
         assert not outcome.launched and outcome.code > 0 and "16-byte aligned" in outcome.reason, outcome.reason
         assert torch.isnan(out).all(), "a kernel that did not launch wrote"
         outcome, out = launch(fp8_linear.fp8_linear, xa, qa, scale, rows, n, k)
-        assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2", outcome.kernel
+        assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2_ks_8", outcome.kernel
         check_product(out, x, q, scale)
 
 

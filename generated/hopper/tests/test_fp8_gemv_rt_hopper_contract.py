@@ -25,6 +25,7 @@ C_GEMV_TMA_K_MIN = 512
 C_GEMV_TMA_SMEM = 102560
 C_GEMV_TMA_SPLIT = 8
 C_GEMV_TMA_WIDE_TILES = 512
+C_KS_CTAS = 64
 C_RING_SMEM = 98304
 C_THREADS = 256
 C_TILE_N = 64
@@ -552,6 +553,536 @@ def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
     assert mod.fp8_gemv_rt2_16.plan(**CASES_fp8_gemv_rt2_16[0])["launched"]
 
 
+# ---------------------------------------------------------------- fp8_gemv_rt2_ks_8
+
+
+def expect_fp8_gemv_rt2_ks_8(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 8)),  # applies: rows <= 8
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 8) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8))))))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_ks_8 = {'k': 4096, 'n': 512, 'rows': 1}
+CASES_fp8_gemv_rt2_ks_8 = [
+    dict(BASE_fp8_gemv_rt2_ks_8),
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 255, 'n': 134217728, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 8388607, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 524289, 'n': 1024, 'rows': 63},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 129, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 131072, 'n': 67108865},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16383, 'n': 4095, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2097152, 'n': 100, 'rows': 32767},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 4294967295, 'rows': 536870911},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2097152, 'n': 16777216, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 256, 'rows': 4},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 134217727, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 100, 'rows': 262144},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 512, 'n': 1024, 'rows': 513},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 200, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2097152, 'n': 1073741824},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 1073741824},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 7, 'n': 67108864, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 654977, 'n': 100, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 129, 'rows': 33554433},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 4294967295, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16383, 'n': 100, 'rows': 131072},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 7},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 0, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 32767, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 65535, 'n': 4194304, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 2, 'n': 255, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 8191, 'rows': 2097151},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 8388607, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 0},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 32769, 'n': 100},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 8388607, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 1073741824, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 1024, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 67108865, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 9, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 131071, 'rows': 268435455},
+    {**BASE_fp8_gemv_rt2_ks_8, 'n': 2047, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 16, 'n': 131072, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_8, 'k': 8, 'n': 1024, 'rows': 1048576},
+]
+FLIPS_fp8_gemv_rt2_ks_8 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_ks_8, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_ks_8, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_ks_8, 'k': 0}),
+    ('applies', 0, 'rows <= 8', {**BASE_fp8_gemv_rt2_ks_8, 'rows': 9}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_ks_8, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_ks_8, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_8, 'n': 1024, 'rows': 8}),
+]
+OTHER_ARGS_fp8_gemv_rt2_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_8)
+def test_fp8_gemv_rt2_ks_8_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_ks_8.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_ks_8(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_8)
+def test_fp8_gemv_rt2_ks_8_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_8"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_ks_8"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_ks_8.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_ks_8_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_ks_8.plan(**CASES_fp8_gemv_rt2_ks_8[0])["launched"]
+
+
+def test_fp8_gemv_rt2_ks_8_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **CASES_fp8_gemv_rt2_ks_8[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_ks_8.plan(**CASES_fp8_gemv_rt2_ks_8[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_ks_4
+
+
+def expect_fp8_gemv_rt2_ks_4(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 8)),  # applies: rows <= 8
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 4) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4))))))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_ks_4 = {'k': 4096, 'n': 512, 'rows': 1}
+CASES_fp8_gemv_rt2_ks_4 = [
+    dict(BASE_fp8_gemv_rt2_ks_4),
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 268435457, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 386904, 'n': 1024, 'rows': 65535},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 255, 'n': 16777215},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 257, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 31, 'n': 1048575, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 1048577},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 67108865},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 1000000, 'rows': 63},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 2097151, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1024, 'rows': 8193},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 524288, 'n': 1023},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 67108864},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 67108865, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 100, 'rows': 1048575},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 268435455, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 32768, 'rows': 524287},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 32769, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 67108863, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 2047, 'rows': 100},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 8191, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 262145, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 129, 'n': 100, 'rows': 3},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 134217727, 'n': 100},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 33554433, 'rows': 0},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 2097152, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1024, 'rows': 536870912},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 4194303},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1048576, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 17, 'n': 2147483647, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 128},
+    {**BASE_fp8_gemv_rt2_ks_4, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 33, 'rows': 32767},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 65, 'n': 1024, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 32767, 'rows': 8388608},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 32},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 1024, 'rows': 4194304},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16385, 'n': 536870913},
+    {**BASE_fp8_gemv_rt2_ks_4, 'k': 16, 'n': 32767, 'rows': 268435457},
+    {**BASE_fp8_gemv_rt2_ks_4, 'n': 129, 'rows': 4194304},
+]
+FLIPS_fp8_gemv_rt2_ks_4 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_ks_4, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_ks_4, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_ks_4, 'k': 0}),
+    ('applies', 0, 'rows <= 8', {**BASE_fp8_gemv_rt2_ks_4, 'rows': 9}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_ks_4, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_ks_4, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_ks_4, 'n': 1025}),
+]
+OTHER_ARGS_fp8_gemv_rt2_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_ks_4)
+def test_fp8_gemv_rt2_ks_4_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_ks_4.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_ks_4(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_4)
+def test_fp8_gemv_rt2_ks_4_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_ks_4"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_ks_4"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_ks_4.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_ks_4_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_ks_4.plan(**CASES_fp8_gemv_rt2_ks_4[0])["launched"]
+
+
+def test_fp8_gemv_rt2_ks_4_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_ks_4, **CASES_fp8_gemv_rt2_ks_4[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_ks_4.plan(**CASES_fp8_gemv_rt2_ks_4[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_16_ks_8
+
+
+def expect_fp8_gemv_rt2_16_ks_8(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 8) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8))))))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_16_ks_8 = {'k': 4096, 'n': 512, 'rows': 16}
+CASES_fp8_gemv_rt2_16_ks_8 = [
+    dict(BASE_fp8_gemv_rt2_16_ks_8),
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4112, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 1073741823},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024, 'rows': 524287},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 262145, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 512, 'rows': 4096},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 2147483648, 'n': 256, 'rows': 67108865},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 2147483648, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 8388607, 'rows': 262145},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024, 'rows': 127},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 131071, 'n': 256, 'rows': 2097151},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 65535, 'n': 8388609},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 2097152, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 1025, 'n': 256},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 128, 'rows': 511},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 4},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 8388609, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 127, 'n': 65, 'rows': 257},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16777216, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 67108865, 'n': 1073741824},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 65, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 100, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 536870913, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 268435455, 'n': 1073741823, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 129},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 256, 'n': 131071},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4112, 'n': 65, 'rows': 16777216},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 0, 'n': 1024, 'rows': 127},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 15, 'n': 262144},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 134217729, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4112, 'n': 65, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 3},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 16, 'n': 32767, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 256, 'rows': 33554432},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 256, 'rows': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 33554433},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4194305, 'n': 511, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 15, 'n': 2097151, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 5, 'n': 65, 'rows': 32},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 3, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4, 'n': 268435456},
+]
+FLIPS_fp8_gemv_rt2_16_ks_8 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_16_ks_8, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 0}),
+    ('applies', 0, 'rows <= 16', {**BASE_fp8_gemv_rt2_16_ks_8, 'rows': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_8, 'k': 12288, 'n': 1024}),
+]
+OTHER_ARGS_fp8_gemv_rt2_16_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_8)
+def test_fp8_gemv_rt2_16_ks_8_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_16_ks_8.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_16_ks_8(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_8)
+def test_fp8_gemv_rt2_16_ks_8_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_16_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_8"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_16_ks_8"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_16_ks_8.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_16_ks_8_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_16_ks_8.plan(**CASES_fp8_gemv_rt2_16_ks_8[0])["launched"]
+
+
+def test_fp8_gemv_rt2_16_ks_8_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_16_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **CASES_fp8_gemv_rt2_16_ks_8[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_16_ks_8.plan(**CASES_fp8_gemv_rt2_16_ks_8[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_16_ks_4
+
+
+def expect_fp8_gemv_rt2_16_ks_4(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 4) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4))))))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_16_ks_4 = {'k': 4096, 'n': 512, 'rows': 16}
+CASES_fp8_gemv_rt2_16_ks_4 = [
+    dict(BASE_fp8_gemv_rt2_16_ks_4),
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4112, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 644487},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 2097152, 'n': 256, 'rows': 65536},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024, 'rows': 33554431},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 524289, 'n': 1024, 'rows': 4194304},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 127, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024, 'rows': 33554432},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 31, 'n': 519},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 127, 'rows': 16383},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4112, 'n': 65, 'rows': 10},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 1073741824, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4112, 'n': 4095, 'rows': 100},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 1048575, 'n': 4, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 1048576, 'rows': 100},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1048576, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 2147483649, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 513, 'rows': 65537},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024, 'rows': 4194305},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 16777215, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 3, 'rows': 15},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 2049, 'n': 1024},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4, 'n': 31, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4294967295, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 16777216},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 0, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 2, 'n': 16777216, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4111, 'n': 65, 'rows': 2047},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 32768},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024, 'rows': 1042907},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 2147483648},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 100, 'rows': 255},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4112, 'n': 65, 'rows': 268435456},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 134217728},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4112, 'n': 131073, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 1024, 'rows': 262143},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 536870912},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 8191},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 67108864, 'n': 1024, 'rows': 513},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 8388609, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 12288, 'n': 16384, 'rows': 511},
+]
+FLIPS_fp8_gemv_rt2_16_ks_4 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 0}),
+    ('applies', 0, 'rows <= 16', {**BASE_fp8_gemv_rt2_16_ks_4, 'rows': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_16_ks_4, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_16_ks_4, 'n': 1025}),
+]
+OTHER_ARGS_fp8_gemv_rt2_16_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_16_ks_4)
+def test_fp8_gemv_rt2_16_ks_4_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_16_ks_4.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_16_ks_4(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_4)
+def test_fp8_gemv_rt2_16_ks_4_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_16_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_16_ks_4"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_16_ks_4"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_16_ks_4.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_16_ks_4_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_16_ks_4.plan(**CASES_fp8_gemv_rt2_16_ks_4[0])["launched"]
+
+
+def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_16_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **CASES_fp8_gemv_rt2_16_ks_4[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_16_ks_4.plan(**CASES_fp8_gemv_rt2_16_ks_4[0])["launched"]
+
+
 # ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 
@@ -681,3 +1212,68 @@ def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
     assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]
+
+
+# ---------------------------------------------------------------- chain fp8_gemv_rt2_ks
+
+MEMBERS_fp8_gemv_rt2_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'k': 4096, 'n': 512, 'rows': 1},
+        {'k': 4096, 'n': 1024, 'rows': 8},
+        {'k': 16, 'n': 100, 'rows': 3},
+        {'k': 4096, 'n': 512, 'rows': 0},
+        {'k': 4096, 'n': 0, 'rows': 1},
+        {'k': 0, 'n': 512, 'rows': 1},
+        {'k': 4096, 'n': 512, 'rows': 9},
+        {'k': 4095, 'n': 512, 'rows': 1},
+        {'k': 32768, 'n': 512, 'rows': 1},
+        {'k': 4096, 'n': 1025, 'rows': 1},
+    ])
+def test_fp8_gemv_rt2_ks_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_ks:
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.fp8_gemv_rt2_ks.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_ks[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+# ---------------------------------------------------------------- chain fp8_gemv_rt2_16_ks
+
+MEMBERS_fp8_gemv_rt2_16_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'k': 4096, 'n': 512, 'rows': 16},
+        {'k': 4096, 'n': 256, 'rows': 9},
+        {'k': 12288, 'n': 1024, 'rows': 16},
+        {'k': 4112, 'n': 65, 'rows': 5},
+        {'k': 4096, 'n': 512, 'rows': 0},
+        {'k': 4096, 'n': 0, 'rows': 16},
+        {'k': 0, 'n': 512, 'rows': 16},
+        {'k': 4096, 'n': 512, 'rows': 17},
+        {'k': 4095, 'n': 512, 'rows': 16},
+        {'k': 32768, 'n': 512, 'rows': 16},
+        {'k': 4096, 'n': 1025, 'rows': 16},
+    ])
+def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_16_ks:
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_16_ks[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected

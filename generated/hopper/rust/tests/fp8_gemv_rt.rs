@@ -565,6 +565,548 @@ fn fp8_gemv_rt2_16_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- fp8_gemv_rt2_ks_8
+
+#[test]
+fn fp8_gemv_rt2_ks_8_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 1024, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 100, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=16, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 134217728, 255), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, n=134217728, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 8388607, 16), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=8388607, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(63, 1024, 524289), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, n=1024, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 1024, 129), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 67108865, 131072), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, n=67108865");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 100, 2), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 4095, 16383), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, n=4095, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(32767, 100, 2097152), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=100, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(536870911, 4294967295, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4294967295, rows=536870911");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 16777216, 2097152), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=16777216, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(4, 256, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=16, n=256, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 134217727, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217727, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(262144, 100, 16), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=100, rows=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(513, 1024, 512), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=512, n=1024, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 200, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=16, n=200, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 1073741824, 2097152), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 1073741824), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 67108864, 7), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7, n=67108864, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1073741823, 100, 654977), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=654977, n=100, rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(33554433, 512, 129), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129, rows=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 100, 4294967295), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(131072, 100, 16383), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, n=100, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 7), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 1024, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 32767, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=32767, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 4194304, 65535), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535, n=4194304, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 255, 2), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2, n=255, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(2097151, 512, 8191), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8191, rows=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 8388607, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388607, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 100, 32769), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769, n=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 1024, 8388607), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 100, 1073741824), "fp8_gemv_rt2_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(7, 1024, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(8, 67108865, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=67108865, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 100, 9), "fp8_gemv_rt2_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(268435455, 131071, 16), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=131071, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(2049, 2047, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2047, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(3, 131072, 16), "fp8_gemv_rt2_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=131072, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1048576, 1024, 8), "fp8_gemv_rt2_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8, n=1024, rows=1048576");
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_ks_8");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::sizes(1, 512, 4096), Ok([4096, 2097152, 512, 512]));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_ks_8: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_ks_8: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_ks_8", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_ks_8: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 9, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_ks_8: not launched: rows <= 8 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_ks_8: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_ks_8: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 8, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_ks_8: not launched: (div_ceil(n, TILE_N) * 8) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_ks_8: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::plan(1, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_ks_8", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_ks_8: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_8_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_ks_8");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_ks_8"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_ks_4
+
+#[test]
+fn fp8_gemv_rt2_ks_4_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 100, 16), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=16, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 1024, 268435457), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435457, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(65535, 1024, 386904), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=386904, n=1024, rows=65535");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 16777215, 255), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, n=16777215");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 257, 16), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([20, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=16, n=257, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 1048575, 31), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=1048575, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1048577, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048577");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 67108865, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=67108865");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(63, 1000000, 16), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=1000000, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 2097151, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097151, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8193, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024, rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 1023, 524288), "fp8_gemv_rt2_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524288, n=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 67108864), "fp8_gemv_rt2_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 67108865, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=67108865, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1048575, 100, 16), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=100, rows=1048575");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 100, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(9, 512, 268435455), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(524287, 32768, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=32768, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(5, 32769, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=32769, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 100, 67108863), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(100, 2047, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2047, rows=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 8191, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8191, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 1024, 262145), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262145, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(3, 100, 129), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 100, 134217727), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, n=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(0, 33554433, 16), "fp8_gemv_rt2_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=33554433, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 2097152, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097152, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(536870912, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024, rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 4194303, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 1048576, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1048576, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 2147483647, 17), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17, n=2147483647, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(128, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(131073, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(32767, 512, 33), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8, 1024, 65), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(8388608, 32767, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=32767, rows=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 32), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(4194304, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 536870913, 16385), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385, n=536870913");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(268435457, 32767, 16), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=32767, rows=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(4194304, 129, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=129, rows=4194304");
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_ks_4");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::sizes(1, 512, 4096), Ok([4096, 2097152, 512, 512]));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_ks_4: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_ks_4: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_ks_4", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_ks_4: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 9, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_ks_4: not launched: rows <= 8 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_ks_4: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_ks_4: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 1025, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_ks_4: not launched: (div_ceil(n, TILE_N) * 4) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_ks_4: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::plan(1, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_ks_4", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_4_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_ks_4");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_ks_4"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_16_ks_8
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 256, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 1024, 12288), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 4112), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 1073741823, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(524287, 1024, 12288), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 256, 262145), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262145, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(4096, 512, 512), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=512, rows=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(67108865, 256, 2147483648), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=256, rows=67108865");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 2147483648), "fp8_gemv_rt2_16_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(262145, 8388607, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388607, rows=262145");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(127, 1024, 12288), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(2097151, 256, 131071), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131071, n=256, rows=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 8388609, 65535), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535, n=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 2097152), "fp8_gemv_rt2_16_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 256, 1025), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(511, 128, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=128, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 4, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 8388609), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(257, 65, 127), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, n=65, rows=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 16777216), "fp8_gemv_rt2_16_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 1073741824, 67108865), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 256, 65), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 100), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 256, 536870913), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 1073741823, 268435455), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, n=1073741823, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(129, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=129");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(131073, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 131071, 256), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, n=131071");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16777216, 65, 4112), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=16777216");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(127, 1024, 0), "fp8_gemv_rt2_16_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, n=1024, rows=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 262144, 15), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 256, 134217729), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217729, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(2097152, 65, 4112), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 3, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 32767, 16), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n=32767, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(33554432, 256, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=256, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(1024, 256, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=256, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 33554433, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(9, 511, 4194305), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305, n=511, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 2097151, 15), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=2097151, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(32, 65, 5), "fp8_gemv_rt2_16_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=65, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(5, 65, 3), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 268435456, 4), "fp8_gemv_rt2_16_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=268435456");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_16_ks_8");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::sizes(16, 512, 4096), Ok([65536, 2097152, 512, 8192]));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_ks_8: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_16_ks_8: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_16_ks_8", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_16_ks_8: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_16_ks_8: not launched: rows <= 16 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_16_ks_8: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_16_ks_8: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 1024, 12288, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_16_ks_8: not launched: (div_ceil(n, TILE_N) * 8) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_16_ks_8: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::plan(16, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_16_ks_8", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_ks_8: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_8_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_16_ks_8");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_16_ks_8"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_16_ks_4
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 256, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=12288, n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 65, 4112), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(644487, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=644487");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(65536, 256, 2097152), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=256, rows=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(33554431, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=33554431");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(4194304, 1024, 524289), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, n=1024, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(2097152, 127, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=127, rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(33554432, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 519, 31), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=519");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16383, 127, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=127, rows=16383");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(10, 65, 4112), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 256, 1073741824), "fp8_gemv_rt2_16_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(100, 4095, 4112), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4095, rows=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 4, 1048575), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048575, n=4, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(100, 512, 1048576), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, rows=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(134217727, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(131073, 1048576, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1048576, rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1024, 2147483649), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(65537, 513, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=513, rows=65537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(4194305, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 16777215, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16777215, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(15, 512, 3), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, rows=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 1024, 2049), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 31, 4), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=31, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 256, 4294967295), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 16777216, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16777216");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 0, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(9, 16777216, 2), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2, n=16777216, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(2047, 65, 4111), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4111, n=65, rows=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(32768, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(1042907, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=1042907");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(2147483648, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2147483648");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(255, 512, 100), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(268435456, 65, 4112), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=268435456");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 134217728, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 131073, 4112), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=131073, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(262143, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=262143");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(536870912, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 8191, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=8191");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(513, 1024, 67108864), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n=1024, rows=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(5, 65, 8388609), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(511, 16384, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=16384, rows=511");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_16_ks_4");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::sizes(16, 512, 4096), Ok([65536, 2097152, 512, 8192]));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_ks_4: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_16_ks_4: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_16_ks_4", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_16_ks_4: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_16_ks_4: not launched: rows <= 16 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_16_ks_4: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_16_ks_4: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 1025, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_16_ks_4: not launched: (div_ceil(n, TILE_N) * 4) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_16_ks_4: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::plan(16, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_16_ks_4", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_16_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_4_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_16_ks_4");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_16_ks_4"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 #[test]
@@ -695,6 +1237,93 @@ fn fp8_gemv_rt2_16_x3_launch_without_gpu_is_an_error_naming_it() {
             assert_eq!(e.kernel(), "fp8_gemv_rt2_16_x3");
             assert!(e.to_string().starts_with("fp8_gemv_rt2_16_x3"), "{}", e);
         }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- chain fp8_gemv_rt2_ks
+
+#[test]
+fn fp8_gemv_rt2_ks_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(8, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=1024, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(3, 100, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=16, n=100, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(0, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 0, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(9, 512, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 4095), "fp8_gemv_rt2_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 512, 32768), "fp8_gemv_rt2_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::plan(1, 1025, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=1");
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_presence() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_ks::is_present(), true);
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemv_rt2_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_ks_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_ks_8", "{}", e),
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- chain fp8_gemv_rt2_16_ks
+
+#[test]
+fn fp8_gemv_rt2_16_ks_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(9, 256, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=12288, n=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(5, 65, 4112), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4112, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(0, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 0, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 0), "fp8_gemv_rt2_16_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(17, 512, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 4095), "fp8_gemv_rt2_16_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 512, 32768), "fp8_gemv_rt2_16_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::plan(16, 1025, 4096), "fp8_gemv_rt2_16_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=16");
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_presence() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::is_present(), true);
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemv_rt2_16_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_16_ks_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_16_ks_8", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }

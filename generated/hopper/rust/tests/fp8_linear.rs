@@ -699,19 +699,38 @@ fn fp8_linear_plans_the_first_member_that_applies() {
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=4096, rows=16");
     check(kg::fp8_linear::fp8_linear::plan(17, 151936, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 1187, 1], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4096, n=151936, rows=17");
     check(kg::fp8_linear::fp8_linear::plan(16, 151936, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([9496, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=151936, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(1, 512, 4096), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=512, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(8, 1024, 4096), "fp8_gemv_rt2_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=1024, rows=8");
+    check(kg::fp8_linear::fp8_linear::plan(3, 100, 16), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=16, n=100, rows=3");
+    check(kg::fp8_linear::fp8_linear::plan(0, 512, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=0");
+    check(kg::fp8_linear::fp8_linear::plan(1, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(1, 512, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(9, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=512, rows=9");
+    check(kg::fp8_linear::fp8_linear::plan(1, 512, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=512, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(1, 512, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 4, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=32768, n=512, rows=1");
+    check(kg::fp8_linear::fp8_linear::plan(1, 1025, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([34, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=1025, rows=1");
     check(kg::fp8_linear::fp8_linear::plan(4, 4096, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=4096, rows=4");
     check(kg::fp8_linear::fp8_linear::plan(1, 151936, 4096), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=151936, rows=1");
     check(kg::fp8_linear::fp8_linear::plan(8, 4096, 12288), "fp8_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=12288, n=4096, rows=8");
     check(kg::fp8_linear::fp8_linear::plan(0, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=4096, rows=0");
     check(kg::fp8_linear::fp8_linear::plan(4, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=4");
-    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(4, 4096, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=4");
     check(kg::fp8_linear::fp8_linear::plan(11, 4096, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=4096, rows=11");
     check(kg::fp8_linear::fp8_linear::plan(4, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=4");
     check(kg::fp8_linear::fp8_linear::plan(4, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=32768, n=4096, rows=4");
+    check(kg::fp8_linear::fp8_linear::plan(16, 512, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=512, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(9, 256, 4096), "fp8_gemv_rt2_16_ks_8", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=256, rows=9");
+    check(kg::fp8_linear::fp8_linear::plan(16, 1024, 12288), "fp8_gemv_rt2_16_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=12288, n=1024, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(5, 65, 4112), "fp8_gemv_rt2_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4112, n=65, rows=5");
+    check(kg::fp8_linear::fp8_linear::plan(16, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 512, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(17, 512, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 4, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4096, n=512, rows=17");
+    check(kg::fp8_linear::fp8_linear::plan(16, 512, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([32, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=512, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 512, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 4, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=32768, n=512, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 1025, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([34, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n=1025, rows=16");
     check(kg::fp8_linear::fp8_linear::plan(9, 24576, 4096), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "k=4096, n=24576, rows=9");
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 12288), "fp8_gemv_rt2_16", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=12288, n=4096, rows=16");
-    check(kg::fp8_linear::fp8_linear::plan(16, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=16");
-    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=16");
+    check(kg::fp8_linear::fp8_linear::plan(16, 4096, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=16");
     check(kg::fp8_linear::fp8_linear::plan(17, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4096, n=4096, rows=17");
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 4095), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([256, 1, 1], [128, 1, 1], 16384)), variant: Some(-1) }, "k=4095, n=4096, rows=16");
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=32768, n=4096, rows=16");
@@ -723,7 +742,7 @@ fn fp8_linear_plans_the_first_member_that_applies() {
     check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 4104), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4104, n=4096, rows=2048");
     check(kg::fp8_linear::fp8_linear::plan(2048, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=2048");
     check(kg::fp8_linear::fp8_linear::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 90112)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
-    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 0), "fp8_gemv_rt2", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=2048");
     check(kg::fp8_linear::fp8_linear::plan(2048, 8388607, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([1048576, 1, 1], [384, 1, 1], 147552)), variant: Some(-1) }, "k=4096, n=8388607, rows=2048");
 }
 
@@ -735,7 +754,7 @@ fn fp8_linear_presence() {
 #[test]
 fn fp8_linear_none_applies() {
     let _g = guard();
-    let result = unsafe { kg::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::fp8_linear::fp8_linear::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
     assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemm_n128_row_scaled: not launched: empty work (rows == 0)"));
 }
