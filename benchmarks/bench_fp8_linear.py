@@ -44,6 +44,7 @@ SHAPES = {  # name: (N, K)
     "gate_up": (24576, 4096),
     "down": (4096, 12288),
     "lm_head": (151936, 4096),
+    "delta": (512, 4096),  # the DFlash2 convolution's delta projection (2 x hidden / 16 outputs)
 }
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
 QUICK_ROWS = [1, 8, 16]

@@ -201,9 +201,8 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     lines = ["## The drafter's linear layers (Qwen3-8B drafter shapes, weights cold)", ""]
     dense_rows = {(r["shape"], r["m"], r["kernel"]): r for r in (dense or {}).get("rows", [])}
     fp8_rows = {(r["shape"], r["rows"]): r for r in (fp8 or {}).get("linear", [])}
-    shapes = list(dict.fromkeys(r["shape"] for r in (dense or {}).get("rows", [])))
-    if not shapes:
-        shapes = list(dict.fromkeys(r["shape"] for r in (fp8 or {}).get("linear", [])))
+    shapes = list(dict.fromkeys([r["shape"] for r in (dense or {}).get("rows", [])] +
+                                [r["shape"] for r in (fp8 or {}).get("linear", [])]))
     lines += [
         f"Device: {(fp8 or dense or {}).get('device', '?')}; copy bandwidth "
         f"{(fp8 or dense or {}).get('copy_tb_s', 0):.2f} TB/s (read + write). Few rows: % of copy bandwidth on the "
