@@ -88,7 +88,7 @@ def plan_fp8_gemv_rt2_16(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_fp8_gemv_rt2_ks_8(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
@@ -102,7 +102,7 @@ def plan_fp8_gemv_rt2_ks_8(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_fp8_gemv_rt2_ks_4(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 

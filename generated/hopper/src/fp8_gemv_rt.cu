@@ -477,7 +477,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 }
 }  // namespace
 
-// fp8_gemv_rt2_ks_8: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// fp8_gemv_rt2_ks_8: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -595,7 +595,7 @@ int32_t kg_sizes_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_
 }
 }  // namespace
 
-// fp8_gemv_rt2_ks_4: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// fp8_gemv_rt2_ks_4: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;

@@ -343,7 +343,7 @@ pub mod fp8_gemv_rt2_16 {
     }
 }
 
-/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
 /// Arguments, in order (`specs/fp8_gemv_rt.yaml:127`):
 /// - `x`: `const bf16*`, `rows * k` elements
@@ -428,7 +428,7 @@ pub mod fp8_gemv_rt2_ks_8 {
     }
 }
 
-/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most KS_TILES 64-row tiles (N <= 1024) still spreads over KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
 /// Arguments, in order (`specs/fp8_gemv_rt.yaml:127`):
 /// - `x`: `const bf16*`, `rows * k` elements
