@@ -396,10 +396,21 @@ struct Gemv {
     }
 };
 
+// The _ks kernels' body: the weight-row tile blockIdx.x / C of one product, in clusters of C
+// CTAs (dynamic shared memory RING_SMEM; static: the receive buffer).
+template <int MT, uint32_t C>
+static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                                 __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    using G = Gemv<MT, Work::full, C>;
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ typename G::Shared sh;
+    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / C, dflash_fp8_rt_ring, sh);
+}
+
 }  // namespace dflash_fp8_rt_detail
 
 // Grid: CLUSTER * ceil(n / TILE_N) CTAs of THREADS; dynamic shared memory RING_SMEM (the
-// weight ring, reused for the warps' partials); static: the 32 x 8 * MT f32 receive buffer.
+// weight ring, reused for the warps' partials); static: the f32 receive buffer.
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                            __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
@@ -428,20 +439,14 @@ template <uint32_t C>
 __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_ks_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    using G = dflash_fp8_rt_detail::Gemv<1, dflash_fp8_rt_detail::Work::full, C>;
-    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
-    __shared__ typename G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / C, dflash_fp8_rt_ring, sh);
+    dflash_fp8_rt_detail::gemv_tile<1, C>(x, q, scale, out, rows, n, k);
 }
 
 template <uint32_t C>
 __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt2_16_ks_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    using G = dflash_fp8_rt_detail::Gemv<2, dflash_fp8_rt_detail::Work::full, C>;
-    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
-    __shared__ typename G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / C, dflash_fp8_rt_ring, sh);
+    dflash_fp8_rt_detail::gemv_tile<2, C>(x, q, scale, out, rows, n, k);
 }
 
 // Three products of the same x in one launch (a layer's q, k and v projections): the clusters
