@@ -685,7 +685,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:162`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:157`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
