@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """DFlash2 kernels (specs/dflash2.yaml) at the drafter's shapes.
 
-- dflash2_conv2, hidden 4096, rows 16, 256, 4096: the bytes it must move (x and delta read,
+- dflash2_conv2, hidden 4096, rows 16, 256, 4096, 16384: the bytes it must move (x and delta read,
   out written; base is small) over the median CUDA-event time, as GB/s and as a fraction of
   the device-to-device copy bandwidth measured in the same run (2 GiB, read + write), and of a
   copy of the kernel's own byte count timed the same way (single copies queued behind a GPU
-  sleep: what a copy reaches where its ramp-up and tail count too). Inputs rotate over several
-  sets so L2 does not serve them (cold data).
+  sleep: what a copy reaches where its ramp-up and tail count too). Inputs (and the copy's
+  buffers) rotate over enough sets that the L2 no longer holds the ones timed (cold data).
 - dflash2_topk16 at 16 x 151936, f32 and bf16 logits (the drafter's lm_head writes bf16):
-  microseconds per launch, beside torch.topk on the same logits. The kernel needs no zeroed
-  counter, so one launch is all there is to time.
+  microseconds per launch, beside torch.topk on the same logits: cold logits, and logits the
+  L2 holds (in the drafter's step the lm_head has just written them). The kernel needs no
+  zeroed counter, so one launch is all there is to time.
 - dflash2_selector_walk at B = 1, S = 16, rank 256, vocab 151936: microseconds per launch.
 Device times are taken with the GPU kept busy while the launch is queued (torch.cuda._sleep),
 so the host's call cost stays out; the per-call time of a plain Python call loop (host cost
@@ -46,23 +47,30 @@ def host_us_per_call(fn, calls=1000):
     return (time.perf_counter() - t) / calls * 1e6
 
 
+def cold_sets(nbytes: int) -> int:
+    """Input sets to rotate over so that each timed launch reads data the L2 no longer holds:
+    the sets a timing visits were written before at least three L2s' worth of others."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return max(ROTATE, -(-3 * l2 // nbytes))
+
+
 def bench_conv2(copy_gbs):
     res = []
     H = 4096
-    for R in (16, 256, 4096):
+    for R in (16, 256, 4096, 16384):
         base = torch.randn(2, H, device=DEV).to(BF16)
+        nbytes = 2 * R * H * 2 + R * 2 * (H // 16) * 2
         sets = [
             (
                 torch.randn(R, H, device=DEV).to(BF16),
                 torch.randn(R, 2, H // 16, device=DEV).to(BF16),
                 torch.empty(R, H, device=DEV, dtype=BF16),
             )
-            for _ in range(ROTATE)
+            for _ in range(cold_sets(nbytes))
         ]
-        nbytes = 2 * R * H * 2 + R * 2 * (H // 16) * 2
         ms = median_ms(lambda x, d, o: launched(dflash2.dflash2_conv2(x, base, d, o, R, H)), sets, sleep_cycles=SLEEP)
         gbs = nbytes / ms / 1e6
-        same = copy_gb_s(nbytes, ROTATE, sleep_cycles=SLEEP)
+        same = copy_gb_s(nbytes, cold_sets(nbytes), sleep_cycles=SLEEP)
         res.append(
             {"rows": R, "hidden": H, "bytes": nbytes, "us": ms * 1e3, "gb_s": gbs, "fraction_of_copy": gbs / copy_gbs,
              "same_size_copy_gb_s": same, "fraction_of_same_size_copy": gbs / same}
@@ -71,8 +79,11 @@ def bench_conv2(copy_gbs):
 
 
 def bench_topk(rows=16, vocab=151936, dtype=F32):
+    """Cold logits (rotated past the L2), and logits the L2 holds, as after the lm_head that
+    writes them (one set, launched again and again: the kernel overwrites 16 logits a row with
+    -inf, and the timing does not depend on their values)."""
     sets = []
-    for _ in range(ROTATE):
+    for _ in range(cold_sets(rows * vocab * torch.tensor([], dtype=dtype).element_size())):
         sets.append(((torch.randn(rows, vocab, device=DEV) * 4.0).to(dtype),))
     ids = torch.empty(rows, TOP, device=DEV, dtype=I32)
     scores = torch.empty(rows, TOP, device=DEV, dtype=F32)
@@ -82,6 +93,9 @@ def bench_topk(rows=16, vocab=151936, dtype=F32):
 
     ms = median_ms(kern, sets, sleep_cycles=SLEEP)
     tms = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), sets, sleep_cycles=SLEEP)
+    warm = sets[:1]
+    ms_l2 = median_ms(kern, warm, sleep_cycles=SLEEP)
+    tms_l2 = median_ms(lambda lg: torch.topk(lg, TOP, dim=-1), warm, sleep_cycles=SLEEP)
     lg = sets[0][0]
     return {
         "rows": rows,
@@ -89,6 +103,8 @@ def bench_topk(rows=16, vocab=151936, dtype=F32):
         "dtype": str(dtype).removeprefix("torch."),
         "us": ms * 1e3,
         "torch_topk_us": tms * 1e3,
+        "us_l2": ms_l2 * 1e3,
+        "torch_topk_us_l2": tms_l2 * 1e3,
         "host_loop_us": host_us_per_call(lambda: kern(lg)),
         "torch_topk_host_loop_us": host_us_per_call(lambda: torch.topk(lg, TOP, dim=-1)),
     }
@@ -149,8 +165,9 @@ def main():
         )
     for t in (topk, topk_bf16):
         print(
-            f"dflash2_topk16 {t['rows']} x {t['vocab']} {t['dtype']}: {t['us']:.2f} us/launch "
-            f"(torch.topk {t['torch_topk_us']:.2f} us); host loop {t['host_loop_us']:.2f} us/call "
+            f"dflash2_topk16 {t['rows']} x {t['vocab']} {t['dtype']}: {t['us']:.2f} us/launch cold, "
+            f"{t['us_l2']:.2f} from the L2 (torch.topk {t['torch_topk_us']:.2f} / {t['torch_topk_us_l2']:.2f} us); "
+            f"host loop {t['host_loop_us']:.2f} us/call "
             f"(torch.topk {t['torch_topk_host_loop_us']:.2f})"
         )
     print(
