@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import copy_gb_s, launched, median_ms, stream_read_ms
+from cuda_timing import cold_copies, copy_gb_s, launched, median_ms, stream_read_ms
 from kernelgen_ops import dense_linear, w4a16_gemm
 
 DEV = "cuda"
@@ -40,13 +39,6 @@ SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 24576, 4096), ("do
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
 QUICK_ROWS = [1, 8, 16]
 SLEEP = 100_000  # GPU cycles queued before each timed call
-
-
-def copies_for(nbytes):
-    """Weight copies to rotate so that their total is at least four times the device's L2 (an
-    H200 reports 60 MB): a single 50-100 MB weight is partly still in L2 from the previous run."""
-    cold = 4 * torch.cuda.get_device_properties(0).L2_cache_size
-    return max(1, math.ceil(cold / nbytes))
 
 
 def fp4_weights(n, k):
@@ -71,9 +63,9 @@ def main():
     for name, n, k in SHAPES:
         wbytes = n * k * 2
         ws_bf16 = [(torch.randn(n, k, device=DEV, dtype=torch.float32) * 0.02).to(BF16)
-                   for _ in range(copies_for(wbytes))]
+                   for _ in range(cold_copies(wbytes))]
         qbytes = n * k // 2 + n * k // 16
-        ws_fp4 = [fp4_weights(n, k) for _ in range(copies_for(qbytes))]
+        ws_fp4 = [fp4_weights(n, k) for _ in range(cold_copies(qbytes))]
         floor_ms = stream_read_ms(ws_bf16, lambda fn, sets: median_ms(fn, sets, reps=reps, sleep_cycles=SLEEP))
         if floor_ms:  # one launch of a plain streaming-read kernel over the bf16 weight bytes
             r = {"shape": name, "n": n, "k": k, "m": 0, "kernel": "read_floor", "bytes": wbytes,

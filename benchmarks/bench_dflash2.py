@@ -26,7 +26,7 @@ import json
 import time
 
 import torch
-from cuda_timing import copy_gb_s, launched, median_ms
+from cuda_timing import cold_copies, copy_gb_s, launched, median_ms
 from kernelgen_ops import dflash2
 
 DEV = "cuda"
@@ -47,30 +47,24 @@ def host_us_per_call(fn, calls=1000):
     return (time.perf_counter() - t) / calls * 1e6
 
 
-def cold_sets(nbytes: int) -> int:
-    """Input sets to rotate over so that each timed launch reads data the L2 no longer holds:
-    the sets a timing visits were written before at least three L2s' worth of others."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    return max(ROTATE, -(-3 * l2 // nbytes))
-
-
 def bench_conv2(copy_gbs):
     res = []
     H = 4096
     for R in (16, 256, 4096, 16384):
         base = torch.randn(2, H, device=DEV).to(BF16)
         nbytes = 2 * R * H * 2 + R * 2 * (H // 16) * 2
+        nsets = cold_copies(nbytes, l2s=3, minimum=ROTATE)
         sets = [
             (
                 torch.randn(R, H, device=DEV).to(BF16),
                 torch.randn(R, 2, H // 16, device=DEV).to(BF16),
                 torch.empty(R, H, device=DEV, dtype=BF16),
             )
-            for _ in range(cold_sets(nbytes))
+            for _ in range(nsets)
         ]
         ms = median_ms(lambda x, d, o: launched(dflash2.dflash2_conv2(x, base, d, o, R, H)), sets, sleep_cycles=SLEEP)
         gbs = nbytes / ms / 1e6
-        same = copy_gb_s(nbytes, cold_sets(nbytes), sleep_cycles=SLEEP)
+        same = copy_gb_s(nbytes, nsets, sleep_cycles=SLEEP)
         res.append(
             {"rows": R, "hidden": H, "bytes": nbytes, "us": ms * 1e3, "gb_s": gbs, "fraction_of_copy": gbs / copy_gbs,
              "same_size_copy_gb_s": same, "fraction_of_same_size_copy": gbs / same}
@@ -83,7 +77,7 @@ def bench_topk(rows=16, vocab=151936, dtype=F32):
     writes them (one set, launched again and again: the kernel overwrites 16 logits a row with
     -inf, and the timing does not depend on their values)."""
     sets = []
-    for _ in range(cold_sets(rows * vocab * torch.tensor([], dtype=dtype).element_size())):
+    for _ in range(cold_copies(rows * vocab * dtype.itemsize, l2s=3, minimum=ROTATE)):
         sets.append(((torch.randn(rows, vocab, device=DEV) * 4.0).to(dtype),))
     ids = torch.empty(rows, TOP, device=DEV, dtype=I32)
     scores = torch.empty(rows, TOP, device=DEV, dtype=F32)

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 import torch
 import torch.nn.functional as F
-from cuda_timing import copy_gb_s, launched, median_ms, stream_read_ms
+from cuda_timing import cold_copies, copy_gb_s, launched, median_ms, stream_read_ms
 from kernelgen_ops import fp8_gemv_rt, fp8_linear
 
 DEV = "cuda"
@@ -48,14 +47,6 @@ SHAPES = {  # name: (N, K)
 }
 ROWS = [1, 2, 4, 8, 16, 64, 256, 2048]
 QUICK_ROWS = [1, 8, 16]
-
-
-def copies_for(nbytes):
-    """Weight copies to rotate so that their total is at least four times the device's L2 (an
-    H200 reports 60 MB): with less (one 100 MB copy, say), part of the weight is still in L2
-    from the previous run and the 'cold' rate is inflated."""
-    cold = 4 * torch.cuda.get_device_properties(0).L2_cache_size
-    return max(1, math.ceil(cold / nbytes))
 
 
 def time_ms(fn, sets):
@@ -84,10 +75,10 @@ def ours(rows, quick=False):
 
 def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):
     wbytes = n * k
-    nq = copies_for(wbytes)
+    nq = cold_copies(wbytes)
     qs = [torch.randint(0, 0x7f, (n, k), device=DEV, dtype=torch.uint8).view(E4M3) for _ in range(nq)]  # finite codes
     scales = [torch.rand(n, device=DEV) * 1e-3 + 1e-3 for _ in range(nq)]
-    nb = 0 if quick else copies_for(2 * wbytes)
+    nb = 0 if quick else cold_copies(2 * wbytes)
     wb = [(torch.randn(n, k, device=DEV, dtype=BF16) * 0.02) for _ in range(nb)]
     floor_ms = stream_read_ms(qs, time_ms)
     if floor_ms:
@@ -156,7 +147,7 @@ def print_row(r):
 
 def bench_quantize(copy_tbs, n=4096, k=4096, quick=False):
     sets = []
-    for _ in range(copies_for(3 * n * k)):
+    for _ in range(cold_copies(3 * n * k)):
         sets.append((torch.randn(n, k, device=DEV, dtype=BF16), torch.empty(n, k, device=DEV, dtype=E4M3),
                      torch.empty(n, device=DEV)))
     ms = time_ms(lambda w, q, s: launched(fp8_linear.quantize_bf16_to_fp8(w, q, s, n, k)), sets)

@@ -63,6 +63,14 @@ def cold_replay_us(graph: torch.cuda.CUDAGraph, flush: torch.Tensor, reps: int) 
     return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
 
 
+def cold_copies(nbytes: int, l2s: int = 4, minimum: int = 1) -> int:
+    """Copies of an input of ``nbytes`` to rotate over so that together they exceed ``l2s`` times
+    the device's L2 (an H200 reports 60 MB): a timed launch then reads data the L2 no longer
+    holds (with less, part of a 50-100 MB weight is still there from the run before)."""
+    cold = l2s * torch.cuda.get_device_properties(0).L2_cache_size
+    return max(minimum, -(-cold // nbytes))
+
+
 def copy_gb_s(nbytes: int, rotate: int = 4, sleep_cycles: int = 0) -> float:
     """GB/s of a device-to-device copy moving ``nbytes`` in all (half read, half written; read +
     write counted), over ``rotate`` buffer pairs so that it comes from memory, timed as

@@ -140,14 +140,17 @@ def dflash2_md(d: dict) -> list[str]:
         same = r.get("fraction_of_same_size_copy")
         lines.append(f"| {r['rows']} x {r['hidden']} | {r['bytes'] / 1e6:.1f} | {r['us']:.1f} | {r['gb_s']:.0f} | "
                      f"{100 * r['fraction_of_copy']:.0f}% | " + (f"{100 * same:.0f}% |" if same else "- |"))
-    lines += ["", "| op | shape | us per launch | torch |", "| --- | --- | --- | --- |",
-              *(f"| dflash2_topk16 ({t['dtype']}), {'cold' if 'us_l2' in t else 'logits in the L2 (4 rotated sets)'} | "
-                f"{t['rows']} x {t['vocab']} | {t['us']:.1f} | torch.topk {t['torch_topk_us']:.1f} |"
-                for t in (tk, d.get("topk16_bf16")) if t),
-              *(f"| dflash2_topk16 ({t['dtype']}), logits in the L2 | {t['rows']} x {t['vocab']} | "
-                f"{t['us_l2']:.1f} | torch.topk {t['torch_topk_us_l2']:.1f} |"
-                for t in (tk, d.get("topk16_bf16")) if t and "us_l2" in t),
-              f"| dflash2_selector_walk | batch {wk['batch']}, {wk['slots']} slots, rank {wk['rank']} | "
+    lines += ["", "| op | shape | us per launch | torch |", "| --- | --- | --- | --- |"]
+    topks = [t for t in (tk, d.get("topk16_bf16")) if t]
+    for us, ref in (("us", "torch_topk_us"), ("us_l2", "torch_topk_us_l2")):
+        for t in topks:
+            # runs without "us_l2" rotated 4 sets of logits, which the L2 holds
+            label = ("logits in the L2" if us == "us_l2" else "cold" if "us_l2" in t
+                     else "logits in the L2 (4 rotated sets)")
+            if us in t:
+                lines.append(f"| dflash2_topk16 ({t['dtype']}), {label} | {t['rows']} x {t['vocab']} | {t[us]:.1f} | "
+                             f"torch.topk {t[ref]:.1f} |")
+    lines += [f"| dflash2_selector_walk | batch {wk['batch']}, {wk['slots']} slots, rank {wk['rank']} | "
               f"{wk['us']:.1f} | - |", ""]
     return lines
 
