@@ -14,8 +14,9 @@
 //       requests outstanding at every moment, 30-40 KB per SM;
 //   (2) start-up and tail: the small layers (o: 16.8 MB, 3.6 us at full speed) are a few
 //       microseconds long, so the stream must start at once and no SM may sit idle;
-//   (3) the x traffic: every CTA re-reads x for its K range from L1/L2, 2 * rows / R bytes per
-//       weight byte for a CTA of R weight rows.
+//   (3) the x traffic: every CTA re-reads x for its K range from the L2, 2 * rows / R bytes per
+//       weight byte for R weight rows sharing each x read, and the L2's request rate counts
+//       as much as its bytes (see below).
 // The previous design (8-CTA clusters over 128 rows, 64 KB of weight per CTA read in one batch,
 // x staged in shared memory first, two cluster barriers) was start-up bound at 21-61% of copy
 // bandwidth.
@@ -29,23 +30,28 @@
 // small layers still cover the 132 SMs.
 //
 // Streaming. Inside a CTA, warp w takes the 32 rows of row group w % 2 and the chunks
-// c = w / 2 (mod 4) of the CTA's range, so the CTA walks its rows front to back, 512 bytes per
-// row per round. A chunk of a warp is 32 rows x 128 bytes (one line of each row), copied with
-// cp.async (16 bytes per copy, L2 only, evict-first, zero-filled past the end) in whole lines,
-// 8 lanes a line, 8 copies a lane (kcommon::LineChunk: copies of 64 bytes per row capped the
-// load structure near 80% of a streaming read). Each warp streams its chunks through a ring of
-// kStages = 3 slots in shared memory: while chunk i is multiplied chunks i + 1 and i + 2 are in
-// flight, 8 KB a warp, 64 KB a CTA, 128 KB an SM (two CTAs resident: 96 KB of ring each, <= 128
-// registers). Lanes multiply units other lanes copied, so two warp barriers per chunk order the
-// ring (after the wait, before a slot is refilled); no CTA barrier in the loop. x for the next
-// chunk is loaded into registers one chunk ahead (__ldg: L1/L2 hits). No barrier precedes the
-// first weight request.
+// c = w / 2 (mod 4) of the CTA's range (its phase), so the CTA walks its rows front to back,
+// 512 bytes per row per round. A chunk of a warp is 32 rows x 128 bytes (one line of each
+// row), copied with cp.async (16 bytes per copy, L2 only, evict-first, zero-filled past the
+// end) in whole lines, 8 lanes a line, 8 copies a lane (kcommon::LineChunk: copies of 64 bytes
+// per row capped the load structure near 80% of a streaming read). The chunk's x (8 * MT rows
+// x 128 k) goes the same way into a slot that the phase's two warps share, each copying half
+// of its rows as whole lines. Each warp streams its chunks through a ring of kStages = 2
+// slots: while chunk i is multiplied, chunk i + 1 is in flight, 4 KB of weight a warp, 32 KB
+// a CTA, 64 KB an SM (two CTAs resident: 64 KB of weight ring and 32 KB of x slots each, <= 128
+// registers). Lanes read units other lanes of the pair copied, so two barriers of the pair
+// (named barrier 1 + phase, 64 threads) per chunk order the slots (after the wait, before a
+// slot is refilled); no CTA barrier in the loop. No barrier precedes the first weight request.
+// Measured on the H200 at 16 rows (cold weights), against x loaded into registers one chunk
+// ahead by each warp (__ldg) with a 3-slot weight ring: those loads were two requests of 64
+// bytes per x line per warp, as many x requests as weight requests, and cost more than the
+// third slot gains (gate_up 39.5 -> 35.0 us, qkv 15.8 -> 13.6, o 10.3 -> 9.2, down 18.9 -> 17.8).
 //
 // Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
-// with 64-128 KB in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 128 KB in flight
-// per SM while CTAs retire and start. Resident CTAs share the memory system, so an uneven
-// count of CTAs per SM does not idle the memory: an SM with one CTA left still has 64 KB in
-// flight, and 64 such SMs alone cover Little's law.
+// with 32-64 KB of weight in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 64 KB
+// in flight per SM while CTAs retire and start. Resident CTAs share the memory system, so an
+// uneven count of CTAs per SM does not idle the memory: an SM with one CTA left still has
+// 32 KB in flight.
 //
 // Products on the tensor cores with the weight as the A operand: an m16n8k16 mma takes 16
 // weight rows x 16 k as A and x^T (16 k x 8 x rows) as B. The k order inside a 16-k step is a
@@ -70,8 +76,8 @@
 // the remote stores (the partner CTA has started by then), so it costs nothing.
 //
 // K: the vector path needs 16-byte aligned q and x (with K % 16 == 0 a lane's 16 bytes are all
-// in range or all out); otherwise weights and x are read byte by byte into registers (the same
-// arithmetic, not tuned). Rows of the tile beyond N read as zero and are not stored.
+// in range or all out); otherwise weights and x are read byte by byte and stored into the same
+// slots (the same arithmetic, not tuned). Rows of the tile beyond N read as zero and are not stored.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -97,10 +103,13 @@ constexpr uint32_t kWarpRows = kRows / kRowGroups;       // 32 weight rows per w
 constexpr uint32_t kTiles = kWarpRows / 16;              // 16-row weight tiles per warp
 constexpr uint32_t kChunk = 128;                         // k per chunk: one 128-byte line of a row
 constexpr uint32_t kCopies = kWarpRows / 4;              // 16-byte copies per lane per chunk
-constexpr uint32_t kStages = 3;                          // ring slots: kStages - 1 chunks in flight
+constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight
 constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte copy per thread
 constexpr uint32_t kStageBytes = kCopies * kSlotBytes;   // 32 KB: one chunk of every warp
-constexpr uint32_t kRingBytes = kStages * kStageBytes;   // 98304 (RING_SMEM in the spec)
+constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
+constexpr uint32_t kXRowBytes = 2 * kChunk;              // one x row of a chunk: 128 bf16
+constexpr uint32_t kXSlotBytes = 16 * kXRowBytes;        // a phase's x of one chunk (<= 16 rows)
+constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;  // 98304 (RING_SMEM in the spec)
 constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
 
 using kcommon::cluster_rank;
@@ -124,6 +133,9 @@ template <int MT, Work W = Work::full, uint32_t CL = kCluster>
 struct Gemv {
     static_assert(CL == 2 || CL == 4 || CL == 8, "clusters of 2, 4 or 8 CTAs along K");
     static constexpr uint32_t kXRows = 8 * MT;                 // x rows covered (zero beyond rows)
+    static constexpr uint32_t kXHalf = kXRows / kRowGroups;    // x rows of a chunk each warp of a pair copies
+    static constexpr uint32_t kXCopies = kXHalf * 16 / 32;     // ... 16-byte copies per lane
+    static_assert(kRowGroups == 2 && kXHalf * 16 % 32 == 0 && kXRows <= 16, "x slot layout");
     static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
     static_assert(kRows * kXRows % kThreads == 0 && kThreads % kRows == 0, "output mapping");
@@ -210,32 +222,10 @@ struct Gemv {
         for (uint32_t l = 0; l < kCopies; ++l) rows_ok |= (wrow0 + L::copy_row(l, lane) < n ? 1u : 0u) << l;
         const uint8_t* wbase = q + static_cast<uint64_t>(wrow0 + L::copy_row(0, lane)) * k + 16u * unit;
         const uint64_t rstride = 4ull * k;
-        const __nv_bfloat16* xrow[MT];
-        uint32_t x_ok = 0;
-#pragma unroll
-        for (int j = 0; j < MT; ++j) {
-            x_ok |= (8u * j + g < rows ? 1u : 0u) << j;
-            xrow[j] = x + static_cast<uint64_t>(8u * j + g < rows ? 8u * j + g : 0u) * k + 16u * t;
-        }
         // Byte offset within a row of local chunk i; false past this warp's chunks.
         auto chunk_off = [&](uint32_t i, uint32_t& off) {
             off = (cbeg + phase + kPhases * i) * kChunk;
             return i < mine;
-        };
-        // x rows 8j + g at the lane's k of half h of chunk i: off + 64h + 16t + 8hh .. + 7
-        // (hh = 0, 1), the k of the weight units t + 4h it multiplies.
-        auto load_x = [&](uint32_t i, uint32_t h, uint4 (&xv)[MT][2]) {
-            uint32_t off;
-            const bool ok = chunk_off(i, off);
-#pragma unroll
-            for (int j = 0; j < MT; ++j) {
-#pragma unroll
-                for (int hh = 0; hh < 2; ++hh) {
-                    const uint32_t kk = off + 64u * h + 16u * t + 8u * hh;  // byte path: any K, zero fill
-                    const uint32_t valid = !(ok && ((x_ok >> j) & 1u)) ? 0u : kk >= k ? 0u : VEC ? 8u : min(8u, k - kk);
-                    xv[j][hh] = valid ? load_x8(xrow[j] + off + 64u * h + 8u * hh, valid, VEC) : make_uint4(0u, 0u, 0u, 0u);
-                }
-            }
         };
 
         float acc[kTiles][MT][4];
@@ -250,10 +240,18 @@ struct Gemv {
             const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
             // Slot s holds copies s * kCopies .. + kCopies - 1 of this warp's ring (kcommon::LineChunk).
             const uint32_t base = smem_addr(ring) + L::warp_offset(warp);
-            // One commit group per chunk, empty-but-committed past the end, so that
-            // wait_group<kStages - 1> always means "chunk i has landed". The byte path (!VEC)
-            // fills the same slots synchronously from byte loads and shares the rest.
-            auto issue = [&](uint32_t i, uint32_t slot) {
+            // The phase's x slots: [stage][x row][16-byte unit u ^ (row % 2)] (the swizzle keeps
+            // the fragment reads below free of bank conflicts).
+            const uint32_t xbase = smem_addr(ring) + kWRingBytes + phase * kXSlotBytes;
+            constexpr uint32_t kXStageBytes = kPhases * kXSlotBytes;
+            auto x_unit = [](uint32_t row, uint32_t u) { return row * kXRowBytes + ((u ^ (row & 1u)) << 4); };
+            // The two warps of a phase (w, w ^ 1) share its x slots, so their order is a barrier
+            // of the pair (named barrier 1 + phase, 64 threads) rather than of the warp.
+            const uint32_t pair_bar = 1u + phase;
+            auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;" : : "r"(pair_bar) : "memory"); };
+            // The weight units of chunk i: this lane's kCopies copies (16 bytes each, zero past
+            // the end). The byte path (!VEC) fills the same slots synchronously from byte loads.
+            auto issue_w = [&](uint32_t i, uint32_t slot) {
                 uint32_t off;
                 const bool ok = chunk_off(i, off) && off + 16u * unit < k;
 #pragma unroll
@@ -267,30 +265,63 @@ struct Gemv {
                         sts128(dst, load_w16(wbase + l * rstride + off, nb, false));
                     }
                 }
-                if constexpr (VEC) cp_async_commit();
             };
+            // x rows [kXHalf * rgroup, + kXHalf) of chunk i (8 k a 16-byte unit, 16 units a row,
+            // whole lines; zero past `rows` and past k): the pair copies the chunk's x once.
+            auto issue_x = [&](uint32_t i, uint32_t slot) {
+                uint32_t off;
+                const bool ok = chunk_off(i, off);
 #pragma unroll
-            for (uint32_t s = 0; s + 1 < kStages; ++s) issue(s, s);
+                for (uint32_t c = 0; c < kXCopies; ++c) {
+                    const uint32_t idx = c * 32u + lane;
+                    const uint32_t xr = kXHalf * rgroup + idx / 16u, kk = off + 8u * (idx % 16u);
+                    const uint32_t valid = !(ok && xr < rows) ? 0u : kk >= k ? 0u : VEC ? 8u : min(8u, k - kk);
+                    const __nv_bfloat16* src = x + static_cast<uint64_t>(xr) * k + kk;
+                    const uint32_t dst = xbase + slot * kXStageBytes + x_unit(xr, idx % 16u);
+                    if constexpr (VEC) {
+                        kcommon::cp_async16_zfill(dst, valid ? src : x, valid != 0u);
+                    } else {
+                        sts128(dst, valid ? load_x8(src, valid, false) : make_uint4(0u, 0u, 0u, 0u));
+                    }
+                }
+            };
+            // One commit group per chunk, empty-but-committed past the end, so that
+            // wait_group<kStages - 1> always means "chunk i has landed".
+#pragma unroll
+            for (uint32_t s = 0; s + 1 < kStages; ++s) issue_w(s, s);
             // The weight is no kernel's output: its first chunks stream in while the kernel
             // before this one on the stream finishes (programmatic dependent launch); x is.
+            // (The first group holds those weight copies and chunk 0's x.)
             kcommon::pdl_wait();
-            uint4 xn[2][MT][2];
-            load_x(0, 0, xn[0]);
-            load_x(0, 1, xn[1]);
+#pragma unroll
+            for (uint32_t s = 0; s + 1 < kStages; ++s) {
+                issue_x(s, s);
+                if constexpr (VEC) cp_async_commit();
+            }
             uint32_t s_read = 0, s_write = kStages - 1;
             for (uint32_t i = 0; i < mine; ++i) {
-                __syncwarp();                     // every lane has read the slot refilled next
-                issue(i + kStages - 1, s_write);  // refills the slot read in iteration i - 1
-                if constexpr (VEC) cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
-                __syncwarp();                                     // ... and every other lane's
+                pair_sync();  // both warps of the pair have read the slots refilled next
+                issue_w(i + kStages - 1, s_write);
+                issue_x(i + kStages - 1, s_write);
+                if constexpr (VEC) {
+                    cp_async_commit();
+                    cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
+                }
+                pair_sync();  // ... and every other lane's of the pair
                 const uint32_t slot = base + s_read * kStageBytes;
+                const uint32_t xs = xbase + s_read * kXStageBytes;
 #pragma unroll
                 for (uint32_t h = 0; h < 2; ++h) {
                     // Half h of the chunk: weight units t + 4h (k = 64h + 16t .. + 15) of rows
-                    // g and g + 8 of each tile, x at the same k (loaded one chunk ahead).
+                    // g and g + 8 of each tile; x rows 8j + g at the same k (units 8h + 2t,
+                    // 8h + 2t + 1 of the row).
+                    uint4 xv[MT][2];
+#pragma unroll
+                    for (int j = 0; j < MT; ++j)
+#pragma unroll
+                        for (uint32_t hh = 0; hh < 2; ++hh) xv[j][hh] = lds128(xs + x_unit(8u * j + g, 8u * h + 2u * t + hh));
                     uint32_t b[4][MT][2];
-                    b_frags(b, xn[h]);
-                    load_x(i + 1, h, xn[h]);
+                    b_frags(b, xv);
 #pragma unroll
                     for (uint32_t ti = 0; ti < kTiles; ++ti) {
                         const uint32_t r = 16u * ti + g, u = t + 4u * h;
