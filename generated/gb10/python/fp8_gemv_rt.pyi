@@ -43,20 +43,6 @@ fp8_gemv_tma: _kg_launcher_fp8_gemv_tma
 
 def plan_fp8_gemv_tma(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
-class _kg_launcher_fp8_gemv_tma_wide(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
-
-fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it was 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows while that kernel loaded x into registers, and is 2% slower since it stages x in shared memory (189.0 against 184.4 us); slower on smaller weights, and at 8 rows or fewer than fp8_gemv_rt2.
-
-Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
-
-    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
-
-fp8_gemv_tma_wide: _kg_launcher_fp8_gemv_tma_wide
-
-def plan_fp8_gemv_tma_wide(*, rows: int, n: int, k: int) -> _kg_Plan: ...
-
 class _kg_launcher_fp8_gemv_rt2(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 

@@ -16,7 +16,6 @@ constexpr int64_t GEMV_TMA_CTAS = 132;
 constexpr int64_t GEMV_TMA_K_MIN = 512;
 constexpr int64_t GEMV_TMA_SMEM = 102560;
 constexpr int64_t GEMV_TMA_SPLIT = 8;
-constexpr int64_t GEMV_TMA_WIDE_TILES = 512;
 constexpr int64_t KS_CTAS = 64;
 constexpr int64_t RING_SMEM = 98304;
 constexpr int64_t THREADS = 256;
@@ -34,25 +33,6 @@ kg_plan plan_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  kg::ExprStatus kg_err;
-  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
-  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
-  kg_sizes[2] = int64_t{n};  // scale
-  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
-  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
-}
-}  // namespace
-
-// fp8_gemv_tma_wide: fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it was 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows while that kernel loaded x into registers, and is 2% slower since it stages x in shared memory (189.0 against 184.4 us); slower on smaller weights, and at 8 rows or fewer than fp8_gemv_rt2. Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
-kg_plan plan_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan kg_p = {};
-  kg_p.variant = -1;
-  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
-  return kg_p;
-}
-
-namespace {
-int32_t kg_sizes_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -883,18 +863,6 @@ const kg_kernel_info kg_info_fp8_gemv_tma = {
     kSkip_fp8_gemv_tma, kApplies_fp8_gemv_tma, nullptr,
     2, 2, 0,
     0};
-const char* const kApplies_fp8_gemv_tma_wide[] = {
-    "rows >= 9",
-    "rows <= 16",
-    "(k % 16) == 0",
-    "div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES",
-};
-const kg_kernel_info kg_info_fp8_gemv_tma_wide = {
-    "fp8_gemv_rt", "fp8_gemv_tma_wide", "gb10",
-    "METRALE_NO_DFLASH_FP8_RT", nullptr,
-    nullptr, kApplies_fp8_gemv_tma_wide, nullptr,
-    0, 4, 0,
-    0};
 const char* const kSkip_fp8_gemv_rt2[] = {
     "rows == 0",
     "n == 0",
@@ -914,7 +882,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:74: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:58: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
     "rows == 0",
@@ -935,7 +903,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:89: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
     "rows == 0",
@@ -957,7 +925,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:129: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:113: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
     "rows == 0",
@@ -979,7 +947,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:129: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:113: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
     "rows == 0",
@@ -1001,7 +969,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:131: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
     "rows == 0",
@@ -1023,7 +991,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:131: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
@@ -1044,7 +1012,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:159: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:143: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 }  // namespace
 
@@ -1058,18 +1026,6 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   (void)k;
   (void)stream;
   return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_tma};
-}
-
-kernelgen::Outcome fp8_gemv_tma_wide(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  (void)x;
-  (void)q;
-  (void)scale;
-  (void)out;
-  (void)rows;
-  (void)n;
-  (void)k;
-  (void)stream;
-  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_tma_wide};
 }
 
 kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -1261,23 +1217,6 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_tma__sizes(uint32_t rows, uint32_t n, uint32_t 
 }
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_tma; }
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_tma_wide(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
-  return kg_o.code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
-  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_tma_wide(rows, n, k);
-  return kg_out->code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_tma_wide(rows, n, k, kg_sizes);
-}
-
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma_wide__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_tma_wide; }
 
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));

@@ -24,7 +24,6 @@ C_GEMV_TMA_CTAS = 132
 C_GEMV_TMA_K_MIN = 512
 C_GEMV_TMA_SMEM = 102560
 C_GEMV_TMA_SPLIT = 8
-C_GEMV_TMA_WIDE_TILES = 512
 C_KS_CTAS = 64
 C_RING_SMEM = 98304
 C_THREADS = 256
@@ -128,97 +127,6 @@ def test_fp8_gemv_tma_plan_matches_spec(args):
 def test_fp8_gemv_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_tma
     full = {**OTHER_ARGS_fp8_gemv_tma, **CASES_fp8_gemv_tma[0]}
-    outcome = launch(**full)
-    assert not outcome.launched and "absent on target gb10" in outcome.reason
-
-
-# ---------------------------------------------------------------- fp8_gemv_tma_wide
-
-
-def expect_fp8_gemv_tma_wide(**args):
-    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    return _plan.expect(
-        [
-            (262144, False, lambda _st, _a: (_a['rows'] >= 9)),  # applies: rows >= 9
-            (262145, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
-            (262146, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
-            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], 128) >= C_GEMV_TMA_WIDE_TILES)),  # applies: div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES
-        ],
-        args,
-        u64=[],
-        variant=None,
-        geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], 128), 1, _x.max_(_st, 1, _x.min_(_st, C_GEMV_TMA_SPLIT, _x.min_(_st, _x.floordiv(_st, C_GEMV_TMA_CTAS, _x.div_ceil(_st, _a['n'], 128)), _x.floordiv(_st, _a['k'], C_GEMV_TMA_K_MIN))))), (384, 1, 1), C_GEMV_TMA_SMEM),
-        limits=LIMITS,
-        device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=384, cluster=lambda _st, _a: (1, 1, _x.max_(_st, 1, _x.min_(_st, C_GEMV_TMA_SPLIT, _x.min_(_st, _x.floordiv(_st, C_GEMV_TMA_CTAS, _x.div_ceil(_st, _a['n'], 128)), _x.floordiv(_st, _a['k'], C_GEMV_TMA_K_MIN))))), cooperative=False),
-    )
-
-
-BASE_fp8_gemv_tma_wide = {'k': 4096, 'n': 151936, 'rows': 16}
-CASES_fp8_gemv_tma_wide = [
-    dict(BASE_fp8_gemv_tma_wide),
-    {**BASE_fp8_gemv_tma_wide, 'rows': 8},
-    {**BASE_fp8_gemv_tma_wide, 'n': 4096},
-    {**BASE_fp8_gemv_tma_wide, 'n': 131072},
-    {**BASE_fp8_gemv_tma_wide, 'k': 1000},
-    {**BASE_fp8_gemv_tma_wide, 'n': 134217729, 'rows': 131072},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 67108864},
-    {**BASE_fp8_gemv_tma_wide, 'n': 67108864, 'rows': 131072},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 5},
-    {**BASE_fp8_gemv_tma_wide, 'n': 256, 'rows': 1000000},
-    {**BASE_fp8_gemv_tma_wide, 'n': 2047, 'rows': 255},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 32},
-    {**BASE_fp8_gemv_tma_wide, 'k': 131072, 'rows': 7},
-    {**BASE_fp8_gemv_tma_wide, 'n': 2097151},
-    {**BASE_fp8_gemv_tma_wide, 'n': 262145, 'rows': 536870911},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 1073741824},
-    {**BASE_fp8_gemv_tma_wide, 'k': 524287, 'n': 8388609},
-    {**BASE_fp8_gemv_tma_wide, 'n': 262143, 'rows': 33554432},
-    {**BASE_fp8_gemv_tma_wide, 'n': 536870912},
-    {**BASE_fp8_gemv_tma_wide, 'n': 8, 'rows': 4194305},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 8193},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 1000},
-    {**BASE_fp8_gemv_tma_wide, 'k': 15, 'n': 1024, 'rows': 8},
-    {**BASE_fp8_gemv_tma_wide, 'k': 2097153},
-    {**BASE_fp8_gemv_tma_wide, 'n': 511, 'rows': 2097153},
-    {**BASE_fp8_gemv_tma_wide, 'n': 256, 'rows': 1025},
-    {**BASE_fp8_gemv_tma_wide, 'k': 2049, 'n': 4096, 'rows': 2147483647},
-    {**BASE_fp8_gemv_tma_wide, 'k': 512, 'n': 65537, 'rows': 8},
-    {**BASE_fp8_gemv_tma_wide, 'k': 8388608, 'n': 4096, 'rows': 262143},
-    {**BASE_fp8_gemv_tma_wide, 'k': 2048, 'n': 303872},
-    {**BASE_fp8_gemv_tma_wide, 'rows': 1023},
-    {**BASE_fp8_gemv_tma_wide, 'n': 1024},
-    {**BASE_fp8_gemv_tma_wide, 'n': 8193, 'rows': 268435455},
-    {**BASE_fp8_gemv_tma_wide, 'k': 536870913, 'n': 15},
-    {**BASE_fp8_gemv_tma_wide, 'k': 67108863, 'n': 4096, 'rows': 513},
-    {**BASE_fp8_gemv_tma_wide, 'n': 4096, 'rows': 1073741824},
-    {**BASE_fp8_gemv_tma_wide, 'n': 9, 'rows': 255},
-    {**BASE_fp8_gemv_tma_wide, 'k': 4294967295, 'n': 32769},
-    {**BASE_fp8_gemv_tma_wide, 'k': 32767, 'n': 4096, 'rows': 524287},
-    {**BASE_fp8_gemv_tma_wide, 'k': 67108863, 'n': 8192, 'rows': 8},
-    {**BASE_fp8_gemv_tma_wide, 'n': 16777217, 'rows': 536870911},
-    {**BASE_fp8_gemv_tma_wide, 'n': 1025, 'rows': 2097153},
-    {**BASE_fp8_gemv_tma_wide, 'n': 16777217, 'rows': 8},
-]
-FLIPS_fp8_gemv_tma_wide = [
-    ('applies', 0, 'rows >= 9', {**BASE_fp8_gemv_tma_wide, 'rows': 8}),
-    ('applies', 1, 'rows <= 16', {**BASE_fp8_gemv_tma_wide, 'rows': 17}),
-    ('applies', 2, '(k % 16) == 0', {**BASE_fp8_gemv_tma_wide, 'k': 4095}),
-    ('applies', 3, 'div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES', {**BASE_fp8_gemv_tma_wide, 'n': 4096}),
-]
-OTHER_ARGS_fp8_gemv_tma_wide = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
-
-
-@pytest.mark.parametrize("args", CASES_fp8_gemv_tma_wide)
-def test_fp8_gemv_tma_wide_plan_matches_spec(args):
-    plan = mod.fp8_gemv_tma_wide.plan(**args)
-    assert not plan["launched"] and "absent" in plan["reason"]
-
-
-def test_fp8_gemv_tma_wide_kill_switch_or_absence(monkeypatch):
-    launch = mod.fp8_gemv_tma_wide
-    full = {**OTHER_ARGS_fp8_gemv_tma_wide, **CASES_fp8_gemv_tma_wide[0]}
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 

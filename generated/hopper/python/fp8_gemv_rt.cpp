@@ -36,29 +36,6 @@ const ArgSpec kg_args_fp8_gemv_tma[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
-// ---- fp8_gemv_tma_wide
-int32_t kg_launch_fp8_gemv_tma_wide(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_fp8_gemv_rt__fp8_gemv_tma_wide(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
-}
-int32_t kg_plan_fp8_gemv_tma_wide(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
-  (void)v;
-  *kg_kernel = 0;
-  return kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
-}
-int32_t kg_sizes_fp8_gemv_tma_wide(const Value* v, int64_t* kg_out) {
-  (void)v;
-  return kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
-}
-const ArgSpec kg_args_fp8_gemv_tma_wide[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-};
-
 // ---- fp8_gemv_rt2
 int32_t kg_launch_fp8_gemv_rt2(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
@@ -284,11 +261,6 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_tma", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_fp8_gemv_tma, 7, 7, 4,
       kg_launch_fp8_gemv_tma, kg_plan_fp8_gemv_tma, kg_sizes_fp8_gemv_tma, kg_kernels_fp8_gemv_tma, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_tma) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_fp8_gemv_tma_wide[] = { kg_fp8_gemv_rt__fp8_gemv_tma_wide__info() };
-  static const LauncherSpec kg_spec_fp8_gemv_tma_wide = {
-      "fp8_gemv_tma_wide", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it was 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows while that kernel loaded x into registers, and is 2% slower since it stages x in shared memory (189.0 against 184.4 us); slower on smaller weights, and at 8 rows or fewer than fp8_gemv_rt2.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_fp8_gemv_tma_wide, 7, 7, 4,
-      kg_launch_fp8_gemv_tma_wide, kg_plan_fp8_gemv_tma_wide, kg_sizes_fp8_gemv_tma_wide, kg_kernels_fp8_gemv_tma_wide, 1};
-  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_tma_wide) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2 = {
       "fp8_gemv_rt2", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2, 7, 7, 4,

@@ -17,7 +17,6 @@ constexpr int64_t GEMV_TMA_CTAS = 132;
 constexpr int64_t GEMV_TMA_K_MIN = 512;
 constexpr int64_t GEMV_TMA_SMEM = 102560;
 constexpr int64_t GEMV_TMA_SPLIT = 8;
-constexpr int64_t GEMV_TMA_WIDE_TILES = 512;
 constexpr int64_t KS_CTAS = 64;
 constexpr int64_t RING_SMEM = 98304;
 constexpr int64_t THREADS = 256;
@@ -135,125 +134,6 @@ int32_t kg_tensor_maps_fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3*
 
 namespace {
 int32_t kg_sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  kg::ExprStatus kg_err;
-  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
-  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
-  kg_sizes[2] = int64_t{n};  // scale
-  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
-  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
-}
-}  // namespace
-
-// fp8_gemv_tma_wide: fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it was 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows while that kernel loaded x into registers, and is 2% slower since it stages x in shared memory (189.0 against 184.4 us); slower on smaller weights, and at 8 rows or fewer than fp8_gemv_rt2. Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
-kg_plan plan_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan kg_p = {};
-  kg_p.variant = -1;
-  if (kg_kill_switch.killed()) {
-    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
-    return kg_p;
-  }
-  kg::ExprStatus kg_err;
-  {  // applies: rows >= 9
-    const bool kg_holds = (int64_t{rows} >= int64_t{9});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return kg_p;
-    }
-  }
-  {  // applies: rows <= 16
-    const bool kg_holds = (int64_t{rows} <= int64_t{16});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return kg_p;
-    }
-  }
-  {  // applies: (k % 16) == 0
-    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return kg_p;
-    }
-  }
-  {  // applies: div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES
-    const bool kg_holds = (kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err) >= GEMV_TMA_WIDE_TILES);
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
-      return kg_p;
-    }
-  }
-  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err);
-  kg_p.grid[1] = int64_t{1};
-  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(GEMV_TMA_SPLIT, kg::x_min(kg::x_floordiv(GEMV_TMA_CTAS, kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_floordiv(int64_t{k}, GEMV_TMA_K_MIN, kg_err))));
-  kg_p.block[0] = int64_t{384};
-  kg_p.block[1] = int64_t{1};
-  kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = GEMV_TMA_SMEM;
-  if (kg_err.code != 0) {
-    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-    return kg_p;
-  }
-  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(GEMV_TMA_SPLIT, kg::x_min(kg::x_floordiv(GEMV_TMA_CTAS, kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_floordiv(int64_t{k}, GEMV_TMA_K_MIN, kg_err))))};
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    kg_p.code = kg::check_launch(kg_p, 384, kg_cluster, 8, false, 0, 0);
-  }
-  return kg_p;
-}
-
-namespace {
-// The launch-time cluster of fp8_gemv_tma_wide (its plan has checked it).
-void kg_cluster_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
-  [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
-  kg_cluster[0] = int64_t{1};
-  kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(GEMV_TMA_SPLIT, kg::x_min(kg::x_floordiv(GEMV_TMA_CTAS, kg::x_div_ceil(int64_t{n}, int64_t{128}, kg_err), kg_err), kg::x_floordiv(int64_t{k}, GEMV_TMA_K_MIN, kg_err))));
-}
-}  // namespace
-
-namespace {
-// The tensor maps of fp8_gemv_tma_wide, encoded for this call's arrays and extents.
-int32_t kg_tensor_maps_fp8_gemv_tma_wide(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, CUtensorMap* kg_tm) {
-  kg::ExprStatus kg_err;
-  {  // x_map: x
-    const int64_t kg_dims[2] = {int64_t{rows}, int64_t{k}};
-    const int64_t kg_box[2] = {int64_t{16}, int64_t{64}};
-    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
-    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[0], x, 2, 2, kg_dims, kg_box, 128, 0);
-    if (kg_rc != KG_LAUNCHED) return kg_rc;
-  }
-  {  // q_map: q
-    const int64_t kg_dims[2] = {int64_t{n}, int64_t{k}};
-    const int64_t kg_box[2] = {int64_t{128}, int64_t{64}};
-    if (kg_err.code != 0) return -KG_CODE(KG_E_EXPR, kg_err.code);
-    const int32_t kg_rc = kg::encode_tensor_map(&kg_tm[1], q, 1, 2, kg_dims, kg_box, 64, 1);
-    if (kg_rc != KG_LAUNCHED) return kg_rc;
-  }
-  return KG_LAUNCHED;
-}
-}  // namespace
-
-namespace {
-int32_t kg_sizes_fp8_gemv_tma_wide(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1085,23 +965,8 @@ const kg_kernel_info kg_info_fp8_gemv_tma = {
     2, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_tma_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:24: kernel 'fp8_gemv_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemv_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:23: kernel 'fp8_gemv_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemv_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_tma;
-const char* const kApplies_fp8_gemv_tma_wide[] = {
-    "rows >= 9",
-    "rows <= 16",
-    "(k % 16) == 0",
-    "div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES",
-};
-const kg_kernel_info kg_info_fp8_gemv_tma_wide = {
-    "fp8_gemv_rt", "fp8_gemv_tma_wide", "hopper",
-    "METRALE_NO_DFLASH_FP8_RT", nullptr,
-    nullptr, kApplies_fp8_gemv_tma_wide, nullptr,
-    0, 4, 0,
-    1};
-static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_tma_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:59: kernel 'fp8_gemv_tma_wide': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemv_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot kg_slot_fp8_gemv_tma_wide;
 const char* const kSkip_fp8_gemv_rt2[] = {
     "rows == 0",
     "n == 0",
@@ -1121,7 +986,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:74: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:58: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
     "rows == 0",
@@ -1142,7 +1007,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:89: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
     "rows == 0",
@@ -1164,7 +1029,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:129: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:113: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
     "rows == 0",
@@ -1186,7 +1051,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:129: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:113: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
     "rows == 0",
@@ -1208,7 +1073,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:131: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
     "rows == 0",
@@ -1230,7 +1095,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:131: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
@@ -1251,7 +1116,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:159: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:143: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 }  // namespace
 
@@ -1283,36 +1148,6 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 2;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_tma_kernel, x, q, scale, out, rows, n, k, kg_tm[0], kg_tm[1])), &kg_info_fp8_gemv_tma};
-}
-
-kernelgen::Outcome fp8_gemv_tma_wide(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_tma_wide(rows, n, k);
-  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_tma_wide};
-  // TMA descriptors of the arrays, encoded on the host (passed by value: graph captures keep them).
-  CUtensorMap kg_tm[2];
-  {
-    const int32_t kg_rc = kg_tensor_maps_fp8_gemv_tma_wide(x, q, scale, out, rows, n, k, kg_tm);
-    if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_fp8_gemv_tma_wide};
-  }
-  const int32_t kg_ready = kg_slot_fp8_gemv_tma_wide.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_tma_kernel), kg_p.shared_mem);
-  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_tma_wide};
-  cudaLaunchAttribute kg_attrs[2];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  int64_t kg_cluster[3];
-  kg_cluster_fp8_gemv_tma_wide(rows, n, k, kg_cluster);
-  kg_attrs[1].id = cudaLaunchAttributeClusterDimension;
-  kg_attrs[1].val.clusterDim.x = static_cast<unsigned>(kg_cluster[0]);
-  kg_attrs[1].val.clusterDim.y = static_cast<unsigned>(kg_cluster[1]);
-  kg_attrs[1].val.clusterDim.z = static_cast<unsigned>(kg_cluster[2]);
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 2;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_tma_kernel, x, q, scale, out, rows, n, k, kg_tm[0], kg_tm[1])), &kg_info_fp8_gemv_tma_wide};
 }
 
 kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -1504,23 +1339,6 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_tma__sizes(uint32_t rows, uint32_t n, uint32_t 
 }
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_tma; }
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_tma_wide(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
-  return kg_o.code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
-  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_tma_wide(rows, n, k);
-  return kg_out->code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_tma_wide(rows, n, k, kg_sizes);
-}
-
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma_wide__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_tma_wide; }
 
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));

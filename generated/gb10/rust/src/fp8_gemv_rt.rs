@@ -9,7 +9,7 @@
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:24`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:23`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -90,94 +90,9 @@ pub mod fp8_gemv_tma {
     }
 }
 
-/// fp8_gemv_tma where the chain takes it: 9-16 rows and at least GEMV_TMA_WIDE_TILES 128-row tiles (a vocabulary-sized N). Its step pipeline streams about 12 GB/s a CTA, so it needs many resident CTAs for a long time; measured on the H200 it was 12% faster than fp8_gemv_rt2_16 on the 151936 x 4096 lm_head at 16 rows while that kernel loaded x into registers, and is 2% slower since it stages x in shared memory (189.0 against 184.4 us); slower on smaller weights, and at 8 rows or fewer than fp8_gemv_rt2.
-///
-/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
-///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:59`):
-/// - `x`: `const bf16*`, `rows * k` elements
-/// - `q`: `const fp8_e4m3*`, `n * k` elements
-/// - `scale`: `const f32*`, `n` elements
-/// - `out`: `bf16*`, `rows * n` elements
-/// - `rows`: `u32`
-/// - `n`: `u32`
-/// - `k`: `u32`
-///
-/// Checked in order:
-/// - applies_if `rows >= 9`: else not launched
-/// - applies_if `rows <= 16`: else not launched
-/// - applies_if `(k % 16) == 0`: else not launched
-/// - applies_if `div_ceil(n, 128) >= GEMV_TMA_WIDE_TILES`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
-/// - Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters.
-/// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
-/// - __launch_bounds__: at most 384 threads a block.
-pub mod fp8_gemv_tma_wide {
-    #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma_wide__info);
-
-    /// The kernel's description (name, clauses, presence), looked up once.
-    pub fn kernel() -> crate::Kernel {
-        kg_handle.kernel()
-    }
-
-    /// False when this target's build lacks the kernel.
-    pub fn is_present() -> bool {
-        kg_handle.kernel().is_present()
-    }
-
-    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
-    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
-        let mut kg_plan = crate::kg_ffi::Plan::default();
-        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
-        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(rows, n, k, &mut kg_plan) };
-        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
-    }
-
-    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
-    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
-        let mut kg_sizes = [0i64; 4];
-        // Safety: the function writes 4 values.
-        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
-    }
-
-    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
-    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
-    ///
-    /// # Safety
-    ///
-    /// Pointer arguments must be device pointers valid for the elements the spec gives them
-    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
-    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
-        let x: crate::DevicePtr = x.into();
-        let q: crate::DevicePtr = q.into();
-        let scale: crate::DevicePtr = scale.into();
-        let out: crate::DevicePtrMut = out.into();
-        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
-            let kg_sizes = self::sizes(rows, n, k).ok();
-            if x.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_tma_wide", "x", kg_sizes.map(|s| s[0]))?;
-            }
-            if q.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_tma_wide", "q", kg_sizes.map(|s| s[1]))?;
-            }
-            if scale.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_tma_wide", "scale", kg_sizes.map(|s| s[2]))?;
-            }
-            if out.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_tma_wide", "out", kg_sizes.map(|s| s[3]))?;
-            }
-        }
-        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma_wide(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
-    }
-}
-
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:74`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:58`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -261,7 +176,7 @@ pub mod fp8_gemv_rt2 {
 
 /// As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:105`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:89`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -345,7 +260,7 @@ pub mod fp8_gemv_rt2_16 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:129`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -430,7 +345,7 @@ pub mod fp8_gemv_rt2_ks_8 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:129`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -515,7 +430,7 @@ pub mod fp8_gemv_rt2_ks_4 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:147`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -600,7 +515,7 @@ pub mod fp8_gemv_rt2_16_ks_8 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:147`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -685,7 +600,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:159`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:143`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -801,7 +716,7 @@ pub mod fp8_gemv_rt2_16_x3 {
 
 /// Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:129`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -879,7 +794,7 @@ pub mod fp8_gemv_rt2_ks {
 
 /// Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:147`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -961,10 +876,6 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_tma__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_tma__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_tma__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_tma_wide(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_tma_wide__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_tma_wide__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_tma_wide__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

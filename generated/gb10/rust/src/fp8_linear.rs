@@ -400,7 +400,7 @@ pub mod fp8_gemm_tma {
     }
 }
 
-/// Tries fp8_gemv_rt.fp8_gemv_tma_wide, then fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+/// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
 /// Arguments, in order (`specs/fp8_linear.yaml:156`):
 /// - `x`: `const bf16*`, `rows * k` elements
@@ -413,9 +413,9 @@ pub mod fp8_gemm_tma {
 pub mod fp8_linear {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_tma_wide, fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4, fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
-    pub fn members() -> [crate::Kernel; 10] {
-        [crate::fp8_gemv_rt::fp8_gemv_tma_wide::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_tma::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
+    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4, fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
+    pub fn members() -> [crate::Kernel; 9] {
+        [crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_tma::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.
@@ -474,7 +474,7 @@ pub mod fp8_linear {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_linear__fp8_linear(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_tma_wide::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel)
     }
 }
 
