@@ -53,6 +53,15 @@ static __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t
     return d;
 }
 
+// Named barrier `id` (1..15; 0 is __syncthreads') over THREADS threads of the CTA, a
+// multiple of 32 (every warp that takes part calls it with the same id): shared memory written
+// before it by those threads is visible to them after it.
+template <uint32_t THREADS>
+static __device__ __forceinline__ void named_barrier_sync(uint32_t id) {
+    static_assert(THREADS % 32 == 0, "whole warps");
+    asm volatile("bar.sync %0, %1;" : : "r"(id), "n"(THREADS) : "memory");
+}
+
 // Thread-block cluster barrier, split in arrive and wait: arrive.release makes the CTA's prior
 // (distributed) shared-memory writes visible to the cluster at the matching wait; arrive.relaxed
 // orders nothing (for a barrier that only keeps shared memory alive until others are done).

@@ -42,10 +42,11 @@
 // registers). Lanes read units other lanes of the pair copied, so two barriers of the pair
 // (named barrier 1 + phase, 64 threads) per chunk order the slots (after the wait, before a
 // slot is refilled); no CTA barrier in the loop. No barrier precedes the first weight request.
-// Measured on the H200 at 16 rows (cold weights), against x loaded into registers one chunk
-// ahead by each warp (__ldg) with a 3-slot weight ring: those loads were two requests of 64
-// bytes per x line per warp, as many x requests as weight requests, and cost more than the
-// third slot gains (gate_up 39.5 -> 35.0 us, qkv 15.8 -> 13.6, o 10.3 -> 9.2, down 18.9 -> 17.8).
+// Measured on the H200 at 16 rows (cold weights, one process), against x loaded into
+// registers one chunk ahead by each warp (__ldg) with a 3-slot weight ring: those loads were
+// two requests of 64 bytes per x line per warp, as many x requests as weight requests, and
+// cost more than the third slot gains (gate_up 39.2 -> 33.8 us, qkv 15.9 -> 13.5, o 10.4 ->
+// 9.1, down 19.0 -> 17.4, lm_head 189.4 -> 172.3; 1 and 8 rows gain too, the bits are equal).
 //
 // Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
 // with 32-64 KB of weight in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 64 KB
@@ -248,7 +249,7 @@ struct Gemv {
             // The two warps of a phase (w, w ^ 1) share its x slots, so their order is a barrier
             // of the pair (named barrier 1 + phase, 64 threads) rather than of the warp.
             const uint32_t pair_bar = 1u + phase;
-            auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;" : : "r"(pair_bar) : "memory"); };
+            auto pair_sync = [&]() { kcommon::named_barrier_sync<32 * kRowGroups>(pair_bar); };
             // The weight units of chunk i: this lane's kCopies copies (16 bytes each, zero past
             // the end). The byte path (!VEC) fills the same slots synchronously from byte loads.
             auto issue_w = [&](uint32_t i, uint32_t slot) {
