@@ -42,7 +42,8 @@ ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # dense_gemm_pipelined splits K over 4 ranks at (4104, 4096) up to 64 rows, (4096, 4112) and
 # (33, 4104), and over 2 at (4104, 4096) with 129 rows.
 SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104), (200, 3003)]
-# dense_gemv takes 32-row CTAs for m > 8 from n = 8448 (GEMV_WIDE_N): a partial last one, with
+# dense_gemv over more clusters than one wave (n = 8456: 133 64-row tiles, the last partial), with
+# K ranges that the two ranks and four phases share unevenly (272 k: 4.25 chunks of 64), with
 # aligned and element loads.
 GEMV_WIDE = [(8456, 272), (8456, 100)]
 KERNELS = {
@@ -171,13 +172,11 @@ def test_fallback_picks_gemv_then_tma_then_pipelined():
 
 
 def test_plans():
-    p = dense_linear.plan_dense_gemv(m=8, n=151936, k=4096)  # 16 weight rows a CTA, a 48 KiB ring
-    assert p["launched"] and tuple(p["grid"]) == (9496, 1, 1) and tuple(p["block"]) == (256, 1, 1)
-    assert p["shared_mem"] == 3 * 4 * 256 * 16
-    p = dense_linear.plan_dense_gemv(m=9, n=151936, k=4096)  # past 8 rows on a wide weight: 32 rows, 96 KiB
-    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and p["shared_mem"] == 3 * 8 * 256 * 16
-    p = dense_linear.plan_dense_gemv(m=16, n=8447, k=4096)  # narrower: 16 rows
-    assert p["launched"] and tuple(p["grid"]) == (528, 1, 1) and p["shared_mem"] == 3 * 4 * 256 * 16
+    p = dense_linear.plan_dense_gemv(m=8, n=151936, k=4096)  # 2-CTA clusters of 64 weight rows, an 80 KiB ring
+    assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
+    assert p["shared_mem"] == 2 * 8 * 256 * 16 + 2 * 4 * 16 * 128
+    p = dense_linear.plan_dense_gemv(m=16, n=8447, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (264, 1, 1) and p["shared_mem"] == 81920
     p = dense_linear.plan_dense_gemm(m=2048, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
     p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)

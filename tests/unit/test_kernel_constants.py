@@ -16,10 +16,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 # (module, spec constant, kernel source, constexpr name)
 PAIRS = [
-    ("dense_linear", "GEMV_WIDE_N", "kernels/dflash/dense_gemv.cu", "kWideN"),
+    ("dense_linear", "GEMV_TILE_N", "kernels/dflash/dense_gemv.cu", "kRows"),
+    ("dense_linear", "GEMV_CLUSTER", "kernels/dflash/dense_gemv.cu", "kCluster"),
+    ("dense_linear", "GEMV_SMEM", "kernels/dflash/dense_gemv.cu", "kRingBytes"),
     ("dense_linear", "GEMV_MAX_M", "kernels/dflash/dense_gemv.cu", "kMaxRows"),
     ("fp8_gemv_rt", "CLUSTER", "kernels/dflash/fp8_gemv_rt.cu", "kCluster"),
     ("fp8_gemv_rt", "TILE_N", "kernels/dflash/fp8_gemv_rt.cu", "kRows"),
+    ("fp8_gemv_rt", "RING_SMEM", "kernels/dflash/fp8_gemv_rt.cu", "kRingBytes"),
     ("w4a16_gemm", "GEMV_MAX_M", "kernels/dflash/w4a16_gemm.cu", "kMaxRows"),
 ]
 

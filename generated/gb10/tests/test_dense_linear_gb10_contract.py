@@ -21,11 +21,11 @@ LIMITS = ((1024, 1024, 64), 1024, 101376)
 DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
+C_GEMV_CLUSTER = 2
 C_GEMV_MAX_M = 16
-C_GEMV_ROWS = 16
-C_GEMV_SMEM = 49152
+C_GEMV_SMEM = 81920
 C_GEMV_THREADS = 256
-C_GEMV_WIDE_N = 8448
+C_GEMV_TILE_N = 64
 C_PIPE_SMEM = 65536
 C_PIPE_THREADS = 256
 C_PIPE_TILE_M = 64
@@ -37,6 +37,15 @@ C_TMA_CTAS = 132
 C_TMA_MIN_M = 65
 C_TMA_SMEM = 196672
 C_TMA_WIDE_TILES = 256
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _plans_on_the_target_table():
+    """Plans read device values from the target's table here, also on a GPU, as expected below."""
+    runtime = built_module("gb10", "_runtime", package="kernelgen_ops")
+    runtime.use_target_table(True)
+    yield
+    runtime.use_target_table(False)
 
 
 # ---------------------------------------------------------------- dense_gemv
@@ -54,10 +63,10 @@ def expect_dense_gemv(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], _x.mul(_st, C_GEMV_ROWS, _x.min_(_st, 2, _x.div_ceil(_st, _a['m'], 8), _x.add(_st, 1, _x.floordiv(_st, _a['n'], C_GEMV_WIDE_N))))), 1, 1), (C_GEMV_THREADS, 1, 1), _x.mul(_st, C_GEMV_SMEM, _x.min_(_st, 2, _x.div_ceil(_st, _a['m'], 8), _x.add(_st, 1, _x.floordiv(_st, _a['n'], C_GEMV_WIDE_N))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER), 1, 1), (C_GEMV_THREADS, 1, 1), _x.max_(_st, C_GEMV_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER))))))),
         limits=LIMITS,
         device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=256, cluster=None, cooperative=False),
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
     )
 
 
@@ -65,47 +74,48 @@ BASE_dense_gemv = {'k': 4096, 'm': 1, 'n': 4096}
 CASES_dense_gemv = [
     dict(BASE_dense_gemv),
     {**BASE_dense_gemv, 'm': 16, 'n': 151936},
+    {**BASE_dense_gemv, 'k': 12288, 'm': 9, 'n': 4104},
     {**BASE_dense_gemv, 'm': 17},
-    {**BASE_dense_gemv, 'k': 32768, 'm': 16, 'n': 15},
-    {**BASE_dense_gemv, 'k': 100, 'm': 1073741825},
-    {**BASE_dense_gemv, 'm': 32769, 'n': 1073741824},
-    {**BASE_dense_gemv, 'k': 32769, 'm': 17, 'n': 268435456},
-    {**BASE_dense_gemv, 'm': 67108863, 'n': 151936},
-    {**BASE_dense_gemv, 'm': 255},
-    {**BASE_dense_gemv, 'm': 511, 'n': 151936},
-    {**BASE_dense_gemv, 'm': 128, 'n': 8193},
+    {**BASE_dense_gemv, 'k': 8193, 'm': 9, 'n': 15},
+    {**BASE_dense_gemv, 'k': 100, 'm': 1073741824, 'n': 151936},
+    {**BASE_dense_gemv, 'm': 32767, 'n': 4294967295},
+    {**BASE_dense_gemv, 'm': 32767},
+    {**BASE_dense_gemv, 'k': 12288, 'm': 33554433, 'n': 4104},
+    {**BASE_dense_gemv, 'k': 268435455, 'm': 100},
+    {**BASE_dense_gemv, 'k': 12288, 'm': 524288, 'n': 4104},
+    {**BASE_dense_gemv, 'k': 8193, 'm': 9, 'n': 4104},
     {**BASE_dense_gemv, 'k': 5},
-    {**BASE_dense_gemv, 'm': 65537},
-    {**BASE_dense_gemv, 'k': 127, 'm': 1000},
-    {**BASE_dense_gemv, 'k': 4095, 'm': 16, 'n': 65},
-    {**BASE_dense_gemv, 'k': 2, 'm': 16, 'n': 151935},
-    {**BASE_dense_gemv, 'k': 1000},
+    {**BASE_dense_gemv, 'm': 131071, 'n': 16777216},
+    {**BASE_dense_gemv, 'k': 131073, 'm': 8388607},
+    {**BASE_dense_gemv, 'k': 4095},
+    {**BASE_dense_gemv, 'k': 2, 'm': 17, 'n': 4095},
+    {**BASE_dense_gemv, 'k': 1000, 'm': 16, 'n': 151936},
     {**BASE_dense_gemv, 'k': 65535},
     {**BASE_dense_gemv, 'k': 2048},
-    {**BASE_dense_gemv, 'm': 17, 'n': 1},
-    {**BASE_dense_gemv, 'k': 1000000000, 'm': 17},
-    {**BASE_dense_gemv, 'm': 1000000000, 'n': 33554433},
-    {**BASE_dense_gemv, 'm': 100},
-    {**BASE_dense_gemv, 'k': 1073741825, 'm': 16777215, 'n': 151936},
-    {**BASE_dense_gemv, 'n': 33554432},
-    {**BASE_dense_gemv, 'k': 17, 'm': 16, 'n': 151936},
-    {**BASE_dense_gemv, 'm': 1073741825, 'n': 32},
-    {**BASE_dense_gemv, 'k': 64, 'm': 17, 'n': 2097151},
-    {**BASE_dense_gemv, 'm': 4096, 'n': 100},
-    {**BASE_dense_gemv, 'k': 1048576, 'm': 15},
+    {**BASE_dense_gemv, 'k': 100, 'm': 16, 'n': 151936},
+    {**BASE_dense_gemv, 'm': 134217728, 'n': 268435456},
+    {**BASE_dense_gemv, 'k': 131073, 'n': 4},
+    {**BASE_dense_gemv, 'k': 33554432, 'm': 17, 'n': 67108865},
+    {**BASE_dense_gemv, 'k': 17, 'm': 17},
+    {**BASE_dense_gemv, 'k': 12288, 'm': 1073741824, 'n': 32},
+    {**BASE_dense_gemv, 'k': 8388609, 'm': 9, 'n': 4104},
+    {**BASE_dense_gemv, 'k': 67108864},
+    {**BASE_dense_gemv, 'k': 1024, 'm': 17},
+    {**BASE_dense_gemv, 'k': 1048576, 'm': 3, 'n': 151936},
     {**BASE_dense_gemv, 'k': 0, 'm': 32769},
     {**BASE_dense_gemv, 'k': 1025},
-    {**BASE_dense_gemv, 'k': 256, 'm': 16385},
-    {**BASE_dense_gemv, 'k': 4194303, 'm': 17},
-    {**BASE_dense_gemv, 'k': 15, 'm': 4194304, 'n': 151936},
-    {**BASE_dense_gemv, 'k': 1048576, 'm': 17},
-    {**BASE_dense_gemv, 'k': 4194303, 'n': 15},
-    {**BASE_dense_gemv, 'k': 8388608},
-    {**BASE_dense_gemv, 'm': 1073741824, 'n': 2047},
-    {**BASE_dense_gemv, 'm': 131072, 'n': 33554432},
-    {**BASE_dense_gemv, 'k': 524289, 'm': 17},
-    {**BASE_dense_gemv, 'm': 4097},
-    {**BASE_dense_gemv, 'm': 17, 'n': 2049},
+    {**BASE_dense_gemv, 'k': 256, 'm': 16384, 'n': 151936},
+    {**BASE_dense_gemv, 'm': 131072, 'n': 151936},
+    {**BASE_dense_gemv, 'k': 4194304, 'm': 16, 'n': 75968},
+    {**BASE_dense_gemv, 'k': 134217727, 'm': 1048577, 'n': 4104},
+    {**BASE_dense_gemv, 'k': 512, 'm': 17},
+    {**BASE_dense_gemv, 'k': 12288, 'm': 4096, 'n': 536870911},
+    {**BASE_dense_gemv, 'k': 255, 'm': 67108863},
+    {**BASE_dense_gemv, 'k': 820405, 'm': 17, 'n': 1025},
+    {**BASE_dense_gemv, 'm': 8193},
+    {**BASE_dense_gemv, 'k': 0},
+    {**BASE_dense_gemv, 'm': 16, 'n': 67108865},
+    {**BASE_dense_gemv, 'm': 17, 'n': 8388608},
 ]
 FLIPS_dense_gemv = [
     ('skip', 0, 'm == 0', {**BASE_dense_gemv, 'm': 0}),
@@ -502,6 +512,7 @@ MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('d
 @pytest.mark.parametrize("args", [
         {'k': 4096, 'm': 1, 'n': 4096},
         {'k': 4096, 'm': 16, 'n': 151936},
+        {'k': 12288, 'm': 9, 'n': 4104},
         {'k': 4096, 'm': 17, 'n': 4096},
         {'k': 4096, 'm': 0, 'n': 4096},
         {'k': 4096, 'm': 1, 'n': 0},

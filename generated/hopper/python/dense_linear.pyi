@@ -32,9 +32,9 @@ class _kg_Plan(_kg_TypedDict):
 class _kg_launcher_dense_gemv(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows (32 when m > 8 and n >= GEMV_WIDE_N, halving the re-reads of x) streams them once, k split over the warps in 64-wide chunks (128 bytes of a row), each warp keeping 2 chunks in flight through a 3-slot cp.async ring in shared memory loaded in whole 128-byte lines, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned).
+Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned).
 
-__launch_bounds__: at most 256 threads a block."""
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 
     def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

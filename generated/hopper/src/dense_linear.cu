@@ -14,11 +14,11 @@ namespace kernelgen::dense_linear {
 namespace {
 constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
+constexpr int64_t GEMV_CLUSTER = 2;
 constexpr int64_t GEMV_MAX_M = 16;
-constexpr int64_t GEMV_ROWS = 16;
-constexpr int64_t GEMV_SMEM = 49152;
+constexpr int64_t GEMV_SMEM = 81920;
 constexpr int64_t GEMV_THREADS = 256;
-constexpr int64_t GEMV_WIDE_N = 8448;
+constexpr int64_t GEMV_TILE_N = 64;
 constexpr int64_t PIPE_SMEM = 65536;
 constexpr int64_t PIPE_THREADS = 256;
 constexpr int64_t PIPE_TILE_M = 64;
@@ -33,7 +33,7 @@ constexpr int64_t TMA_WIDE_TILES = 256;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
-// dense_gemv: Few rows (m <= 16), memory-bound: one 8-warp CTA per 16 weight rows (32 when m > 8 and n >= GEMV_WIDE_N, halving the re-reads of x) streams them once, k split over the warps in 64-wide chunks (128 bytes of a row), each warp keeping 2 chunks in flight through a 3-slot cp.async ring in shared memory loaded in whole 128-byte lines, mma.sync m16n8k16 with x as the A operand, warp partials added in a fixed order. Any k and alignment (element loads when k % 8 != 0 or a pointer is not 16-byte aligned). __launch_bounds__: at most 256 threads a block.
+// dense_gemv: Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -42,6 +42,8 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
     return kg_p;
   }
   kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
   {  // skip: m == 0
     const bool kg_holds = (int64_t{m} == int64_t{0});
     if (kg_err.code != 0) {
@@ -75,20 +77,21 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, kg::x_mul(GEMV_ROWS, kg::x_min(kg::x_min(int64_t{2}, kg::x_div_ceil(int64_t{m}, int64_t{8}, kg_err)), kg::x_add(int64_t{1}, kg::x_floordiv(int64_t{n}, GEMV_WIDE_N, kg_err), kg_err)), kg_err), kg_err);
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{n}, GEMV_TILE_N, kg_err), GEMV_CLUSTER, kg_err);
   kg_p.grid[1] = int64_t{1};
   kg_p.grid[2] = int64_t{1};
   kg_p.block[0] = GEMV_THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_mul(GEMV_SMEM, kg::x_min(kg::x_min(int64_t{2}, kg::x_div_ceil(int64_t{m}, int64_t{8}, kg_err)), kg::x_add(int64_t{1}, kg::x_floordiv(int64_t{n}, GEMV_WIDE_N, kg_err), kg_err)), kg_err);
+  kg_p.shared_mem = kg::x_max(GEMV_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, GEMV_TILE_N, kg_err), GEMV_CLUSTER, kg_err), kg_err))), kg_err));
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
   if (kg_p.code == KG_LAUNCHED) {
-    kg_p.code = kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0);
+    const int64_t kg_cluster[3] = {2, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
   }
   return kg_p;
 }
@@ -380,7 +383,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:55: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:61: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -393,7 +396,7 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:75: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:81: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 const char* const kSkip_dense_gemm_tma[] = {
     "n == 0",
@@ -409,7 +412,7 @@ const kg_kernel_info kg_info_dense_gemm_tma = {
     1, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_tma_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/dense_linear.yaml:104: kernel 'dense_gemm_tma': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map) do not match the __global__ definition of dense_gemm_tma_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:110: kernel 'dense_gemm_tma': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map) do not match the __global__ definition of dense_gemm_tma_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_tma;
 }  // namespace
 
@@ -418,8 +421,17 @@ kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv};
   const int32_t kg_ready = kg_slot_dense_gemv.prepare(reinterpret_cast<const void*>(&::dense_gemv_bf16_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv};
-  ::dense_gemv_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, m, n, k);
-  return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemv};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemv_bf16_kernel, x, w, out, m, n, k)), &kg_info_dense_gemv};
 }
 
 kernelgen::Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {

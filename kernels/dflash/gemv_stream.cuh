@@ -1,0 +1,435 @@
+// The streamed few-row GEMV shared by fp8_gemv_rt.cu (E4M3 weights with a scale per row) and
+// dense_gemv.cu (BF16 weights):
+//
+//   out[m, n] = bf16(scale[n] * sum_k x[m, k] * w[n, k])   (no scale for BF16 weights)
+//
+// x bf16 [rows <= 16, K], f32 accumulation. fp8_gemv_rt.cu's header explains the design (work
+// split, streaming, the products, the reduction) and what it measured; in short: clusters of CL
+// CTAs split K over 64 weight rows; warp w of a CTA takes the 32 rows of row group w % 2 and the
+// 128-byte chunks w / 2 (mod 4) of its rank's K range; each warp streams its chunks (32 rows x
+// one 128-byte line each) through a 2-slot cp.async ring in whole lines (kcommon::LineChunk),
+// and each chunk's x goes through a shared-memory slot that the two warps of a phase copy once
+// (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand; warp
+// partials are added in phase order, ranks' partials in rank order (distributed shared memory).
+//
+// What depends on the weight format (the Format policy):
+//   E4M3Rows  1 byte a weight, a chunk covers 128 k; the weight fragments are converted to bf16
+//             in registers with a k permutation inside each 16-k step (fp8_gemv_rt.cu); the
+//             sum is scaled by scale[n].
+//   Bf16Rows  2 bytes a weight, a chunk covers 64 k; lane (g, t) of half h multiplies 16-byte
+//             unit u = t + 4h (k = 8u .. 8u + 7 of the chunk) of weight rows g and g + 8 of a
+//             16-row tile with the same unit of x row g: words .x / .y feed one mma as the k
+//             slots (2t, 2t + 1) / (2t + 8, 2t + 9), words .z / .w a second one (the A and B
+//             operands use the same slot assignment, so each mma sums 16 distinct k). No scale.
+// Both need 16-byte units that are whole (K % 16 == 0 for E4M3, K % 8 == 0 for BF16) and
+// 16-byte aligned x and weights for the cp.async path; otherwise the byte path fills the same
+// slots with ordinary loads (the same arithmetic, not tuned).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cstdint>
+
+#include "../common/line_ring.cuh"
+#include "../common/pdl.cuh"
+#include "fp8_common.cuh"
+
+namespace gemv_stream {
+
+using namespace dflash_fp8;
+using L = kcommon::LineChunk;
+
+constexpr uint32_t kCluster = 2;                         // CTAs per cluster along K (default)
+constexpr uint32_t kWarps = 8;
+constexpr uint32_t kThreads = 32 * kWarps;
+constexpr uint32_t kRows = 64;                           // weight rows per cluster
+constexpr uint32_t kRowGroups = 2;                       // warps w and w ^ 1 share a chunk's rows
+constexpr uint32_t kPhases = kWarps / kRowGroups;        // ... and the chunks go round 4 phases
+constexpr uint32_t kWarpRows = kRows / kRowGroups;       // 32 weight rows per warp
+constexpr uint32_t kTiles = kWarpRows / 16;              // 16-row weight tiles per warp
+constexpr uint32_t kChunkBytes = 128;                    // one 128-byte line of a weight row
+constexpr uint32_t kCopies = kWarpRows / 4;              // 16-byte copies per lane per chunk
+constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight
+constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte copy per thread
+constexpr uint32_t kStageBytes = kCopies * kSlotBytes;   // 32 KB: one chunk of every warp
+constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
+constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
+
+using kcommon::cluster_rank;
+using kcommon::cluster_arrive_relaxed;
+using kcommon::cluster_arrive_release;
+using kcommon::cluster_wait;
+static __device__ __forceinline__ void st_cluster_f32(uint32_t local_addr, uint32_t rank, float v) {
+    const uint32_t remote = kcommon::cluster_map(local_addr, rank);
+    asm volatile("st.shared::cluster.f32 [%0], %1;" : : "r"(remote), "f"(v) : "memory");
+}
+
+// What a CTA does with each landed chunk. The kernels compute (Work::full); the other values
+// exist for benchmarks/fp8_gemv_ablation.cu, which times the E4M3 kernel with part of the work
+// left out to show where the time goes: loads (weight ring, x loads, reduction and cluster
+// exchange kept; the shared-memory words are only folded together), convert (plus the E4M3 ->
+// bf16 conversions, no tensor-core product) and mma (the products on the raw weight bytes,
+// without the conversions). Only Work::full gives the product.
+enum class Work { full, loads, convert, mma };
+
+// E4M3 weights, one f32 scale per weight row.
+struct E4M3Rows {
+    static constexpr uint32_t kBytes = 1;     // bytes a weight
+    static constexpr bool kScaled = true;
+    static constexpr uint32_t kXRowBytes = 256;  // one x row of a chunk: 128 bf16
+    // x slot: [row][16-byte unit u ^ (row % 2)] (the fragment reads below are conflict-free).
+    static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
+        return row * kXRowBytes + ((u ^ (row & 1u)) << 4);
+    }
+    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k) {
+        return (k & 15u) == 0 && aligned16(w, x);
+    }
+
+    // acc[j] += 16-row tile (rows g, g + 8) x x tile j over one 64-k half of a chunk, with the k
+    // permutation of fp8_gemv_rt.cu: w lo16 / hi16 = 16 weight bytes of rows g / g + 8 at
+    // 16t + 64h, b[s][j] = x at the same k in the order the shift-only conversion produces.
+    template <int MT>
+    static __device__ __forceinline__ void b_frags(uint32_t (&b)[4][MT][2], const uint4 (&xv)[MT][2]) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+                const uint32_t x01 = word(xv[j][s >> 1], 2 * (s & 1)), x23 = word(xv[j][s >> 1], 2 * (s & 1) + 1);
+                b[s][j][0] = prmt(x01, x23, 0x5410u);  // (x[k + 0], x[k + 2])
+                b[s][j][1] = prmt(x01, x23, 0x7632u);  // (x[k + 1], x[k + 3])
+            }
+        }
+    }
+    template <int MT>
+    static __device__ __forceinline__ void mma_tile(float (&acc)[MT][4], const uint4& lo16, const uint4& hi16,
+                                                    const uint32_t (&b)[4][MT][2]) {
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const uint32_t lo = word(lo16, s), hi = word(hi16, s);
+            const uint32_t a0 = e4m3_02_to_bf16x2(lo), a2 = e4m3_13_to_bf16x2(lo);
+            const uint32_t a1 = e4m3_02_to_bf16x2(hi), a3 = e4m3_13_to_bf16x2(hi);
+#pragma unroll
+            for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a0, a1, a2, a3, b[s][j][0], b[s][j][1]);
+        }
+    }
+    // The ablations' stand-in for mma_tile (see Work): each keeps the named part of the work and
+    // folds its results into the accumulator so that nothing is optimised away.
+    template <int MT, Work W>
+    static __device__ __forceinline__ void ablated_tile(float (&acc)[MT][4], const uint4& lo16, const uint4& hi16,
+                                                        const uint32_t (&b)[4][MT][2]) {
+        uint32_t z = 0;
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+            const uint32_t lo = word(lo16, s), hi = word(hi16, s);
+            if constexpr (W == Work::loads) {
+                z ^= lo ^ hi;
+            } else if constexpr (W == Work::convert) {
+                z ^= e4m3_02_to_bf16x2(lo) ^ e4m3_13_to_bf16x2(lo) ^ e4m3_02_to_bf16x2(hi) ^ e4m3_13_to_bf16x2(hi);
+            } else {
+                // raw bytes as bf16 operands, kept finite (no exponent field of all ones)
+                const uint32_t m = 0x3f3f3f3fu;
+#pragma unroll
+                for (int j = 0; j < MT; ++j)
+                    mma_bf16_16816(acc[j], lo & m, hi & m, (lo >> 2) & m, (hi >> 2) & m, b[s][j][0], b[s][j][1]);
+            }
+        }
+        if constexpr (W != Work::mma) acc[0][0] += __uint_as_float(z & 0x3fffffffu);
+    }
+
+    // Half h of a landed chunk: weight units t + 4h (k = 64h + 16t .. + 15) of rows g and g + 8
+    // of each tile; x rows 8j + g at the same k (units 8h + 2t, 8h + 2t + 1 of the row).
+    template <int MT, uint32_t TILES, Work W>
+    static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
+                                                uint32_t g, uint32_t t, uint32_t h) {
+        uint4 xv[MT][2];
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (uint32_t hh = 0; hh < 2; ++hh) xv[j][hh] = lds128(xs + x_unit(8u * j + g, 8u * h + 2u * t + hh));
+        uint32_t b[4][MT][2];
+        b_frags(b, xv);
+#pragma unroll
+        for (uint32_t ti = 0; ti < TILES; ++ti) {
+            const uint32_t r = 16u * ti + g, u = t + 4u * h;
+            const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
+            const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
+            if constexpr (W == Work::full) {
+                mma_tile(acc[ti], lo16, hi16, b);
+            } else {
+                ablated_tile<MT, W>(acc[ti], lo16, hi16, b);
+            }
+        }
+    }
+};
+
+// BF16 weights, no scale.
+struct Bf16Rows {
+    static constexpr uint32_t kBytes = 2;
+    static constexpr bool kScaled = false;
+    static constexpr uint32_t kXRowBytes = 128;  // one x row of a chunk: 64 bf16
+    // x slot: [row][16-byte unit u ^ 4 (row % 2)]: a quarter warp reads unit t + 4h of rows g
+    // and g + 1, which land in distinct banks.
+    static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
+        return row * kXRowBytes + ((u ^ ((row & 1u) << 2)) << 4);
+    }
+    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k) {
+        return (k & 7u) == 0 && aligned16(w, x);
+    }
+
+    // Half h of a landed chunk: unit u = t + 4h (k = 8u .. 8u + 7) of weight rows g and g + 8
+    // of each tile and of x rows 8j + g; words .x / .y in one mma, .z / .w in another.
+    template <int MT, uint32_t TILES, Work W>
+    static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
+                                                uint32_t g, uint32_t t, uint32_t h) {
+        static_assert(W == Work::full, "the ablations are the E4M3 kernel's");
+        const uint32_t u = t + 4u * h;
+        uint4 xv[MT];
+#pragma unroll
+        for (int j = 0; j < MT; ++j) xv[j] = lds128(xs + x_unit(8u * j + g, u));
+#pragma unroll
+        for (uint32_t ti = 0; ti < TILES; ++ti) {
+            const uint32_t r = 16u * ti + g;
+            const uint4 lo = lds128(slot + L::read_offset<kThreads>(0, r, u));
+            const uint4 hi = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+                mma_bf16_16816(acc[ti][j], lo.x, hi.x, lo.y, hi.y, xv[j].x, xv[j].y);
+                mma_bf16_16816(acc[ti][j], lo.z, hi.z, lo.w, hi.w, xv[j].z, xv[j].w);
+            }
+        }
+    }
+};
+
+template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster>
+struct Gemv {
+    static_assert(CL == 2 || CL == 4 || CL == 8, "clusters of 2, 4 or 8 CTAs along K");
+    static constexpr uint32_t kChunkK = kChunkBytes / F::kBytes;  // k per chunk
+    static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
+    static constexpr uint32_t kXSlotBytes = 16 * F::kXRowBytes;   // a phase's x of one chunk (<= 16 rows)
+    static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
+    static constexpr uint32_t kXRows = 8 * MT;                    // x rows covered (zero beyond rows)
+    static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a pair copies
+    static constexpr uint32_t kXCopies = kXHalf * kXUnits / 32;   // ... 16-byte copies per lane
+    static_assert(kRowGroups == 2 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits,
+                  "x slot layout");
+    static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
+    static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
+    static_assert(kRows * kXRows % kThreads == 0 && kThreads % kRows == 0, "output mapping");
+    static_assert(kWarps * kTiles * MT * 4 * kRedStride * 4 <= kRingBytes, "partials fit the ring");
+    static_assert(kWarpRows % 16 == 0 && kChunkBytes == kcommon::LineChunk::kLineBytes, "warp chunk layout");
+
+    // The other ranks' partial sums of this rank's kOwned rows: [rank][row - kOwned * rank][x row]
+    // (this rank's own slot unused).
+    struct Shared {
+        float recv[CL][kOwned][kXRows];
+    };
+
+    template <bool VEC>
+    static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+                                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                               uint32_t tile, uint8_t* ring, Shared& sh) {
+        cluster_arrive_relaxed();  // phase 1: "this CTA has started" (waited on before DSMEM use)
+        const uint32_t rank = cluster_rank();
+        const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+        const uint32_t g = lane >> 2, t = lane & 3u;
+        const uint32_t rgroup = warp % kRowGroups, phase = warp / kRowGroups;
+        const uint32_t kb = k * F::kBytes;  // bytes of a weight row
+        const uint32_t nch = (kb + kChunkBytes - 1) / kChunkBytes;
+        const uint32_t per_rank = (nch + CL - 1) / CL;
+        const uint32_t cbeg = min(nch, rank * per_rank);
+        const uint32_t cend = min(nch, cbeg + per_rank);
+        const uint32_t mine = cend > cbeg + phase ? (cend - cbeg - phase + kPhases - 1) / kPhases : 0u;
+        const uint32_t row0 = tile * kRows;
+        const uint32_t wrow0 = row0 + rgroup * kWarpRows;  // this warp's 32 rows
+
+        // This lane's copies: chunk row copy_row(l) (weight row wrow0 + 4l + lane / 8), unit
+        // copy_unit: one base pointer, offsets l * 4 rows.
+        const uint32_t unit = L::copy_unit(lane);
+        uint32_t rows_ok = 0;
+#pragma unroll
+        for (uint32_t l = 0; l < kCopies; ++l) rows_ok |= (wrow0 + L::copy_row(l, lane) < n ? 1u : 0u) << l;
+        const uint8_t* wbase = q + static_cast<uint64_t>(wrow0 + L::copy_row(0, lane)) * kb + 16u * unit;
+        const uint64_t rstride = 4ull * kb;
+        // Chunk index of local chunk i; false past this warp's chunks.
+        auto chunk_of = [&](uint32_t i, uint32_t& c) {
+            c = cbeg + phase + kPhases * i;
+            return i < mine;
+        };
+
+        float acc[kTiles][MT][4];
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+        {
+            const uint64_t policy = VEC ? l2_evict_first_policy() : 0ull;
+            // Slot s holds copies s * kCopies .. + kCopies - 1 of this warp's ring (kcommon::LineChunk).
+            const uint32_t base = smem_addr(ring) + L::warp_offset(warp);
+            // The phase's x slots: [stage][x row][16-byte unit] (F::x_unit's swizzle).
+            const uint32_t xbase = smem_addr(ring) + kWRingBytes + phase * kXSlotBytes;
+            constexpr uint32_t kXStageBytes = kPhases * kXSlotBytes;
+            // The two warps of a phase (w, w ^ 1) share its x slots, so their order is a barrier
+            // of the pair (named barrier 1 + phase, 64 threads) rather than of the warp.
+            const uint32_t pair_bar = 1u + phase;
+            auto pair_sync = [&]() { kcommon::named_barrier_sync<32 * kRowGroups>(pair_bar); };
+            // The weight units of chunk i: this lane's kCopies copies (16 bytes each, zero past
+            // the end). The byte path (!VEC) fills the same slots synchronously from byte loads.
+            auto issue_w = [&](uint32_t i, uint32_t slot) {
+                uint32_t c;
+                const bool ok = chunk_of(i, c) && c * kChunkBytes + 16u * unit < kb;
+                const uint32_t off = c * kChunkBytes;
+#pragma unroll
+                for (uint32_t l = 0; l < kCopies; ++l) {
+                    const bool v = ok && ((rows_ok >> l) & 1u);
+                    const uint32_t dst = base + L::copy_offset<kThreads>(slot * kCopies + l, lane);
+                    if constexpr (VEC) {
+                        cp_async16(dst, v ? wbase + l * rstride + off : q, v ? 16u : 0u, policy);
+                    } else {
+                        const uint32_t nb = v ? min(16u, kb - off - 16u * unit) : 0u;
+                        sts128(dst, load_w16(wbase + l * rstride + off, nb, false));
+                    }
+                }
+            };
+            // x rows [kXHalf * rgroup, + kXHalf) of chunk i (8 k a 16-byte unit, kXUnits units a
+            // row, whole lines; zero past `rows` and past k): the pair copies the chunk's x once.
+            auto issue_x = [&](uint32_t i, uint32_t slot) {
+                uint32_t c;
+                const bool ok = chunk_of(i, c);
+                const uint32_t k0 = c * kChunkK;
+#pragma unroll
+                for (uint32_t cp = 0; cp < kXCopies; ++cp) {
+                    const uint32_t idx = cp * 32u + lane;
+                    const uint32_t xr = kXHalf * rgroup + idx / kXUnits, kk = k0 + 8u * (idx % kXUnits);
+                    const uint32_t valid = !(ok && xr < rows) ? 0u : kk >= k ? 0u : VEC ? 8u : min(8u, k - kk);
+                    const __nv_bfloat16* src = x + static_cast<uint64_t>(xr) * k + kk;
+                    const uint32_t dst = xbase + slot * kXStageBytes + F::x_unit(xr, idx % kXUnits);
+                    if constexpr (VEC) {
+                        kcommon::cp_async16_zfill(dst, valid ? src : x, valid != 0u);
+                    } else {
+                        sts128(dst, valid ? load_x8(src, valid, false) : make_uint4(0u, 0u, 0u, 0u));
+                    }
+                }
+            };
+            // One commit group per chunk, empty-but-committed past the end, so that
+            // wait_group<kStages - 1> always means "chunk i has landed".
+#pragma unroll
+            for (uint32_t s = 0; s + 1 < kStages; ++s) issue_w(s, s);
+            // The weight is no kernel's output: its first chunks stream in while the kernel
+            // before this one on the stream finishes (programmatic dependent launch); x is.
+            // (The first group holds those weight copies and chunk 0's x.)
+            kcommon::pdl_wait();
+#pragma unroll
+            for (uint32_t s = 0; s + 1 < kStages; ++s) {
+                issue_x(s, s);
+                if constexpr (VEC) cp_async_commit();
+            }
+            uint32_t s_read = 0, s_write = kStages - 1;
+            for (uint32_t i = 0; i < mine; ++i) {
+                pair_sync();  // both warps of the pair have read the slots refilled next
+                issue_w(i + kStages - 1, s_write);
+                issue_x(i + kStages - 1, s_write);
+                if constexpr (VEC) {
+                    cp_async_commit();
+                    cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
+                }
+                pair_sync();  // ... and every other lane's of the pair
+                const uint32_t slot = base + s_read * kStageBytes;
+                const uint32_t xs = xbase + s_read * kXStageBytes;
+#pragma unroll
+                for (uint32_t h = 0; h < 2; ++h) F::template half<MT, kTiles, W>(acc, slot, xs, g, t, h);
+                s_read = s_read + 1 == kStages ? 0u : s_read + 1;
+                s_write = s_write + 1 == kStages ? 0u : s_write + 1;
+            }
+            if constexpr (VEC) cp_async_wait<0>();  // drain the zero-fill groups before the ring is reused
+        }
+        __syncthreads();  // every thread is done with the ring
+        // The weight stream is done: the next kernel's CTAs may take this SM's free room for
+        // their own prefetch while the partials are summed (released any earlier, they would
+        // sit beside the stream for all of it).
+        kcommon::pdl_release();
+
+        // Warp partials: acc[i][j][e] = weight row 32 * rgroup + 16i + g + 8 * (e / 2), x row
+        // 8j + 2t + e % 2.
+        float* red = reinterpret_cast<float*>(ring);
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    red[(((warp * kTiles + i) * MT + j) * 4 + e) * kRedStride + lane] = acc[i][j][e];
+        __syncthreads();
+
+        // Thread -> outputs (r = tid % 64, x rows m = tid / 64 + 4u): the CTA's partial, the
+        // row group's warps added in phase order; rows owned by the other rank go to its
+        // receive buffer.
+        const uint32_t r = threadIdx.x % kRows;
+        const uint32_t owner = r / kOwned;
+        const uint32_t rg = r / kWarpRows, ri = (r % kWarpRows) / 16u, rr = r % 16u;
+        const uint32_t src_lane = (rr % 8u) * 4u;
+        float part[kOutPerThread];
+#pragma unroll
+        for (uint32_t u = 0; u < kOutPerThread; ++u) {
+            const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+            const uint32_t j = m / 8u, col = m % 8u;
+            const uint32_t e = (rr / 8u) * 2u + col % 2u;
+            float s = 0.f;
+#pragma unroll
+            for (uint32_t p = 0; p < kPhases; ++p) {
+                const uint32_t w = p * kRowGroups + rg;
+                s += red[(((w * kTiles + ri) * MT + j) * 4 + e) * kRedStride + src_lane + col / 2u];
+            }
+            part[u] = s;
+        }
+        cluster_wait();  // phase 1: the partner CTA has started, its shared memory exists
+        if (owner != rank) {
+#pragma unroll
+            for (uint32_t u = 0; u < kOutPerThread; ++u) {
+                const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+                st_cluster_f32(smem_addr(&sh.recv[rank][r % kOwned][m]), owner, part[u]);
+            }
+        }
+        cluster_arrive_release();  // phase 2: partials delivered
+        cluster_wait();
+        const uint32_t row = row0 + r;
+        if (owner == rank && row < n) {
+            const float sc = F::kScaled ? __ldg(scale + row) : 1.f;
+#pragma unroll
+            for (uint32_t u = 0; u < kOutPerThread; ++u) {
+                const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
+                if (m < rows) {
+                    // The ranks' partials in rank order, p0 + p1 + ... (with two ranks f32
+                    // addition's commutativity makes the finalising rank irrelevant; with more,
+                    // the fixed order does)
+                    float s = rank == 0 ? part[u] : sh.recv[0][r % kOwned][m];
+#pragma unroll
+                    for (uint32_t j = 1; j < CL; ++j) s += j == rank ? part[u] : sh.recv[j][r % kOwned][m];
+                    out[static_cast<uint64_t>(m) * n + row] = __float2bfloat16_rn(F::kScaled ? s * sc : s);
+                }
+            }
+        }
+    }
+
+    // Weight-row tile `tile` (rows [64 tile, 64 tile + 64)) of one product. `scale` is unused
+    // (may be null) for unscaled formats.
+    static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, const float* scale,
+                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                  uint32_t tile, uint8_t* ring, Shared& sh) {
+        const uint8_t* q = static_cast<const uint8_t*>(w);
+        if (F::vec_ok(q, x, k)) {
+            run<true>(x, q, scale, out, rows, n, k, tile, ring, sh);
+        } else {
+            run_bytes(x, q, scale, out, rows, n, k, tile, ring, sh);
+        }
+    }
+    // The byte path out of line, so that it does not add to the vector path's registers.
+    static __device__ __noinline__ void run_bytes(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                  uint32_t tile, uint8_t* ring, Shared& sh) {
+        run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);
+    }
+};
+
+}  // namespace gemv_stream
