@@ -7,6 +7,8 @@
 //   fp8_gemv_rt2:    rows <= 8,  one 8-column B tile per mma (MT = 1).
 //   fp8_gemv_rt2_16: rows <= 16, two B tiles sharing each converted weight fragment (MT = 2).
 // Both need K % 16 == 0 (the launchers' applies_if) so that every 16-byte weight piece is whole.
+// The GEMV itself (gemv_stream::Gemv, with the E4M3 format gemv_stream::E4M3Rows) lives in
+// gemv_stream.cuh, which dense_gemv.cu shares for BF16 weights; this header explains its design.
 //
 // The problem is pure bandwidth: the weight (N * K bytes) is read once, x (<= 16 rows) is an
 // L1/L2 hit, and the arithmetic is far below the SM's issue rate. What decides the speed is
