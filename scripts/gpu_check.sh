@@ -7,7 +7,9 @@
 #   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [pytest -k expression]
 #
 # --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
-# to the benchmarks that have it (their tuning subset).
+# to the benchmarks that have it (their tuning subset). A kernel that hangs must not take the
+# machine's whole lease: the GPU tests get GPU_TESTS_TIMEOUT seconds (default 1800) and each
+# benchmark BENCH_TIMEOUT (default 600); past that they are stopped and the check fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-results}
@@ -57,8 +59,11 @@ $PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 |
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-$PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+timeout "${GPU_TESTS_TIMEOUT:-1800}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE \
+  --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 124 ] && echo "gpu_check: the GPU tests were stopped after ${GPU_TESTS_TIMEOUT:-1800} s (a hang?)" | tee -a "$RES/gpu-tests.log"
+[ "$rc" -eq 0 ] || status=1
 # Tests that need two GPUs skip on one: say so, so that a run on a two-GPU machine is not forgotten.
 two=$(grep -o 'message="needs two CUDA devices' "$RES/gpu-tests.xml" 2>/dev/null | wc -l)
 [ "$two" -gt 0 ] && echo "gpu_check: $two test(s) need two GPUs and were skipped here; run this script on a machine with two GPUs to cover them" | tee "$RES/two-gpu.txt"
@@ -77,7 +82,11 @@ if [ "$bench" -eq 1 ]; then
     [ -n "$eargs" ] && read -ra extra <<< "${eargs//=/ }"
     [ "$quick" -eq 1 ] && grep -q -- '"--quick"' "$b" && extra+=(--quick)
     echo "gpu_check: $name ${extra[*]}"
-    $PY "$b" --out "$RES/$name.json" "${extra[@]}" 2>&1 | tee "$RES/$name.log" | tail -n 30
+    timeout "${BENCH_TIMEOUT:-600}" $PY "$b" --out "$RES/$name.json" "${extra[@]}" 2>&1 | tee "$RES/$name.log" | tail -n 30
+    if [ "${PIPESTATUS[0]}" -eq 124 ]; then
+      echo "gpu_check: $name was stopped after ${BENCH_TIMEOUT:-600} s (a hang?)" | tee -a "$RES/$name.log"
+      status=1
+    fi
   done
 fi
 if [ "$sanitize" -eq 1 ]; then
