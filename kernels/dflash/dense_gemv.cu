@@ -11,7 +11,7 @@
 // into a shared slot, as whole lines. The weight is the A operand of mma.sync m16n8k16 (16
 // weight rows), x^T the B operand (8 rows of x per tile: one tile for m <= 8, two for m <= 16),
 // so at m <= 8 no product is spent on rows of zeros. Every CTA re-reads x for its half of K from
-// the L2: 2m / 64 bytes per weight byte at most (16 rows: a quarter of the weight traffic).
+// the L2: m / 64 bytes per weight byte (16 rows: a quarter of the weight traffic).
 //
 // Replaced design (16 or 32 weight rows a CTA over all of K, each warp loading its chunks' x
 // through registers as 64-byte pieces, x as the A operand): x's requests outnumbered the
