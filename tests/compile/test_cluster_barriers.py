@@ -1,0 +1,125 @@
+"""Thread-block-cluster barriers in the built kernels are never split over divergent paths.
+
+`barrier.cluster.arrive` and `barrier.cluster.wait` (kcommon::cluster_arrive_* / cluster_wait /
+cluster_sync) are `.aligned`: every thread of a warp must execute the same instruction. Written
+in both branches of a thread-dependent condition (`if (tid == 0) { ...; wait } else { wait }`),
+a wait compiles to two instructions, and the kernel hangs on the GPU: a drafter attention
+kernel did, on the H200. No GPU is needed to see it: in the SASS such a kernel has more waits
+(UCGABAR_WAIT) than arrivals (UCGABAR_ARV), or the reverse. This test reads the SASS of every
+kernel of every built target (cuobjdump over the build's module objects) and checks that the
+counts match; a planted kernel with the divergent form shows that the check catches it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelgen.loader import load_catalog, load_targets
+from kernelgen.toolkit import find_toolkit
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.build
+
+PLANTED = r"""
+__global__ void __cluster_dims__(2, 1, 1) divergent(int* p) {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    if (threadIdx.x == 0) {
+        p[blockIdx.x] = 1;
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        p[blockIdx.x + 64] = 2;
+    } else {
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    }
+}
+__global__ void __cluster_dims__(2, 1, 1) converged(int* p) {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    if (threadIdx.x == 0) p[blockIdx.x] = 1;
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (threadIdx.x == 0) p[blockIdx.x + 64] = 2;
+}
+"""
+
+
+def _binary(name: str) -> Path | None:
+    """`name` from the CUDA toolkit kernelgen uses, the PATH, or a PyPI wheel (nvidia/cu13/bin)."""
+    candidates = []
+    try:
+        candidates.append(find_toolkit().nvcc.parent / name)
+    except Exception:  # no toolkit: the wheels may still hold the tool
+        pass
+    if found := shutil.which(name):
+        candidates.append(Path(found))
+    candidates += [Path(p) / "nvidia" / "cu13" / "bin" / name for p in sys.path if p.endswith("site-packages")]
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+@pytest.fixture(scope="module")
+def cuobjdump() -> tuple[Path, dict[str, str]]:
+    tool, disasm = _binary("cuobjdump"), _binary("nvdisasm")
+    if tool is None or disasm is None:
+        pytest.skip("needs cuobjdump and nvdisasm (the `test` extra installs them on x86-64 Linux)")
+    return tool, {**os.environ, "NVDISASM_PATH": str(disasm.parent)}
+
+
+def barrier_counts(tool: tuple[Path, dict[str, str]], binary: Path) -> dict[str, tuple[int, int]]:
+    """{kernel: (cluster arrivals, cluster waits)} for the kernels of `binary` that have either."""
+    exe, env = tool
+    res = subprocess.run([str(exe), "-sass", str(binary)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    counts: dict[str, list[int]] = {}
+    kernel = None
+    for line in res.stdout.splitlines():
+        if m := re.search(r"Function\s*:\s*(\S+)", line):
+            kernel = m.group(1)
+        elif kernel and (m := re.search(r"\bUCGABAR_(ARV|WAIT)\b", line)):
+            counts.setdefault(kernel, [0, 0])[m.group(1) == "WAIT"] += 1
+    return {k: (a, w) for k, (a, w) in counts.items()}
+
+
+def test_the_check_catches_a_divergent_wait(cuobjdump, tmp_path: Path) -> None:
+    src = tmp_path / "planted.cu"
+    src.write_text(PLANTED)
+    cubin = tmp_path / "planted.cubin"
+    res = subprocess.run([str(find_toolkit().nvcc), "-O3", "-arch=sm_90a", "-cubin", str(src), "-o", str(cubin)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    counts = {re.sub(r"^_Z\d+(\w+?)Pi$", r"\1", k): v for k, v in barrier_counts(cuobjdump, cubin).items()}
+    assert counts["divergent"][0] != counts["divergent"][1], counts
+    assert counts["converged"] == (1, 1), counts
+
+
+def _module_objects(target: str) -> dict[str, Path]:
+    """The build's object of each catalog module for `target` (kernelgen build's default build
+    folder: build/<target>, one <module>.cu.o per module)."""
+    names = {m.name for m in load_catalog(REPO).modules}
+    found = {}
+    for obj in (REPO / "build" / target).rglob("src/*.cu.o"):
+        name = obj.name[: -len(".cu.o")]
+        if name in names:
+            found[name] = obj
+    return found
+
+
+@pytest.mark.parametrize("target", [t.name for t in load_targets(REPO / "specs" / "targets.yaml", REPO)])
+def test_built_kernels_pair_their_cluster_barriers(cuobjdump, target: str) -> None:
+    objects = _module_objects(target)
+    if not objects:
+        if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
+            pytest.fail(f"target {target} is not built (no module objects under build/{target})")
+        pytest.skip(f"target {target} is not built (kernelgen build --target {target})")
+    with_barriers = 0
+    unpaired = []
+    for module, obj in sorted(objects.items()):
+        for kernel, (arrive, wait) in barrier_counts(cuobjdump, obj).items():
+            with_barriers += 1
+            if arrive != wait:
+                unpaired.append(f"{module}: {kernel}: {arrive} cluster arrivals, {wait} waits")
+    assert not unpaired, "cluster barriers split over divergent paths?\n" + "\n".join(unpaired)
+    assert with_barriers >= 10, f"only {with_barriers} kernels with cluster barriers found in {target}'s objects"
