@@ -75,6 +75,9 @@ enum class Work { full, loads, convert, mma };
 struct E4M3Rows {
     static constexpr uint32_t kBytes = 1;     // bytes a weight
     static constexpr bool kScaled = true;
+    // The first weight chunks are requested before the programmatic-dependent wait: the FP8
+    // weights are quantized once, never the output of the kernel just before (fp8_gemv_rt.cu).
+    static constexpr bool kWeightsBeforeWait = true;
     static constexpr uint32_t kXRowBytes = 256;  // one x row of a chunk: 128 bf16
     // x slot: [row][16-byte unit u ^ (row % 2)] (the fragment reads below are conflict-free).
     static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
@@ -165,6 +168,9 @@ struct E4M3Rows {
 struct Bf16Rows {
     static constexpr uint32_t kBytes = 2;
     static constexpr bool kScaled = false;
+    // A BF16 weight may be the previous kernel's output (a general linear layer): nothing is
+    // read before the programmatic-dependent wait.
+    static constexpr bool kWeightsBeforeWait = false;
     static constexpr uint32_t kXRowBytes = 128;  // one x row of a chunk: 64 bf16
     // x slot: [row][16-byte unit u ^ 4 (row % 2)]: a quarter warp reads unit t + 4h of rows g
     // and g + 1, which land in distinct banks.
@@ -314,12 +320,14 @@ struct Gemv {
             };
             // One commit group per chunk, empty-but-committed past the end, so that
             // wait_group<kStages - 1> always means "chunk i has landed".
+            // Where the weight is no kernel's output (F::kWeightsBeforeWait), its first chunks
+            // stream in while the kernel before this one on the stream finishes (programmatic
+            // dependent launch); x is an output. (The first group holds the first weight
+            // copies and chunk 0's x.)
+            if constexpr (!F::kWeightsBeforeWait) kcommon::pdl_wait();
 #pragma unroll
             for (uint32_t s = 0; s + 1 < kStages; ++s) issue_w(s, s);
-            // The weight is no kernel's output: its first chunks stream in while the kernel
-            // before this one on the stream finishes (programmatic dependent launch); x is.
-            // (The first group holds those weight copies and chunk 0's x.)
-            kcommon::pdl_wait();
+            if constexpr (F::kWeightsBeforeWait) kcommon::pdl_wait();
 #pragma unroll
             for (uint32_t s = 0; s + 1 < kStages; ++s) {
                 issue_x(s, s);
