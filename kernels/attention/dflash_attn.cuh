@@ -15,10 +15,10 @@
 // mma.sync path for sm_90 and compares). K / V tiles (bf16 tiles in kcommon::BlockSwizzle
 // layout, the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a
 // STAGES-deep ring of shared-memory slots (the block-table entries of the first tiles loaded
-// together, later ones fetched one tile ahead). An
-// FP8 tile is copied raw, then converted cooperatively (E4M3 -> f16 -> f32 -> bf16, exact) into
-// one of two bf16 tiles that the products read; k_scale is folded into the softmax
-// scale and v_scale into the final normalisation.
+// together, later ones fetched one tile ahead). An FP8 tile is copied raw, then converted
+// cooperatively (E4M3 -> bf16 in integer and bf16 arithmetic, exact) into one of two bf16 tiles
+// that the products read; k_scale is folded into the softmax scale and v_scale into the final
+// normalisation.
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
@@ -61,6 +61,7 @@
 #include <cstdint>
 
 #include "../common/bf16x2.cuh"
+#include "../common/e4m3.cuh"
 #include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 #include "../common/wgmma.cuh"
@@ -140,17 +141,10 @@ __device__ __forceinline__ uint32_t swz8(int row, int chunk) {
     return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
 }
 
-// Four E4M3 bytes -> four bf16 (two packed pairs), exactly: every E4M3 value is an f16 and a
-// bf16 (3 mantissa bits, exponents 2^-9 .. 2^8).
+// Four E4M3 bytes -> four bf16 (two packed pairs, natural order), exactly (kcommon/e4m3.cuh:
+// integer and bf16 arithmetic, no conversion instructions).
 __device__ __forceinline__ uint2 e4m3x4_to_bf16x4(uint32_t w) {
-    uint32_t h0, h1;
-    const uint16_t lo = static_cast<uint16_t>(w & 0xffffu);
-    const uint16_t hi = static_cast<uint16_t>(w >> 16);
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h0) : "h"(lo));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h1) : "h"(hi));
-    const float2 f0 = __half22float2(*reinterpret_cast<const __half2*>(&h0));
-    const float2 f1 = __half22float2(*reinterpret_cast<const __half2*>(&h1));
-    return make_uint2(kcommon::pack_bf16x2(f0.x, f0.y), kcommon::pack_bf16x2(f1.x, f1.y));
+    return make_uint2(kcommon::e4m3_01_to_bf16x2(w), kcommon::e4m3_23_to_bf16x2(w));
 }
 
 // Chunk merge, the same arithmetic in the unsplit kernels (chunk by chunk, in registers and
