@@ -162,14 +162,19 @@ def bench_quantize(copy_tbs, n=4096, k=4096, quick=False):
     # reads the 2 bytes and writes the 1 byte of every element, one pass, like the quantizer.
     cast_ms = time_ms(lambda w, q, s: q.copy_(w), sets)
     nbytes = n * k * 2 + n * k + 4 * n
+    # A plain copy moving the same bytes (half read, half written), timed the same way: what one
+    # launch of this size reaches, ramp and tail included.
+    same_tbs = copy_gb_s(nbytes, rotate=cold_copies(nbytes, minimum=4), sleep_cycles=SLEEP) / 1e3
     r = {"n": n, "k": k, "bytes": nbytes, "ms": ms, "tb_s": nbytes / ms / 1e9,
          "fraction_of_copy": nbytes / ms / 1e9 / copy_tbs, "torch_ms": tms,
          "speedup_vs_torch": tms / ms if tms else None, "cast_ms": cast_ms,
-         "cast_fraction_of_copy": nbytes / cast_ms / 1e9 / copy_tbs}
+         "cast_fraction_of_copy": nbytes / cast_ms / 1e9 / copy_tbs,
+         "same_size_copy_tb_s": same_tbs, "same_size_copy_fraction_of_copy": same_tbs / copy_tbs}
     peer = f"; torch {1e3 * tms:.1f} us ({r['speedup_vs_torch']:.2f}x)" if tms else ""
     print(f"quantize {n}x{k}: {1e3 * ms:.1f} us, {r['tb_s']:.2f} TB/s = {100 * r['fraction_of_copy']:.1f}% of copy"
           f"{peer}; the same traffic as a plain cast: {1e3 * cast_ms:.1f} us = "
-          f"{100 * r['cast_fraction_of_copy']:.1f}% of copy")
+          f"{100 * r['cast_fraction_of_copy']:.1f}% of copy; a same-size copy: "
+          f"{100 * r['same_size_copy_fraction_of_copy']:.1f}% of copy")
     return r
 
 

@@ -270,6 +270,9 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         if q.get("cast_ms"):
             cast_cell = (f" The same traffic as a plain bf16 -> E4M3 cast (torch, no scale): "
                          f"{q['cast_ms'] * 1000:.1f} us, {100 * q['cast_fraction_of_copy']:.0f}% of copy bandwidth.")
+        if q.get("same_size_copy_fraction_of_copy"):
+            cast_cell += (f" A plain copy moving the same {q['bytes'] / 1e6:.0f} MB, timed the same way: "
+                          f"{100 * q['same_size_copy_fraction_of_copy']:.0f}% of copy bandwidth.")
         lines += ["", f"quantize_bf16_to_fp8 {q['n']}x{q['k']}: {q['ms'] * 1000:.1f} us, "
                       f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}.{cast_cell}"]
     return lines + [""]
@@ -290,6 +293,22 @@ def attn_ablation_md(d: dict) -> list[str]:
             "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
             "folds (full - no_fold: the cluster's states, then past one cluster the group states' through the "
             "workspace).", "",
+            table(d["cases"]), ""]
+
+
+def topk_ablation_md(d: dict) -> list[str]:
+    from bench_topk16_ablation import table
+
+    if d.get("skipped") or not d.get("cases"):
+        return []
+    return ["### Where dflash2_topk16's time goes", "",
+            f"Device: {d['device']}. benchmarks/topk16_ablation.cu: the shipped kernel at 16 x 151936 logits "
+            "(rotated beyond the L2) ended after each stage, beside an empty kernel of the same grid and 8-CTA "
+            "clusters. empty: the launch alone; maxima: loads, keys and each thread's maximum; cta_top16: and each "
+            "CTA's 16 largest thread maxima; threshold: and the row's threshold (the lists exchanged over "
+            "distributed shared memory and merged); full: the whole kernel (candidates gathered, sorted, written). "
+            "single: one launch behind a GPU spin (as the DFlash2 table above); b2b: back-to-back launches with "
+            "programmatic dependent launch. read floor: a plain streaming read of the logits, back to back.", "",
             table(d["cases"]), ""]
 
 
@@ -551,6 +570,9 @@ def main() -> None:
     dflash2 = load("bench_dflash2.json")
     if dflash2:
         lines += dflash2_md(dflash2)
+    topk_ablation = load("bench_topk16_ablation.json")
+    if topk_ablation:
+        lines += topk_ablation_md(topk_ablation)
     if fp8 or dense:
         lines += linear_md(fp8, dense)
     ablation = load("bench_fp8_gemv_ablation.json")

@@ -37,9 +37,10 @@
 //      their threads park their keys in shared memory, and a warp per such thread appends the
 //      ones >= T to CTA 0's buffer (one shared-memory atomic across the cluster per warp and 32
 //      keys), one cluster barrier;
-//   5. CTA 0 sorts the candidates (warps of 32, the same merge tree, 512 at a time), writes ids
-//      and scores and overwrites the selected logits; the logit value comes back from its key
-//      (read again only for a NaN or a zero, whose sign or payload the key drops).
+//   5. CTA 0 sorts the candidates (up to 32, as for random logits: one warp, no barrier; more:
+//      warps of 32, the same merge tree, 512 at a time), writes ids and scores and overwrites
+//      the selected logits; the logit value comes back from its key (read again only for a NaN
+//      or a zero, whose sign or payload the key drops).
 // No counter, no global scratch, nothing allocated; no result depends on timing.
 #pragma once
 
@@ -188,7 +189,10 @@ using kcommon::cluster_wait;
 
 }  // namespace dflash2_topk_detail
 
-template <typename T>
+// kStopAfter (benchmarks/topk16_ablation.cu; the catalog's instances are 0, the whole kernel):
+// 1, 2 or 3 ends the kernel after the thread maxima, the CTA's 16 largest of them or the row's
+// threshold T (steps below), writing one value that keeps the work alive, to time the stages.
+template <typename T, int kStopAfter = 0>
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
 dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap) {
     kcommon::pdl_enter();
@@ -266,6 +270,11 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     }
     const u64 tmax = best != 0u ? d::make_key(best, best_e) : 0ull;
 
+    if constexpr (kStopAfter == 1) {  // every thread's maximum feeds the barrier's vote
+        if (__syncthreads_or(tmax == 1ull) && tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = -1;
+        d::cluster_wait();  // the entry's arrival
+        return;
+    }
     // 1: the CTA's 16 largest thread maxima.
     {
         const u64 x = d::warp_sort_desc(tmax, lane);
@@ -274,6 +283,11 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     __syncthreads();
     d::tree_merge(lists, d::kWarps, warp, lane);
 
+    if constexpr (kStopAfter == 2) {
+        if (tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = static_cast<int32_t>(lists[0][d::kTop - 1]);
+        d::cluster_wait();  // the entry's arrival
+        return;
+    }
     // 2: the list into every CTA of the cluster.
     d::cluster_wait();
     if (tid < d::kCluster * d::kTop) {
@@ -287,6 +301,10 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     d::tree_merge(rowlists, d::kCluster, warp, lane);
     const u64 thr = rowlists[0][d::kTop - 1];
 
+    if constexpr (kStopAfter == 3) {
+        if (tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = static_cast<int32_t>(thr);
+        return;
+    }
     // 4: the (at most 16) threads of the CTA whose maximum reaches T park their keys in a slot;
     // warp w then sends slot w's keys >= T to CTA 0 (one atomic per warp and round).
     if (tmax != 0 && tmax >= thr) {
@@ -326,20 +344,26 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     d::cluster_wait();
     if (rank != 0) return;
 
-    // 5: CTA 0 sorts the candidates, kThreads at a time (one pass for random logits): warps
-    // sort 32 each into lists[1 ..], merged with the running result in lists[0].
+    // 5: CTA 0 sorts the candidates and writes the 16 largest. Up to 32 of them (random logits:
+    // about 16): one warp sort, no barrier. More: kThreads at a time, warps sorting 32 each into
+    // lists[1 ..], merged with the running result in lists[0].
     const uint32_t n = min(ncand, d::kMaxCand);
+    u64 kk = 0ull;
     if (tid < d::kTop) lists[0][tid] = 0ull;
 #pragma unroll 1
     for (uint32_t c0 = 0; c0 < n; c0 += d::kThreads) {
         const uint32_t i = c0 + tid;
         const u64 x = d::warp_sort_desc(i < n ? cand[i] : 0ull, lane);
+        if (n <= 32u) {  // warp 0's lanes 0 .. 15 hold the result
+            kk = x;
+            break;
+        }
         if (lane < d::kTop) lists[1 + warp][lane] = x;
         __syncthreads();
         d::tree_merge(lists, 1u + min(d::kWarps, (n - c0 + 31u) / 32u), warp, lane);
     }
+    if (n > 32u) kk = lists[0][tid % d::kTop];
     if (tid < d::kTop) {
-        const u64 kk = lists[0][tid];
         const uint32_t idx = ~static_cast<uint32_t>(kk);
         const uint32_t k32 = static_cast<uint32_t>(kk >> 32);
         uint32_t bits = (k32 & 0x80000000u) ? (k32 & 0x7fffffffu) : ~k32;
