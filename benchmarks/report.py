@@ -278,13 +278,19 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     return lines + [""]
 
 
+def ablation_md(d: dict, title: str, text: str, table, after: list[str] | None = None) -> list[str]:
+    """An ablation benchmark's section: title, device and method text, its table (nothing when the
+    run was skipped)."""
+    if d.get("skipped") or not d.get("cases"):
+        return []
+    return [f"### {title}", "", f"Device: {d['device']}. {text}", "", table(d["cases"]), ""] + (after or [])
+
+
 def attn_ablation_md(d: dict) -> list[str]:
     from bench_attn_dflash_ablation import table
 
-    if d.get("skipped") or not d.get("cases"):
-        return []
-    return ["### Where the drafter attention's time goes", "",
-            f"Device: {d['device']}. benchmarks/attn_dflash_ablation.cu: the shipped split kernel beside itself "
+    return ablation_md(d, "Where the drafter attention's time goes",
+            "benchmarks/attn_dflash_ablation.cu: the shipped split kernel beside itself "
             "with part of its work left out, over the same rotated caches in one process (means of back-to-back "
             "launches). floor: a plain streaming read of the K / V bytes; no_fold: partial states sent to "
             "the CTAs that fold them and counted, the folds left out; no_partials: no partial states and no "
@@ -292,24 +298,20 @@ def attn_ablation_md(d: dict) -> list[str]:
             "ring, block-table reads, barriers and the FP8 conversion kept). The last three columns split the "
             "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
             "folds (full - no_fold: the cluster's states, then past one cluster the group states' through the "
-            "workspace).", "",
-            table(d["cases"]), ""]
+            "workspace).", table)
 
 
 def topk_ablation_md(d: dict) -> list[str]:
     from bench_topk16_ablation import table
 
-    if d.get("skipped") or not d.get("cases"):
-        return []
-    return ["### Where dflash2_topk16's time goes", "",
-            f"Device: {d['device']}. benchmarks/topk16_ablation.cu: the shipped kernel at 16 x 151936 logits "
+    return ablation_md(d, "Where dflash2_topk16's time goes",
+            "benchmarks/topk16_ablation.cu: the shipped kernel at 16 x 151936 logits "
             "(rotated beyond the L2) ended after each stage, beside an empty kernel of the same grid and 8-CTA "
             "clusters. empty: the launch alone; maxima: loads, keys and each thread's maximum; cta_top16: and each "
             "CTA's 16 largest thread maxima; threshold: and the row's threshold (the lists exchanged over "
             "distributed shared memory and merged); full: the whole kernel (candidates gathered, sorted, written). "
             "single: one launch behind a GPU spin (as the DFlash2 table above); b2b: back-to-back launches with "
-            "programmatic dependent launch. read floor: a plain streaming read of the logits, back to back.", "",
-            table(d["cases"]), ""]
+            "programmatic dependent launch. read floor: a plain streaming read of the logits, back to back.", table)
 
 
 def fp8_ablation_md(d: dict) -> list[str]:
@@ -318,19 +320,18 @@ def fp8_ablation_md(d: dict) -> list[str]:
     if d.get("skipped") or not d.get("cases"):
         return []
     mma = [c["mma_share"] for c in d["cases"] if c["rows"] == 16 and c.get("mma_share") is not None]
-    return ["### Where the FP8 GEMVs' time goes", "",
-            f"Device: {d['device']}. benchmarks/fp8_gemv_ablation.cu: the shipped fp8_gemv_rt2 (1 row) and "
+    return ablation_md(d, "Where the FP8 GEMVs' time goes",
+            "benchmarks/fp8_gemv_ablation.cu: the shipped fp8_gemv_rt2 (1 row) and "
             "fp8_gemv_rt2_16 (16 rows) beside the same kernel with part of its work left out, over the same "
             "rotated weights in one process (means of back-to-back launches). floor: a plain streaming read of "
             "the weight; loads: the kernel without the E4M3 conversions and the tensor-core products (its "
             "weight ring, x loads, warp reduction and cluster exchange kept); convert: with the conversions, "
-            "without the products; mma: with the products, without the conversions.", "",
-            table(d["cases"]), "",
-            "Reading: the kernel's load structure alone (loads / floor) stays below the streaming read, and "
+            "without the products; mma: with the products, without the conversions.", table,
+            ["Reading: the kernel's load structure alone (loads / floor) stays below the streaming read, and "
             "the compute adds the rest; at 16 rows the products without the conversions account for "
             + (f"{min(mma):.0%}-{max(mma):.0%}" if mma else "(n/a)")
             + " of the time the full kernel spends above `loads` (the mma share; the two parts overlap, so "
-            "the shares need not add up to 100%).", ""]
+            "the shares need not add up to 100%).", ""])
 
 
 def load_pattern_md(d: dict) -> list[str]:
