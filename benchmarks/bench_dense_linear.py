@@ -12,11 +12,12 @@ bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy ban
 in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 
 Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, dense_gemm_tma (hopper,
-m >= 65), w4a16 (w4a16_gemv for m <= 16, w4a16_gemm above). Per shape also the read floor
+m >= 65), w4a16 (w4a16_gemv_rt1 / rt2 on hopper where they apply and w4a16_gemv for m <= 16,
+w4a16_gemm above). Per shape also the read floor
 (kernel "read_floor", m = 0): one launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
 (cuda_timing.stream_read_ms, with cupy).
 
---quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv) and
+--quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv_rt1 / rt2, w4a16_gemv) and
 cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
 
 Usage: python3 benchmarks/bench_dense_linear.py --out results.json [--quick]
@@ -94,9 +95,14 @@ def main():
                 if dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["launched"]:  # hopper, m >= 65
                     cases.append(("dense_gemm_tma", wbytes + io, sets,
                                   lambda w: launched(dense_linear.dense_gemm_tma(x, w, out, m, n, k))))
+            for rt in ("w4a16_gemv_rt1", "w4a16_gemv_rt2"):  # hopper builds; rt1 for many row tiles
+                fn = getattr(w4a16_gemm, rt)
+                if m <= 16 and getattr(w4a16_gemm, f"plan_{rt}")(m=m, n=n, k=k)["launched"]:
+                    cases.append((rt, qbytes + io, ws_fp4,
+                                  lambda q, s, fn=fn: launched(fn(x, q, s, 0.01, out, m, n, k))))
             fn4 = w4a16_gemm.w4a16_gemv if m <= 16 else w4a16_gemm.w4a16_gemm
             cases.append(("w4a16_gemv" if m <= 16 else "w4a16_gemm", qbytes + io, ws_fp4,
-                          lambda q, s: launched(fn4(x, q, s, 0.01, out, m, n, k))))
+                          lambda q, s, fn4=fn4: launched(fn4(x, q, s, 0.01, out, m, n, k))))
             entries = [("cublas_bf16", wbytes + io, cublas_ms)]
             for kname, nbytes, ksets, fn in cases:
                 entries.append((kname, nbytes, median_ms(fn, ksets, reps=reps, sleep_cycles=SLEEP)))

@@ -32,6 +32,7 @@
 #include "../common/line_ring.cuh"
 #include "../common/pdl.cuh"
 #include "fp8_common.cuh"
+#include "w4a16_dequant.cuh"
 
 namespace gemv_stream {
 
@@ -73,8 +74,13 @@ enum class Work { full, loads, convert, mma };
 
 // E4M3 weights, one f32 scale per weight row.
 struct E4M3Rows {
-    static constexpr uint32_t kBytes = 1;     // bytes a weight
-    static constexpr bool kScaled = true;
+    static constexpr uint32_t kChunkK = 128;  // k per 128-byte chunk of a weight row
+    static __device__ __forceinline__ uint32_t row_bytes(uint32_t k) { return k; }
+    using Scales = const float*;              // scale[n]
+    static __device__ __forceinline__ float out_scale(Scales sc, uint32_t row) { return __ldg(sc + row); }
+    static constexpr bool kGroupScales = false;  // no per-group scales (Nvfp4Rows has them)
+    static constexpr uint32_t kGroupBytes = 0;
+    static constexpr uint32_t kXSlotRows = 16;  // x rows a slot holds (whatever MT is)
     // The first weight chunks are requested before the programmatic-dependent wait: the FP8
     // weights are quantized once, never the output of the kernel just before (fp8_gemv_rt.cu).
     static constexpr bool kWeightsBeforeWait = true;
@@ -83,7 +89,7 @@ struct E4M3Rows {
     static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
         return row * kXRowBytes + ((u ^ (row & 1u)) << 4);
     }
-    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k) {
+    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k, Scales) {
         return (k & 15u) == 0 && aligned16(w, x);
     }
 
@@ -142,7 +148,7 @@ struct E4M3Rows {
     // of each tile; x rows 8j + g at the same k (units 8h + 2t, 8h + 2t + 1 of the row).
     template <int MT, uint32_t TILES, Work W>
     static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
-                                                uint32_t g, uint32_t t, uint32_t h) {
+                                                uint32_t g, uint32_t t, uint32_t h, uint32_t, uint32_t) {
         uint4 xv[MT][2];
 #pragma unroll
         for (int j = 0; j < MT; ++j)
@@ -166,8 +172,13 @@ struct E4M3Rows {
 
 // BF16 weights, no scale.
 struct Bf16Rows {
-    static constexpr uint32_t kBytes = 2;
-    static constexpr bool kScaled = false;
+    static constexpr uint32_t kChunkK = 64;
+    static __device__ __forceinline__ uint32_t row_bytes(uint32_t k) { return 2u * k; }
+    using Scales = const float*;  // unused (null)
+    static __device__ __forceinline__ float out_scale(Scales, uint32_t) { return 1.f; }
+    static constexpr bool kGroupScales = false;
+    static constexpr uint32_t kGroupBytes = 0;
+    static constexpr uint32_t kXSlotRows = 16;
     // A BF16 weight may be the previous kernel's output (a general linear layer): nothing is
     // read before the programmatic-dependent wait.
     static constexpr bool kWeightsBeforeWait = false;
@@ -177,7 +188,7 @@ struct Bf16Rows {
     static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
         return row * kXRowBytes + ((u ^ ((row & 1u) << 2)) << 4);
     }
-    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k) {
+    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k, Scales) {
         return (k & 7u) == 0 && aligned16(w, x);
     }
 
@@ -185,7 +196,7 @@ struct Bf16Rows {
     // of each tile and of x rows 8j + g; words .x / .y in one mma, .z / .w in another.
     template <int MT, uint32_t TILES, Work W>
     static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
-                                                uint32_t g, uint32_t t, uint32_t h) {
+                                                uint32_t g, uint32_t t, uint32_t h, uint32_t, uint32_t) {
         static_assert(W == Work::full, "the ablations are the E4M3 kernel's");
         const uint32_t u = t + 4u * h;
         uint4 xv[MT];
@@ -205,17 +216,125 @@ struct Bf16Rows {
     }
 };
 
+// NVFP4 weights (w4a16): E2M1 codes packed two a byte along k (the low nibble the even k), an
+// E4M3 scale byte per 16 k of a row ([n, k / 16]) and one f32 global scale:
+//   W[n, k] = e2m1(code) * e4m3(scale byte) * global.
+// A chunk (128 bytes of a row) covers 256 k and 16 scale bytes; the scales go through the
+// group-scale window (Gemv). The codes become exact bf16 w' = W / global * 2^-8 in registers
+// (w4a16_dequant.cuh: integer multiply and mask per pair of codes, one bf16 multiply by the
+// group's scale), the sum is scaled by global * 2^8.
+struct Nvfp4Rows {
+    static constexpr uint32_t kChunkK = 256;
+    static __device__ __forceinline__ uint32_t row_bytes(uint32_t k) { return k / 2u; }
+    struct Scales {
+        const uint8_t* group;  // [n, k / 16] E4M3 bytes
+        float global;
+    };
+    static __device__ __forceinline__ float out_scale(Scales sc, uint32_t) { return sc.global * 256.0f; }
+    static constexpr bool kGroupScales = true;
+    static constexpr uint32_t kGroupK = 16, kGroupBytes = kChunkK / kGroupK;  // 16 scale bytes a chunk
+    static __device__ __forceinline__ uint32_t group_row_bytes(uint32_t k) { return k / kGroupK; }
+    static constexpr bool kWeightsBeforeWait = true;  // quantized once, never a kernel's output
+    static constexpr uint32_t kXRowBytes = 512;       // one x row of a chunk: 256 bf16
+    static constexpr uint32_t kXSlotRows = 0;         // slots of 8 * MT rows (8 KB at 16 rows)
+    // x slot: [row][16-byte unit]. A lane reads units 4t + 16h + wd (wd = 0..3 for the four
+    // words of its code unit) of rows g: the unit's low two bits are xor-ed with bit 3 of the
+    // unit and the row's parity, so a quarter warp (rows g, g + 1; t = 0..3) reads 8 distinct
+    // 16-byte bank groups.
+    static __device__ __forceinline__ uint32_t x_unit(uint32_t row, uint32_t u) {
+        return row * kXRowBytes + ((u ^ (((u >> 3) & 1u) | ((row & 1u) << 1))) << 4);
+    }
+    // Codes 16-byte rows (k % 32 == 0), scale rows whole 16-byte units (k % 256 == 0), all
+    // three arrays 16-byte aligned.
+    static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k, Scales sc) {
+        return (k & 255u) == 0 && aligned16(w, x, sc.group);
+    }
+    static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+        unsigned short v;
+        asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+        return v;
+    }
+
+    // Half h of a landed chunk: code unit u = t + 4h (k = 32u .. 32u + 31 of the chunk, scale
+    // bytes 2u and 2u + 1) of rows g and g + 8 of each tile. Each 32-bit word (8 codes, one
+    // scale group) gives four pairs {c_i, c_{i + 4}} (e2m1x8_raw): pairs 0, 1 are the k slots
+    // {2t, 2t + 1} and {2t + 8, 2t + 9} of one mma, pairs 2, 3 of a second; x rows 8j + g at the
+    // same k, permuted the same way ({x0, x4}, {x1, x5}, ...), so each mma sums 16 distinct k.
+    // gs: the chunk's scale bytes of the warp's first row; gstride: bytes a window row.
+    template <int MT, uint32_t TILES, Work W>
+    static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
+                                                uint32_t g, uint32_t t, uint32_t h, uint32_t gs, uint32_t gstride) {
+        const uint32_t u = t + 4u * h;
+        uint32_t px[MT][4][4];
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (uint32_t wd = 0; wd < 4; ++wd) {
+                const uint4 v = lds128(xs + x_unit(8u * j + g, 4u * u + wd));
+                px[j][wd][0] = prmt(v.x, v.z, 0x5410u);
+                px[j][wd][1] = prmt(v.x, v.z, 0x7632u);
+                px[j][wd][2] = prmt(v.y, v.w, 0x5410u);
+                px[j][wd][3] = prmt(v.y, v.w, 0x7632u);
+            }
+#pragma unroll
+        for (uint32_t ti = 0; ti < TILES; ++ti) {
+            const uint32_t r = 16u * ti + g;
+            const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
+            const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
+            uint32_t slo[2], shi[2];
+            w4a16::e4m3x2_scaled_bf16(lds16(gs + r * gstride + 2u * u), slo);
+            w4a16::e4m3x2_scaled_bf16(lds16(gs + (r + 8u) * gstride + 2u * u), shi);
+            uint32_t z = 0;  // the ablations' fold (Work)
+#pragma unroll
+            for (int wd = 0; wd < 4; ++wd) {
+                uint32_t a[4], b[4];
+                if constexpr (W == Work::full || W == Work::convert) {
+                    w4a16::e2m1x8_raw(word(lo16, wd), a);
+                    w4a16::e2m1x8_raw(word(hi16, wd), b);
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        a[i] = w4a16::mul_bf16x2(a[i], slo[wd >> 1]);
+                        b[i] = w4a16::mul_bf16x2(b[i], shi[wd >> 1]);
+                    }
+                } else {
+                    // raw code words as bf16 operands, kept finite
+                    const uint32_t m = 0x3f3f3f3fu;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        a[i] = (word(lo16, wd) >> i) & m;
+                        b[i] = (word(hi16, wd) >> i) & m;
+                    }
+                }
+                if constexpr (W == Work::full || W == Work::mma) {
+#pragma unroll
+                    for (int j = 0; j < MT; ++j) {
+                        mma_bf16_16816(acc[ti][j], a[0], b[0], a[1], b[1], px[j][wd][0], px[j][wd][1]);
+                        mma_bf16_16816(acc[ti][j], a[2], b[2], a[3], b[3], px[j][wd][2], px[j][wd][3]);
+                    }
+                } else if constexpr (W == Work::convert) {
+                    z ^= a[0] ^ a[1] ^ a[2] ^ a[3] ^ b[0] ^ b[1] ^ b[2] ^ b[3];
+                } else {
+                    z ^= word(lo16, wd) ^ word(hi16, wd) ^ slo[0] ^ shi[1] ^ px[0][wd][0];
+                }
+            }
+            if constexpr (W == Work::convert || W == Work::loads) acc[ti][0][0] += __uint_as_float(z & 0x3fffffffu);
+        }
+    }
+};
+
 template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster>
 struct Gemv {
-    static_assert(CL == 2 || CL == 4 || CL == 8, "clusters of 2, 4 or 8 CTAs along K");
-    static constexpr uint32_t kChunkK = kChunkBytes / F::kBytes;  // k per chunk
+    static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "no cluster, or clusters of 2, 4 or 8 CTAs along K");
+    static constexpr uint32_t kChunkK = F::kChunkK;               // k per chunk
     static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
-    static constexpr uint32_t kXSlotBytes = 16 * F::kXRowBytes;   // a phase's x of one chunk (<= 16 rows)
-    static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
     static constexpr uint32_t kXRows = 8 * MT;                    // x rows covered (zero beyond rows)
+    // A phase's x of one chunk: 16 rows, or (F::kXSlotRows == 0) the kXRows the kernel covers.
+    static constexpr uint32_t kXSlotBytes = (F::kXSlotRows ? F::kXSlotRows : kXRows) * F::kXRowBytes;
+    static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
     static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a pair copies
     static constexpr uint32_t kXCopies = kXHalf * kXUnits / 32;   // ... 16-byte copies per lane
-    static_assert(kRowGroups == 2 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits,
+    static_assert(kRowGroups == 2 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits &&
+                      kXRows <= (F::kXSlotRows ? F::kXSlotRows : kXRows),
                   "x slot layout");
     static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
@@ -229,16 +348,27 @@ struct Gemv {
         float recv[CL][kOwned][kXRows];
     };
 
+    // Formats with group scales (F::kGroupScales: a scale byte per F::kGroupK k of a weight row,
+    // F::kGroupBytes of them per chunk) stage the scales of the CTA's 64 rows over its rank's
+    // chunks in shared memory once, after the ring: row r at r * window_stride, the rank's
+    // chunk i at byte i * kGroupBytes, 16 bytes of padding a row (bank spread). Read whole
+    // lines, a CTA's scales cost 64 requests beside its 64 x (chunks) weight line requests;
+    // per chunk they would double the request count (32 rows, 16 bytes each).
+    static __device__ __forceinline__ uint32_t window_stride(uint32_t k) {
+        const uint32_t nch = (F::row_bytes(k) + kChunkBytes - 1) / kChunkBytes;
+        return ((nch + CL - 1) / CL + 1) * F::kGroupBytes;
+    }
+
     template <bool VEC>
-    static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+    static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint8_t* q, typename F::Scales scale,
                                                __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                uint32_t tile, uint8_t* ring, Shared& sh) {
-        cluster_arrive_relaxed();  // phase 1: "this CTA has started" (waited on before DSMEM use)
-        const uint32_t rank = cluster_rank();
+        if constexpr (CL > 1) cluster_arrive_relaxed();  // phase 1: "this CTA has started" (waited on before DSMEM use)
+        const uint32_t rank = CL > 1 ? cluster_rank() : 0u;
         const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
         const uint32_t g = lane >> 2, t = lane & 3u;
         const uint32_t rgroup = warp % kRowGroups, phase = warp / kRowGroups;
-        const uint32_t kb = k * F::kBytes;  // bytes of a weight row
+        const uint32_t kb = F::row_bytes(k);  // bytes of a weight row
         const uint32_t nch = (kb + kChunkBytes - 1) / kChunkBytes;
         const uint32_t per_rank = (nch + CL - 1) / CL;
         const uint32_t cbeg = min(nch, rank * per_rank);
@@ -325,6 +455,26 @@ struct Gemv {
             // dependent launch); x is an output. (The first group holds the first weight
             // copies and chunk 0's x.)
             if constexpr (!F::kWeightsBeforeWait) kcommon::pdl_wait();
+            // The group-scale window (its own commit group, the first: landed once chunk 0 has).
+            const uint32_t wstride = F::kGroupScales ? window_stride(k) : 0u;
+            const uint32_t wbase_s = smem_addr(ring) + kRingBytes;
+            if constexpr (F::kGroupScales) {
+                const uint32_t units = wstride / 16u - 1u;  // 16-byte units of a row's window
+                const uint32_t gb = F::group_row_bytes(k), gbeg = cbeg * F::kGroupBytes;
+                for (uint32_t idx = threadIdx.x; idx < kRows * units; idx += kThreads) {
+                    const uint32_t r = idx / units, u = idx % units;
+                    const uint32_t off = gbeg + 16u * u;
+                    const uint32_t nb = row0 + r < n && off < gb ? min(16u, gb - off) : 0u;
+                    const uint8_t* src = scale.group + static_cast<uint64_t>(row0 + r) * gb + off;
+                    const uint32_t dst = wbase_s + r * wstride + 16u * u;
+                    if constexpr (VEC) {
+                        kcommon::cp_async16_zfill(dst, nb ? src : scale.group, nb != 0u);
+                    } else {
+                        sts128(dst, load_w16(src, nb, false));
+                    }
+                }
+                if constexpr (VEC) cp_async_commit();
+            }
 #pragma unroll
             for (uint32_t s = 0; s + 1 < kStages; ++s) issue_w(s, s);
             if constexpr (F::kWeightsBeforeWait) kcommon::pdl_wait();
@@ -334,6 +484,14 @@ struct Gemv {
                 if constexpr (VEC) cp_async_commit();
             }
             uint32_t s_read = 0, s_write = kStages - 1;
+            if constexpr (F::kGroupScales) {
+                // Every thread passes one CTA barrier after its window copies have landed: the
+                // warps with chunks at their first chunk (below), the others here.
+                if (mine == 0) {
+                    if constexpr (VEC) cp_async_wait<0>();
+                    __syncthreads();
+                }
+            }
             for (uint32_t i = 0; i < mine; ++i) {
                 pair_sync();  // both warps of the pair have read the slots refilled next
                 issue_w(i + kStages - 1, s_write);
@@ -342,11 +500,19 @@ struct Gemv {
                     cp_async_commit();
                     cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
                 }
-                pair_sync();  // ... and every other lane's of the pair
+                if (F::kGroupScales && i == 0) {
+                    __syncthreads();  // ... and every other lane's (the window's too)
+                } else {
+                    pair_sync();  // ... and every other lane's of the pair
+                }
                 const uint32_t slot = base + s_read * kStageBytes;
                 const uint32_t xs = xbase + s_read * kXStageBytes;
+                uint32_t c;
+                chunk_of(i, c);
+                // This chunk's group scales of the warp's first row.
+                const uint32_t ws = wbase_s + rgroup * kWarpRows * wstride + (c - cbeg) * F::kGroupBytes;
 #pragma unroll
-                for (uint32_t h = 0; h < 2; ++h) F::template half<MT, kTiles, W>(acc, slot, xs, g, t, h);
+                for (uint32_t h = 0; h < 2; ++h) F::template half<MT, kTiles, W>(acc, slot, xs, g, t, h, ws, wstride);
                 s_read = s_read + 1 == kStages ? 0u : s_read + 1;
                 s_write = s_write + 1 == kStages ? 0u : s_write + 1;
             }
@@ -391,7 +557,7 @@ struct Gemv {
             }
             part[u] = s;
         }
-        cluster_wait();  // phase 1: the partner CTA has started, its shared memory exists
+        if constexpr (CL > 1) cluster_wait();  // phase 1: the partner CTA has started, its shared memory exists
         if (owner != rank) {
 #pragma unroll
             for (uint32_t u = 0; u < kOutPerThread; ++u) {
@@ -399,11 +565,13 @@ struct Gemv {
                 st_cluster_f32(smem_addr(&sh.recv[rank][r % kOwned][m]), owner, part[u]);
             }
         }
-        cluster_arrive_release();  // phase 2: partials delivered
-        cluster_wait();
+        if constexpr (CL > 1) {
+            cluster_arrive_release();  // phase 2: partials delivered
+            cluster_wait();
+        }
         const uint32_t row = row0 + r;
         if (owner == rank && row < n) {
-            const float sc = F::kScaled ? __ldg(scale + row) : 1.f;
+            const float sc = F::out_scale(scale, row);
 #pragma unroll
             for (uint32_t u = 0; u < kOutPerThread; ++u) {
                 const uint32_t m = threadIdx.x / kRows + u * (kThreads / kRows);
@@ -414,7 +582,7 @@ struct Gemv {
                     float s = rank == 0 ? part[u] : sh.recv[0][r % kOwned][m];
 #pragma unroll
                     for (uint32_t j = 1; j < CL; ++j) s += j == rank ? part[u] : sh.recv[j][r % kOwned][m];
-                    out[static_cast<uint64_t>(m) * n + row] = __float2bfloat16_rn(F::kScaled ? s * sc : s);
+                    out[static_cast<uint64_t>(m) * n + row] = __float2bfloat16_rn(s * sc);
                 }
             }
         }
@@ -422,18 +590,18 @@ struct Gemv {
 
     // Weight-row tile `tile` (rows [64 tile, 64 tile + 64)) of one product. `scale` is unused
     // (may be null) for unscaled formats.
-    static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, const float* scale,
+    static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, typename F::Scales scale,
                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                   uint32_t tile, uint8_t* ring, Shared& sh) {
         const uint8_t* q = static_cast<const uint8_t*>(w);
-        if (F::vec_ok(q, x, k)) {
+        if (F::vec_ok(q, x, k, scale)) {
             run<true>(x, q, scale, out, rows, n, k, tile, ring, sh);
         } else {
             run_bytes(x, q, scale, out, rows, n, k, tile, ring, sh);
         }
     }
     // The byte path out of line, so that it does not add to the vector path's registers.
-    static __device__ __noinline__ void run_bytes(const __nv_bfloat16* x, const uint8_t* q, const float* scale,
+    static __device__ __noinline__ void run_bytes(const __nv_bfloat16* x, const uint8_t* q, typename F::Scales scale,
                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                   uint32_t tile, uint8_t* ring, Shared& sh) {
         run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);

@@ -45,6 +45,22 @@
 // earlier kernel (byte loads when unaligned), 8 warps splitting k, the same dequantization.
 // The f32 sums are scaled by global * 2^8 and rounded once to bf16.
 //
+// w4a16_gemv_rt2_kernel (hopper; m <= 16, the lm_head's case): the streamed GEMV of
+// gemv_stream.cuh with the Nvfp4Rows format, the structure fp8_gemv_rt2 / rt2_16 and
+// dense_gemv run (fp8_gemv_rt.cu's header has the design): 2-CTA clusters split K over 64
+// weight rows; warp w streams the 32 rows of row group w % 2 over the 128-byte chunks (256 k)
+// w / 2 (mod 4) of its rank's range through a 2-slot cp.async ring in whole lines; each
+// chunk's x goes through a shared slot the phase's two warps copy once; the CTA's scale bytes
+// over its rank's K range are staged once, in whole lines (gemv_stream's group-scale window);
+// the codes become bf16 in registers as above (e2m1x8_raw, one bf16 multiply by the group's
+// scale per pair) and are the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row
+// tile for m <= 8, two for m <= 16). Warp partials are added in phase order, the ranks' in rank
+// order; the sum times global * 2^8 is rounded once to bf16. Whole lines against the kernel
+// below's half-line code pieces and per-chunk 8-byte scale copies. Its ring (96 KB at m <= 8,
+// 128 KB above) and window do not fit gb10's 99 KB a block: gb10 runs w4a16_gemv_kernel.
+// Vector path: k % 256 == 0 and x, wq, wscale 16-byte aligned; otherwise (any k % 16 == 0, any
+// alignment) the same slots are filled by ordinary loads (correctness path, not tuned).
+//
 // w4a16_gemm_kernel (any m, tensor cores): dense_gemm_tile.cuh's 64 x 64 tile GEMM with a B
 // source that loads 4 bytes of codes and one scale byte per 8 k and stores the dequantized bf16
 // (natural k order) into the shared tile.
@@ -57,6 +73,7 @@
 
 #include "dense_gemm_tile.cuh"
 #include "dense_mma.cuh"
+#include "gemv_stream.cuh"
 #include "w4a16_dequant.cuh"
 
 namespace w4a16_detail {
@@ -431,4 +448,54 @@ w4a16_gemm_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq_pairs, const
     } else {
         dense_tile::gemm_tile<false>(x, d::Fp4B<false>{wq, wscale, n, k}, out, m, n, k, scale);
     }
+}
+
+namespace w4a16_rt_detail {
+
+constexpr uint32_t kRows = 64;   // weight rows per cluster (GEMV_TILE_N)
+constexpr uint32_t kCluster = 2; // CTAs per cluster along K (GEMV_CLUSTER)
+static_assert(kRows == gemv_stream::kRows && kCluster == gemv_stream::kCluster, "gemv_stream's layout");
+// GEMV_RING_8 / GEMV_RING_16 in the spec: the rings of Gemv<1> (m <= 8, x slots of 8 rows)
+// and Gemv<2>; the group-scale window follows the ring.
+constexpr uint32_t kRing8Bytes = 98304;
+constexpr uint32_t kRing16Bytes = 131072;
+
+// One CTA's part of the product (rank blockIdx.x % CL of cluster blockIdx.x / CL).
+template <uint32_t CL>
+static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
+                                                 const __nv_fp8_e4m3* wscale, float global_scale,
+                                                 __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
+    using G1 = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 1, gemv_stream::Work::full, CL>;
+    using G2 = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 2, gemv_stream::Work::full, CL>;
+    static_assert(G1::kRingBytes == kRing8Bytes && G2::kRingBytes == kRing16Bytes, "GEMV_RING_8/16");
+    static_assert(sizeof(typename G1::Shared) <= sizeof(typename G2::Shared), "one receive buffer serves both");
+    extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
+    __shared__ typename G2::Shared sh;
+    if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
+    const gemv_stream::Nvfp4Rows::Scales sc{reinterpret_cast<const uint8_t*>(wscale), global_scale};
+    const uint32_t tile = blockIdx.x / CL;
+    if (m <= 8) {
+        G1::launch(x, wq, sc, out, m, n, k, tile, w4a16_gemv_stream_ring, reinterpret_cast<typename G1::Shared&>(sh));
+    } else {
+        G2::launch(x, wq, sc, out, m, n, k, tile, w4a16_gemv_stream_ring, sh);
+    }
+}
+
+}  // namespace w4a16_rt_detail
+
+// Grid: GEMV_CLUSTER * ceil(n / GEMV_TILE_N) CTAs of 256 threads in clusters of 2; dynamic
+// shared memory: the ring of Gemv<MT> and the group-scale window after it (64 rows x
+// Gemv::window_stride(k) bytes; the spec's shared_mem).
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+w4a16_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
+                      float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
+    w4a16_rt_detail::gemv_tile<2>(x, wq, wscale, global_scale, out, m, n, k);
+}
+
+// The same with the whole of K in each CTA (clusters of one; grid ceil(n / GEMV_TILE_N)), for
+// weights of many row tiles (the lm_head): a CTA streams twice the bytes for the same fixed costs.
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
+w4a16_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
+                      float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
+    w4a16_rt_detail::gemv_tile<1>(x, wq, wscale, global_scale, out, m, n, k);
 }

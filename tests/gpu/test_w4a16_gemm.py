@@ -74,18 +74,40 @@ def launch(name, x, wq, ws, gs, m, n, k, packed_dtype=False):
 
 
 GEMV_M = [1, 2, 7, 8, 9, 15, 16]
+
+
+def built(name):
+    """False for a kernel this target's build leaves out (its launcher reports it absent)."""
+    return "absent" not in getattr(w4a16_gemm, f"plan_{name}")(m=1, n=64, k=256)["reason"]
+
+
+# The few-row kernels: w4a16_gemv_rt1 and w4a16_gemv_rt2 (hopper builds only; their shared memory
+# exceeds gb10's) and w4a16_gemv. w4a16_gemv_rt1 takes weights of at least two 64-row tiles an SM.
+GEMVS = [name for name in ("w4a16_gemv_rt1", "w4a16_gemv_rt2", "w4a16_gemv") if built(name)]
+RT1 = "w4a16_gemv_rt1"
+
+
+def rt1_rows(n):
+    """n moved up to the smallest weight w4a16_gemv_rt1 takes on this device, keeping n % 256."""
+    least = 2 * 64 * torch.cuda.get_device_properties(0).multi_processor_count
+    return n + 256 * -(-max(0, least - n) // 256)
 ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
-# (n, k): n not a multiple of the tiles, k % 32 == 0 (vector path), k % 32 == 16 (byte path),
-# small odd shapes.
-SHAPES = [(4104, 4096), (4096, 4112), (33, 1024), (200, 48)]
+# (n, k): n not a multiple of the tiles, k % 256 == 0 (every vector path), k % 32 == 16 (byte
+# paths), k % 256 == 32 (w4a16_gemv_rt2's byte path, the others' vector paths), small odd
+# shapes, and a long k (w4a16_gemv_rt2: 24 chunks a rank, a 400-byte scale window row).
+SHAPES = [(4104, 4096), (4096, 4112), (33, 1024), (200, 48), (70, 2080), (96, 12288)]
 
 
 def cases():
-    for name, ms in (("w4a16_gemv", GEMV_M), ("w4a16_gemm", ALL_M)):
+    for name, ms in [(g, GEMV_M) for g in GEMVS] + [("w4a16_gemm", ALL_M)]:
         for m in ms:
             for n, k in SHAPES:
                 if m == 2048 and (n, k) != (4104, 4096):
                     continue
+                if name == RT1:
+                    if k > 8192 or n < 200:  # its k limit; small shapes: one case is enough
+                        continue
+                    n = rt1_rows(n)
                 yield name, m, n, k
 
 
@@ -135,8 +157,11 @@ def check_table(out, want):
     assert torch.equal(out.double()[ok], want[ok]), "dequantized value differs from the table"
 
 
-@pytest.mark.parametrize("n", [512, 513])
-def test_dequantization_table_gemv(n):
+TABLE_CASES = [(g, n) for g in GEMVS for n in ([rt1_rows(512), rt1_rows(513)] if g == RT1 else [512, 513])]
+
+
+@pytest.mark.parametrize("name,n", TABLE_CASES)
+def test_dequantization_table_gemv(name, n):
     """One-hot x rows read single weights: out[m, n] = W[n, k_m] exactly (global 1: every E2M1 x
     E4M3 product is a bf16 value). 16 rows per launch, so k = 0..15 and 16..31 in two."""
     wq, ws, codes = table_weights(n)
@@ -145,21 +170,21 @@ def test_dequantization_table_gemv(n):
     for half in range(2):
         x = torch.zeros(16, 32, device=DEV, dtype=BF16)
         x[torch.arange(16), torch.arange(16) + 16 * half] = 1
-        out = launch("w4a16_gemv", x, wq, ws, 1.0, 16, n, 32)
+        out = launch(name, x, wq, ws, 1.0, 16, n, 32)
         check_table(out, want[:, 16 * half:16 * half + 16])
 
 
-@pytest.mark.parametrize("n", [512, 513])
-def test_dequantization_table_gemv_fast_path(n):
-    """The same table at k = 128 (k % 128 == 0, aligned pointers: the GEMV's cp.async path), 16
-    one-hot x rows per launch, eight launches."""
-    k = 128
+@pytest.mark.parametrize("name,n", TABLE_CASES)
+def test_dequantization_table_gemv_fast_path(name, n):
+    """The same table at k = 256 (k % 256 == 0, aligned pointers: the GEMVs' cp.async paths), 16
+    one-hot x rows per launch, sixteen launches."""
+    k = 256
     wq, ws, codes = table_weights(n, k)
     want = expected_table(n, codes)
     for part in range(k // 16):
         x = torch.zeros(16, k, device=DEV, dtype=BF16)
         x[torch.arange(16), torch.arange(16) + 16 * part] = 1
-        out = launch("w4a16_gemv", x, wq, ws, 1.0, 16, n, k)
+        out = launch(name, x, wq, ws, 1.0, 16, n, k)
         check_table(out, want[:, 16 * part:16 * part + 16])
 
 
@@ -181,9 +206,9 @@ def test_table_is_exact_in_bf16():
     assert e4m3_value(torch.tensor([1], dtype=torch.uint8, device=DEV)).item() == 2.0 ** -9
 
 
-@pytest.mark.parametrize("name", ["w4a16_gemv", "w4a16_gemm"])
+@pytest.mark.parametrize("name", GEMVS + ["w4a16_gemm"])
 def test_misaligned_pointers(name):
-    m, n, k = (5 if name == "w4a16_gemv" else 70), 100, 256
+    m, n, k = (70 if name == "w4a16_gemm" else 5), (rt1_rows(100) if name == RT1 else 100), 256
     xb = nonzero_randn(m * k + 1)
     x = xb[1:].view(m, k)
     wq0, ws0 = random_weights(n, k, seed=3)
@@ -198,30 +223,32 @@ def test_misaligned_pointers(name):
     assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all())
 
 
-def test_gemv_and_gemm_agree_closely():
-    """Both paths on the lm_head shape at 16 rows, within the k-derived tolerance of each other."""
-    m, n, k = 16, 151936, 4096
+@pytest.mark.parametrize("m", [1, 16])
+def test_kernels_agree_on_lm_head(m):
+    """Every kernel on the lm_head shape, each within the k-derived tolerance of the reference."""
+    n, k = 151936, 4096
     x = nonzero_randn(m, k)
     wq, ws = random_weights(n, k, seed=11)
-    a = launch("w4a16_gemv", x, wq, ws, 0.02, m, n, k)
-    b = launch("w4a16_gemm", x, wq, ws, 0.02, m, n, k)
     w64 = dequantize(wq, ws, 0.02, k)
     ref = x.double() @ w64.T
     tol = tolerance(x, w64, ref)
-    assert bool(((a.double() - ref).abs() <= tol).all())
-    assert bool(((b.double() - ref).abs() <= tol).all())
+    for name in GEMVS + ["w4a16_gemm"]:
+        out = launch(name, x, wq, ws, 0.02, m, n, k)
+        err = (out.double() - ref).abs()
+        assert bool((err <= tol).all()), f"{name}: worst err/tol {(err / tol).max().item():.3f}"
 
 
 def test_k_not_multiple_of_16_not_launched():
     m, n, k = 4, 64, 4104
-    for name in ("w4a16_gemv", "w4a16_gemm"):
+    for name in GEMVS + ["w4a16_gemm"]:
         plan = getattr(w4a16_gemm, f"plan_{name}")(m=m, n=n, k=k)
         assert not plan["launched"] and clause_in(plan["reason"], "k % 16 == 0")
 
 
 def test_gemv_rows_over_16_not_launched_and_fallback():
     m, n, k = 17, 96, 256
-    assert not w4a16_gemm.plan_w4a16_gemv(m=m, n=n, k=k)["launched"]
+    for name in GEMVS:
+        assert not getattr(w4a16_gemm, f"plan_{name}")(m=m, n=n, k=k)["launched"]
     x = nonzero_randn(m, k)
     wq, ws = random_weights(n, k, seed=5)
     out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
@@ -239,6 +266,35 @@ def test_plans():
     assert p["shared_mem"] == 73728
     p = w4a16_gemm.plan_w4a16_gemm(m=129, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 3, 1)
+
+
+@pytest.mark.skipif(not built(RT1), reason="w4a16_gemv_rt1 / rt2 are built for hopper only")
+def test_stream_plans_and_chain():
+    """w4a16_gemv_rt2: 2-CTA clusters over 64 rows; shared memory: the ring (x slots of 8 rows up
+    to m = 8, of 16 above) and the scale window (64 rows x (a rank's chunks + 1) x 16 bytes).
+    w4a16_gemv_rt1: one CTA a 64-row tile, the window over all of k. The chain takes rt1 from two
+    tiles an SM up (k <= 8192), rt2 below, w4a16_gemv past rt2's k limit, w4a16_gemm past 16 rows."""
+    p = w4a16_gemm.plan_w4a16_gemv_rt2(m=16, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (2 * 2374, 1, 1)
+    assert p["shared_mem"] == 131072 + 64 * (8 + 1) * 16
+    p = w4a16_gemm.plan_w4a16_gemv_rt2(m=8, n=151936, k=12288)
+    assert p["shared_mem"] == 98304 + 64 * (24 + 1) * 16
+    p = w4a16_gemm.plan_w4a16_gemv_rt1(m=1, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (2374, 1, 1) and p["shared_mem"] == 98304 + 64 * (16 + 1) * 16
+    big = rt1_rows(64)
+    for (m, n, k), want in {(1, 64, 4096): "w4a16_gemv_rt2", (16, 64, 4112): "w4a16_gemv_rt2",
+                            (16, 64, 32784): "w4a16_gemv", (17, 64, 4096): "w4a16_gemm",
+                            (16, big, 4096): "w4a16_gemv_rt1", (1, big - 128, 4096): "w4a16_gemv_rt2",
+                            (8, big, 8208): "w4a16_gemv_rt2"}.items():
+        x = nonzero_randn(m, k)
+        wq, ws = random_weights(n, k, seed=k)
+        out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+        outcome = w4a16_gemm.w4a16_linear(x, wq, ws.view(torch.float8_e4m3fn), 0.5, out, m, n, k)
+        torch.cuda.synchronize()
+        assert outcome.launched and (outcome.kernel or "").split(".")[-1] == want, (m, n, k, outcome.kernel)
+        w64 = dequantize(wq, ws, 0.5, k)
+        ref = x.double() @ w64.T
+        assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all()), (m, n, k)
 
 
 def test_packed_and_scale_types_are_checked():

@@ -24,6 +24,10 @@ PAIRS = [
     ("fp8_gemv_rt", "TILE_N", "kernels/dflash/fp8_gemv_rt.cu", "kRows"),
     ("fp8_gemv_rt", "RING_SMEM", "kernels/dflash/fp8_gemv_rt.cu", "kRingBytes"),
     ("w4a16_gemm", "GEMV_MAX_M", "kernels/dflash/w4a16_gemm.cu", "kMaxRows"),
+    ("w4a16_gemm", "GEMV_TILE_N", "kernels/dflash/w4a16_gemm.cu", "kRows"),
+    ("w4a16_gemm", "GEMV_CLUSTER", "kernels/dflash/w4a16_gemm.cu", "kCluster"),
+    ("w4a16_gemm", "GEMV_RING_8", "kernels/dflash/w4a16_gemm.cu", "kRing8Bytes"),
+    ("w4a16_gemm", "GEMV_RING_16", "kernels/dflash/w4a16_gemm.cu", "kRing16Bytes"),
 ]
 
 

@@ -29,6 +29,34 @@ class _kg_Plan(_kg_TypedDict):
     variant: int
     sizes: dict[str, int] | None
 
+class _kg_launcher_w4a16_gemv_rt2(_kg_Protocol):
+    """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv.
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
+
+w4a16_gemv_rt2: _kg_launcher_w4a16_gemv_rt2
+
+def plan_w4a16_gemv_rt2(*, m: int, n: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_w4a16_gemv_rt1(_kg_Protocol):
+    """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when the weight has at least two 64-row tiles per SM (the lm_head, gate/up), so the grid still fills every SM twice over; k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
+
+w4a16_gemv_rt1: _kg_launcher_w4a16_gemv_rt1
+
+def plan_w4a16_gemv_rt1(*, m: int, n: int, k: int) -> _kg_Plan: ...
+
 class _kg_launcher_w4a16_gemv(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
@@ -60,7 +88,7 @@ def plan_w4a16_gemm(*, m: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_w4a16_linear(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Tries w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies."""
+Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies."""
 
     def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

@@ -21,10 +21,281 @@ LIMITS = ((1024, 1024, 64), 1024, 232448)
 DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
+C_GEMV_CLUSTER = 2
+C_GEMV_GROUP_BYTES = 16
 C_GEMV_MAX_M = 16
+C_GEMV_RING_16 = 131072
+C_GEMV_RING_8 = 98304
 C_GEMV_ROWS = 128
 C_GEMV_SMEM = 73728
 C_GEMV_THREADS = 256
+C_GEMV_TILE_N = 64
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _plans_on_the_target_table():
+    """Plans read device values from the target's table here, also on a GPU, as expected below."""
+    runtime = built_module("hopper", "_runtime", package="kernelgen_ops")
+    runtime.use_target_table(True)
+    yield
+    runtime.use_target_table(False)
+
+
+# ---------------------------------------------------------------- w4a16_gemv_rt2
+
+
+def expect_w4a16_gemv_rt2(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['m'] == 0)),  # skip: m == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (262144, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 32768)),  # applies: k <= 32768
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER), 1, 1), (C_GEMV_THREADS, 1, 1), _x.max_(_st, _x.add(_st, _x.add(_st, C_GEMV_RING_8, _x.mul(_st, _x.sub(_st, C_GEMV_RING_16, C_GEMV_RING_8), _x.min_(_st, 1, _x.floordiv(_st, _a['m'], 9)))), _x.mul(_st, _x.mul(_st, C_GEMV_TILE_N, _x.add(_st, _x.div_ceil(_st, _x.div_ceil(_st, _a['k'], 256), C_GEMV_CLUSTER), 1)), C_GEMV_GROUP_BYTES)), _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER))))))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
+    )
+
+
+BASE_w4a16_gemv_rt2 = {'k': 4096, 'm': 1, 'n': 151936}
+CASES_w4a16_gemv_rt2 = [
+    dict(BASE_w4a16_gemv_rt2),
+    {**BASE_w4a16_gemv_rt2, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'm': 17},
+    {**BASE_w4a16_gemv_rt2, 'k': 4104, 'm': 4},
+    {**BASE_w4a16_gemv_rt2, 'k': 7, 'm': 16, 'n': 16777215},
+    {**BASE_w4a16_gemv_rt2, 'm': 524288, 'n': 2049},
+    {**BASE_w4a16_gemv_rt2, 'k': 65537, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'm': 8388607},
+    {**BASE_w4a16_gemv_rt2, 'k': 15},
+    {**BASE_w4a16_gemv_rt2, 'k': 255, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'm': 942008, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'k': 2097153, 'm': 524287, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'k': 4104, 'm': 4, 'n': 58531},
+    {**BASE_w4a16_gemv_rt2, 'm': 100, 'n': 134217727},
+    {**BASE_w4a16_gemv_rt2, 'k': 9, 'm': 4},
+    {**BASE_w4a16_gemv_rt2, 'k': 4104, 'm': 2097151},
+    {**BASE_w4a16_gemv_rt2, 'm': 127},
+    {**BASE_w4a16_gemv_rt2, 'k': 884549, 'm': 16, 'n': 4194303},
+    {**BASE_w4a16_gemv_rt2, 'k': 3, 'm': 511},
+    {**BASE_w4a16_gemv_rt2, 'k': 4194305, 'm': 1000000},
+    {**BASE_w4a16_gemv_rt2, 'm': 32, 'n': 8388609},
+    {**BASE_w4a16_gemv_rt2, 'k': 64, 'm': 17, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'k': 65, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'k': 129, 'm': 17},
+    {**BASE_w4a16_gemv_rt2, 'm': 17, 'n': 8193},
+    {**BASE_w4a16_gemv_rt2, 'k': 9, 'm': 4097},
+    {**BASE_w4a16_gemv_rt2, 'k': 4104, 'm': 1025, 'n': 914413},
+    {**BASE_w4a16_gemv_rt2, 'k': 65536, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'n': 8388608},
+    {**BASE_w4a16_gemv_rt2, 'k': 9, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'k': 1, 'm': 17, 'n': 16777217},
+    {**BASE_w4a16_gemv_rt2, 'k': 33554431, 'm': 4, 'n': 16777216},
+    {**BASE_w4a16_gemv_rt2, 'k': 1073741824, 'm': 4, 'n': 15},
+    {**BASE_w4a16_gemv_rt2, 'k': 3, 'm': 2147483649},
+    {**BASE_w4a16_gemv_rt2, 'k': 33554433, 'm': 16, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'm': 2097151, 'n': 75968},
+    {**BASE_w4a16_gemv_rt2, 'k': 4194304, 'm': 4, 'n': 1073741823},
+    {**BASE_w4a16_gemv_rt2, 'm': 255, 'n': 151935},
+    {**BASE_w4a16_gemv_rt2, 'k': 2097151, 'n': 1000000},
+    {**BASE_w4a16_gemv_rt2, 'k': 33},
+    {**BASE_w4a16_gemv_rt2, 'm': 63, 'n': 4096},
+    {**BASE_w4a16_gemv_rt2, 'm': 65, 'n': 65537},
+    {**BASE_w4a16_gemv_rt2, 'm': 131071},
+    {**BASE_w4a16_gemv_rt2, 'k': 513, 'm': 32},
+]
+FLIPS_w4a16_gemv_rt2 = [
+    ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt2, 'm': 0}),
+    ('skip', 1, 'n == 0', {**BASE_w4a16_gemv_rt2, 'n': 0}),
+    ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_w4a16_gemv_rt2, 'm': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv_rt2, 'k': 4104, 'm': 4}),
+    ('applies', 2, 'k <= 32768', {**BASE_w4a16_gemv_rt2, 'k': 65536}),
+]
+OTHER_ARGS_w4a16_gemv_rt2 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+
+
+@pytest.mark.parametrize("args", CASES_w4a16_gemv_rt2)
+def test_w4a16_gemv_rt2_plan_matches_spec(args):
+    plan = mod.w4a16_gemv_rt2.plan(**args)
+    code, grid, block, shared_mem = expect_w4a16_gemv_rt2(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt2)
+def test_w4a16_gemv_rt2_clause_decides_alone(kind, index, clause, args):
+    launch = mod.w4a16_gemv_rt2
+    full = {**OTHER_ARGS_w4a16_gemv_rt2, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt2"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "w4a16_gemv_rt2"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.w4a16_gemv_rt2.plan(**args)["code"] == outcome.code
+
+
+def test_w4a16_gemv_rt2_first_example_launches_on_paper():
+    assert mod.w4a16_gemv_rt2.plan(**CASES_w4a16_gemv_rt2[0])["launched"]
+
+
+def test_w4a16_gemv_rt2_kill_switch_or_absence(monkeypatch):
+    launch = mod.w4a16_gemv_rt2
+    full = {**OTHER_ARGS_w4a16_gemv_rt2, **CASES_w4a16_gemv_rt2[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.w4a16_gemv_rt2.plan(**CASES_w4a16_gemv_rt2[0])["launched"]
+
+
+# ---------------------------------------------------------------- w4a16_gemv_rt1
+
+
+def expect_w4a16_gemv_rt1(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['m'] == 0)),  # skip: m == 0
+            (262144, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 8192)),  # applies: k <= 8192
+            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N) >= _x.mul(_st, 2, _a['device.sm_count']))),  # applies: div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), 1, 1), (C_GEMV_THREADS, 1, 1), _x.add(_st, _x.add(_st, C_GEMV_RING_8, _x.mul(_st, _x.sub(_st, C_GEMV_RING_16, C_GEMV_RING_8), _x.min_(_st, 1, _x.floordiv(_st, _a['m'], 9)))), _x.mul(_st, _x.mul(_st, C_GEMV_TILE_N, _x.add(_st, _x.div_ceil(_st, _a['k'], 256), 1)), C_GEMV_GROUP_BYTES))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_w4a16_gemv_rt1 = {'k': 4096, 'm': 1, 'n': 151936}
+CASES_w4a16_gemv_rt1 = [
+    dict(BASE_w4a16_gemv_rt1),
+    {**BASE_w4a16_gemv_rt1, 'm': 16, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 16, 'm': 9, 'n': 536870912},
+    {**BASE_w4a16_gemv_rt1, 'k': 2147483649, 'n': 524288},
+    {**BASE_w4a16_gemv_rt1, 'k': 67108865, 'n': 65537},
+    {**BASE_w4a16_gemv_rt1, 'k': 511, 'm': 2, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'k': 2048, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 16777216, 'm': 2097152},
+    {**BASE_w4a16_gemv_rt1, 'k': 257, 'm': 16, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'm': 1024, 'n': 2147483647},
+    {**BASE_w4a16_gemv_rt1, 'k': 134217727, 'm': 127, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 536870912, 'm': 2049, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17001},
+    {**BASE_w4a16_gemv_rt1, 'k': 2147483648},
+    {**BASE_w4a16_gemv_rt1, 'k': 33554433, 'm': 16, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'm': 8388607},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 4097},
+    {**BASE_w4a16_gemv_rt1, 'k': 16, 'm': 1073741824, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'm': 2097152},
+    {**BASE_w4a16_gemv_rt1, 'k': 16777216, 'm': 9, 'n': 2147483649},
+    {**BASE_w4a16_gemv_rt1, 'k': 32, 'm': 16, 'n': 134217729},
+    {**BASE_w4a16_gemv_rt1, 'm': 1000000000, 'n': 24583},
+    {**BASE_w4a16_gemv_rt1, 'k': 1000000, 'm': 32769, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'm': 1073741824, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'm': 262144, 'n': 32},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17007},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 127, 'n': 524287},
+    {**BASE_w4a16_gemv_rt1, 'k': 15, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 1073741824, 'n': 4},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 134217729},
+    {**BASE_w4a16_gemv_rt1, 'k': 1024, 'm': 1048575, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 2049, 'm': 16777217, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 8192, 'm': 16, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 1000, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 9, 'm': 9, 'n': 268435457},
+    {**BASE_w4a16_gemv_rt1, 'k': 4194303, 'm': 131071},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 131071, 'n': 513},
+    {**BASE_w4a16_gemv_rt1, 'n': 65535},
+    {**BASE_w4a16_gemv_rt1, 'k': 32769, 'm': 9, 'n': 5},
+    {**BASE_w4a16_gemv_rt1, 'k': 65536, 'm': 16, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1, 'm': 5, 'n': 1073741823},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17},
+]
+FLIPS_w4a16_gemv_rt1 = [
+    ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt1, 'm': 0}),
+    ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_w4a16_gemv_rt1, 'm': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv_rt1, 'k': 4095}),
+    ('applies', 2, 'k <= 8192', {**BASE_w4a16_gemv_rt1, 'k': 16384}),
+    ('applies', 3, 'div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)', {**BASE_w4a16_gemv_rt1, 'n': 0}),
+]
+OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+
+
+@pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1)
+def test_w4a16_gemv_rt1_plan_matches_spec(args):
+    plan = mod.w4a16_gemv_rt1.plan(**args)
+    code, grid, block, shared_mem = expect_w4a16_gemv_rt1(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt1)
+def test_w4a16_gemv_rt1_clause_decides_alone(kind, index, clause, args):
+    launch = mod.w4a16_gemv_rt1
+    full = {**OTHER_ARGS_w4a16_gemv_rt1, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt1"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "w4a16_gemv_rt1"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.w4a16_gemv_rt1.plan(**args)["code"] == outcome.code
+
+
+def test_w4a16_gemv_rt1_first_example_launches_on_paper():
+    assert mod.w4a16_gemv_rt1.plan(**CASES_w4a16_gemv_rt1[0])["launched"]
+
+
+def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
+    launch = mod.w4a16_gemv_rt1
+    full = {**OTHER_ARGS_w4a16_gemv_rt1, **CASES_w4a16_gemv_rt1[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.w4a16_gemv_rt1.plan(**CASES_w4a16_gemv_rt1[0])["launched"]
 
 
 # ---------------------------------------------------------------- w4a16_gemv
@@ -279,16 +550,21 @@ def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain w4a16_linear
 
-MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemm', ['m', 'n', 'k'])]
+MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt2', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemm', ['m', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
         {'k': 4096, 'm': 1, 'n': 151936},
-        {'k': 4096, 'm': 16, 'n': 4096},
-        {'k': 4096, 'm': 17, 'n': 151936},
-        {'k': 4104, 'm': 4, 'n': 151936},
+        {'k': 4096, 'm': 16, 'n': 24576},
+        {'k': 4112, 'm': 9, 'n': 17000},
         {'k': 4096, 'm': 0, 'n': 151936},
+        {'k': 4096, 'm': 17, 'n': 151936},
+        {'k': 4095, 'm': 1, 'n': 151936},
+        {'k': 16384, 'm': 1, 'n': 151936},
         {'k': 4096, 'm': 1, 'n': 0},
+        {'k': 4096, 'm': 16, 'n': 4096},
+        {'k': 4104, 'm': 4, 'n': 151936},
+        {'k': 65536, 'm': 1, 'n': 151936},
         {'k': 4096, 'm': 64, 'n': 4096},
         {'k': 4096, 'm': 2048, 'n': 151936},
         {'k': 4104, 'm': 64, 'n': 4096},

@@ -55,6 +55,257 @@ fn not_launched(result: Result<bool, Error>, code: i32, reason: Option<&str>) {
     }
 }
 
+// ---------------------------------------------------------------- w4a16_gemv_rt2
+
+#[test]
+fn w4a16_gemv_rt2_plan_matches_spec() {
+    let _g = guard();
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 107520)), variant: Some(-1) }, "the first example");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "the first example with m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(17, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 151936, 4104), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, m=4");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 16777215, 7), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7, m=16, n=16777215");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(524288, 2049, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=524288, n=2049");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 65537), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65537, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(8388607, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8388607");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 15), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 255), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(942008, 4096, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=942008, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(524287, 4096, 2097153), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153, m=524287, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 58531, 4104), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, m=4, n=58531");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(100, 134217727, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=100, n=134217727");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 151936, 9), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, m=4");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(2097151, 151936, 4104), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, m=2097151");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(127, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=127");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4194303, 884549), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=884549, m=16, n=4194303");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(511, 151936, 3), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, m=511");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1000000, 151936, 4194305), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305, m=1000000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(32, 8388609, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=32, n=8388609");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(17, 4096, 64), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, m=17, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 65), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(17, 151936, 129), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129, m=17");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(17, 8193, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17, n=8193");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4097, 151936, 9), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, m=4097");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1025, 914413, 4104), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, m=1025, n=914413");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 65536), "w4a16_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 8388608, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([262144, 1, 1], [256, 1, 1], 107520)), variant: Some(-1) }, "the first example with n=8388608");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 9), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(17, 16777217, 1), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1, m=17, n=16777217");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 16777216, 33554431), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554431, m=4, n=16777216");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 15, 1073741824), "w4a16_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, m=4, n=15");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(2147483649, 151936, 3), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, m=2147483649");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(16, 4096, 33554433), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(2097151, 75968, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2097151, n=75968");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(4, 1073741823, 4194304), "w4a16_gemv_rt2", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304, m=4, n=1073741823");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(255, 151935, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=255, n=151935");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 1000000, 2097151), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151, n=1000000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 33), "w4a16_gemv_rt2", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(63, 4096, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=63, n=4096");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(65, 65537, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=65, n=65537");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(131071, 151936, 4096), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=131071");
+    check(kg::w4a16_gemm::w4a16_gemv_rt2::plan(32, 151936, 513), "w4a16_gemv_rt2", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=513, m=32");
+}
+
+#[test]
+fn w4a16_gemv_rt2_presence() {
+    let kernel = kg::w4a16_gemm::w4a16_gemv_rt2::kernel();
+    assert_eq!(kernel.name(), "w4a16_gemv_rt2");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt2::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn w4a16_gemv_rt2_sizes() {
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt2::sizes(1, 151936, 4096), Ok([4096, 622329856, 38895616, 151936]));
+}
+
+#[test]
+fn w4a16_gemv_rt2_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt2: not launched: empty work (m == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("w4a16_gemv_rt2: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("w4a16_gemv_rt2: not launched: m <= GEMV_MAX_M is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("w4a16_gemv_rt2: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 65536, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("w4a16_gemv_rt2: not launched: k <= 32768 is false"));
+}
+
+#[test]
+fn w4a16_gemv_rt2_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_W4A16", "1");
+    kg::refresh();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_W4A16");
+    not_launched(result, 1 << 16, Some("w4a16_gemv_rt2: not launched: kill switch METRALE_NO_DFLASH_W4A16 is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::w4a16_gemm::w4a16_gemv_rt2::plan(1, 151936, 4096).launches());
+}
+
+#[test]
+fn w4a16_gemv_rt2_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("w4a16_gemv_rt2", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt2: not launched: empty work (m == 0)"));
+}
+
+#[test]
+fn w4a16_gemv_rt2_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt2::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "w4a16_gemv_rt2");
+            assert!(e.to_string().starts_with("w4a16_gemv_rt2"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- w4a16_gemv_rt1
+
+#[test]
+fn w4a16_gemv_rt1_plan_matches_spec() {
+    let _g = guard();
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "the first example");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "the first example with m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 536870912, 16), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([8388608, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example with k=16, m=9, n=536870912");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 524288, 2147483649), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=524288");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 65537, 67108865), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=65537");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2, 24576, 511), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=511, m=2, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 2048), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "the first example with k=2048, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2097152, 151936, 16777216), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, m=2097152");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 257), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1024, 2147483647, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1024, n=2147483647");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(127, 17000, 134217727), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, m=127, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2049, 17000, 536870912), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, m=2049, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17001, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17001");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 2147483648), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 33554433), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433, m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(8388607, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8388607");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 4097, 4112), "w4a16_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=9, n=4097");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1073741824, 17000, 16), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, m=1073741824, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2097152, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2097152");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 2147483649, 16777216), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, m=9, n=2147483649");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 134217729, 32), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example with k=32, m=16, n=134217729");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1000000000, 24583, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1000000000, n=24583");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(32769, 24576, 1000000), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000, m=32769, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1073741824, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1073741824, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(262144, 32, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=262144, n=32");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17007, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17007");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(127, 524287, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=127, n=524287");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 15), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 4, 1073741824), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n=4");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 134217729, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=134217729");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1048575, 17000, 1024), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1024, m=1048575, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16777217, 17000, 2049), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, m=16777217, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 8192), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 164864)), variant: Some(-1) }, "the first example with k=8192, m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1000, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=1000, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 268435457, 9), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, m=9, n=268435457");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(131071, 151936, 4194303), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194303, m=131071");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(131071, 513, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=131071, n=513");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 65535, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([1024, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "the first example with n=65535");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 5, 32769), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769, m=9, n=5");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 65536), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(5, 1073741823, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "the first example with m=5, n=1073741823");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17, 4112), "w4a16_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17");
+}
+
+#[test]
+fn w4a16_gemv_rt1_presence() {
+    let kernel = kg::w4a16_gemm::w4a16_gemv_rt1::kernel();
+    assert_eq!(kernel.name(), "w4a16_gemv_rt1");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt1::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn w4a16_gemv_rt1_sizes() {
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt1::sizes(1, 151936, 4096), Ok([4096, 622329856, 38895616, 151936]));
+}
+
+#[test]
+fn w4a16_gemv_rt1_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt1: not launched: empty work (m == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("w4a16_gemv_rt1: not launched: m <= GEMV_MAX_M is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("w4a16_gemv_rt1: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 16384, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("w4a16_gemv_rt1: not launched: k <= 8192 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("w4a16_gemv_rt1: not launched: div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count) is false"));
+}
+
+#[test]
+fn w4a16_gemv_rt1_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_W4A16", "1");
+    kg::refresh();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_W4A16");
+    not_launched(result, 1 << 16, Some("w4a16_gemv_rt1: not launched: kill switch METRALE_NO_DFLASH_W4A16 is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 4096).launches());
+}
+
+#[test]
+fn w4a16_gemv_rt1_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("w4a16_gemv_rt1", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt1: not launched: empty work (m == 0)"));
+}
+
+#[test]
+fn w4a16_gemv_rt1_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "w4a16_gemv_rt1");
+            assert!(e.to_string().starts_with("w4a16_gemv_rt1"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- w4a16_gemv
 
 #[test]
@@ -304,12 +555,17 @@ fn w4a16_gemm_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn w4a16_linear_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=151936");
-    check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
-    check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
-    check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "k=4096, m=16, n=24576");
+    check(kg::w4a16_gemm::w4a16_linear::plan(9, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=17000");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16384), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 132096)), variant: Some(-1) }, "k=16384, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "k=4096, m=16, n=4096");
+    check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65536), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=65536, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([64, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=64, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(2048, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 32, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=2048, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(64, 4096, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=64, n=4096");
@@ -325,9 +581,9 @@ fn w4a16_linear_presence() {
 #[test]
 fn w4a16_linear_none_applies() {
     let _g = guard();
-    let result = unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 4, 151936, 4104, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
-    assert_eq!(kg::last_reason().as_deref(), Some("w4a16_gemm: not launched: (k % 16) == 0 is false"));
+    assert_eq!(kg::last_reason().as_deref(), Some("w4a16_gemm: not launched: empty work (m == 0)"));
 }
 
 #[test]
@@ -338,7 +594,7 @@ fn w4a16_linear_launch_without_gpu_is_an_error_naming_the_member() {
         return;
     }
     match unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
-        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "w4a16_gemv", "{}", e),
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "w4a16_gemv_rt1", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
