@@ -317,6 +317,19 @@ def topk_ablation_md(d: dict) -> list[str]:
             "programmatic dependent launch. read floor: a plain streaming read of the logits, back to back.", table)
 
 
+def w4a16_ablation_md(d: dict) -> list[str]:
+    from bench_w4a16_gemv_ablation import table
+
+    return ablation_md(d, "Where the NVFP4 GEMVs' time goes",
+            "benchmarks/w4a16_gemv_ablation.cu: the three few-row NVFP4 kernels (w4a16_gemv: 128 rows "
+            "a CTA over all of K; w4a16_gemv_rt2: gemv_stream's whole-line ring, 2-CTA clusters splitting K; "
+            "w4a16_gemv_rt1: the same, one CTA over all of K) and rt1 with part of its work left out, over the "
+            "same rotated weights in one process (means of back-to-back launches). floor: a plain streaming "
+            "read of the codes and scale bytes; loads: rt1 without the E2M1 / scale conversions and the "
+            "tensor-core products (code ring, scale window, x slots, reduction kept); convert: with the "
+            "conversions, without the products; mma: with the products, without the conversions.", table)
+
+
 def fp8_ablation_md(d: dict) -> list[str]:
     from bench_fp8_gemv_ablation import table
 
@@ -582,6 +595,9 @@ def main() -> None:
     ablation = load("bench_fp8_gemv_ablation.json")
     if ablation:
         lines += fp8_ablation_md(ablation)
+    w4a16_ablation = load("bench_w4a16_gemv_ablation.json")
+    if w4a16_ablation:
+        lines += w4a16_ablation_md(w4a16_ablation)
     pattern = load("bench_load_pattern.json")
     if pattern:
         lines += load_pattern_md(pattern)

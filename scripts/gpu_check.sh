@@ -72,7 +72,7 @@ if [ "$bench" -eq 1 ]; then
   # name[:script:arguments]: the 48-SM runs (GB10's SM count, on a green context) reuse their
   # benchmark's script with --sms 48.
   for entry in bench_memory_bound bench_attn_prefill bench_attn_prefill_sm48:bench_attn_prefill:--sms=48 \
-               bench_fp8_linear bench_fp8_gemv_ablation bench_load_pattern bench_dense_linear bench_launch_cost bench_pdl_chains bench_rope_cache bench_attn_dflash bench_attn_dflash_ablation bench_dflash2 bench_topk16_ablation \
+               bench_fp8_linear bench_fp8_gemv_ablation bench_w4a16_gemv_ablation bench_load_pattern bench_dense_linear bench_launch_cost bench_pdl_chains bench_rope_cache bench_attn_dflash bench_attn_dflash_ablation bench_dflash2 bench_topk16_ablation \
                bench_drafter_step bench_drafter_step_sm48:bench_drafter_step:--sms=48; do
     IFS=: read -r name script eargs <<< "$entry"
     b="benchmarks/${script:-$name}.py"

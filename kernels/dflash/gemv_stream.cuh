@@ -49,10 +49,9 @@ constexpr uint32_t kWarpRows = kRows / kRowGroups;       // 32 weight rows per w
 constexpr uint32_t kTiles = kWarpRows / 16;              // 16-row weight tiles per warp
 constexpr uint32_t kChunkBytes = 128;                    // one 128-byte line of a weight row
 constexpr uint32_t kCopies = kWarpRows / 4;              // 16-byte copies per lane per chunk
-constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight
+constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight (default)
 constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte copy per thread
 constexpr uint32_t kStageBytes = kCopies * kSlotBytes;   // 32 KB: one chunk of every warp
-constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
 constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
 
 using kcommon::cluster_rank;
@@ -81,6 +80,7 @@ struct E4M3Rows {
     static constexpr bool kGroupScales = false;  // no per-group scales (Nvfp4Rows has them)
     static constexpr uint32_t kGroupBytes = 0;
     static constexpr uint32_t kXSlotRows = 16;  // x rows a slot holds (whatever MT is)
+    static constexpr uint32_t kStages = gemv_stream::kStages;
     // The first weight chunks are requested before the programmatic-dependent wait: the FP8
     // weights are quantized once, never the output of the kernel just before (fp8_gemv_rt.cu).
     static constexpr bool kWeightsBeforeWait = true;
@@ -179,6 +179,7 @@ struct Bf16Rows {
     static constexpr bool kGroupScales = false;
     static constexpr uint32_t kGroupBytes = 0;
     static constexpr uint32_t kXSlotRows = 16;
+    static constexpr uint32_t kStages = gemv_stream::kStages;
     // A BF16 weight may be the previous kernel's output (a general linear layer): nothing is
     // read before the programmatic-dependent wait.
     static constexpr bool kWeightsBeforeWait = false;
@@ -237,6 +238,7 @@ struct Nvfp4Rows {
     static constexpr bool kWeightsBeforeWait = true;  // quantized once, never a kernel's output
     static constexpr uint32_t kXRowBytes = 512;       // one x row of a chunk: 256 bf16
     static constexpr uint32_t kXSlotRows = 0;         // slots of 8 * MT rows (8 KB at 16 rows)
+    static constexpr uint32_t kStages = 2;
     // x slot: [row][16-byte unit]. A lane reads units 4t + 16h + wd (wd = 0..3 for the four
     // words of its code unit) of rows g: the unit's low two bits are xor-ed with bit 3 of the
     // unit and the row's parity, so a quarter warp (rows g, g + 1; t = 0..3) reads 8 distinct
@@ -322,9 +324,11 @@ struct Nvfp4Rows {
     }
 };
 
-template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster>
+template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster, uint32_t ST = F::kStages>
 struct Gemv {
     static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "no cluster, or clusters of 2, 4 or 8 CTAs along K");
+    static constexpr uint32_t kStages = ST;                   // ring slots: kStages - 1 chunks in flight
+    static constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
     static constexpr uint32_t kChunkK = F::kChunkK;               // k per chunk
     static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
     static constexpr uint32_t kXRows = 8 * MT;                    // x rows covered (zero beyond rows)
