@@ -87,10 +87,14 @@ GEMVS = [name for name in ("w4a16_gemv_rt1", "w4a16_gemv_rt2", "w4a16_gemv") if 
 RT1 = "w4a16_gemv_rt1"
 
 
+# The fewest weight rows w4a16_gemv_rt1 takes: w4a16_gemv_rt2's grid (two CTAs a 64-row tile)
+# must exceed the SM count.
+RT1_LEAST = 64 * (torch.cuda.get_device_properties(0).multi_processor_count // 2) + 1
+
+
 def rt1_rows(n):
-    """n moved up to the smallest weight w4a16_gemv_rt1 takes on this device, keeping n % 256."""
-    least = 2 * 64 * torch.cuda.get_device_properties(0).multi_processor_count
-    return n + 256 * -(-max(0, least - n) // 256)
+    """n moved up to at least RT1_LEAST, keeping n % 256."""
+    return n + 256 * -(-max(0, RT1_LEAST - n) // 256)
 ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # (n, k): n not a multiple of the tiles, k % 256 == 0 (every vector path), k % 32 == 16 (byte
 # paths), k % 256 == 32 (w4a16_gemv_rt2's byte path, the others' vector paths), small odd
@@ -105,7 +109,7 @@ def cases():
                 if m == 2048 and (n, k) != (4104, 4096):
                     continue
                 if name == RT1:
-                    if k > 8192 or n < 200:  # its k limit; small shapes: one case is enough
+                    if k > 8192:  # its k limit
                         continue
                     n = rt1_rows(n)
                 yield name, m, n, k
@@ -272,8 +276,9 @@ def test_plans():
 def test_stream_plans_and_chain():
     """w4a16_gemv_rt2: 2-CTA clusters over 64 rows; shared memory: the ring (x slots of 8 rows up
     to m = 8, of 16 above) and the scale window (64 rows x (a rank's chunks + 1) x 16 bytes).
-    w4a16_gemv_rt1: one CTA a 64-row tile, the window over all of k. The chain takes rt1 from two
-    tiles an SM up (k <= 8192), rt2 below, w4a16_gemv past rt2's k limit, w4a16_gemm past 16 rows."""
+    w4a16_gemv_rt1: one CTA a 64-row tile, the window over all of k. The chain takes rt1 once
+    rt2's grid would exceed the SM count (k <= 8192), rt2 below, w4a16_gemv past rt2's k limit,
+    w4a16_gemm past 16 rows."""
     p = w4a16_gemm.plan_w4a16_gemv_rt2(m=16, n=151936, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2 * 2374, 1, 1)
     assert p["shared_mem"] == 131072 + 64 * (8 + 1) * 16
@@ -284,7 +289,8 @@ def test_stream_plans_and_chain():
     big = rt1_rows(64)
     for (m, n, k), want in {(1, 64, 4096): "w4a16_gemv_rt2", (16, 64, 4112): "w4a16_gemv_rt2",
                             (16, 64, 32784): "w4a16_gemv", (17, 64, 4096): "w4a16_gemm",
-                            (16, big, 4096): "w4a16_gemv_rt1", (1, big - 128, 4096): "w4a16_gemv_rt2",
+                            (16, big, 4096): "w4a16_gemv_rt1", (1, RT1_LEAST - 1, 4096): "w4a16_gemv_rt2",
+                            (1, RT1_LEAST, 4096): "w4a16_gemv_rt1",
                             (8, big, 8208): "w4a16_gemv_rt2"}.items():
         x = nonzero_randn(m, k)
         wq, ws = random_weights(n, k, seed=k)

@@ -44,7 +44,7 @@ int32_t kg_sizes_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_
 }
 }  // namespace
 
-// w4a16_gemv_rt1: w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when the weight has at least two 64-row tiles per SM (the lm_head, gate/up), so the grid still fills every SM twice over; k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// w4a16_gemv_rt1: w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -245,7 +245,7 @@ const char* const kApplies_w4a16_gemv_rt1[] = {
     "m <= GEMV_MAX_M",
     "(k % 16) == 0",
     "k <= 8192",
-    "div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)",
+    "(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count",
 };
 const kg_kernel_info kg_info_w4a16_gemv_rt1 = {
     "w4a16_gemm", "w4a16_gemv_rt1", "gb10",

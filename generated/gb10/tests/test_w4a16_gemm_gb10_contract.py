@@ -137,7 +137,7 @@ def expect_w4a16_gemv_rt1(**args):
             (262144, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
             (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
             (262146, False, lambda _st, _a: (_a['k'] <= 8192)),  # applies: k <= 8192
-            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N) >= _x.mul(_st, 2, _a['device.sm_count']))),  # applies: div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count
         ],
         args,
         u64=[],
@@ -154,23 +154,23 @@ BASE_w4a16_gemv_rt1 = {'k': 4096, 'm': 1, 'n': 151936}
 CASES_w4a16_gemv_rt1 = [
     dict(BASE_w4a16_gemv_rt1),
     {**BASE_w4a16_gemv_rt1, 'm': 16, 'n': 24576},
-    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'k': 16, 'm': 9, 'n': 536870912},
     {**BASE_w4a16_gemv_rt1, 'k': 2147483649, 'n': 524288},
     {**BASE_w4a16_gemv_rt1, 'k': 67108865, 'n': 65537},
     {**BASE_w4a16_gemv_rt1, 'k': 511, 'm': 2, 'n': 24576},
-    {**BASE_w4a16_gemv_rt1, 'k': 2048, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 2048, 'm': 9, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'k': 16777216, 'm': 2097152},
     {**BASE_w4a16_gemv_rt1, 'k': 257, 'm': 16, 'n': 24576},
     {**BASE_w4a16_gemv_rt1, 'm': 1024, 'n': 2147483647},
-    {**BASE_w4a16_gemv_rt1, 'k': 134217727, 'm': 127, 'n': 17000},
-    {**BASE_w4a16_gemv_rt1, 'k': 536870912, 'm': 2049, 'n': 17000},
-    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17001},
+    {**BASE_w4a16_gemv_rt1, 'k': 134217727, 'm': 127, 'n': 6144},
+    {**BASE_w4a16_gemv_rt1, 'k': 536870912, 'm': 2049, 'n': 6144},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 6145},
     {**BASE_w4a16_gemv_rt1, 'k': 2147483648},
     {**BASE_w4a16_gemv_rt1, 'k': 33554433, 'm': 16, 'n': 24576},
     {**BASE_w4a16_gemv_rt1, 'm': 8388607},
     {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 4097},
-    {**BASE_w4a16_gemv_rt1, 'k': 16, 'm': 1073741824, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 16, 'm': 1073741824, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'm': 2097152},
     {**BASE_w4a16_gemv_rt1, 'k': 16777216, 'm': 9, 'n': 2147483649},
     {**BASE_w4a16_gemv_rt1, 'k': 32, 'm': 16, 'n': 134217729},
@@ -178,15 +178,15 @@ CASES_w4a16_gemv_rt1 = [
     {**BASE_w4a16_gemv_rt1, 'k': 1000000, 'm': 32769, 'n': 24576},
     {**BASE_w4a16_gemv_rt1, 'm': 1073741824, 'n': 24576},
     {**BASE_w4a16_gemv_rt1, 'm': 262144, 'n': 32},
-    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 17007},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 6151},
     {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 127, 'n': 524287},
-    {**BASE_w4a16_gemv_rt1, 'k': 15, 'm': 9, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 15, 'm': 9, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'k': 1073741824, 'n': 4},
     {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 9, 'n': 134217729},
-    {**BASE_w4a16_gemv_rt1, 'k': 1024, 'm': 1048575, 'n': 17000},
-    {**BASE_w4a16_gemv_rt1, 'k': 2049, 'm': 16777217, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 1024, 'm': 1048575, 'n': 6144},
+    {**BASE_w4a16_gemv_rt1, 'k': 2049, 'm': 16777217, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'k': 8192, 'm': 16, 'n': 24576},
-    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 1000, 'n': 17000},
+    {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 1000, 'n': 6144},
     {**BASE_w4a16_gemv_rt1, 'k': 9, 'm': 9, 'n': 268435457},
     {**BASE_w4a16_gemv_rt1, 'k': 4194303, 'm': 131071},
     {**BASE_w4a16_gemv_rt1, 'k': 4112, 'm': 131071, 'n': 513},
@@ -201,7 +201,7 @@ FLIPS_w4a16_gemv_rt1 = [
     ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_w4a16_gemv_rt1, 'm': 17}),
     ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv_rt1, 'k': 4095}),
     ('applies', 2, 'k <= 8192', {**BASE_w4a16_gemv_rt1, 'k': 16384}),
-    ('applies', 3, 'div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)', {**BASE_w4a16_gemv_rt1, 'n': 0}),
+    ('applies', 3, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_w4a16_gemv_rt1, 'n': 0}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
 
@@ -477,7 +477,7 @@ MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a
 @pytest.mark.parametrize("args", [
         {'k': 4096, 'm': 1, 'n': 151936},
         {'k': 4096, 'm': 16, 'n': 24576},
-        {'k': 4112, 'm': 9, 'n': 17000},
+        {'k': 4112, 'm': 9, 'n': 6144},
         {'k': 4096, 'm': 0, 'n': 151936},
         {'k': 4096, 'm': 17, 'n': 151936},
         {'k': 4095, 'm': 1, 'n': 151936},

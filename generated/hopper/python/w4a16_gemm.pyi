@@ -46,7 +46,7 @@ def plan_w4a16_gemv_rt2(*, m: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_w4a16_gemv_rt1(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when the weight has at least two 64-row tiles per SM (the lm_head, gate/up), so the grid still fills every SM twice over; k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
+w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
 
 Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
 

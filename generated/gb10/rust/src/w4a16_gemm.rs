@@ -91,7 +91,7 @@ pub mod w4a16_gemv_rt2 {
     }
 }
 
-/// w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when the weight has at least two 64-row tiles per SM (the lm_head, gate/up), so the grid still fills every SM twice over; k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
+/// w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
@@ -110,7 +110,7 @@ pub mod w4a16_gemv_rt2 {
 /// - applies_if `m <= GEMV_MAX_M`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - applies_if `k <= 8192`: else not launched
-/// - applies_if `div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count)`: else not launched
+/// - applies_if `(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
 /// - __launch_bounds__: at most 256 threads a block.
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.

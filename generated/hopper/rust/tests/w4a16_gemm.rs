@@ -188,23 +188,23 @@ fn w4a16_gemv_rt1_plan_matches_spec() {
     let _g = guard();
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "the first example");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "the first example with m=16, n=24576");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 536870912, 16), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([8388608, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example with k=16, m=9, n=536870912");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 524288, 2147483649), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=524288");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 65537, 67108865), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=65537");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2, 24576, 511), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=511, m=2, n=24576");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 2048), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "the first example with k=2048, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 6144, 2048), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "the first example with k=2048, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2097152, 151936, 16777216), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, m=2097152");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 257), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, m=16, n=24576");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1024, 2147483647, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1024, n=2147483647");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(127, 17000, 134217727), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, m=127, n=17000");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2049, 17000, 536870912), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, m=2049, n=17000");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17001, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17001");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(127, 6144, 134217727), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, m=127, n=6144");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2049, 6144, 536870912), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, m=2049, n=6144");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 6145, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([97, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=6145");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 151936, 2147483648), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 33554433), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433, m=16, n=24576");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(8388607, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8388607");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 4097, 4112), "w4a16_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=9, n=4097");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1073741824, 17000, 16), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, m=1073741824, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1073741824, 6144, 16), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, m=1073741824, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(2097152, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2097152");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 2147483649, 16777216), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, m=9, n=2147483649");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 134217729, 32), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example with k=32, m=16, n=134217729");
@@ -212,15 +212,15 @@ fn w4a16_gemv_rt1_plan_matches_spec() {
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(32769, 24576, 1000000), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000, m=32769, n=24576");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1073741824, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1073741824, n=24576");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(262144, 32, 4096), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=262144, n=32");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17007, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=17007");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 6151, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([97, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=6151");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(127, 524287, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=127, n=524287");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 17000, 15), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 6144, 15), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1, 4, 1073741824), "w4a16_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n=4");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 134217729, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2097153, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "the first example with k=4112, m=9, n=134217729");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1048575, 17000, 1024), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1024, m=1048575, n=17000");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16777217, 17000, 2049), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, m=16777217, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1048575, 6144, 1024), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1024, m=1048575, n=6144");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16777217, 6144, 2049), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, m=16777217, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(16, 24576, 8192), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 164864)), variant: Some(-1) }, "the first example with k=8192, m=16, n=24576");
-    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1000, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=1000, n=17000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(1000, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=1000, n=6144");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(9, 268435457, 9), "w4a16_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=9, m=9, n=268435457");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(131071, 151936, 4194303), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194303, m=131071");
     check(kg::w4a16_gemm::w4a16_gemv_rt1::plan(131071, 513, 4112), "w4a16_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, m=131071, n=513");
@@ -257,7 +257,7 @@ fn w4a16_gemv_rt1_clauses_decide_alone() {
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 16384, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("w4a16_gemv_rt1: not launched: k <= 8192 is false"));
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
-    not_launched(result, 262147, Some("w4a16_gemv_rt1: not launched: div_ceil(n, GEMV_TILE_N) >= (2 * device.sm_count) is false"));
+    not_launched(result, 262147, Some("w4a16_gemv_rt1: not launched: (div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count is false"));
 }
 
 #[test]
@@ -557,7 +557,7 @@ fn w4a16_linear_plans_the_first_member_that_applies() {
     let _g = guard();
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "k=4096, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "k=4096, m=16, n=24576");
-    check(kg::w4a16_gemm::w4a16_linear::plan(9, 17000, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([266, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=17000");
+    check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
