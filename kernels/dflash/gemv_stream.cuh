@@ -1,7 +1,9 @@
-// The streamed few-row GEMV shared by fp8_gemv_rt.cu (E4M3 weights with a scale per row) and
-// dense_gemv.cu (BF16 weights):
+// The streamed few-row GEMV shared by fp8_gemv_rt.cu (E4M3 weights with a scale per row),
+// dense_gemv.cu (BF16 weights) and w4a16_gemm.cu's rt1 / rt2 (NVFP4 weights):
 //
-//   out[m, n] = bf16(scale[n] * sum_k x[m, k] * w[n, k])   (no scale for BF16 weights)
+//   out[m, n] = bf16(scale[n] * sum_k x[m, k] * w[n, k])   (no scale for BF16 weights; for NVFP4
+//                                                          w carries its group scales, scale is
+//                                                          the global one)
 //
 // x bf16 [rows <= 16, K], f32 accumulation. fp8_gemv_rt.cu's header explains the design (work
 // split, streaming, the products, the reduction) and what it measured; in short: clusters of CL
@@ -11,6 +13,7 @@
 // and each chunk's x goes through a shared-memory slot that the two warps of a phase copy once
 // (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand; warp
 // partials are added in phase order, ranks' partials in rank order (distributed shared memory).
+// CL = 1 is a CTA over all of K (no cluster exchange).
 //
 // What depends on the weight format (the Format policy):
 //   E4M3Rows  1 byte a weight, a chunk covers 128 k; the weight fragments are converted to bf16
@@ -21,9 +24,14 @@
 //             16-row tile with the same unit of x row g: words .x / .y feed one mma as the k
 //             slots (2t, 2t + 1) / (2t + 8, 2t + 9), words .z / .w a second one (the A and B
 //             operands use the same slot assignment, so each mma sums 16 distinct k). No scale.
-// Both need 16-byte units that are whole (K % 16 == 0 for E4M3, K % 8 == 0 for BF16) and
-// 16-byte aligned x and weights for the cp.async path; otherwise the byte path fills the same
-// slots with ordinary loads (the same arithmetic, not tuned).
+//   Nvfp4Rows half a byte a weight, a chunk covers 256 k and 16 E4M3 group-scale bytes a row,
+//             which the CTA stages once for its K range (the group-scale window, below); codes
+//             are dequantized exactly in registers (w4a16_dequant.cuh); x slots hold only the
+//             8 * MT rows covered.
+// All need 16-byte units that are whole (K % 16 == 0 for E4M3, K % 8 == 0 for BF16, K % 256 ==
+// 0 for NVFP4, whose scale rows must be whole units too) and 16-byte aligned arrays for the
+// cp.async path; otherwise the byte path fills the same slots with ordinary loads (the same
+// arithmetic, not tuned).
 #pragma once
 
 #include <cuda_bf16.h>
