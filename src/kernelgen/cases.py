@@ -226,9 +226,10 @@ def _search_cases(module: Module, k: Kernel, target: Target):
         if found is None:
             where = o[1].loc if o else k.variants.loc  # type: ignore[union-attr]
             text = o[1].text if o else f"variants.on {k.variants.on}"  # type: ignore[union-attr]
+            why = _other_clause(module, k, target, base, envs(), o, clauses, constants) if o else ""
             raise SpecError(
                 where, f"kernels.{k.name}",
-                f"cannot find arguments for which only '{text}' decides the outcome",
+                f"cannot find arguments for which only '{text}' decides the outcome{why}",
                 "if an earlier clause implies it, remove it; otherwise add an example under 'examples' "
                 "where this clause alone fails (or holds, for skip_if)",
             )
@@ -248,6 +249,26 @@ def _search_cases(module: Module, k: Kernel, target: Target):
     for c in cases:
         unique.setdefault(tuple(sorted(c.items())))
     return tuple(flips), tuple(unique)
+
+
+def _other_clause(
+    module: Module, k: Kernel, target: Target, base: dict[str, int], envs: Iterator[tuple[dict[str, int], str | None]],
+    want: tuple[plan.Step, Clause], clauses: list[tuple[plan.Step, Clause]], constants: dict[str, int],
+) -> str:
+    """For the error when ``want`` never decides alone: the first searched arguments where it does
+    decide, and the other clause that fails (or holds, for skip_if) there too, as
+    " (where it does, at n = 0, '...' fails too)"; "" when the search met no such arguments."""
+    for env, _ in envs:
+        full = env | constants | k_device_env(module, k, target, env)
+        if _decides(want, full) is not True:
+            continue
+        other = next((o for o in clauses if o is not want and not _passes(o, full)), None)
+        if other is None:
+            continue
+        changed = ", ".join(f"{n} = {v}" for n, v in env.items() if base.get(n) != v) or "the first example"
+        verb = "holds" if other[0].decides_when else "fails"
+        return f" (where it does, at {changed}, '{other[1].text}' {verb} too)"
+    return ""
 
 
 def _decides(o: tuple[plan.Step, Clause], full: dict[str, int]) -> bool | None:
