@@ -221,6 +221,12 @@ def _search_cases(module: Module, k: Kernel, target: Target):
             if _fails_alone(module, k, target, env, o, clauses, u64, changed, by_name, constants):
                 found = env
                 break
+        if found is None and o is not None:
+            # No argument set isolates the clause; one where it decides first, ahead of a later
+            # clause that would decide too (skip_if [n == 0] beside applies_if [n >= 64]), still
+            # tests that the plan checks it, and in its place.
+            found = next((env for env, _ in envs() if _decides_first(module, k, target, env, o, clauses, u64,
+                                                                      constants)), None)
         if found is None and k.instance_of is not None:
             continue  # constant in this instance (n % VEC == 0 with VEC 1): nothing to test
         if found is None:
@@ -251,13 +257,28 @@ def _search_cases(module: Module, k: Kernel, target: Target):
     return tuple(flips), tuple(unique)
 
 
+def _decides_first(
+    module: Module, k: Kernel, target: Target, env: dict[str, int], want: tuple[plan.Step, Clause],
+    clauses: list[tuple[plan.Step, Clause]], u64: list[str], constants: dict[str, int],
+) -> bool:
+    """``want`` decides the plan's outcome for ``env``: every clause before it passes (later
+    ones may fail: the plan never reaches them)."""
+    full = env | constants | k_device_env(module, k, target, env)
+    if _decides(want, full) is not True:
+        return False
+    before = clauses[:clauses.index(want)]
+    if not all(_passes(o, full) for o in before):
+        return False
+    return expected_plan(module, k, target, env, u64)[0] == want[0].code
+
+
 def _other_clause(
     module: Module, k: Kernel, target: Target, base: dict[str, int], envs: Iterator[tuple[dict[str, int], str | None]],
     want: tuple[plan.Step, Clause], clauses: list[tuple[plan.Step, Clause]], constants: dict[str, int],
 ) -> str:
-    """For the error when ``want`` never decides alone: the first searched arguments where it does
-    decide, and the other clause that fails (or holds, for skip_if) there too, as
-    " (where it does, at n = 0, '...' fails too)"; "" when the search met no such arguments."""
+    """For the error when ``want`` never decides (alone, or first): the first searched arguments
+    where its value would decide, and the other clause that fails (or holds, for skip_if) there
+    too, as " (where it does, at n = 0, '...' fails too)"; "" when the search met none."""
     for env, _ in envs:
         full = env | constants | k_device_env(module, k, target, env)
         if _decides(want, full) is not True:

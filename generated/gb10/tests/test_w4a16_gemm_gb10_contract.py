@@ -134,6 +134,7 @@ def expect_w4a16_gemv_rt1(**args):
     return _plan.expect(
         [
             (196608, True, lambda _st, _a: (_a['m'] == 0)),  # skip: m == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
             (262144, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
             (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
             (262146, False, lambda _st, _a: (_a['k'] <= 8192)),  # applies: k <= 8192
@@ -198,10 +199,11 @@ CASES_w4a16_gemv_rt1 = [
 ]
 FLIPS_w4a16_gemv_rt1 = [
     ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt1, 'm': 0}),
+    ('skip', 1, 'n == 0', {**BASE_w4a16_gemv_rt1, 'n': 0}),
     ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_w4a16_gemv_rt1, 'm': 17}),
     ('applies', 1, '(k % 16) == 0', {**BASE_w4a16_gemv_rt1, 'k': 4095}),
     ('applies', 2, 'k <= 8192', {**BASE_w4a16_gemv_rt1, 'k': 16384}),
-    ('applies', 3, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_w4a16_gemv_rt1, 'n': 0}),
+    ('applies', 3, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_w4a16_gemv_rt1, 'n': 1}),
 ]
 OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
 
@@ -479,10 +481,11 @@ MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a
         {'k': 4096, 'm': 16, 'n': 24576},
         {'k': 4112, 'm': 9, 'n': 6144},
         {'k': 4096, 'm': 0, 'n': 151936},
+        {'k': 4096, 'm': 1, 'n': 0},
         {'k': 4096, 'm': 17, 'n': 151936},
         {'k': 4095, 'm': 1, 'n': 151936},
         {'k': 16384, 'm': 1, 'n': 151936},
-        {'k': 4096, 'm': 1, 'n': 0},
+        {'k': 4096, 'm': 1, 'n': 1},
         {'k': 4096, 'm': 16, 'n': 4096},
         {'k': 4104, 'm': 4, 'n': 151936},
         {'k': 65536, 'm': 1, 'n': 151936},

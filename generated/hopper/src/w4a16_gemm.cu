@@ -143,6 +143,17 @@ kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
       return kg_p;
     }
   }
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
   {  // applies: m <= GEMV_MAX_M
     const bool kg_holds = (int64_t{m} <= GEMV_MAX_M);
     if (kg_err.code != 0) {
@@ -397,6 +408,7 @@ static_assert(std::is_same_v<decltype(&::w4a16_gemv_rt2_kernel), void (*)(const 
 kg::KernelSlot kg_slot_w4a16_gemv_rt2;
 const char* const kSkip_w4a16_gemv_rt1[] = {
     "m == 0",
+    "n == 0",
 };
 const char* const kApplies_w4a16_gemv_rt1[] = {
     "m <= GEMV_MAX_M",
@@ -408,7 +420,7 @@ const kg_kernel_info kg_info_w4a16_gemv_rt1 = {
     "w4a16_gemm", "w4a16_gemv_rt1", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv_rt1, kApplies_w4a16_gemv_rt1, nullptr,
-    1, 4, 0,
+    2, 4, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_rt1_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/w4a16_gemm.yaml:60: kernel 'w4a16_gemv_rt1': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_rt1_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
@@ -428,7 +440,7 @@ const kg_kernel_info kg_info_w4a16_gemv = {
     2, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:78: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:77: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
@@ -444,7 +456,7 @@ const kg_kernel_info kg_info_w4a16_gemm = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:106: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:105: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
 

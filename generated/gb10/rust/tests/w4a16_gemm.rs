@@ -451,10 +451,11 @@ fn w4a16_linear_plans_the_first_member_that_applies() {
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 24576, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=24576");
     check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv", Expect { code: 0, geometry: Some(([48, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
     check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16384), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=16384, m=1, n=151936");
-    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 1, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([1, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=1, n=1");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=4096, m=16, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65536), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=65536, m=1, n=151936");

@@ -250,13 +250,15 @@ fn w4a16_gemv_rt1_clauses_decide_alone() {
     let _g = guard();
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
     not_launched(result, 196608, Some("w4a16_gemv_rt1: not launched: empty work (m == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("w4a16_gemv_rt1: not launched: empty work (n == 0)"));
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
     not_launched(result, 262144, Some("w4a16_gemv_rt1: not launched: m <= GEMV_MAX_M is false"));
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4095, DEFAULT_STREAM) };
     not_launched(result, 262145, Some("w4a16_gemv_rt1: not launched: (k % 16) == 0 is false"));
     let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 16384, DEFAULT_STREAM) };
     not_launched(result, 262146, Some("w4a16_gemv_rt1: not launched: k <= 8192 is false"));
-    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 0, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 1, 4096, DEFAULT_STREAM) };
     not_launched(result, 262147, Some("w4a16_gemv_rt1: not launched: (div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count is false"));
 }
 
@@ -559,10 +561,11 @@ fn w4a16_linear_plans_the_first_member_that_applies() {
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "k=4096, m=16, n=24576");
     check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
     check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16384), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 132096)), variant: Some(-1) }, "k=16384, m=1, n=151936");
-    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 1, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=1");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 4096, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 140288)), variant: Some(-1) }, "k=4096, m=16, n=4096");
     check(kg::w4a16_gemm::w4a16_linear::plan(4, 151936, 4104), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4104, m=4, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 65536), "w4a16_gemv", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 73728)), variant: Some(-1) }, "k=65536, m=1, n=151936");
