@@ -165,6 +165,7 @@ _AST_COMPARE = {
 FUNCTIONS = {"div_ceil": (2, 2), "min": (2, 8), "max": (2, 8)}
 _FUNC_HELPER = {"div_ceil": "div_ceil", "min": "min_", "max": "max_"}
 
+_SPACES = {ord("\n"): " ", ord("\r"): " ", ord("\t"): " "}
 _ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ +-*/%<>=!&|(),.")
 # Dotted names (``device.sm_count``, ``kernel.blocks_per_sm``): values from the device.
 _DOTTED_OWNERS = ("device", "kernel")
@@ -209,6 +210,9 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
         raise ParseError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_EXPR_LEN:
         raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}")
+    # Line breaks and tabs are spaces: a long expression may span lines (a YAML block scalar
+    # keeps the breaks of its more-indented lines).
+    text = text.translate(_SPACES)
     bad = sorted({c for c in _DOTTED.sub("", text) if c not in _ALLOWED_CHARS or c == "."})
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])

@@ -73,6 +73,17 @@ def test_rejects_outside_the_whitelist(text: str, message: str) -> None:
         expr.parse(text, NAMES, expr.Ty.INT)
 
 
+def test_line_breaks_and_tabs_are_spaces() -> None:
+    """A long expression over several lines (a YAML block scalar keeps the breaks of its
+    more-indented lines) means what it means on one line."""
+    one = expr.parse("max(n + m * 2, div_ceil(K, 256) + 1)", NAMES, expr.Ty.INT)
+    split = expr.parse("max(n + m * 2,\n      div_ceil(K, 256)\t+ 1)\r\n", NAMES, expr.Ty.INT)
+    assert expr.to_text(split) == expr.to_text(one)
+    assert expr.evaluate(split, {"n": 1, "m": 2, "rows": 0, "K": 4096}) == 17
+    with pytest.raises(expr.ParseError, match="not allowed"):
+        expr.parse("n\\\n+ m", NAMES, expr.Ty.INT)  # a line continuation is still not
+
+
 def test_predicate_must_be_boolean_and_geometry_integer() -> None:
     with pytest.raises(expr.ParseError, match="boolean expression is needed"):
         expr.parse("n + 1", NAMES, expr.Ty.BOOL)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen import expr
 from kernelgen.errors import SpecError
 from kernelgen.loader import load_catalog
 
@@ -55,6 +56,15 @@ def test_good_spec_loads(tmp_path: Path) -> None:
 def sub(old: str, new: str) -> str:
     assert old in GOOD, old
     return GOOD.replace(old, new, 1)
+
+
+def test_expression_over_several_lines(tmp_path: Path) -> None:
+    """A folded block scalar keeps the line breaks of its more-indented lines: the expression
+    reads them as spaces."""
+    spec = sub("    block: [THREADS, 1, 1]\n", "    block: [THREADS, 1, 1]\n    shared_mem: >-\n"
+               "      max(4 * THREADS,\n          div_ceil(n, 64) * 16)\n")
+    k = load_catalog(write_project(tmp_path, spec)).modules[0].kernels[0]
+    assert expr.to_text(k.shared_mem) == "max(4 * THREADS, div_ceil(n, 64) * 16)"
 
 
 # (case id, spec text, expected line, fragment of the message)
