@@ -269,7 +269,7 @@ const kg_kernel_info kg_info_w4a16_gemv = {
     2, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:77: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:82: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
@@ -285,7 +285,7 @@ const kg_kernel_info kg_info_w4a16_gemm = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:105: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:110: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
 

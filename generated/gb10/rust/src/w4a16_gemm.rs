@@ -95,7 +95,7 @@ pub mod w4a16_gemv_rt2 {
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:60`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:63`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -180,7 +180,7 @@ pub mod w4a16_gemv_rt1 {
 
 /// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:77`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:82`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -261,7 +261,7 @@ pub mod w4a16_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:105`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:110`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -341,7 +341,7 @@ pub mod w4a16_gemm {
 
 /// Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:130`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:135`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements

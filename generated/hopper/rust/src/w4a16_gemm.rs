@@ -91,7 +91,7 @@ pub mod w4a16_gemv_rt2 {
 
 /// w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:60`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:63`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -176,7 +176,7 @@ pub mod w4a16_gemv_rt1 {
 
 /// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:77`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:82`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -257,7 +257,7 @@ pub mod w4a16_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:105`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:110`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -337,7 +337,7 @@ pub mod w4a16_gemm {
 
 /// Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:130`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:135`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
