@@ -24,6 +24,13 @@ static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
     return v;
 }
 
+// 2-byte load from shared memory (zero-extended); "memory" as for lds128.
+static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
+    unsigned short v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
+    return v;
+}
+
 // 16-byte asynchronous copy global -> shared (cp.async, L2 only); when !pred the 16 bytes are
 // zero-filled and src is not read. L2_256B also asks the L2 to fetch the whole 256-byte block
 // around src (for a weight row read 64 bytes per k step by a single CTA: the following steps'

@@ -36,11 +36,9 @@ constexpr int kMaxRows = 16;     // rows of x (two 8-row B tiles)
 constexpr uint32_t kRows = 64;   // weight rows per cluster (GEMV_TILE_N)
 constexpr uint32_t kCluster = 2; // CTAs per cluster along K (GEMV_CLUSTER)
 static_assert(kRows == gemv_stream::kRows && kCluster == gemv_stream::kCluster, "gemv_stream's layout");
-template <int MT>
-using Gemv = gemv_stream::Gemv<gemv_stream::Bf16Rows, MT>;
-constexpr uint32_t kRingBytes = 81920;  // GEMV_SMEM in the spec: the rings of Gemv<1> and Gemv<2>
-static_assert(Gemv<1>::kRingBytes == kRingBytes && Gemv<2>::kRingBytes == kRingBytes, "GEMV_SMEM");
-static_assert(sizeof(Gemv<1>::Shared) <= sizeof(Gemv<2>::Shared), "one receive buffer serves both");
+using ByRows = gemv_stream::ByRows<gemv_stream::Bf16Rows>;  // one 8-row x tile up to m = 8, two above
+constexpr uint32_t kRingBytes = 81920;  // GEMV_SMEM in the spec: the rings of both
+static_assert(ByRows::G1::kRingBytes == kRingBytes && ByRows::G2::kRingBytes == kRingBytes, "GEMV_SMEM");
 
 }  // namespace dense_gemv_detail
 
@@ -51,13 +49,7 @@ dense_gemv_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
                        uint32_t m, uint32_t n, uint32_t k) {
     namespace d = dense_gemv_detail;
     extern __shared__ __align__(128) uint8_t dense_gemv_ring[];
-    __shared__ d::Gemv<2>::Shared sh;
+    __shared__ d::ByRows::Shared sh;
     if (m > d::kMaxRows) return;  // the launcher's applies_if; never reached through it
-    const uint32_t tile = blockIdx.x / d::kCluster;
-    if (m <= 8) {
-        d::Gemv<1>::launch(x, w, nullptr, out, m, n, k, tile, dense_gemv_ring,
-                           reinterpret_cast<d::Gemv<1>::Shared&>(sh));
-    } else {
-        d::Gemv<2>::launch(x, w, nullptr, out, m, n, k, tile, dense_gemv_ring, sh);
-    }
+    d::ByRows::launch(x, w, nullptr, out, m, n, k, blockIdx.x / d::kCluster, dense_gemv_ring, sh);
 }

@@ -57,9 +57,10 @@ constexpr uint32_t kWarpRows = kRows / kRowGroups;       // 32 weight rows per w
 constexpr uint32_t kTiles = kWarpRows / 16;              // 16-row weight tiles per warp
 constexpr uint32_t kChunkBytes = 128;                    // one 128-byte line of a weight row
 constexpr uint32_t kCopies = kWarpRows / 4;              // 16-byte copies per lane per chunk
-constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight (default)
+constexpr uint32_t kStages = 2;                          // ring slots: kStages - 1 chunks in flight
 constexpr uint32_t kSlotBytes = kThreads * 16;           // one 16-byte copy per thread
 constexpr uint32_t kStageBytes = kCopies * kSlotBytes;   // 32 KB: one chunk of every warp
+constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
 constexpr uint32_t kRedStride = 33;                      // floats per partial row (bank skew)
 
 using kcommon::cluster_rank;
@@ -85,10 +86,8 @@ struct E4M3Rows {
     static __device__ __forceinline__ uint32_t row_bytes(uint32_t k) { return k; }
     using Scales = const float*;              // scale[n]
     static __device__ __forceinline__ float out_scale(Scales sc, uint32_t row) { return __ldg(sc + row); }
-    static constexpr bool kGroupScales = false;  // no per-group scales (Nvfp4Rows has them)
-    static constexpr uint32_t kGroupBytes = 0;
+    static constexpr uint32_t kGroupBytes = 0;  // group-scale bytes a chunk row (Nvfp4Rows has them)
     static constexpr uint32_t kXSlotRows = 16;  // x rows a slot holds (whatever MT is)
-    static constexpr uint32_t kStages = gemv_stream::kStages;
     // The first weight chunks are requested before the programmatic-dependent wait: the FP8
     // weights are quantized once, never the output of the kernel just before (fp8_gemv_rt.cu).
     static constexpr bool kWeightsBeforeWait = true;
@@ -184,10 +183,8 @@ struct Bf16Rows {
     static __device__ __forceinline__ uint32_t row_bytes(uint32_t k) { return 2u * k; }
     using Scales = const float*;  // unused (null)
     static __device__ __forceinline__ float out_scale(Scales, uint32_t) { return 1.f; }
-    static constexpr bool kGroupScales = false;
     static constexpr uint32_t kGroupBytes = 0;
     static constexpr uint32_t kXSlotRows = 16;
-    static constexpr uint32_t kStages = gemv_stream::kStages;
     // A BF16 weight may be the previous kernel's output (a general linear layer): nothing is
     // read before the programmatic-dependent wait.
     static constexpr bool kWeightsBeforeWait = false;
@@ -240,13 +237,11 @@ struct Nvfp4Rows {
         float global;
     };
     static __device__ __forceinline__ float out_scale(Scales sc, uint32_t) { return sc.global * 256.0f; }
-    static constexpr bool kGroupScales = true;
     static constexpr uint32_t kGroupK = 16, kGroupBytes = kChunkK / kGroupK;  // 16 scale bytes a chunk
     static __device__ __forceinline__ uint32_t group_row_bytes(uint32_t k) { return k / kGroupK; }
     static constexpr bool kWeightsBeforeWait = true;  // quantized once, never a kernel's output
     static constexpr uint32_t kXRowBytes = 512;       // one x row of a chunk: 256 bf16
     static constexpr uint32_t kXSlotRows = 0;         // slots of 8 * MT rows (8 KB at 16 rows)
-    static constexpr uint32_t kStages = 2;
     // x slot: [row][16-byte unit]. A lane reads units 4t + 16h + wd (wd = 0..3 for the four
     // words of its code unit) of rows g: the unit's low two bits are xor-ed with bit 3 of the
     // unit and the row's parity, so a quarter warp (rows g, g + 1; t = 0..3) reads 8 distinct
@@ -258,11 +253,6 @@ struct Nvfp4Rows {
     // three arrays 16-byte aligned.
     static __device__ __forceinline__ bool vec_ok(const void* w, const void* x, uint32_t k, Scales sc) {
         return (k & 255u) == 0 && aligned16(w, x, sc.group);
-    }
-    static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
-        unsigned short v;
-        asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
-        return v;
     }
 
     // Half h of a landed chunk: code unit u = t + 4h (k = 32u .. 32u + 31 of the chunk, scale
@@ -279,21 +269,15 @@ struct Nvfp4Rows {
 #pragma unroll
         for (int j = 0; j < MT; ++j)
 #pragma unroll
-            for (uint32_t wd = 0; wd < 4; ++wd) {
-                const uint4 v = lds128(xs + x_unit(8u * j + g, 4u * u + wd));
-                px[j][wd][0] = prmt(v.x, v.z, 0x5410u);
-                px[j][wd][1] = prmt(v.x, v.z, 0x7632u);
-                px[j][wd][2] = prmt(v.y, v.w, 0x5410u);
-                px[j][wd][3] = prmt(v.y, v.w, 0x7632u);
-            }
+            for (uint32_t wd = 0; wd < 4; ++wd) w4a16::permute_x(px[j][wd], lds128(xs + x_unit(8u * j + g, 4u * u + wd)));
 #pragma unroll
         for (uint32_t ti = 0; ti < TILES; ++ti) {
             const uint32_t r = 16u * ti + g;
             const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
             const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
             uint32_t slo[2], shi[2];
-            w4a16::e4m3x2_scaled_bf16(lds16(gs + r * gstride + 2u * u), slo);
-            w4a16::e4m3x2_scaled_bf16(lds16(gs + (r + 8u) * gstride + 2u * u), shi);
+            w4a16::e4m3x2_scaled_bf16(kcommon::lds16(gs + r * gstride + 2u * u), slo);
+            w4a16::e4m3x2_scaled_bf16(kcommon::lds16(gs + (r + 8u) * gstride + 2u * u), shi);
             uint32_t z = 0;  // the ablations' fold (Work)
 #pragma unroll
             for (int wd = 0; wd < 4; ++wd) {
@@ -332,11 +316,10 @@ struct Nvfp4Rows {
     }
 };
 
-template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster, uint32_t ST = F::kStages>
+template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster>
 struct Gemv {
     static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "no cluster, or clusters of 2, 4 or 8 CTAs along K");
-    static constexpr uint32_t kStages = ST;                   // ring slots: kStages - 1 chunks in flight
-    static constexpr uint32_t kWRingBytes = kStages * kStageBytes;  // the weight ring
+    static constexpr bool kGroupScales = F::kGroupBytes > 0;  // the format has group scales (the window below)
     static constexpr uint32_t kChunkK = F::kChunkK;               // k per chunk
     static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
     static constexpr uint32_t kXRows = 8 * MT;                    // x rows covered (zero beyond rows)
@@ -360,8 +343,8 @@ struct Gemv {
         float recv[CL][kOwned][kXRows];
     };
 
-    // Formats with group scales (F::kGroupScales: a scale byte per F::kGroupK k of a weight row,
-    // F::kGroupBytes of them per chunk) stage the scales of the CTA's 64 rows over its rank's
+    // Formats with group scales (F::kGroupBytes > 0: a scale byte per F::kGroupK k of a weight
+    // row, F::kGroupBytes of them per chunk) stage the scales of the CTA's 64 rows over its rank's
     // chunks in shared memory once, after the ring: row r at r * window_stride, the rank's
     // chunk i at byte i * kGroupBytes, 16 bytes of padding a row (bank spread). Read whole
     // lines, a CTA's scales cost 64 requests beside its 64 x (chunks) weight line requests;
@@ -468,9 +451,9 @@ struct Gemv {
             // copies and chunk 0's x.)
             if constexpr (!F::kWeightsBeforeWait) kcommon::pdl_wait();
             // The group-scale window (its own commit group, the first: landed once chunk 0 has).
-            const uint32_t wstride = F::kGroupScales ? window_stride(k) : 0u;
+            const uint32_t wstride = kGroupScales ? window_stride(k) : 0u;
             const uint32_t wbase_s = smem_addr(ring) + kRingBytes;
-            if constexpr (F::kGroupScales) {
+            if constexpr (kGroupScales) {
                 const uint32_t units = wstride / 16u - 1u;  // 16-byte units of a row's window
                 const uint32_t gb = F::group_row_bytes(k), gbeg = cbeg * F::kGroupBytes;
                 for (uint32_t idx = threadIdx.x; idx < kRows * units; idx += kThreads) {
@@ -496,7 +479,7 @@ struct Gemv {
                 if constexpr (VEC) cp_async_commit();
             }
             uint32_t s_read = 0, s_write = kStages - 1;
-            if constexpr (F::kGroupScales) {
+            if constexpr (kGroupScales) {
                 // Every thread passes one CTA barrier after its window copies have landed: the
                 // warps with chunks at their first chunk (below), the others here.
                 if (mine == 0) {
@@ -512,7 +495,7 @@ struct Gemv {
                     cp_async_commit();
                     cp_async_wait<kStages - 1>();  // this thread's copies of chunk i have landed
                 }
-                if (F::kGroupScales && i == 0) {
+                if (kGroupScales && i == 0) {
                     __syncthreads();  // ... and every other lane's (the window's too)
                 } else {
                     pair_sync();  // ... and every other lane's of the pair
@@ -617,6 +600,25 @@ struct Gemv {
                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                   uint32_t tile, uint8_t* ring, Shared& sh) {
         run<false>(x, q, scale, out, rows, n, k, tile, ring, sh);
+    }
+};
+
+// One kernel for every row count up to 16: Gemv<F, 1> (one 8-row x tile) for rows <= 8, Gemv<F, 2>
+// above; Gemv<F, 2>'s receive buffer (the larger) serves both.
+template <class F, uint32_t CL = kCluster>
+struct ByRows {
+    using G1 = Gemv<F, 1, Work::full, CL>;
+    using G2 = Gemv<F, 2, Work::full, CL>;
+    using Shared = typename G2::Shared;
+    static_assert(sizeof(typename G1::Shared) <= sizeof(Shared), "one receive buffer serves both");
+    static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, typename F::Scales scale,
+                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
+                                                  uint32_t tile, uint8_t* ring, Shared& sh) {
+        if (rows <= 8) {
+            G1::launch(x, w, scale, out, rows, n, k, tile, ring, reinterpret_cast<typename G1::Shared&>(sh));
+        } else {
+            G2::launch(x, w, scale, out, rows, n, k, tile, ring, sh);
+        }
     }
 };
 

@@ -97,6 +97,15 @@ static __device__ __forceinline__ void e2m1x8_raw(uint32_t q, uint32_t (&r)[4]) 
     r[3] = ((q8 & 0x00F000F0u) * 0x0104u) & 0x81C081C0u;
 }
 
+// Eight x values (one 8-k block, bf16) -> {x0, x4}, {x1, x5}, {x2, x6}, {x3, x7}: the pairing of
+// e2m1x8_raw's words, so that x and the weights meet at the same k in each mma slot.
+static __device__ __forceinline__ void permute_x(uint32_t (&px)[4], const uint4& u) {
+    px[0] = prmt(u.x, u.z, 0x5410u);
+    px[1] = prmt(u.x, u.z, 0x7632u);
+    px[2] = prmt(u.y, u.w, 0x5410u);
+    px[3] = prmt(u.y, u.w, 0x7632u);
+}
+
 // Two E4M3 scale bytes (b0 in bits 0..7, b1 in bits 8..15) -> bf16 pairs {s0, s0} and {s1, s1}
 // with s_i = E4M3(b_i) * 2^118 (to multiply e2m1x8_raw's words). cvt e4m3x2 -> f16x2 is exact
 // (every E4M3 value, subnormals included, is a normal f16; NaN stays NaN), f16 -> f32 exact,

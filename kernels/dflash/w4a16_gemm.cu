@@ -80,6 +80,7 @@ namespace w4a16_detail {
 
 using namespace dense_mma;
 using namespace w4a16;
+using kcommon::lds16;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
@@ -116,19 +117,6 @@ static __device__ __forceinline__ void tile_chunk(float (&acc)[4], const uint4& 
     }
 }
 
-// 8 x values (one 8-k block) -> {x0,x4},{x1,x5},{x2,x6},{x3,x7}.
-static __device__ __forceinline__ void permute_x(uint32_t (&px)[4], const uint4& u) {
-    px[0] = prmt(u.x, u.z, 0x5410u);
-    px[1] = prmt(u.x, u.z, 0x7632u);
-    px[2] = prmt(u.y, u.w, 0x5410u);
-    px[3] = prmt(u.y, u.w, 0x7632u);
-}
-
-static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {
-    unsigned short v;
-    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr) : "memory");
-    return v;
-}
 // 8-byte asynchronous global -> shared copy (L1-allocating .ca: 8 bytes is below .cg's 16);
 // zero-fills when !pred.
 static __device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool pred) {
@@ -465,20 +453,13 @@ template <uint32_t CL>
 static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
                                                  const __nv_fp8_e4m3* wscale, float global_scale,
                                                  __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    using G1 = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 1, gemv_stream::Work::full, CL>;
-    using G2 = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 2, gemv_stream::Work::full, CL>;
-    static_assert(G1::kRingBytes == kRing8Bytes && G2::kRingBytes == kRing16Bytes, "GEMV_RING_8/16");
-    static_assert(sizeof(typename G1::Shared) <= sizeof(typename G2::Shared), "one receive buffer serves both");
+    using R = gemv_stream::ByRows<gemv_stream::Nvfp4Rows, CL>;
+    static_assert(R::G1::kRingBytes == kRing8Bytes && R::G2::kRingBytes == kRing16Bytes, "GEMV_RING_8/16");
     extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
-    __shared__ typename G2::Shared sh;
+    __shared__ typename R::Shared sh;
     if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
     const gemv_stream::Nvfp4Rows::Scales sc{reinterpret_cast<const uint8_t*>(wscale), global_scale};
-    const uint32_t tile = blockIdx.x / CL;
-    if (m <= 8) {
-        G1::launch(x, wq, sc, out, m, n, k, tile, w4a16_gemv_stream_ring, reinterpret_cast<typename G1::Shared&>(sh));
-    } else {
-        G2::launch(x, wq, sc, out, m, n, k, tile, w4a16_gemv_stream_ring, sh);
-    }
+    R::launch(x, wq, sc, out, m, n, k, blockIdx.x / CL, w4a16_gemv_stream_ring, sh);
 }
 
 }  // namespace w4a16_rt_detail
