@@ -57,6 +57,10 @@ void run_case(const char* dtype) {
     CHECK(cudaEventCreate(&a));
     CHECK(cudaEventCreate(&b));
 
+    // Variant v: 0 the empty kernel, 1 .. 3 the kernel stopped after a stage, 4 the whole kernel.
+    using TopK = void (*)(T*, int32_t*, float*, uint32_t, uint32_t, float, float);
+    const TopK stages[4] = {dflash2_topk16_kernel<T, 1>, dflash2_topk16_kernel<T, 2>, dflash2_topk16_kernel<T, 3>,
+                            dflash2_topk16_kernel<T, 0>};
     auto launch = [&](int v, int i, bool pdl) {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(8, kRows, 1);
@@ -67,13 +71,10 @@ void run_case(const char* dtype) {
         at[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = at;
         cfg.numAttrs = pdl ? 1 : 0;
-        T* L = lg[i % sets];
-        switch (v) {
-            case 0: CHECK(cudaLaunchKernelEx(&cfg, empty_kernel, ids)); break;
-            case 1: CHECK(cudaLaunchKernelEx(&cfg, dflash2_topk16_kernel<T, 1>, L, ids, scores, kRows, kVocab, 1.f, 30.f)); break;
-            case 2: CHECK(cudaLaunchKernelEx(&cfg, dflash2_topk16_kernel<T, 2>, L, ids, scores, kRows, kVocab, 1.f, 30.f)); break;
-            case 3: CHECK(cudaLaunchKernelEx(&cfg, dflash2_topk16_kernel<T, 3>, L, ids, scores, kRows, kVocab, 1.f, 30.f)); break;
-            default: CHECK(cudaLaunchKernelEx(&cfg, dflash2_topk16_kernel<T, 0>, L, ids, scores, kRows, kVocab, 1.f, 30.f)); break;
+        if (v == 0) {
+            CHECK(cudaLaunchKernelEx(&cfg, empty_kernel, ids));
+        } else {
+            CHECK(cudaLaunchKernelEx(&cfg, stages[v - 1], lg[i % sets], ids, scores, kRows, kVocab, 1.f, 30.f));
         }
     };
     const char* names[5] = {"empty", "maxima", "cta_top16", "threshold", "full"};

@@ -263,7 +263,7 @@ def _decides_first(
 ) -> bool:
     """``want`` decides the plan's outcome for ``env``: every clause before it passes (later
     ones may fail: the plan never reaches them)."""
-    full = env | constants | k_device_env(module, k, target, env)
+    full = _clause_env(module, k, target, env, constants)
     if _decides(want, full) is not True:
         return False
     before = clauses[:clauses.index(want)]
@@ -280,7 +280,7 @@ def _other_clause(
     where its value would decide, and the other clause that fails (or holds, for skip_if) there
     too, as " (where it does, at n = 0, '...' fails too)"; "" when the search met none."""
     for env, _ in envs:
-        full = env | constants | k_device_env(module, k, target, env)
+        full = _clause_env(module, k, target, env, constants)
         if _decides(want, full) is not True:
             continue
         other = next((o for o in clauses if o is not want and not _passes(o, full)), None)
@@ -319,9 +319,8 @@ def _fails_alone(
     clauses that read it (``by_name``) can differ from the first example, where all pass.
     The cheap conditions are tested first; the plan is computed only when they hold.
     """
-    full = env | (constants if constants is not None else dict(module.constants))
+    full = _clause_env(module, k, target, env, constants)
     if k.device_names:  # kernel.blocks_per_sm reads the block and shared memory: every clause may change
-        full |= k_device_env(module, k, target, env)
         changed = None
     if want is not None and _decides(want, full) is False:
         return False  # (an evaluation error may decide: the plan below tells)
@@ -331,6 +330,13 @@ def _fails_alone(
     want_code = want[0].code if want else code(NL_NO_VARIANT)
     return expected_plan(module, k, target, env, u64)[0] == want_code
 
+
+
+def _clause_env(module: Module, k: Kernel, target: Target, env: dict[str, int],
+                constants: dict[str, int] | None = None) -> dict[str, int]:
+    """What the clauses are evaluated over: the arguments, the module's constants and the device
+    names' values."""
+    return env | (constants if constants is not None else dict(module.constants)) | k_device_env(module, k, target, env)
 
 
 def k_device_env(module: Module, k: Kernel, target: Target, env: dict[str, int]) -> dict[str, int]:
