@@ -82,7 +82,7 @@ def built(name):
 
 
 # The few-row kernels: w4a16_gemv_rt1 and w4a16_gemv_rt2 (hopper builds only; their shared memory
-# exceeds gb10's) and w4a16_gemv. w4a16_gemv_rt1 takes weights of at least two 64-row tiles an SM.
+# exceeds gb10's) and w4a16_gemv. w4a16_gemv_rt1 takes weights of at least RT1_LEAST rows.
 GEMVS = [name for name in ("w4a16_gemv_rt1", "w4a16_gemv_rt2", "w4a16_gemv") if built(name)]
 RT1 = "w4a16_gemv_rt1"
 
