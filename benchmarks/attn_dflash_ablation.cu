@@ -9,7 +9,7 @@
 //   no_fold      Work::no_fold: partial states sent (through distributed shared memory) to the
 //                CTAs that fold them and counted, the folds left out;
 //   no_partials  Work::no_partials: no partial states and no folds (cluster barriers and
-//                counters kept);
+//                counters kept; the products and softmax run, their result kept alive);
 //   loads        Work::loads: no_partials without the tiles' products and softmax (the K / V
 //                ring, block-table reads, barriers and the FP8 conversion kept).
 // The split counters are zeroed once: every launch leaves them zero.

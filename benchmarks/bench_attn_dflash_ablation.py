@@ -9,7 +9,7 @@ BF16 and FP8 caches, kv_len 1024, 8192 and 32768, in one process over the same r
   floor        a plain streaming read of the K / V bytes the kernel must read
   full         the shipped split kernel
   no_fold      partial states sent to the CTAs that fold them and counted, the folds left out
-  no_partials  no partial states and no folds
+  no_partials  no partial states and no folds (the products and softmax still run)
   loads        no_partials without the tiles' products and softmax (K / V ring, block-table
                reads, barriers and the FP8 conversion kept)
 Times are means of back-to-back launches (so not bench_attn_dflash's single-launch medians);

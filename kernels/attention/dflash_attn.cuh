@@ -170,8 +170,9 @@ __device__ __forceinline__ float quad_sum(float v) {
 // benchmarks/attn_dflash_ablation.cu, which times the split kernel with part of its work left
 // out to show where the time goes: no_fold (partial states staged, sent to the CTAs that fold
 // them and counted; neither fold runs), no_partials (no partial states and no folds; the cluster
-// barriers and the counters kept) and loads (no_partials, and the tiles' products and softmax
-// left out too: the K / V ring, block-table reads, barriers and the FP8 conversion kept).
+// barriers and the counters kept; the products and softmax still run) and loads (no_partials,
+// and the tiles' products and softmax left out too: the K / V ring, block-table reads, barriers
+// and the FP8 conversion kept).
 enum class Work { full, no_fold, no_partials, loads };
 
 struct Params {
@@ -657,6 +658,14 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     float2* part_ml = reinterpret_cast<float2*>(smem + ring) + ROWS;    // [ROWS]
     const uint32_t rank = cluster_rank();
     constexpr bool kPartials = W == Work::full || W == Work::no_fold;
+    if constexpr (W == Work::no_partials) {
+        // ptxas drops MMAs whose results nothing reads, and with them the softmax: the state is
+        // folded into one value, stored only under a condition that does not hold here.
+        float x = __fadd_rn(mrow[0], __fadd_rn(mrow[1], __fadd_rn(l0, l1)));
+#pragma unroll
+        for (int n = 0; n < 16; ++n) x = __fadd_rn(x, __fadd_rn(__fadd_rn(o[n][0], o[n][1]), __fadd_rn(o[n][2], o[n][3])));
+        if (__float_as_uint(x) == 0x7fbad000u) p.out[tid] = __float2bfloat16_rn(x);
+    }
     if (kPartials) {
         const int r0 = warp * 16 + g, r1 = r0 + 8;
         __syncthreads();  // every warp is done with the ring
@@ -676,18 +685,22 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     }
     cluster_sync();  // every CTA of the cluster is done with its ring, its state staged
     if (kPartials) {
+        // Destinations in turn from this CTA's own rank on (rank, rank + 1, ...): at each step the
+        // cluster's CTAs write to different ones. (All starting with rank 0 would queue the
+        // cluster's traffic on one SM at a time.)
         constexpr int kVec = D / 4;  // 16-byte pieces a row
         for (int i = tid; i < ROWS * kVec; i += NTHREADS) {
-            const int row = i / kVec, v = i - row * kVec;
+            const int row = (i / kVec + static_cast<int>(rank) * SLICE) % ROWS, v = i % kVec;
             const uint4 x = *reinterpret_cast<const uint4*>(part_acc + row * D + v * 4);
             const int col4 = (v * 4) ^ ((row & 3) << 3);  // the staged piece's column
             const uint32_t dst = recv_acc + ((rank * SLICE + row % SLICE) * D + col4) * 4;
             kcommon::st_cluster_u32x4(kcommon::cluster_map(dst, row / SLICE), x);
         }
         if (tid < ROWS) {
-            const float2 x = part_ml[tid];
-            const uint32_t dst = recv_ml + (rank * SLICE + tid % SLICE) * 8;
-            kcommon::st_cluster_f32x2(kcommon::cluster_map(dst, tid / SLICE), x.x, x.y);
+            const int row = (tid + static_cast<int>(rank) * SLICE) % ROWS;
+            const float2 x = part_ml[row];
+            const uint32_t dst = recv_ml + (rank * SLICE + row % SLICE) * 8;
+            kcommon::st_cluster_f32x2(kcommon::cluster_map(dst, row / SLICE), x.x, x.y);
         }
     }
     cluster_sync();  // every partial state of the cluster has landed where it is folded
