@@ -24,10 +24,11 @@
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
 // key is written as zeros.
 //
-// Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, SPLIT_KEYS doubled while
-// more than MAX_CHUNKS chunks would be needed (128 up to 5120 keys, 256 up to 10240, ...): a
-// function of kv_len alone. Each chunk gets its own online-softmax state, and the chunks' states
-// are folded in chunk order with merge_weights / lin2.
+// Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, at most MAX_CHUNKS of
+// them: bf16, SPLIT_KEYS doubled while more would be needed (128 up to 5120 keys, 256 up to
+// 10240, ...); fp8, the fewest whole 32-key tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832
+// at 32768): a function of kv_len alone. Each chunk gets its own online-softmax state, and the
+// chunks' states are folded in chunk order with merge_weights / lin2.
 //
 // Split-KV: split s covers chunk s, keys [s * C, (s + 1) * C); the split kernels run in clusters
 // of CLUSTER CTAs along x; the first nsplit = ceil(kv_len / (C * CLUSTER)) * CLUSTER CTAs (at
@@ -188,20 +189,31 @@ struct Params {
     int32_t* counters; // split counters, one per (kv head, m-block), zero at launch
 };
 
-// Keys per chunk (and per split) for kv_len keys: SPLIT_KEYS, doubled while more than MAX_CHUNKS
-// chunks would cover kv_len. A function of kv_len alone, so every kernel (split or not, direct or
-// indirect, whatever its grid) cuts the keys the same way.
-template <int SPLIT_KEYS>
+// Keys per chunk (and per split) for kv_len keys. BF16 cache: SPLIT_KEYS, doubled while more than
+// MAX_CHUNKS chunks would cover kv_len. FP8 cache: the fewest whole tiles, at least SPLIT_KEYS
+// keys, that cover kv_len in at most MAX_CHUNKS chunks, so that long caches use every CTA of the
+// grid (MAX_GROUPS clusters a row block; the doubling leaves 8 of 40 idle at 8192 < kv_len <=
+// 10240, 16384 < kv_len <= 20480, ...). The FP8 kernels are bound by each CTA's tile loop (the
+// conversion adds to it), and more CTAs an SM hide more of it: at kv_len 32768, 48.2 us against
+// 55.2 on the H200; the bf16 kernels, bound by the loads, measured 3% slower cut that way.
+// A function of kv_len alone for each cache type, so every kernel of a type (split or not,
+// direct or indirect, whatever its grid) cuts the keys the same way.
+template <int SPLIT_KEYS, bool FP8>
 __device__ __forceinline__ int chunk_keys(int kv_len) {
-    int keys = SPLIT_KEYS;
-    while ((kv_len + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
-    return keys;
+    if constexpr (FP8) {
+        const int tiles = (kv_len + TILE * MAX_CHUNKS - 1) / (TILE * MAX_CHUNKS);
+        return max(SPLIT_KEYS, tiles * TILE);
+    } else {
+        int keys = SPLIT_KEYS;
+        while ((kv_len + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
+        return keys;
+    }
 }
 
 template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
-    const int chunk = chunk_keys<SPLIT_KEYS>(p.kv_len);
+    const int chunk = chunk_keys<SPLIT_KEYS, FP8>(p.kv_len);
     // Split kernels: the splits that cover kv_len, in whole clusters (at least one); the grid may
     // hold more (it is sized for SPLIT_KEYS-key splits, or from a bound of kv_len), and their
     // clusters have nothing to do.

@@ -88,17 +88,21 @@ def workspace(q_rows, hq, hkv, kv_len):
     return ws, cnt
 
 
-def chunk_keys(kv_len):
-    """Keys per chunk (split): 128, doubled while more than 40 chunks would be needed."""
+def chunk_keys(kv_len, fp8):
+    """Keys per chunk (split), at most 40 chunks: bf16, 128 doubled while more would be needed;
+    fp8, the fewest whole 32-key tiles (at least 128)."""
+    max_chunks = MAX_GROUPS * CLUSTER
+    if fp8:
+        return max(SPLIT_KEYS, 32 * -(-kv_len // (32 * max_chunks)))
     keys = SPLIT_KEYS
-    while -(-kv_len // (MAX_GROUPS * CLUSTER)) > keys:
+    while -(-kv_len // max_chunks) > keys:
         keys *= 2
     return keys
 
 
-def one_cluster(kv_len):
+def one_cluster(kv_len, fp8):
     """Whether one cluster of splits covers kv_len keys (split and unsplit: the same bits)."""
-    return kv_len <= CLUSTER * chunk_keys(kv_len)
+    return kv_len <= CLUSTER * chunk_keys(kv_len, fp8)
 
 
 def make_paged(K, V, bs, gen, fill):
@@ -277,7 +281,7 @@ def test_direct(case, fp8):
         results[kind] = runs[0]
     if "split" in results:
         check_close(results["split"], results["unsplit"].float(), f"{tag} split vs unsplit")
-        if one_cluster(kv_len):  # the same chunks folded with the same arithmetic: the same bits
+        if one_cluster(kv_len, fp8):  # the same chunks folded with the same arithmetic: the same bits
             assert torch.equal(bits(results["split"]), bits(results["unsplit"])), f"{tag}: split != unsplit"
 
     out = torch.full_like(q, float("nan"))

@@ -123,7 +123,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_l
 }
 }  // namespace
 
-// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 4 clusters); clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 5 clusters); clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -354,7 +354,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_le
 }
 }  // namespace
 
-// prefill_attn_dflash_fp8_split: As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+// prefill_attn_dflash_fp8_split: As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale; its chunks are whole tiles (up to 40 of them, as the module doc says), so that past kv_len 5120 every split of the grid works. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -723,7 +723,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:40: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:41: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_split[] = {
     "q_rows == 0",
@@ -746,7 +746,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:73: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:74: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_split;
 const char* const kSkip_prefill_attn_dflash_fp8_unsplit[] = {
     "q_rows == 0",
@@ -767,7 +767,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:114: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:115: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_unsplit;
 const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
     "q_rows == 0",
@@ -790,7 +790,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_split_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:137: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:138: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_split;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "q_rows == 0",
@@ -810,7 +810,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     1, 2, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:162: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:164: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
     "q_rows == 0",
@@ -832,7 +832,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     1, 4, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:197: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:199: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_split;
 }  // namespace
 
