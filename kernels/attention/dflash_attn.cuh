@@ -193,9 +193,10 @@ struct Params {
 // MAX_CHUNKS chunks would cover kv_len. FP8 cache: the fewest whole tiles, at least SPLIT_KEYS
 // keys, that cover kv_len in at most MAX_CHUNKS chunks, so that long caches use every CTA of the
 // grid (MAX_GROUPS clusters a row block; the doubling leaves 8 of 40 idle at 8192 < kv_len <=
-// 10240, 16384 < kv_len <= 20480, ...). The FP8 kernels are bound by each CTA's tile loop (the
-// conversion adds to it), and more CTAs an SM hide more of it: at kv_len 32768, 48.2 us against
-// 55.2 on the H200; the bf16 kernels, bound by the loads, measured 3% slower cut that way.
+// 10240, 16384 < kv_len <= 20480, ...). Most of the FP8 kernels' time past their loads is each
+// CTA's tile loop (products, softmax), which more CTAs an SM hide better: at kv_len 32768, 48.2
+// us against 55.2 on the H200; the bf16 kernels, near their loads' time, measured 3% slower cut
+// that way.
 // A function of kv_len alone for each cache type, so every kernel of a type (split or not,
 // direct or indirect, whatever its grid) cuts the keys the same way.
 template <int SPLIT_KEYS, bool FP8>

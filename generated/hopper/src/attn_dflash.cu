@@ -723,7 +723,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:41: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:40: kernel 'prefill_attn_dflash_bf16_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_split[] = {
     "q_rows == 0",
@@ -746,7 +746,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:74: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:73: kernel 'prefill_attn_dflash_bf16_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_split;
 const char* const kSkip_prefill_attn_dflash_fp8_unsplit[] = {
     "q_rows == 0",
@@ -767,7 +767,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     1, 2, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:115: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:114: kernel 'prefill_attn_dflash_fp8_unsplit': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_unsplit;
 const char* const kSkip_prefill_attn_dflash_fp8_split[] = {
     "q_rows == 0",
@@ -790,7 +790,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     1, 4, 3,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_fp8_split_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const __nv_fp8_e4m3*, const float*, const float*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:138: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:137: kernel 'prefill_attn_dflash_fp8_split': the spec's arguments (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_fp8_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_fp8_split;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "q_rows == 0",
@@ -810,7 +810,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     1, 2, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float)>,
-              "kernelgen: specs/attn_dflash.yaml:164: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:163: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale) do not match the __global__ definition of dflash_attn_bf16_indirect_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_unsplit;
 const char* const kSkip_prefill_attn_dflash_bf16_indirect_split[] = {
     "q_rows == 0",
@@ -832,7 +832,7 @@ const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     1, 4, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_attn_bf16_indirect_split_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, const int32_t*, const int32_t*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float, float*, int32_t*)>,
-              "kernelgen: specs/attn_dflash.yaml:199: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/attn_dflash.yaml:198: kernel 'prefill_attn_dflash_bf16_indirect_split': the spec's arguments (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters) do not match the __global__ definition of dflash_attn_bf16_indirect_split_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_prefill_attn_dflash_bf16_indirect_split;
 }  // namespace
 
