@@ -370,9 +370,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                static_cast<uint64_t>((kk * 16 * 128) >> 4);
     };
 #endif
-    // sm_90a: PV runs on while the next tile's barrier, loads and QK^T are issued (its V slot is
-    // not refilled before the tile after); o is read only after a wait that covers it. pin_o()
-    // keeps the compiler from moving reads of o above the wait before it; drain_o() waits.
+    // sm_90a: PV runs on while the next tile's barrier and QK^T are issued; o is read only after
+    // a wait that covers it, and the bf16 ring slot PV reads is refilled only after that wait
+    // (compute's after_qk). pin_o() keeps the compiler from moving reads of o above the wait
+    // before it; drain_o() waits.
     auto pin_o = [&] {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #pragma unroll
@@ -400,7 +401,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // m16n8k16 with ldmatrix, or on sm_90a the warpgroup's wgmma (Q and P from registers, K and
     // V read by the tensor cores through descriptors; the same bf16 products in the same order,
     // so both paths give the same bits).
-    auto compute = [&](uint32_t sK, uint32_t sV, int t) {
+    // after_qk() runs once QK^T is done (on sm_90a: once the previous tile's PV is too).
+    auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk) {
         float s[4][4];
 #pragma unroll
         for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -410,6 +412,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs(s, qa[kk], desc_k(sK, kk));
         kcommon::wgmma_commit();
         kcommon::wgmma_wait_all();  // also the previous tile's PV (committed before)
+        after_qk();
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
 #pragma unroll
@@ -427,6 +430,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 mma16816(s[2 * np + 1], qa[kk], b[2], b[3]);
             }
         }
+        after_qk();
 #endif
         const int key0 = t * TILE;
         if (!(key0 >= a_lo && key0 + TILE - 1 <= a_hi)) {
@@ -567,14 +571,21 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 const int k = t - t_begin;
                 wait_groups<STAGES - 2>();
                 publish_tile();
-                __syncthreads();  // tile t visible; every warp is done with tile t - 1
-                if (t + STAGES - 1 <= t_end) {
-                    issue(t + STAGES - 1, (k + STAGES - 1) % STAGES);
-                    if (t + STAGES <= t_end) lookup(t + STAGES);
-                }
-                commit();
+                __syncthreads();  // tile t visible; every warp is done with tile t - 1 but its PV
+                // Tile t + STAGES - 1 into tile t - 1's slot, once that tile's PV is done.
+                auto refill = [&] {
+                    if (t + STAGES - 1 <= t_end) {
+                        issue(t + STAGES - 1, (k + STAGES - 1) % STAGES);
+                        if (t + STAGES <= t_end) lookup(t + STAGES);
+                    }
+                    commit();
+                };
                 const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
-                if constexpr (W != Work::loads) compute(sK, sK + BF16_TILE, t);
+                if constexpr (W != Work::loads) {
+                    compute(sK, sK + BF16_TILE, t, refill);
+                } else {
+                    refill();
+                }
                 after_tile(t);
             }
         } else {
@@ -628,7 +639,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                     if (t + STAGES + 1 <= t_end) lookup(t + STAGES + 1);
                 }
                 commit();
-                if constexpr (W != Work::loads) compute(cK, cK + BF16_TILE, t);
+                // (The raw slots are read by the conversion alone: refilled above.)
+                if constexpr (W != Work::loads) compute(cK, cK + BF16_TILE, t, [] {});
                 after_tile(t);
             }
         }
