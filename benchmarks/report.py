@@ -297,8 +297,9 @@ def attn_ablation_md(d: dict) -> list[str]:
             "with part of its work left out, over the same rotated caches in one process (means of back-to-back "
             "launches). floor: a plain streaming read of the K / V bytes; no_fold: partial states sent to "
             "the CTAs that fold them and counted, the folds left out; no_partials: no partial states and no "
-            "folds (the products and softmax still run); loads: no_partials without the tiles' products and softmax (the K / V "
-            "ring, block-table reads, barriers and the FP8 conversion kept). The last three columns split the "
+            "folds (the products and softmax still run); loads: no_partials without the tiles' products and "
+            "softmax (the K / V ring, block-table reads, barriers and the FP8 conversion kept). The last three "
+            "columns split the "
             "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
             "folds (full - no_fold: the cluster's states, then past one cluster the group states' through the "
             "workspace).", table)
