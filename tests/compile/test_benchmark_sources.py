@@ -7,10 +7,18 @@ of the interfaces they use shows here rather than on the GPU machine:
   attn_cta with each of its Work values, for BF16 and FP8 caches;
 * the GEMV load-pattern study (benchmarks/load_pattern.cu) uses the shared PTX helpers.
 
-Compiled to PTX for sm_90a (the ablations' target) with the project's toolkit."""
+Compiled to PTX for sm_90a (the ablations' target) with the project's toolkit.
+
+An ablation times a kernel with part of its work left out, and what is left must really run:
+ptxas removes MMAs whose results nothing reads, and the conversions that only feed them (the
+attention ablation's no_partials variant once lost its products and softmax that way, and its
+table showed their time as the partial states'). So each ablation is also compiled to SASS, and
+its variants' tensor-core instructions (and, where kept, the FP8 / NVFP4 conversions' bf16x2
+multiplies) are counted against the shipped kernel's."""
 
 from __future__ import annotations
 
+import collections
 import re
 import subprocess
 from pathlib import Path
@@ -18,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from kernelgen.toolkit import find_toolkit
+from tests.compile.sass import Tool, compile_cubin, opcode_counts
 
 pytestmark = pytest.mark.build
 
@@ -55,3 +64,57 @@ def test_load_pattern_compiles(tmp_path: Path) -> None:
     entries = ptx_entries("load_pattern.cu", tmp_path)
     # 3 copy shapes x (bf16, fp8) layouts, plus the streaming-read floor's two kernels
     assert len([e for e in entries if "pattern_kernel" in e]) == 6, sorted(entries)
+
+
+def _sass_counts(tool: Tool, source: str, tmp_path: Path) -> dict[str, collections.Counter[str]]:
+    return opcode_counts(tool, compile_cubin(BENCH / source, tmp_path / "ablation.cubin"))
+
+
+def _conversions(c: collections.Counter[str]) -> int:
+    """bf16x2 multiplies (HMUL2, or HFMA2 with a -0 addend): one per converted pair of weights or
+    cache values in these kernels."""
+    return c["HMUL2"] + c["HFMA2"]
+
+
+def _one(counts: dict[str, collections.Counter[str]], pattern: str) -> collections.Counter[str]:
+    found = [c for name, c in counts.items() if re.search(pattern, name)]
+    assert len(found) == 1, (pattern, sorted(counts))
+    return found[0]
+
+
+def test_attn_dflash_ablation_keeps_its_work(cuobjdump: Tool, tmp_path: Path) -> None:
+    counts = _sass_counts(cuobjdump, "attn_dflash_ablation.cu", tmp_path)
+    for fp8 in (0, 1):
+        # Work: 0 full, 1 no_fold, 2 no_partials, 3 loads
+        v = {w: _one(counts, rf"ablation_kernelILb{fp8}ELN11dflash_attn4WorkE{w}E") for w in range(4)}
+        shipped = _one(counts, "dflash_attn_fp8_split_kernel" if fp8 else "dflash_attn_bf16_split_kernel")
+        mma = {w: v[w]["HGMMA"] for w in v}
+        assert mma[0] == shipped["HGMMA"] > 0, (fp8, mma, shipped["HGMMA"])
+        assert mma[1] == mma[0] and mma[2] == mma[0], f"a variant that keeps the products lost some: {mma}"
+        assert mma[3] == 0, f"loads leaves the products out: {mma}"
+        conv = {w: _conversions(v[w]) for w in v}
+        if fp8:  # every variant converts the FP8 tiles
+            assert conv[0] == _conversions(shipped) > 0 and len(set(conv.values())) == 1, conv
+
+
+@pytest.mark.parametrize("source, shipped", [
+    ("fp8_gemv_ablation.cu", [r"^_Z\d+dflash_fp8_gemv_rt2_kernel", r"^_Z\d+dflash_fp8_gemv_rt2_16_kernel"]),
+    ("w4a16_gemv_ablation.cu", [r"^_Z\d+w4a16_gemv_rt1_kernel"]),
+])
+def test_gemv_ablations_keep_their_work(cuobjdump: Tool, tmp_path: Path, source: str, shipped: list[str]) -> None:
+    """gemv_stream's Work: 1 loads, 2 convert (no products), 3 mma (no conversions), one kernel per
+    row tile MT. Over the row tiles, the mma variants hold as many MMAs as the shipped kernels (one
+    kernel per row tile, or one holding both), the convert variants as many conversions."""
+    counts = _sass_counts(cuobjdump, source, tmp_path)
+    variants: dict[int, list[collections.Counter[str]]] = collections.defaultdict(list)
+    for name, c in counts.items():
+        if m := re.search(r"ablation_kernelILi(\d)ELN11gemv_stream4WorkE(\d)E", name):
+            variants[int(m.group(2))].append(c)
+    assert sorted(variants) == [1, 2, 3] and all(len(v) == 2 for v in variants.values()), sorted(counts)
+    ref = [_one(counts, p) for p in shipped]
+    ref_mma, ref_conv = sum(c["HMMA"] for c in ref), sum(_conversions(c) for c in ref)
+    assert ref_mma > 0 and ref_conv > 0, (ref_mma, ref_conv)
+    total = {w: (sum(c["HMMA"] for c in cs), sum(_conversions(c) for c in cs)) for w, cs in variants.items()}
+    assert total[1] == (0, 0), f"loads: {total[1]}"
+    assert total[2] == (0, ref_conv), f"convert: {total[2]}, the shipped kernels' conversions {ref_conv}"
+    assert total[3] == (ref_mma, 0), f"mma: {total[3]}, the shipped kernels' MMAs {ref_mma}"

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernelgen.loader import load_catalog, load_targets
 from kernelgen.toolkit import find_toolkit
+from tests.compile.sass import sass
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.build
@@ -47,35 +46,11 @@ __global__ void __cluster_dims__(2, 1, 1) converged(int* p) {
 """
 
 
-def _binary(name: str) -> Path | None:
-    """`name` from the CUDA toolkit kernelgen uses, the PATH, or a PyPI wheel (nvidia/cu13/bin)."""
-    candidates = []
-    try:
-        candidates.append(find_toolkit().nvcc.parent / name)
-    except Exception:  # no toolkit: the wheels may still hold the tool
-        pass
-    if found := shutil.which(name):
-        candidates.append(Path(found))
-    candidates += [Path(p) / "nvidia" / "cu13" / "bin" / name for p in sys.path if p.endswith("site-packages")]
-    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
-
-
-@pytest.fixture(scope="module")
-def cuobjdump() -> tuple[Path, dict[str, str]]:
-    tool, disasm = _binary("cuobjdump"), _binary("nvdisasm")
-    if tool is None or disasm is None:
-        pytest.skip("needs cuobjdump and nvdisasm (the `test` extra installs them on x86-64 Linux)")
-    return tool, {**os.environ, "NVDISASM_PATH": str(disasm.parent)}
-
-
 def barrier_counts(tool: tuple[Path, dict[str, str]], binary: Path) -> dict[str, tuple[int, int]]:
     """{kernel: (cluster arrivals, cluster waits)} for the kernels of `binary` that have either."""
-    exe, env = tool
-    res = subprocess.run([str(exe), "-sass", str(binary)], capture_output=True, text=True, env=env, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
     counts: dict[str, list[int]] = {}
     kernel = None
-    for line in res.stdout.splitlines():
+    for line in sass(tool, binary).splitlines():
         if m := re.search(r"Function\s*:\s*(\S+)", line):
             kernel = m.group(1)
         elif kernel and (m := re.search(r"\bUCGABAR_(ARV|WAIT)\b", line)):
