@@ -401,7 +401,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // m16n8k16 with ldmatrix, or on sm_90a the warpgroup's wgmma (Q and P from registers, K and
     // V read by the tensor cores through descriptors; the same bf16 products in the same order,
     // so both paths give the same bits).
-    // after_qk() runs once QK^T is done (on sm_90a: once the previous tile's PV is too).
+    // after_qk() runs once QK^T is done (on sm_90a: once every warp's share of the previous
+    // tile's PV is too).
     auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk) {
         float s[4][4];
 #pragma unroll
@@ -412,6 +413,9 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs(s, qa[kk], desc_k(sK, kk));
         kcommon::wgmma_commit();
         kcommon::wgmma_wait_all();  // also the previous tile's PV (committed before)
+        // A warp's wait covers its own share of the warpgroup's MMAs: the previous tile's V (and,
+        // FP8, its converted tile) is free only once every warp is past its wait.
+        __syncthreads();
         after_qk();
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
