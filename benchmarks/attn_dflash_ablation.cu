@@ -11,7 +11,8 @@
 //   no_partials  Work::no_partials: no partial states and no folds (cluster barriers and
 //                counters kept; the products and softmax run, their result kept alive);
 //   loads        Work::loads: no_partials without the tiles' products and softmax (the K / V
-//                ring, block-table reads, barriers and the FP8 conversion kept).
+//                ring, block-table reads, barriers and the FP8 conversion kept);
+//   reads        Work::reads: loads without the FP8 conversion (for a bf16 cache, loads again).
 // The split counters are zeroed once: every launch leaves them zero.
 // Each time is the mean of back-to-back launches over caches rotated among enough copies to
 // exceed the L2 (400 MB). Output: one line "RESULT {json}" per case.
@@ -108,14 +109,15 @@ void run_case(Timer& timer, uint32_t kv_len, int sms, unsigned* sink) {
     const std::vector<const void*> bufs(k.begin(), k.end());
     const double floor_us = ablation::read_floor_us(timer, bufs, kv_bytes, reps, sms, sink);
 
-    const KernelFn fns[4] = {ablation_kernel<FP8, da::Work::full>, ablation_kernel<FP8, da::Work::no_fold>,
-                             ablation_kernel<FP8, da::Work::no_partials>, ablation_kernel<FP8, da::Work::loads>};
-    const char* labels[4] = {"full", "no_fold", "no_partials", "loads"};
+    const KernelFn fns[5] = {ablation_kernel<FP8, da::Work::full>, ablation_kernel<FP8, da::Work::no_fold>,
+                             ablation_kernel<FP8, da::Work::no_partials>, ablation_kernel<FP8, da::Work::loads>,
+                             ablation_kernel<FP8, da::Work::reads>};
+    const char* labels[5] = {"full", "no_fold", "no_partials", "loads", "reads"};
     const int smem = (FP8 ? da::SMEM_FP8 : da::SMEM_BF16) + da::FOLD_ML_BYTES;
     const dim3 grid(splits, kHkv * mblocks);
     std::printf("RESULT {\"cache\": \"%s\", \"kv_len\": %u, \"kv_mb\": %.3f, \"floor_us\": %.3f", FP8 ? "fp8" : "bf16",
                 kv_len, kv_bytes / 1e6, floor_us);
-    for (int w = 0; w < 4; ++w) {
+    for (int w = 0; w < 5; ++w) {
         CHECK(cudaFuncSetAttribute(fns[w], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         auto f = [&](int i) {
             fns[w]<<<grid, da::NTHREADS, smem>>>(q, k[i], v[i], scales, scales + 1, out, table[i], kv_len, ws,

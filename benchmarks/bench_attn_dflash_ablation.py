@@ -12,6 +12,7 @@ BF16 and FP8 caches, kv_len 1024, 8192 and 32768, in one process over the same r
   no_partials  no partial states and no folds (the products and softmax still run)
   loads        no_partials without the tiles' products and softmax (K / V ring, block-table
                reads, barriers and the FP8 conversion kept)
+  reads        loads without the FP8 conversion (bf16: loads again): the paged read pattern
 Times are means of back-to-back launches (so not bench_attn_dflash's single-launch medians);
 the comparison is within one run. Reported: microseconds, the fraction of the floor each
 reaches, and the full kernel's time split into loads, compute (no_partials - loads), partial
@@ -30,12 +31,13 @@ import ablation
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| cache | kv_len | MB | floor us | full us | no_fold us | no_partials us | loads us | full / floor | "
-           "loads / floor | compute us | partials us | fold us |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| cache | kv_len | MB | floor us | full us | no_fold us | no_partials us | loads us | reads us | "
+           "full / floor | loads / floor | compute us | partials us | fold us |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        reads = f"{r['reads_us']:.1f}" if "reads_us" in r else "-"  # results from before the variant
         out.append(f"| {r['cache']} | {r['kv_len']} | {r['kv_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
-                   f"{r['no_fold_us']:.1f} | {r['no_partials_us']:.1f} | {r['loads_us']:.1f} | "
+                   f"{r['no_fold_us']:.1f} | {r['no_partials_us']:.1f} | {r['loads_us']:.1f} | {reads} | "
                    f"{r['floor_us'] / r['full_us']:.0%} | {r['floor_us'] / r['loads_us']:.0%} | "
                    f"{r['no_partials_us'] - r['loads_us']:.1f} | {r['no_fold_us'] - r['no_partials_us']:.1f} | "
                    f"{r['full_us'] - r['no_fold_us']:.1f} |")

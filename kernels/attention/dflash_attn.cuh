@@ -171,10 +171,11 @@ __device__ __forceinline__ float quad_sum(float v) {
 // benchmarks/attn_dflash_ablation.cu, which times the split kernel with part of its work left
 // out to show where the time goes: no_fold (partial states staged, sent to the CTAs that fold
 // them and counted; neither fold runs), no_partials (no partial states and no folds; the cluster
-// barriers and the counters kept; the products and softmax still run) and loads (no_partials,
+// barriers and the counters kept; the products and softmax still run), loads (no_partials,
 // and the tiles' products and softmax left out too: the K / V ring, block-table reads, barriers
-// and the FP8 conversion kept).
-enum class Work { full, no_fold, no_partials, loads };
+// and the FP8 conversion kept) and reads (loads without the FP8 conversion; for a bf16 cache the
+// same as loads).
+enum class Work { full, no_fold, no_partials, loads, reads };
 
 struct Params {
     const __nv_bfloat16* q;
@@ -214,6 +215,7 @@ __device__ __forceinline__ int chunk_keys(int kv_len) {
 template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
     static_assert(SPLIT_KEYS % TILE == 0, "split length");
+    constexpr bool kCompute = W != Work::loads && W != Work::reads;  // the tiles' products, softmax
     const int chunk = chunk_keys<SPLIT_KEYS, FP8>(p.kv_len);
     // Split kernels: the splits that cover kv_len, in whole clusters (at least one); the grid may
     // hold more (it is sized for SPLIT_KEYS-key splits, or from a bound of kv_len), and their
@@ -585,7 +587,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                     commit();
                 };
                 const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
-                if constexpr (W != Work::loads) {
+                if constexpr (kCompute) {
                     compute(sK, sK + BF16_TILE, t, refill);
                 } else {
                     refill();
@@ -610,29 +612,31 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             // Conversion: thread converts row lane, d range [warp * 32, warp * 32 + 32).
             for (int t = t_begin; t <= t_end; ++t) {
                 const int k = t - t_begin;
-                const uint32_t rK = sbase + (k % STAGES) * 2 * FP8_TILE;
+                [[maybe_unused]] const uint32_t rK = sbase + (k % STAGES) * 2 * FP8_TILE;
                 const uint32_t cK = sConv + (k & 1) * 2 * BF16_TILE;
+                if constexpr (W != Work::reads) {
 #pragma unroll
-                for (int kv = 0; kv < 2; ++kv) {
-                    const uint32_t src = rK + kv * FP8_TILE;
-                    const uint32_t dst = cK + kv * BF16_TILE;
+                    for (int kv = 0; kv < 2; ++kv) {
+                        const uint32_t src = rK + kv * FP8_TILE;
+                        const uint32_t dst = cK + kv * BF16_TILE;
 #pragma unroll
-                    for (int j = 0; j < 2; ++j) {
-                        uint32_t x0, x1, x2, x3;
-                        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                                     : "r"(src + swz8(lane, warp * 2 + j))
-                                     : "memory");
-                        const uint2 y0 = e4m3x4_to_bf16x4(x0), y1 = e4m3x4_to_bf16x4(x1);
-                        const uint2 y2 = e4m3x4_to_bf16x4(x2), y3 = e4m3x4_to_bf16x4(x3);
-                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                                         dst + swz(lane, warp * 4 + 2 * j)),
-                                     "r"(y0.x), "r"(y0.y), "r"(y1.x), "r"(y1.y)
-                                     : "memory");
-                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                                         dst + swz(lane, warp * 4 + 2 * j + 1)),
-                                     "r"(y2.x), "r"(y2.y), "r"(y3.x), "r"(y3.y)
-                                     : "memory");
+                        for (int j = 0; j < 2; ++j) {
+                            uint32_t x0, x1, x2, x3;
+                            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                         : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                                         : "r"(src + swz8(lane, warp * 2 + j))
+                                         : "memory");
+                            const uint2 y0 = e4m3x4_to_bf16x4(x0), y1 = e4m3x4_to_bf16x4(x1);
+                            const uint2 y2 = e4m3x4_to_bf16x4(x2), y3 = e4m3x4_to_bf16x4(x3);
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                                             dst + swz(lane, warp * 4 + 2 * j)),
+                                         "r"(y0.x), "r"(y0.y), "r"(y1.x), "r"(y1.y)
+                                         : "memory");
+                            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                                             dst + swz(lane, warp * 4 + 2 * j + 1)),
+                                         "r"(y2.x), "r"(y2.y), "r"(y3.x), "r"(y3.y)
+                                         : "memory");
+                        }
                     }
                 }
                 wait_groups<STAGES - 2>();
@@ -644,7 +648,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 }
                 commit();
                 // (The raw slots are read by the conversion alone: refilled above.)
-                if constexpr (W != Work::loads) compute(cK, cK + BF16_TILE, t, [] {});
+                if constexpr (kCompute) compute(cK, cK + BF16_TILE, t, [] {});
                 after_tile(t);
             }
         }

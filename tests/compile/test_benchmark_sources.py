@@ -57,7 +57,7 @@ def test_attn_dflash_ablation_compiles(tmp_path: Path) -> None:
     entries = ptx_entries("attn_dflash_ablation.cu", tmp_path)
     assert any("dflash_attn_bf16_split_kernel" in e for e in entries), sorted(entries)
     ablations = [e for e in entries if "ablation_kernel" in e]
-    assert len(ablations) == 8, sorted(entries)  # 2 caches x (full, no_fold, no_partials, loads)
+    assert len(ablations) == 10, sorted(entries)  # 2 caches x (full, no_fold, no_partials, loads, reads)
 
 
 def test_load_pattern_compiles(tmp_path: Path) -> None:
@@ -85,16 +85,17 @@ def _one(counts: dict[str, collections.Counter[str]], pattern: str) -> collectio
 def test_attn_dflash_ablation_keeps_its_work(cuobjdump: Tool, tmp_path: Path) -> None:
     counts = _sass_counts(cuobjdump, "attn_dflash_ablation.cu", tmp_path)
     for fp8 in (0, 1):
-        # Work: 0 full, 1 no_fold, 2 no_partials, 3 loads
-        v = {w: _one(counts, rf"ablation_kernelILb{fp8}ELN11dflash_attn4WorkE{w}E") for w in range(4)}
+        # Work: 0 full, 1 no_fold, 2 no_partials, 3 loads, 4 reads
+        v = {w: _one(counts, rf"ablation_kernelILb{fp8}ELN11dflash_attn4WorkE{w}E") for w in range(5)}
         shipped = _one(counts, "dflash_attn_fp8_split_kernel" if fp8 else "dflash_attn_bf16_split_kernel")
         mma = {w: v[w]["HGMMA"] for w in v}
         assert mma[0] == shipped["HGMMA"] > 0, (fp8, mma, shipped["HGMMA"])
         assert mma[1] == mma[0] and mma[2] == mma[0], f"a variant that keeps the products lost some: {mma}"
-        assert mma[3] == 0, f"loads leaves the products out: {mma}"
+        assert mma[3] == 0 and mma[4] == 0, f"loads and reads leave the products out: {mma}"
         conv = {w: _conversions(v[w]) for w in v}
-        if fp8:  # every variant converts the FP8 tiles
-            assert conv[0] == _conversions(shipped) > 0 and len(set(conv.values())) == 1, conv
+        if fp8:  # every variant but reads converts the FP8 tiles
+            assert conv[0] == _conversions(shipped) > 0 and len({conv[w] for w in range(4)}) == 1, conv
+            assert conv[4] == 0, conv
 
 
 @pytest.mark.parametrize("source, shipped", [
