@@ -373,9 +373,9 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     };
 #endif
     // sm_90a: PV runs on while the next tile's barrier and QK^T are issued; o is read only after
-    // a wait that covers it, and the bf16 ring slot PV reads is refilled only after that wait
-    // (compute's after_qk). pin_o() keeps the compiler from moving reads of o above the wait
-    // before it; drain_o() waits.
+    // a wait that covers it, and the bf16 ring slot PV reads is refilled only after every warp's
+    // wait (compute's barrier, then after_qk). pin_o() keeps the compiler from moving reads of o
+    // above the wait before it; drain_o() waits.
     auto pin_o = [&] {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #pragma unroll
