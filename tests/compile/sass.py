@@ -59,10 +59,13 @@ def opcode_counts(tool: Tool, binary_path: Path) -> dict[str, collections.Counte
     return counts
 
 
-def compile_cubin(source: Path, out: Path, arch: str = "sm_90a") -> Path:
+def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90a") -> Path:
+    """`source` compiled to out_dir/<stem>.cubin, with its PTX kept beside it (<stem>.ptx)."""
+    cubin = out_dir / f"{source.stem}.cubin"
     res = subprocess.run(
-        [str(find_toolkit().nvcc), "-std=c++17", "-O3", f"-arch={arch}", "-cubin", str(source), "-o", str(out)],
+        [str(find_toolkit().nvcc), "-std=c++17", "-O3", f"-arch={arch}", "-cubin", "--keep", "--keep-dir",
+         str(out_dir), str(source), "-o", str(cubin)],
         capture_output=True, text=True, timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    return out
+    return cubin

@@ -7,7 +7,8 @@ of the interfaces they use shows here rather than on the GPU machine:
   attn_cta with each of its Work values, for BF16 and FP8 caches;
 * the GEMV load-pattern study (benchmarks/load_pattern.cu) uses the shared PTX helpers.
 
-Compiled to PTX for sm_90a (the ablations' target) with the project's toolkit.
+Compiled once each for sm_90a (the ablations' target) with the project's toolkit: the PTX for
+the entry points, the cubin for the SASS below.
 
 An ablation times a kernel with part of its work left out, and what is left must really run:
 ptxas removes MMAs whose results nothing reads, and the conversions that only feed them (the
@@ -20,12 +21,11 @@ from __future__ import annotations
 
 import collections
 import re
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kernelgen.toolkit import find_toolkit
 from tests.compile.sass import Tool, compile_cubin, opcode_counts
 
 pytestmark = pytest.mark.build
@@ -33,19 +33,25 @@ pytestmark = pytest.mark.build
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def ptx_entries(source: str, tmp_path: Path) -> set[str]:
-    tk = find_toolkit()
-    ptx = tmp_path / "ablation.ptx"
-    res = subprocess.run(
-        [str(tk.nvcc), "-std=c++17", "-O3", "-arch=sm_90a", "-ptx", str(BENCH / source), "-o", str(ptx)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return set(re.findall(r"\.entry\s+(\w+)", ptx.read_text()))
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A benchmark source's cubin (its PTX beside it), compiled once for the module's tests."""
+    done: dict[str, Path] = {}
+
+    def get(source: str) -> Path:
+        if source not in done:
+            done[source] = compile_cubin(BENCH / source, tmp_path_factory.mktemp(Path(source).stem))
+        return done[source]
+
+    return get
 
 
-def test_fp8_gemv_ablation_compiles(tmp_path: Path) -> None:
-    entries = ptx_entries("fp8_gemv_ablation.cu", tmp_path)
+def ptx_entries(cubin: Path) -> set[str]:
+    return set(re.findall(r"\.entry\s+(\w+)", cubin.with_suffix(".ptx").read_text()))
+
+
+def test_fp8_gemv_ablation_compiles(built: Callable[[str], Path]) -> None:
+    entries = ptx_entries(built("fp8_gemv_ablation.cu"))
     # the shipped kernels and an ablation kernel per (rows tile, Work) that the program times
     for name in ("dflash_fp8_gemv_rt2_kernel", "dflash_fp8_gemv_rt2_16_kernel"):
         assert any(name in e for e in entries), sorted(entries)
@@ -53,21 +59,19 @@ def test_fp8_gemv_ablation_compiles(tmp_path: Path) -> None:
     assert len(ablations) == 6, sorted(entries)  # 2 row tiles x (loads, convert, mma)
 
 
-def test_attn_dflash_ablation_compiles(tmp_path: Path) -> None:
-    entries = ptx_entries("attn_dflash_ablation.cu", tmp_path)
+def test_attn_dflash_ablation_compiles(built: Callable[[str], Path]) -> None:
+    entries = ptx_entries(built("attn_dflash_ablation.cu"))
     assert any("dflash_attn_bf16_split_kernel" in e for e in entries), sorted(entries)
     ablations = [e for e in entries if "ablation_kernel" in e]
     assert len(ablations) == 10, sorted(entries)  # 2 caches x (full, no_fold, no_partials, loads, reads)
 
 
-def test_load_pattern_compiles(tmp_path: Path) -> None:
-    entries = ptx_entries("load_pattern.cu", tmp_path)
+def test_load_pattern_compiles(built: Callable[[str], Path]) -> None:
+    entries = ptx_entries(built("load_pattern.cu"))
     # 3 copy shapes x (bf16, fp8) layouts, plus the streaming-read floor's two kernels
     assert len([e for e in entries if "pattern_kernel" in e]) == 6, sorted(entries)
 
 
-def _sass_counts(tool: Tool, source: str, tmp_path: Path) -> dict[str, collections.Counter[str]]:
-    return opcode_counts(tool, compile_cubin(BENCH / source, tmp_path / "ablation.cubin"))
 
 
 def _conversions(c: collections.Counter[str]) -> int:
@@ -82,8 +86,8 @@ def _one(counts: dict[str, collections.Counter[str]], pattern: str) -> collectio
     return found[0]
 
 
-def test_attn_dflash_ablation_keeps_its_work(cuobjdump: Tool, tmp_path: Path) -> None:
-    counts = _sass_counts(cuobjdump, "attn_dflash_ablation.cu", tmp_path)
+def test_attn_dflash_ablation_keeps_its_work(cuobjdump: Tool, built: Callable[[str], Path]) -> None:
+    counts = opcode_counts(cuobjdump, built("attn_dflash_ablation.cu"))
     for fp8 in (0, 1):
         # Work: 0 full, 1 no_fold, 2 no_partials, 3 loads, 4 reads
         v = {w: _one(counts, rf"ablation_kernelILb{fp8}ELN11dflash_attn4WorkE{w}E") for w in range(5)}
@@ -102,11 +106,12 @@ def test_attn_dflash_ablation_keeps_its_work(cuobjdump: Tool, tmp_path: Path) ->
     ("fp8_gemv_ablation.cu", [r"^_Z\d+dflash_fp8_gemv_rt2_kernel", r"^_Z\d+dflash_fp8_gemv_rt2_16_kernel"]),
     ("w4a16_gemv_ablation.cu", [r"^_Z\d+w4a16_gemv_rt1_kernel"]),
 ])
-def test_gemv_ablations_keep_their_work(cuobjdump: Tool, tmp_path: Path, source: str, shipped: list[str]) -> None:
+def test_gemv_ablations_keep_their_work(cuobjdump: Tool, built: Callable[[str], Path], source: str,
+                                        shipped: list[str]) -> None:
     """gemv_stream's Work: 1 loads, 2 convert (no products), 3 mma (no conversions), one kernel per
     row tile MT. Over the row tiles, the mma variants hold as many MMAs as the shipped kernels (one
     kernel per row tile, or one holding both), the convert variants as many conversions."""
-    counts = _sass_counts(cuobjdump, source, tmp_path)
+    counts = opcode_counts(cuobjdump, built(source))
     variants: dict[int, list[collections.Counter[str]]] = collections.defaultdict(list)
     for name, c in counts.items():
         if m := re.search(r"ablation_kernelILi(\d)ELN11gemv_stream4WorkE(\d)E", name):

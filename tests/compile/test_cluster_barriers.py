@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from kernelgen.loader import load_catalog, load_targets
-from kernelgen.toolkit import find_toolkit
-from tests.compile.sass import sass
+from tests.compile.sass import compile_cubin, sass
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.build
@@ -61,10 +59,7 @@ def barrier_counts(tool: tuple[Path, dict[str, str]], binary: Path) -> dict[str,
 def test_the_check_catches_a_divergent_wait(cuobjdump, tmp_path: Path) -> None:
     src = tmp_path / "planted.cu"
     src.write_text(PLANTED)
-    cubin = tmp_path / "planted.cubin"
-    res = subprocess.run([str(find_toolkit().nvcc), "-O3", "-arch=sm_90a", "-cubin", str(src), "-o", str(cubin)],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    cubin = compile_cubin(src, tmp_path)
     counts = {re.sub(r"^_Z\d+(\w+?)Pi$", r"\1", k): v for k, v in barrier_counts(cuobjdump, cubin).items()}
     assert counts["divergent"][0] != counts["divergent"][1], counts
     assert counts["converged"] == (1, 1), counts
