@@ -12,13 +12,13 @@ bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy ban
 in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 
 Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, dense_gemm_tma (hopper,
-m >= 65), w4a16 (w4a16_gemv_rt1 / rt2 on hopper where they apply and w4a16_gemv for m <= 16,
+m >= 65), w4a16 (w4a16_gemv_rt1_128 / rt1 / rt2 on hopper where they apply and w4a16_gemv for m <= 16,
 w4a16_gemm above). Per shape also the read floor
 (kernel "read_floor", m = 0): one launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
 (cuda_timing.stream_read_ms, with cupy).
 
---quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv_rt1 / rt2, w4a16_gemv) and
-cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
+--quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv_rt1_128 / rt1 / rt2,
+w4a16_gemv) and cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
 
 Usage: python3 benchmarks/bench_dense_linear.py --out results.json [--quick]
 """
@@ -95,7 +95,8 @@ def main():
                 if dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["launched"]:  # hopper, m >= 65
                     cases.append(("dense_gemm_tma", wbytes + io, sets,
                                   lambda w: launched(dense_linear.dense_gemm_tma(x, w, out, m, n, k))))
-            for rt in ("w4a16_gemv_rt1", "w4a16_gemv_rt2"):  # hopper builds; rt1 for many row tiles
+            # hopper builds; rt1 for many row tiles, rt1_128 for 9-16 rows over very many
+            for rt in ("w4a16_gemv_rt1_128", "w4a16_gemv_rt1", "w4a16_gemv_rt2"):
                 fn = getattr(w4a16_gemm, rt)
                 if m <= 16 and getattr(w4a16_gemm, f"plan_{rt}")(m=m, n=n, k=k)["launched"]:
                     cases.append((rt, qbytes + io, ws_fp4,

@@ -13,7 +13,9 @@
 // and each chunk's x goes through a shared-memory slot that the two warps of a phase copy once
 // (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand; warp
 // partials are added in phase order, ranks' partials in rank order (distributed shared memory).
-// CL = 1 is a CTA over all of K (no cluster exchange).
+// CL = 1 is a CTA over all of K (no cluster exchange). With RG = 4 row groups (w4a16_gemv_rt1_128)
+// a CTA takes 128 weight rows, warp w row group w % 4 and the chunks w / 4 (mod 2), and each
+// phase's x slot serves four warps.
 //
 // What depends on the weight format (the Format policy):
 //   E4M3Rows  1 byte a weight, a chunk covers 128 k; the weight fragments are converted to bf16
@@ -316,9 +318,17 @@ struct Nvfp4Rows {
     }
 };
 
-template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster>
+// RG row groups of 32 weight rows (a CTA's tile: 32 * RG rows), the 8 warps going round
+// 8 / RG phases of chunks: the default 2 (64 rows, 4 phases, x slots shared by warp pairs) or
+// 4 (128 rows, 2 phases, x slots shared by 4 warps: x re-read at half the rate per weight byte).
+template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster, uint32_t RG = kRowGroups>
 struct Gemv {
     static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "no cluster, or clusters of 2, 4 or 8 CTAs along K");
+    static_assert(RG == 2 || RG == 4, "64 or 128 weight rows a tile");
+    // The tile's geometry (these shadow the namespace's defaults, which are RG = 2's).
+    static constexpr uint32_t kRowGroups = RG;                // warps w, w + RG, ... share rows
+    static constexpr uint32_t kPhases = kWarps / kRowGroups;  // chunk phases
+    static constexpr uint32_t kRows = kWarpRows * kRowGroups; // weight rows a tile
     static constexpr bool kGroupScales = F::kGroupBytes > 0;  // the format has group scales (the window below)
     static constexpr uint32_t kChunkK = F::kChunkK;               // k per chunk
     static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
@@ -326,9 +336,9 @@ struct Gemv {
     // A phase's x of one chunk: 16 rows, or (F::kXSlotRows == 0) the kXRows the kernel covers.
     static constexpr uint32_t kXSlotBytes = (F::kXSlotRows ? F::kXSlotRows : kXRows) * F::kXRowBytes;
     static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
-    static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a pair copies
+    static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a phase copies
     static constexpr uint32_t kXCopies = kXHalf * kXUnits / 32;   // ... 16-byte copies per lane
-    static_assert(kRowGroups == 2 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits &&
+    static_assert(kXRows % kRowGroups == 0 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits &&
                       kXRows <= (F::kXSlotRows ? F::kXSlotRows : kXRows),
                   "x slot layout");
     static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
@@ -344,8 +354,8 @@ struct Gemv {
     };
 
     // Formats with group scales (F::kGroupBytes > 0: a scale byte per F::kGroupK k of a weight
-    // row, F::kGroupBytes of them per chunk) stage the scales of the CTA's 64 rows over its rank's
-    // chunks in shared memory once, after the ring: row r at r * window_stride, the rank's
+    // row, F::kGroupBytes of them per chunk) stage the scales of the CTA's kRows rows over its
+    // rank's chunks in shared memory once, after the ring: row r at r * window_stride, the rank's
     // chunk i at byte i * kGroupBytes, 16 bytes of padding a row (bank spread). Read whole
     // lines, a CTA's scales cost 64 requests beside its 64 x (chunks) weight line requests;
     // per chunk they would double the request count (32 rows, 16 bytes each).
@@ -401,10 +411,11 @@ struct Gemv {
             // The phase's x slots: [stage][x row][16-byte unit] (F::x_unit's swizzle).
             const uint32_t xbase = smem_addr(ring) + kWRingBytes + phase * kXSlotBytes;
             constexpr uint32_t kXStageBytes = kPhases * kXSlotBytes;
-            // The two warps of a phase (w, w ^ 1) share its x slots, so their order is a barrier
-            // of the pair (named barrier 1 + phase, 64 threads) rather than of the warp.
-            const uint32_t pair_bar = 1u + phase;
-            auto pair_sync = [&]() { kcommon::named_barrier_sync<32 * kRowGroups>(pair_bar); };
+            // The RG warps of a phase (w = RG * phase + row group) share its x slots, so their
+            // order is a barrier of those warps (named barrier 1 + phase, 32 * RG threads)
+            // rather than of the warp.
+            const uint32_t phase_bar = 1u + phase;
+            auto phase_sync = [&]() { kcommon::named_barrier_sync<32 * kRowGroups>(phase_bar); };
             // The weight units of chunk i: this lane's kCopies copies (16 bytes each, zero past
             // the end). The byte path (!VEC) fills the same slots synchronously from byte loads.
             auto issue_w = [&](uint32_t i, uint32_t slot) {
@@ -424,7 +435,7 @@ struct Gemv {
                 }
             };
             // x rows [kXHalf * rgroup, + kXHalf) of chunk i (8 k a 16-byte unit, kXUnits units a
-            // row, whole lines; zero past `rows` and past k): the pair copies the chunk's x once.
+            // row, whole lines; zero past `rows` and past k): the phase's warps copy the chunk's x once.
             auto issue_x = [&](uint32_t i, uint32_t slot) {
                 uint32_t c;
                 const bool ok = chunk_of(i, c);
@@ -488,7 +499,7 @@ struct Gemv {
                 }
             }
             for (uint32_t i = 0; i < mine; ++i) {
-                pair_sync();  // both warps of the pair have read the slots refilled next
+                phase_sync();  // the phase's warps have read the slots refilled next
                 issue_w(i + kStages - 1, s_write);
                 issue_x(i + kStages - 1, s_write);
                 if constexpr (VEC) {
@@ -498,7 +509,7 @@ struct Gemv {
                 if (kGroupScales && i == 0) {
                     __syncthreads();  // ... and every other lane's (the window's too)
                 } else {
-                    pair_sync();  // ... and every other lane's of the pair
+                    phase_sync();  // ... and every other lane's of the phase
                 }
                 const uint32_t slot = base + s_read * kStageBytes;
                 const uint32_t xs = xbase + s_read * kXStageBytes;
@@ -531,9 +542,9 @@ struct Gemv {
                     red[(((warp * kTiles + i) * MT + j) * 4 + e) * kRedStride + lane] = acc[i][j][e];
         __syncthreads();
 
-        // Thread -> outputs (r = tid % 64, x rows m = tid / 64 + 4u): the CTA's partial, the
-        // row group's warps added in phase order; rows owned by the other rank go to its
-        // receive buffer.
+        // Thread -> outputs (r = tid % kRows, x rows m = tid / kRows + (kThreads / kRows) u): the
+        // CTA's partial, the row group's warps added in phase order; rows owned by another rank
+        // go to its receive buffer.
         const uint32_t r = threadIdx.x % kRows;
         const uint32_t owner = r / kOwned;
         const uint32_t rg = r / kWarpRows, ri = (r % kWarpRows) / 16u, rr = r % 16u;
@@ -583,7 +594,7 @@ struct Gemv {
         }
     }
 
-    // Weight-row tile `tile` (rows [64 tile, 64 tile + 64)) of one product. `scale` is unused
+    // Weight-row tile `tile` (rows [kRows tile, kRows tile + kRows)) of one product. `scale` is unused
     // (may be null) for unscaled formats.
     static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, typename F::Scales scale,
                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,

@@ -447,6 +447,11 @@ static_assert(kRows == gemv_stream::kRows && kCluster == gemv_stream::kCluster, 
 // and Gemv<2>; the group-scale window follows the ring.
 constexpr uint32_t kRing8Bytes = 98304;
 constexpr uint32_t kRing16Bytes = 131072;
+// w4a16_gemv_rt1_128: 128-row tiles (four row groups, two chunk phases), 16-row x slots;
+// GEMV_RING_16_128 in the spec.
+using Wide = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 2, gemv_stream::Work::full, 1, 4>;
+constexpr uint32_t kRing16WideBytes = 98304;
+static_assert(Wide::kRingBytes == kRing16WideBytes && Wide::kRows == 128, "GEMV_RING_16_128, GEMV_ROWS");
 
 // One CTA's part of the product (rank blockIdx.x % CL of cluster blockIdx.x / CL).
 template <uint32_t CL>
@@ -479,4 +484,23 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 w4a16_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
                       float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
     w4a16_rt_detail::gemv_tile<1>(x, wq, wscale, global_scale, out, m, n, k);
+}
+
+// 9-16 rows over weights of many 128-row tiles (the lm_head at a block's 16 rows): w4a16_gemv_rt1
+// with 128 weight rows a CTA (gemv_stream's four row groups: 32 rows a warp as before, the warps
+// of a chunk phase sharing its x slots four at a time), so each x chunk a CTA copies serves 128
+// weight rows instead of 64. Its 96 KB ring and 34 KB scale window (k = 4096) leave one CTA an
+// SM, which pays off only over many waves of CTAs (the spec's RT1_128_WAVES): on the H200 at 16
+// rows, cold weights, back-to-back launches, the lm_head (151936 x 4096, 9 waves) took 154 us
+// against rt1's 170 us, but gate / up (24576 x 4096, 1.5 waves) 36.5 us against 32.4 and at
+// 1-8 rows (the x traffic being half as large there) the lm_head 120 us against 111.5.
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
+w4a16_gemv_rt1_128_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
+                          float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
+    using G = w4a16_rt_detail::Wide;
+    extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
+    __shared__ G::Shared sh;
+    if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
+    const gemv_stream::Nvfp4Rows::Scales sc{reinterpret_cast<const uint8_t*>(wscale), global_scale};
+    G::launch(x, wq, sc, out, m, n, k, blockIdx.x, w4a16_gemv_stream_ring, sh);
 }

@@ -81,20 +81,30 @@ def built(name):
     return "absent" not in getattr(w4a16_gemm, f"plan_{name}")(m=1, n=64, k=256)["reason"]
 
 
-# The few-row kernels: w4a16_gemv_rt1 and w4a16_gemv_rt2 (hopper builds only; their shared memory
-# exceeds gb10's) and w4a16_gemv. w4a16_gemv_rt1 takes weights of at least RT1_LEAST rows.
-GEMVS = [name for name in ("w4a16_gemv_rt1", "w4a16_gemv_rt2", "w4a16_gemv") if built(name)]
+# The few-row kernels: w4a16_gemv_rt1_128, w4a16_gemv_rt1 and w4a16_gemv_rt2 (hopper builds only;
+# their shared memory exceeds gb10's) and w4a16_gemv. w4a16_gemv_rt1 takes weights of at least
+# RT1_LEAST rows, w4a16_gemv_rt1_128 9-16 rows of x over weights of at least RT128_LEAST rows.
+GEMVS = [name for name in ("w4a16_gemv_rt1_128", "w4a16_gemv_rt1", "w4a16_gemv_rt2", "w4a16_gemv") if built(name)]
 RT1 = "w4a16_gemv_rt1"
+RT128 = "w4a16_gemv_rt1_128"
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
 
 
 # The fewest weight rows w4a16_gemv_rt1 takes: w4a16_gemv_rt2's grid (two CTAs a 64-row tile)
 # must exceed the SM count.
-RT1_LEAST = 64 * (torch.cuda.get_device_properties(0).multi_processor_count // 2) + 1
+RT1_LEAST = 64 * (SMS // 2) + 1
+# ... and w4a16_gemv_rt1_128's 128-row tiles must number at least 4 (RT1_128_WAVES) times the SMs.
+RT128_LEAST = 128 * (4 * SMS - 1) + 1
 
 
-def rt1_rows(n):
-    """n moved up to at least RT1_LEAST, keeping n % 256."""
-    return n + 256 * -(-max(0, RT1_LEAST - n) // 256)
+def rt1_rows(n, least=RT1_LEAST):
+    """n moved up to at least `least`, keeping n % 256."""
+    return n + 256 * -(-max(0, least - n) // 256)
+
+
+def gemv_rows(name, n):
+    """The weight rows a case of `name` takes: n, or moved up to the kernel's least."""
+    return {RT1: rt1_rows(n), RT128: rt1_rows(n, RT128_LEAST)}.get(name, n)
 ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # (n, k): n not a multiple of the tiles, k % 256 == 0 (every vector path), k % 32 == 16 (byte
 # paths), k % 256 == 32 (w4a16_gemv_rt2's byte path, the others' vector paths), small odd
@@ -103,16 +113,14 @@ SHAPES = [(4104, 4096), (4096, 4112), (33, 1024), (200, 48), (70, 2080), (96, 12
 
 
 def cases():
-    for name, ms in [(g, GEMV_M) for g in GEMVS] + [("w4a16_gemm", ALL_M)]:
+    for name, ms in [(g, [m for m in GEMV_M if m >= 9] if g == RT128 else GEMV_M) for g in GEMVS] + [("w4a16_gemm", ALL_M)]:
         for m in ms:
             for n, k in SHAPES:
                 if m == 2048 and (n, k) != (4104, 4096):
                     continue
-                if name == RT1:
-                    if k > 8192:  # its k limit
-                        continue
-                    n = rt1_rows(n)
-                yield name, m, n, k
+                if name in (RT1, RT128) and k > 8192:  # their k limit
+                    continue
+                yield name, m, gemv_rows(name, n), k
 
 
 @pytest.mark.parametrize("name,m,n,k", list(cases()))
@@ -161,7 +169,7 @@ def check_table(out, want):
     assert torch.equal(out.double()[ok], want[ok]), "dequantized value differs from the table"
 
 
-TABLE_CASES = [(g, n) for g in GEMVS for n in ([rt1_rows(512), rt1_rows(513)] if g == RT1 else [512, 513])]
+TABLE_CASES = [(g, gemv_rows(g, n)) for g in GEMVS for n in (512, 513)]
 
 
 @pytest.mark.parametrize("name,n", TABLE_CASES)
@@ -212,7 +220,7 @@ def test_table_is_exact_in_bf16():
 
 @pytest.mark.parametrize("name", GEMVS + ["w4a16_gemm"])
 def test_misaligned_pointers(name):
-    m, n, k = (70 if name == "w4a16_gemm" else 5), (rt1_rows(100) if name == RT1 else 100), 256
+    m, n, k = {"w4a16_gemm": 70, RT128: 9}.get(name, 5), gemv_rows(name, 100), 256
     xb = nonzero_randn(m * k + 1)
     x = xb[1:].view(m, k)
     wq0, ws0 = random_weights(n, k, seed=3)
@@ -236,7 +244,7 @@ def test_kernels_agree_on_lm_head(m):
     w64 = dequantize(wq, ws, 0.02, k)
     ref = x.double() @ w64.T
     tol = tolerance(x, w64, ref)
-    for name in GEMVS + ["w4a16_gemm"]:
+    for name in [g for g in GEMVS if g != RT128 or m >= 9] + ["w4a16_gemm"]:
         out = launch(name, x, wq, ws, 0.02, m, n, k)
         err = (out.double() - ref).abs()
         assert bool((err <= tol).all()), f"{name}: worst err/tol {(err / tol).max().item():.3f}"
@@ -276,9 +284,10 @@ def test_plans():
 def test_stream_plans_and_chain():
     """w4a16_gemv_rt2: 2-CTA clusters over 64 rows; shared memory: the ring (x slots of 8 rows up
     to m = 8, of 16 above) and the scale window (64 rows x (a rank's chunks + 1) x 16 bytes).
-    w4a16_gemv_rt1: one CTA a 64-row tile, the window over all of k. The chain takes rt1 once
-    rt2's grid would exceed the SM count (k <= 8192), rt2 below, w4a16_gemv past rt2's k limit,
-    w4a16_gemm past 16 rows."""
+    w4a16_gemv_rt1: one CTA a 64-row tile, the window over all of k; w4a16_gemv_rt1_128: one CTA
+    a 128-row tile, x slots of 16 rows, the window over all of k. The chain takes rt1_128 for
+    9-16 rows once its tiles number 4 times the SMs, rt1 once rt2's grid would exceed the SM
+    count (k <= 8192), rt2 below, w4a16_gemv past rt2's k limit, w4a16_gemm past 16 rows."""
     p = w4a16_gemm.plan_w4a16_gemv_rt2(m=16, n=151936, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2 * 2374, 1, 1)
     assert p["shared_mem"] == 131072 + 64 * (8 + 1) * 16
@@ -286,11 +295,18 @@ def test_stream_plans_and_chain():
     assert p["shared_mem"] == 98304 + 64 * (24 + 1) * 16
     p = w4a16_gemm.plan_w4a16_gemv_rt1(m=1, n=151936, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2374, 1, 1) and p["shared_mem"] == 98304 + 64 * (16 + 1) * 16
+    p = w4a16_gemm.plan_w4a16_gemv_rt1_128(m=16, n=151936, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (1187, 1, 1) and p["shared_mem"] == 98304 + 128 * (16 + 1) * 16
+    for m, n, k in [(8, 151936, 4096), (17, 151936, 4096), (16, RT128_LEAST - 1, 4096), (16, 151936, 8208)]:
+        assert not w4a16_gemm.plan_w4a16_gemv_rt1_128(m=m, n=n, k=k)["launched"], (m, n, k)
     big = rt1_rows(64)
     for (m, n, k), want in {(1, 64, 4096): "w4a16_gemv_rt2", (16, 64, 4112): "w4a16_gemv_rt2",
                             (16, 64, 32784): "w4a16_gemv", (17, 64, 4096): "w4a16_gemm",
                             (16, big, 4096): "w4a16_gemv_rt1", (1, RT1_LEAST - 1, 4096): "w4a16_gemv_rt2",
                             (1, RT1_LEAST, 4096): "w4a16_gemv_rt1",
+                            (9, RT128_LEAST, 4096): "w4a16_gemv_rt1_128",
+                            (16, RT128_LEAST - 1, 4096): "w4a16_gemv_rt1",
+                            (8, RT128_LEAST, 4096): "w4a16_gemv_rt1",
                             (8, big, 8208): "w4a16_gemv_rt2"}.items():
         x = nonzero_randn(m, k)
         wq, ws = random_weights(n, k, seed=k)

@@ -61,6 +61,30 @@ const ArgSpec kg_args_w4a16_gemv_rt1[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- w4a16_gemv_rt1_128
+int32_t kg_launch_w4a16_gemv_rt1_128(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_w4a16_gemm__w4a16_gemv_rt1_128(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_w4a16_gemv_rt1_128(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
+}
+int32_t kg_sizes_w4a16_gemv_rt1_128(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_out);
+}
+const ArgSpec kg_args_w4a16_gemv_rt1_128[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"wq", kg::py::kPointer, 16, 0, 1, 1, 0, 0, 0},  // const fp4_e2m1*
+    {"wscale", kg::py::kPointer, 13, 0, 1, 2, 0, 0, 0},  // const fp8_e4m3*
+    {"global_scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"m", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- w4a16_gemv
 int32_t kg_launch_w4a16_gemv(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_w4a16_gemm__w4a16_gemv(v[0].p, v[1].p, v[2].p, static_cast<float>(v[3].f), const_cast<void*>(v[4].p), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), static_cast<uint32_t>(v[7].u), kg_stream, kg_ran);
@@ -149,6 +173,11 @@ PYBIND11_MODULE(w4a16_gemm, kg_module) {
       "w4a16_gemv_rt1", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_w4a16_gemv_rt1, 8, 8, 4,
       kg_launch_w4a16_gemv_rt1, kg_plan_w4a16_gemv_rt1, kg_sizes_w4a16_gemv_rt1, kg_kernels_w4a16_gemv_rt1, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv_rt1) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_w4a16_gemv_rt1_128[] = { kg_w4a16_gemm__w4a16_gemv_rt1_128__info() };
+  static const LauncherSpec kg_spec_w4a16_gemv_rt1_128 = {
+      "w4a16_gemv_rt1_128", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_w4a16_gemv_rt1_128, 8, 8, 4,
+      kg_launch_w4a16_gemv_rt1_128, kg_plan_w4a16_gemv_rt1_128, kg_sizes_w4a16_gemv_rt1_128, kg_kernels_w4a16_gemv_rt1_128, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv_rt1_128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
   static const LauncherSpec kg_spec_w4a16_gemv = {
       "w4a16_gemv", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.\012\012__launch_bounds__: at most 256 threads a block.", kg_args_w4a16_gemv, 8, 8, 4,
@@ -159,9 +188,9 @@ PYBIND11_MODULE(w4a16_gemm, kg_module) {
       "w4a16_gemm", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_w4a16_gemm, 8, 8, 4,
       kg_launch_w4a16_gemm, kg_plan_w4a16_gemm, kg_sizes_w4a16_gemm, kg_kernels_w4a16_gemm, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemm) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv_rt1__info(), kg_w4a16_gemm__w4a16_gemv_rt2__info(), kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
+  static const kg_kernel_info* const kg_kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv_rt1_128__info(), kg_w4a16_gemm__w4a16_gemv_rt1__info(), kg_w4a16_gemm__w4a16_gemv_rt2__info(), kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
   static const LauncherSpec kg_spec_w4a16_linear = {
-      "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kg_args_w4a16_linear, 8, 8, 4,
-      kg_launch_w4a16_linear, kg_plan_w4a16_linear, kg_sizes_w4a16_linear, kg_kernels_w4a16_linear, 4};
+      "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kg_args_w4a16_linear, 8, 8, 4,
+      kg_launch_w4a16_linear, kg_plan_w4a16_linear, kg_sizes_w4a16_linear, kg_kernels_w4a16_linear, 5};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_linear) < 0) throw pybind11::error_already_set();
 }

@@ -57,6 +57,20 @@ w4a16_gemv_rt1: _kg_launcher_w4a16_gemv_rt1
 
 def plan_w4a16_gemv_rt1(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
+class _kg_launcher_w4a16_gemv_rt1_128(_kg_Protocol):
+    """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4).
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
+
+w4a16_gemv_rt1_128: _kg_launcher_w4a16_gemv_rt1_128
+
+def plan_w4a16_gemv_rt1_128(*, m: int, n: int, k: int) -> _kg_Plan: ...
+
 class _kg_launcher_w4a16_gemv(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
@@ -88,7 +102,7 @@ def plan_w4a16_gemm(*, m: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_w4a16_linear(_kg_Protocol):
     """(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies."""
+Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies."""
 
     def __call__(self, x: _kg_Array, wq: _kg_Array, wscale: _kg_Array, global_scale: float, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

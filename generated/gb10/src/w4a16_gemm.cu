@@ -17,11 +17,13 @@ constexpr int64_t GEMV_CLUSTER = 2;
 constexpr int64_t GEMV_GROUP_BYTES = 16;
 constexpr int64_t GEMV_MAX_M = 16;
 constexpr int64_t GEMV_RING_16 = 131072;
+constexpr int64_t GEMV_RING_16_128 = 98304;
 constexpr int64_t GEMV_RING_8 = 98304;
 constexpr int64_t GEMV_ROWS = 128;
 constexpr int64_t GEMV_SMEM = 73728;
 constexpr int64_t GEMV_THREADS = 256;
 constexpr int64_t GEMV_TILE_N = 64;
+constexpr int64_t RT1_128_WAVES = 4;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_W4A16");
 }  // namespace
 
@@ -54,6 +56,25 @@ kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
+  kg_sizes[2] = kg::x_mul(int64_t{n}, kg::x_floordiv(int64_t{k}, int64_t{16}, kg_err), kg_err);  // wscale
+  kg_sizes[3] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// w4a16_gemv_rt1_128: w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
@@ -254,6 +275,23 @@ const kg_kernel_info kg_info_w4a16_gemv_rt1 = {
     kSkip_w4a16_gemv_rt1, kApplies_w4a16_gemv_rt1, nullptr,
     2, 4, 0,
     0};
+const char* const kSkip_w4a16_gemv_rt1_128[] = {
+    "m == 0",
+    "n == 0",
+};
+const char* const kApplies_w4a16_gemv_rt1_128[] = {
+    "m >= 9",
+    "m <= GEMV_MAX_M",
+    "(k % 16) == 0",
+    "k <= 8192",
+    "div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)",
+};
+const kg_kernel_info kg_info_w4a16_gemv_rt1_128 = {
+    "w4a16_gemm", "w4a16_gemv_rt1_128", "gb10",
+    "METRALE_NO_DFLASH_W4A16", nullptr,
+    kSkip_w4a16_gemv_rt1_128, kApplies_w4a16_gemv_rt1_128, nullptr,
+    2, 5, 0,
+    0};
 const char* const kSkip_w4a16_gemv[] = {
     "m == 0",
     "n == 0",
@@ -269,7 +307,7 @@ const kg_kernel_info kg_info_w4a16_gemv = {
     2, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemv_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:82: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:101: kernel 'w4a16_gemv': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemv_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
     "m == 0",
@@ -285,7 +323,7 @@ const kg_kernel_info kg_info_w4a16_gemm = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::w4a16_gemm_kernel), void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/w4a16_gemm.yaml:110: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/w4a16_gemm.yaml:129: kernel 'w4a16_gemm': the spec's arguments (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of w4a16_gemm_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
 
@@ -315,6 +353,19 @@ kernelgen::Outcome w4a16_gemv_rt1(const __nv_bfloat16* x, const __nv_fp4x2_e2m1*
   return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_w4a16_gemv_rt1};
 }
 
+kernelgen::Outcome w4a16_gemv_rt1_128(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)wq;
+  (void)wscale;
+  (void)global_scale;
+  (void)out;
+  (void)m;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_w4a16_gemv_rt1_128};
+}
+
 kernelgen::Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv};
@@ -333,9 +384,11 @@ kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
   return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemm};
 }
 
-// w4a16_linear: Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
+// w4a16_linear: Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
+  kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt1_128(x, wq, wscale, global_scale, out, m, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt1(x, wq, wscale, global_scale, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt2(x, wq, wscale, global_scale, out, m, n, k, stream);
@@ -349,17 +402,20 @@ kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* w
 
 kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
   kg_plan kg_p = {};
-  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1(m, n, k);
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1_128(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt2(m, n, k);
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt2(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 3;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 4;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -402,6 +458,23 @@ int32_t kg_w4a16_gemm__w4a16_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k,
 }
 
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1__info(void) { return &kernelgen::w4a16_gemm::kg_info_w4a16_gemv_rt1; }
+
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::w4a16_gemm::w4a16_gemv_rt1_128(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1_128(m, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::w4a16_gemm::kg_sizes_w4a16_gemv_rt1_128(m, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1_128__info(void) { return &kernelgen::w4a16_gemm::kg_info_w4a16_gemv_rt1_128; }
 
 int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::w4a16_gemm::w4a16_gemv(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp4x2_e2m1*>(wq), static_cast<const __nv_fp8_e4m3*>(wscale), global_scale, static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
@@ -451,6 +524,12 @@ int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg
 int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   int64_t kg_member[64];
   for (int kg_i = 0; kg_i < 4; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
   if (kg_w4a16_gemm__w4a16_gemv_rt1__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];

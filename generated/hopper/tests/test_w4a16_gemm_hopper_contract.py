@@ -25,11 +25,13 @@ C_GEMV_CLUSTER = 2
 C_GEMV_GROUP_BYTES = 16
 C_GEMV_MAX_M = 16
 C_GEMV_RING_16 = 131072
+C_GEMV_RING_16_128 = 98304
 C_GEMV_RING_8 = 98304
 C_GEMV_ROWS = 128
 C_GEMV_SMEM = 73728
 C_GEMV_THREADS = 256
 C_GEMV_TILE_N = 64
+C_RT1_128_WAVES = 4
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -300,6 +302,138 @@ def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
     assert mod.w4a16_gemv_rt1.plan(**CASES_w4a16_gemv_rt1[0])["launched"]
 
 
+# ---------------------------------------------------------------- w4a16_gemv_rt1_128
+
+
+def expect_w4a16_gemv_rt1_128(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['m'] == 0)),  # skip: m == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (262144, False, lambda _st, _a: (_a['m'] >= 9)),  # applies: m >= 9
+            (262145, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
+            (262146, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262147, False, lambda _st, _a: (_a['k'] <= 8192)),  # applies: k <= 8192
+            (262148, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS) >= _x.mul(_st, C_RT1_128_WAVES, _a['device.sm_count']))),  # applies: div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_GEMV_ROWS), 1, 1), (C_GEMV_THREADS, 1, 1), _x.add(_st, C_GEMV_RING_16_128, _x.mul(_st, _x.mul(_st, C_GEMV_ROWS, _x.add(_st, _x.div_ceil(_st, _a['k'], 256), 1)), C_GEMV_GROUP_BYTES))),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_w4a16_gemv_rt1_128 = {'k': 4096, 'm': 16, 'n': 151936}
+CASES_w4a16_gemv_rt1_128 = [
+    dict(BASE_w4a16_gemv_rt1_128),
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 9},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 2049},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 16777217, 'n': 1023},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 16384},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 268435456, 'n': 262143},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 131071, 'n': 33554432},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 2049, 'n': 9},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 67108865, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 2097153, 'n': 256},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 134217727, 'n': 262145},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 127},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 262145},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 32, 'm': 9, 'n': 4194303},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 32768, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 9, 'n': 8192},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 1000000, 'n': 32768},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 1, 'n': 8388608},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 16},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 33554433, 'n': 33554432},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 128},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 8},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'n': 1073741823},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 9, 'n': 536870913},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8388608, 'm': 536870913, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 65, 'm': 67108864},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 2049, 'm': 1},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 536870911},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 3},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 63},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 131072, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 100},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 9, 'n': 1000000},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 1023, 'n': 24576},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 256, 'm': 7},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 31, 'n': 1073741824},
+    {**BASE_w4a16_gemv_rt1_128, 'm': 2097152, 'n': 1000000},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 8192, 'm': 128, 'n': 8388608},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 100, 'm': 9, 'n': 127},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 65536, 'm': 2097153},
+    {**BASE_w4a16_gemv_rt1_128, 'n': 2097152},
+    {**BASE_w4a16_gemv_rt1_128, 'k': 0, 'n': 24576},
+]
+FLIPS_w4a16_gemv_rt1_128 = [
+    ('skip', 0, 'm == 0', {**BASE_w4a16_gemv_rt1_128, 'm': 0}),
+    ('skip', 1, 'n == 0', {**BASE_w4a16_gemv_rt1_128, 'n': 0}),
+    ('applies', 0, 'm >= 9', {**BASE_w4a16_gemv_rt1_128, 'm': 8}),
+    ('applies', 1, 'm <= GEMV_MAX_M', {**BASE_w4a16_gemv_rt1_128, 'm': 17}),
+    ('applies', 2, '(k % 16) == 0', {**BASE_w4a16_gemv_rt1_128, 'k': 4095}),
+    ('applies', 3, 'k <= 8192', {**BASE_w4a16_gemv_rt1_128, 'k': 16384}),
+    ('applies', 4, 'div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)', {**BASE_w4a16_gemv_rt1_128, 'n': 24576}),
+]
+OTHER_ARGS_w4a16_gemv_rt1_128 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscale': fake_pointer(2), 'global_scale': 1.0, 'out': fake_pointer(4)}
+
+
+@pytest.mark.parametrize("args", CASES_w4a16_gemv_rt1_128)
+def test_w4a16_gemv_rt1_128_plan_matches_spec(args):
+    plan = mod.w4a16_gemv_rt1_128.plan(**args)
+    code, grid, block, shared_mem = expect_w4a16_gemv_rt1_128(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv_rt1_128)
+def test_w4a16_gemv_rt1_128_clause_decides_alone(kind, index, clause, args):
+    launch = mod.w4a16_gemv_rt1_128
+    full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="w4a16_gemv_rt1_128"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "w4a16_gemv_rt1_128"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.w4a16_gemv_rt1_128.plan(**args)["code"] == outcome.code
+
+
+def test_w4a16_gemv_rt1_128_first_example_launches_on_paper():
+    assert mod.w4a16_gemv_rt1_128.plan(**CASES_w4a16_gemv_rt1_128[0])["launched"]
+
+
+def test_w4a16_gemv_rt1_128_kill_switch_or_absence(monkeypatch):
+    launch = mod.w4a16_gemv_rt1_128
+    full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **CASES_w4a16_gemv_rt1_128[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.w4a16_gemv_rt1_128.plan(**CASES_w4a16_gemv_rt1_128[0])["launched"]
+
+
 # ---------------------------------------------------------------- w4a16_gemv
 
 
@@ -552,16 +686,22 @@ def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain w4a16_linear
 
-MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt2', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemm', ['m', 'n', 'k'])]
+MEMBERS_w4a16_linear = [('w4a16_gemm', 'w4a16_gemv_rt1_128', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt1', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv_rt2', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemv', ['m', 'n', 'k']), ('w4a16_gemm', 'w4a16_gemm', ['m', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
-        {'k': 4096, 'm': 1, 'n': 151936},
+        {'k': 4096, 'm': 16, 'n': 151936},
+        {'k': 8192, 'm': 9, 'n': 151936},
         {'k': 4096, 'm': 16, 'n': 24576},
-        {'k': 4112, 'm': 9, 'n': 6144},
         {'k': 4096, 'm': 0, 'n': 151936},
-        {'k': 4096, 'm': 1, 'n': 0},
+        {'k': 4096, 'm': 16, 'n': 0},
+        {'k': 4096, 'm': 8, 'n': 151936},
         {'k': 4096, 'm': 17, 'n': 151936},
+        {'k': 4095, 'm': 16, 'n': 151936},
+        {'k': 16384, 'm': 16, 'n': 151936},
+        {'k': 4096, 'm': 1, 'n': 151936},
+        {'k': 4112, 'm': 9, 'n': 6144},
+        {'k': 4096, 'm': 1, 'n': 0},
         {'k': 4095, 'm': 1, 'n': 151936},
         {'k': 16384, 'm': 1, 'n': 151936},
         {'k': 4096, 'm': 1, 'n': 1},

@@ -25,6 +25,10 @@ kg_plan plan_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k);
 kernelgen::Outcome w4a16_gemv_rt1(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k);
 
+// w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched")
+kernelgen::Outcome w4a16_gemv_rt1_128(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k);
+
 // Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block.
 kernelgen::Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k);
@@ -33,7 +37,7 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k);
 kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k);
 
-// Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
+// Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 kernelgen::Outcome w4a16_linear(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_w4a16_linear(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 

@@ -30,6 +30,12 @@ int32_t kg_w4a16_gemm__w4a16_gemv_rt1__plan(uint32_t m, uint32_t n, uint32_t k, 
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1__info(void);
 
+/* w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1_128__info(void);
+
 /* Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
@@ -42,7 +48,7 @@ int32_t kg_w4a16_gemm__w4a16_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_p
 int32_t kg_w4a16_gemm__w4a16_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemm__info(void);
 
-/* Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies. */
+/* Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies. */
 int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);

@@ -9,7 +9,7 @@
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:23`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:25`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -95,7 +95,7 @@ pub mod w4a16_gemv_rt2 {
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:63`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:65`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -178,9 +178,97 @@ pub mod w4a16_gemv_rt1 {
     }
 }
 
+/// w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4).
+///
+/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
+///
+/// Arguments, in order (`specs/w4a16_gemm.yaml:84`):
+/// - `x`: `const bf16*`, `m * k` elements
+/// - `wq`: `const fp4_e2m1*`, `n * k` elements
+/// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
+/// - `global_scale`: `f32`
+/// - `out`: `bf16*`, `m * n` elements
+/// - `m`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `m == 0`: not launched (empty work)
+/// - skip_if `n == 0`: not launched (empty work)
+/// - applies_if `m >= 9`: else not launched
+/// - applies_if `m <= GEMV_MAX_M`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - applies_if `k <= 8192`: else not launched
+/// - applies_if `div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod w4a16_gemv_rt1_128 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(m: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(m, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, wq, wscale, out).
+    pub fn sizes(m: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(m, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, wq: impl Into<crate::DevicePtr>, wscale: impl Into<crate::DevicePtr>, global_scale: f32, out: impl Into<crate::DevicePtrMut>, m: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let wq: crate::DevicePtr = wq.into();
+        let wscale: crate::DevicePtr = wscale.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || wq.is_null() || wscale.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(m, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("w4a16_gemv_rt1_128", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if wq.is_null() {
+                crate::kg_rt::check_null("w4a16_gemv_rt1_128", "wq", kg_sizes.map(|s| s[1]))?;
+            }
+            if wscale.is_null() {
+                crate::kg_rt::check_null("w4a16_gemv_rt1_128", "wscale", kg_sizes.map(|s| s[2]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("w4a16_gemv_rt1_128", "out", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128(x.as_ptr(), wq.as_ptr(), wscale.as_ptr(), global_scale, out.as_ptr(), m, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
 /// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:82`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:101`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -261,7 +349,7 @@ pub mod w4a16_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:110`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:129`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -339,9 +427,9 @@ pub mod w4a16_gemm {
     }
 }
 
-/// Tries w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
+/// Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.
 ///
-/// Arguments, in order (`specs/w4a16_gemm.yaml:135`):
+/// Arguments, in order (`specs/w4a16_gemm.yaml:154`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `wq`: `const fp4_e2m1*`, `n * k` elements
 /// - `wscale`: `const fp8_e4m3*`, `n * (k // 16)` elements
@@ -353,9 +441,9 @@ pub mod w4a16_gemm {
 pub mod w4a16_linear {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: w4a16_gemm.w4a16_gemv_rt1, w4a16_gemm.w4a16_gemv_rt2, w4a16_gemm.w4a16_gemv, w4a16_gemm.w4a16_gemm.
-    pub fn members() -> [crate::Kernel; 4] {
-        [crate::w4a16_gemm::w4a16_gemv_rt1::kernel(), crate::w4a16_gemm::w4a16_gemv_rt2::kernel(), crate::w4a16_gemm::w4a16_gemv::kernel(), crate::w4a16_gemm::w4a16_gemm::kernel()]
+    /// The chain's kernels, in the order they are tried: w4a16_gemm.w4a16_gemv_rt1_128, w4a16_gemm.w4a16_gemv_rt1, w4a16_gemm.w4a16_gemv_rt2, w4a16_gemm.w4a16_gemv, w4a16_gemm.w4a16_gemm.
+    pub fn members() -> [crate::Kernel; 5] {
+        [crate::w4a16_gemm::w4a16_gemv_rt1_128::kernel(), crate::w4a16_gemm::w4a16_gemv_rt1::kernel(), crate::w4a16_gemm::w4a16_gemv_rt2::kernel(), crate::w4a16_gemm::w4a16_gemv::kernel(), crate::w4a16_gemm::w4a16_gemm::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.
@@ -414,7 +502,7 @@ pub mod w4a16_linear {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_w4a16_gemm__w4a16_linear(x.as_ptr(), wq.as_ptr(), wscale.as_ptr(), global_scale, out.as_ptr(), m, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::w4a16_gemm::w4a16_gemv_rt1::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, crate::w4a16_gemm::w4a16_gemv_rt1_128::kernel)
     }
 }
 
@@ -428,6 +516,10 @@ mod kg_ffi {
         pub fn kg_w4a16_gemm__w4a16_gemv_rt1__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_w4a16_gemm__w4a16_gemv_rt1__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_w4a16_gemm__w4a16_gemv_rt1__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_w4a16_gemm__w4a16_gemv_rt1_128(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: f32, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_w4a16_gemm__w4a16_gemv_rt1_128__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_w4a16_gemm__w4a16_gemv(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: f32, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_w4a16_gemm__w4a16_gemv__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_w4a16_gemm__w4a16_gemv__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

@@ -308,6 +308,135 @@ fn w4a16_gemv_rt1_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- w4a16_gemv_rt1_128
+
+#[test]
+fn w4a16_gemv_rt1_128_plan_matches_spec() {
+    let _g = guard();
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 151936, 8192), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 165888)), variant: Some(-1) }, "the first example with k=8192, m=9");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 2049, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2049");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16777217, 1023, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=16777217, n=1023");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 16384, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16384");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(268435456, 262143, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=268435456, n=262143");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(131071, 33554432, 8192), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=131071, n=33554432");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 9, 2049), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=9");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 67108865), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(2097153, 256, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2097153, n=256");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 262145, 134217727), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, n=262145");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(127, 151936, 8192), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=127");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(262145, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=262145");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 4194303, 32), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 102400)), variant: Some(-1) }, "the first example with k=32, m=9, n=4194303");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 32768), "w4a16_gemv_rt1_128", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 8192, 8192), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=9, n=8192");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(1000000, 32768, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=1000000, n=32768");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(1, 8388608, 8192), "w4a16_gemv_rt1_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=1, n=8388608");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 16), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 102400)), variant: Some(-1) }, "the first example with k=16");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(33554433, 33554432, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=33554433, n=33554432");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 128, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=128");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 8, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 1073741823, 8192), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([8388608, 1, 1], [256, 1, 1], 165888)), variant: Some(-1) }, "the first example with k=8192, n=1073741823");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 536870913, 8192), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 165888)), variant: Some(-1) }, "the first example with k=8192, m=9, n=536870913");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(536870913, 24576, 8388608), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, m=536870913, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(67108864, 151936, 65), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, m=67108864");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(1, 151936, 2049), "w4a16_gemv_rt1_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, m=1");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 536870911), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870911");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 3), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(63, 151936, 8192), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=63");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 131072), "w4a16_gemv_rt1_128", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 100, 4096), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=100");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 1000000, 8192), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([7813, 1, 1], [256, 1, 1], 165888)), variant: Some(-1) }, "the first example with k=8192, m=9, n=1000000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 1023), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1023, n=24576");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(7, 151936, 256), "w4a16_gemv_rt1_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, m=7");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(31, 1073741824, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=31, n=1073741824");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(2097152, 1000000, 4096), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=2097152, n=1000000");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(128, 8388608, 8192), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, m=128, n=8388608");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(9, 127, 100), "w4a16_gemv_rt1_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, m=9, n=127");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(2097153, 151936, 65536), "w4a16_gemv_rt1_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=2097153");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 2097152, 4096), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "the first example with n=2097152");
+    check(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 24576, 0), "w4a16_gemv_rt1_128", Expect { code: 262148, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, n=24576");
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_presence() {
+    let kernel = kg::w4a16_gemm::w4a16_gemv_rt1_128::kernel();
+    assert_eq!(kernel.name(), "w4a16_gemv_rt1_128");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt1_128::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_sizes() {
+    assert_eq!(kg::w4a16_gemm::w4a16_gemv_rt1_128::sizes(16, 151936, 4096), Ok([65536, 622329856, 38895616, 2430976]));
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt1_128: not launched: empty work (m == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("w4a16_gemv_rt1_128: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 8, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("w4a16_gemv_rt1_128: not launched: m >= 9 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 17, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("w4a16_gemv_rt1_128: not launched: m <= GEMV_MAX_M is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("w4a16_gemv_rt1_128: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 16384, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("w4a16_gemv_rt1_128: not launched: k <= 8192 is false"));
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 24576, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262148, Some("w4a16_gemv_rt1_128: not launched: div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count) is false"));
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_W4A16", "1");
+    kg::refresh();
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_W4A16");
+    not_launched(result, 1 << 16, Some("w4a16_gemv_rt1_128: not launched: kill switch METRALE_NO_DFLASH_W4A16 is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::w4a16_gemm::w4a16_gemv_rt1_128::plan(16, 151936, 4096).launches());
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("w4a16_gemv_rt1_128", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(DevicePtr::null(), ptr(1), ptr(2), 1.0, ptr_mut(4), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("w4a16_gemv_rt1_128: not launched: empty work (m == 0)"));
+}
+
+#[test]
+fn w4a16_gemv_rt1_128_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::w4a16_gemm::w4a16_gemv_rt1_128::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "w4a16_gemv_rt1_128");
+            assert!(e.to_string().starts_with("w4a16_gemv_rt1_128"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- w4a16_gemv
 
 #[test]
@@ -557,12 +686,18 @@ fn w4a16_gemm_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn w4a16_linear_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 4096), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 133120)), variant: Some(-1) }, "k=4096, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(9, 151936, 8192), "w4a16_gemv_rt1_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 165888)), variant: Some(-1) }, "k=8192, m=9, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(16, 24576, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 148480)), variant: Some(-1) }, "k=4096, m=16, n=24576");
-    check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=6144");
     check(kg::w4a16_gemm::w4a16_linear::plan(0, 151936, 4096), "w4a16_gemm", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=151936");
-    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16, n=0");
+    check(kg::w4a16_gemm::w4a16_linear::plan(8, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "k=4096, m=8, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(17, 151936, 4096), "w4a16_gemm", Expect { code: 0, geometry: Some(([2374, 1, 1], [128, 1, 1], 0)), variant: Some(-1) }, "k=4096, m=17, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(16, 151936, 16384), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 164864)), variant: Some(-1) }, "k=16384, m=16, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4096), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 115712)), variant: Some(-1) }, "k=4096, m=1, n=151936");
+    check(kg::w4a16_gemm::w4a16_linear::plan(9, 6144, 4112), "w4a16_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 149504)), variant: Some(-1) }, "k=4112, m=9, n=6144");
+    check(kg::w4a16_gemm::w4a16_linear::plan(1, 0, 4096), "w4a16_gemm", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 4095), "w4a16_gemm", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 151936, 16384), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 132096)), variant: Some(-1) }, "k=16384, m=1, n=151936");
     check(kg::w4a16_gemm::w4a16_linear::plan(1, 1, 4096), "w4a16_gemv_rt2", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, m=1, n=1");
@@ -596,8 +731,8 @@ fn w4a16_linear_launch_without_gpu_is_an_error_naming_the_member() {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 1, 151936, 4096, DEFAULT_STREAM) } {
-        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "w4a16_gemv_rt1", "{}", e),
+    match unsafe { kg::w4a16_gemm::w4a16_linear::launch(ptr(0), ptr(1), ptr(2), 1.0, ptr_mut(4), 16, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "w4a16_gemv_rt1_128", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
