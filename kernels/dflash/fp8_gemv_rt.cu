@@ -50,6 +50,16 @@
 // cost more than the third slot gains (gate_up 39.2 -> 33.8 us, qkv 15.9 -> 13.5, o 10.4 ->
 // 9.1, down 19.0 -> 17.4, lm_head 189.4 -> 172.3; 1 and 8 rows gain too, the bits are equal).
 //
+// Halving the x re-reads instead, with 128-row tiles (gemv_stream's RG = 4: four row groups,
+// two chunk phases, x slots shared by four warps), was measured and not taken (H200, cold
+// weights, back-to-back launches, us, shipped / 128 rows in 2-CTA clusters / 128 rows in
+// 4-CTA clusters at the shipped CTA count): 16 rows, qkv 13.2 / 13.3 / 15.8, o 8.9 / 12.5 /
+// 15.1, gate_up 33.3 / 38.2 / 44.7, down 17.3 / 26.4 / 28.2, lm_head 170.0 / 166.1 / 225.9;
+// 1 row, o 8.0 / 10.5 / 11.1. Half the CTAs (or longer K ranges) cost more than the x traffic
+// saves, and clusters of 4 along K are slower than of 2 (64-row tiles in 4-CTA clusters: o at
+// 16 rows 13.2 us). (NVFP4 weights, whose x traffic per weight byte is twice E4M3's, gain at
+// 9-16 rows on the lm_head: w4a16_gemv_rt1_128.)
+//
 // Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
 // with 32-64 KB of weight in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 64 KB
 // in flight per SM while CTAs retire and start. Resident CTAs share the memory system, so an
