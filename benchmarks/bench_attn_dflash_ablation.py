@@ -35,9 +35,8 @@ def table(rows: list[dict]) -> str:
            "full / floor | loads / floor | compute us | partials us | fold us |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        reads = f"{r['reads_us']:.1f}" if "reads_us" in r else "-"  # results from before the variant
         out.append(f"| {r['cache']} | {r['kv_len']} | {r['kv_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
-                   f"{r['no_fold_us']:.1f} | {r['no_partials_us']:.1f} | {r['loads_us']:.1f} | {reads} | "
+                   f"{r['no_fold_us']:.1f} | {r['no_partials_us']:.1f} | {r['loads_us']:.1f} | {r['reads_us']:.1f} | "
                    f"{r['floor_us'] / r['full_us']:.0%} | {r['floor_us'] / r['loads_us']:.0%} | "
                    f"{r['no_partials_us'] - r['loads_us']:.1f} | {r['no_fold_us'] - r['no_partials_us']:.1f} | "
                    f"{r['full_us'] - r['no_fold_us']:.1f} |")

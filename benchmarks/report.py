@@ -300,10 +300,9 @@ def attn_ablation_md(d: dict) -> list[str]:
             "folds (the products and softmax still run); loads: no_partials without the tiles' products and "
             "softmax (the K / V ring, block-table reads, barriers and the FP8 conversion kept); reads: loads "
             "without the FP8 conversion (bf16: loads again), the paged read pattern alone. The last three "
-            "columns split the "
-            "full kernel's time: compute (no_partials - loads), partial states (no_fold - no_partials) and the "
-            "folds (full - no_fold: the cluster's states, then past one cluster the group states' through the "
-            "workspace).", table)
+            "columns split the full kernel's time: compute (no_partials - loads), partial states (no_fold - "
+            "no_partials) and the folds (full - no_fold: the cluster's states, then past one cluster the group "
+            "states' through the workspace).", table)
 
 
 def topk_ablation_md(d: dict) -> list[str]:

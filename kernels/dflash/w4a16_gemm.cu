@@ -453,13 +453,18 @@ using Wide = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, 2, gemv_stream::Work::ful
 constexpr uint32_t kRing16WideBytes = 98304;
 static_assert(Wide::kRingBytes == kRing16WideBytes && Wide::kRows == 128, "GEMV_RING_16_128, GEMV_ROWS");
 
-// One CTA's part of the product (rank blockIdx.x % CL of cluster blockIdx.x / CL).
 template <uint32_t CL>
+using Rows = gemv_stream::ByRows<gemv_stream::Nvfp4Rows, CL>;
+static_assert(Rows<1>::G1::kRingBytes == kRing8Bytes && Rows<1>::G2::kRingBytes == kRing16Bytes &&
+                  Rows<2>::G1::kRingBytes == kRing8Bytes && Rows<2>::G2::kRingBytes == kRing16Bytes,
+              "GEMV_RING_8/16");
+
+// One CTA's part of the product with the streamed GEMV R (Rows<CL> or Wide): rank
+// blockIdx.x % CL of cluster blockIdx.x / CL.
+template <class R, uint32_t CL>
 static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
                                                  const __nv_fp8_e4m3* wscale, float global_scale,
                                                  __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    using R = gemv_stream::ByRows<gemv_stream::Nvfp4Rows, CL>;
-    static_assert(R::G1::kRingBytes == kRing8Bytes && R::G2::kRingBytes == kRing16Bytes, "GEMV_RING_8/16");
     extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
     __shared__ typename R::Shared sh;
     if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
@@ -475,7 +480,7 @@ static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const _
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 w4a16_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
                       float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    w4a16_rt_detail::gemv_tile<2>(x, wq, wscale, global_scale, out, m, n, k);
+    w4a16_rt_detail::gemv_tile<w4a16_rt_detail::Rows<2>, 2>(x, wq, wscale, global_scale, out, m, n, k);
 }
 
 // The same with the whole of K in each CTA (clusters of one; grid ceil(n / GEMV_TILE_N)), for
@@ -483,7 +488,7 @@ w4a16_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const _
 __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 w4a16_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
                       float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    w4a16_rt_detail::gemv_tile<1>(x, wq, wscale, global_scale, out, m, n, k);
+    w4a16_rt_detail::gemv_tile<w4a16_rt_detail::Rows<1>, 1>(x, wq, wscale, global_scale, out, m, n, k);
 }
 
 // 9-16 rows over weights of many 128-row tiles (the lm_head at a block's 16 rows): w4a16_gemv_rt1
@@ -497,10 +502,5 @@ w4a16_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const _
 __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 w4a16_gemv_rt1_128_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
                           float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    using G = w4a16_rt_detail::Wide;
-    extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
-    __shared__ G::Shared sh;
-    if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
-    const gemv_stream::Nvfp4Rows::Scales sc{reinterpret_cast<const uint8_t*>(wscale), global_scale};
-    G::launch(x, wq, sc, out, m, n, k, blockIdx.x, w4a16_gemv_stream_ring, sh);
+    w4a16_rt_detail::gemv_tile<w4a16_rt_detail::Wide, 1>(x, wq, wscale, global_scale, out, m, n, k);
 }

@@ -72,8 +72,6 @@ def test_load_pattern_compiles(built: Callable[[str], Path]) -> None:
     assert len([e for e in entries if "pattern_kernel" in e]) == 6, sorted(entries)
 
 
-
-
 def _conversions(c: collections.Counter[str]) -> int:
     """bf16x2 multiplies (HMUL2, or HFMA2 with a -0 addend): one per converted pair of weights or
     cache values in these kernels."""

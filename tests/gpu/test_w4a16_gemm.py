@@ -105,6 +105,14 @@ def rt1_rows(n, least=RT1_LEAST):
 def gemv_rows(name, n):
     """The weight rows a case of `name` takes: n, or moved up to the kernel's least."""
     return {RT1: rt1_rows(n), RT128: rt1_rows(n, RT128_LEAST)}.get(name, n)
+
+
+# The fewest x rows each GEMV takes (w4a16_gemv_rt1_128 is for 9-16 rows; the others from 1).
+LEAST_M = {RT128: 9}
+
+
+def takes_m(name, m):
+    return m >= LEAST_M.get(name, 1)
 ALL_M = [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 129, 2048]
 # (n, k): n not a multiple of the tiles, k % 256 == 0 (every vector path), k % 32 == 16 (byte
 # paths), k % 256 == 32 (w4a16_gemv_rt2's byte path, the others' vector paths), small odd
@@ -113,7 +121,7 @@ SHAPES = [(4104, 4096), (4096, 4112), (33, 1024), (200, 48), (70, 2080), (96, 12
 
 
 def cases():
-    for name, ms in [(g, [m for m in GEMV_M if m >= 9] if g == RT128 else GEMV_M) for g in GEMVS] + [("w4a16_gemm", ALL_M)]:
+    for name, ms in [(g, [m for m in GEMV_M if takes_m(g, m)]) for g in GEMVS] + [("w4a16_gemm", ALL_M)]:
         for m in ms:
             for n, k in SHAPES:
                 if m == 2048 and (n, k) != (4104, 4096):
@@ -220,7 +228,7 @@ def test_table_is_exact_in_bf16():
 
 @pytest.mark.parametrize("name", GEMVS + ["w4a16_gemm"])
 def test_misaligned_pointers(name):
-    m, n, k = {"w4a16_gemm": 70, RT128: 9}.get(name, 5), gemv_rows(name, 100), 256
+    m, n, k = 70 if name == "w4a16_gemm" else max(5, LEAST_M.get(name, 1)), gemv_rows(name, 100), 256
     xb = nonzero_randn(m * k + 1)
     x = xb[1:].view(m, k)
     wq0, ws0 = random_weights(n, k, seed=3)
@@ -244,7 +252,7 @@ def test_kernels_agree_on_lm_head(m):
     w64 = dequantize(wq, ws, 0.02, k)
     ref = x.double() @ w64.T
     tol = tolerance(x, w64, ref)
-    for name in [g for g in GEMVS if g != RT128 or m >= 9] + ["w4a16_gemm"]:
+    for name in [g for g in GEMVS if takes_m(g, m)] + ["w4a16_gemm"]:
         out = launch(name, x, wq, ws, 0.02, m, n, k)
         err = (out.double() - ref).abs()
         assert bool((err <= tol).all()), f"{name}: worst err/tol {(err / tol).max().item():.3f}"
