@@ -521,15 +521,19 @@ def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x", s
     return py(node)
 
 
-def substitute(node: Node, values: Mapping[str, int]) -> Node:
+def substitute(node: Node, values: Mapping[str, int | Node]) -> Node:
     """``node`` with each name in ``values`` replaced by its integer literal (an
-    instantiation's integer axes, which are compile-time constants of that instance)."""
+    instantiation's integer axes, which are compile-time constants of that instance) or its
+    tree (a kernel's ``let`` names)."""
     from dataclasses import fields, replace
 
     if not values:
         return node
     if isinstance(node, Name):
-        return Lit(values[node.name]) if node.name in values else node
+        if node.name not in values:
+            return node
+        v = values[node.name]
+        return v if isinstance(v, Node) else Lit(v)
     changes: dict[str, object] = {}
     for f in fields(node):  # type: ignore[arg-type]
         v = getattr(node, f.name)

@@ -823,6 +823,42 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
     return out
 
 
+def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object],
+          widest: Mapping[str, object]) -> dict[str, expr.Node]:
+    """A kernel's ``let``: each name's tree, the names before it written out in it. Parsed over
+    the widest names (those of the grid and the clauses); each use checks its own place."""
+    out: dict[str, expr.Node] = {}
+    with ctx.at("let"):
+        if not isinstance(node, YMap) or not node.items:
+            raise ctx.error(node.loc, f"expected a mapping of names to integer expressions, got {_kind(node)}",
+                            "e.g. let: {tiles: div_ceil(m, 128) * div_ceil(n, 128)}")
+        for key, value in node.items:
+            name = _ident(ctx, key.loc, key.value, "let name")
+            with ctx.at(name):
+                if name in names:
+                    what = "a constant" if isinstance(names[name], int) else "an argument"
+                    raise ctx.error(key.loc, f"'{name}' is already {what}'s name", "choose another name")
+                if name in out:
+                    raise ctx.error(key.loc, f"'{name}' is defined twice")
+                out[name] = expr.substitute(_expr(ctx, value, {**widest, **out}, expr.Ty.INT), out)
+    return out
+
+
+def _inline_lets(ctx: _Ctx, node: YNode, tree: expr.Node, lets: Mapping[str, expr.Node],
+                 within: Mapping[str, object]) -> expr.Node:
+    """``tree`` with the ``let`` names it uses written out; a name whose expression needs what
+    this place does not offer (the device, in a size or launch.cluster) is an error here."""
+    used = [n for n in tree.names() if n in lets]
+    if not used:
+        return tree
+    for name in used:
+        missing = sorted(n for n in lets[name].names() if n not in within)
+        if missing:
+            raise ctx.error(node.loc, f"'{name}' uses '{missing[0]}', which is not available here",
+                            "device names are usable in grid, shared_mem (device.* only) and the clauses")
+    return expr.substitute(tree, {n: lets[n] for n in used})
+
+
 def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> expr.Node:
     if isinstance(node, YScalar) and isinstance(node.value, int) and not isinstance(node.value, bool):
         if ty is not expr.Ty.INT:
@@ -1137,9 +1173,14 @@ def _kernel(
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
     smem_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES if n.startswith("device.")}}
 
+    lets = _lets(ctx, f["let"], names, device_names) if "let" in f else {}
+
     def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
-            return expr.substitute(_expr(ctx, n, within, ty), int_axes)
+            tree = _expr(ctx, n, {**within, **lets} if lets else within, ty)
+            if lets:
+                tree = _inline_lets(ctx, n, tree, lets, within)
+            return expr.substitute(tree, int_axes)
         except SpecError as e:
             bad = re.search(r"undefined name '(\w+)'", e.message)
             if bad and bad.group(1) in dev_names:

@@ -335,6 +335,13 @@ KERNEL = Struct(
               "the clauses or the variant. The long form `{type: f32, to_symbol: NAME}` copies a host "
               "argument (integer, float or struct) into a `__constant__` variable before each launch.",
               "none"),
+        Field("let", mapping_of(IDENTIFIER, EXPRESSION, 1), False,
+              "Named integer expressions over the integer arguments, host arguments, constants, device names "
+              "and the names before them (`tiles: div_ceil(m, 128) * div_ceil(n, 128)`), usable in the kernel's "
+              "other expressions as if written out there; each use is checked where it stands (a name whose "
+              "expression reads the device is not usable in `block`, a size or `launch.cluster`). A name may "
+              "not be an argument's or a constant's.",
+              "none"),
         Field("grid", DIMS, True,
               "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments and "
               "constants, and the device names (`device.sm_count`, `kernel.blocks_per_sm`, ...: see Device names "

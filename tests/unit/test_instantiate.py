@@ -272,3 +272,75 @@ def test_attention_twins_share_their_clause_lists() -> None:
     paged, contiguous = fa.kernels
     assert [c.text for c in paged.applies_if] == [c.text for c in contiguous.applies_if]
     assert (root / "specs/attn_prefill_fa128.yaml").read_text().count("applies_if:") == 1
+
+
+# ------------------------------------------------------------------ let
+
+LET = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+constants: {TILE: 128, MAX_Z: 4}
+kernels:
+  tiled:
+    summary: Tiled.
+    symbol: tiled_kernel
+    args:
+      x: {type: const f32*, size: rows * k}
+      rows: u32
+      k: u32
+    let:
+      tiles: div_ceil(rows, TILE)
+      split: max(1, min(MAX_Z, device.sm_count // tiles, k // 1024))
+      waves: div_ceil(tiles * split, device.sm_count)
+    grid: [tiles, 1, split]
+    block: [TILE, 1, 1]
+    applies_if: [waves <= 2]
+    examples:
+      - {rows: 4096, k: 4096}
+"""
+
+
+def test_let_names_are_written_out_where_they_are_used(tmp_path: Path) -> None:
+    (m,) = load(tmp_path, LET).modules
+    (k,) = m.kernels
+    from kernelgen import expr
+
+    written = LET.replace("[tiles, 1, split]", "[div_ceil(rows, TILE), 1, "
+                          "max(1, min(MAX_Z, device.sm_count // div_ceil(rows, TILE), k // 1024))]")
+    written = written.replace("[waves <= 2]", "[div_ceil(div_ceil(rows, TILE) * max(1, min(MAX_Z, device.sm_count "
+                              "// div_ceil(rows, TILE), k // 1024)), device.sm_count) <= 2]")
+    written = written.replace("    let:\n", "").replace("      tiles: div_ceil(rows, TILE)\n", "")
+    written = "".join(line + "\n" for line in written.splitlines() if not line.startswith(("      split:", "      waves:")))
+    (tmp_path / "written").mkdir()
+    (m2,) = load(tmp_path / "written", written).modules
+    (k2,) = m2.kernels
+    assert k.grid == k2.grid and [c.expr for c in k.applies_if] == [c.expr for c in k2.applies_if]
+    env = {"TILE": 128, "MAX_Z": 4, "device.sm_count": 132}
+    got = [expr.evaluate(k.grid[2], {**env, "rows": r, "k": 8192}) for r in (128, 4096, 65536)]
+    assert got == [4, 4, 1]
+    assert "tiles" not in k.applies_if[0].text and "device.sm_count" in k.applies_if[0].text
+
+
+LET_BAD = [
+    ("shadows an argument", LET.replace("      tiles: div_ceil", "      rows: 1\n      tiles: div_ceil"), 14,
+     "'rows' is already an argument's name"),
+    ("shadows a constant", LET.replace("      tiles: div_ceil", "      TILE: 1\n      tiles: div_ceil"), 14,
+     "'TILE' is already a constant's name"),
+    ("a later name", LET.replace("div_ceil(rows, TILE)\n", "div_ceil(rows, TILE) + split\n"), 14,
+     "undefined name 'split'"),
+    ("device name in block", LET.replace("block: [TILE, 1, 1]", "block: [split, 1, 1]"), 18,
+     "'split' uses 'device.sm_count', which is not available here"),
+    ("device name in a size", LET.replace("size: rows * k}", "size: rows * k * waves}"), 10,
+     "'waves' uses 'device.sm_count', which is not available here"),
+    ("not a mapping", LET[:LET.index("    let:")] + "    let: 3\n" + LET[LET.index("    grid:"):], 13,
+     "expected a mapping"),
+]
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", LET_BAD, ids=[b[0] for b in LET_BAD])
+def test_bad_let_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load(tmp_path, spec)
+    assert fragment in str(err.value)
+    assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
