@@ -38,16 +38,18 @@ static __device__ __forceinline__ void split_k_stash(float* part, Pairs&& pairs)
 
 // The fold: store(row, col, v) receives float4 v = the sums of columns col .. col + 3 of a row of
 // this rank's share (col < cols, a multiple of 4; the caller bounds the last ones). Every thread
-// of the CTA (THREADS of them) must call it: it holds two cluster barriers.
-template <uint32_t BN, uint32_t STRIDE, uint32_t THREADS, typename Store>
+// of the CTA (THREADS of them) must call it: it holds two cluster barriers. Consecutive threads
+// take consecutive column groups of a row, or with DOWN consecutive rows of a column group (for
+// a transposed tile, whose rows are the output's contiguous index: the stores then coalesce).
+template <uint32_t BN, uint32_t STRIDE, uint32_t THREADS, bool DOWN = false, typename Store>
 static __device__ __forceinline__ void split_k_fold(const float* part, uint32_t rows, uint32_t cols,
                                                     Store&& store) {
     cluster_sync();  // every rank's partial tile is written and visible
     const uint32_t z = gridDim.z, rank = blockIdx.z;
-    const uint32_t r0 = rows * rank / z, r1 = rows * (rank + 1u) / z;
+    const uint32_t r0 = rows * rank / z, r1 = rows * (rank + 1u) / z, share = r1 - r0;
     const uint32_t base = smem_addr(part);
-    for (uint32_t i = threadIdx.x; i < (r1 - r0) * (BN / 4); i += THREADS) {
-        const uint32_t r = r0 + i / (BN / 4), c = 4u * (i % (BN / 4));
+    for (uint32_t i = threadIdx.x; i < share * (BN / 4); i += THREADS) {
+        const uint32_t r = r0 + (DOWN ? i % share : i / (BN / 4)), c = 4u * (DOWN ? i / share : i % (BN / 4));
         if (c >= cols) continue;
         const uint32_t at = base + (r * STRIDE + c) * 4u;
         float4 v = ld_cluster_f32x4(cluster_map(at, 0));
@@ -66,7 +68,7 @@ static __device__ __forceinline__ void split_k_fold(const float* part, uint32_t 
 // A GEMM's epilogue: store2(row, col, v0, v1) writes two adjacent outputs of the tile (col even;
 // it bounds-checks). One CTA along z: straight from this thread's accumulator pairs; split K:
 // stash, then fold the valid rows x cols (cols from the tile's first column) over the cluster.
-template <uint32_t BN, uint32_t STRIDE, uint32_t THREADS, typename Pairs, typename Store2>
+template <uint32_t BN, uint32_t STRIDE, uint32_t THREADS, bool DOWN = false, typename Pairs, typename Store2>
 static __device__ __forceinline__ void split_k_epilogue(Pairs&& pairs, Store2&& store2, void* smem, uint32_t rows,
                                                         uint32_t cols) {
     if (gridDim.z == 1) {
@@ -75,7 +77,7 @@ static __device__ __forceinline__ void split_k_epilogue(Pairs&& pairs, Store2&& 
     }
     float* part = static_cast<float*>(smem);
     split_k_stash<STRIDE>(part, pairs);
-    split_k_fold<BN, STRIDE, THREADS>(part, rows, cols, [&](uint32_t r, uint32_t c, const float4& v) {
+    split_k_fold<BN, STRIDE, THREADS, DOWN>(part, rows, cols, [&](uint32_t r, uint32_t c, const float4& v) {
         store2(r, c, v.x, v.y);
         store2(r, c + 2u, v.z, v.w);
     });

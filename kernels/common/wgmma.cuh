@@ -59,6 +59,16 @@ static __device__ __forceinline__ void wgmma_wait_all() { wgmma_wait<0>(); }
 static __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// Moves registers between the warpgroups of a CTA (every warp of the warpgroup executes it):
+// dec gives back all but N a thread, inc waits until N a thread are free to take.
+template <uint32_t N>
+static __device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <uint32_t N>
+static __device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 // Keeps the compiler from moving accesses of an accumulator across the wgmma wait.
 static __device__ __forceinline__ void pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 // Waits for all of this warpgroup's MMAs, with the accumulator pinned behind the wait.
@@ -139,15 +149,27 @@ static __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float (&o)[16][4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
-// o += A(64 x 16, registers) * B(16 x 256, shared, MN-major: transposed B).
-static __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&o)[32][4], const uint32_t (&a)[4],
-                                                              uint64_t desc_b) {
+// d += A(64 x 16, registers) * B(256 x 16, shared): TB = 0, B K-major (B^T multiplied); TB = 1,
+// B MN-major (16 x 256, the transposed layout).
+template <int TB>
+static __device__ __forceinline__ void wgmma_m64n256k16_rs_layout(float (&d)[32][4], const uint32_t (&a)[4],
+                                                                  uint64_t desc_b) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_128
-        "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-        : KCOMMON_WG_ACC_128(o, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"
+        : KCOMMON_WG_ACC_128(d, 0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(TB));
+}
+// d += A(64 x 16, registers) * B(256 x 16, shared, K-major)^T.
+static __device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[32][4], const uint32_t (&a)[4],
+                                                           uint64_t desc_b) {
+    wgmma_m64n256k16_rs_layout<0>(d, a, desc_b);
+}
+// o += A(64 x 16, registers) * B(16 x 256, shared, MN-major: transposed B).
+static __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&o)[32][4], const uint32_t (&a)[4],
+                                                              uint64_t desc_b) {
+    wgmma_m64n256k16_rs_layout<1>(o, a, desc_b);
 }
 
 // d += A(64 x 16, shared, K-major) * B(128 x 16, shared, K-major)^T.

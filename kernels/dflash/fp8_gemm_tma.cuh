@@ -11,22 +11,30 @@
 // (128 rows x 64 bytes, 64-byte swizzle); rows and k past the arrays land as zeros.
 //
 // Tiles: a CTA of 384 threads computes 128 weight rows x BM x rows (Shape<BM, SLOTS>):
-//   fp8_gemm_tma  BM = 128, 6 slots: many rows; the spec's 1-D grid takes the tiles x-first, so
-//                 CTAs running together share a weight tile (streamed from memory about once) and
+//   fp8_gemm_tma  BM = 256, 5 slots, past 128 rows when such tiles number at least TMA_WIDE_MIN
+//                 (each converted weight fragment then serves 256 x rows), else BM = 128, 6 slots;
+//                 the kernel tells which from its grid. On the H200 at 2048 rows the wide tiles
+//                 took the drafter's products from 0.61-0.64x cuBLAS bf16 to 0.82-0.95x; with K
+//                 split four ways to fill the SMs they were slower than 128-row tiles split in two
+//                 (hence TMA_WIDE_MIN). The spec's 1-D grid takes the tiles x-first, so CTAs
+//                 running together share a weight tile (streamed from memory about once) and
 //                 re-read x from L2;
 //   fp8_gemv_tma  BM = 16, 10 slots, two CTAs an SM: at most 16 rows (m64n16k16 MMAs, x rows past
 //                 `rows` land as zeros), the weight streamed once (fp8_gemv_tma.cu).
-// Warpgroup 0 produces: one thread issues each 64-k step's two TMA copies into a ring of SLOTS
-// slots (kcommon::TmaRing; x BM x 128 bytes, weight 8 KiB; a slot is refilled once its last step is
-// released). Warpgroups 1 and 2 consume weight rows 0-63 and 64-127: each thread converts its A
-// fragments of the step (rows g and g + 8 of its warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of
-// each 16: two 2-byte loads per row and 16 k, conflict-free under the 64-byte swizzle) into one of
-// two register sets while the previous step's four m64nBMk16 MMAs run, then issues its own; each
-// warp releases the step before once it has retired.
+// Warpgroup 0 produces: one thread issues each 64-k step's TMA copies (x in boxes of at most 128
+// rows, then the weight) into a ring of SLOTS slots (kcommon::TmaRing; x BM x 128 bytes, weight
+// 8 KiB; a slot is refilled once its last step is released). Warpgroups 1 and 2 consume weight
+// rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and g + 8 of its
+// warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row and 16 k,
+// conflict-free under the 64-byte swizzle) and issues the step's four m64nBMk16 MMAs. BM <= 128:
+// two register sets, the next step's fragments converted while the step's MMAs run, each warp
+// releasing the step before once it has retired. BM = 256 (128 accumulators a thread leave room
+// for one set): each warpgroup converts, issues and waits for its MMAs in turn, and the other
+// warpgroup's MMAs keep the tensor cores busy meanwhile.
 //
-// Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS, the grid's z splits the
-// 64-k steps over a cluster along z and the ranks' f32 tiles are summed in rank order over
-// distributed shared memory. No workspace.
+// Split K (../common/split_k.cuh): when the spec's `split` says so, the grid's z splits the 64-k
+// steps over a cluster along z and the ranks' f32 tiles are summed in rank order over distributed
+// shared memory, walking down the weight rows (the output's contiguous index). No workspace.
 //
 // Accumulation order (deterministic): k in increasing order, 16 at a time, into one f32
 // accumulator per output (per rank when split, then added in rank order); scaled, rounded once.
@@ -53,6 +61,8 @@ constexpr uint32_t kWBytes = kBN * kBK;  // 8 KiB of weight bytes a step
 template <uint32_t BM, uint32_t SLOTS>
 struct Shape {
     static constexpr uint32_t kBM = BM, kSlots = SLOTS;
+    static constexpr uint32_t kXBoxRows = BM < 128 ? BM : 128;  // the x map's box (the spec's)
+    static constexpr uint32_t kXBoxes = BM / kXBoxRows;
     static constexpr uint32_t kXBytes = BM * kBK * 2;  // x (bf16) a step
     static constexpr uint32_t kSlotBytes = kXBytes + kWBytes;
     static constexpr uint32_t kBarAt = SLOTS * kSlotBytes;  // the ring, then its mbarriers
@@ -61,6 +71,7 @@ struct Shape {
     static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
 };
 using GemmShape = Shape<128, 6>;  // fp8_gemm_tma
+using WideShape = Shape<256, 5>;  // fp8_gemm_tma past 128 rows, with TMA_WIDE_MIN tiles or more
 using GemvShape = Shape<16, 10>;  // fp8_gemv_tma
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -98,10 +109,12 @@ static __device__ __forceinline__ void hold(const uint32_t (&a)[4][4]) {
 
 template <uint32_t BM>
 static __device__ __forceinline__ void mma_k16(float (&acc)[BM / 8][4], const uint32_t (&a)[4], uint64_t db) {
-    if constexpr (BM == 128) {
+    if constexpr (BM == 256) {
+        kcommon::wgmma_m64n256k16_rs(acc, a, db);
+    } else if constexpr (BM == 128) {
         kcommon::wgmma_m64n128k16_rs(acc, a, db);
     } else {
-        static_assert(BM == 16, "x tiles of 128 or 16 rows");
+        static_assert(BM == 16, "x tiles of 256, 128 or 16 rows");
         kcommon::wgmma_m64n16k16_rs(acc, a, db);
     }
 }
@@ -125,6 +138,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
     if (tid != 0) kcommon::pdl_wait();  // thread 0 waits after its first weight boxes
     if (wg == 0) {
+        if constexpr (kBM == 256) kcommon::setmaxnreg_dec<40>();
         if (tid == 0) {
             // The first kSlots steps' weight boxes go out before the wait for the previous kernel
             // (programmatic dependent launch: the weight is no kernel's output), their x boxes
@@ -138,10 +152,37 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             for (uint32_t u = 0; u < steps; ++u) {
                 const uint32_t slot = base + (u % kSlots) * kSlotBytes, k0 = (range.first + u) * kBK;
                 const uint32_t bar = u < early ? ring.land + 8u * u : ring.acquire(u, kSlotBytes);
-                kcommon::tma_load_2d(slot, x_map, k0, m0, bar);
+#pragma unroll
+                for (uint32_t b = 0; b < S::kXBoxes; ++b) {
+                    kcommon::tma_load_2d(slot + b * (kXBytes / S::kXBoxes), x_map, k0, m0 + b * S::kXBoxRows, bar);
+                }
                 if (u >= early) kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
             }
         }
+        if constexpr (kBM == 256) kcommon::setmaxnreg_inc<168>();
+    } else if constexpr (kBM == 256) {
+        // One register set: convert, issue, wait, release, step after step. The producer gives up
+        // registers for these 128 accumulators a thread (without the exchange ptxas serializes
+        // every MMA of the kernel for lack of registers); all return to 168 for the epilogue.
+        kcommon::setmaxnreg_inc<232>();
+        uint32_t a[4][4];
+        for (uint32_t t = 0; t < steps; ++t) {
+            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
+            ring.wait(t);
+            convert(a, slot + kXBytes, row, tq);
+            kcommon::wgmma_fence();
+#pragma unroll
+            for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
+                mma_k16<kBM>(acc, a[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
+            }
+            kcommon::wgmma_commit();
+            kcommon::wgmma_wait<0>();
+            hold(a);  // the registers stay untouched until the MMAs reading them have retired
+            if (lane == 0) ring.release(t);
+        }
+        kcommon::wgmma_retire(acc);
+        kcommon::pdl_release();
+        kcommon::setmaxnreg_dec<168>();
     } else if (steps > 0) {
         uint32_t a[2][4][4];
         ring.wait(0);
@@ -191,7 +232,8 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         out[static_cast<uint64_t>(m) * N + n] = __float2bfloat16_rn(v0 * s);
         if (m + 1u < M) out[static_cast<uint64_t>(m + 1u) * N + n] = __float2bfloat16_rn(v1 * s);
     };
-    kcommon::split_k_epilogue<kBM, S::kPartStride, kThreads>(pairs, store2, smem, min(kBN, N - n0), M - m0);
+    // (split: the fold walks down the weight rows, the outputs' contiguous index)
+    kcommon::split_k_epilogue<kBM, S::kPartStride, kThreads, true>(pairs, store2, smem, min(kBN, N - n0), M - m0);
 }
 
 // A kernel's body: its tile of the spec's 1-D grid (x-first), K split along z.
@@ -215,15 +257,22 @@ static __device__ __forceinline__ void grid_tile(const CUtensorMap* x_map, const
 
 namespace dflash_fp8_tma_detail {
 
-// A kernel's body: tile S of the grid (x and q are read through the maps only). Without sm_90a
-// features it is empty, never launched (the specs build these kernels for hopper alone).
-template <typename S>
+// A kernel's body: a tile of the grid, of shape S or, when the grid was sized for them, WIDE
+// (fp8_gemm_tma: ceil(rows / 128) x-tiles would not cover the rows). x and q are read through
+// the maps only. Without sm_90a features it is empty, never launched (the specs build these
+// kernels for hopper alone).
+template <typename S, typename WIDE = S>
 static __device__ __forceinline__ void kernel_body(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                                    __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                    const CUtensorMap& x_map, const CUtensorMap& q_map, uint8_t* smem) {
     (void)x, (void)q;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    grid_tile<S>(&x_map, &q_map, scale, out, rows, n, k, smem);
+    const uint32_t mt = gridDim.x / ((n + kBN - 1u) / kBN);
+    if (WIDE::kBM != S::kBM && mt * S::kBM < rows) {
+        grid_tile<WIDE>(&x_map, &q_map, scale, out, rows, n, k, smem);
+    } else {
+        grid_tile<S>(&x_map, &q_map, scale, out, rows, n, k, smem);
+    }
 #else
     (void)scale, (void)out, (void)rows, (void)n, (void)k, (void)x_map, (void)q_map, (void)smem;
 #endif

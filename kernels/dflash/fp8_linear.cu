@@ -42,8 +42,9 @@ dflash_fp8_gemm_n128_row_scaled_m16_kernel(const __nv_bfloat16* x, const __nv_fp
     T::run(x, reinterpret_cast<const uint8_t*>(q), scale, out, rows, n, k, dflash_fp8_dyn, sh);
 }
 
-// fp8_gemm_tma (hopper): 128 x 128 tiles (fp8_gemm_tma.cuh).
+// fp8_gemm_tma (hopper): 128 weight rows x 128 or 256 x rows a tile (fp8_gemm_tma.cuh).
 __global__ void __launch_bounds__(384, 1) dflash_fp8_gemm_tma_kernel(DFLASH_FP8_TMA_ARGS) {
     extern __shared__ __align__(1024) uint8_t fp8_tma_smem[];
-    dflash_fp8_tma_detail::kernel_body<dflash_fp8_tma_detail::GemmShape>(x, q, scale, out, rows, n, k, x_map, q_map, fp8_tma_smem);
+    dflash_fp8_tma_detail::kernel_body<dflash_fp8_tma_detail::GemmShape, dflash_fp8_tma_detail::WideShape>(
+        x, q, scale, out, rows, n, k, x_map, q_map, fp8_tma_smem);
 }

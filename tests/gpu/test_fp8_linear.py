@@ -522,12 +522,15 @@ needs_tma = pytest.mark.skipif(not TMA_BUILT, reason="fp8_gemm_tma is built for 
 
 def tma_cases():
     # rows from TMA_MIN_ROWS; N off the tile (odd N), K % 64 != 0, K splits over 3 ranks (4104 x
-    # 3088 at 65-129 rows), one step of K, and 2048 rows (128 tiles: no split)
+    # 3088 at 65 rows), one step of K; 256-row tiles (at least TMA_WIDE_MIN of them): 300 rows
+    # over 4104 (K split in 2), 2048 rows, and 1000 rows (the last tile 232 rows, its second x
+    # box partly past the rows)
     for rows in (65, 129, 300, 2048):
         for n, k in SHAPES_K16 + SHAPES_SPLIT[:1] + [(136, 16)]:
             if rows == 2048 and (n, k) != (4104, 4096):
                 continue
             yield pytest.param(rows, n, k, id=f"m{rows}-n{n}-k{k}")
+    yield pytest.param(1000, 8200, 1040, id="m1000-n8200-k1040")
 
 
 @needs_tma
@@ -613,11 +616,21 @@ def check_replays(kernel, rows, n, k, seeds):
 
 @needs_tma
 def test_tma_plans():
-    p = fp8_linear.plan_fp8_gemm_tma(rows=2048, n=4104, k=4096)  # 16 x 33 tiles
-    assert p["launched"] and tuple(p["grid"]) == (528, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
-    assert p["shared_mem"] == 6 * (128 * 64 * 2 + 128 * 64) + 2 * 6 * 8
-    p = fp8_linear.plan_fp8_gemm_tma(rows=129, n=1000, k=4112)  # 16 tiles: K split over 4
-    assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p
+    p = fp8_linear.plan_fp8_gemm_tma(rows=2048, n=4104, k=4096)  # 8 x 33 tiles of 256 x rows
+    assert p["launched"] and tuple(p["grid"]) == (264, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
+    assert p["shared_mem"] == 5 * (256 * 64 * 2 + 128 * 64) + 2 * 6 * 8
+    p = fp8_linear.plan_fp8_gemm_tma(rows=1000, n=8200, k=1040)  # 4 x 65 wide tiles: 260
+    assert tuple(p["grid"]) == (260, 1, 1), p
+    p = fp8_linear.plan_fp8_gemm_tma(rows=96, n=8192, k=4096)  # 64 tiles of 128 x rows: K split in 2
+    assert tuple(p["grid"]) == (64, 1, 2), p
+    p = fp8_linear.plan_fp8_gemm_tma(rows=129, n=1000, k=4112)  # 8 wide tiles are too few: 16 of 128
+    assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p  # x rows, K split over 4 (one wave)
+    p = fp8_linear.plan_fp8_gemm_tma(rows=300, n=4104, k=4096)  # 2 x 33 wide tiles, K split in 2
+    assert p["launched"] and tuple(p["grid"]) == (66, 1, 2), p
+    p = fp8_linear.plan_fp8_gemm_tma(rows=256, n=24576, k=4096)  # 192 tiles: 1.5 waves unsplit, 3 of half K
+    assert tuple(p["grid"]) == (192, 1, 2), p
+    p = fp8_linear.plan_fp8_gemm_tma(rows=2048, n=24576, k=4096)  # 1536 tiles, past two waves: never split
+    assert tuple(p["grid"]) == (1536, 1, 1), p
 
 
 # ---------------------------------------------------------------- fp8_gemv_tma (hopper)

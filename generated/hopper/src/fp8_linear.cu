@@ -23,7 +23,8 @@ constexpr int64_t SPLIT_MAX = 4;
 constexpr int64_t TILE = 128;
 constexpr int64_t TMA_CTAS = 132;
 constexpr int64_t TMA_MIN_ROWS = 65;
-constexpr int64_t TMA_SMEM = 147552;
+constexpr int64_t TMA_SMEM = 204896;
+constexpr int64_t TMA_WIDE_MIN = 48;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_LINEAR");
 }  // namespace
 
@@ -353,7 +354,7 @@ int32_t kg_sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k,
 }
 }  // namespace
 
-// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows, bf16) and weight box (128 rows of E4M3 bytes) into a 6-slot ring (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 warpgroup MMAs (weight as A from registers, x as B from shared memory), the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; when the 128 x 128 tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+// fp8_gemm_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 6 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, the two warpgroups' conversions overlapping each other's MMAs; else 128, the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, max(1, min(k // SPLIT_K_MIN, max(SPLIT_MAX - (SPLIT_MAX * min(1, (SPLIT_MAX * (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE))) // (TMA_CTAS + 1))), 1 + (((2 * div_ceil(div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE), TMA_CTAS)) - div_ceil(2 * (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE)), TMA_CTAS)) * (1 - min(1, (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE)) // (2 * TMA_CTAS)))))))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -395,9 +396,9 @@ kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
       return kg_p;
     }
   }
-  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err);
+  kg_p.grid[0] = kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err);
   kg_p.grid[1] = int64_t{1};
-  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+  kg_p.grid[2] = kg::x_max(int64_t{1}, kg::x_min(kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err), kg::x_max(kg::x_sub(SPLIT_MAX, kg::x_mul(SPLIT_MAX, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(SPLIT_MAX, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_add(TMA_CTAS, int64_t{1}, kg_err), kg_err)), kg_err), kg_err), kg::x_add(int64_t{1}, kg::x_mul(kg::x_sub(kg::x_mul(int64_t{2}, kg::x_div_ceil(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_div_ceil(kg::x_mul(int64_t{2}, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_sub(int64_t{1}, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg::x_mul(int64_t{2}, TMA_CTAS, kg_err), kg_err)), kg_err), kg_err), kg_err))));
   kg_p.block[0] = int64_t{384};
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
@@ -408,7 +409,7 @@ kg_plan plan_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
   }
   kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
   if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))))};
+    const int64_t kg_cluster[3] = {int64_t{1}, int64_t{1}, kg::x_max(int64_t{1}, kg::x_min(kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err), kg::x_max(kg::x_sub(SPLIT_MAX, kg::x_mul(SPLIT_MAX, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(SPLIT_MAX, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_add(TMA_CTAS, int64_t{1}, kg_err), kg_err)), kg_err), kg_err), kg::x_add(int64_t{1}, kg::x_mul(kg::x_sub(kg::x_mul(int64_t{2}, kg::x_div_ceil(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_div_ceil(kg::x_mul(int64_t{2}, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_sub(int64_t{1}, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg::x_mul(int64_t{2}, TMA_CTAS, kg_err), kg_err)), kg_err), kg_err), kg_err))))};
     if (kg_err.code != 0) {
       kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
       return kg_p;
@@ -424,7 +425,7 @@ void kg_cluster_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_
   [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
   kg_cluster[0] = int64_t{1};
   kg_cluster[1] = int64_t{1};
-  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(SPLIT_MAX, kg::x_min(kg::x_floordiv(TMA_CTAS, kg::x_mul(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err))));
+  kg_cluster[2] = kg::x_max(int64_t{1}, kg::x_min(kg::x_floordiv(int64_t{k}, SPLIT_K_MIN, kg_err), kg::x_max(kg::x_sub(SPLIT_MAX, kg::x_mul(SPLIT_MAX, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(SPLIT_MAX, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), kg::x_add(TMA_CTAS, int64_t{1}, kg_err), kg_err)), kg_err), kg_err), kg::x_add(int64_t{1}, kg::x_mul(kg::x_sub(kg::x_mul(int64_t{2}, kg::x_div_ceil(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_div_ceil(kg::x_mul(int64_t{2}, kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg_err), TMA_CTAS, kg_err), kg_err), kg::x_sub(int64_t{1}, kg::x_min(int64_t{1}, kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_shl(TILE, kg::x_min(kg::x_min(int64_t{1}, kg::x_sub(kg::x_div_ceil(int64_t{rows}, TILE, kg_err), int64_t{1}, kg_err)), kg::x_floordiv(kg::x_mul(kg::x_div_ceil(int64_t{rows}, kg::x_mul(int64_t{2}, TILE, kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), TMA_WIDE_MIN, kg_err)), kg_err), kg_err), kg::x_div_ceil(int64_t{n}, TILE, kg_err), kg_err), kg::x_mul(int64_t{2}, TMA_CTAS, kg_err), kg_err)), kg_err), kg_err), kg_err))));
 }
 }  // namespace
 
@@ -481,7 +482,7 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     1, 0, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_quantize_bf16_to_fp8_kernel), void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:21: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:22: kernel 'quantize_bf16_to_fp8': the spec's arguments (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k) do not match the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
     "rows == 0",
@@ -500,7 +501,7 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     2, 1, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_dense_gemv_fp8w_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:41: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:42: kernel 'dense_gemv_fp8w': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_dense_gemv_fp8w_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
     "rows == 0",
@@ -520,7 +521,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     2, 2, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:62: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:63: kernel 'fp8_gemm_n128_row_scaled_m16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
     "rows == 0",
@@ -537,7 +538,7 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     2, 0, 2,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_n128_row_scaled_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_linear.yaml:86: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:87: kernel 'fp8_gemm_n128_row_scaled': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
 const char* const kSkip_fp8_gemm_tma[] = {
     "n == 0",
@@ -553,7 +554,7 @@ const kg_kernel_info kg_info_fp8_gemm_tma = {
     1, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_tma_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/fp8_linear.yaml:117: kernel 'fp8_gemm_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemm_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:118: kernel 'fp8_gemm_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemm_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_tma;
 }  // namespace
 
