@@ -412,7 +412,7 @@ const kg_kernel_info kg_info_dense_gemm_tma = {
     1, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_tma_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/dense_linear.yaml:111: kernel 'dense_gemm_tma': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map) do not match the __global__ definition of dense_gemm_tma_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:113: kernel 'dense_gemm_tma': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map) do not match the __global__ definition of dense_gemm_tma_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_tma;
 }  // namespace
 

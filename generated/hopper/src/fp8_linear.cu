@@ -554,7 +554,7 @@ const kg_kernel_info kg_info_fp8_gemm_tma = {
     1, 2, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemm_tma_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap)>,
-              "kernelgen: specs/fp8_linear.yaml:118: kernel 'fp8_gemm_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemm_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:120: kernel 'fp8_gemm_tma': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map) do not match the __global__ definition of dflash_fp8_gemm_tma_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemm_tma;
 }  // namespace
 

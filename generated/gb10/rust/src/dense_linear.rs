@@ -232,7 +232,7 @@ pub mod dense_gemm_pipelined {
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:111`):
+/// Arguments, in order (`specs/dense_linear.yaml:113`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -308,7 +308,7 @@ pub mod dense_gemm_tma {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:147`):
+/// Arguments, in order (`specs/dense_linear.yaml:153`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

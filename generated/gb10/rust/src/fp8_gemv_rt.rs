@@ -92,7 +92,7 @@ pub mod fp8_gemv_tma {
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:58`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:60`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -176,7 +176,7 @@ pub mod fp8_gemv_rt2 {
 
 /// As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:89`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:91`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -260,7 +260,7 @@ pub mod fp8_gemv_rt2_16 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -345,7 +345,7 @@ pub mod fp8_gemv_rt2_ks_8 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -430,7 +430,7 @@ pub mod fp8_gemv_rt2_ks_4 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -515,7 +515,7 @@ pub mod fp8_gemv_rt2_16_ks_8 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -600,7 +600,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:143`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:145`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -716,7 +716,7 @@ pub mod fp8_gemv_rt2_16_x3 {
 
 /// Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:113`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -794,7 +794,7 @@ pub mod fp8_gemv_rt2_ks {
 
 /// Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:131`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
