@@ -1264,7 +1264,10 @@ def _kernel(
             for i, item in enumerate(items):
                 with ctx.at(f"[{i}]") if isinstance(n, YSeq) else _nullctx():
                     tree = ex(item, expr.Ty.BOOL, device_names)
-                    out.append(Clause(tree, expr.to_text(tree), item.loc))
+                    # the text (a "not launched" reason) keeps the spec's let names
+                    shown = expr.substitute(_expr(ctx, item, {**device_names, **lets}, expr.Ty.BOOL), int_axes) \
+                        if lets else tree
+                    out.append(Clause(tree, expr.to_text(shown), item.loc))
             return tuple(out)
 
     skip_if, applies_if, requires = clauses("skip_if"), clauses("applies_if"), clauses("requires")

@@ -319,7 +319,8 @@ def test_let_names_are_written_out_where_they_are_used(tmp_path: Path) -> None:
     env = {"TILE": 128, "MAX_Z": 4, "device.sm_count": 132}
     got = [expr.evaluate(k.grid[2], {**env, "rows": r, "k": 8192}) for r in (128, 4096, 65536)]
     assert got == [4, 4, 1]
-    assert "tiles" not in k.applies_if[0].text and "device.sm_count" in k.applies_if[0].text
+    assert k.applies_if[0].text == "waves <= 2"  # a reason names the let, as the spec does
+    assert k2.applies_if[0].text.startswith("div_ceil(div_ceil(rows, TILE)")
 
 
 LET_BAD = [
