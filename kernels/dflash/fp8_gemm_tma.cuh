@@ -12,9 +12,9 @@
 //
 // Tiles: a CTA of 384 threads computes 128 weight rows x BM x rows (Shape<BM, SLOTS>):
 //   fp8_gemm_tma  BM = 256, 5 slots, past 128 rows when such tiles number at least TMA_WIDE_MIN
-//                 (each converted weight fragment then serves 256 x rows), else BM = 128, 6 slots;
+//                 (each converted weight fragment then serves 256 x rows), else BM = 128, 8 slots;
 //                 the kernel tells which from its grid. On the H200 at 2048 rows the wide tiles
-//                 took the drafter's products from 0.61-0.64x cuBLAS bf16 to 0.82-0.95x; with K
+//                 took the drafter's products from 0.61-0.64x cuBLAS bf16 to 0.85-0.92x; with K
 //                 split four ways to fill the SMs they were slower than 128-row tiles split in two
 //                 (hence TMA_WIDE_MIN). The spec's 1-D grid takes the tiles x-first, so CTAs
 //                 running together share a weight tile (streamed from memory about once) and
@@ -70,7 +70,7 @@ struct Shape {
     static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
     static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
 };
-using GemmShape = Shape<128, 6>;  // fp8_gemm_tma
+using GemmShape = Shape<128, 8>;  // fp8_gemm_tma
 using WideShape = Shape<256, 5>;  // fp8_gemm_tma past 128 rows, with TMA_WIDE_MIN tiles or more
 using GemvShape = Shape<16, 10>;  // fp8_gemv_tma
 

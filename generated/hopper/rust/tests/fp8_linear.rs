@@ -575,50 +575,50 @@ fn fp8_gemm_n128_row_scaled_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn fp8_gemm_tma_plan_matches_spec() {
     let _g = guard();
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(256, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=256");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(256, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=256");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 4096, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 4104), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(8191, 524287, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([131072, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=524287, rows=8191");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(8191, 524287, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([131072, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=524287, rows=8191");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 1025, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025, rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 4, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4, rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 67108865, 1000000), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000, n=67108865, rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(8, 4096, 1073741825), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, rows=8");
     check(kg::fp8_linear::fp8_gemm_tma::plan(4, 8192, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8192, rows=4");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(262145, 33, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([1025, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=33, rows=262145");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 2048, 2147483648), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([128, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with k=2147483648, n=2048");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(262145, 33, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([1025, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=33, rows=262145");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 2048, 2147483648), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([128, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with k=2147483648, n=2048");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 32768, 3), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=32768");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 0, 1048576), "fp8_gemm_tma", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, n=0");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 65), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(16777215, 4096, 268435456), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([2097152, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with k=268435456, rows=16777215");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(16777215, 4096, 268435456), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([2097152, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with k=268435456, rows=16777215");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 33554431, 262143), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262143, n=33554431");
     check(kg::fp8_linear::fp8_gemm_tma::plan(15, 4096, 4104), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, rows=15");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(1000000000, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([125000000, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=1000000000");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(67108863, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([8388608, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=67108863");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(1000000000, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([125000000, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=1000000000");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(67108863, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([8388608, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=67108863");
     check(kg::fp8_linear::fp8_gemm_tma::plan(67108865, 4096, 16777215), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777215, rows=67108865");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 33554431, 65535), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535, n=33554431, rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 4096, 534974), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=534974, rows=64");
     check(kg::fp8_linear::fp8_gemm_tma::plan(1, 4096, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1");
     check(kg::fp8_linear::fp8_gemm_tma::plan(256, 4096, 1048575), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048575, rows=256");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(67108863, 2049, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4456448, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=2049, rows=67108863");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 67108864), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with k=67108864");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 8191, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([512, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=8191");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(134217728, 1025, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4718592, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=1025, rows=134217728");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 65537, 262144), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4104, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with k=262144, n=65537");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(67108863, 2049, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4456448, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=2049, rows=67108863");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 67108864), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with k=67108864");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 8191, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([512, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=8191");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(134217728, 1025, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4718592, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=1025, rows=134217728");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 65537, 262144), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([4104, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with k=262144, n=65537");
     check(kg::fp8_linear::fp8_gemm_tma::plan(256, 4096, 1073741823), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741823, rows=256");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 16777216), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with k=16777216");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 4096, 16777216), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with k=16777216");
     check(kg::fp8_linear::fp8_gemm_tma::plan(134217728, 4096, 4104), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, rows=134217728");
     check(kg::fp8_linear::fp8_gemm_tma::plan(15, 134217728, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217728, rows=15");
     check(kg::fp8_linear::fp8_gemm_tma::plan(2048, 16383, 31), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=16383");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(536870912, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([67108864, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=536870912");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(536870912, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([67108864, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=536870912");
     check(kg::fp8_linear::fp8_gemm_tma::plan(8, 4096, 4096), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8");
     check(kg::fp8_linear::fp8_gemm_tma::plan(67108864, 4096, 16383), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, rows=67108864");
     check(kg::fp8_linear::fp8_gemm_tma::plan(256, 4096, 2147483647), "fp8_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647, rows=256");
     check(kg::fp8_linear::fp8_gemm_tma::plan(64, 512, 32767), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767, n=512, rows=64");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(134217728, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([16777216, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=134217728");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(256, 262143, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([2048, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with n=262143, rows=256");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(134217728, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([16777216, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=134217728");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(256, 262143, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([2048, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with n=262143, rows=256");
     check(kg::fp8_linear::fp8_gemm_tma::plan(9, 2, 4104), "fp8_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4104, n=2, rows=9");
-    check(kg::fp8_linear::fp8_gemm_tma::plan(268435455, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([33554432, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "the first example with rows=268435455");
+    check(kg::fp8_linear::fp8_gemm_tma::plan(268435455, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([33554432, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "the first example with rows=268435455");
 }
 
 #[test]
@@ -732,14 +732,14 @@ fn fp8_linear_plans_the_first_member_that_applies() {
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 32768), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=32768, n=4096, rows=16");
     check(kg::fp8_linear::fp8_linear::plan(3, 4104, 1000), "fp8_gemm_n128_row_scaled_m16", Expect { code: 0, geometry: Some(([264, 1, 1], [128, 1, 1], 4096)), variant: Some(-1) }, "k=1000, n=4104, rows=3");
     check(kg::fp8_linear::fp8_linear::plan(16, 4096, 16385), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=16385, n=4096, rows=16");
-    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
-    check(kg::fp8_linear::fp8_linear::plan(256, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 204896)), variant: Some(-1) }, "k=4096, n=4096, rows=256");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "k=4096, n=4096, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(256, 4096, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 204928)), variant: Some(-1) }, "k=4096, n=4096, rows=256");
     check(kg::fp8_linear::fp8_linear::plan(64, 4096, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 32, 4], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4096, n=4096, rows=64");
     check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 4104), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([16, 32, 1], [256, 1, 1], 90112)), variant: Some(-1) }, "k=4104, n=4096, rows=2048");
     check(kg::fp8_linear::fp8_linear::plan(2048, 0, 4096), "fp8_gemm_n128_row_scaled", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=2048");
     check(kg::fp8_linear::fp8_linear::plan(17, 4104, 1000), "fp8_gemm_n128_row_scaled", Expect { code: 0, geometry: Some(([1, 33, 1], [256, 1, 1], 90112)), variant: Some(-1) }, "k=1000, n=4104, rows=17");
     check(kg::fp8_linear::fp8_linear::plan(2048, 4096, 0), "fp8_gemv_rt2_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=4096, rows=2048");
-    check(kg::fp8_linear::fp8_linear::plan(2048, 8388607, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([524288, 1, 1], [384, 1, 1], 204896)), variant: Some(-1) }, "k=4096, n=8388607, rows=2048");
+    check(kg::fp8_linear::fp8_linear::plan(2048, 8388607, 4096), "fp8_gemm_tma", Expect { code: 0, geometry: Some(([524288, 1, 1], [384, 1, 1], 204928)), variant: Some(-1) }, "k=4096, n=8388607, rows=2048");
 }
 
 #[test]
