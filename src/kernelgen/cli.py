@@ -7,6 +7,7 @@
     kernelgen unlink                 stop making the package importable (remove the .pth file)
     kernelgen cmake --out FILE       the CMake script a project's wheel build includes
     kernelgen list                   the modules, kernels and chains per target
+    kernelgen plan NAME [ARG=V]...   a kernel's or chain's plan for those arguments, per target
     kernelgen schema [--targets]     the JSON Schema of module specs (or of specs/targets.yaml)
 
 Errors in user input print one message naming file:line and exit with status 2.
@@ -174,6 +175,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from kernelgen import plan_cli
+
+    catalog = load_catalog(args.root)
+    return plan_cli.run(catalog, args.name, args.values, _targets(catalog, args.target))
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from kernelgen import schema
 
@@ -240,6 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     cm.set_defaults(func=cmd_cmake)
     ls = sub.add_parser("list", help="list modules, kernels and fallback chains")
     ls.set_defaults(func=cmd_list)
+    pl = sub.add_parser(
+        "plan", help="what a kernel's or chain's plan gives for argument values, per target (no GPU)",
+        description="Evaluate the plan of a kernel (or of each member of a fallback chain) for the given "
+        "integer arguments from the specs alone: launched with its grid, block, shared memory, cluster and "
+        "let values, not launched and why, or the error. Device names take the target's table.",
+    )
+    pl.add_argument("name", help="MODULE.KERNEL or MODULE.CHAIN (or a name only one module has)")
+    pl.add_argument("values", nargs="*", metavar="ARG=VALUE", help="integer arguments, e.g. rows=256 n=4096")
+    pl.add_argument("--target", "-t", action="append", help="target (repeatable; default: all)")
+    pl.set_defaults(func=cmd_plan)
     sc = sub.add_parser(
         "schema", help="print the JSON Schema of module specs, for editors",
         description="Print the JSON Schema (draft 2020-12) of module specs, or of specs/targets.yaml with "

@@ -1285,6 +1285,7 @@ def _kernel(
         name, loc, symbol, summary, kernel_targets, args, host_args, grid, block, shared_mem,
         skip_if, applies_if, requires, examples, variants,
         cluster, f["cluster"].loc if "cluster" in f else None, doc=doc, launch=launch, tensor_maps=tensor_maps,
+        lets=tuple((n, expr.substitute(t, int_axes)) for n, t in lets.items()),
     )
     if kernel.variants and kernel.needs_occupancy:
         where = f["launch"].loc if "launch" in f else f["variants"].loc

@@ -209,6 +209,7 @@ class Kernel:
     launch: Launch | None = None  # launch modes (cooperative, PDL, launch-time cluster)
     launch_bounds: tuple[int, int] | None = None  # __launch_bounds__(MAX, MIN) read from the sources
     tensor_maps: tuple[TensorMap, ...] = ()  # passed after the args
+    lets: tuple[tuple[str, Node], ...] = ()  # the spec's let names and their trees (written out where used)
 
     @property
     def uses_device(self) -> bool:

@@ -1,0 +1,66 @@
+"""``kernelgen plan``: a kernel's or a chain's plan from the specs, per target, without a GPU;
+the same outcomes, grids and clusters as the plans the launchers make (kernelgen.cases), and
+clear errors for bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelgen import cases
+from kernelgen.cli import main
+from kernelgen.loader import load_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plan(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(["--root", str(ROOT), "plan", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_a_kernel_per_target_with_its_grid_cluster_and_let_values(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear.fp8_gemm_tma", "rows=256", "n=4096", "k=4096")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "fp8_linear.fp8_gemm_tma  rows=256 n=4096 k=4096"
+    assert "gb10 (48 SMs): absent (built for hopper)" in lines[1]
+    cat = load_catalog(ROOT)
+    m = cat.module("fp8_linear")
+    k = next(k for k in m.kernels if k.name == "fp8_gemm_tma")
+    code, grid, block, smem = cases.expected_plan(m, k, cat.target("hopper"), {"rows": 256, "n": 4096, "k": 4096})
+    assert code == 0
+    assert lines[2] == (f"  hopper (132 SMs): launched  grid {list(grid)}  block {list(block)}  shared_mem {smem}"
+                        f"  cluster [1, 1, {grid[2]}]")
+    assert lines[3] == f"    let: tiles = {grid[0]}, split = {grid[2]}"
+
+
+def test_a_chain_marks_the_member_that_runs(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear", "rows=256", "n=4096", "k=4100", "--target", "hopper")
+    assert rc == 0
+    rows = [line.split() for line in out.splitlines() if line.startswith("    ")]
+    runs = [r[0] for r in rows if r[-2:] == ["<-", "runs"]]
+    assert runs == ["fp8_linear.fp8_gemm_n128_row_scaled"], out  # k % 16 != 0: not the TMA GEMM
+    tma = next(line for line in out.splitlines() if "fp8_linear.fp8_gemm_tma " in line)
+    assert "not launched: (k % 16) == 0 is false" in tma
+    assert "gb10" not in out
+
+
+def test_a_clause_that_decides_is_named(capsys) -> None:
+    rc, out, _ = plan(capsys, "rms_norm_bf16", "rows=0", "hidden=4096", "-t", "hopper")
+    assert rc == 0 and "not launched: rows == 0 (empty work)" in out, out
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (("fp8_gemm_tma", "rows=2", "n=4"), "fp8_linear.fp8_gemm_tma needs a value for k"),
+    (("fp8_gemm_tma", "rows=2", "n=4", "k=8", "kk=3"), "has no argument 'kk'"),
+    (("fp8_gemm_tma", "rows=2", "n=4", "k=x"), "the value of k is not an integer"),
+    (("fp8_gemm_tma", "rows", "2"), "'rows' is not NAME=VALUE"),
+    (("fp8_gem_tma", "rows=2"), "did you mean"),
+    (("fp8_gemm_tma", "rows=1", "n=1", "k=1", "-t", "volta"), "unknown target 'volta'"),
+])
+def test_bad_input_is_one_clear_error(capsys, argv, fragment) -> None:
+    rc, out, err = plan(capsys, *argv)
+    assert rc == 2 and fragment in err and out == "", (out, err)
