@@ -50,7 +50,7 @@ def find(catalog: Catalog, name: str) -> tuple[Module, str, list[KernelRef] | No
                 found.append((m, "chain", list(fb.members)))
         for d in m.dispatches:
             if d.name == short:
-                found.append((m, "dispatcher (the arrays' element types choose)", list(d.members)))
+                found.append((m, "dispatcher: the arrays' element types choose", list(d.members)))
     if not found:
         known = [f"{m.name}.{x.name}" for m in catalog.modules for x in (*m.kernels, *m.fallbacks, *m.dispatches)]
         close = difflib.get_close_matches(name, known + [q.split(".", 1)[1] for q in known], n=3)
