@@ -36,6 +36,69 @@ class TargetResult:
     seconds: float
     compiled: list[str] = field(default_factory=list)  # what ninja rebuilt
     configured: bool = False
+    ptxas: list[str] = field(default_factory=list)  # ptxas's performance messages (ptxas_report)
+
+
+# ptxas's messages about the code it made, in a build's output (nvcc passes them through):
+# MMAs it had to serialize, and (with --warn-on-spills, which the module objects are built with)
+# register spills. A build that succeeds shows no compiler output, so these are reported apart.
+_PTXAS_LOSS = re.compile(r"^ptxas info\s*: \((C\d+)\) Potential Performance Loss: (.*?)"
+                         r"(?: for the function '(\S+)')?\.?$")
+_PTXAS_WARNING = re.compile(r"^ptxas warning\s*: (.*?)(?: in function '(\S+)')?(?:, (.*))?$")
+
+
+def _skip_template_args(name: str, i: int) -> int:
+    """The index past the template arguments I...E that start at name[i]."""
+    depth, i = 1, i + 1
+    while i < len(name) and depth:
+        d = re.match(r"\d+", name[i:])
+        if d is not None:  # a length-prefixed name inside the arguments
+            i += d.end() + int(d.group())
+        elif name[i] == "L":  # a literal: L <type> [n]<digits> E
+            t = re.match(r"L(?:N(?:\d+\w*?|S\w*?_)*?E|\d+|[a-zA-Z])n?\d*E", name[i:])
+            i += t.end() if t else 1
+        else:
+            depth += 1 if name[i] in "IN" else -1 if name[i] == "E" else 0
+            i += 1
+    return i
+
+
+def demangle(name: str) -> str:
+    """A function's qualified name from its Itanium-mangled symbol, template arguments shown as
+    <...> (_Z<len><name>[I...E]..., or the nested _ZN<len><part>[I...E]...E...); anything else
+    as it is."""
+    if not name.startswith("_Z"):
+        return name
+    nested = name.startswith("_ZN")
+    i, parts = 3 if nested else 2, []
+    while (n := re.match(r"\d+", name[i:])) is not None:
+        size = int(n.group())
+        parts.append(name[i + n.end():i + n.end() + size])
+        i += n.end() + size
+        if name[i:i + 1] == "I":
+            i = _skip_template_args(name, i)
+            parts[-1] += "<...>"
+        if not nested:
+            break
+    return "::".join(parts) or name
+
+
+def ptxas_report(lines: Sequence[str]) -> list[str]:
+    """ptxas's performance messages in build output, one line per kernel and message, in order,
+    without repeats: serialized MMAs (the (Cnnnn) 'Potential Performance Loss' notes) and
+    warnings such as register spills."""
+    out: list[str] = []
+    for ln in lines:
+        m = _PTXAS_LOSS.match(ln.strip())
+        if m:
+            what = f"{demangle(m.group(3))}: " if m.group(3) else ""
+            out.append(f"{what}{m.group(2)} ({m.group(1)})")
+            continue
+        m = _PTXAS_WARNING.match(ln.strip())
+        if m:
+            what = f"{demangle(m.group(2))}: " if m.group(2) else ""
+            out.append(f"{what}{m.group(1)}{', ' + m.group(3) if m.group(3) else ''}")
+    return list(dict.fromkeys(out))
 
 
 def torch_info(cache_dir: Path) -> dict[str, str] | None:
@@ -341,6 +404,11 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     if rc != 0:
         raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
+    res.ptxas = ptxas_report(lines)
+    if res.ptxas and not opts.verbose:
+        echo(f"kernelgen: {t.name}: ptxas on the kernels compiled now:")
+        for msg in res.ptxas:
+            echo(f"  {msg}")
     rc, lines, _ = _run([tools.cmake, "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
                         opts.root, echo, opts.verbose)
     if rc != 0:
