@@ -255,7 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         "let values, not launched and why, or the error. Device names take the target's table.",
     )
     pl.add_argument("name", help="MODULE.KERNEL or MODULE.CHAIN (or a name only one module has)")
-    pl.add_argument("values", nargs="*", metavar="ARG=VALUE", help="integer arguments, e.g. rows=256 n=4096")
+    pl.add_argument("values", nargs="*", metavar="ARG=VALUE",
+                    help="integer arguments, e.g. rows=256 n=4096; a list (rows=64,256,2048) sweeps, one table row "
+                    "per argument set")
     pl.add_argument("--target", "-t", action="append", help="target (repeatable; default: all)")
     pl.set_defaults(func=cmd_plan)
     sc = sub.add_parser(

@@ -56,7 +56,7 @@ def test_a_clause_that_decides_is_named(capsys) -> None:
 @pytest.mark.parametrize("argv,fragment", [
     (("fp8_gemm_tma", "rows=2", "n=4"), "fp8_linear.fp8_gemm_tma needs a value for k"),
     (("fp8_gemm_tma", "rows=2", "n=4", "k=8", "kk=3"), "has no argument 'kk'"),
-    (("fp8_gemm_tma", "rows=2", "n=4", "k=x"), "the value of k is not an integer"),
+    (("fp8_gemm_tma", "rows=2", "n=4", "k=x"), "'k=x': 'x' is not an integer"),
     (("fp8_gemm_tma", "rows", "2"), "'rows' is not NAME=VALUE"),
     (("fp8_gem_tma", "rows=2"), "did you mean"),
     (("fp8_gemm_tma", "rows=1", "n=1", "k=1", "-t", "volta"), "unknown target 'volta'"),
@@ -64,3 +64,33 @@ def test_a_clause_that_decides_is_named(capsys) -> None:
 def test_bad_input_is_one_clear_error(capsys, argv, fragment) -> None:
     rc, out, err = plan(capsys, *argv)
     assert rc == 2 and fragment in err and out == "", (out, err)
+
+
+def test_a_sweep_is_a_table_per_target_with_a_row_per_argument_set(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear.fp8_gemm_tma", "rows=129,2048", "n=4096", "k=4096", "-t", "hopper")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "fp8_linear.fp8_gemm_tma on hopper (132 SMs)"
+    assert lines[1] == "| rows | n | k | outcome | grid | cluster | tiles | split |"
+    cat = load_catalog(ROOT)
+    m = cat.module("fp8_linear")
+    k = next(k for k in m.kernels if k.name == "fp8_gemm_tma")
+    for line, rows in zip(lines[3:5], (129, 2048)):
+        _, grid, _, _ = cases.expected_plan(m, k, cat.target("hopper"), {"rows": rows, "n": 4096, "k": 4096})
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[:5] == [str(rows), "4096", "4096", "launched", str(list(grid))], line
+        assert cells[6:] == [str(grid[0]), str(grid[2])], line  # the let values: tiles, split
+
+
+def test_a_chain_sweep_names_the_member_that_runs(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear.fp8_linear", "rows=16,256", "n=4096", "k=4096,4100", "-t", "hopper")
+    assert rc == 0
+    runs = [[c.strip() for c in line.strip("|").split("|")][3] for line in out.splitlines()[3:7]]
+    assert runs == ["fp8_gemv_rt.fp8_gemv_rt2_16", "fp8_linear.fp8_gemm_n128_row_scaled_m16",
+                    "fp8_linear.fp8_gemm_tma", "fp8_linear.fp8_gemm_n128_row_scaled"], out
+
+
+def test_a_sweep_too_large_is_refused(capsys) -> None:
+    many = ",".join(str(i) for i in range(1, 201))
+    rc, _, err = plan(capsys, "fp8_gemm_tma", f"rows={many}", f"n={many}", "k=64")
+    assert rc == 2 and "more than 10000 argument sets" in err
