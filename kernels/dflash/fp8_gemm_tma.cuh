@@ -53,6 +53,12 @@
 namespace dflash_fp8_tma_detail {
 
 constexpr uint32_t kThreads = 384;
+// The 256-row tiles' register exchange (setmaxnreg): the producer warpgroup drops to kProducerRegs
+// a thread and the two consumer warpgroups rise to kConsumerRegs, within the CTA's pool of
+// kLaunchRegs a thread (__launch_bounds__(384, 1): ptxas gives a kernel that exchanges registers
+// the bound's count, 168); all return to kLaunchRegs for the epilogue.
+constexpr uint32_t kLaunchRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "the exchange keeps the CTA's pool");
 constexpr uint32_t kBN = 128, kBK = 64;  // weight rows per tile, k per step
 constexpr uint32_t kWBytes = kBN * kBK;  // 8 KiB of weight bytes a step
 
@@ -138,7 +144,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
     if (tid != 0) kcommon::pdl_wait();  // thread 0 waits after its first weight boxes
     if (wg == 0) {
-        if constexpr (kBM == 256) kcommon::setmaxnreg_dec<40>();
+        if constexpr (kBM == 256) kcommon::setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
             // The first kSlots steps' weight boxes go out before the wait for the previous kernel
             // (programmatic dependent launch: the weight is no kernel's output), their x boxes
@@ -159,12 +165,12 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
                 if (u >= early) kcommon::tma_load_2d(slot + kXBytes, q_map, k0, n0, bar);
             }
         }
-        if constexpr (kBM == 256) kcommon::setmaxnreg_inc<168>();
+        if constexpr (kBM == 256) kcommon::setmaxnreg_inc<kLaunchRegs>();
     } else if constexpr (kBM == 256) {
         // One register set: convert, issue, wait, release, step after step. The producer gives up
         // registers for these 128 accumulators a thread (without the exchange ptxas serializes
         // every MMA of the kernel for lack of registers); all return to 168 for the epilogue.
-        kcommon::setmaxnreg_inc<232>();
+        kcommon::setmaxnreg_inc<kConsumerRegs>();
         uint32_t a[4][4];
         for (uint32_t t = 0; t < steps; ++t) {
             const uint32_t slot = base + (t % kSlots) * kSlotBytes;
@@ -182,7 +188,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         }
         kcommon::wgmma_retire(acc);
         kcommon::pdl_release();
-        kcommon::setmaxnreg_dec<168>();
+        kcommon::setmaxnreg_dec<kLaunchRegs>();
     } else if (steps > 0) {
         uint32_t a[2][4][4];
         ring.wait(0);
