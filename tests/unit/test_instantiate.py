@@ -345,3 +345,31 @@ def test_bad_let_gives_file_and_line(tmp_path: Path, case: str, spec: str, line:
         load(tmp_path, spec)
     assert fragment in str(err.value)
     assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
+
+
+def test_let_with_instantiate_and_extends(tmp_path: Path) -> None:
+    """A let may use an integer instantiation axis (each instance gets its value), and a kernel
+    that extends another inherits its let, or replaces it whole."""
+    spec = SPEC.replace("    grid: [div_ceil(n, THREADS * VEC), 1, 1]\n",
+                        "    let:\n      per_cta: THREADS * VEC\n    grid: [div_ceil(n, per_cta), 1, 1]\n")
+    spec += """  derived:
+    extends: scale
+    summary: Derived.
+  other:
+    extends: scale
+    summary: Other.
+    let:
+      per_cta: 64
+"""
+    (m,) = load(tmp_path, spec).modules
+    from kernelgen import expr
+
+    by_name = {k.name: k for k in m.kernels}
+    for name, k in by_name.items():
+        if k.instance_of is None:
+            continue
+        vec = dict(k.axis_values)["VEC"]
+        per = 64 if k.instance_of == "other" else 256 * vec
+        assert expr.evaluate(k.grid[0], {"THREADS": 256, "n": 4096}) == 4096 // per, name
+        assert [(n, expr.evaluate(t, {"THREADS": 256})) for n, t in k.lets] == [("per_cta", per)], name
+    assert {k.instance_of for k in m.kernels if k.instance_of} == {"scale", "derived", "other"}
