@@ -109,7 +109,7 @@ def describe(k: Kernel, c: int) -> str:
         text = next((t for n, (v, t) in plan.NOT_LAUNCHED.items() if v == cat), "?")
         return f"not launched: {text}"
     if cat == plan.E_REQUIRES:
-        return f"error: requires {k.requires[d].text}"
+        return f"error: invalid arguments: requires {k.requires[d].text}"
     if cat == plan.E_EXPR:
         text = next((t for n, (v, t) in plan.EXPR_ERRORS.items() if v == d), "?")
         return f"error: evaluating an expression: {text}"
