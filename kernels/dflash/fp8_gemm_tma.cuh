@@ -169,7 +169,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     } else if constexpr (kBM == 256) {
         // One register set: convert, issue, wait, release, step after step. The producer gives up
         // registers for these 128 accumulators a thread (without the exchange ptxas serializes
-        // every MMA of the kernel for lack of registers); all return to 168 for the epilogue.
+        // every MMA of the kernel for lack of registers); all return to kLaunchRegs after.
         kcommon::setmaxnreg_inc<kConsumerRegs>();
         uint32_t a[4][4];
         for (uint32_t t = 0; t < steps; ++t) {

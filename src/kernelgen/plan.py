@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kernelgen import pyexpr
 
@@ -189,6 +190,27 @@ def table_blocks_per_sm(table: Mapping[str, int], block: Sequence[int], smem: in
     warps = (threads + 31) // 32
     n = min(table["max_blocks_per_sm"], table["max_threads_per_sm"] // (warps * 32))
     return min(n, table["max_shared_mem_per_sm"] // (smem + table["reserved_shared_mem_per_block"]))
+
+
+def reason(kernel: object, c: int, target: str = "", kill_switch: str | None = None) -> str | None:
+    """The text kg_rt_describe gives after the kernel's name for an outcome whose detail names a
+    clause, an axis or the kernel's switch ("not launched: rows <= 8 is false", "invalid
+    arguments: requires k >= 1"), or None for the other codes."""
+    k: Any = kernel
+    cat, d = category(c), detail(c)
+    if c > 0:
+        texts = {
+            NL_KILLED: lambda: f"kill switch {kill_switch} is set",
+            NL_ABSENT: lambda: f"absent on target {target}",
+            NL_EMPTY: lambda: f"empty work ({k.skip_if[d].text})",
+            NL_CLAUSE: lambda: f"{k.applies_if[d].text} is false",
+            NL_NO_VARIANT: lambda: f"no variant for this {k.variants.on if k.variants else 'value'}",
+            NL_EMPTY_GRID: lambda: f"grid {'xyz'[d]} is 0",
+        }
+        return f"not launched: {texts[cat]()}" if cat in texts else None
+    if c < 0 and cat == E_REQUIRES:
+        return f"invalid arguments: requires {k.requires[d].text}"
+    return None
 
 
 def target_table(target: object) -> dict[str, int]:

@@ -95,26 +95,17 @@ def needed(k: Kernel) -> list[str]:
 
 
 def describe(k: Kernel, c: int) -> str:
-    """An outcome code as the launchers word it."""
-    if c == plan.LAUNCHED:
-        return "launched"
+    """An outcome code as the launchers word it (kernelgen.plan.reason), or the category's
+    description for codes whose detail the launchers do not spell out."""
+    text = plan.reason(k, c)
+    if text:
+        return text if c > 0 else f"error: {text}"
     cat, d = plan.category(c), plan.detail(c)
     if c > 0:
-        if cat == plan.NL_EMPTY:
-            return f"not launched: {k.skip_if[d].text} (empty work)"
-        if cat == plan.NL_CLAUSE:
-            return f"not launched: {k.applies_if[d].text} is false"
-        if cat == plan.NL_EMPTY_GRID:
-            return f"not launched: grid dimension {'xyz'[d]} is 0"
-        text = next((t for n, (v, t) in plan.NOT_LAUNCHED.items() if v == cat), "?")
-        return f"not launched: {text}"
-    if cat == plan.E_REQUIRES:
-        return f"error: invalid arguments: requires {k.requires[d].text}"
+        return "not launched: " + next((t for v, t in plan.NOT_LAUNCHED.values() if v == cat), "?")
     if cat == plan.E_EXPR:
-        text = next((t for n, (v, t) in plan.EXPR_ERRORS.items() if v == d), "?")
-        return f"error: evaluating an expression: {text}"
-    text = next((t for n, (v, t) in plan.ERRORS.items() if v == cat), "?")
-    return f"error: {text}"
+        return "error: evaluating an expression: " + next((t for v, t in plan.EXPR_ERRORS.values() if v == d), "?")
+    return "error: " + next((t for v, t in plan.ERRORS.values() if v == cat), "?")
 
 
 @dataclass(frozen=True)
@@ -142,10 +133,9 @@ def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
     c, grid, block, smem = cases.expected_plan(m, k, t, env)
     if c != plan.LAUNCHED:
         return Outcome(c, describe(k, c))
-    cl = k.cluster
-    if k.launch is not None and k.launch.cluster is not None:
-        full = env | dict(m.constants)
-        cl = tuple(expr.evaluate(n, full) for n in k.launch.cluster)
+    cl = cases.launch_checks_of(k, m).cluster
+    if callable(cl):  # a launch-time cluster: the plan's own evaluator
+        cl = cl(pyexpr.Status(), env | dict(m.constants))
     cl = tuple(cl) if cl is not None and tuple(cl) != (1, 1, 1) else None
     return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env))
 

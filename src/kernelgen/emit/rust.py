@@ -30,19 +30,14 @@ from kernelgen.plan import (
     E_EXPR,
     E_GRID,
     E_LAUNCH_BOUNDS,
-    E_REQUIRES,
     E_SHARED_MEM,
     NL_ABSENT,
-    NL_CLAUSE,
-    NL_EMPTY,
     NL_EMPTY_GRID,
     NL_KILLED,
-    NL_NO_VARIANT,
     category,
     code,
     falls_through,
 )
-from kernelgen.plan import detail as plan_detail
 from kernelgen.types import ElemType, ScalarKind, ScalarType
 
 # ------------------------------------------------------------------ spellings
@@ -292,20 +287,8 @@ def _expect(mod: Module, k: Kernel, target: Target, env: dict[str, int]) -> tupl
 
 def _reason(k: Kernel, target: Target, c: int, kill_switch: str | None) -> str | None:
     """The text kg_rt_describe gives for the codes the tests expect, or None."""
-    cat, detail = category(c), plan_detail(c)
-    if c > 0:
-        texts = {
-            NL_KILLED: lambda: f"kill switch {kill_switch} is set",
-            NL_ABSENT: lambda: f"absent on target {target.name}",
-            NL_EMPTY: lambda: f"empty work ({k.skip_if[detail].text})",
-            NL_CLAUSE: lambda: f"{k.applies_if[detail].text} is false",
-            NL_NO_VARIANT: lambda: f"no variant for this {k.variants.on if k.variants else 'value'}",
-            NL_EMPTY_GRID: lambda: f"grid {'xyz'[detail]} is 0",
-        }
-        return f"{k.name}: not launched: {texts[cat]()}" if cat in texts else None
-    if c < 0 and cat == E_REQUIRES:
-        return f"{k.name}: invalid arguments: requires {k.requires[detail].text}"
-    return None
+    text = plan.reason(k, c, target.name, kill_switch)
+    return f"{k.name}: {text}" if text else None
 
 
 _CALL_FORMS: dict[int, tuple[tuple[CArg, ...], tuple[str, tuple[tuple[str, bool], ...], list[str]]]] = {}
