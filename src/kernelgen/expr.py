@@ -6,7 +6,9 @@ Python are emitted from the tree, never from the text. The grammar is a whitelis
 * integer literals (decimal, at most 2**63 - 1), declared names;
 * ``+ - * // % << >> & |`` and unary ``-``;
 * comparisons ``== != < <= > >=`` (not chained), ``and``, ``or``, ``not``;
-* ``div_ceil(a, b)``, ``min(a, b, ...)``, ``max(a, b, ...)``.
+* ``div_ceil(a, b)``, ``min(a, b, ...)``, ``max(a, b, ...)``;
+* ``a if c else b`` (``c`` boolean; ``a`` and ``b`` of one type; only the chosen one is
+  evaluated).
 
 Semantics, the same in C++ and Python: 64-bit signed integers; ``//`` and ``%`` floor
 (Python's rules); ``div_ceil`` is the ceiling quotient. Overflow, division by zero and a
@@ -128,6 +130,18 @@ class Call(Node):
 
     def children(self) -> tuple[Node, ...]:
         return self.args
+
+
+@dataclass(frozen=True)
+class Cond(Node):
+    """``then if test else other``: only the chosen operand is evaluated (C++ ``?:``)."""
+    test: Node
+    then: Node
+    other: Node
+    ty: Ty = Ty.INT
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.test, self.then, self.other)
 
 
 # operator -> (C++ helper, Python helper, precedence-free text)
@@ -309,6 +323,12 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
         for o in operands:
             _need(o, Ty.BOOL, op)
         return Logic(op, operands)
+    if isinstance(n, ast.IfExp):
+        test, then, other = (_convert(x, names, d) for x in (n.test, n.body, n.orelse))
+        _need(test, Ty.BOOL, "the condition of 'if'")
+        if then.ty is not other.ty:
+            raise ParseError(f"the operands of 'if' must be of one type, not {then.ty.value} and {other.ty.value}")
+        return Cond(test, then, other, then.ty)
     if isinstance(n, ast.Call):
         if not isinstance(n.func, ast.Name) or n.func.id not in FUNCTIONS:
             fname = n.func.id if isinstance(n.func, ast.Name) else "this call"
@@ -408,6 +428,11 @@ def _compile(node: Node) -> Evaluator:
 
         def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
             return not operand(env, st)
+    elif isinstance(node, Cond):
+        test, then, other = _compile(node.test), _compile(node.then), _compile(node.other)
+
+        def fn(env: Mapping[str, int], st: pyexpr.Status) -> int | bool:
+            return then(env, st) if test(env, st) else other(env, st)
     elif isinstance(node, Call):
         helper = getattr(pyexpr, _FUNC_HELPER[node.func])
         args = tuple(_compile(a) for a in node.args)
@@ -452,6 +477,8 @@ def to_text(node: Node) -> str:
         return f"not {_paren(node.operand)}"
     if isinstance(node, Call):
         return f"{node.func}(" + ", ".join(to_text(a) for a in node.args) + ")"
+    if isinstance(node, Cond):
+        return f"{_paren(node.then)} if {_paren(node.test)} else {_paren(node.other)}"
     raise TypeError(f"unknown node {node!r}")
 
 
@@ -492,6 +519,9 @@ def to_cpp(node: Node, name_map: Callable[[str], str]) -> str:
         for a in args[1:]:
             acc = f"kg::x_{node.func}({acc}, {a})"
         return acc
+    if isinstance(node, Cond):
+        return (f"({to_cpp(node.test, name_map)} ? {to_cpp(node.then, name_map)}"
+                f" : {to_cpp(node.other, name_map)})")
     raise TypeError(f"unknown node {node!r}")
 
 
@@ -516,6 +546,8 @@ def to_python(node: Node, name_map: Callable[[str], str], helpers: str = "_x", s
             return f"(not {py(n.operand)})"
         if isinstance(n, Call):
             return f"{helpers}.{_FUNC_HELPER[n.func]}({status}, " + ", ".join(py(a) for a in n.args) + ")"
+        if isinstance(n, Cond):
+            return f"({py(n.then)} if {py(n.test)} else {py(n.other)})"
         raise TypeError(f"unknown node {n!r}")
 
     return py(node)

@@ -11,7 +11,7 @@ import keyword
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -823,10 +823,11 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
     return out
 
 
-def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object],
-          widest: Mapping[str, object]) -> dict[str, expr.Node]:
+def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object], widest: Mapping[str, object],
+          written: dict[str, expr.Node] | None = None) -> dict[str, expr.Node]:
     """A kernel's ``let``: each name's tree, the names before it written out in it. Parsed over
-    the widest names (those of the grid and the clauses); each use checks its own place."""
+    the widest names (those of the grid and the clauses); each use checks its own place.
+    ``written`` receives each name's tree as the spec writes it (earlier names kept)."""
     out: dict[str, expr.Node] = {}
     with ctx.at("let"):
         if not isinstance(node, YMap) or not node.items:
@@ -840,8 +841,27 @@ def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object],
                     raise ctx.error(key.loc, f"'{name}' is already {what}'s name", "choose another name")
                 if name in out:
                     raise ctx.error(key.loc, f"'{name}' is defined twice")
-                out[name] = expr.substitute(_expr(ctx, value, {**widest, **out}, expr.Ty.INT), out)
+                tree = _expr(ctx, value, {**widest, **out}, expr.Ty.INT)
+                if written is not None:
+                    written[name] = tree
+                out[name] = expr.substitute(tree, out)
     return out
+
+
+def _shown_with_lets(trees: Sequence[expr.Node], written: Mapping[str, expr.Node]) -> str:
+    """``trees`` as the spec writes them, then each ``let`` name they use (directly or through
+    another name) with its expression: "[1, 1, split] with split = max(1, ...)"."""
+    used: set[str] = set()
+    stack = [n for t in trees for n in t.names() if n in written]
+    while stack:
+        n = stack.pop()
+        if n not in used:
+            used.add(n)
+            stack.extend(m for m in written[n].names() if m in written)
+    text = "[" + ", ".join(expr.to_text(t) for t in trees) + "]"
+    if used:
+        text += " with " + ", ".join(f"{n} = {expr.to_text(t)}" for n, t in written.items() if n in used)
+    return text
 
 
 def _inline_lets(ctx: _Ctx, node: YNode, tree: expr.Node, lets: Mapping[str, expr.Node],
@@ -1173,7 +1193,8 @@ def _kernel(
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
     smem_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES if n.startswith("device.")}}
 
-    lets = _lets(ctx, f["let"], names, device_names) if "let" in f else {}
+    written_lets: dict[str, expr.Node] = {}
+    lets = _lets(ctx, f["let"], names, device_names, written_lets) if "let" in f else {}
 
     def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
@@ -1236,7 +1257,14 @@ def _kernel(
                     with ctx.at(key_name):
                         modes[key_name] = _bool(ctx, lf[key_name])
             launch_cluster = dims("cluster", names, lf["cluster"]) if "cluster" in lf else None
-            launch = Launch(f["launch"].loc, cluster=launch_cluster, **modes)
+            cluster_text = None
+            if launch_cluster is not None:
+                with ctx.at("cluster"):  # the text of the docs keeps the let names, then defines them
+                    cluster_text = _shown_with_lets(
+                        [expr.substitute(_expr(ctx, i, {**names, **lets}, expr.Ty.INT), int_axes)
+                         for i in lf["cluster"].items], written_lets) if lets \
+                        else _shown_with_lets(launch_cluster, {})
+            launch = Launch(f["launch"].loc, cluster=launch_cluster, cluster_text=cluster_text, **modes)
             if launch_cluster is not None and cluster is not None:
                 raise ctx.error(lf["cluster"].loc, "the kernel has a compile-time 'cluster' (__cluster_dims__); "
                                 "a launch-time cluster cannot be added to it",

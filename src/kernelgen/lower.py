@@ -160,6 +160,7 @@ class LKernel:
     cooperative: bool = False
     programmatic_dependent: bool = False
     launch_cluster: tuple[expr.Node, expr.Node, expr.Node] | None = None  # launch-time cluster
+    launch_cluster_text: str = ""  # the docs' text of it (let names kept, then defined)
     cluster: tuple[int, int, int] | None = None  # compile-time cluster (__cluster_dims__)
     max_threads: int = 0  # __launch_bounds__ maximum, 0: none known
     max_cluster_size: int = 8  # the target's
@@ -180,8 +181,8 @@ class LKernel:
         if self.programmatic_dependent:
             out.append("Programmatic dependent launch: may start before the previous kernel on the stream ends.")
         if self.launch_cluster is not None:
-            out.append("Cluster chosen at launch: [" + ", ".join(expr.to_text(n) for n in self.launch_cluster)
-                       + "]; the grid must be whole clusters.")
+            text = self.launch_cluster_text or "[" + ", ".join(expr.to_text(n) for n in self.launch_cluster) + "]"
+            out.append(f"Cluster chosen at launch: {text}; the grid must be whole clusters.")
         if self.tensor_maps:
             out.append("TMA descriptors encoded for each launch: "
                        + ", ".join(f"{t.name} (of {t.array})" for t in self.tensor_maps)
@@ -321,6 +322,7 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
         cooperative=bool(k.launch and k.launch.cooperative),
         programmatic_dependent=bool(k.launch and k.launch.programmatic_dependent),
         launch_cluster=k.launch.cluster if k.launch else None,
+        launch_cluster_text=(k.launch.cluster_text or "") if k.launch else "",
         cluster=k.cluster,
         max_threads=k.launch_bounds[0] if k.launch_bounds else 0,
         max_cluster_size=target.max_cluster_size,

@@ -157,6 +157,7 @@ class Launch:
     cooperative: bool = False
     programmatic_dependent: bool = False
     cluster: tuple[Node, Node, Node] | None = None  # launch-time cluster dimensions
+    cluster_text: str | None = None  # how the docs show them: the spec's let names kept, then defined
 
     @property
     def attributes(self) -> int:

@@ -34,7 +34,9 @@ def int_expr(depth: int = 3) -> st.SearchStrategy[str]:
     binop = st.tuples(sub, st.sampled_from(list(expr.ARITH)), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})")
     call = st.tuples(st.sampled_from(["div_ceil", "min", "max"]), sub, sub).map(lambda t: f"{t[0]}({t[1]}, {t[2]})")
     neg = sub.map(lambda s: f"-({s})")
-    return st.one_of(leaf, binop, call, neg)
+    cmp = st.tuples(sub, st.sampled_from(sorted(expr.COMPARE)), sub).map(lambda t: " ".join(t))
+    cond = st.tuples(sub, cmp, sub).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})")
+    return st.one_of(leaf, binop, call, neg, cond)
 
 
 def bool_expr() -> st.SearchStrategy[str]:

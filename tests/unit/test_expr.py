@@ -34,6 +34,11 @@ def ev(text: str, **env: int) -> int | bool:
         ("-n + 1", {"n": 4}, -3),
         ("n % 8 == 0 and m > 0", {"n": 16, "m": 1}, True),
         ("not n == 0 or m == 1", {"n": 0, "m": 2}, False),
+        ("256 if n >= 4 else 128", {"n": 4}, 256),
+        ("256 if n >= 4 else 128", {"n": 3}, 128),
+        ("1 if n > 0 else 2 if m > 0 else 3", {"n": 0, "m": 1}, 2),  # right-associative
+        ("(1 if n > 0 else 2) * 10 + 1", {"n": 1}, 11),
+        ("n > 0 if m == 0 else n < 0", {"n": 1, "m": 0}, True),  # boolean operands
     ],
 )
 def test_evaluates_with_floor_semantics(text: str, env: dict[str, int], want: int | bool) -> None:
@@ -51,7 +56,8 @@ def test_evaluates_with_floor_semantics(text: str, env: dict[str, int], want: in
         ("q + 1", "undefined name 'q'"),
         ("n < m < 3", "chained"),
         ("lambda: 1", "not allowed"),
-        ("n if m else 1", "not allowed"),
+        ("n if m else 1", "condition of 'if' must be boolean"),
+        ("n if m > 0 else m > 1", "of one type"),
         ("1.5 * n", "not allowed"),
         ("n; m", "not allowed"),
         ("n\\\nm", "not allowed"),
@@ -128,6 +134,18 @@ def test_errors_do_not_depend_on_evaluation_order() -> None:
     with pytest.raises(ExprError) as info:
         expr.evaluate(tree, {"a": 1, "b": -(2**63), "c": 99})
     assert info.value.code == pyexpr.SHIFT
+
+
+def test_a_conditional_evaluates_only_the_chosen_operand() -> None:
+    """As C++'s ?: does: the operand not chosen cannot fail the evaluation."""
+    tree = expr.parse("n // m if m != 0 else n", NAMES, expr.Ty.INT)
+    assert expr.evaluate(tree, {"n": 7, "m": 0}) == 7
+    assert expr.evaluate(tree, {"n": 7, "m": 2}) == 3
+    assert expr.to_text(tree) == "(n // m) if (m != 0) else n"
+    assert expr.to_cpp(tree, lambda x: x) == "((m != int64_t{0}) ? kg::x_floordiv(n, m, kg_err) : n)"
+    st = pyexpr.Status()
+    assert eval(expr.to_python(tree, lambda x: x), {"_x": pyexpr, "_st": st, "n": 7, "m": 0}) == 7
+    assert st.code == 0
 
 
 def test_names_lists_free_names() -> None:

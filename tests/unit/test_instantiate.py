@@ -323,6 +323,25 @@ def test_let_names_are_written_out_where_they_are_used(tmp_path: Path) -> None:
     assert k2.applies_if[0].text.startswith("div_ceil(div_ceil(rows, TILE)")
 
 
+def test_launch_cluster_docs_keep_let_names_then_define_them(tmp_path: Path) -> None:
+    """The launchers' documentation shows a launch-time cluster as written, then each let name it
+    reads (directly or through another name) with its expression; a conditional picks a width."""
+    spec = LET.replace("      split: max(1, min(MAX_Z, device.sm_count // tiles, k // 1024))\n",
+                       "      wide: 256 if rows >= 4096 else 128\n"
+                       "      split: max(1, min(MAX_Z, 132 // div_ceil(rows, wide), k // 1024))\n")
+    spec = spec.replace("    grid: [tiles, 1, split]\n", "    grid: [tiles, 1, split]\n    launch:\n      cluster: [1, 1, split]\n")
+    spec = spec.replace("device.sm_count)", "132)")
+    (m,) = load(tmp_path, spec).modules
+    (k,) = m.kernels
+    assert k.launch is not None and k.launch.cluster_text == (
+        "[1, 1, split] with wide = 256 if (rows >= 4096) else 128, "
+        "split = max(1, min(MAX_Z, 132 // div_ceil(rows, wide), k // 1024))")
+    from kernelgen import expr
+
+    env = {"TILE": 128, "MAX_Z": 4, "k": 8192}
+    assert [expr.evaluate(k.launch.cluster[2], {**env, "rows": r}) for r in (4096, 8192, 65536)] == [4, 4, 1]
+
+
 LET_BAD = [
     ("shadows an argument", LET.replace("      tiles: div_ceil", "      rows: 1\n      tiles: div_ceil"), 14,
      "'rows' is already an argument's name"),

@@ -62,7 +62,7 @@ class _kg_launcher_dense_gemm_pipelined(_kg_Protocol):
 
 Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 
-Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. __launch_bounds__: at most 256 threads a block."""
+Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN))); the grid must be whole clusters. __launch_bounds__: at most 256 threads a block."""
 
     def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
@@ -76,7 +76,7 @@ class _kg_launcher_dense_gemm_tma(_kg_Protocol):
 
 Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).
 
-Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
+Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block."""
 
     def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

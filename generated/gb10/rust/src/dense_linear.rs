@@ -167,7 +167,7 @@ pub mod dense_gemm {
 /// Checked in order:
 /// - skip_if `m == 0`: not launched (empty work)
 /// - skip_if `n == 0`: not launched (empty work)
-/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN))); the grid must be whole clusters.
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemm_pipelined {
     #[allow(non_upper_case_globals)]
@@ -244,7 +244,7 @@ pub mod dense_gemm_pipelined {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m >= TMA_MIN_M`: else not launched
 /// - applies_if `(k % 8) == 0`: else not launched
-/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN))); the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod dense_gemm_tma {

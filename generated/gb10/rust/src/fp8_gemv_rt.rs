@@ -24,7 +24,7 @@
 /// - applies_if `rows <= 16`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
-/// - Cluster chosen at launch: [1, 1, max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN)))]; the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod fp8_gemv_tma {

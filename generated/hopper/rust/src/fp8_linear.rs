@@ -252,7 +252,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - requires `k >= 1`: else `Error::Argument`
 /// - requires `div_ceil(n, TILE) <= 65535`: else `Error::Argument`
-/// - Cluster chosen at launch: [1, 1, max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN)))]; the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN))); the grid must be whole clusters.
 pub mod fp8_gemm_n128_row_scaled {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled__info);
@@ -332,7 +332,7 @@ pub mod fp8_gemm_n128_row_scaled {
 /// - applies_if `rows >= TMA_MIN_ROWS`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
-/// - Cluster chosen at launch: [1, 1, max(1, min(k // SPLIT_K_MIN, max(SPLIT_MAX - (SPLIT_MAX * min(1, (SPLIT_MAX * (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE))) // (TMA_CTAS + 1))), 1 + (((2 * div_ceil(div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE), TMA_CTAS)) - div_ceil(2 * (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE)), TMA_CTAS)) * (1 - min(1, (div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE)) // (2 * TMA_CTAS)))))))]; the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with tiles = div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE), split = max(1, min(k // SPLIT_K_MIN, max(SPLIT_MAX - (SPLIT_MAX * min(1, (SPLIT_MAX * tiles) // (TMA_CTAS + 1))), 1 + (((2 * div_ceil(tiles, TMA_CTAS)) - div_ceil(2 * tiles, TMA_CTAS)) * (1 - min(1, tiles // (2 * TMA_CTAS))))))); the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod fp8_gemm_tma {
