@@ -92,6 +92,9 @@ static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
 #define KCOMMON_WG_REGS_64 KCOMMON_WG_REGS_32 \
     ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" \
     ", %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define KCOMMON_WG_REGS_96 KCOMMON_WG_REGS_64 \
+    ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" \
+    ", %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
 #define KCOMMON_WG_REGS_128 KCOMMON_WG_REGS_64 \
     ", %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79" \
     ", %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95" \
@@ -103,6 +106,7 @@ static __device__ __forceinline__ void wgmma_retire(float (&acc)[J][4]) {
     KCOMMON_WG_ROW(d, n), KCOMMON_WG_ROW(d, n + 1), KCOMMON_WG_ROW(d, n + 2), KCOMMON_WG_ROW(d, n + 3)
 #define KCOMMON_WG_ACC_32(d, n) KCOMMON_WG_ACC_16(d, n), KCOMMON_WG_ACC_16(d, n + 4)
 #define KCOMMON_WG_ACC_64(d, n) KCOMMON_WG_ACC_32(d, n), KCOMMON_WG_ACC_32(d, n + 8)
+#define KCOMMON_WG_ACC_96(d, n) KCOMMON_WG_ACC_64(d, n), KCOMMON_WG_ACC_32(d, n + 16)
 #define KCOMMON_WG_ACC_128(d, n) KCOMMON_WG_ACC_64(d, n), KCOMMON_WG_ACC_64(d, n + 16)
 
 // d += A(64 x 16, registers) * B(16 x 16, shared, K-major)^T.
@@ -180,6 +184,17 @@ static __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], ui
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_64
         "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
         : KCOMMON_WG_ACC_64(d, 0)
+        : "l"(desc_a), "l"(desc_b), "r"(1));
+}
+
+// d += A(64 x 16, shared, K-major) * B(192 x 16, shared, K-major)^T.
+static __device__ __forceinline__ void wgmma_m64n192k16_ss(float (&d)[24][4], uint64_t desc_a,
+                                                          uint64_t desc_b) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_96
+        "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+        : KCOMMON_WG_ACC_96(d, 0)
         : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 

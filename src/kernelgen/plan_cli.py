@@ -213,14 +213,15 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
 def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequence[Kernel],
           combos: Sequence[dict[str, int]], targets: Sequence[Target], chain: bool) -> int:
     """A sweep: one markdown table per target, a row per argument set: the kernel's outcome (for
-    a chain or dispatcher: the member that runs, or each member's), grid, cluster and let values."""
+    a chain or dispatcher: the member that runs, or each member's), grid, block, shared memory,
+    cluster and let values."""
     names = list(combos[0])
     for t in targets:
         print(f"{title} on {t.name} ({t.sm_count} SMs)")
         single = len(refs) == 1
         lets = [n for n, _ in kernels[0].lets] if single else []
         head = names + (["outcome"] if single else ["runs"] if chain else [r.qualname for r in refs])
-        head += ["grid", "cluster"] + lets if single or chain else []
+        head += ["grid", "block", "shared_mem", "cluster"] + lets if single or chain else []
         print("| " + " | ".join(head) + " |")
         print("|" + " --- |" * len(head))
         for values in combos:
@@ -237,7 +238,8 @@ def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequ
                     who = refs[pick if pick >= 0 else -pick - 1].qualname
                     cells.append(who if pick >= 0 else f"{who}: {outs[-pick - 1].text}")
                 launched = o is not None and o.code == plan.LAUNCHED
-                cells += [str(list(o.grid)) if launched else "", str(list(o.cluster)) if launched and o.cluster else ""]
+                cells += [str(list(o.grid)), str(list(o.block)), str(o.smem)] if launched else ["", "", ""]
+                cells.append(str(list(o.cluster)) if launched and o.cluster else "")
                 cells += [str(dict(o.lets).get(n, "")) if launched else "" for n in lets]
             else:
                 cells += ["launched" if o.code == plan.LAUNCHED else o.text for o in outs]

@@ -186,12 +186,15 @@ def test_plans():
     p = dense_linear.plan_dense_gemm_pipelined(m=256, n=4096, k=12288)  # 128 tiles: over 2
     assert p["launched"] and tuple(p["grid"]) == (32, 4, 2), p
     if TMA_BUILT:
-        p = dense_linear.plan_dense_gemm_tma(m=2048, n=4104, k=4096)  # 16 x 17 tiles of 128 x 256
-        assert p["launched"] and tuple(p["grid"]) == (272, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
-        p = dense_linear.plan_dense_gemm_tma(m=2048, n=1000, k=4096)  # 16 x 4 wide tiles are too few: 128 x 128
-        assert p["launched"] and tuple(p["grid"]) == (128, 1, 1), p
-        p = dense_linear.plan_dense_gemm_tma(m=256, n=1000, k=4112)  # 16 tiles: K split over 4 CTAs
-        assert p["launched"] and tuple(p["grid"]) == (16, 1, 4), p
+        # 16 x 33 tiles of 128 x 128 (4 waves; 128 x 256 tiles would take 3 waves of twice the work)
+        p = dense_linear.plan_dense_gemm_tma(m=2048, n=4104, k=4096)
+        assert p["launched"] and tuple(p["grid"]) == (528, 1, 1) and tuple(p["block"]) == (384, 1, 1), p
+        p = dense_linear.plan_dense_gemm_tma(m=2048, n=1000, k=4096)  # 16 x 4 tiles of 128 x 256, K over 2 CTAs
+        assert p["launched"] and tuple(p["grid"]) == (64, 1, 2), p
+        p = dense_linear.plan_dense_gemm_tma(m=256, n=1000, k=4112)  # 16 tiles of 128 x 128: K split over 2
+        assert p["launched"] and tuple(p["grid"]) == (16, 1, 2), p
+        p = dense_linear.plan_dense_gemm_tma(m=256, n=6144, k=4096)  # 2 x 32 tiles of 128 x 192, K over 2
+        assert p["launched"] and tuple(p["grid"]) == (64, 1, 2), p
 
 
 @needs_tma
@@ -222,11 +225,14 @@ def test_tma_not_launched():
 
 
 @needs_tma
-@pytest.mark.parametrize("m,n,k", [(2048, 4104, 4096), (130, 1000, 1000), (300, 4096, 4112)])
-def test_tma_bits_equal_pipelined(m, n, k):
+@pytest.mark.parametrize("m,n,k,width", [(2048, 4104, 4096, 128), (130, 1000, 1000, 128), (300, 6144, 1000, 192),
+                                         (1000, 3003, 1000, 192), (1000, 4096, 1000, 256), (2048, 6144, 512, 256)])
+def test_tma_bits_equal_pipelined(m, n, k, width):
     """Unsplit (at these shapes neither kernel splits K), dense_gemm_tma runs dense_gemm_pipelined's
-    products in its k order: the same bits. (2048 rows: 128 x 256 tiles; the others 128 x 128.)"""
-    assert tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"])[2] == 1
+    products in its k order: the same bits, for each tile width (the grid's tiles along n tell it),
+    with a last row tile that ends at row m where m is not a multiple of 128."""
+    grid = tuple(dense_linear.plan_dense_gemm_tma(m=m, n=n, k=k)["grid"])
+    assert grid[2] == 1 and grid[0] == -(-m // 128) * -(-n // width), grid
     assert tuple(dense_linear.plan_dense_gemm_pipelined(m=m, n=n, k=k)["grid"])[2] == 1
     torch.manual_seed(m + n + k)
     x, w = nonzero_randn(m, k), nonzero_randn(n, k, scale=0.05)

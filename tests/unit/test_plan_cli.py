@@ -34,7 +34,7 @@ def test_a_kernel_per_target_with_its_grid_cluster_and_let_values(capsys) -> Non
     assert code == 0
     assert lines[2] == (f"  hopper (132 SMs): launched  grid {list(grid)}  block {list(block)}  shared_mem {smem}"
                         f"  cluster [1, 1, {grid[2]}]")
-    assert lines[3] == f"    let: tiles = {grid[0]}, split = {grid[2]}"
+    assert lines[3] == f"    let: xtile = 128, tiles = {grid[0]}, split = {grid[2]}"  # 32 tiles of 256 x rows: too few
 
 
 def test_a_chain_marks_the_member_that_runs(capsys) -> None:
@@ -71,15 +71,16 @@ def test_a_sweep_is_a_table_per_target_with_a_row_per_argument_set(capsys) -> No
     assert rc == 0
     lines = out.splitlines()
     assert lines[0] == "fp8_linear.fp8_gemm_tma on hopper (132 SMs)"
-    assert lines[1] == "| rows | n | k | outcome | grid | cluster | tiles | split |"
+    assert lines[1] == "| rows | n | k | outcome | grid | block | shared_mem | cluster | xtile | tiles | split |"
     cat = load_catalog(ROOT)
     m = cat.module("fp8_linear")
     k = next(k for k in m.kernels if k.name == "fp8_gemm_tma")
     for line, rows in zip(lines[3:5], (129, 2048)):
-        _, grid, _, _ = cases.expected_plan(m, k, cat.target("hopper"), {"rows": rows, "n": 4096, "k": 4096})
+        _, grid, block, smem = cases.expected_plan(m, k, cat.target("hopper"), {"rows": rows, "n": 4096, "k": 4096})
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[:5] == [str(rows), "4096", "4096", "launched", str(list(grid))], line
-        assert cells[6:] == [str(grid[0]), str(grid[2])], line  # the let values: tiles, split
+        assert cells[:7] == [str(rows), "4096", "4096", "launched", str(list(grid)), str(list(block)), str(smem)], line
+        # the let values: the x tile (128 rows, 256 past 128 when there are enough), tiles, split
+        assert cells[8:] == [str(128 if rows == 129 else 256), str(grid[0]), str(grid[2])], line
 
 
 def test_a_chain_sweep_names_the_member_that_runs(capsys) -> None:

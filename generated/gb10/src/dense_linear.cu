@@ -25,10 +25,13 @@ constexpr int64_t PIPE_TILE_N = 128;
 constexpr int64_t SPLIT_CTAS = 264;
 constexpr int64_t SPLIT_K_MIN = 1024;
 constexpr int64_t SPLIT_MAX = 4;
+constexpr int64_t TMA_COST_128 = 104;
+constexpr int64_t TMA_COST_192 = 104;
+constexpr int64_t TMA_COST_256 = 100;
 constexpr int64_t TMA_CTAS = 132;
 constexpr int64_t TMA_MIN_M = 65;
-constexpr int64_t TMA_SMEM = 196672;
-constexpr int64_t TMA_WIDE_TILES = 256;
+constexpr int64_t TMA_SMEM = 196704;
+constexpr int64_t TMA_SPLIT_MAX = 2;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_DENSE");
 }  // namespace
 
@@ -82,7 +85,7 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
   kg_p.block[0] = GEMV_THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(GEMV_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, GEMV_TILE_N, kg_err), GEMV_CLUSTER, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, GEMV_TILE_N, kg_err), GEMV_CLUSTER, kg_err) <= kg_dev.sm_count) ? kg::x_max(GEMV_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : GEMV_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -238,7 +241,7 @@ int32_t kg_sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k, int64_
 }
 }  // namespace
 
-// dense_gemm_tma: Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
+// dense_gemm_tma: Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes (64 rows each) into a 192 KiB shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x BN tiles taken m-first, BN of 128, 192 and 256 the width whose tiles (K split included) take the fewest waves of TMA_CTAS CTAs, weighed by TMA_COST_BN. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to TMA_SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, split] with mt = div_ceil(m, 128), t128 = mt * div_ceil(n, 128), t192 = mt * div_ceil(n, 192), t256 = mt * div_ceil(n, 256), s128 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t128, k // SPLIT_K_MIN)), s192 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t192, k // SPLIT_K_MIN)), s256 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t256, k // SPLIT_K_MIN)), c128 = ((div_ceil(t128 * s128, TMA_CTAS) * 128) * TMA_COST_128) // s128, c192 = ((div_ceil(t192 * s192, TMA_CTAS) * 192) * TMA_COST_192) // s192, c256 = ((div_ceil(t256 * s256, TMA_CTAS) * 256) * TMA_COST_256) // s256, bn = 256 if (c256 <= min(c192, c128)) else (192 if (c192 <= c128) else 128), tiles = mt * div_ceil(n, bn), split = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // tiles, k // SPLIT_K_MIN)); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
   kg_p.variant = -1;
@@ -280,7 +283,7 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:29: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:32: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
@@ -293,7 +296,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:62: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:65: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -306,7 +309,7 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:82: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:85: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 const char* const kSkip_dense_gemm_tma[] = {
     "n == 0",

@@ -125,7 +125,7 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -232,7 +232,7 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -350,7 +350,7 @@ kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{8}, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{8}, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -468,7 +468,7 @@ kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{4}, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{4}, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -586,7 +586,7 @@ kg_plan plan_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{8}, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{8}, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -704,7 +704,7 @@ kg_plan plan_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{4}, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), int64_t{4}, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;
@@ -811,7 +811,7 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
   kg_p.block[0] = THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_max(RING_SMEM, kg::x_mul(kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err), kg::x_min(int64_t{1}, kg::x_max(int64_t{0}, kg::x_sub(kg::x_add(kg_dev.sm_count, int64_t{1}, kg_err), kg::x_mul(kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err), CLUSTER, kg_err), kg_err))), kg_err));
+  kg_p.shared_mem = ((kg::x_mul(kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err), CLUSTER, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;

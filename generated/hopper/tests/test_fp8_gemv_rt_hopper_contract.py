@@ -184,7 +184,7 @@ def expect_fp8_gemv_rt2(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
@@ -314,7 +314,7 @@ def expect_fp8_gemv_rt2_16(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
@@ -445,7 +445,7 @@ def expect_fp8_gemv_rt2_ks_8(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
@@ -577,7 +577,7 @@ def expect_fp8_gemv_rt2_ks_4(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
@@ -709,7 +709,7 @@ def expect_fp8_gemv_rt2_16_ks_8(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
@@ -842,7 +842,7 @@ def expect_fp8_gemv_rt2_16_ks_4(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4))))))),
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
@@ -974,7 +974,7 @@ def expect_fp8_gemv_rt2_16_x3(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), _x.max_(_st, C_RING_SMEM, _x.mul(_st, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2), _x.min_(_st, 1, _x.max_(_st, 0, _x.sub(_st, _x.add(_st, _a['device.sm_count'], 1), _x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER))))))),
+            (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER) <= _a['device.sm_count']) else C_RING_SMEM)),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),

@@ -334,7 +334,7 @@ pub mod fp8_gemm_n128_row_scaled {
 /// - applies_if `rows >= TMA_MIN_ROWS`: else not launched
 /// - applies_if `(k % 16) == 0`: else not launched
 /// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
-/// - Cluster chosen at launch: [1, 1, split] with tiles = div_ceil(rows, TILE << min(1, div_ceil(rows, TILE) - 1, (div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) // TMA_WIDE_MIN)) * div_ceil(n, TILE), split = max(1, min(k // SPLIT_K_MIN, max(SPLIT_MAX - (SPLIT_MAX * min(1, (SPLIT_MAX * tiles) // (TMA_CTAS + 1))), 1 + (((2 * div_ceil(tiles, TMA_CTAS)) - div_ceil(2 * tiles, TMA_CTAS)) * (1 - min(1, tiles // (2 * TMA_CTAS))))))); the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with xtile = (2 * TILE) if ((rows > TILE) and ((div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) >= TMA_WIDE_MIN)) else TILE, tiles = div_ceil(rows, xtile) * div_ceil(n, TILE), split = max(1, min(k // SPLIT_K_MIN, SPLIT_MAX if ((SPLIT_MAX * tiles) <= TMA_CTAS) else (2 if ((tiles < (2 * TMA_CTAS)) and (div_ceil(2 * tiles, TMA_CTAS) < (2 * div_ceil(tiles, TMA_CTAS)))) else 1))); the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod fp8_gemm_tma {
@@ -402,7 +402,7 @@ pub mod fp8_gemm_tma {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:173`):
+/// Arguments, in order (`specs/fp8_linear.yaml:172`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements

@@ -7,7 +7,7 @@
 
 /// Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:29`):
+/// Arguments, in order (`specs/dense_linear.yaml:32`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -83,7 +83,7 @@ pub mod dense_gemv {
 
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:62`):
+/// Arguments, in order (`specs/dense_linear.yaml:65`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -156,7 +156,7 @@ pub mod dense_gemm {
 
 /// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:82`):
+/// Arguments, in order (`specs/dense_linear.yaml:85`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -228,9 +228,9 @@ pub mod dense_gemm_pipelined {
     }
 }
 
-/// Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes into a 4-slot shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x 256 tiles (128 x 128 when the wide tiles would be fewer than TMA_WIDE_TILES), taken m-first. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).
+/// Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes (64 rows each) into a 192 KiB shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x BN tiles taken m-first, BN of 128, 192 and 256 the width whose tiles (K split included) take the fewest waves of TMA_CTAS CTAs, weighed by TMA_COST_BN. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to TMA_SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:113`):
+/// Arguments, in order (`specs/dense_linear.yaml:116`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -242,7 +242,7 @@ pub mod dense_gemm_pipelined {
 /// - skip_if `n == 0`: not launched (empty work)
 /// - applies_if `m >= TMA_MIN_M`: else not launched
 /// - applies_if `(k % 8) == 0`: else not launched
-/// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(TMA_CTAS // (div_ceil(m, 128) * div_ceil(n, 128)), k // SPLIT_K_MIN))); the grid must be whole clusters.
+/// - Cluster chosen at launch: [1, 1, split] with mt = div_ceil(m, 128), t128 = mt * div_ceil(n, 128), t192 = mt * div_ceil(n, 192), t256 = mt * div_ceil(n, 256), s128 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t128, k // SPLIT_K_MIN)), s192 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t192, k // SPLIT_K_MIN)), s256 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t256, k // SPLIT_K_MIN)), c128 = ((div_ceil(t128 * s128, TMA_CTAS) * 128) * TMA_COST_128) // s128, c192 = ((div_ceil(t192 * s192, TMA_CTAS) * 192) * TMA_COST_192) // s192, c256 = ((div_ceil(t256 * s256, TMA_CTAS) * 256) * TMA_COST_256) // s256, bn = 256 if (c256 <= min(c192, c128)) else (192 if (c192 <= c128) else 128), tiles = mt * div_ceil(n, bn), split = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // tiles, k // SPLIT_K_MIN)); the grid must be whole clusters.
 /// - TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED).
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod dense_gemm_tma {
@@ -306,7 +306,7 @@ pub mod dense_gemm_tma {
 
 /// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:153`):
+/// Arguments, in order (`specs/dense_linear.yaml:168`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements

@@ -418,48 +418,48 @@ fn dense_gemm_pipelined_launch_without_gpu_is_an_error_naming_it() {
 #[test]
 fn dense_gemm_tma_plan_matches_spec() {
     let _g = guard();
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example");
-    check(kg::dense_linear::dense_gemm_tma::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=256");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example");
+    check(kg::dense_linear::dense_gemm_tma::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=256");
     check(kg::dense_linear::dense_gemm_tma::plan(64, 4096, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=64");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100");
-    check(kg::dense_linear::dense_gemm_tma::plan(131071, 1048575, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=131071, n=1048575");
+    check(kg::dense_linear::dense_gemm_tma::plan(131071, 1048575, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=131071, n=1048575");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 2097153, 32767), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32767, n=2097153");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16383, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=16383");
-    check(kg::dense_linear::dense_gemm_tma::plan(513, 65, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([5, 1, 4], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=513, n=65");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 257, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([48, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=257");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16383, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=16383");
+    check(kg::dense_linear::dense_gemm_tma::plan(513, 65, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([5, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=513, n=65");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 257, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([48, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=257");
     check(kg::dense_linear::dense_gemm_tma::plan(33554431, 4096, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=33554431");
-    check(kg::dense_linear::dense_gemm_tma::plan(33554433, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194320, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554433");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554433, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194320, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=33554433");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 129), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 32768), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=32768");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 2, 1024), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=1024, n=2");
-    check(kg::dense_linear::dense_gemm_tma::plan(65537, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([8208, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=65537");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 32768), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=32768");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 2, 1024), "dense_gemm_tma", Expect { code: 0, geometry: Some(([16, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=1024, n=2");
+    check(kg::dense_linear::dense_gemm_tma::plan(65537, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([8208, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=65537");
     check(kg::dense_linear::dense_gemm_tma::plan(256, 4096, 131073), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131073, m=256");
     check(kg::dense_linear::dense_gemm_tma::plan(1048576, 4096, 8191), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8191, m=1048576");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1000000, 256), "dense_gemm_tma", Expect { code: 0, geometry: Some(([62512, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=256, n=1000000");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1000000, 256), "dense_gemm_tma", Expect { code: 0, geometry: Some(([62512, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=256, n=1000000");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 32769), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32769");
     check(kg::dense_linear::dense_gemm_tma::plan(17, 4096, 2147483649), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, m=17");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16384, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=16384");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 16384, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([1024, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=16384");
     check(kg::dense_linear::dense_gemm_tma::plan(17, 4096, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=17");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4103, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([272, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with n=4103");
-    check(kg::dense_linear::dense_gemm_tma::plan(2097151, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=2097151");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4103, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([528, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with n=4103");
+    check(kg::dense_linear::dense_gemm_tma::plan(2097151, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=2097151");
     check(kg::dense_linear::dense_gemm_tma::plan(1, 4096, 255), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, m=1");
     check(kg::dense_linear::dense_gemm_tma::plan(64, 65537, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=64, n=65537");
     check(kg::dense_linear::dense_gemm_tma::plan(268435457, 4096, 268435455), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, m=268435457");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 67108864), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=67108864");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 4096, 67108864), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=67108864");
     check(kg::dense_linear::dense_gemm_tma::plan(65536, 4096, 268435455), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, m=65536");
     check(kg::dense_linear::dense_gemm_tma::plan(268435457, 255, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=268435457, n=255");
-    check(kg::dense_linear::dense_gemm_tma::plan(1073741823, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([134217728, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=1073741823");
+    check(kg::dense_linear::dense_gemm_tma::plan(1073741823, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([134217728, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=1073741823");
     check(kg::dense_linear::dense_gemm_tma::plan(16777217, 4096, 5), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, m=16777217");
-    check(kg::dense_linear::dense_gemm_tma::plan(8388608, 1024, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=8388608, n=1024");
-    check(kg::dense_linear::dense_gemm_tma::plan(8191, 8388609, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([2097216, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=8191, n=8388609");
+    check(kg::dense_linear::dense_gemm_tma::plan(8388608, 1024, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([262144, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=8388608, n=1024");
+    check(kg::dense_linear::dense_gemm_tma::plan(8191, 8388609, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([2097216, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=8191, n=8388609");
     check(kg::dense_linear::dense_gemm_tma::plan(64, 64, 127), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, m=64, n=64");
-    check(kg::dense_linear::dense_gemm_tma::plan(33554432, 16777215, 4096), "dense_gemm_tma", Expect { code: -196608, geometry: Some(([17179869184, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554432, n=16777215");
-    check(kg::dense_linear::dense_gemm_tma::plan(524287, 8, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4096, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=524287, n=8");
-    check(kg::dense_linear::dense_gemm_tma::plan(33554431, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=33554431");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554432, 16777215, 4096), "dense_gemm_tma", Expect { code: -196608, geometry: Some(([17179869184, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=33554432, n=16777215");
+    check(kg::dense_linear::dense_gemm_tma::plan(524287, 8, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4096, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=524287, n=8");
+    check(kg::dense_linear::dense_gemm_tma::plan(33554431, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([4194304, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=33554431");
     check(kg::dense_linear::dense_gemm_tma::plan(0, 262144, 4096), "dense_gemm_tma", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=0, n=262144");
-    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1025, 16384), "dense_gemm_tma", Expect { code: 0, geometry: Some(([144, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with k=16384, n=1025");
+    check(kg::dense_linear::dense_gemm_tma::plan(2048, 1025, 16384), "dense_gemm_tma", Expect { code: 0, geometry: Some(([96, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with k=16384, n=1025");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 262144, 268435457), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435457, n=262144");
-    check(kg::dense_linear::dense_gemm_tma::plan(4194305, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524304, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "the first example with m=4194305");
+    check(kg::dense_linear::dense_gemm_tma::plan(4194305, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([524304, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "the first example with m=4194305");
     check(kg::dense_linear::dense_gemm_tma::plan(2048, 15, 4100), "dense_gemm_tma", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, n=15");
 }
 
@@ -542,12 +542,12 @@ fn dense_linear_any_plans_the_first_member_that_applies() {
     check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(1, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=1, n=0");
-    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
-    check(kg::dense_linear::dense_linear_any::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=256, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=2048, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(256, 4096, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([64, 1, 2], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=256, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(64, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=64, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(2048, 4096, 4100), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 32, 1], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4100, m=2048, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(2048, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=2048, n=0");
-    check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([384, 1, 1], [384, 1, 1], 196672)), variant: Some(-1) }, "k=4096, m=256, n=24576");
+    check(kg::dense_linear::dense_linear_any::plan(256, 24576, 4096), "dense_gemm_tma", Expect { code: 0, geometry: Some(([256, 1, 1], [384, 1, 1], 196704)), variant: Some(-1) }, "k=4096, m=256, n=24576");
 }
 
 #[test]
