@@ -11,7 +11,9 @@
 // cost per column (the spec's let `bn`); the spec's 1-D grid is ceil(m / 128) x ceil(n / BN)
 // tiles, taken m-first, so CTAs running together share the weight tile (streamed from memory
 // about once) and re-read x from L2. The kernel tells BN from the grid: the narrowest of the
-// three whose ceil(n / BN) is the grid's tile count along n (any such width covers n).
+// three whose ceil(n / BN) is the grid's tile count along n (any such width covers n). With m of
+// at least 128, the last row tile covers the last 128 rows (its x box inside x) and stores only
+// the rows past the tile before.
 //
 // Roles. Warpgroup 0 produces: one thread issues the step's TMA copies (x: 16 KiB; w: BN / 64
 // boxes of 8 KiB) into a ring of 192 KiB: 6 slots of 128-wide tiles, 4 of wider ones
