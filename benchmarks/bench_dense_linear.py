@@ -115,6 +115,9 @@ def main():
                     "speedup_vs_cublas": cublas_ms / ms,
                     "weight_copies": len(ws_fp4) if kname.startswith("w4a16") else len(ws_bf16),
                 }
+                plan = getattr(dense_linear, f"plan_{kname}", None)
+                if plan is not None:  # the launch the kernel's plan made (its tile shape and K split)
+                    r["grid"] = list(plan(m=m, n=n, k=k)["grid"])
                 rows.append(r)
                 print(f"{name:8} {m:5d} {kname:22} {r['us']:9.2f} {r['tb_s']:6.2f} {r['tflop_s']:8.1f} "
                       f"{100 * r['fraction_of_copy']:6.1f}% {r['speedup_vs_cublas']:8.2f}x", flush=True)

@@ -263,7 +263,8 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
             dense = []
             for name in ("dense_gemm_pipelined", "dense_gemm_tma"):
                 r = dense_rows.get((shape, m, name))
-                dense.append(f"{r['tflop_s']:.0f} ({r['speedup_vs_cublas']:.2f}x)" if r else "")
+                tile = tma_tile(r) if r and name == "dense_gemm_tma" else ""
+                dense.append(f"{r['tflop_s']:.0f} ({r['speedup_vs_cublas']:.2f}x{tile})" if r else "")
             lines.append(f"| {shape} | {m} | {cub['tflop_s']:.0f} | {c1} | " + " | ".join(dense) + " |")
     q = (fp8 or {}).get("quantize")
     if q:
@@ -280,6 +281,18 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         lines += ["", f"quantize_bf16_to_fp8 {q['n']}x{q['k']}: {q['ms'] * 1000:.1f} us, "
                       f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}.{cast_cell}"]
     return lines + [""]
+
+
+def tma_tile(r: dict) -> str:
+    """dense_gemm_tma's tile from the grid its plan gave (results that recorded it): 128 rows by the
+    narrowest of 128, 192 and 256 columns whose tile count along n matches (as the kernel reads
+    its grid), and the K split."""
+    grid = r.get("grid")
+    if not grid:
+        return ""
+    nt = grid[0] // -(-r["m"] // 128)
+    width = next((w for w in (128, 192, 256) if -(-r["n"] // w) == nt), None)
+    return f", 128 x {width}" + (f", K / {grid[2]}" if grid[2] > 1 else "") if width else ""
 
 
 def ablation_md(d: dict, title: str, text: str, table, after: list[str] | None = None) -> list[str]:
