@@ -114,6 +114,32 @@ def test_first_example_must_launch_grid_included(project: Path, grid: str, why: 
     _refused(project, rf"the first example must launch, but on target '\w+' its plan says .*{why}")
 
 
+@pytest.mark.parametrize("grid,why", [
+    ("['THREADS if n else 1', 1, 1]", "the condition of 'if' must be boolean"),
+    ("['THREADS if n > 0 else n > 1', 1, 1]", "the operands of 'if' must be of one type"),
+    ("['n > 0 if n > 1 else n > 2', 1, 1]", "integer expression is needed"),
+])
+def test_a_bad_conditional_names_the_spec_line(project: Path, grid: str, why: str) -> None:
+    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]", f"    grid: {grid}")
+    _refused(project, re.escape(why))
+
+
+def test_a_conditional_grid_launches_each_way(project: Path) -> None:
+    """The chosen operand alone is evaluated (as C++'s ?:), so the other may divide by zero."""
+    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]",
+          "    grid: ['div_ceil(n, THREADS) if n > 0 else 1 // n', 1, 1]")
+    cat = load_catalog(project)
+    render_catalog(cat)
+    m = next(m for m in cat.modules if any(k.grid for k in m.kernels))
+    k = next(k for k in m.kernels if "n" in k.grid[0].names())
+    from kernelgen import expr
+
+    env = dict(m.constants)
+    assert expr.evaluate(k.grid[0], {**env, "n": 1000}) == -(-1000 // env["THREADS"])
+    with pytest.raises(Exception, match="division by zero"):
+        expr.evaluate(k.grid[0], {**env, "n": 0})
+
+
 # ---------------------------------------------------------------- limits known before nvcc
 
 def test_more_arguments_than_a_launcher_takes_are_refused(project: Path) -> None:
