@@ -4,8 +4,10 @@
 # Results (build log, junit XML, logs, benchmark JSON) are packed into
 # $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
 #
-#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [pytest -k expression]
+#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [--ncu[=CASE,...]] [pytest -k expression]
 #
+# --ncu profiles the cases of benchmarks/profile_cases.py (or those named) with Nsight Compute:
+# one launch each: occupancy, issue rate and warp stall samples, in gpu-results.tgz's ncu-CASE.txt.
 # --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
 # to the benchmarks that have it (their tuning subset). A kernel that hangs must not take the
 # machine's whole lease: the GPU tests get GPU_TESTS_TIMEOUT seconds (default 1800) and each
@@ -16,9 +18,11 @@ OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 RES=$(mktemp -d)
 trap 'tar czf "$OUT/gpu-results.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
-bench=0; sanitize=0; quick=0; only=""; select=()
+bench=0; sanitize=0; quick=0; only=""; select=(); ncu_cases=""
 for a in "$@"; do
   case "$a" in
+    --ncu) ncu_cases=all ;;
+    --ncu=*) ncu_cases="${a#--ncu=}" ;;
     --bench) bench=1 ;;
     --bench=*) bench=1; only=",${a#--bench=}," ;;
     --quick) quick=1 ;;
@@ -88,6 +92,30 @@ if [ "$bench" -eq 1 ]; then
       status=1
     fi
   done
+fi
+if [ -n "$ncu_cases" ]; then
+  if ! command -v ncu > /dev/null; then
+    echo "gpu_check: --ncu: ncu (Nsight Compute) is not on the PATH here" | tee "$RES/ncu.txt"
+  else
+    [ "$ncu_cases" = all ] && ncu_cases=$($PY benchmarks/profile_cases.py --list | paste -sd, -)
+    stalls=""
+    for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle; do
+      stalls+="${stalls:+,}smsp__pcsamp_warps_issue_stalled_$r"
+    done
+    for c in ${ncu_cases//,/ }; do
+      pattern=$($PY benchmarks/profile_cases.py "$c" --kernel) || { status=1; continue; }
+      # the clocks left as they are (--clock-control none); the case's last launch is profiled
+      timeout "${NCU_TIMEOUT:-300}" ncu --clock-control none --kernel-name "$pattern" --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --section SchedulerStats \
+        --section WarpStateStats --section ComputeWorkloadAnalysis --metrics "$stalls" \
+        $PY benchmarks/profile_cases.py "$c" > "$RES/ncu-$c.txt" 2>&1
+      rc=$?
+      echo "gpu_check: ncu $c: exit $rc"
+      grep -E "^\s+(Duration|Elapsed Cycles|SM Active Cycles|Registers Per Thread|Achieved Active Warps Per SM|Issued Warp Per Scheduler|Eligible Warps Per Scheduler|smsp__pcsamp_warps_issue_stalled_\w+) " \
+        "$RES/ncu-$c.txt" | sed 's/^ */  /'
+      [ "$rc" -eq 0 ] || status=1
+    done
+  fi
 fi
 if [ "$sanitize" -eq 1 ]; then
   # compute-sanitizer over every module's GPU tests, one test file per process so that a
