@@ -247,7 +247,9 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
             lines.append(f"| {shape} | {m} | {floor} | {fp8_cells[0]} | {fp8_cells[1]} | " + " | ".join(cells) + " |")
     lines += ["", "Many rows (TFLOP/s, and the ratio to cuBLAS bf16 on the same shape timed in the same run as "
                   "the kernel: the FP8 columns come from bench_fp8_linear, the others and the cuBLAS column from "
-                  "bench_dense_linear):", "",
+                  "bench_dense_linear). dense_gemm_tma's tile (128 rows by 128, 192 or 256 columns, K split over "
+                  "up to two CTAs) is its spec's choice: `kernelgen plan dense_linear.dense_gemm_tma m=M n=N k=K` "
+                  "shows it step by step.", "",
               "| shape | M | cuBLAS bf16 | fp8_gemm_n128_row_scaled | fp8_gemm_tma | dense_gemm_pipelined "
               "| dense_gemm_tma |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
