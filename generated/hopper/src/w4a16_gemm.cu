@@ -206,7 +206,7 @@ kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
   kg_p.block[0] = GEMV_THREADS;
   kg_p.block[1] = int64_t{1};
   kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = kg::x_add(kg::x_add(GEMV_RING_8, kg::x_mul(kg::x_sub(GEMV_RING_16, GEMV_RING_8, kg_err), kg::x_min(int64_t{1}, kg::x_floordiv(int64_t{m}, int64_t{9}, kg_err)), kg_err), kg_err), kg::x_mul(kg::x_mul(GEMV_TILE_N, kg::x_add(kg::x_div_ceil(int64_t{k}, int64_t{256}, kg_err), int64_t{1}, kg_err), kg_err), GEMV_GROUP_BYTES, kg_err), kg_err);
+  kg_p.shared_mem = kg::x_add(((int64_t{m} > int64_t{8}) ? GEMV_RING_16 : GEMV_RING_8), kg::x_mul(kg::x_mul(GEMV_TILE_N, kg::x_add(kg::x_div_ceil(int64_t{k}, int64_t{256}, kg_err), int64_t{1}, kg_err), kg_err), GEMV_GROUP_BYTES, kg_err), kg_err);
   if (kg_err.code != 0) {
     kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
     return kg_p;

@@ -190,7 +190,7 @@ def expect_w4a16_gemv_rt1(**args):
         u64=[],
         variant=None,
         geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), 1, 1), (C_GEMV_THREADS, 1, 1), _x.add(_st, _x.add(_st, C_GEMV_RING_8, _x.mul(_st, _x.sub(_st, C_GEMV_RING_16, C_GEMV_RING_8), _x.min_(_st, 1, _x.floordiv(_st, _a['m'], 9)))), _x.mul(_st, _x.mul(_st, C_GEMV_TILE_N, _x.add(_st, _x.div_ceil(_st, _a['k'], 256), 1)), C_GEMV_GROUP_BYTES))),
+            (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), 1, 1), (C_GEMV_THREADS, 1, 1), _x.add(_st, (C_GEMV_RING_16 if (_a['m'] > 8) else C_GEMV_RING_8), _x.mul(_st, _x.mul(_st, C_GEMV_TILE_N, _x.add(_st, _x.div_ceil(_st, _a['k'], 256), 1)), C_GEMV_GROUP_BYTES))),
         limits=LIMITS,
         device=DEVICE,
         launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
