@@ -1216,6 +1216,10 @@ def _kernel(
                                 "the shared memory", "shared_mem may use the device.* names") from None
             raise
 
+    def as_written(n: YNode, ty: expr.Ty, within: Mapping[str, object]) -> expr.Node:
+        """``n`` with its let names kept (for texts: a clause's reason, the docs' cluster)."""
+        return expr.substitute(_expr(ctx, n, {**within, **lets}, ty), int_axes)
+
     def finish(pairs: list[tuple[Arg, YNode | None]]) -> tuple[Arg, ...]:
         out = []
         for a, size_node in pairs:
@@ -1260,10 +1264,8 @@ def _kernel(
             cluster_text = None
             if launch_cluster is not None:
                 with ctx.at("cluster"):  # the text of the docs keeps the let names, then defines them
-                    cluster_text = _shown_with_lets(
-                        [expr.substitute(_expr(ctx, i, {**names, **lets}, expr.Ty.INT), int_axes)
-                         for i in lf["cluster"].items], written_lets) if lets \
-                        else _shown_with_lets(launch_cluster, {})
+                    shown = [as_written(i, expr.Ty.INT, names) for i in lf["cluster"].items] if lets else launch_cluster
+                    cluster_text = _shown_with_lets(shown, written_lets)
             launch = Launch(f["launch"].loc, cluster=launch_cluster, cluster_text=cluster_text, **modes)
             if launch_cluster is not None and cluster is not None:
                 raise ctx.error(lf["cluster"].loc, "the kernel has a compile-time 'cluster' (__cluster_dims__); "
@@ -1293,8 +1295,7 @@ def _kernel(
                 with ctx.at(f"[{i}]") if isinstance(n, YSeq) else _nullctx():
                     tree = ex(item, expr.Ty.BOOL, device_names)
                     # the text (a "not launched" reason) keeps the spec's let names
-                    shown = expr.substitute(_expr(ctx, item, {**device_names, **lets}, expr.Ty.BOOL), int_axes) \
-                        if lets else tree
+                    shown = as_written(item, expr.Ty.BOOL, device_names) if lets else tree
                     out.append(Clause(tree, expr.to_text(shown), item.loc))
             return tuple(out)
 

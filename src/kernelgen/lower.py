@@ -181,8 +181,7 @@ class LKernel:
         if self.programmatic_dependent:
             out.append("Programmatic dependent launch: may start before the previous kernel on the stream ends.")
         if self.launch_cluster is not None:
-            text = self.launch_cluster_text or "[" + ", ".join(expr.to_text(n) for n in self.launch_cluster) + "]"
-            out.append(f"Cluster chosen at launch: {text}; the grid must be whole clusters.")
+            out.append(f"Cluster chosen at launch: {self.launch_cluster_text}; the grid must be whole clusters.")
         if self.tensor_maps:
             out.append("TMA descriptors encoded for each launch: "
                        + ", ".join(f"{t.name} (of {t.array})" for t in self.tensor_maps)
