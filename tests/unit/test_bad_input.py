@@ -29,6 +29,11 @@ def _edit(project: Path, old: str, new: str, path: str = SPEC) -> None:
     f.write_text(text.replace(old, new, 1))
 
 
+def _set_grid(project: Path, grid: str) -> None:
+    """The fixture kernel's grid replaced by `grid` (spec text)."""
+    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]", f"    grid: {grid}")
+
+
 def _refused(project: Path, pattern: str, where: str = SPEC) -> str:
     with pytest.raises(SpecError) as info:
         render_catalog(load_catalog(project))
@@ -110,7 +115,7 @@ def test_u64_variant_key_above_int64_is_refused(project: Path) -> None:
     ("[n * 4294967296, 1, 1]", "over the device limit"),
 ])
 def test_first_example_must_launch_grid_included(project: Path, grid: str, why: str) -> None:
-    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]", f"    grid: {grid}")
+    _set_grid(project, grid)
     _refused(project, rf"the first example must launch, but on target '\w+' its plan says .*{why}")
 
 
@@ -120,14 +125,13 @@ def test_first_example_must_launch_grid_included(project: Path, grid: str, why: 
     ("['n > 0 if n > 1 else n > 2', 1, 1]", "integer expression is needed"),
 ])
 def test_a_bad_conditional_names_the_spec_line(project: Path, grid: str, why: str) -> None:
-    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]", f"    grid: {grid}")
+    _set_grid(project, grid)
     _refused(project, re.escape(why))
 
 
 def test_a_conditional_grid_launches_each_way(project: Path) -> None:
     """The chosen operand alone is evaluated (as C++'s ?:), so the other may divide by zero."""
-    _edit(project, "    grid: [div_ceil(n, THREADS), 1, 1]",
-          "    grid: ['div_ceil(n, THREADS) if n > 0 else 1 // n', 1, 1]")
+    _set_grid(project, "['div_ceil(n, THREADS) if n > 0 else 1 // n', 1, 1]")
     cat = load_catalog(project)
     render_catalog(cat)
     m = next(m for m in cat.modules if any(k.grid for k in m.kernels))

@@ -110,13 +110,17 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("case,spec,line,fragment", BAD, ids=[b[0] for b in BAD])
-def test_bad_instantiate_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+def refused_at(tmp_path: Path, spec: str, line: int, fragment: str) -> None:
+    """Loading `spec` fails with one error containing `fragment` at specs/demo.yaml:`line`."""
     with pytest.raises(SpecError) as err:
         load(tmp_path, spec)
     assert fragment in str(err.value)
-    assert err.value.loc.path == "specs/demo.yaml"
-    assert err.value.loc.line == line, str(err.value)
+    assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
+
+
+@pytest.mark.parametrize("case,spec,line,fragment", BAD, ids=[b[0] for b in BAD])
+def test_bad_instantiate_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
+    refused_at(tmp_path, spec, line, fragment)
 
 
 def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
@@ -360,10 +364,7 @@ LET_BAD = [
 
 @pytest.mark.parametrize("case,spec,line,fragment", LET_BAD, ids=[b[0] for b in LET_BAD])
 def test_bad_let_gives_file_and_line(tmp_path: Path, case: str, spec: str, line: int, fragment: str) -> None:
-    with pytest.raises(SpecError) as err:
-        load(tmp_path, spec)
-    assert fragment in str(err.value)
-    assert (err.value.loc.path, err.value.loc.line) == ("specs/demo.yaml", line), str(err.value)
+    refused_at(tmp_path, spec, line, fragment)
 
 
 def test_let_with_instantiate_and_extends(tmp_path: Path) -> None:
