@@ -151,6 +151,15 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     // This thread's weight row in the tile (rows g of its warp's 16; g + 8 in convert) and k pair.
     const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
     if (tid != 0) kcommon::pdl_wait();  // thread 0 waits after its first weight boxes
+    // A step's MMAs: the four k16 slices of the slot's x box times this thread's fragments.
+    auto issue = [&](uint32_t slot, const uint32_t (&frags)[4][4]) {
+        kcommon::wgmma_fence();
+#pragma unroll
+        for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
+            mma_k16<kBM>(acc, frags[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
+        }
+        kcommon::wgmma_commit();
+    };
     if (wg == 0) {
         if constexpr (kBM == 256) kcommon::setmaxnreg_dec<kProducerRegs>();
         if (tid == 0) {
@@ -184,12 +193,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             const uint32_t slot = base + (t % kSlots) * kSlotBytes;
             ring.wait(t);
             convert(a, slot + kXBytes, row, tq);
-            kcommon::wgmma_fence();
-#pragma unroll
-            for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
-                mma_k16<kBM>(acc, a[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
-            }
-            kcommon::wgmma_commit();
+            issue(slot, a);
             kcommon::wgmma_wait<0>();
             hold(a);  // the registers stay untouched until the MMAs reading them have retired
             if (lane == 0) ring.release(t);
@@ -204,13 +208,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         // Step t: its MMAs from a[t % 2], then (step t - 1 retired) step t + 1's fragments into the
         // other set while they run.
         auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
-            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
-            kcommon::wgmma_fence();
-#pragma unroll
-            for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
-                mma_k16<kBM>(acc, cur[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
-            }
-            kcommon::wgmma_commit();
+            issue(base + (t % kSlots) * kSlotBytes, cur);
             kcommon::wgmma_wait<1>();
             hold(next);  // step t - 1's registers: retired now
             if (t > 0 && lane == 0) ring.release(t - 1u);
