@@ -27,6 +27,19 @@ DEV = "cuda"
 L2_BYTES = 50 * 10**6
 
 
+def paged(vals, perm, bs, fp8):
+    """Rows vals [blocks * bs, hkv, d] (f32) as a paged cache [blocks, bs, hkv, d] whose logical
+    block i is physical block perm[i]: bf16, or E4M3 of vals / 0.01 (the scale the benchmarks
+    pass; clamped to the E4M3 range, where a larger value would become NaN)."""
+    nb, (hkv, d) = perm.numel(), vals.shape[1:]
+    c = torch.empty(nb, bs, hkv, d, dtype=torch.uint8 if fp8 else torch.bfloat16, device=DEV)
+    if fp8:
+        c[perm] = (vals / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
+        return c.view(torch.float8_e4m3fn)
+    c[perm] = vals.to(torch.bfloat16).view(nb, bs, hkv, d)
+    return c
+
+
 def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
     d = 128
     scale = 1.0 / math.sqrt(d)
@@ -40,19 +53,7 @@ def bench_case(kv_len, fp8, q_rows, hq, hkv, bs, copy_gbs, warmup, reps, gen):
         K = torch.randn(nb * bs, hkv, d, generator=gen).to(DEV)
         V = torch.randn(nb * bs, hkv, d, generator=gen).to(DEV)
         perm = torch.randperm(nb, generator=gen).to(DEV)
-        if fp8:
-            kc = torch.empty(nb, bs, hkv, d, dtype=torch.uint8, device=DEV)
-            vc = torch.empty_like(kc)
-            # clamped to the E4M3 range: a larger value would become NaN
-            kc[perm] = (K / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
-            vc[perm] = (V / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
-            kc, vc = kc.view(torch.float8_e4m3fn), vc.view(torch.float8_e4m3fn)
-        else:
-            kc = torch.empty(nb, bs, hkv, d, dtype=torch.bfloat16, device=DEV)
-            vc = torch.empty_like(kc)
-            kc[perm] = K.to(torch.bfloat16).view(nb, bs, hkv, d)
-            vc[perm] = V.to(torch.bfloat16).view(nb, bs, hkv, d)
-        sets.append((kc, vc, perm.to(torch.int32)))
+        sets.append((paged(K, perm, bs, fp8), paged(V, perm, bs, fp8), perm.to(torch.int32)))
     ks = torch.full((1,), 0.01, device=DEV)
     vs = torch.full((1,), 0.01, device=DEV)
     out = torch.empty_like(q)

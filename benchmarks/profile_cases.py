@@ -23,6 +23,7 @@ def attn(kind: str, kv_len: int):
     """prefill_attn_dflash_{kind}_split: 16 query rows, hq 32, hkv 8, head_dim 128, paged cache
     (block 16, shuffled table), non-causal."""
     import torch
+    from bench_attn_dflash import paged
     from cuda_timing import launched
     from kernelgen_ops import attn_dflash
 
@@ -32,17 +33,7 @@ def attn(kind: str, kv_len: int):
     nb = -(-kv_len // bs)
     q = torch.randn(q_rows, hq, d, generator=g).to(torch.bfloat16).to(dev)
     perm = torch.randperm(nb, generator=g).to(dev)
-
-    def cache():
-        vals = torch.randn(nb * bs, hkv, d, generator=g).to(dev)
-        c = torch.empty(nb, bs, hkv, d, dtype=torch.uint8 if fp8 else torch.bfloat16, device=dev)
-        if fp8:
-            c[perm] = (vals / 0.01).clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).view(nb, bs, hkv, d)
-            return c.view(torch.float8_e4m3fn)
-        c[perm] = vals.to(torch.bfloat16).view(nb, bs, hkv, d)
-        return c
-
-    kc, vc = cache(), cache()
+    kc, vc = (paged(torch.randn(nb * bs, hkv, d, generator=g).to(dev), perm, bs, fp8) for _ in range(2))
     shape = dict(q_rows=q_rows, kv_len=kv_len, q_offset=kv_len - q_rows, num_q_heads=hq, num_kv_heads=hkv,
                  block_size=bs, causal=0, window=0)
     fn = getattr(attn_dflash, f"prefill_attn_dflash_{kind}_split")
