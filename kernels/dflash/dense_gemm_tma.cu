@@ -146,10 +146,9 @@ dense_gemm_tma_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_
     (void)w;
     const uint32_t mt = (m + d::kBM - 1u) / d::kBM, nt = gridDim.x / mt;
     const uint32_t mb = blockIdx.x % mt, nb = blockIdx.x / mt;
-    // The last row tile of m >= 128 rows ends at row m (its x box all inside x; the rows it shares
-    // with the tile before are that tile's to store): with x boxes partly past the array, the
-    // tiles ran up to 1.5x slower on the H200 (m = 129: 31.8 us against 20.9 for o's 4096 x 4096).
-    const uint32_t first = mb * d::kBM, m0 = m >= d::kBM ? min(first, m - d::kBM) : first;
+    // The x box inside x (kcommon::inside_box_row: the last row tile of m >= 128 rows ends at row
+    // m; on the H200 m = 129 ran o's 4096 x 4096 in 31.8 us against 20.9 so).
+    const uint32_t first = mb * d::kBM, m0 = kcommon::inside_box_row(first, m, d::kBM);
     if ((n + 127u) / 128u == nt) {
         d::run<128>(&x_map, &w_map, out, m, n, k, m0, first, nb * 128u, dense_tma_smem);
     } else if ((n + 191u) / 192u == nt) {

@@ -130,14 +130,9 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
                                            __nv_bfloat16* out, uint32_t M, uint32_t N, uint32_t K, uint32_t m0,
                                            uint32_t n0, uint8_t* smem) {
     constexpr uint32_t kBM = S::kBM, kSlots = S::kSlots, kXBytes = S::kXBytes, kSlotBytes = S::kSlotBytes;
-    // The first x row of box b of the tile: its own rows, or when those reach past x (M of at
-    // least a box), the last kXBoxRows rows of x, so that no box reaches past the array (boxes
-    // partly past it made the dense TMA GEMM up to 1.5x slower on the H200); the epilogue stores
-    // only the box's own rows.
-    auto box_row = [&](uint32_t b) {
-        const uint32_t own = m0 + b * S::kXBoxRows;
-        return M >= S::kXBoxRows ? min(own, M - S::kXBoxRows) : own;
-    };
+    // The first x row of box b of the tile: its own rows, kept inside x (kcommon::inside_box_row);
+    // the epilogue stores only the box's own rows.
+    auto box_row = [&](uint32_t b) { return kcommon::inside_box_row(m0 + b * S::kXBoxRows, M, S::kXBoxRows); };
     const uint32_t base = kcommon::smem_addr(smem);
     const uint32_t tid = threadIdx.x, wg = tid >> 7, lane = tid & 31u;
     const kcommon::TmaRing<kSlots> ring(base + S::kBarAt, 8);  // released by the consumers' 8 warps
