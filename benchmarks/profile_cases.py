@@ -91,6 +91,8 @@ CASES = {
     "attn_fp8_8192": ("regex:dflash_attn_fp8_split", lambda: attn("fp8", 8192)),
     "dense_tma_qkv_256": ("regex:dense_gemm_tma", lambda: dense_tma(256, 6144, 4096)),
     "fp8_tma_qkv_256": ("regex:fp8_gemm_tma", lambda: fp8_tma(256, 6144, 4096)),
+    "dense_tma_o_256": ("regex:dense_gemm_tma", lambda: dense_tma(256, 4096, 4096)),
+    "fp8_tma_o_256": ("regex:fp8_gemm_tma", lambda: fp8_tma(256, 4096, 4096)),
     "topk16_bf16": ("regex:dflash2_topk16", lambda: topk16(16, 151936)),
 }
 

@@ -615,27 +615,24 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 [[maybe_unused]] const uint32_t rK = sbase + (k % STAGES) * 2 * FP8_TILE;
                 const uint32_t cK = sConv + (k & 1) * 2 * BF16_TILE;
                 if constexpr (W != Work::reads) {
+                    // The four 16-byte loads first (K and V, two chunks each), then the
+                    // conversions and stores: loads behind the stores wait for them (the
+                    // compiler cannot tell the raw and converted tiles apart).
+                    uint4 x[2][2];
 #pragma unroll
                     for (int kv = 0; kv < 2; ++kv) {
-                        const uint32_t src = rK + kv * FP8_TILE;
+#pragma unroll
+                        for (int j = 0; j < 2; ++j) x[kv][j] = kcommon::lds128(rK + kv * FP8_TILE + swz8(lane, warp * 2 + j));
+                    }
+#pragma unroll
+                    for (int kv = 0; kv < 2; ++kv) {
                         const uint32_t dst = cK + kv * BF16_TILE;
 #pragma unroll
                         for (int j = 0; j < 2; ++j) {
-                            uint32_t x0, x1, x2, x3;
-                            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                                         : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
-                                         : "r"(src + swz8(lane, warp * 2 + j))
-                                         : "memory");
-                            const uint2 y0 = e4m3x4_to_bf16x4(x0), y1 = e4m3x4_to_bf16x4(x1);
-                            const uint2 y2 = e4m3x4_to_bf16x4(x2), y3 = e4m3x4_to_bf16x4(x3);
-                            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                                             dst + swz(lane, warp * 4 + 2 * j)),
-                                         "r"(y0.x), "r"(y0.y), "r"(y1.x), "r"(y1.y)
-                                         : "memory");
-                            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                                             dst + swz(lane, warp * 4 + 2 * j + 1)),
-                                         "r"(y2.x), "r"(y2.y), "r"(y3.x), "r"(y3.y)
-                                         : "memory");
+                            const uint2 y0 = e4m3x4_to_bf16x4(x[kv][j].x), y1 = e4m3x4_to_bf16x4(x[kv][j].y);
+                            const uint2 y2 = e4m3x4_to_bf16x4(x[kv][j].z), y3 = e4m3x4_to_bf16x4(x[kv][j].w);
+                            kcommon::sts128(dst + swz(lane, warp * 4 + 2 * j), y0.x, y0.y, y1.x, y1.y);
+                            kcommon::sts128(dst + swz(lane, warp * 4 + 2 * j + 1), y2.x, y2.y, y3.x, y3.y);
                         }
                     }
                 }
