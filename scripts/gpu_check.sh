@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one GPU check: build the target of the GPU present, run the contract tests and the
 # GPU tests, then (with --bench) the benchmarks and (with --sanitize) compute-sanitizer.
-# Results (build log, junit XML, logs, benchmark JSON) are packed into
+# Results (build log, junit XML, logs, the tests' checks summary, benchmark JSON) are packed into
 # $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
 #
 #   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [--ncu[=CASE,...]] [pytest -k expression]
@@ -63,9 +63,12 @@ $PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 |
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout "${GPU_TESTS_TIMEOUT:-1800}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE \
+# KERNELGEN_CHECKS: the tests' comparisons against their bounds and for identical bits,
+# summarised per test module (tests/gpu/checks.py) into checks.md and checks.json.
+KERNELGEN_CHECKS="$RES/checks" timeout "${GPU_TESTS_TIMEOUT:-1800}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE \
   --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
 rc=${PIPESTATUS[0]}
+[ -f "$RES/checks.md" ] && cat "$RES/checks.md"
 [ "$rc" -eq 124 ] && echo "gpu_check: the GPU tests were stopped after ${GPU_TESTS_TIMEOUT:-1800} s (a hang?)" | tee -a "$RES/gpu-tests.log"
 [ "$rc" -eq 0 ] || status=1
 # Tests that need two GPUs skip on one: say so, so that a run on a two-GPU machine is not forgotten.

@@ -48,3 +48,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With KERNELGEN_CHECKS=PATH: the GPU tests' recorded comparisons (tests/gpu/checks.py),
+    summarised per test module into PATH's .md and .json."""
+    path = os.environ.get("KERNELGEN_CHECKS")
+    checks = sys.modules.get("tests.gpu.checks")
+    if path and checks is not None:
+        checks.write(Path(path))

@@ -12,7 +12,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import dense_linear  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, capture_graph, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import capture_graph, nonzero_randn  # noqa: E402
+from tests.gpu.checks import bound, same_bits  # noqa: E402
 
 DEV = "cuda"
 BF16 = torch.bfloat16
@@ -95,11 +96,9 @@ def test_random_against_reference(name, m, n, k):
     out = launch(name, x, w, m, n, k)
     assert not torch.isnan(out).any(), "some output element was not written"
     ref = reference(x, w)
-    err = (out.double() - ref).abs()
-    tol = tolerance(x, w, ref)
-    assert bool((err <= tol).all()), f"max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.3f}"
+    bound((out.double() - ref).abs(), tolerance(x, w, ref), f"{name} m={m} n={n} k={k}")
     again = launch(name, x, w, m, n, k)
-    assert torch.equal(bits(out), bits(again)), "repeated runs differ"
+    same_bits(out, again, f"{name} m={m} n={n} k={k}: a second run")
 
 
 def int_inputs(m, n, k, seed):
@@ -119,7 +118,7 @@ def test_integers_exact(name, m, n, k):
     x, w = int_inputs(m, n, k, seed=m + n + k)
     out = launch(name, x, w, m, n, k)
     ref = reference(x, w).to(BF16)
-    assert torch.equal(bits(out), bits(ref))
+    same_bits(out, ref, f"{name} m={m} n={n} k={k}: small integers, bf16(exact sum)")
 
 
 @pytest.mark.parametrize("name", [n for n in KERNELS if n != "dense_gemm_tma"])
@@ -131,7 +130,7 @@ def test_misaligned_pointers(name):
     x, w = xb[1:].view(m, k), wb[3:].view(n, k)
     out = launch(name, x, w, m, n, k)
     ref = reference(x, w)
-    assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all())
+    bound((out.double() - ref).abs(), tolerance(x, w, ref), f"{name}: misaligned pointers")
 
 
 def test_pipelined_tilings_agree():
@@ -142,7 +141,7 @@ def test_pipelined_tilings_agree():
     w = nonzero_randn(n, k, scale=0.05)
     big = launch("dense_gemm_pipelined", x, w, 2048, n, k)
     small = launch("dense_gemm_pipelined", x[:64].contiguous(), w, 64, n, k)
-    assert torch.equal(bits(big[:64]), bits(small))
+    same_bits(big[:64], small, "128-row and 64-row tiles")
 
 
 def test_gemv_rows_over_16_not_launched():
@@ -168,7 +167,7 @@ def test_fallback_picks_gemv_then_tma_then_pipelined():
         torch.cuda.synchronize()
         assert outcome.launched and (outcome.kernel or "").split(".")[-1] == expected, outcome.kernel
         ref = reference(x, w)
-        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all())
+        bound((out.double() - ref).abs(), tolerance(x, w, ref), f"dense_linear_any m={m}")
 
 
 def test_plans():
@@ -221,7 +220,7 @@ def test_tma_not_launched():
         torch.cuda.synchronize()
         assert outcome.launched and outcome.kernel.split(".")[-1] == "dense_gemm_pipelined", outcome.kernel
         ref = reference(x, w)
-        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all()), why
+        bound((out.double() - ref).abs(), tolerance(x, w, ref), f"dense_linear_any m={m}: {why}")
 
 
 @needs_tma
@@ -236,7 +235,7 @@ def test_tma_bits_equal_pipelined(m, n, k, width):
     assert tuple(dense_linear.plan_dense_gemm_pipelined(m=m, n=n, k=k)["grid"])[2] == 1
     torch.manual_seed(m + n + k)
     x, w = nonzero_randn(m, k), nonzero_randn(n, k, scale=0.05)
-    assert torch.equal(bits(launch("dense_gemm_tma", x, w, m, n, k)), bits(launch("dense_gemm_pipelined", x, w, m, n, k)))
+    same_bits(launch("dense_gemm_tma", x, w, m, n, k), launch("dense_gemm_pipelined", x, w, m, n, k), "dense_gemm_tma and dense_gemm_pipelined")
 
 
 @needs_tma
@@ -257,4 +256,4 @@ def test_tma_graph_replay_reads_current_data():
         g.replay()
         torch.cuda.synchronize()
         ref = reference(x, w)
-        assert bool(((out.double() - ref).abs() <= tolerance(x, w, ref)).all()), seed
+        bound((out.double() - ref).abs(), tolerance(x, w, ref), f"dense_gemm_tma graph replay, seed {seed}")

@@ -27,6 +27,7 @@ if not torch.cuda.is_available():
 from kernelgen_ops import KernelError, dflash2  # noqa: E402
 
 from tests.gpu.bf16_helpers import max_ulp_diff, nonzero_randn  # noqa: E402
+from tests.gpu.checks import identical, same_bits, within  # noqa: E402
 
 DEV = "cuda"
 F32, BF16, I32 = torch.float32, torch.bfloat16, torch.int32
@@ -76,9 +77,9 @@ def test_conv2_matches_reference(rows, hidden):
     out = run_conv2(x, base, delta, rows, hidden)
     ref = conv2_ref(x, base, delta, rows, hidden)
     assert not torch.isnan(out.float()).any()
-    assert max_ulp_diff(out, ref) <= CONV_ULP_TOL
+    within(max_ulp_diff(out, ref), CONV_ULP_TOL, out.numel(), f"conv2 {rows} x {hidden}: bf16 ulps")
     again = run_conv2(x, base, delta, rows, hidden)
-    assert torch.equal(out.view(torch.int16), again.view(torch.int16))
+    same_bits(out, again, f"conv2 {rows} x {hidden}: a second run")
 
 
 def test_conv2_block_boundary_masks_previous_row():
@@ -87,8 +88,8 @@ def test_conv2_block_boundary_masks_previous_row():
     x[15] = 1000.0  # the last row of block 0 must not reach row 16
     out = run_conv2(x, base, delta, rows, hidden)
     expect16 = ((base[0].float() + delta[16, 0].float().repeat_interleave(16)) * x[16].float()).to(BF16)
-    assert max_ulp_diff(out[16], expect16) <= CONV_ULP_TOL
-    assert max_ulp_diff(out, conv2_ref(x, base, delta, rows, hidden)) <= CONV_ULP_TOL
+    within(max_ulp_diff(out[16], expect16), CONV_ULP_TOL, out[16].numel(), "conv2: row 16 (a block's first)")
+    within(max_ulp_diff(out, conv2_ref(x, base, delta, rows, hidden)), CONV_ULP_TOL, out.numel(), "conv2 32 x 64")
 
 
 def test_conv2_misaligned_pointers():
@@ -98,7 +99,8 @@ def test_conv2_misaligned_pointers():
     xb[1:] = x.view(-1)
     xm = xb[1:].view(rows, hidden)  # 2 bytes past a 16-byte boundary: the element-wise path
     out = run_conv2(xm, base, delta, rows, hidden)
-    assert max_ulp_diff(out, conv2_ref(x, base, delta, rows, hidden)) <= CONV_ULP_TOL
+    within(max_ulp_diff(out, conv2_ref(x, base, delta, rows, hidden)), CONV_ULP_TOL, out.numel(),
+           "conv2: misaligned x")
 
 
 def test_conv2_rows_must_be_whole_blocks():
@@ -159,13 +161,15 @@ def check_topk(logits, rows, vocab, multiplier=1.0, cap=30.0):
     ref = topk_ref_ids(before)
     bad = (ids.to(torch.int64) != ref).any(dim=-1).nonzero().flatten()
     assert bad.numel() == 0, f"rows {bad[:4].tolist()}: got {ids[bad[:2]].tolist()} want {ref[bad[:2]].tolist()}"
+    identical(ids.numel(), f"topk16 {rows} x {vocab}: ids")
     vals = before.gather(1, ref)
     tv = torch.topk(before, TOP, dim=-1).values
     torch.testing.assert_close(vals, tv, rtol=0, atol=0, equal_nan=True)
-    assert f32_ulp_diff(scores, unary_ref(vals, multiplier, cap)) <= UNARY_ULP_TOL
+    within(f32_ulp_diff(scores, unary_ref(vals, multiplier, cap)), UNARY_ULP_TOL, scores.numel(),
+           f"topk16 {rows} x {vocab}: unary scores, f32 ulps")
     expect = before.clone()
     expect.scatter_(1, ref, float("-inf"))
-    assert torch.equal(logits.view(torch.int32), expect.view(torch.int32))
+    same_bits(logits, expect, f"topk16 {rows} x {vocab}: logits after the overwrite")
     return ids, scores
 
 

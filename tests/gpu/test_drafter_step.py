@@ -55,6 +55,7 @@ if not torch.cuda.is_available():
 
 from drafter import QWEN3_8B, DrafterConfig, DrafterStep, make_weights  # noqa: E402
 from drafter.reference import Reference, first_argmax, margin, topk16_ids, unary, walk_scores  # noqa: E402
+from tests.gpu.checks import note  # noqa: E402
 
 DEV = "cuda"
 ULP = 2.0**-8
@@ -115,6 +116,8 @@ def close(got: torch.Tensor, ref: torch.Tensor, what: str, stores: int, problems
     rms = r.pow(2).mean(-1, keepdim=True).sqrt()
     elem = float((err.abs() / torch.maximum(r.abs(), rms).clamp_min(1e-30)).max())
     ok = not torch.isnan(g).any() and normwise <= norm_tol_ and elem <= elem_tol
+    note(normwise, norm_tol_, g.numel(), f"{what}: normwise")
+    note(elem, elem_tol, g.numel(), f"{what}: per element")
     print(f"  {what}: normwise {normwise:.2e}, per element {elem:.2e} (bounds {norm_tol_:.1e}, {elem_tol:.1e})"
           + ("" if ok else "  <-- OUT OF BOUNDS"))
     if not ok:

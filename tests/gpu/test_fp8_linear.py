@@ -17,7 +17,8 @@ if not torch.cuda.is_available():
 import kernelgen_ops  # noqa: E402
 from kernelgen_ops import fp8_gemv_rt, fp8_linear  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, capture_graph, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import capture_graph, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.checks import bound, same_bits  # noqa: E402
 
 DEV = "cuda"
 E4M3 = torch.float8_e4m3fn
@@ -52,9 +53,8 @@ def run_quantize(w):
 def assert_quantize_exact(w):
     q, scale = run_quantize(w)
     rq, rscale = reference_quantize(w)
-    assert torch.equal(scale.view(torch.int32), rscale.view(torch.int32)), "scale differs"
-    diff = (q.view(torch.uint8) != rq.view(torch.uint8)).sum().item()
-    assert diff == 0, f"{diff} E4M3 bytes differ from torch"
+    same_bits(scale, rscale, f"quantize {tuple(w.shape)}: scales against torch's")
+    same_bits(q, rq, f"quantize {tuple(w.shape)}: E4M3 bytes against torch's")
 
 
 def special_rows(k, gen):
@@ -182,14 +182,8 @@ def check_product(out, x, q, scale):
     k = x.shape[1]
     assert not torch.isnan(out).any(), "some output element was not written"
     ref, mag = reference(x, q, scale)
-    tol = 2.0**-8 * ref.abs() + k * 2.0**-22 * mag
-    err = (out.double() - ref).abs()
-    bad = err > tol
-    if bad.any():
-        worst = int((err - tol).argmax())
-        m, n = divmod(worst, err.shape[1])
-        raise AssertionError(f"{int(bad.sum())} of {bad.numel()} outputs outside the bound; worst at "
-                             f"[{m}, {n}]: out {float(out[m, n])} ref {float(ref[m, n])} tol {float(tol[m, n]):.3g}")
+    bound((out.double() - ref).abs(), 2.0**-8 * ref.abs() + k * 2.0**-22 * mag,
+          f"rows={x.shape[0]} n={q.shape[0]} k={k}")
 
 
 def launch(kernel, x, q, scale, rows, n, k):
@@ -287,7 +281,7 @@ def test_rt_ks_product(name, rows, n, k):
     assert outcome.launched, outcome.reason
     check_product(out, x, q, scale)
     _, again = launch(kernel, x, q, scale, rows, n, k)
-    assert torch.equal(bits(out), bits(again)), "output bits changed between runs"
+    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
 
 
 @pytest.mark.parametrize("name", [name for name, _, _ in KS])
@@ -335,7 +329,7 @@ def test_rt2_16_x3_equals_three_launches(rows, ns, k):
             continue
         single, expect = launch(fp8_gemv_rt.fp8_gemv_rt2_16, x, q, scale, rows, q.shape[0], k)
         assert single.launched, single.reason
-        assert torch.equal(out.view(torch.int16), expect.view(torch.int16)), f"output {i} differs from its own launch"
+        same_bits(out, expect, f"fp8_gemv_rt2_16_x3 output {i} against its own launch")
         check_product(out, x, q, scale)
 
 
@@ -390,7 +384,7 @@ def test_repeatable_bits(name):
     _, first = launch(kernel, x, q, scale, rows, n, k)
     for _ in range(3):
         _, again = launch(kernel, x, q, scale, rows, n, k)
-        assert torch.equal(bits(first), bits(again)), "output bits changed between runs"
+        same_bits(first, again, f"{name} rows={rows}: a later run against the first")
 
 
 def test_rows_clauses_not_launched():
@@ -541,7 +535,7 @@ def test_tma_product(rows, n, k):
     assert outcome.launched, outcome.reason
     check_product(out, x, q, scale)
     _, again = launch(fp8_linear.fp8_gemm_tma, x, q, scale, rows, n, k)
-    assert torch.equal(bits(out), bits(again)), "output bits changed between runs"
+    same_bits(out, again, f"fp8_gemm_tma rows={rows} n={n} k={k}: a second run")
 
 
 @needs_tma

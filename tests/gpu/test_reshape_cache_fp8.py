@@ -15,6 +15,7 @@ if not torch.cuda.is_available():
 from kernelgen_ops import KernelError, reshape_cache_fp8  # noqa: E402
 
 from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.checks import identical  # noqa: E402
 
 DEV = "cuda"
 E4M3 = torch.float8_e4m3fn
@@ -72,6 +73,7 @@ def assert_bytes_equal(got, want, what):
     assert bad.numel() == 0, (
         f"{what}: {bad.shape[0]} bytes differ, first at {bad[0].tolist()}: "
         f"got {int(got[tuple(bad[0])]):#04x}, want {int(want[tuple(bad[0])]):#04x}")
+    identical(got.numel(), what)
 
 
 def wide_bf16(*shape):

@@ -12,7 +12,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import w4a16_gemm  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.checks import bound, identical, same_bits  # noqa: E402
 
 DEV = "cuda"
 BF16 = torch.bfloat16
@@ -141,11 +142,9 @@ def test_random_against_reference(name, m, n, k):
     assert not torch.isnan(out).any(), "some output element was not written"
     w64 = dequantize(wq, ws, gs, k)
     ref = x.double() @ w64.T
-    err = (out.double() - ref).abs()
-    tol = tolerance(x, w64, ref)
-    assert bool((err <= tol).all()), f"max err {err.max().item():.3e}, worst err/tol {(err / tol).max().item():.3f}"
+    bound((out.double() - ref).abs(), tolerance(x, w64, ref), f"{name} m={m} n={n} k={k}")
     again = launch(name, x, wq, ws, gs, m, n, k, packed_dtype=True)
-    assert torch.equal(bits(out), bits(again)), "repeated runs (uint8 and float4_e2m1fn_x2 weights) differ"
+    same_bits(out, again, f"{name} m={m} n={n} k={k}: a second run (float4_e2m1fn_x2 weights)")
 
 
 def table_weights(n, k=32):
@@ -175,6 +174,7 @@ def check_table(out, want):
     assert torch.equal(torch.isnan(out), torch.isnan(want))
     ok = ~torch.isnan(want)
     assert torch.equal(out.double()[ok], want[ok]), "dequantized value differs from the table"
+    identical(out.numel(), f"dequantized weights against the exact table ({out.shape[1]} rows)")
 
 
 TABLE_CASES = [(g, gemv_rows(g, n)) for g in GEMVS for n in (512, 513)]
@@ -240,7 +240,7 @@ def test_misaligned_pointers(name):
     out = launch(name, x, wq, ws, 0.5, m, n, k)
     w64 = dequantize(wq0, ws0, 0.5, k)
     ref = x.double() @ w64.T
-    assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all())
+    bound((out.double() - ref).abs(), tolerance(x, w64, ref), f"{name}: misaligned pointers")
 
 
 @pytest.mark.parametrize("m", [1, 16])
@@ -254,8 +254,7 @@ def test_kernels_agree_on_lm_head(m):
     tol = tolerance(x, w64, ref)
     for name in [g for g in GEMVS if takes_m(g, m)] + ["w4a16_gemm"]:
         out = launch(name, x, wq, ws, 0.02, m, n, k)
-        err = (out.double() - ref).abs()
-        assert bool((err <= tol).all()), f"{name}: worst err/tol {(err / tol).max().item():.3f}"
+        bound((out.double() - ref).abs(), tol, f"{name} on the lm_head, m={m}")
 
 
 def test_k_not_multiple_of_16_not_launched():
@@ -277,7 +276,7 @@ def test_gemv_rows_over_16_not_launched_and_fallback():
     assert outcome.launched and (outcome.kernel or "").split(".")[-1] == "w4a16_gemm", outcome.kernel
     w64 = dequantize(wq, ws, 1.0, k)
     ref = x.double() @ w64.T
-    assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all())
+    bound((out.double() - ref).abs(), tolerance(x, w64, ref), "w4a16_linear m=17: w4a16_gemm")
 
 
 def test_plans():
@@ -324,7 +323,7 @@ def test_stream_plans_and_chain():
         assert outcome.launched and (outcome.kernel or "").split(".")[-1] == want, (m, n, k, outcome.kernel)
         w64 = dequantize(wq, ws, 0.5, k)
         ref = x.double() @ w64.T
-        assert bool(((out.double() - ref).abs() <= tolerance(x, w64, ref)).all()), (m, n, k)
+        bound((out.double() - ref).abs(), tolerance(x, w64, ref), f"chain m={m} n={n} k={k}")
 
 
 def test_packed_and_scale_types_are_checked():
