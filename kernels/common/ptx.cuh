@@ -28,6 +28,7 @@ static __device__ __forceinline__ uint4 lds128(uint32_t addr) {
 static __device__ __forceinline__ void sts128(uint32_t addr, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
+static __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) { sts128(addr, v.x, v.y, v.z, v.w); }
 
 // 2-byte load from shared memory (zero-extended); "memory" as for lds128.
 static __device__ __forceinline__ uint32_t lds16(uint32_t addr) {

@@ -22,6 +22,7 @@ using kcommon::cp_async_wait;
 using kcommon::lds128;
 using kcommon::prmt;
 using kcommon::smem_addr;
+using kcommon::sts128;
 using kcommon::bf16_hi;
 using kcommon::bf16_lo;
 
@@ -64,13 +65,6 @@ static __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src,
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;"
                  :
                  : "r"(dst), "l"(src), "r"(src_bytes), "l"(policy)
-                 : "memory");
-}
-
-
-
-static __device__ __forceinline__ void sts128(uint32_t addr, const uint4& v) {
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                  : "memory");
 }
 
