@@ -4,12 +4,13 @@
 # Results (build log, junit XML, logs, the tests' checks summary, benchmark JSON) are packed into
 # $OUT/gpu-results.tgz (OUT defaults to ./gpu-results).
 #
-#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [--ncu[=CASE,...]] [pytest -k expression]
+#   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [--ncu[=CASE,...]] [--no-tests] [pytest -k expression]
 #
 # --ncu profiles the cases of benchmarks/profile_cases.py (or those named) with Nsight Compute:
 # one launch each: occupancy, issue rate and warp stall samples, in gpu-results.tgz's ncu-CASE.txt.
 # --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
-# to the benchmarks that have it (their tuning subset). A kernel that hangs must not take the
+# to the benchmarks that have it (their tuning subset); --no-tests builds, then goes straight to
+# the benchmarks, profiles or sanitizer runs asked for. A kernel that hangs must not take the
 # machine's whole lease: the GPU tests get GPU_TESTS_TIMEOUT seconds (default 1800) and each
 # benchmark BENCH_TIMEOUT (default 600); past that they are stopped and the check fails.
 set -uo pipefail
@@ -18,7 +19,7 @@ OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 RES=$(mktemp -d)
 trap 'tar czf "$OUT/gpu-results.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
-bench=0; sanitize=0; quick=0; only=""; select=(); ncu_cases=""
+bench=0; sanitize=0; quick=0; tests=1; only=""; select=(); ncu_cases=""
 for a in "$@"; do
   case "$a" in
     --ncu) ncu_cases=all ;;
@@ -27,6 +28,7 @@ for a in "$@"; do
     --bench=*) bench=1; only=",${a#--bench=}," ;;
     --quick) quick=1 ;;
     --sanitize) sanitize=1 ;;
+    --no-tests) tests=0 ;;
     *) select=(-k "$a") ;;
   esac
 done
@@ -58,22 +60,24 @@ $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" 2>&1 | tee "$RES/bui
 echo "gpu_check: build took $(( $(date +%s) - start )) s"
 
 status=0
-# The type registry against the array producers installed here (torch's dtypes and DLPack codes).
-$PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 | tee "$RES/types.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-$PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-# KERNELGEN_CHECKS: the tests' comparisons against their bounds and for identical bits,
-# summarised per test module (tests/gpu/checks.py) into checks.md and checks.json.
-KERNELGEN_CHECKS="$RES/checks" timeout "${GPU_TESTS_TIMEOUT:-1800}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE \
-  --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
-rc=${PIPESTATUS[0]}
-[ -f "$RES/checks.md" ] && cat "$RES/checks.md"
-[ "$rc" -eq 124 ] && echo "gpu_check: the GPU tests were stopped after ${GPU_TESTS_TIMEOUT:-1800} s (a hang?)" | tee -a "$RES/gpu-tests.log"
-[ "$rc" -eq 0 ] || status=1
-# Tests that need two GPUs skip on one: say so, so that a run on a two-GPU machine is not forgotten.
-two=$(grep -o 'message="needs two CUDA devices' "$RES/gpu-tests.xml" 2>/dev/null | wc -l)
-[ "$two" -gt 0 ] && echo "gpu_check: $two test(s) need two GPUs and were skipped here; run this script on a machine with two GPUs to cover them" | tee "$RES/two-gpu.txt"
+if [ "$tests" -eq 1 ]; then
+  # The type registry against the array producers installed here (torch's dtypes and DLPack codes).
+  $PY -m pytest -q -p no:cacheprovider tests/unit/test_types.py 2>&1 | tail -n 3 | tee "$RES/types.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  $PY -m pytest -q -p no:cacheprovider "generated/$target/tests" --junitxml="$RES/contract.xml" 2>&1 | tail -n 5 | tee "$RES/contract.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  # KERNELGEN_CHECKS: the tests' comparisons against their bounds and for identical bits,
+  # summarised per test module (tests/gpu/checks.py) into checks.md and checks.json.
+  KERNELGEN_CHECKS="$RES/checks" timeout "${GPU_TESTS_TIMEOUT:-1800}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu "${select[@]}" -rfE \
+    --junitxml="$RES/gpu-tests.xml" 2>&1 | tee "$RES/gpu-tests.log" | tail -n 40
+  rc=${PIPESTATUS[0]}
+  [ -f "$RES/checks.md" ] && cat "$RES/checks.md"
+  [ "$rc" -eq 124 ] && echo "gpu_check: the GPU tests were stopped after ${GPU_TESTS_TIMEOUT:-1800} s (a hang?)" | tee -a "$RES/gpu-tests.log"
+  [ "$rc" -eq 0 ] || status=1
+  # Tests that need two GPUs skip on one: say so, so that a run on a two-GPU machine is not forgotten.
+  two=$(grep -o 'message="needs two CUDA devices' "$RES/gpu-tests.xml" 2>/dev/null | wc -l)
+  [ "$two" -gt 0 ] && echo "gpu_check: $two test(s) need two GPUs and were skipped here; run this script on a machine with two GPUs to cover them" | tee "$RES/two-gpu.txt"
+fi
 
 if [ "$bench" -eq 1 ]; then
   # name[:script:arguments]: the 48-SM runs (GB10's SM count, on a green context) reuse their
