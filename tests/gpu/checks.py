@@ -61,9 +61,9 @@ def same_bits(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
     import torch
 
     assert a.shape == b.shape and a.element_size() == b.element_size(), (what, a.shape, b.shape)
-    ab = a.contiguous().view(torch.uint8).view(a.numel(), -1)
-    bb = b.contiguous().view(torch.uint8).view(b.numel(), -1)
-    differ = int((ab != bb).any(dim=1).sum()) if a.numel() else 0
+    ab = a.contiguous().view(torch.uint8).reshape(a.numel(), a.element_size())
+    bb = b.contiguous().view(torch.uint8).reshape(b.numel(), b.element_size())
+    differ = int((ab != bb).any(dim=1).sum())
     RECORDS.append({"test": _test(), "what": what, "kind": "bits", "elements": a.numel(), "failed": differ})
     assert differ == 0, f"{what}: {differ} of {a.numel()} values differ"
 

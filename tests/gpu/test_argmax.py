@@ -17,6 +17,7 @@ if not torch.cuda.is_available():
 from kernelgen_ops import KernelError, argmax  # noqa: E402
 
 from tests.gpu.bf16_helpers import nonzero_randn  # noqa: E402
+from tests.gpu.checks import identical  # noqa: E402
 
 DEV = "cuda"
 SENTINEL = -7  # never a valid index
@@ -37,6 +38,7 @@ def check_against_torch(logits, rows, vocab):
     ref = torch.argmax(logits.view(rows, vocab), dim=-1).to(torch.int32)
     mism = (out != ref).nonzero()
     assert mism.numel() == 0, f"rows {mism[:8].flatten().tolist()}: got {out[mism[:8]].flatten().tolist()} want {ref[mism[:8]].flatten().tolist()}"
+    identical(out.numel(), f"argmax of {rows} x {vocab} against torch")
     return out
 
 

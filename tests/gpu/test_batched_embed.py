@@ -11,7 +11,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, batched_embed  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.checks import same_bits  # noqa: E402
 
 DEV = "cuda"
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -30,7 +31,7 @@ def run_and_check(ids, table, n, hidden, vocab):
     torch.cuda.synchronize()
     assert outcome.launched and bool(outcome), outcome.reason
     assert not torch.isnan(out).any(), "some output element was not written"
-    assert torch.equal(bits(out), bits(reference(ids, table.view(vocab, hidden), vocab)))
+    same_bits(out, reference(ids, table.view(vocab, hidden), vocab), "bits as expected")
 
 
 @pytest.mark.parametrize("n", [1, 3, 64, 1000, 8192])
@@ -82,7 +83,7 @@ def test_misaligned_pointers_take_the_scalar_path():
     torch.cuda.synchronize()
     assert not torch.isnan(out).any()
     ref = reference(ids, table.view(vocab, hidden), vocab)
-    assert torch.equal(bits(out), bits(ref.view(-1)))
+    same_bits(out, ref.view(-1), "bits as expected")
 
 
 def test_keyword_arguments():
@@ -95,7 +96,7 @@ def test_keyword_arguments():
     )
     torch.cuda.synchronize()
     assert outcome.launched
-    assert torch.equal(bits(out), bits(table[ids.long()]))
+    same_bits(out, table[ids.long()], "bits as expected")
 
 
 def test_plan():

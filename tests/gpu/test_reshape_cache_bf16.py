@@ -12,6 +12,7 @@ if not torch.cuda.is_available():
 from kernelgen_ops import KernelError, reshape_cache_bf16  # noqa: E402
 
 from tests.gpu.bf16_helpers import bits, clause_in, nonzero_randn  # noqa: E402
+from tests.gpu.checks import same_bits  # noqa: E402
 
 DEV = "cuda"
 POISON = 0x7FA5  # a NaN bit pattern no copy of random data can produce
@@ -115,10 +116,10 @@ def test_keyword_arguments():
     )
     torch.cuda.synchronize()
     assert outcome.launched
-    assert torch.equal(bits(kc[1, 15]), bits(key[0]))
-    assert torch.equal(bits(vc[0, 0]), bits(value[1]))
-    assert torch.equal(bits(kc[1, 0]), bits(key[2]))
-    assert torch.equal(bits(vc[0, 15]), bits(value[3]))
+    same_bits(kc[1, 15], key[0], "bits as expected")
+    same_bits(vc[0, 0], value[1], "bits as expected")
+    same_bits(kc[1, 0], key[2], "bits as expected")
+    same_bits(vc[0, 15], value[3], "bits as expected")
 
 
 def test_plan():

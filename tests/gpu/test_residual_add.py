@@ -10,7 +10,8 @@ if not torch.cuda.is_available():
 
 from kernelgen_ops import KernelError, residual_add  # noqa: E402
 
-from tests.gpu.bf16_helpers import bits, nonzero_randn  # noqa: E402
+from tests.gpu.bf16_helpers import nonzero_randn  # noqa: E402
+from tests.gpu.checks import same_bits  # noqa: E402
 
 DEV = "cuda"
 
@@ -39,7 +40,7 @@ def test_sizes(n):
     torch.cuda.synchronize()
     assert outcome.launched and bool(outcome), outcome.reason
     assert not torch.isnan(out).any(), "some output element was not written"
-    assert torch.equal(bits(out), bits(reference(a, b)))
+    same_bits(out, reference(a, b), "bits as expected")
 
 
 def test_two_dimensional_tensors_and_keywords():
@@ -49,7 +50,7 @@ def test_two_dimensional_tensors_and_keywords():
     outcome = residual_add.residual_add_bf16(a=a, b=b, out=out, n=rows * hidden)
     torch.cuda.synchronize()
     assert outcome.launched
-    assert torch.equal(bits(out), bits(reference(a, b)))
+    same_bits(out, reference(a, b), "bits as expected")
 
 
 def test_in_place():
@@ -58,7 +59,7 @@ def test_in_place():
     ref = reference(a, b)
     assert residual_add.residual_add_bf16(a, b, a, n).launched
     torch.cuda.synchronize()
-    assert torch.equal(bits(a), bits(ref))
+    same_bits(a, ref, "bits as expected")
 
 
 @pytest.mark.parametrize("offsets", [(1, 0, 0), (0, 3, 0), (0, 0, 5)])
@@ -69,7 +70,7 @@ def test_misaligned_pointers_take_the_scalar_path(offsets):
     assert residual_add.residual_add_bf16(a, b, out, n).launched
     torch.cuda.synchronize()
     assert not torch.isnan(out).any()
-    assert torch.equal(bits(out), bits(reference(a, b)))
+    same_bits(out, reference(a, b), "bits as expected")
 
 
 def test_plan():
