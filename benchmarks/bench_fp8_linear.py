@@ -97,6 +97,8 @@ def bench_shape(name, n, k, rows_list, copy_tbs, quick=False):
             ms = time_ms(lambda q, s, fn=fn: launched(fn(x, q, s, out, rows, n, k)), sets)
             entry = {"ms": ms, "tb_s": read / ms / 1e9, "weight_fraction_of_copy": wbytes / ms / 1e9 / copy_tbs,
                      "tflop_s": flops / ms / 1e9, "of_read_floor": floor_ms / ms if floor_ms else None}
+            if kname == "fp8_gemm_tma":  # the launch its plan made (tile height and K split)
+                entry["grid"] = list(fp8_linear.plan_fp8_gemm_tma(rows=rows, n=n, k=k)["grid"])
             if kname == "chain":
                 entry["ran"] = fp8_linear.fp8_linear(x, qs[0], scales[0], out, rows, n, k).kernel
             row["kernels"][kname] = entry

@@ -248,8 +248,9 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     lines += ["", "Many rows (TFLOP/s, and the ratio to cuBLAS bf16 on the same shape timed in the same run as "
                   "the kernel: the FP8 columns come from bench_fp8_linear, the others and the cuBLAS column from "
                   "bench_dense_linear). dense_gemm_tma's tile (128 rows by 128, 192 or 256 columns, K split over "
-                  "up to two CTAs) is its spec's choice: `kernelgen plan dense_linear.dense_gemm_tma m=M n=N k=K` "
-                  "shows it step by step.", "",
+                  "up to two CTAs) and fp8_gemm_tma's (128 or 256 rows by 128 weight rows, K split over up to four) "
+                  "are their specs' choices: `kernelgen plan dense_linear.dense_gemm_tma m=M n=N k=K` (or "
+                  "`fp8_linear.fp8_gemm_tma rows=M ...`) shows them step by step.", "",
               "| shape | M | cuBLAS bf16 | fp8_gemm_n128_row_scaled | fp8_gemm_tma | dense_gemm_pipelined "
               "| dense_gemm_tma |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -261,7 +262,8 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
             ftma = f["kernels"].get("fp8_gemm_tma") if f else None
             if not cub:
                 continue
-            c1 = " | ".join(f"{r['tflop_s']:.0f} ({r['vs_cublas_bf16']:.2f}x)" if r else "" for r in (n128, ftma))
+            c1 = " | ".join(f"{r['tflop_s']:.0f} ({r['vs_cublas_bf16']:.2f}x{tile})" if r else ""
+                            for r, tile in ((n128, ""), (ftma, fp8_tma_tile(ftma, m, f["n"]) if ftma else "")))
             dense = []
             for name in ("dense_gemm_pipelined", "dense_gemm_tma"):
                 r = dense_rows.get((shape, m, name))
@@ -283,6 +285,17 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
         lines += ["", f"quantize_bf16_to_fp8 {q['n']}x{q['k']}: {q['ms'] * 1000:.1f} us, "
                       f"{100 * q['fraction_of_copy']:.0f}% of copy bandwidth{torch_cell}.{cast_cell}"]
     return lines + [""]
+
+
+def fp8_tma_tile(r: dict, rows: int, n: int) -> str:
+    """fp8_gemm_tma's tile from the grid its plan gave (results that recorded it): 128 or 256 x
+    rows (256 when ceil(rows / 128) tiles along the rows would not match the grid, as the kernel
+    reads it) by 128 weight rows, and the K split."""
+    grid = r.get("grid")
+    if not grid:
+        return ""
+    xtile = 256 if grid[0] // -(-n // 128) * 128 < rows else 128
+    return f", {xtile} x 128" + (f", K / {grid[2]}" if grid[2] > 1 else "")
 
 
 def tma_tile(r: dict) -> str:
