@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# A / B / A on the GPU machine: the tree as it is (A) against the tree with a patch applied (B),
+# each built for the GPU's target and measured by the same benchmark, then A again, so that the
+# machine's drift shows beside the difference. The patch comes as a file (`git diff main..BRANCH
+# > x.patch`), since the GPU machine's copy of the tree has no history.
+#
+#   scripts/gpu_ab.sh PATCH BENCH [benchmark arguments...]
+#
+# BENCH names a script of benchmarks/ (bench_attn_dflash, bench_fp8_linear, ...); its JSON and
+# log for each round go to $OUT (default ./gpu-results) as BENCH-a1, BENCH-b, BENCH-a2. The patch
+# is reverted at the end, whatever happens. GPU_AB_TESTS="pytest args" also runs those GPU tests
+# on B (for instance "tests/gpu/test_fp8_linear.py -k tma").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { sed -n '2,12p' "$0"; exit 2; }
+patch_file=$(realpath "$1"); bench=$2; shift 2
+[ -f "$patch_file" ] || { echo "gpu_ab: no patch file $patch_file"; exit 2; }
+[ -f "benchmarks/$bench.py" ] || { echo "gpu_ab: no benchmark benchmarks/$bench.py"; exit 2; }
+OUT=${OUT:-$PWD/gpu-results}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
+export PYTHONPATH="$PWD/src:$PWD/bindings:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}"
+apply() {  # apply [--check | -R]: git apply (which works outside a repository), else patch
+  if command -v git > /dev/null; then
+    git apply "$@" "$patch_file"
+  else
+    patch -p1 -s -f "${@/--check/--dry-run}" < "$patch_file" > /dev/null
+  fi
+}
+apply --check || { echo "gpu_ab: $patch_file does not apply to this tree"; exit 2; }
+applied=0
+trap '[ "$applied" -eq 0 ] || apply -R' EXIT
+
+target=$($PY - <<'PYEOF'
+from pathlib import Path
+
+import torch
+from kernelgen.loader import load_targets
+
+cc = torch.cuda.get_device_capability()
+print({t.compute_capability: t.name for t in load_targets(Path("specs/targets.yaml"), Path("."))}.get(cc, ""))
+PYEOF
+)
+[ -n "$target" ] || { echo "gpu_ab: no target of specs/targets.yaml for this GPU"; exit 2; }
+
+round() {  # round NAME: build, then the benchmark
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" > "$OUT/build-$name.log" 2>&1 \
+    || { tail -n 20 "$OUT/build-$name.log"; return 1; }
+  echo "gpu_ab: $name built in $(( $(date +%s) - start )) s"
+  $PY "benchmarks/$bench.py" --out "$OUT/$bench-$name.json" "$@" > "$OUT/$bench-$name.log" 2>&1
+  local rc=$?
+  tail -n 15 "$OUT/$bench-$name.log"
+  return $rc
+}
+
+status=0
+echo "== A (the tree as it is)"
+round a1 "$@" || status=1
+apply && applied=1
+echo "== B (with $(basename "$patch_file"))"
+round b "$@" || status=1
+if [ -n "${GPU_AB_TESTS:-}" ]; then
+  read -ra targs <<< "$GPU_AB_TESTS"
+  $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+apply -R && applied=0
+echo "== A again"
+round a2 "$@" || status=1
+exit $status

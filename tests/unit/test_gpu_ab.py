@@ -1,0 +1,82 @@
+"""scripts/gpu_ab.sh's rounds without a GPU: a stand-in Python (the target, the build and the
+benchmark) in a scratch tree shows the benchmark running on the tree, then with the patch, then
+on the tree again, the patch reverted after a failure too, and bad arguments refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The stand-in: prints a target for the script's detection (a script on stdin), "builds" (failing
+# when FAIL_BUILD names a file that exists), and for a benchmark writes which version of
+# kernels/k.cu it saw into the --out file.
+FAKE_PY = """#!/usr/bin/env bash
+if [ "$1" = "-" ]; then cat > /dev/null; echo hopper; exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "kernelgen.cli" ]; then
+  [ -n "${FAIL_BUILD:-}" ] && grep -q patched kernels/k.cu && exit 1
+  exit 0
+fi
+if [ "$1" = "-m" ] && [ "$2" = "pytest" ]; then echo "1 passed"; exit 0; fi
+out=""; prev=""
+for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done
+echo "$(cat kernels/k.cu) | $*" > "$out"
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    t = tmp_path / "tree"
+    (t / "scripts").mkdir(parents=True)
+    (t / "benchmarks").mkdir()
+    (t / "kernels").mkdir()
+    shutil.copy(ROOT / "scripts" / "gpu_ab.sh", t / "scripts" / "gpu_ab.sh")
+    (t / "benchmarks" / "bench_x.py").write_text("")
+    (t / "kernels" / "k.cu").write_text("original\n")
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PY)
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "x.patch").write_text(
+        "--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1 +1 @@\n-original\n+patched\n")
+    return t
+
+
+def run(tree: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    full = dict(os.environ, PYTHON=str(tree.parent / "python"), OUT=str(tree.parent / "out"), **env)
+    return subprocess.run(["bash", str(tree / "scripts" / "gpu_ab.sh"), *args], cwd=tree, env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_b_a_rounds(tree: Path) -> None:
+    res = run(tree, str(tree.parent / "x.patch"), "bench_x", "--quick", GPU_AB_TESTS="tests/gpu/test_y.py")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = tree.parent / "out"
+    assert (out / "bench_x-a1.json").read_text().startswith("original | benchmarks/bench_x.py --out")
+    assert (out / "bench_x-b.json").read_text().startswith("patched | ")
+    assert (out / "bench_x-a2.json").read_text().startswith("original | ")
+    assert (out / "bench_x-b.json").read_text().rstrip().endswith("--quick")
+    assert "1 passed" in res.stdout
+    assert (tree / "kernels" / "k.cu").read_text() == "original\n"
+
+
+def test_patch_reverted_after_a_failed_round(tree: Path) -> None:
+    res = run(tree, str(tree.parent / "x.patch"), "bench_x", FAIL_BUILD="1")
+    assert res.returncode == 1
+    assert not (tree.parent / "out" / "bench_x-b.json").exists()
+    assert (tree.parent / "out" / "bench_x-a2.json").exists()
+    assert (tree / "kernels" / "k.cu").read_text() == "original\n"
+
+
+def test_bad_arguments(tree: Path) -> None:
+    assert run(tree).returncode == 2
+    assert "no benchmark" in run(tree, str(tree.parent / "x.patch"), "bench_none").stdout
+    (tree / "kernels" / "k.cu").write_text("other\n")
+    res = run(tree, str(tree.parent / "x.patch"), "bench_x")
+    assert res.returncode == 2 and "does not apply" in res.stdout
+    assert (tree / "kernels" / "k.cu").read_text() == "other\n"
