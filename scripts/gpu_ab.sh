@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # A / B / A on the GPU machine: the tree as it is (A) against the tree with a patch applied (B),
 # each built for the GPU's target and measured by the same benchmark, then A again, so that the
-# machine's drift shows beside the difference. The patch comes as a file (`git diff main..BRANCH
+# machine's drift shows beside the difference. The patch comes as a file (`git diff main BRANCH
 # > x.patch`), since the GPU machine's copy of the tree has no history.
 #
 #   scripts/gpu_ab.sh PATCH BENCH [benchmark arguments...]
 #
 # BENCH names a script of benchmarks/ (bench_attn_dflash, bench_fp8_linear, ...); its JSON and
-# log for each round go to $OUT (default ./gpu-results) as BENCH-a1, BENCH-b, BENCH-a2. The patch
+# log for each round (BENCH-a1, BENCH-b, BENCH-a2) and the build logs are packed into
+# $OUT/gpu-ab.tgz (OUT defaults to ./gpu-results). The patch
 # is reverted at the end, whatever happens. GPU_AB_TESTS="pytest args" also runs those GPU tests
 # on B (for instance "tests/gpu/test_fp8_linear.py -k tma").
 set -uo pipefail
@@ -30,7 +31,8 @@ apply() {  # apply [--check | -R]: git apply (which works outside a repository),
 }
 apply --check || { echo "gpu_ab: $patch_file does not apply to this tree"; exit 2; }
 applied=0
-trap '[ "$applied" -eq 0 ] || apply -R' EXIT
+RES=$(mktemp -d)
+trap '[ "$applied" -eq 0 ] || apply -R; tar czf "$OUT/gpu-ab.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
 
 target=$($PY - <<'PYEOF'
 from pathlib import Path
@@ -48,12 +50,12 @@ round() {  # round NAME: build, then the benchmark
   local name=$1 start
   shift
   start=$(date +%s)
-  $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" > "$OUT/build-$name.log" 2>&1 \
-    || { tail -n 20 "$OUT/build-$name.log"; return 1; }
+  $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" > "$RES/build-$name.log" 2>&1 \
+    || { tail -n 20 "$RES/build-$name.log"; return 1; }
   echo "gpu_ab: $name built in $(( $(date +%s) - start )) s"
-  $PY "benchmarks/$bench.py" --out "$OUT/$bench-$name.json" "$@" > "$OUT/$bench-$name.log" 2>&1
+  $PY "benchmarks/$bench.py" --out "$RES/$bench-$name.json" "$@" > "$RES/$bench-$name.log" 2>&1
   local rc=$?
-  tail -n 15 "$OUT/$bench-$name.log"
+  tail -n 15 "$RES/$bench-$name.log"
   return $rc
 }
 

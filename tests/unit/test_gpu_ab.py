@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -53,10 +54,18 @@ def run(tree: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def unpacked(tree: Path) -> Path:
+    out = tree.parent / "unpacked"
+    with tarfile.open(tree.parent / "out" / "gpu-ab.tgz") as t:
+        t.extractall(out, filter="data")
+    return out
+
+
 def test_a_b_a_rounds(tree: Path) -> None:
     res = run(tree, str(tree.parent / "x.patch"), "bench_x", "--quick", GPU_AB_TESTS="tests/gpu/test_y.py")
     assert res.returncode == 0, res.stdout + res.stderr
-    out = tree.parent / "out"
+    out = unpacked(tree)
+    assert sorted(p.name for p in out.glob("build-*.log")) == ["build-a1.log", "build-a2.log", "build-b.log"]
     assert (out / "bench_x-a1.json").read_text().startswith("original | benchmarks/bench_x.py --out")
     assert (out / "bench_x-b.json").read_text().startswith("patched | ")
     assert (out / "bench_x-a2.json").read_text().startswith("original | ")
@@ -68,8 +77,8 @@ def test_a_b_a_rounds(tree: Path) -> None:
 def test_patch_reverted_after_a_failed_round(tree: Path) -> None:
     res = run(tree, str(tree.parent / "x.patch"), "bench_x", FAIL_BUILD="1")
     assert res.returncode == 1
-    assert not (tree.parent / "out" / "bench_x-b.json").exists()
-    assert (tree.parent / "out" / "bench_x-a2.json").exists()
+    out = unpacked(tree)
+    assert not (out / "bench_x-b.json").exists() and (out / "bench_x-a2.json").exists()
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
 
 
