@@ -34,17 +34,7 @@ applied=0
 RES=$(mktemp -d)
 trap '[ "$applied" -eq 0 ] || apply -R; tar czf "$OUT/gpu-ab.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
 
-target=$($PY - <<'PYEOF'
-from pathlib import Path
-
-import torch
-from kernelgen.loader import load_targets
-
-cc = torch.cuda.get_device_capability()
-print({t.compute_capability: t.name for t in load_targets(Path("specs/targets.yaml"), Path("."))}.get(cc, ""))
-PYEOF
-)
-[ -n "$target" ] || { echo "gpu_ab: no target of specs/targets.yaml for this GPU"; exit 2; }
+target=$($PY scripts/gpu_target.py) || exit 2
 
 round() {  # round NAME: build, then the benchmark
   local name=$1 start

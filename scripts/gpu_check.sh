@@ -42,17 +42,7 @@ if ! $PY -m pip install -q --no-build-isolation --no-deps -e . > "$RES/install.l
   echo "gpu_check: editable install failed (see install.log); using PYTHONPATH=src:bindings"
   export PYTHONPATH="$PWD/src:$PWD/bindings${PYTHONPATH:+:$PYTHONPATH}"
 fi
-target=$($PY - <<'PYEOF'
-from pathlib import Path
-
-import torch
-from kernelgen.loader import load_targets
-
-cc = torch.cuda.get_device_capability()
-targets = {t.compute_capability: t.name for t in load_targets(Path("specs/targets.yaml"), Path("."))}
-print(targets.get(cc, f"unsupported-{cc[0]}.{cc[1]}"))
-PYEOF
-)
+target=$($PY scripts/gpu_target.py) || exit 1
 echo "gpu_check: target $target"
 start=$(date +%s)
 $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" 2>&1 | tee "$RES/build.log"
