@@ -287,6 +287,11 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     return lines + [""]
 
 
+def k_split(grid: list[int]) -> str:
+    """The K split a GEMM's grid shows along z (nothing when unsplit)."""
+    return f", K / {grid[2]}" if grid[2] > 1 else ""
+
+
 def fp8_tma_tile(r: dict, rows: int, n: int) -> str:
     """fp8_gemm_tma's tile from the grid its plan gave (results that recorded it): 128 or 256 x
     rows (256 when ceil(rows / 128) tiles along the rows would not match the grid, as the kernel
@@ -295,7 +300,7 @@ def fp8_tma_tile(r: dict, rows: int, n: int) -> str:
     if not grid:
         return ""
     xtile = 256 if grid[0] // -(-n // 128) * 128 < rows else 128
-    return f", {xtile} x 128" + (f", K / {grid[2]}" if grid[2] > 1 else "")
+    return f", {xtile} x 128{k_split(grid)}"
 
 
 def tma_tile(r: dict) -> str:
@@ -307,7 +312,7 @@ def tma_tile(r: dict) -> str:
         return ""
     nt = grid[0] // -(-r["m"] // 128)
     width = next((w for w in (128, 192, 256) if -(-r["n"] // w) == nt), None)
-    return f", 128 x {width}" + (f", K / {grid[2]}" if grid[2] > 1 else "") if width else ""
+    return f", 128 x {width}{k_split(grid)}" if width else ""
 
 
 def ablation_md(d: dict, title: str, text: str, table, after: list[str] | None = None) -> list[str]:

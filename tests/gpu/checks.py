@@ -31,9 +31,11 @@ if TYPE_CHECKING:
 RECORDS: list[dict] = []
 
 
-def _test() -> str:
-    # pytest keeps "path::name[params] (phase)" here while a test runs
-    return os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+def _record(kind: str, what: str, elements: int, failed: int, worst: float | None = None) -> None:
+    # the test making the comparison: pytest keeps "path::name[params] (phase)" here while it runs
+    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    r = {"test": test, "what": what, "kind": kind, "elements": int(elements), "failed": failed}
+    RECORDS.append(r if worst is None else dict(r, worst=worst))
 
 
 def bound(err: torch.Tensor, tol: torch.Tensor | float, what: str) -> None:
@@ -45,12 +47,10 @@ def bound(err: torch.Tensor, tol: torch.Tensor | float, what: str) -> None:
     bad = ~(err <= tol)  # NaN errors count as failures
     ratio = torch.where(tol > 0, err / tol, torch.where(err == 0, 0.0, torch.inf))
     ratio = torch.where(torch.isnan(err), torch.inf, ratio)
-    worst = float(ratio.max()) if ratio.numel() else 0.0
     nbad = int(bad.sum())
-    RECORDS.append({"test": _test(), "what": what, "kind": "bound", "elements": err.numel(),
-                    "worst": worst, "failed": nbad})
+    _record("bound", what, err.numel(), nbad, float(ratio.max()) if ratio.numel() else 0.0)
     if nbad:
-        i = int(torch.where(torch.isnan(ratio), torch.inf, ratio).flatten().argmax())
+        i = int(ratio.flatten().argmax())
         idx = [int(v) for v in torch.unravel_index(torch.tensor(i), err.shape)]
         raise AssertionError(f"{what}: {nbad} of {err.numel()} outside the bound; worst at {idx}: "
                              f"error {float(err.flatten()[i]):.4g}, bound {float(tol.flatten()[i]):.4g}")
@@ -64,7 +64,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
     ab = a.contiguous().view(torch.uint8).reshape(a.numel(), a.element_size())
     bb = b.contiguous().view(torch.uint8).reshape(b.numel(), b.element_size())
     differ = int((ab != bb).any(dim=1).sum())
-    RECORDS.append({"test": _test(), "what": what, "kind": "bits", "elements": a.numel(), "failed": differ})
+    _record("bits", what, a.numel(), differ)
     assert differ == 0, f"{what}: {differ} of {a.numel()} values differ"
 
 
@@ -72,8 +72,7 @@ def note(value: float, limit: float, n: int, what: str) -> bool:
     """Records value / limit (0 when both are 0) for n values; returns value <= limit."""
     worst = value / limit if limit > 0 else (0.0 if value == 0 else float("inf"))
     ok = value <= limit  # False for NaN
-    RECORDS.append({"test": _test(), "what": what, "kind": "bound", "elements": int(n),
-                    "worst": worst if ok or worst > 1 else float("inf"), "failed": 0 if ok else 1})
+    _record("bound", what, n, 0 if ok else 1, worst if ok or worst > 1 else float("inf"))
     return ok
 
 
@@ -84,7 +83,7 @@ def within(value: float, limit: float, n: int, what: str) -> None:
 
 def identical(n: int, what: str) -> None:
     """Records n values that the calling test found equal to their expected values."""
-    RECORDS.append({"test": _test(), "what": what, "kind": "bits", "elements": int(n), "failed": 0})
+    _record("bits", what, n, 0)
 
 
 def summary(records: list[dict] | None = None) -> dict:
