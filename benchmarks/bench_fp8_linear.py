@@ -15,7 +15,8 @@ kernel's. Weights are cold: each case rotates over enough copies of its weight t
 four times the L2 (one copy where it alone exceeds that). Also quantize_bf16_to_fp8 at 4096 x 4096
 against torch's row-wise quantization.
 
-Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick]
+Usage: python3 benchmarks/bench_fp8_linear.py --out results.json [--quick] [--rows M ...]
+       [--shapes NAME ...]
 
 --quick (a tuning run, under a minute): only the GEMVs (rt2, rt2_16, fp8_gemv_tma) at M in
 {1, 8, 16} on every shape, and the quantization; no torch peers, no other kernels.
@@ -185,15 +186,19 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true",
                     help="the GEMVs at M in {1, 8, 16} and the quantization only, no torch peers")
+    ap.add_argument("--rows", type=int, nargs="+", help=f"row counts M (default {ROWS})")
+    ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), help="weight shapes (default: all)")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     copy_tbs = copy_gb_s(2 << 30) / 1e3  # TB/s
     print(f"device-to-device copy: {copy_tbs:.2f} TB/s (read + write); {torch.cuda.get_device_name()}")
-    rows_list = QUICK_ROWS if args.quick else ROWS
+    rows_list = args.rows or (QUICK_ROWS if args.quick else ROWS)
     result = {"device": torch.cuda.get_device_name(), "copy_tb_s": copy_tbs, "quick": args.quick,
               "quantize": bench_quantize(copy_tbs, quick=args.quick), "linear": []}
     for name, (n, k) in SHAPES.items():
+        if args.shapes and name not in args.shapes:
+            continue
         result["linear"] += bench_shape(name, n, k, rows_list, copy_tbs, quick=args.quick)
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)
