@@ -26,11 +26,10 @@
 // 8 KiB; a slot is refilled once its last step is released). Warpgroups 1 and 2 consume weight
 // rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and g + 8 of its
 // warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row and 16 k,
-// conflict-free under the 64-byte swizzle) and issues the step's four m64nBMk16 MMAs. BM <= 128:
-// two register sets, the next step's fragments converted while the step's MMAs run, each warp
-// releasing the step before once it has retired. BM = 256 (128 accumulators a thread leave room
-// for one set): each warpgroup converts, issues and waits for its MMAs in turn, and the other
-// warpgroup's MMAs keep the tensor cores busy meanwhile.
+// conflict-free under the 64-byte swizzle) and issues the step's four m64nBMk16 MMAs, from two
+// register sets: the next step's fragments converted while the step's MMAs run, each warp
+// releasing the step before once it has retired (BM = 256: within the 232 registers a consumer
+// thread gets from the producer's).
 //
 // Split K (../common/split_k.cuh): when the spec's `split` says so, the grid's z splits the 64-k
 // steps over a cluster along z and the ranks' f32 tiles are summed in rank order over distributed
@@ -193,48 +192,37 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             }
         }
         if constexpr (kBM == 256) kcommon::setmaxnreg_inc<kLaunchRegs>();
-    } else if constexpr (kBM == 256) {
-        // One register set: convert, issue, wait, release, step after step. The producer gives up
-        // registers for these 128 accumulators a thread (without the exchange ptxas serializes
-        // every MMA of the kernel for lack of registers); all return to kLaunchRegs after.
-        kcommon::setmaxnreg_inc<kConsumerRegs>();
-        uint32_t a[4][4];
-        for (uint32_t t = 0; t < steps; ++t) {
-            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
-            ring.wait(t);
-            convert(a, slot + kXBytes, off);
-            issue(slot, a);
-            kcommon::wgmma_wait<0>();
-            hold(a);  // the registers stay untouched until the MMAs reading them have retired
-            if (lane == 0) ring.release(t);
-        }
-        kcommon::wgmma_retire(acc);
-        kcommon::pdl_release();
-        kcommon::setmaxnreg_dec<kLaunchRegs>();
-    } else if (steps > 0) {
-        uint32_t a[2][4][4];
-        ring.wait(0);
-        convert(a[0], base + kXBytes, off);
-        // Step t: its MMAs from a[t % 2], then (step t - 1 retired) step t + 1's fragments into the
-        // other set while they run.
-        auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
-            issue(base + (t % kSlots) * kSlotBytes, cur);
-            kcommon::wgmma_wait<1>();
-            hold(next);  // step t - 1's registers: retired now
-            if (t > 0 && lane == 0) ring.release(t - 1u);
-            if (t + 1u < steps) {
-                ring.wait(t + 1u);
-                convert(next, base + ((t + 1u) % kSlots) * kSlotBytes + kXBytes, off);
+    } else {
+        // Two register sets: step t's MMAs from a[t % 2], then (step t - 1 retired) step t + 1's
+        // fragments converted into the other set while they run. The 256-row tiles' 128
+        // accumulators a thread fit beside them once the producer has given up registers
+        // (without the exchange ptxas serializes every MMA of the kernel); all return to
+        // kLaunchRegs after.
+        if constexpr (kBM == 256) kcommon::setmaxnreg_inc<kConsumerRegs>();
+        if (steps > 0) {
+            uint32_t a[2][4][4];
+            ring.wait(0);
+            convert(a[0], base + kXBytes, off);
+            auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
+                issue(base + (t % kSlots) * kSlotBytes, cur);
+                kcommon::wgmma_wait<1>();
+                hold(next);  // step t - 1's registers: retired now
+                if (t > 0 && lane == 0) ring.release(t - 1u);
+                if (t + 1u < steps) {
+                    ring.wait(t + 1u);
+                    convert(next, base + ((t + 1u) % kSlots) * kSlotBytes + kXBytes, off);
+                }
+            };
+            for (uint32_t t = 0; t < steps; t += 2) {
+                step(t, a[0], a[1]);
+                if (t + 1u < steps) step(t + 1u, a[1], a[0]);
             }
-        };
-        for (uint32_t t = 0; t < steps; t += 2) {
-            step(t, a[0], a[1]);
-            if (t + 1u < steps) step(t + 1u, a[1], a[0]);
+            kcommon::wgmma_retire(acc);
+            hold(a[0]);
+            hold(a[1]);
         }
-        kcommon::wgmma_retire(acc);
-        hold(a[0]);
-        hold(a[1]);
         kcommon::pdl_release();  // the first consumer done with its products lets the next kernel in
+        if constexpr (kBM == 256) kcommon::setmaxnreg_dec<kLaunchRegs>();
     }
 
     // Epilogue, in the transposed tile [weight row][x row]: each consumer thread's pairs (weight
