@@ -35,6 +35,11 @@ static __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32
            (1ull << 62);
 }
 
+// The descriptor of the matrix `bytes` (a multiple of 16) further on: the start address field
+// advanced. Shared-memory addresses stay below 2^18, so the field (addr >> 4, 14 bits) does not
+// carry into the next one.
+static __device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 // The same with the 64-byte swizzle (rows of 64 bytes, chunk c of row r at c ^ ((r / 2) % 4);
 // 8-row groups of 512 bytes); the leading byte offset is unused for K-major operands.
 static __device__ __forceinline__ uint64_t smem_desc_sw64(uint32_t addr, uint32_t sbo) {

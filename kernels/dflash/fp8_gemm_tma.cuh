@@ -26,11 +26,10 @@
 // 8 KiB; a slot is refilled once its last step is released). Warpgroups 1 and 2 consume weight
 // rows 0-63 and 64-127: each thread converts its A fragments of the step (rows g and g + 8 of its
 // warp's 16, k 2 tq, 2 tq + 1, 2 tq + 8, 2 tq + 9 of each 16: two 2-byte loads per row and 16 k,
-// conflict-free under the 64-byte swizzle) and issues the step's four m64nBMk16 MMAs. BM <= 128:
-// two register sets, the next step's fragments converted while the step's MMAs run, each warp
-// releasing the step before once it has retired. BM = 256 (128 accumulators a thread leave room
-// for one set): each warpgroup converts, issues and waits for its MMAs in turn, and the other
-// warpgroup's MMAs keep the tensor cores busy meanwhile.
+// conflict-free under the 64-byte swizzle) and issues the step's four m64nBMk16 MMAs, from two
+// register sets: the next step's fragments converted while the step's MMAs run, each warp
+// releasing the step before once it has retired (BM = 256: within the 232 registers a consumer
+// thread gets from the producer's).
 //
 // Split K (../common/split_k.cuh): when the spec's `split` says so, the grid's z splits the 64-k
 // steps over a cluster along z and the ranks' f32 tiles are summed in rank order over distributed
@@ -88,16 +87,31 @@ static __device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
     return v;
 }
 
-// This thread's A fragments of one step: a[j] for k 16 j .. 16 j + 15, from the weight tile at
-// `w` (128 rows of 64 bytes, 64-byte swizzle: 16-byte chunk c of row r at c ^ ((r / 2) % 4)).
-static __device__ __forceinline__ void convert(uint32_t (&a)[4][4], uint32_t w, uint32_t row, uint32_t tq) {
+// This thread's bytes in a weight tile (128 rows of 64 bytes, 64-byte swizzle: 16-byte chunk c of
+// row r at c ^ ((r / 2) % 4)): k 2 tq and 2 tq + 1 of slice j (k 16 j .. 16 j + 15) of its row
+// `row` at at[j], k 2 tq + 8 and 2 tq + 9 eight bytes on; row + 8 (the same swizzle) 512 bytes
+// on. Computed once: each step then reads at a slot base plus these offsets.
+struct FragOffsets {
+    uint32_t at[4];
+};
+static __device__ __forceinline__ FragOffsets frag_offsets(uint32_t row, uint32_t tq) {
+    FragOffsets o;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; ++j) {
+        o.at[j] = row * 64u + ((j ^ ((row >> 1) & 3u)) << 4) + 2u * tq;
+        asm volatile("" : "+r"(o.at[j]));  // kept in a register, not recomputed every step
+    }
+    return o;
+}
+
+// This thread's A fragments of one step from the weight tile at `w`: a[j] for k 16 j .. 16 j + 15.
+static __device__ __forceinline__ void convert(uint32_t (&a)[4][4], uint32_t w, const FragOffsets& off) {
     using namespace dflash_fp8;
 #pragma unroll
     for (uint32_t j = 0; j < 4; ++j) {
 #pragma unroll
         for (uint32_t h = 0; h < 2; ++h) {
-            const uint32_t r = row + 8u * h;
-            const uint32_t at = w + r * 64u + ((j ^ ((r >> 1) & 3u)) << 4) + 2u * tq;
+            const uint32_t at = w + off.at[j] + 512u * h;
             const uint32_t b = prmt(lds_u16(at), lds_u16(at + 8u), 0x5140u);  // (k, k + 8, k + 1, k + 9)
             a[j][h] = e4m3_02_to_bf16x2(b);       // row r, k 2 tq and 2 tq + 1
             a[j][2u + h] = e4m3_13_to_bf16x2(b);  // row r, k 2 tq + 8 and 2 tq + 9
@@ -145,14 +159,14 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
 
     // This thread's weight row in the tile (rows g of its warp's 16; g + 8 in convert) and k pair.
     const uint32_t row = (wg - 1u) * 64u + ((tid >> 5) & 3u) * 16u + (lane >> 2), tq = lane & 3u;
+    const FragOffsets off = frag_offsets(row, tq);
     if (tid != 0) kcommon::pdl_wait();  // thread 0 waits after its first weight boxes
     // A step's MMAs: the four k16 slices of the slot's x box times this thread's fragments.
     auto issue = [&](uint32_t slot, const uint32_t (&frags)[4][4]) {
+        const uint64_t desc = kcommon::smem_desc_sw128(slot, 16, 1024);
         kcommon::wgmma_fence();
 #pragma unroll
-        for (uint32_t kk = 0; kk < kBK / 16; ++kk) {
-            mma_k16<kBM>(acc, frags[kk], kcommon::smem_desc_sw128(slot + kk * 32u, 16, 1024));
-        }
+        for (uint32_t kk = 0; kk < kBK / 16; ++kk) mma_k16<kBM>(acc, frags[kk], kcommon::desc_advance(desc, kk * 32u));
         kcommon::wgmma_commit();
     };
     if (wg == 0) {
@@ -178,48 +192,37 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
             }
         }
         if constexpr (kBM == 256) kcommon::setmaxnreg_inc<kLaunchRegs>();
-    } else if constexpr (kBM == 256) {
-        // One register set: convert, issue, wait, release, step after step. The producer gives up
-        // registers for these 128 accumulators a thread (without the exchange ptxas serializes
-        // every MMA of the kernel for lack of registers); all return to kLaunchRegs after.
-        kcommon::setmaxnreg_inc<kConsumerRegs>();
-        uint32_t a[4][4];
-        for (uint32_t t = 0; t < steps; ++t) {
-            const uint32_t slot = base + (t % kSlots) * kSlotBytes;
-            ring.wait(t);
-            convert(a, slot + kXBytes, row, tq);
-            issue(slot, a);
-            kcommon::wgmma_wait<0>();
-            hold(a);  // the registers stay untouched until the MMAs reading them have retired
-            if (lane == 0) ring.release(t);
-        }
-        kcommon::wgmma_retire(acc);
-        kcommon::pdl_release();
-        kcommon::setmaxnreg_dec<kLaunchRegs>();
-    } else if (steps > 0) {
-        uint32_t a[2][4][4];
-        ring.wait(0);
-        convert(a[0], base + kXBytes, row, tq);
-        // Step t: its MMAs from a[t % 2], then (step t - 1 retired) step t + 1's fragments into the
-        // other set while they run.
-        auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
-            issue(base + (t % kSlots) * kSlotBytes, cur);
-            kcommon::wgmma_wait<1>();
-            hold(next);  // step t - 1's registers: retired now
-            if (t > 0 && lane == 0) ring.release(t - 1u);
-            if (t + 1u < steps) {
-                ring.wait(t + 1u);
-                convert(next, base + ((t + 1u) % kSlots) * kSlotBytes + kXBytes, row, tq);
+    } else {
+        // Two register sets: step t's MMAs from a[t % 2], then (step t - 1 retired) step t + 1's
+        // fragments converted into the other set while they run. The 256-row tiles' 128
+        // accumulators a thread fit beside them once the producer has given up registers
+        // (without the exchange ptxas serializes every MMA of the kernel); all return to
+        // kLaunchRegs after.
+        if constexpr (kBM == 256) kcommon::setmaxnreg_inc<kConsumerRegs>();
+        if (steps > 0) {
+            uint32_t a[2][4][4];
+            ring.wait(0);
+            convert(a[0], base + kXBytes, off);
+            auto step = [&](uint32_t t, uint32_t (&cur)[4][4], uint32_t (&next)[4][4]) {
+                issue(base + (t % kSlots) * kSlotBytes, cur);
+                kcommon::wgmma_wait<1>();
+                hold(next);  // step t - 1's registers: retired now
+                if (t > 0 && lane == 0) ring.release(t - 1u);
+                if (t + 1u < steps) {
+                    ring.wait(t + 1u);
+                    convert(next, base + ((t + 1u) % kSlots) * kSlotBytes + kXBytes, off);
+                }
+            };
+            for (uint32_t t = 0; t < steps; t += 2) {
+                step(t, a[0], a[1]);
+                if (t + 1u < steps) step(t + 1u, a[1], a[0]);
             }
-        };
-        for (uint32_t t = 0; t < steps; t += 2) {
-            step(t, a[0], a[1]);
-            if (t + 1u < steps) step(t + 1u, a[1], a[0]);
+            kcommon::wgmma_retire(acc);
+            hold(a[0]);
+            hold(a[1]);
         }
-        kcommon::wgmma_retire(acc);
-        hold(a[0]);
-        hold(a[1]);
         kcommon::pdl_release();  // the first consumer done with its products lets the next kernel in
+        if constexpr (kBM == 256) kcommon::setmaxnreg_dec<kLaunchRegs>();
     }
 
     // Epilogue, in the transposed tile [weight row][x row]: each consumer thread's pairs (weight

@@ -316,7 +316,7 @@ pub mod fp8_gemm_n128_row_scaled {
     }
 }
 
-/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 8 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, the two warpgroups' conversions overlapping each other's MMAs; else 128, the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).
+/// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 8 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, else 128; the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
@@ -402,7 +402,7 @@ pub mod fp8_gemm_tma {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:172`):
+/// Arguments, in order (`specs/fp8_linear.yaml:171`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
