@@ -1,38 +1,49 @@
 #!/usr/bin/env bash
 # A / B / A on the GPU machine: the tree as it is (A) against the tree with a patch applied (B),
 # each built for the GPU's target and measured by the same benchmark, then A again, so that the
-# machine's drift shows beside the difference. The patch comes as a file (`git diff main BRANCH
+# machine's drift shows beside the difference. The patch comes as a file (`git diff main...BRANCH
 # > x.patch`), since the GPU machine's copy of the tree has no history.
 #
-#   scripts/gpu_ab.sh PATCH BENCH [benchmark arguments...]
+#   scripts/gpu_ab.sh PATCH[,PATCH...] BENCH [benchmark arguments...]
 #
 # BENCH names a script of benchmarks/ (bench_attn_dflash, bench_fp8_linear, ...); its JSON and
 # log for each round (BENCH-a1, BENCH-b, BENCH-a2) and the build logs are packed into
-# $OUT/gpu-ab.tgz (OUT defaults to ./gpu-results). The patch
-# is reverted at the end, whatever happens. GPU_AB_TESTS="pytest args" also runs those GPU tests
-# on B (for instance "tests/gpu/test_fp8_linear.py -k tma").
+# $OUT/gpu-ab.tgz (OUT defaults to ./gpu-results). Several patches, comma-separated, are each
+# applied alone in turn between the two A rounds (rounds b-NAME, NAME the patch file's name
+# without .patch). A patch is reverted after its round, whatever happens. GPU_AB_TESTS="pytest
+# args" also runs those GPU tests on each B (for instance "tests/gpu/test_fp8_linear.py -k tma").
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,12p' "$0"; exit 2; }
-patch_file=$(realpath "$1"); bench=$2; shift 2
-[ -f "$patch_file" ] || { echo "gpu_ab: no patch file $patch_file"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,14p' "$0"; exit 2; }
+IFS=, read -ra patches <<< "$1"
+bench=$2
+shift 2
+[ ${#patches[@]} -ge 1 ] || { echo "gpu_ab: no patch named"; exit 2; }
+for i in "${!patches[@]}"; do
+  [ -f "${patches[$i]}" ] || { echo "gpu_ab: no patch file ${patches[$i]}"; exit 2; }
+  patches[$i]=$(realpath "${patches[$i]}")
+done
 [ -f "benchmarks/$bench.py" ] || { echo "gpu_ab: no benchmark benchmarks/$bench.py"; exit 2; }
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
 export PYTHONPATH="$PWD/src:$PWD/bindings:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}"
-apply() {  # apply [--check | -R]: git apply (which works outside a repository), else patch
+apply() {  # apply PATCH [--check | -R]: git apply (which works outside a repository), else patch
+  local file=$1
+  shift
   if command -v git > /dev/null; then
-    git apply "$@" "$patch_file"
+    git apply "$@" "$file"
   else
-    patch -p1 -s -f "${@/--check/--dry-run}" < "$patch_file" > /dev/null
+    patch -p1 -s -f "${@/--check/--dry-run}" < "$file" > /dev/null
   fi
 }
-apply --check || { echo "gpu_ab: $patch_file does not apply to this tree"; exit 2; }
-applied=0
+for f in "${patches[@]}"; do
+  apply "$f" --check || { echo "gpu_ab: $f does not apply to this tree"; exit 2; }
+done
+applied=""  # the patch applied now, if any
 RES=$(mktemp -d)
-trap '[ "$applied" -eq 0 ] || apply -R; tar czf "$OUT/gpu-ab.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
+trap '[ -z "$applied" ] || apply "$applied" -R; tar czf "$OUT/gpu-ab.tgz" -C "$RES" . && rm -rf "$RES"' EXIT
 
 target=$($PY scripts/gpu_target.py) || exit 2
 
@@ -52,15 +63,19 @@ round() {  # round NAME: build, then the benchmark
 status=0
 echo "== A (the tree as it is)"
 round a1 "$@" || status=1
-apply && applied=1
-echo "== B (with $(basename "$patch_file"))"
-round b "$@" || status=1
-if [ -n "${GPU_AB_TESTS:-}" ]; then
-  read -ra targs <<< "$GPU_AB_TESTS"
-  $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-fi
-apply -R && applied=0
+for f in "${patches[@]}"; do
+  name=b
+  [ ${#patches[@]} -eq 1 ] || name=b-$(basename "$f" .patch)
+  apply "$f" && applied=$f
+  echo "== $name (with $(basename "$f"))"
+  round "$name" "$@" || status=1
+  if [ -n "${GPU_AB_TESTS:-}" ]; then
+    read -ra targs <<< "$GPU_AB_TESTS"
+    $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  fi
+  apply "$f" -R && applied=""
+done
 echo "== A again"
 round a2 "$@" || status=1
 exit $status

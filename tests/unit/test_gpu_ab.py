@@ -89,3 +89,19 @@ def test_bad_arguments(tree: Path) -> None:
     res = run(tree, str(tree.parent / "x.patch"), "bench_x")
     assert res.returncode == 2 and "does not apply" in res.stdout
     assert (tree / "kernels" / "k.cu").read_text() == "other\n"
+
+
+def test_several_patches_each_alone(tree: Path) -> None:
+    second = tree.parent / "y.patch"
+    second.write_text("--- a/kernels/k.cu\n+++ b/kernels/k.cu\n@@ -1 +1 @@\n-original\n+other\n")
+    res = run(tree, f"{tree.parent / 'x.patch'},{second}", "bench_x", GPU_AB_TESTS="tests/gpu/test_y.py")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = unpacked(tree)
+    assert sorted(p.name for p in out.glob("bench_x-*.json")) == [
+        "bench_x-a1.json", "bench_x-a2.json", "bench_x-b-x.json", "bench_x-b-y.json"]
+    assert (out / "bench_x-b-x.json").read_text().startswith("patched | ")
+    assert (out / "bench_x-b-y.json").read_text().startswith("other | ")  # x reverted before y
+    assert res.stdout.count("1 passed") == 2
+    assert (tree / "kernels" / "k.cu").read_text() == "original\n"
+    res = run(tree, f"{tree.parent / 'x.patch'},{tree.parent / 'none.patch'}", "bench_x")
+    assert res.returncode == 2 and "no patch file" in res.stdout
