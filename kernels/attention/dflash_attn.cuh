@@ -271,12 +271,15 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // and tid % 8 + 8 of 16; fp8: chunk tid % 8 of 8.
     const int lrow = tid >> 3, lchunk = tid & 7;
     const int64_t kv_stride = static_cast<int64_t>(p.hkv) * D;
-    // Next tile to issue, rows lrow and lrow + 16: block-table entry and offset in the block
+    // Block of key k: k >> bs_shift and offset k & (block_size - 1) when block_size is a power of
+    // two (the cache layouts in use), a division otherwise.
+    const int bs_shift = (p.block_size & (p.block_size - 1)) == 0 ? __ffs(p.block_size) - 1 : -1;
+    // Next tile to look up, rows lrow and lrow + 16: block-table entry and offset in the block
     // (of the key clamped to kv_len - 1, the same as the key's own whenever it is loaded).
     int nblk[2], nrem[2];
     auto table_entry = [&](int t, int i, int& rem) -> int {
         const int key = min(t * TILE + lrow + 16 * i, p.kv_len - 1);
-        const int b = key / p.block_size;
+        const int b = bs_shift >= 0 ? key >> bs_shift : key / p.block_size;
         rem = key - b * p.block_size;
         return __ldg(p.block_table + b);
     };
@@ -304,35 +307,46 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             nrem[i] = pre_rem[k][i];
         }
     };
-    auto issue = [&](int t, int slot) {
+    // A tile's copies in two steps: prepare(t) turns the looked-up entries into the element
+    // offsets of rows lrow and lrow + 16 (K and V share them), launch(slot) issues the cp.async
+    // copies. The loops prepare the next tile after the current one's PV is issued, so that the
+    // copies issued between QK^T and the softmax are a few instructions.
+    int64_t poff[2];
+    bool pok[2];
+    auto prepare = [&](int t) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            pok[i] = t * TILE + lrow + 16 * i < p.kv_len;
+            const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + nrem[i];
+            poff[i] = pok[i] ? slot_row * kv_stride + static_cast<int64_t>(kvh) * D : 0;
+        }
+    };
+    auto launch = [&](int slot) {
         const uint32_t sK = sbase + slot * 2 * (FP8 ? FP8_TILE : BF16_TILE);
         const uint32_t sV = sK + (FP8 ? FP8_TILE : BF16_TILE);
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = lrow + 16 * i;
-            const int key = t * TILE + r;
-            const bool ok = key < p.kv_len;
-            int64_t off = 0;
-            if (ok) {
-                const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + nrem[i];
-                off = slot_row * kv_stride + static_cast<int64_t>(kvh) * D;
-            }
             if (FP8) {
-                const uint8_t* kb = static_cast<const uint8_t*>(p.k) + off;
-                const uint8_t* vb = static_cast<const uint8_t*>(p.v) + off;
-                cp_async16_zfill(sK + swz8(r, lchunk), kb + lchunk * 16, ok);
-                cp_async16_zfill(sV + swz8(r, lchunk), vb + lchunk * 16, ok);
+                const uint8_t* kb = static_cast<const uint8_t*>(p.k) + poff[i];
+                const uint8_t* vb = static_cast<const uint8_t*>(p.v) + poff[i];
+                cp_async16_zfill(sK + swz8(r, lchunk), kb + lchunk * 16, pok[i]);
+                cp_async16_zfill(sV + swz8(r, lchunk), vb + lchunk * 16, pok[i]);
             } else {
-                const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(p.k) + off;
-                const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(p.v) + off;
+                const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(p.k) + poff[i];
+                const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(p.v) + poff[i];
 #pragma unroll
                 for (int j = 0; j < 2; ++j) {
                     const int ch = lchunk + 8 * j;
-                    cp_async16_zfill(sK + swz(r, ch), kb + ch * 8, ok);
-                    cp_async16_zfill(sV + swz(r, ch), vb + ch * 8, ok);
+                    cp_async16_zfill(sK + swz(r, ch), kb + ch * 8, pok[i]);
+                    cp_async16_zfill(sV + swz(r, ch), vb + ch * 8, pok[i]);
                 }
             }
         }
+    };
+    auto issue = [&](int t, int slot) {
+        prepare(t);
+        launch(slot);
     };
 
     // ---- Q fragments (A operand, 8 k16 steps), straight from global memory
@@ -405,7 +419,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // so both paths give the same bits).
     // after_qk() runs once QK^T is done (on sm_90a: once every warp's share of the previous
     // tile's PV is too).
-    auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk) {
+    auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk, auto&& after_pv) {
         float s[4][4];
 #pragma unroll
         for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
@@ -515,6 +529,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             }
         }
 #endif
+        after_pv();
     };
 
     // Unsplit: keys are processed in chunks of `chunk` keys (the splits of the split kernels),
@@ -573,24 +588,31 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 commit();
             }
             use_pre(STAGES - 1);
+            if (t_begin + STAGES - 1 <= t_end) prepare(t_begin + STAGES - 1);
+            use_pre(STAGES);
             for (int t = t_begin; t <= t_end; ++t) {
                 const int k = t - t_begin;
                 wait_groups<STAGES - 2>();
                 publish_tile();
                 __syncthreads();  // tile t visible; every warp is done with tile t - 1 but its PV
-                // Tile t + STAGES - 1 into tile t - 1's slot, once that tile's PV is done.
+                // Tile t + STAGES - 1 (prepared) into tile t - 1's slot, once that tile's PV is
+                // done; after this tile's PV, tile t + STAGES prepared and t + STAGES + 1 looked up.
                 auto refill = [&] {
-                    if (t + STAGES - 1 <= t_end) {
-                        issue(t + STAGES - 1, (k + STAGES - 1) % STAGES);
-                        if (t + STAGES <= t_end) lookup(t + STAGES);
-                    }
+                    if (t + STAGES - 1 <= t_end) launch((k + STAGES - 1) % STAGES);
                     commit();
+                };
+                auto next = [&] {
+                    if (t + STAGES <= t_end) {
+                        prepare(t + STAGES);
+                        if (t + STAGES + 1 <= t_end) lookup(t + STAGES + 1);
+                    }
                 };
                 const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
                 if constexpr (kCompute) {
-                    compute(sK, sK + BF16_TILE, t, refill);
+                    compute(sK, sK + BF16_TILE, t, refill, next);
                 } else {
                     refill();
+                    next();
                 }
                 after_tile(t);
             }
@@ -607,6 +629,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 commit();
             }
             use_pre(STAGES);
+            if (t_begin + STAGES <= t_end) {
+                prepare(t_begin + STAGES);
+                if (t_begin + STAGES + 1 <= t_end) lookup(t_begin + STAGES + 1);
+            }
             wait_groups<STAGES - 1>();
             __syncthreads();
             // Conversion: thread converts row lane, d range [warp * 32, warp * 32 + 32).
@@ -639,13 +665,21 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 wait_groups<STAGES - 2>();
                 publish_tile();
                 __syncthreads();  // bf16 tile visible; raw tile t + 1 landed; raw slot k free
-                if (t + STAGES <= t_end) {
-                    issue(t + STAGES, k % STAGES);
-                    if (t + STAGES + 1 <= t_end) lookup(t + STAGES + 1);
-                }
+                if (t + STAGES <= t_end) launch(k % STAGES);  // tile t + STAGES, prepared
                 commit();
-                // (The raw slots are read by the conversion alone: refilled above.)
-                if constexpr (kCompute) compute(cK, cK + BF16_TILE, t, [] {});
+                // (The raw slots are read by the conversion alone: refilled above.) After this
+                // tile's PV, tile t + STAGES + 1 prepared and t + STAGES + 2 looked up.
+                auto next = [&] {
+                    if (t + STAGES + 1 <= t_end) {
+                        prepare(t + STAGES + 1);
+                        if (t + STAGES + 2 <= t_end) lookup(t + STAGES + 2);
+                    }
+                };
+                if constexpr (kCompute) {
+                    compute(cK, cK + BF16_TILE, t, [] {}, next);
+                } else {
+                    next();
+                }
                 after_tile(t);
             }
         }
