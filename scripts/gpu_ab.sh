@@ -12,9 +12,11 @@
 # applied alone in turn between the two A rounds (rounds b-NAME, NAME the patch file's name
 # without .patch). A patch is reverted after its round, whatever happens. GPU_AB_TESTS="pytest
 # args" also runs those GPU tests on each B (for instance "tests/gpu/test_fp8_linear.py -k tma").
+# At the end, scripts/ab_table.py prints every time of the rounds side by side (AB_MATCH="regex"
+# narrows it to the cases that match).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,14p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
 IFS=, read -ra patches <<< "$1"
 bench=$2
 shift 2
@@ -78,4 +80,8 @@ for f in "${patches[@]}"; do
 done
 echo "== A again"
 round a2 "$@" || status=1
+# Every time in the rounds' JSON side by side, each B over the mean of the two A rounds
+# (AB_MATCH="regex" keeps the matching cases).
+echo "== times (scripts/ab_table.py)"
+$PY scripts/ab_table.py "$RES" ${AB_MATCH:+--match "$AB_MATCH"} || true
 exit $status

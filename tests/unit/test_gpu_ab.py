@@ -4,6 +4,7 @@ on the tree again, the patch reverted after a failure too, and bad arguments ref
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -16,8 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # The stand-in: prints a target for scripts/gpu_target.py, "builds" (failing
-# when FAIL_BUILD names a file that exists), and for a benchmark writes which version of
-# kernels/k.cu it saw into the --out file.
+# when FAIL_BUILD is set and the patch is applied), runs scripts/ab_table.py with the real Python,
+# and for a benchmark writes JSON into the --out file: which version of kernels/k.cu it saw, its
+# arguments, and one time (1 ms on the original, 2 ms patched).
 FAKE_PY = """#!/usr/bin/env bash
 case "$1" in */gpu_target.py) echo hopper; exit 0 ;; esac
 if [ "$1" = "-m" ] && [ "$2" = "kernelgen.cli" ]; then
@@ -25,9 +27,12 @@ if [ "$1" = "-m" ] && [ "$2" = "kernelgen.cli" ]; then
   exit 0
 fi
 if [ "$1" = "-m" ] && [ "$2" = "pytest" ]; then echo "1 passed"; exit 0; fi
+case "$1" in */ab_table.py) exec python3 "$@" ;; esac
 out=""; prev=""
 for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done
-echo "$(cat kernels/k.cu) | $*" > "$out"
+src=$(cat kernels/k.cu)
+ms=1.0; [ "$src" = original ] || ms=2.0
+printf '{"k": "%s", "args": "%s", "results": [{"n": 7, "ms": {"x": %s}}]}' "$src" "$*" "$ms" > "$out"
 """
 
 
@@ -38,6 +43,7 @@ def tree(tmp_path: Path) -> Path:
     (t / "benchmarks").mkdir()
     (t / "kernels").mkdir()
     shutil.copy(ROOT / "scripts" / "gpu_ab.sh", t / "scripts" / "gpu_ab.sh")
+    shutil.copy(ROOT / "scripts" / "ab_table.py", t / "scripts" / "ab_table.py")
     (t / "benchmarks" / "bench_x.py").write_text("")
     (t / "kernels" / "k.cu").write_text("original\n")
     fake = tmp_path / "python"
@@ -61,16 +67,25 @@ def unpacked(tree: Path) -> Path:
     return out
 
 
+def seen(path: Path) -> dict:
+    """What the stand-in benchmark saw: kernels/k.cu's text and its own arguments."""
+    return json.loads(path.read_text())
+
+
 def test_a_b_a_rounds(tree: Path) -> None:
     res = run(tree, str(tree.parent / "x.patch"), "bench_x", "--quick", GPU_AB_TESTS="tests/gpu/test_y.py")
     assert res.returncode == 0, res.stdout + res.stderr
     out = unpacked(tree)
     assert sorted(p.name for p in out.glob("build-*.log")) == ["build-a1.log", "build-a2.log", "build-b.log"]
-    assert (out / "bench_x-a1.json").read_text().startswith("original | benchmarks/bench_x.py --out")
-    assert (out / "bench_x-b.json").read_text().startswith("patched | ")
-    assert (out / "bench_x-a2.json").read_text().startswith("original | ")
-    assert (out / "bench_x-b.json").read_text().rstrip().endswith("--quick")
+    assert seen(out / "bench_x-a1.json")["k"] == "original"
+    assert seen(out / "bench_x-a1.json")["args"].startswith("benchmarks/bench_x.py --out")
+    assert seen(out / "bench_x-b.json")["k"] == "patched"
+    assert seen(out / "bench_x-a2.json")["k"] == "original"
+    assert seen(out / "bench_x-b.json")["args"].endswith("--quick")
     assert "1 passed" in res.stdout
+    # the times side by side: 1000 us on A, 2000 on B, B / A 2.000
+    row = next(ln for ln in res.stdout.splitlines() if ln.startswith("results[n=7].ms.x"))
+    assert row.split() == ["results[n=7].ms.x", "1000.0", "2000.0", "1000.0", "2.000"]
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
 
 
@@ -99,8 +114,9 @@ def test_several_patches_each_alone(tree: Path) -> None:
     out = unpacked(tree)
     assert sorted(p.name for p in out.glob("bench_x-*.json")) == [
         "bench_x-a1.json", "bench_x-a2.json", "bench_x-b-x.json", "bench_x-b-y.json"]
-    assert (out / "bench_x-b-x.json").read_text().startswith("patched | ")
-    assert (out / "bench_x-b-y.json").read_text().startswith("other | ")  # x reverted before y
+    assert seen(out / "bench_x-b-x.json")["k"] == "patched"
+    assert seen(out / "bench_x-b-y.json")["k"] == "other"  # x reverted before y
+    assert "b-x / A" in res.stdout and "b-y / A" in res.stdout
     assert res.stdout.count("1 passed") == 2
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
     res = run(tree, f"{tree.parent / 'x.patch'},{tree.parent / 'none.patch'}", "bench_x")
