@@ -96,8 +96,10 @@ def table(rounds: dict[str, dict[str, float]], match: str | None = None, min_cha
         rows.append([path, *("" if v is None else f"{v:.1f}" for v in vals),
                      *("" if x is None else f"{x:.3f}" for x in ratios)])
     widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
-    fmt = lambda cells: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)  # noqa: E731
-                                  for i, (c, w) in enumerate(zip(cells, widths)))
+
+    def fmt(cells: list[str]) -> str:  # the case left-aligned, the numbers right-aligned
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
     return [fmt(head), *(fmt(r) for r in rows)]
 
 

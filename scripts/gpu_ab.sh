@@ -62,6 +62,8 @@ round() {  # round NAME: build, then the benchmark
   return $rc
 }
 
+targs=()  # GPU_AB_TESTS as pytest arguments
+[ -z "${GPU_AB_TESTS:-}" ] || read -ra targs <<< "$GPU_AB_TESTS"
 status=0
 echo "== A (the tree as it is)"
 round a1 "$@" || status=1
@@ -71,8 +73,7 @@ for f in "${patches[@]}"; do
   apply "$f" && applied=$f
   echo "== $name (with $(basename "$f"))"
   round "$name" "$@" || status=1
-  if [ -n "${GPU_AB_TESTS:-}" ]; then
-    read -ra targs <<< "$GPU_AB_TESTS"
+  if [ ${#targs[@]} -gt 0 ]; then
     $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   fi
