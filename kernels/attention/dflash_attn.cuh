@@ -7,7 +7,9 @@
 // mblocks = ceil(q_rows * group / 64).
 //
 // Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32; Q fragments stay in registers for the whole
-// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. The products
+// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. A row's
+// reference max (the exponent P and its sum are taken against) moves only when a tile's max
+// passes it by more than LAZY_MAX (so P < 2^8 and most tiles leave the accumulators alone). The products
 // are per-warp mma.sync m16n8k16 fed by ldmatrix, or on sm_90a (hopper) the warpgroup's wgmma
 // (m64n32k16 and m64n128k16, A = Q / P from registers in the same fragments, K / V read by the
 // tensor cores through descriptors; PV left running into the next tile): the same products in
