@@ -7,7 +7,9 @@
 // mblocks = ceil(q_rows * group / 64).
 //
 // Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32; Q fragments stay in registers for the whole
-// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. The products
+// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. A row's
+// reference max (the exponent P and its sum are taken against) moves only when a tile's max
+// passes it by more than LAZY_MAX (so P < 2^8 and most tiles leave the accumulators alone). The products
 // are per-warp mma.sync m16n8k16 fed by ldmatrix, or on sm_90a (hopper) the warpgroup's wgmma
 // (m64n32k16 and m64n128k16, A = Q / P from registers in the same fragments, K / V read by the
 // tensor cores through descriptors; PV left running into the next tile): the same products in
@@ -82,6 +84,7 @@ constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
 constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
 constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
+constexpr float LAZY_MAX = 8.f;  // exp2 units a row's max may rise before the state is rescaled
 constexpr int MAX_CHUNKS = 40;  // chunks (splits) per row block above which the chunk doubles
 constexpr int WS_ROW = D + 2;  // workspace floats per row and group (accumulator, then m / l)
 constexpr int CLUSTER = 8;     // split kernels: CTAs per cluster = row slices of the merge
@@ -477,12 +480,24 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float ms0 = mx0 == -INFINITY ? 0.f : __fmul_rn(mx0, sl2);
-        const float ms1 = mx1 == -INFINITY ? 0.f : __fmul_rn(mx1, sl2);
-        const float al0 = mrow[0] == -INFINITY ? 0.f : ex2(__fsub_rn(__fmul_rn(mrow[0], sl2), ms0));
-        const float al1 = mrow[1] == -INFINITY ? 0.f : ex2(__fsub_rn(__fmul_rn(mrow[1], sl2), ms1));
-        mrow[0] = mx0;
-        mrow[1] = mx1;
+        // The row's reference max moves only when the tile's max passes it by more than
+        // LAZY_MAX (exp2 units): the exponentials stay below 2^LAZY_MAX, and most tiles need no
+        // rescale of the accumulators (al == 1 exactly).
+        float ms0, ms1, al0 = 1.f, al1 = 1.f;
+        {
+            const float old0 = mrow[0] == -INFINITY ? 0.f : __fmul_rn(mrow[0], sl2);
+            const float old1 = mrow[1] == -INFINITY ? 0.f : __fmul_rn(mrow[1], sl2);
+            const float new0 = mx0 == -INFINITY ? 0.f : __fmul_rn(mx0, sl2);
+            const float new1 = mx1 == -INFINITY ? 0.f : __fmul_rn(mx1, sl2);
+            const bool up0 = mx0 != -INFINITY && (mrow[0] == -INFINITY || __fsub_rn(new0, old0) > LAZY_MAX);
+            const bool up1 = mx1 != -INFINITY && (mrow[1] == -INFINITY || __fsub_rn(new1, old1) > LAZY_MAX);
+            ms0 = up0 ? new0 : old0;
+            ms1 = up1 ? new1 : old1;
+            if (up0) al0 = mrow[0] == -INFINITY ? 0.f : ex2(__fsub_rn(old0, new0));
+            if (up1) al1 = mrow[1] == -INFINITY ? 0.f : ex2(__fsub_rn(old1, new1));
+            if (up0) mrow[0] = mx0;
+            if (up1) mrow[1] = mx1;
+        }
         float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
