@@ -7,7 +7,9 @@
 #   scripts/gpu_check.sh [--bench[=NAME,...]] [--quick] [--sanitize] [--ncu[=CASE,...]] [--no-tests] [pytest -k expression]
 #
 # --ncu profiles the cases of benchmarks/profile_cases.py (or those named) with Nsight Compute:
-# one launch each: occupancy, issue rate and warp stall samples, in gpu-results.tgz's ncu-CASE.txt.
+# one launch each: occupancy, issue rate and warp stall samples, in gpu-results.tgz's ncu-CASE.txt;
+# then a second launch's per-instruction counters (ncu-CASE-source.csv), summarised by
+# scripts/ncu_mix.py into ncu-CASE-mix.txt (instructions by opcode, stall samples by reason).
 # --bench=bench_fp8_linear,bench_launch_cost runs only those benchmarks; --quick passes --quick
 # to the benchmarks that have it (their tuning subset); --no-tests builds, then goes straight to
 # the benchmarks, profiles or sanitizer runs asked for. A kernel that hangs must not take the
@@ -110,6 +112,14 @@ if [ -n "$ncu_cases" ]; then
       echo "gpu_check: ncu $c: exit $rc"
       grep -E "^\s+(Duration|Elapsed Cycles|SM Active Cycles|Registers Per Thread|Achieved Active Warps Per SM|Issued Warp Per Scheduler|Eligible Warps Per Scheduler|smsp__pcsamp_warps_issue_stalled_\w+) " \
         "$RES/ncu-$c.txt" | sed 's/^ */  /'
+      [ "$rc" -eq 0 ] || status=1
+      timeout "${NCU_TIMEOUT:-300}" ncu --clock-control none --kernel-name "$pattern" --launch-skip 2 --launch-count 1 \
+        --section SourceCounters --page source --print-source sass --csv \
+        $PY benchmarks/profile_cases.py "$c" > "$RES/ncu-$c-source.csv" 2> "$RES/ncu-$c-source.err"
+      rc=$?
+      echo "gpu_check: ncu $c (source counters): exit $rc"
+      $PY scripts/ncu_mix.py "$RES/ncu-$c-source.csv" --top 10 > "$RES/ncu-$c-mix.txt" 2>&1 || rc=1
+      sed -n '1,14p' "$RES/ncu-$c-mix.txt" | sed 's/^/  /'
       [ "$rc" -eq 0 ] || status=1
     done
   fi
