@@ -339,6 +339,43 @@ def attn_ablation_md(d: dict) -> list[str]:
             "states' through the workspace).", table)
 
 
+def attn_mix_md(d: dict) -> list[str]:
+    """The split attention kernels' instruction mix and warp states (one profiled launch each)."""
+    cases = d["cases"]
+    names = list(cases)
+    per = {c: {o["op"]: o["per"] for o in cases[c]["opcodes"]} for c in names}
+    ops: list[str] = []
+    for c in names:
+        ops += [o["op"] for o in cases[c]["opcodes"][:10] if o["op"] not in ops]
+    states: list[str] = []
+    for c in names:
+        states += [x["reason"] for x in cases[c]["stalls"][:7] if x["reason"] not in states]
+    share = {c: {x["reason"]: x["share"] for x in cases[c]["stalls"]} for c in names}
+    lines = ["Instruction mix (Nsight Compute, one launch of each split kernel at kv_len "
+             f"{d['kv_len']}, {d['q_rows']} query rows: {d['how']}). Warp instructions executed per "
+             f"{d['unit']}, in all and for the largest opcode families; then the warps' sampled states "
+             "(selected: issuing; wait: a fixed-latency dependency; long_sb: a memory result; barrier: a "
+             "CTA or cluster barrier or a warpgroup MMA wait):", "",
+             "| cache | all | " + " | ".join(ops) + " |", "| --- | --- | " + " | ".join("---" for _ in ops) + " |"]
+    for c in names:
+        lines.append(f"| {c} | {cases[c]['instructions_per']:.0f} | "
+                     + " | ".join(f"{per[c].get(op, 0.0):.0f}" for op in ops) + " |")
+    lines += ["", "| cache | " + " | ".join(states) + " |", "| --- | " + " | ".join("---" for _ in states) + " |"]
+    for c in names:
+        lines.append(f"| {c} | " + " | ".join(f"{100 * share[c].get(r, 0.0):.0f}%" for r in states) + " |")
+    if {"bf16", "fp8"} <= set(names):
+        b, f = cases["bf16"], cases["fp8"]
+        conv = sum(per["fp8"].get(op, 0.0) for op in ("PRMT", "HMUL2"))
+        lines += ["", f"Reading: a tile of the FP8 cache takes {f['instructions_per'] / b['instructions_per']:.2f}x "
+                  "the instructions of a bf16 one (the E4M3 -> bf16 conversion: byte permutes and bf16 "
+                  f"multiplies, {conv:.0f} a tile, with their shifts and masks under IMAD and LOP3), issued at "
+                  f"about the same rate ({100 * share['fp8'].get('selected', 0.0):.0f}% of FP8's warp samples "
+                  f"issuing, {100 * share['bf16'].get('selected', 0.0):.0f}% of bf16's): both kernels are held by "
+                  "their tiles' instructions and latencies, so the FP8 cache's half-size reads do not make it "
+                  "faster."]
+    return lines + [""]
+
+
 def topk_ablation_md(d: dict) -> list[str]:
     from bench_topk16_ablation import table
 
@@ -617,6 +654,9 @@ def main() -> None:
     attn_ablation = load("bench_attn_dflash_ablation.json")
     if attn_ablation:
         lines += attn_ablation_md(attn_ablation)
+    attn_mix = load("ncu_attn_dflash_mix.json")
+    if attn_mix:
+        lines += attn_mix_md(attn_mix)
     rope = load("bench_rope_cache.json")
     if rope:
         lines += rope_cache_md(rope)

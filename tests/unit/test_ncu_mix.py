@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,18 @@ def test_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "no rows" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         ncu_mix.main([str(f), "--per", "0"])
+
+
+def test_results_section_from_the_summaries() -> None:
+    """benchmarks/report.py renders the attention kernels' mix from summaries like these."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from report import attn_mix_md
+
+    fp8_rows = ROWS + [("0x60", "      PRMT R1, R2, 0x9180, RZ", 2, 200, 0, 2, 0)]
+    cases = {c: ncu_mix.summarize(ncu_mix.read_table(table(rows)), per=100.0)
+             for c, rows in (("bf16", ROWS), ("fp8", fp8_rows))}
+    d = {"kv_len": 32768, "q_rows": 16, "how": "a stand-in", "unit": "warp and tile", "cases": cases}
+    text = "\n".join(attn_mix_md(d))
+    assert "| bf16 | 8 | 4 | 3 |" in text  # 800 / 100 in all, IMAD 4, HMUL2 3
+    assert "| fp8 | 10 | 4 | 3 |" in text and "PRMT" in text
+    assert "takes 1.25x the instructions" in text
