@@ -104,6 +104,7 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 using kcommon::cp_async16_zfill;
+using kcommon::cp_async16_zfill_at;
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_groups() {
@@ -141,7 +142,7 @@ __device__ __forceinline__ float ex2(float x) {
 using KvLayout = kcommon::BlockSwizzle<TILE>;
 __device__ __forceinline__ uint32_t swz(int row, int chunk) { return KvLayout::offset(row, chunk); }
 // raw fp8 tile: rows of 128 bytes, chunk c of row r at chunk c ^ (r & 7).
-__device__ __forceinline__ uint32_t swz8(int row, int chunk) {
+__host__ __device__ constexpr uint32_t swz8(int row, int chunk) {
     return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
 }
 
@@ -314,6 +315,11 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // offsets of rows lrow and lrow + 16 (K and V share them), launch(slot) issues the cp.async
     // copies. The loops prepare the next tile after the current one's PV is issued, so that the
     // copies issued between QK^T and the softmax are a few instructions.
+    // Byte offsets: the row's, plus the kv head's and the thread's first 16-byte chunk (bf16:
+    // chunk lchunk; chunk lchunk + 8 is 128 bytes on).
+    constexpr int EB = FP8 ? 1 : 2;  // bytes per cache element
+    const int64_t kv_stride_b = kv_stride * EB;
+    const int64_t head_b = static_cast<int64_t>(kvh) * D * EB + lchunk * 16;
     int64_t poff[2];
     bool pok[2];
     auto prepare = [&](int t) {
@@ -321,30 +327,38 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         for (int i = 0; i < 2; ++i) {
             pok[i] = t * TILE + lrow + 16 * i < p.kv_len;
             const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + nrem[i];
-            poff[i] = pok[i] ? slot_row * kv_stride + static_cast<int64_t>(kvh) * D : 0;
+            poff[i] = pok[i] ? slot_row * kv_stride_b + head_b : 0;
         }
     };
+    // The thread's chunks of a slot sit at fixed distances from its first: row lrow + 16 is 16
+    // rows (2048 bytes) on in both layouts ((r + 16) & 7 == r & 7), and a bf16 tile's chunk
+    // lchunk + 8 one 64-column block on; V is one tile past K.
+    const uint32_t soff = FP8 ? swz8(lrow, lchunk) : swz(lrow, lchunk);
     auto launch = [&](int slot) {
-        const uint32_t sK = sbase + slot * 2 * (FP8 ? FP8_TILE : BF16_TILE);
-        const uint32_t sV = sK + (FP8 ? FP8_TILE : BF16_TILE);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int r = lrow + 16 * i;
-            if (FP8) {
-                const uint8_t* kb = static_cast<const uint8_t*>(p.k) + poff[i];
-                const uint8_t* vb = static_cast<const uint8_t*>(p.v) + poff[i];
-                cp_async16_zfill(sK + swz8(r, lchunk), kb + lchunk * 16, pok[i]);
-                cp_async16_zfill(sV + swz8(r, lchunk), vb + lchunk * 16, pok[i]);
-            } else {
-                const __nv_bfloat16* kb = static_cast<const __nv_bfloat16*>(p.k) + poff[i];
-                const __nv_bfloat16* vb = static_cast<const __nv_bfloat16*>(p.v) + poff[i];
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    const int ch = lchunk + 8 * j;
-                    cp_async16_zfill(sK + swz(r, ch), kb + ch * 8, pok[i]);
-                    cp_async16_zfill(sV + swz(r, ch), vb + ch * 8, pok[i]);
-                }
-            }
+        const uint32_t s0 = sbase + slot * 2 * (FP8 ? FP8_TILE : BF16_TILE) + soff;
+        const char* k0 = static_cast<const char*>(p.k);
+        const char* v0 = static_cast<const char*>(p.v);
+        constexpr uint32_t ROW16 = 16 * 128;
+        if constexpr (FP8) {
+            static_assert(swz8(16, 3) == swz8(0, 3) + ROW16, "the raw tile's rows");
+            cp_async16_zfill_at<0, 0>(s0, k0 + poff[0], pok[0]);
+            cp_async16_zfill_at<FP8_TILE, 0>(s0, v0 + poff[0], pok[0]);
+            cp_async16_zfill_at<ROW16, 0>(s0, k0 + poff[1], pok[1]);
+            cp_async16_zfill_at<FP8_TILE + ROW16, 0>(s0, v0 + poff[1], pok[1]);
+        } else {
+            constexpr uint32_t B = KvLayout::BLOCK;
+            const char* kb0 = k0 + poff[0];
+            const char* vb0 = v0 + poff[0];
+            const char* kb1 = k0 + poff[1];
+            const char* vb1 = v0 + poff[1];
+            cp_async16_zfill_at<0, 0>(s0, kb0, pok[0]);
+            cp_async16_zfill_at<B, 128>(s0, kb0, pok[0]);
+            cp_async16_zfill_at<BF16_TILE, 0>(s0, vb0, pok[0]);
+            cp_async16_zfill_at<BF16_TILE + B, 128>(s0, vb0, pok[0]);
+            cp_async16_zfill_at<ROW16, 0>(s0, kb1, pok[1]);
+            cp_async16_zfill_at<ROW16 + B, 128>(s0, kb1, pok[1]);
+            cp_async16_zfill_at<BF16_TILE + ROW16, 0>(s0, vb1, pok[1]);
+            cp_async16_zfill_at<BF16_TILE + ROW16 + B, 128>(s0, vb1, pok[1]);
         }
     };
     auto issue = [&](int t, int slot) {

@@ -52,6 +52,15 @@ static __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void
     }
 }
 
+// cp_async16_zfill to dst + SOFF from src + GOFF bytes, the offsets immediates of the
+// instruction: copies that share a base register take no address arithmetic of their own.
+template <uint32_t SOFF, uint32_t GOFF>
+static __device__ __forceinline__ void cp_async16_zfill_at(uint32_t dst, const void* src, bool pred) {
+    asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%4], 16, %2;" ::"r"(dst), "l"(src), "r"(pred ? 16 : 0),
+                 "n"(SOFF), "n"(GOFF)
+                 : "memory");
+}
+
 // Closes the current group of cp.async copies; waits until at most N groups are pending.
 static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
