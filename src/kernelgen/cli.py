@@ -8,6 +8,7 @@
     kernelgen cmake --out FILE       the CMake script a project's wheel build includes
     kernelgen list                   the modules, kernels and chains per target
     kernelgen plan NAME [ARG=V]...   a kernel's or chain's plan for those arguments, per target
+    kernelgen sass [NAME]...         the built kernels' registers and SASS instructions (--against: a change)
     kernelgen schema [--targets]     the JSON Schema of module specs (or of specs/targets.yaml)
 
 Errors in user input print one message naming file:line and exit with status 2.
@@ -182,6 +183,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return plan_cli.run(catalog, args.name, args.values, _targets(catalog, args.target))
 
 
+def cmd_sass(args: argparse.Namespace) -> int:
+    import json
+
+    from kernelgen import sass
+
+    catalog = load_catalog(args.root)
+    targets = _targets(catalog, args.target)
+    sass.select(catalog, args.names)  # unknown names fail before anything is read
+    build_dir = (args.build_dir or args.root / "build").resolve()
+    against = None
+    if args.against is not None:
+        try:
+            against = json.loads(args.against.read_text(encoding="utf-8"))
+            if not isinstance(against, dict):
+                raise ValueError("not an object of targets")
+        except (OSError, ValueError) as exc:
+            raise KernelgenError(f"cannot read {args.against} (a kernelgen sass --json file): {exc}") from None
+    per_target = {}
+    for t in targets:
+        if not (build_dir / t.name).is_dir():
+            if args.target:
+                raise KernelgenError(f"target {t.name} is not built (no {build_dir / t.name}); run: kernelgen build "
+                                     f"--target {t.name}")
+            continue
+        code = sass.collect(catalog, build_dir, t.name, args.names)
+        per_target[t.name] = code
+        print(f"kernelgen: {t.name}: {len(code)} kernel functions (SASS of the objects in {build_dir / t.name})")
+        for line in sass.report(code, args.ops, None if against is None else against.get(t.name, {})):
+            print(f"  {line}")
+    if not per_target:
+        raise KernelgenError(f"no target is built under {build_dir}; run: kernelgen build")
+    if args.json is not None:
+        try:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(sass.to_json(per_target), encoding="utf-8")
+        except OSError as exc:
+            raise KernelgenError(f"cannot write {args.json}: {exc}") from None
+        print(f"kernelgen: wrote {args.json}")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from kernelgen import schema
 
@@ -260,6 +302,20 @@ def main(argv: list[str] | None = None) -> int:
                     "per argument set")
     pl.add_argument("--target", "-t", action="append", help="target (repeatable; default: all)")
     pl.set_defaults(func=cmd_plan)
+    sa = sub.add_parser(
+        "sass", help="registers, stack and SASS instructions of the built kernels (no GPU)",
+        description="Read the SASS of each catalog kernel from the build's objects (cuobjdump): its registers, "
+        "stack bytes and static instruction count, and with --ops its largest opcode families. --json keeps "
+        "the figures; --against compares with such a file (a change's effect on the code, before it runs).",
+    )
+    sa.add_argument("names", nargs="*", metavar="NAME", help="MODULE or MODULE.KERNEL (default: every kernel)")
+    sa.add_argument("--target", "-t", action="append", help="target (repeatable; default: every built target)")
+    sa.add_argument("--ops", type=int, default=0, metavar="N",
+                    help="also list each kernel's N largest opcode families (with --against: N largest changes)")
+    sa.add_argument("--json", type=Path, metavar="FILE", help="write the figures to FILE")
+    sa.add_argument("--against", type=Path, metavar="FILE", help="compare with a FILE written by --json")
+    sa.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build)")
+    sa.set_defaults(func=cmd_sass)
     sc = sub.add_parser(
         "schema", help="print the JSON Schema of module specs, for editors",
         description="Print the JSON Schema (draft 2020-12) of module specs, or of specs/targets.yaml with "

@@ -3,41 +3,11 @@
 from __future__ import annotations
 
 import collections
-import os
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from kernelgen.sass import Tool, cuobjdump_tool, parse_sass  # noqa: F401 (Tool, cuobjdump_tool: the compile tests')
 from kernelgen.toolkit import find_toolkit
-
-# An instruction line: /*0130*/, an optional predicate (@P0, @!PT, @!UP1), the opcode.
-_INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
-
-
-def binary(name: str) -> Path | None:
-    """`name` from the CUDA toolkit kernelgen uses, the PATH, or a PyPI wheel (nvidia/cu13/bin)."""
-    candidates = []
-    try:
-        candidates.append(find_toolkit().nvcc.parent / name)
-    except Exception:  # no toolkit: the wheels may still hold the tool
-        pass
-    if found := shutil.which(name):
-        candidates.append(Path(found))
-    candidates += [Path(p) / "nvidia" / "cu13" / "bin" / name for p in sys.path if p.endswith("site-packages")]
-    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
-
-
-Tool = tuple[Path, dict[str, str]]
-
-
-def cuobjdump_tool() -> Tool | None:
-    """cuobjdump and the environment that lets it find nvdisasm, or None without them."""
-    tool, disasm = binary("cuobjdump"), binary("nvdisasm")
-    if tool is None or disasm is None:
-        return None
-    return tool, {**os.environ, "NVDISASM_PATH": str(disasm.parent)}
 
 
 def sass(tool: Tool, binary_path: Path) -> str:
@@ -49,14 +19,7 @@ def sass(tool: Tool, binary_path: Path) -> str:
 
 def opcode_counts(tool: Tool, binary_path: Path) -> dict[str, collections.Counter[str]]:
     """{function: Counter(opcode -> instructions)} for every function of `binary_path`."""
-    counts: dict[str, collections.Counter[str]] = {}
-    current = None
-    for line in sass(tool, binary_path).splitlines():
-        if m := re.search(r"Function\s*:\s*(\S+)", line):
-            current = counts.setdefault(m.group(1), collections.Counter())
-        elif current is not None and (m := _INSTR.search(line)):
-            current[m.group(1)] += 1
-    return counts
+    return parse_sass(sass(tool, binary_path))
 
 
 def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90a") -> Path:

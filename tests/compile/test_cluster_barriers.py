@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kernelgen.loader import load_catalog, load_targets
+from kernelgen.sass import module_objects
 from tests.compile.sass import compile_cubin, sass
 from tests.conftest import REPO
 
@@ -69,12 +70,7 @@ def _module_objects(target: str) -> dict[str, Path]:
     """The build's object of each catalog module for `target` (kernelgen build's default build
     folder: build/<target>, one <module>.cu.o per module)."""
     names = {m.name for m in load_catalog(REPO).modules}
-    found = {}
-    for obj in (REPO / "build" / target).rglob("src/*.cu.o"):
-        name = obj.name[: -len(".cu.o")]
-        if name in names:
-            found[name] = obj
-    return found
+    return {name: obj for name, obj in module_objects(REPO / "build", target).items() if name in names}
 
 
 @pytest.mark.parametrize("target", [t.name for t in load_targets(REPO / "specs" / "targets.yaml", REPO)])
