@@ -103,7 +103,6 @@ static_assert(ROWS % CLUSTER == 0 && MAX_CHUNKS % CLUSTER == 0 && SLICE == 8 &&
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-using kcommon::cp_async16_zfill;
 using kcommon::cp_async16_zfill_at;
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -347,6 +346,9 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             cp_async16_zfill_at<FP8_TILE + ROW16, 0>(s0, v0 + poff[1], pok[1]);
         } else {
             constexpr uint32_t B = KvLayout::BLOCK;
+            static_assert(KvLayout::offset(16, 3) == KvLayout::offset(0, 3) + ROW16 &&
+                              KvLayout::offset(5, 11) == KvLayout::offset(5, 3) + B,
+                          "the bf16 tile's rows and 64-column blocks");
             const char* kb0 = k0 + poff[0];
             const char* vb0 = v0 + poff[0];
             const char* kb1 = k0 + poff[1];

@@ -19,7 +19,7 @@ namespace kcommon {
 template <int ROWS>
 struct BlockSwizzle {
     static constexpr uint32_t BLOCK = ROWS * 128;  // bytes of one 64-column block
-    static __device__ __forceinline__ uint32_t offset(int row, int chunk) {
+    static __host__ __device__ constexpr uint32_t offset(int row, int chunk) {
         return static_cast<uint32_t>((chunk >> 3) * BLOCK + row * 128 +
                                      (((chunk & 7) ^ (row & 7)) << 4));
     }
