@@ -66,13 +66,14 @@ def _run(tool: Tool, *args: str) -> str:
 
 def parse_sass(text: str) -> dict[str, collections.Counter[str]]:
     """{mangled function: Counter(opcode family -> instructions)} from ``cuobjdump -sass``: the
-    mnemonic up to its first dot (IMAD.SHL.U32 counts as IMAD)."""
+    mnemonic up to its first dot (IMAD.SHL.U32 counts as IMAD); NOPs (mostly the padding after a
+    function's end) are left out."""
     counts: dict[str, collections.Counter[str]] = {}
     current = None
     for line in text.splitlines():
         if m := _FUNCTION.search(line):
             current = counts.setdefault(m.group(1), collections.Counter())
-        elif current is not None and (m := INSTR.search(line)):
+        elif current is not None and (m := INSTR.search(line)) and m.group(1) != "NOP":
             current[m.group(1)] += 1
     return counts
 
