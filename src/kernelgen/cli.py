@@ -191,6 +191,8 @@ def cmd_sass(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.root)
     targets = _targets(catalog, args.target)
     sass.select(catalog, args.names)  # unknown names fail before anything is read
+    if args.ops < 0:
+        raise KernelgenError(f"--ops {args.ops}: give the number of opcode families to list (0 or more)")
     build_dir = (args.build_dir or args.root / "build").resolve()
     against = None
     if args.against is not None:

@@ -105,6 +105,8 @@ def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "no target is built" in capsys.readouterr().err
     assert main(["--root", str(ROOT), "sass", "-t", "hopper", "--build-dir", str(tmp_path)]) == 2
     assert "target hopper is not built" in capsys.readouterr().err
+    assert main(["--root", str(ROOT), "sass", "--ops", "-1", "--build-dir", str(tmp_path)]) == 2
+    assert "--ops -1" in capsys.readouterr().err
     bad = tmp_path / "before.json"
     bad.write_text("[1, 2]")
     assert main(["--root", str(ROOT), "sass", "--build-dir", str(tmp_path), "--against", str(bad)]) == 2
