@@ -8,19 +8,18 @@
 //
 // Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32; Q fragments stay in registers for the whole
 // kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. A row's
-// reference max (the exponent P and its sum are taken against) moves only when a tile's max
-// passes it by more than LAZY_MAX (so P < 2^8 and most tiles leave the accumulators alone). The products
+// reference max (the exponent P and its sum are taken against) moves only when a tile's max passes
+// it by more than LAZY_MAX (so P < 2^8 and most tiles leave the accumulators alone). The products
 // are per-warp mma.sync m16n8k16 fed by ldmatrix, or on sm_90a (hopper) the warpgroup's wgmma
 // (m64n32k16 and m64n128k16, A = Q / P from registers in the same fragments, K / V read by the
-// tensor cores through descriptors; PV left running into the next tile): the same products in
-// the same order, so both give the same bits (tests/gpu/test_attn_dflash_mma_path.py builds the
-// mma.sync path for sm_90 and compares). K / V tiles (bf16 tiles in kcommon::BlockSwizzle
-// layout, the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a
-// STAGES-deep ring of shared-memory slots (the block-table entries of the first tiles loaded
-// together, later ones fetched one tile ahead). An FP8 tile is copied raw, then converted
-// cooperatively (E4M3 -> bf16 in integer and bf16 arithmetic, exact) into one of two bf16 tiles
-// that the products read; k_scale is folded into the softmax scale and v_scale into the final
-// normalisation.
+// tensor cores through descriptors; PV left running into the next tile): the same products in the
+// same order, so both give the same bits (tests/gpu/test_attn_dflash_mma_path.py builds the
+// mma.sync path for sm_90 and compares). K / V tiles (bf16 tiles in kcommon::BlockSwizzle layout,
+// the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a STAGES-deep ring
+// of shared-memory slots (the block-table entries of the first tiles loaded together, later ones
+// fetched one tile ahead). An FP8 tile is copied raw, then converted cooperatively (E4M3 -> bf16 in
+// integer and bf16 arithmetic, exact) into one of two bf16 tiles that the products read; k_scale is
+// folded into the softmax scale and v_scale into the final normalisation.
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
