@@ -310,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         "stack bytes and static instruction count, and with --ops its largest opcode families. --json keeps "
         "the figures; --against compares with such a file (a change's effect on the code, before it runs).",
     )
-    sa.add_argument("names", nargs="*", metavar="NAME", help="MODULE or MODULE.KERNEL (default: every kernel)")
+    sa.add_argument("names", nargs="*", metavar="NAME",
+                    help="MODULE, MODULE.KERNEL or MODULE.CHAIN (a chain: its members; default: every kernel)")
     sa.add_argument("--target", "-t", action="append", help="target (repeatable; default: every built target)")
     sa.add_argument("--ops", type=int, default=0, metavar="N",
                     help="also list each kernel's N largest opcode families (with --against: N largest changes)")

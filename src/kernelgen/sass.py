@@ -176,9 +176,10 @@ def module_objects(build_dir: Path, target: str) -> dict[str, Path]:
 
 
 def read_object(tool: Tool, obj: Path) -> dict[str, KernelCode]:
-    """{demangled function: its code} for every kernel function of one object."""
-    code = parse_sass(_run(tool, "-sass", str(obj)))
-    res = parse_res_usage(_run(tool, "-res-usage", str(obj)))
+    """{demangled function: its code} for every kernel function of one object (one cuobjdump
+    run: its resource lines, then the SASS)."""
+    text = _run(tool, "-res-usage", "-sass", str(obj))
+    code, res = parse_sass(text), parse_res_usage(text)
     names = demangle(sorted(set(code) | set(res)))
     out = {}
     for mangled, pretty in names.items():
@@ -197,7 +198,7 @@ def kernel_symbols(kernel) -> list[tuple[str, str]]:
 
 def collect(catalog, build_dir: Path, target: str, names: list[str] | None) -> dict[str, KernelCode]:
     """{module.kernel[variant]: code} for the catalog's kernels (or those named: MODULE or
-    MODULE.KERNEL) built for ``target``."""
+    MODULE.KERNEL, or a chain) built for ``target``."""
     tool = cuobjdump_tool()
     if tool is None:
         raise KernelgenError("kernelgen sass needs cuobjdump and nvdisasm: the CUDA toolkit's, or pip install "
@@ -230,32 +231,39 @@ def collect(catalog, build_dir: Path, target: str, names: list[str] | None) -> d
 
 
 def select(catalog, names: list[str] | None) -> list[tuple[object, list]]:
+    """[(module, its kernels asked for)]: every kernel, or per name a module's kernels, a kernel, or
+    a chain's or dispatcher's members (names as ``kernelgen plan`` takes them)."""
     if not names:
         return [(m, list(m.kernels)) for m in catalog.modules]
     from kernelgen.errors import did_you_mean
+    from kernelgen.plan_cli import find, kernel_of
 
     picked: dict[str, tuple[object, list]] = {}
     modules = {m.name: m for m in catalog.modules}
+
+    def add(module, kernel) -> None:
+        entry = picked.setdefault(module.name, (module, []))
+        if kernel not in entry[1]:
+            entry[1].append(kernel)
+
     for name in names:
-        mod_name, _, kname = name.partition(".")
-        if mod_name in modules and not kname:
-            picked[mod_name] = (modules[mod_name], list(modules[mod_name].kernels))
+        if name in modules:
+            for k in modules[name].kernels:
+                add(modules[name], k)
             continue
-        if kname and mod_name in modules:
-            hits = [(modules[mod_name], k) for k in modules[mod_name].kernels if k.name == kname]
+        try:
+            m, _, members = find(catalog, name)
+        except KernelgenError:
+            close = did_you_mean(name, list(modules))
+            if close.startswith("did you mean"):
+                raise KernelgenError(f"no module or kernel '{name}' ({close})") from None
+            raise
+        if members is None:
+            short = name.split(".", 1)[1] if "." in name else name
+            add(m, next(k for k in m.kernels if k.name == short))
         else:
-            hits = [(m, k) for m in catalog.modules for k in m.kernels if k.name == name]
-        if len(hits) != 1:
-            if hits:
-                raise KernelgenError(f"'{name}' names several kernels; qualify it as MODULE.KERNEL")
-            known = list(modules) + [f"{m.name}.{k.name}" for m in catalog.modules for k in m.kernels]
-            close = did_you_mean(name, known)
-            hint = close if close.startswith("did you mean") else "kernelgen list shows them"
-            raise KernelgenError(f"no module or kernel '{name}' ({hint})")
-        m, k = hits[0]
-        entry = picked.setdefault(m.name, (m, []))
-        if k not in entry[1]:
-            entry[1].append(k)
+            for ref in members:
+                add(modules[ref.module], kernel_of(catalog, ref))
     return list(picked.values())
 
 

@@ -115,3 +115,16 @@ def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     if sass.cuobjdump_tool() is not None:
         assert main(["--root", str(ROOT), "sass", "silu_mul", "-t", "hopper", "--build-dir", str(tmp_path)]) == 2
         assert "module silu_mul is not built for hopper" in capsys.readouterr().err
+
+
+def test_names_select_modules_kernels_and_chains() -> None:
+    from kernelgen.loader import load_catalog
+
+    catalog = load_catalog(ROOT)
+    picked = {m.name: [k.name for k in ks] for m, ks in sass.select(catalog, ["silu_mul", "prefill_attn_dflash_bf16_split",
+                                                                               "fp8_linear.fp8_linear"])}
+    assert picked["silu_mul"] == [k.name for k in catalog.module("silu_mul").kernels]
+    assert picked["attn_dflash"] == ["prefill_attn_dflash_bf16_split"]
+    chain = next(fb for fb in catalog.module("fp8_linear").fallbacks if fb.name == "fp8_linear")
+    assert sorted((r.module, r.kernel) for r in chain.members) == sorted(
+        (m, k) for m in ("fp8_gemv_rt", "fp8_linear") for k in picked.get(m, []))
