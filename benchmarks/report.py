@@ -344,12 +344,9 @@ def attn_mix_md(d: dict) -> list[str]:
     cases = d["cases"]
     names = list(cases)
     per = {c: {o["op"]: o["per"] for o in cases[c]["opcodes"]} for c in names}
-    ops: list[str] = []
-    for c in names:
-        ops += [o["op"] for o in cases[c]["opcodes"][:10] if o["op"] not in ops]
-    states: list[str] = []
-    for c in names:
-        states += [x["reason"] for x in cases[c]["stalls"][:7] if x["reason"] not in states]
+    # the columns: each case's largest, in order of first appearance
+    ops = list(dict.fromkeys(o["op"] for c in names for o in cases[c]["opcodes"][:10]))
+    states = list(dict.fromkeys(x["reason"] for c in names for x in cases[c]["stalls"][:7]))
     share = {c: {x["reason"]: x["share"] for x in cases[c]["stalls"]} for c in names}
     lines = ["Instruction mix (Nsight Compute, one launch of each split kernel at kv_len "
              f"{d['kv_len']}, {d['q_rows']} query rows: {d['how']}). Warp instructions executed per "

@@ -57,8 +57,8 @@ def read_table(text: str) -> list[dict[str, str]]:
         raise ValueError(f"the table lacks the columns {sorted(missing)}")
     table = []
     for row in rows:
-        if row.get("Address", "").startswith('"Address"') or None in row.values():
-            break  # a second table or a short row: the first table ends here
+        if None in row.values():
+            break  # a short row (a second kernel's name line): the first table ends here
         table.append(row)
     return table
 
