@@ -56,7 +56,8 @@ def cuobjdump_tool() -> Tool | None:
     return tool, {**os.environ, "NVDISASM_PATH": str(disasm.parent)}
 
 
-def _run(tool: Tool, *args: str) -> str:
+def run_tool(tool: Tool, *args: str) -> str:
+    """The tool's output for these arguments; a KernelgenError with its message when it fails."""
     exe, env = tool
     res = subprocess.run([str(exe), *args], capture_output=True, text=True, env=env, timeout=600)
     if res.returncode != 0:
@@ -178,7 +179,7 @@ def module_objects(build_dir: Path, target: str) -> dict[str, Path]:
 def read_object(tool: Tool, obj: Path) -> dict[str, KernelCode]:
     """{demangled function: its code} for every kernel function of one object (one cuobjdump
     run: its resource lines, then the SASS)."""
-    text = _run(tool, "-res-usage", "-sass", str(obj))
+    text = run_tool(tool, "-res-usage", "-sass", str(obj))
     code, res = parse_sass(text), parse_res_usage(text)
     names = demangle(sorted(set(code) | set(res)))
     out = {}

@@ -6,15 +6,12 @@ import collections
 import subprocess
 from pathlib import Path
 
-from kernelgen.sass import Tool, cuobjdump_tool, parse_sass  # noqa: F401 (Tool, cuobjdump_tool: the compile tests')
+from kernelgen.sass import Tool, cuobjdump_tool, parse_sass, run_tool  # noqa: F401 (cuobjdump_tool: the compile tests')
 from kernelgen.toolkit import find_toolkit
 
 
 def sass(tool: Tool, binary_path: Path) -> str:
-    exe, env = tool
-    res = subprocess.run([str(exe), "-sass", str(binary_path)], capture_output=True, text=True, env=env, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    return res.stdout
+    return run_tool(tool, "-sass", str(binary_path))
 
 
 def opcode_counts(tool: Tool, binary_path: Path) -> dict[str, collections.Counter[str]]:
