@@ -400,7 +400,7 @@ pub mod fp8_gemm_tma {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_linear.yaml:171`):
+/// Arguments, in order (`specs/fp8_linear.yaml:172`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
