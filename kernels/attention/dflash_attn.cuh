@@ -6,20 +6,24 @@
 // are read once per kv head (per split). Grid: [splits, hkv * mblocks, 1] with
 // mblocks = ceil(q_rows * group / 64).
 //
-// Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32; Q fragments stay in registers for the whole
-// kernel), masking, online softmax in the exp2 domain, P rounded to bf16, O += P V. A row's
+// Per 32-key tile: S = Q K^T (bf16 x bf16 -> f32, f16 x f16 for an FP8 cache; Q fragments stay
+// in registers for the whole kernel), masking, online softmax in the exp2 domain, P rounded to
+// bf16 (f16), O += P V. A row's
 // reference max (the exponent P and its sum are taken against) moves only when a tile's max passes
 // it by more than LAZY_MAX (so P < 2^8 and most tiles leave the accumulators alone). The products
 // are per-warp mma.sync m16n8k16 fed by ldmatrix, or on sm_90a (hopper) the warpgroup's wgmma
 // (m64n32k16 and m64n128k16, A = Q / P from registers in the same fragments, K / V read by the
 // tensor cores through descriptors; PV left running into the next tile): the same products in the
 // same order, so both give the same bits (tests/gpu/test_attn_dflash_mma_path.py builds the
-// mma.sync path for sm_90 and compares). K / V tiles (bf16 tiles in kcommon::BlockSwizzle layout,
-// the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a STAGES-deep ring
-// of shared-memory slots (the block-table entries of the first tiles loaded together, later ones
-// fetched one tile ahead). An FP8 tile is copied raw, then converted cooperatively (E4M3 -> bf16 in
-// integer and bf16 arithmetic, exact) into one of two bf16 tiles that the products read; k_scale is
-// folded into the softmax scale and v_scale into the final normalisation.
+// mma.sync path for sm_90 and compares). K / V tiles (16-bit tiles in kcommon::BlockSwizzle
+// layout, the one wgmma's descriptors read) arrive with 16-byte cp.async copies through a
+// STAGES-deep ring of shared-memory slots (the block-table entries of the first tiles loaded
+// together, later ones fetched one tile ahead). An FP8 tile is copied raw, then converted
+// cooperatively (E4M3 -> f16, exact, one cvt a pair) into one of two f16 tiles that the products
+// read; Q goes to f16 with a power-of-two scale per row (see attn_cta), k_scale is folded into the
+// softmax scale and v_scale into the final normalisation. (The earlier bf16 products took four
+// integer and bf16 instructions a pair to convert: on the H200 at kv_len 32768 the FP8 tile loop
+// issued 1.56x the bf16 one's instructions.)
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
@@ -63,7 +67,6 @@
 #include <cstdint>
 
 #include "../common/bf16x2.cuh"
-#include "../common/e4m3.cuh"
 #include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 #include "../common/wgmma.cuh"
@@ -79,7 +82,7 @@ constexpr int STAGES = 4;          // cp.async ring depth (tiles)
 constexpr int BF16_TILE = TILE * D * 2;  // bytes of one bf16 K (or V) tile
 constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
 // Dynamic shared memory: bf16, STAGES slots of K + V; fp8, STAGES raw slots of K + V plus two
-// converted bf16 K + V tiles.
+// converted f16 K + V tiles.
 constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
 constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
@@ -118,13 +121,23 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
+// d += A * B on bf16 operands, or on f16 ones with F16.
+template <bool F16 = false>
 __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (F16) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
 }
 using kcommon::cluster_rank;
 using kcommon::cluster_sync;
@@ -144,10 +157,22 @@ __host__ __device__ constexpr uint32_t swz8(int row, int chunk) {
     return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
 }
 
-// Four E4M3 bytes -> four bf16 (two packed pairs, natural order), exactly (kcommon/e4m3.cuh:
-// integer and bf16 arithmetic, no conversion instructions).
-__device__ __forceinline__ uint2 e4m3x4_to_bf16x4(uint32_t w) {
-    return make_uint2(kcommon::e4m3_01_to_bf16x2(w), kcommon::e4m3_23_to_bf16x2(w));
+// Four E4M3 bytes -> four f16 (two packed pairs, natural order), exactly: every E4M3 value,
+// subnormals included, is a normal f16 (cvt.rn.f16x2.e4m3x2, sm_89 and later, one instruction a
+// pair; the bf16 conversion of kcommon/e4m3.cuh takes four).
+__device__ __forceinline__ uint2 e4m3x4_to_f16x4(uint32_t w) {
+    uint32_t lo, hi;
+    asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\n"
+        "cvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+    return make_uint2(lo, hi);
+}
+// Two f32 -> one packed f16x2 word (round to nearest even), `lo` in the low half.
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
 }
 
 // Chunk merge, the same arithmetic in the unsplit kernels (chunk by chunk, in registers and
@@ -380,7 +405,49 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             qa[kk][3] = v1 ? __ldg(q1 + kk * 8 + 4 + c) : 0u;
         }
     }
-
+    // Per row (m0, m1): the softmax scale (times log2 e) of the scores the products give, and the
+    // factor that takes the row's max from those scores to true ones.
+    float rsl2[2] = {p.scale_log2, p.scale_log2};
+    float qmul[2] = {1.f, 1.f};
+    auto q_to_f16 = [&] {
+        // FP8 caches multiply in f16: E4M3 K / V values are f16 numbers (one conversion
+        // instruction a pair), and Q goes to f16 times 2^-qe, qe chosen per row so that its
+        // largest |q| lands in [2^14, 2^15): every bf16 value of the row down to 2^-29 of that
+        // largest one converts exactly (f16 normals carry more significand bits than bf16), the
+        // few smaller ones to the nearest f16. The scores come out times 2^-qe; the row's scale
+        // rsl2 = scale_log2 * 2^qe undoes it exactly, and the row's max goes back to true units
+        // (times 2^qe, exact) wherever a chunk's state leaves the tile loop, so the folds and
+        // everything after them are those of the bf16 kernels.
+        float amax[2] = {0.f, 0.f};
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const uint32_t w = qa[kk][j];
+                amax[j & 1] = fmaxf(amax[j & 1], fmaxf(fabsf(kcommon::bf16_lo(w)), fabsf(kcommon::bf16_hi(w))));
+            }
+        }
+        float qinv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
+            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+            const int ex = static_cast<int>((__float_as_uint(amax[h]) >> 23) & 0xffu);  // 0: zero row
+            const int qe = ex == 0 ? 0 : max(-126, ex - 127 - 14);
+            qmul[h] = __uint_as_float(static_cast<uint32_t>(127 + qe) << 23);
+            qinv[h] = __uint_as_float(static_cast<uint32_t>(127 - qe) << 23);
+            rsl2[h] = __fmul_rn(p.scale_log2, qmul[h]);
+        }
+#pragma unroll
+        for (int kk = 0; kk < 8; ++kk) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const uint32_t w = qa[kk][j];
+                const float f = qinv[j & 1];
+                qa[kk][j] = pack_f16x2(__fmul_rn(kcommon::bf16_lo(w), f), __fmul_rn(kcommon::bf16_hi(w), f));
+            }
+        }
+    };
     float o[16][4];
 #pragma unroll
     for (int n = 0; n < 16; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
@@ -444,7 +511,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         kcommon::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs(s, qa[kk], desc_k(sK, kk));
+        for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs<FP8>(s, qa[kk], desc_k(sK, kk));
         kcommon::wgmma_commit();
         kcommon::wgmma_wait_all();  // also the previous tile's PV (committed before)
         // A warp's wait covers its own share of the warpgroup's MMAs: the previous tile's V (and,
@@ -464,8 +531,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             for (int np = 0; np < 2; ++np) {
                 uint32_t b[4];
                 ldsm_x4(b, sK + swz(np * 16 + (mi >> 1) * 8 + (lane & 7), kk * 2 + (mi & 1)));
-                mma16816(s[2 * np], qa[kk], b[0], b[1]);
-                mma16816(s[2 * np + 1], qa[kk], b[2], b[3]);
+                mma16816<FP8>(s[2 * np], qa[kk], b[0], b[1]);
+                mma16816<FP8>(s[2 * np + 1], qa[kk], b[2], b[3]);
             }
         }
         after_qk();
@@ -500,10 +567,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         // rescale of the accumulators (al == 1 exactly).
         float ms0, ms1, al0 = 1.f, al1 = 1.f;
         {
-            const float old0 = mrow[0] == -INFINITY ? 0.f : __fmul_rn(mrow[0], sl2);
-            const float old1 = mrow[1] == -INFINITY ? 0.f : __fmul_rn(mrow[1], sl2);
-            const float new0 = mx0 == -INFINITY ? 0.f : __fmul_rn(mx0, sl2);
-            const float new1 = mx1 == -INFINITY ? 0.f : __fmul_rn(mx1, sl2);
+            const float old0 = mrow[0] == -INFINITY ? 0.f : __fmul_rn(mrow[0], rsl2[0]);
+            const float old1 = mrow[1] == -INFINITY ? 0.f : __fmul_rn(mrow[1], rsl2[1]);
+            const float new0 = mx0 == -INFINITY ? 0.f : __fmul_rn(mx0, rsl2[0]);
+            const float new1 = mx1 == -INFINITY ? 0.f : __fmul_rn(mx1, rsl2[1]);
             const bool up0 = mx0 != -INFINITY && (mrow[0] == -INFINITY || __fsub_rn(new0, old0) > LAZY_MAX);
             const bool up1 = mx1 != -INFINITY && (mrow[1] == -INFINITY || __fsub_rn(new1, old1) > LAZY_MAX);
             ms0 = up0 ? new0 : old0;
@@ -516,10 +583,10 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
         for (int n = 0; n < 4; ++n) {
-            s[n][0] = ex2(__fmaf_rn(s[n][0], sl2, -ms0));
-            s[n][1] = ex2(__fmaf_rn(s[n][1], sl2, -ms0));
-            s[n][2] = ex2(__fmaf_rn(s[n][2], sl2, -ms1));
-            s[n][3] = ex2(__fmaf_rn(s[n][3], sl2, -ms1));
+            s[n][0] = ex2(__fmaf_rn(s[n][0], rsl2[0], -ms0));
+            s[n][1] = ex2(__fmaf_rn(s[n][1], rsl2[0], -ms0));
+            s[n][2] = ex2(__fmaf_rn(s[n][2], rsl2[1], -ms1));
+            s[n][3] = ex2(__fmaf_rn(s[n][3], rsl2[1], -ms1));
             sum0 = __fadd_rn(sum0, __fadd_rn(s[n][0], s[n][1]));
             sum1 = __fadd_rn(sum1, __fadd_rn(s[n][2], s[n][3]));
         }
@@ -535,17 +602,18 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             }
         }
         uint32_t P[2][4];
+        auto pack = [](float lo, float hi) { return FP8 ? pack_f16x2(lo, hi) : kcommon::pack_bf16x2(lo, hi); };
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
-            P[kk][0] = kcommon::pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
-            P[kk][1] = kcommon::pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-            P[kk][2] = kcommon::pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            P[kk][3] = kcommon::pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            P[kk][0] = pack(s[2 * kk][0], s[2 * kk][1]);
+            P[kk][1] = pack(s[2 * kk][2], s[2 * kk][3]);
+            P[kk][2] = pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            P[kk][3] = pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
         }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         kcommon::wgmma_fence();
-        kcommon::wgmma_m64n128k16_rs_tb(o, P[0], desc_v(sV, 0));
-        kcommon::wgmma_m64n128k16_rs_tb(o, P[1], desc_v(sV, 1));
+        kcommon::wgmma_m64n128k16_rs_tb<FP8>(o, P[0], desc_v(sV, 0));
+        kcommon::wgmma_m64n128k16_rs_tb<FP8>(o, P[1], desc_v(sV, 1));
         kcommon::wgmma_commit();  // awaited by the next tile's QK^T wait, or by drain_o()
 #else
 #pragma unroll
@@ -554,8 +622,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             for (int dn = 0; dn < 8; ++dn) {
                 uint32_t b[4];
                 ldsm_x4_t(b, sV + swz(kk * 16 + (mi & 1) * 8 + (lane & 7), dn * 2 + (mi >> 1)));
-                mma16816(o[2 * dn], P[kk], b[0], b[1]);
-                mma16816(o[2 * dn + 1], P[kk], b[2], b[3]);
+                mma16816<FP8>(o[2 * dn], P[kk], b[0], b[1]);
+                mma16816<FP8>(o[2 * dn + 1], P[kk], b[2], b[3]);
             }
         }
 #endif
@@ -580,7 +648,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         for (int h = 0; h < 2; ++h) {
             if (mrow[h] == -INFINITY) continue;
             float wa, wb;
-            merge_weights(tot_m[h], mrow[h], sl2, wa, wb);
+            merge_weights(tot_m[h], __fmul_rn(mrow[h], qmul[h]), sl2, wa, wb);
             tot_l[h] = lin2(tot_l[h], wa, lc[h], wb);
 #pragma unroll
             for (int n = 0; n < 16; ++n) {
@@ -647,7 +715,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 after_tile(t);
             }
         } else {
-            // Raw fp8 ring of STAGES slots, converted into bf16 buffer (k & 1) each tile.
+            // Raw fp8 ring of STAGES slots, converted into f16 buffer (k & 1) each tile.
             const uint32_t sConv = sbase + STAGES * 2 * FP8_TILE;
             lookup_prologue();
 #pragma unroll
@@ -663,6 +731,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 prepare(t_begin + STAGES);
                 if (t_begin + STAGES + 1 <= t_end) lookup(t_begin + STAGES + 1);
             }
+            q_to_f16();  // once the first copies are in flight (it waits for Q's loads)
             wait_groups<STAGES - 1>();
             __syncthreads();
             // Conversion: thread converts row lane, d range [warp * 32, warp * 32 + 32).
@@ -685,8 +754,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                         const uint32_t dst = cK + kv * BF16_TILE;
 #pragma unroll
                         for (int j = 0; j < 2; ++j) {
-                            const uint2 y0 = e4m3x4_to_bf16x4(x[kv][j].x), y1 = e4m3x4_to_bf16x4(x[kv][j].y);
-                            const uint2 y2 = e4m3x4_to_bf16x4(x[kv][j].z), y3 = e4m3x4_to_bf16x4(x[kv][j].w);
+                            const uint2 y0 = e4m3x4_to_f16x4(x[kv][j].x), y1 = e4m3x4_to_f16x4(x[kv][j].y);
+                            const uint2 y2 = e4m3x4_to_f16x4(x[kv][j].z), y3 = e4m3x4_to_f16x4(x[kv][j].w);
                             kcommon::sts128(dst + swz(lane, warp * 4 + 2 * j), y0.x, y0.y, y1.x, y1.y);
                             kcommon::sts128(dst + swz(lane, warp * 4 + 2 * j + 1), y2.x, y2.y, y3.x, y3.y);
                         }
@@ -694,7 +763,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 }
                 wait_groups<STAGES - 2>();
                 publish_tile();
-                __syncthreads();  // bf16 tile visible; raw tile t + 1 landed; raw slot k free
+                __syncthreads();  // f16 tile visible; raw tile t + 1 landed; raw slot k free
                 if (t + STAGES <= t_end) launch(k % STAGES);  // tile t + STAGES, prepared
                 commit();
                 // (The raw slots are read by the conversion alone: refilled above.) After this
@@ -773,8 +842,8 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             }
         }
         if (c == 0) {
-            part_ml[r0] = make_float2(mrow[0], l0);
-            part_ml[r1] = make_float2(mrow[1], l1);
+            part_ml[r0] = make_float2(__fmul_rn(mrow[0], qmul[0]), l0);  // the max in true units
+            part_ml[r1] = make_float2(__fmul_rn(mrow[1], qmul[1]), l1);
         }
     }
     cluster_sync();  // every CTA of the cluster is done with its ring, its state staged

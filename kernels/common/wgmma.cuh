@@ -125,16 +125,23 @@ static __device__ __forceinline__ void wgmma_m64n16k16_rs(float (&d)[2][4], cons
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
-// s += A(64 x 16, registers) * B(32 x 16, shared, K-major)^T.
+// s += A(64 x 16, registers) * B(32 x 16, shared, K-major)^T; bf16 operands, or f16 with F16.
+#define KCOMMON_WG_M64N32K16_RS(T)                                                              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." T "." T " "                      \
+                 "{" KCOMMON_WG_REGS_16 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"       \
+                 : KCOMMON_WG_ACC_16(s, 0)                                                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1))
+template <bool F16 = false>
 static __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], const uint32_t (&a)[4],
                                                           uint64_t desc_b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-        "{" KCOMMON_WG_REGS_16 "}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-        : KCOMMON_WG_ACC_16(s, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+    if constexpr (F16) {
+        KCOMMON_WG_M64N32K16_RS("f16");
+    } else {
+        KCOMMON_WG_M64N32K16_RS("bf16");
+    }
 }
+#undef KCOMMON_WG_M64N32K16_RS
 
 // d += A(64 x 16, registers) * B(128 x 16, shared, K-major)^T.
 static __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4],
@@ -147,16 +154,24 @@ static __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], co
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
-// o += A(64 x 16, registers) * B(16 x 128, shared, MN-major: transposed B).
+// o += A(64 x 16, registers) * B(16 x 128, shared, MN-major: transposed B); bf16 operands, or
+// f16 with F16.
+#define KCOMMON_WG_M64N128K16_RS_TB(T)                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " {" KCOMMON_WG_REGS_64  \
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                \
+                 : KCOMMON_WG_ACC_64(o, 0)                                                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1))
+template <bool F16 = false>
 static __device__ __forceinline__ void wgmma_m64n128k16_rs_tb(float (&o)[16][4], const uint32_t (&a)[4],
                                                               uint64_t desc_b) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" KCOMMON_WG_REGS_64
-        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-        : KCOMMON_WG_ACC_64(o, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+    if constexpr (F16) {
+        KCOMMON_WG_M64N128K16_RS_TB("f16");
+    } else {
+        KCOMMON_WG_M64N128K16_RS_TB("bf16");
+    }
 }
+#undef KCOMMON_WG_M64N128K16_RS_TB
 
 // d += A(64 x 16, registers) * B(256 x 16, shared): TB = 0, B K-major (B^T multiplied); TB = 1,
 // B MN-major (16 x 256, the transposed layout).

@@ -22,8 +22,9 @@ from pathlib import Path
 from kernelgen.errors import KernelgenError
 
 # An instruction line: /*0130*/, an optional predicate (@P0, @!PT, @!UP1), the opcode up to its
-# first dot.
+# first dot (INSTR) or with its modifiers (MNEMONIC: F2FP.F16.E4M3.UNPACK_B).
 INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
+MNEMONIC = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _FUNCTION = re.compile(r"Function\s*:\s*(\S+)")
 _RES_FUNCTION = re.compile(r"^\s*Function\s+(\S+?):\s*$")
 _RES_VALUES = re.compile(r"(REG|STACK|LOCAL|SHARED):(\d+)")
@@ -65,16 +66,16 @@ def run_tool(tool: Tool, *args: str) -> str:
     return res.stdout
 
 
-def parse_sass(text: str) -> dict[str, collections.Counter[str]]:
+def parse_sass(text: str, instr: re.Pattern[str] = INSTR) -> dict[str, collections.Counter[str]]:
     """{mangled function: Counter(opcode family -> instructions)} from ``cuobjdump -sass``: the
-    mnemonic up to its first dot (IMAD.SHL.U32 counts as IMAD); NOPs (mostly the padding after a
-    function's end) are left out."""
+    mnemonic up to its first dot (IMAD.SHL.U32 counts as IMAD; with ``instr=MNEMONIC``, the whole
+    mnemonic); NOPs (mostly the padding after a function's end) are left out."""
     counts: dict[str, collections.Counter[str]] = {}
     current = None
     for line in text.splitlines():
         if m := _FUNCTION.search(line):
             current = counts.setdefault(m.group(1), collections.Counter())
-        elif current is not None and (m := INSTR.search(line)) and m.group(1) != "NOP":
+        elif current is not None and (m := instr.search(line)) and m.group(1) != "NOP":
             current[m.group(1)] += 1
     return counts
 
