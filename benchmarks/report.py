@@ -362,14 +362,18 @@ def attn_mix_md(d: dict) -> list[str]:
         lines.append(f"| {c} | " + " | ".join(f"{100 * share[c].get(r, 0.0):.0f}%" for r in states) + " |")
     if {"bf16", "fp8"} <= set(names):
         b, f = cases["bf16"], cases["fp8"]
-        conv = sum(per["fp8"].get(op, 0.0) for op in ("PRMT", "HMUL2"))
+        # the opcode families whose count per tile grows most from bf16 to FP8
+        def added(op: str) -> float:
+            return per["fp8"].get(op, 0.0) - per["bf16"].get(op, 0.0)
+
+        grown = sorted(set(per["bf16"]) | set(per["fp8"]), key=added, reverse=True)
+        more = ", ".join(f"{op} +{added(op):.0f}" for op in grown[:3])
         lines += ["", f"Reading: a tile of the FP8 cache takes {f['instructions_per'] / b['instructions_per']:.2f}x "
-                  "the instructions of a bf16 one (the E4M3 -> bf16 conversion: byte permutes and bf16 "
-                  f"multiplies, {conv:.0f} a tile, with their shifts and masks under IMAD and LOP3), issued at "
-                  f"about the same rate ({100 * share['fp8'].get('selected', 0.0):.0f}% of FP8's warp samples "
-                  f"issuing, {100 * share['bf16'].get('selected', 0.0):.0f}% of bf16's): both kernels are held by "
-                  "their tiles' instructions and latencies, so the FP8 cache's half-size reads do not make it "
-                  "faster."]
+                  f"the instructions of a bf16 one (most added: {more}; F2FP holds the E4M3 -> f16 conversions, "
+                  "one a pair of cache bytes, and the f16 packing of P and Q), issued at about the same rate "
+                  f"({100 * share['fp8'].get('selected', 0.0):.0f}% of FP8's warp samples issuing, "
+                  f"{100 * share['bf16'].get('selected', 0.0):.0f}% of bf16's): both kernels are held by their "
+                  "tiles' instructions and latencies, so the FP8 cache's half-size reads do not make it faster."]
     return lines + [""]
 
 
