@@ -193,6 +193,8 @@ def cmd_sass(args: argparse.Namespace) -> int:
     sass.select(catalog, args.names)  # unknown names fail before anything is read
     if args.ops < 0:
         raise KernelgenError(f"--ops {args.ops}: give the number of opcode families to list (0 or more)")
+    if args.loops < 0:
+        raise KernelgenError(f"--loops {args.loops}: give the number of loops to list (0 or more)")
     build_dir = (args.build_dir or args.root / "build").resolve()
     against = None
     if args.against is not None:
@@ -212,7 +214,7 @@ def cmd_sass(args: argparse.Namespace) -> int:
         code = sass.collect(catalog, build_dir, t.name, args.names)
         per_target[t.name] = code
         print(f"kernelgen: {t.name}: {len(code)} kernel functions (SASS of the objects in {build_dir / t.name})")
-        for line in sass.report(code, args.ops, None if against is None else against.get(t.name, {})):
+        for line in sass.report(code, args.ops, None if against is None else against.get(t.name, {}), args.loops):
             print(f"  {line}")
     if not per_target:
         raise KernelgenError(f"no target is built under {build_dir}; run: kernelgen build")
@@ -307,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     sa = sub.add_parser(
         "sass", help="registers, stack and SASS instructions of the built kernels (no GPU)",
         description="Read the SASS of each catalog kernel from the build's objects (cuobjdump): its registers, "
-        "stack bytes and static instruction count, and with --ops its largest opcode families. --json keeps "
+        "stack bytes and static instruction count, with --ops its largest opcode families and with --loops its "
+        "largest loops. --json keeps "
         "the figures; --against compares with such a file (a change's effect on the code, before it runs).",
     )
     sa.add_argument("names", nargs="*", metavar="NAME",
@@ -315,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     sa.add_argument("--target", "-t", action="append", help="target (repeatable; default: every built target)")
     sa.add_argument("--ops", type=int, default=0, metavar="N",
                     help="also list each kernel's N largest opcode families (with --against: N largest changes)")
+    sa.add_argument("--loops", type=int, default=0, metavar="N",
+                    help="also list each kernel's N largest loops: static instructions from a backward branch's "
+                    "target to the branch (with --against: beside the earlier ones)")
     sa.add_argument("--json", type=Path, metavar="FILE", help="write the figures to FILE")
     sa.add_argument("--against", type=Path, metavar="FILE", help="compare with a FILE written by --json")
     sa.add_argument("--build-dir", type=Path, help="build trees (default: <root>/build)")

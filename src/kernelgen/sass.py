@@ -1,6 +1,6 @@
-"""What the built kernels compiled to, without a GPU: each catalog kernel's registers, stack and
-static SASS instructions (in all and by opcode family), read with cuobjdump from the build's
-object of each module (``kernelgen build``'s build/<target>/.../src/<module>.cu.o).
+"""What the built kernels compiled to, without a GPU: each catalog kernel's registers, stack,
+static SASS instructions (in all and by opcode family) and loops, read with cuobjdump from the
+build's object of each module (``kernelgen build``'s build/<target>/.../src/<module>.cu.o).
 
 ``kernelgen sass`` prints them, writes them as JSON and compares against such a JSON, so that a
 change to a kernel can be judged by the code it makes before it is run.
@@ -26,6 +26,9 @@ from kernelgen.errors import KernelgenError
 INSTR = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
 MNEMONIC = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 _FUNCTION = re.compile(r"Function\s*:\s*(\S+)")
+# A branch's target: BRA 0x5910, @!P1 BRA P2, 0x5910, BRA.U !UP0, 0x40 (its address in hex).
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+_BRANCH = re.compile(r"\bBRA(?:\.[A-Z0-9_]+)*\s+(?:!?U?P[T0-9]+\s*,\s*)?0x([0-9a-f]+)")
 _RES_FUNCTION = re.compile(r"^\s*Function\s+(\S+?):\s*$")
 _RES_VALUES = re.compile(r"(REG|STACK|LOCAL|SHARED):(\d+)")
 
@@ -78,6 +81,27 @@ def parse_sass(text: str, instr: re.Pattern[str] = INSTR) -> dict[str, collectio
         elif current is not None and (m := instr.search(line)) and m.group(1) != "NOP":
             current[m.group(1)] += 1
     return counts
+
+
+def parse_loops(text: str) -> dict[str, list[tuple[int, int, int]]]:
+    """{mangled function: its loops, largest first} from ``cuobjdump -sass``: each backward branch
+    (to an address before its own) closes a loop from its target to itself, given as
+    (instructions, first address, branch address), NOPs not counted; nested loops each appear."""
+    listing: dict[str, list[tuple[int, bool, int | None]]] = {}  # (address, counted, branch target)
+    current = None
+    for line in text.splitlines():
+        if m := _FUNCTION.search(line):
+            current = listing.setdefault(m.group(1), [])
+        elif current is not None and (ins := INSTR.search(line)):
+            addr = int(_ADDRESS.search(line).group(1), 16)
+            br = _BRANCH.search(line)
+            current.append((addr, ins.group(1) != "NOP", int(br.group(1), 16) if br else None))
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    for fn, lines in listing.items():
+        spans = {(target, addr) for addr, _, target in lines if target is not None and target < addr}
+        loops = [(sum(1 for a, counted, _ in lines if counted and lo <= a <= hi), lo, hi) for lo, hi in spans]
+        out[fn] = sorted(loops, key=lambda x: (-x[0], x[1]))
+    return out
 
 
 def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
@@ -159,6 +183,7 @@ class KernelCode:
     stack: int = 0
     local: int = 0
     opcodes: collections.Counter[str] = field(default_factory=collections.Counter)
+    loops: list[tuple[int, int, int]] = field(default_factory=list)  # (instructions, first, last address)
 
     @property
     def instructions(self) -> int:
@@ -166,7 +191,8 @@ class KernelCode:
 
     def to_json(self) -> dict:
         return {"function": self.function, "registers": self.registers, "stack": self.stack, "local": self.local,
-                "instructions": self.instructions, "opcodes": dict(self.opcodes.most_common())}
+                "instructions": self.instructions, "opcodes": dict(self.opcodes.most_common()),
+                "loops": [list(loop) for loop in self.loops]}
 
 
 def module_objects(build_dir: Path, target: str) -> dict[str, Path]:
@@ -181,13 +207,13 @@ def read_object(tool: Tool, obj: Path) -> dict[str, KernelCode]:
     """{demangled function: its code} for every kernel function of one object (one cuobjdump
     run: its resource lines, then the SASS)."""
     text = run_tool(tool, "-res-usage", "-sass", str(obj))
-    code, res = parse_sass(text), parse_res_usage(text)
+    code, res, loops = parse_sass(text), parse_res_usage(text), parse_loops(text)
     names = demangle(sorted(set(code) | set(res)))
     out = {}
     for mangled, pretty in names.items():
         r = res.get(mangled, {})
         out[pretty] = KernelCode(pretty, r.get("REG", 0), r.get("STACK", 0), r.get("LOCAL", 0),
-                                 code.get(mangled, collections.Counter()))
+                                 code.get(mangled, collections.Counter()), loops.get(mangled, []))
     return out
 
 
@@ -269,10 +295,11 @@ def select(catalog, names: list[str] | None) -> list[tuple[object, list]]:
     return list(picked.values())
 
 
-def report(code: dict[str, KernelCode], ops: int = 0, against: dict | None = None) -> list[str]:
+def report(code: dict[str, KernelCode], ops: int = 0, against: dict | None = None, loops: int = 0) -> list[str]:
     """One line a kernel (registers, stack, instructions; with ``against``, a previous JSON's
     figures and the change), then with ``ops`` its largest opcode families (or, with ``against``,
-    those that changed most)."""
+    those that changed most), then with ``loops`` its largest loops (instructions and addresses;
+    with ``against``, beside the previous JSON's largest ones, in order of size)."""
     width = max((len(k) for k in code), default=10)
     lines = []
     for label, c in code.items():
@@ -295,6 +322,13 @@ def report(code: dict[str, KernelCode], ops: int = 0, against: dict | None = Non
                     lines.append("    " + "  ".join(f"{op} {delta[op]:+d}" for op in changed))
             else:
                 lines.append("    " + "  ".join(f"{op} {n}" for op, n in c.opcodes.most_common(ops)))
+        if loops:
+            now = ", ".join(f"{n} ({lo:#x}-{hi:#x})" for n, lo, hi in c.loops[:loops]) or "none"
+            line = f"    loops: {now}"
+            if before and "loops" in before:
+                was = [n for n, _, _ in before["loops"][:loops]]
+                line += f"  (was {', '.join(map(str, was)) or 'none'})"
+            lines.append(line)
     return lines
 
 

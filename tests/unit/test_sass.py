@@ -36,6 +36,22 @@ arch = sm_90a
         /*0010*/              @!UP1 BRA 0x40 ;                               /* 0x00 */
 """
 
+LOOP_TEXT = """
+		Function : _Z4loopPf
+        /*0000*/                   MOV R1, c[0x0][0x28] ;                     /* 0x00 */
+        /*0010*/                   IADD3 R2, R2, 0x1, RZ ;                    /* 0x00 */
+        /*0020*/                   FFMA R3, R3, R3, R3 ;                      /* 0x00 */
+        /*0030*/                   NOP ;                                      /* 0x00 */
+        /*0040*/               @P0 BRA 0x20 ;                                 /* 0x00 */
+        /*0050*/                   ISETP.NE.AND P1, PT, R2, 0x4, PT ;         /* 0x00 */
+        /*0060*/              @!P1 BRA P2, 0x10 ;                             /* 0x00 */
+        /*0070*/                   BRA.U !UP0, 0x90 ;                         /* 0x00 */
+        /*0080*/                   EXIT ;                                     /* 0x00 */
+        /*0090*/                   BRA 0x90;                                  /* 0x00 */
+		Function : _Z6noloopPf
+        /*0000*/                   EXIT ;                                     /* 0x00 */
+"""
+
 RES_TEXT = """
 Resource usage:
  Common:
@@ -51,6 +67,14 @@ def test_sass_listing_by_function_and_family() -> None:
     code = sass.parse_sass(SASS_TEXT)
     assert code["_Z3fooPf"] == collections.Counter({"LDC": 1, "IMAD": 2, "LDS": 1, "EXIT": 1})
     assert code["_Z3barIfLi0EEvPT_"] == collections.Counter({"HGMMA": 1, "BRA": 1})
+
+
+def test_loops_are_backward_branches() -> None:
+    loops = sass.parse_loops(LOOP_TEXT)
+    # the outer loop 0x10..0x60 (5 instructions, the NOP not counted) holds the inner 0x20..0x40
+    # (2); the forward branch and the branch to itself after EXIT close no loop
+    assert loops["_Z4loopPf"] == [(5, 0x10, 0x60), (2, 0x20, 0x40)]
+    assert loops["_Z6noloopPf"] == []
 
 
 def test_resource_lines() -> None:
@@ -98,6 +122,18 @@ def test_report_and_comparison() -> None:
     assert lines[2].startswith("m.b") and lines[2].endswith("(new)")
 
 
+def test_report_lists_loops() -> None:
+    c = _code(100)
+    c.loops = [(40, 0x100, 0x370), (12, 0x200, 0x2b0), (3, 0x10, 0x30)]
+    lines = sass.report({"m.a": c}, loops=2)
+    assert lines[1] == "    loops: 40 (0x100-0x370), 12 (0x200-0x2b0)"
+    before = json.loads(sass.to_json({"hopper": {"m.a": _code(100)}}))["hopper"]
+    before["m.a"]["loops"] = [[52, 0x100, 0x3d0]]
+    lines = sass.report({"m.a": c}, against=before, loops=1)
+    assert lines[1] == "    loops: 40 (0x100-0x370)  (was 52)"
+    assert sass.report({"m.b": _code(5)}, loops=3)[1] == "    loops: none"
+
+
 def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--root", str(ROOT), "sass", "attn_dflsh", "--build-dir", str(tmp_path)]) == 2
     assert "did you mean 'attn_dflash'" in capsys.readouterr().err
@@ -107,6 +143,8 @@ def test_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "target hopper is not built" in capsys.readouterr().err
     assert main(["--root", str(ROOT), "sass", "--ops", "-1", "--build-dir", str(tmp_path)]) == 2
     assert "--ops -1" in capsys.readouterr().err
+    assert main(["--root", str(ROOT), "sass", "--loops", "-2", "--build-dir", str(tmp_path)]) == 2
+    assert "--loops -2" in capsys.readouterr().err
     bad = tmp_path / "before.json"
     bad.write_text("[1, 2]")
     assert main(["--root", str(ROOT), "sass", "--build-dir", str(tmp_path), "--against", str(bad)]) == 2
