@@ -67,6 +67,7 @@
 #include <cstdint>
 
 #include "../common/bf16x2.cuh"
+#include "../common/e4m3.cuh"
 #include "../common/pdl.cuh"
 #include "../common/ptx.cuh"
 #include "../common/wgmma.cuh"
@@ -122,23 +123,21 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
                  : "r"(addr));
 }
 // d += A * B on bf16 operands, or on f16 ones with F16.
+#define DFLASH_MMA16816(T)                                                                  \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." T "." T ".f32 "                    \
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"          \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                            \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
 template <bool F16 = false>
 __device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
     if constexpr (F16) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        DFLASH_MMA16816("f16");
     } else {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-            "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        DFLASH_MMA16816("bf16");
     }
 }
+#undef DFLASH_MMA16816
 using kcommon::cluster_rank;
 using kcommon::cluster_sync;
 __device__ __forceinline__ float ex2(float x) {
@@ -157,23 +156,10 @@ __host__ __device__ constexpr uint32_t swz8(int row, int chunk) {
     return static_cast<uint32_t>(row * D + ((chunk ^ (row & 7)) << 4));
 }
 
-// Four E4M3 bytes -> four f16 (two packed pairs, natural order), exactly: every E4M3 value,
-// subnormals included, is a normal f16 (cvt.rn.f16x2.e4m3x2, sm_89 and later, one instruction a
-// pair; the bf16 conversion of kcommon/e4m3.cuh takes four).
-__device__ __forceinline__ uint2 e4m3x4_to_f16x4(uint32_t w) {
-    uint32_t lo, hi;
-    asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\n"
-        "cvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}"
-        : "=r"(lo), "=r"(hi)
-        : "r"(w));
-    return make_uint2(lo, hi);
-}
-// Two f32 -> one packed f16x2 word (round to nearest even), `lo` in the low half.
-__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
+// FP8 tiles convert to f16 with one instruction a pair (kcommon/e4m3.cuh; its bf16 conversion
+// takes four).
+using kcommon::e4m3x4_to_f16x4;
+using kcommon::pack_f16x2;
 
 // Chunk merge, the same arithmetic in the unsplit kernels (chunk by chunk, in registers and
 // shared memory) and in the split merge (split by split, from the workspace): with running max

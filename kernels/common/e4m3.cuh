@@ -55,6 +55,27 @@ static __device__ __forceinline__ uint32_t e4m3_01_to_bf16x2(uint32_t w) { retur
 static __device__ __forceinline__ uint32_t e4m3_23_to_bf16x2(uint32_t w) { return e4m3_pair_to_bf16x2<0xB3A2u>(w); }
 
 
+// Two E4M3 bytes (the first in bits 0..7 of b01, the second in bits 8..15) -> f16x2 (the first
+// in the low half), exactly: every E4M3 value, subnormals included, is a normal f16 and NaN stays
+// NaN. One conversion instruction a pair (sm_89 and later), at sm_90's conversion rate.
+static __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t b01) {
+    uint32_t h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<unsigned short>(b01)));
+    return h2;
+}
+
+// Four E4M3 bytes of w -> four f16 as two pairs (bytes 0, 1 and 2, 3), exactly. The halves of w
+// go to the conversions as 16-bit registers (a shift of w for the high one costs an instruction
+// a word: ptxas reads the upper half in place only from such a split).
+static __device__ __forceinline__ uint2 e4m3x4_to_f16x4(uint32_t w) {
+    uint32_t lo, hi;
+    asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\n"
+        "cvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+    return make_uint2(lo, hi);
+}
+
 // One E4M3 byte -> f32, exact.
 static __device__ __forceinline__ float e4m3_to_f32(uint8_t b) {
     return bf16_lo(e4m3_02_to_bf16x2(b));

@@ -112,8 +112,7 @@ static __device__ __forceinline__ void permute_x(uint32_t (&px)[4], const uint4&
 // the multiply by 2^118 exact (at most 448 * 2^118 < 2^127), and the f32 -> bf16 rounding exact
 // (4 significant bits). sm_89 and later (cvt.rn.f16x2.e4m3x2).
 static __device__ __forceinline__ void e4m3x2_scaled_bf16(uint32_t b01, uint32_t (&s)[2]) {
-    uint32_t h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<unsigned short>(b01)));
+    const uint32_t h2 = kcommon::e4m3x2_to_f16x2(b01);
     const float f0 = __half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFFu))) * 0x1p118f;
     const float f1 = __half2float(__ushort_as_half(static_cast<unsigned short>(h2 >> 16))) * 0x1p118f;
     uint32_t b;

@@ -6,7 +6,7 @@ import collections
 import subprocess
 from pathlib import Path
 
-from kernelgen.sass import MNEMONIC, Tool, cuobjdump_tool, parse_sass, run_tool  # noqa: F401 (cuobjdump_tool: the compile tests')
+from kernelgen.sass import Tool, cuobjdump_tool, parse_sass, run_tool  # noqa: F401 (cuobjdump_tool: the compile tests')
 from kernelgen.toolkit import find_toolkit
 
 
@@ -14,11 +14,9 @@ def sass(tool: Tool, binary_path: Path) -> str:
     return run_tool(tool, "-sass", str(binary_path))
 
 
-def opcode_counts(tool: Tool, binary_path: Path, whole: bool = False) -> dict[str, collections.Counter[str]]:
-    """{function: Counter(opcode -> instructions)} for every function of `binary_path` (with
-    `whole`, by whole mnemonic, modifiers included)."""
-    text = sass(tool, binary_path)
-    return parse_sass(text, MNEMONIC) if whole else parse_sass(text)
+def opcode_counts(tool: Tool, binary_path: Path) -> dict[str, collections.Counter[str]]:
+    """{function: Counter(opcode -> instructions)} for every function of `binary_path`."""
+    return parse_sass(sass(tool, binary_path))
 
 
 def compile_cubin(source: Path, out_dir: Path, arch: str = "sm_90a") -> Path:
