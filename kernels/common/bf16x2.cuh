@@ -1,5 +1,5 @@
-// Packed bf16 pairs (and the f16 pack), shared by every kernel family: a 32-bit word holds two bf16, the first
-// (lower index) in its low half.
+// Packed bf16 pairs (and the f16 pack), shared by every kernel family: a 32-bit word holds two
+// bf16, the first (lower index) in its low half.
 #pragma once
 
 #include <cstdint>
