@@ -13,7 +13,9 @@
 # without .patch). A patch is reverted after its round, whatever happens. GPU_AB_TESTS="pytest
 # args" also runs those GPU tests on each B (for instance "tests/gpu/test_fp8_linear.py -k tma").
 # At the end, scripts/ab_table.py prints every time of the rounds side by side (AB_MATCH="regex"
-# narrows it to the cases that match).
+# narrows it to the cases that match). Each round's benchmark, and each B's tests, are stopped
+# after AB_TIMEOUT seconds (default 300): a patch that hangs a kernel costs that much of the
+# machine's time, not the whole call's, and the rounds after it still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
@@ -56,9 +58,10 @@ round() {  # round NAME: build, then the benchmark
   $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" > "$RES/build-$name.log" 2>&1 \
     || { tail -n 20 "$RES/build-$name.log"; return 1; }
   echo "gpu_ab: $name built in $(( $(date +%s) - start )) s"
-  $PY "benchmarks/$bench.py" --out "$RES/$bench-$name.json" "$@" > "$RES/$bench-$name.log" 2>&1
+  timeout "${AB_TIMEOUT:-300}" $PY "benchmarks/$bench.py" --out "$RES/$bench-$name.json" "$@" > "$RES/$bench-$name.log" 2>&1
   local rc=$?
   tail -n 15 "$RES/$bench-$name.log"
+  [ $rc -eq 124 ] && echo "gpu_ab: $name: $bench stopped after ${AB_TIMEOUT:-300} s (a hang?)"
   return $rc
 }
 
@@ -74,8 +77,10 @@ for f in "${patches[@]}"; do
   echo "== $name (with $(basename "$f"))"
   round "$name" "$@" || status=1
   if [ ${#targs[@]} -gt 0 ]; then
-    $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    timeout "${AB_TIMEOUT:-300}" $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 124 ] && echo "gpu_ab: $name: the tests stopped after ${AB_TIMEOUT:-300} s (a hang?)"
+    [ "$rc" -eq 0 ] || status=1
   fi
   apply "$f" -R && applied=""
 done

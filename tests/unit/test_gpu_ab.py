@@ -1,6 +1,7 @@
 """scripts/gpu_ab.sh's rounds without a GPU: a stand-in Python (the target, the build and the
 benchmark) in a scratch tree shows the benchmark running on the tree, then with the patch, then
-on the tree again, the patch reverted after a failure too, and bad arguments refused."""
+on the tree again, the patch reverted after a failure too, a hanging round stopped, and bad
+arguments refused."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The stand-in: prints a target for scripts/gpu_target.py, "builds" (failing
 # when FAIL_BUILD is set and the patch is applied), runs scripts/ab_table.py with the real Python,
-# and for a benchmark writes JSON into the --out file: which version of kernels/k.cu it saw, its
+# and for a benchmark writes JSON (hanging on the patched tree when HANG is set, in the tests when
+# HANG_TESTS is) into the --out file: which version of kernels/k.cu it saw, its
 # arguments, and one time (1 ms on the original, 2 ms patched).
 FAKE_PY = """#!/usr/bin/env bash
 case "$1" in */gpu_target.py) echo hopper; exit 0 ;; esac
@@ -26,11 +28,15 @@ if [ "$1" = "-m" ] && [ "$2" = "kernelgen.cli" ]; then
   [ -n "${FAIL_BUILD:-}" ] && grep -q patched kernels/k.cu && exit 1
   exit 0
 fi
-if [ "$1" = "-m" ] && [ "$2" = "pytest" ]; then echo "1 passed"; exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "pytest" ]; then
+  [ -n "${HANG_TESTS:-}" ] && sleep 30
+  echo "1 passed"; exit 0
+fi
 case "$1" in */ab_table.py) exec python3 "$@" ;; esac
 out=""; prev=""
 for a in "$@"; do [ "$prev" = "--out" ] && out=$a; prev=$a; done
 src=$(cat kernels/k.cu)
+[ -n "${HANG:-}" ] && [ "$src" != original ] && sleep 30
 ms=1.0; [ "$src" = original ] || ms=2.0
 printf '{"k": "%s", "args": "%s", "results": [{"n": 7, "ms": {"x": %s}}]}' "$src" "$*" "$ms" > "$out"
 """
@@ -121,3 +127,17 @@ def test_several_patches_each_alone(tree: Path) -> None:
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
     res = run(tree, f"{tree.parent / 'x.patch'},{tree.parent / 'none.patch'}", "bench_x")
     assert res.returncode == 2 and "no patch file" in res.stdout
+
+
+@pytest.mark.parametrize("hang", ["HANG", "HANG_TESTS"])
+def test_hanging_round_stopped(tree: Path, hang: str) -> None:
+    # the patched benchmark (or the tests on the patched tree) never ends: stopped after
+    # AB_TIMEOUT, the call fails, the last A round still runs and the patch is reverted
+    res = run(tree, str(tree.parent / "x.patch"), "bench_x", GPU_AB_TESTS="tests/gpu/test_y.py",
+              AB_TIMEOUT="2", **{hang: "1"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "stopped after 2 s (a hang?)" in res.stdout
+    out = unpacked(tree)
+    assert seen(out / "bench_x-a2.json")["k"] == "original"
+    assert (out / "bench_x-b.json").exists() == (hang == "HANG_TESTS")
+    assert (tree / "kernels" / "k.cu").read_text() == "original\n"
