@@ -5,6 +5,9 @@ warm the caches), then synchronised. scripts/gpu_check.sh --ncu runs each case u
 Compute (ncu) and keeps its report; the kernel-name pattern the profiler needs is printed by
 --kernel.
 
+Cases named cublas_* launch the peer instead (torch's F.linear at the same shape, cuBLAS bf16):
+Nsight Compute's figures for both, taken the same way, side by side.
+
 Usage: python3 benchmarks/profile_cases.py CASE          (launch it)
        python3 benchmarks/profile_cases.py CASE --kernel (print its kernel-name pattern)
        python3 benchmarks/profile_cases.py --list        (the cases)
@@ -84,6 +87,16 @@ def topk16(rows: int, vocab: int):
     return lambda: launched(dflash2.dflash2_topk16(logits, ids, scores, rows, vocab, 1.0, 30.0))
 
 
+def cublas(rows: int, n: int, k: int):
+    """cuBLAS bf16 (torch's F.linear), the peer of the many-row GEMMs: x [rows, k] times w [n, k]^T."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+    return lambda: F.linear(x, w)
+
+
 # name: (kernel-name pattern for the profiler, setup returning the launch)
 CASES = {
     "attn_bf16_32768": ("regex:dflash_attn_bf16_split", lambda: attn("bf16", 32768)),
@@ -95,18 +108,25 @@ CASES = {
     "fp8_tma_o_256": ("regex:fp8_gemm_tma", lambda: fp8_tma(256, 4096, 4096)),
     "topk16_bf16": ("regex:dflash2_topk16", lambda: topk16(16, 151936)),
 }
+# Peers (not the catalog's kernels), profiled the same way beside ours: cuBLAS's GEMM kernels
+# (named by the library's choice of tile and cluster, e.g. nvjet_sm90_tst_128x64_64x8_1x2_h_bz_TNT).
+CUBLAS_GEMM = "regex:nvjet|gemm|xmma|cutlass"
+PEERS = {
+    "cublas_qkv_256": (CUBLAS_GEMM, lambda: cublas(256, 6144, 4096)),
+    "cublas_o_256": (CUBLAS_GEMM, lambda: cublas(256, 4096, 4096)),
+}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", nargs="?", choices=sorted(CASES))
+    ap.add_argument("case", nargs="?", choices=sorted({**CASES, **PEERS}))
     ap.add_argument("--kernel", action="store_true", help="print the case's kernel-name pattern and exit")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args()
     if args.list or args.case is None:
-        print("\n".join(sorted(CASES)))
+        print("\n".join(sorted({**CASES, **PEERS})))
         return 0 if args.list else 2
-    pattern, setup = CASES[args.case]
+    pattern, setup = {**CASES, **PEERS}[args.case]
     if args.kernel:
         print(pattern)
         return 0
