@@ -52,7 +52,7 @@ constexpr uint32_t kStageBytes = (kMaxTileM + kTileN) * kRowBytes;              
 constexpr uint32_t kSmemBytes = kStages * kStageBytes;                          // 64 KiB
 constexpr uint32_t kBigTileCtas = 256;  // use 128-row tiles from this many 128 x 128 tiles
 constexpr uint32_t kPartStride = kTileN + 4;  // floats a row of the split-K partial tile
-static_assert(64 * kPartStride * 4 <= kSmemBytes, "the 64-row partial tile fits the stages");
+static_assert(kcommon::split_k_smem_bytes(64, kPartStride, 4) <= kSmemBytes, "split K's slots fit the stages");
 
 static __device__ __forceinline__ uint32_t swz(uint32_t row, uint32_t chunk) {
     return row * kRowBytes + ((chunk ^ ((row >> 1) & 3u)) << 4);

@@ -22,8 +22,8 @@
 // kept in flight (wgmma.wait_group 1), each warp releasing the step before once it has retired.
 //
 // Split K (../common/split_k.cuh): when the tiles are fewer than TMA_CTAS (one CTA per SM), the
-// grid's z splits the 64-k steps over a cluster along z; each rank stashes its f32 tile in the ring
-// and the ranks' tiles are summed in rank order over distributed shared memory. No workspace.
+// grid's z splits the 64-k steps over a cluster along z; each rank stores its f32 pairs into the
+// ring of the rank that owns their rows, and each sums its rows' tiles in rank order. No workspace.
 //
 // Accumulation order (deterministic): k in increasing order, 16 at a time, into one f32
 // accumulator per output (per rank when split, then added in rank order); rounded once. Unsplit,
@@ -53,6 +53,8 @@ constexpr uint32_t kSlotBytes = kXBoxBytes + BN / kWBoxRows * kWBoxBytes;
 template <uint32_t BN>
 constexpr uint32_t kSlots = kBarAt / kSlotBytes<BN>;
 static_assert(kSlots<128> == 6 && kSlots<192> == 4 && kSlots<256> == 4, "ring shape (TMA_SMEM)");
+// split K (at most TMA_SPLIT_MAX = 2 ranks): the slots of the widest tile fit the ring
+static_assert(kcommon::split_k_smem_bytes(kBM, 256 + 4, 2) <= kBarAt, "split K's slots fit the ring");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -128,7 +130,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) {
         if (m0 + r >= first) dense_mma::store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f);
     };
-    kcommon::split_k_epilogue<BN, BN + 4u, kThreads>(pairs, store2, smem, min(kBM, M - m0), N - n0);
+    kcommon::split_k_epilogue<BN, BN + 4u, kThreads, false, 2>(pairs, store2, smem, min(kBM, M - m0), N - n0);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -74,12 +74,13 @@ constexpr uint32_t kRingSlots64 = 4;
 static __device__ __forceinline__ uint32_t swz(uint32_t r, uint32_t c) { return r * 8u + (c ^ (r & 7u)); }
 
 // Split K: this CTA's K steps [first, last), and the row stride of the f32 partial tile (132
-// floats: 16-byte rows for the fold's vector reads, rows 4 banks apart).
+// floats: 16-byte rows for the sum's vector reads, rows 4 banks apart).
 static __device__ __forceinline__ kcommon::KRange k_steps_of_rank(uint32_t k) {
     return kcommon::split_k_range((k + kBK - 1) / kBK);
 }
 constexpr uint32_t kPartStride = kBN + 4;
-static_assert(kBM * kPartStride * 4 <= kRingSmem, "the partial tile fits GEMM_SMEM, which every path gets");
+static_assert(kcommon::split_k_smem_bytes(kBM, kPartStride, 4) <= kRingSmem,
+              "split K's slots fit GEMM_SMEM, which every path gets");
 
 static __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
                                                const uint4* p) {

@@ -32,8 +32,9 @@
 // thread gets from the producer's).
 //
 // Split K (../common/split_k.cuh): when the spec's `split` says so, the grid's z splits the 64-k
-// steps over a cluster along z and the ranks' f32 tiles are summed in rank order over distributed
-// shared memory, walking down the weight rows (the output's contiguous index). No workspace.
+// steps over a cluster along z; each rank stores its f32 pairs into the ring of the rank that owns
+// their weight rows, and each sums its rows in rank order, walking down the weight rows (the
+// output's contiguous index). No workspace.
 //
 // Accumulation order (deterministic): k in increasing order, 16 at a time, into one f32
 // accumulator per output (per rank when split, then added in rank order); scaled, rounded once.
@@ -60,6 +61,8 @@ constexpr uint32_t kLaunchRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "the exchange keeps the CTA's pool");
 constexpr uint32_t kBN = 128, kBK = 64;  // weight rows per tile, k per step
 constexpr uint32_t kWBytes = kBN * kBK;  // 8 KiB of weight bytes a step
+// The most CTAs K is split over (a cluster along z): fp8_gemv_tma's specs split up to 8 ways.
+constexpr uint32_t kSplitMax = 8;
 
 // The shape of one kernel: BM x rows per tile, SLOTS ring slots (its dynamic shared memory, the
 // spec's TMA_SMEM / GEMV_TMA_SMEM: the ring, then 2 * SLOTS mbarriers).
@@ -73,7 +76,7 @@ struct Shape {
     static constexpr uint32_t kBarAt = SLOTS * kSlotBytes;  // the ring, then its mbarriers
     static constexpr uint32_t kPartStride = BM + 4;
     static_assert(kSlotBytes % 1024 == 0, "1024-byte aligned slots (the swizzle patterns)");
-    static_assert(kBN * kPartStride * 4 <= kBarAt, "split K's partial tile fits the ring");
+    static_assert(kcommon::split_k_smem_bytes(kBN, kPartStride, kSplitMax) <= kBarAt, "split K's slots fit the ring");
 };
 using GemmShape = Shape<128, 8>;  // fp8_gemm_tma
 using WideShape = Shape<256, 5>;  // fp8_gemm_tma past 128 rows, with TMA_WIDE_MIN tiles or more
@@ -245,8 +248,8 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
         if (m >= own) out[static_cast<uint64_t>(m) * N + n] = __float2bfloat16_rn(v0 * s);
         if (m + 1u < M && m + 1u >= own) out[static_cast<uint64_t>(m + 1u) * N + n] = __float2bfloat16_rn(v1 * s);
     };
-    // (split: the fold walks down the weight rows, the outputs' contiguous index)
-    kcommon::split_k_epilogue<kBM, S::kPartStride, kThreads, true>(pairs, store2, smem, min(kBN, N - n0), kBM);
+    kcommon::split_k_epilogue<kBM, S::kPartStride, kThreads, true, kSplitMax>(pairs, store2, smem, min(kBN, N - n0),
+                                                                                kBM);
 }
 
 // A kernel's body: its tile of the spec's 1-D grid (x-first), K split along z.
