@@ -115,18 +115,19 @@ PEERS = {
     "cublas_qkv_256": (CUBLAS_GEMM, lambda: cublas(256, 6144, 4096)),
     "cublas_o_256": (CUBLAS_GEMM, lambda: cublas(256, 4096, 4096)),
 }
+ALL = {**CASES, **PEERS}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("case", nargs="?", choices=sorted({**CASES, **PEERS}))
+    ap.add_argument("case", nargs="?", choices=sorted(ALL))
     ap.add_argument("--kernel", action="store_true", help="print the case's kernel-name pattern and exit")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     args = ap.parse_args()
     if args.list or args.case is None:
-        print("\n".join(sorted({**CASES, **PEERS})))
+        print("\n".join(sorted(ALL)))
         return 0 if args.list else 2
-    pattern, setup = {**CASES, **PEERS}[args.case]
+    pattern, setup = ALL[args.case]
     if args.kernel:
         print(pattern)
         return 0

@@ -24,12 +24,15 @@ from ncu_mix import read_table, summarize
 
 # a metric line of the details page: its name, unit (optional) and value
 METRICS = {
-    "duration_us": "Duration",
-    "sm_active_cycles": "SM Active Cycles",
-    "issued_per_scheduler": "Issued Warp Per Scheduler",
-    "grid_size": "Grid Size",
-    "block_size": "Block Size",
-    "cluster_size": "Cluster Size",
+    key: re.compile(rf"^\s+{re.escape(name)}\s+(?:[a-zA-Z/%]+\s+)?([\d,.]+)\s*$")
+    for key, name in {
+        "duration_us": "Duration",
+        "sm_active_cycles": "SM Active Cycles",
+        "issued_per_scheduler": "Issued Warp Per Scheduler",
+        "grid_size": "Grid Size",
+        "block_size": "Block Size",
+        "cluster_size": "Cluster Size",
+    }.items()
 }
 # the profiled kernel's line: its name, then (grid)x(block)
 LAUNCH = re.compile(r"^\s*([A-Za-z_]\w*)(?:\(.*\))?\s+\((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)")
@@ -45,8 +48,8 @@ def details(text: str) -> dict:
             out["grid"] = [int(g) for g in m.group(2, 3, 4)]
             out["block"] = [int(b) for b in m.group(5, 6, 7)]
             continue
-        for key, name in METRICS.items():
-            m = re.match(rf"^\s+{re.escape(name)}\s+(?:[a-zA-Z/%]+\s+)?([\d,.]+)\s*$", line)
+        for key, pattern in METRICS.items():
+            m = pattern.match(line)
             if m and key not in out:
                 value = float(m.group(1).replace(",", ""))
                 out[key] = int(value) if key.endswith("size") else value

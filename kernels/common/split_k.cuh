@@ -13,14 +13,6 @@
 
 namespace kcommon {
 
-// 16-byte load of four f32 from this CTA's shared memory.
-static __device__ __forceinline__ float4 lds_f32x4(uint32_t addr) {
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr)
-                 : "memory");
-    return v;
-}
-
 struct KRange {
     uint32_t first, last;
 };
@@ -95,9 +87,12 @@ static __device__ __forceinline__ void split_k_epilogue(Pairs&& pairs, Store2&& 
         const uint32_t lr = DOWN ? i % mine : i / (BN / 4), c = 4u * (DOWN ? i / mine : i % (BN / 4));
         if (c >= cols) continue;
         const uint32_t at = part + (lr * STRIDE + c) * 4u;
-        float4 v = lds_f32x4(at);
+        auto f32x4 = [](const uint4& u) {
+            return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
+        };
+        float4 v = f32x4(lds128(at));
         for (uint32_t s = 1; s < z; ++s) {
-            const float4 p = lds_f32x4(at + s * slot_bytes);
+            const float4 p = f32x4(lds128(at + s * slot_bytes));
             v.x += p.x;
             v.y += p.y;
             v.z += p.z;
