@@ -24,9 +24,12 @@
 // that all are in flight together, when the row is aligned to a vector; element loads
 // otherwise); a longer row's further vectors are streamed through and read again in step 4.
 // Then:
-//   1. each thread's largest key; each warp sorts its 32 (bitonic, shuffles) and keeps 16; a
-//      tree of bitonic merges (one warp per pair of sorted lists, shared memory) gives the
-//      CTA's 16 largest thread maxima;
+//   1. each thread's largest key (from whole, aligned vectors in f32 arithmetic: the largest
+//      value, then the first element equal to it, about three instructions an element; the
+//      per-element keys took four times that and about a third of the kernel's time on the
+//      H200, so they are formed only in step 4, for the candidates); each warp sorts its 32
+//      maxima (bitonic, shuffles) and keeps 16; a tree of bitonic merges (one warp per pair of
+//      sorted lists, shared memory) gives the CTA's 16 largest thread maxima;
 //   2. each CTA writes that list into every CTA of the cluster (distributed shared memory),
 //      one cluster barrier;
 //   3. every CTA merges the 8 lists the same way: the row's 16 largest thread maxima, whose
@@ -34,9 +37,9 @@
 //      it; T = 0 when fewer than 16 threads hold elements);
 //   4. elements with key >= T are the candidates: they come from the (at most 16) threads whose
 //      maximum reaches T, so there are at most 16 * 128 of them, and for random logits about 16;
-//      their threads park their keys in shared memory, and a warp per such thread appends the
-//      ones >= T to CTA 0's buffer (one shared-memory atomic across the cluster per warp and 32
-//      keys), one cluster barrier;
+//      their threads park their elements' bits in shared memory, and a warp per such thread
+//      forms their keys and appends the ones >= T to CTA 0's buffer (one shared-memory atomic
+//      across the cluster per warp and 32 keys), one cluster barrier;
 //   5. CTA 0 sorts the candidates (up to 32, as for random logits: one warp, no barrier; more:
 //      warps of 32, the same merge tree, 512 at a time), writes ids and scores and overwrites
 //      the selected logits; the logit value comes back from its key (read again only for a NaN
@@ -60,8 +63,8 @@ constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kVecReg = 10;        // vectors a thread keeps in registers
 constexpr uint32_t kMaxVec = 32;        // vectors a thread owns at vocab 524288 (TOPK_MAX_VOCAB)
 constexpr uint32_t kTop = 16;
-constexpr uint32_t kSlotKeys = kMaxVec * 4;      // keys of one candidate thread
-constexpr uint32_t kMaxCand = kTop * kSlotKeys;  // 16 threads x their 128 elements
+constexpr uint32_t kSlotElems = kMaxVec * 4;     // elements of one candidate thread
+constexpr uint32_t kMaxCand = kTop * kSlotElems;  // 16 threads x their 128 elements
 static_assert(kTop <= kWarps, "one warp per candidate thread of a CTA");
 
 using u64 = unsigned long long;
@@ -117,12 +120,14 @@ static __device__ __forceinline__ void tree_merge(u64 (*lists)[kTop], uint32_t n
     }
 }
 
+constexpr uint32_t kNegInf = 0xff800000u;  // f32 -inf
+
 // Vector v (elements 4v .. 4v + 3) as f32 bit patterns.  load_fast: one predicated 16-byte
-// load of f32 or 8-byte load of bf16 (streaming, no L1 allocation), zeros when !p; predicated
+// load of f32 or 8-byte load of bf16 (streaming, no L1 allocation), -inf when !p; predicated
 // rather than branched over, so that the compiler issues every load of a thread before the
 // first use.  load_elems: element loads, zeros past the row (unaligned rows, the last vector).
 static __device__ __forceinline__ uint4 load_fast(const float* row, uint32_t v, bool p) {
-    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    uint4 r = make_uint4(kNegInf, kNegInf, kNegInf, kNegInf);
     asm volatile(
         "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n"
         " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
@@ -131,7 +136,7 @@ static __device__ __forceinline__ uint4 load_fast(const float* row, uint32_t v, 
     return r;
 }
 static __device__ __forceinline__ uint4 load_fast(const __nv_bfloat16* row, uint32_t v, bool p) {
-    uint32_t a = 0u, b = 0u;
+    uint32_t a = kNegInf | (kNegInf >> 16), b = a;
     asm volatile(
         "{\n .reg .pred q;\n setp.ne.u32 q, %3, 0;\n"
         " @q ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n}"
@@ -183,6 +188,57 @@ static __device__ __forceinline__ float unary(float logit, float multiplier, flo
     return __fmul_rn(cap, tanhf(__fdiv_rn(z, cap)));
 }
 
+// max with NaN propagation (either input NaN -> NaN): the thread maximum's value, before its key.
+static __device__ __forceinline__ float fmax_nan(float a, float b) {
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+
+// The thread's largest key and its element from whole, aligned vectors (raw: -inf past v1), in
+// f32 arithmetic: the largest value m (a NaN if any element is one), then the first element equal
+// to it (-0 == +0) or, for a NaN, the first NaN; its key is float_key(m) (float_key gives every
+// zero one key and every NaN another). About three instructions an element where the keys take
+// a dozen; the keys themselves are formed only for the candidates (step 4).
+template <uint32_t N>
+static __device__ __forceinline__ void vec_max(const uint4 (&raw)[N], uint32_t first_v, bool any, uint32_t& best,
+                                               uint32_t& best_e) {
+    float m4[4] = {__uint_as_float(kNegInf), __uint_as_float(kNegInf), __uint_as_float(kNegInf),
+                   __uint_as_float(kNegInf)};
+#pragma unroll
+    for (uint32_t k = 0; k < N; ++k) {
+        m4[0] = fmax_nan(m4[0], __uint_as_float(raw[k].x));
+        m4[1] = fmax_nan(m4[1], __uint_as_float(raw[k].y));
+        m4[2] = fmax_nan(m4[2], __uint_as_float(raw[k].z));
+        m4[3] = fmax_nan(m4[3], __uint_as_float(raw[k].w));
+    }
+    const float m = fmax_nan(fmax_nan(m4[0], m4[1]), fmax_nan(m4[2], m4[3]));
+    // Position k * 4 + i of the first match, scanning down so that the smallest one stays. The
+    // -inf fill of vectors past v1 comes after every element of the thread, so it is never the
+    // first match while the thread has one.
+    uint32_t pos = 0;
+    if (m == m) {
+#pragma unroll
+        for (int k = N - 1; k >= 0; --k) {
+            pos = __uint_as_float(raw[k].w) == m ? k * 4 + 3 : pos;
+            pos = __uint_as_float(raw[k].z) == m ? k * 4 + 2 : pos;
+            pos = __uint_as_float(raw[k].y) == m ? k * 4 + 1 : pos;
+            pos = __uint_as_float(raw[k].x) == m ? k * 4 : pos;
+        }
+    } else {
+#pragma unroll
+        for (int k = N - 1; k >= 0; --k) {
+            const uint4 r = raw[k];
+            pos = (r.w & 0x7fffffffu) > kNegInf - 0x80000000u ? k * 4 + 3 : pos;
+            pos = (r.z & 0x7fffffffu) > kNegInf - 0x80000000u ? k * 4 + 2 : pos;
+            pos = (r.y & 0x7fffffffu) > kNegInf - 0x80000000u ? k * 4 + 1 : pos;
+            pos = (r.x & 0x7fffffffu) > kNegInf - 0x80000000u ? k * 4 : pos;
+        }
+    }
+    best = any ? float_key(__float_as_uint(m)) : 0u;
+    best_e = (first_v + (pos >> 2) * kThreads) * 4u + (pos & 3u);
+}
+
 using kcommon::cluster_arrive_relaxed;
 using kcommon::cluster_arrive_release;
 using kcommon::cluster_wait;
@@ -202,7 +258,7 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     static_assert(d::kCluster == 8, "__cluster_dims__ above must match kCluster");
     __shared__ u64 lists[d::kWarps + 1][d::kTop];   // step 5: [0] holds the running result
     __shared__ u64 rowlists[d::kCluster][d::kTop];  // every CTA's list, written by its owner
-    __shared__ __align__(16) uint32_t slot_keys[d::kTop][d::kSlotKeys];  // keys of the CTA's candidate threads
+    __shared__ __align__(16) uint32_t slot_bits[d::kTop][d::kSlotElems];  // elements of the CTA's candidate threads
     __shared__ uint32_t slot_tid[d::kTop];          // ... and their thread ids
     __shared__ u64 cand[d::kMaxCand];               // CTA 0: the row's candidates
     __shared__ uint32_t nslot, ncand;
@@ -241,19 +297,22 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
 #pragma unroll
         for (uint32_t k = 0; k < d::kVecReg; ++k) raw[k] = d::load_elems(lrow, v0 + tid + k * d::kThreads, v1, vocab);
     }
-    uint32_t key[d::kVecReg][4];
-#pragma unroll
-    for (uint32_t k = 0; k < d::kVecReg; ++k) d::vec_keys(raw[k], v0 + tid + k * d::kThreads, v1, vocab, key[k]);
     // The thread's largest key, the first (smallest index) of equal ones: indices increase
     // with k and i.
     uint32_t best = 0, best_e = 0;
+    if (fast) {
+        d::vec_max(raw, v0 + tid, v0 + tid < v1, best, best_e);
+    } else {
 #pragma unroll
-    for (uint32_t k = 0; k < d::kVecReg; ++k) {
+        for (uint32_t k = 0; k < d::kVecReg; ++k) {
+            uint32_t kk[4];
+            d::vec_keys(raw[k], v0 + tid + k * d::kThreads, v1, vocab, kk);
 #pragma unroll
-        for (uint32_t i = 0; i < 4; ++i) {
-            const bool gt = key[k][i] > best;
-            best = gt ? key[k][i] : best;
-            best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
+            for (uint32_t i = 0; i < 4; ++i) {
+                const bool gt = kk[i] > best;
+                best = gt ? kk[i] : best;
+                best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
+            }
         }
     }
 #pragma unroll 1
@@ -305,20 +364,19 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
         if (tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = static_cast<int32_t>(thr);
         return;
     }
-    // 4: the (at most 16) threads of the CTA whose maximum reaches T park their keys in a slot;
-    // warp w then sends slot w's keys >= T to CTA 0 (one atomic per warp and round).
+    // 4: the (at most 16) threads of the CTA whose maximum reaches T park their elements' bits in
+    // a slot; warp w then sends slot w's keys >= T to CTA 0 (one atomic per warp and round),
+    // forming each key as it reads it (a loop: code run by few warps stays short).
     if (tmax != 0 && tmax >= thr) {
         const uint32_t sl = atomicAdd(&nslot, 1u);  // < 16: see above
         slot_tid[sl] = tid;
-        uint4* dst = reinterpret_cast<uint4*>(slot_keys[sl]);
+        uint4* dst = reinterpret_cast<uint4*>(slot_bits[sl]);
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) dst[k] = make_uint4(key[k][0], key[k][1], key[k][2], key[k][3]);
+        for (uint32_t k = 0; k < d::kVecReg; ++k) dst[k] = raw[k];
 #pragma unroll 1
         for (uint32_t k = d::kVecReg; k < nk; ++k) {
             const uint32_t v = v0 + tid + k * d::kThreads;
-            uint32_t kk[4];
-            d::vec_keys(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, kk);
-            dst[k] = make_uint4(kk[0], kk[1], kk[2], kk[3]);
+            dst[k] = fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab);
         }
     }
     __syncthreads();
@@ -329,8 +387,9 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
 #pragma unroll 1
         for (uint32_t j0 = 0; j0 < nk * 4u; j0 += 32u) {
             const uint32_t j = j0 + lane;
-            const uint32_t k32 = j < nk * 4u ? slot_keys[warp][j] : 0u;
-            const u64 x = k32 != 0u ? d::make_key(k32, (v0 + t + (j >> 2) * d::kThreads) * 4u + (j & 3u)) : 0ull;
+            const uint32_t v = v0 + t + (j >> 2) * d::kThreads, e = v * 4u + (j & 3u);
+            const uint32_t k32 = j < nk * 4u && v < v1 && e < vocab ? d::float_key(slot_bits[warp][j]) : 0u;
+            const u64 x = k32 != 0u ? d::make_key(k32, e) : 0ull;
             const bool take = x != 0ull && x >= thr;
             const uint32_t m = __ballot_sync(0xffffffffu, take);
             uint32_t base = 0;

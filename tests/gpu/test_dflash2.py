@@ -227,6 +227,33 @@ def test_topk16_nan_and_infinities():
     assert (scores[1] == -20.0).all()
 
 
+def test_topk16_zeros_and_subnormals():
+    """Signed zeros tie (-0 == +0, the smaller index first) and subnormals rank by value, in
+    both instances (aligned rows: the maxima taken in f32 arithmetic, which must neither flush
+    subnormals nor order -0 below +0). Built from bf16 bit patterns, so that the f32 instance
+    sees the same values widened."""
+    rows, vocab = 4, 151936
+    torch.manual_seed(17)
+    h = (-(torch.rand(rows, vocab, device=DEV) + 1.0)).to(torch.bfloat16).view(torch.int16)
+    pos = torch.randperm(vocab, device=DEV)[:40]
+    h[0, pos[:10]] = torch.tensor([0, -32768] * 5, device=DEV, dtype=torch.int16)  # +0 / -0
+    h[0, pos[10:20]] = torch.arange(1, 11, device=DEV, dtype=torch.int16) * 7  # positive subnormals
+    h[1] = torch.tensor([0, -32768], device=DEV, dtype=torch.int16).repeat(vocab // 2)  # all zeros
+    h[2] = (torch.randint(1, 0x7F, (vocab,), device=DEV) | 0x8000).to(torch.int16)  # negative subnormals
+    h[2, pos[20:30]] = -32768  # -0 above them
+    h[3, pos[30:]] = 0x0001  # the smallest subnormal, tied, above the row's negatives
+    logits16 = h.view(torch.bfloat16)
+    ids32, scores32 = check_topk(logits16.float(), rows, vocab)
+    assert sorted(ids32[0, :10].tolist()) == sorted(pos[10:20].tolist())
+    assert ids32[0, 10:].tolist() == sorted(pos[:10].tolist())[:6]
+    assert ids32[1].tolist() == list(range(16))
+    assert ids32[2, :10].tolist() == sorted(pos[20:30].tolist())
+    assert ids32[3, :10].tolist() == sorted(pos[30:].tolist())
+    ids16, scores16 = run_topk(logits16, rows, vocab)
+    assert torch.equal(ids16, ids32)
+    assert torch.equal(scores16.view(torch.int32), scores32.view(torch.int32))
+
+
 @pytest.mark.parametrize("order", ["ascending", "descending"])
 def test_topk16_sorted_rows(order):
     rows, vocab = 4, 151936
