@@ -45,6 +45,13 @@
 //      the selected logits; the logit value comes back from its key (read again only for a NaN
 //      or a zero, whose sign or payload the key drops).
 // No counter, no global scratch, nothing allocated; no result depends on timing.
+// Measured on the H200 and not taken (16 x 151936, benchmarks/topk16_ablation.cu, A/B/A in one
+// run, the whole kernel single / back to back, bf16): the warp sort as a loop instead of unrolled,
+// 12.0 / 9.9 us either way; relaxed cluster arrivals for the warps that store nothing remote in
+// steps 2 and 4, 12.9 / 10.8 (slower); step 2's lists sent as asynchronous stores counted on the
+// receivers' mbarriers instead of a cluster barrier, 12.0 / 9.9 (no change); the merge trees of
+// steps 1 and 3 replaced by one rank per key (binary searches in the other lists, one barrier),
+// 14.4 / 12.2 (slower).
 #pragma once
 
 #include <cooperative_groups.h>
