@@ -414,6 +414,7 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     // about 16): one warp sort, no barrier. More: kThreads at a time, warps sorting 32 each into
     // lists[1 ..], merged with the running result in lists[0].
     const uint32_t n = min(ncand, d::kMaxCand);
+    if (n <= 32u && warp != 0) return;  // (uniform) the one sort is warp 0's: the others leave its issue slots
     u64 kk = 0ull;
     if (tid < d::kTop) lists[0][tid] = 0ull;
 #pragma unroll 1
