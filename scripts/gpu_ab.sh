@@ -11,14 +11,15 @@
 # $OUT/gpu-ab.tgz (OUT defaults to ./gpu-results). Several patches, comma-separated, are each
 # applied alone in turn between the two A rounds (rounds b-NAME, NAME the patch file's name
 # without .patch). A patch is reverted after its round, whatever happens. GPU_AB_TESTS="pytest
-# args" also runs those GPU tests on each B (for instance "tests/gpu/test_fp8_linear.py -k tma").
+# args" also runs those GPU tests on each B (for instance "tests/gpu/test_fp8_linear.py -k tma"),
+# keeps their log (tests-NAME.log) and repeats each B's outcome after the times.
 # At the end, scripts/ab_table.py prints every time of the rounds side by side (AB_MATCH="regex"
 # narrows it to the cases that match). Each round's benchmark, and each B's tests, are stopped
 # after AB_TIMEOUT seconds (default 300): a patch that hangs a kernel costs that much of the
 # machine's time, not the whole call's, and the rounds after it still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,19p' "$0"; exit 2; }
 IFS=, read -ra patches <<< "$1"
 bench=$2
 shift 2
@@ -68,6 +69,7 @@ round() {  # round NAME: build, then the benchmark
 targs=()  # GPU_AB_TESTS as pytest arguments
 [ -z "${GPU_AB_TESTS:-}" ] || read -ra targs <<< "$GPU_AB_TESTS"
 status=0
+verdicts=()  # each B's test outcome, repeated at the end
 echo "== A (the tree as it is)"
 round a1 "$@" || status=1
 for f in "${patches[@]}"; do
@@ -77,9 +79,15 @@ for f in "${patches[@]}"; do
   echo "== $name (with $(basename "$f"))"
   round "$name" "$@" || status=1
   if [ ${#targs[@]} -gt 0 ]; then
-    timeout "${AB_TIMEOUT:-300}" $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" 2>&1 | tail -n 5
-    rc=${PIPESTATUS[0]}
-    [ "$rc" -eq 124 ] && echo "gpu_ab: $name: the tests stopped after ${AB_TIMEOUT:-300} s (a hang?)"
+    timeout "${AB_TIMEOUT:-300}" $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" > "$RES/tests-$name.log" 2>&1
+    rc=$?
+    tail -n 5 "$RES/tests-$name.log"
+    if [ "$rc" -eq 124 ]; then
+      echo "gpu_ab: $name: the tests stopped after ${AB_TIMEOUT:-300} s (a hang?)"
+      verdicts+=("$name: stopped after ${AB_TIMEOUT:-300} s")
+    else
+      verdicts+=("$name: $(grep -v '^\s*$' "$RES/tests-$name.log" | tail -n 1) (exit $rc)")
+    fi
     [ "$rc" -eq 0 ] || status=1
   fi
   apply "$f" -R && applied=""
@@ -90,4 +98,8 @@ round a2 "$@" || status=1
 # (AB_MATCH="regex" keeps the matching cases).
 echo "== times (scripts/ab_table.py)"
 $PY scripts/ab_table.py "$RES" ${AB_MATCH:+--match "$AB_MATCH"} || true
+if [ ${#verdicts[@]} -gt 0 ]; then
+  echo "== tests on each B (their logs: tests-NAME.log)"
+  printf '%s\n' "${verdicts[@]}"
+fi
 exit $status

@@ -89,6 +89,8 @@ def test_a_b_a_rounds(tree: Path) -> None:
     assert seen(out / "bench_x-a2.json")["k"] == "original"
     assert seen(out / "bench_x-b.json")["args"].endswith("--quick")
     assert "1 passed" in res.stdout
+    assert (out / "tests-b.log").read_text().strip() == "1 passed"  # the B tests' log kept
+    assert res.stdout.rstrip().endswith("b: 1 passed (exit 0)")  # and their outcome repeated last
     # the times side by side: 1000 us on A, 2000 on B, B / A 2.000
     row = next(ln for ln in res.stdout.splitlines() if ln.startswith("results[n=7].ms.x"))
     assert row.split() == ["results[n=7].ms.x", "1000.0", "2000.0", "1000.0", "2.000"]
@@ -123,7 +125,8 @@ def test_several_patches_each_alone(tree: Path) -> None:
     assert seen(out / "bench_x-b-x.json")["k"] == "patched"
     assert seen(out / "bench_x-b-y.json")["k"] == "other"  # x reverted before y
     assert "b-x / A" in res.stdout and "b-y / A" in res.stdout
-    assert res.stdout.count("1 passed") == 2
+    assert res.stdout.count("1 passed") == 4  # each B's tests, then their outcomes at the end
+    assert "b-x: 1 passed (exit 0)\nb-y: 1 passed (exit 0)" in res.stdout
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
     res = run(tree, f"{tree.parent / 'x.patch'},{tree.parent / 'none.patch'}", "bench_x")
     assert res.returncode == 2 and "no patch file" in res.stdout
@@ -140,4 +143,5 @@ def test_hanging_round_stopped(tree: Path, hang: str) -> None:
     out = unpacked(tree)
     assert seen(out / "bench_x-a2.json")["k"] == "original"
     assert (out / "bench_x-b.json").exists() == (hang == "HANG_TESTS")
+    assert ("b: stopped after 2 s" in res.stdout) == (hang == "HANG_TESTS")
     assert (tree / "kernels" / "k.cu").read_text() == "original\n"
