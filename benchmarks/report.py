@@ -383,11 +383,12 @@ def topk_ablation_md(d: dict) -> list[str]:
     return ablation_md(d, "Where dflash2_topk16's time goes",
             "benchmarks/topk16_ablation.cu: the shipped kernel at 16 x 151936 logits "
             "(rotated beyond the L2) ended after each stage, beside an empty kernel of the same grid and 8-CTA "
-            "clusters. empty: the launch alone; maxima: loads, keys and each thread's maximum; cta_top16: and each "
-            "CTA's 16 largest thread maxima; threshold: and the row's threshold (the lists exchanged over "
-            "distributed shared memory and merged); full: the whole kernel (candidates gathered, sorted, written). "
-            "single: one launch behind a GPU spin (as the DFlash2 table above); b2b: back-to-back launches with "
-            "programmatic dependent launch. read floor: a plain streaming read of the logits, back to back.", table)
+            "clusters. empty: the launch alone; maxima: the loads and each thread's maximum (its key); "
+            "cta_top16: and each CTA's 16 largest thread maxima; threshold: and the row's threshold (the "
+            "lists exchanged over distributed shared memory and merged); full: the whole kernel (candidates "
+            "gathered, sorted, written). single: one launch behind a GPU spin (as the DFlash2 table above); "
+            "b2b: back-to-back launches with programmatic dependent launch. read floor: a plain streaming "
+            "read of the logits, back to back.", table)
 
 
 def w4a16_ablation_md(d: dict) -> list[str]:
