@@ -50,14 +50,22 @@ def attn(kind: str, kv_len: int):
                                scale=1 / math.sqrt(d), workspace=ws, counters=counters))
 
 
+def bf16_operands(rows: int, n: int, k: int):
+    """x [rows, k] and w [n, k] in bf16, as dense_gemm_tma and its cuBLAS peer take them."""
+    import torch
+
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+    return x, w
+
+
 def dense_tma(rows: int, n: int, k: int):
     """dense_gemm_tma (hopper): bf16 x [rows, k] times w [n, k]^T."""
     import torch
     from cuda_timing import launched
     from kernelgen_ops import dense_linear
 
-    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+    x, w = bf16_operands(rows, n, k)
     out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
     return lambda: launched(dense_linear.dense_gemm_tma(x, w, out, rows, n, k))
 
@@ -89,11 +97,9 @@ def topk16(rows: int, vocab: int):
 
 def cublas(rows: int, n: int, k: int):
     """cuBLAS bf16 (torch's F.linear), the peer of the many-row GEMMs: x [rows, k] times w [n, k]^T."""
-    import torch
     import torch.nn.functional as F
 
-    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02
+    x, w = bf16_operands(rows, n, k)
     return lambda: F.linear(x, w)
 
 

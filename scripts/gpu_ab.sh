@@ -32,6 +32,7 @@ done
 OUT=${OUT:-$PWD/gpu-results}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
+AB_TIMEOUT=${AB_TIMEOUT:-300}  # seconds a round's benchmark, or a B's tests, may take
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_BUILT=1
 export PYTHONPATH="$PWD/src:$PWD/bindings:$PWD/benchmarks${PYTHONPATH:+:$PYTHONPATH}"
 apply() {  # apply PATCH [--check | -R]: git apply (which works outside a repository), else patch
@@ -59,10 +60,10 @@ round() {  # round NAME: build, then the benchmark
   $PY -m kernelgen.cli build --target "$target" -j "$(nproc)" > "$RES/build-$name.log" 2>&1 \
     || { tail -n 20 "$RES/build-$name.log"; return 1; }
   echo "gpu_ab: $name built in $(( $(date +%s) - start )) s"
-  timeout "${AB_TIMEOUT:-300}" $PY "benchmarks/$bench.py" --out "$RES/$bench-$name.json" "$@" > "$RES/$bench-$name.log" 2>&1
+  timeout "$AB_TIMEOUT" $PY "benchmarks/$bench.py" --out "$RES/$bench-$name.json" "$@" > "$RES/$bench-$name.log" 2>&1
   local rc=$?
   tail -n 15 "$RES/$bench-$name.log"
-  [ $rc -eq 124 ] && echo "gpu_ab: $name: $bench stopped after ${AB_TIMEOUT:-300} s (a hang?)"
+  [ $rc -eq 124 ] && echo "gpu_ab: $name: $bench stopped after $AB_TIMEOUT s (a hang?)"
   return $rc
 }
 
@@ -79,12 +80,12 @@ for f in "${patches[@]}"; do
   echo "== $name (with $(basename "$f"))"
   round "$name" "$@" || status=1
   if [ ${#targs[@]} -gt 0 ]; then
-    timeout "${AB_TIMEOUT:-300}" $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" > "$RES/tests-$name.log" 2>&1
+    timeout "$AB_TIMEOUT" $PY -m pytest -q -p no:cacheprovider -m gpu "${targs[@]}" > "$RES/tests-$name.log" 2>&1
     rc=$?
     tail -n 5 "$RES/tests-$name.log"
     if [ "$rc" -eq 124 ]; then
-      echo "gpu_ab: $name: the tests stopped after ${AB_TIMEOUT:-300} s (a hang?)"
-      verdicts+=("$name: stopped after ${AB_TIMEOUT:-300} s")
+      echo "gpu_ab: $name: the tests stopped after $AB_TIMEOUT s (a hang?)"
+      verdicts+=("$name: stopped after $AB_TIMEOUT s")
     else
       verdicts+=("$name: $(grep -v '^\s*$' "$RES/tests-$name.log" | tail -n 1) (exit $rc)")
     fi

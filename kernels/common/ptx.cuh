@@ -124,15 +124,6 @@ static __device__ __forceinline__ void st_cluster_u32x4(uint32_t addr, uint4 v) 
     asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" : : "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
                  "r"(v.w) : "memory");
 }
-// 16-byte load of four f32 from a distributed shared-memory address (cluster_map).
-static __device__ __forceinline__ float4 ld_cluster_f32x4(uint32_t addr) {
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
-    return v;
-}
 
 // Ordered key of an f32 bit pattern, for selections on integers: a larger value gives a larger
 // key; NaN of either sign -> 0xffffffff (above +inf); -0 and +0 -> 0x80000000; -inf ->

@@ -83,13 +83,13 @@ static __device__ __forceinline__ void split_k_epilogue(Pairs&& pairs, Store2&& 
     });
     cluster_sync();  // every pair is in its owner's slots
     const uint32_t r0 = rows * rank / z, mine = rows * (rank + 1u) / z - r0;
+    auto f32x4 = [](const uint4& u) {
+        return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
+    };
     for (uint32_t i = threadIdx.x; i < mine * (BN / 4); i += THREADS) {
         const uint32_t lr = DOWN ? i % mine : i / (BN / 4), c = 4u * (DOWN ? i / mine : i % (BN / 4));
         if (c >= cols) continue;
         const uint32_t at = part + (lr * STRIDE + c) * 4u;
-        auto f32x4 = [](const uint4& u) {
-            return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
-        };
         float4 v = f32x4(lds128(at));
         for (uint32_t s = 1; s < z; ++s) {
             const float4 p = f32x4(lds128(at + s * slot_bytes));

@@ -53,8 +53,10 @@ constexpr uint32_t kSlotBytes = kXBoxBytes + BN / kWBoxRows * kWBoxBytes;
 template <uint32_t BN>
 constexpr uint32_t kSlots = kBarAt / kSlotBytes<BN>;
 static_assert(kSlots<128> == 6 && kSlots<192> == 4 && kSlots<256> == 4, "ring shape (TMA_SMEM)");
-// split K (at most TMA_SPLIT_MAX = 2 ranks): the slots of the widest tile fit the ring
-static_assert(kcommon::split_k_smem_bytes(kBM, 256 + 4, 2) <= kBarAt, "split K's slots fit the ring");
+// Split K over at most kSplitMax ranks (the spec's TMA_SPLIT_MAX): the slots of the widest tile
+// (256 columns) fit the ring.
+constexpr uint32_t kSplitMax = 2;
+static_assert(kcommon::split_k_smem_bytes(kBM, 256 + 4, kSplitMax) <= kBarAt, "split K's slots fit the ring");
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
@@ -130,7 +132,7 @@ static __device__ __forceinline__ void run(const CUtensorMap* x_map, const CUten
     auto store2 = [&](uint32_t r, uint32_t c, float v0, float v1) {
         if (m0 + r >= first) dense_mma::store_pair(out, m0 + r, n0 + c, M, N, v0, v1, 1.0f);
     };
-    kcommon::split_k_epilogue<BN, BN + 4u, kThreads, false, 2>(pairs, store2, smem, min(kBM, M - m0), N - n0);
+    kcommon::split_k_epilogue<BN, BN + 4u, kThreads, false, kSplitMax>(pairs, store2, smem, min(kBM, M - m0), N - n0);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -179,6 +179,20 @@ static __device__ __forceinline__ void vec_keys(uint4 r, uint32_t v, uint32_t v1
     for (uint32_t i = 0; i < 4; ++i) k[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(v < v1 && e + i < vocab));
 }
 
+// Folds vector v's 4 keys (vec_keys) into the running maximum key `best` and its element
+// `best_e`, keeping the first of equal keys (the vectors come in increasing order).
+static __device__ __forceinline__ void vec_best(uint4 r, uint32_t v, uint32_t v1, uint32_t vocab, uint32_t& best,
+                                                uint32_t& best_e) {
+    uint32_t kk[4];
+    vec_keys(r, v, v1, vocab, kk);
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) {
+        const bool gt = kk[i] > best;
+        best = gt ? kk[i] : best;
+        best_e = gt ? v * 4u + i : best_e;
+    }
+}
+
 // One logit's f32 bits, read again (for a NaN or a zero, whose key drops the payload or
 // sign), and the -inf written over a selected one.
 static __device__ __forceinline__ uint32_t read_bits(const float* p) { return __float_as_uint(__ldcg(p)); }
@@ -312,28 +326,13 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
         d::vec_max(raw, v0 + tid, v0 + tid < v1, best, best_e);
     } else {
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) {
-            uint32_t kk[4];
-            d::vec_keys(raw[k], v0 + tid + k * d::kThreads, v1, vocab, kk);
-#pragma unroll
-            for (uint32_t i = 0; i < 4; ++i) {
-                const bool gt = kk[i] > best;
-                best = gt ? kk[i] : best;
-                best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
-            }
-        }
+        for (uint32_t k = 0; k < d::kVecReg; ++k) d::vec_best(raw[k], v0 + tid + k * d::kThreads, v1, vocab, best, best_e);
     }
 #pragma unroll 1
     for (uint32_t k = d::kVecReg; k < nk; ++k) {  // rows longer than 163840: streamed
         const uint32_t v = v0 + tid + k * d::kThreads;
-        uint32_t kk[4];
-        d::vec_keys(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, kk);
-#pragma unroll
-        for (uint32_t i = 0; i < 4; ++i) {
-            const bool gt = kk[i] > best;
-            best = gt ? kk[i] : best;
-            best_e = gt ? (v0 + tid + k * d::kThreads) * 4u + i : best_e;
-        }
+        d::vec_best(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, best,
+                    best_e);
     }
     const u64 tmax = best != 0u ? d::make_key(best, best_e) : 0ull;
 

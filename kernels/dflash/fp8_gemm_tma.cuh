@@ -17,9 +17,9 @@
 //                 took the drafter's products from 0.61-0.64x cuBLAS bf16 to 0.85-0.92x; with K
 //                 split four ways to fill the SMs they were slower than 128-row tiles split in two
 //                 (hence TMA_WIDE_MIN; measured again with split_k.cuh's store epilogue, at 256
-//                 rows: o 27.2 -> 47.7 us, down 54.8 -> 89.9). The spec's 1-D grid takes the tiles x-first, so CTAs
-//                 running together share a weight tile (streamed from memory about once) and
-//                 re-read x from L2;
+//                 rows: o 27.2 -> 47.7 us, down 54.8 -> 89.9). The spec's 1-D grid takes the
+//                 tiles x-first, so CTAs running together share a weight tile (streamed from
+//                 memory about once) and re-read x from L2;
 //   fp8_gemv_tma  BM = 16, 10 slots, two CTAs an SM: at most 16 rows (m64n16k16 MMAs, x rows past
 //                 `rows` land as zeros), the weight streamed once (fp8_gemv_tma.cu).
 // Warpgroup 0 produces: one thread issues each 64-k step's TMA copies (x in boxes of at most 128
