@@ -15,21 +15,27 @@
 // the order of the work.  Key 0 is never produced and marks "no element".
 //
 // Layout (specs/dflash2.yaml): grid [8, rows] of 512 threads, compile-time clusters of 8 CTAs:
-// the cluster of a row splits it, CTA `rank` owning ceil(ceil(vocab / 4) / 8) consecutive
-// 4-element vectors, thread tid the vectors v0 + tid + k * 512.  Two CTAs fit an SM (at most
-// 64 registers), so that the 16 clusters of 16 rows are all resident at once (with one CTA of
-// 1024 threads an SM, a GPC held fewer 8-CTA clusters and the last rows waited for a second
-// wave).  Up to 10 vectors a thread (vocab <= 163840) are loaded at once into registers
-// (16-byte streaming loads of f32, 8-byte ones of bf16, predicated rather than branched over so
-// that all are in flight together, when the row is aligned to a vector; element loads
-// otherwise); a longer row's further vectors are streamed through and read again in step 4.
+// the cluster of a row splits it, CTA `rank` owning ceil(ceil(vocab / W) / 8) consecutive
+// 16-byte vectors of W elements (4 f32 or 8 bf16), thread tid the vectors v0 + tid + k * 512.
+// Two CTAs fit an SM (at most 64 registers), so that the 16 clusters of 16 rows are all
+// resident at once (with one CTA of 1024 threads an SM, a GPC held fewer 8-CTA clusters and the
+// last rows waited for a second wave).  Up to 40 elements a thread (vocab <= 163840) are loaded
+// at once into registers (one 16-byte streaming load a vector, predicated rather than branched
+// over so that all are in flight together, when the row is 16-byte aligned; element loads
+// otherwise), as f32 bit patterns in quads of 4; a longer row's further vectors are streamed
+// through and read again in step 4.
 // Then:
 //   1. each thread's largest key (from whole, aligned vectors in f32 arithmetic: the largest
 //      value, then the first element equal to it, about three instructions an element where
 //      forming every element's key takes a dozen; the keys are formed only in step 4, for the
 //      candidates: on the H200 the kernel went from 14.8 to 12.0 us); each warp sorts its 32
 //      maxima (bitonic, shuffles) and keeps 16; a tree of bitonic merges (one warp per pair of
-//      sorted lists, shared memory) gives the CTA's 16 largest thread maxima;
+//      sorted lists, shared memory) gives the CTA's 16 largest thread maxima. The bf16 instance
+//      sorts and merges 32-bit keys (cta_key: a bf16 value's key and the element's index in the
+//      CTA's chunk, the same order as the 64-bit keys) and widens the CTA's 16 afterwards; on the
+//      H200 (A/B/A in one run) this step went from 2.3 to 1.4 us and the kernel from 11.6 to
+//      10.6 us single, 9.5 to 8.5 us back to back (16-byte loads of 8 bf16, taken with it,
+//      changed nothing on their own: 11.6 us);
 //   2. each CTA writes that list into every CTA of the cluster (distributed shared memory),
 //      one cluster barrier;
 //   3. every CTA merges the 8 lists the same way: the row's 16 largest thread maxima, whose
@@ -67,10 +73,15 @@ namespace dflash2_topk_detail {
 constexpr uint32_t kCluster = 8;        // CTAs per row: CLUSTER_TOPK in specs/dflash2.yaml
 constexpr uint32_t kThreads = 512;      // must match TOPK_THREADS
 constexpr uint32_t kWarps = kThreads / 32;
-constexpr uint32_t kVecReg = 10;        // vectors a thread keeps in registers
-constexpr uint32_t kMaxVec = 32;        // vectors a thread owns at vocab 524288 (TOPK_MAX_VOCAB)
+constexpr uint32_t kQuadReg = 10;       // quads (4 elements) a thread keeps in registers
+constexpr uint32_t kMaxQuads = 32;      // quads a thread owns at vocab 524288 (TOPK_MAX_VOCAB)
 constexpr uint32_t kTop = 16;
-constexpr uint32_t kSlotElems = kMaxVec * 4;     // elements of one candidate thread
+constexpr uint32_t kSlotElems = kMaxQuads * 4;   // elements of one candidate thread
+// A vector: the 16 bytes one load reads, kW<T> elements, kQ<T> quads (f32: 4 and 1, bf16: 8 and 2).
+template <typename T>
+constexpr uint32_t kW = 16u / sizeof(T);
+template <typename T>
+constexpr uint32_t kQ = kW<T> / 4u;
 constexpr uint32_t kMaxCand = kTop * kSlotElems;  // 16 threads x their 128 elements
 static_assert(kTop <= kWarps, "one warp per candidate thread of a CTA");
 
@@ -82,16 +93,34 @@ static __device__ __forceinline__ u64 make_key(uint32_t k32, uint32_t idx) {
     return (static_cast<u64>(k32) << 32) | static_cast<uint32_t>(~idx);
 }
 
-static __device__ __forceinline__ u64 umax(u64 a, u64 b) { return a > b ? a : b; }
-static __device__ __forceinline__ u64 umin(u64 a, u64 b) { return a < b ? a : b; }
+// The bf16 instance's step 1 on 32-bit keys: a bf16 value's f32 key (float_key) is fixed by its
+// upper half (the lower half is 0x0000 for +0 and positive values, 0xffff for negative ones and
+// NaN, whose upper half alone is 0xffff), and the chunk of a CTA holds at most 65536 elements, so
+// (upper half << 16 | ~local index) orders a CTA's elements exactly as their 64-bit keys do, with
+// half the shuffles and compares. 0 (no element) stays 0: an element's upper half is >= 0x007f.
+static __device__ __forceinline__ uint32_t cta_key(uint32_t k32, uint32_t local) {
+    return k32 != 0u ? (k32 & 0xffff0000u) | (~local & 0xffffu) : 0u;
+}
+static __device__ __forceinline__ u64 row_key(uint32_t ck, uint32_t e0) {
+    if (ck == 0u) return 0ull;
+    const uint32_t hi = ck >> 16, lo = hi == 0xffffu || (hi & 0x8000u) == 0u ? 0xffffu : 0u;
+    return make_key((hi << 16) | lo, e0 + (~ck & 0xffffu));
+}
 
-// Sorts the warp's 32 keys (one per lane) in descending order over the lanes.
-static __device__ __forceinline__ u64 warp_sort_desc(u64 x, uint32_t lane) {
+template <typename K>
+static __device__ __forceinline__ K umax(K a, K b) { return a > b ? a : b; }
+template <typename K>
+static __device__ __forceinline__ K umin(K a, K b) { return a < b ? a : b; }
+
+// Sorts the warp's 32 keys (one per lane; 64-bit, or the bf16 instance's 32-bit CTA keys) in
+// descending order over the lanes.
+template <typename K>
+static __device__ __forceinline__ K warp_sort_desc(K x, uint32_t lane) {
 #pragma unroll
     for (uint32_t k = 2; k <= 32; k <<= 1) {
 #pragma unroll
         for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-            const u64 o = __shfl_xor_sync(0xffffffffu, x, j);
+            const K o = __shfl_xor_sync(0xffffffffu, x, j);
             const bool keep_max = ((lane & j) == 0) == ((lane & k) == 0);
             x = keep_max ? umax(x, o) : umin(x, o);
         }
@@ -100,10 +129,11 @@ static __device__ __forceinline__ u64 warp_sort_desc(u64 x, uint32_t lane) {
 }
 
 // Lanes hold a bitonic sequence (descending, then ascending); returns it sorted descending.
-static __device__ __forceinline__ u64 warp_merge_desc(u64 x, uint32_t lane) {
+template <typename K>
+static __device__ __forceinline__ K warp_merge_desc(K x, uint32_t lane) {
 #pragma unroll
     for (uint32_t j = 16; j > 0; j >>= 1) {
-        const u64 o = __shfl_xor_sync(0xffffffffu, x, j);
+        const K o = __shfl_xor_sync(0xffffffffu, x, j);
         x = ((lane & j) == 0) ? umax(x, o) : umin(x, o);
     }
     return x;
@@ -113,13 +143,13 @@ static __device__ __forceinline__ u64 warp_merge_desc(u64 x, uint32_t lane) {
 // largest keys of them all, sorted. n <= 2 * kWarps. Called by the whole CTA (it syncs).
 // Kept as a loop: the kernel's code is read cold from L2 at each launch, so short code is
 // fast code here.
-static __device__ __forceinline__ void tree_merge(u64 (*lists)[kTop], uint32_t n, uint32_t warp,
-                                                  uint32_t lane) {
+template <typename K>
+static __device__ __forceinline__ void tree_merge(K (*lists)[kTop], uint32_t n, uint32_t warp, uint32_t lane) {
 #pragma unroll 1
     for (uint32_t step = 1; step < n; step <<= 1) {
         const uint32_t a = warp * 2 * step, b = a + step;
         if (b < n) {
-            u64 x = lane < kTop ? lists[a][lane] : lists[b][31 - lane];
+            K x = lane < kTop ? lists[a][lane] : lists[b][31 - lane];
             x = warp_merge_desc(x, lane);
             if (lane < kTop) lists[a][lane] = x;
         }
@@ -130,27 +160,29 @@ static __device__ __forceinline__ void tree_merge(u64 (*lists)[kTop], uint32_t n
 constexpr uint32_t kNegInf = 0xff800000u;  // f32 -inf
 constexpr uint32_t kInf = 0x7f800000u;     // f32 +inf (larger magnitudes: NaN)
 
-// Vector v (elements 4v .. 4v + 3) as f32 bit patterns.  load_fast: one predicated 16-byte
-// load of f32 or 8-byte load of bf16 (streaming, no L1 allocation), -inf when !p; predicated
+// Vector v (elements kW v .. kW v + kW - 1) as f32 bit patterns, in kQ quads at q[0 ..].
+// load_vec: one predicated 16-byte load (streaming, no L1 allocation), -inf when !p; predicated
 // rather than branched over, so that the compiler issues every load of a thread before the
 // first use.  load_elems: element loads, zeros past the row (unaligned rows, the last vector).
-static __device__ __forceinline__ uint4 load_fast(const float* row, uint32_t v, bool p) {
+static __device__ __forceinline__ void load_vec(const float* row, uint32_t v, bool p, uint4* q) {
     uint4 r = make_uint4(kNegInf, kNegInf, kNegInf, kNegInf);
     asm volatile(
         "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n"
         " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
         : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
         : "l"(row + v * 4u), "r"(static_cast<uint32_t>(p)));
-    return r;
+    q[0] = r;
 }
-static __device__ __forceinline__ uint4 load_fast(const __nv_bfloat16* row, uint32_t v, bool p) {
-    uint32_t a = kNegInf | (kNegInf >> 16), b = a;
+static __device__ __forceinline__ void load_vec(const __nv_bfloat16* row, uint32_t v, bool p, uint4* q) {
+    uint4 r;
+    r.x = r.y = r.z = r.w = kNegInf | (kNegInf >> 16);
     asm volatile(
-        "{\n .reg .pred q;\n setp.ne.u32 q, %3, 0;\n"
-        " @q ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];\n}"
-        : "+r"(a), "+r"(b)
-        : "l"(reinterpret_cast<const unsigned short*>(row) + v * 4u), "r"(static_cast<uint32_t>(p)));
-    return make_uint4(a << 16, a & 0xffff0000u, b << 16, b & 0xffff0000u);  // little-endian halves
+        "{\n .reg .pred q;\n setp.ne.u32 q, %5, 0;\n"
+        " @q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+        : "+r"(r.x), "+r"(r.y), "+r"(r.z), "+r"(r.w)
+        : "l"(reinterpret_cast<const unsigned short*>(row) + v * 8u), "r"(static_cast<uint32_t>(p)));
+    q[0] = make_uint4(r.x << 16, r.x & 0xffff0000u, r.y << 16, r.y & 0xffff0000u);  // little-endian halves
+    q[1] = make_uint4(r.z << 16, r.z & 0xffff0000u, r.w << 16, r.w & 0xffff0000u);
 }
 static __device__ __forceinline__ uint32_t load_elem(const float* row, uint32_t e) {
     return __float_as_uint(__ldg(row + e));
@@ -159,37 +191,37 @@ static __device__ __forceinline__ uint32_t load_elem(const __nv_bfloat16* row, u
     return static_cast<uint32_t>(__ldg(reinterpret_cast<const unsigned short*>(row) + e)) << 16;
 }
 template <typename T>
-static __device__ __forceinline__ uint4 load_elems(const T* row, uint32_t v, uint32_t v1, uint32_t vocab) {
-    const uint32_t e = v * 4u;
-    uint4 r;
-    r.x = v < v1 && e < vocab ? load_elem(row, e) : 0u;
-    r.y = v < v1 && e + 1u < vocab ? load_elem(row, e + 1u) : 0u;
-    r.z = v < v1 && e + 2u < vocab ? load_elem(row, e + 2u) : 0u;
-    r.w = v < v1 && e + 3u < vocab ? load_elem(row, e + 3u) : 0u;
-    return r;
+static __device__ __forceinline__ void load_elems(const T* row, uint32_t v, uint32_t v1, uint32_t vocab, uint4* q) {
+#pragma unroll
+    for (uint32_t h = 0; h < kQ<T>; ++h) {
+        const uint32_t e = v * kW<T> + 4u * h;
+        q[h].x = v < v1 && e < vocab ? load_elem(row, e) : 0u;
+        q[h].y = v < v1 && e + 1u < vocab ? load_elem(row, e + 1u) : 0u;
+        q[h].z = v < v1 && e + 2u < vocab ? load_elem(row, e + 2u) : 0u;
+        q[h].w = v < v1 && e + 3u < vocab ? load_elem(row, e + 3u) : 0u;
+    }
 }
 
-// The 4 keys of vector v of the chunk [.., v1) from its bits (0 outside the chunk or past the
-// row), without branches.
-static __device__ __forceinline__ void vec_keys(uint4 r, uint32_t v, uint32_t v1, uint32_t vocab,
-                                                uint32_t (&k)[4]) {
-    const uint32_t e = v * 4u;
+// The 4 keys of a quad whose first element is e, of a vector inside the chunk (in_chunk) or
+// not, from its bits (0 outside the chunk or past the row), without branches.
+static __device__ __forceinline__ void quad_keys(uint4 r, uint32_t e, bool in_chunk, uint32_t vocab,
+                                                 uint32_t (&k)[4]) {
     const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
-    for (uint32_t i = 0; i < 4; ++i) k[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(v < v1 && e + i < vocab));
+    for (uint32_t i = 0; i < 4; ++i) k[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(in_chunk && e + i < vocab));
 }
 
-// Folds vector v's 4 keys (vec_keys) into the running maximum key `best` and its element
-// `best_e`, keeping the first of equal keys (the vectors come in increasing order).
-static __device__ __forceinline__ void vec_best(uint4 r, uint32_t v, uint32_t v1, uint32_t vocab, uint32_t& best,
-                                                uint32_t& best_e) {
+// Folds the 4 keys of a quad (quad_keys) into the running maximum key `best` and its element
+// `best_e`, keeping the first of equal keys (the quads come in increasing order).
+static __device__ __forceinline__ void quad_best(uint4 r, uint32_t e, bool in_chunk, uint32_t vocab, uint32_t& best,
+                                                 uint32_t& best_e) {
     uint32_t kk[4];
-    vec_keys(r, v, v1, vocab, kk);
+    quad_keys(r, e, in_chunk, vocab, kk);
 #pragma unroll
     for (uint32_t i = 0; i < 4; ++i) {
         const bool gt = kk[i] > best;
         best = gt ? kk[i] : best;
-        best_e = gt ? v * 4u + i : best_e;
+        best_e = gt ? e + i : best_e;
     }
 }
 
@@ -222,7 +254,7 @@ static __device__ __forceinline__ float fmax_nan(float a, float b) {
 // to it (-0 == +0) or, for a NaN, the first NaN; its key is float_key(m) (float_key gives every
 // zero one key and every NaN another). About three instructions an element where the keys take
 // a dozen; the keys themselves are formed only for the candidates (step 4).
-template <uint32_t N>
+template <typename T, uint32_t N>
 static __device__ __forceinline__ void vec_max(const uint4 (&raw)[N], uint32_t first_v, bool any, uint32_t& best,
                                                uint32_t& best_e) {
     float m4[4] = {__uint_as_float(kNegInf), __uint_as_float(kNegInf), __uint_as_float(kNegInf),
@@ -235,7 +267,7 @@ static __device__ __forceinline__ void vec_max(const uint4 (&raw)[N], uint32_t f
         m4[3] = fmax_nan(m4[3], __uint_as_float(raw[k].w));
     }
     const float m = fmax_nan(fmax_nan(m4[0], m4[1]), fmax_nan(m4[2], m4[3]));
-    // Position k * 4 + i of the first match, scanning down so that the smallest one stays. The
+    // Position q * 4 + i (quad q, element i) of the first match, scanning down so that the smallest one stays. The
     // -inf fill of vectors past v1 comes after every element of the thread, so it is never the
     // first match while the thread has one.
     uint32_t pos = 0;
@@ -258,7 +290,8 @@ static __device__ __forceinline__ void vec_max(const uint4 (&raw)[N], uint32_t f
         }
     }
     best = any ? float_key(__float_as_uint(m)) : 0u;
-    best_e = (first_v + (pos >> 2) * kThreads) * 4u + (pos & 3u);
+    const uint32_t q = pos >> 2;  // quad q: vector q / kQ of the thread, its quad q % kQ
+    best_e = (first_v + q / kQ<T> * kThreads) * kW<T> + q % kQ<T> * 4u + (pos & 3u);
 }
 
 using kcommon::cluster_arrive_relaxed;
@@ -297,42 +330,53 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     d::cluster_arrive_relaxed();  // "started": remote shared memory is written after the wait
     T* lrow = logits + static_cast<size_t>(row) * vocab;
 
-    // The chunk: vectors [v0, v1) of the row, this thread's v0 + tid + k * kThreads.
-    const uint32_t nvec = (vocab + 3u) / 4u;
+    // The chunk: vectors [v0, v1) of the row, this thread's v0 + tid + k * kThreads; its quad q
+    // is quad q % kQ of its vector q / kQ, first element quad_e(tid, q).
+    constexpr uint32_t W = d::kW<T>, Q = d::kQ<T>, VR = d::kQuadReg / Q;  // VR: vectors in registers
+    static_assert(d::kQuadReg % Q == 0, "whole vectors in registers");
+    const uint32_t nvec = (vocab + W - 1u) / W;
     const uint32_t per = (nvec + d::kCluster - 1u) / d::kCluster;
     const uint32_t v0 = min(nvec, rank * per);
     const uint32_t v1 = min(nvec, v0 + per);
-    const bool aligned = (reinterpret_cast<uintptr_t>(lrow) & (4u * sizeof(T) - 1u)) == 0;
+    const bool aligned = (reinterpret_cast<uintptr_t>(lrow) & 15u) == 0;
     const uint32_t nk = (per + d::kThreads - 1u) / d::kThreads;  // vectors a thread owns
+    auto quad_v = [&](uint32_t t, uint32_t q) { return v0 + t + q / Q * d::kThreads; };
+    auto quad_e = [&](uint32_t t, uint32_t q) { return quad_v(t, q) * W + q % Q * 4u; };
 
     // Every load first (one branch for the CTA: all vectors whole and aligned, or not), then
-    // the keys.
-    const bool fast = aligned && v1 * 4u <= vocab;
-    uint4 raw[d::kVecReg];
+    // the maximum.
+    const bool fast = aligned && v1 * W <= vocab;
+    uint4 raw[d::kQuadReg];
     if (fast) {
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) {
+        for (uint32_t k = 0; k < VR; ++k) {
             const uint32_t v = v0 + tid + k * d::kThreads;
-            raw[k] = d::load_fast(lrow, v, v < v1);
+            d::load_vec(lrow, v, v < v1, &raw[k * Q]);
         }
     } else {
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) raw[k] = d::load_elems(lrow, v0 + tid + k * d::kThreads, v1, vocab);
+        for (uint32_t k = 0; k < VR; ++k) d::load_elems(lrow, v0 + tid + k * d::kThreads, v1, vocab, &raw[k * Q]);
     }
     // The thread's largest key, the first (smallest index) of equal ones: indices increase
-    // with k and i.
+    // with q and i.
     uint32_t best = 0, best_e = 0;
     if (fast) {
-        d::vec_max(raw, v0 + tid, v0 + tid < v1, best, best_e);
+        d::vec_max<T>(raw, v0 + tid, v0 + tid < v1, best, best_e);
     } else {
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) d::vec_best(raw[k], v0 + tid + k * d::kThreads, v1, vocab, best, best_e);
+        for (uint32_t q = 0; q < d::kQuadReg; ++q) d::quad_best(raw[q], quad_e(tid, q), quad_v(tid, q) < v1, vocab, best, best_e);
     }
 #pragma unroll 1
-    for (uint32_t k = d::kVecReg; k < nk; ++k) {  // rows longer than 163840: streamed
+    for (uint32_t k = VR; k < nk; ++k) {  // rows longer than 163840: streamed
         const uint32_t v = v0 + tid + k * d::kThreads;
-        d::vec_best(fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab), v, v1, vocab, best,
-                    best_e);
+        uint4 vq[Q];
+        if (fast) {
+            d::load_vec(lrow, v, v < v1, vq);
+        } else {
+            d::load_elems(lrow, v, v1, vocab, vq);
+        }
+#pragma unroll
+        for (uint32_t h = 0; h < Q; ++h) d::quad_best(vq[h], v * W + 4u * h, v < v1, vocab, best, best_e);
     }
     const u64 tmax = best != 0u ? d::make_key(best, best_e) : 0ull;
 
@@ -341,16 +385,28 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
         d::cluster_wait();  // the entry's arrival
         return;
     }
-    // 1: the CTA's 16 largest thread maxima.
-    {
+    // 1: the CTA's 16 largest thread maxima (bf16: on 32-bit CTA keys, cta_key).
+    constexpr bool kKey32 = sizeof(T) == 2;
+    __shared__ uint32_t lists32[kKey32 ? d::kWarps : 1][d::kTop];
+    if constexpr (kKey32) {
+        const uint32_t x = d::warp_sort_desc(d::cta_key(best, best_e - v0 * W), lane);
+        if (lane < d::kTop) lists32[warp][lane] = x;
+        __syncthreads();
+        d::tree_merge(lists32, d::kWarps, warp, lane);
+    } else {
         const u64 x = d::warp_sort_desc(tmax, lane);
         if (lane < d::kTop) lists[warp][lane] = x;
+        __syncthreads();
+        d::tree_merge(lists, d::kWarps, warp, lane);
     }
-    __syncthreads();
-    d::tree_merge(lists, d::kWarps, warp, lane);
+    // Key i of the CTA's list, as the row's 64-bit key.
+    auto cta_list = [&](uint32_t i) {
+        if constexpr (kKey32) return d::row_key(lists32[0][i], v0 * W);
+        return lists[0][i];
+    };
 
     if constexpr (kStopAfter == 2) {
-        if (tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = static_cast<int32_t>(lists[0][d::kTop - 1]);
+        if (tid == 0) ids[static_cast<size_t>(row) * d::kTop + rank] = static_cast<int32_t>(cta_list(d::kTop - 1));
         d::cluster_wait();  // the entry's arrival
         return;
     }
@@ -358,7 +414,7 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     d::cluster_wait();
     if (tid < d::kCluster * d::kTop) {
         u64* dst = cluster.map_shared_rank(&rowlists[rank][0], tid / d::kTop);
-        dst[tid % d::kTop] = lists[0][tid % d::kTop];
+        dst[tid % d::kTop] = cta_list(tid % d::kTop);
     }
     d::cluster_arrive_release();
     d::cluster_wait();
@@ -379,11 +435,15 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
         slot_tid[sl] = tid;
         uint4* dst = reinterpret_cast<uint4*>(slot_bits[sl]);
 #pragma unroll
-        for (uint32_t k = 0; k < d::kVecReg; ++k) dst[k] = raw[k];
+        for (uint32_t q = 0; q < d::kQuadReg; ++q) dst[q] = raw[q];
 #pragma unroll 1
-        for (uint32_t k = d::kVecReg; k < nk; ++k) {
+        for (uint32_t k = VR; k < nk; ++k) {
             const uint32_t v = v0 + tid + k * d::kThreads;
-            dst[k] = fast ? d::load_fast(lrow, v, v < v1) : d::load_elems(lrow, v, v1, vocab);
+            if (fast) {
+                d::load_vec(lrow, v, v < v1, &dst[k * Q]);
+            } else {
+                d::load_elems(lrow, v, v1, vocab, &dst[k * Q]);
+            }
         }
     }
     __syncthreads();
@@ -392,10 +452,10 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
         uint32_t* n0 = cluster.map_shared_rank(&ncand, 0u);
         u64* c0 = cluster.map_shared_rank(&cand[0], 0u);
 #pragma unroll 1
-        for (uint32_t j0 = 0; j0 < nk * 4u; j0 += 32u) {
+        for (uint32_t j0 = 0; j0 < nk * W; j0 += 32u) {
             const uint32_t j = j0 + lane;
-            const uint32_t v = v0 + t + (j >> 2) * d::kThreads, e = v * 4u + (j & 3u);
-            const uint32_t k32 = j < nk * 4u && v < v1 && e < vocab ? d::float_key(slot_bits[warp][j]) : 0u;
+            const uint32_t v = quad_v(t, j >> 2), e = quad_e(t, j >> 2) + (j & 3u);
+            const uint32_t k32 = j < nk * W && v < v1 && e < vocab ? d::float_key(slot_bits[warp][j]) : 0u;
             const u64 x = k32 != 0u ? d::make_key(k32, e) : 0ull;
             const bool take = x != 0ull && x >= thr;
             const uint32_t m = __ballot_sync(0xffffffffu, take);
