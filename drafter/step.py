@@ -51,6 +51,16 @@ lm_head, top-16 and selector read the 15 mask rows, and the walk starts from the
 The lm_head writes BF16 logits, which dflash2_topk16 reads directly (its bf16 instance reads
 them as the f32 values they are).
 
+Measured on the H200 and not kept (graph replays, interleaved in one run, at 1024 / 8192
+context rows): the next projection's weight asked into the L2 (a bulk-prefetch kernel on a
+branch of the graph) while the short kernels and the attention run, 647 -> 680 us at 1024 rows:
+a 16-row GEMV over the o weight took 10.7 us with that weight already in the L2 against 10.9 us
+cold, so the GEMVs gain nothing from the L2 and the prefetch's traffic slows the kernels beside
+it; the gate/up projection with SwiGLU in its epilogue and the selector projection in the
+lm_head's launch (six launches fewer), 644.5 -> 646.1 / 691.4 -> 690.0 us: with programmatic
+dependent launch each GEMV's weight stream starts while the short kernels before it run, and
+removing those kernels did not shorten the step.
+
 Step inputs that change between replays live in device memory, written by ``set_step``
 before a replay: the block's positions and ids (anchor first), kv_len, q_offset, q_rope_pos
 (one int32 array, copied from pinned host memory in one transfer) and the block's cache slots

@@ -210,7 +210,10 @@ struct Params {
 // 10240, 16384 < kv_len <= 20480, ...). Most of the FP8 kernels' time past their loads is each
 // CTA's tile loop (products, softmax), which more CTAs an SM hide better: at kv_len 32768, 48.2
 // us against 55.2 on the H200; the bf16 kernels, near their loads' time, measured 3% slower cut
-// that way.
+// that way. Spreading the bf16 keys over one cluster fewer when the last would hold at most two
+// chunks' keys (kv_len 8208, the drafter's 8192 context rows and its block: 4 clusters of
+// 288-key chunks instead of 5 of 256) measured no faster (H200, split chain 23.5 -> 23.3 us;
+// 8192, 8704 and 16400 unchanged).
 // A function of kv_len alone for each cache type, so every kernel of a type (split or not,
 // direct or indirect, whatever its grid) cuts the keys the same way.
 template <int SPLIT_KEYS, bool FP8>
