@@ -318,6 +318,31 @@ def test_topk16_bf16_logits_equal_their_f32_values(vocab, offset):
     assert torch.equal(buf.view(torch.int16), expect.view(torch.int16))  # nothing else touched
 
 
+@pytest.mark.parametrize("vocab", [151936, 524288])
+def test_topk16_bf16_negative_rows_and_ties(vocab):
+    """Rows whose 16 largest are negative (the bf16 instance's 32-bit CTA keys widen a negative
+    value's key with its lower half all ones), and ties of the row maximum inside one CTA's
+    chunk at element offsets past 2^15 of it (524288: chunks of 65536): the bf16 instance gives
+    the f32 instance's ids and scores, and the f32 instance the reference's."""
+    rows = 4
+    torch.manual_seed(vocab + 3)
+    x = -(torch.randn(rows, vocab, device=DEV).abs() * 4.0 + 0.5)
+    x[1, 5::997] = -0.5  # the maximum, tied across every CTA of the row
+    x[2] = -2.0
+    x[2, vocab - 40:vocab - 24] = -1.0  # exactly 16 larger ones, in the last CTA's chunk
+    chunk = vocab // 8  # a CTA's elements (vocab a multiple of 64)
+    x[3, 3 * chunk + 100 + 3001 * torch.arange(20, device=DEV)] = -0.25  # tied maxima from CTA 3's chunk on
+    logits16 = x.to(torch.bfloat16)
+    ids32, scores32 = check_topk(logits16.float(), rows, vocab, multiplier=0.75, cap=30.0)
+    before = logits16.clone()
+    ids16, scores16 = run_topk(logits16, rows, vocab, multiplier=0.75, cap=30.0)
+    assert torch.equal(ids16, ids32)
+    assert torch.equal(scores16.view(torch.int32), scores32.view(torch.int32))
+    assert ids32[2].tolist() == list(range(vocab - 40, vocab - 24))
+    before.scatter_(1, ids32.to(torch.int64), float("-inf"))
+    assert torch.equal(logits16.view(torch.int16), before.view(torch.int16))
+
+
 @pytest.mark.parametrize("vocab", [1001, 202048])
 @pytest.mark.parametrize("rows", [1, 64])
 def test_topk16_edge_sizes_both_instances(rows, vocab):
