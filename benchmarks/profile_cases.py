@@ -95,6 +95,21 @@ def topk16(rows: int, vocab: int):
     return lambda: launched(dflash2.dflash2_topk16(logits, ids, scores, rows, vocab, 1.0, 30.0))
 
 
+def fp8_gemv(rows: int, n: int, k: int):
+    """The FP8 GEMV the fp8_linear chain takes at these rows (fp8_gemv_rt2 up to 8 rows,
+    fp8_gemv_rt2_16 up to 16): bf16 x [rows, k] times E4M3 q [n, k]^T, a scale per weight row."""
+    import torch
+    from cuda_timing import launched
+    from kernelgen_ops import fp8_gemv_rt
+
+    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+    q = torch.randint(0, 0x7F, (n, k), device="cuda", dtype=torch.uint8).view(torch.float8_e4m3fn)
+    s = torch.rand(n, device="cuda") * 1e-3 + 1e-3
+    out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+    fn = fp8_gemv_rt.fp8_gemv_rt2 if rows <= 8 else fp8_gemv_rt.fp8_gemv_rt2_16
+    return lambda: launched(fn(x, q, s, out, rows, n, k))
+
+
 def cublas(rows: int, n: int, k: int):
     """cuBLAS bf16 (torch's F.linear), the peer of the many-row GEMMs: x [rows, k] times w [n, k]^T."""
     import torch.nn.functional as F
@@ -113,6 +128,10 @@ CASES = {
     "dense_tma_o_256": ("regex:dense_gemm_tma", lambda: dense_tma(256, 4096, 4096)),
     "fp8_tma_o_256": ("regex:fp8_gemm_tma", lambda: fp8_tma(256, 4096, 4096)),
     "topk16_bf16": ("regex:dflash2_topk16", lambda: topk16(16, 151936)),
+    # the drafter's 16-row GEMVs beside the 1-row one on the same weight
+    "fp8_gemv16_o": ("regex:dflash_fp8_gemv_rt2_16_kernel", lambda: fp8_gemv(16, 4096, 4096)),
+    "fp8_gemv1_o": ("regex:dflash_fp8_gemv_rt2_kernel", lambda: fp8_gemv(1, 4096, 4096)),
+    "fp8_gemv16_gate_up": ("regex:dflash_fp8_gemv_rt2_16_kernel", lambda: fp8_gemv(16, 24576, 4096)),
 }
 # Peers (not the catalog's kernels), profiled the same way beside ours: cuBLAS's GEMM kernels
 # (named by the library's choice of tile and cluster, e.g. nvjet_sm90_tst_128x64_64x8_1x2_h_bz_TNT).

@@ -39,6 +39,7 @@ def test_the_launchers_it_calls_are_generated() -> None:
     source = SCRIPT.read_text()
     calls = re.findall(r"\b(attn_dflash|dense_linear|fp8_linear|dflash2)\.(\w+)\(", source)
     calls += [("attn_dflash", f"prefill_attn_dflash_{kind}_split") for kind in ("bf16", "fp8")]  # the getattr
+    calls += re.findall(r"\b(fp8_gemv_rt)\.(fp8_gemv_\w+)\b", source)  # chosen by rows, then called
     assert len(calls) >= 5
     for module, launcher in calls:
         stub = (ROOT / "generated" / "hopper" / "python" / f"{module}.pyi").read_text()
