@@ -70,16 +70,24 @@ def dense_tma(rows: int, n: int, k: int):
     return lambda: launched(dense_linear.dense_gemm_tma(x, w, out, rows, n, k))
 
 
-def fp8_tma(rows: int, n: int, k: int):
-    """fp8_gemm_tma (hopper): bf16 x [rows, k] times E4M3 q [n, k]^T with a scale per weight row."""
+def fp8_operands(rows: int, n: int, k: int):
+    """bf16 x [rows, k], E4M3 q [n, k] with an f32 scale per weight row, and the bf16 output
+    [rows, n], as the FP8 GEMV and GEMM kernels take them."""
     import torch
-    from cuda_timing import launched
-    from kernelgen_ops import fp8_linear
 
     x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
     q = torch.randint(0, 0x7F, (n, k), device="cuda", dtype=torch.uint8).view(torch.float8_e4m3fn)
     s = torch.rand(n, device="cuda") * 1e-3 + 1e-3
     out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+    return x, q, s, out
+
+
+def fp8_tma(rows: int, n: int, k: int):
+    """fp8_gemm_tma (hopper): bf16 x [rows, k] times E4M3 q [n, k]^T with a scale per weight row."""
+    from cuda_timing import launched
+    from kernelgen_ops import fp8_linear
+
+    x, q, s, out = fp8_operands(rows, n, k)
     return lambda: launched(fp8_linear.fp8_gemm_tma(x, q, s, out, rows, n, k))
 
 
@@ -98,14 +106,10 @@ def topk16(rows: int, vocab: int):
 def fp8_gemv(rows: int, n: int, k: int):
     """The FP8 GEMV the fp8_linear chain takes at these rows (fp8_gemv_rt2 up to 8 rows,
     fp8_gemv_rt2_16 up to 16): bf16 x [rows, k] times E4M3 q [n, k]^T, a scale per weight row."""
-    import torch
     from cuda_timing import launched
     from kernelgen_ops import fp8_gemv_rt
 
-    x = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
-    q = torch.randint(0, 0x7F, (n, k), device="cuda", dtype=torch.uint8).view(torch.float8_e4m3fn)
-    s = torch.rand(n, device="cuda") * 1e-3 + 1e-3
-    out = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+    x, q, s, out = fp8_operands(rows, n, k)
     fn = fp8_gemv_rt.fp8_gemv_rt2 if rows <= 8 else fp8_gemv_rt.fp8_gemv_rt2_16
     return lambda: launched(fn(x, q, s, out, rows, n, k))
 

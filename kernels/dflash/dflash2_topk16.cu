@@ -160,6 +160,16 @@ static __device__ __forceinline__ void tree_merge(K (*lists)[kTop], uint32_t n, 
     }
 }
 
+// Step 1 of the kernel: each warp sorts its lanes' keys and keeps 16 (lists[warp]), then the
+// merge tree leaves the CTA's 16 largest in lists[0]. Called by the whole CTA (it syncs).
+template <typename K>
+static __device__ __forceinline__ void cta_top16(K x, K (*lists)[kTop], uint32_t warp, uint32_t lane) {
+    x = warp_sort_desc(x, lane);
+    if (lane < kTop) lists[warp][lane] = x;
+    __syncthreads();
+    tree_merge(lists, kWarps, warp, lane);
+}
+
 constexpr uint32_t kNegInf = 0xff800000u;  // f32 -inf
 constexpr uint32_t kInf = 0x7f800000u;     // f32 +inf (larger magnitudes: NaN)
 
@@ -392,15 +402,9 @@ dflash2_topk16_kernel(T* logits, int32_t* ids, float* scores, uint32_t rows, uin
     constexpr bool kKey32 = sizeof(T) == 2;
     __shared__ uint32_t lists32[kKey32 ? d::kWarps : 1][d::kTop];
     if constexpr (kKey32) {
-        const uint32_t x = d::warp_sort_desc(d::cta_key(best, best_e - v0 * W), lane);
-        if (lane < d::kTop) lists32[warp][lane] = x;
-        __syncthreads();
-        d::tree_merge(lists32, d::kWarps, warp, lane);
+        d::cta_top16(d::cta_key(best, best_e - v0 * W), lists32, warp, lane);
     } else {
-        const u64 x = d::warp_sort_desc(tmax, lane);
-        if (lane < d::kTop) lists[warp][lane] = x;
-        __syncthreads();
-        d::tree_merge(lists, d::kWarps, warp, lane);
+        d::cta_top16(tmax, lists, warp, lane);
     }
     // Key i of the CTA's list, as the row's 64-bit key.
     auto cta_list = [&](uint32_t i) {
