@@ -64,7 +64,17 @@
 // with 32-64 KB of weight in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 64 KB
 // in flight per SM while CTAs retire and start. Resident CTAs share the memory system, so an
 // uneven count of CTAs per SM does not idle the memory: an SM with one CTA left still has
-// 32 KB in flight.
+// 32 KB in flight. The split along K pays only for the small layers, though: where the 2-CTA
+// grid exceeds one CTA an SM (qkv, gate_up, the lm_head), the whole-K form without a cluster
+// (fp8_gemv_rt1 / rt1_16, below) is faster, and the chain takes it there.
+//
+// What bounds a warp (Nsight Compute on the H200, o at 16 rows: 128 CTAs, 2 warps a scheduler):
+// 0.40 instructions issued a cycle per scheduler, 60% of cycles with no eligible warp, the
+// stalls led by the wait for a chunk to land (long_sb at the phase barrier, 21% of samples); at
+// 1 row the same (0.37 issued, long_sb 27%). A loop with 23% fewer instructions a chunk (copies
+// of whole chunks with no per-copy selects, the ring's slots unrolled: 514 -> 396 at 16 rows)
+// was measured and not taken: qkv at 16 rows 13.3 -> 12.5 us, o and down unchanged, gate_up
+// 33.3 -> 34.3 and the lm_head 169 -> 170-172 (A/B/A, cold weights, back-to-back launches).
 //
 // Products on the tensor cores with the weight as the A operand: an m16n8k16 mma takes 16
 // weight rows x 16 k as A and x^T (16 k x 8 x rows) as B. The k order inside a 16-k step is a
@@ -164,28 +174,69 @@ dflash_fp8_gemv_rt2_16_ks_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q,
     dflash_fp8_rt_detail::gemv_tile<2, C>(x, q, scale, out, rows, n, k);
 }
 
+// Weights of many row tiles (qkv, gate / up, the lm_head): the same GEMVs without the cluster,
+// each CTA streaming the whole of K for its 64 weight rows (twice the bytes for the same fixed
+// costs: start-up, reduction, and no cluster barrier). The chain takes them when the 2-CTA
+// grid would exceed one CTA an SM (specs/fp8_gemv_rt.yaml). Measured on the H200 (cold weights,
+// back-to-back launches, benchmarks/fp8_gemv_ablation.cu, rt2 / rt1 us): 16 rows, qkv 13.2 /
+// 11.1, gate_up 33.4 / 33.1, lm_head 169.1 / 154.4; 1 row, qkv 11.0 / 10.0, gate_up 29.3 / 28.6,
+// lm_head 144.4 / 141.9; with fewer tiles than that the split K wins (o, 64 tiles: 8.9 / 10.6 at
+// 16 rows; down, 64 tiles of K = 12288: 17.2 / 24.7).
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
+dflash_fp8_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                           __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    dflash_fp8_rt_detail::gemv_tile<1, 1>(x, q, scale, out, rows, n, k);
+}
+
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
+dflash_fp8_gemv_rt1_16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                              __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    dflash_fp8_rt_detail::gemv_tile<2, 1>(x, q, scale, out, rows, n, k);
+}
+
 // Three products of the same x in one launch (a layer's q, k and v projections): the clusters
-// take the weight-row tiles of q0, then of q1, then of q2 (ceil(n_i / TILE_N) each), and each
-// computes its tile exactly as dflash_fp8_gemv_rt2_16_kernel does, so every output has the
-// bits of the separate launches. One grid streams all three weights: the small ones (k and v:
-// 4 MB at 1024 x 4096) no longer each pay a launch's start-up and tail.
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
-dflash_fp8_gemv_rt2_16_x3_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0,
-                                 __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1,
-                                 __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2,
-                                 __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2,
-                                 uint32_t k) {
-    namespace d = dflash_fp8_rt_detail;
-    using G = d::Gemv<2>;
-    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
-    __shared__ G::Shared sh;
-    const uint32_t t0 = (n0 + d::kRows - 1) / d::kRows, t1 = (n1 + d::kRows - 1) / d::kRows;
-    const uint32_t tile = blockIdx.x / d::kCluster;
+// (of C CTAs along K: 2, or 1 for the whole of K) take the weight-row tiles of q0, then of q1,
+// then of q2 (ceil(n_i / TILE_N) each), and each computes its tile exactly as
+// dflash_fp8_gemv_rt2_16_kernel (C = 2) or dflash_fp8_gemv_rt1_16_kernel (C = 1) does, so every
+// output has the bits of the separate launches. One grid streams all three weights: the small
+// ones (k and v: 4 MB at 1024 x 4096) no longer each pay a launch's start-up and tail.
+namespace dflash_fp8_rt_detail {
+template <uint32_t C>
+static __device__ __forceinline__ void gemv_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0,
+                                               __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1,
+                                               __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2,
+                                               __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1,
+                                               uint32_t n2, uint32_t k, uint8_t* ring,
+                                               typename Gemv<2, Work::full, C>::Shared& sh) {
+    using G = Gemv<2, Work::full, C>;
+    const uint32_t t0 = (n0 + kRows - 1) / kRows, t1 = (n1 + kRows - 1) / kRows;
+    const uint32_t tile = blockIdx.x / C;
     if (tile < t0) {
-        G::launch(x, q0, scale0, out0, rows, n0, k, tile, dflash_fp8_rt_ring, sh);
+        G::launch(x, q0, scale0, out0, rows, n0, k, tile, ring, sh);
     } else if (tile < t0 + t1) {
-        G::launch(x, q1, scale1, out1, rows, n1, k, tile - t0, dflash_fp8_rt_ring, sh);
+        G::launch(x, q1, scale1, out1, rows, n1, k, tile - t0, ring, sh);
     } else {
-        G::launch(x, q2, scale2, out2, rows, n2, k, tile - t0 - t1, dflash_fp8_rt_ring, sh);
+        G::launch(x, q2, scale2, out2, rows, n2, k, tile - t0 - t1, ring, sh);
     }
+}
+}  // namespace dflash_fp8_rt_detail
+
+#define DFLASH_FP8_X3_ARGS                                                                               \
+    const __nv_bfloat16 *x, const __nv_fp8_e4m3 *q0, const float *scale0, __nv_bfloat16 *out0,           \
+        const __nv_fp8_e4m3 *q1, const float *scale1, __nv_bfloat16 *out1, const __nv_fp8_e4m3 *q2,     \
+        const float *scale2, __nv_bfloat16 *out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, \
+        uint32_t k
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) dflash_fp8_gemv_rt2_16_x3_kernel(DFLASH_FP8_X3_ARGS) {
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ dflash_fp8_rt_detail::Gemv<2, dflash_fp8_rt_detail::Work::full, 2>::Shared sh;
+    dflash_fp8_rt_detail::gemv_x3<2>(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k,
+                                     dflash_fp8_rt_ring, sh);
+}
+
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2) dflash_fp8_gemv_rt1_16_x3_kernel(DFLASH_FP8_X3_ARGS) {
+    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
+    __shared__ dflash_fp8_rt_detail::Gemv<2, dflash_fp8_rt_detail::Work::full, 1>::Shared sh;
+    dflash_fp8_rt_detail::gemv_x3<1>(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k,
+                                     dflash_fp8_rt_ring, sh);
 }

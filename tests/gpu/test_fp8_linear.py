@@ -1,8 +1,8 @@
 """GPU tests of specs/fp8_linear.yaml and specs/fp8_gemv_rt.yaml (kernels/dflash/fp8_*.cu*):
 BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
 reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (each
-register-tiled GEMV preceded by its K-split form for few weight rows; on hopper the chain has
-fp8_gemm_tma before n128)."""
+register-tiled GEMV preceded by its K-split form for few weight rows and its whole-K form for
+many; on hopper the chain has fp8_gemm_tma before n128)."""
 
 import os
 
@@ -23,6 +23,12 @@ from tests.gpu.checks import bound, same_bits  # noqa: E402
 DEV = "cuda"
 E4M3 = torch.float8_e4m3fn
 RT_SWITCH = "METRALE_NO_DFLASH_FP8_RT"
+# The whole-K GEMVs (fp8_gemv_rt1, _rt1_16, _rt1_16_x3) apply when the 2-CTA grid would exceed
+# one CTA an SM: weights of more than SMS / 2 tiles of 64 rows. RT1_N: the fewest such tiles,
+# the last one partial; RT2_N: the most tiles that keep the split K.
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
+RT1_N = 64 * (SMS // 2) + 8
+RT2_N = 64 * (SMS // 2)
 LINEAR_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
 
 
@@ -333,11 +339,84 @@ def test_rt2_16_x3_equals_three_launches(rows, ns, k):
         check_product(out, x, q, scale)
 
 
+RT1 = {"fp8_gemv_rt1": 8, "fp8_gemv_rt1_16": 16}
+# N just past the split-K kernels' range (off the 64-row tile) with K of one 16-k piece, of a
+# partial last 128-k chunk, of several and of many chunks; N of a gate / up projection.
+RT1_SHAPES = [(RT1_N, 16), (RT1_N, 1040), (RT1_N, 4096), (RT1_N, 12288), (24576, 4096)]
+
+
+@pytest.mark.parametrize("name", list(RT1))
+@pytest.mark.parametrize("rows", [1, 2, 7, 8, 9, 15, 16])
+@pytest.mark.parametrize("n,k", RT1_SHAPES)
+def test_rt1_product(name, rows, n, k):
+    """The whole-K GEMVs against the reference, and repeatable bits."""
+    if rows > RT1[name]:
+        pytest.skip("beyond the kernel's rows")
+    if n == 24576 and rows not in (1, 16):
+        pytest.skip("the large weight at the row counts of the drafter only")
+    kernel = getattr(fp8_gemv_rt, name)
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 613 + n + k)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    _, again = launch(kernel, x, q, scale, rows, n, k)
+    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+
+
+@pytest.mark.parametrize("name", list(RT1))
+def test_rt1_misaligned_and_bounds(name):
+    """Base pointers off 16-byte alignment take the byte path; the grid bound holds both ways."""
+    check_misaligned(getattr(fp8_gemv_rt, name), n=RT1_N)
+    rows = RT1[name]
+    p = getattr(fp8_gemv_rt, name).plan(rows=rows, n=RT1_N, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
+    p = getattr(fp8_gemv_rt, name).plan(rows=rows, n=RT2_N, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
+
+
+@pytest.mark.parametrize("rows", [1, 9, 16])
+@pytest.mark.parametrize("ns,k", [((4096, 1024, 1024), 4096), ((RT1_N - 100, 0, 65), 4096),
+                                  ((RT2_N, 130, 1), 48), ((0, 0, RT1_N), 12288)])
+def test_rt1_16_x3_equals_three_launches(rows, ns, k):
+    """fp8_gemv_rt1_16_x3: each output has the bits of a separate fp8_gemv_rt1_16 launch on that
+    weight (segments of any size, empty ones, N off the tile), within the reference bound."""
+    x = nonzero_randn(rows, k)
+    parts = []
+    for i, n in enumerate(ns):
+        _, q, scale = make_inputs(1, n, k, seed=rows * 19 + n * 5 + k + i)
+        parts.append((q, scale, torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)))
+    args = {}
+    for i, (q, scale, out) in enumerate(parts):
+        args.update({f"q{i}": q, f"scale{i}": scale, f"out{i}": out, f"n{i}": q.shape[0]})
+    outcome = fp8_gemv_rt.fp8_gemv_rt1_16_x3(x=x, rows=rows, k=k, **args)
+    assert outcome.launched, outcome.reason
+    torch.cuda.synchronize()
+    for i, (q, scale, out) in enumerate(parts):
+        n = q.shape[0]
+        if n == 0:
+            continue
+        # the single launch of a weight too small for rt1_16 on its own: the same tiles computed
+        # by a launch of rt1_16 over a larger weight whose first rows these are
+        big_n = max(n, RT1_N)
+        qb = torch.zeros(big_n, k, device=DEV, dtype=torch.uint8)
+        qb[:n] = q.view(torch.uint8)
+        sb = torch.ones(big_n, device=DEV)
+        sb[:n] = scale
+        single, expect = launch(fp8_gemv_rt.fp8_gemv_rt1_16, x, qb.view(E4M3), sb, rows, big_n, k)
+        assert single.launched, single.reason
+        same_bits(out, expect[:, :n], f"fp8_gemv_rt1_16_x3 output {i} against its own launch")
+        check_product(out, x, q, scale)
+
+
 def test_rt2_16_x3_grid():
     p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=16, n0=4096, n1=1024, n2=1024, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2 * (64 + 16 + 16), 1, 1), p
     p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=17, n0=64, n1=64, n2=64, k=4096)
     assert not p["launched"] and "rows <= 16" in p["reason"], p
+    p = fp8_gemv_rt.fp8_gemv_rt1_16_x3.plan(rows=16, n0=4096, n1=1024, n2=1024, k=4096)
+    assert p["launched"] and tuple(p["grid"]) == (64 + 16 + 16, 1, 1), p
+    p = fp8_gemv_rt.fp8_gemv_rt1_16_x3.plan(rows=16, n0=RT2_N - 128, n1=64, n2=64, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], "tiles * CLUSTER > device.sm_count"), p
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
@@ -353,10 +432,10 @@ def test_product_subnormal_weights(name):
     check_product(out, x, q, scale)
 
 
-def check_misaligned(kernel, codes=None):
+def check_misaligned(kernel, codes=None, n=300):
     """x and q at base pointers off 16-byte alignment (invisible to the launcher): launched, and
-    the product exact (3 x 1024 by 300 weight rows)."""
-    rows, n, k = 3, 300, 1024
+    the product exact (3 x 1024 by n weight rows)."""
+    rows, k = 3, 1024
     x, q, scale = make_inputs(rows, n, k, seed=9, codes=codes)
     xb = torch.empty(rows * k + 1, device=DEV, dtype=torch.bfloat16)
     xb[1:] = x.reshape(-1)
@@ -430,6 +509,12 @@ CHAIN = [  # (rows, n, k, kernel)
     (8, 1100, 4096, "fp8_gemv_rt2"),
     (9, 1100, 4096, "fp8_gemv_rt2_16"),
     (16, 1100, 4096, "fp8_gemv_rt2_16"),
+    (1, RT2_N, 4096, "fp8_gemv_rt2"),         # SMS / 2 tiles: 2-CTA clusters fit one CTA an SM
+    (16, RT2_N, 4096, "fp8_gemv_rt2_16"),
+    (1, RT1_N, 4096, "fp8_gemv_rt1"),         # more: the whole of K a CTA
+    (8, RT1_N, 4096, "fp8_gemv_rt1"),
+    (9, 151936, 4096, "fp8_gemv_rt1_16"),
+    (16, RT1_N, 4096, "fp8_gemv_rt1_16"),
     (17, 264, 4096, "fp8_gemm_n128_row_scaled"),
     (1, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (16, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
@@ -672,11 +757,12 @@ def test_gemv_tma_graph_replay_reads_current_data():
 
 @pytest.mark.parametrize("rows", [8, 9, 16])
 def test_chain_vocabulary_sized_weight(rows):
-    """A vocabulary-sized N (65536 weight rows) takes the register-tiled GEMVs like any other:
-    fp8_gemv_rt2 at 8 rows, fp8_gemv_rt2_16 at 9-16 (on the H200 faster than fp8_gemv_tma on
-    the 151936 x 4096 lm_head at 16 rows: 180.7 against 187.1 us)."""
+    """A vocabulary-sized N (65536 weight rows) takes the register-tiled GEMVs like any other, in
+    their whole-K form (1024 tiles): fp8_gemv_rt1 at 8 rows, fp8_gemv_rt1_16 at 9-16 (the split
+    fp8_gemv_rt2_16 was on the H200 faster than fp8_gemv_tma on the 151936 x 4096 lm_head at 16
+    rows, 180.7 against 187.1 us, and rt1_16 is faster than rt2_16 there)."""
     outcome, out, x, q, scale = run_chain(rows, 512 * 128, 64)
-    expect = "fp8_gemv_rt2_16" if rows > 8 else "fp8_gemv_rt2"
+    expect = "fp8_gemv_rt1_16" if rows > 8 else "fp8_gemv_rt1"
     assert outcome.launched and kernel_name(outcome) == expect, outcome.kernel
     check_product(out, x, q, scale)
 

@@ -617,7 +617,7 @@ def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain fp8_linear
 
-MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
+MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1_16', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
@@ -631,8 +631,16 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), 
         {'k': 4095, 'n': 512, 'rows': 1},
         {'k': 32768, 'n': 512, 'rows': 1},
         {'k': 4096, 'n': 1025, 'rows': 1},
-        {'k': 4096, 'n': 4096, 'rows': 4},
         {'k': 4096, 'n': 151936, 'rows': 1},
+        {'k': 4096, 'n': 6144, 'rows': 8},
+        {'k': 4112, 'n': 24600, 'rows': 3},
+        {'k': 4096, 'n': 151936, 'rows': 0},
+        {'k': 0, 'n': 151936, 'rows': 1},
+        {'k': 4096, 'n': 151936, 'rows': 9},
+        {'k': 4095, 'n': 151936, 'rows': 1},
+        {'k': 32768, 'n': 151936, 'rows': 1},
+        {'k': 4096, 'n': 1, 'rows': 1},
+        {'k': 4096, 'n': 4096, 'rows': 4},
         {'k': 12288, 'n': 4096, 'rows': 8},
         {'k': 4096, 'n': 4096, 'rows': 0},
         {'k': 4096, 'n': 0, 'rows': 4},
@@ -650,6 +658,14 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), 
         {'k': 4095, 'n': 512, 'rows': 16},
         {'k': 32768, 'n': 512, 'rows': 16},
         {'k': 4096, 'n': 1025, 'rows': 16},
+        {'k': 4096, 'n': 151936, 'rows': 16},
+        {'k': 4096, 'n': 6144, 'rows': 9},
+        {'k': 12288, 'n': 24576, 'rows': 16},
+        {'k': 0, 'n': 151936, 'rows': 16},
+        {'k': 4096, 'n': 151936, 'rows': 17},
+        {'k': 4095, 'n': 151936, 'rows': 16},
+        {'k': 32768, 'n': 151936, 'rows': 16},
+        {'k': 4096, 'n': 1, 'rows': 16},
         {'k': 4096, 'n': 4096, 'rows': 16},
         {'k': 4096, 'n': 24576, 'rows': 9},
         {'k': 12288, 'n': 4096, 'rows': 16},

@@ -82,6 +82,52 @@ const ArgSpec kg_args_fp8_gemv_rt2_16[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemv_rt1
+int32_t kg_launch_fp8_gemv_rt1(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt1_16
+int32_t kg_launch_fp8_gemv_rt1_16(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1_16(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1_16(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1_16[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- fp8_gemv_rt2_ks_8
 int32_t kg_launch_fp8_gemv_rt2_ks_8(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
@@ -205,6 +251,37 @@ const ArgSpec kg_args_fp8_gemv_rt2_16_x3[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemv_rt1_16_x3
+int32_t kg_launch_fp8_gemv_rt1_16_x3(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, v[5].p, const_cast<void*>(v[6].p), v[7].p, v[8].p, const_cast<void*>(v[9].p), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1_16_x3(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1_16_x3(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1_16_x3[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0},  // const fp8_e4m3*
+    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0},  // const f32*
+    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0},  // bf16*
+    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0},  // const fp8_e4m3*
+    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0},  // const f32*
+    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- fp8_gemv_rt2_ks
 int32_t kg_launch_fp8_gemv_rt2_ks(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_ks(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
@@ -271,6 +348,16 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt2_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16, 7, 7, 4,
       kg_launch_fp8_gemv_rt2_16, kg_plan_fp8_gemv_rt2_16, kg_sizes_fp8_gemv_rt2_16, kg_kernels_fp8_gemv_rt2_16, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1[] = { kg_fp8_gemv_rt__fp8_gemv_rt1__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1 = {
+      "fp8_gemv_rt1", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1, 7, 7, 4,
+      kg_launch_fp8_gemv_rt1, kg_plan_fp8_gemv_rt1, kg_sizes_fp8_gemv_rt1, kg_kernels_fp8_gemv_rt1, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_16[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1_16 = {
+      "fp8_gemv_rt1_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_16, 7, 7, 4,
+      kg_launch_fp8_gemv_rt1_16, kg_plan_fp8_gemv_rt1_16, kg_sizes_fp8_gemv_rt1_16, kg_kernels_fp8_gemv_rt1_16, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_ks_8 = {
       "fp8_gemv_rt2_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_ks_8, 7, 7, 4,
@@ -296,6 +383,11 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt2_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_x3, 15, 15, 10,
       kg_launch_fp8_gemv_rt2_16_x3, kg_plan_fp8_gemv_rt2_16_x3, kg_sizes_fp8_gemv_rt2_16_x3, kg_kernels_fp8_gemv_rt2_16_x3, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16_x3) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1_16_x3 = {
+      "fp8_gemv_rt1_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_16_x3, 15, 15, 10,
+      kg_launch_fp8_gemv_rt1_16_x3, kg_plan_fp8_gemv_rt1_16_x3, kg_sizes_fp8_gemv_rt1_16_x3, kg_kernels_fp8_gemv_rt1_16_x3, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_16_x3) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_ks = {
       "fp8_gemv_rt2_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_ks, 7, 7, 4,

@@ -71,6 +71,34 @@ fp8_gemv_rt2_16: _kg_launcher_fp8_gemv_rt2_16
 
 def plan_fp8_gemv_rt2_16(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
+class _kg_launcher_fp8_gemv_rt1(_kg_Protocol):
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9).
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_rt1: _kg_launcher_fp8_gemv_rt1
+
+def plan_fp8_gemv_rt1(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_fp8_gemv_rt1_16(_kg_Protocol):
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1).
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_rt1_16: _kg_launcher_fp8_gemv_rt1_16
+
+def plan_fp8_gemv_rt1_16(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
 class _kg_launcher_fp8_gemv_rt2_ks_8(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
@@ -140,6 +168,20 @@ Programmatic dependent launch: may start before the previous kernel on the strea
 fp8_gemv_rt2_16_x3: _kg_launcher_fp8_gemv_rt2_16_x3
 
 def plan_fp8_gemv_rt2_16_x3(*, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_fp8_gemv_rt1_16_x3(_kg_Protocol):
+    """(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome
+
+fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, q0: _kg_Array, scale0: _kg_Array, out0: _kg_Array, q1: _kg_Array, scale1: _kg_Array, out1: _kg_Array, q2: _kg_Array, scale2: _kg_Array, out2: _kg_Array, rows: int, n0: int, n1: int, n2: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_rt1_16_x3: _kg_launcher_fp8_gemv_rt1_16_x3
+
+def plan_fp8_gemv_rt1_16_x3(*, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_gemv_rt2_ks(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome

@@ -357,6 +357,242 @@ int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 }
 }  // namespace
 
+// fp8_gemv_rt1: fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
+  {  // skip: rows == 0
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: k >= 1
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows <= 8
+    const bool kg_holds = (int64_t{rows} <= int64_t{8});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: k <= 16384
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  {  // applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+    const bool kg_holds = (kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err) > kg_dev.sm_count);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, TILE_N, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = ((kg::x_div_ceil(int64_t{n}, TILE_N, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {1, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt1_16: fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
+  {  // skip: rows == 0
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: k >= 1
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows <= 16
+    const bool kg_holds = (int64_t{rows} <= int64_t{16});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: k <= 16384
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  {  // applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+    const bool kg_holds = (kg::x_mul(kg::x_div_ceil(int64_t{n}, TILE_N, kg_err), CLUSTER, kg_err) > kg_dev.sm_count);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, TILE_N, kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = ((kg::x_div_ceil(int64_t{n}, TILE_N, kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {1, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 // fp8_gemv_rt2_ks_8: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
@@ -942,6 +1178,130 @@ int32_t kg_sizes_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uin
 }
 }  // namespace
 
+// fp8_gemv_rt1_16_x3: fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
+  {  // skip: rows == 0
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: ((n0 + n1) + n2) == 0
+    const bool kg_holds = (kg::x_add(kg::x_add(int64_t{n0}, int64_t{n1}, kg_err), int64_t{n2}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: k >= 1
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows <= 16
+    const bool kg_holds = (int64_t{rows} <= int64_t{16});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: k <= 16384
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  {  // applies: (tiles * CLUSTER) > device.sm_count
+    const bool kg_holds = (kg::x_mul(kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err), CLUSTER, kg_err) > kg_dev.sm_count);
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = ((kg::x_add(kg::x_add(kg::x_div_ceil(int64_t{n0}, TILE_N, kg_err), kg::x_div_ceil(int64_t{n1}, TILE_N, kg_err), kg_err), kg::x_div_ceil(int64_t{n2}, TILE_N, kg_err), kg_err) <= kg_dev.sm_count) ? kg::x_max(RING_SMEM, kg::x_floordiv(kg_dev.max_shared_mem_per_sm, int64_t{2}, kg_err)) : RING_SMEM);
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {1, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n0}, int64_t{k}, kg_err);  // q0
+  kg_sizes[2] = int64_t{n0};  // scale0
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n0}, kg_err);  // out0
+  kg_sizes[4] = kg::x_mul(int64_t{n1}, int64_t{k}, kg_err);  // q1
+  kg_sizes[5] = int64_t{n1};  // scale1
+  kg_sizes[6] = kg::x_mul(int64_t{rows}, int64_t{n1}, kg_err);  // out1
+  kg_sizes[7] = kg::x_mul(int64_t{n2}, int64_t{k}, kg_err);  // q2
+  kg_sizes[8] = int64_t{n2};  // scale2
+  kg_sizes[9] = kg::x_mul(int64_t{rows}, int64_t{n2}, kg_err);  // out2
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 }  // namespace kernelgen::fp8_gemv_rt
 
 // ---- kernel sources (specs/fp8_gemv_rt.yaml)
@@ -1009,6 +1369,50 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_gemv_rt.yaml:91: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
+const char* const kSkip_fp8_gemv_rt1[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt1[] = {
+    "rows <= 8",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count",
+};
+const char* const kRequires_fp8_gemv_rt1[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1", "hopper",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1, kApplies_fp8_gemv_rt1, kRequires_fp8_gemv_rt1,
+    2, 4, 1,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/fp8_gemv_rt.yaml:115: kernel 'fp8_gemv_rt1': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemv_rt1;
+const char* const kSkip_fp8_gemv_rt1_16[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt1_16[] = {
+    "rows <= 16",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count",
+};
+const char* const kRequires_fp8_gemv_rt1_16[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1_16", "hopper",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1_16, kApplies_fp8_gemv_rt1_16, kRequires_fp8_gemv_rt1_16,
+    2, 4, 1,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/fp8_gemv_rt.yaml:132: kernel 'fp8_gemv_rt1_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemv_rt1_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
     "rows == 0",
     "n == 0",
@@ -1029,7 +1433,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:115: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:146: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
     "rows == 0",
@@ -1051,7 +1455,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:115: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:146: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
     "rows == 0",
@@ -1073,7 +1477,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:133: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:164: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
     "rows == 0",
@@ -1095,7 +1499,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:133: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:164: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
@@ -1116,8 +1520,30 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:145: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:176: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
+const char* const kSkip_fp8_gemv_rt1_16_x3[] = {
+    "rows == 0",
+    "((n0 + n1) + n2) == 0",
+};
+const char* const kApplies_fp8_gemv_rt1_16_x3[] = {
+    "rows <= 16",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(tiles * CLUSTER) > device.sm_count",
+};
+const char* const kRequires_fp8_gemv_rt1_16_x3[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1_16_x3", "hopper",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1_16_x3, kApplies_fp8_gemv_rt1_16_x3, kRequires_fp8_gemv_rt1_16_x3,
+    2, 4, 1,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/fp8_gemv_rt.yaml:213: kernel 'fp8_gemv_rt1_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemv_rt1_16_x3;
 }  // namespace
 
 kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -1184,6 +1610,42 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_16_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt2_16};
+}
+
+kernelgen::Outcome fp8_gemv_rt1(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt1_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt1};
+}
+
+kernelgen::Outcome fp8_gemv_rt1_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt1_16_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_16_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt1_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -1274,6 +1736,24 @@ kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_16_x3_kernel, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k)), &kg_info_fp8_gemv_rt2_16_x3};
+}
+
+kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16_x3};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16_x3.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt1_16_x3_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16_x3};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_16_x3_kernel, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k)), &kg_info_fp8_gemv_rt1_16_x3};
 }
 
 // fp8_gemv_rt2_ks: Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
@@ -1374,6 +1854,40 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_16; }
 
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_16(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_16; }
+
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_8(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -1458,6 +1972,23 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(uint32_t rows, uint32_t n0, ui
 }
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_16_x3; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16_x3(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q0), static_cast<const float*>(scale0), static_cast<__nv_bfloat16*>(out0), static_cast<const __nv_fp8_e4m3*>(q1), static_cast<const float*>(scale1), static_cast<__nv_bfloat16*>(out1), static_cast<const __nv_fp8_e4m3*>(q2), static_cast<const float*>(scale2), static_cast<__nv_bfloat16*>(out2), rows, n0, n1, n2, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_16_x3; }
 
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));

@@ -426,6 +426,269 @@ def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
     assert mod.fp8_gemv_rt2_16.plan(**CASES_fp8_gemv_rt2_16[0])["launched"]
 
 
+# ---------------------------------------------------------------- fp8_gemv_rt1
+
+
+def expect_fp8_gemv_rt1(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 8)),  # applies: rows <= 8
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_TILE_N), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.div_ceil(_st, _a['n'], C_TILE_N) <= _a['device.sm_count']) else C_RING_SMEM)),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1 = {'k': 4096, 'n': 151936, 'rows': 1}
+CASES_fp8_gemv_rt1 = [
+    dict(BASE_fp8_gemv_rt1),
+    {**BASE_fp8_gemv_rt1, 'n': 6144, 'rows': 8},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 24600, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'n': 1048576},
+    {**BASE_fp8_gemv_rt1, 'k': 1, 'rows': 131073},
+    {**BASE_fp8_gemv_rt1, 'k': 268435457, 'rows': 4097},
+    {**BASE_fp8_gemv_rt1, 'rows': 16385},
+    {**BASE_fp8_gemv_rt1, 'n': 1000000},
+    {**BASE_fp8_gemv_rt1, 'n': 6144, 'rows': 1048577},
+    {**BASE_fp8_gemv_rt1, 'k': 1073741823, 'n': 6144, 'rows': 2097151},
+    {**BASE_fp8_gemv_rt1, 'rows': 2},
+    {**BASE_fp8_gemv_rt1, 'k': 262143, 'n': 24600, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'rows': 131071},
+    {**BASE_fp8_gemv_rt1, 'k': 3, 'n': 32769, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'n': 8388608, 'rows': 8},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 15, 'rows': 131072},
+    {**BASE_fp8_gemv_rt1, 'k': 2147483648, 'n': 24600, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'k': 1025, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 8191, 'rows': 2147483647},
+    {**BASE_fp8_gemv_rt1, 'k': 16383, 'n': 6144, 'rows': 8388607},
+    {**BASE_fp8_gemv_rt1, 'n': 15, 'rows': 8388609},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 24600, 'rows': 32},
+    {**BASE_fp8_gemv_rt1, 'n': 6144, 'rows': 32768},
+    {**BASE_fp8_gemv_rt1, 'k': 65535, 'n': 512},
+    {**BASE_fp8_gemv_rt1, 'k': 536870912, 'n': 6144, 'rows': 65},
+    {**BASE_fp8_gemv_rt1, 'k': 7, 'n': 24600, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'n': 16383},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 24599, 'rows': 8192},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 24600, 'rows': 63},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 24600, 'rows': 127},
+    {**BASE_fp8_gemv_rt1, 'n': 6144, 'rows': 4095},
+    {**BASE_fp8_gemv_rt1, 'rows': 2047},
+    {**BASE_fp8_gemv_rt1, 'n': 2097153, 'rows': 4096},
+    {**BASE_fp8_gemv_rt1, 'k': 33554431, 'n': 65, 'rows': 8},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 268435457, 'rows': 3},
+    {**BASE_fp8_gemv_rt1, 'k': 2147483647},
+    {**BASE_fp8_gemv_rt1, 'n': 4096, 'rows': 8388607},
+    {**BASE_fp8_gemv_rt1, 'k': 4, 'n': 262143},
+    {**BASE_fp8_gemv_rt1, 'k': 4112, 'n': 1024, 'rows': 4095},
+    {**BASE_fp8_gemv_rt1, 'n': 6144, 'rows': 33554431},
+    {**BASE_fp8_gemv_rt1, 'n': 1024},
+    {**BASE_fp8_gemv_rt1, 'k': 8388607, 'rows': 2047},
+    {**BASE_fp8_gemv_rt1, 'k': 1000000000, 'n': 24600, 'rows': 3},
+]
+FLIPS_fp8_gemv_rt1 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1, 'k': 0}),
+    ('applies', 0, 'rows <= 8', {**BASE_fp8_gemv_rt1, 'rows': 9}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1, 'n': 1}),
+]
+OTHER_ARGS_fp8_gemv_rt1 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1)
+def test_fp8_gemv_rt1_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt1(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1)
+def test_fp8_gemv_rt1_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt1
+    full = {**OTHER_ARGS_fp8_gemv_rt1, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt1"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt1.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt1_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt1.plan(**CASES_fp8_gemv_rt1[0])["launched"]
+
+
+def test_fp8_gemv_rt1_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1
+    full = {**OTHER_ARGS_fp8_gemv_rt1, **CASES_fp8_gemv_rt1[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt1.plan(**CASES_fp8_gemv_rt1[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_16
+
+
+def expect_fp8_gemv_rt1_16(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_TILE_N), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.div_ceil(_st, _a['n'], C_TILE_N) <= _a['device.sm_count']) else C_RING_SMEM)),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_16 = {'k': 4096, 'n': 151936, 'rows': 16}
+CASES_fp8_gemv_rt1_16 = [
+    dict(BASE_fp8_gemv_rt1_16),
+    {**BASE_fp8_gemv_rt1_16, 'n': 6144, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 12288, 'n': 24576},
+    {**BASE_fp8_gemv_rt1_16, 'n': 268435457, 'rows': 268435455},
+    {**BASE_fp8_gemv_rt1_16, 'n': 15, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 65537, 'n': 6144, 'rows': 2097151},
+    {**BASE_fp8_gemv_rt1_16, 'k': 4194305},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1025},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1000000000, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 63, 'n': 6144, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt1_16, 'k': 2049, 'n': 268435457},
+    {**BASE_fp8_gemv_rt1_16, 'k': 524288, 'n': 16383, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 65, 'n': 6144, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 8388609, 'n': 256, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 16777215, 'rows': 32767},
+    {**BASE_fp8_gemv_rt1_16, 'k': 65535, 'n': 511},
+    {**BASE_fp8_gemv_rt1_16, 'n': 511},
+    {**BASE_fp8_gemv_rt1_16, 'n': 67108865},
+    {**BASE_fp8_gemv_rt1_16, 'k': 2097152, 'n': 32768, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'n': 8193, 'rows': 8388609},
+    {**BASE_fp8_gemv_rt1_16, 'n': 7, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'n': 129, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 67108863},
+    {**BASE_fp8_gemv_rt1_16, 'k': 12288, 'n': 4, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_16, 'n': 16383, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 33554432, 'n': 6144, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'n': 151935},
+    {**BASE_fp8_gemv_rt1_16, 'k': 12288, 'n': 131072},
+    {**BASE_fp8_gemv_rt1_16, 'k': 2097153, 'n': 24576, 'rows': 32768},
+    {**BASE_fp8_gemv_rt1_16, 'k': 67108865, 'n': 6144, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt1_16, 'n': 1073741824, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 131071, 'n': 8388609},
+    {**BASE_fp8_gemv_rt1_16, 'k': 3, 'n': 24576, 'rows': 4095},
+    {**BASE_fp8_gemv_rt1_16, 'k': 2048},
+    {**BASE_fp8_gemv_rt1_16, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt1_16, 'k': 12288, 'n': 8193, 'rows': 2048},
+    {**BASE_fp8_gemv_rt1_16, 'k': 8192, 'n': 6144, 'rows': 33554432},
+    {**BASE_fp8_gemv_rt1_16, 'k': 4097, 'n': 33554432, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16, 'k': 12289, 'n': 16777215},
+    {**BASE_fp8_gemv_rt1_16, 'k': 17, 'n': 1023},
+    {**BASE_fp8_gemv_rt1_16, 'n': 8388609},
+    {**BASE_fp8_gemv_rt1_16, 'k': 1025, 'n': 24576},
+]
+FLIPS_fp8_gemv_rt1_16 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_16, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_16, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_16, 'k': 0}),
+    ('applies', 0, 'rows <= 16', {**BASE_fp8_gemv_rt1_16, 'rows': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_16, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_16, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16, 'n': 1}),
+]
+OTHER_ARGS_fp8_gemv_rt1_16 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16)
+def test_fp8_gemv_rt1_16_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_16.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt1_16(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16)
+def test_fp8_gemv_rt1_16_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt1_16
+    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt1_16"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt1_16.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt1_16_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt1_16.plan(**CASES_fp8_gemv_rt1_16[0])["launched"]
+
+
+def test_fp8_gemv_rt1_16_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_16
+    full = {**OTHER_ARGS_fp8_gemv_rt1_16, **CASES_fp8_gemv_rt1_16[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt1_16.plan(**CASES_fp8_gemv_rt1_16[0])["launched"]
+
+
 # ---------------------------------------------------------------- fp8_gemv_rt2_ks_8
 
 
@@ -1085,6 +1348,140 @@ def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
     assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_16_x3
+
+
+def expect_fp8_gemv_rt1_16_x3(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_x.add(_st, _x.add(_st, _a['n0'], _a['n1']), _a['n2']) == 0)),  # skip: ((n0 + n1) + n2) == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 16)),  # applies: rows <= 16
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), C_CLUSTER) > _a['device.sm_count'])),  # applies: (tiles * CLUSTER) > device.sm_count
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)), 1, 1), (C_THREADS, 1, 1), (_x.max_(_st, C_RING_SMEM, _x.floordiv(_st, _a['device.max_shared_mem_per_sm'], 2)) if (_x.add(_st, _x.add(_st, _x.div_ceil(_st, _a['n0'], C_TILE_N), _x.div_ceil(_st, _a['n1'], C_TILE_N)), _x.div_ceil(_st, _a['n2'], C_TILE_N)) <= _a['device.sm_count']) else C_RING_SMEM)),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_16_x3 = {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16}
+CASES_fp8_gemv_rt1_16_x3 = [
+    dict(BASE_fp8_gemv_rt1_16_x3),
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n1': 4096, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n0': 257, 'n1': 4096, 'n2': 128, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 15},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 268435455},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 262144, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 7, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 65},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 1073741825, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 31, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 32, 'rows': 33554431},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 63, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 8388608, 'n1': 4096, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n0': 67108865, 'n1': 4096, 'n2': 64, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 536870912, 'n1': 33554433},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 16777217, 'n1': 0, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 8192, 'n2': 2147483649},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n1': 4096, 'n2': 8192, 'rows': 1},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 0, 'n2': 1000000000, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n2': 127},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n0': 31, 'n1': 4096, 'n2': 64},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 134217729},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 2097151, 'n1': 4096, 'n2': 64, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 65, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 134217729},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 524288, 'n2': 0, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 1073741823, 'rows': 65},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 8388607, 'n0': 1024, 'n1': 0, 'n2': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 268435456, 'n1': 0, 'n2': 512, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 16, 'n1': 268435457, 'n2': 64, 'rows': 4096},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 67108864, 'rows': 4194304},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 1073741823, 'n0': 8, 'n1': 0, 'n2': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 511, 'n1': 63},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n1': 15, 'rows': 257},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 2097152, 'n1': 0, 'n2': 0},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 262144, 'n1': 0, 'n2': 65, 'rows': 524289},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 511, 'n1': 0, 'n2': 536870912, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 0, 'n1': 4095, 'n2': 0, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 6000, 'n1': 8388607, 'n2': 65, 'rows': 9},
+    {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 536870912},
+    {**BASE_fp8_gemv_rt1_16_x3, 'rows': 257},
+    {**BASE_fp8_gemv_rt1_16_x3, 'k': 1073741825, 'n0': 1024, 'n1': 0, 'n2': 2},
+]
+FLIPS_fp8_gemv_rt1_16_x3 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_16_x3, 'rows': 0}),
+    ('skip', 1, '((n0 + n1) + n2) == 0', {**BASE_fp8_gemv_rt1_16_x3, 'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_16_x3, 'k': 0}),
+    ('applies', 0, 'rows <= 16', {**BASE_fp8_gemv_rt1_16_x3, 'rows': 17}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_16_x3, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_16_x3, 'k': 32768}),
+    ('applies', 3, '(tiles * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_16_x3, 'n0': 1024, 'n1': 0, 'n2': 0}),
+]
+OTHER_ARGS_fp8_gemv_rt1_16_x3 = {'x': fake_pointer(0), 'q0': fake_pointer(1), 'scale0': fake_pointer(2), 'out0': fake_pointer(3), 'q1': fake_pointer(4), 'scale1': fake_pointer(5), 'out1': fake_pointer(6), 'q2': fake_pointer(7), 'scale2': fake_pointer(8), 'out2': fake_pointer(9)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_16_x3)
+def test_fp8_gemv_rt1_16_x3_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_16_x3.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt1_16_x3(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16_x3)
+def test_fp8_gemv_rt1_16_x3_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt1_16_x3
+    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_16_x3"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt1_16_x3"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt1_16_x3.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt1_16_x3_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt1_16_x3.plan(**CASES_fp8_gemv_rt1_16_x3[0])["launched"]
+
+
+def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_16_x3
+    full = {**OTHER_ARGS_fp8_gemv_rt1_16_x3, **CASES_fp8_gemv_rt1_16_x3[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt1_16_x3.plan(**CASES_fp8_gemv_rt1_16_x3[0])["launched"]
 
 
 # ---------------------------------------------------------------- chain fp8_gemv_rt2_ks

@@ -258,9 +258,179 @@ pub mod fp8_gemv_rt2_16 {
     }
 }
 
-/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+/// fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9).
 ///
 /// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q`: `const fp8_e4m3*`, `n * k` elements
+/// - `scale`: `const f32*`, `n` elements
+/// - `out`: `bf16*`, `rows * n` elements
+/// - `rows`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `rows == 0`: not launched (empty work)
+/// - skip_if `n == 0`: not launched (empty work)
+/// - requires `k >= 1`: else `Error::Argument`
+/// - applies_if `rows <= 8`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - applies_if `k <= 16384`: else not launched
+/// - applies_if `(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod fp8_gemv_rt1 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1__plan(rows, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
+    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q: crate::DevicePtr = q.into();
+        let scale: crate::DevicePtr = scale.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(rows, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1", "q", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1", "scale", kg_sizes.map(|s| s[2]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1", "out", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
+/// fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1).
+///
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:132`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q`: `const fp8_e4m3*`, `n * k` elements
+/// - `scale`: `const f32*`, `n` elements
+/// - `out`: `bf16*`, `rows * n` elements
+/// - `rows`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `rows == 0`: not launched (empty work)
+/// - skip_if `n == 0`: not launched (empty work)
+/// - requires `k >= 1`: else `Error::Argument`
+/// - applies_if `rows <= 16`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - applies_if `k <= 16384`: else not launched
+/// - applies_if `(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod fp8_gemv_rt1_16 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(rows, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
+    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q: crate::DevicePtr = q.into();
+        let scale: crate::DevicePtr = scale.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(rows, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16", "q", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16", "scale", kg_sizes.map(|s| s[2]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16", "out", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
+/// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
+///
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -345,7 +515,7 @@ pub mod fp8_gemv_rt2_ks_8 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -430,7 +600,7 @@ pub mod fp8_gemv_rt2_ks_4 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -515,7 +685,7 @@ pub mod fp8_gemv_rt2_16_ks_8 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -600,7 +770,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:145`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:176`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -714,9 +884,126 @@ pub mod fp8_gemv_rt2_16_x3 {
     }
 }
 
+/// fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).
+///
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:213`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
+/// - `scale0`: `const f32*`, `n0` elements
+/// - `out0`: `bf16*`, `rows * n0` elements
+/// - `q1`: `const fp8_e4m3*`, `n1 * k` elements
+/// - `scale1`: `const f32*`, `n1` elements
+/// - `out1`: `bf16*`, `rows * n1` elements
+/// - `q2`: `const fp8_e4m3*`, `n2 * k` elements
+/// - `scale2`: `const f32*`, `n2` elements
+/// - `out2`: `bf16*`, `rows * n2` elements
+/// - `rows`: `u32`
+/// - `n0`: `u32`
+/// - `n1`: `u32`
+/// - `n2`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `rows == 0`: not launched (empty work)
+/// - skip_if `((n0 + n1) + n2) == 0`: not launched (empty work)
+/// - requires `k >= 1`: else `Error::Argument`
+/// - applies_if `rows <= 16`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - applies_if `k <= 16384`: else not launched
+/// - applies_if `(tiles * CLUSTER) > device.sm_count`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod fp8_gemv_rt1_16_x3 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, n0: u32, n1: u32, n2: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(rows, n0, n1, n2, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2).
+    pub fn sizes(rows: u32, n0: u32, n1: u32, n2: u32, k: u32) -> Result<[i64; 10], crate::Error> {
+        let mut kg_sizes = [0i64; 10];
+        // Safety: the function writes 10 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(rows, n0, n1, n2, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q0: impl Into<crate::DevicePtr>, scale0: impl Into<crate::DevicePtr>, out0: impl Into<crate::DevicePtrMut>, q1: impl Into<crate::DevicePtr>, scale1: impl Into<crate::DevicePtr>, out1: impl Into<crate::DevicePtrMut>, q2: impl Into<crate::DevicePtr>, scale2: impl Into<crate::DevicePtr>, out2: impl Into<crate::DevicePtrMut>, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q0: crate::DevicePtr = q0.into();
+        let scale0: crate::DevicePtr = scale0.into();
+        let out0: crate::DevicePtrMut = out0.into();
+        let q1: crate::DevicePtr = q1.into();
+        let scale1: crate::DevicePtr = scale1.into();
+        let out1: crate::DevicePtrMut = out1.into();
+        let q2: crate::DevicePtr = q2.into();
+        let scale2: crate::DevicePtr = scale2.into();
+        let out2: crate::DevicePtrMut = out2.into();
+        if x.is_null() || q0.is_null() || scale0.is_null() || out0.is_null() || q1.is_null() || scale1.is_null() || out1.is_null() || q2.is_null() || scale2.is_null() || out2.is_null() {
+            let kg_sizes = self::sizes(rows, n0, n1, n2, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "q0", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "scale0", kg_sizes.map(|s| s[2]))?;
+            }
+            if out0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "out0", kg_sizes.map(|s| s[3]))?;
+            }
+            if q1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "q1", kg_sizes.map(|s| s[4]))?;
+            }
+            if scale1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "scale1", kg_sizes.map(|s| s[5]))?;
+            }
+            if out1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "out1", kg_sizes.map(|s| s[6]))?;
+            }
+            if q2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "q2", kg_sizes.map(|s| s[7]))?;
+            }
+            if scale2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "scale2", kg_sizes.map(|s| s[8]))?;
+            }
+            if out2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_16_x3", "out2", kg_sizes.map(|s| s[9]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(x.as_ptr(), q0.as_ptr(), scale0.as_ptr(), out0.as_ptr(), q1.as_ptr(), scale1.as_ptr(), out1.as_ptr(), q2.as_ptr(), scale2.as_ptr(), out2.as_ptr(), rows, n0, n1, n2, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
 /// Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:115`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -794,7 +1081,7 @@ pub mod fp8_gemv_rt2_ks {
 
 /// Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:133`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -884,6 +1171,14 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
@@ -904,6 +1199,10 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: *const ::std::ffi::c_void, a_6: *mut ::std::ffi::c_void, a_7: *const ::std::ffi::c_void, a_8: *const ::std::ffi::c_void, a_9: *mut ::std::ffi::c_void, a_10: u32, a_11: u32, a_12: u32, a_13: u32, a_14: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

@@ -393,6 +393,275 @@ fn fp8_gemv_rt2_16_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- fp8_gemv_rt1
+
+#[test]
+fn fp8_gemv_rt1_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8, 6144, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=6144, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 4112), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([385, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=4112, n=24600, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1048576, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1048576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(131073, 151936, 1), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1, rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(4097, 151936, 268435457), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435457, rows=4097");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(16385, 151936, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1000000, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([15625, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1048577, 6144, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=1048577");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2097151, 6144, 1073741823), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741823, n=6144, rows=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2, 151936, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with rows=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 262143), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262143, n=24600, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(131071, 151936, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131071");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 32769, 3), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=32769, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8, 8388608, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([131072, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=8388608, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(131072, 15, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=15, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 2147483648), "fp8_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=24600, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 151936, 1025), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2147483647, 8191, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=8191, rows=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8388607, 6144, 16383), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, n=6144, rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8388609, 15, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=15, rows=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(32, 24600, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=24600, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(32768, 6144, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 512, 65535), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535, n=512");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(65, 6144, 536870912), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, n=6144, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 7), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7, n=24600, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 16383, 4096), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=16383");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8192, 24599, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=24599, rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(63, 24600, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=24600, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(127, 24600, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=24600, rows=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(4095, 6144, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2047, 151936, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(4096, 2097153, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097153, rows=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8, 65, 33554431), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554431, n=65, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 268435457, 4112), "fp8_gemv_rt1", Expect { code: 0, geometry: Some(([4194305, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=4112, n=268435457, rows=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 2147483647), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(8388607, 4096, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4096, rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 262143, 4), "fp8_gemv_rt1", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=262143");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(4095, 1024, 4112), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1024, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(33554431, 6144, 4096), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=33554431");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 1024, 4096), "fp8_gemv_rt1", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(2047, 151936, 8388607), "fp8_gemv_rt1", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, rows=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(3, 24600, 1000000000), "fp8_gemv_rt1", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, n=24600, rows=3");
+}
+
+#[test]
+fn fp8_gemv_rt1_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_rt1_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1::sizes(1, 151936, 4096), Ok([4096, 622329856, 151936, 151936]));
+}
+
+#[test]
+fn fp8_gemv_rt1_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 9, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1: not launched: rows <= 8 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 1, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1: not launched: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1::plan(1, 151936, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 1, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_16
+
+#[test]
+fn fp8_gemv_rt1_16_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 6144, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=6144, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 24576, 12288), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=12288, n=24576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(268435455, 268435457, 4096), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=268435457, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 15, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=15, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(2097151, 6144, 65537), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65537, n=6144, rows=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 4194305), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1025, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 1000000000, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([15625000, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1000000000, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(2097152, 6144, 63), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=63, n=6144, rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 268435457, 2049), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 16383, 524288), "fp8_gemv_rt1_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524288, n=16383, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 6144, 65), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=6144, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 256, 8388609), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=256, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(32767, 151936, 16777215), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777215, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 511, 65535), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535, n=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 511, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 67108865, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([1048577, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=67108865");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 32768, 2097152), "fp8_gemv_rt1_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097152, n=32768, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(8388609, 8193, 4096), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8193, rows=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 7, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=7, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 129, 4096), "fp8_gemv_rt1_16", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=129, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 67108863), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(17, 4, 12288), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 16383, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=16383, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 6144, 33554432), "fp8_gemv_rt1_16", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554432, n=6144, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151935, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=151935");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 131072, 12288), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2048, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=12288, n=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(32768, 24576, 2097153), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153, n=24576, rows=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(1073741823, 6144, 67108865), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=6144, rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 1073741824, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([16777216, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=1073741824, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 8388609, 131071), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131071, n=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(4095, 24576, 3), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=24576, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 2048), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(1073741823, 151936, 4096), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(2048, 8193, 12288), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=8193, rows=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(33554432, 6144, 8192), "fp8_gemv_rt1_16", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, n=6144, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(9, 33554432, 4097), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4097, n=33554432, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 16777215, 12289), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12289, n=16777215");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 1023, 17), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17, n=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 8388609, 4096), "fp8_gemv_rt1_16", Expect { code: 0, geometry: Some(([131073, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 24576, 1025), "fp8_gemv_rt1_16", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=24576");
+}
+
+#[test]
+fn fp8_gemv_rt1_16_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_16::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_16");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_16::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_rt1_16_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_16::sizes(16, 151936, 4096), Ok([65536, 622329856, 151936, 2430976]));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_16: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1_16: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1_16", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1_16: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1_16: not launched: rows <= 16 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1_16: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1_16: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 1, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1_16: not launched: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1_16: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1_16::plan(16, 151936, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_16_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1_16", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_16: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1_16");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1_16"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- fp8_gemv_rt2_ks_8
 
 #[test]
@@ -1064,6 +1333,143 @@ fn fp8_gemv_rt2_16_x3_launch_without_gpu_is_an_error_naming_it() {
         Err(e @ Error::Launch { .. }) => {
             assert_eq!(e.kernel(), "fp8_gemv_rt2_16_x3");
             assert!(e.to_string().starts_with("fp8_gemv_rt2_16_x3"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_16_x3
+
+#[test]
+fn fp8_gemv_rt1_16_x3_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 0, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 4096, 4096, 64, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([129, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n1=4096, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4, 0, 0, 0, 64), "fp8_gemv_rt1_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 257, 4096, 128, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([71, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=257, n1=4096, n2=128, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(15, 6000, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=65, rows=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(268435455, 6000, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=65, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 0, 262144, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([4190, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=262144, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 7, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=7, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(65, 1024, 0, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=0, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4, 0, 0, 0, 1073741825), "fp8_gemv_rt1_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n0=0, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 0, 31, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([95, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=31, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(33554431, 6000, 0, 32, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=32, rows=33554431");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 0, 65, 63), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=63, n0=6000, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 4096, 4096, 64, 8388608), "fp8_gemv_rt1_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n1=4096, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 67108865, 4096, 64, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([1048642, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=67108865, n1=4096, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 536870912, 33554433, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([8912913, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=536870912, n1=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 16777217, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([262147, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=16777217, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 8192, 2147483649, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([33554577, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=1024, n1=8192, n2=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(1, 4096, 4096, 8192, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([256, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n1=4096, n2=8192, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 0, 1000000000, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([15625094, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=0, n2=1000000000, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 127, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([82, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n2=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 31, 4096, 64, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([66, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=16, n0=31, n1=4096, n2=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 0, 134217729, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([2097169, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=134217729");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(2097152, 4096, 4096, 64, 2097151), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151, n1=4096, n2=64, rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 0, 0, 0, 64), "fp8_gemv_rt1_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=0, n2=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(134217729, 6000, 0, 65, 65), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n0=6000, n1=0, n2=65, rows=134217729");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16777217, 1024, 524288, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=524288, n2=0, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(65, 1024, 0, 1073741823, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=1073741823, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 0, 0, 8388607), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, n0=1024, n1=0, n2=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4, 268435456, 0, 512, 64), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([4194312, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=268435456, n1=0, n2=512, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4096, 4096, 268435457, 64, 16), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, n1=268435457, n2=64, rows=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4194304, 4096, 1024, 1024, 67108864), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 8, 0, 0, 1073741823), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741823, n0=8, n1=0, n2=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 511, 63, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([25, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=511, n1=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(257, 4096, 15, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n1=15, rows=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 2097152, 0, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([32768, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=2097152, n1=0, n2=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(524289, 262144, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=262144, n1=0, n2=65, rows=524289");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4, 511, 0, 536870912, 64), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([8388616, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=511, n1=0, n2=536870912, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(4, 0, 4095, 0, 64), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with k=64, n0=0, n1=4095, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(9, 6000, 8388607, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([131168, 1, 1], [256, 1, 1], 98304)), variant: Some(-1) }, "the first example with n0=6000, n1=8388607, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(536870912, 1024, 0, 0, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n0=1024, n1=0, n2=0, rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(257, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 1024, 0, 2, 1073741825), "fp8_gemv_rt1_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n0=1024, n1=0, n2=2");
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_16_x3");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::is_present(), true);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::sizes(16, 4096, 1024, 1024, 4096), Ok([65536, 16777216, 4096, 65536, 4194304, 1024, 16384, 4194304, 1024, 16384]));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 0, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_16_x3: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 4, 0, 0, 0, 64, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1_16_x3: not launched: empty work (((n0 + n1) + n2) == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1_16_x3", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1_16_x3: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 17, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1_16_x3: not launched: rows <= 16 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1_16_x3: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1_16_x3: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 1024, 0, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1_16_x3: not launched: (tiles * CLUSTER) > device.sm_count is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1_16_x3: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::plan(16, 4096, 1024, 1024, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1_16_x3", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 0, 4096, 1024, 1024, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_16_x3: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_16_x3_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1_16_x3");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1_16_x3"), "{}", e);
         }
         other => panic!("expected a launch error, got {:?}", other),
     }

@@ -36,6 +36,18 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(uint32_t rows, uint32_t n, uint32_
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void);
 
+/* fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1__info(void);
+
+/* fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16__info(void);
+
 /* fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
@@ -65,6 +77,12 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const 
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info(void);
+
+/* fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(void);
 
 /* Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
