@@ -9,6 +9,8 @@ in one process over the same rotated weights (400 MB, so every launch reads from
   loads   the kernel without conversions and products (ring, x loads, reduction, exchange kept)
   convert the kernel with the E4M3 -> bf16 conversions and without the products
   mma     the kernel with the products (on raw weight bytes) and without the conversions
+  rt1     the whole-K form (fp8_gemv_rt1 / rt1_16: one CTA over all of K, no cluster), which the
+          chain takes for weights of more than SMs / 2 row tiles
 Times are means of back-to-back launches (so not the single-launch medians of
 bench_fp8_linear); the comparison is within one run. Reported: microseconds, the fraction of
 the read floor each reaches, and the share of the full kernel's time above `loads` that
@@ -26,11 +28,13 @@ import ablation
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| shape | rows | MB | floor us | full us | loads us | convert us | mma us | full / floor | loads / floor |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| shape | rows | MB | floor us | full us | loads us | convert us | mma us | rt1 us | full / floor | "
+           "loads / floor |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        rt1 = f"{r['rt1_us']:.1f}" if r.get("rt1_us") else "-"
         out.append(f"| {r['shape']} | {r['rows']} | {r['weight_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
-                   f"{r['loads_us']:.1f} | {r['convert_us']:.1f} | {r['mma_us']:.1f} | "
+                   f"{r['loads_us']:.1f} | {r['convert_us']:.1f} | {r['mma_us']:.1f} | {rt1} | "
                    f"{r['floor_us'] / r['full_us']:.0%} | {r['floor_us'] / r['loads_us']:.0%} |")
     return "\n".join(out)
 

@@ -10,7 +10,9 @@
 //   loads    the same kernel with Work::loads: weight ring, x loads, warp reduction, cluster
 //            exchange and stores kept, the conversions and tensor-core products left out;
 //   convert  Work::convert: the E4M3 -> bf16 conversions kept, the products left out;
-//   mma      Work::mma: the products kept (on the raw weight bytes), the conversions left out.
+//   mma      Work::mma: the products kept (on the raw weight bytes), the conversions left out;
+//   rt1      the whole-K form (dflash_fp8_gemv_rt1 / rt1_16: one CTA over all of K, no cluster), which
+//            the chain takes for weights of more than SMs / 2 row tiles.
 // Each time is the mean of back-to-back launches over weights rotated among enough copies to
 // exceed the L2 (400 MB), so every launch reads its weight from memory. Output: one line
 // "RESULT {json}" per case.
@@ -88,6 +90,20 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
             fns[v]<<<grid, rt::kThreads, smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
         };
         std::printf(", \"%s_us\": %.3f", labels[v], timer.us(f, sets, reps));
+        CHECK(cudaGetLastError());
+    }
+    {
+        // as its spec launches it: half an SM's shared memory when the grid has at most one CTA an SM
+        const KernelFn f1 = wide ? dflash_fp8_gemv_rt1_16_kernel : dflash_fp8_gemv_rt1_kernel;
+        const unsigned tiles = grid / rt::kCluster;
+        int per_sm = 0;
+        CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+        const int smem1 = tiles <= static_cast<unsigned>(sms) ? std::max(smem, per_sm / 2) : smem;
+        CHECK(cudaFuncSetAttribute(f1, cudaFuncAttributeMaxDynamicSharedMemorySize, smem1));
+        auto f = [&](int i) {
+            f1<<<tiles, rt::kThreads, smem1>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
+        };
+        std::printf(", \"rt1_us\": %.3f", timer.us(f, sets, reps));
         CHECK(cudaGetLastError());
     }
     std::printf("}\n");

@@ -103,14 +103,19 @@ def topk16(rows: int, vocab: int):
     return lambda: launched(dflash2.dflash2_topk16(logits, ids, scores, rows, vocab, 1.0, 30.0))
 
 
-def fp8_gemv(rows: int, n: int, k: int):
-    """The FP8 GEMV the fp8_linear chain takes at these rows (fp8_gemv_rt2 up to 8 rows,
-    fp8_gemv_rt2_16 up to 16): bf16 x [rows, k] times E4M3 q [n, k]^T, a scale per weight row."""
+def fp8_gemv(rows: int, n: int, k: int, whole_k: bool = False):
+    """A register-tiled FP8 GEMV: the split-K one (fp8_gemv_rt2 up to 8 rows, fp8_gemv_rt2_16 up
+    to 16) or with `whole_k` the whole-K one (fp8_gemv_rt1 / rt1_16, which the fp8_linear chain
+    takes for weights of more than SMs / 2 row tiles): bf16 x [rows, k] times E4M3 q [n, k]^T, a
+    scale per weight row."""
     from cuda_timing import launched
     from kernelgen_ops import fp8_gemv_rt
 
     x, q, s, out = fp8_operands(rows, n, k)
-    fn = fp8_gemv_rt.fp8_gemv_rt2 if rows <= 8 else fp8_gemv_rt.fp8_gemv_rt2_16
+    if whole_k:
+        fn = fp8_gemv_rt.fp8_gemv_rt1 if rows <= 8 else fp8_gemv_rt.fp8_gemv_rt1_16
+    else:
+        fn = fp8_gemv_rt.fp8_gemv_rt2 if rows <= 8 else fp8_gemv_rt.fp8_gemv_rt2_16
     return lambda: launched(fn(x, q, s, out, rows, n, k))
 
 
@@ -136,6 +141,7 @@ CASES = {
     "fp8_gemv16_o": ("regex:dflash_fp8_gemv_rt2_16_kernel", lambda: fp8_gemv(16, 4096, 4096)),
     "fp8_gemv1_o": ("regex:dflash_fp8_gemv_rt2_kernel", lambda: fp8_gemv(1, 4096, 4096)),
     "fp8_gemv16_gate_up": ("regex:dflash_fp8_gemv_rt2_16_kernel", lambda: fp8_gemv(16, 24576, 4096)),
+    "fp8_gemv16_gate_up_rt1": ("regex:dflash_fp8_gemv_rt1_16_kernel", lambda: fp8_gemv(16, 24576, 4096, True)),
 }
 # Peers (not the catalog's kernels), profiled the same way beside ours: cuBLAS's GEMM kernels
 # (named by the library's choice of tile and cluster, e.g. nvjet_sm90_tst_128x64_64x8_1x2_h_bz_TNT).

@@ -416,12 +416,31 @@ def fp8_ablation_md(d: dict) -> list[str]:
             "rotated weights in one process (means of back-to-back launches). floor: a plain streaming read of "
             "the weight; loads: the kernel without the E4M3 conversions and the tensor-core products (its "
             "weight ring, x loads, warp reduction and cluster exchange kept); convert: with the conversions, "
-            "without the products; mma: with the products, without the conversions.", table,
+            "without the products; mma: with the products, without the conversions. rt1: the whole-K form "
+            "(fp8_gemv_rt1 / rt1_16, one CTA over all of K, no cluster; the chain's choice for weights of more "
+            "than SMs / 2 row tiles: qkv, gate_up, lm_head).", table,
             ["Reading: the kernel's load structure alone (loads / floor) stays below the streaming read, and "
             "the compute adds the rest; at 16 rows the products without the conversions account for "
             + (f"{min(mma):.0%}-{max(mma):.0%}" if mma else "(n/a)")
             + " of the time the full kernel spends above `loads` (the mma share; the two parts overlap, so "
-            "the shares need not add up to 100%).", ""])
+            "the shares need not add up to 100%)." + rt1_reading(d["cases"]), ""])
+
+
+def rt1_reading(cases: list[dict]) -> str:
+    """Where the whole-K form beats the split kernel, from the ablation's rt1 column."""
+    def where(pick) -> str:
+        by_shape: dict[str, list[str]] = {}
+        for c in cases:
+            if c.get("rt1_us") and pick(c["rt1_us"], c["full_us"]):
+                by_shape.setdefault(c["shape"], []).append(str(c["rows"]))
+        return ", ".join(f"{sh} ({' and '.join(rows)} row{'' if rows == ['1'] else 's'})"
+                         for sh, rows in by_shape.items()) or "none"
+
+    if not any(c.get("rt1_us") for c in cases):
+        return ""
+    return (f" In these back-to-back means the whole-K form (rt1) is faster than the split kernel on "
+            f"{where(lambda a, b: a < b)} and not on {where(lambda a, b: a >= b)}; bench_fp8_linear's single "
+            "launches (the table above) time the chain's choice.")
 
 
 def load_pattern_md(d: dict) -> list[str]:
