@@ -73,37 +73,36 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
         ablation::read_floor_us(timer, std::vector<const void*>(w.begin(), w.end()), wbytes, reps, sms, sink);
 
     const bool wide = rows > 8;
-    const KernelFn fns[4] = {
-        wide ? dflash_fp8_gemv_rt2_16_kernel : dflash_fp8_gemv_rt2_kernel,
-        wide ? ablation_kernel<2, rt::Work::loads> : ablation_kernel<1, rt::Work::loads>,
-        wide ? ablation_kernel<2, rt::Work::convert> : ablation_kernel<1, rt::Work::convert>,
-        wide ? ablation_kernel<2, rt::Work::mma> : ablation_kernel<1, rt::Work::mma>,
-    };
-    const char* labels[4] = {"full", "loads", "convert", "mma"};
     const int smem = static_cast<int>(rt::kRingBytes);
-    const unsigned grid = ((n + rt::kRows - 1) / rt::kRows) * rt::kCluster;
+    const unsigned tiles = (n + rt::kRows - 1) / rt::kRows;
+    // The whole-K form as its spec launches it: half an SM's shared memory when its grid has at
+    // most one CTA an SM.
+    int per_sm = 0;
+    CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
+    const int smem_rt1 = tiles <= static_cast<unsigned>(sms) ? std::max(smem, per_sm / 2) : smem;
+    struct Variant {
+        const char* label;
+        KernelFn fn;
+        int smem;
+        unsigned grid;
+    };
+    const Variant variants[] = {
+        {"full", wide ? dflash_fp8_gemv_rt2_16_kernel : dflash_fp8_gemv_rt2_kernel, smem, tiles * rt::kCluster},
+        {"loads", wide ? ablation_kernel<2, rt::Work::loads> : ablation_kernel<1, rt::Work::loads>, smem,
+         tiles * rt::kCluster},
+        {"convert", wide ? ablation_kernel<2, rt::Work::convert> : ablation_kernel<1, rt::Work::convert>, smem,
+         tiles * rt::kCluster},
+        {"mma", wide ? ablation_kernel<2, rt::Work::mma> : ablation_kernel<1, rt::Work::mma>, smem, tiles * rt::kCluster},
+        {"rt1", wide ? dflash_fp8_gemv_rt1_16_kernel : dflash_fp8_gemv_rt1_kernel, smem_rt1, tiles},
+    };
     std::printf("RESULT {\"shape\": \"%s\", \"n\": %u, \"k\": %u, \"rows\": %u, \"weight_mb\": %.3f, \"floor_us\": %.3f",
                 name, n, k, rows, wbytes / 1e6, floor_us);
-    for (int v = 0; v < 4; ++v) {
-        CHECK(cudaFuncSetAttribute(fns[v], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    for (const Variant& v : variants) {
+        CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
         auto f = [&](int i) {
-            fns[v]<<<grid, rt::kThreads, smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
+            v.fn<<<v.grid, rt::kThreads, v.smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
         };
-        std::printf(", \"%s_us\": %.3f", labels[v], timer.us(f, sets, reps));
-        CHECK(cudaGetLastError());
-    }
-    {
-        // as its spec launches it: half an SM's shared memory when the grid has at most one CTA an SM
-        const KernelFn f1 = wide ? dflash_fp8_gemv_rt1_16_kernel : dflash_fp8_gemv_rt1_kernel;
-        const unsigned tiles = grid / rt::kCluster;
-        int per_sm = 0;
-        CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
-        const int smem1 = tiles <= static_cast<unsigned>(sms) ? std::max(smem, per_sm / 2) : smem;
-        CHECK(cudaFuncSetAttribute(f1, cudaFuncAttributeMaxDynamicSharedMemorySize, smem1));
-        auto f = [&](int i) {
-            f1<<<tiles, rt::kThreads, smem1>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
-        };
-        std::printf(", \"rt1_us\": %.3f", timer.us(f, sets, reps));
+        std::printf(", \"%s_us\": %.3f", v.label, timer.us(f, sets, reps));
         CHECK(cudaGetLastError());
     }
     std::printf("}\n");

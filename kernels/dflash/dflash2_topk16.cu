@@ -215,21 +215,16 @@ static __device__ __forceinline__ void load_elems(const T* row, uint32_t v, uint
     }
 }
 
-// The 4 keys of a quad whose first element is e, of a vector inside the chunk (in_chunk) or
-// not, from its bits (0 outside the chunk or past the row), without branches.
-static __device__ __forceinline__ void quad_keys(uint4 r, uint32_t e, bool in_chunk, uint32_t vocab,
-                                                 uint32_t (&k)[4]) {
-    const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-    for (uint32_t i = 0; i < 4; ++i) k[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(in_chunk && e + i < vocab));
-}
-
-// Folds the 4 keys of a quad (quad_keys) into the running maximum key `best` and its element
-// `best_e`, keeping the first of equal keys (the quads come in increasing order).
+// Folds the 4 keys of a quad whose first element is e, of a vector inside the chunk (in_chunk)
+// or not, into the running maximum key `best` and its element `best_e`, keeping the first of
+// equal keys (the quads come in increasing order); an element outside the chunk or past the row
+// has key 0. No branches.
 static __device__ __forceinline__ void quad_best(uint4 r, uint32_t e, bool in_chunk, uint32_t vocab, uint32_t& best,
                                                  uint32_t& best_e) {
+    const uint32_t w[4] = {r.x, r.y, r.z, r.w};
     uint32_t kk[4];
-    quad_keys(r, e, in_chunk, vocab, kk);
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) kk[i] = float_key(w[i]) & (0u - static_cast<uint32_t>(in_chunk && e + i < vocab));
 #pragma unroll
     for (uint32_t i = 0; i < 4; ++i) {
         const bool gt = kk[i] > best;

@@ -308,6 +308,16 @@ def test_rt_ks_plans():
     assert not fp8_gemv_rt.fp8_gemv_rt2_ks_8.plan(rows=9, n=512, k=4096)["launched"]  # rows <= 8
 
 
+def launch_x3(kernel, x, parts, rows, k):
+    """One launch of a three-product GEMV over parts [(q_i, scale_i, out_i)], synchronised."""
+    args = {}
+    for i, (q, scale, out) in enumerate(parts):
+        args.update({f"q{i}": q, f"scale{i}": scale, f"out{i}": out, f"n{i}": q.shape[0]})
+    outcome = kernel(x=x, rows=rows, k=k, **args)
+    assert outcome.launched, outcome.reason
+    torch.cuda.synchronize()
+
+
 @pytest.mark.parametrize("rows", [1, 9, 16])
 @pytest.mark.parametrize("ns,k", [((4096, 1024, 1024), 4096), ((100, 0, 65), 4096), ((64, 130, 1), 48),
                                   ((0, 0, 200), 12288)])
@@ -324,12 +334,7 @@ def test_rt2_16_x3_equals_three_launches(rows, ns, k):
             qb[1:] = q.view(torch.uint8).reshape(-1)
             q = qb[1:].view(E4M3).view(n, k)
         parts.append((q, scale, torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)))
-    args = {}
-    for i, (q, scale, out) in enumerate(parts):
-        args.update({f"q{i}": q, f"scale{i}": scale, f"out{i}": out, f"n{i}": q.shape[0]})
-    outcome = fp8_gemv_rt.fp8_gemv_rt2_16_x3(x=x, rows=rows, k=k, **args)
-    assert outcome.launched, outcome.reason
-    torch.cuda.synchronize()
+    launch_x3(fp8_gemv_rt.fp8_gemv_rt2_16_x3, x, parts, rows, k)
     for i, (q, scale, out) in enumerate(parts):
         if q.shape[0] == 0:
             continue
@@ -385,12 +390,7 @@ def test_rt1_16_x3_equals_three_launches(rows, ns, k):
     for i, n in enumerate(ns):
         _, q, scale = make_inputs(1, n, k, seed=rows * 19 + n * 5 + k + i)
         parts.append((q, scale, torch.full((rows, n), float("nan"), device=DEV, dtype=torch.bfloat16)))
-    args = {}
-    for i, (q, scale, out) in enumerate(parts):
-        args.update({f"q{i}": q, f"scale{i}": scale, f"out{i}": out, f"n{i}": q.shape[0]})
-    outcome = fp8_gemv_rt.fp8_gemv_rt1_16_x3(x=x, rows=rows, k=k, **args)
-    assert outcome.launched, outcome.reason
-    torch.cuda.synchronize()
+    launch_x3(fp8_gemv_rt.fp8_gemv_rt1_16_x3, x, parts, rows, k)
     for i, (q, scale, out) in enumerate(parts):
         n = q.shape[0]
         if n == 0:

@@ -430,7 +430,7 @@ pub mod fp8_gemv_rt1_16 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:143`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -515,7 +515,7 @@ pub mod fp8_gemv_rt2_ks_8 {
 
 /// fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:143`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -600,7 +600,7 @@ pub mod fp8_gemv_rt2_ks_4 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:161`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -685,7 +685,7 @@ pub mod fp8_gemv_rt2_16_ks_8 {
 
 /// fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:161`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -770,7 +770,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:176`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:173`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -886,7 +886,7 @@ pub mod fp8_gemv_rt2_16_x3 {
 
 /// fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:213`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:210`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -1003,7 +1003,7 @@ pub mod fp8_gemv_rt1_16_x3 {
 
 /// Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:146`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:143`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -1081,7 +1081,7 @@ pub mod fp8_gemv_rt2_ks {
 
 /// Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:164`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:161`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
