@@ -11,14 +11,15 @@ read and written (weights once, x once, out once; for NVFP4 the packed codes and
 bytes), TFLOP/s (2 m n k), that bandwidth as a fraction of the device's copy bandwidth (measured
 in the same run) and the speed-up over cuBLAS bf16 on the same m, n, k.
 
-Kernels: dense_gemv (m <= 16), dense_gemm, dense_gemm_pipelined, dense_gemm_tma (hopper,
-m >= 65), w4a16 (w4a16_gemv_rt1_128 / rt1 / rt2 on hopper where they apply and w4a16_gemv for m <= 16,
-w4a16_gemm above). Per shape also the read floor
-(kernel "read_floor", m = 0): one launch of a plain streaming-read kernel over the bf16 weight bytes, timed the same way
-(cuda_timing.stream_read_ms, with cupy).
+Kernels: dense_gemv_rt1 (hopper, where it applies) and dense_gemv (m <= 16), dense_gemm,
+dense_gemm_pipelined, dense_gemm_tma (hopper, m >= 65), w4a16 (w4a16_gemv_rt1_128 / rt1 / rt2 on
+hopper where they apply and w4a16_gemv for m <= 16, w4a16_gemm above). Per shape also the read
+floor (kernel "read_floor", m = 0): one launch of a plain streaming-read kernel over the bf16
+weight bytes, timed the same way (cuda_timing.stream_read_ms, with cupy).
 
---quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv, w4a16_gemv_rt1_128 / rt1 / rt2,
-w4a16_gemv) and cuBLAS, at m = 1, 8, 16, on every shape, with fewer repetitions.
+--quick (a tuning run, under a minute): only the GEMV kernels (dense_gemv_rt1, dense_gemv,
+w4a16_gemv_rt1_128 / rt1 / rt2, w4a16_gemv) and cuBLAS, at m = 1, 8, 16, on every shape, with
+fewer repetitions.
 
 Usage: python3 benchmarks/bench_dense_linear.py --out results.json [--quick]
 """
@@ -85,6 +86,9 @@ def main():
             cublas_ms = median_ms(lambda w: F.linear(x, w), sets, reps=reps, sleep_cycles=SLEEP)
             cases = []
             if m <= 16:
+                if dense_linear.plan_dense_gemv_rt1(m=m, n=n, k=k)["launched"]:  # hopper; the chain's first
+                    cases.append(("dense_gemv_rt1", wbytes + io, sets,
+                                  lambda w: launched(dense_linear.dense_gemv_rt1(x, w, out, m, n, k))))
                 cases.append(("dense_gemv", wbytes + io, sets,
                               lambda w: launched(dense_linear.dense_gemv(x, w, out, m, n, k))))
             if not args.quick:

@@ -17,11 +17,20 @@
 // through registers as 64-byte pieces, x as the A operand): x's requests outnumbered the
 // weight's at 16 rows (x traffic equal to the weight's with 16-row CTAs).
 //
-// Measured and not taken: the same without the cluster, each CTA over the whole of K (what
-// fp8_gemv_rt1 / rt1_16 are for E4M3 weights), on the H200 at 1 / 8 / 16 rows, cold weights,
-// single launches, split / whole-K us: qkv 16.8 / 16.7, 17.2 / 16.8, 18.3 / 17.3; gate_up 51.5 /
-// 55.9, 52.2 / 56.1, 54.3 / 57.1; the lm_head 279 / 281, 285 / 285, 291 / 290. BF16 rows are
-// twice as long as E4M3's, and a whole-K CTA streams twice the bytes of a split one.
+// dense_gemv_rt1 (below): the same without the cluster, each CTA over the whole of K through a
+// 3-slot ring (two chunks of each warp in flight, 120 KiB, one CTA an SM), for weights of more
+// row tiles than half the SMs and at most GEMV_RT1_WAVES an SM (qkv: 96 tiles, gate/up: 384).
+// Measured on the H200 (cold weights, back-to-back launches, us: split (dense_gemv) / whole K
+// with 2 slots and two CTAs an SM / whole K with 3 slots / with 4 slots / cuBLAS) at 16 rows: qkv
+// 17.6 / 15.7 / 15.4 / 16.2 / 16.1, gate_up 52.4 / 50.9 / 50.7 / 51.9 / 50.1; at 1 row qkv 16.0
+// / 15.2 / 14.8 / 15.6 / 16.3. In single launches the 2-slot whole K lost on gate_up (1 row: 51.5
+// against 55.9) where the 3-slot one gains (16 rows: 54.7 against 53.1). The lm_head (2374 tiles)
+// keeps the split K (16 rows, single launches: 291.7 against 293.0), and so do weights of fewer
+// tiles (o, 64 tiles, 16 rows: 11.9 against 12.5; down: 27.0 against 28.3). BF16 rows are twice
+// as long as E4M3's, and a whole-K CTA streams twice the bytes of a split one. Also measured and
+// not taken, 16 rows: 128-row tiles (qkv 17.9, gate_up 54.1, down 36.2; whole K with 3 slots:
+// 19.5, 53.4, 47.5), clusters of 4 (qkv 20.0, gate_up 58.1), and 3 slots for the split K (qkv
+// 18.9, gate_up 57.8, o 11.9).
 //
 // Reduction order (deterministic): each warp accumulates its chunks in increasing order in the
 // MMA's f32 accumulators; the four warps of a row group are added in phase order, then the two
@@ -45,6 +54,21 @@ static_assert(kRows == gemv_stream::kRows && kCluster == gemv_stream::kCluster, 
 using ByRows = gemv_stream::ByRows<gemv_stream::Bf16Rows>;  // one 8-row x tile up to m = 8, two above
 constexpr uint32_t kRingBytes = 81920;  // GEMV_SMEM in the spec: the rings of both
 static_assert(ByRows::G1::kRingBytes == kRingBytes && ByRows::G2::kRingBytes == kRingBytes, "GEMV_SMEM");
+// dense_gemv_rt1: one CTA over all of K, 3 ring slots.
+using ByRowsRt1 = gemv_stream::ByRows<gemv_stream::Bf16Rows, 1, 3>;
+constexpr uint32_t kRt1RingBytes = 122880;  // GEMV_RT1_SMEM in the spec
+static_assert(ByRowsRt1::G1::kRingBytes == kRt1RingBytes && ByRowsRt1::G2::kRingBytes == kRt1RingBytes,
+              "GEMV_RT1_SMEM");
+
+// The kernels' body: rows past kMaxRows never come through the launchers (their applies_if).
+template <class R, uint32_t CL>
+static __device__ __forceinline__ void gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
+                                            uint32_t m, uint32_t n, uint32_t k) {
+    extern __shared__ __align__(128) uint8_t dense_gemv_ring[];
+    __shared__ typename R::Shared sh;
+    if (m > kMaxRows) return;
+    R::launch(x, w, nullptr, out, m, n, k, blockIdx.x / CL, dense_gemv_ring, sh);
+}
 
 }  // namespace dense_gemv_detail
 
@@ -53,9 +77,13 @@ static_assert(ByRows::G1::kRingBytes == kRingBytes && ByRows::G2::kRingBytes == 
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 dense_gemv_bf16_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
                        uint32_t m, uint32_t n, uint32_t k) {
-    namespace d = dense_gemv_detail;
-    extern __shared__ __align__(128) uint8_t dense_gemv_ring[];
-    __shared__ d::ByRows::Shared sh;
-    if (m > d::kMaxRows) return;  // the launcher's applies_if; never reached through it
-    d::ByRows::launch(x, w, nullptr, out, m, n, k, blockIdx.x / d::kCluster, dense_gemv_ring, sh);
+    dense_gemv_detail::gemv<dense_gemv_detail::ByRows, dense_gemv_detail::kCluster>(x, w, out, m, n, k);
+}
+
+// Grid: ceil(n / GEMV_TILE_N) CTAs of 256 threads, no cluster, at most one an SM; dynamic shared
+// memory GEMV_RT1_SMEM.
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 1)
+dense_gemv_bf16_rt1_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
+                           uint32_t m, uint32_t n, uint32_t k) {
+    dense_gemv_detail::gemv<dense_gemv_detail::ByRowsRt1, 1>(x, w, out, m, n, k);
 }

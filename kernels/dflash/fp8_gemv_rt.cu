@@ -57,8 +57,11 @@
 // 15.1, gate_up 33.3 / 38.2 / 44.7, down 17.3 / 26.4 / 28.2, lm_head 170.0 / 166.1 / 225.9;
 // 1 row, o 8.0 / 10.5 / 11.1. Half the CTAs (or longer K ranges) cost more than the x traffic
 // saves, and clusters of 4 along K are slower than of 2 (64-row tiles in 4-CTA clusters: o at
-// 16 rows 13.2 us). (NVFP4 weights, whose x traffic per weight byte is twice E4M3's, gain at
-// 9-16 rows on the lm_head: w4a16_gemv_rt1_128.)
+// 16 rows 13.2 us). 128-row tiles over the whole of K (no cluster, us against rt1's 64-row
+// tiles, 16 / 1 rows): gate_up 32.0 / 28.1 against 33.4 / 29.0, but the lm_head 158.8 against
+// 154.6, qkv 17.8 against 11.3 (fewer CTAs than SMs), down 45.6 against 25.1; not taken for one
+// shape's 4%. (NVFP4 weights, whose x traffic per weight byte is twice E4M3's, gain at 9-16 rows
+// on the lm_head: w4a16_gemv_rt1_128.)
 //
 // Waves (H200, 132 SMs, 2 CTAs per SM): qkv 192 CTAs, o and down 128, all resident at once
 // with 32-64 KB of weight in flight per SM; gate_up 768 and the lm_head 4748 CTAs keep 64 KB
@@ -75,6 +78,11 @@
 // of whole chunks with no per-copy selects, the ring's slots unrolled: 514 -> 396 at 16 rows)
 // was measured and not taken: qkv at 16 rows 13.3 -> 12.5 us, o and down unchanged, gate_up
 // 33.3 -> 34.3 and the lm_head 169 -> 170-172 (A/B/A, cold weights, back-to-back launches).
+// Two chunks of each warp in flight instead (gemv_stream's ST = 3: a 3-slot ring, 144 KB, one
+// CTA an SM, the same bytes in flight an SM) was measured and not taken either (us, shipped /
+// 3 slots, 16 rows): o 9.1 / 9.8, down 17.3 / 17.5, qkv 13.4 / 16.5; whole K (rt1 / rt1 with 3
+// slots): qkv 11.3 / 11.9, gate_up 33.4 / 32.9, lm_head 150.7 / 169.6. (BF16 weights, whose
+// whole-K CTAs stream twice the bytes, gain from it on qkv: dense_gemv_rt1.)
 //
 // Products on the tensor cores with the weight as the A operand: an m16n8k16 mma takes 16
 // weight rows x 16 k as A and x^T (16 k x 8 x rows) as B. The k order inside a 16-k step is a

@@ -321,11 +321,17 @@ struct Nvfp4Rows {
 // RG row groups of 32 weight rows (a CTA's tile: 32 * RG rows), the 8 warps going round
 // 8 / RG phases of chunks: the default 2 (64 rows, 4 phases, x slots shared by warp pairs) or
 // 4 (128 rows, 2 phases, x slots shared by 4 warps: x re-read at half the rate per weight byte).
-template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster, uint32_t RG = kRowGroups>
+// ST ring slots (ST - 1 chunks of each warp in flight).
+template <class F, int MT, Work W = Work::full, uint32_t CL = kCluster, uint32_t RG = kRowGroups,
+          uint32_t ST = kStages>
 struct Gemv {
     static_assert(CL == 1 || CL == 2 || CL == 4 || CL == 8, "no cluster, or clusters of 2, 4 or 8 CTAs along K");
     static_assert(RG == 2 || RG == 4, "64 or 128 weight rows a tile");
-    // The tile's geometry (these shadow the namespace's defaults, which are RG = 2's).
+    static_assert(ST >= 2, "a chunk in flight while one is read");
+    // The tile's geometry and ring (these shadow the namespace's defaults, which are RG = 2's
+    // and ST = 2's).
+    static constexpr uint32_t kStages = ST;
+    static constexpr uint32_t kWRingBytes = kStages * kStageBytes;
     static constexpr uint32_t kRowGroups = RG;                // warps w, w + RG, ... share rows
     static constexpr uint32_t kPhases = kWarps / kRowGroups;  // chunk phases
     static constexpr uint32_t kRows = kWarpRows * kRowGroups; // weight rows a tile
@@ -616,10 +622,10 @@ struct Gemv {
 
 // One kernel for every row count up to 16: Gemv<F, 1> (one 8-row x tile) for rows <= 8, Gemv<F, 2>
 // above; Gemv<F, 2>'s receive buffer (the larger) serves both.
-template <class F, uint32_t CL = kCluster>
+template <class F, uint32_t CL = kCluster, uint32_t ST = kStages>
 struct ByRows {
-    using G1 = Gemv<F, 1, Work::full, CL>;
-    using G2 = Gemv<F, 2, Work::full, CL>;
+    using G1 = Gemv<F, 1, Work::full, CL, kRowGroups, ST>;
+    using G2 = Gemv<F, 2, Work::full, CL, kRowGroups, ST>;
     using Shared = typename G2::Shared;
     static_assert(sizeof(typename G1::Shared) <= sizeof(Shared), "one receive buffer serves both");
     static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, typename F::Scales scale,

@@ -47,7 +47,14 @@ SHAPES = [(4104, 4096), (4096, 4112), (200, 1000), (136, 100), (33, 4104), (200,
 # K ranges that the two ranks and four phases share unevenly (272 k: 4.25 chunks of 64), with
 # aligned and element loads.
 GEMV_WIDE = [(8456, 272), (8456, 100)]
+# dense_gemv_rt1 (hopper) takes weights of more 64-row tiles than half the SMs and at most four
+# an SM: n just past the lower bound (off the tile) and at the upper one, with whole-line and
+# element loads and K shared unevenly by the four phases (272 k: 4.25 chunks of 64).
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
+RT1_LOW, RT1_HIGH = 64 * (SMS // 2) + 8, 64 * 4 * SMS
+RT1_SHAPES = [(RT1_LOW, 4096), (RT1_HIGH, 272), (RT1_LOW, 100), (RT1_HIGH, 4100)]
 KERNELS = {
+    "dense_gemv_rt1": lambda *a: dense_linear.dense_gemv_rt1(*a),
     "dense_gemv": lambda *a: dense_linear.dense_gemv(*a),
     "dense_gemm": lambda *a: dense_linear.dense_gemm(*a),
     "dense_gemm_pipelined": lambda *a: dense_linear.dense_gemm_pipelined(*a),
@@ -86,6 +93,9 @@ def cases():
     for m in GEMV_M:
         for n, k in GEMV_WIDE:
             yield "dense_gemv", m, n, k
+        for n, k in RT1_SHAPES:
+            if applies("dense_gemv_rt1", m, n, k):
+                yield "dense_gemv_rt1", m, n, k
 
 
 @pytest.mark.parametrize("name,m,n,k", list(cases()))
@@ -111,7 +121,7 @@ def int_inputs(m, n, k, seed):
 
 @pytest.mark.parametrize("name", list(KERNELS))
 @pytest.mark.parametrize("m", [1, 9, 16, 129])
-@pytest.mark.parametrize("n,k", [(4104, 4096), (72, 4104), (40, 24)])
+@pytest.mark.parametrize("n,k", [(4104, 4096), (72, 4104), (40, 24), (RT1_LOW, 4096)])
 def test_integers_exact(name, m, n, k):
     if not applies(name, m, n, k):
         pytest.skip(f"{name} does not take m = {m}, k = {k} (or is not built for this target)")
@@ -124,7 +134,9 @@ def test_integers_exact(name, m, n, k):
 @pytest.mark.parametrize("name", [n for n in KERNELS if n != "dense_gemm_tma"])
 def test_misaligned_pointers(name):
     """Base pointers off 16-byte alignment take the element-load path."""
-    m, n, k = 9 if name == "dense_gemv" else 70, 300, 512
+    m, n, k = 9 if name.startswith("dense_gemv") else 70, RT1_LOW if name == "dense_gemv_rt1" else 300, 512
+    if not applies(name, m, n, k):
+        pytest.skip(f"{name} is not built for this target")
     xb = nonzero_randn(m * k + 1)
     wb = nonzero_randn(n * k + 3, scale=0.05)
     x, w = xb[1:].view(m, k), wb[3:].view(n, k)
@@ -170,12 +182,33 @@ def test_fallback_picks_gemv_then_tma_then_pipelined():
         bound((out.double() - ref).abs(), tolerance(x, w, ref), f"dense_linear_any m={m}")
 
 
+def test_fallback_gemv_rt1_bounds():
+    """dense_gemv_rt1 (hopper) from more 64-row tiles than half the SMs up to four an SM;
+    dense_gemv on either side (and everywhere on a target without it)."""
+    built = applies("dense_gemv_rt1", 16, RT1_HIGH, 64)
+    k = 64
+    for m, n, rt1 in [(16, 64 * (SMS // 2), False), (16, RT1_LOW, True), (1, RT1_HIGH, True),
+                      (9, RT1_HIGH + 1, False), (17, RT1_HIGH, False)]:
+        w = nonzero_randn(n, k, scale=0.05)
+        x = nonzero_randn(m, k)
+        out = torch.full((m, n), float("nan"), device=DEV, dtype=BF16)
+        outcome = dense_linear.dense_linear_any(x, w, out, m, n, k)
+        torch.cuda.synchronize()
+        expected = "dense_gemv_rt1" if rt1 and built else ("dense_gemv" if m <= 16 else "dense_gemm_pipelined")
+        assert outcome.launched and (outcome.kernel or "").split(".")[-1] == expected, (m, n, outcome.kernel)
+        ref = reference(x, w)
+        bound((out.double() - ref).abs(), tolerance(x, w, ref), f"dense_linear_any m={m} n={n}")
+
+
 def test_plans():
     p = dense_linear.plan_dense_gemv(m=8, n=151936, k=4096)  # 2-CTA clusters of 64 weight rows, an 80 KiB ring
     assert p["launched"] and tuple(p["grid"]) == (4748, 1, 1) and tuple(p["block"]) == (256, 1, 1)
     assert p["shared_mem"] == 2 * 8 * 256 * 16 + 2 * 4 * 16 * 128
     p = dense_linear.plan_dense_gemv(m=16, n=8447, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (264, 1, 1) and p["shared_mem"] == 81920
+    p = dense_linear.plan_dense_gemv_rt1(m=16, n=RT1_HIGH, k=4096)  # a CTA a tile, one an SM, a 120 KiB ring
+    if p["launched"]:
+        assert tuple(p["grid"]) == (4 * SMS, 1, 1) and p["shared_mem"] == 3 * 8 * 256 * 16 + 3 * 4 * 16 * 128, p
     p = dense_linear.plan_dense_gemm(m=2048, n=4104, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (65, 32, 1) and tuple(p["block"]) == (128, 1, 1)
     p = dense_linear.plan_dense_gemm_pipelined(m=2048, n=4104, k=4096)

@@ -20,6 +20,7 @@ PAIRS = [
     ("dense_linear", "GEMV_CLUSTER", "kernels/dflash/dense_gemv.cu", "kCluster"),
     ("dense_linear", "GEMV_SMEM", "kernels/dflash/dense_gemv.cu", "kRingBytes"),
     ("dense_linear", "GEMV_MAX_M", "kernels/dflash/dense_gemv.cu", "kMaxRows"),
+    ("dense_linear", "GEMV_RT1_SMEM", "kernels/dflash/dense_gemv.cu", "kRt1RingBytes"),
     ("fp8_gemv_rt", "CLUSTER", "kernels/dflash/fp8_gemv_rt.cu", "kCluster"),
     ("fp8_gemv_rt", "TILE_N", "kernels/dflash/fp8_gemv_rt.cu", "kRows"),
     ("fp8_gemv_rt", "RING_SMEM", "kernels/dflash/fp8_gemv_rt.cu", "kRingBytes"),

@@ -15,6 +15,8 @@ constexpr int64_t GEMM_THREADS = 128;
 constexpr int64_t GEMM_TILE = 64;
 constexpr int64_t GEMV_CLUSTER = 2;
 constexpr int64_t GEMV_MAX_M = 16;
+constexpr int64_t GEMV_RT1_SMEM = 122880;
+constexpr int64_t GEMV_RT1_WAVES = 4;
 constexpr int64_t GEMV_SMEM = 81920;
 constexpr int64_t GEMV_THREADS = 256;
 constexpr int64_t GEMV_TILE_N = 64;
@@ -100,6 +102,24 @@ kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
+  kg_sizes[2] = kg::x_mul(int64_t{m}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// dense_gemv_rt1: dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_dense_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_dense_gemv_rt1(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // w
@@ -283,8 +303,23 @@ const kg_kernel_info kg_info_dense_gemv = {
     2, 1, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemv_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:32: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:34: kernel 'dense_gemv': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemv_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemv;
+const char* const kSkip_dense_gemv_rt1[] = {
+    "m == 0",
+    "n == 0",
+};
+const char* const kApplies_dense_gemv_rt1[] = {
+    "m <= GEMV_MAX_M",
+    "(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count",
+    "div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)",
+};
+const kg_kernel_info kg_info_dense_gemv_rt1 = {
+    "dense_linear", "dense_gemv_rt1", "gb10",
+    "METRALE_NO_DFLASH_DENSE", nullptr,
+    kSkip_dense_gemv_rt1, kApplies_dense_gemv_rt1, nullptr,
+    2, 3, 0,
+    0};
 const char* const kSkip_dense_gemm[] = {
     "m == 0",
     "n == 0",
@@ -296,7 +331,7 @@ const kg_kernel_info kg_info_dense_gemm = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:65: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:90: kernel 'dense_gemm': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
@@ -309,7 +344,7 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     2, 0, 0,
     1};
 static_assert(std::is_same_v<decltype(&::dense_gemm_pipelined_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/dense_linear.yaml:85: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:110: kernel 'dense_gemm_pipelined': the spec's arguments (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k) do not match the __global__ definition of dense_gemm_pipelined_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 const char* const kSkip_dense_gemm_tma[] = {
     "n == 0",
@@ -342,6 +377,17 @@ kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dense_gemv_bf16_kernel, x, w, out, m, n, k)), &kg_info_dense_gemv};
+}
+
+kernelgen::Outcome dense_gemv_rt1(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)w;
+  (void)out;
+  (void)m;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_dense_gemv_rt1};
 }
 
 kernelgen::Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -386,9 +432,11 @@ kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w
   return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_dense_gemm_tma};
 }
 
-// dense_linear_any: Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+// dense_linear_any: Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
+  kg_o = kernelgen::dense_linear::dense_gemv_rt1(x, w, out, m, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::dense_linear::dense_gemv(x, w, out, m, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::dense_linear::dense_gemm_tma(x, w, out, m, n, k, stream);
@@ -400,14 +448,17 @@ kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16*
 
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel) {
   kg_plan kg_p = {};
-  kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
+  kg_p = kernelgen::dense_linear::plan_dense_gemv_rt1(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
+  kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_tma(m, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 2;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 3;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -433,6 +484,23 @@ int32_t kg_dense_linear__dense_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, i
 }
 
 const kg_kernel_info* kg_dense_linear__dense_gemv__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemv; }
+
+int32_t kg_dense_linear__dense_gemv_rt1(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemv_rt1(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_dense_linear__dense_gemv_rt1__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::dense_linear::plan_dense_gemv_rt1(m, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_dense_linear__dense_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::dense_linear::kg_sizes_dense_gemv_rt1(m, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_dense_linear__dense_gemv_rt1__info(void) { return &kernelgen::dense_linear::kg_info_dense_gemv_rt1; }
 
 int32_t kg_dense_linear__dense_gemm(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::dense_linear::dense_gemm(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(w), static_cast<__nv_bfloat16*>(out), m, n, k, static_cast<cudaStream_t>(stream));
@@ -499,6 +567,11 @@ int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t
 int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   int64_t kg_member[64];
   for (int kg_i = 0; kg_i < 3; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_dense_linear__dense_gemv_rt1__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+  }
   if (kg_dense_linear__dense_gemv__sizes(m, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];

@@ -23,6 +23,8 @@ C_GEMM_THREADS = 128
 C_GEMM_TILE = 64
 C_GEMV_CLUSTER = 2
 C_GEMV_MAX_M = 16
+C_GEMV_RT1_SMEM = 122880
+C_GEMV_RT1_WAVES = 4
 C_GEMV_SMEM = 81920
 C_GEMV_THREADS = 256
 C_GEMV_TILE_N = 64
@@ -174,6 +176,100 @@ def test_dense_gemv_kill_switch_or_absence(monkeypatch):
         monkeypatch.delenv(KILL_SWITCH)
         kernelgen_ops.refresh()
     assert mod.dense_gemv.plan(**CASES_dense_gemv[0])["launched"]
+
+
+# ---------------------------------------------------------------- dense_gemv_rt1
+
+
+def expect_dense_gemv_rt1(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['m'] == 0)),  # skip: m == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (262144, False, lambda _st, _a: (_a['m'] <= C_GEMV_MAX_M)),  # applies: m <= GEMV_MAX_M
+            (262145, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), C_GEMV_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count
+            (262146, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N) <= _x.mul(_st, C_GEMV_RT1_WAVES, _a['device.sm_count']))),  # applies: div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_GEMV_TILE_N), 1, 1), (C_GEMV_THREADS, 1, 1), C_GEMV_RT1_SMEM),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_dense_gemv_rt1 = {'k': 4096, 'm': 16, 'n': 6144}
+CASES_dense_gemv_rt1 = [
+    dict(BASE_dense_gemv_rt1),
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 1, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'm': 8, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'n': 151936},
+    {**BASE_dense_gemv_rt1, 'k': 4101, 'm': 1000000, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 131072, 'm': 67108865, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 2097153, 'n': 4095},
+    {**BASE_dense_gemv_rt1, 'k': 5, 'm': 33554432, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 255, 'm': 8, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 2047},
+    {**BASE_dense_gemv_rt1, 'm': 64, 'n': 151936},
+    {**BASE_dense_gemv_rt1, 'm': 127, 'n': 8193},
+    {**BASE_dense_gemv_rt1, 'k': 33554433, 'm': 2147483648, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 65536, 'm': 8, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 1073741824, 'm': 127},
+    {**BASE_dense_gemv_rt1, 'n': 64},
+    {**BASE_dense_gemv_rt1, 'm': 134217727},
+    {**BASE_dense_gemv_rt1, 'm': 67108863, 'n': 262144},
+    {**BASE_dense_gemv_rt1, 'k': 129, 'm': 1, 'n': 1048576},
+    {**BASE_dense_gemv_rt1, 'k': 268435456, 'm': 1, 'n': 2097152},
+    {**BASE_dense_gemv_rt1, 'k': 511, 'n': 100},
+    {**BASE_dense_gemv_rt1, 'k': 255, 'm': 262145},
+    {**BASE_dense_gemv_rt1, 'm': 262143, 'n': 16},
+    {**BASE_dense_gemv_rt1, 'k': 134217729, 'm': 8, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'm': 8, 'n': 32},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 67108863, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 536870913, 'm': 16385},
+    {**BASE_dense_gemv_rt1, 'k': 2147483647, 'n': 151936},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 1, 'n': 1000},
+    {**BASE_dense_gemv_rt1, 'm': 8193, 'n': 32768},
+    {**BASE_dense_gemv_rt1, 'k': 2047, 'm': 1, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 31, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'm': 131071, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 1048576, 'm': 1, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 8191, 'm': 1, 'n': 67108863},
+    {**BASE_dense_gemv_rt1, 'n': 268435455},
+    {**BASE_dense_gemv_rt1, 'm': 536870912, 'n': 1073741824},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 64, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'm': 67108865, 'n': 2},
+    {**BASE_dense_gemv_rt1, 'n': 1073741824},
+    {**BASE_dense_gemv_rt1, 'k': 2, 'm': 8, 'n': 4096},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 524289, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 100, 'n': 24576},
+    {**BASE_dense_gemv_rt1, 'k': 64, 'm': 1, 'n': 1025},
+]
+FLIPS_dense_gemv_rt1 = [
+    ('skip', 0, 'm == 0', {**BASE_dense_gemv_rt1, 'm': 0}),
+    ('skip', 1, 'n == 0', {**BASE_dense_gemv_rt1, 'n': 0}),
+    ('applies', 0, 'm <= GEMV_MAX_M', {**BASE_dense_gemv_rt1, 'm': 17}),
+    ('applies', 1, '(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count', {**BASE_dense_gemv_rt1, 'n': 1}),
+    ('applies', 2, 'div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)', {**BASE_dense_gemv_rt1, 'k': 4100, 'm': 1, 'n': 24576}),
+]
+OTHER_ARGS_dense_gemv_rt1 = {'x': fake_pointer(0), 'w': fake_pointer(1), 'out': fake_pointer(2)}
+
+
+@pytest.mark.parametrize("args", CASES_dense_gemv_rt1)
+def test_dense_gemv_rt1_plan_matches_spec(args):
+    plan = mod.dense_gemv_rt1.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_dense_gemv_rt1_kill_switch_or_absence(monkeypatch):
+    launch = mod.dense_gemv_rt1
+    full = {**OTHER_ARGS_dense_gemv_rt1, **CASES_dense_gemv_rt1[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
 
 
 # ---------------------------------------------------------------- dense_gemm
@@ -509,12 +605,19 @@ def test_dense_gemm_tma_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain dense_linear_any
 
-MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_tma', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_pipelined', ['m', 'n', 'k'])]
+MEMBERS_dense_linear_any = [('dense_linear', 'dense_gemv_rt1', ['m', 'n', 'k']), ('dense_linear', 'dense_gemv', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_tma', ['m', 'n', 'k']), ('dense_linear', 'dense_gemm_pipelined', ['m', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
-        {'k': 4096, 'm': 1, 'n': 4096},
+        {'k': 4096, 'm': 16, 'n': 6144},
+        {'k': 4100, 'm': 1, 'n': 24576},
+        {'k': 4096, 'm': 8, 'n': 4096},
         {'k': 4096, 'm': 16, 'n': 151936},
+        {'k': 4096, 'm': 0, 'n': 6144},
+        {'k': 4096, 'm': 16, 'n': 0},
+        {'k': 4096, 'm': 17, 'n': 6144},
+        {'k': 4096, 'm': 16, 'n': 1},
+        {'k': 4096, 'm': 1, 'n': 4096},
         {'k': 12288, 'm': 9, 'n': 4104},
         {'k': 4096, 'm': 17, 'n': 4096},
         {'k': 4096, 'm': 0, 'n': 4096},

@@ -43,6 +43,20 @@ dense_gemv: _kg_launcher_dense_gemv
 
 def plan_dense_gemv(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
+class _kg_launcher_dense_gemv_rt1(_kg_Protocol):
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5).
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...
+
+dense_gemv_rt1: _kg_launcher_dense_gemv_rt1
+
+def plan_dense_gemv_rt1(*, m: int, n: int, k: int) -> _kg_Plan: ...
+
 class _kg_launcher_dense_gemm(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
@@ -88,7 +102,7 @@ def plan_dense_gemm_tma(*, m: int, n: int, k: int) -> _kg_Plan: ...
 class _kg_launcher_dense_linear_any(_kg_Protocol):
     """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
-Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies."""
+Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies."""
 
     def __call__(self, x: _kg_Array, w: _kg_Array, out: _kg_Array, m: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, m: int, n: int, k: int) -> _kg_Plan: ...

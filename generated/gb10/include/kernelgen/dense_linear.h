@@ -19,6 +19,10 @@ namespace kernelgen::dense_linear {
 kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_gemv(uint32_t m, uint32_t n, uint32_t k);
 
+// dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched")
+kernelgen::Outcome dense_gemv_rt1(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_dense_gemv_rt1(uint32_t m, uint32_t n, uint32_t k);
+
 // Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment. __launch_bounds__: at most 128 threads a block.
 kernelgen::Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_gemm(uint32_t m, uint32_t n, uint32_t k);
@@ -31,7 +35,7 @@ kg_plan plan_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k);
 kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k);
 
-// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+// Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 kernelgen::Outcome dense_linear_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_dense_linear_any(uint32_t m, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 

@@ -24,6 +24,12 @@ int32_t kg_dense_linear__dense_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg
 int32_t kg_dense_linear__dense_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemv__info(void);
 
+/* dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_dense_linear__dense_gemv_rt1(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_dense_linear__dense_gemv_rt1__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_dense_linear__dense_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_dense_linear__dense_gemv_rt1__info(void);
+
 /* Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_dense_linear__dense_gemm(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
@@ -42,7 +48,7 @@ int32_t kg_dense_linear__dense_gemm_tma__plan(uint32_t m, uint32_t n, uint32_t k
 int32_t kg_dense_linear__dense_gemm_tma__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemm_tma__info(void);
 
-/* Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies. */
+/* Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies. */
 int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);

@@ -7,7 +7,7 @@
 
 /// Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:32`):
+/// Arguments, in order (`specs/dense_linear.yaml:34`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -81,9 +81,89 @@ pub mod dense_gemv {
     }
 }
 
+/// dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5).
+///
+/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
+///
+/// Arguments, in order (`specs/dense_linear.yaml:67`):
+/// - `x`: `const bf16*`, `m * k` elements
+/// - `w`: `const bf16*`, `n * k` elements
+/// - `out`: `bf16*`, `m * n` elements
+/// - `m`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `m == 0`: not launched (empty work)
+/// - skip_if `n == 0`: not launched (empty work)
+/// - applies_if `m <= GEMV_MAX_M`: else not launched
+/// - applies_if `(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count`: else not launched
+/// - applies_if `div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod dense_gemv_rt1 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv_rt1__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(m: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_dense_linear__dense_gemv_rt1__plan(m, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, w, out).
+    pub fn sizes(m: u32, n: u32, k: u32) -> Result<[i64; 3], crate::Error> {
+        let mut kg_sizes = [0i64; 3];
+        // Safety: the function writes 3 values.
+        let kg_code = unsafe { super::kg_ffi::kg_dense_linear__dense_gemv_rt1__sizes(m, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, w: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, m: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let w: crate::DevicePtr = w.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || w.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(m, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("dense_gemv_rt1", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if w.is_null() {
+                crate::kg_rt::check_null("dense_gemv_rt1", "w", kg_sizes.map(|s| s[1]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("dense_gemv_rt1", "out", kg_sizes.map(|s| s[2]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_dense_linear__dense_gemv_rt1(x.as_ptr(), w.as_ptr(), out.as_ptr(), m, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
 /// Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:65`):
+/// Arguments, in order (`specs/dense_linear.yaml:90`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -156,7 +236,7 @@ pub mod dense_gemm {
 
 /// Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:85`):
+/// Arguments, in order (`specs/dense_linear.yaml:110`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -232,7 +312,7 @@ pub mod dense_gemm_pipelined {
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:116`):
+/// Arguments, in order (`specs/dense_linear.yaml:141`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -306,9 +386,9 @@ pub mod dense_gemm_tma {
     }
 }
 
-/// Tries dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
+/// Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.
 ///
-/// Arguments, in order (`specs/dense_linear.yaml:168`):
+/// Arguments, in order (`specs/dense_linear.yaml:193`):
 /// - `x`: `const bf16*`, `m * k` elements
 /// - `w`: `const bf16*`, `n * k` elements
 /// - `out`: `bf16*`, `m * n` elements
@@ -318,9 +398,9 @@ pub mod dense_gemm_tma {
 pub mod dense_linear_any {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv, dense_linear.dense_gemm_tma, dense_linear.dense_gemm_pipelined.
-    pub fn members() -> [crate::Kernel; 3] {
-        [crate::dense_linear::dense_gemv::kernel(), crate::dense_linear::dense_gemm_tma::kernel(), crate::dense_linear::dense_gemm_pipelined::kernel()]
+    /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv_rt1, dense_linear.dense_gemv, dense_linear.dense_gemm_tma, dense_linear.dense_gemm_pipelined.
+    pub fn members() -> [crate::Kernel; 4] {
+        [crate::dense_linear::dense_gemv_rt1::kernel(), crate::dense_linear::dense_gemv::kernel(), crate::dense_linear::dense_gemm_tma::kernel(), crate::dense_linear::dense_gemm_pipelined::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.
@@ -375,7 +455,7 @@ pub mod dense_linear_any {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_dense_linear__dense_linear_any(x.as_ptr(), w.as_ptr(), out.as_ptr(), m, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::dense_linear::dense_gemv::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, crate::dense_linear::dense_gemv_rt1::kernel)
     }
 }
 
@@ -385,6 +465,10 @@ mod kg_ffi {
         pub fn kg_dense_linear__dense_gemv__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dense_linear__dense_gemv__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_dense_linear__dense_gemv__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_dense_linear__dense_gemv_rt1(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_dense_linear__dense_gemv_rt1__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_dense_linear__dense_gemv_rt1__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_dense_linear__dense_gemv_rt1__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_dense_linear__dense_gemm(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dense_linear__dense_gemm__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_dense_linear__dense_gemm__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;

@@ -177,6 +177,78 @@ fn dense_gemv_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- dense_gemv_rt1
+
+#[test]
+fn dense_gemv_rt1_plan_matches_spec() {
+    let _g = guard();
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 6144, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=1, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 4096, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 151936, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=151936");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1000000, 24576, 4101), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4101, m=1000000, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(67108865, 4096, 131072), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, m=67108865, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 4095, 2097153), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153, n=4095");
+    check(kg::dense_linear::dense_gemv_rt1::plan(33554432, 4096, 5), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, m=33554432, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 4096, 255), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, m=8, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 6144, 2047), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047");
+    check(kg::dense_linear::dense_gemv_rt1::plan(64, 151936, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=64, n=151936");
+    check(kg::dense_linear::dense_gemv_rt1::plan(127, 8193, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=127, n=8193");
+    check(kg::dense_linear::dense_gemv_rt1::plan(2147483648, 4096, 33554433), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433, m=2147483648, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 4096, 65536), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, m=8, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(127, 6144, 1073741824), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, m=127");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 64, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=64");
+    check(kg::dense_linear::dense_gemv_rt1::plan(134217727, 6144, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=134217727");
+    check(kg::dense_linear::dense_gemv_rt1::plan(67108863, 262144, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=67108863, n=262144");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 1048576, 129), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=129, m=1, n=1048576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 2097152, 268435456), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435456, m=1, n=2097152");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 100, 511), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=511, n=100");
+    check(kg::dense_linear::dense_gemv_rt1::plan(262145, 6144, 255), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, m=262145");
+    check(kg::dense_linear::dense_gemv_rt1::plan(262143, 16, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=262143, n=16");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 4096, 134217729), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217729, m=8, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 32, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8, n=32");
+    check(kg::dense_linear::dense_gemv_rt1::plan(67108863, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=67108863, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16385, 6144, 536870913), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, m=16385");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 151936, 2147483647), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647, n=151936");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 1000, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=1, n=1000");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8193, 32768, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=8193, n=32768");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 24576, 2047), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047, m=1, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(31, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=31, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(131071, 4096, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=131071, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 24576, 1048576), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, m=1, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 67108863, 8191), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8191, m=1, n=67108863");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 268435455, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=268435455");
+    check(kg::dense_linear::dense_gemv_rt1::plan(536870912, 1073741824, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=536870912, n=1073741824");
+    check(kg::dense_linear::dense_gemv_rt1::plan(64, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=64, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(67108865, 2, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with m=67108865, n=2");
+    check(kg::dense_linear::dense_gemv_rt1::plan(16, 1073741824, 4096), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1073741824");
+    check(kg::dense_linear::dense_gemv_rt1::plan(8, 4096, 2), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2, m=8, n=4096");
+    check(kg::dense_linear::dense_gemv_rt1::plan(524289, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=524289, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(100, 24576, 4100), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4100, m=100, n=24576");
+    check(kg::dense_linear::dense_gemv_rt1::plan(1, 1025, 64), "dense_gemv_rt1", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=64, m=1, n=1025");
+}
+
+#[test]
+fn dense_gemv_rt1_presence() {
+    let kernel = kg::dense_linear::dense_gemv_rt1::kernel();
+    assert_eq!(kernel.name(), "dense_gemv_rt1");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::dense_linear::dense_gemv_rt1::is_present(), false);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn dense_gemv_rt1_sizes() {
+    assert_eq!(kg::dense_linear::dense_gemv_rt1::sizes(16, 6144, 4096), Ok([65536, 25165824, 98304]));
+}
+
+#[test]
+fn dense_gemv_rt1_absent_is_not_launched() {
+    let _g = guard();
+    let result = unsafe { kg::dense_linear::dense_gemv_rt1::launch(ptr(0), ptr(1), ptr_mut(2), 16, 6144, 4096, DEFAULT_STREAM) };
+    not_launched(result, 2 << 16, Some("dense_gemv_rt1: not launched: absent on target gb10"));
+}
+
 // ---------------------------------------------------------------- dense_gemm
 
 #[test]
@@ -489,8 +561,15 @@ fn dense_gemm_tma_absent_is_not_launched() {
 #[test]
 fn dense_linear_any_plans_the_first_member_that_applies() {
     let _g = guard();
-    check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
+    check(kg::dense_linear::dense_linear_any::plan(16, 6144, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([192, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(1, 24576, 4100), "dense_gemv", Expect { code: 0, geometry: Some(([768, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4100, m=1, n=24576");
+    check(kg::dense_linear::dense_linear_any::plan(8, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=8, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(16, 151936, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([4748, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=151936");
+    check(kg::dense_linear::dense_linear_any::plan(0, 6144, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(16, 0, 4096), "dense_gemm_pipelined", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=16, n=0");
+    check(kg::dense_linear::dense_linear_any::plan(17, 6144, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([48, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=6144");
+    check(kg::dense_linear::dense_linear_any::plan(16, 1, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([2, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=16, n=1");
+    check(kg::dense_linear::dense_linear_any::plan(1, 4096, 4096), "dense_gemv", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=4096, m=1, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(9, 4104, 12288), "dense_gemv", Expect { code: 0, geometry: Some(([130, 1, 1], [256, 1, 1], 81920)), variant: Some(-1) }, "k=12288, m=9, n=4104");
     check(kg::dense_linear::dense_linear_any::plan(17, 4096, 4096), "dense_gemm_pipelined", Expect { code: 0, geometry: Some(([32, 1, 4], [256, 1, 1], 65536)), variant: Some(-1) }, "k=4096, m=17, n=4096");
     check(kg::dense_linear::dense_linear_any::plan(0, 4096, 4096), "dense_gemm_pipelined", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, m=0, n=4096");
@@ -511,7 +590,7 @@ fn dense_linear_any_presence() {
 #[test]
 fn dense_linear_any_none_applies() {
     let _g = guard();
-    let result = unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 0, 4096, 4096, DEFAULT_STREAM) };
+    let result = unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 0, 6144, 4096, DEFAULT_STREAM) };
     assert_eq!(result, Ok(false));
     assert_eq!(kg::last_reason().as_deref(), Some("dense_gemm_pipelined: not launched: empty work (m == 0)"));
 }
@@ -523,7 +602,7 @@ fn dense_linear_any_launch_without_gpu_is_an_error_naming_the_member() {
         eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
         return;
     }
-    match unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 1, 4096, 4096, DEFAULT_STREAM) } {
+    match unsafe { kg::dense_linear::dense_linear_any::launch(ptr(0), ptr(1), ptr_mut(2), 16, 6144, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "dense_gemv", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
