@@ -485,6 +485,9 @@ w4a16_gemv_rt2_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const _
 
 // The same with the whole of K in each CTA (clusters of one; grid ceil(n / GEMV_TILE_N)), for
 // weights of many row tiles (the lm_head): a CTA streams twice the bytes for the same fixed costs.
+// A 3-slot ring (two chunks of each warp in flight; gemv_stream's ST = 3) was measured and not
+// taken (H200, cold weights, back-to-back launches, us, 2 / 3 slots): the lm_head at 1 row 115.1
+// / 138.6, at 16 rows 170.4 / 178.5; gate / up at 1 row 23.3 / 28.8; qkv 10.3 / 10.8.
 __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 w4a16_gemv_rt1_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale,
                       float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
