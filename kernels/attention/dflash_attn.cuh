@@ -36,7 +36,10 @@
 // them: bf16, SPLIT_KEYS doubled while more would be needed (128 up to 5120 keys, 256 up to
 // 10240, ...); fp8, the fewest whole 32-key tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832
 // at 32768): a function of kv_len alone. Each chunk gets its own online-softmax state, and the
-// chunks' states are folded in chunk order with merge_weights / lin2.
+// chunks' states are folded in chunk order with merge_weights / lin2. Measured for the bf16
+// cache and not taken (H200, 16 query rows, hq 32, hkv 8, A/B/A in one run, split kernel us at
+// kv_len 8208 / 16384 / 32768, shipped 22.9 / 30.8 / 46.8): the fp8 rule (up to 40 chunks of whole
+// tiles) 22.9 / 32.1 / 48.6; the same with at most 24 chunks, 23.8 / 34.9 / 55.7.
 //
 // Split-KV: split s covers chunk s, keys [s * C, (s + 1) * C); the split kernels run in clusters
 // of CLUSTER CTAs along x; the first nsplit = ceil(kv_len / (C * CLUSTER)) * CLUSTER CTAs (at
