@@ -6,19 +6,30 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import time
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
 
 def median_ms(fn: Callable[..., object], sets: Sequence[tuple] = ((),), warmup: int = 5, reps: int = 40,
-              sleep_cycles: int = 0) -> float:
+              sleep_cycles: int = 0, warmup_s: float = 0.0) -> float:
     """Median CUDA-event time (ms) of fn(*sets[i % len(sets)]) over ``reps`` runs, after ``warmup``
-    runs. With ``sleep_cycles``, a torch.cuda._sleep of that many cycles is queued before each
-    timed run, so that the host's launch cost stays out of the measurement."""
+    runs, and after as many more as take ``warmup_s`` seconds (the GPU's clocks settled after an
+    idle spell or a different load). With ``sleep_cycles``, a torch.cuda._sleep of that many
+    cycles is queued before each timed run, so that the host's launch cost stays out of the
+    measurement."""
     for i in range(warmup):
         fn(*sets[i % len(sets)])
     torch.cuda.synchronize()
+    if warmup_s > 0:
+        t0, i = time.perf_counter(), 0
+        while time.perf_counter() - t0 < warmup_s:
+            fn(*sets[i % len(sets)])
+            i += 1
+            if i % 8 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
     pairs = []
     for i in range(reps):
         if sleep_cycles:
