@@ -128,6 +128,8 @@ template <int MT, Work W = Work::full, uint32_t CL = kCluster>
 using Gemv = gemv_stream::Gemv<gemv_stream::E4M3Rows, MT, W, CL>;
 constexpr uint32_t kRingBytes = 98304;  // RING_SMEM in the spec: the rings of Gemv<1> and Gemv<2>
 static_assert(Gemv<1>::kRingBytes == kRingBytes && Gemv<2>::kRingBytes == kRingBytes, "RING_SMEM");
+constexpr uint32_t kRing32Bytes = 131072;  // RING_SMEM_32: Gemv<4>'s, x slots of 32 rows
+static_assert(Gemv<4>::kRingBytes == kRing32Bytes, "RING_SMEM_32");
 
 // The _ks kernels' body: the weight-row tile blockIdx.x / C of one product, in clusters of C
 // CTAs (dynamic shared memory RING_SMEM; static: the receive buffer).
@@ -200,6 +202,32 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 dflash_fp8_gemv_rt1_16_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
     dflash_fp8_rt_detail::gemv_tile<2, 1>(x, q, scale, out, rows, n, k);
+}
+
+// 17-32 rows (two 16-row blocks of a batch, say): the same GEMVs with four 8-column x tiles
+// sharing each converted weight fragment and x slots of 32 rows (RING_SMEM_32, one CTA an SM),
+// split K (rt2_32) or whole K (rt1_32) by the rule of the 8- and 16-row forms. At these rows the
+// tile GEMMs stream the weight no faster than at 64 (fp8_gemm_n128_row_scaled: qkv 22.2 us at 17
+// rows on the H200, 24.4 at 64, against 18.5 for cuBLAS on bf16 weights, twice the bytes). For
+// few weight rows (the delta projection), K split over clusters of C = 8 or 4 (rt2_32_ks, as
+// rt2_16_ks).
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt2_32_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                              __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    dflash_fp8_rt_detail::gemv_tile<4, 2>(x, q, scale, out, rows, n, k);
+}
+
+template <uint32_t C>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt2_32_ks_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                 __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    dflash_fp8_rt_detail::gemv_tile<4, C>(x, q, scale, out, rows, n, k);
+}
+
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt1_32_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                              __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    dflash_fp8_rt_detail::gemv_tile<4, 1>(x, q, scale, out, rows, n, k);
 }
 
 // Three products of the same x in one launch (a layer's q, k and v projections): the clusters

@@ -89,7 +89,7 @@ struct E4M3Rows {
     using Scales = const float*;              // scale[n]
     static __device__ __forceinline__ float out_scale(Scales sc, uint32_t row) { return __ldg(sc + row); }
     static constexpr uint32_t kGroupBytes = 0;  // group-scale bytes a chunk row (Nvfp4Rows has them)
-    static constexpr uint32_t kXSlotRows = 16;  // x rows a slot holds (whatever MT is)
+    static constexpr uint32_t kXSlotRows = 16;  // x rows a slot holds at least (Gemv: kXSlotRowsUsed)
     // The first weight chunks are requested before the programmatic-dependent wait: the FP8
     // weights are quantized once, never the output of the kernel just before (fp8_gemv_rt.cu).
     static constexpr bool kWeightsBeforeWait = true;
@@ -339,13 +339,14 @@ struct Gemv {
     static constexpr uint32_t kChunkK = F::kChunkK;               // k per chunk
     static constexpr uint32_t kXUnits = kChunkK / 8;              // 16-byte units of an x row of a chunk
     static constexpr uint32_t kXRows = 8 * MT;                    // x rows covered (zero beyond rows)
-    // A phase's x of one chunk: 16 rows, or (F::kXSlotRows == 0) the kXRows the kernel covers.
-    static constexpr uint32_t kXSlotBytes = (F::kXSlotRows ? F::kXSlotRows : kXRows) * F::kXRowBytes;
+    // A phase's x of one chunk: F::kXSlotRows rows (16: one ring size for 8 and 16 rows), the
+    // kXRows the kernel covers where that is more (32-row kernels) or the format says 0.
+    static constexpr uint32_t kXSlotRowsUsed = F::kXSlotRows > kXRows ? F::kXSlotRows : kXRows;
+    static constexpr uint32_t kXSlotBytes = kXSlotRowsUsed * F::kXRowBytes;
     static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
     static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a phase copies
     static constexpr uint32_t kXCopies = kXHalf * kXUnits / 32;   // ... 16-byte copies per lane
-    static_assert(kXRows % kRowGroups == 0 && kXHalf * kXUnits % 32 == 0 && kXRows <= 16 && F::kXRowBytes == 16 * kXUnits &&
-                      kXRows <= (F::kXSlotRows ? F::kXSlotRows : kXRows),
+    static_assert(kXRows % kRowGroups == 0 && kXHalf * kXUnits % 32 == 0 && kXRows <= 32 && F::kXRowBytes == 16 * kXUnits,
                   "x slot layout");
     static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;

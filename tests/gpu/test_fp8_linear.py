@@ -2,7 +2,7 @@
 BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
 reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (each
 register-tiled GEMV preceded by its K-split form for few weight rows and its whole-K form for
-many; on hopper the chain has fp8_gemm_tma before n128)."""
+many; on hopper the chain has the 32-row GEMVs before m16 and fp8_gemm_tma before n128)."""
 
 import os
 
@@ -30,6 +30,8 @@ SMS = torch.cuda.get_device_properties(0).multi_processor_count
 RT1_N = 64 * (SMS // 2) + 8
 RT2_N = 64 * (SMS // 2)
 LINEAR_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
+# The 32-row GEMVs (hopper).
+RT32_BUILT = fp8_gemv_rt.plan_fp8_gemv_rt2_32(rows=32, n=RT2_N, k=4096)["launched"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,12 +268,14 @@ def test_rt_split_edges(name, rows, n, k):
 # past it get none), K of a few chunks (some warps get none), a partial last chunk, long K.
 KS = [("fp8_gemv_rt2_ks_8", 8, 8), ("fp8_gemv_rt2_ks_4", 8, 4),
       ("fp8_gemv_rt2_16_ks_8", 16, 8), ("fp8_gemv_rt2_16_ks_4", 16, 4)]
+if RT32_BUILT:  # hopper
+    KS += [("fp8_gemv_rt2_32_ks_8", 32, 8), ("fp8_gemv_rt2_32_ks_4", 32, 4)]
 KS_SHAPES = [(512, 4096), (264, 1040), (200, 16), (65, 4112), (130, 12288), (1000, 4096)]
 
 
 def ks_cases():
     for name, max_rows, c in KS:
-        for rows in (1, 2, 7, 8, 9, 15, 16):
+        for rows in (1, 2, 7, 8, 9, 15, 16, 17, 32):
             for n, k in KS_SHAPES:
                 if rows <= max_rows and -(-n // 64) * c <= 64:
                     yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
@@ -408,6 +412,55 @@ def test_rt1_16_x3_equals_three_launches(rows, ns, k):
         check_product(out, x, q, scale)
 
 
+# The 32-row GEMVs: (kernel, N where the chain takes it): split K past the K-split forms' 16
+# tiles (off the tile) up to SMS / 2 tiles, whole K beyond.
+RT32 = {"fp8_gemv_rt2_32": [1100, RT2_N], "fp8_gemv_rt1_32": [RT1_N, 24576]}
+needs_rt32 = pytest.mark.skipif(not RT32_BUILT, reason="the 32-row GEMVs are built for hopper only")
+
+
+@needs_rt32
+@pytest.mark.parametrize("name", list(RT32))
+@pytest.mark.parametrize("rows", [1, 9, 16, 17, 24, 31, 32])
+@pytest.mark.parametrize("which,k", [(0, 16), (0, 1040), (0, 4096), (1, 4096), (0, 12288)])
+def test_rt32_product(name, rows, which, k):
+    """The 32-row GEMVs against the reference at 1-32 rows (x tiles past `rows` zero), K of one
+    16-k piece, of a partial last chunk, of several and many chunks; repeatable bits."""
+    n = RT32[name][which]
+    if n == 24576 and rows not in (17, 32):
+        pytest.skip("the large weight at two row counts only")
+    kernel = getattr(fp8_gemv_rt, name)
+    x, q, scale = make_inputs(rows, n, k, seed=rows * 421 + n + k)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    _, again = launch(kernel, x, q, scale, rows, n, k)
+    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+
+
+@needs_rt32
+@pytest.mark.parametrize("name", list(RT32))
+def test_rt32_byte_path_subnormals_and_bounds(name):
+    """Misaligned bases (the byte path), weights of only subnormals and the smallest normals at
+    32 rows, and the plan's bounds on either side."""
+    kernel = getattr(fp8_gemv_rt, name)
+    low, _ = RT32[name]
+    check_misaligned(kernel, n=low)
+    x, q, scale = make_inputs(32, low, 4096, seed=6, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
+    outcome, out = launch(kernel, x, q, scale, 32, low, 4096)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    p = kernel.plan(rows=33, n=low, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], "rows <= 32"), p
+    p = kernel.plan(rows=32, n=low, k=4096)
+    assert p["launched"] and p["shared_mem"] == 2 * 8 * 256 * 16 + 2 * 4 * 32 * 256, p
+    if name == "fp8_gemv_rt2_32":
+        assert tuple(p["grid"]) == (2 * 18, 1, 1), p
+    else:
+        assert tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
+        p = kernel.plan(rows=32, n=RT2_N, k=4096)
+        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
+
+
 def test_rt2_16_x3_grid():
     p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=16, n0=4096, n1=1024, n2=1024, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2 * (64 + 16 + 16), 1, 1), p
@@ -515,7 +568,14 @@ CHAIN = [  # (rows, n, k, kernel)
     (8, RT1_N, 4096, "fp8_gemv_rt1"),
     (9, 151936, 4096, "fp8_gemv_rt1_16"),
     (16, RT1_N, 4096, "fp8_gemv_rt1_16"),
-    (17, 264, 4096, "fp8_gemm_n128_row_scaled"),
+    (17, 264, 4096, "fp8_gemv_rt2_32_ks_8" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
+    (32, 1000, 4096, "fp8_gemv_rt2_32_ks_4" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
+    (17, 1100, 4096, "fp8_gemv_rt2_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),  # 18 tiles: C = 2
+    (32, RT2_N, 4096, "fp8_gemv_rt2_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
+    (17, RT1_N, 4096, "fp8_gemv_rt1_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
+    (32, 24576, 4096, "fp8_gemv_rt1_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
+    (33, RT1_N, 4096, "fp8_gemm_n128_row_scaled"),
+    (32, RT1_N, 1000, "fp8_gemm_n128_row_scaled"),
     (1, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (16, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (17, 264, 1000, "fp8_gemm_n128_row_scaled"),
@@ -561,11 +621,11 @@ def test_chain_linear_kill_switch(switches):
     set_switch(LINEAR_SWITCH, True)
     outcome, *_ = run_chain(4, 264, 4096)
     assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2_ks_8"  # another module
-    outcome, out, *_ = run_chain(17, 264, 4096)
+    outcome, out, *_ = run_chain(33, 264, 4096)  # beyond every GEMV's rows
     assert not outcome.launched
     assert torch.isnan(out).all()
     set_switch(LINEAR_SWITCH, False)
-    outcome, *_ = run_chain(17, 264, 4096)
+    outcome, *_ = run_chain(33, 264, 4096)
     assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled"
 
 

@@ -26,6 +26,7 @@ C_GEMV_TMA_SMEM = 102560
 C_GEMV_TMA_SPLIT = 8
 C_KS_CTAS = 64
 C_RING_SMEM = 98304
+C_RING_SMEM_32 = 131072
 C_THREADS = 256
 C_TILE_N = 64
 
@@ -1184,6 +1185,390 @@ def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
     assert mod.fp8_gemv_rt2_16_ks_4.plan(**CASES_fp8_gemv_rt2_16_ks_4[0])["launched"]
 
 
+# ---------------------------------------------------------------- fp8_gemv_rt2_32
+
+
+def expect_fp8_gemv_rt2_32(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 32)),  # applies: rows <= 32
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_32),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_32 = {'k': 4096, 'n': 4096, 'rows': 32}
+CASES_fp8_gemv_rt2_32 = [
+    dict(BASE_fp8_gemv_rt2_32),
+    {**BASE_fp8_gemv_rt2_32, 'k': 12288, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2048, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 4194304},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32, 'rows': 256},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 1000},
+    {**BASE_fp8_gemv_rt2_32, 'k': 131071, 'n': 1073741824, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'k': 65537, 'n': 2048, 'rows': 257},
+    {**BASE_fp8_gemv_rt2_32, 'k': 100, 'n': 32769, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'n': 8193, 'rows': 2},
+    {**BASE_fp8_gemv_rt2_32, 'n': 0, 'rows': 524288},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1000000, 'n': 511, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1025, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'k': 67108865, 'n': 524289, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 8, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 536870913, 'rows': 255},
+    {**BASE_fp8_gemv_rt2_32, 'k': 12288, 'n': 4097, 'rows': 134217729},
+    {**BASE_fp8_gemv_rt2_32, 'n': 100, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 536870913},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2048, 'rows': 134217728},
+    {**BASE_fp8_gemv_rt2_32, 'k': 4095},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2147483647, 'rows': 511},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1048576, 'n': 2048, 'rows': 128},
+    {**BASE_fp8_gemv_rt2_32, 'k': 128, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'n': 134217728},
+    {**BASE_fp8_gemv_rt2_32, 'n': 1000000000, 'rows': 262144},
+    {**BASE_fp8_gemv_rt2_32, 'n': 67108863, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1025, 'n': 2048, 'rows': 32767},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2048, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2048, 'rows': 1048576},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16383, 'n': 1073741825, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'rows': 268435457},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1, 'n': 67108863, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'n': 2097151, 'rows': 8193},
+    {**BASE_fp8_gemv_rt2_32, 'k': 32768, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32, 'k': 12288, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt2_32, 'k': 12288, 'n': 127, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt2_32, 'n': 129, 'rows': 4096},
+    {**BASE_fp8_gemv_rt2_32, 'k': 16385, 'n': 65536, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'n': 65537, 'rows': 524289},
+    {**BASE_fp8_gemv_rt2_32, 'k': 1048575, 'n': 128, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_32, 'k': 17, 'n': 2048, 'rows': 8192},
+]
+FLIPS_fp8_gemv_rt2_32 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_32, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_32, 'k': 0}),
+    ('applies', 0, 'rows <= 32', {**BASE_fp8_gemv_rt2_32, 'rows': 33}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_32, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_32, 'k': 32768}),
+]
+OTHER_ARGS_fp8_gemv_rt2_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32)
+def test_fp8_gemv_rt2_32_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_32.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_fp8_gemv_rt2_32_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_32
+    full = {**OTHER_ARGS_fp8_gemv_rt2_32, **CASES_fp8_gemv_rt2_32[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_32_ks_8
+
+
+def expect_fp8_gemv_rt2_32_ks_8(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 32)),  # applies: rows <= 32
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 8) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_32),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_32_ks_8 = {'k': 4096, 'n': 512, 'rows': 32}
+CASES_fp8_gemv_rt2_32_ks_8 = [
+    dict(BASE_fp8_gemv_rt2_32_ks_8),
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4103, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 16383},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 8388608, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 536870913, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 4, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 24576, 'n': 1024, 'rows': 16777216},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 4194303, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 16385},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 1023},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 131072},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 8388608, 'n': 8, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 536870912, 'rows': 262143},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 1023, 'n': 3},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 8, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 65536},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 63, 'n': 65, 'rows': 32768},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 7, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 15, 'rows': 1073741824},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 4095},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 67108863, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 1025, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 524287},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 2049, 'n': 32, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 134217729, 'n': 1024, 'rows': 18},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 67108863},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 2147483647, 'n': 2097151, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16, 'rows': 255},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4111, 'n': 65, 'rows': 2048},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 65, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 16384, 'n': 8191},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 524288, 'n': 65, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 65, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4112, 'n': 268435456, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 8192, 'n': 100, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4294967295, 'rows': 33554432},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 1073741825},
+    {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 8388607},
+]
+FLIPS_fp8_gemv_rt2_32_ks_8 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_32_ks_8, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 0}),
+    ('applies', 0, 'rows <= 32', {**BASE_fp8_gemv_rt2_32_ks_8, 'rows': 33}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_8, 'k': 12288, 'n': 1024, 'rows': 17}),
+]
+OTHER_ARGS_fp8_gemv_rt2_32_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_8)
+def test_fp8_gemv_rt2_32_ks_8_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_32_ks_8.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_fp8_gemv_rt2_32_ks_8_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_32_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **CASES_fp8_gemv_rt2_32_ks_8[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_32_ks_4
+
+
+def expect_fp8_gemv_rt2_32_ks_4(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 32)),  # applies: rows <= 32
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 4) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_32),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_32_ks_4 = {'k': 4096, 'n': 512, 'rows': 32}
+CASES_fp8_gemv_rt2_32_ks_4 = [
+    dict(BASE_fp8_gemv_rt2_32_ks_4),
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 1048575, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 5, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 65, 'rows': 268435455},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2049, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 536870913, 'rows': 524287},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 257, 'n': 65, 'rows': 65},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 8192, 'n': 4194304},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 1048576, 'rows': 268435457},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 8388609, 'n': 134217729, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 100, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 1000000000, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 9, 'rows': 1000},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 8388608, 'n': 65, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 65, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 8388609, 'rows': 4294967295},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 16777216, 'rows': 67108864},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 1024, 'rows': 134217728},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 15, 'n': 1024, 'rows': 4194304},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 2097152, 'rows': 262144},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2048, 'n': 1024, 'rows': 4294967295},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 1048575, 'n': 1024, 'rows': 32769},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 65536, 'rows': 32769},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 8388607},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1048576, 'rows': 511},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 65, 'rows': 10},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2147483649, 'n': 8191},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 536870913, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 16777217, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 1024, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 65},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 17, 'rows': 8388607},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2047, 'n': 1024, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 2047},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 2048, 'rows': 134217729},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 64},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 8193},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4194304, 'n': 65, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4, 'n': 4095, 'rows': 20},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 12288, 'n': 1048577, 'rows': 8388609},
+    {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4112, 'n': 16, 'rows': 20},
+]
+FLIPS_fp8_gemv_rt2_32_ks_4 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 0}),
+    ('applies', 0, 'rows <= 32', {**BASE_fp8_gemv_rt2_32_ks_4, 'rows': 33}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_32_ks_4, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_32_ks_4, 'n': 1025}),
+]
+OTHER_ARGS_fp8_gemv_rt2_32_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_32_ks_4)
+def test_fp8_gemv_rt2_32_ks_4_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_32_ks_4.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_fp8_gemv_rt2_32_ks_4_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_32_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **CASES_fp8_gemv_rt2_32_ks_4[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_32
+
+
+def expect_fp8_gemv_rt1_32(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 32)),  # applies: rows <= 32
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_TILE_N), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_32),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_32 = {'k': 4096, 'n': 151936, 'rows': 32}
+CASES_fp8_gemv_rt1_32 = [
+    dict(BASE_fp8_gemv_rt1_32),
+    {**BASE_fp8_gemv_rt1_32, 'n': 6144, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'n': 4095, 'rows': 536870912},
+    {**BASE_fp8_gemv_rt1_32, 'k': 1000},
+    {**BASE_fp8_gemv_rt1_32, 'k': 8388607, 'rows': 4095},
+    {**BASE_fp8_gemv_rt1_32, 'k': 8388607, 'n': 6144, 'rows': 1048577},
+    {**BASE_fp8_gemv_rt1_32, 'n': 65, 'rows': 2},
+    {**BASE_fp8_gemv_rt1_32, 'n': 6144, 'rows': 65535},
+    {**BASE_fp8_gemv_rt1_32, 'k': 513},
+    {**BASE_fp8_gemv_rt1_32, 'k': 2049, 'n': 4194305},
+    {**BASE_fp8_gemv_rt1_32, 'n': 524287, 'rows': 8},
+    {**BASE_fp8_gemv_rt1_32, 'n': 128},
+    {**BASE_fp8_gemv_rt1_32, 'k': 131072, 'rows': 65536},
+    {**BASE_fp8_gemv_rt1_32, 'k': 536870913, 'n': 6144, 'rows': 1000000000},
+    {**BASE_fp8_gemv_rt1_32, 'n': 6144, 'rows': 15},
+    {**BASE_fp8_gemv_rt1_32, 'k': 32768, 'n': 6144, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 33, 'n': 256},
+    {**BASE_fp8_gemv_rt1_32, 'k': 8388607, 'n': 6144, 'rows': 8192},
+    {**BASE_fp8_gemv_rt1_32, 'n': 1000000, 'rows': 4194303},
+    {**BASE_fp8_gemv_rt1_32, 'n': 2147483648, 'rows': 129},
+    {**BASE_fp8_gemv_rt1_32, 'n': 6144, 'rows': 256},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 64},
+    {**BASE_fp8_gemv_rt1_32, 'k': 2097153, 'n': 8388607, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 4103, 'n': 100},
+    {**BASE_fp8_gemv_rt1_32, 'n': 151943},
+    {**BASE_fp8_gemv_rt1_32, 'n': 134217728, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'n': 131071},
+    {**BASE_fp8_gemv_rt1_32, 'n': 127, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt1_32, 'k': 262144},
+    {**BASE_fp8_gemv_rt1_32, 'k': 2147483648, 'n': 524289},
+    {**BASE_fp8_gemv_rt1_32, 'n': 6144, 'rows': 127},
+    {**BASE_fp8_gemv_rt1_32, 'k': 16777216, 'n': 65537, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 513, 'n': 6144, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 134217728, 'n': 6144, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt1_32, 'n': 262143},
+    {**BASE_fp8_gemv_rt1_32, 'k': 268435456, 'n': 262144},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 4096},
+    {**BASE_fp8_gemv_rt1_32, 'k': 31, 'n': 32769, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 268435455, 'n': 6144, 'rows': 1024},
+    {**BASE_fp8_gemv_rt1_32, 'k': 8388608, 'n': 65536, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_32, 'k': 127, 'n': 6144, 'rows': 15},
+    {**BASE_fp8_gemv_rt1_32, 'rows': 16385},
+]
+FLIPS_fp8_gemv_rt1_32 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_32, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_32, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_32, 'k': 0}),
+    ('applies', 0, 'rows <= 32', {**BASE_fp8_gemv_rt1_32, 'rows': 33}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_32, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_32, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_32, 'n': 1}),
+]
+OTHER_ARGS_fp8_gemv_rt1_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_32)
+def test_fp8_gemv_rt1_32_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_32.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_32
+    full = {**OTHER_ARGS_fp8_gemv_rt1_32, **CASES_fp8_gemv_rt1_32[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
 # ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 
@@ -1510,5 +1895,37 @@ def test_fp8_gemv_rt2_16_ks_runs_first_member_that_applies(args):
     chain_plan = mod.fp8_gemv_rt2_16_ks.plan(**args)
     if expected is None:
         assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_16_ks[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+# ---------------------------------------------------------------- chain fp8_gemv_rt2_32_ks
+
+MEMBERS_fp8_gemv_rt2_32_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_4', ['rows', 'n', 'k'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'k': 4096, 'n': 512, 'rows': 32},
+        {'k': 12288, 'n': 1024, 'rows': 17},
+        {'k': 4112, 'n': 65, 'rows': 20},
+        {'k': 4096, 'n': 512, 'rows': 0},
+        {'k': 4096, 'n': 0, 'rows': 32},
+        {'k': 0, 'n': 512, 'rows': 32},
+        {'k': 4096, 'n': 512, 'rows': 33},
+        {'k': 4095, 'n': 512, 'rows': 32},
+        {'k': 32768, 'n': 512, 'rows': 32},
+        {'k': 4096, 'n': 1025, 'rows': 32},
+    ])
+def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_32_ks:
+        member = getattr(built_module("gb10", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_32_ks[-1][1]
     else:
         assert (chain_plan["kernel"], chain_plan["code"]) == expected

@@ -617,7 +617,7 @@ def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):
 
 # ---------------------------------------------------------------- chain fp8_linear
 
-MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1_16', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
+MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1_16', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_32_ks_4', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt1_32', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_32', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled_m16', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_tma', ['rows', 'n', 'k']), ('fp8_linear', 'fp8_gemm_n128_row_scaled', ['rows', 'n', 'k'])]
 
 
 @pytest.mark.parametrize("args", [
@@ -673,6 +673,29 @@ MEMBERS_fp8_linear = [('fp8_gemv_rt', 'fp8_gemv_rt2_ks_8', ['rows', 'n', 'k']), 
         {'k': 4096, 'n': 4096, 'rows': 17},
         {'k': 4095, 'n': 4096, 'rows': 16},
         {'k': 32768, 'n': 4096, 'rows': 16},
+        {'k': 4096, 'n': 512, 'rows': 32},
+        {'k': 12288, 'n': 1024, 'rows': 17},
+        {'k': 4112, 'n': 65, 'rows': 20},
+        {'k': 4096, 'n': 0, 'rows': 32},
+        {'k': 0, 'n': 512, 'rows': 32},
+        {'k': 4096, 'n': 512, 'rows': 33},
+        {'k': 4095, 'n': 512, 'rows': 32},
+        {'k': 32768, 'n': 512, 'rows': 32},
+        {'k': 4096, 'n': 1025, 'rows': 32},
+        {'k': 4096, 'n': 151936, 'rows': 32},
+        {'k': 4096, 'n': 6144, 'rows': 17},
+        {'k': 0, 'n': 151936, 'rows': 32},
+        {'k': 4096, 'n': 151936, 'rows': 33},
+        {'k': 4095, 'n': 151936, 'rows': 32},
+        {'k': 32768, 'n': 151936, 'rows': 32},
+        {'k': 4096, 'n': 1, 'rows': 32},
+        {'k': 4096, 'n': 4096, 'rows': 32},
+        {'k': 12288, 'n': 4096, 'rows': 17},
+        {'k': 4096, 'n': 2048, 'rows': 24},
+        {'k': 0, 'n': 4096, 'rows': 32},
+        {'k': 4096, 'n': 4096, 'rows': 33},
+        {'k': 4095, 'n': 4096, 'rows': 32},
+        {'k': 32768, 'n': 4096, 'rows': 32},
         {'k': 1000, 'n': 4104, 'rows': 3},
         {'k': 16385, 'n': 4096, 'rows': 16},
         {'k': 4096, 'n': 4096, 'rows': 2048},

@@ -400,7 +400,7 @@ pub mod fp8_gemm_tma {
     }
 }
 
-/// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+/// Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 ///
 /// Arguments, in order (`specs/fp8_linear.yaml:175`):
 /// - `x`: `const bf16*`, `rows * k` elements
@@ -413,9 +413,9 @@ pub mod fp8_gemm_tma {
 pub mod fp8_linear {
     #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
 
-    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4, fp8_gemv_rt.fp8_gemv_rt1, fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, fp8_gemv_rt.fp8_gemv_rt1_16, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
-    pub fn members() -> [crate::Kernel; 11] {
-        [crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt1::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt1_16::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_tma::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
+    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4, fp8_gemv_rt.fp8_gemv_rt1, fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, fp8_gemv_rt.fp8_gemv_rt1_16, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, fp8_gemv_rt.fp8_gemv_rt1_32, fp8_gemv_rt.fp8_gemv_rt2_32, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
+    pub fn members() -> [crate::Kernel; 15] {
+        [crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt1::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt1_16::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt1_32::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_32::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled_m16::kernel(), crate::fp8_linear::fp8_gemm_tma::kernel(), crate::fp8_linear::fp8_gemm_n128_row_scaled::kernel()]
     }
 
     /// False when this target's build lacks every kernel of the chain.

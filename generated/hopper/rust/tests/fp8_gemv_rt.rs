@@ -1256,6 +1256,542 @@ fn fp8_gemv_rt2_16_ks_4_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- fp8_gemv_rt2_32
+
+#[test]
+fn fp8_gemv_rt2_32_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 4096, 12288), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=12288, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 2048, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=2048, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4194304), "fp8_gemv_rt2_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(256, 4096, 32), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32, rows=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(1000, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 1073741824, 131071), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131071, n=1073741824, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(257, 2048, 65537), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65537, n=2048, rows=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 32769, 100), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, n=32769, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(2, 8193, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([258, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=8193, rows=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(524288, 0, 4096), "fp8_gemv_rt2_32", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=0, rows=524288");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 511, 1000000), "fp8_gemv_rt2_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000, n=511, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 4096, 1025), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 524289, 67108865), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108865, n=524289, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 4096, 8), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(255, 4096, 536870913), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(134217729, 4097, 12288), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4097, rows=134217729");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 100, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=100, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 536870913), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(134217728, 2048, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2048, rows=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4095), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(511, 2147483647, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2147483647, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(128, 2048, 1048576), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, n=2048, rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 4096, 128), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=128, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 134217728, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(262144, 1000000000, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1000000000, rows=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 67108863, 4096), "fp8_gemv_rt2_32", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=67108863, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32767, 2048, 1025), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=2048, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(131073, 2048, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2048, rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(1048576, 2048, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2048, rows=1048576");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 1073741825, 16383), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, n=1073741825, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(268435457, 4096, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 67108863, 1), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1, n=67108863, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(8193, 2097151, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2097151, rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(17, 4096, 32768), "fp8_gemv_rt2_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(16777217, 4096, 12288), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(2097152, 127, 12288), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=127, rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(4096, 129, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=129, rows=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 65536, 16385), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385, n=65536, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(524289, 65537, 4096), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=65537, rows=524289");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(24, 128, 1048575), "fp8_gemv_rt2_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048575, n=128, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(8192, 2048, 17), "fp8_gemv_rt2_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=17, n=2048, rows=8192");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_32::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_32");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32::sizes(32, 4096, 4096), Ok([131072, 16777216, 4096, 131072]));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_32: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_32", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_32: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 33, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_32: not launched: rows <= 32 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_32: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_32: not launched: k <= 16384 is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_32: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_32::plan(32, 4096, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_32_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_32", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_32");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_32"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_32_ks_8
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 1024, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(7, 512, 4103), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4103, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(16383, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=16383");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 8388608, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=8388608, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 65, 536870913), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 4, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=12288, n=4, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(16777216, 1024, 24576), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=24576, n=1024, rows=16777216");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(1073741825, 1024, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(1073741823, 4194303, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=4194303, rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(16385, 1024, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 1023), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(131072, 1024, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 8, 8388608), "fp8_gemv_rt2_32_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=8, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(262143, 512, 536870912), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870912, rows=262143");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 3, 1023), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1023, n=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 65, 8), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(65536, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32768, 65, 63), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=63, n=65, rows=32768");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(65, 7, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=7, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(1073741824, 15, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=15, rows=1073741824");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(4095, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(2049, 67108863, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=67108863, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 1025, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1025, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(524287, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 32, 2049), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=32, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(65, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(18, 1024, 134217729), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217729, n=1024, rows=18");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(67108863, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=67108863");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 2097151, 2147483647), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647, n=2097151, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(255, 512, 16), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(2048, 65, 4111), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4111, n=65, rows=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(7, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 8191, 16384), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384, n=8191");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(134217727, 65, 524288), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524288, n=65, rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 65, 12288), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=12288, n=65, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 268435456, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=268435456, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(20, 100, 8192), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=8192, n=100, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(33554432, 512, 4294967295), "fp8_gemv_rt2_32_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(17, 1024, 4), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 1073741825), "fp8_gemv_rt2_32_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 8388607, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388607");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_32_ks_8");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::sizes(32, 512, 4096), Ok([131072, 2097152, 512, 16384]));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32_ks_8: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_32_ks_8: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_32_ks_8", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_32_ks_8: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 33, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_32_ks_8: not launched: rows <= 32 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_32_ks_8: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_32_ks_8: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 17, 1024, 12288, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_32_ks_8: not launched: (div_ceil(n, TILE_N) * 8) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_32_ks_8: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::plan(32, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_32_ks_8", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32_ks_8: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_8_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_32_ks_8");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_32_ks_8"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_32_ks_4
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(17, 1024, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 65, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 1048575, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1048575, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(17, 1024, 5), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(268435455, 65, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=268435455");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 65, 2049), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(524287, 536870913, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=536870913, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(65, 65, 257), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n=65, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 4194304, 8192), "fp8_gemv_rt2_32_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8192, n=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(268435457, 512, 1048576), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, rows=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 134217729, 8388609), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=134217729, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 100, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=100, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 65, 1000000000), "fp8_gemv_rt2_32_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(1000, 9, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=9, rows=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 65, 8388608), "fp8_gemv_rt2_32_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(2049, 65, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(4294967295, 512, 8388609), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, rows=4294967295");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(67108864, 512, 16777216), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, rows=67108864");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(134217728, 1024, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=134217728");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(4194304, 1024, 15), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=1024, rows=4194304");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(262144, 2097152, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2097152, rows=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(4294967295, 1024, 2048), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2048, n=1024, rows=4294967295");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32769, 1024, 1048575), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048575, n=1024, rows=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32769, 512, 65536), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, rows=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(8388607, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(511, 1048576, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1048576, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(10, 65, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=10");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 8191, 2147483649), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=8191");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(17, 1024, 536870913), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(17, 16777217, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=16777217, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(1073741825, 1024, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 65, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(8388607, 17, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=17, rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(17, 1024, 2047), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 2047), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(134217729, 2048, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2048, rows=134217729");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 64), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(8193, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(5, 65, 4194304), "fp8_gemv_rt2_32_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304, n=65, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 4095, 4), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4, n=4095, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(8388609, 1048577, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1048577, rows=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(20, 16, 4112), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=16, rows=20");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_32_ks_4");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::sizes(32, 512, 4096), Ok([131072, 2097152, 512, 16384]));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32_ks_4: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_32_ks_4: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_32_ks_4", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_32_ks_4: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 33, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_32_ks_4: not launched: rows <= 32 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_32_ks_4: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_32_ks_4: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 1025, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_32_ks_4: not launched: (div_ceil(n, TILE_N) * 4) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_32_ks_4: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::plan(32, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_32_ks_4", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_32_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_4_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_32_ks_4");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_32_ks_4"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_32
+
+#[test]
+fn fp8_gemv_rt1_32_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([2374, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 6144, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=6144, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(536870912, 4095, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4095, rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 1000), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(4095, 151936, 8388607), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(1048577, 6144, 8388607), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, n=6144, rows=1048577");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(2, 65, 4096), "fp8_gemv_rt1_32", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=65, rows=2");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(65535, 6144, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=65535");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 513), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=513");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 4194305, 2049), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2049, n=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(8, 524287, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([8192, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=524287, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 128, 4096), "fp8_gemv_rt1_32", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(65536, 151936, 131072), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, rows=65536");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(1000000000, 6144, 536870913), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=536870913, n=6144, rows=1000000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(15, 6144, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=6144, rows=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 6144, 32768), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, n=6144, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 256, 33), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33, n=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(8192, 6144, 8388607), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607, n=6144, rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(4194303, 1000000, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1000000, rows=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(129, 2147483648, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2147483648, rows=129");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(256, 6144, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(64, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 8388607, 2097153), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097153, n=8388607, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 100, 4103), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4103, n=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151943, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([2375, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=151943");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 134217728, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([2097152, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=134217728, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 131071, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([2048, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=131071");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(1073741825, 127, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=127, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 262144), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 524289, 2147483648), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=524289");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(127, 6144, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=6144, rows=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 65537, 16777216), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777216, n=65537, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 6144, 513), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=513, n=6144, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(2147483649, 6144, 134217728), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217728, n=6144, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 262143, 4096), "fp8_gemv_rt1_32", Expect { code: 0, geometry: Some(([4096, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=262143");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 262144, 268435456), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435456, n=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(4096, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=4096");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 32769, 31), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=32769, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(1024, 6144, 268435455), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=268435455, n=6144, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(17, 65536, 8388608), "fp8_gemv_rt1_32", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=65536, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(15, 6144, 127), "fp8_gemv_rt1_32", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127, n=6144, rows=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(16385, 151936, 4096), "fp8_gemv_rt1_32", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16385");
+}
+
+#[test]
+fn fp8_gemv_rt1_32_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_32::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_32");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_32::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt1_32_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_32::sizes(32, 151936, 4096), Ok([131072, 622329856, 151936, 4861952]));
+}
+
+#[test]
+fn fp8_gemv_rt1_32_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_32: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1_32: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1_32", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1_32: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 33, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1_32: not launched: rows <= 32 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1_32: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1_32: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 1, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1_32: not launched: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_32_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1_32: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1_32::plan(32, 151936, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_32_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1_32", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_32: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_32_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_32::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1_32");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1_32"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 #[test]
@@ -1610,6 +2146,49 @@ fn fp8_gemv_rt2_16_ks_launch_without_gpu_is_an_error_naming_the_member() {
     }
     match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_16_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 16, 512, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_16_ks_8", "{}", e),
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- chain fp8_gemv_rt2_32_ks
+
+#[test]
+fn fp8_gemv_rt2_32_ks_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 4096), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "k=4096, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(17, 1024, 12288), "fp8_gemv_rt2_32_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "k=12288, n=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(20, 65, 4112), "fp8_gemv_rt2_32_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "k=4112, n=65, rows=20");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(0, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 0, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 0), "fp8_gemv_rt2_32_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(33, 512, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 4095), "fp8_gemv_rt2_32_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 512, 32768), "fp8_gemv_rt2_32_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::plan(32, 1025, 4096), "fp8_gemv_rt2_32_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=32");
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_presence() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::is_present(), true);
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemv_rt2_32_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_32_ks_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_32_ks_8", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
