@@ -201,6 +201,16 @@ def launch(kernel, x, q, scale, rows, n, k):
     return outcome, out
 
 
+def product_twice(kernel, name, rows, n, k, seed):
+    """One launch against the exact reference, and a second with the same bits."""
+    x, q, scale = make_inputs(rows, n, k, seed=seed)
+    outcome, out = launch(kernel, x, q, scale, rows, n, k)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    _, again = launch(kernel, x, q, scale, rows, n, k)
+    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+
+
 KERNELS = {
     "dense_gemv_fp8w": (lambda: fp8_linear.dense_gemv_fp8w, 8, True),
     "fp8_gemv_rt2": (lambda: fp8_gemv_rt.fp8_gemv_rt2, 8, False),
@@ -286,12 +296,7 @@ def test_rt_ks_product(name, rows, n, k):
     """The K split over 4 or 8 ranks (each finalising 16 or 8 of a tile's 64 rows, the ranks'
     partials added in rank order) against the exact reference, and bitwise repeatable."""
     kernel = getattr(fp8_gemv_rt, name)
-    x, q, scale = make_inputs(rows, n, k, seed=rows * 17 + n * 3 + k)
-    outcome, out = launch(kernel, x, q, scale, rows, n, k)
-    assert outcome.launched, outcome.reason
-    check_product(out, x, q, scale)
-    _, again = launch(kernel, x, q, scale, rows, n, k)
-    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+    product_twice(kernel, name, rows, n, k, seed=rows * 17 + n * 3 + k)
 
 
 @pytest.mark.parametrize("name", [name for name, _, _ in KS])
@@ -364,12 +369,7 @@ def test_rt1_product(name, rows, n, k):
     if n == 24576 and rows not in (1, 16):
         pytest.skip("the large weight at the row counts of the drafter only")
     kernel = getattr(fp8_gemv_rt, name)
-    x, q, scale = make_inputs(rows, n, k, seed=rows * 613 + n + k)
-    outcome, out = launch(kernel, x, q, scale, rows, n, k)
-    assert outcome.launched, outcome.reason
-    check_product(out, x, q, scale)
-    _, again = launch(kernel, x, q, scale, rows, n, k)
-    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+    product_twice(kernel, name, rows, n, k, seed=rows * 613 + n + k)
 
 
 @pytest.mark.parametrize("name", list(RT1))
@@ -429,12 +429,7 @@ def test_rt32_product(name, rows, which, k):
     if n == 24576 and rows not in (17, 32):
         pytest.skip("the large weight at two row counts only")
     kernel = getattr(fp8_gemv_rt, name)
-    x, q, scale = make_inputs(rows, n, k, seed=rows * 421 + n + k)
-    outcome, out = launch(kernel, x, q, scale, rows, n, k)
-    assert outcome.launched, outcome.reason
-    check_product(out, x, q, scale)
-    _, again = launch(kernel, x, q, scale, rows, n, k)
-    same_bits(out, again, f"{name} rows={rows} n={n} k={k}: a second run")
+    product_twice(kernel, name, rows, n, k, seed=rows * 421 + n + k)
 
 
 @needs_rt32
