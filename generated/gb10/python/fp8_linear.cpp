@@ -152,7 +152,7 @@ const ArgSpec kg_args_fp8_linear[] = {
 }  // namespace
 
 PYBIND11_MODULE(fp8_linear, kg_module) {
-  kg_module.doc() = "FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the GEMVs of fp8_gemv_rt first (on hopper its TMA-streamed one for a vocabulary-sized N at 9-16 rows, then the register-tiled ones).\012\012Generated from specs/fp8_linear.yaml for target gb10.";
+  kg_module.doc() = "FP8-weight linear layers (E4M3 weight rows with one f32 scale each): BF16 -> FP8 row-wise quantization, a plain GEMV, and row-scaled BF16 x FP8 -> BF16 tile GEMMs; the engine's chain tries the register-tiled GEMVs of fp8_gemv_rt first (up to 16 rows; 32 on hopper), then the tile GEMMs.\012\012Generated from specs/fp8_linear.yaml for target gb10.";
   kg_module.attr("TARGET") = "gb10";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_LINEAR");
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
