@@ -36,10 +36,7 @@ template <int MT, rt::Work W>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
                 uint32_t rows, uint32_t n, uint32_t k) {
-    using G = rt::Gemv<MT, W>;
-    extern __shared__ __align__(128) uint8_t ring[];
-    __shared__ typename G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / rt::kCluster, ring, sh);
+    gemv_stream::tile<rt::Gemv<MT, W>, rt::kCluster>(x, q, scale, out, rows, n, k);
 }
 
 __global__ void fill_x(__nv_bfloat16* p, uint64_t n) {

@@ -33,11 +33,8 @@ template <int MT, Work W>
 __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2)
 ablation_kernel(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* ws, float gs,
                 __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    using G = gemv_stream::Gemv<gemv_stream::Nvfp4Rows, MT, W, 1>;
-    extern __shared__ __align__(128) uint8_t ring[];
-    __shared__ typename G::Shared sh;
-    G::launch(x, wq, gemv_stream::Nvfp4Rows::Scales{reinterpret_cast<const uint8_t*>(ws), gs}, out, m, n, k,
-              blockIdx.x, ring, sh);
+    gemv_stream::tile<gemv_stream::Gemv<gemv_stream::Nvfp4Rows, MT, W, 1>, 1>(
+        x, wq, gemv_stream::Nvfp4Rows::Scales{reinterpret_cast<const uint8_t*>(ws), gs}, out, m, n, k);
 }
 
 using KernelFn = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float,

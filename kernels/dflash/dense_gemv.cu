@@ -64,10 +64,8 @@ static_assert(ByRowsRt1::G1::kRingBytes == kRt1RingBytes && ByRowsRt1::G2::kRing
 template <class R, uint32_t CL>
 static __device__ __forceinline__ void gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out,
                                             uint32_t m, uint32_t n, uint32_t k) {
-    extern __shared__ __align__(128) uint8_t dense_gemv_ring[];
-    __shared__ typename R::Shared sh;
     if (m > kMaxRows) return;
-    R::launch(x, w, nullptr, out, m, n, k, blockIdx.x / CL, dense_gemv_ring, sh);
+    gemv_stream::tile<R, CL>(x, w, gemv_stream::Bf16Rows::Scales{nullptr}, out, m, n, k);
 }
 
 }  // namespace dense_gemv_detail

@@ -131,15 +131,15 @@ static_assert(Gemv<1>::kRingBytes == kRingBytes && Gemv<2>::kRingBytes == kRingB
 constexpr uint32_t kRing32Bytes = 131072;  // RING_SMEM_32: Gemv<4>'s, x slots of 32 rows
 static_assert(Gemv<4>::kRingBytes == kRing32Bytes, "RING_SMEM_32");
 
-// The _ks kernels' body: the weight-row tile blockIdx.x / C of one product, in clusters of C
-// CTAs (dynamic shared memory RING_SMEM; static: the receive buffer).
+// The _ks, rt1 and 32-row kernels' body: the weight-row tile blockIdx.x / C of one product with MT
+// 8-row x tiles, in clusters of C CTAs (dynamic shared memory: the ring; static: the receive
+// buffer). (The rt2, rt2_16 and x3 kernels declare their ring themselves: through this helper,
+// the byte-path function an x3 kernel shares with rt2_16 or rt1_16 compiled to other machine
+// code, not measured.)
 template <int MT, uint32_t C>
 static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
-    using G = Gemv<MT, Work::full, C>;
-    extern __shared__ __align__(128) uint8_t dflash_fp8_rt_ring[];
-    __shared__ typename G::Shared sh;
-    G::launch(x, q, scale, out, rows, n, k, blockIdx.x / C, dflash_fp8_rt_ring, sh);
+    gemv_stream::tile<Gemv<MT, Work::full, C>, C>(x, q, scale, out, rows, n, k);
 }
 
 }  // namespace dflash_fp8_rt_detail

@@ -640,4 +640,15 @@ struct ByRows {
     }
 };
 
+// A kernel's body: weight-row tile blockIdx.x / CL of one product with the streamed GEMV R (a
+// Gemv or ByRows) in clusters of CL CTAs along K; the ring in the launch's dynamic shared
+// memory, R's receive buffer static.
+template <class R, uint32_t CL, class Scales>
+static __device__ __forceinline__ void tile(const __nv_bfloat16* x, const void* w, Scales scale, __nv_bfloat16* out,
+                                            uint32_t rows, uint32_t n, uint32_t k) {
+    extern __shared__ __align__(128) uint8_t gemv_stream_ring[];
+    __shared__ typename R::Shared sh;
+    R::launch(x, w, scale, out, rows, n, k, blockIdx.x / CL, gemv_stream_ring, sh);
+}
+
 }  // namespace gemv_stream

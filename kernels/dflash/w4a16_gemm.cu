@@ -465,11 +465,9 @@ template <class R, uint32_t CL>
 static __device__ __forceinline__ void gemv_tile(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq,
                                                  const __nv_fp8_e4m3* wscale, float global_scale,
                                                  __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k) {
-    extern __shared__ __align__(128) uint8_t w4a16_gemv_stream_ring[];
-    __shared__ typename R::Shared sh;
     if (m > w4a16_detail::kMaxRows || (k & 15u) != 0) return;  // the launcher's clauses; never reached through it
     const gemv_stream::Nvfp4Rows::Scales sc{reinterpret_cast<const uint8_t*>(wscale), global_scale};
-    R::launch(x, wq, sc, out, m, n, k, blockIdx.x / CL, w4a16_gemv_stream_ring, sh);
+    gemv_stream::tile<R, CL>(x, wq, sc, out, m, n, k);
 }
 
 }  // namespace w4a16_rt_detail
