@@ -24,9 +24,9 @@ Block step (``run`` eagerly, or ``capture`` once and ``replay``); the block's id
     per layer l:
       delta    = fp8_linear(x, W_delta_l)                              [B, 2 * H/16] = [B, 2, H/16]
       x        = dflash2_conv2(x, conv_base_l, delta)                  two-tap grouped conv in the block
-      q, k, v  = fp8_gemv_rt1_16_x3(x; Wq_l, Wk_l, Wv_l)               one launch (rt2_16_x3 with fewer
-                 weight tiles; three fp8_linear launches where neither applies: more than 16
-                 rows, the rt kill switch)
+      q, k, v  = fp8_gemv_16_x3(x; Wq_l, Wk_l, Wv_l)                   one launch (rt1_16_x3, or rt2_16_x3
+                 with fewer weight tiles; three fp8_linear launches where neither applies: more
+                 than 16 rows, the rt kill switch)
       q, k     = rope_qwen3(q, k, q_norm_l, k_norm_l, positions)
       reshape_cache_bf16(k, v -> caches_l at the block's slots)
       a        = prefill_attn_dflash_bf16_indirect(q, caches_l, kv_len, q_rope_pos)
@@ -243,17 +243,17 @@ class DrafterStep:
                       dict(x=x, q=w.q, scale=w.scale, out=out, rows=rows, n=w.n, k=w.k), layer_end)
 
     def _qkv(self, p: str, lw, rows: int) -> list[Launch]:
-        """The q, k and v projections of the convolved input: one three-product launch where one
-        applies (fp8_gemv_rt1_16_x3 when the three weights' tiles are enough to cover the SMs with
-        whole-K CTAs, else fp8_gemv_rt2_16_x3: the same bits as three fp8_gemv_rt1_16 or
-        fp8_gemv_rt2_16 launches), else three fp8_linear chains."""
+        """The q, k and v projections of the convolved input: one three-product launch where the
+        fp8_gemv_16_x3 chain applies (fp8_gemv_rt1_16_x3 when the three weights' tiles are enough
+        to cover the SMs with whole-K CTAs, else fp8_gemv_rt2_16_x3: the same bits as three
+        fp8_gemv_rt1_16 or fp8_gemv_rt2_16 launches), else three fp8_linear chains."""
         n = dict(n0=lw.wq.n, n1=lw.wk.n, n2=lw.wv.n)
-        for qkv in (self.k["fp8_gemv_rt"].fp8_gemv_rt1_16_x3, self.k["fp8_gemv_rt"].fp8_gemv_rt2_16_x3):
-            if qkv.plan(rows=rows, k=lw.wq.k, **n)["launched"]:
-                return [Launch(p + "qkv_proj", qkv,
-                               dict(x=self.xc, q0=lw.wq.q, scale0=lw.wq.scale, out0=self.q, q1=lw.wk.q,
-                                    scale1=lw.wk.scale, out1=self.kb, q2=lw.wv.q, scale2=lw.wv.scale,
-                                    out2=self.vb, rows=rows, k=lw.wq.k, **n))]
+        qkv = self.k["fp8_gemv_rt"].fp8_gemv_16_x3
+        if qkv.plan(rows=rows, k=lw.wq.k, **n)["launched"]:
+            return [Launch(p + "qkv_proj", qkv,
+                           dict(x=self.xc, q0=lw.wq.q, scale0=lw.wq.scale, out0=self.q, q1=lw.wk.q,
+                                scale1=lw.wk.scale, out1=self.kb, q2=lw.wv.q, scale2=lw.wv.scale,
+                                out2=self.vb, rows=rows, k=lw.wq.k, **n))]
         return [self._linear(p + "q_proj", self.xc, lw.wq, self.q, rows),
                 self._linear(p + "k_proj", self.xc, lw.wk, self.kb, rows),
                 self._linear(p + "v_proj", self.xc, lw.wv, self.vb, rows)]

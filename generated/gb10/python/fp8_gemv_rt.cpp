@@ -440,6 +440,36 @@ const ArgSpec kg_args_fp8_gemv_rt2_32_ks[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemv_16_x3
+int32_t kg_launch_fp8_gemv_16_x3(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_16_x3(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, v[5].p, const_cast<void*>(v[6].p), v[7].p, v[8].p, const_cast<void*>(v[9].p), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_16_x3(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out, kg_kernel);
+}
+int32_t kg_sizes_fp8_gemv_16_x3(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_16_x3[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q0", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale0", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out0", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"q1", kg::py::kPointer, 13, 0, 1, 4, 0, 0, 0},  // const fp8_e4m3*
+    {"scale1", kg::py::kPointer, 3, 0, 1, 5, 0, 0, 0},  // const f32*
+    {"out1", kg::py::kPointer, 1, 1, 1, 6, 0, 0, 0},  // bf16*
+    {"q2", kg::py::kPointer, 13, 0, 1, 7, 0, 0, 0},  // const fp8_e4m3*
+    {"scale2", kg::py::kPointer, 3, 0, 1, 8, 0, 0, 0},  // const f32*
+    {"out2", kg::py::kPointer, 1, 1, 1, 9, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n0", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n1", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n2", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 }  // namespace
 
 PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
@@ -537,4 +567,9 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt2_32_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_32_ks, 7, 7, 4,
       kg_launch_fp8_gemv_rt2_32_ks, kg_plan_fp8_gemv_rt2_32_ks, kg_sizes_fp8_gemv_rt2_32_ks, kg_kernels_fp8_gemv_rt2_32_ks, 2};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32_ks) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_16_x3 = {
+      "fp8_gemv_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.", kg_args_fp8_gemv_16_x3, 15, 15, 10,
+      kg_launch_fp8_gemv_16_x3, kg_plan_fp8_gemv_16_x3, kg_sizes_fp8_gemv_16_x3, kg_kernels_fp8_gemv_16_x3, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_16_x3) < 0) throw pybind11::error_already_set();
 }

@@ -274,3 +274,15 @@ Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8
 fp8_gemv_rt2_32_ks: _kg_launcher_fp8_gemv_rt2_32_ks
 
 def plan_fp8_gemv_rt2_32_ks(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_fp8_gemv_16_x3(_kg_Protocol):
+    """(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome
+
+Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies."""
+
+    def __call__(self, x: _kg_Array, q0: _kg_Array, scale0: _kg_Array, out0: _kg_Array, q1: _kg_Array, scale1: _kg_Array, out1: _kg_Array, q2: _kg_Array, scale2: _kg_Array, out2: _kg_Array, rows: int, n0: int, n1: int, n2: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_16_x3: _kg_launcher_fp8_gemv_16_x3
+
+def plan_fp8_gemv_16_x3(*, rows: int, n0: int, n1: int, n2: int, k: int) -> _kg_Plan: ...

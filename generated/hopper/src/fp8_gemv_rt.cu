@@ -2434,6 +2434,27 @@ kg_plan plan_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
   return kg_p;
 }
 
+// fp8_gemv_16_x3: Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.
+kernelgen::Outcome fp8_gemv_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+}
+
+kg_plan plan_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  return kg_p;
+}
+
 }  // namespace kernelgen::fp8_gemv_rt
 
 // ---- C ABI
@@ -2777,6 +2798,47 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(uint32_t rows, uint32_t n, uin
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
     if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  return KG_LAUNCHED;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_16_x3(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q0), static_cast<const float*>(scale0), static_cast<__nv_bfloat16*>(out0), static_cast<const __nv_fp8_e4m3*>(q1), static_cast<const float*>(scale1), static_cast<__nv_bfloat16*>(out1), static_cast<const __nv_fp8_e4m3*>(q2), static_cast<const float*>(scale2), static_cast<__nv_bfloat16*>(out2), rows, n0, n1, n2, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_16_x3(rows, n0, n1, n2, k, kg_kernel);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 10; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(rows, n0, n1, n2, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
+    if (kg_member[5] > kg_sizes[5]) kg_sizes[5] = kg_member[5];
+    if (kg_member[6] > kg_sizes[6]) kg_sizes[6] = kg_member[6];
+    if (kg_member[7] > kg_sizes[7]) kg_sizes[7] = kg_member[7];
+    if (kg_member[8] > kg_sizes[8]) kg_sizes[8] = kg_member[8];
+    if (kg_member[9] > kg_sizes[9]) kg_sizes[9] = kg_member[9];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(rows, n0, n1, n2, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+    if (kg_member[4] > kg_sizes[4]) kg_sizes[4] = kg_member[4];
+    if (kg_member[5] > kg_sizes[5]) kg_sizes[5] = kg_member[5];
+    if (kg_member[6] > kg_sizes[6]) kg_sizes[6] = kg_member[6];
+    if (kg_member[7] > kg_sizes[7]) kg_sizes[7] = kg_member[7];
+    if (kg_member[8] > kg_sizes[8]) kg_sizes[8] = kg_member[8];
+    if (kg_member[9] > kg_sizes[9]) kg_sizes[9] = kg_member[9];
   }
   return KG_LAUNCHED;
 }

@@ -2104,3 +2104,37 @@ def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
         assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_32_ks[-1][1]
     else:
         assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+# ---------------------------------------------------------------- chain fp8_gemv_16_x3
+
+MEMBERS_fp8_gemv_16_x3 = [('fp8_gemv_rt', 'fp8_gemv_rt1_16_x3', ['rows', 'n0', 'n1', 'n2', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_16_x3', ['rows', 'n0', 'n1', 'n2', 'k'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+        {'k': 4096, 'n0': 6000, 'n1': 0, 'n2': 65, 'rows': 9},
+        {'k': 4096, 'n0': 1024, 'n1': 0, 'n2': 0, 'rows': 16},
+        {'k': 16, 'n0': 4096, 'n1': 4096, 'n2': 64, 'rows': 1},
+        {'k': 64, 'n0': 0, 'n1': 0, 'n2': 0, 'rows': 4},
+        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 0},
+        {'k': 0, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+        {'k': 4096, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 17},
+        {'k': 4095, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+        {'k': 32768, 'n0': 4096, 'n1': 1024, 'n2': 1024, 'rows': 16},
+        {'k': 4096, 'n0': 100, 'n1': 0, 'n2': 65, 'rows': 9},
+        {'k': 16, 'n0': 64, 'n1': 64, 'n2': 64, 'rows': 1},
+    ])
+def test_fp8_gemv_16_x3_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_fp8_gemv_16_x3:
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.fp8_gemv_16_x3.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_16_x3[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected

@@ -88,5 +88,9 @@ kg_plan plan_fp8_gemv_rt2_16_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
 kernelgen::Outcome fp8_gemv_rt2_32_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel = nullptr);
 
+// Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.
+kernelgen::Outcome fp8_gemv_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int32_t* kg_kernel = nullptr);
+
 }  // namespace kernelgen::fp8_gemv_rt
 #pragma GCC visibility pop

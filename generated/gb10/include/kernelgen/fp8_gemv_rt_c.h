@@ -123,6 +123,11 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks(const void* x, const void* q, const v
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
+/* Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1569,6 +1569,116 @@ pub mod fp8_gemv_rt2_32_ks {
     }
 }
 
+/// Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.
+///
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:271`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
+/// - `scale0`: `const f32*`, `n0` elements
+/// - `out0`: `bf16*`, `rows * n0` elements
+/// - `q1`: `const fp8_e4m3*`, `n1 * k` elements
+/// - `scale1`: `const f32*`, `n1` elements
+/// - `out1`: `bf16*`, `rows * n1` elements
+/// - `q2`: `const fp8_e4m3*`, `n2 * k` elements
+/// - `scale2`: `const f32*`, `n2` elements
+/// - `out2`: `bf16*`, `rows * n2` elements
+/// - `rows`: `u32`
+/// - `n0`: `u32`
+/// - `n1`: `u32`
+/// - `n2`: `u32`
+/// - `k`: `u32`
+pub mod fp8_gemv_16_x3 {
+    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+
+    /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt1_16_x3, fp8_gemv_rt.fp8_gemv_rt2_16_x3.
+    pub fn members() -> [crate::Kernel; 2] {
+        [crate::fp8_gemv_rt::fp8_gemv_rt1_16_x3::kernel(), crate::fp8_gemv_rt::fp8_gemv_rt2_16_x3::kernel()]
+    }
+
+    /// False when this target's build lacks every kernel of the chain.
+    pub fn is_present() -> bool {
+        members().iter().any(|k| k.is_present())
+    }
+
+    /// The plan of the first kernel that would launch or fail (else the last one's);
+    /// `Plan::kernel` says which.
+    pub fn plan(rows: u32, n0: u32, n1: u32, n2: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        let mut kg_index: i32 = 0;
+        // Safety: the plan function only reads its integer arguments and writes its outputs.
+        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(rows, n0, n1, n2, k, &mut kg_plan, &mut kg_index) };
+        let kg_members = members();
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        crate::kg_rt::plan(&kg_plan, kg_kernel)
+    }
+
+    /// The element counts of the sized pointer arguments (x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2): the largest over
+    /// the kernels that would launch (-1 where none would).
+    pub fn sizes(rows: u32, n0: u32, n1: u32, n2: u32, k: u32) -> Result<[i64; 10], crate::Error> {
+        let mut kg_sizes = [0i64; 10];
+        // Safety: the function writes 10 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(rows, n0, n1, n2, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+    }
+
+    /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
+    /// (the last one's reason is in [`crate::last_reason`]), `Err` for a bad argument or a
+    /// failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q0: impl Into<crate::DevicePtr>, scale0: impl Into<crate::DevicePtr>, out0: impl Into<crate::DevicePtrMut>, q1: impl Into<crate::DevicePtr>, scale1: impl Into<crate::DevicePtr>, out1: impl Into<crate::DevicePtrMut>, q2: impl Into<crate::DevicePtr>, scale2: impl Into<crate::DevicePtr>, out2: impl Into<crate::DevicePtrMut>, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q0: crate::DevicePtr = q0.into();
+        let scale0: crate::DevicePtr = scale0.into();
+        let out0: crate::DevicePtrMut = out0.into();
+        let q1: crate::DevicePtr = q1.into();
+        let scale1: crate::DevicePtr = scale1.into();
+        let out1: crate::DevicePtrMut = out1.into();
+        let q2: crate::DevicePtr = q2.into();
+        let scale2: crate::DevicePtr = scale2.into();
+        let out2: crate::DevicePtrMut = out2.into();
+        if x.is_null() || q0.is_null() || scale0.is_null() || out0.is_null() || q1.is_null() || scale1.is_null() || out1.is_null() || q2.is_null() || scale2.is_null() || out2.is_null() {
+            let kg_sizes = self::sizes(rows, n0, n1, n2, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "q0", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "scale0", kg_sizes.map(|s| s[2]))?;
+            }
+            if out0.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "out0", kg_sizes.map(|s| s[3]))?;
+            }
+            if q1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "q1", kg_sizes.map(|s| s[4]))?;
+            }
+            if scale1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "scale1", kg_sizes.map(|s| s[5]))?;
+            }
+            if out1.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "out1", kg_sizes.map(|s| s[6]))?;
+            }
+            if q2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "q2", kg_sizes.map(|s| s[7]))?;
+            }
+            if scale2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "scale2", kg_sizes.map(|s| s[8]))?;
+            }
+            if out2.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_16_x3", "out2", kg_sizes.map(|s| s[9]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3(x.as_ptr(), q0.as_ptr(), scale0.as_ptr(), out0.as_ptr(), q1.as_ptr(), scale1.as_ptr(), out1.as_ptr(), q2.as_ptr(), scale2.as_ptr(), out2.as_ptr(), rows, n0, n1, n2, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt1_16_x3::kernel)
+    }
+}
+
 mod kg_ffi {
     extern "C" {
         pub fn kg_fp8_gemv_rt__fp8_gemv_tma(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
@@ -1640,5 +1750,8 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: *const ::std::ffi::c_void, a_6: *mut ::std::ffi::c_void, a_7: *const ::std::ffi::c_void, a_8: *const ::std::ffi::c_void, a_9: *mut ::std::ffi::c_void, a_10: u32, a_11: u32, a_12: u32, a_13: u32, a_14: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
     }
 }

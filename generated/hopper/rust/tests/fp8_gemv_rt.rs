@@ -2192,3 +2192,48 @@ fn fp8_gemv_rt2_32_ks_launch_without_gpu_is_an_error_naming_the_member() {
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
+
+// ---------------------------------------------------------------- chain fp8_gemv_16_x3
+
+#[test]
+fn fp8_gemv_16_x3_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(9, 6000, 0, 65, 4096), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n0=6000, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 1024, 0, 0, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n0=1024, n1=0, n2=0, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(1, 4096, 4096, 64, 16), "fp8_gemv_rt1_16_x3", Expect { code: 0, geometry: Some(([129, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=16, n0=4096, n1=4096, n2=64, rows=1");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(4, 0, 0, 0, 64), "fp8_gemv_rt2_16_x3", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=64, n0=0, n1=0, n2=0, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(0, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 0), "fp8_gemv_rt1_16_x3", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(17, 4096, 1024, 1024, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n0=4096, n1=1024, n2=1024, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 4095), "fp8_gemv_rt2_16_x3", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(16, 4096, 1024, 1024, 32768), "fp8_gemv_rt2_16_x3", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n0=4096, n1=1024, n2=1024, rows=16");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(9, 100, 0, 65, 4096), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=4096, n0=100, n1=0, n2=65, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_16_x3::plan(1, 64, 64, 64, 16), "fp8_gemv_rt2_16_x3", Expect { code: 0, geometry: Some(([6, 1, 1], [256, 1, 1], 116736)), variant: Some(-1) }, "k=16, n0=64, n1=64, n2=64, rows=1");
+}
+
+#[test]
+fn fp8_gemv_16_x3_presence() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_16_x3::is_present(), true);
+}
+
+#[test]
+fn fp8_gemv_16_x3_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 4, 0, 0, 0, 64, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemv_rt2_16_x3: not launched: empty work (((n0 + n1) + n2) == 0)"));
+}
+
+#[test]
+fn fp8_gemv_16_x3_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_16_x3::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), ptr(4), ptr(5), ptr_mut(6), ptr(7), ptr(8), ptr_mut(9), 16, 4096, 1024, 1024, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt1_16_x3", "{}", e),
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
