@@ -2,14 +2,15 @@
 """Where the FP8 register-tiled GEMVs' time goes: the shipped kernel beside itself with part of
 its work left out (benchmarks/fp8_gemv_ablation.cu, built here with nvcc for the GPU present).
 
-Per drafter shape (qkv, o, gate/up, down, lm_head, the convolution's delta) at 1 and 16 rows,
+Per drafter shape (qkv, o, gate/up, down, lm_head, the convolution's delta) at 1, 16, 48 and 64 rows,
 in one process over the same rotated weights (400 MB, so every launch reads from memory):
   floor   a plain streaming read of the weight (the fastest of a grid-stride and a one-shot grid)
-  full    fp8_gemv_rt2 (1 row) or fp8_gemv_rt2_16 (16 rows), as shipped
-  loads   the kernel without conversions and products (ring, x loads, reduction, exchange kept)
+  full    fp8_gemv_rt2 (1 row), fp8_gemv_rt2_16 (16 rows) or fp8_gemv_rt2_64 (48, 64), as shipped
+  loads   the kernel without conversions and products (ring, x loads, reduction, exchange kept;
+          at 48 and 64 rows the shared-memory reads of x too)
   convert the kernel with the E4M3 -> bf16 conversions and without the products
   mma     the kernel with the products (on raw weight bytes) and without the conversions
-  rt1     the whole-K form (fp8_gemv_rt1 / rt1_16: one CTA over all of K, no cluster), which the
+  rt1     the whole-K form (fp8_gemv_rt1 / rt1_16 / rt1_64: one CTA over all of K, no cluster), which the
           chain takes for weights of more than SMs / 2 row tiles
 Times are means of back-to-back launches (so not the single-launch medians of
 bench_fp8_linear); the comparison is within one run. Reported: microseconds, the fraction of

@@ -2,9 +2,10 @@
 """The drafter's FP8-weight linear layers on a Qwen3-8B drafter's shapes, side by side with torch
 in one run.
 
-For each weight shape (N x K) and row count M (1-16, 32: a batch of two 16-row blocks, and 64-2048):
-every kernel that accepts M (the GEMVs fp8_gemv_tma (hopper) and the register-tiled rt2 / rt2_16
-and (hopper) rt2_32 with their whole-K forms rt1*, the plain GEMV, the m16 and n128 tile GEMMs,
+For each weight shape (N x K) and row count M (1-16; 32, 48 and 64: batches of two to four 16-row
+blocks; 256 and 2048): every kernel that accepts M (the GEMVs fp8_gemv_tma (hopper) and the
+register-tiled rt2 / rt2_16 and (hopper) rt2_32 / rt2_64 with their whole-K forms rt1* (and
+rt1_64_128), the plain GEMV, the m16 and n128 tile GEMMs,
 fp8_gemm_tma (hopper), and the engine's chain), torch's row-wise scaled FP8 GEMM
 (`torch._scaled_mm` with FP8 activations, scales [M, 1] and [1, N], activation quantization not
 timed), cuBLAS BF16 (`F.linear` on the BF16 weight), and the read floor: one launch of a plain
@@ -48,7 +49,7 @@ SHAPES = {  # name: (N, K)
     "lm_head": (151936, 4096),
     "delta": (512, 4096),  # the DFlash2 convolution's delta projection (2 x hidden / 16 outputs)
 }
-ROWS = [1, 2, 4, 8, 16, 32, 64, 256, 2048]
+ROWS = [1, 2, 4, 8, 16, 32, 48, 64, 256, 2048]
 QUICK_ROWS = [1, 8, 16]
 
 
@@ -73,6 +74,9 @@ def ours(rows, quick=False):
                 ("fp8_gemm_n128_row_scaled_m16", fp8_linear.fp8_gemm_n128_row_scaled_m16)]
     if rows <= 32:  # hopper (elsewhere absent: their plans skip them below)
         out += [("fp8_gemv_rt2_32", fp8_gemv_rt.fp8_gemv_rt2_32), ("fp8_gemv_rt1_32", fp8_gemv_rt.fp8_gemv_rt1_32)]
+    if rows <= 64:  # hopper
+        out += [("fp8_gemv_rt2_64", fp8_gemv_rt.fp8_gemv_rt2_64), ("fp8_gemv_rt1_64", fp8_gemv_rt.fp8_gemv_rt1_64),
+                ("fp8_gemv_rt1_64_128", fp8_gemv_rt.fp8_gemv_rt1_64_128)]
     out += [("fp8_gemm_n128_row_scaled", fp8_linear.fp8_gemm_n128_row_scaled)]
     if fp8_linear.plan_fp8_gemm_tma(rows=rows, n=4096, k=4096)["launched"]:  # hopper, rows >= 65
         out += [("fp8_gemm_tma", fp8_linear.fp8_gemm_tma)]

@@ -6,12 +6,14 @@
 //   floor    a plain streaming read of the weight (ld.global.nc, 16 loads of 16 bytes in flight a
 //            thread), the fastest of a grid-stride and a one-shot grid: what one launch reading
 //            those bytes can reach;
-//   full     the shipped kernel (dflash_fp8_gemv_rt2_kernel, or ..._rt2_16_kernel above 8 rows);
+//   full     the shipped kernel (dflash_fp8_gemv_rt2_kernel, ..._rt2_16_kernel above 8 rows,
+//            ..._rt2_64_kernel at 48 and 64 rows: six or eight x tiles);
 //   loads    the same kernel with Work::loads: weight ring, x loads, warp reduction, cluster
-//            exchange and stores kept, the conversions and tensor-core products left out;
+//            exchange and stores kept, the conversions and tensor-core products left out (at 48
+//            and 64 rows the shared-memory reads of x and their permutes kept too);
 //   convert  Work::convert: the E4M3 -> bf16 conversions kept, the products left out;
 //   mma      Work::mma: the products kept (on the raw weight bytes), the conversions left out;
-//   rt1      the whole-K form (dflash_fp8_gemv_rt1 / rt1_16: one CTA over all of K, no cluster), which
+//   rt1      the whole-K form (dflash_fp8_gemv_rt1 / rt1_16 / rt1_64: one CTA over all of K, no cluster), which
 //            the chain takes for weights of more than SMs / 2 row tiles.
 // Each time is the mean of back-to-back launches over weights rotated among enough copies to
 // exceed the L2 (400 MB), so every launch reads its weight from memory. Output: one line
@@ -37,6 +39,15 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
                 uint32_t rows, uint32_t n, uint32_t k) {
     gemv_stream::tile<rt::Gemv<MT, W>, rt::kCluster>(x, q, scale, out, rows, n, k);
+}
+
+// 33-64 rows: the split form (dflash_fp8_gemv_rt2_64_kernel's clusters, ring and occupancy) with
+// part of its work left out.
+template <int MT, rt::Work W>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+ablation64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
+                  uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<gemv_stream::Gemv<gemv_stream::E4M3Rows, MT, W, 2>, 2>(x, q, scale, out, rows, n, k);
 }
 
 __global__ void fill_x(__nv_bfloat16* p, uint64_t n) {
@@ -69,8 +80,8 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
     const double floor_us =
         ablation::read_floor_us(timer, std::vector<const void*>(w.begin(), w.end()), wbytes, reps, sms, sink);
 
-    const bool wide = rows > 8;
-    const int smem = static_cast<int>(rt::kRingBytes);
+    const bool wide = rows > 8, x64 = rows > 32, six = rows <= 48;
+    const int smem = static_cast<int>(x64 ? rt::kRing64Bytes : rt::kRingBytes);
     const unsigned tiles = (n + rt::kRows - 1) / rt::kRows;
     // The whole-K form as its spec launches it: half an SM's shared memory when its grid has at
     // most one CTA an SM.
@@ -83,7 +94,17 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
         int smem;
         unsigned grid;
     };
-    const Variant variants[] = {
+    const Variant variants64[] = {
+        {"full", dflash_fp8_gemv_rt2_64_kernel, smem, tiles * rt::kCluster},
+        {"loads", six ? ablation64_kernel<6, rt::Work::loads> : ablation64_kernel<8, rt::Work::loads>, smem,
+         tiles * rt::kCluster},
+        {"convert", six ? ablation64_kernel<6, rt::Work::convert> : ablation64_kernel<8, rt::Work::convert>, smem,
+         tiles * rt::kCluster},
+        {"mma", six ? ablation64_kernel<6, rt::Work::mma> : ablation64_kernel<8, rt::Work::mma>, smem,
+         tiles * rt::kCluster},
+        {"rt1", dflash_fp8_gemv_rt1_64_kernel, smem, tiles},
+    };
+    const Variant variants16[] = {
         {"full", wide ? dflash_fp8_gemv_rt2_16_kernel : dflash_fp8_gemv_rt2_kernel, smem, tiles * rt::kCluster},
         {"loads", wide ? ablation_kernel<2, rt::Work::loads> : ablation_kernel<1, rt::Work::loads>, smem,
          tiles * rt::kCluster},
@@ -94,7 +115,7 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
     };
     std::printf("RESULT {\"shape\": \"%s\", \"n\": %u, \"k\": %u, \"rows\": %u, \"weight_mb\": %.3f, \"floor_us\": %.3f",
                 name, n, k, rows, wbytes / 1e6, floor_us);
-    for (const Variant& v : variants) {
+    for (const Variant& v : x64 ? variants64 : variants16) {
         CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
         auto f = [&](int i) {
             v.fn<<<v.grid, rt::kThreads, v.smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
@@ -127,7 +148,10 @@ int main(int argc, char** argv) {
                             {"down", 4096, 12288}, {"lm_head", 151936, 4096}, {"delta", 512, 4096}};
     for (const Shape& s : shapes) {
         if (quick && std::strcmp(s.name, "gate_up") != 0 && std::strcmp(s.name, "o") != 0) continue;
-        for (uint32_t rows : {1u, 16u}) run_case(timer, s.name, s.n, s.k, rows, sms, sink);
+        for (uint32_t rows : {1u, 16u, 48u, 64u}) {
+            if (quick && rows > 16) continue;
+            run_case(timer, s.name, s.n, s.k, rows, sms, sink);
+        }
     }
     return 0;
 }

@@ -246,15 +246,15 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
                 cells += ([f"{100 * r['fraction_of_copy']:.0f}%{name}", f"{r['speedup_vs_cublas']:.2f}x"]
                           if r else ["", ""])
             lines.append(f"| {shape} | {m} | {floor} | {fp8_cells[0]} | {fp8_cells[1]} | " + " | ".join(cells) + " |")
-    batch = [(shape, fp8_rows[(shape, 32)]) for shape in shapes if (shape, 32) in fp8_rows]
+    batch = [(shape, m, fp8_rows[(shape, m)]) for m in (32, 48, 64) for shape in shapes if (shape, m) in fp8_rows]
     if batch:
-        lines += ["", "32 rows (a batch of two 16-row blocks), bench_fp8_linear, us: the FP8 chain (the kernel it "
-                      "ran), fp8_gemm_n128_row_scaled (the chain's kernel at these rows before the 32-row GEMVs), "
-                      "cuBLAS bf16 on the BF16 weight (twice the bytes) and torch `_scaled_mm`.", "",
-                  "| shape | FP8 chain | fp8_gemm_n128_row_scaled | cuBLAS bf16 | chain vs cuBLAS bf16 "
+        lines += ["", "32-64 rows (batches of two to four 16-row blocks), bench_fp8_linear, us: the FP8 chain (the "
+                      "kernel it ran), fp8_gemm_n128_row_scaled (the chain's kernel at these rows before the 32- and "
+                      "64-row GEMVs), cuBLAS bf16 on the BF16 weight (twice the bytes) and torch `_scaled_mm`.", "",
+                  "| shape | M | FP8 chain | fp8_gemm_n128_row_scaled | cuBLAS bf16 | chain vs cuBLAS bf16 "
                   "| _scaled_mm | chain vs _scaled_mm |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for shape, f in batch:
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for shape, m, f in batch:
             fc, n128 = f["kernels"].get("chain"), f["kernels"].get("fp8_gemm_n128_row_scaled")
             if not fc:
                 continue
@@ -263,7 +263,7 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
                      f"{1e3 * n128['ms']:.1f}" if n128 else "",
                      f"{1e3 * cub:.1f}" if cub else "", f"{cub / fc['ms']:.2f}x" if cub else "",
                      f"{1e3 * sm:.1f}" if sm else "", f"{sm / fc['ms']:.2f}x" if sm else ""]
-            lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+            lines.append(f"| {shape} | {m} | " + " | ".join(cells) + " |")
     lines += ["", "Many rows (TFLOP/s, and the ratio to cuBLAS bf16 on the same shape timed in the same run as "
                   "the kernel: the FP8 columns come from bench_fp8_linear, the others and the cuBLAS column from "
                   "bench_dense_linear). dense_gemm_tma's tile (128 rows by 128, 192 or 256 columns, K split over "

@@ -276,3 +276,55 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2) dflash_fp8_g
     dflash_fp8_rt_detail::gemv_x3<1>(x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, rows, n0, n1, n2, k,
                                      dflash_fp8_rt_ring, sh);
 }
+
+
+// 33-64 rows (a batch of up to four 16-row blocks): the same GEMVs with six 8-column x tiles up
+// to 48 rows, eight above (x slots of 48 or 64 rows: RING_SMEM_64, one CTA an SM). More than
+// four tiles' B fragments do not fit the registers beside their accumulators, so these convert
+// each weight fragment first and then take the x tiles one at a time (E4M3Rows::wide_half).
+// Split K (rt2_64), K split over clusters of C = 8 or 4 for few weight rows (rt2_64_ks), whole K
+// (rt1_64) by the rule of the 8- to 32-row forms; for weights of very many tiles, whole K over
+// 128-row tiles (rt1_64_128: four warps share each x slot, halving the x read a weight byte).
+// Measured on the H200 (bench_fp8_linear: cold weights, single launches, us at 33 / 48 / 64 rows;
+// the tile GEMM fp8_gemm_n128_row_scaled, which the chain took before, and cuBLAS on the bf16
+// weights beside them): o (rt2_64) 15.5 / 15.6 / 18.0 against 23.1 / 23.6 / 24.0 and 15.8 /
+// 16.4 / 13.7; down (rt2_64) 29.1 / 28.6 / 33.0 against 51.3 / 51.3 / 51.4 and 31.5 / 32.4 /
+// 33.6; qkv (rt1_64) 19.8 / 19.3 / 21.9 against 23.4 / 23.8 / 24.5 and 18.6 / 18.5 / 18.4;
+// gate_up (rt1_64) 50.9 / 49.8 / 57.5 against 66.1 / 66.1 / 65.8 and 52.2 / 52.6 / 53.2; the
+// lm_head (rt1_64_128) 246.8 / 246.3 / 283.5 against 310.2 / 310.1 / 313.7 and 298-302 (rt1_64:
+// 284.0 / 274.1 / 323.0). The cost a tile adds (the x slots' shared-memory traffic, MT / 2 bytes
+// read a weight byte a warp, and the products) grows with the tiles: o takes 10.9 us at 16 rows
+// (two tiles), 13.2 at 32 (four), 15.6 at 48 (six), 18.0 at 64 (eight), at the same weight bytes.
+namespace dflash_fp8_rt_detail {
+constexpr uint32_t kRing64Bytes = 196608;     // RING_SMEM_64: Gemv<8>'s, x slots of 64 rows
+constexpr uint32_t kRing64x128Bytes = 131072;  // RING_SMEM_64_128: the 128-row tiles' (two phases)
+template <uint32_t C, uint32_t RG = gemv_stream::kRowGroups>
+using Rows64 = gemv_stream::ByRows<gemv_stream::E4M3Rows, C, gemv_stream::kStages, RG, 6, 8>;
+static_assert(Rows64<2>::G2::kRingBytes == kRing64Bytes && Rows64<1, 4>::G2::kRingBytes == kRing64x128Bytes,
+              "RING_SMEM_64, RING_SMEM_64_128");
+}  // namespace dflash_fp8_rt_detail
+
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt2_64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                              __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<dflash_fp8_rt_detail::Rows64<2>, 2>(x, q, scale, out, rows, n, k);
+}
+
+template <uint32_t C>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt2_64_ks_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                 __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<dflash_fp8_rt_detail::Rows64<C>, C>(x, q, scale, out, rows, n, k);
+}
+
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt1_64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                              __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<dflash_fp8_rt_detail::Rows64<1>, 1>(x, q, scale, out, rows, n, k);
+}
+
+__global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 1)
+dflash_fp8_gemv_rt1_64_128_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
+                                  __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<dflash_fp8_rt_detail::Rows64<1, 4>, 1>(x, q, scale, out, rows, n, k);
+}

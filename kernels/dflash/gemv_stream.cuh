@@ -158,24 +158,83 @@ struct E4M3Rows {
     template <int MT, uint32_t TILES, Work W>
     static __device__ __forceinline__ void half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
                                                 uint32_t g, uint32_t t, uint32_t h, uint32_t, uint32_t) {
-        uint4 xv[MT][2];
+        if constexpr (MT > 4) {
+            wide_half<MT, TILES, W>(acc, slot, xs, g, t, h);
+        } else {
+            uint4 xv[MT][2];
 #pragma unroll
-        for (int j = 0; j < MT; ++j)
+            for (int j = 0; j < MT; ++j)
 #pragma unroll
-            for (uint32_t hh = 0; hh < 2; ++hh) xv[j][hh] = lds128(xs + x_unit(8u * j + g, 8u * h + 2u * t + hh));
-        uint32_t b[4][MT][2];
-        b_frags(b, xv);
+                for (uint32_t hh = 0; hh < 2; ++hh) xv[j][hh] = lds128(xs + x_unit(8u * j + g, 8u * h + 2u * t + hh));
+            uint32_t b[4][MT][2];
+            b_frags(b, xv);
+#pragma unroll
+            for (uint32_t ti = 0; ti < TILES; ++ti) {
+                const uint32_t r = 16u * ti + g, u = t + 4u * h;
+                const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
+                const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
+                if constexpr (W == Work::full) {
+                    mma_tile(acc[ti], lo16, hi16, b);
+                } else {
+                    ablated_tile<MT, W>(acc[ti], lo16, hi16, b);
+                }
+            }
+        }
+    }
+
+    // More than four x tiles (33-64 rows): their B fragments all at once (64 registers at eight
+    // tiles, beside 64 of accumulators) would not fit, so the weight fragments are converted
+    // first (each once, as above) and the x tiles are then taken one at a time, each tile's B
+    // fragments made from its two x units just before its products. Same products, same k order.
+    // (W: the ablations' parts, as ablated_tile.)
+    template <int MT, uint32_t TILES, Work W>
+    static __device__ __forceinline__ void wide_half(float (&acc)[TILES][MT][4], uint32_t slot, uint32_t xs,
+                                                     uint32_t g, uint32_t t, uint32_t h) {
+        uint32_t a[TILES][4][4];
 #pragma unroll
         for (uint32_t ti = 0; ti < TILES; ++ti) {
             const uint32_t r = 16u * ti + g, u = t + 4u * h;
             const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
             const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
-            if constexpr (W == Work::full) {
-                mma_tile(acc[ti], lo16, hi16, b);
-            } else {
-                ablated_tile<MT, W>(acc[ti], lo16, hi16, b);
+#pragma unroll
+            for (int s = 0; s < 4; ++s) {
+                const uint32_t lo = word(lo16, s), hi = word(hi16, s);
+                if constexpr (W == Work::full || W == Work::convert) {
+                    a[ti][s][0] = e4m3_02_to_bf16x2(lo);
+                    a[ti][s][1] = e4m3_02_to_bf16x2(hi);
+                    a[ti][s][2] = e4m3_13_to_bf16x2(lo);
+                    a[ti][s][3] = e4m3_13_to_bf16x2(hi);
+                } else {
+                    // raw bytes as bf16 operands, kept finite (no exponent field of all ones)
+                    const uint32_t m = 0x3f3f3f3fu;
+                    a[ti][s][0] = lo & m;
+                    a[ti][s][1] = hi & m;
+                    a[ti][s][2] = (lo >> 2) & m;
+                    a[ti][s][3] = (hi >> 2) & m;
+                }
             }
         }
+        uint32_t z = 0;  // the ablations' fold
+#pragma unroll
+        for (int j = 0; j < MT; ++j) {
+            uint4 xv[1][2];
+#pragma unroll
+            for (uint32_t hh = 0; hh < 2; ++hh) xv[0][hh] = lds128(xs + x_unit(8u * j + g, 8u * h + 2u * t + hh));
+            uint32_t b[4][1][2];
+            b_frags<1>(b, xv);
+#pragma unroll
+            for (uint32_t ti = 0; ti < TILES; ++ti)
+#pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    if constexpr (W == Work::full || W == Work::mma) {
+                        mma_bf16_16816(acc[ti][j], a[ti][s][0], a[ti][s][1], a[ti][s][2], a[ti][s][3], b[s][0][0],
+                                       b[s][0][1]);
+                    } else {
+                        z ^= a[ti][s][0] ^ a[ti][s][1] ^ a[ti][s][2] ^ a[ti][s][3] ^ b[s][0][0] ^ b[s][0][1];
+                    }
+                }
+        }
+        if constexpr (W == Work::loads || W == Work::convert) acc[0][0][0] += __uint_as_float(z & 0x3fffffffu);
     }
 };
 
@@ -346,7 +405,7 @@ struct Gemv {
     static constexpr uint32_t kRingBytes = kWRingBytes + kStages * kPhases * kXSlotBytes;
     static constexpr uint32_t kXHalf = kXRows / kRowGroups;       // x rows of a chunk each warp of a phase copies
     static constexpr uint32_t kXCopies = kXHalf * kXUnits / 32;   // ... 16-byte copies per lane
-    static_assert(kXRows % kRowGroups == 0 && kXHalf * kXUnits % 32 == 0 && kXRows <= 32 && F::kXRowBytes == 16 * kXUnits,
+    static_assert(kXRows % kRowGroups == 0 && kXHalf * kXUnits % 32 == 0 && kXRows <= 64 && F::kXRowBytes == 16 * kXUnits,
                   "x slot layout");
     static constexpr uint32_t kOwned = kRows / CL;             // weight rows each rank finalises
     static constexpr uint32_t kOutPerThread = kRows * kXRows / kThreads;
@@ -621,18 +680,20 @@ struct Gemv {
     }
 };
 
-// One kernel for every row count up to 16: Gemv<F, 1> (one 8-row x tile) for rows <= 8, Gemv<F, 2>
-// above; Gemv<F, 2>'s receive buffer (the larger) serves both.
-template <class F, uint32_t CL = kCluster, uint32_t ST = kStages>
+// One kernel for two row ranges: Gemv<F, LO> (LO 8-row x tiles) for rows <= 8 LO, Gemv<F, HI>
+// above (the default: one tile up to 8 rows, two up to 16); Gemv<F, HI>'s receive buffer (the
+// larger) serves both. The 64-row FP8 GEMVs take six tiles up to 48 rows, eight above.
+template <class F, uint32_t CL = kCluster, uint32_t ST = kStages, uint32_t RG = kRowGroups, int LO = 1, int HI = 2>
 struct ByRows {
-    using G1 = Gemv<F, 1, Work::full, CL, kRowGroups, ST>;
-    using G2 = Gemv<F, 2, Work::full, CL, kRowGroups, ST>;
+    using G1 = Gemv<F, LO, Work::full, CL, RG, ST>;
+    using G2 = Gemv<F, HI, Work::full, CL, RG, ST>;
     using Shared = typename G2::Shared;
     static_assert(sizeof(typename G1::Shared) <= sizeof(Shared), "one receive buffer serves both");
+    static_assert(G1::kRingBytes <= G2::kRingBytes, "one ring serves both");
     static __device__ __forceinline__ void launch(const __nv_bfloat16* x, const void* w, typename F::Scales scale,
                                                   __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k,
                                                   uint32_t tile, uint8_t* ring, Shared& sh) {
-        if (rows <= 8) {
+        if (rows <= 8u * LO) {
             G1::launch(x, w, scale, out, rows, n, k, tile, ring, reinterpret_cast<typename G1::Shared&>(sh));
         } else {
             G2::launch(x, w, scale, out, rows, n, k, tile, ring, sh);

@@ -2,7 +2,7 @@
 BF16 -> FP8 quantization bit for bit against torch, every FP8-weight product against an exact
 reference, repeatability, and the engine's fallback chain rt2 -> rt2_16 -> m16 -> n128 (each
 register-tiled GEMV preceded by its K-split form for few weight rows and its whole-K form for
-many; on hopper the chain has the 32-row GEMVs before m16 and fp8_gemm_tma before n128)."""
+many; on hopper the chain has the 32- and 64-row GEMVs before m16 and fp8_gemm_tma before n128)."""
 
 import os
 
@@ -32,6 +32,9 @@ RT2_N = 64 * (SMS // 2)
 LINEAR_SWITCH = "METRALE_NO_DFLASH_FP8_LINEAR"
 # The 32-row GEMVs (hopper).
 RT32_BUILT = fp8_gemv_rt.plan_fp8_gemv_rt2_32(rows=32, n=RT2_N, k=4096)["launched"]
+# The 64-row GEMVs (hopper); the 128-row-tile form past WAVES_128 = 4 of its tiles an SM.
+RT64_BUILT = fp8_gemv_rt.plan_fp8_gemv_rt2_64(rows=64, n=RT2_N, k=4096)["launched"]
+RT128_N = 128 * 4 * SMS + 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,14 +283,16 @@ KS = [("fp8_gemv_rt2_ks_8", 8, 8), ("fp8_gemv_rt2_ks_4", 8, 4),
       ("fp8_gemv_rt2_16_ks_8", 16, 8), ("fp8_gemv_rt2_16_ks_4", 16, 4)]
 if RT32_BUILT:  # hopper
     KS += [("fp8_gemv_rt2_32_ks_8", 32, 8), ("fp8_gemv_rt2_32_ks_4", 32, 4)]
+if RT64_BUILT:
+    KS += [("fp8_gemv_rt2_64_ks_8", 64, 8), ("fp8_gemv_rt2_64_ks_4", 64, 4)]
 KS_SHAPES = [(512, 4096), (264, 1040), (200, 16), (65, 4112), (130, 12288), (1000, 4096)]
 
 
 def ks_cases():
     for name, max_rows, c in KS:
-        for rows in (1, 2, 7, 8, 9, 15, 16, 17, 32):
+        for rows in (1, 2, 7, 8, 9, 15, 16, 17, 32, 33, 48, 49, 64):
             for n, k in KS_SHAPES:
-                if rows <= max_rows and -(-n // 64) * c <= 64:
+                if rows <= max_rows and (rows <= 32 or max_rows == 64) and -(-n // 64) * c <= 64:
                     yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
 
 
@@ -456,6 +461,63 @@ def test_rt32_byte_path_subnormals_and_bounds(name):
         assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
 
 
+# The 64-row GEMVs: (kernel, N where the chain takes it), as RT32; the 128-row-tile form just
+# past its bound (off the tile) and on the lm_head.
+RT64 = {"fp8_gemv_rt2_64": [1100, RT2_N], "fp8_gemv_rt1_64": [RT1_N, 24576],
+        "fp8_gemv_rt1_64_128": [RT128_N, 151936]}
+needs_rt64 = pytest.mark.skipif(not RT64_BUILT, reason="the 64-row GEMVs are built for hopper only")
+
+
+def rt64_cases():
+    for name, ns in RT64.items():
+        big = name == "fp8_gemv_rt1_64_128"
+        for rows in (1, 16, 33, 47, 48, 49, 57, 64):
+            for which, k in [(0, 16), (0, 1040), (0, 4096), (1, 4096), (0, 12288)]:
+                n = ns[which]
+                if (big or n == 24576) and (rows not in (33, 64) or k == 12288):
+                    continue  # the large weights at two row counts, K of at most 4096
+                yield pytest.param(name, rows, n, k, id=f"{name}-m{rows}-n{n}-k{k}")
+
+
+@needs_rt64
+@pytest.mark.parametrize("name,rows,n,k", list(rt64_cases()))
+def test_rt64_product(name, rows, n, k):
+    """The 64-row GEMVs against the reference at 1-64 rows: both forms (six x tiles up to 48 rows,
+    eight above; tiles past `rows` zero), K of one 16-k piece, of a partial last chunk, of several
+    and many chunks; repeatable bits."""
+    product_twice(getattr(fp8_gemv_rt, name), name, rows, n, k, seed=rows * 613 + n + k)
+
+
+@needs_rt64
+@pytest.mark.parametrize("name", list(RT64))
+def test_rt64_byte_path_subnormals_and_bounds(name):
+    """Misaligned bases (the byte path) at 3 and 60 rows, weights of only subnormals and the
+    smallest normals at 64 rows, and the plan's bounds on either side."""
+    kernel = getattr(fp8_gemv_rt, name)
+    low, _ = RT64[name]
+    for rows in (3, 60):
+        check_misaligned(kernel, n=low, rows=rows)
+    x, q, scale = make_inputs(64, low, 4096, seed=6, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
+    outcome, out = launch(kernel, x, q, scale, 64, low, 4096)
+    assert outcome.launched, outcome.reason
+    check_product(out, x, q, scale)
+    p = kernel.plan(rows=65, n=low, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], "rows <= 64"), p
+    p = kernel.plan(rows=64, n=low, k=4096)
+    x_slots = 2 * (4 if name != "fp8_gemv_rt1_64_128" else 2) * 64 * 256
+    assert p["launched"] and p["shared_mem"] == 2 * 8 * 256 * 16 + x_slots, p
+    if name == "fp8_gemv_rt2_64":
+        assert tuple(p["grid"]) == (2 * 18, 1, 1), p
+    elif name == "fp8_gemv_rt1_64":
+        assert tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
+        p = kernel.plan(rows=64, n=RT2_N, k=4096)
+        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
+    else:
+        assert tuple(p["grid"]) == (4 * SMS + 1, 1, 1), p
+        p = kernel.plan(rows=64, n=RT128_N - 8, k=4096)
+        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, 2 * TILE_N) > WAVES_128 * device.sm_count"), p
+
+
 def test_rt2_16_x3_grid():
     p = fp8_gemv_rt.fp8_gemv_rt2_16_x3.plan(rows=16, n0=4096, n1=1024, n2=1024, k=4096)
     assert p["launched"] and tuple(p["grid"]) == (2 * (64 + 16 + 16), 1, 1), p
@@ -480,10 +542,10 @@ def test_product_subnormal_weights(name):
     check_product(out, x, q, scale)
 
 
-def check_misaligned(kernel, codes=None, n=300):
+def check_misaligned(kernel, codes=None, n=300, rows=3):
     """x and q at base pointers off 16-byte alignment (invisible to the launcher): launched, and
-    the product exact (3 x 1024 by n weight rows)."""
-    rows, k = 3, 1024
+    the product exact (rows x 1024 by n weight rows)."""
+    k = 1024
     x, q, scale = make_inputs(rows, n, k, seed=9, codes=codes)
     xb = torch.empty(rows * k + 1, device=DEV, dtype=torch.bfloat16)
     xb[1:] = x.reshape(-1)
@@ -569,8 +631,16 @@ CHAIN = [  # (rows, n, k, kernel)
     (32, RT2_N, 4096, "fp8_gemv_rt2_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
     (17, RT1_N, 4096, "fp8_gemv_rt1_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
     (32, 24576, 4096, "fp8_gemv_rt1_32" if RT32_BUILT else "fp8_gemm_n128_row_scaled"),
-    (33, RT1_N, 4096, "fp8_gemm_n128_row_scaled"),
+    (33, 264, 4096, "fp8_gemv_rt2_64_ks_8" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (64, 1000, 4096, "fp8_gemv_rt2_64_ks_4" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (33, 1100, 4096, "fp8_gemv_rt2_64" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (64, RT2_N, 4096, "fp8_gemv_rt2_64" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (33, RT1_N, 4096, "fp8_gemv_rt1_64" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (64, RT128_N - 8, 4096, "fp8_gemv_rt1_64" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (48, RT128_N, 4096, "fp8_gemv_rt1_64_128" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
+    (65, RT1_N, 4096, "fp8_gemm_tma" if RT64_BUILT else "fp8_gemm_n128_row_scaled"),
     (32, RT1_N, 1000, "fp8_gemm_n128_row_scaled"),
+    (64, RT1_N, 1000, "fp8_gemm_n128_row_scaled"),
     (1, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (16, 264, 1000, "fp8_gemm_n128_row_scaled_m16"),
     (17, 264, 1000, "fp8_gemm_n128_row_scaled"),
@@ -616,12 +686,12 @@ def test_chain_linear_kill_switch(switches):
     set_switch(LINEAR_SWITCH, True)
     outcome, *_ = run_chain(4, 264, 4096)
     assert outcome.launched and kernel_name(outcome) == "fp8_gemv_rt2_ks_8"  # another module
-    outcome, out, *_ = run_chain(33, 264, 4096)  # beyond every GEMV's rows
+    outcome, out, *_ = run_chain(65, 264, 4096)  # beyond every GEMV's rows
     assert not outcome.launched
     assert torch.isnan(out).all()
     set_switch(LINEAR_SWITCH, False)
-    outcome, *_ = run_chain(33, 264, 4096)
-    assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled"
+    outcome, *_ = run_chain(65, 264, 4096)
+    assert outcome.launched and kernel_name(outcome) == ("fp8_gemm_tma" if TMA_BUILT else "fp8_gemm_n128_row_scaled")
 
 
 def test_plans():
@@ -691,7 +761,8 @@ def test_tma_subnormal_weights():
 @needs_tma
 def test_tma_not_launched_then_chain_runs_n128():
     """Not launched, writing nothing: rows under TMA_MIN_ROWS, K % 16 != 0 (clauses) and arrays off
-    16-byte alignment (UNALIGNED, at launch); the chain then runs fp8_gemm_n128_row_scaled."""
+    16-byte alignment (UNALIGNED, at launch); the chain then runs fp8_gemm_n128_row_scaled (at 64
+    rows, the 64-row GEMV for few weight rows)."""
     rows, n = 130, 264
     cases = []
     x, q, scale = make_inputs(64, n, 512, seed=1)
@@ -710,7 +781,8 @@ def test_tma_not_launched_then_chain_runs_n128():
         assert not outcome.launched and outcome.code > 0 and why in outcome.reason, (why, outcome.reason)
         assert torch.isnan(out).all(), "a kernel that did not launch wrote"
         outcome, out = launch(fp8_linear.fp8_linear, x, q, scale, r, n, k)
-        assert outcome.launched and kernel_name(outcome) == "fp8_gemm_n128_row_scaled", (why, outcome.kernel)
+        expect = "fp8_gemv_rt2_64_ks_8" if r <= 64 and RT64_BUILT else "fp8_gemm_n128_row_scaled"
+        assert outcome.launched and kernel_name(outcome) == expect, (why, outcome.kernel)
         check_product(out, x, q, scale)
 
 

@@ -19,8 +19,11 @@ constexpr int64_t GEMV_TMA_SPLIT = 8;
 constexpr int64_t KS_CTAS = 64;
 constexpr int64_t RING_SMEM = 98304;
 constexpr int64_t RING_SMEM_32 = 131072;
+constexpr int64_t RING_SMEM_64 = 196608;
+constexpr int64_t RING_SMEM_64_128 = 131072;
 constexpr int64_t THREADS = 256;
 constexpr int64_t TILE_N = 64;
+constexpr int64_t WAVES_128 = 4;
 kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_RT");
 }  // namespace
 
@@ -1041,6 +1044,101 @@ int32_t kg_sizes_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 }
 }  // namespace
 
+// fp8_gemv_rt2_64: As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
+kg_plan plan_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt2_64_ks_8: fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
+kg_plan plan_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt2_64_ks_4: fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
+kg_plan plan_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt1_64_128: fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt1_64: fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
 // fp8_gemv_rt2_16_x3: Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
   kg_plan kg_p = {};
@@ -1319,7 +1417,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:61: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
     "rows == 0",
@@ -1340,7 +1438,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:92: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt1[] = {
     "rows == 0",
@@ -1362,7 +1460,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt1 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:116: kernel 'fp8_gemv_rt1': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt1;
 const char* const kSkip_fp8_gemv_rt1_16[] = {
     "rows == 0",
@@ -1384,7 +1482,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_16_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:133: kernel 'fp8_gemv_rt1_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
     "rows == 0",
@@ -1406,7 +1504,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:144: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
     "rows == 0",
@@ -1428,7 +1526,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:144: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
     "rows == 0",
@@ -1450,7 +1548,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:162: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
     "rows == 0",
@@ -1472,7 +1570,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:162: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_32[] = {
     "rows == 0",
@@ -1549,6 +1647,100 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_32 = {
     kSkip_fp8_gemv_rt1_32, kApplies_fp8_gemv_rt1_32, kRequires_fp8_gemv_rt1_32,
     2, 4, 1,
     0};
+const char* const kSkip_fp8_gemv_rt2_64[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt2_64[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+};
+const char* const kRequires_fp8_gemv_rt2_64[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt2_64 = {
+    "fp8_gemv_rt", "fp8_gemv_rt2_64", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt2_64, kApplies_fp8_gemv_rt2_64, kRequires_fp8_gemv_rt2_64,
+    2, 3, 1,
+    0};
+const char* const kSkip_fp8_gemv_rt2_64_ks_8[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt2_64_ks_8[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(div_ceil(n, TILE_N) * 8) <= KS_CTAS",
+};
+const char* const kRequires_fp8_gemv_rt2_64_ks_8[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_8 = {
+    "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_8", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt2_64_ks_8, kApplies_fp8_gemv_rt2_64_ks_8, kRequires_fp8_gemv_rt2_64_ks_8,
+    2, 4, 1,
+    0};
+const char* const kSkip_fp8_gemv_rt2_64_ks_4[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt2_64_ks_4[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(div_ceil(n, TILE_N) * 4) <= KS_CTAS",
+};
+const char* const kRequires_fp8_gemv_rt2_64_ks_4[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_4 = {
+    "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_4", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt2_64_ks_4, kApplies_fp8_gemv_rt2_64_ks_4, kRequires_fp8_gemv_rt2_64_ks_4,
+    2, 4, 1,
+    0};
+const char* const kSkip_fp8_gemv_rt1_64_128[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt1_64_128[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)",
+};
+const char* const kRequires_fp8_gemv_rt1_64_128[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1_64_128", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
+    2, 4, 1,
+    0};
+const char* const kSkip_fp8_gemv_rt1_64[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt1_64[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count",
+};
+const char* const kRequires_fp8_gemv_rt1_64[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1_64 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1_64", "gb10",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1_64, kApplies_fp8_gemv_rt1_64, kRequires_fp8_gemv_rt1_64,
+    2, 4, 1,
+    0};
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
     "((n0 + n1) + n2) == 0",
@@ -1568,7 +1760,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:212: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:267: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 const char* const kSkip_fp8_gemv_rt1_16_x3[] = {
     "rows == 0",
@@ -1590,7 +1782,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:249: kernel 'fp8_gemv_rt1_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:304: kernel 'fp8_gemv_rt1_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16_x3;
 }  // namespace
 
@@ -1798,6 +1990,66 @@ kernelgen::Outcome fp8_gemv_rt1_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt1_32};
 }
 
+kernelgen::Outcome fp8_gemv_rt2_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt2_64};
+}
+
+kernelgen::Outcome fp8_gemv_rt2_64_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt2_64_ks_8};
+}
+
+kernelgen::Outcome fp8_gemv_rt2_64_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt2_64_ks_4};
+}
+
+kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt1_64_128};
+}
+
+kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  (void)x;
+  (void)q;
+  (void)scale;
+  (void)out;
+  (void)rows;
+  (void)n;
+  (void)k;
+  (void)stream;
+  return {KG_CODE(KG_NL_ABSENT, 0), &kg_info_fp8_gemv_rt1_64};
+}
+
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_x3};
@@ -1892,6 +2144,27 @@ kg_plan plan_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* 
   if (kg_kernel != nullptr) *kg_kernel = 0;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_4(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 1;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  return kg_p;
+}
+
+// fp8_gemv_rt2_64_ks: Dispatches fp8_gemv_rt2_64_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4; picks by the first whose plan launches.
+kernelgen::Outcome fp8_gemv_rt2_64_ks(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  kernelgen::Outcome kg_o;
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  return kg_o;  // none applies (or each hit a device limit): the last kernel's reason
+}
+
+kg_plan plan_fp8_gemv_rt2_64_ks(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kernel) {
+  kg_plan kg_p = {};
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 0;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 1;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
@@ -2144,6 +2417,91 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes(uint32_t rows, uint32_t n, uint32
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_32__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_32; }
 
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2_64(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_64; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2_64_ks_8(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_64_ks_8; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt2_64_ks_4(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_64_ks_4; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64_128(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_64_128(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_64_128; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_64(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_64; }
+
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q0), static_cast<const float*>(scale0), static_cast<__nv_bfloat16*>(out0), static_cast<const __nv_fp8_e4m3*>(q1), static_cast<const float*>(scale1), static_cast<__nv_bfloat16*>(out1), static_cast<const __nv_fp8_e4m3*>(q2), static_cast<const float*>(scale2), static_cast<__nv_bfloat16*>(out2), rows, n0, n1, n2, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -2257,6 +2615,35 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(uint32_t rows, uint32_t n, uin
     if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   if (kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  return KG_LAUNCHED;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks(rows, n, k, kg_kernel);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  int64_t kg_member[64];
+  for (int kg_i = 0; kg_i < 4; ++kg_i) kg_sizes[kg_i] = -1;
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

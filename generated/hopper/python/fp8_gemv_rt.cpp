@@ -312,6 +312,121 @@ const ArgSpec kg_args_fp8_gemv_rt1_32[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemv_rt2_64
+int32_t kg_launch_fp8_gemv_rt2_64(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt2_64(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt2_64(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt2_64[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt2_64_ks_8
+int32_t kg_launch_fp8_gemv_rt2_64_ks_8(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt2_64_ks_8(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt2_64_ks_8(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt2_64_ks_8[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt2_64_ks_4
+int32_t kg_launch_fp8_gemv_rt2_64_ks_4(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt2_64_ks_4(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt2_64_ks_4[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt1_64_128
+int32_t kg_launch_fp8_gemv_rt1_64_128(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1_64_128(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1_64_128(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1_64_128[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt1_64
+int32_t kg_launch_fp8_gemv_rt1_64(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1_64(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1_64(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1_64[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- fp8_gemv_rt2_16_x3
 int32_t kg_launch_fp8_gemv_rt2_16_x3(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, v[5].p, const_cast<void*>(v[6].p), v[7].p, v[8].p, const_cast<void*>(v[9].p), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
@@ -440,6 +555,28 @@ const ArgSpec kg_args_fp8_gemv_rt2_32_ks[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
+// ---- fp8_gemv_rt2_64_ks
+int32_t kg_launch_fp8_gemv_rt2_64_ks(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt2_64_ks(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out, kg_kernel);
+}
+int32_t kg_sizes_fp8_gemv_rt2_64_ks(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt2_64_ks[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
 // ---- fp8_gemv_16_x3
 int32_t kg_launch_fp8_gemv_16_x3(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_16_x3(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), v[4].p, v[5].p, const_cast<void*>(v[6].p), v[7].p, v[8].p, const_cast<void*>(v[9].p), static_cast<uint32_t>(v[10].u), static_cast<uint32_t>(v[11].u), static_cast<uint32_t>(v[12].u), static_cast<uint32_t>(v[13].u), static_cast<uint32_t>(v[14].u), kg_stream, kg_ran);
@@ -473,7 +610,7 @@ const ArgSpec kg_args_fp8_gemv_16_x3[] = {
 }  // namespace
 
 PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
-  kg_module.doc() = "Row-scaled FP8-weight GEMVs for at most 16 rows (K % 16 == 0; 32 on hopper): register-tiled ones for at most 8, 16 and (hopper) 32 rows (with forms that split K further for few weight rows), and on hopper a TMA-streamed one.\012\012Generated from specs/fp8_gemv_rt.yaml for target hopper.";
+  kg_module.doc() = "Row-scaled FP8-weight GEMVs for at most 16 rows (K % 16 == 0; 64 on hopper): register-tiled ones for at most 8, 16 and (hopper) 32 and 64 rows (with forms that split K further for few weight rows), and on hopper a TMA-streamed one.\012\012Generated from specs/fp8_gemv_rt.yaml for target hopper.";
   kg_module.attr("TARGET") = "hopper";
   kg_module.attr("KILL_SWITCH") = pybind11::str("METRALE_NO_DFLASH_FP8_RT");
   if (kg::py::init_module(kg_module.ptr()) < 0) throw pybind11::error_already_set();
@@ -542,6 +679,31 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt1_32", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_32, 7, 7, 4,
       kg_launch_fp8_gemv_rt1_32, kg_plan_fp8_gemv_rt1_32, kg_sizes_fp8_gemv_rt1_32, kg_kernels_fp8_gemv_rt1_32, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_32) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2_64 = {
+      "fp8_gemv_rt2_64", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2_64, kg_plan_fp8_gemv_rt2_64, kg_sizes_fp8_gemv_rt2_64, kg_kernels_fp8_gemv_rt2_64, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks_8 = {
+      "fp8_gemv_rt2_64_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64_ks_8, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2_64_ks_8, kg_plan_fp8_gemv_rt2_64_ks_8, kg_sizes_fp8_gemv_rt2_64_ks_8, kg_kernels_fp8_gemv_rt2_64_ks_8, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks_8) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks_4[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks_4 = {
+      "fp8_gemv_rt2_64_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64_ks_4, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2_64_ks_4, kg_plan_fp8_gemv_rt2_64_ks_4, kg_sizes_fp8_gemv_rt2_64_ks_4, kg_kernels_fp8_gemv_rt2_64_ks_4, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks_4) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64_128[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1_64_128 = {
+      "fp8_gemv_rt1_64_128", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64_128, 7, 7, 4,
+      kg_launch_fp8_gemv_rt1_64_128, kg_plan_fp8_gemv_rt1_64_128, kg_sizes_fp8_gemv_rt1_64_128, kg_kernels_fp8_gemv_rt1_64_128, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64_128) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1_64 = {
+      "fp8_gemv_rt1_64", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64, 7, 7, 4,
+      kg_launch_fp8_gemv_rt1_64, kg_plan_fp8_gemv_rt1_64, kg_sizes_fp8_gemv_rt1_64, kg_kernels_fp8_gemv_rt1_64, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_x3 = {
       "fp8_gemv_rt2_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_x3, 15, 15, 10,
@@ -567,6 +729,11 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt2_32_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_32_ks, 7, 7, 4,
       kg_launch_fp8_gemv_rt2_32_ks, kg_plan_fp8_gemv_rt2_32_ks, kg_sizes_fp8_gemv_rt2_32_ks, kg_kernels_fp8_gemv_rt2_32_ks, 2};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32_ks) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks = {
+      "fp8_gemv_rt2_64_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012Dispatches fp8_gemv_rt2_64_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_64_ks, 7, 7, 4,
+      kg_launch_fp8_gemv_rt2_64_ks, kg_plan_fp8_gemv_rt2_64_ks, kg_sizes_fp8_gemv_rt2_64_ks, kg_kernels_fp8_gemv_rt2_64_ks, 2};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_16_x3 = {
       "fp8_gemv_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.", kg_args_fp8_gemv_16_x3, 15, 15, 10,

@@ -637,7 +637,7 @@ kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemm_tma_kernel, x, q, scale, out, rows, n, k, kg_tm[0], kg_tm[1])), &kg_info_fp8_gemm_tma};
 }
 
-// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
+// fp8_linear: Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_64_128, then fp8_gemv_rt.fp8_gemv_rt1_64, then fp8_gemv_rt.fp8_gemv_rt2_64, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.
 kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   kernelgen::Outcome kg_o;
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_ks_8(x, q, scale, out, rows, n, k, stream);
@@ -663,6 +663,16 @@ kernelgen::Outcome fp8_linear(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, co
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_32(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_32(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64_128(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64(x, q, scale, out, rows, n, k, stream);
+  if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
+  kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_64(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
   kg_o = kernelgen::fp8_linear::fp8_gemm_n128_row_scaled_m16(x, q, scale, out, rows, n, k, stream);
   if (kg_o.code <= 0 && !KG_FALLS_THROUGH(kg_o.code)) return kg_o;  // launched, or an error other than a device limit
@@ -711,14 +721,29 @@ kg_plan plan_fp8_linear(uint32_t rows, uint32_t n, uint32_t k, int32_t* kg_kerne
   kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 11;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 12;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 13;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
-  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
   if (kg_kernel != nullptr) *kg_kernel = 14;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 15;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 16;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 17;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_tma(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 18;
+  if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
+  kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
+  if (kg_kernel != nullptr) *kg_kernel = 19;
   if (kg_p.code <= 0 && !KG_FALLS_THROUGH(kg_p.code)) return kg_p;
   return kg_p;
 }
@@ -894,6 +919,36 @@ int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, 
     if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
   }
   if (kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
+    if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
+    if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
+    if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];
+    if (kg_member[3] > kg_sizes[3]) kg_sizes[3] = kg_member[3];
+  }
+  if (kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(rows, n, k, kg_member) == KG_LAUNCHED) {
     if (kg_member[0] > kg_sizes[0]) kg_sizes[0] = kg_member[0];
     if (kg_member[1] > kg_sizes[1]) kg_sizes[1] = kg_member[1];
     if (kg_member[2] > kg_sizes[2]) kg_sizes[2] = kg_member[2];

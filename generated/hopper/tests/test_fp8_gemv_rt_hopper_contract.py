@@ -27,8 +27,11 @@ C_GEMV_TMA_SPLIT = 8
 C_KS_CTAS = 64
 C_RING_SMEM = 98304
 C_RING_SMEM_32 = 131072
+C_RING_SMEM_64 = 196608
+C_RING_SMEM_64_128 = 131072
 C_THREADS = 256
 C_TILE_N = 64
+C_WAVES_128 = 4
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -1744,6 +1747,661 @@ def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
     assert mod.fp8_gemv_rt1_32.plan(**CASES_fp8_gemv_rt1_32[0])["launched"]
 
 
+# ---------------------------------------------------------------- fp8_gemv_rt2_64
+
+
+def expect_fp8_gemv_rt2_64(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(2, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_64 = {'k': 4096, 'n': 4096, 'rows': 64}
+CASES_fp8_gemv_rt2_64 = [
+    dict(BASE_fp8_gemv_rt2_64),
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2048, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2147483649, 'rows': 17},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2097152, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'k': 2147483649, 'n': 32, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'n': 131071, 'rows': 2097153},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 1000000},
+    {**BASE_fp8_gemv_rt2_64, 'n': 128, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'k': 2047, 'n': 2048, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2048, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64, 'k': 2048, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt2_64, 'k': 128, 'n': 67108865, 'rows': 48},
+    {**BASE_fp8_gemv_rt2_64, 'k': 4294967295, 'n': 8388609, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'k': 16383, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'n': 134217728, 'rows': 1023},
+    {**BASE_fp8_gemv_rt2_64, 'n': 100, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_64, 'n': 16383, 'rows': 32767},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'rows': 4194305},
+    {**BASE_fp8_gemv_rt2_64, 'n': 512, 'rows': 262145},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'n': 255, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2147483647, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt2_64, 'k': 65, 'rows': 65537},
+    {**BASE_fp8_gemv_rt2_64, 'k': 8193, 'n': 2048, 'rows': 128},
+    {**BASE_fp8_gemv_rt2_64, 'n': 4294967295, 'rows': 16777216},
+    {**BASE_fp8_gemv_rt2_64, 'k': 1073741824, 'n': 2048, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'n': 4095, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 127},
+    {**BASE_fp8_gemv_rt2_64, 'k': 12288, 'n': 2147483648, 'rows': 131072},
+    {**BASE_fp8_gemv_rt2_64, 'n': 2048, 'rows': 67108864},
+    {**BASE_fp8_gemv_rt2_64, 'k': 7, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'n': 16777217, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 33554433},
+    {**BASE_fp8_gemv_rt2_64, 'k': 262145, 'n': 511, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt2_64, 'k': 2147483648, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_64, 'k': 16384},
+    {**BASE_fp8_gemv_rt2_64, 'k': 255, 'n': 2048, 'rows': 524288},
+    {**BASE_fp8_gemv_rt2_64, 'k': 0},
+    {**BASE_fp8_gemv_rt2_64, 'k': 8388609, 'n': 2048, 'rows': 8},
+    {**BASE_fp8_gemv_rt2_64, 'k': 134217727, 'n': 67108865, 'rows': 48},
+]
+FLIPS_fp8_gemv_rt2_64 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_64, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_64, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt2_64, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_64, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_64, 'k': 32768}),
+]
+OTHER_ARGS_fp8_gemv_rt2_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64)
+def test_fp8_gemv_rt2_64_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_64.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_64(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64)
+def test_fp8_gemv_rt2_64_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_64
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_64"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_64.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_64_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_64.plan(**CASES_fp8_gemv_rt2_64[0])["launched"]
+
+
+def test_fp8_gemv_rt2_64_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_64
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64, **CASES_fp8_gemv_rt2_64[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_64.plan(**CASES_fp8_gemv_rt2_64[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_64_ks_8
+
+
+def expect_fp8_gemv_rt2_64_ks_8(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 8) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 8), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(8, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_64_ks_8 = {'k': 4096, 'n': 512, 'rows': 64}
+CASES_fp8_gemv_rt2_64_ks_8 = [
+    dict(BASE_fp8_gemv_rt2_64_ks_8),
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 1073741825, 'n': 1024, 'rows': 4095},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 2147483648, 'n': 65, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1023, 'rows': 256},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 65536, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 15},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4194305, 'n': 65, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 2097151, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 16777217, 'n': 7, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 9, 'rows': 16777215},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 65536, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 63},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 4194303, 'rows': 16383},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 8},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 8, 'n': 2048, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4113, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 33554431},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 5},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 65, 'rows': 536870912},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 128, 'rows': 100},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 524287, 'n': 1024, 'rows': 268435457},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 134217727, 'n': 256, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 65, 'rows': 8388608},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 1073741825, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 134217729, 'n': 5},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 255, 'n': 134217729, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 65, 'rows': 33554431},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 2048},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 131072, 'n': 65, 'rows': 524288},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 65, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 2048},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 0, 'rows': 4095},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 15, 'n': 8388608},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 8388607, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 2097151, 'n': 1024, 'rows': 9},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4112, 'n': 4095, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 257, 'n': 513, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 0, 'rows': 1},
+]
+FLIPS_fp8_gemv_rt2_64_ks_8 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_64_ks_8, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt2_64_ks_8, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 8) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_8, 'k': 12288, 'n': 1024, 'rows': 33}),
+]
+OTHER_ARGS_fp8_gemv_rt2_64_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_8)
+def test_fp8_gemv_rt2_64_ks_8_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_64_ks_8.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_64_ks_8(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64_ks_8)
+def test_fp8_gemv_rt2_64_ks_8_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_64_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64_ks_8"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_64_ks_8"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_64_ks_8.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_64_ks_8_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_64_ks_8.plan(**CASES_fp8_gemv_rt2_64_ks_8[0])["launched"]
+
+
+def test_fp8_gemv_rt2_64_ks_8_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_64_ks_8
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_8, **CASES_fp8_gemv_rt2_64_ks_8[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_64_ks_8.plan(**CASES_fp8_gemv_rt2_64_ks_8[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt2_64_ks_4
+
+
+def expect_fp8_gemv_rt2_64_ks_4(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4) <= C_KS_CTAS)),  # applies: (div_ceil(n, TILE_N) * 4) <= KS_CTAS
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), 4), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(4, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt2_64_ks_4 = {'k': 4096, 'n': 512, 'rows': 64}
+CASES_fp8_gemv_rt2_64_ks_4 = [
+    dict(BASE_fp8_gemv_rt2_64_ks_4),
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 256},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4097, 'n': 131071, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 131072},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4294967295},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 1048577, 'rows': 67108863},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 257, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 1000, 'n': 65, 'rows': 16384},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 536870913, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 65, 'rows': 1024},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 2, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 1048577, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 262144, 'rows': 524289},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16385, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 2047, 'n': 65, 'rows': 2049},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 524289, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 1073741825, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 262144, 'n': 65, 'rows': 24},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 16777217},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 100, 'n': 4194305},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 1024, 'rows': 8388608},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 134217729, 'rows': 4194303},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 16777216},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 8388609, 'rows': 33554432},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12295, 'n': 1024, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 31, 'n': 268435456, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 2097152},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 32769},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 67108864, 'n': 1024, 'rows': 7},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4194305},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 4294967295},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 1024, 'rows': 131073},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 67108863, 'n': 32, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 12288, 'n': 8193, 'rows': 33},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 4194303, 'rows': 524288},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 67108863, 'rows': 8193},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4194305, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4112, 'n': 4097, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4119, 'n': 65, 'rows': 49},
+    {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 1025, 'rows': 1024},
+]
+FLIPS_fp8_gemv_rt2_64_ks_4 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt2_64_ks_4, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt2_64_ks_4, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * 4) <= KS_CTAS', {**BASE_fp8_gemv_rt2_64_ks_4, 'n': 1025}),
+]
+OTHER_ARGS_fp8_gemv_rt2_64_ks_4 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt2_64_ks_4)
+def test_fp8_gemv_rt2_64_ks_4_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt2_64_ks_4.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt2_64_ks_4(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_64_ks_4)
+def test_fp8_gemv_rt2_64_ks_4_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt2_64_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt2_64_ks_4"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt2_64_ks_4"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt2_64_ks_4.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt2_64_ks_4_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt2_64_ks_4.plan(**CASES_fp8_gemv_rt2_64_ks_4[0])["launched"]
+
+
+def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt2_64_ks_4
+    full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **CASES_fp8_gemv_rt2_64_ks_4[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt2_64_ks_4.plan(**CASES_fp8_gemv_rt2_64_ks_4[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_64_128
+
+
+def expect_fp8_gemv_rt1_64_128(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)) > _x.mul(_st, C_WAVES_128, _a['device.sm_count']))),  # applies: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64_128),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_64_128 = {'k': 4096, 'n': 151936, 'rows': 64}
+CASES_fp8_gemv_rt1_64_128 = [
+    dict(BASE_fp8_gemv_rt1_64_128),
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 1073741825, 'n': 1073741825, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 2147483647},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32768, 'n': 150000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388609, 'rows': 1000000000},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 67108865, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8193, 'rows': 16385},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 2047},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 134217728, 'n': 32768, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 536870911},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 16383, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 1000000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 8192},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 1025},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 33554433},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4103, 'n': 257},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 536870912},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 8388607},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 65, 'n': 150000, 'rows': 2147483648},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 8},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 2097151},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 1048575},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 256, 'rows': 4097},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 2, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 128},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 3, 'n': 150000, 'rows': 33554433},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 32},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4194304, 'rows': 71},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095, 'n': 150000, 'rows': 511},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 1024},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 16383, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388608, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 524289, 'rows': 32},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 262144},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 63},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16384, 'n': 150000, 'rows': 4097},
+]
+FLIPS_fp8_gemv_rt1_64_128 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64_128, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_64_128, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_64_128, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt1_64_128, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_64_128, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_64_128, 'k': 32768}),
+    ('applies', 3, 'div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)', {**BASE_fp8_gemv_rt1_64_128, 'n': 1}),
+]
+OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64_128)
+def test_fp8_gemv_rt1_64_128_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_64_128.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt1_64_128(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_64_128)
+def test_fp8_gemv_rt1_64_128_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt1_64_128
+    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_64_128"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt1_64_128"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt1_64_128.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt1_64_128_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt1_64_128.plan(**CASES_fp8_gemv_rt1_64_128[0])["launched"]
+
+
+def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_64_128
+    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt1_64_128.plan(**CASES_fp8_gemv_rt1_64_128[0])["launched"]
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_64
+
+
+def expect_fp8_gemv_rt1_64(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.mul(_st, _x.div_ceil(_st, _a['n'], C_TILE_N), C_CLUSTER) > _a['device.sm_count'])),  # applies: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], C_TILE_N), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_64 = {'k': 4096, 'n': 6144, 'rows': 64}
+CASES_fp8_gemv_rt1_64 = [
+    dict(BASE_fp8_gemv_rt1_64),
+    {**BASE_fp8_gemv_rt1_64, 'n': 24576, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'n': 262145, 'rows': 256},
+    {**BASE_fp8_gemv_rt1_64, 'n': 8191, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 1000000000, 'n': 24576, 'rows': 524287},
+    {**BASE_fp8_gemv_rt1_64, 'n': 134217728, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt1_64, 'n': 24576, 'rows': 255},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 8388607},
+    {**BASE_fp8_gemv_rt1_64, 'n': 1048575},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 8388609},
+    {**BASE_fp8_gemv_rt1_64, 'k': 1023},
+    {**BASE_fp8_gemv_rt1_64, 'n': 65537, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 2147483648, 'n': 2047, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 3},
+    {**BASE_fp8_gemv_rt1_64, 'k': 8193},
+    {**BASE_fp8_gemv_rt1_64, 'k': 1048576, 'n': 24576, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 127},
+    {**BASE_fp8_gemv_rt1_64, 'n': 4095, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'n': 16385},
+    {**BASE_fp8_gemv_rt1_64, 'n': 268435456, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 257, 'n': 24576, 'rows': 2048},
+    {**BASE_fp8_gemv_rt1_64, 'n': 4},
+    {**BASE_fp8_gemv_rt1_64, 'k': 4194303},
+    {**BASE_fp8_gemv_rt1_64, 'k': 1025, 'n': 24576, 'rows': 262145},
+    {**BASE_fp8_gemv_rt1_64, 'n': 536870913, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt1_64, 'n': 2097153},
+    {**BASE_fp8_gemv_rt1_64, 'n': 31},
+    {**BASE_fp8_gemv_rt1_64, 'n': 512, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 65535},
+    {**BASE_fp8_gemv_rt1_64, 'n': 198012, 'rows': 1024},
+    {**BASE_fp8_gemv_rt1_64, 'k': 512, 'n': 33},
+    {**BASE_fp8_gemv_rt1_64, 'n': 24576, 'rows': 134217729},
+    {**BASE_fp8_gemv_rt1_64, 'n': 7, 'rows': 1073741823},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 5},
+    {**BASE_fp8_gemv_rt1_64, 'n': 512, 'rows': 34},
+    {**BASE_fp8_gemv_rt1_64, 'rows': 65537},
+    {**BASE_fp8_gemv_rt1_64, 'k': 2147483647, 'n': 524288, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64, 'k': 8388608, 'n': 268435456},
+    {**BASE_fp8_gemv_rt1_64, 'k': 5, 'n': 8388608},
+    {**BASE_fp8_gemv_rt1_64, 'k': 4095},
+    {**BASE_fp8_gemv_rt1_64, 'n': 268435457, 'rows': 2147483647},
+]
+FLIPS_fp8_gemv_rt1_64 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_64, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_64, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt1_64, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_64, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_64, 'k': 32768}),
+    ('applies', 3, '(div_ceil(n, TILE_N) * CLUSTER) > device.sm_count', {**BASE_fp8_gemv_rt1_64, 'n': 3072}),
+]
+OTHER_ARGS_fp8_gemv_rt1_64 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64)
+def test_fp8_gemv_rt1_64_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_64.plan(**args)
+    code, grid, block, shared_mem = expect_fp8_gemv_rt1_64(**args)
+    assert plan["code"] == code, (plan["reason"], args)
+    if code == 0:
+        assert plan["launched"]
+        assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+@pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_64)
+def test_fp8_gemv_rt1_64_clause_decides_alone(kind, index, clause, args):
+    launch = mod.fp8_gemv_rt1_64
+    full = {**OTHER_ARGS_fp8_gemv_rt1_64, **args}
+    if kind == "requires":
+        with pytest.raises(kernelgen_ops.ArgumentError, match="fp8_gemv_rt1_64"):
+            launch(**full)
+        return
+    outcome = launch(**full)
+    assert not outcome.launched
+    assert outcome.kernel == "fp8_gemv_rt1_64"
+    if kind == "variant":
+        assert "no variant" in outcome.reason
+    else:
+        assert clause in outcome.reason
+        assert ("empty work" in outcome.reason) == (kind == "skip")
+    assert mod.fp8_gemv_rt1_64.plan(**args)["code"] == outcome.code
+
+
+def test_fp8_gemv_rt1_64_first_example_launches_on_paper():
+    assert mod.fp8_gemv_rt1_64.plan(**CASES_fp8_gemv_rt1_64[0])["launched"]
+
+
+def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_64
+    full = {**OTHER_ARGS_fp8_gemv_rt1_64, **CASES_fp8_gemv_rt1_64[0]}
+    monkeypatch.setenv(KILL_SWITCH, "1")
+    kernelgen_ops.refresh()
+    try:
+        outcome = launch(**full)
+        assert not outcome.launched
+        assert KILL_SWITCH in outcome.reason
+    finally:
+        monkeypatch.delenv(KILL_SWITCH)
+        kernelgen_ops.refresh()
+    assert mod.fp8_gemv_rt1_64.plan(**CASES_fp8_gemv_rt1_64[0])["launched"]
+
+
 # ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 
@@ -2102,6 +2760,38 @@ def test_fp8_gemv_rt2_32_ks_runs_first_member_that_applies(args):
     chain_plan = mod.fp8_gemv_rt2_32_ks.plan(**args)
     if expected is None:
         assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_32_ks[-1][1]
+    else:
+        assert (chain_plan["kernel"], chain_plan["code"]) == expected
+
+
+# ---------------------------------------------------------------- chain fp8_gemv_rt2_64_ks
+
+MEMBERS_fp8_gemv_rt2_64_ks = [('fp8_gemv_rt', 'fp8_gemv_rt2_64_ks_8', ['rows', 'n', 'k']), ('fp8_gemv_rt', 'fp8_gemv_rt2_64_ks_4', ['rows', 'n', 'k'])]
+
+
+@pytest.mark.parametrize("args", [
+        {'k': 4096, 'n': 512, 'rows': 64},
+        {'k': 12288, 'n': 1024, 'rows': 33},
+        {'k': 4112, 'n': 65, 'rows': 49},
+        {'k': 4096, 'n': 512, 'rows': 0},
+        {'k': 4096, 'n': 0, 'rows': 64},
+        {'k': 0, 'n': 512, 'rows': 64},
+        {'k': 4096, 'n': 512, 'rows': 65},
+        {'k': 4095, 'n': 512, 'rows': 64},
+        {'k': 32768, 'n': 512, 'rows': 64},
+        {'k': 4096, 'n': 1025, 'rows': 64},
+    ])
+def test_fp8_gemv_rt2_64_ks_runs_first_member_that_applies(args):
+    expected = None
+    for module_name, kernel, names in MEMBERS_fp8_gemv_rt2_64_ks:
+        member = getattr(built_module("hopper", module_name, package="kernelgen_ops"), kernel)
+        plan = member.plan(**{n: v for n, v in args.items() if n in names})
+        if plan["code"] <= 0 and not _plan.falls_through(plan["code"]):
+            expected = (kernel, plan["code"])
+            break
+    chain_plan = mod.fp8_gemv_rt2_64_ks.plan(**args)
+    if expected is None:
+        assert not chain_plan["launched"] and chain_plan["kernel"] == MEMBERS_fp8_gemv_rt2_64_ks[-1][1]
     else:
         assert (chain_plan["kernel"], chain_plan["code"]) == expected
 

@@ -1792,6 +1792,676 @@ fn fp8_gemv_rt1_32_launch_without_gpu_is_an_error_naming_it() {
     }
 }
 
+// ---------------------------------------------------------------- fp8_gemv_rt2_64
+
+#[test]
+fn fp8_gemv_rt2_64_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 4096, 12288), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 2048, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=2048, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(17, 2147483649, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([67108866, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=2147483649, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 2097152, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([65536, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=2097152, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 32, 2147483649), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483649, n=32, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(2097153, 131071, 12288), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=131071, rows=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(1000000, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 128, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=128, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 2048, 2047), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047, n=2048, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(49, 2048, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=2048, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 4096, 2048), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=2048, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(1073741823, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 67108865, 128), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([2097154, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=128, n=67108865, rows=48");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 8388609, 4294967295), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295, n=8388609, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 4096, 16383), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16383, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(1023, 134217728, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217728, rows=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(7, 100, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([4, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=100, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(32767, 16383, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16383, rows=32767");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(4194305, 4096, 12288), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, rows=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(262145, 512, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=512, rows=262145");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 255, 12288), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, n=255, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(16777217, 2147483647, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2147483647, rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(65537, 4096, 65), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, rows=65537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(128, 2048, 8193), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8193, n=2048, rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(16777216, 4294967295, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4294967295, rows=16777216");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(7, 2048, 1073741824), "fp8_gemv_rt2_64", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741824, n=2048, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 4095, 12288), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, n=4095, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(9, 4096, 12288), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(127, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(131072, 2147483648, 12288), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=2147483648, rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(67108864, 2048, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=2048, rows=67108864");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 4096, 7), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=7, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(5, 16777217, 4096), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([524290, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=16777217, rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33554433, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(33, 511, 262145), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262145, n=511, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(134217727, 4096, 4096), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(2049, 4096, 2147483648), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 16384), "fp8_gemv_rt2_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(524288, 2048, 255), "fp8_gemv_rt2_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, n=2048, rows=524288");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 0), "fp8_gemv_rt2_64", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(8, 2048, 8388609), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388609, n=2048, rows=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(48, 67108865, 134217727), "fp8_gemv_rt2_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, n=67108865, rows=48");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_64::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_64");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64::sizes(64, 4096, 4096), Ok([262144, 16777216, 4096, 262144]));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_64: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_64", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_64: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 65, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_64: not launched: rows <= 64 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_64: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_64: not launched: k <= 16384 is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_64: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_64::plan(64, 4096, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_64_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_64", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 4096, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 4096, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_64");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_64"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_64_ks_8
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 1024, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(4095, 1024, 1073741825), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n=1024, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(2049, 65, 2147483648), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=65, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(256, 1023, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1023, rows=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 1024, 65536), "fp8_gemv_rt2_64_ks_8", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 15, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=15");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(24, 65, 4194305), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305, n=65, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 65, 2097151), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(1073741825, 1024, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 7, 16777217), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777217, n=7, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(16777215, 9, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=9, rows=16777215");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(2147483649, 512, 65536), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65536, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(63, 1024, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(16383, 4194303, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4194303, rows=16383");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 8), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 2048, 8), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8, n=2048, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 65, 4113), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4113, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 33554431, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=33554431");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(5, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(536870912, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(100, 128, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=128, rows=100");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(131073, 1024, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(268435457, 1024, 524287), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524287, n=1024, rows=268435457");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 256, 134217727), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217727, n=256, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(8388608, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(134217727, 1073741825, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=1073741825, rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 5, 134217729), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217729, n=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 134217729, 255), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=255, n=134217729, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33554431, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=33554431");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(2048, 1024, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(524288, 65, 131072), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=131072, n=65, rows=524288");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(1073741825, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 2048), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(4095, 512, 0), "fp8_gemv_rt2_64_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=0, rows=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 8388608, 15), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=15, n=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(49, 8388607, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=8388607, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(9, 1024, 2097151), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151, n=1024, rows=9");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(24, 4095, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4095, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(33, 513, 257), "fp8_gemv_rt2_64_ks_8", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n=513, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(1, 0, 12288), "fp8_gemv_rt2_64_ks_8", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=0, rows=1");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_64_ks_8");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::sizes(64, 512, 4096), Ok([262144, 2097152, 512, 32768]));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64_ks_8: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_64_ks_8: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_64_ks_8", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_64_ks_8: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 65, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_64_ks_8: not launched: rows <= 64 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_64_ks_8: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_64_ks_8: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 33, 1024, 12288, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_64_ks_8: not launched: (div_ceil(n, TILE_N) * 8) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_64_ks_8: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::plan(64, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_64_ks_8", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64_ks_8: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_8_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_64_ks_8");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_64_ks_8"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt2_64_ks_4
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 1024, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 65, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([8, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 256), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([32, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 131071, 4097), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4097, n=131071, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(131072, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=131072");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4294967295), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4294967295");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(67108863, 1048577, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1048577, rows=67108863");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 257, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([20, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with k=12288, n=257, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(16384, 65, 1000), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000, n=65, rows=16384");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 536870913, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=536870913, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(1024, 65, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=65, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(1073741825, 2, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 1048577, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1048577, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(524289, 262144, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=262144, rows=524289");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 1024, 16385), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16385, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(2049, 65, 2047), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2047, n=65, rows=2049");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 1024, 524289), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 1024, 1073741825), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(24, 65, 262144), "fp8_gemv_rt2_64_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=262144, n=65, rows=24");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 16777217), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 4194305, 100), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=100, n=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(134217727, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(8388608, 1024, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(4194303, 134217729, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=134217729, rows=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 16777216, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16777216");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33554432, 8388609, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388609, rows=33554432");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 1024, 12295), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12295, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 268435456, 31), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=31, n=268435456, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(2097152, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=2097152");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(32769, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32769");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(7, 1024, 67108864), "fp8_gemv_rt2_64_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108864, n=1024, rows=7");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4194305), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 4294967295, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4294967295");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(131073, 1024, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=1024, rows=131073");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 32, 67108863), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, n=32, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(33, 8193, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=12288, n=8193, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(524288, 4194303, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4194303, rows=524288");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(8193, 512, 67108863), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=67108863, rows=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 65, 4194305), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194305, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 4097, 4112), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=4097, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(49, 65, 4119), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4119, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(1024, 512, 1025), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, rows=1024");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt2_64_ks_4");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::sizes(64, 512, 4096), Ok([262144, 2097152, 512, 32768]));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64_ks_4: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt2_64_ks_4: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt2_64_ks_4", -65536));
+            assert_eq!(reason, "fp8_gemv_rt2_64_ks_4: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 65, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt2_64_ks_4: not launched: rows <= 64 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt2_64_ks_4: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt2_64_ks_4: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 1025, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt2_64_ks_4: not launched: (div_ceil(n, TILE_N) * 4) <= KS_CTAS is false"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt2_64_ks_4: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::plan(64, 512, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt2_64_ks_4", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt2_64_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_4_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks_4::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt2_64_ks_4");
+            assert!(e.to_string().starts_with("fp8_gemv_rt2_64_ks_4"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_64_128
+
+#[test]
+fn fp8_gemv_rt1_64_128_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1172, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1073741825, 1073741825), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n=1073741825, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2147483647), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 32768), "fp8_gemv_rt1_64_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, n=150000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1000000000, 8388609, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388609, rows=1000000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483649, 67108865, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=67108865, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16385, 8193, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8193, rows=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2047, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 32768, 134217728), "fp8_gemv_rt1_64_128", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217728, n=32768, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(536870911, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=536870911");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 16383, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=16383, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1000000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([7813, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=1000000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(8192, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 1025), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 33554433), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 257, 4103), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4103, n=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 536870912, 4096), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8388607), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483648, 150000, 65), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=150000, rows=2147483648");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(134217727, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2097151), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16777217, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(17, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1172, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1048575, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 151936, 256), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, rows=4097");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4095), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 2, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(128, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33554433, 150000, 3), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=150000, rows=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1187, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(71, 151936, 4194304), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304, rows=71");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(511, 150000, 4095), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095, n=150000, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1024, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1073741825, 16383, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16383, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4, 8388608, 4096), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([65536, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with n=8388608, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 524289), "fp8_gemv_rt1_64_128", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(262144, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(63, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 0, geometry: Some(([1172, 1, 1], [256, 1, 1], 131072)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 150000, 16384), "fp8_gemv_rt1_64_128", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384, n=150000, rows=4097");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_64_128");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::sizes(64, 151936, 4096), Ok([262144, 622329856, 151936, 9723904]));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_64_128: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1_64_128: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1_64_128", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1_64_128: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 65, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1_64_128: not launched: rows <= 64 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1_64_128: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1_64_128: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 1, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1_64_128: not launched: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count) is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1_64_128: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1_64_128", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_64_128: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1_64_128");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1_64_128"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_64
+
+#[test]
+fn fp8_gemv_rt1_64_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 24576, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([384, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=24576, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(256, 262145, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=262145, rows=256");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 8191, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([128, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=8191, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(524287, 24576, 1000000000), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1000000000, n=24576, rows=524287");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(2147483649, 134217728, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=134217728, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(255, 24576, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24576, rows=255");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(16777217, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(8388607, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 1048575, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([16384, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=1048575");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(8388609, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8388609");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 1023), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1023");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 65537, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([1025, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=65537, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 2047, 2147483648), "fp8_gemv_rt1_64", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483648, n=2047, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 3), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 8193), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8193");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 24576, 1048576), "fp8_gemv_rt1_64", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1048576, n=24576, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 127), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=127");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 4095, 4096), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4095, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 16385, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([257, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 268435456, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([4194304, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=268435456, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(2048, 24576, 257), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=257, n=24576, rows=2048");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 4, 4096), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4194303), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194303");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(262145, 24576, 1025), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025, n=24576, rows=262145");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(134217727, 536870913, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=536870913, rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 2097153, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([32769, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with n=2097153");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 31, 4096), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=31");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 512, 4096), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=512, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 65535), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65535");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(1024, 198012, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=198012, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 33, 512), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=512, n=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(134217729, 24576, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=24576, rows=134217729");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(1073741823, 7, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=7, rows=1073741823");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(5, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 0, geometry: Some(([96, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "the first example with rows=5");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(34, 512, 4096), "fp8_gemv_rt1_64", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=512, rows=34");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(65537, 6144, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=65537");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(33, 524288, 2147483647), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647, n=524288, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 268435456, 8388608), "fp8_gemv_rt1_64", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388608, n=268435456");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 8388608, 5), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=5, n=8388608");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4095), "fp8_gemv_rt1_64", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(2147483647, 268435457, 4096), "fp8_gemv_rt1_64", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=268435457, rows=2147483647");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_64::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_64");
+    assert_eq!(kernel.target(), "hopper");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64::is_present(), true);
+    assert_eq!(kg::library_target(), "hopper");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64::sizes(64, 6144, 4096), Ok([262144, 25165824, 6144, 393216]));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_clauses_decide_alone() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 6144, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_64: not launched: empty work (rows == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 0, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196609, Some("fp8_gemv_rt1_64: not launched: empty work (n == 0)"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 0, DEFAULT_STREAM) };
+    match result {
+        Err(Error::Argument { kernel, argument: None, code, reason }) => {
+            assert_eq!((kernel, code), ("fp8_gemv_rt1_64", -65536));
+            assert_eq!(reason, "fp8_gemv_rt1_64: invalid arguments: requires k >= 1");
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 65, 6144, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262144, Some("fp8_gemv_rt1_64: not launched: rows <= 64 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 4095, DEFAULT_STREAM) };
+    not_launched(result, 262145, Some("fp8_gemv_rt1_64: not launched: (k % 16) == 0 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 32768, DEFAULT_STREAM) };
+    not_launched(result, 262146, Some("fp8_gemv_rt1_64: not launched: k <= 16384 is false"));
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 3072, 4096, DEFAULT_STREAM) };
+    not_launched(result, 262147, Some("fp8_gemv_rt1_64: not launched: (div_ceil(n, TILE_N) * CLUSTER) > device.sm_count is false"));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_kill_switch() {
+    let _g = guard();
+    std::env::set_var("METRALE_NO_DFLASH_FP8_RT", "1");
+    kg::refresh();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 4096, DEFAULT_STREAM) };
+    let plan = kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4096);
+    std::env::remove_var("METRALE_NO_DFLASH_FP8_RT");
+    not_launched(result, 1 << 16, Some("fp8_gemv_rt1_64: not launched: kill switch METRALE_NO_DFLASH_FP8_RT is set"));
+    assert_eq!(plan.code, 1 << 16);
+    assert!(!kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4096).launches(), "the switch is read once");
+    kg::refresh();
+    assert!(kg::fp8_gemv_rt::fp8_gemv_rt1_64::plan(64, 6144, 4096).launches());
+}
+
+#[test]
+fn fp8_gemv_rt1_64_null_pointer() {
+    let _g = guard();
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Argument { .. }) => {
+            assert_eq!((e.kernel(), e.argument()), ("fp8_gemv_rt1_64", Some("x")));
+            assert!(e.to_string().contains("null device pointer"), "{}", e);
+        }
+        other => panic!("expected an argument error, got {:?}", other),
+    }
+    // No element touched: null is fine.
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(DevicePtr::null(), ptr(1), ptr(2), ptr_mut(3), 0, 6144, 4096, DEFAULT_STREAM) };
+    not_launched(result, 196608, Some("fp8_gemv_rt1_64: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_launch_without_gpu_is_an_error_naming_it() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => {
+            assert_eq!(e.kernel(), "fp8_gemv_rt1_64");
+            assert!(e.to_string().starts_with("fp8_gemv_rt1_64"), "{}", e);
+        }
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
 // ---------------------------------------------------------------- fp8_gemv_rt2_16_x3
 
 #[test]
@@ -2189,6 +2859,49 @@ fn fp8_gemv_rt2_32_ks_launch_without_gpu_is_an_error_naming_the_member() {
     }
     match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_32_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 32, 512, 4096, DEFAULT_STREAM) } {
         Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_32_ks_8", "{}", e),
+        other => panic!("expected a launch error, got {:?}", other),
+    }
+}
+
+// ---------------------------------------------------------------- chain fp8_gemv_rt2_64_ks
+
+#[test]
+fn fp8_gemv_rt2_64_ks_plans_the_first_member_that_applies() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 4096), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "k=4096, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(33, 1024, 12288), "fp8_gemv_rt2_64_ks_4", Expect { code: 0, geometry: Some(([64, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "k=12288, n=1024, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(49, 65, 4112), "fp8_gemv_rt2_64_ks_8", Expect { code: 0, geometry: Some(([16, 1, 1], [256, 1, 1], 196608)), variant: Some(-1) }, "k=4112, n=65, rows=49");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(0, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 196608, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=0");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 0, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 196609, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=0, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 0), "fp8_gemv_rt2_64_ks_8", Expect { code: -65536, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=0, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(65, 512, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262144, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=512, rows=65");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 4095), "fp8_gemv_rt2_64_ks_4", Expect { code: 262145, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4095, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 512, 32768), "fp8_gemv_rt2_64_ks_4", Expect { code: 262146, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=32768, n=512, rows=64");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::plan(64, 1025, 4096), "fp8_gemv_rt2_64_ks_4", Expect { code: 262147, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "k=4096, n=1025, rows=64");
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_presence() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::is_present(), true);
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_none_applies() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 0, 512, 4096, DEFAULT_STREAM) };
+    assert_eq!(result, Ok(false));
+    assert_eq!(kg::last_reason().as_deref(), Some("fp8_gemv_rt2_64_ks_4: not launched: empty work (rows == 0)"));
+}
+
+#[test]
+fn fp8_gemv_rt2_64_ks_launch_without_gpu_is_an_error_naming_the_member() {
+    let _g = guard();
+    if kg::device_count() > 0 {
+        eprintln!("skipped: a GPU is present, and this test launches with fake pointers");
+        return;
+    }
+    match unsafe { kg::fp8_gemv_rt::fp8_gemv_rt2_64_ks::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 512, 4096, DEFAULT_STREAM) } {
+        Err(e @ Error::Launch { .. }) => assert_eq!(e.kernel(), "fp8_gemv_rt2_64_ks_8", "{}", e),
         other => panic!("expected a launch error, got {:?}", other),
     }
 }
