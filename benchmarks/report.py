@@ -430,19 +430,34 @@ def fp8_ablation_md(d: dict) -> list[str]:
         return []
     mma = [c["mma_share"] for c in d["cases"] if c["rows"] == 16 and c.get("mma_share") is not None]
     return ablation_md(d, "Where the FP8 GEMVs' time goes",
-            "benchmarks/fp8_gemv_ablation.cu: the shipped fp8_gemv_rt2 (1 row) and "
-            "fp8_gemv_rt2_16 (16 rows) beside the same kernel with part of its work left out, over the same "
-            "rotated weights in one process (means of back-to-back launches). floor: a plain streaming read of "
-            "the weight; loads: the kernel without the E4M3 conversions and the tensor-core products (its "
-            "weight ring, x loads, warp reduction and cluster exchange kept); convert: with the conversions, "
-            "without the products; mma: with the products, without the conversions. rt1: the whole-K form "
-            "(fp8_gemv_rt1 / rt1_16, one CTA over all of K, no cluster; the chain's choice for weights of more "
-            "than SMs / 2 row tiles: qkv, gate_up, lm_head).", table,
+            "benchmarks/fp8_gemv_ablation.cu: the shipped fp8_gemv_rt2 (1 row), "
+            "fp8_gemv_rt2_16 (16 rows) and fp8_gemv_rt2_64 (48 and 64 rows: six and eight x tiles) beside the "
+            "same kernel with part of its work left out, over the same rotated weights in one process (means "
+            "of back-to-back launches). floor: a plain streaming read of the weight; loads: the kernel without "
+            "the E4M3 conversions and the tensor-core products (its weight ring, x loads, warp reduction and "
+            "cluster exchange kept; at 48 and 64 rows also the x slots' shared-memory reads); convert: with "
+            "the conversions, without the products; mma: with the products, without the conversions. rt1: the "
+            "whole-K form (fp8_gemv_rt1 / rt1_16 / rt1_64, one CTA over all of K, no cluster; the chain's "
+            "choice for weights of more than SMs / 2 row tiles: qkv, gate_up, lm_head).", table,
             ["Reading: the kernel's load structure alone (loads / floor) stays below the streaming read, and "
             "the compute adds the rest; at 16 rows the products without the conversions account for "
             + (f"{min(mma):.0%}-{max(mma):.0%}" if mma else "(n/a)")
             + " of the time the full kernel spends above `loads` (the mma share; the two parts overlap, so "
-            "the shares need not add up to 100%)." + rt1_reading(d["cases"]), ""])
+            "the shares need not add up to 100%)." + wide_reading(d["cases"]) + rt1_reading(d["cases"]), ""])
+
+
+def wide_reading(cases: list[dict]) -> str:
+    """How the six- and eight-tile kernels' time compares with the 16-row kernel's on each weight."""
+    at = {(c["shape"], c["rows"]): c for c in cases}
+    growth = [at[(sh, m)]["full_us"] / at[(sh, 16)]["full_us"] for sh, m in at if m == 64 and (sh, 16) in at]
+    loads = [c["loads_us"] / c["full_us"] for c in cases if c["rows"] == 64]
+    if not growth or not loads:
+        return ""
+    return (f" At 64 rows (the same weight bytes) the full kernel takes {min(growth):.2f}-{max(growth):.2f}x "
+            f"its 16-row time, and `loads`, which there keeps the x slots' shared-memory reads, takes "
+            f"{min(loads):.0%}-{max(loads):.0%} of the full time: the x operand's traffic, not the products, "
+            "bounds the few-row design there (at eight x tiles each weight byte brings two bytes of x from the "
+            "L2 into shared memory, and each warp reads four bytes of x out of it a weight byte).")
 
 
 def rt1_reading(cases: list[dict]) -> str:
