@@ -207,6 +207,8 @@ def linear_md(fp8: dict | None, dense: dict | None) -> list[str]:
     """The drafter's linear layers: few-row GEMVs as a fraction of copy bandwidth on the weight
     bytes (with the ratio to torch's peer), and many-row GEMMs in TFLOP/s against cuBLAS bf16."""
     lines = ["## The drafter's linear layers (Qwen3-8B drafter shapes, weights cold)", ""]
+    if fp8:
+        lines += ["![linear layers](results/linear.png)", ""]
     dense_rows = {(r["shape"], r["m"], r["kernel"]): r for r in (dense or {}).get("rows", [])}
     fp8_rows = {(r["shape"], r["rows"]): r for r in (fp8 or {}).get("linear", [])}
     shapes = list(dict.fromkeys([r["shape"] for r in (dense or {}).get("rows", [])] +
@@ -689,6 +691,44 @@ def chart(att: dict | None, mem: dict | None, launch: dict | None) -> None:
     fig.savefig(RES / "benchmarks.png", dpi=110)
 
 
+def linear_chart(fp8: dict) -> None:
+    """results/linear.png: the FP8 chain's speed-up over cuBLAS on the bf16 weights at every row count,
+    and at one row the weight bytes' rate as a fraction of copy bandwidth beside the read floor."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = fp8.get("linear", [])
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(15, 5))
+    for sh in shapes:
+        pts = [(r["rows"], r["kernels"]["chain"]["vs_cublas_bf16"]) for r in rows
+               if r["shape"] == sh and r["kernels"].get("chain", {}).get("vs_cublas_bf16")]
+        if pts:
+            ax0.plot([m for m, _ in pts], [v for _, v in pts], marker="o", label=sh)
+    ax0.axhline(1.0, color="gray", ls="--", label="cuBLAS bf16")
+    ax0.set_xscale("log", base=2)
+    ax0.set_xlabel("rows M")
+    ax0.set_ylabel("cuBLAS bf16 time / FP8 chain time")
+    ax0.set_title(f"FP8 chain against cuBLAS on the bf16 weights, {fp8.get('device', '?')}")
+    ax0.legend(fontsize=8)
+    one = [r for r in rows if r["rows"] == 1 and r["kernels"].get("chain")]
+    x = range(len(one))
+    ax1.bar([i - 0.2 for i in x], [100 * r["kernels"]["chain"]["weight_fraction_of_copy"] for r in one], 0.4,
+            label="FP8 chain")
+    floor = [100 * r["n"] * r["k"] / r["read_floor_ms"] / 1e9 / fp8["copy_tb_s"] if r.get("read_floor_ms") else 0
+             for r in one]
+    ax1.bar([i + 0.2 for i in x], floor, 0.4, label="read floor (one launch of a plain streaming read)")
+    ax1.axhline(85, color="tab:red", ls=":", label="85% of copy")
+    ax1.set_xticks(list(x), [r["shape"] for r in one])
+    ax1.set_ylabel("% of copy bandwidth on the weight bytes, 1 row")
+    ax1.set_title("FP8 GEMVs at one row, single cold launches")
+    ax1.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(RES / "linear.png", dpi=110)
+
+
 def many_rows_ncu_md(d: dict) -> list[str]:
     """The many-row GEMMs beside cuBLAS under Nsight Compute (one launch each): what each executes."""
     cases = d["cases"]
@@ -788,6 +828,8 @@ def main() -> None:
         lines += build_md(build)
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     chart(att, mem, launch)
+    if fp8:
+        linear_chart(fp8)
 
 
 if __name__ == "__main__":
