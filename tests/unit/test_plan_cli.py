@@ -95,3 +95,37 @@ def test_a_sweep_too_large_is_refused(capsys) -> None:
     many = ",".join(str(i) for i in range(1, 201))
     rc, _, err = plan(capsys, "fp8_gemm_tma", f"rows={many}", f"n={many}", "k=64")
     assert rc == 2 and "more than 10000 argument sets" in err
+
+
+# The FP8 chain's member by rows (the GEMVs' 8 / 16 / 32 / 64-row forms, then the tile GEMMs) and
+# by weight rows (K split over 8 CTAs for few 64-row tiles, split over 2 while the grid fits one CTA
+# an SM, whole K beyond, 128-row tiles for very many), on each target's table: the 32- and 64-row
+# forms are hopper's (gb10's 99 KiB a block cannot hold their rings).
+FP8_ROUTES = {
+    "hopper": {
+        (16, 512): "fp8_gemv_rt2_16_ks_8", (16, 4096): "fp8_gemv_rt2_16", (16, 6144): "fp8_gemv_rt1_16",
+        (16, 151936): "fp8_gemv_rt1_16",
+        (32, 512): "fp8_gemv_rt2_32_ks_8", (32, 4096): "fp8_gemv_rt2_32", (32, 6144): "fp8_gemv_rt1_32",
+        (32, 151936): "fp8_gemv_rt1_32",
+        (33, 512): "fp8_gemv_rt2_64_ks_8", (33, 4096): "fp8_gemv_rt2_64", (33, 6144): "fp8_gemv_rt1_64",
+        (33, 151936): "fp8_gemv_rt1_64_128",
+        (64, 512): "fp8_gemv_rt2_64_ks_8", (64, 1024): "fp8_gemv_rt2_64_ks_4", (64, 4096): "fp8_gemv_rt2_64",
+        (64, 24576): "fp8_gemv_rt1_64", (64, 151936): "fp8_gemv_rt1_64_128",
+        (65, 4096): "fp8_gemm_tma",
+    },
+    "gb10": {
+        (16, 512): "fp8_gemv_rt2_16_ks_8", (16, 4096): "fp8_gemv_rt1_16", (16, 151936): "fp8_gemv_rt1_16",
+        (17, 4096): "fp8_gemm_n128_row_scaled", (33, 512): "fp8_gemm_n128_row_scaled",
+        (64, 151936): "fp8_gemm_n128_row_scaled", (65, 4096): "fp8_gemm_n128_row_scaled",
+    },
+}
+
+
+@pytest.mark.parametrize("target", list(FP8_ROUTES))
+def test_the_fp8_chain_routes_by_rows_and_weight_tiles(capsys, target) -> None:
+    routes = FP8_ROUTES[target]
+    for (rows, n), expect in routes.items():
+        rc, out, _ = plan(capsys, "fp8_linear.fp8_linear", f"rows={rows}", f"n={n}", "k=4096", "-t", target)
+        assert rc == 0, out
+        runs = [line.split()[0] for line in out.splitlines() if line.rstrip().endswith("<- runs")]
+        assert runs == [f"{'fp8_linear' if expect.startswith('fp8_gemm') else 'fp8_gemv_rt'}.{expect}"], (rows, n, out)
