@@ -130,6 +130,14 @@ constexpr uint32_t kRingBytes = 98304;  // RING_SMEM in the spec: the rings of G
 static_assert(Gemv<1>::kRingBytes == kRingBytes && Gemv<2>::kRingBytes == kRingBytes, "RING_SMEM");
 constexpr uint32_t kRing32Bytes = 131072;  // RING_SMEM_32: Gemv<4>'s, x slots of 32 rows
 static_assert(Gemv<4>::kRingBytes == kRing32Bytes, "RING_SMEM_32");
+// The 64-row kernels (below): six x tiles up to 48 rows, eight above, over 64- or (RG = 4) 128-row
+// tiles; one ring (the eight tiles') serves both.
+template <uint32_t C, uint32_t RG = gemv_stream::kRowGroups>
+using Rows64 = gemv_stream::ByRows<gemv_stream::E4M3Rows, C, gemv_stream::kStages, RG, 6, 8>;
+constexpr uint32_t kRing64Bytes = 196608;      // RING_SMEM_64: x slots of 64 rows
+constexpr uint32_t kRing64x128Bytes = 131072;  // RING_SMEM_64_128: the 128-row tiles' (two phases)
+static_assert(Rows64<2>::G2::kRingBytes == kRing64Bytes && Rows64<1, 4>::G2::kRingBytes == kRing64x128Bytes,
+              "RING_SMEM_64, RING_SMEM_64_128");
 
 // The _ks, rt1 and 32-row kernels' body: the weight-row tile blockIdx.x / C of one product with MT
 // 8-row x tiles, in clusters of C CTAs (dynamic shared memory: the ring; static: the receive
@@ -277,7 +285,6 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2) dflash_fp8_g
                                      dflash_fp8_rt_ring, sh);
 }
 
-
 // 33-64 rows (a batch of up to four 16-row blocks): the same GEMVs with six 8-column x tiles up
 // to 48 rows, eight above (x slots of 48 or 64 rows: RING_SMEM_64, one CTA an SM). More than
 // four tiles' B fragments do not fit the registers beside their accumulators, so these convert
@@ -292,18 +299,11 @@ __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__(256, 2) dflash_fp8_g
 // 33.6; qkv (rt1_64) 19.8 / 19.3 / 21.9 against 23.4 / 23.8 / 24.5 and 18.6 / 18.5 / 18.4;
 // gate_up (rt1_64) 50.9 / 49.8 / 57.5 against 66.1 / 66.1 / 65.8 and 52.2 / 52.6 / 53.2; the
 // lm_head (rt1_64_128) 246.8 / 246.3 / 283.5 against 310.2 / 310.1 / 313.7 and 298-302 (rt1_64:
-// 284.0 / 274.1 / 323.0). The cost a tile adds (the x slots' shared-memory traffic, MT / 2 bytes
-// read a weight byte a warp, and the products) grows with the tiles: o takes 10.9 us at 16 rows
-// (two tiles), 13.2 at 32 (four), 15.6 at 48 (six), 18.0 at 64 (eight), at the same weight bytes.
-namespace dflash_fp8_rt_detail {
-constexpr uint32_t kRing64Bytes = 196608;     // RING_SMEM_64: Gemv<8>'s, x slots of 64 rows
-constexpr uint32_t kRing64x128Bytes = 131072;  // RING_SMEM_64_128: the 128-row tiles' (two phases)
-template <uint32_t C, uint32_t RG = gemv_stream::kRowGroups>
-using Rows64 = gemv_stream::ByRows<gemv_stream::E4M3Rows, C, gemv_stream::kStages, RG, 6, 8>;
-static_assert(Rows64<2>::G2::kRingBytes == kRing64Bytes && Rows64<1, 4>::G2::kRingBytes == kRing64x128Bytes,
-              "RING_SMEM_64, RING_SMEM_64_128");
-}  // namespace dflash_fp8_rt_detail
-
+// 284.0 / 274.1 / 323.0). The time grows with the tiles at the same weight bytes: o takes 10.9
+// us at 16 rows (two tiles), 13.2 at 32 (four), 15.6 at 48 (six), 18.0 at 64 (eight). It is the x
+// operand's traffic (at eight tiles two bytes of x from the L2 a weight byte, four read out of
+// shared memory a warp), not the products: without the conversions and products the 64-row
+// kernel takes as long (benchmarks/fp8_gemv_ablation.cu, RESULTS.md).
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
 dflash_fp8_gemv_rt2_64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale,
                               __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k) {

@@ -117,16 +117,33 @@ struct E4M3Rows {
             }
         }
     }
+    // The A fragment of one 16-k step from word s of rows g (lo) and g + 8 (hi): the E4M3 bytes
+    // converted to bf16 (CONVERT), or for the ablations' products without the conversions the raw
+    // bytes kept finite as bf16 operands (no exponent field of all ones).
+    template <bool CONVERT>
+    static __device__ __forceinline__ void a_frag(uint32_t (&a)[4], uint32_t lo, uint32_t hi) {
+        if constexpr (CONVERT) {
+            a[0] = e4m3_02_to_bf16x2(lo);
+            a[2] = e4m3_13_to_bf16x2(lo);
+            a[1] = e4m3_02_to_bf16x2(hi);
+            a[3] = e4m3_13_to_bf16x2(hi);
+        } else {
+            const uint32_t m = 0x3f3f3f3fu;
+            a[0] = lo & m;
+            a[1] = hi & m;
+            a[2] = (lo >> 2) & m;
+            a[3] = (hi >> 2) & m;
+        }
+    }
     template <int MT>
     static __device__ __forceinline__ void mma_tile(float (&acc)[MT][4], const uint4& lo16, const uint4& hi16,
                                                     const uint32_t (&b)[4][MT][2]) {
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-            const uint32_t lo = word(lo16, s), hi = word(hi16, s);
-            const uint32_t a0 = e4m3_02_to_bf16x2(lo), a2 = e4m3_13_to_bf16x2(lo);
-            const uint32_t a1 = e4m3_02_to_bf16x2(hi), a3 = e4m3_13_to_bf16x2(hi);
+            uint32_t a[4];
+            a_frag<true>(a, word(lo16, s), word(hi16, s));
 #pragma unroll
-            for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a0, a1, a2, a3, b[s][j][0], b[s][j][1]);
+            for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a[0], a[1], a[2], a[3], b[s][j][0], b[s][j][1]);
         }
     }
     // The ablations' stand-in for mma_tile (see Work): each keeps the named part of the work and
@@ -140,14 +157,15 @@ struct E4M3Rows {
             const uint32_t lo = word(lo16, s), hi = word(hi16, s);
             if constexpr (W == Work::loads) {
                 z ^= lo ^ hi;
-            } else if constexpr (W == Work::convert) {
-                z ^= e4m3_02_to_bf16x2(lo) ^ e4m3_13_to_bf16x2(lo) ^ e4m3_02_to_bf16x2(hi) ^ e4m3_13_to_bf16x2(hi);
             } else {
-                // raw bytes as bf16 operands, kept finite (no exponent field of all ones)
-                const uint32_t m = 0x3f3f3f3fu;
+                uint32_t a[4];
+                a_frag<W == Work::convert>(a, lo, hi);
+                if constexpr (W == Work::convert) {
+                    z ^= a[0] ^ a[2] ^ a[1] ^ a[3];
+                } else {
 #pragma unroll
-                for (int j = 0; j < MT; ++j)
-                    mma_bf16_16816(acc[j], lo & m, hi & m, (lo >> 2) & m, (hi >> 2) & m, b[s][j][0], b[s][j][1]);
+                    for (int j = 0; j < MT; ++j) mma_bf16_16816(acc[j], a[0], a[1], a[2], a[3], b[s][j][0], b[s][j][1]);
+                }
             }
         }
         if constexpr (W != Work::mma) acc[0][0] += __uint_as_float(z & 0x3fffffffu);
@@ -197,22 +215,8 @@ struct E4M3Rows {
             const uint4 lo16 = lds128(slot + L::read_offset<kThreads>(0, r, u));
             const uint4 hi16 = lds128(slot + L::read_offset<kThreads>(0, r + 8u, u));
 #pragma unroll
-            for (int s = 0; s < 4; ++s) {
-                const uint32_t lo = word(lo16, s), hi = word(hi16, s);
-                if constexpr (W == Work::full || W == Work::convert) {
-                    a[ti][s][0] = e4m3_02_to_bf16x2(lo);
-                    a[ti][s][1] = e4m3_02_to_bf16x2(hi);
-                    a[ti][s][2] = e4m3_13_to_bf16x2(lo);
-                    a[ti][s][3] = e4m3_13_to_bf16x2(hi);
-                } else {
-                    // raw bytes as bf16 operands, kept finite (no exponent field of all ones)
-                    const uint32_t m = 0x3f3f3f3fu;
-                    a[ti][s][0] = lo & m;
-                    a[ti][s][1] = hi & m;
-                    a[ti][s][2] = (lo >> 2) & m;
-                    a[ti][s][3] = (hi >> 2) & m;
-                }
-            }
+            for (int s = 0; s < 4; ++s)
+                a_frag<W == Work::full || W == Work::convert>(a[ti][s], word(lo16, s), word(hi16, s));
         }
         uint32_t z = 0;  // the ablations' fold
 #pragma unroll
