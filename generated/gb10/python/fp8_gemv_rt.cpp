@@ -381,29 +381,6 @@ const ArgSpec kg_args_fp8_gemv_rt2_64_ks_4[] = {
     {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
 };
 
-// ---- fp8_gemv_rt1_64_128
-int32_t kg_launch_fp8_gemv_rt1_64_128(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
-  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
-}
-int32_t kg_plan_fp8_gemv_rt1_64_128(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
-  (void)v;
-  *kg_kernel = 0;
-  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
-}
-int32_t kg_sizes_fp8_gemv_rt1_64_128(const Value* v, int64_t* kg_out) {
-  (void)v;
-  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
-}
-const ArgSpec kg_args_fp8_gemv_rt1_64_128[] = {
-    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
-    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
-    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
-    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
-    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-};
-
 // ---- fp8_gemv_rt1_64
 int32_t kg_launch_fp8_gemv_rt1_64(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_64(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
@@ -418,6 +395,29 @@ int32_t kg_sizes_fp8_gemv_rt1_64(const Value* v, int64_t* kg_out) {
   return kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
 }
 const ArgSpec kg_args_fp8_gemv_rt1_64[] = {
+    {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
+    {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
+    {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
+    {"out", kg::py::kPointer, 1, 1, 1, 3, 0, 0, 0},  // bf16*
+    {"rows", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"n", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"k", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+};
+
+// ---- fp8_gemv_rt1_64_128
+int32_t kg_launch_fp8_gemv_rt1_64_128(const Value* v, void* kg_stream, const kg_kernel_info** kg_ran) {
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(v[0].p, v[1].p, v[2].p, const_cast<void*>(v[3].p), static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_stream, kg_ran);
+}
+int32_t kg_plan_fp8_gemv_rt1_64_128(const Value* v, kg_plan* kg_out, int32_t* kg_kernel) {
+  (void)v;
+  *kg_kernel = 0;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+int32_t kg_sizes_fp8_gemv_rt1_64_128(const Value* v, int64_t* kg_out) {
+  (void)v;
+  return kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(static_cast<uint32_t>(v[4].u), static_cast<uint32_t>(v[5].u), static_cast<uint32_t>(v[6].u), kg_out);
+}
+const ArgSpec kg_args_fp8_gemv_rt1_64_128[] = {
     {"x", kg::py::kPointer, 1, 0, 1, 0, 0, 0, 0},  // const bf16*
     {"q", kg::py::kPointer, 13, 0, 1, 1, 0, 0, 0},  // const fp8_e4m3*
     {"scale", kg::py::kPointer, 3, 0, 1, 2, 0, 0, 0},  // const f32*
@@ -694,16 +694,16 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
       "fp8_gemv_rt2_64_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64_ks_4, 7, 7, 4,
       kg_launch_fp8_gemv_rt2_64_ks_4, kg_plan_fp8_gemv_rt2_64_ks_4, kg_sizes_fp8_gemv_rt2_64_ks_4, kg_kernels_fp8_gemv_rt2_64_ks_4, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks_4) < 0) throw pybind11::error_already_set();
-  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64_128[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() };
-  static const LauncherSpec kg_spec_fp8_gemv_rt1_64_128 = {
-      "fp8_gemv_rt1_64_128", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64_128, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1_64_128, kg_plan_fp8_gemv_rt1_64_128, kg_sizes_fp8_gemv_rt1_64_128, kg_kernels_fp8_gemv_rt1_64_128, 1};
-  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64_128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_64 = {
       "fp8_gemv_rt1_64", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64, 7, 7, 4,
       kg_launch_fp8_gemv_rt1_64, kg_plan_fp8_gemv_rt1_64, kg_sizes_fp8_gemv_rt1_64, kg_kernels_fp8_gemv_rt1_64, 1};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64) < 0) throw pybind11::error_already_set();
+  static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64_128[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() };
+  static const LauncherSpec kg_spec_fp8_gemv_rt1_64_128 = {
+      "fp8_gemv_rt1_64_128", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome\012\012fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64_128, 7, 7, 4,
+      kg_launch_fp8_gemv_rt1_64_128, kg_plan_fp8_gemv_rt1_64_128, kg_sizes_fp8_gemv_rt1_64_128, kg_kernels_fp8_gemv_rt1_64_128, 1};
+  if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64_128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_x3 = {
       "fp8_gemv_rt2_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome\012\012Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_x3, 15, 15, 10,

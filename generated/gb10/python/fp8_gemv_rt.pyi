@@ -253,20 +253,6 @@ fp8_gemv_rt2_64_ks_4: _kg_launcher_fp8_gemv_rt2_64_ks_4
 
 def plan_fp8_gemv_rt2_64_ks_4(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
-class _kg_launcher_fp8_gemv_rt1_64_128(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
-
-fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.
-
-Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
-
-    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
-    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
-
-fp8_gemv_rt1_64_128: _kg_launcher_fp8_gemv_rt1_64_128
-
-def plan_fp8_gemv_rt1_64_128(*, rows: int, n: int, k: int) -> _kg_Plan: ...
-
 class _kg_launcher_fp8_gemv_rt1_64(_kg_Protocol):
     """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
 
@@ -280,6 +266,20 @@ Programmatic dependent launch: may start before the previous kernel on the strea
 fp8_gemv_rt1_64: _kg_launcher_fp8_gemv_rt1_64
 
 def plan_fp8_gemv_rt1_64(*, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+class _kg_launcher_fp8_gemv_rt1_64_128(_kg_Protocol):
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+
+fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.
+
+Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one."""
+
+    def __call__(self, x: _kg_Array, q: _kg_Array, scale: _kg_Array, out: _kg_Array, rows: int, n: int, k: int, *, stream: _kg_Stream = None) -> _kg_Outcome: ...
+    def plan(self, *, rows: int, n: int, k: int) -> _kg_Plan: ...
+
+fp8_gemv_rt1_64_128: _kg_launcher_fp8_gemv_rt1_64_128
+
+def plan_fp8_gemv_rt1_64_128(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_gemv_rt2_16_x3(_kg_Protocol):
     """(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=0) -> Outcome

@@ -1860,102 +1860,6 @@ def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 
 
-# ---------------------------------------------------------------- fp8_gemv_rt1_64_128
-
-
-def expect_fp8_gemv_rt1_64_128(**args):
-    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
-    return _plan.expect(
-        [
-            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
-            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
-            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
-            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
-            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
-            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
-            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)) > _x.mul(_st, C_WAVES_128, _a['device.sm_count']))),  # applies: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)
-        ],
-        args,
-        u64=[],
-        variant=None,
-        geometry=lambda _st, _a: (
-            (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64_128),
-        limits=LIMITS,
-        device=DEVICE,
-        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
-    )
-
-
-BASE_fp8_gemv_rt1_64_128 = {'k': 4096, 'n': 151936, 'rows': 64}
-CASES_fp8_gemv_rt1_64_128 = [
-    dict(BASE_fp8_gemv_rt1_64_128),
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 1073741825, 'n': 1073741825, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 2147483647},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 32768, 'n': 150000, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388609, 'rows': 1000000000},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 67108865, 'rows': 2147483649},
-    {**BASE_fp8_gemv_rt1_64_128, 'n': 8193, 'rows': 16385},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 2047},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 134217728, 'n': 32768, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 536870911},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 16383, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 1000000, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 8192},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 1025},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 33554433},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4103, 'n': 257},
-    {**BASE_fp8_gemv_rt1_64_128, 'n': 536870912},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 8388607},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 65, 'n': 150000, 'rows': 2147483648},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 8},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 134217727},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 2097151},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 16777217},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 17},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 1048575},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 256, 'rows': 4097},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 2, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 128},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 3, 'n': 150000, 'rows': 33554433},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 33},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 32},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4194304, 'rows': 71},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095, 'n': 150000, 'rows': 511},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 1024},
-    {**BASE_fp8_gemv_rt1_64_128, 'n': 16383, 'rows': 1073741825},
-    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388608, 'rows': 4},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 524289, 'rows': 32},
-    {**BASE_fp8_gemv_rt1_64_128, 'rows': 262144},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 63},
-    {**BASE_fp8_gemv_rt1_64_128, 'k': 16384, 'n': 150000, 'rows': 4097},
-]
-FLIPS_fp8_gemv_rt1_64_128 = [
-    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64_128, 'rows': 0}),
-    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_64_128, 'n': 0}),
-    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_64_128, 'k': 0}),
-    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt1_64_128, 'rows': 65}),
-    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_64_128, 'k': 4095}),
-    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_64_128, 'k': 32768}),
-    ('applies', 3, 'div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)', {**BASE_fp8_gemv_rt1_64_128, 'n': 1}),
-]
-OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
-
-
-@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64_128)
-def test_fp8_gemv_rt1_64_128_plan_matches_spec(args):
-    plan = mod.fp8_gemv_rt1_64_128.plan(**args)
-    assert not plan["launched"] and "absent" in plan["reason"]
-
-
-def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
-    launch = mod.fp8_gemv_rt1_64_128
-    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
-    outcome = launch(**full)
-    assert not outcome.launched and "absent on target gb10" in outcome.reason
-
-
 # ---------------------------------------------------------------- fp8_gemv_rt1_64
 
 
@@ -2048,6 +1952,102 @@ def test_fp8_gemv_rt1_64_plan_matches_spec(args):
 def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64
     full = {**OTHER_ARGS_fp8_gemv_rt1_64, **CASES_fp8_gemv_rt1_64[0]}
+    outcome = launch(**full)
+    assert not outcome.launched and "absent on target gb10" in outcome.reason
+
+
+# ---------------------------------------------------------------- fp8_gemv_rt1_64_128
+
+
+def expect_fp8_gemv_rt1_64_128(**args):
+    """(code, grid, block, shared_mem) that the spec gives for these arguments."""
+    return _plan.expect(
+        [
+            (196608, True, lambda _st, _a: (_a['rows'] == 0)),  # skip: rows == 0
+            (196609, True, lambda _st, _a: (_a['n'] == 0)),  # skip: n == 0
+            (-65536, False, lambda _st, _a: (_a['k'] >= 1)),  # requires: k >= 1
+            (262144, False, lambda _st, _a: (_a['rows'] <= 64)),  # applies: rows <= 64
+            (262145, False, lambda _st, _a: (_x.mod(_st, _a['k'], 16) == 0)),  # applies: (k % 16) == 0
+            (262146, False, lambda _st, _a: (_a['k'] <= 16384)),  # applies: k <= 16384
+            (262147, False, lambda _st, _a: (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)) > _x.mul(_st, C_WAVES_128, _a['device.sm_count']))),  # applies: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)
+        ],
+        args,
+        u64=[],
+        variant=None,
+        geometry=lambda _st, _a: (
+            (_x.div_ceil(_st, _a['n'], _x.mul(_st, 2, C_TILE_N)), 1, 1), (C_THREADS, 1, 1), C_RING_SMEM_64_128),
+        limits=LIMITS,
+        device=DEVICE,
+        launch=_plan.LaunchChecks(max_threads=256, cluster=(1, 1, 1), cooperative=False),
+    )
+
+
+BASE_fp8_gemv_rt1_64_128 = {'k': 4096, 'n': 151936, 'rows': 64}
+CASES_fp8_gemv_rt1_64_128 = [
+    dict(BASE_fp8_gemv_rt1_64_128),
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 1073741825, 'n': 1073741825, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 2147483647},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 32768, 'n': 150000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388609, 'rows': 1000000000},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 67108865, 'rows': 2147483649},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8193, 'rows': 16385},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 2047},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 134217728, 'n': 32768, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 536870911},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 16383, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 1000000, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 8192},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 1025},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 33554433},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4103, 'n': 257},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 536870912},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 8388607},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 65, 'n': 150000, 'rows': 2147483648},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 8},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 134217727},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 2097151},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 16777217},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 17},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 1048575},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 256, 'rows': 4097},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 2, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 128},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 3, 'n': 150000, 'rows': 33554433},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 33},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 32},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4194304, 'rows': 71},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4095, 'n': 150000, 'rows': 511},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 1024},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 16383, 'rows': 1073741825},
+    {**BASE_fp8_gemv_rt1_64_128, 'n': 8388608, 'rows': 4},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 524289, 'rows': 32},
+    {**BASE_fp8_gemv_rt1_64_128, 'rows': 262144},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 4112, 'n': 150000, 'rows': 63},
+    {**BASE_fp8_gemv_rt1_64_128, 'k': 16384, 'n': 150000, 'rows': 4097},
+]
+FLIPS_fp8_gemv_rt1_64_128 = [
+    ('skip', 0, 'rows == 0', {**BASE_fp8_gemv_rt1_64_128, 'rows': 0}),
+    ('skip', 1, 'n == 0', {**BASE_fp8_gemv_rt1_64_128, 'n': 0}),
+    ('requires', 0, 'k >= 1', {**BASE_fp8_gemv_rt1_64_128, 'k': 0}),
+    ('applies', 0, 'rows <= 64', {**BASE_fp8_gemv_rt1_64_128, 'rows': 65}),
+    ('applies', 1, '(k % 16) == 0', {**BASE_fp8_gemv_rt1_64_128, 'k': 4095}),
+    ('applies', 2, 'k <= 16384', {**BASE_fp8_gemv_rt1_64_128, 'k': 32768}),
+    ('applies', 3, 'div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)', {**BASE_fp8_gemv_rt1_64_128, 'n': 1}),
+]
+OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': fake_pointer(2), 'out': fake_pointer(3)}
+
+
+@pytest.mark.parametrize("args", CASES_fp8_gemv_rt1_64_128)
+def test_fp8_gemv_rt1_64_128_plan_matches_spec(args):
+    plan = mod.fp8_gemv_rt1_64_128.plan(**args)
+    assert not plan["launched"] and "absent" in plan["reason"]
+
+
+def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
+    launch = mod.fp8_gemv_rt1_64_128
+    full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
     outcome = launch(**full)
     assert not outcome.launched and "absent on target gb10" in outcome.reason
 

@@ -1861,124 +1861,6 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k, int
 }
 }  // namespace
 
-// fp8_gemv_rt1_64_128: fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
-kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
-  kg_plan kg_p = {};
-  kg_p.variant = -1;
-  if (kg_kill_switch.killed()) {
-    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
-    return kg_p;
-  }
-  kg::ExprStatus kg_err;
-  // Device names: the current device's values, or the target's table without one.
-  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
-  {  // skip: rows == 0
-    const bool kg_holds = (int64_t{rows} == int64_t{0});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
-      return kg_p;
-    }
-  }
-  {  // skip: n == 0
-    const bool kg_holds = (int64_t{n} == int64_t{0});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
-      return kg_p;
-    }
-  }
-  {  // requires: k >= 1
-    const bool kg_holds = (int64_t{k} >= int64_t{1});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
-      return kg_p;
-    }
-  }
-  {  // applies: rows <= 64
-    const bool kg_holds = (int64_t{rows} <= int64_t{64});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
-      return kg_p;
-    }
-  }
-  {  // applies: (k % 16) == 0
-    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
-      return kg_p;
-    }
-  }
-  {  // applies: k <= 16384
-    const bool kg_holds = (int64_t{k} <= int64_t{16384});
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
-      return kg_p;
-    }
-  }
-  {  // applies: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)
-    const bool kg_holds = (kg::x_div_ceil(int64_t{n}, kg::x_mul(int64_t{2}, TILE_N, kg_err), kg_err) > kg::x_mul(WAVES_128, kg_dev.sm_count, kg_err));
-    if (kg_err.code != 0) {
-      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-      return kg_p;
-    }
-    if (!kg_holds) {
-      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
-      return kg_p;
-    }
-  }
-  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, kg::x_mul(int64_t{2}, TILE_N, kg_err), kg_err);
-  kg_p.grid[1] = int64_t{1};
-  kg_p.grid[2] = int64_t{1};
-  kg_p.block[0] = THREADS;
-  kg_p.block[1] = int64_t{1};
-  kg_p.block[2] = int64_t{1};
-  kg_p.shared_mem = RING_SMEM_64_128;
-  if (kg_err.code != 0) {
-    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
-    return kg_p;
-  }
-  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
-  if (kg_p.code == KG_LAUNCHED) {
-    const int64_t kg_cluster[3] = {1, 1, 1};
-    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
-  }
-  return kg_p;
-}
-
-namespace {
-int32_t kg_sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  kg::ExprStatus kg_err;
-  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
-  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
-  kg_sizes[2] = int64_t{n};  // scale
-  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
-  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
-}
-}  // namespace
-
 // fp8_gemv_rt1_64: fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
   kg_plan kg_p = {};
@@ -2088,6 +1970,124 @@ kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::ExprStatus kg_err;
+  kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
+  kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
+  kg_sizes[2] = int64_t{n};  // scale
+  kg_sizes[3] = kg::x_mul(int64_t{rows}, int64_t{n}, kg_err);  // out
+  return kg_err.code != 0 ? -KG_CODE(KG_E_EXPR, kg_err.code) : KG_LAUNCHED;
+}
+}  // namespace
+
+// fp8_gemv_rt1_64_128: fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
+  kg_plan kg_p = {};
+  kg_p.variant = -1;
+  if (kg_kill_switch.killed()) {
+    kg_p.code = KG_CODE(KG_NL_KILLED, 0);
+    return kg_p;
+  }
+  kg::ExprStatus kg_err;
+  // Device names: the current device's values, or the target's table without one.
+  [[maybe_unused]] const kg_device_values& kg_dev = *kg_rt_device_values();
+  {  // skip: rows == 0
+    const bool kg_holds = (int64_t{rows} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 0);
+      return kg_p;
+    }
+  }
+  {  // skip: n == 0
+    const bool kg_holds = (int64_t{n} == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_EMPTY, 1);
+      return kg_p;
+    }
+  }
+  {  // requires: k >= 1
+    const bool kg_holds = (int64_t{k} >= int64_t{1});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = -KG_CODE(KG_E_REQUIRES, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: rows <= 64
+    const bool kg_holds = (int64_t{rows} <= int64_t{64});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 0);
+      return kg_p;
+    }
+  }
+  {  // applies: (k % 16) == 0
+    const bool kg_holds = (kg::x_mod(int64_t{k}, int64_t{16}, kg_err) == int64_t{0});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 1);
+      return kg_p;
+    }
+  }
+  {  // applies: k <= 16384
+    const bool kg_holds = (int64_t{k} <= int64_t{16384});
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 2);
+      return kg_p;
+    }
+  }
+  {  // applies: div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)
+    const bool kg_holds = (kg::x_div_ceil(int64_t{n}, kg::x_mul(int64_t{2}, TILE_N, kg_err), kg_err) > kg::x_mul(WAVES_128, kg_dev.sm_count, kg_err));
+    if (kg_err.code != 0) {
+      kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+      return kg_p;
+    }
+    if (!kg_holds) {
+      kg_p.code = KG_CODE(KG_NL_CLAUSE, 3);
+      return kg_p;
+    }
+  }
+  kg_p.grid[0] = kg::x_div_ceil(int64_t{n}, kg::x_mul(int64_t{2}, TILE_N, kg_err), kg_err);
+  kg_p.grid[1] = int64_t{1};
+  kg_p.grid[2] = int64_t{1};
+  kg_p.block[0] = THREADS;
+  kg_p.block[1] = int64_t{1};
+  kg_p.block[2] = int64_t{1};
+  kg_p.shared_mem = RING_SMEM_64_128;
+  if (kg_err.code != 0) {
+    kg_p.code = -KG_CODE(KG_E_EXPR, kg_err.code);
+    return kg_p;
+  }
+  kg_p.code = kg::check_geometry(kg_p, 1024, 1024, 64, 1024, 232448);
+  if (kg_p.code == KG_LAUNCHED) {
+    const int64_t kg_cluster[3] = {1, 1, 1};
+    kg_p.code = kg::check_launch(kg_p, 256, kg_cluster, 8, false, 0, 0);
+  }
+  return kg_p;
+}
+
+namespace {
+int32_t kg_sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -2685,28 +2685,6 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_4 = {
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
               "kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_4': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_64_ks_4;
-const char* const kSkip_fp8_gemv_rt1_64_128[] = {
-    "rows == 0",
-    "n == 0",
-};
-const char* const kApplies_fp8_gemv_rt1_64_128[] = {
-    "rows <= 64",
-    "(k % 16) == 0",
-    "k <= 16384",
-    "div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)",
-};
-const char* const kRequires_fp8_gemv_rt1_64_128[] = {
-    "k >= 1",
-};
-const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
-    "fp8_gemv_rt", "fp8_gemv_rt1_64_128", "hopper",
-    "METRALE_NO_DFLASH_FP8_RT", nullptr,
-    kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
-    2, 4, 1,
-    1};
-static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_64_128_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:241: kernel 'fp8_gemv_rt1_64_128': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
-kg::KernelSlot kg_slot_fp8_gemv_rt1_64_128;
 const char* const kSkip_fp8_gemv_rt1_64[] = {
     "rows == 0",
     "n == 0",
@@ -2727,8 +2705,30 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_64 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_64_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:255: kernel 'fp8_gemv_rt1_64': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:240: kernel 'fp8_gemv_rt1_64': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_64;
+const char* const kSkip_fp8_gemv_rt1_64_128[] = {
+    "rows == 0",
+    "n == 0",
+};
+const char* const kApplies_fp8_gemv_rt1_64_128[] = {
+    "rows <= 64",
+    "(k % 16) == 0",
+    "k <= 16384",
+    "div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)",
+};
+const char* const kRequires_fp8_gemv_rt1_64_128[] = {
+    "k >= 1",
+};
+const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
+    "fp8_gemv_rt", "fp8_gemv_rt1_64_128", "hopper",
+    "METRALE_NO_DFLASH_FP8_RT", nullptr,
+    kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
+    2, 4, 1,
+    1};
+static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_64_128_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t)>,
+              "kernelgen: specs/fp8_gemv_rt.yaml:251: kernel 'fp8_gemv_rt1_64_128': the spec's arguments (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+kg::KernelSlot kg_slot_fp8_gemv_rt1_64_128;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
     "((n0 + n1) + n2) == 0",
@@ -2748,7 +2748,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     2, 3, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt2_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:267: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 const char* const kSkip_fp8_gemv_rt1_16_x3[] = {
     "rows == 0",
@@ -2770,7 +2770,7 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     2, 4, 1,
     1};
 static_assert(std::is_same_v<decltype(&::dflash_fp8_gemv_rt1_16_x3_kernel), void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fp8_gemv_rt.yaml:304: kernel 'fp8_gemv_rt1_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': the spec's arguments (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k) do not match the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16_x3;
 }  // namespace
 
@@ -3074,24 +3074,6 @@ kernelgen::Outcome fp8_gemv_rt2_64_ks_4(const __nv_bfloat16* x, const __nv_fp8_e
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt2_64_ks_kernel<4>, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt2_64_ks_4};
 }
 
-kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
-  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
-  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_64_128};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64_128.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt1_64_128_kernel), kg_p.shared_mem);
-  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_64_128};
-  cudaLaunchAttribute kg_attrs[1];
-  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
-  cudaLaunchConfig_t kg_cfg = {};
-  kg_cfg.gridDim = kg::dims(kg_p.grid);
-  kg_cfg.blockDim = kg::dims(kg_p.block);
-  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
-  kg_cfg.stream = stream;
-  kg_cfg.attrs = kg_attrs;
-  kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_64_128_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt1_64_128};
-}
-
 kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_64};
@@ -3108,6 +3090,24 @@ kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
   return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_64_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt1_64};
+}
+
+kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
+  const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
+  if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_64_128};
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64_128.prepare(reinterpret_cast<const void*>(&::dflash_fp8_gemv_rt1_64_128_kernel), kg_p.shared_mem);
+  if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_64_128};
+  cudaLaunchAttribute kg_attrs[1];
+  kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
+  cudaLaunchConfig_t kg_cfg = {};
+  kg_cfg.gridDim = kg::dims(kg_p.grid);
+  kg_cfg.blockDim = kg::dims(kg_p.block);
+  kg_cfg.dynamicSmemBytes = static_cast<std::size_t>(kg_p.shared_mem);
+  kg_cfg.stream = stream;
+  kg_cfg.attrs = kg_attrs;
+  kg_cfg.numAttrs = 1;
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::dflash_fp8_gemv_rt1_64_128_kernel, x, q, scale, out, rows, n, k)), &kg_info_fp8_gemv_rt1_64_128};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
@@ -3528,23 +3528,6 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(uint32_t rows, uint32_t n, u
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt2_64_ks_4; }
 
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
-  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64_128(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
-  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
-  return kg_o.code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
-  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
-  return kg_out->code;
-}
-
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
-  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_64_128(rows, n, k, kg_sizes);
-}
-
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_64_128; }
-
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
   if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
@@ -3561,6 +3544,23 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(uint32_t rows, uint32_t n, uint32
 }
 
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_64; }
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
+  const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt1_64_128(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q), static_cast<const float*>(scale), static_cast<__nv_bfloat16*>(out), rows, n, k, static_cast<cudaStream_t>(stream));
+  if (kg_ran != nullptr) *kg_ran = kg_o.kernel;
+  return kg_o.code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out) {
+  *kg_out = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
+  return kg_out->code;
+}
+
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  return kernelgen::fp8_gemv_rt::kg_sizes_fp8_gemv_rt1_64_128(rows, n, k, kg_sizes);
+}
+
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void) { return &kernelgen::fp8_gemv_rt::kg_info_fp8_gemv_rt1_64_128; }
 
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran) {
   const kernelgen::Outcome kg_o = kernelgen::fp8_gemv_rt::fp8_gemv_rt2_16_x3(static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_fp8_e4m3*>(q0), static_cast<const float*>(scale0), static_cast<__nv_bfloat16*>(out0), static_cast<const __nv_fp8_e4m3*>(q1), static_cast<const float*>(scale1), static_cast<__nv_bfloat16*>(out1), static_cast<const __nv_fp8_e4m3*>(q2), static_cast<const float*>(scale2), static_cast<__nv_bfloat16*>(out2), rows, n0, n1, n2, k, static_cast<cudaStream_t>(stream));

@@ -1369,98 +1369,11 @@ pub mod fp8_gemv_rt2_64_ks_4 {
     }
 }
 
-/// fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.
-///
-/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
-///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:241`):
-/// - `x`: `const bf16*`, `rows * k` elements
-/// - `q`: `const fp8_e4m3*`, `n * k` elements
-/// - `scale`: `const f32*`, `n` elements
-/// - `out`: `bf16*`, `rows * n` elements
-/// - `rows`: `u32`
-/// - `n`: `u32`
-/// - `k`: `u32`
-///
-/// Checked in order:
-/// - skip_if `rows == 0`: not launched (empty work)
-/// - skip_if `n == 0`: not launched (empty work)
-/// - requires `k >= 1`: else `Error::Argument`
-/// - applies_if `rows <= 64`: else not launched
-/// - applies_if `(k % 16) == 0`: else not launched
-/// - applies_if `k <= 16384`: else not launched
-/// - applies_if `div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)`: else not launched
-/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
-/// - __launch_bounds__: at most 256 threads a block.
-/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
-pub mod fp8_gemv_rt1_64_128 {
-    #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info);
-
-    /// The kernel's description (name, clauses, presence), looked up once.
-    pub fn kernel() -> crate::Kernel {
-        kg_handle.kernel()
-    }
-
-    /// False when this target's build lacks the kernel.
-    pub fn is_present() -> bool {
-        kg_handle.kernel().is_present()
-    }
-
-    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
-    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
-        let mut kg_plan = crate::kg_ffi::Plan::default();
-        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
-        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(rows, n, k, &mut kg_plan) };
-        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
-    }
-
-    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
-    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
-        let mut kg_sizes = [0i64; 4];
-        // Safety: the function writes 4 values.
-        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
-    }
-
-    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
-    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
-    ///
-    /// # Safety
-    ///
-    /// Pointer arguments must be device pointers valid for the elements the spec gives them
-    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
-    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
-        let x: crate::DevicePtr = x.into();
-        let q: crate::DevicePtr = q.into();
-        let scale: crate::DevicePtr = scale.into();
-        let out: crate::DevicePtrMut = out.into();
-        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
-            let kg_sizes = self::sizes(rows, n, k).ok();
-            if x.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "x", kg_sizes.map(|s| s[0]))?;
-            }
-            if q.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "q", kg_sizes.map(|s| s[1]))?;
-            }
-            if scale.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "scale", kg_sizes.map(|s| s[2]))?;
-            }
-            if out.is_null() {
-                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "out", kg_sizes.map(|s| s[3]))?;
-            }
-        }
-        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
-        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
-    }
-}
-
 /// fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.
 ///
 /// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:255`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:240`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q`: `const fp8_e4m3*`, `n * k` elements
 /// - `scale`: `const f32*`, `n` elements
@@ -1543,9 +1456,96 @@ pub mod fp8_gemv_rt1_64 {
     }
 }
 
+/// fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.
+///
+/// Absent on target `gb10`: `is_present()` is false and `launch` returns `Ok(false)`.
+///
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:251`):
+/// - `x`: `const bf16*`, `rows * k` elements
+/// - `q`: `const fp8_e4m3*`, `n * k` elements
+/// - `scale`: `const f32*`, `n` elements
+/// - `out`: `bf16*`, `rows * n` elements
+/// - `rows`: `u32`
+/// - `n`: `u32`
+/// - `k`: `u32`
+///
+/// Checked in order:
+/// - skip_if `rows == 0`: not launched (empty work)
+/// - skip_if `n == 0`: not launched (empty work)
+/// - requires `k >= 1`: else `Error::Argument`
+/// - applies_if `rows <= 64`: else not launched
+/// - applies_if `(k % 16) == 0`: else not launched
+/// - applies_if `k <= 16384`: else not launched
+/// - applies_if `div_ceil(n, 2 * TILE_N) > (WAVES_128 * device.sm_count)`: else not launched
+/// - Programmatic dependent launch: may start before the previous kernel on the stream ends.
+/// - __launch_bounds__: at most 256 threads a block.
+/// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+pub mod fp8_gemv_rt1_64_128 {
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info);
+
+    /// The kernel's description (name, clauses, presence), looked up once.
+    pub fn kernel() -> crate::Kernel {
+        kg_handle.kernel()
+    }
+
+    /// False when this target's build lacks the kernel.
+    pub fn is_present() -> bool {
+        kg_handle.kernel().is_present()
+    }
+
+    /// Grid, block, shared memory and outcome for these arguments; needs no GPU.
+    pub fn plan(rows: u32, n: u32, k: u32) -> crate::Plan {
+        let mut kg_plan = crate::kg_ffi::Plan::default();
+        // Safety: the plan function only reads its integer arguments and writes *kg_plan.
+        unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(rows, n, k, &mut kg_plan) };
+        crate::kg_rt::plan(&kg_plan, kg_handle.kernel())
+    }
+
+    /// The element counts the kernel touches in its sized pointer arguments (x, q, scale, out).
+    pub fn sizes(rows: u32, n: u32, k: u32) -> Result<[i64; 4], crate::Error> {
+        let mut kg_sizes = [0i64; 4];
+        // Safety: the function writes 4 values.
+        let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_handle.kernel(), kg_code))
+    }
+
+    /// Launches the kernel on `stream`: `Ok(true)` launched, `Ok(false)` not launched (the reason
+    /// is in [`crate::last_reason`]), `Err` for a bad argument or a failed launch.
+    ///
+    /// # Safety
+    ///
+    /// Pointer arguments must be device pointers valid for the elements the spec gives them
+    /// (see [`sizes`]) until the kernel has run, and `stream` a valid stream or null.
+    pub unsafe fn launch(x: impl Into<crate::DevicePtr>, q: impl Into<crate::DevicePtr>, scale: impl Into<crate::DevicePtr>, out: impl Into<crate::DevicePtrMut>, rows: u32, n: u32, k: u32, stream: crate::Stream) -> Result<bool, crate::Error> {
+        let x: crate::DevicePtr = x.into();
+        let q: crate::DevicePtr = q.into();
+        let scale: crate::DevicePtr = scale.into();
+        let out: crate::DevicePtrMut = out.into();
+        if x.is_null() || q.is_null() || scale.is_null() || out.is_null() {
+            let kg_sizes = self::sizes(rows, n, k).ok();
+            if x.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "x", kg_sizes.map(|s| s[0]))?;
+            }
+            if q.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "q", kg_sizes.map(|s| s[1]))?;
+            }
+            if scale.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "scale", kg_sizes.map(|s| s[2]))?;
+            }
+            if out.is_null() {
+                crate::kg_rt::check_null("fp8_gemv_rt1_64_128", "out", kg_sizes.map(|s| s[3]))?;
+            }
+        }
+        let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
+        let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
+        crate::kg_rt::finish(kg_code, kg_ran, self::kernel)
+    }
+}
+
 /// Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:267`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:264`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -1661,7 +1661,7 @@ pub mod fp8_gemv_rt2_16_x3 {
 
 /// fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:304`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:301`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -2090,7 +2090,7 @@ pub mod fp8_gemv_rt2_64_ks {
 
 /// Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.
 ///
-/// Arguments, in order (`specs/fp8_gemv_rt.yaml:326`):
+/// Arguments, in order (`specs/fp8_gemv_rt.yaml:323`):
 /// - `x`: `const bf16*`, `rows * k` elements
 /// - `q0`: `const fp8_e4m3*`, `n0 * k` elements
 /// - `scale0`: `const f32*`, `n0` elements
@@ -2264,14 +2264,14 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info() -> *const crate::kg_ffi::KernelInfo;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
-        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64__info() -> *const crate::kg_ffi::KernelInfo;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() -> *const crate::kg_ffi::KernelInfo;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: *const ::std::ffi::c_void, a_6: *mut ::std::ffi::c_void, a_7: *const ::std::ffi::c_void, a_8: *const ::std::ffi::c_void, a_9: *mut ::std::ffi::c_void, a_10: u32, a_11: u32, a_12: u32, a_13: u32, a_14: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;

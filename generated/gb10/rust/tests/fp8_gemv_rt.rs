@@ -1698,76 +1698,6 @@ fn fp8_gemv_rt2_64_ks_4_absent_is_not_launched() {
     not_launched(result, 2 << 16, Some("fp8_gemv_rt2_64_ks_4: not launched: absent on target gb10"));
 }
 
-// ---------------------------------------------------------------- fp8_gemv_rt1_64_128
-
-#[test]
-fn fp8_gemv_rt1_64_128_plan_matches_spec() {
-    let _g = guard();
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1073741825, 1073741825), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n=1073741825, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2147483647), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 32768), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, n=150000, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1000000000, 8388609, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388609, rows=1000000000");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483649, 67108865, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=67108865, rows=2147483649");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16385, 8193, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8193, rows=16385");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2047, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=2047");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 32768, 134217728), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217728, n=32768, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(536870911, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=536870911");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 16383, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=16383, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1000000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1000000, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(8192, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8192");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 1025), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 33554433), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 257, 4103), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4103, n=257");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 536870912, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=536870912");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8388607), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483648, 150000, 65), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=150000, rows=2147483648");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(134217727, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=134217727");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2097151), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16777217, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(17, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=17");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1048575, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 151936, 256), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, rows=4097");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4095), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 2, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2, rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(128, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=128");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33554433, 150000, 3), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=150000, rows=33554433");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(71, 151936, 4194304), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304, rows=71");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(511, 150000, 4095), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095, n=150000, rows=511");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1024, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=1024");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1073741825, 16383, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16383, rows=1073741825");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4, 8388608, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388608, rows=4");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 524289), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, rows=32");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(262144, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(63, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=63");
-    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 150000, 16384), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384, n=150000, rows=4097");
-}
-
-#[test]
-fn fp8_gemv_rt1_64_128_presence() {
-    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::kernel();
-    assert_eq!(kernel.name(), "fp8_gemv_rt1_64_128");
-    assert_eq!(kernel.target(), "gb10");
-    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::is_present(), false);
-    assert_eq!(kg::library_target(), "gb10");
-}
-
-#[test]
-fn fp8_gemv_rt1_64_128_sizes() {
-    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::sizes(64, 151936, 4096), Ok([262144, 622329856, 151936, 9723904]));
-}
-
-#[test]
-fn fp8_gemv_rt1_64_128_absent_is_not_launched() {
-    let _g = guard();
-    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4096, DEFAULT_STREAM) };
-    not_launched(result, 2 << 16, Some("fp8_gemv_rt1_64_128: not launched: absent on target gb10"));
-}
-
 // ---------------------------------------------------------------- fp8_gemv_rt1_64
 
 #[test]
@@ -1836,6 +1766,76 @@ fn fp8_gemv_rt1_64_absent_is_not_launched() {
     let _g = guard();
     let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 6144, 4096, DEFAULT_STREAM) };
     not_launched(result, 2 << 16, Some("fp8_gemv_rt1_64: not launched: absent on target gb10"));
+}
+
+// ---------------------------------------------------------------- fp8_gemv_rt1_64_128
+
+#[test]
+fn fp8_gemv_rt1_64_128_plan_matches_spec() {
+    let _g = guard();
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1073741825, 1073741825), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1073741825, n=1073741825, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2147483647), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2147483647");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 150000, 32768), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=32768, n=150000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1000000000, 8388609, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388609, rows=1000000000");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483649, 67108865, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=67108865, rows=2147483649");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16385, 8193, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8193, rows=16385");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2047, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=2047");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 32768, 134217728), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=134217728, n=32768, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(536870911, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=536870911");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 16383, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=16383, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 1000000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=1000000, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(8192, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=8192");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 1025), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=1025");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 33554433), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 257, 4103), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4103, n=257");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 536870912, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=536870912");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8388607), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8388607");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(2147483648, 150000, 65), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=65, n=150000, rows=2147483648");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 8), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=8");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(134217727, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=134217727");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 2097151), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=2097151");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(16777217, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=16777217");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(17, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=17");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1048575, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=1048575");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 151936, 256), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=256, rows=4097");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(64, 151936, 4095), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 2, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=2, rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(128, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=128");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33554433, 150000, 3), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=3, n=150000, rows=33554433");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(33, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=33");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(71, 151936, 4194304), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4194304, rows=71");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(511, 150000, 4095), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4095, n=150000, rows=511");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1024, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=1024");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(1073741825, 16383, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=16383, rows=1073741825");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4, 8388608, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with n=8388608, rows=4");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(32, 151936, 524289), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=524289, rows=32");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(262144, 151936, 4096), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with rows=262144");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(63, 150000, 4112), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=4112, n=150000, rows=63");
+    check(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::plan(4097, 150000, 16384), "fp8_gemv_rt1_64_128", Expect { code: 131072, geometry: Some(([0, 0, 0], [0, 0, 0], 0)), variant: Some(-1) }, "the first example with k=16384, n=150000, rows=4097");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_presence() {
+    let kernel = kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::kernel();
+    assert_eq!(kernel.name(), "fp8_gemv_rt1_64_128");
+    assert_eq!(kernel.target(), "gb10");
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::is_present(), false);
+    assert_eq!(kg::library_target(), "gb10");
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_sizes() {
+    assert_eq!(kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::sizes(64, 151936, 4096), Ok([262144, 622329856, 151936, 9723904]));
+}
+
+#[test]
+fn fp8_gemv_rt1_64_128_absent_is_not_launched() {
+    let _g = guard();
+    let result = unsafe { kg::fp8_gemv_rt::fp8_gemv_rt1_64_128::launch(ptr(0), ptr(1), ptr(2), ptr_mut(3), 64, 151936, 4096, DEFAULT_STREAM) };
+    not_launched(result, 2 << 16, Some("fp8_gemv_rt1_64_128: not launched: absent on target gb10"));
 }
 
 // ---------------------------------------------------------------- fp8_gemv_rt2_16_x3

@@ -80,13 +80,13 @@ kg_plan plan_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k);
 kernelgen::Outcome fp8_gemv_rt2_64_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k);
 
-// fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
-kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
-kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k);
-
 // fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
 kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k);
+
+// fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
+kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream = nullptr);
+kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k);
 
 // Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream = nullptr);

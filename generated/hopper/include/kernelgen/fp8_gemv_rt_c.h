@@ -114,17 +114,17 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(uint32_t rows, uint32_t n, ui
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(void);
 
-/* fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
-int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
-const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void);
-
 /* fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(void);
+
+/* fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
+const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void);
 
 /* Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
