@@ -34,20 +34,13 @@ namespace {
 namespace rt = dflash_fp8_rt_detail;
 using ablation::Timer;
 
+// The split kernel with part of its work left out (MT 8-row x tiles, the shipped kernels'
+// clusters and occupancy: two CTAs an SM up to two tiles, one beyond, the 64-row kernels' ring).
 template <int MT, rt::Work W>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, MT <= 2 ? 2 : 1)
 ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
                 uint32_t rows, uint32_t n, uint32_t k) {
     gemv_stream::tile<rt::Gemv<MT, W>, rt::kCluster>(x, q, scale, out, rows, n, k);
-}
-
-// 33-64 rows: the split form (dflash_fp8_gemv_rt2_64_kernel's clusters, ring and occupancy) with
-// part of its work left out.
-template <int MT, rt::Work W>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-ablation64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
-                  uint32_t rows, uint32_t n, uint32_t k) {
-    gemv_stream::tile<gemv_stream::Gemv<gemv_stream::E4M3Rows, MT, W, 2>, 2>(x, q, scale, out, rows, n, k);
 }
 
 __global__ void fill_x(__nv_bfloat16* p, uint64_t n) {
@@ -58,6 +51,13 @@ __global__ void fill_x(__nv_bfloat16* p, uint64_t n) {
 
 using KernelFn = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t,
                           uint32_t, uint32_t);
+
+// The ablated kernel for `rows`: the x tiles the shipped kernel takes there (1, 2, 6 or 8).
+template <rt::Work W>
+KernelFn ablated(uint32_t rows) {
+    return rows <= 8 ? ablation_kernel<1, W> : rows <= 16 ? ablation_kernel<2, W>
+                                             : rows <= 48 ? ablation_kernel<6, W> : ablation_kernel<8, W>;
+}
 
 void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t rows, int sms, unsigned* sink) {
     const uint64_t wbytes = static_cast<uint64_t>(n) * k;
@@ -80,11 +80,11 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
     const double floor_us =
         ablation::read_floor_us(timer, std::vector<const void*>(w.begin(), w.end()), wbytes, reps, sms, sink);
 
-    const bool wide = rows > 8, x64 = rows > 32, six = rows <= 48;
+    const bool wide = rows > 8, x64 = rows > 32;
     const int smem = static_cast<int>(x64 ? rt::kRing64Bytes : rt::kRingBytes);
     const unsigned tiles = (n + rt::kRows - 1) / rt::kRows;
     // The whole-K form as its spec launches it: half an SM's shared memory when its grid has at
-    // most one CTA an SM.
+    // most one CTA an SM (the 64-row ring is more already).
     int per_sm = 0;
     CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
     const int smem_rt1 = tiles <= static_cast<unsigned>(sms) ? std::max(smem, per_sm / 2) : smem;
@@ -94,28 +94,20 @@ void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t r
         int smem;
         unsigned grid;
     };
-    const Variant variants64[] = {
-        {"full", dflash_fp8_gemv_rt2_64_kernel, smem, tiles * rt::kCluster},
-        {"loads", six ? ablation64_kernel<6, rt::Work::loads> : ablation64_kernel<8, rt::Work::loads>, smem,
-         tiles * rt::kCluster},
-        {"convert", six ? ablation64_kernel<6, rt::Work::convert> : ablation64_kernel<8, rt::Work::convert>, smem,
-         tiles * rt::kCluster},
-        {"mma", six ? ablation64_kernel<6, rt::Work::mma> : ablation64_kernel<8, rt::Work::mma>, smem,
-         tiles * rt::kCluster},
-        {"rt1", dflash_fp8_gemv_rt1_64_kernel, smem, tiles},
-    };
-    const Variant variants16[] = {
-        {"full", wide ? dflash_fp8_gemv_rt2_16_kernel : dflash_fp8_gemv_rt2_kernel, smem, tiles * rt::kCluster},
-        {"loads", wide ? ablation_kernel<2, rt::Work::loads> : ablation_kernel<1, rt::Work::loads>, smem,
-         tiles * rt::kCluster},
-        {"convert", wide ? ablation_kernel<2, rt::Work::convert> : ablation_kernel<1, rt::Work::convert>, smem,
-         tiles * rt::kCluster},
-        {"mma", wide ? ablation_kernel<2, rt::Work::mma> : ablation_kernel<1, rt::Work::mma>, smem, tiles * rt::kCluster},
-        {"rt1", wide ? dflash_fp8_gemv_rt1_16_kernel : dflash_fp8_gemv_rt1_kernel, smem_rt1, tiles},
+    const KernelFn full = x64 ? dflash_fp8_gemv_rt2_64_kernel : wide ? dflash_fp8_gemv_rt2_16_kernel
+                                                                     : dflash_fp8_gemv_rt2_kernel;
+    const KernelFn rt1 = x64 ? dflash_fp8_gemv_rt1_64_kernel : wide ? dflash_fp8_gemv_rt1_16_kernel
+                                                                    : dflash_fp8_gemv_rt1_kernel;
+    const Variant variants[] = {
+        {"full", full, smem, tiles * rt::kCluster},
+        {"loads", ablated<rt::Work::loads>(rows), smem, tiles * rt::kCluster},
+        {"convert", ablated<rt::Work::convert>(rows), smem, tiles * rt::kCluster},
+        {"mma", ablated<rt::Work::mma>(rows), smem, tiles * rt::kCluster},
+        {"rt1", rt1, smem_rt1, tiles},
     };
     std::printf("RESULT {\"shape\": \"%s\", \"n\": %u, \"k\": %u, \"rows\": %u, \"weight_mb\": %.3f, \"floor_us\": %.3f",
                 name, n, k, rows, wbytes / 1e6, floor_us);
-    for (const Variant& v : x64 ? variants64 : variants16) {
+    for (const Variant& v : variants) {
         CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
         auto f = [&](int i) {
             v.fn<<<v.grid, rt::kThreads, v.smem>>>(x, reinterpret_cast<const __nv_fp8_e4m3*>(w[i]), scale, out, rows, n, k);
