@@ -437,30 +437,6 @@ def test_rt32_product(name, rows, which, k):
     product_twice(kernel, name, rows, n, k, seed=rows * 421 + n + k)
 
 
-@needs_rt32
-@pytest.mark.parametrize("name", list(RT32))
-def test_rt32_byte_path_subnormals_and_bounds(name):
-    """Misaligned bases (the byte path), weights of only subnormals and the smallest normals at
-    32 rows, and the plan's bounds on either side."""
-    kernel = getattr(fp8_gemv_rt, name)
-    low, _ = RT32[name]
-    check_misaligned(kernel, n=low)
-    x, q, scale = make_inputs(32, low, 4096, seed=6, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
-    outcome, out = launch(kernel, x, q, scale, 32, low, 4096)
-    assert outcome.launched, outcome.reason
-    check_product(out, x, q, scale)
-    p = kernel.plan(rows=33, n=low, k=4096)
-    assert not p["launched"] and clause_in(p["reason"], "rows <= 32"), p
-    p = kernel.plan(rows=32, n=low, k=4096)
-    assert p["launched"] and p["shared_mem"] == 2 * 8 * 256 * 16 + 2 * 4 * 32 * 256, p
-    if name == "fp8_gemv_rt2_32":
-        assert tuple(p["grid"]) == (2 * 18, 1, 1), p
-    else:
-        assert tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
-        p = kernel.plan(rows=32, n=RT2_N, k=4096)
-        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
-
-
 # The 64-row GEMVs: (kernel, N where the chain takes it), as RT32; the 128-row-tile form just
 # past its bound (off the tile) and on the lm_head.
 RT64 = {"fp8_gemv_rt2_64": [1100, RT2_N], "fp8_gemv_rt1_64": [RT1_N, 24576],
@@ -488,34 +464,39 @@ def test_rt64_product(name, rows, n, k):
     product_twice(getattr(fp8_gemv_rt, name), name, rows, n, k, seed=rows * 613 + n + k)
 
 
-@needs_rt64
-@pytest.mark.parametrize("name", list(RT64))
-def test_rt64_byte_path_subnormals_and_bounds(name):
-    """Misaligned bases (the byte path) at 3 and 60 rows, weights of only subnormals and the
-    smallest normals at 64 rows, and the plan's bounds on either side."""
+# The 32- and 64-row GEMVs with the most rows each takes.
+WIDE = ([pytest.param(name, 32, marks=needs_rt32, id=name) for name in RT32] +
+        [pytest.param(name, 64, marks=needs_rt64, id=name) for name in RT64])
+
+
+@pytest.mark.parametrize("name,max_rows", WIDE)
+def test_wide_byte_path_subnormals_and_bounds(name, max_rows):
+    """Misaligned bases (the byte path; the 64-row kernels at 3 and 60 rows, both tile counts),
+    weights of only subnormals and the smallest normals at the most rows, and the plan's bounds on
+    either side."""
     kernel = getattr(fp8_gemv_rt, name)
-    low, _ = RT64[name]
-    for rows in (3, 60):
+    low, _ = (RT32 if max_rows == 32 else RT64)[name]
+    for rows in (3,) if max_rows == 32 else (3, 60):
         check_misaligned(kernel, n=low, rows=rows)
-    x, q, scale = make_inputs(64, low, 4096, seed=6, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
-    outcome, out = launch(kernel, x, q, scale, 64, low, 4096)
+    x, q, scale = make_inputs(max_rows, low, 4096, seed=6, codes=list(range(0, 16)) + list(range(0x80, 0x90)))
+    outcome, out = launch(kernel, x, q, scale, max_rows, low, 4096)
     assert outcome.launched, outcome.reason
     check_product(out, x, q, scale)
-    p = kernel.plan(rows=65, n=low, k=4096)
-    assert not p["launched"] and clause_in(p["reason"], "rows <= 64"), p
-    p = kernel.plan(rows=64, n=low, k=4096)
-    x_slots = 2 * (4 if name != "fp8_gemv_rt1_64_128" else 2) * 64 * 256
-    assert p["launched"] and p["shared_mem"] == 2 * 8 * 256 * 16 + x_slots, p
-    if name == "fp8_gemv_rt2_64":
+    p = kernel.plan(rows=max_rows + 1, n=low, k=4096)
+    assert not p["launched"] and clause_in(p["reason"], f"rows <= {max_rows}"), p
+    p = kernel.plan(rows=max_rows, n=low, k=4096)
+    phases = 2 if name == "fp8_gemv_rt1_64_128" else 4
+    assert p["launched"] and p["shared_mem"] == 2 * 8 * 256 * 16 + 2 * phases * max_rows * 256, p
+    if name.startswith("fp8_gemv_rt2"):
         assert tuple(p["grid"]) == (2 * 18, 1, 1), p
-    elif name == "fp8_gemv_rt1_64":
-        assert tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
-        p = kernel.plan(rows=64, n=RT2_N, k=4096)
-        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
-    else:
+    elif name == "fp8_gemv_rt1_64_128":
         assert tuple(p["grid"]) == (4 * SMS + 1, 1, 1), p
         p = kernel.plan(rows=64, n=RT128_N - 8, k=4096)
         assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, 2 * TILE_N) > WAVES_128 * device.sm_count"), p
+    else:
+        assert tuple(p["grid"]) == (SMS // 2 + 1, 1, 1), p
+        p = kernel.plan(rows=max_rows, n=RT2_N, k=4096)
+        assert not p["launched"] and clause_in(p["reason"], "div_ceil(n, TILE_N) * CLUSTER > device.sm_count"), p
 
 
 def test_rt2_16_x3_grid():
