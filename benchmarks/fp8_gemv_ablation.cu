@@ -34,12 +34,19 @@ namespace {
 namespace rt = dflash_fp8_rt_detail;
 using ablation::Timer;
 
-// The split kernel with part of its work left out (MT 8-row x tiles, the shipped kernels'
-// clusters and occupancy: two CTAs an SM up to two tiles, one beyond, the 64-row kernels' ring).
 template <int MT, rt::Work W>
-__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, MT <= 2 ? 2 : 1)
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
 ablation_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
                 uint32_t rows, uint32_t n, uint32_t k) {
+    gemv_stream::tile<rt::Gemv<MT, W>, rt::kCluster>(x, q, scale, out, rows, n, k);
+}
+
+// 33-64 rows: the split form (dflash_fp8_gemv_rt2_64_kernel's clusters, ring and occupancy) with
+// part of its work left out.
+template <int MT, rt::Work W>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+ablation64_kernel(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out,
+                  uint32_t rows, uint32_t n, uint32_t k) {
     gemv_stream::tile<rt::Gemv<MT, W>, rt::kCluster>(x, q, scale, out, rows, n, k);
 }
 
@@ -56,7 +63,7 @@ using KernelFn = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const floa
 template <rt::Work W>
 KernelFn ablated(uint32_t rows) {
     return rows <= 8 ? ablation_kernel<1, W> : rows <= 16 ? ablation_kernel<2, W>
-                                             : rows <= 48 ? ablation_kernel<6, W> : ablation_kernel<8, W>;
+                                             : rows <= 48 ? ablation64_kernel<6, W> : ablation64_kernel<8, W>;
 }
 
 void run_case(Timer& timer, const char* name, uint32_t n, uint32_t k, uint32_t rows, int sms, unsigned* sink) {
