@@ -22,12 +22,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelgen import toolkit
-from kernelgen.errors import BuildError
-from kernelgen.model import Target
+from kernelgen.errors import BuildError, SpecError
+from kernelgen.model import Catalog, Target
 
 DRIVER_DIR = Path(__file__).parent / "cmake"
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
 _COMPILE = re.compile(r"(Building \S+ object|Linking \S+)")
+
+
+def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) -> None:
+    """Every `build.include_dirs` folder the targets' builds use exists (the compiler would skip a
+    missing one without a word, and then fail on the first header it holds)."""
+    layers = [(catalog.build, "build")] + [(t.build, f"{t.name}.build") for t in targets]
+    layers += [(m.build, "build") for m in catalog.modules]
+    for build, field_path in layers:
+        for d, loc in build.include_dirs:
+            path = Path(d) if d.startswith("/") else root / d
+            if not path.is_dir():
+                what = "is not a folder" if path.exists() else "does not exist"
+                raise SpecError(loc, f"{field_path}.include_dirs", f"include folder {d} {what} ({path.resolve()})",
+                                "a relative folder is read from the project root; check it out or fix the path")
 
 
 @dataclass

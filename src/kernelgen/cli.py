@@ -82,13 +82,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from kernelgen.build import BuildOptions, build_targets
+    from kernelgen.build import BuildOptions, build_targets, check_include_dirs
 
     root = args.root
     from kernelgen import project
 
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
+    check_include_dirs(catalog, root, targets)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
@@ -138,11 +139,12 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_cmake(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
-    from kernelgen.build import BuildOptions, build_targets
+    from kernelgen.build import BuildOptions, build_targets, check_include_dirs
 
     root = args.root
     catalog = load_catalog(root)
     targets = _targets(catalog, [x for t in args.target or [] for x in t.split(";") if x] or None)
+    check_include_dirs(catalog, root, targets)
     files = render_catalog(catalog, templates=root / "templates")
     write_files(root, files, [t.name for t in catalog.targets])
     out_dir = args.out.resolve().parent

@@ -6,6 +6,7 @@ Errors carry the spec file, line and field path, and say how to fix the problem.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import keyword
 import posixpath
@@ -26,6 +27,7 @@ from kernelgen.model import (
     DEVICE_NAMES,
     Arg,
     Axis,
+    Build,
     Catalog,
     Clause,
     Fallback,
@@ -287,6 +289,253 @@ def read_regular(path: Path, root: Path, limit: int, what: str = "spec") -> byte
     return data
 
 
+# ------------------------------------------------------------------ build settings
+
+# nvcc options a `build:` entry may not give: kernelgen sets them (architecture, language standard,
+# output, compilation mode), or they change what a build produces or how its objects link.
+_REFUSED_FLAGS = (
+    ("-arch", "the target's arch sets it (specs/targets.yaml)"),
+    ("--gpu-architecture", "the target's arch sets it (specs/targets.yaml)"),
+    ("-gencode", "the target's arch sets it (specs/targets.yaml)"),
+    ("--generate-code", "the target's arch sets it (specs/targets.yaml)"),
+    ("-code", "the target's arch sets it (specs/targets.yaml)"),
+    ("--gpu-code", "the target's arch sets it (specs/targets.yaml)"),
+    ("-std", "kernelgen compiles C++17"),
+    ("--std", "kernelgen compiles C++17"),
+    ("-o", "CMake names the outputs"),
+    ("--output-file", "CMake names the outputs"),
+    ("-odir", "CMake names the outputs"),
+    ("--output-directory", "CMake names the outputs"),
+    ("-c", "CMake sets the compilation mode"),
+    ("--compile", "CMake sets the compilation mode"),
+    ("-x", "the launcher files are CUDA"),
+    ("--x", "the launcher files are CUDA"),
+    ("-rdc", "each module is one whole-program translation unit"),
+    ("--relocatable-device-code", "each module is one whole-program translation unit"),
+    ("-dc", "each module is one whole-program translation unit"),
+    ("--device-c", "each module is one whole-program translation unit"),
+    ("-dw", "each module is one whole-program translation unit"),
+    ("--device-w", "each module is one whole-program translation unit"),
+    ("-dlink", "each module is one whole-program translation unit"),
+    ("--device-link", "each module is one whole-program translation unit"),
+    ("-ccbin", "the build's host compiler is CMake's (CMAKE_CUDA_HOST_COMPILER)"),
+    ("--compiler-bindir", "the build's host compiler is CMake's (CMAKE_CUDA_HOST_COMPILER)"),
+    ("-shared", "CMake links the target library"),
+    ("--shared", "CMake links the target library"),
+    ("-lib", "CMake links the target library"),
+    ("--lib", "CMake links the target library"),
+    ("-link", "CMake links the target library"),
+    ("--link", "CMake links the target library"),
+    ("-E", "a build compiles"),
+    ("--preprocess", "a build compiles"),
+    ("-M", "CMake tracks the dependencies"),
+    ("-MD", "CMake tracks the dependencies"),
+    ("-MMD", "CMake tracks the dependencies"),
+    ("-MF", "CMake tracks the dependencies"),
+    ("-MT", "CMake tracks the dependencies"),
+    ("-ptx", "a build makes objects"),
+    ("--ptx", "a build makes objects"),
+    ("-cubin", "a build makes objects"),
+    ("--cubin", "a build makes objects"),
+    ("-fatbin", "a build makes objects"),
+    ("--fatbin", "a build makes objects"),
+    ("-cuda", "a build makes objects"),
+    ("--cuda", "a build makes objects"),
+    ("-run", "a build makes objects"),
+    ("--run", "a build makes objects"),
+    ("-I", "list the folder under include_dirs"),
+    ("--include-path", "list the folder under include_dirs"),
+    ("-isystem", "list the folder under include_dirs"),
+    ("--system-include", "list the folder under include_dirs"),
+    ("-D", "give the macro under defines"),
+    ("--define-macro", "give the macro under defines"),
+    ("-U", "leave the macro out of defines"),
+    ("--undefine-macro", "leave the macro out of defines"),
+    ("-l", "a module's object does not link"),
+    ("--library", "a module's object does not link"),
+    ("-L", "a module's object does not link"),
+    ("--library-path", "a module's object does not link"),
+)
+# Options whose value is a separate argument unless written with '='.
+_FLAGS_WITH_VALUE = frozenset(
+    "-Xptxas --ptxas-options -Xcompiler --compiler-options -Xnvlink --nvlink-options -Xlinker --linker-options "
+    "-Xarchive --archive-options -maxrregcount --maxrregcount -t --threads --default-stream -default-stream "
+    "-split-compile --split-compile -Xfatbin --fatbin-options -Xcudafe".split()
+)
+
+
+def _refused_flag(flag: str) -> str | None:
+    """Why a `build.nvcc_flags` item is refused (None: accepted)."""
+    word, _, value = flag.partition(" ")
+    name = word.split("=", 1)[0]
+    for refused, why in _REFUSED_FLAGS:
+        # -I, -D, -U, -L and -l also glued to their value (-Iinclude, -DNAME=1); -lineinfo is not -l.
+        glued = refused in ("-I", "-D", "-U", "-L", "-l") and word.startswith(refused) and word != "-lineinfo"
+        if name == refused or glued:
+            return why
+    if name in ("-Xcompiler", "--compiler-options") and "fvisibility" in (word + " " + value):
+        return "each module is compiled with hidden visibility, which keeps two modules' symbols apart"
+    if name in _FLAGS_WITH_VALUE and "=" not in word and not value:
+        return f"{name} takes a value: write it in the same item ({name}=VALUE or '{name} VALUE')"
+    if value and name not in _FLAGS_WITH_VALUE:
+        return f"one option an item: {name} takes no separate value here (give each option its own item, or " \
+               f"write {name}=VALUE)"
+    return None
+
+
+def _build(ctx: _Ctx, node: YNode) -> Build:
+    """A `build:` entry (project, target or module)."""
+    f = _fields(ctx, node, schema.BUILD)
+    dirs: list[tuple[str, SourceLoc]] = []
+    if "include_dirs" in f:
+        with ctx.at("include_dirs"):
+            for i, n in enumerate(_seq(ctx, f["include_dirs"])):
+                with ctx.at(f"[{i}]"):
+                    d = _str(ctx, n, "a folder")
+                    if not schema.INCLUDE_DIR_RE.fullmatch(d) or d.strip() != d:
+                        bad = next((c for c in d if not schema.INCLUDE_DIR_RE.fullmatch(c)), " ")
+                        raise ctx.error(n.loc, f"folder {d!r} has the character {bad!r}, which build settings "
+                                        "do not take", "letters, digits, '_', '.', ',', '+', '@', '-', '/' and "
+                                        "inner spaces; no leading or trailing space")
+                    norm = posixpath.normpath(d)
+                    if norm in (".", "") or norm == "/":
+                        raise ctx.error(n.loc, f"folder {d!r} is the project root or the file system's root",
+                                        "the project root is always searched")
+                    if any(norm == x for x, _ in dirs):
+                        raise ctx.error(n.loc, f"folder {d!r} is listed twice")
+                    dirs.append((norm, n.loc))
+    defines: list[tuple[str, str | None, SourceLoc]] = []
+    if "defines" in f:
+        with ctx.at("defines"):
+            dn = f["defines"]
+            if not isinstance(dn, YMap) or not dn.items:
+                raise ctx.error(dn.loc, f"expected a mapping of macro names to values, got {_kind(dn)}")
+            for key, value in dn.items:
+                name = key.value if isinstance(key.value, str) else str(key.value)
+                with ctx.at(name):
+                    if not _IDENT.fullmatch(name):
+                        raise ctx.error(key.loc, f"{name!r} is not a macro name",
+                                        f"use letters, digits and '_' matching {_IDENT.pattern}")
+                    if name.lower().startswith(("kg_", "_kg", "kernelgen")):
+                        raise ctx.error(key.loc, f"macro {name} is in kernelgen's reserved names (kg_, KG_, _kg, "
+                                        "KERNELGEN)", "choose another name")
+                    if name in MACRO_NAMES:
+                        raise ctx.error(key.loc, f"macro {name} is defined by the C, CUDA or Python headers that "
+                                        "generated code includes", "choose another name")
+                    v = value.value if isinstance(value, YScalar) else None
+                    if isinstance(v, bool):
+                        if not v:
+                            raise ctx.error(value.loc, "false does not define a macro", f"leave {name} out")
+                        text = None
+                    elif isinstance(v, int):
+                        text = str(v)
+                    elif isinstance(v, str):
+                        if not schema.DEFINE_VALUE_RE.fullmatch(v):
+                            bad = next(c for c in v if not schema.DEFINE_VALUE_RE.fullmatch(c))
+                            raise ctx.error(value.loc, f"value {v!r} has the character {bad!r}, which macro values "
+                                            "here do not take", "one token of letters, digits, '_', '.', '+', '-'")
+                        text = v
+                    else:
+                        raise ctx.error(value.loc, f"expected an integer, a token or true, got {_kind(value)}",
+                                        "quote a number that is not an integer: '1.5f'" if isinstance(v, float)
+                                        else "")
+                    defines.append((name, text, key.loc))
+    flags: list[str] = []
+    if "nvcc_flags" in f:
+        with ctx.at("nvcc_flags"):
+            for i, n in enumerate(_seq(ctx, f["nvcc_flags"])):
+                with ctx.at(f"[{i}]"):
+                    flag = _str(ctx, n, "an nvcc option")
+                    if not schema.NVCC_FLAG_RE.fullmatch(flag):
+                        raise ctx.error(n.loc, f"{flag!r} is not an nvcc option as build settings take them",
+                                        "one option an item, starting with '-', with its value after '=' or one "
+                                        "space; no quotes, '$', ';' or '\\'")
+                    why = _refused_flag(flag)
+                    if why:
+                        raise ctx.error(n.loc, f"option {flag!r} is refused: {why}")
+                    flags.append(flag)
+    return Build(node.loc, tuple(dirs), tuple(defines), tuple(flags))
+
+
+def _seq(ctx: _Ctx, node: YNode) -> list[YNode]:
+    if not isinstance(node, YSeq) or not node.items:
+        raise ctx.error(node.loc, f"expected a list of at least one item, got {_kind(node)}")
+    if len(node.items) > MAX_LIST:
+        raise ctx.error(node.loc, f"{len(node.items)} entries; the limit is {MAX_LIST}")
+    return list(node.items)
+
+
+_RUNTIME_HEADERS = Path(__file__).resolve().parent / "runtime" / "include" / "kernelgen"
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_identifiers() -> frozenset[str]:
+    """The identifiers of kernelgen's runtime headers (comments and literals left out), which every
+    launcher file includes: a macro of that name would rewrite them."""
+    words: set[str] = set()
+    for h in sorted(_RUNTIME_HEADERS.glob("*.h")):
+        words.update(_WORD.findall(_COMMENT_OR_STRING.sub(" ", h.read_text())))
+    return frozenset(words)
+
+
+def catalog_identifiers(catalog: Catalog, modules: Sequence[Module] | None = None) -> dict[str, str]:
+    """Every name of the catalog (or of ``modules``) that the generated code spells, with what it is."""
+    out: dict[str, str] = {}
+    for m in catalog.modules if modules is None else modules:
+        out.setdefault(m.name, f"module '{m.name}'")
+        for c, _ in m.constants:
+            out.setdefault(c, f"a constant of module '{m.name}'")
+        for st in m.structs:
+            out.setdefault(st.name, f"a struct of module '{m.name}'")
+            for w in _WORD.findall(st.cpp):
+                out.setdefault(w, f"a name in the C++ type of struct '{st.name}' ({st.cpp}, module '{m.name}')")
+            for fl in st.fields:
+                out.setdefault(fl.name, f"a field of struct '{st.name}' (module '{m.name}')")
+        for fb in (*m.fallbacks, *m.dispatches):
+            out.setdefault(fb.name, f"a launcher of module '{m.name}'")
+        for k in m.kernels:
+            out.setdefault(k.name, f"a kernel of module '{m.name}'")
+            for w in _WORD.findall(k.symbol):
+                out.setdefault(w, f"a name in the symbol of kernel '{k.name}' ({k.symbol})")
+            for a in k.all_args:
+                out.setdefault(a.name, f"an argument of kernel '{k.name}' (module '{m.name}')")
+            for name, _ in k.lets:
+                out.setdefault(name, f"a let name of kernel '{k.name}' (module '{m.name}')")
+            for tm in k.tensor_maps:
+                out.setdefault(tm.name, f"a tensor map of kernel '{k.name}' (module '{m.name}')")
+    return out
+
+
+def _check_defines(catalog: Catalog) -> None:
+    """A macro of a `build.defines` entry must not rename what the generated code spells."""
+    layers: list[tuple[Build, Module | None]] = [(catalog.build, None)] + [(t.build, None) for t in catalog.targets]
+    layers += [(m.build, m) for m in catalog.modules]
+    if not any(b.defines for b, _ in layers):
+        return
+    runtime = runtime_identifiers()
+    for build, module in layers:
+        if not build.defines:
+            continue
+        # A module's macros reach its own translation unit: its names and those of the modules whose
+        # kernels its chains call (their headers are included).
+        scope = None if module is None else [module] + [
+            o for o in catalog.modules
+            if o is not module and any(r.module == o.name for fb in module.fallbacks for r in fb.members)]
+        names = catalog_identifiers(catalog, scope)
+        for name, _, loc in build.defines:
+            what = names.get(name)
+            if what is None and name in RESERVED:
+                what = "a reserved word of C++, Python or CUDA"
+            if what is None and name in runtime:
+                what = "a name kernelgen's runtime headers use"
+            if what is not None:
+                raise SpecError(loc, f"build.defines.{name}",
+                                f"macro {name} would rewrite {what} wherever the generated code spells it",
+                                "choose another macro name")
+
+
 # ------------------------------------------------------------------ targets
 
 
@@ -350,7 +599,12 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                 if key_name in f:
                     with ctx.at(key_name):
                         table[key_name] = _int(ctx, f[key_name], lo, hi)
-            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table))
+            build = Build()
+            if "build" in f:
+                with ctx.at("build"):
+                    build = _build(ctx, f["build"])
+            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
+                                  build=build))
     if not targets:
         raise ctx.error(node.loc, "no targets defined")
     return tuple(sorted(targets, key=lambda t: t.name))
@@ -363,8 +617,14 @@ PROJECT_FILE = "project.yaml"
 
 def load_project(path: Path, root: Path) -> Naming:
     """The project's names from ``specs/project.yaml``; kernelgen's own when the file is absent."""
+    return load_project_file(path, root)[0]
+
+
+def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
+    """``specs/project.yaml``: the project's names (kernelgen's own when the file is absent) and
+    its build settings."""
     if not path.exists() and not path.is_symlink():
-        return NAMING_DEFAULT
+        return NAMING_DEFAULT, Build()
     rel = relpath(path, root)
     node = load(rel, read_regular(path, root, MAX_SPEC_BYTES, "project file"))
     ctx = _Ctx(rel)
@@ -390,8 +650,13 @@ def load_project(path: Path, root: Path) -> Naming:
                 raise ctx.error(f[key].loc, f"package '{value}' would shadow an installed package",
                                 "choose another name")
             values[key] = value
-    return Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
-                              values.get("library"))
+    build = Build()
+    if "build" in f:
+        with ctx.at("build"):
+            build = _build(ctx, f["build"])
+    naming = Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
+                                values.get("library"))
+    return naming, build
 
 
 # ------------------------------------------------------------------ modules
@@ -403,7 +668,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     root = root.resolve()
     spec_dir = (spec_dir or root / "specs").resolve()
     targets = load_targets(spec_dir / "targets.yaml", root)
-    naming = load_project(spec_dir / PROJECT_FILE, root)
+    naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name not in ("targets.yaml", PROJECT_FILE))
     for bad in sorted(spec_dir.iterdir()) if spec_dir.is_dir() else ():
         if bad.suffix.lower() in (".yaml", ".yml") and bad.suffix != ".yaml":
@@ -423,7 +688,8 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
             raise SpecError(m.kill_switch_loc or m.loc, "kill_switch",
                             f"kill switch {m.kill_switch} is also the kill switch of module '{other.name}' "
                             f"({other.path})", "give each module its own, or declare kill_switch_shared: true in both")
-    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)), naming)
+    catalog = Catalog(targets, tuple(sorted(modules, key=lambda m: m.name)), naming, build)
+    _check_defines(catalog)
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
     # The checks generation makes on top of the loader's (the test-case search, whole
@@ -571,10 +837,15 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         with ctx.at("fallbacks"):
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
     _check_public_names(ctx, f, kernels, dispatches, fallbacks, constants, structs)
+    build = Build()
+    if "build" in f:
+        with ctx.at("build"):
+            build = _build(ctx, f["build"])
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
         tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
         kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None, structs=structs,
+        build=build,
     )
 
 

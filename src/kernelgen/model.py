@@ -266,6 +266,37 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class Build:
+    """Build settings of a project, a target or a module (a ``build:`` entry): what they add to the
+    compilation of the modules' translation units."""
+
+    loc: SourceLoc | None = None
+    include_dirs: tuple[tuple[str, SourceLoc], ...] = ()  # as written: relative to the project root, or absolute
+    defines: tuple[tuple[str, str | None, SourceLoc], ...] = ()  # NAME, its value (None: defined, to 1)
+    nvcc_flags: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.include_dirs or self.defines or self.nvcc_flags)
+
+    @staticmethod
+    def merged(*layers: Build) -> Build:
+        """One module's settings from the project's, the target's and the module's, in that order:
+        include folders most specific first, a later layer's macro value replacing an earlier one's,
+        options in layer order."""
+        dirs: dict[str, SourceLoc] = {}
+        for layer in reversed(layers):
+            for d, loc in layer.include_dirs:
+                dirs.setdefault(d, loc)
+        defines: dict[str, tuple[str | None, SourceLoc]] = {}
+        for layer in layers:
+            for name, value, loc in layer.defines:
+                defines.pop(name, None)
+                defines[name] = (value, loc)
+        flags = tuple(f for layer in layers for f in layer.nvcc_flags)
+        return Build(None, tuple(dirs.items()), tuple((n, v, loc) for n, (v, loc) in defines.items()), flags)
+
+
+@dataclass(frozen=True)
 class Module:
     name: str
     path: str  # spec file, relative to the project root
@@ -281,6 +312,7 @@ class Module:
     kill_switch_shared: bool = False  # other modules use the same kill switch on purpose
     kill_switch_loc: SourceLoc | None = None
     structs: tuple[Struct, ...] = ()  # struct types passed by value, in spec order
+    build: Build = field(default_factory=Build)  # the module's build settings
 
     def kernel(self, name: str) -> Kernel | None:
         for k in self.kernels:
@@ -311,6 +343,7 @@ class Target:
     max_shared_mem_per_sm: int = 0  # 0: max_shared_mem_per_block_optin + reserved_shared_mem_per_block
     reserved_shared_mem_per_block: int = 1024
     max_cluster_size: int = 8
+    build: Build = field(default_factory=Build)  # the target's build settings
 
     @property
     def smem_per_sm(self) -> int:
@@ -339,6 +372,7 @@ class Catalog:
     targets: tuple[Target, ...]
     modules: tuple[Module, ...] = field(default=())
     naming: Naming = field(default=DEFAULT_NAMING)  # the project's names (specs/project.yaml)
+    build: Build = field(default_factory=Build)  # the project's build settings (specs/project.yaml)
 
     def module(self, name: str) -> Module | None:
         for m in self.modules:

@@ -54,6 +54,12 @@ _PROJECT_YAML = """\
 # namespace, the C ABI prefix and the library names derive from it (set `namespace`, `c_prefix`
 # or `library` here to choose them separately).
 package: @PKG@
+# Include folders, macros and nvcc options for every module (a target's entry in targets.yaml and a
+# module spec take a `build:` of their own):
+# build:
+#   include_dirs: [third_party/cutlass/include]
+#   defines: {NDEBUG: true}
+#   nvcc_flags: [--use_fast_math]
 """
 
 _SPEC = """\
@@ -211,7 +217,8 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
 ```
 
 - `specs/project.yaml`: the package name (and from it the C++ namespace `@PKG@::<module>`, the C
-  ABI prefix `@PKG@_` and the libraries `lib@PKG@_<target>_*.so`).
+  ABI prefix `@PKG@_` and the libraries `lib@PKG@_<target>_*.so`), and under `build:` include
+  folders, macros and nvcc options for every module (targets and modules take their own).
 - `specs/targets.yaml`: the GPU targets; `specs/<module>.yaml`: one kernel module each
   (format: kernelgen's docs/spec-format.md); `kernels/`: the CUDA sources.
 - `templates/`: a template here named like one of kernelgen's (`launchers.cu.j2`, `binding.cpp.j2`,

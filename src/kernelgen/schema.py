@@ -159,6 +159,43 @@ VERSION = Field(
     str(DEFAULT_VERSION),
 )
 
+# Build settings: what a project, a target or a module adds to the compilation of the modules'
+# translation units. Paths and values are written into CMake, so their characters are limited.
+INCLUDE_DIR_RE = re.compile(r"[A-Za-z0-9_.,+@/ -]{1,255}")
+DEFINE_VALUE_RE = re.compile(r"[A-Za-z0-9_.+-]{0,200}")
+NVCC_FLAG_RE = re.compile(r"-[A-Za-z0-9_.,=+:/@-]{1,199}(?: [A-Za-z0-9_.,=+:/@-]{1,200})?")
+BUILD = Struct(
+    "build", "build settings",
+    "What a project (`specs/project.yaml`), a target (an entry of `specs/targets.yaml`) or a module spec "
+    "adds to the compilation of the modules' translation units: the module's own under the module, every "
+    "module's under the project and the target. Host-side code (the Python extensions, the runtime) is not "
+    "affected.",
+    (
+        Field("include_dirs", list_of(Kind("directory", {"type": "string", "pattern": _full(INCLUDE_DIR_RE)}), 1),
+              False,
+              "Folders searched for `#include` (nvcc's `-I`), relative to the project root or absolute: a "
+              "third-party library's headers (`third_party/cutlass/include`). They are searched after the "
+              "project root: the module's first, then the target's, then the project's. `kernelgen build` "
+              "checks that each exists.",
+              "none"),
+        Field("defines", mapping_of(IDENTIFIER, Kind("integer, string or true", {
+            "type": ["integer", "string", "boolean"], "pattern": _full(DEFINE_VALUE_RE)})), False,
+              "Preprocessor macros (nvcc's `-D`): `NAME: 3` or `NAME: value` defines NAME to that token, "
+              "`NAME: true` defines it (to 1). A module's value replaces the target's, which replaces the "
+              "project's. A name the generated code uses (a module, kernel, argument, constant, struct or "
+              "chain name, a name of kernelgen's runtime headers, `kg_`/`KG_`/`KERNELGEN_` names) is refused.",
+              "none"),
+        Field("nvcc_flags", list_of(Kind("nvcc flag", {"type": "string", "pattern": _full(NVCC_FLAG_RE)}), 1),
+              False,
+              "Further nvcc options, one option an item with its value (`--use_fast_math`, `-maxrregcount=128`, "
+              "`-Xptxas=-v` or `-Xptxas -v`), after kernelgen's own: the project's, the target's, then the "
+              "module's. Options that kernelgen sets or that change what a build produces (`-arch`, `-gencode`, "
+              "`-o`, `-c`, `-std`, `-rdc`, `-ccbin`, `-shared`, output and preprocessing modes, `-fvisibility`) "
+              "are refused, as are `-I` and `-D` (use `include_dirs` and `defines`).",
+              "none"),
+    ),
+)
+
 ARGUMENT = Struct(
     "argument", "argument", "The long form of a kernel argument, for pointers that need more than a type.",
     (
@@ -451,6 +488,9 @@ MODULE = Struct(
               "none"),
         Field("kernels", mapping_of(IDENTIFIER, KERNEL.ref(), 1), True,
               "The module's kernels, by launcher name."),
+        Field("build", BUILD.ref(), False,
+              "Include folders, macros and nvcc options for this module's translation unit (see Build settings "
+              "in docs/spec-format.md).", "none"),
         Field("fallbacks", mapping_of(IDENTIFIER, list_of(STRING, 2, MAX_CHAIN)), False,
               "Fallback chains: each name maps to a list of kernels (`kernel` or `module.kernel`) tried in order; "
               "the chain's launcher launches the first that applies. Members must agree on the types of the "
@@ -494,6 +534,9 @@ TARGET = Struct(
               "counted in the `kernel.blocks_per_sm` bound.", "1024"),
         Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 64}), False,
               "The most blocks a thread-block cluster may have (the portable limit is 8).", "8"),
+        Field("build", BUILD.ref(), False,
+              "Include folders, macros and nvcc options for every module built for this target (see Build "
+              "settings in docs/spec-format.md).", "none"),
     ),
 )
 
@@ -523,10 +566,13 @@ PROJECT = Struct(
         Field("library", _C_NAME, False,
               "The stem of the target libraries (`libSTEM_<target>_<hash>.so`) and Rust crates (`STEM_<target>`).",
               "the package name"),
+        Field("build", BUILD.ref(), False,
+              "Include folders, macros and nvcc options for every module of the project, on every target (see "
+              "Build settings in docs/spec-format.md).", "none"),
     ),
 )
 
-STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGET, TARGETS_FILE, PROJECT)
+STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGET, TARGETS_FILE, PROJECT, BUILD)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -558,14 +604,14 @@ def json_schema(which: str = "module") -> dict[str, object]:
     (``targets``)."""
     if which == "module":
         top = _struct_json(MODULE)
-        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP)}
+        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, BUILD)}
         title = "kernelgen module spec"
     elif which == "targets":
         top = _struct_json(TARGETS_FILE)
         top["propertyNames"] = {"pattern": _full(MODULE_RE)}
         top["additionalProperties"] = {"$ref": "#/$defs/target"}
         top["minProperties"] = 1
-        defs = {"target": _struct_json(TARGET)}
+        defs = {"target": _struct_json(TARGET), "build": _struct_json(BUILD)}
         title = "kernelgen target registry (specs/targets.yaml)"
     else:
         raise ValueError(which)
@@ -594,7 +640,7 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGETS_FILE, TARGET, PROJECT):
+    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGETS_FILE, TARGET, PROJECT, BUILD):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)

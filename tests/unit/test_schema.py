@@ -16,7 +16,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC_DIRS = [REPO / "specs", *sorted((REPO / "tests" / "fixtures").glob("*/specs"))]
-MODULE_SPECS = [p for d in SPEC_DIRS for p in sorted(d.glob("*.yaml")) if p.name != "targets.yaml"]
+MODULE_SPECS = [p for d in SPEC_DIRS for p in sorted(d.glob("*.yaml")) if p.name not in ("targets.yaml", "project.yaml")]
 TARGET_FILES = [d / "targets.yaml" for d in SPEC_DIRS]
 
 

@@ -72,7 +72,7 @@ class Renderer:
         for lm in lowered:
             for emitter in MODULE_EMITTERS:
                 _add(out, owner, emitter.render_module(lm), lm.name, self.catalog)
-        _add(out, owner, cmake.render_target(t, names, lib), None, self.catalog)
+        _add(out, owner, cmake.render_target(t, names, lib, self.catalog), None, self.catalog)
         _add(out, owner, python.render_target(t, names), None, self.catalog)
         _add(out, owner, c.render_target(t), None, self.catalog)
         files = crate_of()
