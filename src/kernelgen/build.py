@@ -203,7 +203,7 @@ _NVCC_ERROR = re.compile(r"^(?P<path>.+?\.cu)\((?P<line>\d+)\): error: (?P<msg>.
 _UNDEFINED = re.compile(r'identifier "(?P<a>[^"]+)" is undefined|(?:the global scope|namespace "[^"]*") has no '
                         r'(?:member )?"(?P<b>[^"]+)"')
 # A launcher's signature check in a generated .cu: the kernel's symbol, then the message naming the spec.
-_SIGNATURE_CHECK = re.compile(r"static_assert\(std::is_same_v<decltype\(&(?P<sym>.+?)\), .*\n\s*"
+_SIGNATURE_CHECK = re.compile(r"static_assert\(kg::same_arity_v<decltype\(&(?P<sym>.+?)\), .*\n\s*"
                               r"\"kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)'")
 # The linker's own lines: what collect2's "ld returned 1 exit status" summarises.
 _LINKER = re.compile(r"(?:^|[\s/])ld(?:\.\w+)?: |multiple definition of|undefined reference to|first defined here"

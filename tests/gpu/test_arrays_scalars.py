@@ -445,3 +445,21 @@ def test_device_scalar_in_host_memory_is_refused_by_the_launcher(m):
     assert m.fill_prefix(out, ok.data_ptr(), 1.0, 64).launched  # an int pointer to device memory
     torch.cuda.synchronize()
     assert float(out.sum()) == 3.0
+
+
+# ---------------------------------------------------------------- integer spellings
+
+
+def test_a_kernel_spelling_its_integers_long_long_gets_the_values(m):
+    """spelled_ints's spec says i64 / u64 pointers and scalars; the kernel takes long long and
+    unsigned long long: the launcher passes the arrays as the kernel's types, the values intact."""
+    n = 1000
+    x = torch.arange(n, dtype=torch.int64, device="cuda") * (1 << 40) - (1 << 50)
+    out = torch.zeros(n, dtype=torch.uint64, device="cuda")
+    count = torch.tensor([700], dtype=torch.int64, device="cuda")
+    bias = -(1 << 45) + 7
+    assert m.spelled_ints(x, out, count, bias, n).launched
+    torch.cuda.synchronize()
+    got = out.cpu().view(torch.int64)  # the same bits, read as signed
+    want = torch.where(torch.arange(n) < 700, x.cpu() + bias, 0)
+    assert torch.equal(got, want)

@@ -168,8 +168,8 @@ def test_emitters(tmp_path: Path) -> None:
     assert "cudaMemcpyToSymbolAsync(::ns::g_scale, &scale, 4, 0, cudaMemcpyHostToDevice, stream)" in cu
     assert "cudaStreamIsCapturing(stream, &kg_capture)" in cu
     assert cu.index("cudaMemsetAsync") < cu.index("cudaMemcpyToSymbolAsync") < cu.index("<<<")
-    assert "std::is_same_v<decltype(&::rope_kernel<ns::Op<float>,true,&ns::fn>), void (*)(const float*, uint32_t*, " \
-           "uint32_t, ::ns::corr_dims, ::params)>" in cu
+    assert "using kg_signature_rope = void (*)(const float*, uint32_t*, uint32_t, ::ns::corr_dims, ::params);" in cu
+    assert "kg::same_arity_v<decltype(&::rope_kernel<ns::Op<float>,true,&ns::fn>), kg_signature_rope>" in cu
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
     assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
@@ -195,8 +195,7 @@ def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Pa
     cu = gen / "act.cu"
     cu.write_text(
         "// generated\n"
-        "static_assert(std::is_same_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), void (*)(const "
-        "__nv_bfloat16*, __nv_bfloat16*, uint32_t)>,\n"
+        "static_assert(kg::same_arity_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), kg_signature_gelu>,\n"
         "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
     )
     lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]

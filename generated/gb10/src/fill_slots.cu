@@ -106,8 +106,15 @@ const kg_kernel_info kg_info_fill_slots = {
     kSkip_fill_slots, nullptr, kRequires_fill_slots,
     1, 0, 2,
     1};
-static_assert(std::is_same_v<decltype(&::dflash_fill_slots_kernel), void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t)>,
-              "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the spec's arguments (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size) do not match the __global__ definition of dflash_fill_slots_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+// The kernel's parameters, as the spec declares them.
+using kg_signature_fill_slots = void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t);
+static_assert(kg::same_arity_v<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots>,
+              "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the __global__ definition of dflash_fill_slots_kernel does not take the spec's 5 parameters (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size); make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(kg::param_matches<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots, 0>(), "kernelgen: specs/fill_slots.yaml:19: kernel 'fill_slots': argument 'block_table' (parameter 1: const i32*, const int32_t* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots, 1>(), "kernelgen: specs/fill_slots.yaml:20: kernel 'fill_slots': argument 'slots' (parameter 2: i64*, int64_t* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots, 2>(), "kernelgen: specs/fill_slots.yaml:21: kernel 'fill_slots': argument 'start' (parameter 3: u32, uint32_t in C++) is not the type of parameter 3 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots, 3>(), "kernelgen: specs/fill_slots.yaml:22: kernel 'fill_slots': argument 'count' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_fill_slots_kernel), kg_signature_fill_slots, 4>(), "kernelgen: specs/fill_slots.yaml:23: kernel 'fill_slots': argument 'block_size' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fill_slots;
 }  // namespace
 
@@ -116,7 +123,7 @@ kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fill_slots};
   const int32_t kg_ready = kg_slot_fill_slots.prepare(reinterpret_cast<const void*>(&::dflash_fill_slots_kernel), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fill_slots};
-  ::dflash_fill_slots_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(block_table, slots, start, count, block_size);
+  ::dflash_fill_slots_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(kg::as_param<decltype(&::dflash_fill_slots_kernel), 0>(block_table), kg::as_param<decltype(&::dflash_fill_slots_kernel), 1>(slots), start, count, block_size);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_fill_slots};
 }
 

@@ -82,8 +82,14 @@ const kg_kernel_info kg_info_residual_add_bf16 = {
     kSkip_residual_add_bf16, nullptr, nullptr,
     1, 0, 0,
     1};
-static_assert(std::is_same_v<decltype(&::dflash_residual_add_bf16_kernel), void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint64_t)>,
-              "kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': the spec's arguments (const bf16* a, const bf16* b, bf16* out, u64 n) do not match the __global__ definition of dflash_residual_add_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+// The kernel's parameters, as the spec declares them.
+using kg_signature_residual_add_bf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint64_t);
+static_assert(kg::same_arity_v<decltype(&::dflash_residual_add_bf16_kernel), kg_signature_residual_add_bf16>,
+              "kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': the __global__ definition of dflash_residual_add_bf16_kernel does not take the spec's 4 parameters (const bf16* a, const bf16* b, bf16* out, u64 n); make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(kg::param_matches<decltype(&::dflash_residual_add_bf16_kernel), kg_signature_residual_add_bf16, 0>(), "kernelgen: specs/residual_add.yaml:16: kernel 'residual_add_bf16': argument 'a' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_residual_add_bf16_kernel), kg_signature_residual_add_bf16, 1>(), "kernelgen: specs/residual_add.yaml:17: kernel 'residual_add_bf16': argument 'b' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_residual_add_bf16_kernel), kg_signature_residual_add_bf16, 2>(), "kernelgen: specs/residual_add.yaml:18: kernel 'residual_add_bf16': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_residual_add_bf16_kernel), kg_signature_residual_add_bf16, 3>(), "kernelgen: specs/residual_add.yaml:19: kernel 'residual_add_bf16': argument 'n' (parameter 4: u64, uint64_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
 kg::KernelSlot kg_slot_residual_add_bf16;
 }  // namespace
 

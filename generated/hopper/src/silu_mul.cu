@@ -105,8 +105,14 @@ const kg_kernel_info kg_info_silu_mul_bf16 = {
     kSkip_silu_mul_bf16, kApplies_silu_mul_bf16, nullptr,
     2, 1, 0,
     1};
-static_assert(std::is_same_v<decltype(&::dflash_silu_mul_bf16_kernel), void (*)(const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t)>,
-              "kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': the spec's arguments (const bf16* input, bf16* out, u32 rows, u32 inter) do not match the __global__ definition of dflash_silu_mul_bf16_kernel; make the spec's args list the kernel's parameters, in order, with the same types");
+// The kernel's parameters, as the spec declares them.
+using kg_signature_silu_mul_bf16 = void (*)(const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t);
+static_assert(kg::same_arity_v<decltype(&::dflash_silu_mul_bf16_kernel), kg_signature_silu_mul_bf16>,
+              "kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': the __global__ definition of dflash_silu_mul_bf16_kernel does not take the spec's 4 parameters (const bf16* input, bf16* out, u32 rows, u32 inter); make the spec's args list the kernel's parameters, in order, with the same types");
+static_assert(kg::param_matches<decltype(&::dflash_silu_mul_bf16_kernel), kg_signature_silu_mul_bf16, 0>(), "kernelgen: specs/silu_mul.yaml:16: kernel 'silu_mul_bf16': argument 'input' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_silu_mul_bf16_kernel), kg_signature_silu_mul_bf16, 1>(), "kernelgen: specs/silu_mul.yaml:17: kernel 'silu_mul_bf16': argument 'out' (parameter 2: bf16*, __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_silu_mul_bf16_kernel), kg_signature_silu_mul_bf16, 2>(), "kernelgen: specs/silu_mul.yaml:18: kernel 'silu_mul_bf16': argument 'rows' (parameter 3: u32, uint32_t in C++) is not the type of parameter 3 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
+static_assert(kg::param_matches<decltype(&::dflash_silu_mul_bf16_kernel), kg_signature_silu_mul_bf16, 3>(), "kernelgen: specs/silu_mul.yaml:19: kernel 'silu_mul_bf16': argument 'inter' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64; a pointer keeps its const)");
 kg::KernelSlot kg_slot_silu_mul_bf16;
 }  // namespace
 

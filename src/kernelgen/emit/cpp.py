@@ -45,6 +45,10 @@ def cpp_type(a: CArg) -> str:
     return a.scalar.cpp
 
 
+# The C++ integer types of the type registry: the kernel may spell them otherwise.
+_INTEGER_CPP = frozenset(f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64))
+
+
 def kernel_type(a: CArg) -> str:
     """The type of the __global__ function's parameter."""
     if a.is_pointer:
@@ -129,11 +133,17 @@ class CppKernel(c.CKernel):
     def int_arg_names(self) -> str:
         return ", ".join(a.name for a in self.ir.int_args)
 
-    @property
-    def kernel_arg_names(self) -> str:
-        """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``)."""
-        return ", ".join([to_kernel(a) for a in self.ir.kernel_args]
-                         + [f"kg_tm[{i}]" for i in range(len(self.ir.tensor_maps))])
+    def kernel_arg_names(self, sym: str) -> str:
+        """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``). A pointer to
+        integers goes through kg::as_param, as the kernel may spell the integer type otherwise
+        (long long* for i64*)."""
+        out = []
+        for i, a in enumerate(self.ir.kernel_args):
+            value = to_kernel(a)
+            if a.is_pointer and a.arg.elem is not None and a.arg.elem.cpp in _INTEGER_CPP:
+                value = f"kg::as_param<decltype(&{sym}), {i}>({value})"
+            out.append(value)
+        return ", ".join(out + [f"kg_tm[{i}]" for i in range(len(self.ir.tensor_maps))])
 
     @property
     def tensor_map_lines(self) -> list[tuple[str, str, str, str, int, int, int]]:
@@ -194,7 +204,7 @@ class CppKernel(c.CKernel):
         launcher then reads cudaGetLastError), or cudaLaunchKernelEx with the launch attributes,
         returning its outcome."""
         ir = self.ir
-        args = self.kernel_arg_names
+        args = self.kernel_arg_names(sym)
         if not ir.launch_ex:
             return [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
                     f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
@@ -241,14 +251,37 @@ class CppKernel(c.CKernel):
 
     @property
     def mismatch_messages(self) -> list[str]:
+        """Per symbol: the message when the kernel takes another number of parameters."""
+        maps = len(self.ir.tensor_maps)
+        count = len(self.ir.kernel_args) + maps
+        extra = f", then {maps} tensor map{'s' if maps > 1 else ''}" if maps else ""
         return [
             c_string(
-                f"kernelgen: {self.ir.spec}: kernel '{self.ir.name}': the spec's arguments ({self.ir.signature_text}) "
-                f"do not match the __global__ definition of {sym.lstrip(':')}; make the spec's args list the "
-                "kernel's parameters, in order, with the same types"
+                f"kernelgen: {self.ir.spec}: kernel '{self.ir.name}': the __global__ definition of {sym.lstrip(':')} "
+                f"does not take the spec's {count} parameter{'s' if count != 1 else ''} ({self.ir.signature_text}"
+                f"{extra}); make the spec's args list the kernel's parameters, in order, with the same types"
             )
             for sym, _ in self.symbol_slots
         ]
+
+    def param_checks(self, sym: str) -> list[tuple[int, str]]:
+        """Per parameter of ``sym``: its index and the message when its type is not the spec's."""
+        out = []
+        for i, a in enumerate(self.ir.kernel_args):
+            out.append((i, c_string(
+                f"kernelgen: {a.arg.loc}: kernel '{self.ir.name}': argument '{a.name}' (parameter {i + 1}: "
+                f"{a.spelling}, {kernel_type(a)} in C++) is not the type of parameter {i + 1} of the __global__ "
+                f"definition of {sym.lstrip(':')}; give the argument the kernel's type (integers of one size and "
+                "signedness may be spelled either way, long long for i64; a pointer keeps its const)"
+            )))
+        for j, t in enumerate(self.ir.tensor_maps):
+            i = len(self.ir.kernel_args) + j
+            out.append((i, c_string(
+                f"kernelgen: {t.loc}: kernel '{self.ir.name}': tensor map '{t.name}' (parameter {i + 1}) is not a "
+                f"CUtensorMap parameter of the __global__ definition of {sym.lstrip(':')}; declare it "
+                "const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps"
+            )))
+        return out
 
     @property
     def clause_lists(self) -> list[tuple[str, list[str]]]:

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "kernelgen/abi.h"
@@ -43,6 +44,63 @@ using Plan = kg_plan;
 }  // namespace kernelgen
 
 namespace kg {
+
+// The launchers' check of a kernel's parameters against the spec's types. Integers of one size and
+// signedness are one type here, whatever their spelling (long long and long, unsigned long long and
+// uint64_t, int and int32_t), and so are pointers to them with the same const and volatile; every
+// other parameter must be the spec's type exactly.
+template <typename A, typename B, bool = std::is_integral_v<A> && std::is_integral_v<B>>
+struct same_integer : std::false_type {};
+template <typename A, typename B>
+struct same_integer<A, B, true>
+    : std::bool_constant<!std::is_same_v<A, bool> && !std::is_same_v<B, bool> && sizeof(A) == sizeof(B) &&
+                         std::is_signed_v<A> == std::is_signed_v<B>> {};
+
+template <typename A, typename B>
+struct same_param {
+  static constexpr bool value = std::is_same_v<A, B> || same_integer<A, B>::value;
+};
+template <typename A, typename B>
+struct same_param<A*, B*> {
+  static constexpr bool value = std::is_const_v<A> == std::is_const_v<B> &&
+                                std::is_volatile_v<A> == std::is_volatile_v<B> &&
+                                same_param<std::remove_cv_t<A>, std::remove_cv_t<B>>::value;
+};
+
+template <typename F>
+struct params;
+template <typename... P>
+struct params<void (*)(P...)> {
+  static constexpr std::size_t count = sizeof...(P);
+  using tuple = std::tuple<P...>;
+};
+template <typename... P>
+struct params<void (*)(P...) noexcept> : params<void (*)(P...)> {};
+
+// The kernel's I-th parameter type (F: the kernel's function pointer type).
+template <typename F, std::size_t I>
+using param_t = typename std::tuple_element<I, typename params<F>::tuple>::type;
+
+// Kernel F and the spec's function type G take as many parameters.
+template <typename F, typename G>
+constexpr bool same_arity_v = params<F>::count == params<G>::count;
+
+// Parameter I of F is the spec's: true when the counts differ (same_arity_v reports that).
+template <typename F, typename G, std::size_t I>
+constexpr bool param_matches() {
+  if constexpr (params<F>::count != params<G>::count) {
+    return true;
+  } else {
+    return same_param<param_t<F, I>, param_t<G, I>>::value;
+  }
+}
+
+// A pointer argument as parameter I of kernel F, which may spell its integer type otherwise
+// (long long* for int64_t*).
+template <typename F, std::size_t I, typename A>
+inline param_t<F, I> as_param(A* a) {
+  return reinterpret_cast<param_t<F, I>>(a);
+}
 
 // A 16-bit float scalar (__half, __nv_bfloat16) from the bit pattern the C ABI passes.
 template <typename T>
