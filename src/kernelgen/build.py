@@ -287,13 +287,16 @@ def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
     out: list[str] = []
     found = (x.group("module") or x.group("local") for ln in linker for x in _LINKED_OBJECT.finditer(ln))
     for m in dict.fromkeys(found):
-        spec = root / "specs" / f"{m}.yaml"
+        spec = next(iter(sorted((root / "specs").rglob(f"{m}.yaml"))), None)
         try:
-            lines = spec.read_text(encoding="utf-8").splitlines()
+            lines = spec.read_text(encoding="utf-8").splitlines() if spec else []
         except OSError:
+            lines = []
+        if not lines:
             continue
         line = next((i + 1 for i, t in enumerate(lines) if t.startswith("sources:")), 1)
-        out.append(f"kernelgen: specs/{m}.yaml:{line}: module '{m}': its sources are in this failed link")
+        rel = spec.relative_to(root).as_posix()
+        out.append(f"kernelgen: {rel}:{line}: module '{m}': its sources are in this failed link")
     return out
 
 

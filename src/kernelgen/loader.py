@@ -9,6 +9,7 @@ import errno
 import functools
 import json
 import keyword
+import os
 import posixpath
 import re
 import stat
@@ -662,6 +663,31 @@ def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
 # ------------------------------------------------------------------ modules
 
 
+def spec_files(spec_dir: Path, root: Path) -> list[Path]:
+    """The module specs: every ``*.yaml`` under the spec directory and its subfolders (folders
+    whose names start with '.' left out), but the registry and the project file at its top."""
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(spec_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        here = Path(folder)
+        for name in sorted(files):
+            path = here / name
+            suffix = path.suffix
+            if suffix.lower() in (".yaml", ".yml") and suffix != ".yaml":
+                raise SpecError(SourceLoc(relpath(path, root)), "", f"spec files must end in .yaml, not {suffix}",
+                                f"rename it to {path.stem}.yaml")
+            if suffix != ".yaml":
+                continue
+            if name in ("targets.yaml", PROJECT_FILE):
+                if here == spec_dir:
+                    continue
+                raise SpecError(SourceLoc(relpath(path, root)), "",
+                                f"{name} belongs directly in {relpath(spec_dir, root)}/, not in a subfolder",
+                                "move it up, or rename it if it is a module spec")
+            out.append(path)
+    return sorted(out)
+
+
 @collection_paused
 def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     """Load ``specs/targets.yaml`` and every module spec under the spec directory."""
@@ -669,11 +695,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     spec_dir = (spec_dir or root / "specs").resolve()
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
-    paths = sorted(p for p in spec_dir.glob("*.yaml") if p.name not in ("targets.yaml", PROJECT_FILE))
-    for bad in sorted(spec_dir.iterdir()) if spec_dir.is_dir() else ():
-        if bad.suffix.lower() in (".yaml", ".yml") and bad.suffix != ".yaml":
-            raise SpecError(SourceLoc(relpath(bad, root)), "", f"spec files must end in .yaml, not {bad.suffix}",
-                            f"rename it to {bad.stem}.yaml")
+    paths = spec_files(spec_dir, root)
     modules = [load_module(p, root, targets) for p in paths]
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}

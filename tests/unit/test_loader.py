@@ -217,3 +217,35 @@ def test_doc_is_rendered_after_the_summary(tmp_path: Path) -> None:
     assert "Scales.\n\nKernel notes about alignment." in pyi
     binding = files["generated/hopper/python/demo.cpp"]
     assert "Module notes, line one." in binding and "Kernel notes about alignment." in binding
+
+
+def test_specs_in_subfolders_are_modules(tmp_path: Path) -> None:
+    write_project(tmp_path, GOOD)
+    nested = tmp_path / "specs" / "attention" / "paged"
+    nested.mkdir(parents=True)
+    (nested / "other.yaml").write_text(GOOD.replace("module: demo", "module: other").replace("DEMO_OFF", "OTHER_OFF"))
+    hidden = tmp_path / "specs" / ".drafts"
+    hidden.mkdir()
+    (hidden / "broken.yaml").write_text("not: a spec\n")
+    catalog = load_catalog(tmp_path)
+    assert [(m.name, m.path) for m in catalog.modules] == [
+        ("demo", "specs/demo.yaml"), ("other", "specs/attention/paged/other.yaml")]
+
+
+@pytest.mark.parametrize(("path", "text", "message"), [
+    ("attention/demo.yaml", GOOD, "specs/demo.yaml:1: module: module 'demo' is also defined in "
+                                  "specs/attention/demo.yaml"),
+    ("attention/other.yml", GOOD, "specs/attention/other.yml: spec files must end in .yaml, not .yml"),
+    ("attention/targets.yaml", TARGETS, "specs/attention/targets.yaml: targets.yaml belongs directly in specs/, "
+                                        "not in a subfolder"),
+    ("attention/wrong.yaml", GOOD, "specs/attention/wrong.yaml:1: module: module 'demo' must be defined in "
+                                   "demo.yaml, not wrong.yaml"),
+])
+def test_bad_nested_specs(tmp_path: Path, path: str, text: str, message: str) -> None:
+    write_project(tmp_path, GOOD)
+    target = tmp_path / "specs" / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_catalog(tmp_path)
+    assert str(info.value).startswith(message), str(info.value)
