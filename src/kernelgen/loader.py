@@ -668,8 +668,12 @@ def spec_files(spec_dir: Path, root: Path) -> list[Path]:
     whose names start with '.' left out), but the registry and the project file at its top."""
     out: list[Path] = []
     for folder, dirs, files in os.walk(spec_dir):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         here = Path(folder)
+        for d in dirs:
+            if Path(d).suffix.lower() in (".yaml", ".yml"):
+                raise SpecError(SourceLoc(relpath(here / d, root)), "", "the spec file is a directory",
+                                "a spec is a file; rename the folder")
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             path = here / name
             suffix = path.suffix
