@@ -229,6 +229,9 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
   (after `kernelgen build` nothing is recompiled; neither kernelgen nor a CUDA toolkit is needed where
   the wheel is installed, only the NVIDIA driver). With build isolation, pip must find kernelgen on
   an index or in `--find-links` (a wheel of kernelgen: `pip wheel --no-deps /path/to/kernelgen`).
+- From C++ (CMake): `find_package(@PKG@ CONFIG REQUIRED COMPONENTS <target>)` with this project's
+  `bindings/` (or the installed wheel's folder) on `CMAKE_PREFIX_PATH`, then
+  `target_link_libraries(app PRIVATE @PKG@::<target>)`: the C++ API `@PKG@::<module>::<kernel>`.
 - `kernelgen unlink` stops `kernelgen build` from making the package importable here.
 """
 

@@ -175,7 +175,7 @@ def test_a_missing_include_folder_is_a_spec_error_at_build(tmp_path: Path) -> No
     (root / "vendor" / "include_file").rename(root / "vendor" / "include")
     with pytest.raises(SpecError) as info:
         check_include_dirs(catalog, root, catalog.targets)
-    assert str(info.value).startswith("specs/half_ops.yaml:48: build.include_dirs: include folder vendor/extra "
+    assert str(info.value).startswith("specs/half_ops.yaml:49: build.include_dirs: include folder vendor/extra "
                                       "does not exist"), str(info.value)
 
 

@@ -32,12 +32,21 @@ def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog
         }
         for name, b in (module_builds(catalog, t) if catalog is not None else [])
     ]
+    headers: dict[str, list[str]] = {}
+    for m in catalog.modules if catalog is not None else ():
+        for st in m.structs:
+            if st.header:
+                folder, _, _ = st.header.rpartition("/")
+                if st.header not in headers.setdefault(folder, []):
+                    headers[folder].append(st.header)
     ctx = {
         "t": t,
         "modules": modules,
         "builds": builds,
+        "struct_headers": sorted(headers.items()),
         "lib_name": lib_name,
         "stamp": stamp("specs/targets.yaml and the module specs"),
         "cc_number": t.compute_capability[0] * 10 + t.compute_capability[1],
     }
-    return {"CMakeLists.txt": render("CMakeLists.txt.j2", ctx)}
+    return {"CMakeLists.txt": render("CMakeLists.txt.j2", ctx),
+            "package_target.cmake": render("package_target.cmake.j2", ctx)}
