@@ -344,5 +344,6 @@ def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) 
     subprocess.run([cmake, "--install", str(tmp_path / "b"), "--prefix", str(tmp_path / "p")], check=True,
                    capture_output=True, timeout=120)
     got = sorted(str(p.relative_to(tmp_path / "p")) for p in (tmp_path / "p").rglob("*") if p.is_file())
-    assert got == ["wheelops/__init__.py", "wheelops/_api.py", "wheelops/_project.py", "wheelops/hopper/fixture_ops.so"]
+    assert got == ["wheelops/__init__.py", "wheelops/_api.py", "wheelops/_project.py", "wheelops/hopper/fixture_ops.so",
+                   "wheelops/wheelops-config.cmake"]
     assert "TARGETS = {\"gb10\": (12, 1), \"hopper\": (9, 0)}\nROOT = None" in (tmp_path / "p/wheelops/_project.py").read_text()
