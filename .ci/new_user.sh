@@ -4,7 +4,8 @@
 # one, so `kernelgen build` installs the toolkit from PyPI): a fresh venv, a non-editable
 # install of kernelgen, `kernelgen init`, the example project's kernels (examples/tinyops), a
 # build of its custom target (compile only), `import`, its pytest (plans and contract tests),
-# its wheel, and that wheel in a second fresh venv without kernelgen.
+# its wheel, that wheel in a second fresh venv without kernelgen, and a C++ program built with
+# CMake against the installed wheel (find_package).
 # Run by .ci/run; by itself: .ci/new_user.sh [--keep] (--keep leaves the folder for a look).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,5 +82,32 @@ assert plan["kernel"] == "axpy_vec4_f32" and plan["grid"] == (4, 1, 1), plan
 PY
 echo "a target the wheel does not hold:"
 { KERNELGEN_TARGET=hopper python -c "from tinyops import axpy" 2>&1 || true; } | tail -n 1  # it fails, as it should
+SITE=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 deactivate
+
+step "a C++ program against the installed wheel (CMake: find_package(tinyops COMPONENTS ampere))"
+CUDA_ROOT=$("$WORK"/venv1/bin/python -c "from kernelgen import toolkit; print(toolkit.find_toolkit().root)")
+mkdir -p "$WORK/cpp"
+cat > "$WORK/cpp/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.24)
+project(engine LANGUAGES CXX)
+find_package(tinyops CONFIG REQUIRED COMPONENTS ampere)
+add_executable(engine main.cpp)
+target_link_libraries(engine PRIVATE tinyops::ampere)
+CMAKE
+cat > "$WORK/cpp/main.cpp" <<'CPP'
+#include <cstdio>
+#include "kernelgen/axpy.h"
+int main() {
+  const kg_plan p = tinyops::axpy::plan_axpy_vec4_f32(4096);
+  std::printf("tinyops::axpy::plan_axpy_vec4_f32(4096): grid %lld, block %lld\n", (long long)p.grid[0],
+              (long long)p.block[0]);
+  return p.code == 0 && p.grid[0] == 4 ? 0 : 1;
+}
+CPP
+CMAKE_BIN=$(command -v cmake || echo "$WORK/venv1/bin/cmake")
+run "$CMAKE_BIN" -S "$WORK/cpp" -B "$WORK/cpp/build" -DCMAKE_PREFIX_PATH="$SITE" -DCUDAToolkit_ROOT="$CUDA_ROOT" \
+  > "$WORK/cpp/configure.log" || { cat "$WORK/cpp/configure.log"; exit 1; }
+run "$CMAKE_BIN" --build "$WORK/cpp/build" > "$WORK/cpp/build.log" || { cat "$WORK/cpp/build.log"; exit 1; }
+run "$WORK/cpp/build/engine"
 step "done: the new user's path works"

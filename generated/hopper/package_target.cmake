@@ -6,15 +6,30 @@
 # Read by kernelgen_ops-config.cmake in the package folder:
 #   find_package(kernelgen_ops CONFIG REQUIRED COMPONENTS hopper)
 #   target_link_libraries(app PRIVATE kernelgen_ops::hopper)
+# The headers include cuda_runtime.h: from CUDA::toolkit where CMake's FindCUDAToolkit finds a toolkit,
+# else from the folder holding cuda_runtime.h under CUDAToolkit_ROOT, CUDA_HOME, CUDA_PATH or
+# /usr/local/cuda (kernelgen_ops_CUDA_INCLUDE_DIR). The library carries its CUDA runtime.
 if(NOT TARGET kernelgen_ops::hopper)
   if(NOT TARGET CUDA::toolkit)
-    find_package(CUDAToolkit REQUIRED)
+    find_package(CUDAToolkit QUIET)
   endif()
   add_library(kernelgen_ops::hopper SHARED IMPORTED)
   set_target_properties(kernelgen_ops::hopper PROPERTIES
     IMPORTED_LOCATION "${CMAKE_CURRENT_LIST_DIR}/libkernelgen_hopper_f543a582.so"
     IMPORTED_SONAME "libkernelgen_hopper_f543a582.so"
     INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}/include"
-    INTERFACE_LINK_LIBRARIES CUDA::toolkit
     INTERFACE_COMPILE_FEATURES cxx_std_17)
+  if(TARGET CUDA::toolkit)
+    set_property(TARGET kernelgen_ops::hopper APPEND PROPERTY INTERFACE_LINK_LIBRARIES CUDA::toolkit)
+  else()
+    find_path(kernelgen_ops_CUDA_INCLUDE_DIR cuda_runtime.h
+      HINTS ${CUDAToolkit_ROOT} $ENV{CUDAToolkit_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda
+      PATH_SUFFIXES include targets/x86_64-linux/include targets/sbsa-linux/include)
+    if(NOT kernelgen_ops_CUDA_INCLUDE_DIR)
+      message(FATAL_ERROR "kernelgen_ops::hopper: cuda_runtime.h not found; set CUDAToolkit_ROOT to a "
+                          "CUDA toolkit (or kernelgen_ops_CUDA_INCLUDE_DIR to its include folder)")
+    endif()
+    set_property(TARGET kernelgen_ops::hopper APPEND PROPERTY
+      INTERFACE_INCLUDE_DIRECTORIES "${kernelgen_ops_CUDA_INCLUDE_DIR}")
+  endif()
 endif()
