@@ -654,6 +654,36 @@ def test_stream_keyword_accepted(g, kind):
     check(arrs)
 
 
+def test_without_stream_torch_arrays_launch_on_torchs_current_stream(g):
+    """No stream named and torch tensors among the arrays: the launch goes to torch's current
+    stream, as torch's own operators do. So it can be captured into a CUDA graph without stream=
+    (while a stream captures, the legacy default stream may not be used), and inside
+    `with torch.cuda.stream(side)` it is ordered after the work queued on side."""
+    arrs = arrays()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outcome = launch(g, arrs)
+    assert outcome.launched, outcome.reason
+    for v in ("h", "f"):
+        arrs[v].fill_(float("nan"))
+    torch.cuda.synchronize()
+    graph.replay()
+    check(arrs)  # the replay wrote them
+
+    arrs = arrays()
+    x_final = arrs["x"].clone()
+    arrs["x"].fill_(0.0)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)  # keeps side busy for tens of milliseconds
+        arrs["x"].copy_(x_final)       # on side, after the sleep
+        assert launch(g, arrs).launched  # must read x after that copy
+    side.synchronize()
+    check(arrs)
+
+
 @pytest.mark.parametrize(("value", "frag"), [
     ("default", "expected an int CUDA stream handle or a stream object, got str"),
     (1.5, "got float"),

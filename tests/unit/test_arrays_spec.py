@@ -266,7 +266,7 @@ def test_device_scalar_in_the_model_and_every_emitter(catalog, files) -> None:
     # name, kind, type, writable, contiguous, size slot, keyword-only, nullable, device scalar
     assert f'{{"count", kg::py::kPointer, {code["i32"]}, 0, 1, 1, 0, 0, 1}},  // device i32' in cpp
     pyi = files["generated/hopper/python/arrays.pyi"]
-    assert "(out: f32*, count: device i32, value: f32, cap: u32, *, stream=0) -> Outcome" in pyi
+    assert "(out: f32*, count: device i32, value: f32, cap: u32, *, stream=None) -> Outcome" in pyi
     assert "Read on the device when the kernel runs" in pyi and "count (i32, at most cap)" in pyi
     contract = files["generated/hopper/tests/test_arrays_hopper_contract.py"]
     assert "def test_fill_prefix_device_scalar_count_is_one_element_of_its_type():" in contract

@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_argmax_bf16(_kg_Protocol):
-    """(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=0) -> Outcome
+    """(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=None) -> Outcome
 
 out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
 

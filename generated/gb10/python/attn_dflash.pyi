@@ -32,7 +32,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_prefill_attn_dflash_bf16_unsplit(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
 
 BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i.
 
@@ -46,7 +46,7 @@ prefill_attn_dflash_bf16_unsplit: _kg_launcher_prefill_attn_dflash_bf16_unsplit
 def plan_prefill_attn_dflash_bf16_unsplit(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_split(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 5 clusters); clusters past the chunks return at once.
 
@@ -60,7 +60,7 @@ prefill_attn_dflash_bf16_split: _kg_launcher_prefill_attn_dflash_bf16_split
 def plan_prefill_attn_dflash_bf16_split(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8_unsplit(_kg_Protocol):
-    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
 
 As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory).
 
@@ -74,7 +74,7 @@ prefill_attn_dflash_fp8_unsplit: _kg_launcher_prefill_attn_dflash_fp8_unsplit
 def plan_prefill_attn_dflash_fp8_unsplit(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8_split(_kg_Protocol):
-    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale; its chunks are whole tiles (up to 40 of them, as the module doc says), so that past kv_len 5120 every split of the grid works.
 
@@ -88,7 +88,7 @@ prefill_attn_dflash_fp8_split: _kg_launcher_prefill_attn_dflash_fp8_split
 def plan_prefill_attn_dflash_fp8_split(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect_unsplit(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, *, stream=None) -> Outcome
 
 As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only.
 
@@ -102,7 +102,7 @@ prefill_attn_dflash_bf16_indirect_unsplit: _kg_launcher_prefill_attn_dflash_bf16
 def plan_prefill_attn_dflash_bf16_indirect_unsplit(*, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect_split(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(max_kv_len / 1024), 5) * 8 splits; the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len hold an empty state.
 
@@ -116,7 +116,7 @@ prefill_attn_dflash_bf16_indirect_split: _kg_launcher_prefill_attn_dflash_bf16_i
 def plan_prefill_attn_dflash_bf16_indirect_split(*, q_rows: int, max_kv_len: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_bf16_split, then attn_dflash.prefill_attn_dflash_bf16_unsplit; launches the first that applies."""
 
@@ -128,7 +128,7 @@ prefill_attn_dflash_bf16: _kg_launcher_prefill_attn_dflash_bf16
 def plan_prefill_attn_dflash_bf16(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_fp8(_kg_Protocol):
-    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const fp8_e4m3*, v_cache: const fp8_e4m3*, k_scale: device f32, v_scale: device f32, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_fp8_split, then attn_dflash.prefill_attn_dflash_fp8_unsplit; launches the first that applies."""
 
@@ -140,7 +140,7 @@ prefill_attn_dflash_fp8: _kg_launcher_prefill_attn_dflash_fp8
 def plan_prefill_attn_dflash_fp8(*, q_rows: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, block_size: int, causal: int, window: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn_dflash_bf16_indirect(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, out: bf16*, block_table: const i32*, q_rows: u32, kv_len: device i32, q_offset: device i32, q_rope_pos: device i32, max_kv_len: u32, num_q_heads: u32, num_kv_heads: u32, block_size: u32, causal: u32, window: u32, scale: f32, workspace: f32*, counters: i32*, *, stream=None) -> Outcome
 
 Tries attn_dflash.prefill_attn_dflash_bf16_indirect_split, then attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit; launches the first that applies."""
 

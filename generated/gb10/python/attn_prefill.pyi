@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_attn_prefill_paged_64(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=None) -> Outcome
 
 Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.
 
@@ -44,7 +44,7 @@ attn_prefill_paged_64: _kg_launcher_attn_prefill_paged_64
 def plan_attn_prefill_paged_64(*, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, causal: int, sliding_window: int, head_dim: int) -> _kg_Plan: ...
 
 class _kg_launcher_attn_prefill_64(_kg_Protocol):
-    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome
+    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=None) -> Outcome
 
 Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.
 
@@ -58,7 +58,7 @@ attn_prefill_64: _kg_launcher_attn_prefill_64
 def plan_attn_prefill_64(*, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, head_dim: int, batch: int) -> _kg_Plan: ...
 
 class _kg_launcher_prefill_attn(_kg_Protocol):
-    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=0) -> Outcome
+    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=None) -> Outcome
 
 The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched).
 

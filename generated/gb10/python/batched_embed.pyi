@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_batched_embed_bf16(_kg_Protocol):
-    """(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=0) -> Outcome
+    """(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=None) -> Outcome
 
 out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
 

@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_quantize_bf16_to_fp8(_kg_Protocol):
-    """(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=0) -> Outcome
+    """(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=None) -> Outcome
 
 scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k."""
 
@@ -42,7 +42,7 @@ quantize_bf16_to_fp8: _kg_launcher_quantize_bf16_to_fp8
 def plan_quantize_bf16_to_fp8(*, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_gemv_fp8w(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum."""
 
@@ -54,7 +54,7 @@ dense_gemv_fp8w: _kg_launcher_dense_gemv_fp8w
 def plan_dense_gemv_fp8w(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_gemm_n128_row_scaled_m16(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.
 
@@ -68,7 +68,7 @@ fp8_gemm_n128_row_scaled_m16: _kg_launcher_fp8_gemm_n128_row_scaled_m16
 def plan_fp8_gemm_n128_row_scaled_m16(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_gemm_n128_row_scaled(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 
@@ -82,7 +82,7 @@ fp8_gemm_n128_row_scaled: _kg_launcher_fp8_gemm_n128_row_scaled
 def plan_fp8_gemm_n128_row_scaled(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_gemm_tma(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 8 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, else 128; the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).
 
@@ -96,7 +96,7 @@ fp8_gemm_tma: _kg_launcher_fp8_gemm_tma
 def plan_fp8_gemm_tma(*, rows: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_fp8_linear(_kg_Protocol):
-    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_64_128, then fp8_gemv_rt.fp8_gemv_rt1_64, then fp8_gemv_rt.fp8_gemv_rt2_64, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies."""
 

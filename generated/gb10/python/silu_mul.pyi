@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_silu_mul_bf16(_kg_Protocol):
-    """(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=0) -> Outcome
+    """(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=None) -> Outcome
 
 input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
 

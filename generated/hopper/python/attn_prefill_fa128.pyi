@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_attn_prefill_fa128_paged(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=None) -> Outcome
 
 As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
 
@@ -44,7 +44,7 @@ attn_prefill_fa128_paged: _kg_launcher_attn_prefill_fa128_paged
 def plan_attn_prefill_fa128_paged(*, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, head_dim: int, causal: int, sliding_window: int) -> _kg_Plan: ...
 
 class _kg_launcher_attn_prefill_fa128(_kg_Protocol):
-    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=0) -> Outcome
+    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=None) -> Outcome
 
 As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.
 
@@ -58,7 +58,7 @@ attn_prefill_fa128: _kg_launcher_attn_prefill_fa128
 def plan_attn_prefill_fa128(*, seq_len: int, num_q_heads: int, num_kv_heads: int, head_dim: int, causal: int, sliding_window: int, batch: int) -> _kg_Plan: ...
 
 class _kg_launcher_attn_paged(_kg_Protocol):
-    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, stream=0) -> Outcome
+    """(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, stream=None) -> Outcome
 
 Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies."""
 
@@ -70,7 +70,7 @@ attn_paged: _kg_launcher_attn_paged
 def plan_attn_paged(*, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, causal: int, sliding_window: int, head_dim: int) -> _kg_Plan: ...
 
 class _kg_launcher_attn_contiguous(_kg_Protocol):
-    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, batch: u32, stream=0) -> Outcome
+    """(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, batch: u32, stream=None) -> Outcome
 
 Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies."""
 

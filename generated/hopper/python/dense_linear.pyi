@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_dense_gemv(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished.
 
@@ -44,7 +44,7 @@ dense_gemv: _kg_launcher_dense_gemv
 def plan_dense_gemv(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_gemv_rt1(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5).
 
@@ -58,7 +58,7 @@ dense_gemv_rt1: _kg_launcher_dense_gemv_rt1
 def plan_dense_gemv_rt1(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_gemm(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.
 
@@ -72,7 +72,7 @@ dense_gemm: _kg_launcher_dense_gemm
 def plan_dense_gemm(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_gemm_pipelined(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).
 
@@ -86,7 +86,7 @@ dense_gemm_pipelined: _kg_launcher_dense_gemm_pipelined
 def plan_dense_gemm_pipelined(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_gemm_tma(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes (64 rows each) into a 192 KiB shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x BN tiles taken m-first, BN of 128, 192 and 256 the width whose tiles (K split included) take the fewest waves of TMA_CTAS CTAs, weighed by TMA_COST_BN. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to TMA_SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).
 
@@ -100,7 +100,7 @@ dense_gemm_tma: _kg_launcher_dense_gemm_tma
 def plan_dense_gemm_tma(*, m: int, n: int, k: int) -> _kg_Plan: ...
 
 class _kg_launcher_dense_linear_any(_kg_Protocol):
-    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome
 
 Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies."""
 

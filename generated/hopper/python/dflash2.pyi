@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_dflash2_conv2(_kg_Protocol):
-    """(x: const bf16*, base: const bf16*, delta: const bf16*, out: bf16*, rows: u32, hidden: u32, *, stream=0) -> Outcome
+    """(x: const bf16*, base: const bf16*, delta: const bf16*, out: bf16*, rows: u32, hidden: u32, *, stream=None) -> Outcome
 
 out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path.
 
@@ -44,7 +44,7 @@ dflash2_conv2: _kg_launcher_dflash2_conv2
 def plan_dflash2_conv2(*, rows: int, hidden: int) -> _kg_Plan: ...
 
 class _kg_launcher_dflash2_topk16_f32(_kg_Protocol):
-    """(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome
+    """(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome
 
 Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 
@@ -58,7 +58,7 @@ dflash2_topk16_f32: _kg_launcher_dflash2_topk16_f32
 def plan_dflash2_topk16_f32(*, rows: int, vocab: int) -> _kg_Plan: ...
 
 class _kg_launcher_dflash2_topk16_bf16(_kg_Protocol):
-    """(logits: bf16*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome
+    """(logits: bf16*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome
 
 Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes.
 
@@ -72,7 +72,7 @@ dflash2_topk16_bf16: _kg_launcher_dflash2_topk16_bf16
 def plan_dflash2_topk16_bf16(*, rows: int, vocab: int) -> _kg_Plan: ...
 
 class _kg_launcher_dflash2_selector_walk(_kg_Protocol):
-    """(cand: const i32*, u: const f32*, h: const bf16*, p_codebook: const bf16*, q_codebook: const bf16*, anchor: const i32*, out: i32*, batch: u32, slots: u32, rank: u32, vocab: u32, *, stream=0) -> Outcome
+    """(cand: const i32*, u: const f32*, h: const bf16*, p_codebook: const bf16*, q_codebook: const bf16*, anchor: const i32*, out: i32*, batch: u32, slots: u32, rank: u32, vocab: u32, *, stream=None) -> Outcome
 
 One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows.
 
@@ -86,7 +86,7 @@ dflash2_selector_walk: _kg_launcher_dflash2_selector_walk
 def plan_dflash2_selector_walk(*, batch: int, slots: int, rank: int, vocab: int) -> _kg_Plan: ...
 
 class _kg_launcher_dflash2_topk16(_kg_Protocol):
-    """(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=0) -> Outcome
+    """(logits: f32*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome
 
 Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches."""
 

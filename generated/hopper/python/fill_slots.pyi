@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_fill_slots(_kg_Protocol):
-    """(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=0) -> Outcome
+    """(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=None) -> Outcome
 
 slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
 

@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_reshape_cache_bf16(_kg_Protocol):
-    """(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=0) -> Outcome
+    """(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=None) -> Outcome
 
 k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.
 

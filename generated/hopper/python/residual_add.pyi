@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_residual_add_bf16(_kg_Protocol):
-    """(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=0) -> Outcome
+    """(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=None) -> Outcome
 
 out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
 

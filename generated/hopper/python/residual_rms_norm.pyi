@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_residual_rms_norm_bf16(_kg_Protocol):
-    """(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome
+    """(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=None) -> Outcome
 
 residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.
 

@@ -30,7 +30,7 @@ class _kg_Plan(_kg_TypedDict):
     sizes: dict[str, int] | None
 
 class _kg_launcher_rms_norm_bf16(_kg_Protocol):
-    """(x: const bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=0) -> Outcome
+    """(x: const bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=None) -> Outcome
 
 out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).
 

@@ -26,7 +26,7 @@ def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
     spec's longer doc when it has one."""
     pos = ", ".join(f"{a.name}: {a.spelling}" for a in args if not a.host)
     kw = ", ".join(f"{a.name}: {a.spelling}" for a in args if a.host)
-    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=0) -> Outcome"
+    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=None) -> Outcome"
     return f"{sig}\n\n{summary}" + (f"\n\n{doc}" if doc else "")
 
 

@@ -480,6 +480,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   }
   if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
   if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    cs->torch = true;
     if (g.torch_reader != nullptr && read_torch(a, o, out, numel, cs)) return 0;
     return from_torch(s, a, o, out, numel, cs);
   }

@@ -26,6 +26,10 @@ struct Shared {
   PyObject* torch_tensor = nullptr;
   PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
+  // torch._C._cuda_getCurrentRawStream: the stream a launch takes when the call names none and an
+  // array is a torch tensor; looked up once (torch_stream_lookup: 1 found, -1 absent).
+  PyObject* torch_current_stream = nullptr;
+  int torch_stream_lookup = 0;
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_stride, *s_element_size, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_cuda_stream_proto;
@@ -64,12 +68,18 @@ int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigne
 
 // The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute or
 // the __cuda_stream__ protocol).
-int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
+struct CallState;
+
+// The launch's stream: the `stream` argument (an int handle, a stream object with .cuda_stream or
+// __cuda_stream__), or, when none is named, torch's current stream if an array was a torch tensor
+// (cs->torch), else the legacy default stream.
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs);
 
 // What one call of a launcher learns once and uses for several arguments: the current device,
 // asked of CUDA at most once per call, and only when an array's device is to be checked.
 struct CallState {
   int32_t device = -2;  // -2: not asked yet
+  bool torch = false;   // an array argument is a torch tensor
   int32_t current_device() { return device != -2 ? device : query_device(); }
   int32_t query_device();
 };
@@ -108,6 +118,7 @@ inline bool read_torch(const ArgSpec* a, PyObject* o, Value* out, int64_t* numel
   if (e.align > 1 && tv.data % e.align != 0) return false;
   out->u = tv.data;
   *numel = lanes / e.lanes;
+  cs->torch = true;
   return true;
 }
 

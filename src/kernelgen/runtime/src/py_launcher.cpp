@@ -355,7 +355,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     }
   }
   void* stream = nullptr;
-  if (convert_stream(s, stream_obj, &stream) < 0) return nullptr;
+  if (convert_stream(s, stream_obj, &stream, &cs) < 0) return nullptr;
   const kg_kernel_info* ran = nullptr;
   const int32_t code = s->launch(values, stream, &ran);
   if (code == KG_LAUNCHED) {

@@ -131,9 +131,45 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
   return 0;
 }
 
-int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
+// torch's current stream on `device` (torch._C._cuda_getCurrentRawStream, the raw handle), or the
+// legacy default stream (null) where this torch lacks the function or the call fails.
+void* torch_current_stream(int32_t device) {
+  if (g.torch_stream_lookup == 0) {
+    g.torch_stream_lookup = -1;
+    PyObject* name = PyUnicode_FromString("torch._C");
+    PyObject* c = name ? PyImport_GetModule(name) : nullptr;
+    Py_XDECREF(name);
+    PyObject* fn = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : nullptr;
+    Py_XDECREF(c);
+    if (fn != nullptr && PyCallable_Check(fn)) {
+      g.torch_current_stream = fn;
+      g.torch_stream_lookup = 1;
+    } else {
+      Py_XDECREF(fn);
+    }
+    PyErr_Clear();
+  }
+  if (g.torch_stream_lookup < 0 || device < 0) return nullptr;
+  PyObject* r = PyObject_CallFunction(g.torch_current_stream, "i", static_cast<int>(device));
+  unsigned long long h = 0;
+  if (r != nullptr && PyLong_Check(r)) h = PyLong_AsUnsignedLongLong(r);
+  Py_XDECREF(r);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    h = 0;
+  }
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(h));
+}
+
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs) {
   *out = nullptr;
-  if (o == nullptr || o == Py_None) return 0;
+  if (o == nullptr || o == Py_None) {
+    // No stream named: torch's current stream when an array is a torch tensor (as torch's own
+    // operators do, so a launch inside `with torch.cuda.stream(...)` or a graph capture goes there),
+    // else the legacy default stream.
+    if (cs != nullptr && cs->torch) *out = torch_current_stream(cs->current_device());
+    return 0;
+  }
   PyObject* handle = nullptr;
   if (PyLong_Check(o) && !PyBool_Check(o)) {
     handle = o;
