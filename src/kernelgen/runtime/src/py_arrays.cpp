@@ -156,8 +156,11 @@ int finish_array(const LauncherSpec* s, const ArgSpec* a, uint64_t ptr, int64_t 
 int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device, CallState* cs) {
   const int32_t cur = cs->current_device();
   if (device != cur) {
-    char d[160];
-    std::snprintf(d, sizeof d, "array is on CUDA device %lld but the current device is %d", (long long)device, cur);
+    char d[240];
+    std::snprintf(d, sizeof d,
+                  "array is on CUDA device %lld but the current device is %d; launch with device %lld current "
+                  "(torch: `with torch.cuda.device(%lld):`)",
+                  (long long)device, cur, (long long)device, (long long)device);
     return arg_error(s, a, "%s", d);
   }
   return 0;
