@@ -175,7 +175,32 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")
+        for where, text in _build_lines(catalog, m):
+            print(f"  build{where}: {text}")
     return 0
+
+
+def _build_lines(catalog, m) -> list[tuple[str, str]]:
+    """A module's build settings as `kernelgen list` shows them: once when every target has the
+    same, else per target."""
+    from kernelgen.model import Build
+
+    def text(b: Build) -> str:
+        parts = []
+        if b.include_dirs:
+            parts.append("include " + ", ".join(d for d, _ in b.include_dirs))
+        if b.defines:
+            parts.append("defines " + ", ".join(n if v is None else f"{n}={v}" for n, v, _ in b.defines))
+        if b.nvcc_flags:
+            parts.append("nvcc " + " ".join(b.nvcc_flags))
+        return "; ".join(parts)
+
+    per = [(t.name, text(Build.merged(catalog.build, t.build, m.build))) for t in catalog.targets]
+    if not any(t for _, t in per):
+        return []
+    if len({t for _, t in per}) == 1:
+        return [("", per[0][1])]
+    return [(f" on {name}", t or "none") for name, t in per]
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

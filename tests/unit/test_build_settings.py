@@ -186,3 +186,16 @@ def test_absolute_folders_are_kept(tmp_path: Path) -> None:
     cmake = render_catalog(load_catalog(root))["generated/hopper/CMakeLists.txt"]
     assert _cmake_settings(cmake, "plain")["target_include_directories"] == [
         f"{tmp_path}/abs inc", "${KERNELGEN_ROOT}/vendor/include"]
+
+
+def test_list_shows_each_modules_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelgen.cli import main
+
+    assert main(["--root", str(FIXTURE), "list"]) == 0
+    out = capsys.readouterr().out
+    assert ("  build on hopper: include vendor/extra, vendor/include; defines __CUDA_NO_HALF_OPERATORS__, "
+            "__CUDA_NO_HALF_CONVERSIONS__, __CUDA_NO_BFLOAT16_CONVERSIONS__, __CUDA_NO_HALF2_OPERATORS__, "
+            "TARGET_LEVEL=90, LEVEL=2, HALF_OPS_ONLY; nvcc --extended-lambda -maxrregcount=40 -Xptxas -O3") in out
+    assert "  build on gb10: include vendor/include; defines" in out and "TARGET_LEVEL=121; nvcc --extended-lambda\n" in out
+    assert main(["--root", str(REPO), "list"]) == 0
+    assert "  build" not in capsys.readouterr().out
