@@ -684,6 +684,24 @@ def test_without_stream_torch_arrays_launch_on_torchs_current_stream(g):
     check(arrs)
 
 
+def test_without_stream_a_cai_array_naming_a_stream_launches_there(g):
+    """No stream named, no torch tensor, and an array whose __cuda_array_interface__ names a stream
+    (the protocol's: the data is ready there): the launch goes to that stream, so it is ordered after
+    the work queued on it."""
+    arrs = arrays()
+    x_final = arrs["x"].clone()
+    arrs["x"].fill_(0.0)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        arrs["x"].copy_(x_final)
+    wrapped = {k: CAI(v, stream=side.cuda_stream if k == "x" else CAI._MISSING) for k, v in arrs.items()}
+    assert launch(g, arrs, wrapped).launched
+    side.synchronize()
+    check(arrs)
+
+
 @pytest.mark.parametrize(("value", "frag"), [
     ("default", "expected an int CUDA stream handle or a stream object, got str"),
     (1.5, "got float"),

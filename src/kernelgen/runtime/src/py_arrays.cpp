@@ -243,7 +243,7 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   return finish_array(s, a, out->u, span, per, numel);
 }
 
-int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel) {
+int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel, CallState* cs) {
   if (!PyDict_Check(cai)) return arg_error(s, a, "%s", "__cuda_array_interface__ is not a dict");
   PyObject* data = PyDict_GetItemWithError(cai, g.s_data);
   if (data == nullptr || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
@@ -283,6 +283,10 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
       return arg_error(s, a, "%s", "__cuda_array_interface__ stream is out of range");
     }
     if (sv == 0) return arg_error(s, a, "%s", "__cuda_array_interface__ stream 0 is disallowed by the protocol");
+    if (!cs->has_cai_stream) {  // the first array's: where a launch naming no stream goes
+      cs->cai_stream = static_cast<uint64_t>(sv);
+      cs->has_cai_stream = true;
+    }
   } else if (PyErr_Occurred()) {
     return -1;
   }
@@ -489,7 +493,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   }
   PyObject* cai = PyObject_GetAttr(o, g.s_cai);
   if (cai != nullptr) {
-    int rc = from_cai(s, a, cai, out, numel);
+    int rc = from_cai(s, a, cai, out, numel, cs);
     Py_DECREF(cai);
     return rc;
   }

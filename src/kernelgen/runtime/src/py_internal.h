@@ -72,7 +72,8 @@ struct CallState;
 
 // The launch's stream: the `stream` argument (an int handle, a stream object with .cuda_stream or
 // __cuda_stream__), or, when none is named, torch's current stream if an array was a torch tensor
-// (cs->torch), else the legacy default stream.
+// (cs->torch), else the stream the first __cuda_array_interface__ naming one gave, else the legacy
+// default stream.
 int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs);
 
 // What one call of a launcher learns once and uses for several arguments: the current device,
@@ -80,6 +81,8 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs
 struct CallState {
   int32_t device = -2;  // -2: not asked yet
   bool torch = false;   // an array argument is a torch tensor
+  bool has_cai_stream = false;  // an array's __cuda_array_interface__ names a stream: the first one's
+  uint64_t cai_stream = 0;
   int32_t current_device() { return device != -2 ? device : query_device(); }
   int32_t query_device();
 };

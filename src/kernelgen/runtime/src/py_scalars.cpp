@@ -165,9 +165,14 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs
   *out = nullptr;
   if (o == nullptr || o == Py_None) {
     // No stream named: torch's current stream when an array is a torch tensor (as torch's own
-    // operators do, so a launch inside `with torch.cuda.stream(...)` or a graph capture goes there),
-    // else the legacy default stream.
-    if (cs != nullptr && cs->torch) *out = torch_current_stream(cs->current_device());
+    // operators do, so a launch inside `with torch.cuda.stream(...)` or a graph capture goes there);
+    // else the stream an array's __cuda_array_interface__ names (the protocol's: the data is ready
+    // there); else the legacy default stream.
+    if (cs != nullptr && cs->torch) {
+      *out = torch_current_stream(cs->current_device());
+    } else if (cs != nullptr && cs->has_cai_stream) {
+      *out = reinterpret_cast<void*>(static_cast<uintptr_t>(cs->cai_stream));
+    }
     return 0;
   }
   PyObject* handle = nullptr;
