@@ -304,7 +304,10 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first, then a
     kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
     for a failed link, the linker's own lines."""
-    ours = [ln for ln in lines if "kernelgen: " in ln and ("static" in ln or ".yaml" in ln)]
+    # kernelgen's checks are static_asserts whose message starts "kernelgen: <spec>:<line>"; nvcc
+    # reports one as `error: static assertion failed with "<message>"`. (Its echo of a source line
+    # that merely holds such a message, under another error, is not one of them.)
+    ours = [ln for ln in lines if "kernelgen: " in ln and "static assertion failed" in ln]
     if ours:
         msg = ours[0]
         i = msg.find("kernelgen: ")

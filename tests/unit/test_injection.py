@@ -226,7 +226,7 @@ def test_payload_in_summary_is_rejected_or_inert(tmp_path: Path, field: str, pay
             code = _py_code_only(text)
         elif path.endswith(".rs"):
             code = _rust_code_only(text)
-        elif path.endswith(("CMakeLists.txt", ".toml")):
+        elif path.endswith(("CMakeLists.txt", ".cmake", ".toml")):
             code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
         else:
             code = _cpp_code_only(text)
