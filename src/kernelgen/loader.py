@@ -393,6 +393,8 @@ def _build(ctx: _Ctx, node: YNode) -> Build:
             for i, n in enumerate(_seq(ctx, f["include_dirs"])):
                 with ctx.at(f"[{i}]"):
                     d = _str(ctx, n, "a folder")
+                    if len(d) > 255:
+                        raise ctx.error(n.loc, f"folder is {len(d)} characters long; the limit is 255")
                     if not schema.INCLUDE_DIR_RE.fullmatch(d) or d.strip() != d:
                         bad = next((c for c in d if not schema.INCLUDE_DIR_RE.fullmatch(c)), " ")
                         raise ctx.error(n.loc, f"folder {d!r} has the character {bad!r}, which build settings "

@@ -86,6 +86,7 @@ BAD = [
     ("module", "build: {include_dirs: [\"~/cutlass\"]}", "has the character '~'"),
     ("module", "build: {include_dirs: [\" lead\"]}", "no leading or trailing space"),
     ("module", "build: {include_dirs: [.]}", "is the project root"),
+    ("module", "build: {include_dirs: [" + "a" * 256 + "]}", "folder is 256 characters long; the limit is 255"),
     ("module", "build: {include_dirs: [a, ./a/]}", "is listed twice"),
     ("module", "build: {include_dirs: []}", "expected a list of at least one item"),
     ("module", "build: {include_dirs: a}", "expected a list of at least one item"),
