@@ -25,7 +25,7 @@ Every weight is read once per step and the weights (about 1.6 GB) are far larger
 half a second of the same runs (WARM_S).
 
 With --sms 48 everything runs on a stream of a 48-SM green context (torch.cuda.green_contexts),
-emulating GB10's SM count; the chains' plans still see the whole device's SM count.
+emulating GB10's SM count; kernelgen's plans see those SMs too (kernelgen_ops.limit_sms).
 
 Usage: python3 benchmarks/bench_drafter_step.py --out results.json [--sms 48] [--contexts 1024 8192]
 """
@@ -313,7 +313,7 @@ def main() -> None:
         with sm_limited(args.sms) as stream:
             probe = sms_used(stream)
             out = run(args)
-        out["sm_limit"], out["probe_sms"] = args.sms, probe
+        out["sm_limit"], out["probe_sms"], out["plans_sm_count"] = args.sms, probe, args.sms
     else:
         out = run(args)
     with open(args.out, "w") as f:

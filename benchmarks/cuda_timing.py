@@ -177,11 +177,31 @@ def sm_limited(num_sms: int | None) -> Iterator[int]:
     """Run the block on ``num_sms`` SMs of the GPU through a CUDA green context (None or 0: the
     whole GPU, nothing changed). Yields the stream handle to pass to kernelgen launchers as
     ``stream=`` (0 where the green context is made current and its default stream used); torch
-    work inside the block runs on the same stream. GB10 has 48 SMs: ``sm_limited(48)`` gives an
-    H200 run GB10's SM count, not its memory bandwidth or its instructions."""
+    work inside the block runs on the same stream, and kernelgen's plans see ``num_sms`` SMs
+    (kernelgen_ops.limit_sms). GB10 has 48 SMs: ``sm_limited(48)`` gives an H200 run GB10's SM
+    count, not its memory bandwidth or its instructions."""
     if not num_sms:
         yield 0
         return
+    with _plans_limited(num_sms), _green_context(num_sms) as stream:
+        yield stream
+
+
+@contextlib.contextmanager
+def _plans_limited(num_sms: int) -> Iterator[None]:
+    """kernelgen's plans see ``num_sms`` SMs meanwhile (CUDA's device attributes still report the
+    whole GPU inside a green context), so chains and device-sized grids choose as on such a part."""
+    import kernelgen_ops
+
+    kernelgen_ops.limit_sms(num_sms)
+    try:
+        yield
+    finally:
+        kernelgen_ops.limit_sms(0)
+
+
+@contextlib.contextmanager
+def _green_context(num_sms: int) -> Iterator[int]:
     from torch.cuda.green_contexts import GreenContext
 
     device = torch.cuda.current_device()

@@ -598,9 +598,10 @@ def drafter_md(full: dict, sm48: dict | None) -> list[str]:
             lines.append(f"| {g['op']} | {g['count']} | {g['us']:.1f} | {', '.join(g['kernels'])} |")
         lines.append("")
     if sm48:
+        plans = (f"The plans saw {sm48['plans_sm_count']} SMs (kernelgen_ops.limit_sms)"
+                 if sm48.get("plans_sm_count") else "The chains' plans still saw the whole device's SM count")
         lines += [f"On {sm48.get('sm_limit')} SMs (a green context; a probe grid reached {sm48.get('probe_sms')} SMs; "
-                  f"copy {sm48['copy_gb_s']:.0f} GB/s there, the floor's bandwidth). The chains' plans still see "
-                  "the whole device's SM count:", ""]
+                  f"copy {sm48['copy_gb_s']:.0f} GB/s there, the floor's bandwidth). {plans}:", ""]
         lines += table(sm48) + [""]
     return lines
 

@@ -36,6 +36,7 @@ __all__ = [
     "available_targets",
     "built_targets",
     "device_values",
+    "limit_sms",
     "refresh",
     "registry",
     "set_strict",
@@ -171,6 +172,14 @@ def use_target_table(on: bool = True, target_name: str | None = None) -> None:
     """Process-wide, per target library: plans (and the plans launches make) read the target's
     table instead of the device, giving the answers of a machine without a GPU."""
     _runtime(target_name or target()).use_target_table(bool(on))
+
+
+def limit_sms(n: int, target_name: str | None = None) -> None:
+    """Process-wide, per target library: plans (and the plans launches make) see at most ``n``
+    SMs (``device.sm_count``, the co-residency bound of cooperative launches), as on a part with
+    fewer SMs or inside a CUDA green context confined to ``n`` SMs, which CUDA's device attributes
+    do not report. ``limit_sms(0)`` lifts the limit."""
+    _runtime(target_name or target()).limit_sms(int(n))
 
 
 def set_strict(strict: bool = True) -> None:

@@ -66,6 +66,38 @@ def test_plans_without_a_gpu_use_the_target_table(built: Path) -> None:
     ]
 
 
+def test_limit_sms_caps_the_sm_count_plans_see(built: Path) -> None:
+    """kernelgen_ops.limit_sms(n): plans see at most n SMs (a green context's share of the GPU), so
+    a persistent grid shrinks and a cooperative grid's co-residency bound with it; 0 lifts it."""
+    res = _python(
+        "import kernelgen_ops\n"
+        "import kernelgen_ops.hopper.launch_modes as m\n"
+        "kernelgen_ops.limit_sms(48, 'hopper')\n"
+        "print(kernelgen_ops.device_values('hopper')['sm_count'], m.coop_sum.plan(n=1000)['grid'])\n"
+        "print(m.coop_sum_blocks.plan(n=1000, blocks=385)['reason'])\n"
+        "print(m.coop_sum_blocks.plan(n=1000, blocks=384)['launched'])\n"
+        "kernelgen_ops.limit_sms(1000, 'hopper')\n"
+        "print(kernelgen_ops.device_values('hopper')['sm_count'])\n"
+        "kernelgen_ops.limit_sms(0, 'hopper')\n"
+        "print(kernelgen_ops.device_values('hopper')['sm_count'], m.coop_sum.plan(n=1000)['grid'])\n"
+        "try:\n"
+        "    kernelgen_ops.limit_sms(-1, 'hopper')\n"
+        "except ValueError as e:\n"
+        "    print(e)\n",
+        built,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "48 (384, 1, 1)",
+        "coop_sum_blocks: the cooperative grid has more blocks than can be co-resident "
+        "(device.sm_count * kernel.blocks_per_sm)",
+        "True",
+        "132",
+        "132 (1056, 1, 1)",
+        "limit_sms(-1): give a number of SMs (0: no limit)",
+    ]
+
+
 def test_launch_modes_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(

@@ -454,6 +454,12 @@ pub fn use_target_table(on: bool) {
     unsafe { kg_ffi::kg_rt_use_target_table(on as i32) }
 }
 
+/// Plans (and the plans launches make) see at most `n` SMs, as on a part with fewer SMs or inside
+/// a CUDA green context confined to `n` of them; 0 lifts the limit. Process-wide.
+pub fn limit_sms(n: u32) {
+    unsafe { kg_ffi::kg_rt_limit_sms(n.min(i32::MAX as u32) as i32) }
+}
+
 pub(crate) mod kg_ffi {
     use std::os::raw::c_char;
 
@@ -508,6 +514,7 @@ pub(crate) mod kg_ffi {
         pub fn kg_rt_is_sticky_error(cuda_error: i32) -> i32;
         pub fn kg_rt_device_values() -> *const DeviceValues;
         pub fn kg_rt_use_target_table(on: i32);
+        pub fn kg_rt_limit_sms(n: i32);
     }
 }
 

@@ -202,6 +202,17 @@ PyObject* rt_use_target_table(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+PyObject* rt_limit_sms(PyObject*, PyObject* arg) {
+  const long n = PyLong_AsLong(arg);
+  if (n == -1 && PyErr_Occurred()) return nullptr;
+  if (n < 0 || n > INT32_MAX) {
+    PyErr_Format(PyExc_ValueError, "limit_sms(%ld): give a number of SMs (0: no limit)", n);
+    return nullptr;
+  }
+  kg_rt_limit_sms(static_cast<int32_t>(n));
+  Py_RETURN_NONE;
+}
+
 PyMethodDef runtime_methods[] = {
     {"device_values", rt_device_values, METH_NOARGS,
      "The device values plans use now (device.sm_count, ...): the current device's when it is the target's, "
@@ -209,6 +220,8 @@ PyMethodDef runtime_methods[] = {
     {"target_table", rt_target_table, METH_NOARGS, "The target's device table (specs/targets.yaml)."},
     {"use_target_table", rt_use_target_table, METH_O,
      "use_target_table(on): plans use the target's table even on a GPU (process-wide)."},
+    {"limit_sms", rt_limit_sms, METH_O,
+     "limit_sms(n): plans see at most n SMs (0: no limit; process-wide)."},
     {"type_tables", rt_type_tables, METH_NOARGS, "The compiled scalar and element type tables (for tests)."},
     {"refresh", rt_refresh, METH_NOARGS, "Re-read every module's kill switch from the environment."},
     {"target", rt_target, METH_NOARGS, "The target this library was built for."},

@@ -33,6 +33,16 @@ std::atomic<const DeviceInfo*> g_devices[kMaxDevices];
 std::mutex g_device_mutex;
 std::mutex g_occupancy_mutex;
 std::atomic<int> g_use_table{0};
+std::atomic<int> g_sm_limit{0};  // kg_rt_limit_sms: the most SMs plans see (0: no limit)
+// The values with sm_count limited, per device (the table: slot kMaxDevices), made once per
+// (values, limit) and never freed: a plan may still read an older one.
+struct Limited {
+  const kg_device_values* from;
+  int limit;
+  kg_device_values values;
+};
+std::atomic<const Limited*> g_limited[kMaxDevices + 1];
+std::mutex g_limited_mutex;
 
 const kg_device_values kTable = {
     KG_TABLE_SM_COUNT, KG_TABLE_MAX_SHARED_MEM_OPTIN, KG_TABLE_MAX_SHARED_MEM_PER_SM,
@@ -298,21 +308,48 @@ const kg_device_values* kg_rt_target_table(void) { return &kg::kTable; }
 
 void kg_rt_use_target_table(int32_t on) { kg::g_use_table.store(on != 0 ? 1 : 0, std::memory_order_relaxed); }
 
-const kg_device_values* kg_rt_device_values(void) {
-  if (kg::g_use_table.load(std::memory_order_relaxed)) return &kg::kTable;
+void kg_rt_limit_sms(int32_t sms) { kg::g_sm_limit.store(sms > 0 ? sms : 0, std::memory_order_relaxed); }
+
+namespace kg {
+namespace {
+
+// `v` with sm_count at most the limit, when one is set and smaller.
+const kg_device_values* limited(const kg_device_values* v) {
+  const int limit = g_sm_limit.load(std::memory_order_relaxed);
+  if (limit <= 0 || limit >= v->sm_count) return v;
+  const int slot = v->device >= 0 && v->device < kMaxDevices ? v->device : kMaxDevices;
+  const Limited* l = g_limited[slot].load(std::memory_order_acquire);
+  if (l != nullptr && l->from == v && l->limit == limit) return &l->values;
+  std::lock_guard<std::mutex> lock(g_limited_mutex);
+  l = g_limited[slot].load(std::memory_order_acquire);
+  if (l != nullptr && l->from == v && l->limit == limit) return &l->values;
+  kg_device_values values = *v;
+  values.sm_count = limit;
+  auto* fresh = new Limited{v, limit, values};  // never freed (see g_limited)
+  g_limited[slot].store(fresh, std::memory_order_release);
+  return &fresh->values;
+}
+
+const kg_device_values* unlimited_values() {
+  if (g_use_table.load(std::memory_order_relaxed)) return &kTable;
   int dev = -1;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     cudaGetLastError();  // no GPU or no driver: plans use the table
-    return &kg::kTable;
+    return &kTable;
   }
   cudaError_t err = cudaSuccess;
-  const kg::DeviceInfo* info = kg::device_info(dev, &err);
+  const DeviceInfo* info = device_info(dev, &err);
   if (info == nullptr) {
     cudaGetLastError();
-    return &kg::kTable;
+    return &kTable;
   }
-  return info->compatible ? &info->values : &kg::kTable;
+  return info->compatible ? &info->values : &kTable;
 }
+
+}  // namespace
+}  // namespace kg
+
+const kg_device_values* kg_rt_device_values(void) { return kg::limited(kg::unlimited_values()); }
 int32_t kg_rt_target_cc(void) { return KERNELGEN_TARGET_CC; }
 
 int32_t kg_rt_device_count(void) {

@@ -91,6 +91,11 @@ const kg_device_values* kg_rt_target_table(void);
  * the answers of a machine without one (the generated contract tests use this); 0: the
  * default. Process-wide. */
 void kg_rt_use_target_table(int32_t on);
+/* n > 0: plans (and the plans launches make) see at most n SMs (device.sm_count, and the
+ * co-residency bound of cooperative launches), as on a part with fewer SMs or inside a green
+ * context confined to n of the device's SMs, which CUDA's device attributes do not report;
+ * 0: no limit (the default). Process-wide, per target library. */
+void kg_rt_limit_sms(int32_t n);
 
 /* CUDA queries the bindings need, answered by this library's CUDA runtime. */
 int32_t kg_rt_device_count(void);
