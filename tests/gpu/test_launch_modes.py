@@ -13,7 +13,8 @@ tests/fixtures/launch_modes built for the current GPU's target:
 - a launch-time cluster arrives as declared, and a grid that is not whole clusters is refused;
 - a block over the kernel's __launch_bounds__(256, 2) is refused;
 - a chain whose first member needs more shared memory than the device has runs the second;
-- the device values plans read equal torch.cuda.get_device_properties.
+- the device values plans read equal torch.cuda.get_device_properties; limit_sms caps the SM
+  count plans see, and sizes a cooperative grid that runs in a 48-SM green context.
 """
 
 from __future__ import annotations
@@ -93,6 +94,43 @@ def test_target_table_can_be_forced_and_released(rt, m):
     finally:
         rt.use_target_table(False)
     assert rt.device_values()["device"] == torch.cuda.current_device()
+
+
+def test_limit_sms_caps_what_plans_see_on_the_device(rt, m, props):
+    full = rt.device_values()["sm_count"]
+    per_sm = m.coop_sum.plan(n=1000)["grid"][0] // full
+    rt.limit_sms(48)
+    try:
+        assert rt.device_values()["sm_count"] == 48 and rt.device_values()["device"] == torch.cuda.current_device()
+        assert m.coop_sum.plan(n=1000)["grid"][0] == 48 * per_sm
+    finally:
+        rt.limit_sms(0)
+    assert rt.device_values()["sm_count"] == props.multi_processor_count
+
+
+def test_a_cooperative_grid_fits_a_48_sm_green_context_under_limit_sms(rt, m):
+    """In a green context of 48 SMs CUDA still reports every SM, so a cooperative grid sized from
+    the device would not be co-resident there; with limit_sms(48) the plan sizes it for 48 SMs and
+    the grid-wide reduction runs and sums right on the green context's stream."""
+    green = pytest.importorskip("torch.cuda.green_contexts")
+    ctx = green.GreenContext.create(num_sms=48, device_id=torch.cuda.current_device())
+    gstream = ctx.Stream()
+    n = 1 << 20
+    x = int_valued(n)
+    torch.cuda.synchronize()
+    rt.limit_sms(48)
+    try:
+        blocks = m.coop_sum.plan(n=n)["grid"][0]
+        partials = torch.full((blocks,), float("nan"), device="cuda")
+        out = torch.full((1,), float("nan"), device="cuda")
+        torch.cuda.synchronize()
+        outcome = m.coop_sum(x, partials, out, n, stream=gstream.cuda_stream)
+        assert outcome.launched, outcome.reason
+        gstream.synchronize()
+    finally:
+        rt.limit_sms(0)
+    assert out.item() == x.double().sum().item()
+    assert torch.isfinite(partials).all()
 
 
 # ---------------------------------------------------------------- cooperative launch
