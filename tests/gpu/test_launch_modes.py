@@ -113,8 +113,11 @@ def test_a_cooperative_grid_fits_a_48_sm_green_context_under_limit_sms(rt, m):
     the device would not be co-resident there; with limit_sms(48) the plan sizes it for 48 SMs and
     the grid-wide reduction runs and sums right on the green context's stream."""
     green = pytest.importorskip("torch.cuda.green_contexts")
-    ctx = green.GreenContext.create(num_sms=48, device_id=torch.cuda.current_device())
-    gstream = ctx.Stream()
+    device = torch.cuda.current_device()
+    try:
+        ctx = green.GreenContext.create(num_sms=48, device_id=device)
+    except TypeError:  # the first form of the API took positional arguments
+        ctx = green.GreenContext.create(48, device)
     n = 1 << 20
     x = int_valued(n)
     torch.cuda.synchronize()
@@ -124,9 +127,18 @@ def test_a_cooperative_grid_fits_a_48_sm_green_context_under_limit_sms(rt, m):
         partials = torch.full((blocks,), float("nan"), device="cuda")
         out = torch.full((1,), float("nan"), device="cuda")
         torch.cuda.synchronize()
-        outcome = m.coop_sum(x, partials, out, n, stream=gstream.cuda_stream)
+        if hasattr(ctx, "Stream"):  # a stream of the green context
+            gstream = ctx.Stream()
+            outcome = m.coop_sum(x, partials, out, n, stream=gstream.cuda_stream)
+            gstream.synchronize()
+        else:  # the green context made current, its default stream
+            ctx.set_context()
+            try:
+                outcome = m.coop_sum(x, partials, out, n, stream=0)
+                torch.cuda.synchronize()
+            finally:
+                ctx.pop_context()
         assert outcome.launched, outcome.reason
-        gstream.synchronize()
     finally:
         rt.limit_sms(0)
     assert out.item() == x.double().sum().item()
