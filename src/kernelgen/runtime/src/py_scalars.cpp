@@ -150,7 +150,9 @@ void* torch_current_stream(int32_t device) {
     PyErr_Clear();
   }
   if (g.torch_stream_lookup < 0 || device < 0) return nullptr;
-  PyObject* r = PyObject_CallFunction(g.torch_current_stream, "i", static_cast<int>(device));
+  PyObject* dev = PyLong_FromLong(device);  // a small int: CPython's cached object
+  PyObject* r = dev != nullptr ? PyObject_CallOneArg(g.torch_current_stream, dev) : nullptr;
+  Py_XDECREF(dev);
   unsigned long long h = 0;
   if (r != nullptr && PyLong_Check(r)) h = PyLong_AsUnsignedLongLong(r);
   Py_XDECREF(r);
