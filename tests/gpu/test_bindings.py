@@ -702,6 +702,42 @@ def test_without_stream_a_cai_array_naming_a_stream_launches_there(g):
     check(arrs)
 
 
+class DLPackStream(DLPackOnly):
+    """A DLPack producer that honours the consumer's stream, as torch does (__dlpack__(stream=...)
+    orders torch's pending work before that stream)."""
+
+    def __init__(self, t):
+        super().__init__(t)
+        self.streams = []
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        return self.t.__dlpack__(stream=stream)
+
+
+def test_dlpack_producers_are_told_the_launch_stream(g):
+    """stream= named (a non-blocking side stream): a DLPack producer gets it in __dlpack__(stream=)
+    and so orders its pending work (a copy on torch's current stream behind a GPU sleep) before the
+    launch; with no stream named and no torch tensor, it is asked without one."""
+    arrs = arrays()
+    x_final = arrs["x"].clone()
+    arrs["x"].fill_(0.0)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    torch.cuda._sleep(50_000_000)  # on torch's current stream
+    arrs["x"].copy_(x_final)       # the data the launch must read, after the sleep
+    x = DLPackStream(arrs["x"])
+    assert launch(g, arrs, {"x": x}, stream=side).launched
+    assert x.streams == [side.cuda_stream]
+    side.synchronize()
+    check(arrs)
+    y = DLPackStream(arrays()["x"])
+    torch.cuda.synchronize()
+    assert launch(g, {k: CAI(v) for k, v in arrays().items()}, {"x": y}).launched
+    assert y.streams == [None]
+    torch.cuda.synchronize()
+
+
 @pytest.mark.parametrize(("value", "frag"), [
     ("default", "expected an int CUDA stream handle or a stream object, got str"),
     (1.5, "got float"),

@@ -332,6 +332,29 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
   return finish_array(s, a, p, span, per, numel);
 }
 
+// The producer's capsule. When the launch's stream is known, the producer is told it (the
+// protocol's __dlpack__(stream=...): it then orders its pending work before that stream's; 1 is
+// the legacy default stream, which the protocol does not let 0 name); a producer that takes no
+// stream argument is asked again without one.
+PyObject* dlpack_capsule(PyObject* o, const CallState* cs) {
+  if (!cs->stream_known) return PyObject_CallMethodNoArgs(o, g.s_dlpack);
+  const uintptr_t h = reinterpret_cast<uintptr_t>(cs->stream);
+  PyObject* sv = PyLong_FromUnsignedLongLong(h != 0 ? h : 1);
+  PyObject* kwnames = sv != nullptr ? PyTuple_Pack(1, g.s_stream) : nullptr;
+  PyObject* cap = nullptr;
+  if (kwnames != nullptr) {
+    PyObject* argv[2] = {o, sv};
+    cap = PyObject_VectorcallMethod(g.s_dlpack, argv, 1, kwnames);
+  }
+  Py_XDECREF(kwnames);
+  Py_XDECREF(sv);
+  if (cap == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+  }
+  return cap;
+}
+
 int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   // The protocol's device query first: a producer may refuse to export an array that is not on
   // the current device, and the device check says what is wrong in kernelgen's words.
@@ -352,7 +375,7 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
   } else {
     return producer_error(s, a, "__dlpack_device__()");
   }
-  PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+  PyObject* cap = dlpack_capsule(o, cs);
   if (cap == nullptr) return producer_error(s, a, "__dlpack__()");
   auto* mt = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
   if (mt == nullptr) {
@@ -392,6 +415,17 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
 }
 
 }  // namespace
+
+bool any_torch_tensor(PyObject* const* slots, int32_t n) {
+  if (g.torch_tensor == nullptr) check_torch();  // resolves torch.Tensor once torch is imported
+  if (g.torch_tensor == nullptr) return false;
+  for (int32_t i = 0; i < n; ++i) {
+    if (slots[i] != nullptr && PyObject_TypeCheck(slots[i], reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+      return true;
+    }
+  }
+  return false;
+}
 
 int32_t CallState::query_device() {
   device = kg_rt_current_device();
@@ -487,7 +521,6 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   }
   if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
   if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
-    cs->torch = true;
     if (g.torch_reader != nullptr && read_torch(a, o, out, numel, cs)) return 0;
     return from_torch(s, a, o, out, numel, cs);
   }

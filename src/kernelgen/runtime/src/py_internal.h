@@ -70,19 +70,33 @@ int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigne
 // the __cuda_stream__ protocol).
 struct CallState;
 
-// The launch's stream: the `stream` argument (an int handle, a stream object with .cuda_stream or
-// __cuda_stream__), or, when none is named, torch's current stream if an array was a torch tensor
-// (cs->torch), else the stream the first __cuda_array_interface__ naming one gave, else the legacy
+// The stream the call names: an int handle or a stream object with .cuda_stream or
+// __cuda_stream__; None (or nothing) gives the legacy default stream.
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
+
+// The launch's stream, known before the arrays are read: the one the call names, else torch's
+// current stream on the current device when an array is a torch tensor (as torch's own operators
+// do). Otherwise it is decided after the arrays (launch_stream).
+int early_stream(const LauncherSpec* s, PyObject* stream_obj, PyObject* const* slots, int32_t nslots, CallState* cs);
+
+// Whether one of the arguments is a torch tensor (torch imported and its Tensor type resolved).
+bool any_torch_tensor(PyObject* const* slots, int32_t n);
+
+// The launch's stream after the arrays: the early one, else the stream the first array's
+// __cuda_array_interface__ names (where the protocol says its data is ready), else the legacy
 // default stream.
-int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs);
+void* launch_stream(const CallState* cs);
 
 // What one call of a launcher learns once and uses for several arguments: the current device,
 // asked of CUDA at most once per call, and only when an array's device is to be checked.
 struct CallState {
   int32_t device = -2;  // -2: not asked yet
-  bool torch = false;   // an array argument is a torch tensor
   bool has_cai_stream = false;  // an array's __cuda_array_interface__ names a stream: the first one's
   uint64_t cai_stream = 0;
+  // The launch's stream when known before the arrays are read (named by the call, or torch's
+  // current stream): DLPack producers are told it (__dlpack__(stream=...)).
+  bool stream_known = false;
+  void* stream = nullptr;
   int32_t current_device() { return device != -2 ? device : query_device(); }
   int32_t query_device();
 };
@@ -121,7 +135,6 @@ inline bool read_torch(const ArgSpec* a, PyObject* o, Value* out, int64_t* numel
   if (e.align > 1 && tv.data % e.align != 0) return false;
   out->u = tv.data;
   *numel = lanes / e.lanes;
-  cs->torch = true;
   return true;
 }
 

@@ -259,6 +259,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   PyObject* stream_obj = nullptr;
   if (bind(self, args, nargsf, kwnames, slots, &stream_obj, false) < 0) return nullptr;
   CallState cs;
+  if (early_stream(s, stream_obj, slots, s->nargs, &cs) < 0) return nullptr;
   Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
   int64_t numels[kMaxArgs];
   alignas(16) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
@@ -354,8 +355,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
       }
     }
   }
-  void* stream = nullptr;
-  if (convert_stream(s, stream_obj, &stream, &cs) < 0) return nullptr;
+  void* stream = launch_stream(&cs);
   const kg_kernel_info* ran = nullptr;
   const int32_t code = s->launch(values, stream, &ran);
   if (code == KG_LAUNCHED) {

@@ -163,20 +163,30 @@ void* torch_current_stream(int32_t device) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(h));
 }
 
-int convert_stream(const LauncherSpec* s, PyObject* o, void** out, CallState* cs) {
-  *out = nullptr;
-  if (o == nullptr || o == Py_None) {
-    // No stream named: torch's current stream when an array is a torch tensor (as torch's own
-    // operators do, so a launch inside `with torch.cuda.stream(...)` or a graph capture goes there);
-    // else the stream an array's __cuda_array_interface__ names (the protocol's: the data is ready
-    // there); else the legacy default stream.
-    if (cs != nullptr && cs->torch) {
-      *out = torch_current_stream(cs->current_device());
-    } else if (cs != nullptr && cs->has_cai_stream) {
-      *out = reinterpret_cast<void*>(static_cast<uintptr_t>(cs->cai_stream));
-    }
+int early_stream(const LauncherSpec* s, PyObject* stream_obj, PyObject* const* slots, int32_t nslots, CallState* cs) {
+  if (stream_obj != nullptr && stream_obj != Py_None) {
+    if (convert_stream(s, stream_obj, &cs->stream) < 0) return -1;
+    cs->stream_known = true;
     return 0;
   }
+  // No stream named: a torch tensor among the arrays means torch's current stream, so a launch
+  // inside `with torch.cuda.stream(...)` or a graph capture goes there.
+  if (any_torch_tensor(slots, nslots)) {
+    cs->stream = torch_current_stream(cs->current_device());
+    cs->stream_known = true;
+  }
+  return 0;
+}
+
+void* launch_stream(const CallState* cs) {
+  if (cs->stream_known) return cs->stream;
+  if (cs->has_cai_stream) return reinterpret_cast<void*>(static_cast<uintptr_t>(cs->cai_stream));
+  return nullptr;
+}
+
+int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
+  *out = nullptr;
+  if (o == nullptr || o == Py_None) return 0;
   PyObject* handle = nullptr;
   if (PyLong_Check(o) && !PyBool_Check(o)) {
     handle = o;
