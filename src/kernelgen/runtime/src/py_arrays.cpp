@@ -155,6 +155,12 @@ int finish_array(const LauncherSpec* s, const ArgSpec* a, uint64_t ptr, int64_t 
 
 int check_device(const LauncherSpec* s, const ArgSpec* a, int64_t device, CallState* cs) {
   const int32_t cur = cs->current_device();
+  if (device != cur && cur < 0) {
+    char d[160];
+    std::snprintf(d, sizeof d, "array is on CUDA device %lld but no CUDA device is visible here (no GPU, or no driver)",
+                  (long long)device);
+    return arg_error(s, a, "%s", d);
+  }
   if (device != cur) {
     char d[240];
     std::snprintf(d, sizeof d,
