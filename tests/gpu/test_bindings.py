@@ -654,6 +654,16 @@ def test_stream_keyword_accepted(g, kind):
     check(arrs)
 
 
+def x_pending(arrs: dict) -> None:
+    """Zeros arrs["x"] now and queues its values on torch's current stream behind a GPU sleep of
+    tens of milliseconds: a launch that reads x before that stream's work is done sees zeros."""
+    x_final = arrs["x"].clone()
+    arrs["x"].fill_(0.0)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)
+    arrs["x"].copy_(x_final)
+
+
 def test_without_stream_torch_arrays_launch_on_torchs_current_stream(g):
     """No stream named and torch tensors among the arrays: the launch goes to torch's current
     stream, as torch's own operators do. So it can be captured into a CUDA graph without stream=
@@ -672,13 +682,9 @@ def test_without_stream_torch_arrays_launch_on_torchs_current_stream(g):
     check(arrs)  # the replay wrote them
 
     arrs = arrays()
-    x_final = arrs["x"].clone()
-    arrs["x"].fill_(0.0)
-    torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)  # keeps side busy for tens of milliseconds
-        arrs["x"].copy_(x_final)       # on side, after the sleep
+        x_pending(arrs)                  # on side
         assert launch(g, arrs).launched  # must read x after that copy
     side.synchronize()
     check(arrs)
@@ -689,13 +695,9 @@ def test_without_stream_a_cai_array_naming_a_stream_launches_there(g):
     (the protocol's: the data is ready there): the launch goes to that stream, so it is ordered after
     the work queued on it."""
     arrs = arrays()
-    x_final = arrs["x"].clone()
-    arrs["x"].fill_(0.0)
-    torch.cuda.synchronize()
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
-        torch.cuda._sleep(50_000_000)
-        arrs["x"].copy_(x_final)
+        x_pending(arrs)
     wrapped = {k: CAI(v, stream=side.cuda_stream if k == "x" else CAI._MISSING) for k, v in arrs.items()}
     assert launch(g, arrs, wrapped).launched
     side.synchronize()
@@ -720,12 +722,8 @@ def test_dlpack_producers_are_told_the_launch_stream(g):
     and so orders its pending work (a copy on torch's current stream behind a GPU sleep) before the
     launch; with no stream named and no torch tensor, it is asked without one."""
     arrs = arrays()
-    x_final = arrs["x"].clone()
-    arrs["x"].fill_(0.0)
-    torch.cuda.synchronize()
     side = torch.cuda.Stream()
-    torch.cuda._sleep(50_000_000)  # on torch's current stream
-    arrs["x"].copy_(x_final)       # the data the launch must read, after the sleep
+    x_pending(arrs)  # on torch's current stream
     x = DLPackStream(arrs["x"])
     assert launch(g, arrs, {"x": x}, stream=side).launched
     assert x.streams == [side.cuda_stream]
