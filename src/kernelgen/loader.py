@@ -1264,6 +1264,16 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                         fields.append(StructField(fname, scalar, count, offset, fkey.loc))
                         offset += size * max(count, 1)
                         align = max(align, size)
+            if "align" in f:
+                with ctx.at("align"):
+                    given = _int(ctx, f["align"])
+                    if given not in (1, 2, 4, 8, 16):
+                        raise ctx.error(f["align"].loc, f"alignment {given} is not 1, 2, 4, 8 or 16")
+                    if given < align:
+                        raise ctx.error(f["align"].loc, f"alignment {given} is less than the fields' ({align})",
+                                        "leave align out, or give at least the largest field's size")
+                    align = given
+            with ctx.at("fields"):
                 total = (offset + align - 1) // align * align
                 if total > MAX_STRUCT_BYTES:
                     raise ctx.error(fn.loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")

@@ -48,6 +48,12 @@ class Struct:
     loc: SourceLoc
     module: str = ""
 
+    @property
+    def over_aligned(self) -> int:
+        """The struct's alignment where its ``align`` makes it more than its fields give, else 0."""
+        natural = max((f.scalar.bits // 8 for f in self.fields), default=1)
+        return self.align if self.align > natural else 0
+
 
 @dataclass(frozen=True)
 class Arg:

@@ -266,6 +266,11 @@ STRUCT = Struct(
               "C++ API header so that C++ callers can name it. Without it the C++ API forward-declares "
               "`struct <cpp>;`, which suits a struct defined by that name (not a typedef or a template).",
               "none"),
+        Field("align", Kind("integer", {"type": "integer", "enum": [1, 2, 4, 8, 16]}), False,
+              "The C++ type's alignment in bytes where it is more than its fields give: CUDA's `float2` and "
+              "`int2` are 8, `float4`, `int4` and a struct declared `__align__(16)` 16. The C layout (size "
+              "rounded up to it), the C ABI struct, Python's packing and the Rust struct follow it.",
+              "the fields' natural alignment"),
     ),
 )
 

@@ -11,7 +11,9 @@ current GPU's target:
 - `constant_scale.scale_by_constant`: a `__constant__` factor set from a host argument
   (`to_symbol`), refused while the stream is being captured;
 - `hdr_a` and `hdr_b`: two modules whose sources include one header that defines a host
-  function and a kernel; both build into one library and both launch.
+  function and a kernel; both build into one library and both launch;
+- `aligned`: structs whose alignment is more than their fields give (float2, an __align__(16)
+  struct) arrive intact.
 """
 
 from __future__ import annotations
@@ -284,3 +286,30 @@ def test_modules_sharing_a_header_both_launch(folder):
     assert torch.equal(outs["rb"], i + 7)
     assert torch.equal(outs["fa"], torch.full_like(i, 3.5))
     assert torch.equal(outs["fb"], torch.full_like(i, -1.25))
+
+
+def test_over_aligned_structs_arrive_intact(folder):
+    """`aligned`: CUDA's float2 (align 8) and an __align__(16) struct of 12 bytes of fields, passed
+    by value from mappings and dataclasses; every field reaches the kernel."""
+    m = load(folder, "aligned")
+    n = 1000
+    out = torch.stack([torch.arange(n, dtype=torch.float32), -torch.arange(n, dtype=torch.float32)], 1).cuda()
+    want = out.clone()
+    assert m.shift_pairs(out, {"x": 0.5, "y": -2.25}, n).launched
+    torch.cuda.synchronize()
+    want[:, 0] += 0.5
+    want[:, 1] -= 2.25
+    assert torch.equal(out, want)
+
+    @dataclasses.dataclass
+    class Span:
+        lo: float
+        hi: float
+        n: int
+
+    x = torch.linspace(-10, 10, n, device="cuda")
+    ref = x.clone()
+    assert m.clamp_span(x, Span(-2.5, 3.0, 600), n=n).launched
+    torch.cuda.synchronize()
+    ref[:600] = ref[:600].clamp(-2.5, 3.0)
+    assert torch.equal(x, ref)  # the first s.n values clamped, the rest untouched

@@ -134,6 +134,12 @@ BAD = [
     ("template struct without header", "    cpp: ns::corr_dims", "    cpp: ns::corr_dims<float>", "    cpp:",
      "is a template; the C++ API cannot forward-declare it"),
     ("struct in an expression", "    grid: [rows, 1, 1]", "    grid: [d, 1, 1]", "    grid:", "undefined name 'd'"),
+    ("align not a power of two", "    fields: {v0: f32, v1: f32}", "    fields: {v0: f32, v1: f32}\n    align: 12",
+     "    align:", "alignment 12 is not 1, 2, 4, 8 or 16"),
+    ("align above 16", "    fields: {v0: f32, v1: f32}", "    fields: {v0: f32, v1: f32}\n    align: 32",
+     "    align:", "alignment 32 is not 1, 2, 4, 8 or 16"),
+    ("align below the fields'", "      bias: f32[2]\n", "      bias: f32[2]\n    align: 4\n", "    align:",
+     "alignment 4 is less than the fields' (8)"),
 ]
 
 
@@ -223,3 +229,27 @@ def test_half_precision_and_bool_fields_have_their_c_and_rust_layouts(tmp_path: 
     assert "  uint16_t h;\n  uint16_t b[3];\n  bool flag;\n} kg_demo__params__t;" in c_h
     lib = files["generated/hopper/rust/src/demo.rs"]
     assert "pub h: u16," in lib and "pub b: [u16; 3]," in lib and "pub flag: bool," in lib
+
+
+def test_align_raises_a_structs_alignment_and_its_layouts(tmp_path: Path) -> None:
+    """`align` (CUDA's float2: 8; a struct declared __align__(16)): the layout's size rounds up to it,
+    the C++ check expects it, the C ABI struct and the Rust struct carry it; without it, nothing
+    changes."""
+    spec = SPEC.replace("    fields: {v0: f32, v1: f32}", "    fields: {v0: f32, v1: f32, v2: f32}\n    align: 16", 1)
+    catalog = load_catalog(project(tmp_path, spec))
+    dims, params = catalog.module("demo").structs
+    assert (dims.size, dims.align, dims.over_aligned) == (16, 16, 16)
+    assert (params.size, params.align, params.over_aligned) == (24, 8, 0)
+    files = render_catalog(catalog)
+    base = "generated/hopper/"
+    c_h = files[base + "include/kernelgen/demo_c.h"]
+    assert "typedef struct __attribute__((aligned(16))) kg_demo__dims__t {" in c_h
+    assert "typedef struct kg_demo__params__t {" in c_h
+    cu = files[base + "src/demo.cu"]
+    assert "static_assert(sizeof(kg_struct_dims) == 16," in cu and "static_assert(alignof(kg_struct_dims) == 16," in cu
+    rust = files[base + "rust/src/demo.rs"]
+    assert "#[repr(C, align(16))]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Dims {" in rust
+    assert "#[repr(C)]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Params {" in rust
+    binding = files[base + "python/demo.cpp"]
+    assert '"dims", 16, 16, kg_fields_dims' in binding.replace("{ ", "").replace(" }", "")
+

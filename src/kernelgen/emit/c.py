@@ -124,7 +124,8 @@ def c_structs(lm: LModule) -> list[dict[str, object]]:
     for st in lm.structs:
         fields = [f"{f.scalar.c_type} {f.name}" + (f"[{f.count}]" if f.count else "") for f in st.fields]
         out.append({"name": st.name, "c": names.c_struct(lm.name, st.name), "fields": fields, "size": st.size,
-                    "cpp": comment_text(st.cpp)})
+                    "cpp": comment_text(st.cpp),
+                    "attr": f" __attribute__((aligned({st.over_aligned})))" if st.over_aligned else ""})
     return out
 
 

@@ -156,7 +156,7 @@ def _structs(lm: LModule) -> list[dict[str, object]]:
         fields = [(rust_ident(f.name), f"[{f.scalar.rust}; {f.count}]" if f.count else f.scalar.rust)
                   for f in st.fields]
         out.append({"ident": struct_ident(st.name), "cpp": doc_text(st.cpp), "size": st.size, "fields": fields,
-                    "name": st.name})
+                    "name": st.name, "repr": f"C, align({st.over_aligned})" if st.over_aligned else "C"})
     return out
 
 
