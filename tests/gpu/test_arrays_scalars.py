@@ -463,3 +463,15 @@ def test_a_kernel_spelling_its_integers_long_long_gets_the_values(m):
     got = out.cpu().view(torch.int64)  # the same bits, read as signed
     want = torch.where(torch.arange(n) < 700, x.cpu() + bias, 0)
     assert torch.equal(got, want)
+
+
+def test_an_enum_parameter_gets_the_integer(m):
+    """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
+    the value as the enum. Values outside the spec's range are refused by its `requires`."""
+    base = torch.linspace(-3, 3, 1000, device="cuda")
+    for act, want in ((0, base), (1, -base), (2, 2 * base)):
+        x = base.clone()
+        assert m.apply_act(x, act, 1000).launched
+        torch.cuda.synchronize()
+        assert torch.equal(x, want), act
+    refused(lambda: m.apply_act(base.clone(), 3, 1000), "apply_act", None, "act <= 2")

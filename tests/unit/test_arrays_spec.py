@@ -185,7 +185,7 @@ def test_cpp_launchers_and_api(files) -> None:
     assert "void (*)(const __nv_bfloat162*, const __nv_bfloat162*, __nv_bfloat162*, uint32_t)" in cu
     # read_only: the API takes const, the launch casts it back
     assert "Outcome gather(const float* table, const int32_t* idx, float* out," in h
-    assert "(const_cast<float*>(table), kg::as_param<decltype(&::gather_kernel), 1>(idx), out, n, dim)" in cu
+    assert "(const_cast<float*>(table), kg::arg<kg_f, 1>(idx), out, kg::arg<kg_f, 3>(n), kg::arg<kg_f, 4>(dim))" in cu
     # f16/bf16: the C ABI's bits become the kernel's types
     assert "kg::from_bits<__half>(h), kg::from_bits<__nv_bfloat16>(b)" in cu
     assert "Outcome scalars(float* out, double* out64, bool flag, __half h, __nv_bfloat16 b, double d, float f," in h

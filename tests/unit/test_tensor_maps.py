@@ -110,7 +110,7 @@ def test_launcher_encodes_the_maps_and_passes_them_after_the_args(rendered) -> N
     assert launch.index("plan_gemm(") < launch.index("kg_tensor_maps_gemm(") < launch.index("::gemm<<<")
     assert "if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_gemm};" in launch
     assert "::gemm<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), " \
-           "stream>>>(x, kg::as_param<decltype(&::gemm), 1>(w), out, m, k, kg_tm[0], kg_tm[1]);" in launch
+           "stream>>>(x, kg::arg<kg_f, 1>(w), out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(k), kg_tm[0], kg_tm[1]);" in launch
 
 
 def test_modules_without_maps_do_not_include_the_header(rendered) -> None:

@@ -49,6 +49,13 @@ def cpp_type(a: CArg) -> str:
 _INTEGER_CPP = frozenset(f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64))
 
 
+def _integer_arg(a: CArg) -> bool:
+    """An integer argument or a pointer to integers (device scalars included)."""
+    if a.is_pointer:
+        return a.arg.elem is not None and a.arg.elem.cpp in _INTEGER_CPP
+    return a.scalar is not None and a.scalar.cpp in _INTEGER_CPP
+
+
 def kernel_type(a: CArg) -> str:
     """The type of the __global__ function's parameter."""
     if a.is_pointer:
@@ -133,16 +140,17 @@ class CppKernel(c.CKernel):
     def int_arg_names(self) -> str:
         return ", ".join(a.name for a in self.ir.int_args)
 
-    def kernel_arg_names(self, sym: str) -> str:
-        """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``). A pointer to
-        integers goes through kg::as_param, as the kernel may spell the integer type otherwise
-        (long long* for i64*)."""
-        out = []
-        for i, a in enumerate(self.ir.kernel_args):
-            value = to_kernel(a)
-            if a.is_pointer and a.arg.elem is not None and a.arg.elem.cpp in _INTEGER_CPP:
-                value = f"kg::as_param<decltype(&{sym}), {i}>({value})"
-            out.append(value)
+    @property
+    def casts_args(self) -> bool:
+        """Whether an argument is an integer or a pointer to integers, which the kernel may spell
+        otherwise (long long* for i64*) or take as an enum: the launch passes it through kg::arg
+        as parameter i of kg_f, the kernel's type."""
+        return any(_integer_arg(a) for a in self.ir.kernel_args)
+
+    def kernel_arg_names(self) -> str:
+        """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``)."""
+        out = [f"kg::arg<kg_f, {i}>({to_kernel(a)})" if _integer_arg(a) else to_kernel(a)
+               for i, a in enumerate(self.ir.kernel_args)]
         return ", ".join(out + [f"kg_tm[{i}]" for i in range(len(self.ir.tensor_maps))])
 
     @property
@@ -204,12 +212,13 @@ class CppKernel(c.CKernel):
         launcher then reads cudaGetLastError), or cudaLaunchKernelEx with the launch attributes,
         returning its outcome."""
         ir = self.ir
-        args = self.kernel_arg_names(sym)
+        args = self.kernel_arg_names()
+        alias = [f"using kg_f = decltype(&{sym});  // its parameter types, for kg::arg"] if self.casts_args else []
         if not ir.launch_ex:
-            return [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
-                    f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
+            return alias + [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
+                            f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
         nattrs = int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)
-        out = [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
+        out = alias + [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
         i = 0
         if ir.cooperative:
             out += [f"kg_attrs[{i}].id = cudaLaunchAttributeCooperative;", f"kg_attrs[{i}].val.cooperative = 1;"]
@@ -272,7 +281,8 @@ class CppKernel(c.CKernel):
                 f"kernelgen: {a.arg.loc}: kernel '{self.ir.name}': argument '{a.name}' (parameter {i + 1}: "
                 f"{a.spelling}, {kernel_type(a)} in C++) is not the type of parameter {i + 1} of the __global__ "
                 f"definition of {sym.lstrip(':')}; give the argument the kernel's type (integers of one size and "
-                "signedness may be spelled either way, long long for i64; a pointer keeps its const)"
+                "signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer "
+                "keeps its const)"
             )))
         for j, t in enumerate(self.ir.tensor_maps):
             i = len(self.ir.kernel_args) + j

@@ -47,14 +47,26 @@ namespace kg {
 
 // The launchers' check of a kernel's parameters against the spec's types. Integers of one size and
 // signedness are one type here, whatever their spelling (long long and long, unsigned long long and
-// uint64_t, int and int32_t), and so are pointers to them with the same const and volatile; every
-// other parameter must be the spec's type exactly.
+// uint64_t, int and int32_t), an enum counts as its underlying integer type, and pointers to such
+// types with the same const and volatile are one type too; every other parameter must be the spec's
+// type exactly.
+template <typename T, bool = std::is_enum_v<T>>
+struct integer_of {
+  using type = T;
+};
+template <typename T>
+struct integer_of<T, true> {
+  using type = std::underlying_type_t<T>;
+};
+
 template <typename A, typename B, bool = std::is_integral_v<A> && std::is_integral_v<B>>
-struct same_integer : std::false_type {};
+struct same_integer_type : std::false_type {};
 template <typename A, typename B>
-struct same_integer<A, B, true>
+struct same_integer_type<A, B, true>
     : std::bool_constant<!std::is_same_v<A, bool> && !std::is_same_v<B, bool> && sizeof(A) == sizeof(B) &&
                          std::is_signed_v<A> == std::is_signed_v<B>> {};
+template <typename A, typename B>
+using same_integer = same_integer_type<typename integer_of<A>::type, typename integer_of<B>::type>;
 
 template <typename A, typename B>
 struct same_param {
@@ -95,11 +107,16 @@ constexpr bool param_matches() {
   }
 }
 
-// A pointer argument as parameter I of kernel F, which may spell its integer type otherwise
-// (long long* for int64_t*).
+// An integer argument, or a pointer to integers, as parameter I of kernel F, which may spell the
+// integer type otherwise (long long for int64_t) or take an enum of it: a static_cast of the value,
+// a reinterpret_cast of the pointer (no-ops where the types agree).
 template <typename F, std::size_t I, typename A>
-inline param_t<F, I> as_param(A* a) {
-  return reinterpret_cast<param_t<F, I>>(a);
+inline param_t<F, I> arg(A a) {
+  if constexpr (std::is_pointer_v<A>) {
+    return reinterpret_cast<param_t<F, I>>(a);
+  } else {
+    return static_cast<param_t<F, I>>(a);
+  }
 }
 
 // A 16-bit float scalar (__half, __nv_bfloat16) from the bit pattern the C ABI passes.
