@@ -460,12 +460,19 @@ def _build(ctx: _Ctx, node: YNode) -> Build:
     return Build(node.loc, tuple(dirs), tuple(defines), tuple(flags))
 
 
+def _optional_build(ctx: _Ctx, f: Mapping[str, YNode]) -> Build:
+    """The `build:` entry among a mapping's fields (a project's, a target's or a module's), or none."""
+    if "build" not in f:
+        return Build()
+    with ctx.at("build"):
+        return _build(ctx, f["build"])
+
+
 def _seq(ctx: _Ctx, node: YNode) -> list[YNode]:
+    """A list of at least one item (the list limit checked by _list)."""
     if not isinstance(node, YSeq) or not node.items:
         raise ctx.error(node.loc, f"expected a list of at least one item, got {_kind(node)}")
-    if len(node.items) > MAX_LIST:
-        raise ctx.error(node.loc, f"{len(node.items)} entries; the limit is {MAX_LIST}")
-    return list(node.items)
+    return _list(ctx, node, lambda n: n)
 
 
 _RUNTIME_HEADERS = Path(__file__).resolve().parent / "runtime" / "include" / "kernelgen"
@@ -483,10 +490,10 @@ def runtime_identifiers() -> frozenset[str]:
     return frozenset(words)
 
 
-def catalog_identifiers(catalog: Catalog, modules: Sequence[Module] | None = None) -> dict[str, str]:
-    """Every name of the catalog (or of ``modules``) that the generated code spells, with what it is."""
+def catalog_identifiers(modules: Sequence[Module]) -> dict[str, str]:
+    """Every name of ``modules`` that the generated code spells, with what it is."""
     out: dict[str, str] = {}
-    for m in catalog.modules if modules is None else modules:
+    for m in modules:
         out.setdefault(m.name, f"module '{m.name}'")
         for c, _ in m.constants:
             out.setdefault(c, f"a constant of module '{m.name}'")
@@ -518,15 +525,15 @@ def _check_defines(catalog: Catalog) -> None:
     if not any(b.defines for b, _ in layers):
         return
     runtime = runtime_identifiers()
+    everywhere = catalog_identifiers(catalog.modules) if any(b.defines for b, m in layers if m is None) else {}
     for build, module in layers:
         if not build.defines:
             continue
         # A module's macros reach its own translation unit: its names and those of the modules whose
-        # kernels its chains call (their headers are included).
-        scope = None if module is None else [module] + [
+        # kernels its chains call (their headers are included); the project's and a target's, every module.
+        names = everywhere if module is None else catalog_identifiers([module] + [
             o for o in catalog.modules
-            if o is not module and any(r.module == o.name for fb in module.fallbacks for r in fb.members)]
-        names = catalog_identifiers(catalog, scope)
+            if o is not module and any(r.module == o.name for fb in module.fallbacks for r in fb.members)])
         for name, _, loc in build.defines:
             what = names.get(name)
             if what is None and name in RESERVED:
@@ -602,12 +609,8 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                 if key_name in f:
                     with ctx.at(key_name):
                         table[key_name] = _int(ctx, f[key_name], lo, hi)
-            build = Build()
-            if "build" in f:
-                with ctx.at("build"):
-                    build = _build(ctx, f["build"])
             targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
-                                  build=build))
+                                  build=_optional_build(ctx, f)))
     if not targets:
         raise ctx.error(node.loc, "no targets defined")
     return tuple(sorted(targets, key=lambda t: t.name))
@@ -653,13 +656,9 @@ def load_project_file(path: Path, root: Path) -> tuple[Naming, Build]:
                 raise ctx.error(f[key].loc, f"package '{value}' would shadow an installed package",
                                 "choose another name")
             values[key] = value
-    build = Build()
-    if "build" in f:
-        with ctx.at("build"):
-            build = _build(ctx, f["build"])
     naming = Naming.for_package(values["package"], values.get("namespace"), values.get("c_prefix"),
                                 values.get("library"))
-    return naming, build
+    return naming, _optional_build(ctx, f)
 
 
 # ------------------------------------------------------------------ modules
@@ -865,15 +864,11 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         with ctx.at("fallbacks"):
             fallbacks = _fallbacks(ctx, f["fallbacks"], name, names)
     _check_public_names(ctx, f, kernels, dispatches, fallbacks, constants, structs)
-    build = Build()
-    if "build" in f:
-        with ctx.at("build"):
-            build = _build(ctx, f["build"])
     return Module(
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
         tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
         kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None, structs=structs,
-        build=build,
+        build=_optional_build(ctx, f),
     )
 
 
