@@ -183,19 +183,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _build_lines(catalog, m) -> list[tuple[str, str]]:
     """A module's build settings as `kernelgen list` shows them: once when every target has the
     same, else per target."""
-    from kernelgen.model import Build
 
-    def text(b: Build) -> str:
+    def text(b) -> str:
         parts = []
         if b.include_dirs:
             parts.append("include " + ", ".join(d for d, _ in b.include_dirs))
         if b.defines:
-            parts.append("defines " + ", ".join(n if v is None else f"{n}={v}" for n, v, _ in b.defines))
+            parts.append("defines " + ", ".join(b.define_texts))
         if b.nvcc_flags:
             parts.append("nvcc " + " ".join(b.nvcc_flags))
         return "; ".join(parts)
 
-    per = [(t.name, text(Build.merged(catalog.build, t.build, m.build))) for t in catalog.targets]
+    per = [(t.name, text(catalog.module_build(m, t))) for t in catalog.targets]
     if not any(t for _, t in per):
         return []
     if len({t for _, t in per}) == 1:

@@ -284,6 +284,11 @@ class Build:
     def __bool__(self) -> bool:
         return bool(self.include_dirs or self.defines or self.nvcc_flags)
 
+    @property
+    def define_texts(self) -> list[str]:
+        """The macros as the compiler's -D takes them: NAME, or NAME=VALUE."""
+        return [n if v is None else f"{n}={v}" for n, v, _ in self.defines]
+
     @staticmethod
     def merged(*layers: Build) -> Build:
         """One module's settings from the project's, the target's and the module's, in that order:
@@ -379,6 +384,10 @@ class Catalog:
     modules: tuple[Module, ...] = field(default=())
     naming: Naming = field(default=DEFAULT_NAMING)  # the project's names (specs/project.yaml)
     build: Build = field(default_factory=Build)  # the project's build settings (specs/project.yaml)
+
+    def module_build(self, m: Module, t: Target) -> Build:
+        """Module ``m``'s build settings on target ``t``: the project's, the target's and its own."""
+        return Build.merged(self.build, t.build, m.build)
 
     def module(self, name: str) -> Module | None:
         for m in self.modules:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelgen.emit.base import render, stamp
-from kernelgen.model import Build, Catalog, Target
+from kernelgen.model import Catalog, Target
 
 
 def include_dir(d: str) -> str:
@@ -11,29 +11,19 @@ def include_dir(d: str) -> str:
     return d if d.startswith("/") else "${KERNELGEN_ROOT}/" + d
 
 
-def module_builds(catalog: Catalog, t: Target) -> list[tuple[str, Build]]:
-    """Each module's build settings on target ``t`` (project, target, module merged), for the
-    modules that have any."""
-    out = []
-    for m in catalog.modules:
-        b = Build.merged(catalog.build, t.build, m.build)
-        if b:
-            out.append((m.name, b))
-    return out
-
-
-def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog | None = None) -> dict[str, str]:
+def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog) -> dict[str, str]:
     builds = [
         {
-            "module": name,
+            "module": m.name,
             "include_dirs": [include_dir(d) for d, _ in b.include_dirs],
-            "defines": [n if v is None else f"{n}={v}" for n, v, _ in b.defines],
+            "defines": b.define_texts,
             "nvcc_flags": list(b.nvcc_flags),
         }
-        for name, b in (module_builds(catalog, t) if catalog is not None else [])
+        for m in catalog.modules
+        if (b := catalog.module_build(m, t))
     ]
     headers: dict[str, list[str]] = {}
-    for m in catalog.modules if catalog is not None else ():
+    for m in catalog.modules:
         for st in m.structs:
             if st.header:
                 folder, _, _ = st.header.rpartition("/")
