@@ -89,6 +89,17 @@ void check_torch() {
       if (g.torch_dtypes[i] == nullptr) PyErr_Clear();  // an older torch without this dtype: never matches
     }
     g.torch_tensor = tensor;
+    // torch._C._cuda_getCurrentRawStream: the stream a launch naming none takes when an array is a
+    // torch tensor (absent from a torch without CUDA: the legacy default stream then).
+    PyObject* c = PyObject_GetAttrString(torch, "_C");
+    PyObject* current = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : nullptr;
+    Py_XDECREF(c);
+    if (current != nullptr && PyCallable_Check(current)) {
+      g.torch_current_stream = current;
+    } else {
+      Py_XDECREF(current);
+    }
+    PyErr_Clear();
     // The C++ reader, built where torch was installed at build time; optional.
     PyObject* fast = PyImport_ImportModule(KERNELGEN_PACKAGE "." KERNELGEN_TARGET_NAME "._torch_fast");
     PyObject* cap = fast ? PyObject_GetAttrString(fast, "reader") : nullptr;

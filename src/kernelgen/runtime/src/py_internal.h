@@ -26,10 +26,9 @@ struct Shared {
   PyObject* torch_tensor = nullptr;
   PyObject* torch_dtypes[kTorchCount] = {};  // by TorchCode
   TensorReader torch_reader = nullptr;  // kernelgen_ops.<target>._torch_fast, when built
-  // torch._C._cuda_getCurrentRawStream: the stream a launch takes when the call names none and an
-  // array is a torch tensor; looked up once (torch_stream_lookup: 1 found, -1 absent).
+  // torch._C._cuda_getCurrentRawStream, resolved with torch.Tensor: the stream a launch takes when
+  // the call names none and an array is a torch tensor.
   PyObject* torch_current_stream = nullptr;
-  int torch_stream_lookup = 0;
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_stride, *s_element_size, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_cuda_stream_proto;

@@ -131,25 +131,10 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
   return 0;
 }
 
-// torch's current stream on `device` (torch._C._cuda_getCurrentRawStream, the raw handle), or the
-// legacy default stream (null) where this torch lacks the function or the call fails.
+// torch's current stream on `device` (torch._C._cuda_getCurrentRawStream, resolved with
+// torch.Tensor), or the legacy default stream (null) where this torch lacks it or the call fails.
 void* torch_current_stream(int32_t device) {
-  if (g.torch_stream_lookup == 0) {
-    g.torch_stream_lookup = -1;
-    PyObject* name = PyUnicode_FromString("torch._C");
-    PyObject* c = name ? PyImport_GetModule(name) : nullptr;
-    Py_XDECREF(name);
-    PyObject* fn = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : nullptr;
-    Py_XDECREF(c);
-    if (fn != nullptr && PyCallable_Check(fn)) {
-      g.torch_current_stream = fn;
-      g.torch_stream_lookup = 1;
-    } else {
-      Py_XDECREF(fn);
-    }
-    PyErr_Clear();
-  }
-  if (g.torch_stream_lookup < 0 || device < 0) return nullptr;
+  if (g.torch_current_stream == nullptr || device < 0) return nullptr;
   PyObject* dev = PyLong_FromLong(device);  // a small int: CPython's cached object
   PyObject* r = dev != nullptr ? PyObject_CallOneArg(g.torch_current_stream, dev) : nullptr;
   Py_XDECREF(dev);
