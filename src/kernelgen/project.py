@@ -16,7 +16,7 @@ import os
 import sysconfig
 from pathlib import Path
 
-from kernelgen.emit.base import render, stamp
+from kernelgen.emit.cmake import package_config
 from kernelgen.model import Catalog
 from kernelgen.names import DEFAULT
 
@@ -37,23 +37,11 @@ def project_file(catalog: Catalog, root: Path | None) -> str:
     )
 
 
-def cmake_config(catalog: Catalog) -> str:
-    """``<package>-config.cmake``: find_package(<package> CONFIG COMPONENTS <target>...) for C++
-    programs, one imported library per built target (each target's ``package_target.cmake``)."""
-    return render("package_config.cmake.j2", {
-        "stamp": stamp("specs/targets.yaml and specs/project.yaml"),
-        "pkg": catalog.naming.package,
-        "namespace": catalog.naming.namespace,
-        "targets": " ".join(t.name for t in catalog.targets),
-        "project": catalog.naming,
-    })
-
-
 def shell_files(catalog: Catalog, root: Path | None) -> dict[str, str]:
     """The package's own files: ``{name: text}``."""
     files = {name: (SHELL_DIR / name).read_text(encoding="utf-8") for name in SHELL_FILES}
     files["_project.py"] = project_file(catalog, root)
-    files[f"{catalog.naming.package}-config.cmake"] = cmake_config(catalog)
+    files[f"{catalog.naming.package}-config.cmake"] = package_config(catalog)
     return files
 
 

@@ -1,4 +1,4 @@
-"""The target's CMake list: the only place that spells CMake."""
+"""The target's CMake list and the package's CMake config: the only place that spells CMake."""
 
 from __future__ import annotations
 
@@ -40,3 +40,17 @@ def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog
     }
     return {"CMakeLists.txt": render("CMakeLists.txt.j2", ctx),
             "package_target.cmake": render("package_target.cmake.j2", ctx)}
+
+
+def package_config(catalog: Catalog) -> str:
+    """The package's ``<package>-config.cmake`` (installed with the package's shell, see
+    kernelgen.project): find_package(<package> CONFIG COMPONENTS <target>...) for C++ programs, one
+    imported library per built target (each target's ``package_target.cmake``)."""
+    return render("package_config.cmake.j2", {
+        "stamp": stamp("specs/targets.yaml and specs/project.yaml"),
+        "pkg": catalog.naming.package,
+        "namespace": catalog.naming.namespace,
+        "targets": " ".join(t.name for t in catalog.targets),
+        "project": catalog.naming,
+    })
+
