@@ -10,6 +10,7 @@ kernelgen's own catalog), beside the package's shell (see :mod:`kernelgen.projec
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import json
 import os
@@ -21,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelgen import toolkit
+from kernelgen import kernel_source, toolkit
 from kernelgen.errors import BuildError, SpecError
 from kernelgen.model import Catalog, Target
 
@@ -215,6 +216,35 @@ def _base_name(symbol: str) -> str:
     return symbol.split("<", 1)[0].split("::")[-1].strip()
 
 
+_SOURCE_INCLUDE = re.compile(r'^#include "(?P<path>[^"]+)"', re.M)
+
+
+def _global_names_hint(missing: str, generated: str, root: Path) -> str:
+    """``; the sources declare __global__ a, b`` (with the closest first) for the sources a
+    generated translation unit includes from the project, or nothing when it has none."""
+    sources = []
+    for m in _SOURCE_INCLUDE.finditer(generated):
+        if m.group("path").startswith("kernelgen/"):
+            continue
+        try:
+            sources.append((m.group("path"), (root / m.group("path")).read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            continue
+    names = kernel_source.global_names(sources)
+    if not names:
+        return ""
+    same = [n for n in names if n.split("::")[-1] == missing]
+    if same:
+        return (f" (the sources declare __global__ {', '.join(same)}: spell the symbol with its namespace, or "
+                "check the preprocessor branch that declares it is taken)")
+    close = difflib.get_close_matches(missing, [n.split("::")[-1] for n in names], n=1, cutoff=0.6)
+    if close:
+        full = next(n for n in names if n.split("::")[-1] == close[0])
+        return f" (did you mean '{full}'? it is a __global__ function of the sources)"
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    return f" (the sources declare __global__ functions {shown})"
+
+
 def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
     """For each kernel whose ``symbol`` nvcc cannot find or compile in a generated translation
     unit: the spec's file:line, the kernel and the symbol, read back from the generated file's
@@ -223,6 +253,16 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
     arguments do not compile: an undeclared type, a wrong number of arguments)."""
     out: list[str] = []
     checks: dict[Path, list[tuple[int, re.Match[str]]]] = {}
+    texts: dict[Path, str] = {}
+
+    def text_of(path: Path) -> str:
+        if path not in texts:
+            try:
+                texts[path] = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                texts[path] = ""
+        return texts[path]
+
     for ln in lines:
         m = _NVCC_ERROR.match(ln.strip())
         if m is None:
@@ -233,10 +273,7 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
         if "generated" not in path.parts:
             continue
         if path not in checks:
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
+            text = text_of(path)
             checks[path] = [(text.count("\n", 0, c.start()) + 1, c) for c in _SIGNATURE_CHECK.finditer(text)]
         name = (u.group("a") or u.group("b")) if u else None
         line = int(m.group("line"))
@@ -245,7 +282,8 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
             where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
             if name is not None and _base_name(c.group("sym")) == _base_name(name):
                 msg = (f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
-                       "__global__ function (and its namespace), or list the source that defines it under sources")
+                       "__global__ function (and its namespace), or list the source that defines it under sources"
+                       + _global_names_hint(_base_name(name), text_of(path), root))
             elif line == at:
                 msg = (f"{where} does not compile: {m.group('msg').strip()}; check the template arguments of the "
                        "spec's symbol against the kernel's template parameters, and that the sources declare "

@@ -196,3 +196,54 @@ def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Dec
             out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, known),
                                    _bounds_of(head, known)))
     return out
+
+
+_GLOBAL = re.compile(r"\b__global__\b")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
+_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
+               "__align__", "decltype"}
+
+
+_NAMESPACE_OR_BRACE = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)?\s*\{|[{}]")
+
+
+def _namespaces_at(text: str) -> list[tuple[int, str]]:
+    """(offset, the namespaces open there, ``a::b``) at each brace of ``text``, for looking up the
+    namespace of a position: the last entry before it."""
+    stack: list[str | None] = []
+    out: list[tuple[int, str]] = [(0, "")]
+    for m in _NAMESPACE_OR_BRACE.finditer(text):
+        if m.group(0) == "}":
+            if stack:
+                stack.pop()
+        elif m.group(0) == "{":
+            stack.append(None)
+        else:
+            stack.append(m.group(1))  # an anonymous namespace adds nothing to the spelling
+        out.append((m.end(), "::".join(n for n in stack if n is not None)))
+    return out
+
+
+def global_names(sources: list[tuple[str, str]]) -> list[str]:
+    """The names of the ``__global__`` functions declared in ``sources`` (path, text), qualified by
+    the namespaces they are declared in (``ns::kernel``), in order of appearance, each once: for
+    messages suggesting the name a spec meant."""
+    out: list[str] = []
+    for _, raw in sources:
+        text = strip_comments(raw)
+        spaces = _namespaces_at(text)
+        for g in _GLOBAL.finditer(text):
+            end = min((i for i in (text.find(c, g.end()) for c in ";{}") if i >= 0), default=len(text))
+            pos = g.end()
+            while (m := _CALLED.search(text, pos, end)) is not None:
+                if m.group(1) not in _ATTRIBUTES:
+                    ns = [n for at, n in spaces if at <= g.start()][-1]
+                    name = f"{ns}::{m.group(1)}" if ns else m.group(1)
+                    if name not in out:
+                        out.append(name)
+                    break
+                try:
+                    pos = m.end() + len(_balanced(text, m.end())) + 1
+                except SourceScanError:
+                    break
+    return out

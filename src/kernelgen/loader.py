@@ -118,6 +118,14 @@ class _Ctx:
         return SpecError(loc, self.field, message, hint)
 
 
+# What a missing required key is for, where its name alone does not say.
+_REQUIRED_HINTS = {
+    "examples": "a list of argument values for which the kernel launches, such as "
+    "[{rows: 4, cols: 128}]: plans, contract tests and tools start from them",
+    "summary": "one line saying what it computes; docstrings, headers and `kernelgen list` show it",
+}
+
+
 def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
     """The mapping's entries by key; keys the schema does not declare for ``struct`` and
     missing required keys are errors."""
@@ -134,7 +142,10 @@ def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
         out[name] = value
     missing = sorted(required - set(out))
     if missing:
-        raise ctx.error(node.loc, f"missing required key '{missing[0]}'")
+        keys = ", ".join(f"'{m}'" for m in missing)
+        noun = "key" if len(missing) == 1 else "keys"
+        hints = [_REQUIRED_HINTS[m] for m in missing if m in _REQUIRED_HINTS]
+        raise ctx.error(node.loc, f"missing required {noun} {keys}", "; ".join(hints))
     return out
 
 

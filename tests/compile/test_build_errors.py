@@ -74,6 +74,7 @@ def test_undeclared_symbol_fails_naming_spec_line_and_kernel(tmp_path: Path) -> 
     assert "Traceback" not in res.stderr
     assert ("kernelgen: specs/two.yaml:5: kernel 'two_fill': symbol 'two_kernel_typo' is not declared by the "
             "module's sources; make the spec's symbol name the kernel's __global__ function") in res.stderr, res.stderr
+    assert "(did you mean 'two_kernel'? it is a __global__ function of the sources)" in res.stderr, res.stderr
     assert 'has no "two_kernel_typo"' in res.stderr or 'identifier "two_kernel_typo" is undefined' in res.stderr
     assert "one.yaml" not in res.stderr
 

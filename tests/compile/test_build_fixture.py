@@ -114,7 +114,8 @@ def test_compiled_type_tables_are_the_registry(built: Path) -> None:
 def test_array_producer_errors_name_the_kernel_and_argument(built: Path) -> None:
     """An exception raised by an array producer (__dlpack__, __dlpack_device__,
     __cuda_array_interface__) reaches the caller as an ArgumentError naming the kernel and the
-    argument, with the producer's exception as its cause. No GPU is needed: conversion fails first."""
+    argument, with the producer's exception as its cause; an array in host memory is named as
+    such. No GPU is needed: conversion fails first."""
     res = _python(
         "import kernelgen_ops\n"
         "import kernelgen_ops.hopper.fixture_ops as m\n"
@@ -126,7 +127,11 @@ def test_array_producer_errors_name_the_kernel_and_argument(built: Path) -> None
         "class NoInterface:\n"
         "    @property\n"
         "    def __cuda_array_interface__(self): raise RuntimeError('no interface')\n"
-        "for obj in (NoExport(), NoDevice(), NoInterface()):\n"
+        "class OnDevice:\n"
+        "    def __init__(self, t): self.t = t\n"
+        "    def __dlpack__(self, *a, **k): raise AssertionError('not reached')\n"
+        "    def __dlpack_device__(self): return (self.t, 0)\n"
+        "for obj in (NoExport(), NoDevice(), NoInterface(), OnDevice(1), OnDevice(3), OnDevice(7)):\n"
         "    try:\n"
         "        m.scale_f32(obj, 0x10000, 16, 2.0)\n"
         "    except kernelgen_ops.ArgumentError as e:\n"
@@ -138,6 +143,11 @@ def test_array_producer_errors_name_the_kernel_and_argument(built: Path) -> None
         "BufferError | x | scale_f32: argument 'x': __dlpack__() raised BufferError: cannot export",
         "ValueError | x | scale_f32: argument 'x': __dlpack_device__() raised ValueError: no device",
         "RuntimeError | x | scale_f32: argument 'x': __cuda_array_interface__ raised RuntimeError: no interface",
+        "NoneType | x | scale_f32: argument 'x': DLPack array is on the CPU (kDLCPU); a CUDA device array is"
+        " needed (move it to the GPU)",
+        "NoneType | x | scale_f32: argument 'x': DLPack array is on pinned host memory (kDLCUDAHost); a CUDA"
+        " device array is needed (move it to the GPU)",
+        "NoneType | x | scale_f32: argument 'x': DLPack array is on device type 7; a CUDA device array is needed",
     ]
 
 

@@ -387,14 +387,14 @@ def _bad_pointer_cases():
         pytest.param("s64", lambda a: "0x7f0000000000", "got str", id="s64-str"),
         pytest.param("b", lambda a: object(), "got object", id="b-object"),
         pytest.param("f", lambda a: DLPackOnly(torch.zeros(N, dtype=torch.float32)),
-                     "DLPack array is on device type 1; a CUDA array is needed", id="f-cpu_dlpack"),
+                     "DLPack array is on the CPU (kDLCPU); a CUDA device array is needed", id="f-cpu_dlpack"),
     ]
     if np is not None:
         out += [
             pytest.param("h", lambda a: np.zeros(N, dtype=np.float16),
-                         "DLPack array is on device type 1; a CUDA array is needed", id="h-numpy_array"),
+                         "DLPack array is on the CPU (kDLCPU); a CUDA device array is needed", id="h-numpy_array"),
             pytest.param("s64", lambda a: np.zeros(N, dtype=np.int64),
-                         "DLPack array is on device type 1; a CUDA array is needed", id="s64-numpy_array"),
+                         "DLPack array is on the CPU (kDLCPU); a CUDA device array is needed", id="s64-numpy_array"),
         ]
     return out
 

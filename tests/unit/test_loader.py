@@ -80,6 +80,8 @@ BAD = [
     ("unknown top key", sub("kill_switch: DEMO_OFF", "kil_switch: DEMO_OFF"), 4, "did you mean 'kill_switch'"),
     ("unknown kernel key", sub("    grid:", "    gird: [1, 1, 1]\n    grid:"), 14, "did you mean 'grid'"),
     ("missing key", sub("    block: [THREADS, 1, 1]\n", ""), 8, "missing required key 'block'"),
+    ("missing keys at once", sub("    summary: Scales.\n", "").replace("    examples:\n      - {n: 1024}\n", ""), 8,
+     "missing required keys 'examples', 'summary' (a list of argument values for which the kernel launches"),
     ("wrong type list", sub("sources: [kernels/demo.cu]", "sources: kernels/demo.cu"), 3, "expected a list"),
     ("wrong type int", sub("{THREADS: 256}", "{THREADS: [256]}"), 5, "expected an expression"),
     ("unknown scalar type", sub("      n: u32", "      n: uint"), 12, "unknown scalar type 'uint'"),

@@ -215,6 +215,52 @@ def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Pa
     assert "kernelgen: specs/act.yaml" not in _explain_failure(lines, tmp_path)
 
 
+@pytest.mark.parametrize("source,hint", [
+    ("namespace ops { template <class Op, class T> __global__ void act_kernel(const T* x) {} }",
+     "(the sources declare __global__ ops::act_kernel: spell the symbol with its namespace"),
+    ("template <class Op, class T> __global__ void __launch_bounds__(256) act_kernl(const T* x) {}",
+     "(did you mean 'act_kernl'? it is a __global__ function of the sources)"),
+    ("__global__ void fill(float* y) {}\nnamespace n { __global__ void copy(float* y) {} }",
+     "(the sources declare __global__ functions fill, n::copy)"),
+    ("// no kernels here\n", ""),
+])
+def test_an_undeclared_symbol_names_the_sources_kernels(tmp_path: Path, source: str, hint: str) -> None:
+    """The message for a symbol the sources do not declare names the __global__ functions they
+    do declare (with their namespaces): the one spelled the same in a namespace, the closest name,
+    or all of them."""
+    from kernelgen.build import _explain_failure
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "act.cu").write_text(source)
+    gen = tmp_path / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True)
+    cu = gen / "act.cu"
+    cu.write_text(
+        "// generated\n"
+        "static_assert(kg::same_arity_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), kg_signature_gelu>,\n"
+        "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
+        '#include "kernelgen/runtime.h"\n'
+        '#include "kernels/act.cu"\n'
+    )
+    text = _explain_failure([f'{cu}(2): error: identifier "act_kernel" is undefined'], tmp_path)
+    first = text.splitlines()[0]
+    assert "is not declared by the module's sources" in first, text
+    if hint:
+        assert hint in first, first
+    else:
+        assert first.endswith("or list the source that defines it under sources"), first
+
+
+def test_global_names_reads_namespaces_and_skips_attributes() -> None:
+    from kernelgen.kernel_source import global_names
+
+    text = ("namespace a { namespace b::c { struct S { int f() { return 0; } };\n"
+            "template <int C> __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(128, 2) k2(int x) {}\n"
+            "} /* __global__ void not_me(); */ __global__ void k1(); }\n"
+            "namespace { __global__ void k3(int); }\n__global__ void k4(int); __global__ void k4(int) {}\n")
+    assert global_names([("k.cu", text)]) == ["a::b::c::k2", "a::k1", "k3", "k4"]
+
+
 def test_half_precision_and_bool_fields_have_their_c_and_rust_layouts(tmp_path: Path) -> None:
     """f16/bf16 fields are their 16-bit patterns in the C ABI and Rust (the binding rounds Python
     numbers once to them), bool fields one byte; offsets follow natural alignment."""

@@ -36,6 +36,20 @@ struct DLManagedTensor {
 constexpr int32_t kDLCUDA = 2;
 constexpr int32_t kDLCUDAManaged = 13;
 
+// The DLPack device types a user is likely to pass by mistake, by name; others by number.
+void not_on_cuda(char* d, size_t n, int32_t type) {
+  const char* name = type == 1   ? "the CPU (kDLCPU)"
+                     : type == 3 ? "pinned host memory (kDLCUDAHost)"
+                     : type == 4 ? "an OpenCL device (kDLOpenCL)"
+                     : type == 10 ? "a ROCm device (kDLROCM)"
+                     : type == 11 ? "pinned ROCm host memory (kDLROCMHost)"
+                     : nullptr;
+  if (name != nullptr)
+    std::snprintf(d, n, "DLPack array is on %s; a CUDA device array is needed (move it to the GPU)", name);
+  else
+    std::snprintf(d, n, "DLPack array is on device type %d; a CUDA device array is needed", type);
+}
+
 // Lanes of type `elem` (elements, for non-vector types; bytes, for void) in one item of a
 // producer's encoding; 0 when it is not accepted.
 int dlpack_per_item(uint8_t elem, uint8_t code, uint8_t bits, uint16_t lanes) {
@@ -382,8 +396,8 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
     Py_DECREF(where);
     if (!ok) return producer_error(s, a, "__dlpack_device__()");
     if (type != kDLCUDA && type != kDLCUDAManaged) {
-      char d[120];
-      std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", type);
+      char d[160];
+      not_on_cuda(d, sizeof d, type);
       return arg_error(s, a, "%s", d);
     }
     if (check_device(s, a, id, cs) < 0) return -1;
@@ -404,7 +418,7 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
   int rc = 0;
   char d[200];
   if (t.device.device_type != kDLCUDA && t.device.device_type != kDLCUDAManaged) {
-    std::snprintf(d, sizeof d, "DLPack array is on device type %d; a CUDA array is needed", t.device.device_type);
+    not_on_cuda(d, sizeof d, t.device.device_type);
     rc = arg_error(s, a, "%s", d);
   } else if (dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes) == 0) {
     std::snprintf(d, sizeof d, "expected %s elements, got DLPack dtype (code %d, bits %d, lanes %d)",
