@@ -52,6 +52,7 @@ class TargetResult:
     compiled: list[str] = field(default_factory=list)  # what ninja rebuilt
     configured: bool = False
     ptxas: list[str] = field(default_factory=list)  # ptxas's performance messages (ptxas_report)
+    warnings: list[str] = field(default_factory=list)  # the compilers' warnings on the project's files
 
 
 # ptxas's messages about the code it made, in a build's output (nvcc passes them through):
@@ -113,6 +114,35 @@ def ptxas_report(lines: Sequence[str]) -> list[str]:
         if m:
             what = f"{demangle(m.group(2))}: " if m.group(2) else ""
             out.append(f"{what}{m.group(1)}{', ' + m.group(3) if m.group(3) else ''}")
+    return list(dict.fromkeys(out))
+
+
+# A compiler's warning: nvcc's front end (``f.cu(12): warning #177-D: ...``) or the host compiler
+# (``f.cu:12:5: warning: ...``).
+_WARNING = re.compile(r"^(?P<path>[^\s(:][^(:]*?)(?:\((?P<l1>\d+)\):|:(?P<l2>\d+):\d+:) "
+                      r"warning(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
+
+
+def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
+    """The compilers' warnings about the project's own files (kernel sources and the headers they
+    include, under ``root`` and outside ``generated/`` and build folders), as ``path:line: message``
+    relative to ``root``, in order, without repeats. Warnings about third-party headers (an include
+    folder outside the project, the toolkit) are left to ``--verbose``."""
+    out: list[str] = []
+    for ln in lines:
+        m = _WARNING.match(ln.strip())
+        if m is None:
+            continue
+        path = Path(m.group("path"))
+        path = path if path.is_absolute() else root / path
+        try:
+            rel = path.resolve().relative_to(root.resolve())
+        except (ValueError, OSError):
+            continue
+        if rel.parts and rel.parts[0] in ("generated", "build", "bindings", ".venv"):
+            continue
+        code = f" [#{m.group('code')}]" if m.group("code") else ""
+        out.append(f"{rel.as_posix()}:{m.group('l1') or m.group('l2')}: {m.group('msg').strip()}{code}")
     return list(dict.fromkeys(out))
 
 
@@ -463,6 +493,11 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
         raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
     res.ptxas = ptxas_report(lines)
+    res.warnings = source_warnings(lines, opts.root)
+    if res.warnings and not opts.verbose:
+        echo(f"kernelgen: {t.name}: compiler warnings in the project's sources compiled now:")
+        for msg in res.warnings:
+            echo(f"  {msg}")
     if res.ptxas and not opts.verbose:
         echo(f"kernelgen: {t.name}: ptxas on the kernels compiled now:")
         for msg in res.ptxas:

@@ -129,10 +129,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     from kernelgen import scaffold
 
     folder = (args.dir or Path.cwd()).resolve()
-    written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force)
+    written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force,
+                            keep_existing=args.keep_existing)
     print(f"kernelgen: created {len(written)} files in {folder}:")
     for p in written:
         print(f"  {p}")
+    kept = [p for p in scaffold.init_files() if p not in written and p != ".gitignore" and (folder / p).exists()]
+    if args.keep_existing and kept:
+        print("kernelgen: kept the project's own:")
+        for p in kept:
+            hint = scaffold.KEPT_HINTS.get(p)
+            print(f"  {p}" + (f": {hint}" if hint else ""))
     print(f"next: cd {folder} && kernelgen build && pytest")
     return 0
 
@@ -309,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="a target for specs/targets.yaml (repeatable; default: gb10 and hopper; known: "
                    "ampere, ada, hopper, blackwell, gb10)")
     i.add_argument("--force", action="store_true", help="overwrite files that exist")
+    i.add_argument("--keep-existing", action="store_true",
+                   help="in a folder that has some of the files (an existing repository), write only the others "
+                   "and append kernelgen's entries to its .gitignore")
     i.set_defaults(func=cmd_init, root_optional=True)
     u = sub.add_parser("unlink", help="remove the .pth file that makes the package importable")
     u.set_defaults(func=cmd_unlink)

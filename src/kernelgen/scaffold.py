@@ -236,13 +236,34 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
 """
 
 
-def init(folder: Path, package: str, targets: list[str], force: bool = False) -> list[str]:
-    if not MODULE_RE.fullmatch(package):
-        raise KernelgenError(f"'{package}' is not a valid package name: use lower-case letters, digits and '_', "
-                             "starting with a letter")
-    if package in ("kernelgen", "kernelgen_ops"):
-        raise KernelgenError(f"'{package}' is kernelgen's own package; choose another name")
-    files = {
+# What a project loses where ``init --keep-existing`` keeps a file of its own, and how to get it.
+KEPT_HINTS = {
+    "pyproject.toml": "pytest collects the generated contract tests when its [tool.pytest.ini_options] "
+                      "testpaths include \"generated\"; a wheel of the project needs kernelgen's "
+                      "[build-system] and [tool.scikit-build] (see `kernelgen init` in an empty folder)",
+    "CMakeLists.txt": "`kernelgen build` does not read it; a wheel of the project (pip wheel .) needs "
+                      "kernelgen's CMakeLists.txt, and a CMake program uses the built package through "
+                      "find_package (README.md of an empty `kernelgen init`)",
+    "README.md": "kernelgen's notes for the project (building, wheels, C++, templates) are the README.md "
+                 "that `kernelgen init` writes in an empty folder",
+    "specs/targets.yaml": "the project's own target table is kept: `--target` did not change it",
+    "specs/project.yaml": "the project's own names are kept: `--package` did not change them",
+}
+
+
+def _merge_gitignore(old: str, new: str) -> str | None:
+    """``old`` with the entries of ``new`` it lacks appended, or None when it has them all."""
+    have = {ln.strip() for ln in old.splitlines()}
+    missing = [ln for ln in new.splitlines() if ln.strip() and not ln.startswith("#") and ln.strip() not in have]
+    if not missing:
+        return None
+    sep = "" if old.endswith("\n") or not old else "\n"
+    return old + sep + "# kernelgen's build outputs\n" + "\n".join(missing) + "\n"
+
+
+def _files(targets: list[str]) -> dict[str, str]:
+    """A new project's files (path -> text, with @PKG@, @UPPER@ and @DIST@ to fill in)."""
+    return {
         "specs/project.yaml": _PROJECT_YAML,
         "specs/targets.yaml": targets_yaml(targets),
         "specs/scale.yaml": _SPEC,
@@ -254,14 +275,43 @@ def init(folder: Path, package: str, targets: list[str], force: bool = False) ->
         "README.md": _README,
         "templates/.gitkeep": "",
     }
-    existing = [p for p in files if (folder / p).exists()]
-    if existing and not force:
-        raise KernelgenError(f"{folder} already has {', '.join(existing)}; use --force to overwrite")
+
+
+def init_files() -> list[str]:
+    """The paths ``init`` writes, relative to the project folder."""
+    return list(_files(list(DEFAULT_TARGETS)))
+
+
+def init(folder: Path, package: str, targets: list[str], force: bool = False,
+         keep_existing: bool = False) -> list[str]:
+    """Write a new project's files into ``folder`` and return the paths written. Files that exist
+    are an error, unless ``force`` (overwrite them) or ``keep_existing`` (leave them, appending
+    kernelgen's entries to a ``.gitignore``; the paths returned are then those written or merged,
+    the latter as ``.gitignore (entries appended)``)."""
+    if not MODULE_RE.fullmatch(package):
+        raise KernelgenError(f"'{package}' is not a valid package name: use lower-case letters, digits and '_', "
+                             "starting with a letter")
+    if package in ("kernelgen", "kernelgen_ops"):
+        raise KernelgenError(f"'{package}' is kernelgen's own package; choose another name")
+    files = _files(targets)
+    if force and keep_existing:
+        raise KernelgenError("--force and --keep-existing contradict each other: choose one")
+    existing = [p for p in files if (folder / p).exists() or (folder / p).is_symlink()]
+    if existing and not (force or keep_existing):
+        raise KernelgenError(f"{folder} already has {', '.join(existing)}; use --keep-existing to add kernelgen's "
+                             "files beside them (yours are left as they are), or --force to overwrite them")
     written = []
     for rel, text in files.items():
         text = (text.replace("@PKG@", package).replace("@UPPER@", package.upper())
                 .replace("@DIST@", package.replace("_", "-")))
         p = folder / rel
+        if keep_existing and rel in existing:
+            if rel == ".gitignore" and p.is_file():
+                merged = _merge_gitignore(p.read_text(encoding="utf-8", errors="replace"), text)
+                if merged is not None:
+                    p.write_text(merged, encoding="utf-8")
+                    written.append(".gitignore (entries appended)")
+            continue
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
         written.append(rel)

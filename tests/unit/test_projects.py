@@ -130,6 +130,43 @@ def test_init_scaffolds_a_project_that_lists_and_generates(tmp_path: Path, capsy
     assert "already has specs/project.yaml" in capsys.readouterr().err
 
 
+def test_init_into_an_existing_repository_keeps_its_files(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--keep-existing adds kernelgen's files to a repository that has some of its own: those it has
+    stay byte for byte (with what the project misses without kernelgen's version), .gitignore gains
+    only the entries it lacks, and the project loads and generates."""
+    folder = tmp_path / "engine"
+    (folder / "kernels").mkdir(parents=True)
+    own = {"README.md": "# engine\n", "CMakeLists.txt": "cmake_minimum_required(VERSION 3.20)\nproject(engine)\n",
+           "kernels/attention.cu": "__global__ void attn(float* o) {}\n"}
+    for rel, text in own.items():
+        (folder / rel).write_text(text)
+    (folder / ".gitignore").write_text("/build/\n*.o")
+    assert main(["init", str(folder), "--package", "engineops", "--target", "hopper"]) == 2
+    err = capsys.readouterr().err
+    assert "already has CMakeLists.txt, .gitignore, README.md; use --keep-existing" in err, err
+    assert main(["init", str(folder), "--package", "engineops", "--target", "hopper", "--keep-existing"]) == 0
+    out = capsys.readouterr().out
+    for rel, text in own.items():
+        assert (folder / rel).read_text() == text, rel
+    assert "  .gitignore (entries appended)" in out
+    assert "kept the project's own:\n  CMakeLists.txt: `kernelgen build` does not read it" in out, out
+    assert "  README.md: kernelgen's notes" in out
+    ignore = (folder / ".gitignore").read_text().splitlines()
+    assert ignore[:3] == ["/build/", "*.o", "# kernelgen's build outputs"], ignore
+    assert ignore.count("/build/") == 1 and "/bindings/" in ignore
+    assert (folder / "specs" / "scale.yaml").is_file() and (folder / "pyproject.toml").is_file()
+    assert load_catalog(folder).naming.package == "engineops"
+    assert main(["--root", str(folder), "generate"]) == 0
+    # a second run writes nothing and appends nothing
+    before = (folder / ".gitignore").read_text()
+    assert main(["init", str(folder), "--package", "engineops", "--keep-existing"]) == 0
+    assert "created 0 files" in capsys.readouterr().out
+    assert (folder / ".gitignore").read_text() == before
+    assert main(["init", str(folder), "--package", "engineops", "--keep-existing", "--force"]) == 2
+    assert "contradict" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--package", "Bad-Name"], "'Bad-Name' is not a valid package name"),
     (["--package", "kernelgen_ops"], "kernelgen's own package"),

@@ -37,3 +37,29 @@ def test_demangle_takes_the_kernel_name() -> None:
         "gemv_stream::Gemv<...>::launch"
     assert demangle("_Z21dflash2_topk16_kernelIfEvPKT_") == "dflash2_topk16_kernel<...>"
     assert demangle("plain_c_name") == "plain_c_name"
+
+
+def test_source_warnings_keep_the_projects_own_files(tmp_path) -> None:
+    """nvcc's and the host compiler's warnings on the project's kernel sources and headers are
+    reported relative to the project; generated files, build folders and headers outside the
+    project (the toolkit, a third-party include folder) are not; repeats are dropped."""
+    from kernelgen.build import source_warnings
+
+    (tmp_path / "kernels").mkdir()
+    lines = [
+        "[1/3] Building CUDA object CMakeFiles/m.dir/src/rownorm.cu.o",
+        f'{tmp_path}/kernels/rownorm.cu(3): warning #177-D: variable "t" was declared but never referenced',
+        "      int t = 3;",
+        'Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"',
+        f'{tmp_path}/kernels/rownorm.cu(3): warning #177-D: variable "t" was declared but never referenced',
+        f"{tmp_path}/kernels/common/util.cuh:12:7: warning: unused variable 'k' [-Wunused-variable]",
+        f"{tmp_path}/generated/hopper/src/rownorm.cu(60): warning #550-D: variable set but never used",
+        f"{tmp_path}/build/hopper/x.cpp:1:1: warning: from the build folder",
+        "/usr/local/cuda/include/cuda_fp16.hpp(12): warning #20-D: toolkit",
+        "/opt/cutlass/include/cute/tensor.hpp:9:3: warning: third party [-Wshadow]",
+        f"{tmp_path}/kernels/rownorm.cu(9): error: not a warning",
+    ]
+    assert source_warnings(lines, tmp_path) == [
+        'kernels/rownorm.cu:3: variable "t" was declared but never referenced [#177-D]',
+        "kernels/common/util.cuh:12: unused variable 'k' [-Wunused-variable]",
+    ]
