@@ -1240,10 +1240,10 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                     raise ctx.error(f["cpp"].loc, f"'{cpp}' is a template; the C++ API cannot forward-declare it",
                                     "give 'header': the source that declares the type")
             with ctx.at("fields"):
-                fn = f["fields"]
-                if not isinstance(fn, YMap) or not fn.items:
+                fn = f["fields"] if "fields" in f else YMap(value.loc, ())
+                if not isinstance(fn, YMap):
                     raise ctx.error(fn.loc, "expected a mapping of field names to scalar types",
-                                    "e.g. {v0: f32, v1: f32, dims: 'u32[4]'}")
+                                    "e.g. {v0: f32, v1: f32, dims: 'u32[4]'}, or {} for a stateless functor")
                 if len(fn.items) > MAX_FIELDS:
                     raise ctx.error(fn.loc, f"{len(fn.items)} fields; the limit is {MAX_FIELDS}")
                 fields: list[StructField] = []
@@ -1272,6 +1272,9 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                         align = max(align, size)
             if "align" in f:
                 with ctx.at("align"):
+                    if not fields:
+                        raise ctx.error(f["align"].loc, "a struct without fields (a stateless functor) takes no align",
+                                        "the launcher passes a value-initialised one; leave align out")
                     given = _int(ctx, f["align"])
                     if given not in (1, 2, 4, 8, 16):
                         raise ctx.error(f["align"].loc, f"alignment {given} is not 1, 2, 4, 8 or 16")
@@ -1280,7 +1283,7 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                                         "leave align out, or give at least the largest field's size")
                     align = given
             with ctx.at("fields"):
-                total = (offset + align - 1) // align * align
+                total = max((offset + align - 1) // align * align, 1)  # an empty C++ struct is one byte
                 if total > MAX_STRUCT_BYTES:
                     raise ctx.error(fn.loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")
             out.append(Struct(name, cpp, header, tuple(fields), total, align, key.loc, module))

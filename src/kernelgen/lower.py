@@ -257,7 +257,8 @@ class LModule:
     kernels: tuple[LKernel, ...]
     chains: tuple[LChain, ...]
     includes: tuple[str, ...] = field(default=())
-    structs: tuple[Struct, ...] = ()
+    structs: tuple[Struct, ...] = ()  # those passed by callers (with fields)
+    stateless_structs: tuple[Struct, ...] = ()  # functors the launchers pass value-initialised
 
     @property
     def any_present(self) -> bool:
@@ -273,20 +274,25 @@ def lower_kernel(module: Module, k: Kernel, target: Target) -> LKernel:
     size_slot = 0
     cargs = []
     sizes = []
+    kernel_cargs_all = []  # the kernel's parameters in order, stateless structs included
     for a in k.all_args:
         slot = -1
         if a.is_pointer and a.size is not None:
             slot = size_slot
             sizes.append((slot, a.name, a.size))
             size_slot += 1
-        cargs.append(CArg(a, slot))
+        c = CArg(a, slot)
+        if not a.host:
+            kernel_cargs_all.append(c)
+        if not a.implicit:  # the launcher passes a stateless struct itself: not an argument of it
+            cargs.append(c)
     steps = [Step(st, c.expr) for st, c in plan.steps(k)]
     present = target.name in k.targets
     slot = f"kg_slot_{k.name}"
     variants = ()
     if k.variants:
         variants = tuple(Variant(v, s, f"kg_vslot{i}_{k.name}") for i, (v, s) in enumerate(k.variants.symbols))
-    kernel_cargs = tuple(c for c in cargs if not c.host)
+    kernel_cargs = tuple(kernel_cargs_all)
     sig_text = ", ".join([f"{c.spelling} {c.name}" for c in kernel_cargs]
                          + [f"const CUtensorMap {t.name}" for t in k.tensor_maps])
     lk = LKernel(
@@ -354,7 +360,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         assert k is not None
         kernels.append((owner, k))
         members.append((ref.module, ref.kernel))
-        member_args.append(tuple(a.name for a in k.all_args))
+        member_args.append(tuple(a.name for a in k.all_args if not a.implicit))
         member_int.append(tuple(a.name for a in k.int_args))
         slots = []
         n = 0
@@ -364,6 +370,8 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
                 n += 1
         member_sizes.append(tuple(slots))
         for a in k.all_args:
+            if a.implicit:
+                continue
             if a.name not in seen:
                 seen[a.name] = a
             elif seen[a.name].host and not a.host:
@@ -478,5 +486,6 @@ def lower_module(catalog: Catalog, module: Module, target: Target) -> LModule:
         kernels=kernels,
         chains=chains,
         includes=tuple(includes),
-        structs=module.structs,
+        structs=tuple(st for st in module.structs if not st.stateless),
+        stateless_structs=tuple(st for st in module.structs if st.stateless),
     )

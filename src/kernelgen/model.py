@@ -49,6 +49,12 @@ class Struct:
     module: str = ""
 
     @property
+    def stateless(self) -> bool:
+        """No fields: a functor whose type is the whole message (``SiluOp``). Launchers pass a
+        value-initialised one (``SiluOp{}``); callers pass nothing."""
+        return not self.fields
+
+    @property
     def over_aligned(self) -> int:
         """The struct's alignment where its ``align`` makes it more than its fields give, else 0."""
         natural = max((f.scalar.bits // 8 for f in self.fields), default=1)
@@ -87,6 +93,11 @@ class Arg:
     @property
     def is_struct(self) -> bool:
         return self.struct is not None
+
+    @property
+    def implicit(self) -> bool:
+        """A stateless struct: passed to the kernel by the launcher, not an argument of it."""
+        return self.struct is not None and self.struct.stateless
 
     @property
     def is_int(self) -> bool:

@@ -257,10 +257,14 @@ STRUCT = Struct(
               "the key"),
         Field("fields", mapping_of(IDENTIFIER, Kind("field type", {
             "type": "string", "pattern": r"^\s*(?:" + "|".join(SCALAR_TYPES) + r")\s*(?:\[\s*[0-9]+\s*\])?\s*$",
-        }), 1), True,
+        })), False,
               "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...) or "
               "a fixed array of one (`f32[4]`). The C layout follows (natural alignment); the C ABI declares it "
-              "as a C struct and Python passes a mapping or an object with these attributes (a dataclass)."),
+              "as a C struct and Python passes a mapping or an object with these attributes (a dataclass). "
+              "Without fields (`{}` or left out) the type is a stateless functor (`SiluOp`): the build checks "
+              "that the C++ type is empty, and launchers pass a value-initialised one (`SiluOp{}`), so callers "
+              "in every language leave the argument out.",
+              "none: a stateless functor"),
         Field("header", SOURCE, False,
               "A source (relative to the project root) that declares the C++ type, included by the module's "
               "C++ API header so that C++ callers can name it. Without it the C++ API forward-declares "

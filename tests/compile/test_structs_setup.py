@@ -61,6 +61,41 @@ def test_shared_header_symbols_are_local_to_each_module(built: Path) -> None:
     assert len(copies) == 2 and all(" t " in ln for ln in copies), copies  # one local copy per module
 
 
+def test_stateless_functors_are_passed_by_the_launchers(built: Path) -> None:
+    """A functor taken by value and declared without fields is no argument of any launcher: the
+    C++ launch passes ``Op{}`` in its place, and Python, C and the plans never see it."""
+    src = (built / "generated" / TARGET / "src" / "act.cu").read_text()
+    assert "(::ops::SiluOp{}, x, out, kg::arg<kg_f, 3>(n))" in src
+    assert "(x, out, kg::arg<kg_f, 2>(n), s, ::ops::GeluTanhOp{})" in src
+    assert "static_assert(std::is_empty_v<kg_struct_silu_op>" in src
+    header = (built / "generated" / TARGET / "include" / "kernelgen" / "act.h").read_text()
+    assert "Outcome scaled_gelu(const float* x, float* out, uint32_t n, float s, cudaStream_t stream" in header
+    assert "SiluOp" not in header and "GeluTanhOp" not in header
+    c_header = (built / "generated" / TARGET / "include" / "kernelgen" / "act_c.h").read_text()
+    assert "silu_op" not in c_header and "gelu_op" not in c_header
+    res = subprocess.run(
+        [sys.executable, "-c",
+         "import kernelgen_ops.hopper.act as m\n"
+         "print(m.apply_silu.__doc__.splitlines()[0])\n"
+         "print(m.scaled_gelu.__doc__.splitlines()[0])\n"
+         "print(m.apply_silu.plan(n=1000, T='f32')['kernel'])\n"
+         "import kernelgen_ops\n"
+         "try:\n"
+         "    m.scaled_gelu(0x10000, 0x20000, 16, 1.0, {})\n"
+         "except TypeError as e:\n"
+         "    print('TypeError', e)\n"],
+        cwd=built, env=dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops")),
+        capture_output=True, text=True, timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[:3] == [
+        "(x: const bf16*, out: bf16*, n: u32, *, stream=None) -> Outcome",
+        "(x: const f32*, out: f32*, n: u32, s: f32, *, stream=None) -> Outcome",
+        "apply_silu_f32",
+    ], res.stdout
+    assert res.stdout.splitlines()[3].startswith("TypeError"), res.stdout
+
+
 def test_struct_layout_mismatch_fails_naming_the_spec_line(built: Path) -> None:
     spec = built / "specs" / "rope_yarn.yaml"
     original = spec.read_text()

@@ -180,6 +180,27 @@ def test_gelu_and_function_pointer_map(folder):
     assert torch.equal(sout, -(x * x))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_stateless_functor_passed_by_value(folder, dtype):
+    """A kernel taking its functor by value (first or last parameter) is called without it: the
+    launchers pass a value-initialised one."""
+    m = load(folder, "act")
+    n = 4099
+    x = torch.linspace(-6, 6, n, device="cuda", dtype=torch.float32).to(dtype)
+    out = torch.full_like(x, float("nan"))
+    outcome = m.apply_silu(x, out, n)
+    assert outcome.launched, outcome.reason
+    assert outcome.kernel == ("apply_silu_bf16" if dtype == torch.bfloat16 else "apply_silu_f32")
+    xf = x.float() if dtype == torch.float32 else torch.linspace(-6, 6, n, device="cuda")
+    gout = torch.full_like(xf, float("nan"))
+    assert m.scaled_gelu(xf, gout, n, -2.5).launched
+    torch.cuda.synchronize()
+    expected = torch.nn.functional.silu(x.float()).to(dtype)
+    tol = 2 ** -7 if dtype == torch.bfloat16 else 1e-6
+    torch.testing.assert_close(out.float(), expected.float(), rtol=tol, atol=1e-2 if dtype == torch.bfloat16 else 1e-6)
+    torch.testing.assert_close(gout, -2.5 * torch.nn.functional.gelu(xf, approximate="tanh"), rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------- zeroed counter
 
 

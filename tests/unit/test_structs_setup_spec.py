@@ -299,3 +299,52 @@ def test_align_raises_a_structs_alignment_and_its_layouts(tmp_path: Path) -> Non
     binding = files[base + "python/demo.cpp"]
     assert '"dims", 16, 16, kg_fields_dims' in binding.replace("{ ", "").replace(" }", "")
 
+
+
+def test_stateless_functor_is_passed_by_the_launcher(tmp_path: Path) -> None:
+    """A struct without fields (`fields: {}` or none) is a stateless functor: one byte, checked
+    empty at build time, passed as ``Op{}`` by the C++ launch and absent from every API (C++, C,
+    Python, .pyi, Rust, contract tests), chains and dispatchers included."""
+    spec = SPEC.replace("structs:\n", "structs:\n  silu: {cpp: ns::SiluOp}\n  gelu: {cpp: ns::Gelu, fields: {}}\n", 1)
+    spec = spec.replace("    args:\n      x: {type: const f32*, size: n}\n",
+                        "    args:\n      op: silu\n      x: {type: const f32*, size: n}\n", 1)
+    spec = spec.replace("      p: params\n", "      p: params\n      g: gelu\n", 1)
+    catalog = load_catalog(project(tmp_path, spec))
+    silu, gelu = catalog.module("demo").structs[:2]
+    assert (silu.stateless, silu.size, silu.align, gelu.stateless) == (True, 1, 1, True)
+    k = catalog.module("demo").kernel("rope")
+    assert [a.name for a in k.args if a.implicit] == ["op", "g"]
+    files = render_catalog(catalog)
+    base = "generated/hopper/"
+    cu = files[base + "src/demo.cu"]
+    assert "using kg_signature_rope = void (*)(::ns::SiluOp, const float*, uint32_t*, uint32_t, ::ns::corr_dims, " \
+           "::params, ::ns::Gelu);" in cu
+    assert ">>>(::ns::SiluOp{}, x, kg::arg<kg_f, 2>(counter), kg::arg<kg_f, 3>(n), d, p, ::ns::Gelu{});" in cu
+    assert "static_assert(std::is_empty_v<kg_struct_silu>, \"kernelgen: specs/demo.yaml:5: struct 'silu' (C++ " \
+           "ns::SiluOp): the spec gives no fields" in cu
+    assert "kg_struct_silu) ==" not in cu  # no size check against a C struct: there is none
+    api = files[base + "include/kernelgen/demo.h"]
+    assert "Outcome rope(const float* x, uint32_t* counter, uint32_t n, ::ns::corr_dims d, ::params p, float scale, " \
+           "uint32_t rows, cudaStream_t stream = nullptr);" in api
+    assert "SiluOp" not in api and "Gelu" not in api
+    c_h = files[base + "include/kernelgen/demo_c.h"]
+    assert "silu" not in c_h and "gelu" not in c_h
+    binding = files[base + "python/demo.cpp"]
+    assert '"op"' not in binding and '"g"' not in binding and '"silu"' not in binding
+    pyi = files[base + "python/demo.pyi"]
+    assert "class silu" not in pyi and "op:" not in pyi
+    assert "silu" not in files[base + "tests/test_demo_hopper_contract.py"]
+    rust = files[base + "rust/src/demo.rs"]
+    assert "Silu" not in rust and "Gelu" not in rust
+
+
+@pytest.mark.parametrize("old,new,fragment", [
+    ("  dims:\n    cpp: ns::corr_dims\n    fields: {v0: f32, v1: f32}\n",
+     "  dims:\n    cpp: ns::corr_dims\n    fields: {}\n    align: 8\n", "a struct without fields (a stateless functor) "
+     "takes no align"),
+    ("    fields: {v0: f32, v1: f32}\n", "    fields: [v0]\n", "or {} for a stateless functor"),
+])
+def test_stateless_functor_refusals(tmp_path: Path, old: str, new: str, fragment: str) -> None:
+    assert old in SPEC
+    err = _error(tmp_path, SPEC.replace(old, new, 1))
+    assert fragment in str(err), str(err)

@@ -70,6 +70,8 @@ def to_kernel(a: CArg) -> str:
     """The API's value as the kernel's parameter (a const_cast for read_only pointers)."""
     if a.is_pointer and a.arg.read_only:
         return f"const_cast<{kernel_type(a)}>({a.name})"
+    if a.arg.implicit:
+        return f"{kernel_type(a)}{{}}"
     return a.name
 
 
@@ -483,6 +485,20 @@ class CppModule(ModuleView):
                                f"{fwhere} is not at offset {fld.offset}; declare the fields in the C++ order"))
                 checks.append((f"sizeof({alias}::{fld.name}) == {fld.size}",
                                f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
+            out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
+                        "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
+                        "checks": [(cond, c_string(msg)) for cond, msg in checks]})
+        for st in self.lm.stateless_structs:
+            alias = f"kg_struct_{st.name}"
+            where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
+            checks = [
+                (f"std::is_empty_v<{alias}>", f"{where}: the spec gives no fields, so the launchers pass a "
+                 "value-initialised one, but the C++ type has data members; declare them under fields"),
+                (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be trivially "
+                 "copyable"),
+                (f"std::is_default_constructible_v<{alias}>", f"{where}: the launchers pass a value-initialised "
+                 "one, so the C++ type must be default-constructible"),
+            ]
             out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
                         "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
                         "checks": [(cond, c_string(msg)) for cond, msg in checks]})
