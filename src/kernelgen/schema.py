@@ -200,8 +200,9 @@ ARGUMENT = Struct(
     "argument", "argument", "The long form of a kernel argument, for pointers that need more than a type.",
     (
         Field("type", TYPE, True,
-              "The argument's type, as in the short form: a scalar (`u32`, `i32`, `u64`, `i64`, `bool`, `f16`, "
-              "`bf16`, `f32`, `f64`), an element type followed by `*` (`const` when the kernel only reads it; "
+              "The argument's type, as in the short form: a scalar (`u32`, `i32`, `u64`, `i64`, `u8`, `i8`, "
+              "`u16`, `i16`, `bool`, `f16`, `bf16`, `f32`, `f64`), an element type followed by `*` (`const` "
+              "when the kernel only reads it; "
               "`void*` for untyped memory), or a pointer array (`f32**`, `const f32* const*`, `f32* const*`)."),
         Field("size", EXPRESSION, False,
               "Pointers only: the number of elements the kernel touches (vectors for vector types, bytes for "

@@ -282,6 +282,10 @@ SCALAR_TYPES: tuple[ScalarType, ...] = (
     ScalarType("bf16", ScalarKind.FLOAT, 16, "__nv_bfloat16", "u16", "bfloat16, rounded to nearest even from the "
                "caller's double (C ABI and Rust: its bits as uint16_t)", c="uint16_t", header="cuda_bf16.h", mant=7),
     ScalarType("f64", ScalarKind.FLOAT, 64, "double", "f64", "IEEE double", mant=52),
+    ScalarType("u8", ScalarKind.UNSIGNED, 8, "uint8_t", "u8", "unsigned 8-bit integer"),
+    ScalarType("i8", ScalarKind.SIGNED, 8, "int8_t", "i8", "signed 8-bit integer"),
+    ScalarType("u16", ScalarKind.UNSIGNED, 16, "uint16_t", "u16", "unsigned 16-bit integer"),
+    ScalarType("i16", ScalarKind.SIGNED, 16, "int16_t", "i16", "signed 16-bit integer"),
 )
 
 ELEMS: dict[str, ElemType] = {e.name: e for e in ELEM_TYPES}

@@ -177,6 +177,27 @@ print(m.scalars(o, o64, False, 1.0, 1.0, 1.0, 1.0, 0).reason)
     ]
 
 
+def test_narrow_integer_scalars_are_range_checked(built: Path) -> None:
+    """u8, i8, u16 and i16 scalars take the integers their type holds, and refuse the ones beside
+    its range with the argument's name; plans take them as integers in expressions."""
+    out = _run(built, """
+x = A('<i4', (1000,)); o = A('<i4', (1000,), ptr=2 << 20)
+for label, args in (('ok', (255, -128, 1000, -32768)), ('u8 256', (256, 1, 1000, 0)), ('u8 -1', (-1, 1, 1000, 0)),
+                    ('i8 128', (0, 128, 1000, 0)), ('i8 -129', (0, -129, 1000, 0)), ('u16 65536', (0, 1, 65536, 0)),
+                    ('i16 32768', (0, 1, 1000, 32768))):
+    check(label, lambda: m.narrow_ints(x, o, *args))
+print(m.narrow_ints.plan(flag=1, scale8=0, n=1000, shift=0)['reason'])
+print(m.narrow_ints.plan(flag=1, scale8=-1, n=65535, shift=0)['grid'])
+""")
+    assert out[0] == "ok passed the checks", out
+    for line, (name, value) in zip(out[1:7], [("flag", 256), ("flag", -1), ("scale8", 128), ("scale8", -129),
+                                             ("n", 65536), ("shift", 32768)]):
+        assert line.startswith(f"{line.split(' ArgumentError')[0]} ArgumentError {name} | "), line
+        assert str(value) in line, line
+    assert out[7] == "narrow_ints: not launched: scale8 != 0 is false", out
+    assert out[8] == "(512, 1, 1)", out
+
+
 def test_generated_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(

@@ -465,6 +465,23 @@ def test_a_kernel_spelling_its_integers_long_long_gets_the_values(m):
     assert torch.equal(got, want)
 
 
+def test_narrow_integer_scalars_arrive_intact(m):
+    """narrow_ints takes unsigned char, signed char, unsigned short and short: the spec's u8, i8,
+    u16 and i16 reach it with their values, the extremes included."""
+    n = 1000
+    x = torch.arange(n, dtype=torch.int32, device="cuda") - 500
+    for flag, scale8, shift in ((0, -128, -32768), (255, 127, 32767), (1, -3, -200)):
+        out = torch.full((n,), -7, dtype=torch.int32, device="cuda")
+        assert m.narrow_ints(x, out, flag, scale8, n, shift).launched
+        torch.cuda.synchronize()
+        want = (x.cpu().long() + shift) * scale8 + (1000 if flag else 0)
+        assert torch.equal(out.cpu().long(), want.to(torch.int32).long()), (flag, scale8, shift)
+    out = torch.full((n,), -7, dtype=torch.int32, device="cuda")
+    assert m.narrow_ints(x, out, 1, 2, 999, 0).launched  # n = 999: the last element untouched
+    torch.cuda.synchronize()
+    assert out[-1].item() == -7 and out[-2].item() == 2 * 498 + 1000
+
+
 def test_an_enum_parameter_gets_the_integer(m):
     """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
     the value as the enum. Values outside the spec's range are refused by its `requires`."""

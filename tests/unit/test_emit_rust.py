@@ -49,7 +49,8 @@ fallbacks:
 
 def test_scalars_spelled_from_the_type_registry_and_pointers() -> None:
     assert [rust_type(s, None, False, ffi=False) for s in SCALAR_TYPES] == [s.rust for s in SCALAR_TYPES]
-    assert [s.rust for s in SCALAR_TYPES] == ["u32", "i32", "u64", "i64", "f32", "bool", "u16", "u16", "f64"]
+    assert [s.rust for s in SCALAR_TYPES] == ["u32", "i32", "u64", "i64", "f32", "bool", "u16", "u16", "f64",
+                                                "u8", "i8", "u16", "i16"]
     assert rust_type(None, ELEMS["bf16"], True, ffi=False) == "impl Into<crate::DevicePtr>"
     assert rust_type(None, ELEMS["fp4_e2m1"], False, ffi=False) == "impl Into<crate::DevicePtrMut>"
     assert rust_type(None, ELEMS["u8"], True, ffi=True) == "*const ::std::ffi::c_void"

@@ -23,6 +23,10 @@ enum ScalarCode : uint8_t {
   kScalar_f16 = 7,
   kScalar_bf16 = 8,
   kScalar_f64 = 9,
+  kScalar_u8 = 10,
+  kScalar_i8 = 11,
+  kScalar_u16 = 12,
+  kScalar_i16 = 13,
   kScalarCount
 };
 
@@ -45,6 +49,10 @@ inline constexpr ScalarInfo kScalars[kScalarCount] = {
     {"f16", kFloat, 16, "", 10},
     {"bf16", kFloat, 16, "", 7},
     {"f64", kFloat, 64, "", 52},
+    {"u8", kUnsigned, 8, "[0, 2**8-1]", 0},
+    {"i8", kSigned, 8, "[-2**7, 2**7-1]", 0},
+    {"u16", kUnsigned, 16, "[0, 2**16-1]", 0},
+    {"i16", kSigned, 16, "[-2**15, 2**15-1]", 0},
 };
 
 enum TorchCode : uint8_t {
