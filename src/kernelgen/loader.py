@@ -101,6 +101,7 @@ class _Ctx:
         self.path = path
         self.fields: list[str] = []
         self.structs: dict[str, Struct] = {}  # the module's struct types, by spec name
+        self.type_axes: dict[str, str] = {}  # the kernel instance's element-type axes (T -> bf16), for sizeof
 
     @property
     def field(self) -> str:
@@ -1192,6 +1193,8 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
             raise ctx.error(node.loc, f"integer {node.value} does not fit in 64 bits")
         return expr.Lit(node.value)
     text = _str(ctx, node, "an expression")
+    if "sizeof" in text:
+        text = _sizeof(ctx, node.loc, text)
     try:
         return expr.parse(text, names, ty)
     except expr.ParseError as exc:
@@ -1199,6 +1202,28 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         if text.count("(") != text.count(")"):
             hint = "inside [ ] quote expressions that contain commas: 'div_ceil(q_len, 128)'"
         raise ctx.error(node.loc, exc.message, hint) from None
+
+
+_SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_]\w*)?\s*\)")
+
+
+def _sizeof(ctx: _Ctx, loc: SourceLoc, text: str) -> str:
+    """``text`` with each ``sizeof(T)`` replaced by the bytes of one element of ``T``: an
+    element-type axis of the kernel instance (``T`` of ``instantiate``) or a registry element type
+    (``bf16``). The expression parser then reads the literal (as it reads an integer axis)."""
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or ""
+        elem = ELEMS[ctx.type_axes[name]] if name in ctx.type_axes else SPEC_ELEMS.get(name)
+        if elem is None or elem.any_dtype:
+            hint = (f"the kernel's element-type axes: {', '.join(ctx.type_axes)}" if ctx.type_axes else
+                    "an element type (sizeof(bf16)) or an element-type axis of instantiate (sizeof(T))")
+            raise ctx.error(loc, f"sizeof({name}): '{name}' is not an element type or an element-type axis", hint)
+        if elem.bits % 8:
+            raise ctx.error(loc, f"sizeof({name}): {elem.name} is {elem.bits} bits, not a whole number of bytes",
+                            "count its bytes with div_ceil(values * 4, 8)")
+        return str(elem.bits // 8)
+
+    return _SIZEOF.sub(one, text)
 
 
 def _constant_symbol(ctx: _Ctx, node: YNode) -> str:
@@ -1456,6 +1481,17 @@ def _kernel(
     are constants of the instance in every expression."""
     axes = axes or {}
     int_axes = {n: v for n, v in axes.items() if isinstance(v, int)}
+    ctx.type_axes = {n: v for n, v in axes.items() if isinstance(v, str)}
+    try:
+        return _kernel_entries(ctx, name, loc, node, constants, target_names, targets, axes, int_axes)
+    finally:
+        ctx.type_axes = {}
+
+
+def _kernel_entries(
+    ctx: _Ctx, name: str, loc: SourceLoc, node: YNode, constants: dict[str, int],
+    target_names: list[str], targets: tuple[Target, ...], axes: Mapping[str, str | int], int_axes: dict[str, int],
+) -> Kernel:
     f = _fields(ctx, node, schema.KERNEL)
     if "instance_name" in f and "instantiate" not in f:
         with ctx.at("instance_name"):

@@ -16,12 +16,15 @@ from kernelgen.model import Catalog
 from kernelgen.schema import MODULE_RE
 
 # Targets `kernelgen init --target NAME` knows: arch, compute capability, opt-in shared memory per block.
+# Known targets: arch, compute capability, and the device table of a reference GPU of each (plans
+# without a GPU read device.* names from it): max dynamic shared memory a block may opt in to,
+# SMs, threads / blocks / shared memory per SM, and the largest cluster (1: no clusters).
 KNOWN_TARGETS = {
-    "ampere": ("sm_80", "8.0", 166912),
-    "ada": ("sm_89", "8.9", 101376),
-    "hopper": ("sm_90a", "9.0", 232448),
-    "blackwell": ("sm_100a", "10.0", 232448),
-    "gb10": ("sm_121a", "12.1", 101376),
+    "ampere": ("sm_80", "8.0", 166912, "A100", 108, 2048, 32, 167936, 1),
+    "ada": ("sm_89", "8.9", 101376, "L40S", 142, 1536, 24, 102400, 1),
+    "hopper": ("sm_90a", "9.0", 232448, "H100/H200 SXM", 132, 2048, 32, 233472, 8),
+    "blackwell": ("sm_100a", "10.0", 232448, "B200", 148, 2048, 32, 233472, 8),
+    "gb10": ("sm_121a", "12.1", 101376, "GB10", 48, 1536, 32, 102400, 8),
 }
 DEFAULT_TARGETS = ("gb10", "hopper")
 
@@ -37,7 +40,7 @@ def targets_yaml(names: list[str]) -> str:
         if name not in KNOWN_TARGETS:
             raise KernelgenError(f"unknown target '{name}' for kernelgen init (known: {', '.join(KNOWN_TARGETS)}); "
                                  "add other targets to specs/targets.yaml afterwards")
-        arch, cc, smem = KNOWN_TARGETS[name]
+        arch, cc, smem, gpu, sms, threads, blocks, smem_sm, cluster = KNOWN_TARGETS[name]
         out += [
             f"{name}:",
             f"  arch: {arch}                        # what nvcc compiles for (-arch)",
@@ -45,6 +48,14 @@ def targets_yaml(names: list[str]) -> str:
             "  max_threads_per_block: 1024           # generation checks every kernel's block against these",
             "  max_block_dims: [1024, 1024, 64]",
             f"  max_shared_mem_per_block_optin: {smem}  # bytes of dynamic shared memory a block may opt in to",
+            f"  # Plans without a GPU of this target read device.* names from here ({gpu}'s values; on the",
+            "  # GPU the device's own are used): set sm_count to the GPU you plan for.",
+            f"  sm_count: {sms}",
+            f"  max_threads_per_sm: {threads}",
+            f"  max_blocks_per_sm: {blocks}",
+            f"  max_shared_mem_per_sm: {smem_sm}",
+            "  reserved_shared_mem_per_block: 1024",
+            f"  max_cluster_size: {cluster}",
         ]
     return "\n".join(out) + "\n"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen import expr
 from kernelgen.emit import render_catalog
 from kernelgen.emit.c import c_type
 from kernelgen.errors import SpecError
@@ -104,10 +105,35 @@ BAD = [
      12, "both named 'scale_f32'"),
     ("no symbol", sub("    symbol: scale_kernel<{T}, {VEC}>\n", ""), 9, "needs 'symbol'"),
     ("unused type axis", sub("      VEC: [4, 1]", "      VEC: [4, 1]\n      U: [f16]"), 12, "used by no argument"),
+    ("sizeof of an unknown name", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+     "    shared_mem: THREADS * sizeof(U)\n    skip_if"), 21, "sizeof(U): 'U' is not an element type or an "
+     "element-type axis (the kernel's element-type axes: T)"),
+    ("sizeof of an integer axis", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+     "    shared_mem: sizeof(VEC)\n    skip_if"), 21, "sizeof(VEC): 'VEC' is not an element type"),
+    ("sizeof of a sub-byte type", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+     "    shared_mem: sizeof(fp4_e2m1)\n    skip_if"), 21, "fp4_e2m1 is 4 bits, not a whole number of bytes"),
+    ("sizeof of void", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+     "    shared_mem: sizeof(void)\n    skip_if"), 21, "sizeof(void): 'void' is not an element type"),
     ("instance_name without instantiate", sub("      x: const f32*", "      x: const f32*", sub(
         "    summary: Plain f32.\n", "    summary: Plain f32.\n    instance_name: p_{T}\n")), 27,
      "names the instances of 'instantiate'"),
 ]
+
+
+def test_sizeof_gives_each_instance_its_element_bytes(tmp_path: Path) -> None:
+    """sizeof(T) of an element-type axis is the instance's element size in every expression (a
+    literal, as integer axes are); sizeof of a registry type works anywhere, vector types included."""
+    spec = SPEC.replace("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
+                        "    shared_mem: THREADS * VEC * sizeof(T) + sizeof( f32x4 )\n    skip_if", 1)
+    spec = spec.replace("    applies_if: [n % VEC == 0]", "    applies_if: [n % VEC == 0, n * sizeof(T) <= 1048576]", 1)
+    spec = spec.replace("    grid: [n, 1, 1]", "    grid: [div_ceil(n * sizeof(bf16), 128), 1, 1]", 1)
+    m = load(tmp_path, spec).modules[0]
+    smem = {k.name: expr.evaluate(k.shared_mem, {"THREADS": 256}) for k in m.kernels if k.instance_of == "scale"}
+    assert smem == {"scale_f32_4": 256 * 4 * 4 + 16, "scale_f32_1": 256 * 4 + 16, "scale_bf16_4": 256 * 4 * 2 + 16,
+                    "scale_bf16_1": 256 * 2 + 16}
+    bf16 = m.kernel("scale_bf16_1")
+    assert [c.text for c in bf16.applies_if] == ["(n % 1) == 0", "(n * 2) <= 1048576"]
+    assert expr.to_text(m.kernel("plain").grid[0]) == "div_ceil(n * 2, 128)"
 
 
 def refused_at(tmp_path: Path, spec: str, line: int, fragment: str) -> None:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -356,11 +357,18 @@ def test_without_a_toolkit_build_installs_it_from_pypi(monkeypatch: pytest.Monke
     assert calls == []
 
 
-def test_scaffold_targets_cover_the_repository_targets() -> None:
+def test_scaffold_targets_cover_the_repository_targets(tmp_path: Path) -> None:
+    """A new project's targets carry the repository's whole device table for the targets both
+    have (the plans of a new project on paper are those of the reference GPUs), and every known
+    target's table loads."""
+    assert main(["init", str(tmp_path / "all"), "--package", "allops", *[
+        x for t in scaffold.KNOWN_TARGETS for x in ("--target", t)]]) == 0
+    new = {t.name: t for t in load_catalog(tmp_path / "all").targets}
+    assert sorted(new) == sorted(scaffold.KNOWN_TARGETS)
+    assert new["ampere"].sm_count == 108 and new["ampere"].max_cluster_size == 1
     for t in load_catalog(REPO).targets:
-        arch, cc, smem = scaffold.KNOWN_TARGETS[t.name]
-        assert (arch, cc, smem) == (t.arch, f"{t.compute_capability[0]}.{t.compute_capability[1]}",
-                                    t.max_shared_mem_per_block_optin)
+        assert new[t.name] == replace(new[t.name], **{f.name: getattr(t, f.name) for f in fields(t)
+                                                      if f.name not in ("loc", "build")}), t.name
 
 
 def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) -> None:
