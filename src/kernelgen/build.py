@@ -234,8 +234,9 @@ _NVCC_ERROR = re.compile(r"^(?P<path>.+?\.cu)\((?P<line>\d+)\): error: (?P<msg>.
 _UNDEFINED = re.compile(r'identifier "(?P<a>[^"]+)" is undefined|(?:the global scope|namespace "[^"]*") has no '
                         r'(?:member )?"(?P<b>[^"]+)"')
 # A launcher's signature check in a generated .cu: the kernel's symbol, then the message naming the spec.
-_SIGNATURE_CHECK = re.compile(r"static_assert\(kg::same_arity_v<decltype\(&(?P<sym>.+?)\), .*\n\s*"
-                              r"\"kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)'")
+_SIGNATURE_CHECK = re.compile(r"static_assert\(kg::same_arity_v<decltype\(kg::pick<\w+>\(&(?P<sym>.+?), 0\)\), .*\n\s*"
+                              r"\"kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)'"
+                              r"(?:[^\"\n]*?parameters? \((?P<sig>[^)]*)\))?")
 # The linker's own lines: what collect2's "ld returned 1 exit status" summarises.
 _LINKER = re.compile(r"(?:^|[\s/])ld(?:\.\w+)?: |multiple definition of|undefined reference to|first defined here"
                      r"|collect2: ")
@@ -314,6 +315,11 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
                 msg = (f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
                        "__global__ function (and its namespace), or list the source that defines it under sources"
                        + _global_names_hint(_base_name(name), text_of(path), root))
+            elif line == at and '"kg::pick"' in m.group("msg"):
+                msg = (f"{where} names overloaded __global__ functions, and none takes exactly the spec's "
+                       f"parameters ({c.group('sig')}); make the spec's args one overload's parameters, in "
+                       "order, with its types (among overloads an integer must be spelled as the spec's C++ "
+                       "type: int64_t, not long long), or give that kernel a name of its own")
             elif line == at:
                 msg = (f"{where} does not compile: {m.group('msg').strip()}; check the template arguments of the "
                        "spec's symbol against the kernel's template parameters, and that the sources declare "

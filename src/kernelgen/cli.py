@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -165,6 +166,33 @@ def cmd_cmake(args: argparse.Namespace) -> int:
     text = scaffold.cmake_script(catalog, opts.install_prefix)
     args.out.write_text(text, encoding="utf-8")
     print(f"kernelgen: wrote {args.out} ({catalog.naming.package}: {', '.join(t.name for t in targets)})")
+    return 0
+
+
+def cmd_draft(args: argparse.Namespace) -> int:
+    from kernelgen import draft
+    from kernelgen.errors import relpath
+
+    root = args.root
+    src = args.source.resolve()
+    try:
+        rel = src.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise KernelgenError(f"{args.source} is outside the project ({root}): sources are relative to its root; "
+                             "copy the file into the project first") from None
+    if not src.is_file():
+        raise KernelgenError(f"{relpath(src, root)} is not a file")
+    module = args.module or re.sub(r"\W+", "_", src.stem).strip("_").lower()
+    text = draft.draft(rel, src.read_text(encoding="utf-8", errors="replace"), module, args.kernel or None)
+    if not args.write:
+        sys.stdout.write(text)
+        return 0
+    out = root / "specs" / f"{module}.yaml"
+    if out.exists() and not args.force:
+        raise KernelgenError(f"{relpath(out, root)} exists; use --force to replace it, or print the draft "
+                             "without --write")
+    out.write_text(text, encoding="utf-8")
+    print(f"kernelgen: wrote {relpath(out, root)}: check the entries marked 'check', then kernelgen build")
     return 0
 
 
@@ -320,6 +348,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="in a folder that has some of the files (an existing repository), write only the others "
                    "and append kernelgen's entries to its .gitignore")
     i.set_defaults(func=cmd_init, root_optional=True)
+    dr = sub.add_parser("draft", help="a first module spec for the __global__ functions of a CUDA source, "
+                        "to check and complete")
+    dr.add_argument("source", type=Path, help="the CUDA source, inside the project")
+    dr.add_argument("--module", "-m", help="the module's name (default: the file's name)")
+    dr.add_argument("--kernel", "-k", action="append", help="draft only this __global__ function (repeatable)")
+    dr.add_argument("--write", action="store_true", help="write specs/<module>.yaml instead of printing it")
+    dr.add_argument("--force", action="store_true", help="with --write: replace a spec that exists")
+    dr.set_defaults(func=cmd_draft)
     u = sub.add_parser("unlink", help="remove the .pth file that makes the package importable")
     u.set_defaults(func=cmd_unlink)
     cm = sub.add_parser("cmake", help="write the CMake script that a project's CMakeLists.txt includes (wheels)")

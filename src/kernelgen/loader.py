@@ -1525,8 +1525,6 @@ def _kernel_entries(
         taken[c] = loc
     with ctx.at("args"):
         raw_args = _args(ctx, f["args"], False, taken, axes)
-        if not raw_args:
-            raise ctx.error(f["args"].loc, "a kernel needs at least one argument")
     raw_host: list[tuple[Arg, YNode | None]] = []
     if "host_args" in f:
         with ctx.at("host_args"):

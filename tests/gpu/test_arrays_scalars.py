@@ -482,6 +482,18 @@ def test_narrow_integer_scalars_arrive_intact(m):
     assert out[-1].item() == -7 and out[-2].item() == 2 * 498 + 1000
 
 
+def test_overloaded_kernels_each_launch_their_overload(m):
+    """add_value has an f32 and an f64 overload (the f64 one adds twice v, cooperatively): each
+    launcher runs its own."""
+    x32 = torch.zeros(1000, device="cuda")
+    x64 = torch.zeros(1000, device="cuda", dtype=torch.float64)
+    assert m.add_value_f32(x32, 999, 1.5).launched
+    assert m.add_value_f64(x64, 999, 1.25).launched
+    torch.cuda.synchronize()
+    assert torch.all(x32[:999] == 1.5) and x32[999].item() == 0
+    assert torch.all(x64[:999] == 2.5) and x64[999].item() == 0
+
+
 def test_an_enum_parameter_gets_the_integer(m):
     """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
     the value as the enum. Values outside the spec's range are refused by its `requires`."""

@@ -281,7 +281,8 @@ def test_launch_modes_use_cudaLaunchKernelEx_and_plain_kernels_keep_the_chevrons
     assert "kg_attrs[0].id = cudaLaunchAttributeCooperative;" in cu
     assert "kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;" in cu
     assert "kg_attrs[0].id = cudaLaunchAttributeClusterDimension;" in cu
-    assert cu.count("cudaLaunchKernelEx(&kg_cfg, ::coop_sum_kernel") == 2  # coop_sum and coop_sum_blocks
+    assert cu.count("cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_coop_sum>(&::coop_sum_kernel, 0)") == 1
+    assert cu.count("cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_coop_sum_blocks>(&::coop_sum_kernel, 0)") == 1
     assert "::atomic_sum_kernel<<<" in cu and "::bounded_scale_kernel<<<" in cu
     assert "kg::check_launch(kg_p, 256, nullptr, 8, true, kg_dev.sm_count, kg_blocks_per_sm)" in cu
     assert "kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0)" in cu  # bounded_scale

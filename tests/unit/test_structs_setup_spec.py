@@ -175,7 +175,8 @@ def test_emitters(tmp_path: Path) -> None:
     assert "cudaStreamIsCapturing(stream, &kg_capture)" in cu
     assert cu.index("cudaMemsetAsync") < cu.index("cudaMemcpyToSymbolAsync") < cu.index("<<<")
     assert "using kg_signature_rope = void (*)(const float*, uint32_t*, uint32_t, ::ns::corr_dims, ::params);" in cu
-    assert "kg::same_arity_v<decltype(&::rope_kernel<ns::Op<float>,true,&ns::fn>), kg_signature_rope>" in cu
+    assert "kg::same_arity_v<decltype(kg::pick<kg_signature_rope>(&::rope_kernel<ns::Op<float>,true,&ns::fn>, 0)), " \
+           "kg_signature_rope>" in cu
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
     assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
@@ -201,7 +202,8 @@ def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Pa
     cu = gen / "act.cu"
     cu.write_text(
         "// generated\n"
-        "static_assert(kg::same_arity_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), kg_signature_gelu>,\n"
+        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_gelu>(&::act_kernel<ops::GeluOp,__nv_bfloat16>, "
+        "0)), kg_signature_gelu>,\n"
         "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
     )
     lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]
@@ -213,6 +215,26 @@ def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Pa
         _explain_failure(lines, tmp_path)
     lines = [f'{cu}(7): error: something else entirely']
     assert "kernelgen: specs/act.yaml" not in _explain_failure(lines, tmp_path)
+
+
+def test_an_overloaded_symbol_without_the_specs_overload_is_named(tmp_path: Path) -> None:
+    """Overloaded kernels: kg::pick takes the overload with the spec's exact parameters; when none
+    has them, the message says so with the spec's parameters, not as a template problem."""
+    from kernelgen.build import _explain_failure
+
+    gen = tmp_path / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True)
+    cu = gen / "ovl.cu"
+    cu.write_text(
+        "// generated\n"
+        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_add_f64>(&::addk, 0)), kg_signature_add_f64>,\n"
+        "              \"kernelgen: specs/ovl.yaml:12: kernel 'add_f64': the __global__ definition of addk does not "
+        "take the spec's 3 parameters (f64* x, u64 n, f64 v); make the spec's args list the kernel's parameters\");\n"
+    )
+    text = _explain_failure([f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument '
+                             'list'], tmp_path)
+    assert text.startswith("kernelgen: specs/ovl.yaml:12: kernel 'add_f64': symbol 'addk' names overloaded __global__ "
+                           "functions, and none takes exactly the spec's parameters (f64* x, u64 n, f64 v); "), text
 
 
 @pytest.mark.parametrize("source,hint", [
@@ -237,7 +259,8 @@ def test_an_undeclared_symbol_names_the_sources_kernels(tmp_path: Path, source: 
     cu = gen / "act.cu"
     cu.write_text(
         "// generated\n"
-        "static_assert(kg::same_arity_v<decltype(&::act_kernel<ops::GeluOp,__nv_bfloat16>), kg_signature_gelu>,\n"
+        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_gelu>(&::act_kernel<ops::GeluOp,__nv_bfloat16>, "
+        "0)), kg_signature_gelu>,\n"
         "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
         '#include "kernelgen/runtime.h"\n'
         '#include "kernels/act.cu"\n'

@@ -209,13 +209,19 @@ class CppKernel(c.CKernel):
         assert self.ir.cluster is not None
         return ", ".join(str(c) for c in self.ir.cluster)
 
+    def fn_ptr(self, sym: str) -> str:
+        """The kernel ``sym`` names, as a function pointer: the overload taking the spec's parameters
+        where ``sym`` is overloaded (kg::pick in runtime.h)."""
+        return f"kg::pick<kg_signature_{self.ir.name}>(&{sym}, 0)"
+
     def launch_lines(self, sym: str) -> list[str]:
         """The statements launching ``sym`` with the plan ``kg_p``: <<<>>> for a plain launch (the
         launcher then reads cudaGetLastError), or cudaLaunchKernelEx with the launch attributes,
         returning its outcome."""
         ir = self.ir
         args = self.kernel_arg_names()
-        alias = [f"using kg_f = decltype(&{sym});  // its parameter types, for kg::arg"] if self.casts_args else []
+        alias = [f"using kg_f = decltype({self.fn_ptr(sym)});  // its parameter types, for kg::arg"] \
+            if self.casts_args else []
         if not ir.launch_ex:
             return alias + [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
                             f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
@@ -245,7 +251,8 @@ class CppKernel(c.CKernel):
             "kg_cfg.stream = stream;",
             "kg_cfg.attrs = kg_attrs;",
             f"kg_cfg.numAttrs = {i};",
-            f"return {{kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, {sym}{', ' if args else ''}{args})), "
+            f"return {{kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, {self.fn_ptr(sym)}"
+            f"{', ' if args else ''}{args})), "
             f"&kg_info_{ir.name}}};",
         ]
         return out

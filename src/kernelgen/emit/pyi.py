@@ -33,7 +33,7 @@ def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey,
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
     ints = [f"{a.name}: {annotation(a)}" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
-            "pyi_int_params": ", ".join(ints)}
+            "pyi_int_params": ("*, " + ", ".join(ints)) if ints else ""}  # keyword-only; none: no bare *
 
 
 class _Module:

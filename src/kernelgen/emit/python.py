@@ -26,7 +26,9 @@ def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
     spec's longer doc when it has one."""
     pos = ", ".join(f"{a.name}: {a.spelling}" for a in args if not a.host)
     kw = ", ".join(f"{a.name}: {a.spelling}" for a in args if a.host)
-    sig = f"({pos}{', *, ' + kw if kw else ', *'}, stream=None) -> Outcome"
+    parts = [pos] if pos else []
+    parts += ["*", kw] if kw else ["*"]
+    sig = f"({', '.join(parts)}, stream=None) -> Outcome"
     return f"{sig}\n\n{summary}" + (f"\n\n{doc}" if doc else "")
 
 

@@ -97,6 +97,19 @@ using param_t = typename std::tuple_element<I, typename params<F>::tuple>::type;
 template <typename F, typename G>
 constexpr bool same_arity_v = params<F>::count == params<G>::count;
 
+// The kernel a spec's symbol names, as a function pointer: kg::pick<Sig>(&symbol, 0), Sig the spec's
+// signature. Where the symbol names one function, that function (its parameters may spell the spec's
+// types otherwise; the checks below compare them); where it names overloads, the one whose parameters
+// are exactly the spec's (the second form cannot deduce F from an overload set, and 0 prefers the first).
+template <typename Sig>
+constexpr Sig pick(Sig f, int) noexcept {
+  return f;
+}
+template <typename Sig, typename F>
+constexpr F pick(F f, long) noexcept {
+  return f;
+}
+
 // Parameter I of F is the spec's: true when the counts differ (same_arity_v reports that).
 template <typename F, typename G, std::size_t I>
 constexpr bool param_matches() {

@@ -1,0 +1,365 @@
+"""A first spec for existing kernels: ``kernelgen draft SOURCE`` reads the ``__global__``
+functions of a CUDA source and writes the module spec that describes them, to be checked and
+completed by hand (grid, block, sizes, examples, template arguments).
+
+What it reads, without a compiler (the limits of ``kernel_source``): comments are removed and
+preprocessor branches are not evaluated; each ``__global__`` declaration gives its name, its
+namespaces, its ``template <...>`` head, its ``__launch_bounds__`` and its parameter list. Each
+parameter's C++ type is mapped to the type registry (``const float* __restrict__`` ->
+``const f32*``, ``int64_t`` / ``long long`` -> ``i64``, ``__nv_bfloat16*`` -> ``bf16*``, a
+template type parameter ``const T*`` -> ``"const {T}*"`` with ``T`` an instantiation axis); a
+type it does not know (a struct passed by value) becomes an entry under ``structs:`` without
+fields (a stateless functor, which the build checks) and a comment saying to give its fields.
+What cannot be known from the text is written as a working guess with a comment: the block
+(``__launch_bounds__`` or 256 threads), a one-dimensional grid over the first integer argument,
+and an example. The draft loads and generates as it is; ``kernelgen build`` then checks each
+kernel's parameters against it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kernelgen.errors import KernelgenError
+from kernelgen.kernel_source import SourceScanError, _balanced, _namespaces_at, strip_comments
+from kernelgen.loader import reserved_reason
+
+# C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
+_CPP_TYPES = {
+    "float": "f32", "double": "f64", "__half": "f16", "half": "f16", "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16", "bool": "bool",
+    "int8_t": "i8", "signed char": "i8", "uint8_t": "u8", "unsigned char": "u8",
+    "int16_t": "i16", "short": "i16", "short int": "i16", "signed short": "i16",
+    "uint16_t": "u16", "unsigned short": "u16", "unsigned short int": "u16",
+    "int32_t": "i32", "int": "i32", "signed": "i32", "signed int": "i32",
+    "uint32_t": "u32", "unsigned": "u32", "unsigned int": "u32",
+    "int64_t": "i64", "long long": "i64", "long long int": "i64", "long": "i64", "long int": "i64",
+    "ptrdiff_t": "i64", "std::ptrdiff_t": "i64", "signed long long": "i64",
+    "uint64_t": "u64", "unsigned long long": "u64", "unsigned long long int": "u64", "unsigned long": "u64",
+    "size_t": "u64", "std::size_t": "u64",
+    "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_bfloat162": "bf16x2",
+    "nv_bfloat162": "bf16x2", "int4": "i32x4",
+    "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
+    "__nv_fp4x2_e2m1": "fp4_e2m1", "void": "void",
+    "char": "i8",  # x86-64's char is signed; aarch64's is not (the build checks either way)
+}
+for _k, _v in list(_CPP_TYPES.items()):
+    if _k.endswith("_t") and not _k.startswith("std::"):
+        _CPP_TYPES["std::" + _k] = _v
+# Scalars the registry passes by value (vector and 8-bit float types are pointer elements only).
+_SCALARS = {"f32", "f64", "f16", "bf16", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
+_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|__grid_constant__|volatile|struct|class|"
+                         r"typename)\b")
+_GLOBAL = re.compile(r"\b__global__\b")
+_NAME_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
+_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
+               "__align__", "decltype"}
+_TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
+_INT_NAMES = ("n", "numel", "num_elements", "size", "count", "total", "length", "len", "rows", "num_rows", "m",
+              "tokens", "num_tokens", "batch")
+
+
+@dataclass
+class Param:
+    name: str
+    cpp: str  # as written, qualifiers removed
+    spec: str | None  # the spec's type, or None where a struct entry stands for it
+    struct: str | None = None  # the C++ type of a by-value parameter the registry does not know
+    note: str = ""
+
+
+@dataclass
+class TemplateParam:
+    name: str
+    kind: str  # "type", "int" or "bool"
+    default: str | None = None
+
+
+@dataclass
+class Global:
+    name: str
+    qualified: str  # with namespaces: what the spec's symbol spells
+    params: list[Param]
+    template: list[TemplateParam] = field(default_factory=list)
+    max_threads: str | None = None  # __launch_bounds__'s first argument (a literal or a template parameter)
+    line: int = 0
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside (), <>, [] and {}."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur))
+    return [p.strip() for p in out]
+
+
+def _angle(text: str, start: int) -> str:
+    """The text inside the ``<`` at ``text[start - 1]``."""
+    depth, i = 1, start
+    while i < len(text) and depth:
+        depth += {"<": 1, ">": -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1]
+
+
+def _template_head(head: str) -> list[TemplateParam]:
+    heads = list(_TEMPLATE_HEAD.finditer(head))
+    if not heads:
+        return []
+    m = heads[-1]
+    out = []
+    for p in _split_top(_angle(head, m.end())):
+        default = None
+        if "=" in p:
+            p, default = (x.strip() for x in p.split("=", 1))
+        words = p.replace("...", " ").split()
+        if not words:
+            continue
+        name = words[-1] if len(words) > 1 else f"P{len(out)}"
+        if words[0] in ("typename", "class"):
+            out.append(TemplateParam(name, "type", default))
+        elif words[0] == "bool":
+            out.append(TemplateParam(name, "bool", default))
+        else:
+            out.append(TemplateParam(name, "int", default))
+    return out
+
+
+def _launch_bounds(head: str) -> str | None:
+    """The first argument of ``__launch_bounds__``: digits, or a name (a template parameter)."""
+    m = re.search(r"\b__launch_bounds__\s*\(\s*([0-9]+|[A-Za-z_]\w*)\s*[,)]", head)
+    return m.group(1) if m else None
+
+
+_ENUM = re.compile(r"\benum\s+(?:(class|struct)\s+)?([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_][\w:\s]*?))?\s*\{")
+
+
+def _enums(text: str) -> dict[str, tuple[str, str]]:
+    """The enums a source declares: name -> (the registry type of its underlying type, a note)."""
+    out = {}
+    for m in _ENUM.finditer(text):
+        under = " ".join((m.group(3) or "").split())
+        if under:
+            out[m.group(2)] = (_CPP_TYPES.get(under, "i32"), "" if under in _CPP_TYPES else
+                               f"check: enum {m.group(2)}'s underlying type {under}")
+        elif m.group(1):
+            out[m.group(2)] = ("i32", "")  # an enum class's underlying type is int
+        else:
+            out[m.group(2)] = ("i32", f"check: plain enum {m.group(2)}: its underlying type is the compiler's "
+                                      "choice (give it one: enum E : int32_t)")
+    return out
+
+
+def _param(text: str, index: int, template: list[TemplateParam],
+           enums: dict[str, tuple[str, str]] | None = None) -> Param:
+    text = re.sub(r"=.*$", "", text, flags=re.S)  # a default argument
+    text = re.sub(r"\[\s*\]", "*", text)  # T x[] is T* x
+    text = " ".join(_QUALIFIERS.sub(" ", text).split())
+    m = re.match(r"^(.*?)([A-Za-z_]\w*)$", text)
+    name = f"arg{index}"
+    if m and m.group(1).strip() and not m.group(1).rstrip().endswith("::"):
+        base_text, name = m.group(1).strip(), m.group(2)
+    else:
+        base_text = text
+    stars = base_text.count("*")
+    # const before the first *: the pointee is const; const after a *: the pointer is (ignored),
+    # except between the two * of a pointer array (the array's elements are const).
+    parts = base_text.split("*")
+    inner_const = "const" in parts[0].split()
+    mid_const = stars >= 2 and "const" in parts[1].split()
+    base = " ".join(w for w in parts[0].split() if w != "const").strip()
+    types = {t.name: t for t in template}
+    if base in types and types[base].kind == "type":
+        if stars == 1:
+            return Param(name, text, f"{'const ' if inner_const else ''}{{{base}}}*")
+        return Param(name, text, None, struct=base, note=f"template type '{base}' by value: give the type")
+    enum = (enums or {}).get(base.split("::")[-1])
+    if enum is not None and stars == 0:
+        return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
+    elem = _CPP_TYPES.get(base)
+    if elem is None:
+        if stars == 0:
+            return Param(name, text, None, struct=base)
+        return Param(name, text, f"{'const ' if inner_const else ''}void{'*' * stars}",
+                     note=f"'{base}*' is not a registry type: passed as untyped memory (sized in bytes)")
+    if stars == 0:
+        if elem not in _SCALARS:
+            return Param(name, text, None, struct=base, note=f"'{base}' by value: declare its fields")
+        return Param(name, text, elem)
+    if stars == 1:
+        return Param(name, text, f"{'const ' if inner_const else ''}{elem}*")
+    if stars == 2:
+        if inner_const:
+            return Param(name, text, f"const {elem}* const*")
+        return Param(name, text, f"{elem}* const*" if mid_const else f"{elem}**")
+    return Param(name, text, f"{'const ' if inner_const else ''}void*", note=f"{stars} levels of pointer: "
+                 "passed as untyped memory")
+
+
+def read_globals(text: str) -> list[Global]:
+    """The ``__global__`` functions of a source's text, in order, each name once (the first
+    declaration with a parameter list; a definition repeats it)."""
+    text = strip_comments(text)
+    spaces = _namespaces_at(text)
+    enums = _enums(text)
+    out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
+    for g in _GLOBAL.finditer(text):
+        start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1
+        end = min((i for i in (text.find(c, g.end()) for c in ";{") if i >= 0), default=len(text))
+        pos = g.end()
+        while (m := _NAME_CALL.search(text, pos, end)) is not None:
+            try:
+                inner = _balanced(text, m.end())
+            except SourceScanError:
+                break
+            if m.group(1) in _ATTRIBUTES:
+                pos = m.end() + len(inner) + 1
+                continue
+            head = text[start:m.start()]
+            ns = [n for at, n in spaces if at <= g.start()][-1]
+            template = _template_head(head)
+            qualified = f"{ns}::{m.group(1)}" if ns else m.group(1)
+            params = [] if inner.strip() in ("", "void") else [
+                _param(p, i, template, enums) for i, p in enumerate(_split_top(inner))]
+            key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
+            if key not in out:
+                out[key] = Global(m.group(1), qualified, params, template, _launch_bounds(head),
+                                  text.count("\n", 0, g.start()) + 1)
+            break
+    return list(out.values())
+
+
+def _spec_name(name: str, taken: set[str]) -> str:
+    """A name the spec may use for ``name`` (a kernel, an argument), unused in ``taken``."""
+    base = re.sub(r"__+", "_", name).strip("_") or "k"
+    if base[:3].lower() == "kg_":
+        base = base[3:] or "k"
+    if base.endswith("_t"):
+        base += "_"
+    if not re.match(r"[A-Za-z]", base):
+        base = "k" + base
+    cand = base
+    if reserved_reason(cand) or cand in taken:
+        cand = f"{base}_arg" if reserved_reason(f"{base}_arg") is None else f"{base}x"
+    i = 2
+    while cand in taken or reserved_reason(cand):
+        cand = f"{base}{i}"
+        i += 1
+    taken.add(cand)
+    return cand
+
+
+# Words YAML 1.1 or 1.2 reads as booleans or null: quoted in the draft.
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+
+
+def _yaml_str(text: str) -> str:
+    """``text`` as a YAML scalar: plain where that reads back the same, else double-quoted."""
+    if re.fullmatch(r"[A-Za-z_][\w ./*]*", text) and not text.endswith(" ") and text.lower() not in _YAML_WORDS:
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def draft(source_rel: str, text: str, module: str, only: list[str] | None = None) -> str:
+    """The YAML text of a module spec for the ``__global__`` functions of ``text`` (the source at
+    ``source_rel``, relative to the project root), or those named in ``only``."""
+    globs = read_globals(text)
+    if only:
+        missing = [n for n in only if n not in {g.name for g in globs} | {g.qualified for g in globs}]
+        if missing:
+            raise KernelgenError(f"{source_rel} declares no __global__ function {', '.join(missing)} (it declares: "
+                                 f"{', '.join(g.qualified for g in globs) or 'none'})")
+        globs = [g for g in globs if g.name in only or g.qualified in only]
+    if not globs:
+        raise KernelgenError(f"{source_rel} declares no __global__ function (comments removed; a kernel declared "
+                             "through a macro is not seen)")
+    lines = [
+        f"# Drafted by `kernelgen draft` from {source_rel}: check each entry marked 'check' against how the",
+        "# kernels are launched (grid, block, shared memory, the element counts of pointers, examples),",
+        "# then `kernelgen build` checks every kernel's parameters against its args.",
+        f"module: {module}",
+        f"summary: Kernels of {source_rel}.  # check: one line saying what the module computes",
+        f"sources: [{source_rel}]",
+    ]
+    structs: dict[str, str] = {}
+    kernel_names: set[str] = set()
+    body: list[str] = []
+    for g in globs:
+        taken: set[str] = set()
+        args = []
+        for p in g.params:
+            name = _spec_name(p.name, taken)
+            if p.struct is not None:
+                key = structs.get(p.struct) or _spec_name(re.sub(r"\W+", "_", p.struct.split("<")[0]).lower(),
+                                                          set(structs.values()) | kernel_names)
+                structs[p.struct] = key
+                args.append((name, key, p.note or f"'{p.struct}' by value"))
+            else:
+                args.append((name, p.spec, p.note))
+        type_axes = [t for t in g.template if t.kind == "type" and any(
+            p.spec and f"{{{t.name}}}" in p.spec for p in g.params)]
+        targs = []
+        for t in g.template:
+            if t in type_axes:
+                targs.append(f"{{{t.name}}}")
+            elif t.kind == "int":
+                targs.append(f"{{{t.name}}}")
+            elif t.kind == "bool":
+                targs.append(t.default or "true")
+            else:
+                targs.append(t.default or t.name)
+        symbol = g.qualified + (f"<{', '.join(targs)}>" if g.template else "")
+        base = re.sub(r"_kernel$|Kernel$", "", g.name) or g.name
+        if sum(1 for h in globs if h.qualified == g.qualified) > 1:  # overloads: named by their first pointer
+            elems = [p.spec.split()[-1].rstrip("*") for p in g.params if p.spec and "*" in p.spec]
+            base += f"_{elems[0]}" if elems and re.fullmatch(r"\w+", elems[0]) else ""
+        kname = _spec_name(base, kernel_names)
+        body.append(f"  {kname}:")
+        body.append(f"    symbol: {_yaml_str(symbol)}" + (
+            "  # check the template arguments" if any(t.kind != "int" and t not in type_axes for t in g.template)
+            else ""))
+        body.append(f"    summary: What {g.name} computes.  # check")
+        inst = []
+        for t in g.template:
+            if t in type_axes:
+                inst.append(f"      {t.name}: [f32]  # check: the element types to build it for")
+            elif t.kind == "int":
+                inst.append(f"      {t.name}: [{t.default or 256}]  # check: the values to build it for")
+        if inst:
+            body.append("    instantiate:")
+            body += inst
+        body.append("    args:" if args else "    args: {}")
+        ints = [n for n, t, _ in args if t in ("u32", "i32", "u64", "i64", "u16", "i16", "u8", "i8")]
+        bools = [n for n, t, _ in args if t == "bool"]
+        for n, t, note in args:
+            comment = f"  # {note}" if note else ""
+            body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
+        driver = next((n for n in ints if n.lower() in _INT_NAMES), ints[0] if ints else None)
+        int_params = {t.name for t in g.template if t.kind == "int"}
+        threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
+            else "256"
+        grid = f"div_ceil({driver}, {threads})" if driver else "1"
+        body.append(f"    grid: [{_yaml_str(grid)}, 1, 1]  # check")
+        body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
+        if driver:
+            body.append(f"    skip_if: [{driver} == 0]")
+        example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]
+                            + [f"{_yaml_str(n)}: true" for n in bools])
+        body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
+    if structs:
+        lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked empty)")
+        for cpp, key in structs.items():
+            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, fields: {{}}}}")
+    lines.append("kernels:")
+    return "\n".join(lines + body) + "\n"

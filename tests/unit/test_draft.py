@@ -1,0 +1,133 @@
+"""`kernelgen draft`: a first module spec from the __global__ functions of a CUDA source. The
+C++ parameter types map to the registry's, names the spec may not use are renamed, templates
+become instantiations, unknown by-value types become struct entries, overloads get a kernel
+each; the draft loads and generates as written. (That the drafted args agree with the compiled
+kernels is checked by a build: tests/compile/test_arrays_fixture.py.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kernelgen.cli import main
+from kernelgen.draft import draft, read_globals
+from kernelgen.emit import render_catalog
+from kernelgen.loader import load_catalog
+from tests.unit.test_loader import write_project
+
+SOURCE = """\
+#include <cstdint>
+#include <cuda_bf16.h>
+// __global__ void commented_out(float* x);
+enum class Mode : uint8_t { a, b };
+enum Plain { p0, p1 };
+struct Params { float scale; int n; };
+namespace lib { namespace detail {
+template <typename T, int BLOCK, bool kFast = true>
+__global__ void __launch_bounds__(BLOCK) norm_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                                     const float* const weight, int64_t rows, int cols,
+                                                     float eps = 1e-6f);
+template <typename T, int BLOCK, bool kFast>
+__global__ void __launch_bounds__(BLOCK) norm_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                                     const float* const weight, int64_t rows, int cols,
+                                                     float eps) {}
+} }
+__global__ void __launch_bounds__(128, 2) mixed(const float4* v, const float* const* rows, float** outs,
+                                              size_t n, long long off, unsigned char flag, Mode mode,
+                                              Plain plain, Params params, unsigned short w, char c,
+                                              __nv_bfloat16 b, int stream, float*) {}
+__global__ void add(float* x, unsigned n) {}
+__global__ void add(double* x, unsigned n) {}
+__global__ void noargs() {}
+"""
+
+
+def test_draft_maps_parameters_templates_and_overloads() -> None:
+    assert [g.qualified for g in read_globals(SOURCE)] == ["lib::detail::norm_kernel", "mixed", "add", "add",
+                                                           "noargs"]
+    text = draft("kernels/src.cu", SOURCE, "src")
+    assert "commented_out" not in text
+    assert """\
+  norm:
+    symbol: "lib::detail::norm_kernel<{T}, {BLOCK}, true>"  # check the template arguments
+    summary: What norm_kernel computes.  # check
+    instantiate:
+      T: [f32]  # check: the element types to build it for
+      BLOCK: [256]  # check: the values to build it for
+    args:
+      in_arg: "const {T}*"
+      out: "{T}*"
+      weight: const f32*
+      rows: i64
+      cols: i32
+      eps: f32
+    grid: ["div_ceil(rows, BLOCK)", 1, 1]  # check
+    block: [BLOCK, 1, 1]
+    skip_if: [rows == 0]
+""" in text, text
+    assert """\
+    args:
+      v: const f32x4*
+      rows: const f32* const*
+      outs: f32**
+      "n": u64
+      "off": i64
+      flag: u8
+      mode: u8  # enum Mode
+      plain: i32  # check: plain enum Plain: its underlying type is the compiler's choice (give it one: enum E : int32_t)
+      params: params  # 'Params' by value
+      w: u16
+      c: i8
+      b: bf16
+      stream_arg: i32
+      arg13: f32*
+    grid: ["div_ceil(n, 128)", 1, 1]  # check
+    block: [128, 1, 1]
+""" in text, text
+    assert "structs:  # check: give each its fields" in text and "  params: {cpp: Params, fields: {}}" in text
+    assert "  add_f32:\n    symbol: add\n" in text and "  add_f64:\n    symbol: add\n" in text
+    assert '      x: f64*\n      "n": u32\n' in text
+    assert "  noargs:\n    symbol: noargs\n" in text and '    grid: ["1", 1, 1]  # check' in text
+    assert 'examples: [{"n": 1024, "off": 1, flag: 1, mode: 1, plain: 1, w: 1, c: 1, stream_arg: 1}]' in text
+
+
+def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
+    """The draft is a valid spec as written (the struct entry without fields stands for the
+    by-value type until its fields are given)."""
+    text = draft("kernels/demo.cu", SOURCE, "demo")
+    root = write_project(tmp_path, text)
+    (root / "kernels" / "demo.cu").write_text(SOURCE)
+    catalog = load_catalog(root)
+    names = [k.name for k in catalog.module("demo").kernels]
+    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs"], names
+    files = render_catalog(catalog)
+    pyi = files["generated/hopper/python/demo.pyi"]
+    ast.parse(pyi)  # a kernel without parameters has no bare '*' in its stubs
+    assert "    def plan(self) -> _kg_Plan: ...\n\nnoargs: _kg_launcher_noargs" in pyi
+    assert "def plan_noargs() -> _kg_Plan: ..." in pyi and '"""(*, stream=None) -> Outcome' in pyi
+
+
+def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_project(tmp_path, draft("kernels/demo.cu", SOURCE, "demo"), "other.yaml")
+    (root / "kernels" / "mine.cu").write_text(SOURCE)
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "-k", "add"]) == 0
+    out = capsys.readouterr().out
+    assert "module: mine\n" in out and "sources: [kernels/mine.cu]" in out
+    assert "add_f32:" in out and "norm" not in out
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "--write", "-m", "mine_ops"]) == 0
+    assert "wrote specs/mine_ops.yaml" in capsys.readouterr().out
+    assert (root / "specs" / "mine_ops.yaml").read_text().startswith("# Drafted by `kernelgen draft`")
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "--write", "-m", "mine_ops"]) == 2
+    assert "specs/mine_ops.yaml exists; use --force" in capsys.readouterr().err
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "-k", "nothing"]) == 2
+    assert "declares no __global__ function nothing (it declares: lib::detail::norm_kernel, mixed, add, add, " \
+           "noargs)" in capsys.readouterr().err
+    outside = tmp_path.parent / f"{tmp_path.name}_outside.cu"
+    outside.write_text(SOURCE)
+    assert main(["--root", str(root), "draft", str(outside)]) == 2
+    assert "is outside the project" in capsys.readouterr().err
+    (root / "kernels" / "empty.cu").write_text("// nothing\n")
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "empty.cu")]) == 2
+    assert "declares no __global__ function" in capsys.readouterr().err
