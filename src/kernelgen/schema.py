@@ -374,7 +374,8 @@ KERNEL = Struct(
         }), 1), True,
               "The `__global__` function's parameters, in order: each name maps to its type (`u32`, "
               "`const bf16*`, or a struct of `structs`, passed by value) or to the long form `{type: ..., size: "
-              "EXPR, contiguous: true, zero: true}`. A build fails when the kernel's definition disagrees."),
+              "EXPR, contiguous: true, zero: true}`. A build fails when the kernel's definition disagrees. "
+              "`{}` for a kernel without parameters."),
         Field("host_args", mapping_of(IDENTIFIER, Kind("integer type or argument", {
             "anyOf": [dict(HOST_TYPE.json), {"$ref": "#/$defs/argument"}],
         })), False,
