@@ -309,16 +309,10 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
                 args.append((name, p.spec, p.note))
         type_axes = [t for t in g.template if t.kind == "type" and any(
             p.spec and f"{{{t.name}}}" in p.spec for p in g.params)]
-        targs = []
-        for t in g.template:
-            if t in type_axes:
-                targs.append(f"{{{t.name}}}")
-            elif t.kind == "int":
-                targs.append(f"{{{t.name}}}")
-            elif t.kind == "bool":
-                targs.append(t.default or "true")
-            else:
-                targs.append(t.default or t.name)
+        # The symbol's template arguments: axes as placeholders, a bool its default (or true), another
+        # type its default (or its own name, for the user to replace).
+        targs = [f"{{{t.name}}}" if t in type_axes or t.kind == "int" else t.default or (
+            "true" if t.kind == "bool" else t.name) for t in g.template]
         symbol = g.qualified + (f"<{', '.join(targs)}>" if g.template else "")
         base = re.sub(r"_kernel$|Kernel$", "", g.name) or g.name
         if sum(1 for h in globs if h.qualified == g.qualified) > 1:  # overloads: named by their first pointer
@@ -330,12 +324,9 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
             "  # check the template arguments" if any(t.kind != "int" and t not in type_axes for t in g.template)
             else ""))
         body.append(f"    summary: What {g.name} computes.  # check")
-        inst = []
-        for t in g.template:
-            if t in type_axes:
-                inst.append(f"      {t.name}: [f32]  # check: the element types to build it for")
-            elif t.kind == "int":
-                inst.append(f"      {t.name}: [{t.default or 256}]  # check: the values to build it for")
+        inst = [f"      {t.name}: [f32]  # check: the element types to build it for" if t in type_axes else
+                f"      {t.name}: [{t.default or 256}]  # check: the values to build it for"
+                for t in g.template if t in type_axes or t.kind == "int"]
         if inst:
             body.append("    instantiate:")
             body += inst

@@ -194,18 +194,26 @@ def test_emitters(tmp_path: Path) -> None:
     assert "d: super::Dims, p: super::Params, " in rust
 
 
+def _generated_check(root: Path, name: str, sym: str, kernel: str, where: str, message: str, tail: str = "") -> Path:
+    """A generated launcher file holding one kernel's signature check (line 2) as the emitter
+    writes it, for the build's error mapping."""
+    gen = root / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True, exist_ok=True)
+    cu = gen / f"{name}.cu"
+    cu.write_text(
+        "// generated\n"
+        f"static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_{kernel}>(&{sym}, 0)), "
+        f"kg_signature_{kernel}>,\n"
+        f"              \"kernelgen: {where}: kernel '{kernel}': {message}\");\n" + tail
+    )
+    return cu
+
+
 def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Path) -> None:
     from kernelgen.build import _explain_failure
 
-    gen = tmp_path / "generated" / "hopper" / "src"
-    gen.mkdir(parents=True)
-    cu = gen / "act.cu"
-    cu.write_text(
-        "// generated\n"
-        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_gelu>(&::act_kernel<ops::GeluOp,__nv_bfloat16>, "
-        "0)), kg_signature_gelu>,\n"
-        "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
-    )
+    cu = _generated_check(tmp_path, "act", "::act_kernel<ops::GeluOp,__nv_bfloat16>", "gelu", "specs/act.yaml:30",
+                          "the spec's arguments (...) do not match")
     lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]
     text = _explain_failure(lines, tmp_path)
     assert text.startswith("kernelgen: specs/act.yaml:30: kernel 'gelu': symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' "
@@ -222,15 +230,9 @@ def test_an_overloaded_symbol_without_the_specs_overload_is_named(tmp_path: Path
     has them, the message says so with the spec's parameters, not as a template problem."""
     from kernelgen.build import _explain_failure
 
-    gen = tmp_path / "generated" / "hopper" / "src"
-    gen.mkdir(parents=True)
-    cu = gen / "ovl.cu"
-    cu.write_text(
-        "// generated\n"
-        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_add_f64>(&::addk, 0)), kg_signature_add_f64>,\n"
-        "              \"kernelgen: specs/ovl.yaml:12: kernel 'add_f64': the __global__ definition of addk does not "
-        "take the spec's 3 parameters (f64* x, u64 n, f64 v); make the spec's args list the kernel's parameters\");\n"
-    )
+    cu = _generated_check(tmp_path, "ovl", "::addk", "add_f64", "specs/ovl.yaml:12", "the __global__ definition of "
+                          "addk does not take the spec's 3 parameters (f64* x, u64 n, f64 v); make the spec's args "
+                          "list the kernel's parameters")
     text = _explain_failure([f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument '
                              'list'], tmp_path)
     assert text.startswith("kernelgen: specs/ovl.yaml:12: kernel 'add_f64': symbol 'addk' names overloaded __global__ "
@@ -254,17 +256,9 @@ def test_an_undeclared_symbol_names_the_sources_kernels(tmp_path: Path, source: 
 
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "act.cu").write_text(source)
-    gen = tmp_path / "generated" / "hopper" / "src"
-    gen.mkdir(parents=True)
-    cu = gen / "act.cu"
-    cu.write_text(
-        "// generated\n"
-        "static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_gelu>(&::act_kernel<ops::GeluOp,__nv_bfloat16>, "
-        "0)), kg_signature_gelu>,\n"
-        "              \"kernelgen: specs/act.yaml:30: kernel 'gelu': the spec's arguments (...) do not match\");\n"
-        '#include "kernelgen/runtime.h"\n'
-        '#include "kernels/act.cu"\n'
-    )
+    cu = _generated_check(tmp_path, "act", "::act_kernel<ops::GeluOp,__nv_bfloat16>", "gelu", "specs/act.yaml:30",
+                          "the spec's arguments (...) do not match",
+                          '#include "kernelgen/runtime.h"\n#include "kernels/act.cu"\n')
     text = _explain_failure([f'{cu}(2): error: identifier "act_kernel" is undefined'], tmp_path)
     first = text.splitlines()[0]
     assert "is not declared by the module's sources" in first, text

@@ -471,41 +471,38 @@ class CppModule(ModuleView):
 
     @property
     def struct_checks(self) -> list[dict[str, object]]:
-        """Per struct type: an alias of its C++ type and the static_asserts of its layout."""
+        """Per struct type: an alias of its C++ type and the static_asserts of its layout (for a
+        stateless functor: that it is empty and can be value-initialised)."""
         out = []
-        for st in self.lm.structs:
+        for st in self.lm.structs + self.lm.stateless_structs:
             alias = f"kg_struct_{st.name}"
             where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
-            checks = [
-                (f"sizeof({alias}) == {st.size}", f"{where}: the C++ type is not {st.size} bytes, as the spec's "
-                 "fields lay it out; make the spec's fields the struct's, in order, with the same types"),
-                (f"alignof({alias}) == {st.align}", f"{where}: the C++ type's alignment is not {st.align}, as the "
-                 "spec's fields give it"),
-                (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be trivially "
-                 "copyable"),
-                (f"sizeof({alias}) == sizeof({names.c_struct(self.lm.name, st.name)})",
-                 f"{where}: the C ABI's struct differs in size"),
-            ]
+            copyable = (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be "
+                        "trivially copyable")
+            if st.stateless:
+                checks = [
+                    (f"std::is_empty_v<{alias}>", f"{where}: the spec gives no fields, so the launchers pass a "
+                     "value-initialised one, but the C++ type has data members; declare them under fields"),
+                    copyable,
+                    (f"std::is_default_constructible_v<{alias}>", f"{where}: the launchers pass a "
+                     "value-initialised one, so the C++ type must be default-constructible"),
+                ]
+            else:
+                checks = [
+                    (f"sizeof({alias}) == {st.size}", f"{where}: the C++ type is not {st.size} bytes, as the "
+                     "spec's fields lay it out; make the spec's fields the struct's, in order, with the same types"),
+                    (f"alignof({alias}) == {st.align}", f"{where}: the C++ type's alignment is not {st.align}, as "
+                     "the spec's fields give it"),
+                    copyable,
+                    (f"sizeof({alias}) == sizeof({names.c_struct(self.lm.name, st.name)})",
+                     f"{where}: the C ABI's struct differs in size"),
+                ]
             for fld in st.fields:
                 fwhere = f"kernelgen: {fld.loc}: struct '{st.name}' (C++ {st.cpp}): field '{fld.name}'"
                 checks.append((f"offsetof({alias}, {fld.name}) == {fld.offset}",
                                f"{fwhere} is not at offset {fld.offset}; declare the fields in the C++ order"))
                 checks.append((f"sizeof({alias}::{fld.name}) == {fld.size}",
                                f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
-            out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
-                        "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
-                        "checks": [(cond, c_string(msg)) for cond, msg in checks]})
-        for st in self.lm.stateless_structs:
-            alias = f"kg_struct_{st.name}"
-            where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
-            checks = [
-                (f"std::is_empty_v<{alias}>", f"{where}: the spec gives no fields, so the launchers pass a "
-                 "value-initialised one, but the C++ type has data members; declare them under fields"),
-                (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be trivially "
-                 "copyable"),
-                (f"std::is_default_constructible_v<{alias}>", f"{where}: the launchers pass a value-initialised "
-                 "one, so the C++ type must be default-constructible"),
-            ]
             out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
                         "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
                         "checks": [(cond, c_string(msg)) for cond, msg in checks]})
