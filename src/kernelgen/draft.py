@@ -22,7 +22,15 @@ import re
 from dataclasses import dataclass, field
 
 from kernelgen.errors import KernelgenError
-from kernelgen.kernel_source import SourceScanError, _balanced, _namespaces_at, strip_comments
+from kernelgen.kernel_source import (
+    SourceScanError,
+    _balanced,
+    _bounds_of,
+    _cluster_of,
+    _names,
+    _namespaces_at,
+    strip_comments,
+)
 from kernelgen.loader import reserved_reason
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
@@ -83,6 +91,7 @@ class Global:
     params: list[Param]
     template: list[TemplateParam] = field(default_factory=list)
     max_threads: str | None = None  # __launch_bounds__'s first argument (a literal or a template parameter)
+    cluster: tuple[str, str, str] | None = None  # __cluster_dims__: literals or integer template parameters
     line: int = 0
 
 
@@ -207,12 +216,31 @@ def _param(text: str, index: int, template: list[TemplateParam],
                  "passed as untyped memory")
 
 
+def _cluster_text(head: str, defined: dict[str, int], template: list[TemplateParam]) -> tuple[str, str, str] | None:
+    """``__cluster_dims__``'s dimensions as the spec's ``cluster`` writes them: integers, or the
+    kernel's integer template parameters (instantiation axes); None when there is none, or when
+    an argument is neither."""
+    try:
+        dims = _cluster_of(head, defined)
+        return None if dims is None else (str(dims[0]), str(dims[1]), str(dims[2]))
+    except SourceScanError:
+        pass
+    m = re.search(r"\b__cluster_dims__\s*\(([^()]*)\)", head)
+    ints = {t.name for t in template if t.kind == "int"}
+    args = [a.strip() for a in m.group(1).split(",")] if m else []
+    if not args or len(args) > 3 or not all(a.isdigit() or a in ints for a in args):
+        return None
+    args += ["1"] * (3 - len(args))
+    return args[0], args[1], args[2]
+
+
 def read_globals(text: str) -> list[Global]:
     """The ``__global__`` functions of a source's text, in order, each name once (the first
     declaration with a parameter list; a definition repeats it)."""
     text = strip_comments(text)
     spaces = _namespaces_at(text)
     enums = _enums(text)
+    defined = _names([text])
     out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
     for g in _GLOBAL.finditer(text):
         start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1
@@ -233,9 +261,15 @@ def read_globals(text: str) -> list[Global]:
             params = [] if inner.strip() in ("", "void") else [
                 _param(p, i, template, enums) for i, p in enumerate(_split_top(inner))]
             key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
+            cluster = _cluster_text(head, defined, template)
+            try:
+                bounds = _bounds_of(head, defined)
+            except SourceScanError:
+                bounds = None
+            threads = str(bounds[0]) if bounds else _launch_bounds(head)
             if key not in out:
-                out[key] = Global(m.group(1), qualified, params, template, _launch_bounds(head),
-                                  text.count("\n", 0, g.start()) + 1)
+                out[key] = Global(m.group(1), qualified, params, template, max_threads=threads, cluster=cluster,
+                                  line=text.count("\n", 0, g.start()) + 1)
             break
     return list(out.values())
 
@@ -324,9 +358,10 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
             "  # check the template arguments" if any(t.kind != "int" and t not in type_axes for t in g.template)
             else ""))
         body.append(f"    summary: What {g.name} computes.  # check")
+        in_cluster = set(g.cluster or ())
         inst = [f"      {t.name}: [f32]  # check: the element types to build it for" if t in type_axes else
-                f"      {t.name}: [{t.default or 256}]  # check: the values to build it for"
-                for t in g.template if t in type_axes or t.kind == "int"]
+                f"      {t.name}: [{t.default or (2 if t.name in in_cluster else 256)}]  # check: the values to "
+                "build it for" for t in g.template if t in type_axes or t.kind == "int"]
         if inst:
             body.append("    instantiate:")
             body += inst
@@ -340,9 +375,14 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         int_params = {t.name for t in g.template if t.kind == "int"}
         threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
             else "256"
-        grid = f"div_ceil({driver}, {threads})" if driver else "1"
-        body.append(f"    grid: [{_yaml_str(grid)}, 1, 1]  # check")
+        cx = g.cluster[0] if g.cluster else "1"
+        grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
+            if driver else cx
+        cy, cz = (g.cluster[1], g.cluster[2]) if g.cluster else (1, 1)
+        body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
         body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
+        if g.cluster:
+            body.append(f"    cluster: [{', '.join(g.cluster)}]")
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
         example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]

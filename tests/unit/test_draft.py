@@ -131,3 +131,32 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     (root / "kernels" / "empty.cu").write_text("// nothing\n")
     assert main(["--root", str(root), "draft", str(root / "kernels" / "empty.cu")]) == 2
     assert "declares no __global__ function" in capsys.readouterr().err
+
+
+def test_drafts_of_the_catalogs_own_sources_load(tmp_path: Path) -> None:
+    """Every kernel source of this repository drafts into a spec that loads and generates:
+    clusters (literal and template parameters), launch bounds, templates, FP8 and BF16 types."""
+    import shutil
+
+    from kernelgen.errors import KernelgenError
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "kernels", tmp_path / "kernels")
+    drafted = 0
+    for src in sorted((repo / "kernels").rglob("*.cu*")):
+        rel = src.relative_to(repo).as_posix()
+        module = "d_" + src.stem.lower()
+        try:
+            text = draft(rel, src.read_text(), module)
+        except KernelgenError as exc:  # a header of device helpers
+            assert "declares no __global__ function" in str(exc), (rel, exc)
+            continue
+        shutil.rmtree(tmp_path / "specs", ignore_errors=True)
+        (tmp_path / "specs").mkdir()
+        shutil.copy(repo / "specs" / "targets.yaml", tmp_path / "specs")
+        (tmp_path / "specs" / f"{module}.yaml").write_text(text)
+        catalog = load_catalog(tmp_path)
+        assert catalog.modules[0].kernels, rel
+        render_catalog(catalog)
+        drafted += 1
+    assert drafted >= 25, drafted
