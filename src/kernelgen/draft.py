@@ -192,7 +192,10 @@ def _param(text: str, index: int, template: list[TemplateParam],
     if base in types and types[base].kind == "type":
         if stars == 1:
             return Param(name, text, f"{'const ' if inner_const else ''}{{{base}}}*")
-        return Param(name, text, None, struct=base, note=f"template type '{base}' by value: give the type")
+        if stars == 0:  # '{T}' where T also types a pointer (float element types only), else a struct
+            return Param(name, text, f"{{{base}}}")
+        return Param(name, text, f"{'const ' if inner_const else ''}void*", note=f"'{base}' with {stars} levels of "
+                     "pointer: passed as untyped memory")
     enum = (enums or {}).get(base.split("::")[-1])
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
@@ -332,7 +335,13 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     for g in globs:
         taken: set[str] = set()
         args = []
+        pointer_axes = {t.name for t in g.template if t.kind == "type" and any(
+            p.spec and p.spec.endswith("*") and f"{{{t.name}}}" in p.spec for p in g.params)}
         for p in g.params:
+            by_value = re.fullmatch(r"\{(\w+)\}", p.spec or "")
+            if by_value and by_value.group(1) not in pointer_axes:
+                base = by_value.group(1)  # a template type passed by value only: a functor or a struct
+                p = Param(p.name, p.cpp, None, struct=base, note=f"template type '{base}' by value: give the type")
             name = _spec_name(p.name, taken)
             if p.struct is not None:
                 key = structs.get(p.struct) or _spec_name(re.sub(r"\W+", "_", p.struct.split("<")[0]).lower(),
@@ -341,8 +350,7 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
                 args.append((name, key, p.note or f"'{p.struct}' by value"))
             else:
                 args.append((name, p.spec, p.note))
-        type_axes = [t for t in g.template if t.kind == "type" and any(
-            p.spec and f"{{{t.name}}}" in p.spec for p in g.params)]
+        type_axes = [t for t in g.template if t.name in pointer_axes]
         # The symbol's template arguments: axes as placeholders, a bool its default (or true), another
         # type its default (or its own name, for the user to replace).
         targs = [f"{{{t.name}}}" if t in type_axes or t.kind == "int" else t.default or (

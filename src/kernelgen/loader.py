@@ -1054,12 +1054,14 @@ def _instances(
                     t = value
                     if isinstance(value, YMap):
                         t = dict(zip(value.keys(), (v for _, v in value.items))).get("type", value)
-                    if isinstance(t, YScalar) and isinstance(t.value, str) and f"{{{a.name}}}" in t.value:
+                    if isinstance(t, YScalar) and isinstance(t.value, str) and f"{{{a.name}}}" in t.value \
+                            and t.value.rstrip().endswith("*"):  # the arrays that pick the instance
                         governed.append(str(key.value))
         if not governed:
             with ctx.at("instantiate"):
-                raise ctx.error(a.loc, f"type axis '{a.name}' is used by no argument type",
-                                f"write an argument's type as 'const {{{a.name}}}*', or make it an integer axis")
+                raise ctx.error(a.loc, f"type axis '{a.name}' is used by no pointer argument type",
+                                f"write an argument's type as 'const {{{a.name}}}*' (the arrays passed pick the "
+                                "instance; a scalar may be '{T}' too), or make it an integer axis")
         type_axes.append((a.name, tuple(governed)))
     refs = tuple(KernelRef(module, k.name, loc) for k in instances)
     return instances, Fallback(name, loc, refs, dispatch=True, axes=tuple(axes), type_axes=tuple(type_axes))
@@ -1326,6 +1328,11 @@ class _Parsed:
     inner_const: bool = False  # pointer arrays: the pointees are const
 
 
+# Scalars an element-type axis may give ("{T}" with T: [f16, bf16, f32, f64]): a chain or dispatcher
+# over instances taking different ones takes a double and converts it for each member.
+FLOAT_SCALARS = ("f16", "bf16", "f32", "f64")
+
+
 def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int]) -> _Parsed:
     """Parse ``const bf16*``, ``void*``, ``const f32* const*`` (or ``const {T}*`` in an
     instantiated kernel)."""
@@ -1334,9 +1341,13 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
         m = _PLACEHOLDER.search(text)
         if m and isinstance(axes.get(m.group(1)), int):
             raise ctx.error(loc, f"{{{m.group(1)}}} is an integer axis; types take element-type axes")
+        value = axes.get(m.group(1)) if m else None
         text = _subst(ctx, loc, text, axes, cpp=False)
         if not text.rstrip().endswith("*"):
-            raise ctx.error(loc, "an element-type axis gives pointer element types only", "e.g. 'const {T}*'")
+            if text.strip() not in FLOAT_SCALARS or "const" in text:
+                raise ctx.error(loc, f"a scalar of an element-type axis must be a float type (f16, bf16, f32, f64); "
+                                f"this instance's {m.group(1) if m else 'axis'} is {value}",
+                                "give the axis float types only, or write the scalar's type (i32, f32, ...)")
         if text.count("*") > 1:
             raise ctx.error(loc, "a type axis cannot type a pointer array (its arrays carry no element dtype)",
                             "name the element type, e.g. 'const f32* const*'")
@@ -2105,9 +2116,9 @@ def check_fallbacks(catalog: Catalog) -> None:
     """Chains name kernels that exist, whose same-named arguments agree.
 
     Two members agree on an argument they share when it is a scalar in both, of the same
-    scalar type, or a pointer in both; pointers may differ in element type (the chain then
-    picks members by the dtypes of the arrays passed) and in const-ness (the chain's
-    argument is writable when any member writes it)."""
+    scalar type (or float types both: the chain takes a double), or a pointer in both; pointers
+    may differ in element type (the chain then picks members by the dtypes of the arrays passed)
+    and in const-ness (the chain's argument is writable when any member writes it)."""
     for m in catalog.modules:
         for fb in m.fallbacks:
             seen: dict[str, tuple[Arg, str]] = {}
@@ -2123,6 +2134,8 @@ def check_fallbacks(catalog: Catalog) -> None:
                         did_you_mean(ref.kernel, [x.name for x in owner.kernels]),
                     )
                 for a in k.all_args:
+                    if a.implicit:  # a stateless functor: the member's launcher passes it, the chain does not
+                        continue
                     if a.struct is not None and ref.module != m.name:
                         raise SpecError(
                             ref.loc, f"fallbacks.{fb.name}",
@@ -2131,7 +2144,9 @@ def check_fallbacks(catalog: Catalog) -> None:
                         )
                     if a.name in seen:
                         b, where = seen[a.name]
-                        if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar) or (
+                        if a.is_pointer != b.is_pointer or (not a.is_pointer and a.scalar != b.scalar and not (
+                                a.scalar and b.scalar and a.scalar.name in FLOAT_SCALARS
+                                and b.scalar.name in FLOAT_SCALARS)) or (
                                 _layout(a.struct) != _layout(b.struct)) or (
                             a.is_pointer and (a.indirect or b.indirect or a.elem.any_dtype or b.elem.any_dtype)
                             and (a.indirect, a.elem, a.inner_const) != (b.indirect, b.elem, b.inner_const)
@@ -2140,7 +2155,8 @@ def check_fallbacks(catalog: Catalog) -> None:
                                 ref.loc, f"fallbacks.{fb.name}",
                                 f"argument '{a.name}' is {a.spelling} in {ref.qualname} but {b.spelling} in {where}",
                                 "members of a chain must agree on the arguments they share: the same scalar "
-                                "type, or pointers in both (whose element types and const-ness may differ; "
+                                "type (float types may differ: the chain takes a double), or pointers in both "
+                                "(whose element types and const-ness may differ; "
                                 "void* and pointer arrays must be the same in every member)",
                             )
                     seen.setdefault(a.name, (a, ref.qualname))

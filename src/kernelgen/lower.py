@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from kernelgen import expr, plan
 from kernelgen.cases import search_cases, u64_in_expressions
 from kernelgen.model import Arg, Catalog, Fallback, Kernel, Module, Struct, Target, TensorMap
-from kernelgen.types import ELEM_TYPES, ElemType, ScalarType
+from kernelgen.types import ELEM_TYPES, SCALARS, ElemType, ScalarType
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,8 @@ class LChain:
     keys: tuple[LKey, ...] = ()  # empty when every member takes the same pointer types
     member_ptr_args: tuple[tuple[CArg, ...], ...] = ()  # per member: its pointer arguments
     member_type_names: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (key, element type name)
+    # per member: its scalar type of each float argument the chain takes as a double (members differ)
+    member_scalars: tuple[tuple[tuple[str, ScalarType], ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -383,9 +385,14 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     for slots in member_sizes:
         for _, name in slots:
             size_of.setdefault(name, len(size_of))
+    # Float scalars the members take in different types (f32 in one, f16 in another): a double here.
+    widened = {n for n, a in seen.items() if a.scalar is not None and len(
+        {b.scalar.name for _, k in kernels for b in k.all_args if b.name == n and b.scalar is not None}) > 1}
     cargs = []
     for n in order_pos:
         a = seen[n]
+        if n in widened:
+            a = replace(a, scalar=SCALARS["f64"])
         if a.is_pointer and a.reads_only and any(not b.reads_only for _, k in kernels for b in k.args if b.name == n):
             a = replace(a, const=False, read_only=False)  # written by some member: the chain's argument is writable
         if a.is_pointer and a.nullable and any(not b.nullable for _, k in kernels for b in k.args if b.name == n):
@@ -427,6 +434,8 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         member_args=tuple(member_args),
         member_int_args=tuple(member_int),
         member_sizes=tuple(member_sizes),
+        member_scalars=tuple(tuple((b.name, b.scalar) for b in k.all_args if b.name in widened and b.scalar)
+                             for _, k in kernels),
         args=tuple(cargs),
         kernel_args=tuple(c for c in cargs if not c.host),
         int_args=tuple(c for c in cargs if c.is_int),

@@ -114,7 +114,7 @@ EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
 PREDICATE = Kind("predicate", {"type": "string"})
 _TYPE_PATTERN = (
     r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*(?:\s*(?:const\s*)?\*)?|(?:"
-    + "|".join(SCALAR_TYPES) + r"|[A-Za-z_][A-Za-z0-9_]*))\s*$"  # the last: a struct of `structs`
+    + "|".join(SCALAR_TYPES) + r"|[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\}))\s*$"  # a struct; a float '{T}'
 )
 TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
 HOST_TYPE = Kind("integer type", {"type": "string",

@@ -213,6 +213,26 @@ print(m.add_value_f64.plan(n=132 * 8 * 256 + 1)['reason'])
                    "co-resident (device.sm_count * kernel.blocks_per_sm)"], out
 
 
+def test_a_float_scalar_of_the_element_type(built: Path) -> None:
+    """axpy's alpha is '{T}': each instance takes its element type's scalar, the dispatcher a
+    Python float (a double in C), refused when it is not a number."""
+    out = _run(built, """
+print(m.axpy.__doc__.splitlines()[0])
+print(m.axpy_f16.__doc__.splitlines()[0])
+print(m.axpy.plan(n=1000, T='bf16')['kernel'])
+x = A('<f2', (1000,)); y = A('<f2', (1000,), ptr=2 << 20)
+check('alpha str', lambda: m.axpy(1000, 'a', x, y))
+check('alpha float', lambda: m.axpy(1000, 0.5, x, y))
+""")
+    assert out[0].startswith("(n: u32, alpha: f64, "), out
+    assert out[1:] == [
+        "(n: u32, alpha: f16, x: const f16*, y: f16*, *, stream=None) -> Outcome",
+        "axpy_bf16",
+        "alpha str ArgumentError alpha | expected a number, got str",
+        "alpha float passed the checks",
+    ], out
+
+
 def test_generated_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(

@@ -494,6 +494,24 @@ def test_overloaded_kernels_each_launch_their_overload(m):
     assert torch.all(x64[:999] == 2.5) and x64[999].item() == 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_a_scalar_of_the_element_type_follows_the_arrays(m, dtype):
+    """axpy's alpha is '{T}': the dispatcher picks the instance by the arrays' dtype and passes
+    alpha converted to that type; the result is alpha x + y within the element type's rounding."""
+    n = 1000
+    x = torch.linspace(-4, 4, n, device="cuda").to(dtype)
+    y = torch.linspace(1, 2, n, device="cuda").to(dtype)
+    alpha = torch.tensor(1 / 3, dtype=dtype).item()  # 1/3 rounded once to the element type
+    want = (torch.tensor(alpha, dtype=torch.float32).double() * x.float().double() + y.float().double())
+    outcome = m.axpy(n, 1 / 3, x, y)
+    assert outcome.launched and outcome.kernel == "axpy_" + {torch.float32: "f32", torch.float16: "f16",
+                                                             torch.bfloat16: "bf16", torch.float64: "f64"}[dtype]
+    torch.cuda.synchronize()
+    # the kernel computes in float (one FMA) and stores T: within half an ulp of T, or of float for f32/f64
+    ulp = {torch.float32: 2 ** -23, torch.float16: 2 ** -10, torch.bfloat16: 2 ** -7, torch.float64: 2 ** -23}[dtype]
+    torch.testing.assert_close(y.double(), want, rtol=ulp, atol=1e-6)
+
+
 def test_an_enum_parameter_gets_the_integer(m):
     """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
     the value as the enum. Values outside the spec's range are refused by its `requires`."""

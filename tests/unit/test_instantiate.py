@@ -94,8 +94,8 @@ BAD = [
     ("placeholder without axis", sub("      x: const f32*", "      x: const {T}*"), 28,
      "placeholder {T} outside an instantiated kernel"),
     ("integer axis in a type", sub('"const {T}*"', '"const {VEC}*"'), 13, "integer axis"),
-    ("type axis as a scalar", sub("      n: u32\n      alpha", "      n: \"{T}\"\n      alpha"), 17,
-     "pointer element types only"),
+    ("type axis as an integer scalar", sub("      n: u32\n      alpha", "      n: \"{T}\"\n      alpha"), 13,
+     "'n' is a float; expressions use integer arguments only"),
     ("axis named like an argument", sub("      n: u32\n      alpha", "      VEC: u32\n      n: u32\n      alpha"),
      17, "has the name of an 'instantiate' axis"),
     ("axis named like a constant", sub("VEC: [4, 1]", "THREADS: [4, 1]"), 11, "name of a constant"),
@@ -104,7 +104,7 @@ BAD = [
     ("pattern without every axis", sub("    args:\n      x: {", "    instance_name: scale_{T}\n    args:\n      x: {"),
      12, "both named 'scale_f32'"),
     ("no symbol", sub("    symbol: scale_kernel<{T}, {VEC}>\n", ""), 9, "needs 'symbol'"),
-    ("unused type axis", sub("      VEC: [4, 1]", "      VEC: [4, 1]\n      U: [f16]"), 12, "used by no argument"),
+    ("unused type axis", sub("      VEC: [4, 1]", "      VEC: [4, 1]\n      U: [f16]"), 12, "used by no pointer argument"),
     ("sizeof of an unknown name", sub("    block: [THREADS, 1, 1]\n    skip_if", "    block: [THREADS, 1, 1]\n"
      "    shared_mem: THREADS * sizeof(U)\n    skip_if"), 21, "sizeof(U): 'U' is not an element type or an "
      "element-type axis (the kernel's element-type axes: T)"),
@@ -419,3 +419,93 @@ def test_let_with_instantiate_and_extends(tmp_path: Path) -> None:
         assert expr.evaluate(k.grid[0], {"THREADS": 256, "n": 4096}) == 4096 // per, name
         assert [(n, expr.evaluate(t, {"THREADS": 256})) for n, t in k.lets] == [("per_cta", per)], name
     assert {k.instance_of for k in m.kernels if k.instance_of} == {"scale", "derived", "other"}
+
+
+# ------------------------------------------------------------------ float scalars of a type axis
+
+AXPY = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kernels:
+  axpy:
+    summary: y += alpha x.
+    symbol: axpy_kernel<{T}>
+    instantiate:
+      T: [f32, f16, bf16, f64]
+    args:
+      n: u32
+      alpha: "{T}"
+      x: {type: "const {T}*", size: n}
+      y: {type: "{T}*", size: n}
+    grid: [div_ceil(n, 256), 1, 1]
+    block: [256, 1, 1]
+    examples:
+      - {n: 1000}
+  norm_f16:
+    summary: A half-precision member with an f16 eps.
+    args: {x: "f16*", n: u32, eps: f16}
+    grid: [n, 1, 1]
+    block: [32, 1, 1]
+    examples: [{n: 1}]
+  norm_f32:
+    summary: A single-precision member with an f32 eps.
+    args: {x: "f32*", n: u32, eps: f32}
+    grid: [n, 1, 1]
+    block: [32, 1, 1]
+    examples: [{n: 1}]
+fallbacks:
+  norm: [norm_f16, norm_f32]
+"""
+
+
+def test_a_float_scalar_may_follow_a_type_axis(tmp_path: Path) -> None:
+    """'{T}' as a scalar's type: each instance takes T's scalar (float, __half, ...); the dispatcher
+    and chains whose members take different float types take a double, narrowed for each member
+    (rounded once); the dispatcher's C++ overloads take each type's own scalar."""
+    cat = load(tmp_path, AXPY)
+    m = cat.modules[0]
+    assert [a.scalar.name for k in m.kernels if k.instance_of == "axpy" for a in k.args if a.name == "alpha"] == [
+        "f32", "f16", "bf16", "f64"]
+    hopper = cat.target("hopper")
+    chains = {c.name: c for c in lower_module(cat, m, hopper).chains}
+    assert next(a for a in chains["axpy"].args if a.name == "alpha").scalar.name == "f64"
+    assert next(a for a in chains["norm"].args if a.name == "eps").scalar.name == "f64"
+    files = render_catalog(cat)
+    api = files["generated/hopper/include/kernelgen/demo.h"]
+    assert "Outcome axpy(uint32_t n, __half alpha, const __half* x, __half* y, cudaStream_t stream = nullptr);" in api
+    assert "Outcome axpy(uint32_t n, double alpha, const double* x, double* y, cudaStream_t stream = nullptr);" in api
+    assert "Outcome norm(__half* x, uint32_t n, __half eps, cudaStream_t stream = nullptr);" in api
+    assert "Outcome norm(float* x, uint32_t n, float eps, cudaStream_t stream = nullptr);" in api
+    assert "int32_t kg_demo__norm(void* x, uint32_t n, double eps, uint32_t kg_dtypes_x, " in \
+        files["generated/hopper/include/kernelgen/demo_c.h"]
+    c_h = files["generated/hopper/include/kernelgen/demo_c.h"]
+    assert "int32_t kg_demo__axpy(uint32_t n, double alpha, const void* x, void* y, uint32_t kg_dtypes_T, " in c_h
+    cu = files["generated/hopper/src/demo.cu"]
+    assert "kernelgen::demo::axpy_f16(n, __double2half(alpha), static_cast<const __half*>(x)," in cu
+    assert "kernelgen::demo::axpy_bf16(n, __double2bfloat16(alpha), " in cu
+    assert "kernelgen::demo::axpy_f64(n, alpha, static_cast<const double*>(x)," in cu
+    assert "kernelgen::demo::norm_f16(static_cast<__half*>(x), n, __double2half(eps), stream)" in cu
+    assert "kernelgen::demo::norm_f32(static_cast<float*>(x), n, static_cast<float>(eps), stream)" in cu
+    assert "Outcome axpy(uint32_t n, __half alpha, const __half* x, __half* y, cudaStream_t stream) {\n" \
+           "  kernelgen::Outcome kg_o;\n  kg_o = kernelgen::demo::axpy_f16(n, alpha, x, y, stream);" in cu
+    pyi = files["generated/hopper/python/demo.pyi"]
+    assert "alpha: float" in pyi
+
+
+@pytest.mark.parametrize("old,new,fragment", [
+    ("      T: [f32, f16, bf16, f64]", "      T: [f32, i32]",
+     "a scalar of an element-type axis must be a float type (f16, bf16, f32, f64); this instance's T is i32"),
+    ('      alpha: "{T}"', '      alpha: "const {T}"', "a scalar of an element-type axis must be a float type"),
+    ('      x: {type: "const {T}*", size: n}\n      y: {type: "{T}*", size: n}\n',
+     '      x: {type: "const f32*", size: n}\n      y: {type: "f32*", size: n}\n',
+     "type axis 'T' is used by no pointer argument type"),
+    ("    args: {x: \"f16*\", n: u32, eps: f16}\n    grid: [n, 1, 1]\n    block: [32, 1, 1]\n    examples: [{n: 1}]",
+     "    args: {x: \"f16*\", n: u32, eps: u32}\n    grid: [n, 1, 1]\n    block: [32, 1, 1]\n"
+     "    examples: [{n: 1, eps: 1}]", "'eps' is f32 in demo.norm_f32 but u32 in demo.norm_f16"),
+])
+def test_float_scalar_axis_refusals(tmp_path: Path, old: str, new: str, fragment: str) -> None:
+    assert old in AXPY
+    with pytest.raises(SpecError) as err:
+        load(tmp_path, AXPY.replace(old, new, 1))
+    assert fragment in str(err.value), str(err.value)

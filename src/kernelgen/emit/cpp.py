@@ -15,7 +15,7 @@ from kernelgen.emit.base import ModuleView, render, stamp
 from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import CArg, LChain, LKernel, LModule
 from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
-from kernelgen.types import ElemType
+from kernelgen.types import ElemType, ScalarType
 
 
 def pointer_type(elem: ElemType, const: bool) -> str:
@@ -385,11 +385,20 @@ class CppChain(c.CChain):
     def key_names_literal(self) -> str:
         return c_string(", ".join(k.name for k in self.ir.keys))
 
+    def member_arg(self, i: int, name: str, given: ScalarType | None = None) -> str:
+        """Argument ``name`` as member ``i`` takes it: a double the chain takes for members of
+        different float types, narrowed to this member's (``given``: the caller's type, when it is
+        not the chain's double)."""
+        own = dict(self.ir.member_scalars[i]).get(name) if self.ir.member_scalars else None
+        if own is None or (given is not None and given.name == own.name):
+            return name
+        return narrow_call(name, own)
+
     @property
     def member_calls(self) -> list[str]:
         return [
-            f"{names.cpp_launcher(mod, kernel)}(" + "".join(f"{n}, " for n in args) + "stream)"
-            for (mod, kernel), args in zip(self.ir.members, self.ir.member_args)
+            f"{names.cpp_launcher(mod, kernel)}(" + "".join(f"{self.member_arg(i, n)}, " for n in args) + "stream)"
+            for i, ((mod, kernel), args) in enumerate(zip(self.ir.members, self.ir.member_args))
         ]
 
     @property
@@ -424,7 +433,8 @@ class CppChain(c.CChain):
         out = []
         for i, ((mod, kernel), arg_names) in enumerate(zip(self.ir.members, self.ir.member_args)):
             ptr_types = {a.name: cpp_type(a) for a in self.ir.member_ptr_args[i]}
-            args = "".join(f"static_cast<{ptr_types[n]}>({n}), " if n in varying else f"{n}, " for n in arg_names)
+            args = "".join(f"static_cast<{ptr_types[n]}>({n}), " if n in varying else f"{self.member_arg(i, n)}, "
+                           for n in arg_names)
             out.append((self.member_match(i), f"{names.cpp_launcher(mod, kernel)}({args}stream)"))
         return out
 
@@ -441,19 +451,37 @@ class CppChain(c.CChain):
         out = []
         for t in tuples:
             elem_of_arg = {self.ir.args[a].name: types.ELEM_TYPES[e - 1] for k, e in zip(keys, t) for a in k.args}
+            members = [i for i in range(len(self.ir.members)) if all(k.member_elems[i] in (0, e)
+                                                                       for k, e in zip(keys, t))]
+            # A float scalar the members of this overload take in one type is taken in that type.
+            own = {}
+            for n, _ in (self.ir.member_scalars[members[0]] if self.ir.member_scalars and members else ()):
+                kinds = {dict(self.ir.member_scalars[i])[n].name for i in members}
+                if len(kinds) == 1:
+                    own[n] = dict(self.ir.member_scalars[members[0]])[n]
             params = ""
             for a in self.ir.args:
                 if a.name in elem_of_arg:
                     params += f"{pointer_type(elem_of_arg[a.name], a.reads_only)} {a.name}, "
+                elif a.name in own:
+                    params += f"{own[a.name].cpp} {a.name}, "
                 else:
                     params += f"{cpp_param(a)}, "
-            calls = []
-            for i, ((mod, kernel), arg_names) in enumerate(zip(self.ir.members, self.ir.member_args)):
-                if all(k.member_elems[i] in (0, e) for k, e in zip(keys, t)):
-                    calls.append(f"{names.cpp_launcher(mod, kernel)}(" + "".join(f"{n}, " for n in arg_names)
-                                 + "stream)")
+            calls = [f"{names.cpp_launcher(*self.ir.members[i])}("
+                     + "".join(f"{self.member_arg(i, n, own.get(n))}, " for n in self.ir.member_args[i]) + "stream)"
+                     for i in members]
             out.append((params, calls))
         return out
+
+
+def narrow_call(value: str, to: ScalarType) -> str:
+    """A chain's double ``value`` as a member's float scalar type: rounded once, to nearest even
+    (CUDA's __double2half / __double2bfloat16 need no half conversions enabled)."""
+    if to.name == "f64":
+        return value
+    if to.name == "f32":
+        return f"static_cast<float>({value})"
+    return {"f16": f"__double2half({value})", "bf16": f"__double2bfloat16({value})"}[to.name]
 
 
 class CppModule(ModuleView):
@@ -534,6 +562,8 @@ class CppModule(ModuleView):
         for ch in self.lm.chains:
             for member in ch.member_ptr_args:
                 elems |= {a.elem.cpp for a in member if a.elem is not None}
+            for scalars in ch.member_scalars:  # narrowed from the chain's double: __double2half needs its header
+                elems |= {sc.cpp for _, sc in scalars}
         return types.headers(elems)
 
 
