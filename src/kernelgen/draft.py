@@ -47,7 +47,8 @@ _CPP_TYPES = {
     "uint64_t": "u64", "unsigned long long": "u64", "unsigned long long int": "u64", "unsigned long": "u64",
     "size_t": "u64", "std::size_t": "u64",
     "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_bfloat162": "bf16x2",
-    "nv_bfloat162": "bf16x2", "int4": "i32x4",
+    "nv_bfloat162": "bf16x2", "int4": "i32x4", "double2": "f64x2", "int2": "i32x2", "uint2": "u32x2",
+    "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4",
     "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
     "__nv_fp4x2_e2m1": "fp4_e2m1", "void": "void",
     "char": "i8",  # x86-64's char is signed; aarch64's is not (the build checks either way)

@@ -268,6 +268,15 @@ ELEM_TYPES += (
              (Typestr(typestr="<i8"), Typestr(typestr="<u8")),
              "a device address: the element of pointer arrays (f32**), held in int64/uint64 arrays",
              internal=True),
+    # More CUDA vector types (after the others: element codes stay as they were).
+    _vector("f64x2", _LANES["f64"], 2, "double2", None, "[f64; 2]", "two doubles (double2), 16-byte aligned"),
+    _vector("i32x2", _LANES["i32"], 2, "int2", None, "[i32; 2]", "two 32-bit integers (int2), 8-byte aligned"),
+    _vector("u32x2", _LANES["u32"], 2, "uint2", None, "[u32; 2]",
+            "two unsigned 32-bit integers (uint2), 8-byte aligned"),
+    _vector("u32x4", _LANES["u32"], 4, "uint4", None, "[u32; 4]",
+            "four unsigned 32-bit integers (uint4), 16-byte aligned"),
+    _vector("u8x4", _LANES["u8"], 4, "uchar4", None, "[u8; 4]", "four bytes (uchar4), 4-byte aligned"),
+    _vector("i8x4", _LANES["i8"], 4, "char4", None, "[i8; 4]", "four signed bytes (char4), 4-byte aligned"),
 )
 
 SCALAR_TYPES: tuple[ScalarType, ...] = (

@@ -151,6 +151,32 @@ check('pointers f8', lambda: m.sum_rows(A('<f8', (3,)), A('<f4', (256,), ptr=2 <
     ]
 
 
+def test_more_vector_element_types_are_checked(built: Path) -> None:
+    """uint4, int2 and uchar4 (u32x4, i32x2, u8x4): arrays of the lane type, whole vectors,
+    aligned to the vector."""
+    out = _run(built, """
+def ok(**k):
+    args = dict(a=A('<u4', (4000,)), out=A('<u4', (4000,), ptr=2 << 20), p=A('<i4', (2000,), ptr=3 << 20),
+                sums=A('<i4', (1000,), ptr=4 << 20), px=A('|u1', (4000,), ptr=5 << 20),
+                luma=A('<u4', (1000,), ptr=6 << 20), n=1000)
+    args.update(k)
+    return lambda: m.vec_mix(**args)
+check('vectors', ok())
+check('uint4 misaligned', ok(a=A('<u4', (4000,), ptr=(1 << 20) + 4)))
+check('uint4 signed', ok(a=A('<i4', (4000,))))
+check('int2 partial', ok(p=A('<i4', (1999,), ptr=3 << 20)))
+check('uchar4 short', ok(px=A('|u1', (3996,), ptr=5 << 20)))
+""")
+    assert out == [
+        "vectors passed the checks",
+        "uint4 misaligned ArgumentError a | data pointer 0x100004 is not 16-byte aligned, as u32x4 elements need",
+        "uint4 signed ArgumentError a | expected u32x4 elements (typestr <u4), got typestr <i4",
+        "int2 partial ArgumentError p | array has 1999 lanes, not a multiple of the 2 of one i32x2 element",
+        "uchar4 short ArgumentError px | array has 999 elements but the kernel accesses 1000 (of u8x4: 3996 bytes, "
+        "4000 needed)",
+    ], out
+
+
 def test_scalars_and_bool_plans(built: Path) -> None:
     out = _run(built, """
 o = A('<f4', (4,)); o64 = A('<f8', (2,), ptr=2 << 20)

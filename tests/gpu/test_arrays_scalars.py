@@ -512,6 +512,26 @@ def test_a_scalar_of_the_element_type_follows_the_arrays(m, dtype):
     torch.testing.assert_close(y.double(), want, rtol=ulp, atol=1e-6)
 
 
+def test_more_vector_element_types(m):
+    """u32x4 (uint4), i32x2 (int2) and u8x4 (uchar4) take arrays of their lane type, n vectors."""
+    n = 1000
+    a = torch.randint(-2**31, 2**31 - 1, (n, 4), dtype=torch.int64).to(torch.int32).view(torch.uint32).cuda()
+    out = torch.zeros((n, 4), dtype=torch.uint32, device="cuda")
+    p = torch.randint(-1000, 1000, (n, 2), dtype=torch.int32, device="cuda")
+    sums = torch.zeros(n, dtype=torch.int32, device="cuda")
+    px = torch.randint(0, 256, (n, 4), dtype=torch.uint8, device="cuda")
+    luma = torch.zeros(n, dtype=torch.uint32, device="cuda")
+    assert m.vec_mix(a, out, p, sums, px, luma, n).launched
+    torch.cuda.synchronize()
+    a64, out64 = a.cpu().view(torch.int32).long() & 0xffffffff, out.cpu().view(torch.int32).long() & 0xffffffff
+    assert torch.equal(out64[:, :3], a64[:, [3, 2, 1]]) and torch.equal(out64[:, 3], a64[:, 0] ^ 0xffffffff)
+    assert torch.equal(sums.cpu(), p.cpu().sum(1).to(torch.int32))
+    assert torch.equal(luma.cpu().long(), px.cpu().long().sum(1))
+    shifted = torch.zeros(4 * n + 4, dtype=torch.uint32, device="cuda")[1:4 * n + 1]  # 4 bytes past 16
+    with pytest.raises(ArgumentError, match="vec_mix"):
+        m.vec_mix(shifted, out, p, sums, px, luma, n)
+
+
 def test_an_enum_parameter_gets_the_integer(m):
     """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
     the value as the enum. Values outside the spec's range are refused by its `requires`."""

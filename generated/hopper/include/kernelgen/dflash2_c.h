@@ -66,6 +66,12 @@ const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
 #define KG_ELEM_I32X4 21
 #define KG_ELEM_VOID 22
 #define KG_ELEM_PTR 23
+#define KG_ELEM_F64X2 24
+#define KG_ELEM_I32X2 25
+#define KG_ELEM_U32X2 26
+#define KG_ELEM_U32X4 27
+#define KG_ELEM_U8X4 28
+#define KG_ELEM_I8X4 29
 
 /* Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches. */
 /* kg_dtypes_T: the element types the arrays of T may be read as, a

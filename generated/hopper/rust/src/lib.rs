@@ -113,6 +113,12 @@ pub mod dtype {
     pub const I32X4: u32 = 21;
     pub const VOID: u32 = 22;
     pub const PTR: u32 = 23;
+    pub const F64X2: u32 = 24;
+    pub const I32X2: u32 = 25;
+    pub const U32X2: u32 = 26;
+    pub const U32X4: u32 = 27;
+    pub const U8X4: u32 = 28;
+    pub const I8X4: u32 = 29;
 }
 
 /// A `cudaStream_t`; null is the legacy default stream.
