@@ -309,6 +309,14 @@ def _yaml_str(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _int_guess(name: str, in_cluster: set[str]) -> int:
+    """A value for an integer template parameter without a default: a cluster size 2, a thread
+    count 256, anything else (a vector width, a tile) 4."""
+    if name in in_cluster:
+        return 2
+    return 256 if re.search(r"block|thread|warp|cta", name, re.I) else 4
+
+
 def draft(source_rel: str, text: str, module: str, only: list[str] | None = None) -> str:
     """The YAML text of a module spec for the ``__global__`` functions of ``text`` (the source at
     ``source_rel``, relative to the project root), or those named in ``only``."""
@@ -369,7 +377,7 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         body.append(f"    summary: What {g.name} computes.  # check")
         in_cluster = set(g.cluster or ())
         inst = [f"      {t.name}: [f32]  # check: the element types to build it for" if t in type_axes else
-                f"      {t.name}: [{t.default or (2 if t.name in in_cluster else 256)}]  # check: the values to "
+                f"      {t.name}: [{t.default or _int_guess(t.name, in_cluster)}]  # check: the values to "
                 "build it for" for t in g.template if t in type_axes or t.kind == "int"]
         if inst:
             body.append("    instantiate:")

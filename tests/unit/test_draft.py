@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(128, 2) mixed(const float4* v, const float* co
 __global__ void add(float* x, unsigned n) {}
 __global__ void add(double* x, unsigned n) {}
 __global__ void noargs() {}
-template <typename T> __global__ void scale_by(T a, T* y, unsigned n) {}
+template <typename T, int VEC> __global__ void scale_by(T a, T* y, unsigned n) {}
 template <class Op> __global__ void apply(Op op, float* y, unsigned n) {}
 """
 
@@ -93,6 +93,7 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert '      x: f64*\n      "n": u32\n' in text
     assert "  noargs:\n    symbol: noargs\n" in text and '    grid: ["1", 1, 1]  # check' in text
     assert '    args:\n      a: "{T}"\n      "y": "{T}*"\n' in text  # a scalar of the element type
+    assert "      VEC: [4]  # check: the values to build it for" in text
     assert "    symbol: \"apply<Op>\"  # check the template arguments" in text
     assert "      op: op  # template type 'Op' by value: give the type" in text and "  op: {cpp: Op, fields: {}}" in text
     assert 'examples: [{"n": 1024, "off": 1, flag: 1, mode: 1, plain: 1, w: 1, c: 1, stream_arg: 1}]' in text
@@ -106,7 +107,7 @@ def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
     (root / "kernels" / "demo.cu").write_text(SOURCE)
     catalog = load_catalog(root)
     names = [k.name for k in catalog.module("demo").kernels]
-    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32", "apply"], names
+    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply"], names
     files = render_catalog(catalog)
     pyi = files["generated/hopper/python/demo.pyi"]
     ast.parse(pyi)  # a kernel without parameters has no bare '*' in its stubs
