@@ -204,8 +204,11 @@ def _param(text: str, index: int, template: list[TemplateParam],
     if elem is None:
         if stars == 0:
             return Param(name, text, None, struct=base)
-        return Param(name, text, f"{'const ' if inner_const else ''}void{'*' * stars}",
-                     note=f"'{base}*' is not a registry type: passed as untyped memory (sized in bytes)")
+        if stars == 1:
+            return Param(name, text, f"{'const ' if inner_const else ''}void*",
+                         note=f"'{base}*': untyped memory, sized in bytes; the kernel keeps its type")
+        return Param(name, text, f"{'const ' if inner_const else ''}void*",
+                     note=f"check: '{base}' with {stars} levels of pointer has no spec type")
     if stars == 0:
         if elem not in _SCALARS:
             return Param(name, text, None, struct=base, note=f"'{base}' by value: declare its fields")

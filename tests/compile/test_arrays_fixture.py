@@ -177,6 +177,20 @@ check('uchar4 short', ok(px=A('|u1', (3996,), ptr=5 << 20)))
     ], out
 
 
+def test_void_pointers_to_the_kernels_own_types(built: Path) -> None:
+    """particle_com's kernel takes const Particle* and float3*; its spec's void* builds (the
+    signature check takes any object pointer for void*) and counts bytes."""
+    src = (built / "generated" / TARGET / "src" / "arrays.cu").read_text()
+    assert "(kg::arg<kg_f, 0>(ps), kg::arg<kg_f, 1>(out), kg::arg<kg_f, 2>(n))" in src
+    out = _run(built, """
+check('bytes', lambda: m.particle_com(A('<f4', (400,)), A('<f4', (3,), ptr=2 << 20), 100))
+check('short', lambda: m.particle_com(A('<f4', (399,)), A('<f4', (3,), ptr=2 << 20), 100))
+""")
+    assert out == ["bytes passed the checks",
+                   "short ArgumentError ps | array has 1596 elements but the kernel accesses 1600 (of void: 1596 "
+                   "bytes, 1600 needed)"], out
+
+
 def test_scalars_and_bool_plans(built: Path) -> None:
     out = _run(built, """
 o = A('<f4', (4,)); o64 = A('<f8', (2,), ptr=2 << 20)

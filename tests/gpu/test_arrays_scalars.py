@@ -532,6 +532,20 @@ def test_more_vector_element_types(m):
         m.vec_mix(shifted, out, p, sums, px, luma, n)
 
 
+def test_void_pointers_reach_a_kernel_taking_its_own_types(m):
+    """particle_com takes const Particle* and float3*; the spec says void*: any array, counted in
+    bytes, passed as the kernel's pointer types."""
+    n = 100
+    ps = torch.rand((n, 4), device="cuda") + 0.5  # pos x, y, z, mass
+    out = torch.full((3,), float("nan"), device="cuda")
+    assert m.particle_com(ps, out, n).launched
+    torch.cuda.synchronize()
+    want = (ps[:, :3].double() * ps[:, 3:].double()).sum(0) / ps[:, 3].double().sum()
+    torch.testing.assert_close(out.double(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ArgumentError, match="particle_com"):
+        m.particle_com(ps[:50], out, n)  # 800 bytes, 1600 needed
+
+
 def test_an_enum_parameter_gets_the_integer(m):
     """apply_act's kernel takes `enum class Act : int32_t`; the spec says i32 and the launcher passes
     the value as the enum. Values outside the spec's range are refused by its `requires`."""

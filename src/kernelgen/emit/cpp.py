@@ -49,10 +49,13 @@ def cpp_type(a: CArg) -> str:
 _INTEGER_CPP = frozenset(f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64))
 
 
-def _integer_arg(a: CArg) -> bool:
-    """An integer argument or a pointer to integers (device scalars included)."""
+def _cast_arg(a: CArg) -> bool:
+    """An argument the kernel may spell as another type, passed through kg::arg as its own: an
+    integer, a pointer to integers (device scalars included), or untyped memory (void*, which the
+    kernel may take as a pointer to any object type)."""
     if a.is_pointer:
-        return a.arg.elem is not None and a.arg.elem.cpp in _INTEGER_CPP
+        return a.arg.elem is not None and (a.arg.elem.cpp in _INTEGER_CPP or (
+            a.arg.elem.any_dtype and not a.arg.indirect))
     return a.scalar is not None and a.scalar.cpp in _INTEGER_CPP
 
 
@@ -147,11 +150,11 @@ class CppKernel(c.CKernel):
         """Whether an argument is an integer or a pointer to integers, which the kernel may spell
         otherwise (long long* for i64*) or take as an enum: the launch passes it through kg::arg
         as parameter i of kg_f, the kernel's type."""
-        return any(_integer_arg(a) for a in self.ir.kernel_args)
+        return any(_cast_arg(a) for a in self.ir.kernel_args)
 
     def kernel_arg_names(self) -> str:
         """The kernel's parameters: its arguments, then its tensor maps (``kg_tm[i]``)."""
-        out = [f"kg::arg<kg_f, {i}>({to_kernel(a)})" if _integer_arg(a) else to_kernel(a)
+        out = [f"kg::arg<kg_f, {i}>({to_kernel(a)})" if _cast_arg(a) else to_kernel(a)
                for i, a in enumerate(self.ir.kernel_args)]
         return ", ".join(out + [f"kg_tm[{i}]" for i in range(len(self.ir.tensor_maps))])
 

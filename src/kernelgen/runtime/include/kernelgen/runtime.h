@@ -49,7 +49,7 @@ namespace kg {
 // signedness are one type here, whatever their spelling (long long and long, unsigned long long and
 // uint64_t, int and int32_t), an enum counts as its underlying integer type, and pointers to such
 // types with the same const and volatile are one type too; every other parameter must be the spec's
-// type exactly.
+// type exactly, except that the spec's void* takes any object pointer (below).
 template <typename T, bool = std::is_enum_v<T>>
 struct integer_of {
   using type = T;
@@ -72,11 +72,14 @@ template <typename A, typename B>
 struct same_param {
   static constexpr bool value = std::is_same_v<A, B> || same_integer<A, B>::value;
 };
+// A: the kernel's pointee, B: the spec's. The spec's void* (untyped memory, counted in bytes) takes
+// a pointer to any object type the kernel names (a struct of its own, float3), with the same const.
 template <typename A, typename B>
 struct same_param<A*, B*> {
   static constexpr bool value = std::is_const_v<A> == std::is_const_v<B> &&
                                 std::is_volatile_v<A> == std::is_volatile_v<B> &&
-                                same_param<std::remove_cv_t<A>, std::remove_cv_t<B>>::value;
+                                (same_param<std::remove_cv_t<A>, std::remove_cv_t<B>>::value ||
+                                 (std::is_void_v<std::remove_cv_t<B>> && std::is_object_v<A>));
 };
 
 template <typename F>
