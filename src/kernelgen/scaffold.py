@@ -231,7 +231,9 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
   ABI prefix `@PKG@_` and the libraries `lib@PKG@_<target>_*.so`), and under `build:` include
   folders, macros and nvcc options for every module (targets and modules take their own).
 - `specs/targets.yaml`: the GPU targets; `specs/<module>.yaml`: one kernel module each
-  (format: kernelgen's docs/spec-format.md); `kernels/`: the CUDA sources.
+  (format: kernelgen's docs/spec-format.md); `kernels/`: the CUDA sources. For kernels you
+  already have, `kernelgen draft kernels/<file>.cu --write` writes a first spec of their
+  `__global__` functions (check the entries it marks `check`; the build checks every parameter).
 - `templates/`: a template here named like one of kernelgen's (`launchers.cu.j2`, `binding.cpp.j2`,
   `api.h.j2`, ...) replaces it, and kernelgen's own stays reachable as `kernelgen/<name>`. A licence
   header on every generated launcher file is a `templates/launchers.cu.j2` of two lines:
