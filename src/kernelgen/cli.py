@@ -174,25 +174,35 @@ def cmd_draft(args: argparse.Namespace) -> int:
     from kernelgen.errors import relpath
 
     root = args.root
-    src = args.source.resolve()
-    try:
-        rel = src.relative_to(root.resolve()).as_posix()
-    except ValueError:
-        raise KernelgenError(f"{args.source} is outside the project ({root}): sources are relative to its root; "
-                             "copy the file into the project first") from None
-    if not src.is_file():
-        raise KernelgenError(f"{relpath(src, root)} is not a file")
-    module = args.module or re.sub(r"\W+", "_", src.stem).strip("_").lower()
-    text = draft.draft(rel, src.read_text(encoding="utf-8", errors="replace"), module, args.kernel or None)
+    if len(args.source) > 1 and (args.module or args.kernel or not args.write):
+        raise KernelgenError("several sources are drafted with --write, a module each named after its file "
+                             "(--module and --kernel take one source)")
+    drafts = []
+    for source in args.source:
+        src = source.resolve()
+        try:
+            rel = src.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise KernelgenError(f"{source} is outside the project ({root}): sources are relative to its root; "
+                                 "copy the file into the project first") from None
+        if not src.is_file():
+            raise KernelgenError(f"{relpath(src, root)} is not a file")
+        module = args.module or re.sub(r"\W+", "_", src.stem).strip("_").lower()
+        if not re.match(r"[a-z]", module):
+            module = f"m_{module}"
+        text = draft.draft(rel, src.read_text(encoding="utf-8", errors="replace"), module, args.kernel or None)
+        drafts.append((root / "specs" / f"{module}.yaml", text))
     if not args.write:
-        sys.stdout.write(text)
+        sys.stdout.write(drafts[0][1])
         return 0
-    out = root / "specs" / f"{module}.yaml"
-    if out.exists() and not args.force:
-        raise KernelgenError(f"{relpath(out, root)} exists; use --force to replace it, or print the draft "
-                             "without --write")
-    out.write_text(text, encoding="utf-8")
-    print(f"kernelgen: wrote {relpath(out, root)}: check the entries marked 'check', then kernelgen build")
+    taken = [relpath(out, root) for out, _ in drafts if out.exists()]
+    if taken and not args.force:
+        raise KernelgenError(f"{', '.join(taken)} exist{'s' if len(taken) == 1 else ''}; use --force to replace, "
+                             "or print a draft without --write")
+    for out, text in drafts:
+        out.write_text(text, encoding="utf-8")
+        print(f"kernelgen: wrote {relpath(out, root)}")
+    print("kernelgen: check the entries marked 'check', then kernelgen build")
     return 0
 
 
@@ -350,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     i.set_defaults(func=cmd_init, root_optional=True)
     dr = sub.add_parser("draft", help="a first module spec for the __global__ functions of a CUDA source, "
                         "to check and complete")
-    dr.add_argument("source", type=Path, help="the CUDA source, inside the project")
+    dr.add_argument("source", type=Path, nargs="+", help="the CUDA source, inside the project (several with --write: "
+                    "a module each)")
     dr.add_argument("--module", "-m", help="the module's name (default: the file's name)")
     dr.add_argument("--kernel", "-k", action="append", help="draft only this __global__ function (repeatable)")
     dr.add_argument("--write", action="store_true", help="write specs/<module>.yaml instead of printing it")

@@ -137,6 +137,14 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     outside.write_text(SOURCE)
     assert main(["--root", str(root), "draft", str(outside)]) == 2
     assert "is outside the project" in capsys.readouterr().err
+    (root / "kernels" / "2d-blur.cu").write_text("__global__ void blur(const float* x, float* y, int n) {}\n")
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"),
+                 str(root / "kernels" / "2d-blur.cu")]) == 2
+    assert "several sources are drafted with --write" in capsys.readouterr().err
+    assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"),
+                 str(root / "kernels" / "2d-blur.cu"), "--write", "--force"]) == 0
+    assert "wrote specs/mine.yaml\nkernelgen: wrote specs/m_2d_blur.yaml\n" in capsys.readouterr().out
+    assert "module: m_2d_blur\n" in (root / "specs" / "m_2d_blur.yaml").read_text()
     (root / "kernels" / "empty.cu").write_text("// nothing\n")
     assert main(["--root", str(root), "draft", str(root / "kernels" / "empty.cu")]) == 2
     assert "declares no __global__ function" in capsys.readouterr().err
