@@ -123,11 +123,19 @@ _WARNING = re.compile(r"^(?P<path>[^\s(:][^(:]*?)(?:\((?P<l1>\d+)\):|:(?P<l2>\d+
                       r"warning(?: #(?P<code>[\w-]+))?: (?P<msg>.*)$")
 
 
+# Folders that by convention hold other projects' code inside a project (a CUTLASS checkout).
+_VENDORED = {"third_party", "thirdparty", "3rdparty", "external", "extern", "vendor", "vendored", "deps", "_deps",
+             "submodules"}
+# At most this many warnings are listed after a build (-v shows every line).
+MAX_WARNINGS = 40
+
+
 def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
     """The compilers' warnings about the project's own files (kernel sources and the headers they
     include, under ``root`` and outside ``generated/`` and build folders), as ``path:line: message``
     relative to ``root``, in order, without repeats. Warnings about third-party headers (an include
-    folder outside the project, the toolkit) are left to ``--verbose``."""
+    folder outside the project, the toolkit, or a library kept inside it under third_party/,
+    external/, vendor/ ...) are left to ``--verbose``."""
     out: list[str] = []
     for ln in lines:
         m = _WARNING.match(ln.strip())
@@ -140,6 +148,8 @@ def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
         except (ValueError, OSError):
             continue
         if rel.parts and rel.parts[0] in ("generated", "build", "bindings", ".venv"):
+            continue
+        if any(part.lower() in _VENDORED for part in rel.parts[:-1]):  # a library kept in the project
             continue
         code = f" [#{m.group('code')}]" if m.group("code") else ""
         out.append(f"{rel.as_posix()}:{m.group('l1') or m.group('l2')}: {m.group('msg').strip()}{code}")
@@ -502,8 +512,10 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     res.warnings = source_warnings(lines, opts.root)
     if res.warnings and not opts.verbose:
         echo(f"kernelgen: {t.name}: compiler warnings in the project's sources compiled now:")
-        for msg in res.warnings:
+        for msg in res.warnings[:MAX_WARNINGS]:
             echo(f"  {msg}")
+        if len(res.warnings) > MAX_WARNINGS:
+            echo(f"  ... and {len(res.warnings) - MAX_WARNINGS} more (kernelgen build -v shows the compilers' output)")
     if res.ptxas and not opts.verbose:
         echo(f"kernelgen: {t.name}: ptxas on the kernels compiled now:")
         for msg in res.ptxas:

@@ -42,7 +42,8 @@ def test_demangle_takes_the_kernel_name() -> None:
 def test_source_warnings_keep_the_projects_own_files(tmp_path) -> None:
     """nvcc's and the host compiler's warnings on the project's kernel sources and headers are
     reported relative to the project; generated files, build folders and headers outside the
-    project (the toolkit, a third-party include folder) are not; repeats are dropped."""
+    project (the toolkit, a third-party include folder, one kept under third_party/) are not; repeats
+    are dropped."""
     from kernelgen.build import source_warnings
 
     (tmp_path / "kernels").mkdir()
@@ -57,6 +58,7 @@ def test_source_warnings_keep_the_projects_own_files(tmp_path) -> None:
         f"{tmp_path}/build/hopper/x.cpp:1:1: warning: from the build folder",
         "/usr/local/cuda/include/cuda_fp16.hpp(12): warning #20-D: toolkit",
         "/opt/cutlass/include/cute/tensor.hpp:9:3: warning: third party [-Wshadow]",
+        f"{tmp_path}/third_party/cutlass/include/cute/tensor.hpp(9): warning #20-D: vendored in the project",
         f"{tmp_path}/kernels/rownorm.cu(9): error: not a warning",
     ]
     assert source_warnings(lines, tmp_path) == [
