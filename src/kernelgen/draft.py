@@ -22,15 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from kernelgen.errors import KernelgenError
-from kernelgen.kernel_source import (
-    SourceScanError,
-    _balanced,
-    _bounds_of,
-    _cluster_of,
-    _names,
-    _namespaces_at,
-    strip_comments,
-)
+from kernelgen.kernel_source import SourceScanError, _bounds_of, _cluster_of, _names, global_decls, strip_comments
 from kernelgen.loader import reserved_reason
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
@@ -60,10 +52,6 @@ for _k, _v in list(_CPP_TYPES.items()):
 _SCALARS = {"f32", "f64", "f16", "bf16", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
 _QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|__grid_constant__|volatile|struct|class|"
                          r"typename)\b")
-_GLOBAL = re.compile(r"\b__global__\b")
-_NAME_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
-_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
-               "__align__", "decltype"}
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
 _INT_NAMES = ("n", "numel", "num_elements", "size", "count", "total", "length", "len", "rows", "num_rows", "m",
               "tokens", "num_tokens", "batch")
@@ -245,39 +233,24 @@ def read_globals(text: str) -> list[Global]:
     """The ``__global__`` functions of a source's text, in order, each name once (the first
     declaration with a parameter list; a definition repeats it)."""
     text = strip_comments(text)
-    spaces = _namespaces_at(text)
     enums = _enums(text)
     defined = _names([text])
     out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
-    for g in _GLOBAL.finditer(text):
-        start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1
-        end = min((i for i in (text.find(c, g.end()) for c in ";{") if i >= 0), default=len(text))
-        pos = g.end()
-        while (m := _NAME_CALL.search(text, pos, end)) is not None:
-            try:
-                inner = _balanced(text, m.end())
-            except SourceScanError:
-                break
-            if m.group(1) in _ATTRIBUTES:
-                pos = m.end() + len(inner) + 1
-                continue
-            head = text[start:m.start()]
-            ns = [n for at, n in spaces if at <= g.start()][-1]
-            template = _template_head(head)
-            qualified = f"{ns}::{m.group(1)}" if ns else m.group(1)
-            params = [] if inner.strip() in ("", "void") else [
-                _param(p, i, template, enums) for i, p in enumerate(_split_top(inner))]
-            key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
-            cluster = _cluster_text(head, defined, template)
-            try:
-                bounds = _bounds_of(head, defined)
-            except SourceScanError:
-                bounds = None
-            threads = str(bounds[0]) if bounds else _launch_bounds(head)
-            if key not in out:
-                out[key] = Global(m.group(1), qualified, params, template, max_threads=threads, cluster=cluster,
-                                  line=text.count("\n", 0, g.start()) + 1)
-            break
+    for d in global_decls(text):
+        head, qualified = d.head, d.qualified
+        template = _template_head(head)
+        params = [] if d.params.strip() in ("", "void") else [
+            _param(p, i, template, enums) for i, p in enumerate(_split_top(d.params))]
+        key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
+        cluster = _cluster_text(head, defined, template)
+        try:
+            bounds = _bounds_of(head, defined)
+        except SourceScanError:
+            bounds = None
+        threads = str(bounds[0]) if bounds else _launch_bounds(head)
+        if key not in out:
+            out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
+                              line=text.count("\n", 0, d.offset) + 1)
     return list(out.values())
 
 

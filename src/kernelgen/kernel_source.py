@@ -224,26 +224,47 @@ def _namespaces_at(text: str) -> list[tuple[int, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class GlobalDecl:
+    """One ``__global__`` declaration of comment-free text."""
+
+    name: str  # as declared, without namespaces
+    namespace: str  # the namespaces it is declared in (``a::b``; "" at global scope)
+    head: str  # the declaration's text before the name (template head, attributes, return type)
+    params: str  # the text between its parameter list's parentheses
+    offset: int  # where ``__global__`` is
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.namespace}::{self.name}" if self.namespace else self.name
+
+
+def global_decls(text: str) -> list[GlobalDecl]:
+    """The ``__global__`` declarations (and definitions) of comment-free ``text``, in order: the
+    first name after ``__global__`` followed by a parameter list, skipping attributes."""
+    spaces = _namespaces_at(text)
+    out = []
+    for g in _GLOBAL.finditer(text):
+        start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1
+        end = min((i for i in (text.find(c, g.end()) for c in ";{") if i >= 0), default=len(text))
+        pos = g.end()
+        while (m := _CALLED.search(text, pos, end)) is not None:
+            try:
+                inner = _balanced(text, m.end())
+            except SourceScanError:
+                break
+            if m.group(1) in _ATTRIBUTES:
+                pos = m.end() + len(inner) + 1
+                continue
+            ns = [n for at, n in spaces if at <= g.start()][-1]
+            out.append(GlobalDecl(m.group(1), ns, text[start:m.start()], inner, g.start()))
+            break
+    return out
+
+
 def global_names(sources: list[tuple[str, str]]) -> list[str]:
     """The names of the ``__global__`` functions declared in ``sources`` (path, text), qualified by
     the namespaces they are declared in (``ns::kernel``), in order of appearance, each once: for
     messages suggesting the name a spec meant."""
-    out: list[str] = []
-    for _, raw in sources:
-        text = strip_comments(raw)
-        spaces = _namespaces_at(text)
-        for g in _GLOBAL.finditer(text):
-            end = min((i for i in (text.find(c, g.end()) for c in ";{}") if i >= 0), default=len(text))
-            pos = g.end()
-            while (m := _CALLED.search(text, pos, end)) is not None:
-                if m.group(1) not in _ATTRIBUTES:
-                    ns = [n for at, n in spaces if at <= g.start()][-1]
-                    name = f"{ns}::{m.group(1)}" if ns else m.group(1)
-                    if name not in out:
-                        out.append(name)
-                    break
-                try:
-                    pos = m.end() + len(_balanced(text, m.end())) + 1
-                except SourceScanError:
-                    break
-    return out
+    names = [d.qualified for _, raw in sources for d in global_decls(strip_comments(raw))]
+    return list(dict.fromkeys(names))
