@@ -449,11 +449,9 @@ kernels:
     block: [32, 1, 1]
     examples: [{n: 1}]
   norm_f32:
+    extends: norm_f16
     summary: A single-precision member with an f32 eps.
     args: {x: "f32*", n: u32, eps: f32}
-    grid: [n, 1, 1]
-    block: [32, 1, 1]
-    examples: [{n: 1}]
 fallbacks:
   norm: [norm_f16, norm_f32]
 """
