@@ -37,10 +37,15 @@ class CArg:
     arg: Arg
     size_slot: int
     untyped: bool = False
+    shown: str = ""  # how a chain's docs spell an argument its members type differently ("const {T}*")
 
     @property
     def name(self) -> str:
         return self.arg.name
+
+    @property
+    def doc_spelling(self) -> str:
+        return self.shown or self.arg.spelling
 
     @property
     def spelling(self) -> str:
@@ -404,6 +409,26 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     if keys:
         varying = {cargs[i].name for key in keys for i in key.args}
         cargs = [replace(c, untyped=True) if c.name in varying else c for c in cargs]
+    # Docs spell what the members type differently: a dispatcher by its axis ('const {T}*', '{T}'),
+    # a chain by the types its members take ('const f16|f32*').
+    axis_of = {n: axis for axis, names in fb.type_axes for n in names} if fb.dispatch else {}
+    shown = []
+    for c in cargs:
+        if not (c.untyped or c.name in widened):
+            shown.append(c)
+            continue
+        if c.name in widened:
+            kinds = [next(b.scalar.name for b in k.all_args if b.name == c.name) for _, k in kernels]
+            # the type axis whose value is the scalar's type in every instance
+            axis = next((ax for ax, _ in fb.type_axes if [dict(k.axis_values).get(ax) for _, k in kernels] == kinds),
+                        None) if fb.dispatch else None
+            text = f"{{{axis}}}" if axis else "|".join(dict.fromkeys(kinds))
+        else:
+            elems = [b.elem.name for _, k in kernels for b in k.all_args if b.name == c.name and b.elem]
+            base = f"{{{axis_of[c.name]}}}" if c.name in axis_of else "|".join(dict.fromkeys(elems))
+            text = f"{'const ' if c.reads_only else ''}{base}*"
+        shown.append(replace(c, shown=text))
+    cargs = shown
     cross = sorted({r.module for r in fb.members if r.module != module.name})
     # Cases for the chain's tests: each member's examples and clause flips, completed with
     # the other members' first examples, so every member gets to decide at least once.

@@ -489,6 +489,9 @@ def test_a_float_scalar_may_follow_a_type_axis(tmp_path: Path) -> None:
            "  kernelgen::Outcome kg_o;\n  kg_o = kernelgen::demo::axpy_f16(n, alpha, x, y, stream);" in cu
     pyi = files["generated/hopper/python/demo.pyi"]
     assert "alpha: float" in pyi
+    # the docs spell what the members type differently: by the axis, or by the members' types
+    assert '"""(n: u32, alpha: {T}, x: const {T}*, y: {T}*, *, stream=None) -> Outcome' in pyi
+    assert '"""(x: f16|f32*, n: u32, eps: f16|f32, *, stream=None) -> Outcome' in pyi
 
 
 @pytest.mark.parametrize("old,new,fragment", [

@@ -24,8 +24,8 @@ _VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLO
 def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
     """A launcher's docstring: its Python call signature (spec types), the summary, then the
     spec's longer doc when it has one."""
-    pos = ", ".join(f"{a.name}: {a.spelling}" for a in args if not a.host)
-    kw = ", ".join(f"{a.name}: {a.spelling}" for a in args if a.host)
+    pos = ", ".join(f"{a.name}: {a.doc_spelling}" for a in args if not a.host)
+    kw = ", ".join(f"{a.name}: {a.doc_spelling}" for a in args if a.host)
     parts = [pos] if pos else []
     parts += ["*", kw] if kw else ["*"]
     sig = f"({', '.join(parts)}, stream=None) -> Outcome"
