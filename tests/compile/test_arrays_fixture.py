@@ -273,6 +273,25 @@ check('alpha float', lambda: m.axpy(1000, 0.5, x, y))
     ], out
 
 
+def test_a_chain_over_float_types_takes_a_double(built: Path) -> None:
+    """add_value_any's members take v as f32 and f64: the chain takes a double, narrowed for the f32
+    member, and picks the member by x's dtype."""
+    src = (built / "generated" / TARGET / "src" / "arrays.cu").read_text()
+    assert "add_value_f32(static_cast<float*>(x), n, static_cast<float>(v), stream)" in src
+    out = _run(built, """
+print(m.add_value_any.__doc__.splitlines()[0])
+print(m.add_value_any.plan(n=1000, x='f64')['kernel'], m.add_value_any.plan(n=1000, x='f32')['kernel'])
+check('f64 array', lambda: m.add_value_any(A('<f8', (1000,)), 1000, 0.1))
+print(m.add_value_any(A('<f2', (1000,)), 1000, 0.1).reason)
+""")
+    assert out[:3] == [
+        "(x: f32|f64*, n: u32, v: f32|f64, *, stream=None) -> Outcome",
+        "add_value_f64 add_value_f32",
+        "f64 array passed the checks",
+    ], out
+    assert out[3] == "add_value_any: not launched: no instantiation for this dtype (x)", out
+
+
 def test_generated_contract_tests_pass(built: Path) -> None:
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
     res = subprocess.run(

@@ -492,6 +492,12 @@ def test_overloaded_kernels_each_launch_their_overload(m):
     torch.cuda.synchronize()
     assert torch.all(x32[:999] == 1.5) and x32[999].item() == 0
     assert torch.all(x64[:999] == 2.5) and x64[999].item() == 0
+    # the chain over both: picked by x's dtype, v narrowed to f32 for the f32 member
+    assert m.add_value_any(x32, 1000, 0.1).kernel == "add_value_f32"
+    assert m.add_value_any(x64, 1000, 0.1).kernel == "add_value_f64"
+    torch.cuda.synchronize()
+    assert x32[0].item() == torch.tensor(1.5, dtype=torch.float32).add(torch.tensor(0.1, dtype=torch.float32)).item()
+    assert x64[0].item() == 2.5 + 0.2
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
