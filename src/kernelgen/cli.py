@@ -1,6 +1,7 @@
 """The ``kernelgen`` command line.
 
-    kernelgen init [DIR] --package NAME [--target T]...   a new project
+    kernelgen init [DIR] --package NAME [--target T]...   a new project (--keep-existing: beside a repository's files)
+    kernelgen draft SOURCE... [--write]   a first spec for the __global__ functions of CUDA sources
     kernelgen generate [--check]     regenerate generated/ from specs/ (or check it is current)
     kernelgen build [--target T]     regenerate, then build and install the targets; the project's
                                      package is then importable in the active environment
