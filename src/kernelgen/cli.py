@@ -171,7 +171,7 @@ def cmd_cmake(args: argparse.Namespace) -> int:
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
-    from kernelgen import draft
+    from kernelgen import draft, writer
     from kernelgen.errors import relpath
 
     root = args.root
@@ -201,7 +201,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
         raise KernelgenError(f"{', '.join(taken)} exist{'s' if len(taken) == 1 else ''}; use --force to replace, "
                              "or print a draft without --write")
     for out, text in drafts:
-        out.write_text(text, encoding="utf-8")
+        writer.write_text(out, text)
         print(f"kernelgen: wrote {relpath(out, root)}")
     print("kernelgen: check the entries marked 'check', then kernelgen build")
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelgen import project
+from kernelgen import project, writer
 from kernelgen.errors import KernelgenError
 from kernelgen.model import Catalog
 from kernelgen.schema import MODULE_RE
@@ -322,11 +322,10 @@ def init(folder: Path, package: str, targets: list[str], force: bool = False,
             if rel == ".gitignore" and p.is_file():
                 merged = _merge_gitignore(p.read_text(encoding="utf-8", errors="replace"), text)
                 if merged is not None:
-                    p.write_text(merged, encoding="utf-8")
+                    writer.write_text(p, merged)
                     written.append(".gitignore (entries appended)")
             continue
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
+        writer.write_text(p, text)
         written.append(rel)
     return written
 

@@ -175,6 +175,12 @@ def check_files(root: Path, files: dict[str, str], targets: list[str]) -> CheckR
     return report
 
 
+def write_text(path: Path, text: str) -> None:
+    """A file kernelgen writes for the user outside ``generated/`` (a drafted spec, a new project's
+    files), written atomically: a reader never sees half of it."""
+    _atomic_write(path, text.encode("utf-8"))
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
