@@ -6,7 +6,8 @@ What it reads, without a compiler (the limits of ``kernel_source``): comments ar
 preprocessor branches are not evaluated; each ``__global__`` declaration gives its name, its
 namespaces, its ``template <...>`` head, its ``__launch_bounds__`` and its parameter list. Each
 parameter's C++ type is mapped to the type registry (``const float* __restrict__`` ->
-``const f32*``, ``int64_t`` / ``long long`` -> ``i64``, ``__nv_bfloat16*`` -> ``bf16*``, a
+``const f32*``, ``int64_t`` / ``long long`` -> ``i64`` (through the source's ``using`` and
+``typedef`` aliases), ``__nv_bfloat16*`` -> ``bf16*``, a
 template type parameter ``const T*`` -> ``"const {T}*"`` with ``T`` an instantiation axis); a
 type it does not know (a struct passed by value) becomes an entry under ``structs:`` without
 fields (a stateless functor, which the build checks) and a comment saying to give its fields.
@@ -159,8 +160,30 @@ def _enums(text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+_USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w:\s]*?)\s*;")
+_TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w:\s]*?)\s+([A-Za-z_]\w*)\s*;")
+
+
+def _aliases(text: str) -> dict[str, str]:
+    """Type aliases a source declares (``using index_t = int64_t;``, ``typedef unsigned int uint;``):
+    name -> the type it names, for aliases of plain types (not pointers or templates)."""
+    out = {m.group(1): " ".join(m.group(2).split()) for m in _USING.finditer(text)}
+    out.update({m.group(2): " ".join(m.group(1).split()) for m in _TYPEDEF.finditer(text)
+                if not m.group(1).startswith(("struct", "enum", "union"))})
+    return out
+
+
+def _resolve(base: str, aliases: dict[str, str]) -> str:
+    """``base`` through the source's type aliases, to a type the registry may know."""
+    for _ in range(8):  # alias chains are short; a cycle stops here
+        if base in _CPP_TYPES or base.split("::")[-1] not in aliases:
+            return base
+        base = aliases[base.split("::")[-1]]
+    return base
+
+
 def _param(text: str, index: int, template: list[TemplateParam],
-           enums: dict[str, tuple[str, str]] | None = None) -> Param:
+           enums: dict[str, tuple[str, str]] | None = None, aliases: dict[str, str] | None = None) -> Param:
     text = re.sub(r"=.*$", "", text, flags=re.S)  # a default argument
     text = re.sub(r"\[\s*\]", "*", text)  # T x[] is T* x
     text = " ".join(_QUALIFIERS.sub(" ", text).split())
@@ -185,6 +208,7 @@ def _param(text: str, index: int, template: list[TemplateParam],
             return Param(name, text, f"{{{base}}}")
         return Param(name, text, f"{'const ' if inner_const else ''}void*", note=f"'{base}' with {stars} levels of "
                      "pointer: passed as untyped memory")
+    base = _resolve(base, aliases or {})
     enum = (enums or {}).get(base.split("::")[-1])
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
@@ -234,13 +258,14 @@ def read_globals(text: str) -> list[Global]:
     declaration with a parameter list; a definition repeats it)."""
     text = strip_comments(text)
     enums = _enums(text)
+    aliases = _aliases(text)
     defined = _names([text])
     out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
     for d in global_decls(text):
         head, qualified = d.head, d.qualified
         template = _template_head(head)
         params = [] if d.params.strip() in ("", "void") else [
-            _param(p, i, template, enums) for i, p in enumerate(_split_top(d.params))]
+            _param(p, i, template, enums, aliases) for i, p in enumerate(_split_top(d.params))]
         key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
         cluster = _cluster_text(head, defined, template)
         try:

@@ -44,12 +44,16 @@ __global__ void noargs() {}
 template <typename T, int VEC> __global__ void scale_by(T a, T* y, unsigned n) {}
 template <class Op> __global__ void apply(Op op, float* y, unsigned n) {}
 __global__ void gather(const Params* params, float3* out, unsigned n) {}
+using index_t = int64_t;
+typedef unsigned int uint;
+typedef index_t offset_t;
+__global__ void aliased(const index_t* idx, offset_t off, uint count, float* out) {}
 """
 
 
 def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert [g.qualified for g in read_globals(SOURCE)] == ["lib::detail::norm_kernel", "mixed", "add", "add",
-                                                           "noargs", "scale_by", "apply", "gather"]
+                                                           "noargs", "scale_by", "apply", "gather", "aliased"]
     text = draft("kernels/src.cu", SOURCE, "src")
     assert "commented_out" not in text
     assert """\
@@ -97,6 +101,7 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert "      VEC: [4]  # check: the values to build it for" in text
     assert "    symbol: \"apply<Op>\"  # check the template arguments" in text
     assert "      op: op  # template type 'Op' by value: give the type" in text and "  op: {cpp: Op, fields: {}}" in text
+    assert "    args:\n      idx: const i64*\n      \"off\": i64\n      count: u32\n      out: f32*\n" in text  # aliases
     assert "      params: const void*  # 'Params*': untyped memory, sized in bytes; the kernel keeps its type\n" \
            "      out: void*  # 'float3*': untyped memory" in text
     assert 'examples: [{"n": 1024, "off": 1, flag: 1, mode: 1, plain: 1, w: 1, c: 1, stream_arg: 1}]' in text
@@ -110,7 +115,7 @@ def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
     (root / "kernels" / "demo.cu").write_text(SOURCE)
     catalog = load_catalog(root)
     names = [k.name for k in catalog.module("demo").kernels]
-    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply", "gather"], names
+    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply", "gather", "aliased"], names
     files = render_catalog(catalog)
     pyi = files["generated/hopper/python/demo.pyi"]
     ast.parse(pyi)  # a kernel without parameters has no bare '*' in its stubs
@@ -132,7 +137,7 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     assert "specs/mine_ops.yaml exists; use --force" in capsys.readouterr().err
     assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "-k", "nothing"]) == 2
     assert "declares no __global__ function nothing (it declares: lib::detail::norm_kernel, mixed, add, add, " \
-           "noargs, scale_by, apply, gather)" in capsys.readouterr().err
+           "noargs, scale_by, apply, gather, aliased)" in capsys.readouterr().err
     outside = tmp_path.parent / f"{tmp_path.name}_outside.cu"
     outside.write_text(SOURCE)
     assert main(["--root", str(root), "draft", str(outside)]) == 2
