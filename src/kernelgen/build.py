@@ -137,6 +137,7 @@ def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
     folder outside the project, the toolkit, or a library kept inside it under third_party/,
     external/, vendor/ ...) are left to ``--verbose``."""
     out: list[str] = []
+    base = root.resolve()
     for ln in lines:
         m = _WARNING.match(ln.strip())
         if m is None:
@@ -144,7 +145,7 @@ def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
         path = Path(m.group("path"))
         path = path if path.is_absolute() else root / path
         try:
-            rel = path.resolve().relative_to(root.resolve())
+            rel = path.resolve().relative_to(base)
         except (ValueError, OSError):
             continue
         if rel.parts and rel.parts[0] in ("generated", "build", "bindings", ".venv"):
@@ -274,13 +275,14 @@ def _global_names_hint(missing: str, generated: str, root: Path) -> str:
     names = kernel_source.global_names(sources)
     if not names:
         return ""
-    same = [n for n in names if n.split("::")[-1] == missing]
+    base = {n: _base_name(n) for n in names}
+    same = [n for n in names if base[n] == missing]
     if same:
         return (f" (the sources declare __global__ {', '.join(same)}: spell the symbol with its namespace, or "
                 "check the preprocessor branch that declares it is taken)")
-    close = difflib.get_close_matches(missing, [n.split("::")[-1] for n in names], n=1, cutoff=0.6)
+    close = difflib.get_close_matches(missing, list(base.values()), n=1, cutoff=0.6)
     if close:
-        full = next(n for n in names if n.split("::")[-1] == close[0])
+        full = next(n for n in names if base[n] == close[0])
         return f" (did you mean '{full}'? it is a __global__ function of the sources)"
     shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
     return f" (the sources declare __global__ functions {shown})"

@@ -248,7 +248,7 @@ class LChain:
     member_ptr_args: tuple[tuple[CArg, ...], ...] = ()  # per member: its pointer arguments
     member_type_names: tuple[tuple[tuple[str, str], ...], ...] = ()  # per member: (key, element type name)
     # per member: its scalar type of each float argument the chain takes as a double (members differ)
-    member_scalars: tuple[tuple[tuple[str, ScalarType], ...], ...] = ()
+    member_scalars: tuple[dict[str, ScalarType], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -393,6 +393,8 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     # Float scalars the members take in different types (f32 in one, f16 in another): a double here.
     widened = {n for n, a in seen.items() if a.scalar is not None and len(
         {b.scalar.name for _, k in kernels for b in k.all_args if b.name == n and b.scalar is not None}) > 1}
+    member_scalars = tuple({b.name: b.scalar for b in k.all_args if b.name in widened and b.scalar}
+                           for _, k in kernels)
     cargs = []
     for n in order_pos:
         a = seen[n]
@@ -418,7 +420,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
             shown.append(c)
             continue
         if c.name in widened:
-            kinds = [next(b.scalar.name for b in k.all_args if b.name == c.name) for _, k in kernels]
+            kinds = [own[c.name].name for own in member_scalars]
             # the type axis whose value is the scalar's type in every instance
             axis = next((ax for ax, _ in fb.type_axes if [dict(k.axis_values).get(ax) for _, k in kernels] == kinds),
                         None) if fb.dispatch else None
@@ -459,8 +461,7 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
         member_args=tuple(member_args),
         member_int_args=tuple(member_int),
         member_sizes=tuple(member_sizes),
-        member_scalars=tuple(tuple((b.name, b.scalar) for b in k.all_args if b.name in widened and b.scalar)
-                             for _, k in kernels),
+        member_scalars=member_scalars,
         args=tuple(cargs),
         kernel_args=tuple(c for c in cargs if not c.host),
         int_args=tuple(c for c in cargs if c.is_int),

@@ -392,7 +392,7 @@ class CppChain(c.CChain):
         """Argument ``name`` as member ``i`` takes it: a double the chain takes for members of
         different float types, narrowed to this member's (``given``: the caller's type, when it is
         not the chain's double)."""
-        own = dict(self.ir.member_scalars[i]).get(name) if self.ir.member_scalars else None
+        own = self.ir.member_scalars[i].get(name) if self.ir.member_scalars else None
         if own is None or (given is not None and given.name == own.name):
             return name
         return narrow_call(name, own)
@@ -457,11 +457,9 @@ class CppChain(c.CChain):
             members = [i for i in range(len(self.ir.members)) if all(k.member_elems[i] in (0, e)
                                                                        for k, e in zip(keys, t))]
             # A float scalar the members of this overload take in one type is taken in that type.
-            own = {}
-            for n, _ in (self.ir.member_scalars[members[0]] if self.ir.member_scalars and members else ()):
-                kinds = {dict(self.ir.member_scalars[i])[n].name for i in members}
-                if len(kinds) == 1:
-                    own[n] = dict(self.ir.member_scalars[members[0]])[n]
+            scalars = [self.ir.member_scalars[i] for i in members] if self.ir.member_scalars else []
+            own = {n: sc for n, sc in (scalars[0].items() if scalars else ())
+                   if all(other[n].name == sc.name for other in scalars)}
             params = ""
             for a in self.ir.args:
                 if a.name in elem_of_arg:
@@ -566,7 +564,7 @@ class CppModule(ModuleView):
             for member in ch.member_ptr_args:
                 elems |= {a.elem.cpp for a in member if a.elem is not None}
             for scalars in ch.member_scalars:  # narrowed from the chain's double: __double2half needs its header
-                elems |= {sc.cpp for _, sc in scalars}
+                elems |= {sc.cpp for sc in scalars.values()}
         return types.headers(elems)
 
 
