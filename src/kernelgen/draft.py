@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import SourceScanError, _bounds_of, _cluster_of, _names, global_decls, strip_comments
 from kernelgen.loader import reserved_reason
+from kernelgen.types import ELEMS
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
 _CPP_TYPES = {
@@ -51,6 +52,34 @@ for _k, _v in list(_CPP_TYPES.items()):
         _CPP_TYPES["std::" + _k] = _v
 # Scalars the registry passes by value (vector and 8-bit float types are pointer elements only).
 _SCALARS = {"f32", "f64", "f16", "bf16", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
+
+
+def _vector_structs() -> dict[str, str]:
+    """CUDA's vector types passed by value (``float2 offset``, ``__half2 scale``): the ``structs:``
+    entry that describes each (its lanes x, y, z, w, and its alignment where that is more than a
+    lane's), so that a drafted spec passes them field by field."""
+    lanes = {"char": ("i8", 1), "uchar": ("u8", 1), "short": ("i16", 2), "ushort": ("u16", 2),
+             "int": ("i32", 4), "uint": ("u32", 4), "long": ("i64", 8), "ulong": ("u64", 8),
+             "longlong": ("i64", 8), "ulonglong": ("u64", 8), "float": ("f32", 4), "double": ("f64", 8)}
+    out = {}
+    for base, (lane, size) in lanes.items():
+        for n in (1, 2, 3, 4):
+            if (base, n) == ("double", 4) or (base.endswith("long") and n > 2 and base != "longlong"):
+                continue  # double4 and long3 / long4: alignments that changed across CUDA releases
+            align = size * n if n in (2, 4) else size
+            align = min(align, 16)
+            out[f"{base}{n}"] = _struct_entry(lane, n, size, align)
+    out["__half2"] = _struct_entry("f16", 2, 2, 4)
+    out["__nv_bfloat162"] = _struct_entry("bf16", 2, 2, 4)
+    return out
+
+
+def _struct_entry(lane: str, n: int, size: int, align: int) -> str:
+    fields = ", ".join(f"{c}: {lane}" for c in "xyzw"[:n])
+    return f"fields: {{{fields}}}" + (f", align: {align}" if align > size else "")
+
+
+_VECTOR_STRUCTS = _vector_structs()
 _QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|__grid_constant__|volatile|struct|class|"
                          r"typename)\b")
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
@@ -83,6 +112,9 @@ class Global:
     max_threads: str | None = None  # __launch_bounds__'s first argument (a literal or a template parameter)
     cluster: tuple[str, str, str] | None = None  # __cluster_dims__: literals or integer template parameters
     line: int = 0
+    dynamic_smem: str | None = None  # the element type of an extern __shared__ array its body declares
+    # the template arguments of the source's explicit instantiations (template __global__ void k<8>(...);)
+    instances: list[list[str]] = field(default_factory=list)
 
 
 def _split_top(text: str) -> list[str]:
@@ -215,7 +247,8 @@ def _param(text: str, index: int, template: list[TemplateParam],
     elem = _CPP_TYPES.get(base)
     if elem is None:
         if stars == 0:
-            return Param(name, text, None, struct=base)
+            return Param(name, text, None, struct=base,
+                         note=f"'{base}' by value" if base in _VECTOR_STRUCTS else "")
         if stars == 1:
             return Param(name, text, f"{'const ' if inner_const else ''}void*",
                          note=f"'{base}*': untyped memory, sized in bytes; the kernel keeps its type")
@@ -223,7 +256,8 @@ def _param(text: str, index: int, template: list[TemplateParam],
                      note=f"check: '{base}' with {stars} levels of pointer has no spec type")
     if stars == 0:
         if elem not in _SCALARS:
-            return Param(name, text, None, struct=base, note=f"'{base}' by value: declare its fields")
+            return Param(name, text, None, struct=base, note=f"'{base}' by value" if base in _VECTOR_STRUCTS
+                         else f"'{base}' by value: declare its fields")
         return Param(name, text, elem)
     if stars == 1:
         return Param(name, text, f"{'const ' if inner_const else ''}{elem}*")
@@ -261,8 +295,17 @@ def read_globals(text: str) -> list[Global]:
     aliases = _aliases(text)
     defined = _names([text])
     out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
+    explicit: dict[str, list[list[str]]] = {}
     for d in global_decls(text):
         head, qualified = d.head, d.qualified
+        if re.search(r"\btemplate\s*(?!\s*<)", head):
+            # an explicit instantiation (template __global__ void k<256>(...);) of a template above:
+            # its arguments are values to build the template for
+            m = re.compile(rf"\b{re.escape(d.name)}\s*<").search(text, d.offset)
+            if m:
+                args = [" ".join(a.split()) for a in _split_top(_angle(text, m.end()))]
+                explicit.setdefault(qualified, []).append(args)
+            continue
         template = _template_head(head)
         params = [] if d.params.strip() in ("", "void") else [
             _param(p, i, template, enums, aliases) for i, p in enumerate(_split_top(d.params))]
@@ -273,10 +316,59 @@ def read_globals(text: str) -> list[Global]:
         except SourceScanError:
             bounds = None
         threads = str(bounds[0]) if bounds else _launch_bounds(head)
+        smem = _extern_shared(text, d.offset)
         if key not in out:
             out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
-                              line=text.count("\n", 0, d.offset) + 1)
+                              line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem)
+        elif smem is not None:  # a definition after a declaration
+            out[key].dynamic_smem = smem
+    for g in out.values():
+        g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
     return list(out.values())
+
+
+def _instance_values(g: Global, i: int) -> list[str]:
+    """The values the source's explicit instantiations give template parameter ``i``, in order,
+    each once: integer literals, or for a type parameter the registry's element types."""
+    vals = []
+    for args in g.instances:
+        if i >= len(args):
+            continue
+        a = args[i]
+        v = (_CPP_TYPES.get(a) if g.template[i].kind == "type" else
+             a if re.fullmatch(r"-?\d+", a.rstrip("uUlL")) else None)
+        if v is not None and v not in vals:
+            vals.append(v.rstrip("uUlL") if g.template[i].kind != "type" else v)
+    return vals
+
+
+_EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:\s]*?)\s*"
+                            r"(?:__align__\s*\(\s*\d+\s*\)\s*)?[A-Za-z_]\w*\s*\[\s*\]")
+
+
+def _extern_shared(text: str, at: int) -> str | None:
+    """The element type of the ``extern __shared__`` array (dynamic shared memory) that the body of
+    the kernel declared at ``at`` declares, or None (a declaration, or a body without one)."""
+    i = text.find("(", at)
+    if i < 0:
+        return None
+    depth, j = 0, i
+    while j < len(text):  # past the parameter list
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        j += 1
+        if depth == 0:
+            break
+    brace = text.find("{", j)
+    if brace < 0 or ";" in text[j:brace]:
+        return None
+    depth, k = 0, brace
+    while k < len(text):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        k += 1
+        if depth == 0:
+            break
+    m = _EXTERN_SHARED.search(text, brace, k)
+    return " ".join(m.group(1).split()) if m else None
 
 
 def _spec_name(name: str, taken: set[str]) -> str:
@@ -377,9 +469,15 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
             else ""))
         body.append(f"    summary: What {g.name} computes.  # check")
         in_cluster = set(g.cluster or ())
-        inst = [f"      {t.name}: [f32]  # check: the element types to build it for" if t in type_axes else
-                f"      {t.name}: [{t.default or _int_guess(t.name, in_cluster)}]  # check: the values to "
-                "build it for" for t in g.template if t in type_axes or t.kind == "int"]
+        def axis(i: int, t: TemplateParam) -> str:
+            given = _instance_values(g, i)
+            if given:  # the source's explicit instantiations
+                return f"      {t.name}: [{', '.join(given)}]  # the source's explicit instantiations"
+            if t in type_axes:
+                return f"      {t.name}: [f32]  # check: the element types to build it for"
+            guess = t.default or _int_guess(t.name, in_cluster)
+            return f"      {t.name}: [{guess}]  # check: the values to build it for"
+        inst = [axis(i, t) for i, t in enumerate(g.template) if t in type_axes or t.kind == "int"]
         if inst:
             body.append("    instantiate:")
             body += inst
@@ -401,14 +499,23 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
         if g.cluster:
             body.append(f"    cluster: [{', '.join(g.cluster)}]")
+        if g.dynamic_smem is not None:
+            elem = _CPP_TYPES.get(_resolve(g.dynamic_smem, {}))
+            per = {"bool": 1}.get(elem or "", ELEMS[elem].bits // 8 if elem in ELEMS and ELEMS[elem].bits >= 8 else 0)
+            body.append(f"    shared_mem: {_yaml_str(f'{threads} * {per}') if per else 0}  # check: the bytes of its "
+                        f"extern __shared__ {g.dynamic_smem} array")
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
         example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]
                             + [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
     if structs:
-        lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked empty)")
+        if any(cpp not in _VECTOR_STRUCTS for cpp in structs):
+            lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked "
+                         "empty)")
+        else:
+            lines.append("structs:  # CUDA's vector types, passed by value")
         for cpp, key in structs.items():
-            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, fields: {{}}}}")
+            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {_VECTOR_STRUCTS.get(cpp, 'fields: {}')}}}")
     lines.append("kernels:")
     return "\n".join(lines + body) + "\n"

@@ -329,12 +329,27 @@ def test_a_draft_of_the_fixtures_kernels_builds(tmp_path: Path) -> None:
     shutil.copy(REPO / "tests" / "fixtures" / "arrays" / "specs" / "targets.yaml", root / "specs")
     source = (REPO / "tests" / "fixtures" / "arrays" / "kernels" / "arrays.cu").read_text()
     (root / "kernels" / "arrays.cu").write_text(
-        source + "\n__device__ unsigned g_bumps;\n__global__ void bump_kernel() { atomicAdd(&g_bumps, 1u); }\n")
+        source + "\n__device__ unsigned g_bumps;\n__global__ void bump_kernel() { atomicAdd(&g_bumps, 1u); }\n"
+        # CUDA's vector types by value (__half2 declares copy operations), dynamic shared memory,
+        # and an explicit instantiation of a template kernel
+        "#include <cuda_fp16.h>\n"
+        "__global__ void vec_args_kernel(__half2 h, float2 f, float* out, unsigned n) {\n"
+        "  extern __shared__ float red[];\n"
+        "  red[threadIdx.x] = __low2float(h) * f.x + f.y;\n"
+        "  if (threadIdx.x < n) out[threadIdx.x] = red[threadIdx.x];\n}\n"
+        "template <int B> __global__ void fill_b_kernel(float* out, unsigned n) {\n"
+        "  if (threadIdx.x < n) out[threadIdx.x] = B;\n}\n"
+        "template __global__ void fill_b_kernel<8>(float*, unsigned);\n")
     res = run_cli("draft", "kernels/arrays.cu", "--write", "--module", "drafted", cwd=root)
     assert res.returncode == 0, res.stderr
     spec = (root / "specs" / "drafted.yaml").read_text()
     assert "  add_value_f32:\n    symbol: add_value\n" in spec and "      act: i32  # enum Act\n" in spec
     assert "  bump:\n    symbol: bump_kernel\n" in spec and "    args: {}\n" in spec
+    assert "  half2: {cpp: __half2, fields: {x: f16, y: f16}, align: 4}\n" in spec, spec
+    assert "  float2: {cpp: float2, fields: {x: f32, y: f32}, align: 8}\n" in spec, spec
+    assert '    shared_mem: "256 * 4"  # check: the bytes of its extern __shared__ float array\n' in spec, spec
+    assert spec.count("symbol: \"fill_b_kernel<{B}>\"") == 1 and "fill_b_f32" not in spec, spec
+    assert "      B: [8]  # the source's explicit instantiations\n" in spec, spec
     res = run_cli("build", "--target", TARGET, "--no-torch-reader", "--no-link", cwd=root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     env = dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1",

@@ -48,12 +48,19 @@ using index_t = int64_t;
 typedef unsigned int uint;
 typedef index_t offset_t;
 __global__ void aliased(const index_t* idx, offset_t off, uint count, float* out) {}
+template <int B> __global__ void tsum(const float* x, float* out, unsigned n) { extern __shared__ float acc[]; }
+template __global__ void tsum<128>(const float*, float*, unsigned);
+__global__ void by_vec(float3 d, __half2 h, int2 lim, float* out);
+__global__ void by_vec(float3 d, __half2 h, int2 lim, float* out) {
+  extern __shared__ __align__(16) unsigned char raw[];
+}
 """
 
 
 def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert [g.qualified for g in read_globals(SOURCE)] == ["lib::detail::norm_kernel", "mixed", "add", "add",
-                                                           "noargs", "scale_by", "apply", "gather", "aliased"]
+                                                           "noargs", "scale_by", "apply", "gather", "aliased",
+                                                           "tsum", "by_vec"]
     text = draft("kernels/src.cu", SOURCE, "src")
     assert "commented_out" not in text
     assert """\
@@ -105,6 +112,17 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert "      params: const void*  # 'Params*': untyped memory, sized in bytes; the kernel keeps its type\n" \
            "      out: void*  # 'float3*': untyped memory" in text
     assert 'examples: [{"n": 1024, "off": 1, flag: 1, mode: 1, plain: 1, w: 1, c: 1, stream_arg: 1}]' in text
+    # an explicit instantiation is not a kernel of its own; dynamic shared memory gets a guess
+    assert text.count("symbol: \"tsum<{B}>\"") == 1 and "tsum_f32" not in text
+    assert "      B: [128]  # the source's explicit instantiations\n" in text
+    assert '    shared_mem: "256 * 4"  # check: the bytes of its extern __shared__ float array\n' in text
+    assert '    shared_mem: "256 * 1"  # check: the bytes of its extern __shared__ unsigned char array\n' in text
+    # CUDA's vector types by value: struct entries with their lanes (and alignment)
+    assert "      d: float3  # 'float3' by value\n      h: half2  # '__half2' by value\n" \
+           "      lim: int2  # 'int2' by value\n" in text, text
+    assert "  float3: {cpp: float3, fields: {x: f32, y: f32, z: f32}}\n" in text
+    assert "  half2: {cpp: __half2, fields: {x: f16, y: f16}, align: 4}\n" in text
+    assert "  int2: {cpp: int2, fields: {x: i32, y: i32}, align: 8}\n" in text
 
 
 def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
@@ -115,7 +133,8 @@ def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
     (root / "kernels" / "demo.cu").write_text(SOURCE)
     catalog = load_catalog(root)
     names = [k.name for k in catalog.module("demo").kernels]
-    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply", "gather", "aliased"], names
+    assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply", "gather",
+                     "aliased", "tsum_128", "by_vec"], names
     files = render_catalog(catalog)
     pyi = files["generated/hopper/python/demo.pyi"]
     ast.parse(pyi)  # a kernel without parameters has no bare '*' in its stubs
@@ -137,7 +156,7 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     assert "specs/mine_ops.yaml exists; use --force" in capsys.readouterr().err
     assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "-k", "nothing"]) == 2
     assert "declares no __global__ function nothing (it declares: lib::detail::norm_kernel, mixed, add, add, " \
-           "noargs, scale_by, apply, gather, aliased)" in capsys.readouterr().err
+           "noargs, scale_by, apply, gather, aliased, tsum, by_vec)" in capsys.readouterr().err
     outside = tmp_path.parent / f"{tmp_path.name}_outside.cu"
     outside.write_text(SOURCE)
     assert main(["--root", str(root), "draft", str(outside)]) == 2

@@ -522,7 +522,13 @@ class CppModule(ModuleView):
                      "spec's fields lay it out; make the spec's fields the struct's, in order, with the same types"),
                     (f"alignof({alias}) == {st.align}", f"{where}: the C++ type's alignment is not {st.align}, as "
                      "the spec's fields give it"),
-                    copyable,
+                    # Its bytes are its value (a launch copies the parameter's bytes): CUDA's own
+                    # __half2 and __nv_bfloat162 declare copy operations, so they are not
+                    # trivially copyable, but they are standard-layout and trivially destructible.
+                    (f"std::is_standard_layout_v<{alias}> && std::is_trivially_destructible_v<{alias}> && "
+                     f"std::is_default_constructible_v<{alias}>",
+                     f"{where}: a struct passed by value must be standard-layout, trivially destructible and "
+                     "default-constructible (its bytes are its value)"),
                     (f"sizeof({alias}) == sizeof({names.c_struct(self.lm.name, st.name)})",
                      f"{where}: the C ABI's struct differs in size"),
                 ]

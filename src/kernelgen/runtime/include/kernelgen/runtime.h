@@ -388,10 +388,12 @@ inline int32_t launch_error(cudaError_t err) {
 }
 
 // A struct argument from the C ABI's layout-identical C struct (the generated launcher file
-// checks the layouts agree) to the kernel's C++ type.
+// checks the layouts agree) to the kernel's C++ type: its bytes, as a launch copies them (T may
+// declare copy operations, as CUDA's __half2 does, as long as its bytes are its value).
 template <class T, class C>
 inline T struct_from_c(const C& c) {
-  static_assert(sizeof(T) == sizeof(C) && std::is_trivially_copyable_v<T>, "kernelgen: struct layouts differ");
+  static_assert(sizeof(T) == sizeof(C) && std::is_standard_layout_v<T> && std::is_trivially_destructible_v<T>,
+                "kernelgen: struct layouts differ");
   T t;
   std::memcpy(static_cast<void*>(&t), &c, sizeof t);
   return t;
