@@ -71,7 +71,14 @@ def _vector_structs() -> dict[str, str]:
             out[f"{base}{n}"] = _struct_entry(lane, n, size, align)
     out["__half2"] = _struct_entry("f16", 2, 2, 4)
     out["__nv_bfloat162"] = _struct_entry("bf16", 2, 2, 4)
+    # A TMA descriptor (const __grid_constant__ CUtensorMap): 128 opaque bytes, aligned as CUDA
+    # 13's cuda.h declares it (128; the build checks it against the cuda.h in use).
+    out["CUtensorMap"] = 'fields: {opaque: "u64[16]"}, align: 128'
     return out
+
+
+# CUDA's handles declared as integers: texture and surface objects are unsigned long long.
+_HANDLES = {"cudaTextureObject_t": "u64", "cudaSurfaceObject_t": "u64"}
 
 
 def _struct_entry(lane: str, n: int, size: int, align: int) -> str:
@@ -241,6 +248,8 @@ def _param(text: str, index: int, template: list[TemplateParam],
         return Param(name, text, f"{'const ' if inner_const else ''}void*", note=f"'{base}' with {stars} levels of "
                      "pointer: passed as untyped memory")
     base = _resolve(base, aliases or {})
+    if base in _HANDLES and stars == 0:
+        return Param(name, text, _HANDLES[base], note=f"{base}: a handle, passed as its integer")
     enum = (enums or {}).get(base.split("::")[-1])
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")

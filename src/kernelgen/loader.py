@@ -1303,8 +1303,8 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                         raise ctx.error(f["align"].loc, "a struct without fields (a stateless functor) takes no align",
                                         "the launcher passes a value-initialised one; leave align out")
                     given = _int(ctx, f["align"])
-                    if given not in (1, 2, 4, 8, 16):
-                        raise ctx.error(f["align"].loc, f"alignment {given} is not 1, 2, 4, 8 or 16")
+                    if given not in (1, 2, 4, 8, 16, 32, 64, 128):
+                        raise ctx.error(f["align"].loc, f"alignment {given} is not a power of two up to 128")
                     if given < align:
                         raise ctx.error(f["align"].loc, f"alignment {given} is less than the fields' ({align})",
                                         "leave align out, or give at least the largest field's size")

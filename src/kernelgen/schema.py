@@ -268,12 +268,15 @@ STRUCT = Struct(
               "none: a stateless functor"),
         Field("header", SOURCE, False,
               "A source (relative to the project root) that declares the C++ type, included by the module's "
-              "C++ API header so that C++ callers can name it. Without it the C++ API forward-declares "
-              "`struct <cpp>;`, which suits a struct defined by that name (not a typedef or a template).",
+              "C++ API header so that C++ callers can name it. Without it the C++ API includes the CUDA "
+              "toolkit's header for the toolkit's own types (`CUtensorMap`, `__half2`, `float2`, ...) and "
+              "forward-declares `struct <cpp>;` for others, which suits a struct defined by that name (not a "
+              "typedef or a template).",
               "none"),
-        Field("align", Kind("integer", {"type": "integer", "enum": [1, 2, 4, 8, 16]}), False,
+        Field("align", Kind("integer", {"type": "integer", "enum": [1, 2, 4, 8, 16, 32, 64, 128]}), False,
               "The C++ type's alignment in bytes where it is more than its fields give: CUDA's `float2` and "
-              "`int2` are 8, `float4`, `int4` and a struct declared `__align__(16)` 16. The C layout (size "
+              "`int2` are 8, `float4`, `int4` and a struct declared `__align__(16)` 16, `CUtensorMap` (a TMA "
+              "descriptor, `fields: {opaque: u64[16]}`) 128 in CUDA 13. The C layout (size "
               "rounded up to it), the C ABI struct, Python's packing and the Rust struct follow it.",
               "the fields' natural alignment"),
     ),

@@ -54,13 +54,14 @@ __global__ void by_vec(float3 d, __half2 h, int2 lim, float* out);
 __global__ void by_vec(float3 d, __half2 h, int2 lim, float* out) {
   extern __shared__ __align__(16) unsigned char raw[];
 }
+__global__ void handles(cudaTextureObject_t tex, const __grid_constant__ CUtensorMap tmap, float* out) {}
 """
 
 
 def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert [g.qualified for g in read_globals(SOURCE)] == ["lib::detail::norm_kernel", "mixed", "add", "add",
                                                            "noargs", "scale_by", "apply", "gather", "aliased",
-                                                           "tsum", "by_vec"]
+                                                           "tsum", "by_vec", "handles"]
     text = draft("kernels/src.cu", SOURCE, "src")
     assert "commented_out" not in text
     assert """\
@@ -123,6 +124,9 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     assert "  float3: {cpp: float3, fields: {x: f32, y: f32, z: f32}}\n" in text
     assert "  half2: {cpp: __half2, fields: {x: f16, y: f16}, align: 4}\n" in text
     assert "  int2: {cpp: int2, fields: {x: i32, y: i32}, align: 8}\n" in text
+    # CUDA's handles and TMA descriptors
+    assert "      tex: u64  # cudaTextureObject_t: a handle, passed as its integer\n" in text
+    assert '  cutensormap: {cpp: CUtensorMap, fields: {opaque: "u64[16]"}, align: 128}\n' in text
 
 
 def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
@@ -134,7 +138,7 @@ def test_a_draft_loads_and_generates(tmp_path: Path) -> None:
     catalog = load_catalog(root)
     names = [k.name for k in catalog.module("demo").kernels]
     assert names == ["norm_f32_256", "mixed", "add_f32", "add_f64", "noargs", "scale_by_f32_4", "apply", "gather",
-                     "aliased", "tsum_128", "by_vec"], names
+                     "aliased", "tsum_128", "by_vec", "handles"], names
     files = render_catalog(catalog)
     pyi = files["generated/hopper/python/demo.pyi"]
     ast.parse(pyi)  # a kernel without parameters has no bare '*' in its stubs
@@ -156,7 +160,7 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     assert "specs/mine_ops.yaml exists; use --force" in capsys.readouterr().err
     assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"), "-k", "nothing"]) == 2
     assert "declares no __global__ function nothing (it declares: lib::detail::norm_kernel, mixed, add, add, " \
-           "noargs, scale_by, apply, gather, aliased, tsum, by_vec)" in capsys.readouterr().err
+           "noargs, scale_by, apply, gather, aliased, tsum, by_vec, handles)" in capsys.readouterr().err
     outside = tmp_path.parent / f"{tmp_path.name}_outside.cu"
     outside.write_text(SOURCE)
     assert main(["--root", str(root), "draft", str(outside)]) == 2

@@ -262,7 +262,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (early_stream(s, stream_obj, slots, s->nargs, &cs) < 0) return nullptr;
   Value values[2 * kMaxArgs];  // the arguments, then one dtype mask per key
   int64_t numels[kMaxArgs];
-  alignas(16) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
+  alignas(128) unsigned char struct_buf[kMaxStructBytes];  // struct arguments, in their C layout
   uint32_t struct_used = 0;
   // Launchers with dtype keys: each keyed argument is converted as the element type of the
   // first member its dtype admits (elem_of_arg, set only when keyed).
