@@ -23,9 +23,17 @@ import re
 from dataclasses import dataclass, field
 
 from kernelgen.errors import KernelgenError
-from kernelgen.kernel_source import SourceScanError, _bounds_of, _cluster_of, _names, global_decls, strip_comments
+from kernelgen.kernel_source import (
+    SourceScanError,
+    _bounds_of,
+    _cluster_of,
+    _names,
+    closing,
+    global_decls,
+    strip_comments,
+)
 from kernelgen.loader import reserved_reason
-from kernelgen.types import ELEMS
+from kernelgen.types import ELEMS, SCALARS, TOOLKIT_STRUCTS
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
 _CPP_TYPES = {
@@ -54,39 +62,20 @@ for _k, _v in list(_CPP_TYPES.items()):
 _SCALARS = {"f32", "f64", "f16", "bf16", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
 
 
-def _vector_structs() -> dict[str, str]:
-    """CUDA's vector types passed by value (``float2 offset``, ``__half2 scale``): the ``structs:``
-    entry that describes each (its lanes x, y, z, w, and its alignment where that is more than a
-    lane's), so that a drafted spec passes them field by field."""
-    lanes = {"char": ("i8", 1), "uchar": ("u8", 1), "short": ("i16", 2), "ushort": ("u16", 2),
-             "int": ("i32", 4), "uint": ("u32", 4), "long": ("i64", 8), "ulong": ("u64", 8),
-             "longlong": ("i64", 8), "ulonglong": ("u64", 8), "float": ("f32", 4), "double": ("f64", 8)}
-    out = {}
-    for base, (lane, size) in lanes.items():
-        for n in (1, 2, 3, 4):
-            if (base, n) == ("double", 4) or (base.endswith("long") and n > 2 and base != "longlong"):
-                continue  # double4 and long3 / long4: alignments that changed across CUDA releases
-            align = size * n if n in (2, 4) else size
-            align = min(align, 16)
-            out[f"{base}{n}"] = _struct_entry(lane, n, size, align)
-    out["__half2"] = _struct_entry("f16", 2, 2, 4)
-    out["__nv_bfloat162"] = _struct_entry("bf16", 2, 2, 4)
-    # A TMA descriptor (const __grid_constant__ CUtensorMap): 128 opaque bytes, aligned as CUDA
-    # 13's cuda.h declares it (128; the build checks it against the cuda.h in use).
-    out["CUtensorMap"] = 'fields: {opaque: "u64[16]"}, align: 128'
-    return out
+def _toolkit_entry(cpp: str) -> str | None:
+    """The ``structs:`` entry (after ``cpp:``) of a struct type the CUDA toolkit declares and the
+    draft knows (``float2``, ``__half2``, ``CUtensorMap``): its fields, and its alignment where
+    that is more than its fields give; None for other types."""
+    t = TOOLKIT_STRUCTS.get(cpp)
+    if t is None or t.fields is None:
+        return None
+    natural = max(SCALARS[ty.split("[")[0]].bits // 8 for _, ty in t.fields)
+    fields = ", ".join(f"{n}: {_yaml_str(ty)}" for n, ty in t.fields)
+    return f"fields: {{{fields}}}" + (f", align: {t.align}" if t.align > natural else "")
 
 
 # CUDA's handles declared as integers: texture and surface objects are unsigned long long.
 _HANDLES = {"cudaTextureObject_t": "u64", "cudaSurfaceObject_t": "u64"}
-
-
-def _struct_entry(lane: str, n: int, size: int, align: int) -> str:
-    fields = ", ".join(f"{c}: {lane}" for c in "xyzw"[:n])
-    return f"fields: {{{fields}}}" + (f", align: {align}" if align > size else "")
-
-
-_VECTOR_STRUCTS = _vector_structs()
 _QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|__grid_constant__|volatile|struct|class|"
                          r"typename)\b")
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
@@ -119,7 +108,8 @@ class Global:
     max_threads: str | None = None  # __launch_bounds__'s first argument (a literal or a template parameter)
     cluster: tuple[str, str, str] | None = None  # __cluster_dims__: literals or integer template parameters
     line: int = 0
-    dynamic_smem: str | None = None  # the element type of an extern __shared__ array its body declares
+    # an extern __shared__ array its body declares: its element type as written, and the registry's
+    dynamic_smem: tuple[str, str | None] | None = None
     # the template arguments of the source's explicit instantiations (template __global__ void k<8>(...);)
     instances: list[list[str]] = field(default_factory=list)
 
@@ -143,12 +133,9 @@ def _split_top(text: str) -> list[str]:
 
 
 def _angle(text: str, start: int) -> str:
-    """The text inside the ``<`` at ``text[start - 1]``."""
-    depth, i = 1, start
-    while i < len(text) and depth:
-        depth += {"<": 1, ">": -1}.get(text[i], 0)
-        i += 1
-    return text[start:i - 1]
+    """The text inside the ``<`` at ``text[start - 1]`` (to the end when it is not closed)."""
+    end = closing(text, start, "<>")
+    return text[start:end if end is not None else len(text)]
 
 
 def _template_head(head: str) -> list[TemplateParam]:
@@ -254,19 +241,17 @@ def _param(text: str, index: int, template: list[TemplateParam],
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
     elem = _CPP_TYPES.get(base)
+    if stars == 0 and elem not in _SCALARS:  # a struct by value: the toolkit's, or one to describe
+        known = _toolkit_entry(base) is not None
+        return Param(name, text, None, struct=base, note=f"'{base}' by value" if known or elem is None else
+                     f"'{base}' by value: declare its fields")
     if elem is None:
-        if stars == 0:
-            return Param(name, text, None, struct=base,
-                         note=f"'{base}' by value" if base in _VECTOR_STRUCTS else "")
         if stars == 1:
             return Param(name, text, f"{'const ' if inner_const else ''}void*",
                          note=f"'{base}*': untyped memory, sized in bytes; the kernel keeps its type")
         return Param(name, text, f"{'const ' if inner_const else ''}void*",
                      note=f"check: '{base}' with {stars} levels of pointer has no spec type")
     if stars == 0:
-        if elem not in _SCALARS:
-            return Param(name, text, None, struct=base, note=f"'{base}' by value" if base in _VECTOR_STRUCTS
-                         else f"'{base}' by value: declare its fields")
         return Param(name, text, elem)
     if stars == 1:
         return Param(name, text, f"{'const ' if inner_const else ''}{elem}*")
@@ -310,10 +295,8 @@ def read_globals(text: str) -> list[Global]:
         if re.search(r"\btemplate\s*(?!\s*<)", head):
             # an explicit instantiation (template __global__ void k<256>(...);) of a template above:
             # its arguments are values to build the template for
-            m = re.compile(rf"\b{re.escape(d.name)}\s*<").search(text, d.offset)
-            if m:
-                args = [" ".join(a.split()) for a in _split_top(_angle(text, m.end()))]
-                explicit.setdefault(qualified, []).append(args)
+            if d.template_args is not None:
+                explicit.setdefault(qualified, []).append([" ".join(a.split()) for a in _split_top(d.template_args)])
             continue
         template = _template_head(head)
         params = [] if d.params.strip() in ("", "void") else [
@@ -325,7 +308,8 @@ def read_globals(text: str) -> list[Global]:
         except SourceScanError:
             bounds = None
         threads = str(bounds[0]) if bounds else _launch_bounds(head)
-        smem = _extern_shared(text, d.offset)
+        written = _extern_shared(text, d.end)
+        smem = (written, _CPP_TYPES.get(_resolve(written, aliases))) if written is not None else None
         if key not in out:
             out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
                               line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem)
@@ -355,27 +339,14 @@ _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*
                             r"(?:__align__\s*\(\s*\d+\s*\)\s*)?[A-Za-z_]\w*\s*\[\s*\]")
 
 
-def _extern_shared(text: str, at: int) -> str | None:
-    """The element type of the ``extern __shared__`` array (dynamic shared memory) that the body of
-    the kernel declared at ``at`` declares, or None (a declaration, or a body without one)."""
-    i = text.find("(", at)
-    if i < 0:
+def _extern_shared(text: str, end: int) -> str | None:
+    """The element type of the ``extern __shared__`` array (dynamic shared memory) declared in the
+    body of the kernel whose parameter list ends at ``end``, or None (a declaration, or a body
+    without one)."""
+    brace = text.find("{", end)
+    if brace < 0 or ";" in text[end:brace]:
         return None
-    depth, j = 0, i
-    while j < len(text):  # past the parameter list
-        depth += {"(": 1, ")": -1}.get(text[j], 0)
-        j += 1
-        if depth == 0:
-            break
-    brace = text.find("{", j)
-    if brace < 0 or ";" in text[j:brace]:
-        return None
-    depth, k = 0, brace
-    while k < len(text):
-        depth += {"{": 1, "}": -1}.get(text[k], 0)
-        k += 1
-        if depth == 0:
-            break
+    k = closing(text, brace + 1, "{}") or len(text)
     m = _EXTERN_SHARED.search(text, brace, k)
     return " ".join(m.group(1).split()) if m else None
 
@@ -509,22 +480,24 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         if g.cluster:
             body.append(f"    cluster: [{', '.join(g.cluster)}]")
         if g.dynamic_smem is not None:
-            elem = _CPP_TYPES.get(_resolve(g.dynamic_smem, {}))
-            per = {"bool": 1}.get(elem or "", ELEMS[elem].bits // 8 if elem in ELEMS and ELEMS[elem].bits >= 8 else 0)
+            written, elem = g.dynamic_smem
+            t = ELEMS.get(elem or "") or SCALARS.get(elem or "")
+            per = t.bits // 8 if t is not None else 0
             body.append(f"    shared_mem: {_yaml_str(f'{threads} * {per}') if per else 0}  # check: the bytes of its "
-                        f"extern __shared__ {g.dynamic_smem} array")
+                        f"extern __shared__ {written} array")
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
         example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]
                             + [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
     if structs:
-        if any(cpp not in _VECTOR_STRUCTS for cpp in structs):
+        entries = {cpp: _toolkit_entry(cpp) for cpp in structs}
+        if None in entries.values():
             lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked "
                          "empty)")
         else:
             lines.append("structs:  # CUDA's vector types, passed by value")
         for cpp, key in structs.items():
-            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {_VECTOR_STRUCTS.get(cpp, 'fields: {}')}}}")
+            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp] or 'fields: {}'}}}")
     lines.append("kernels:")
     return "\n".join(lines + body) + "\n"

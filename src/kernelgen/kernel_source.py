@@ -66,28 +66,32 @@ def _names(texts: list[str]) -> dict[str, int]:
     return out
 
 
+def closing(text: str, start: int, pair: str = "()") -> int | None:
+    """Where the bracket that ``pair[0]`` at ``text[start - 1]`` opens is closed (the index of
+    its ``pair[1]``), counting nested ones; None when it is not."""
+    depth = 1
+    step = {pair[0]: 1, pair[1]: -1}
+    for i in range(start, len(text)):
+        depth += step.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
 def _balanced(text: str, start: int) -> str:
     """The text inside the parentheses opening at ``text[start - 1]``."""
-    depth = 1
-    i = start
-    while i < len(text) and depth:
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        i += 1
-    if depth:
+    end = closing(text, start)
+    if end is None:
         raise SourceScanError("unbalanced parentheses after an attribute")
-    return text[start:i - 1]
+    return text[start:end]
 
 
 def _balanced_angle(text: str, start: int) -> str:
     """The text inside the angle brackets opening at ``text[start - 1]``."""
-    depth = 1
-    i = start
-    while i < len(text) and depth:
-        depth += {"<": 1, ">": -1}.get(text[i], 0)
-        i += 1
-    if depth:
+    end = closing(text, start, "<>")
+    if end is None:
         raise SourceScanError("unbalanced angle brackets in a template parameter list")
-    return text[start:i - 1]
+    return text[start:end]
 
 
 def _template_values(head: str, symbol: str, names: dict[str, int]) -> dict[str, int]:
@@ -199,7 +203,7 @@ def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Dec
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\(")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<([^;{}()]*)>\s*)?\(")
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
                "__align__", "decltype"}
 
@@ -233,6 +237,8 @@ class GlobalDecl:
     head: str  # the declaration's text before the name (template head, attributes, return type)
     params: str  # the text between its parameter list's parentheses
     offset: int  # where ``__global__`` is
+    end: int  # just past its parameter list's closing parenthesis
+    template_args: str | None = None  # between the <> after the name (an explicit instantiation's)
 
     @property
     def qualified(self) -> str:
@@ -257,7 +263,8 @@ def global_decls(text: str) -> list[GlobalDecl]:
                 pos = m.end() + len(inner) + 1
                 continue
             ns = [n for at, n in spaces if at <= g.start()][-1]
-            out.append(GlobalDecl(m.group(1), ns, text[start:m.start()], inner, g.start()))
+            out.append(GlobalDecl(m.group(1), ns, text[start:m.start()], inner, g.start(), m.end() + len(inner) + 1,
+                                  m.group(2)))
             break
     return out
 

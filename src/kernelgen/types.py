@@ -302,6 +302,36 @@ SPEC_ELEMS: dict[str, ElemType] = {e.name: e for e in ELEM_TYPES if not e.intern
 SCALARS: dict[str, ScalarType] = {s.name: s for s in SCALAR_TYPES}
 TORCH: dict[str, TorchDtype] = {t.attr: t for t in TORCH_DTYPES}
 
+
+@dataclass(frozen=True)
+class ToolkitStruct:
+    """A struct type the CUDA toolkit declares, which kernels take by value (``float2 offset``,
+    ``__half2 scale``, ``const __grid_constant__ CUtensorMap tmap``)."""
+
+    header: str  # the toolkit header that declares it
+    fields: tuple[tuple[str, str], ...] | None  # the spec's fields (None: deprecated, left to the user)
+    align: int  # its alignment in bytes
+
+
+def _toolkit_structs() -> dict[str, ToolkitStruct]:
+    lanes = {"char": "i8", "uchar": "u8", "short": "i16", "ushort": "u16", "int": "i32", "uint": "u32",
+             "long": "i64", "ulong": "u64", "longlong": "i64", "ulonglong": "u64", "float": "f32", "double": "f64"}
+    out = {}
+    for base, lane in lanes.items():
+        size = SCALARS[lane].bits // 8
+        for n in (1, 2, 3, 4):
+            # CUDA 13 deprecates the 4-lane 64-bit types (double4 -> double4_16a or double4_32a)
+            fields = None if (size, n) == (8, 4) else tuple((c, lane) for c in "xyzw"[:n])
+            out[f"{base}{n}"] = ToolkitStruct("vector_types.h", fields, min(size * n, 16) if n in (2, 4) else size)
+    out["__half2"] = ToolkitStruct("cuda_fp16.h", (("x", "f16"), ("y", "f16")), 4)
+    out["__nv_bfloat162"] = ToolkitStruct("cuda_bf16.h", (("x", "bf16"), ("y", "bf16")), 4)
+    # A TMA descriptor: 128 opaque bytes, aligned as CUDA 13's cuda.h declares it (the build checks
+    # the alignment against the cuda.h in use).
+    out["CUtensorMap"] = ToolkitStruct("cuda.h", (("opaque", "u64[16]"),), 128)
+    return out
+
+TOOLKIT_STRUCTS: dict[str, ToolkitStruct] = _toolkit_structs()
+
 # Encodings per element, at most this many of each kind (the C++ tables are fixed-size).
 MAX_ENCODINGS = 4
 

@@ -110,15 +110,6 @@ def name_map(u64: set[str], constants: set[str]) -> Callable[[str], str]:
     return m
 
 
-# Struct types the CUDA toolkit declares, and the header that declares each: the C++ API header
-# includes it instead of forward-declaring the type.
-_TOOLKIT_TYPE_HEADERS = {"CUtensorMap": "cuda.h", "__half2": "cuda_fp16.h", "__nv_bfloat162": "cuda_bf16.h"} | {
-    f"{base}{n}": "vector_types.h"
-    for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong",
-                 "float", "double")
-    for n in (1, 2, 3, 4)}
-
-
 class CppKernel(c.CKernel):
     @functools.cached_property
     def _names(self) -> Callable[[str], str]:
@@ -558,11 +549,11 @@ class CppModule(ModuleView):
         declaration."""
         out = []
         for st in self.lm.structs:
-            toolkit = _TOOLKIT_TYPE_HEADERS.get(st.cpp.removeprefix("::"))
+            toolkit = types.TOOLKIT_STRUCTS.get(st.cpp.removeprefix("::"))
             if st.header:
                 line = f'#include "{st.header}"'
             elif toolkit:  # the CUDA toolkit's types (CUtensorMap is a typedef: no forward declaration)
-                line = f"#include <{toolkit}>"
+                line = f"#include <{toolkit.header}>"
             else:
                 *ns, base = st.cpp.removeprefix("::").split("::")
                 line = f"struct {base};"
