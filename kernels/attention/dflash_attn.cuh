@@ -438,6 +438,18 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         prepare(t);
         launch(slot);
     };
+    // The ring's first n tiles (after lookup_prologue) into slots 0 .. n - 1, a cp.async group
+    // each (empty past t_end).
+    auto fill_ring = [&](int n) {
+#pragma unroll
+        for (int i = 0; i < n; ++i) {
+            if (t_begin + i <= t_end) {
+                use_pre(i);
+                issue(t_begin + i, i);
+            }
+            commit();
+        }
+    };
 
     // ---- Q fragments (A operand, 8 k16 steps), straight from global memory
     uint32_t qa[8][4];
@@ -737,14 +749,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         if (!FP8) {
             // Ring of STAGES bf16 slots; tile t lives in slot (t - t_begin) % STAGES.
             lookup_prologue();
-#pragma unroll
-            for (int i = 0; i < STAGES - 1; ++i) {
-                if (t_begin + i <= t_end) {
-                    use_pre(i);
-                    issue(t_begin + i, i);
-                }
-                commit();
-            }
+            fill_ring(STAGES - 1);
             use_pre(STAGES - 1);
             if (t_begin + STAGES - 1 <= t_end) prepare(t_begin + STAGES - 1);
             use_pre(STAGES);
@@ -806,14 +811,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             };
             auto raw_slot = [&](int t) { return sbase + ((t - t_begin) & 1) * 2 * WIDE_RAW; };
             lookup_prologue();
-#pragma unroll
-            for (int i = 0; i < WIDE_STAGES; ++i) {
-                if (t_begin + i <= t_end) {
-                    use_pre(i);
-                    issue(t_begin + i, i);
-                }
-                commit();
-            }
+            fill_ring(WIDE_STAGES);
             use_pre(WIDE_STAGES);
             if (t_begin + WIDE_STAGES <= t_end) prepare(t_begin + WIDE_STAGES);
             use_pre(WIDE_STAGES + 1);
@@ -859,14 +857,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             // Raw fp8 ring of STAGES slots, converted into f16 buffer (k & 1) each tile.
             const uint32_t sConv = sbase + STAGES * 2 * FP8_TILE;
             lookup_prologue();
-#pragma unroll
-            for (int i = 0; i < STAGES; ++i) {
-                if (t_begin + i <= t_end) {
-                    use_pre(i);
-                    issue(t_begin + i, i);
-                }
-                commit();
-            }
+            fill_ring(STAGES);
             use_pre(STAGES);
             if (t_begin + STAGES <= t_end) {
                 prepare(t_begin + STAGES);
