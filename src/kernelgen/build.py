@@ -244,10 +244,11 @@ def _short(step: str) -> str:
 _NVCC_ERROR = re.compile(r"^(?P<path>.+?\.cu)\((?P<line>\d+)\): error: (?P<msg>.*)$")
 _UNDEFINED = re.compile(r'identifier "(?P<a>[^"]+)" is undefined|(?:the global scope|namespace "[^"]*") has no '
                         r'(?:member )?"(?P<b>[^"]+)"')
-# A launcher's signature check in a generated .cu: the kernel's symbol, then the message naming the spec.
-_SIGNATURE_CHECK = re.compile(r"static_assert\(kg::same_arity_v<decltype\(kg::pick<\w+>\(&(?P<sym>.+?), 0\)\), .*\n\s*"
-                              r"\"kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)'"
-                              r"(?:[^\"\n]*?parameters? \((?P<sig>[^)]*)\))?")
+# The line of a generated .cu that names a kernel's symbol (at global scope): the symbol, then the
+# comment naming the spec's kernel and its parameters.
+_SIGNATURE_CHECK = re.compile(r"constexpr auto kg_kernel_\w+ = kg::pick<\w+>\(&(?P<sym>.+?), 0\);  "
+                              r"// kernelgen: (?P<where>\S+?:\d+): kernel '(?P<kernel>[^']+)': "
+                              r"parameters \((?P<sig>[^)\n]*)\)")
 # The linker's own lines: what collect2's "ld returned 1 exit status" summarises.
 _LINKER = re.compile(r"(?:^|[\s/])ld(?:\.\w+)?: |multiple definition of|undefined reference to|first defined here"
                      r"|collect2: ")
@@ -290,13 +291,15 @@ def _global_names_hint(missing: str, generated: str, root: Path) -> str:
 
 def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
     """For each kernel whose ``symbol`` nvcc cannot find or compile in a generated translation
-    unit: the spec's file:line, the kernel and the symbol, read back from the generated file's
-    signature check of that kernel. A symbol is the kernel's when nvcc names its function name
-    as undeclared, or reports any error on the line of its signature check (a template-id whose
-    arguments do not compile: an undeclared type, a wrong number of arguments)."""
+    unit: the spec's file:line, the kernel and the symbol, read back from the generated line that
+    names that kernel's symbol. A symbol is the kernel's when nvcc names its function name as
+    undeclared, or reports any error on that line (a template-id whose arguments do not compile:
+    an undeclared type, a wrong number of arguments). Where the line's errors include one of the
+    arguments', that is the one reported, not the failed choice among overloads it leads to."""
     out: list[str] = []
     checks: dict[Path, list[tuple[int, re.Match[str]]]] = {}
     texts: dict[Path, str] = {}
+    on_line: dict[tuple[Path, int], list[str]] = {}  # the errors on a symbol's line, in order
 
     def text_of(path: Path) -> str:
         if path not in texts:
@@ -306,6 +309,11 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
                 texts[path] = ""
         return texts[path]
 
+    def add(msg: str) -> None:
+        if msg not in out:
+            out.append(msg)
+
+    found: list[tuple[Path, int, re.Match[str]]] = []
     for ln in lines:
         m = _NVCC_ERROR.match(ln.strip())
         if m is None:
@@ -324,23 +332,48 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
             sym = c.group("sym").removeprefix("::")
             where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
             if name is not None and _base_name(c.group("sym")) == _base_name(name):
-                msg = (f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
-                       "__global__ function (and its namespace), or list the source that defines it under sources"
-                       + _global_names_hint(_base_name(name), text_of(path), root))
-            elif line == at and '"kg::pick"' in m.group("msg"):
-                msg = (f"{where} names overloaded __global__ functions, and none takes exactly the spec's "
-                       f"parameters ({c.group('sig')}); make the spec's args one overload's parameters, in "
-                       "order, with its types (among overloads an integer must be spelled as the spec's C++ "
-                       "type: int64_t, not long long), or give that kernel a name of its own")
+                add(f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
+                    "__global__ function (and its namespace), or list the source that defines it under sources"
+                    + _global_names_hint(_base_name(name), text_of(path), root))
             elif line == at:
-                msg = (f"{where} does not compile: {m.group('msg').strip()}; check the template arguments of the "
-                       "spec's symbol against the kernel's template parameters, and that the sources declare "
-                       "every type and function they name")
-            else:
-                continue
-            if msg not in out:
-                out.append(msg)
+                if (path, at) not in on_line:
+                    found.append((path, at, c))
+                on_line.setdefault((path, at), []).append(m.group("msg").strip())
+    for path, at, c in found:
+        sym = c.group("sym").removeprefix("::")
+        where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
+        errors = on_line[(path, at)]
+        own = [e for e in errors if '"kg::pick"' not in e]
+        if own:
+            add(f"{where} does not compile: {own[0]}; check the template arguments of the spec's symbol against "
+                "the kernel's template parameters, and that the sources declare every type and function they name "
+                "(spelled as from the global namespace)")
+        elif _overloaded(_base_name(c.group("sym")), text_of(path), root):
+            add(f"{where} names overloaded __global__ functions, and none takes exactly the spec's parameters "
+                f"({c.group('sig')}); make the spec's args one overload's parameters, in order, with its types "
+                "(among overloads an integer must be spelled as the spec's C++ type: int64_t, not long long), or "
+                "give that kernel a name of its own")
+        else:
+            add(f"{where} names no function that can take the spec's parameters ({c.group('sig')}): for a "
+                "template, check the symbol's template arguments against its template parameters (their number, "
+                "kinds and order) and that the instance they name is declared by the sources")
     return out
+
+
+def _overloaded(base: str, generated: str, root: Path) -> bool:
+    """Whether the sources a generated translation unit includes declare more than one __global__
+    function named ``base`` (overloads, or templates beside functions), by their declarations."""
+    params: set[str] = set()
+    for m in _SOURCE_INCLUDE.finditer(generated):
+        if m.group("path").startswith("kernelgen/"):
+            continue
+        try:
+            text = (root / m.group("path")).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        params |= {" ".join(d.params.split()) for d in kernel_source.global_decls(kernel_source.strip_comments(text))
+                   if d.name == base and d.template_args is None}
+    return len(params) > 1
 
 
 def _failed_steps_output(lines: list[str]) -> list[str]:

@@ -242,9 +242,10 @@ def test_overloaded_kernels_take_the_specs_overload(built: Path) -> None:
     """add_value is overloaded (f32, f64): each spec's launcher names the overload with its
     parameters through kg::pick, in the signature checks, the launch and the occupancy query."""
     src = (built / "generated" / TARGET / "src" / "arrays.cu").read_text()
-    assert "kg::same_arity_v<decltype(kg::pick<kg_signature_add_value_f64>(&::add_value, 0)), " in src
-    assert "cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_add_value_f64>(&::add_value, 0), x, " in src
-    assert "reinterpret_cast<const void*>(kg::pick<kg_signature_add_value_f64>(&::add_value, 0))" in src
+    assert "constexpr auto kg_kernel_add_value_f64_0 = kg::pick<kg_signature_add_value_f64>(&::add_value, 0);" in src
+    assert "kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_add_value_f64_0)>, " in src
+    assert "cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_add_value_f64_0, x, " in src
+    assert "reinterpret_cast<const void*>(::kg_kernel_add_value_f64_0)" in src
     out = _run(built, """
 print(m.add_value_f32.plan(n=1000)['grid'], m.add_value_f64.plan(n=132 * 8 * 256)['grid'])
 print(m.add_value_f64.plan(n=132 * 8 * 256 + 1)['reason'])

@@ -160,3 +160,42 @@ def test_a_struct_whose_bytes_are_not_its_value_is_refused(built: Path) -> None:
         spec.unlink()
         res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
         assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_symbols_are_looked_up_from_the_global_namespace(built: Path) -> None:
+    """A spec's symbol is spelled as from the global namespace, and the launchers' namespace
+    (<package>::<module>) does not change what it names: a module named like the sources'
+    namespace (act::Relu in a template argument, where <package>::act would be found first), a
+    template argument naming a device function beside a launcher of the same name (&twice), and a
+    template argument that is a macro (BLOCK) all build."""
+    source = built / "kernels" / "act.cu"
+    spec = built / "specs" / "act.yaml"
+    source.write_text(
+        "#include <cstdint>\n#define BLOCK 64\n"
+        "__device__ float twice(float v) { return 2.f * v; }\n"
+        "namespace act {\nstruct Relu { __device__ float operator()(float v) const { return v > 0.f ? v : 0.f; } };\n"
+        "template <class Op> __global__ void apply_kernel(Op op, float* x, uint32_t n) {\n"
+        "  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = op(x[i]);\n}\n}\n"
+        "template <float (*F)(float)> __global__ void map_kernel(float* x) { x[threadIdx.x] = F(x[threadIdx.x]); }\n"
+        "template <int B> __global__ void block_kernel(float* x) { x[threadIdx.x % B] = 0.f; }\n")
+    spec.write_text(
+        "module: act\nsummary: Symbols spelled from the global namespace.\nsources: [kernels/act.cu]\n"
+        "structs:\n  relu_op: {cpp: act::Relu}\n"
+        "kernels:\n"
+        "  relu:\n    summary: x = max(x, 0).\n    symbol: act::apply_kernel<act::Relu>\n"
+        "    args: {op: relu_op, x: {type: f32*, size: n}, n: u32}\n"
+        "    grid: [div_ceil(n, 128), 1, 1]\n    block: [128, 1, 1]\n    examples: [{n: 300}]\n"
+        "  twice:\n    summary: x = 2 x.\n    symbol: map_kernel<&twice>\n"
+        "    args: {x: {type: f32*, size: 32}}\n    grid: [1, 1, 1]\n    block: [32, 1, 1]\n    examples: [{}]\n"
+        "  zero:\n    summary: Zeroes x[0 .. 64).\n    symbol: block_kernel<BLOCK>\n"
+        "    args: {x: {type: f32*, size: 64}}\n    grid: [1, 1, 1]\n    block: [64, 1, 1]\n    examples: [{}]\n")
+    try:
+        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        cu = (built / "generated" / TARGET / "src" / "act.cu").read_text()
+        assert "constexpr auto kg_kernel_relu_0 = kg::pick<kg_signature_relu>(&::act::apply_kernel<act::Relu>, 0);" in cu
+    finally:
+        source.unlink()
+        spec.unlink()
+        res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
+        assert res.returncode == 0, res.stdout + res.stderr

@@ -52,8 +52,9 @@ def test_generated_text_matches_reference(rendered: dict[str, str], path: str) -
 def test_absent_kernel_is_generated_as_not_launched_on_gb10(rendered: dict[str, str]) -> None:
     cu = rendered["generated/gb10/src/fixture_ops.cu"]
     assert "KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10" in cu
-    assert "big_smem_kernel<<<" not in cu
-    assert "big_smem_kernel<<<" in rendered["generated/hopper/src/fixture_ops.cu"]
+    assert "kg_kernel_big_smem" not in cu and "big_smem_kernel" not in cu
+    hopper = rendered["generated/hopper/src/fixture_ops.cu"]
+    assert "::kg_kernel_big_smem_0<<<" in hopper and "(&::big_smem_kernel, 0);" in hopper
 
 
 def test_every_file_is_stamped(rendered: dict[str, str]) -> None:

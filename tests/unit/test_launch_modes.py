@@ -281,9 +281,10 @@ def test_launch_modes_use_cudaLaunchKernelEx_and_plain_kernels_keep_the_chevrons
     assert "kg_attrs[0].id = cudaLaunchAttributeCooperative;" in cu
     assert "kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;" in cu
     assert "kg_attrs[0].id = cudaLaunchAttributeClusterDimension;" in cu
-    assert cu.count("cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_coop_sum>(&::coop_sum_kernel, 0)") == 1
-    assert cu.count("cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_coop_sum_blocks>(&::coop_sum_kernel, 0)") == 1
-    assert "::atomic_sum_kernel<<<" in cu and "::bounded_scale_kernel<<<" in cu
+    assert cu.count("cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_coop_sum_0") == 1
+    assert cu.count("cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_coop_sum_blocks_0") == 1
+    assert "::kg_kernel_atomic_sum_0<<<" in cu and "::kg_kernel_bounded_scale_0<<<" in cu
+    assert "constexpr auto kg_kernel_atomic_sum_0 = kg::pick<kg_signature_atomic_sum>(&::atomic_sum_kernel, 0);" in cu
     assert "kg::check_launch(kg_p, 256, nullptr, 8, true, kg_dev.sm_count, kg_blocks_per_sm)" in cu
     assert "kg::check_launch(kg_p, 256, nullptr, 8, false, 0, 0)" in cu  # bounded_scale
     assert "const kg_device_values& kg_dev = *kg_rt_device_values();" in cu

@@ -175,8 +175,10 @@ def test_emitters(tmp_path: Path) -> None:
     assert "cudaStreamIsCapturing(stream, &kg_capture)" in cu
     assert cu.index("cudaMemsetAsync") < cu.index("cudaMemcpyToSymbolAsync") < cu.index("<<<")
     assert "using kg_signature_rope = void (*)(const float*, uint32_t*, uint32_t, ::ns::corr_dims, ::params);" in cu
-    assert "kg::same_arity_v<decltype(kg::pick<kg_signature_rope>(&::rope_kernel<ns::Op<float>,true,&ns::fn>, 0)), " \
-           "kg_signature_rope>" in cu
+    # the kernel is named at global scope, as the spec spells it, before the launchers' namespace opens
+    named = "constexpr auto kg_kernel_rope_0 = kg::pick<kg_signature_rope>(&::rope_kernel<ns::Op<float>,true,&ns::fn>, 0);"
+    assert named in cu and cu.index(named) < cu.rindex("namespace kernelgen::demo {")
+    assert "kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_rope_0)>, kg_signature_rope>" in cu
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
     assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
@@ -194,30 +196,40 @@ def test_emitters(tmp_path: Path) -> None:
     assert "d: super::Dims, p: super::Params, " in rust
 
 
-def _generated_check(root: Path, name: str, sym: str, kernel: str, where: str, message: str, tail: str = "") -> Path:
-    """A generated launcher file holding one kernel's signature check (line 2) as the emitter
-    writes it, for the build's error mapping."""
+def _generated_check(root: Path, name: str, sym: str, kernel: str, where: str, sig: str, tail: str = "") -> Path:
+    """A generated launcher file whose line 2 names one kernel's symbol as the emitter writes it
+    (CppKernel.kernel_vars), for the build's error mapping; ``tail`` follows."""
     gen = root / "generated" / "hopper" / "src"
     gen.mkdir(parents=True, exist_ok=True)
     cu = gen / f"{name}.cu"
     cu.write_text(
         "// generated\n"
-        f"static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_{kernel}>(&{sym}, 0)), "
-        f"kg_signature_{kernel}>,\n"
-        f"              \"kernelgen: {where}: kernel '{kernel}': {message}\");\n" + tail
+        f"constexpr auto kg_kernel_{kernel}_0 = kg::pick<kg_signature_{kernel}>(&{sym}, 0);  "
+        f"// kernelgen: {where}: kernel '{kernel}': parameters ({sig})\n" + tail
     )
     return cu
+
+
+def test_the_symbol_line_is_the_emitters(tmp_path: Path) -> None:
+    """_generated_check writes the line as the emitter does (the build's diagnosis reads it back)."""
+    cat = load_catalog(project(tmp_path, SPEC))
+    cu = render_catalog(cat)["generated/hopper/src/demo.cu"]
+    line = next(ln for ln in cu.splitlines() if ln.startswith("constexpr auto kg_kernel_rope_0 = "))
+    assert line.endswith("// kernelgen: specs/demo.yaml:14: kernel 'rope': parameters (const f32* x, u32* counter, "
+                         "u32 n, dims d, params p)"), line
 
 
 def test_build_maps_a_symbol_that_does_not_compile_to_its_spec_line(tmp_path: Path) -> None:
     from kernelgen.build import _explain_failure
 
     cu = _generated_check(tmp_path, "act", "::act_kernel<ops::GeluOp,__nv_bfloat16>", "gelu", "specs/act.yaml:30",
-                          "the spec's arguments (...) do not match")
-    lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"', "1 error detected"]
+                          "const bf16* x")
+    lines = [f'{cu}(2): error: namespace "ops" has no member "GeluOp"',
+             f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument list', "2 errors"]
     text = _explain_failure(lines, tmp_path)
     assert text.startswith("kernelgen: specs/act.yaml:30: kernel 'gelu': symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' "
                            "does not compile: namespace \"ops\" has no member \"GeluOp\""), text
+    assert "overloaded" not in text.splitlines()[0], text  # the failed choice among overloads follows from it
     lines = [f'{cu}(2): error: identifier "act_kernel" is undefined']
     assert "symbol 'act_kernel<ops::GeluOp,__nv_bfloat16>' is not declared by the module's sources" in \
         _explain_failure(lines, tmp_path)
@@ -230,13 +242,23 @@ def test_an_overloaded_symbol_without_the_specs_overload_is_named(tmp_path: Path
     has them, the message says so with the spec's parameters, not as a template problem."""
     from kernelgen.build import _explain_failure
 
-    cu = _generated_check(tmp_path, "ovl", "::addk", "add_f64", "specs/ovl.yaml:12", "the __global__ definition of "
-                          "addk does not take the spec's 3 parameters (f64* x, u64 n, f64 v); make the spec's args "
-                          "list the kernel's parameters")
-    text = _explain_failure([f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument '
-                             'list'], tmp_path)
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "ovl.cu").write_text("__global__ void addk(float* x, unsigned long long n, float v) {}\n"
+                                                 "__global__ void addk(double* x, long long n, double v);\n"
+                                                 "__global__ void addk(double* x, long long n, double v) {}\n")
+    cu = _generated_check(tmp_path, "ovl", "::addk", "add_f64", "specs/ovl.yaml:12", "f64* x, u64 n, f64 v",
+                          '#include "kernels/ovl.cu"\n')
+    pick = [f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument list']
+    text = _explain_failure(pick, tmp_path)
     assert text.startswith("kernelgen: specs/ovl.yaml:12: kernel 'add_f64': symbol 'addk' names overloaded __global__ "
                            "functions, and none takes exactly the spec's parameters (f64* x, u64 n, f64 v); "), text
+    # One function (declared, then defined) is no overload set: a template-id naming no instance of it, say.
+    (tmp_path / "kernels" / "ovl.cu").write_text("template <class T> __global__ void addk(T* x, long long n, T v);\n"
+                                                 "template <class T> __global__ void addk(T* x, long long n, T v) {}\n")
+    text = _explain_failure(pick, tmp_path)
+    assert "overloaded" not in text.splitlines()[0] and text.startswith(
+        "kernelgen: specs/ovl.yaml:12: kernel 'add_f64': symbol 'addk' names no function that can take the spec's "
+        "parameters (f64* x, u64 n, f64 v): for a template, check the symbol's template arguments"), text
 
 
 @pytest.mark.parametrize("source,hint", [
@@ -257,7 +279,7 @@ def test_an_undeclared_symbol_names_the_sources_kernels(tmp_path: Path, source: 
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "act.cu").write_text(source)
     cu = _generated_check(tmp_path, "act", "::act_kernel<ops::GeluOp,__nv_bfloat16>", "gelu", "specs/act.yaml:30",
-                          "the spec's arguments (...) do not match",
+                          "const bf16* x",
                           '#include "kernelgen/runtime.h"\n#include "kernels/act.cu"\n')
     text = _explain_failure([f'{cu}(2): error: identifier "act_kernel" is undefined'], tmp_path)
     first = text.splitlines()[0]

@@ -92,6 +92,12 @@ int32_t kg_sizes_argmax_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
 // ---- kernel sources (specs/argmax.yaml)
 #include "kernels/dflash/argmax.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_argmax_bf16 = void (*)(const __nv_bfloat16*, int32_t*, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_argmax_bf16_0 = kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0);  // kernelgen: specs/argmax.yaml:10: kernel 'argmax_bf16': parameters (const bf16* logits, i32* out, u32 rows, u32 vocab)
+}  // namespace
+
 namespace kernelgen::argmax {
 namespace {
 const char* const kSkip_argmax_bf16[] = {
@@ -107,17 +113,15 @@ const kg_kernel_info kg_info_argmax_bf16 = {
     kSkip_argmax_bf16, nullptr, kRequires_argmax_bf16,
     1, 0, 2,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_argmax_bf16 = void (*)(const __nv_bfloat16*, int32_t*, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_signature_argmax_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16>,
               "kernelgen: specs/argmax.yaml:10: kernel 'argmax_bf16': the __global__ definition of dflash_argmax_bf16_kernel does not take the spec's 4 parameters (const bf16* logits, i32* out, u32 rows, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_signature_argmax_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16, 0>(),
               "kernelgen: specs/argmax.yaml:19: kernel 'argmax_bf16': argument 'logits' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_argmax_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_signature_argmax_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16, 1>(),
               "kernelgen: specs/argmax.yaml:20: kernel 'argmax_bf16': argument 'out' (parameter 2: i32*, int32_t* in C++) is not the type of parameter 2 of the __global__ definition of dflash_argmax_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_signature_argmax_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16, 2>(),
               "kernelgen: specs/argmax.yaml:21: kernel 'argmax_bf16': argument 'rows' (parameter 3: u32, uint32_t in C++) is not the type of parameter 3 of the __global__ definition of dflash_argmax_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_signature_argmax_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16, 3>(),
               "kernelgen: specs/argmax.yaml:22: kernel 'argmax_bf16': argument 'vocab' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_argmax_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_argmax_bf16;
 }  // namespace
@@ -125,10 +129,10 @@ kg::KernelSlot kg_slot_argmax_bf16;
 kernelgen::Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32_t rows, uint32_t vocab, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::argmax::plan_argmax_bf16(rows, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_argmax_bf16};
-  const int32_t kg_ready = kg_slot_argmax_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_argmax_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_argmax_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_argmax_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_argmax_bf16>(&::dflash_argmax_bf16_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_argmax_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, kg::arg<kg_f, 1>(out), kg::arg<kg_f, 2>(rows), kg::arg<kg_f, 3>(vocab));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_argmax_bf16_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(logits, kg::arg<kg_f, 1>(out), kg::arg<kg_f, 2>(rows), kg::arg<kg_f, 3>(vocab));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_argmax_bf16};
 }
 

@@ -89,6 +89,12 @@ int32_t kg_sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab,
 // ---- kernel sources (specs/batched_embed.yaml)
 #include "kernels/dflash/batched_embed.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_batched_embed_bf16 = void (*)(const int32_t*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_batched_embed_bf16_0 = kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0);  // kernelgen: specs/batched_embed.yaml:6: kernel 'batched_embed_bf16': parameters (const i32* ids, const bf16* table, bf16* out, u32 n, u32 hidden, u32 vocab)
+}  // namespace
+
 namespace kernelgen::batched_embed {
 namespace {
 const char* const kSkip_batched_embed_bf16[] = {
@@ -104,21 +110,19 @@ const kg_kernel_info kg_info_batched_embed_bf16 = {
     kSkip_batched_embed_bf16, kApplies_batched_embed_bf16, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_batched_embed_bf16 = void (*)(const int32_t*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16>,
               "kernelgen: specs/batched_embed.yaml:6: kernel 'batched_embed_bf16': the __global__ definition of dflash_batched_embed_bf16_kernel does not take the spec's 6 parameters (const i32* ids, const bf16* table, bf16* out, u32 n, u32 hidden, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 0>(),
               "kernelgen: specs/batched_embed.yaml:13: kernel 'batched_embed_bf16': argument 'ids' (parameter 1: const i32*, const int32_t* in C++) is not the type of parameter 1 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 1>(),
               "kernelgen: specs/batched_embed.yaml:14: kernel 'batched_embed_bf16': argument 'table' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 2>(),
               "kernelgen: specs/batched_embed.yaml:15: kernel 'batched_embed_bf16': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 3>(),
               "kernelgen: specs/batched_embed.yaml:16: kernel 'batched_embed_bf16': argument 'n' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 4>(),
               "kernelgen: specs/batched_embed.yaml:17: kernel 'batched_embed_bf16': argument 'hidden' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_signature_batched_embed_bf16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 5>(),
               "kernelgen: specs/batched_embed.yaml:18: kernel 'batched_embed_bf16': argument 'vocab' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_batched_embed_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_batched_embed_bf16;
 }  // namespace
@@ -126,9 +130,9 @@ kg::KernelSlot kg_slot_batched_embed_bf16;
 kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* table, __nv_bfloat16* out, uint32_t n, uint32_t hidden, uint32_t vocab, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::batched_embed::plan_batched_embed_bf16(n, hidden, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_batched_embed_bf16};
-  const int32_t kg_ready = kg_slot_batched_embed_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_batched_embed_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_batched_embed_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_batched_embed_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -139,7 +143,7 @@ kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* t
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_batched_embed_bf16>(&::dflash_batched_embed_bf16_kernel, 0), kg::arg<kg_f, 0>(ids), table, out, kg::arg<kg_f, 3>(n), kg::arg<kg_f, 4>(hidden), kg::arg<kg_f, 5>(vocab))), &kg_info_batched_embed_bf16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_batched_embed_bf16_0, kg::arg<kg_f, 0>(ids), table, out, kg::arg<kg_f, 3>(n), kg::arg<kg_f, 4>(hidden), kg::arg<kg_f, 5>(vocab))), &kg_info_batched_embed_bf16};
 }
 
 }  // namespace kernelgen::batched_embed

@@ -91,6 +91,12 @@ int32_t kg_sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size,
 // ---- kernel sources (specs/fill_slots.yaml)
 #include "kernels/dflash/fill_slots.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_fill_slots = void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fill_slots_0 = kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0);  // kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': parameters (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size)
+}  // namespace
+
 namespace kernelgen::fill_slots {
 namespace {
 const char* const kSkip_fill_slots[] = {
@@ -106,19 +112,17 @@ const kg_kernel_info kg_info_fill_slots = {
     kSkip_fill_slots, nullptr, kRequires_fill_slots,
     1, 0, 2,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fill_slots = void (*)(const int32_t*, int64_t*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots>,
               "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the __global__ definition of dflash_fill_slots_kernel does not take the spec's 5 parameters (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 0>(),
               "kernelgen: specs/fill_slots.yaml:19: kernel 'fill_slots': argument 'block_table' (parameter 1: const i32*, const int32_t* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 1>(),
               "kernelgen: specs/fill_slots.yaml:20: kernel 'fill_slots': argument 'slots' (parameter 2: i64*, int64_t* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 2>(),
               "kernelgen: specs/fill_slots.yaml:21: kernel 'fill_slots': argument 'start' (parameter 3: u32, uint32_t in C++) is not the type of parameter 3 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 3>(),
               "kernelgen: specs/fill_slots.yaml:22: kernel 'fill_slots': argument 'count' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_signature_fill_slots, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 4>(),
               "kernelgen: specs/fill_slots.yaml:23: kernel 'fill_slots': argument 'block_size' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fill_slots_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fill_slots;
 }  // namespace
@@ -126,10 +130,10 @@ kg::KernelSlot kg_slot_fill_slots;
 kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, uint32_t count, uint32_t block_size, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fill_slots::plan_fill_slots(start, count, block_size);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fill_slots};
-  const int32_t kg_ready = kg_slot_fill_slots.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fill_slots.prepare(reinterpret_cast<const void*>(::kg_kernel_fill_slots_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fill_slots};
-  using kg_f = decltype(kg::pick<kg_signature_fill_slots>(&::dflash_fill_slots_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_fill_slots_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(kg::arg<kg_f, 0>(block_table), kg::arg<kg_f, 1>(slots), kg::arg<kg_f, 2>(start), kg::arg<kg_f, 3>(count), kg::arg<kg_f, 4>(block_size));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_fill_slots_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(kg::arg<kg_f, 0>(block_table), kg::arg<kg_f, 1>(slots), kg::arg<kg_f, 2>(start), kg::arg<kg_f, 3>(count), kg::arg<kg_f, 4>(block_size));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_fill_slots};
 }
 

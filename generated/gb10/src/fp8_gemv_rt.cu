@@ -1382,6 +1382,30 @@ int32_t kg_sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uin
 #include "kernels/dflash/fp8_gemv_rt.cu"
 #include "kernels/dflash/fp8_gemv_tma.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_fp8_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_0 = kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_0 = kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_0 = kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_16_0 = kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_x3_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k)
+using kg_signature_fp8_gemv_rt1_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_16_x3_0 = kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k)
+}  // namespace
+
 namespace kernelgen::fp8_gemv_rt {
 namespace {
 const char* const kSkip_fp8_gemv_tma[] = {
@@ -1416,23 +1440,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     kSkip_fp8_gemv_rt2, kApplies_fp8_gemv_rt2, kRequires_fp8_gemv_rt2,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2>,
               "kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': the __global__ definition of dflash_fp8_gemv_rt2_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
@@ -1453,23 +1475,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     kSkip_fp8_gemv_rt2_16, kApplies_fp8_gemv_rt2_16, kRequires_fp8_gemv_rt2_16,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the __global__ definition of dflash_fp8_gemv_rt2_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:101: kernel 'fp8_gemv_rt2_16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:102: kernel 'fp8_gemv_rt2_16': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:103: kernel 'fp8_gemv_rt2_16': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:104: kernel 'fp8_gemv_rt2_16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:106: kernel 'fp8_gemv_rt2_16': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:107: kernel 'fp8_gemv_rt2_16': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt1[] = {
@@ -1491,23 +1511,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1 = {
     kSkip_fp8_gemv_rt1, kApplies_fp8_gemv_rt1, kRequires_fp8_gemv_rt1,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1>,
               "kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': the __global__ definition of dflash_fp8_gemv_rt1_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1;
 const char* const kSkip_fp8_gemv_rt1_16[] = {
@@ -1529,23 +1547,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
     kSkip_fp8_gemv_rt1_16, kApplies_fp8_gemv_rt1_16, kRequires_fp8_gemv_rt1_16,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': the __global__ definition of dflash_fp8_gemv_rt1_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1_16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1_16': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1_16': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1_16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1_16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1_16': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1_16': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
@@ -1567,23 +1583,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     kSkip_fp8_gemv_rt2_ks_8, kApplies_fp8_gemv_rt2_ks_8, kRequires_fp8_gemv_rt2_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
@@ -1605,23 +1619,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     kSkip_fp8_gemv_rt2_ks_4, kApplies_fp8_gemv_rt2_ks_4, kRequires_fp8_gemv_rt2_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
@@ -1643,23 +1655,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     kSkip_fp8_gemv_rt2_16_ks_8, kApplies_fp8_gemv_rt2_16_ks_8, kRequires_fp8_gemv_rt2_16_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_16_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_16_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_16_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_16_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_16_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_16_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_16_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
@@ -1681,23 +1691,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     kSkip_fp8_gemv_rt2_16_ks_4, kApplies_fp8_gemv_rt2_16_ks_4, kRequires_fp8_gemv_rt2_16_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_16_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_16_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_16_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_16_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_16_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_16_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_16_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_32[] = {
@@ -1887,39 +1895,37 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     kSkip_fp8_gemv_rt2_16_x3, kApplies_fp8_gemv_rt2_16_x3, kRequires_fp8_gemv_rt2_16_x3,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:274: kernel 'fp8_gemv_rt2_16_x3': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:275: kernel 'fp8_gemv_rt2_16_x3': argument 'q0' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:276: kernel 'fp8_gemv_rt2_16_x3': argument 'scale0' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:277: kernel 'fp8_gemv_rt2_16_x3': argument 'out0' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:278: kernel 'fp8_gemv_rt2_16_x3': argument 'q1' (parameter 5: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:279: kernel 'fp8_gemv_rt2_16_x3': argument 'scale1' (parameter 6: const f32*, const float* in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:280: kernel 'fp8_gemv_rt2_16_x3': argument 'out1' (parameter 7: bf16*, __nv_bfloat16* in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 7>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:281: kernel 'fp8_gemv_rt2_16_x3': argument 'q2' (parameter 8: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 8 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 8>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:282: kernel 'fp8_gemv_rt2_16_x3': argument 'scale2' (parameter 9: const f32*, const float* in C++) is not the type of parameter 9 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 9>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:283: kernel 'fp8_gemv_rt2_16_x3': argument 'out2' (parameter 10: bf16*, __nv_bfloat16* in C++) is not the type of parameter 10 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 10>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:284: kernel 'fp8_gemv_rt2_16_x3': argument 'rows' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 11>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:285: kernel 'fp8_gemv_rt2_16_x3': argument 'n0' (parameter 12: u32, uint32_t in C++) is not the type of parameter 12 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 12>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 12>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:286: kernel 'fp8_gemv_rt2_16_x3': argument 'n1' (parameter 13: u32, uint32_t in C++) is not the type of parameter 13 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 13>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 13>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:287: kernel 'fp8_gemv_rt2_16_x3': argument 'n2' (parameter 14: u32, uint32_t in C++) is not the type of parameter 14 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 14>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 14>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:288: kernel 'fp8_gemv_rt2_16_x3': argument 'k' (parameter 15: u32, uint32_t in C++) is not the type of parameter 15 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 const char* const kSkip_fp8_gemv_rt1_16_x3[] = {
@@ -1941,39 +1947,37 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     kSkip_fp8_gemv_rt1_16_x3, kApplies_fp8_gemv_rt1_16_x3, kRequires_fp8_gemv_rt1_16_x3,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:274: kernel 'fp8_gemv_rt1_16_x3': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:275: kernel 'fp8_gemv_rt1_16_x3': argument 'q0' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:276: kernel 'fp8_gemv_rt1_16_x3': argument 'scale0' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:277: kernel 'fp8_gemv_rt1_16_x3': argument 'out0' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:278: kernel 'fp8_gemv_rt1_16_x3': argument 'q1' (parameter 5: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:279: kernel 'fp8_gemv_rt1_16_x3': argument 'scale1' (parameter 6: const f32*, const float* in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:280: kernel 'fp8_gemv_rt1_16_x3': argument 'out1' (parameter 7: bf16*, __nv_bfloat16* in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 7>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:281: kernel 'fp8_gemv_rt1_16_x3': argument 'q2' (parameter 8: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 8 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 8>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:282: kernel 'fp8_gemv_rt1_16_x3': argument 'scale2' (parameter 9: const f32*, const float* in C++) is not the type of parameter 9 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 9>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:283: kernel 'fp8_gemv_rt1_16_x3': argument 'out2' (parameter 10: bf16*, __nv_bfloat16* in C++) is not the type of parameter 10 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 10>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:284: kernel 'fp8_gemv_rt1_16_x3': argument 'rows' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 11>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:285: kernel 'fp8_gemv_rt1_16_x3': argument 'n0' (parameter 12: u32, uint32_t in C++) is not the type of parameter 12 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 12>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 12>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:286: kernel 'fp8_gemv_rt1_16_x3': argument 'n1' (parameter 13: u32, uint32_t in C++) is not the type of parameter 13 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 13>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 13>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:287: kernel 'fp8_gemv_rt1_16_x3': argument 'n2' (parameter 14: u32, uint32_t in C++) is not the type of parameter 14 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 14>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 14>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:288: kernel 'fp8_gemv_rt1_16_x3': argument 'k' (parameter 15: u32, uint32_t in C++) is not the type of parameter 15 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16_x3;
 }  // namespace
@@ -1993,9 +1997,9 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
 kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2006,15 +2010,15 @@ kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2025,15 +2029,15 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt1(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2044,15 +2048,15 @@ kernelgen::Outcome fp8_gemv_rt1(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2063,15 +2067,15 @@ kernelgen::Outcome fp8_gemv_rt1_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_16_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2082,15 +2086,15 @@ kernelgen::Outcome fp8_gemv_rt2_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2101,15 +2105,15 @@ kernelgen::Outcome fp8_gemv_rt2_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2120,15 +2124,15 @@ kernelgen::Outcome fp8_gemv_rt2_16_ks_8(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2139,7 +2143,7 @@ kernelgen::Outcome fp8_gemv_rt2_16_ks_4(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -2253,9 +2257,9 @@ kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_x3};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_x3_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_x3};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2266,15 +2270,15 @@ kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0), x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt2_16_x3};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_x3_0, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt2_16_x3};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16_x3};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16_x3.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16_x3.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_16_x3_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16_x3};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -2285,7 +2289,7 @@ kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0), x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt1_16_x3};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_16_x3_0, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt1_16_x3};
 }
 
 // fp8_gemv_rt2_ks: Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.

@@ -377,6 +377,18 @@ int32_t kg_sizes_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 // ---- kernel sources (specs/fp8_linear.yaml)
 #include "kernels/dflash/fp8_linear.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_quantize_bf16_to_fp8 = void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_quantize_bf16_to_fp8_0 = kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0);  // kernelgen: specs/fp8_linear.yaml:25: kernel 'quantize_bf16_to_fp8': parameters (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k)
+using kg_signature_dense_gemv_fp8w = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemv_fp8w_0 = kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0);  // kernelgen: specs/fp8_linear.yaml:45: kernel 'dense_gemv_fp8w': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemm_n128_row_scaled_m16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemm_n128_row_scaled_m16_0 = kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0);  // kernelgen: specs/fp8_linear.yaml:66: kernel 'fp8_gemm_n128_row_scaled_m16': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemm_n128_row_scaled = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemm_n128_row_scaled_0 = kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0);  // kernelgen: specs/fp8_linear.yaml:90: kernel 'fp8_gemm_n128_row_scaled': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+}  // namespace
+
 namespace kernelgen::fp8_linear {
 namespace {
 const char* const kSkip_quantize_bf16_to_fp8[] = {
@@ -391,19 +403,17 @@ const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     kSkip_quantize_bf16_to_fp8, nullptr, kRequires_quantize_bf16_to_fp8,
     1, 0, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_quantize_bf16_to_fp8 = void (*)(const __nv_bfloat16*, __nv_fp8_e4m3*, float*, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8>,
               "kernelgen: specs/fp8_linear.yaml:25: kernel 'quantize_bf16_to_fp8': the __global__ definition of dflash_quantize_bf16_to_fp8_kernel does not take the spec's 5 parameters (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 0>(),
               "kernelgen: specs/fp8_linear.yaml:33: kernel 'quantize_bf16_to_fp8': argument 'w' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 1>(),
               "kernelgen: specs/fp8_linear.yaml:34: kernel 'quantize_bf16_to_fp8': argument 'q' (parameter 2: fp8_e4m3*, __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 2>(),
               "kernelgen: specs/fp8_linear.yaml:35: kernel 'quantize_bf16_to_fp8': argument 'scale' (parameter 3: f32*, float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 3>(),
               "kernelgen: specs/fp8_linear.yaml:36: kernel 'quantize_bf16_to_fp8': argument 'n' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_signature_quantize_bf16_to_fp8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 4>(),
               "kernelgen: specs/fp8_linear.yaml:37: kernel 'quantize_bf16_to_fp8': argument 'k' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_quantize_bf16_to_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_quantize_bf16_to_fp8;
 const char* const kSkip_dense_gemv_fp8w[] = {
@@ -422,23 +432,21 @@ const kg_kernel_info kg_info_dense_gemv_fp8w = {
     kSkip_dense_gemv_fp8w, kApplies_dense_gemv_fp8w, kRequires_dense_gemv_fp8w,
     2, 1, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemv_fp8w = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w>,
               "kernelgen: specs/fp8_linear.yaml:45: kernel 'dense_gemv_fp8w': the __global__ definition of dflash_dense_gemv_fp8w_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 0>(),
               "kernelgen: specs/fp8_linear.yaml:51: kernel 'dense_gemv_fp8w': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 1>(),
               "kernelgen: specs/fp8_linear.yaml:52: kernel 'dense_gemv_fp8w': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 2>(),
               "kernelgen: specs/fp8_linear.yaml:53: kernel 'dense_gemv_fp8w': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 3>(),
               "kernelgen: specs/fp8_linear.yaml:54: kernel 'dense_gemv_fp8w': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 4>(),
               "kernelgen: specs/fp8_linear.yaml:55: kernel 'dense_gemv_fp8w': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 5>(),
               "kernelgen: specs/fp8_linear.yaml:56: kernel 'dense_gemv_fp8w': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_signature_dense_gemv_fp8w, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 6>(),
               "kernelgen: specs/fp8_linear.yaml:57: kernel 'dense_gemv_fp8w': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_dense_gemv_fp8w_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dense_gemv_fp8w;
 const char* const kSkip_fp8_gemm_n128_row_scaled_m16[] = {
@@ -458,23 +466,21 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     kSkip_fp8_gemm_n128_row_scaled_m16, kApplies_fp8_gemm_n128_row_scaled_m16, kRequires_fp8_gemm_n128_row_scaled_m16,
     2, 2, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemm_n128_row_scaled_m16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16>,
               "kernelgen: specs/fp8_linear.yaml:66: kernel 'fp8_gemm_n128_row_scaled_m16': the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 0>(),
               "kernelgen: specs/fp8_linear.yaml:74: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 1>(),
               "kernelgen: specs/fp8_linear.yaml:75: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 2>(),
               "kernelgen: specs/fp8_linear.yaml:76: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 3>(),
               "kernelgen: specs/fp8_linear.yaml:77: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 4>(),
               "kernelgen: specs/fp8_linear.yaml:78: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 5>(),
               "kernelgen: specs/fp8_linear.yaml:79: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled_m16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 6>(),
               "kernelgen: specs/fp8_linear.yaml:80: kernel 'fp8_gemm_n128_row_scaled_m16': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled_m16;
 const char* const kSkip_fp8_gemm_n128_row_scaled[] = {
@@ -491,23 +497,21 @@ const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     kSkip_fp8_gemm_n128_row_scaled, nullptr, kRequires_fp8_gemm_n128_row_scaled,
     2, 0, 2,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemm_n128_row_scaled = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled>,
               "kernelgen: specs/fp8_linear.yaml:90: kernel 'fp8_gemm_n128_row_scaled': the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 0>(),
               "kernelgen: specs/fp8_linear.yaml:103: kernel 'fp8_gemm_n128_row_scaled': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 1>(),
               "kernelgen: specs/fp8_linear.yaml:104: kernel 'fp8_gemm_n128_row_scaled': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 2>(),
               "kernelgen: specs/fp8_linear.yaml:105: kernel 'fp8_gemm_n128_row_scaled': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 3>(),
               "kernelgen: specs/fp8_linear.yaml:106: kernel 'fp8_gemm_n128_row_scaled': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 4>(),
               "kernelgen: specs/fp8_linear.yaml:107: kernel 'fp8_gemm_n128_row_scaled': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 5>(),
               "kernelgen: specs/fp8_linear.yaml:108: kernel 'fp8_gemm_n128_row_scaled': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_signature_fp8_gemm_n128_row_scaled, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 6>(),
               "kernelgen: specs/fp8_linear.yaml:109: kernel 'fp8_gemm_n128_row_scaled': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemm_n128_row_scaled;
 const char* const kSkip_fp8_gemm_tma[] = {
@@ -528,39 +532,39 @@ const kg_kernel_info kg_info_fp8_gemm_tma = {
 kernelgen::Outcome quantize_bf16_to_fp8(const __nv_bfloat16* w, __nv_fp8_e4m3* q, float* scale, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_linear::plan_quantize_bf16_to_fp8(n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_quantize_bf16_to_fp8};
-  const int32_t kg_ready = kg_slot_quantize_bf16_to_fp8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_quantize_bf16_to_fp8.prepare(reinterpret_cast<const void*>(::kg_kernel_quantize_bf16_to_fp8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_quantize_bf16_to_fp8};
-  using kg_f = decltype(kg::pick<kg_signature_quantize_bf16_to_fp8>(&::dflash_quantize_bf16_to_fp8_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_quantize_bf16_to_fp8_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(w, q, scale, kg::arg<kg_f, 3>(n), kg::arg<kg_f, 4>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_quantize_bf16_to_fp8_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(w, q, scale, kg::arg<kg_f, 3>(n), kg::arg<kg_f, 4>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_quantize_bf16_to_fp8};
 }
 
 kernelgen::Outcome dense_gemv_fp8w(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_linear::plan_dense_gemv_fp8w(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv_fp8w};
-  const int32_t kg_ready = kg_slot_dense_gemv_fp8w.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemv_fp8w.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemv_fp8w_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv_fp8w};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemv_fp8w>(&::dflash_dense_gemv_fp8w_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_dense_gemv_fp8w_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_dense_gemv_fp8w_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemv_fp8w};
 }
 
 kernelgen::Outcome fp8_gemm_n128_row_scaled_m16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled_m16(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_n128_row_scaled_m16};
-  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled_m16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled_m16.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled_m16};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled_m16>(&::dflash_fp8_gemm_n128_row_scaled_m16_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_fp8_gemm_n128_row_scaled_m16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_fp8_gemm_n128_row_scaled_m16_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_fp8_gemm_n128_row_scaled_m16};
 }
 
 kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_linear::plan_fp8_gemm_n128_row_scaled(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemm_n128_row_scaled};
-  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemm_n128_row_scaled.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemm_n128_row_scaled_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemm_n128_row_scaled};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   int64_t kg_cluster[3];
   kg_cluster_fp8_gemm_n128_row_scaled(rows, n, k, kg_cluster);
@@ -575,7 +579,7 @@ kernelgen::Outcome fp8_gemm_n128_row_scaled(const __nv_bfloat16* x, const __nv_f
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemm_n128_row_scaled>(&::dflash_fp8_gemm_n128_row_scaled_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemm_n128_row_scaled};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemm_n128_row_scaled_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemm_n128_row_scaled};
 }
 
 kernelgen::Outcome fp8_gemm_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {

@@ -104,6 +104,12 @@ int32_t kg_sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, 
 // ---- kernel sources (specs/reshape_cache_bf16.yaml)
 #include "kernels/dflash/reshape_cache_bf16.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_reshape_cache_bf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, const int64_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_reshape_cache_bf16_0 = kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0);  // kernelgen: specs/reshape_cache_bf16.yaml:9: kernel 'reshape_cache_bf16': parameters (const bf16* key, const bf16* value, bf16* k_cache, bf16* v_cache, const i64* slot_mapping, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks)
+}  // namespace
+
 namespace kernelgen::reshape_cache_bf16 {
 namespace {
 const char* const kSkip_reshape_cache_bf16[] = {
@@ -122,29 +128,27 @@ const kg_kernel_info kg_info_reshape_cache_bf16 = {
     kSkip_reshape_cache_bf16, kApplies_reshape_cache_bf16, kRequires_reshape_cache_bf16,
     2, 1, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_reshape_cache_bf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, const int64_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16>,
               "kernelgen: specs/reshape_cache_bf16.yaml:9: kernel 'reshape_cache_bf16': the __global__ definition of dflash_reshape_cache_bf16_kernel does not take the spec's 10 parameters (const bf16* key, const bf16* value, bf16* k_cache, bf16* v_cache, const i64* slot_mapping, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 0>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:19: kernel 'reshape_cache_bf16': argument 'key' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 1>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:20: kernel 'reshape_cache_bf16': argument 'value' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 2>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:21: kernel 'reshape_cache_bf16': argument 'k_cache' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 3>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:22: kernel 'reshape_cache_bf16': argument 'v_cache' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 4>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:23: kernel 'reshape_cache_bf16': argument 'slot_mapping' (parameter 5: const i64*, const int64_t* in C++) is not the type of parameter 5 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 5>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:24: kernel 'reshape_cache_bf16': argument 'num_tokens' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 6>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:25: kernel 'reshape_cache_bf16': argument 'num_kv_heads' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 7>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:26: kernel 'reshape_cache_bf16': argument 'head_dim' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 8>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:27: kernel 'reshape_cache_bf16': argument 'block_size' (parameter 9: u32, uint32_t in C++) is not the type of parameter 9 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_signature_reshape_cache_bf16, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 9>(),
               "kernelgen: specs/reshape_cache_bf16.yaml:28: kernel 'reshape_cache_bf16': argument 'num_blocks' (parameter 10: u32, uint32_t in C++) is not the type of parameter 10 of the __global__ definition of dflash_reshape_cache_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_reshape_cache_bf16;
 }  // namespace
@@ -152,9 +156,9 @@ kg::KernelSlot kg_slot_reshape_cache_bf16;
 kernelgen::Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloat16* value, __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, const int64_t* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::reshape_cache_bf16::plan_reshape_cache_bf16(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_reshape_cache_bf16};
-  const int32_t kg_ready = kg_slot_reshape_cache_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_reshape_cache_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_reshape_cache_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_reshape_cache_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -165,7 +169,7 @@ kernelgen::Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloa
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_reshape_cache_bf16>(&::dflash_reshape_cache_bf16_kernel, 0), key, value, k_cache, v_cache, kg::arg<kg_f, 4>(slot_mapping), kg::arg<kg_f, 5>(num_tokens), kg::arg<kg_f, 6>(num_kv_heads), kg::arg<kg_f, 7>(head_dim), kg::arg<kg_f, 8>(block_size), kg::arg<kg_f, 9>(num_blocks))), &kg_info_reshape_cache_bf16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_reshape_cache_bf16_0, key, value, k_cache, v_cache, kg::arg<kg_f, 4>(slot_mapping), kg::arg<kg_f, 5>(num_tokens), kg::arg<kg_f, 6>(num_kv_heads), kg::arg<kg_f, 7>(head_dim), kg::arg<kg_f, 8>(block_size), kg::arg<kg_f, 9>(num_blocks))), &kg_info_reshape_cache_bf16};
 }
 
 }  // namespace kernelgen::reshape_cache_bf16

@@ -106,6 +106,12 @@ int32_t kg_sizes_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv_heads, u
 // ---- kernel sources (specs/reshape_cache_fp8.yaml)
 #include "kernels/dflash/reshape_cache_fp8.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_reshape_cache_fp8 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_fp8_e4m3*, __nv_fp8_e4m3*, const int64_t*, const float*, const float*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_reshape_cache_fp8_0 = kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0);  // kernelgen: specs/reshape_cache_fp8.yaml:11: kernel 'reshape_cache_fp8': parameters (const bf16* key, const bf16* value, fp8_e4m3* k_cache, fp8_e4m3* v_cache, const i64* slot_mapping, device f32 k_scale, device f32 v_scale, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks)
+}  // namespace
+
 namespace kernelgen::reshape_cache_fp8 {
 namespace {
 const char* const kSkip_reshape_cache_fp8[] = {
@@ -124,33 +130,31 @@ const kg_kernel_info kg_info_reshape_cache_fp8 = {
     kSkip_reshape_cache_fp8, kApplies_reshape_cache_fp8, kRequires_reshape_cache_fp8,
     2, 1, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_reshape_cache_fp8 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_fp8_e4m3*, __nv_fp8_e4m3*, const int64_t*, const float*, const float*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8>,
               "kernelgen: specs/reshape_cache_fp8.yaml:11: kernel 'reshape_cache_fp8': the __global__ definition of dflash_reshape_cache_fp8_kernel does not take the spec's 12 parameters (const bf16* key, const bf16* value, fp8_e4m3* k_cache, fp8_e4m3* v_cache, const i64* slot_mapping, device f32 k_scale, device f32 v_scale, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 0>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:25: kernel 'reshape_cache_fp8': argument 'key' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 1>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:26: kernel 'reshape_cache_fp8': argument 'value' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 2>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:27: kernel 'reshape_cache_fp8': argument 'k_cache' (parameter 3: fp8_e4m3*, __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 3>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:28: kernel 'reshape_cache_fp8': argument 'v_cache' (parameter 4: fp8_e4m3*, __nv_fp8_e4m3* in C++) is not the type of parameter 4 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 4>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:29: kernel 'reshape_cache_fp8': argument 'slot_mapping' (parameter 5: const i64*, const int64_t* in C++) is not the type of parameter 5 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 5>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:30: kernel 'reshape_cache_fp8': argument 'k_scale' (parameter 6: device f32, const float* in C++) is not the type of parameter 6 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 6>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:31: kernel 'reshape_cache_fp8': argument 'v_scale' (parameter 7: device f32, const float* in C++) is not the type of parameter 7 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 7>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:32: kernel 'reshape_cache_fp8': argument 'num_tokens' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 8>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:33: kernel 'reshape_cache_fp8': argument 'num_kv_heads' (parameter 9: u32, uint32_t in C++) is not the type of parameter 9 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 9>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:34: kernel 'reshape_cache_fp8': argument 'head_dim' (parameter 10: u32, uint32_t in C++) is not the type of parameter 10 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 10>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:35: kernel 'reshape_cache_fp8': argument 'block_size' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_signature_reshape_cache_fp8, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 11>(),
               "kernelgen: specs/reshape_cache_fp8.yaml:36: kernel 'reshape_cache_fp8': argument 'num_blocks' (parameter 12: u32, uint32_t in C++) is not the type of parameter 12 of the __global__ definition of dflash_reshape_cache_fp8_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_reshape_cache_fp8;
 }  // namespace
@@ -166,10 +170,10 @@ kernelgen::Outcome reshape_cache_fp8(const __nv_bfloat16* key, const __nv_bfloat
     const int32_t kg_rc = kg::check_device_scalar(v_scale, 6);
     if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_reshape_cache_fp8};
   }
-  const int32_t kg_ready = kg_slot_reshape_cache_fp8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_reshape_cache_fp8.prepare(reinterpret_cast<const void*>(::kg_kernel_reshape_cache_fp8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_reshape_cache_fp8};
-  using kg_f = decltype(kg::pick<kg_signature_reshape_cache_fp8>(&::dflash_reshape_cache_fp8_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_reshape_cache_fp8_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(key, value, k_cache, v_cache, kg::arg<kg_f, 4>(slot_mapping), k_scale, v_scale, kg::arg<kg_f, 7>(num_tokens), kg::arg<kg_f, 8>(num_kv_heads), kg::arg<kg_f, 9>(head_dim), kg::arg<kg_f, 10>(block_size), kg::arg<kg_f, 11>(num_blocks));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_reshape_cache_fp8_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(key, value, k_cache, v_cache, kg::arg<kg_f, 4>(slot_mapping), k_scale, v_scale, kg::arg<kg_f, 7>(num_tokens), kg::arg<kg_f, 8>(num_kv_heads), kg::arg<kg_f, 9>(head_dim), kg::arg<kg_f, 10>(block_size), kg::arg<kg_f, 11>(num_blocks));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_reshape_cache_fp8};
 }
 

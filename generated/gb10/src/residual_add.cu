@@ -71,6 +71,12 @@ int32_t kg_sizes_residual_add_bf16(uint64_t n, int64_t* kg_sizes) {
 // ---- kernel sources (specs/residual_add.yaml)
 #include "kernels/dflash/residual_add.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_residual_add_bf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint64_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_residual_add_bf16_0 = kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0);  // kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': parameters (const bf16* a, const bf16* b, bf16* out, u64 n)
+}  // namespace
+
 namespace kernelgen::residual_add {
 namespace {
 const char* const kSkip_residual_add_bf16[] = {
@@ -82,17 +88,15 @@ const kg_kernel_info kg_info_residual_add_bf16 = {
     kSkip_residual_add_bf16, nullptr, nullptr,
     1, 0, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_residual_add_bf16 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint64_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_signature_residual_add_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16>,
               "kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': the __global__ definition of dflash_residual_add_bf16_kernel does not take the spec's 4 parameters (const bf16* a, const bf16* b, bf16* out, u64 n); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_signature_residual_add_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16, 0>(),
               "kernelgen: specs/residual_add.yaml:16: kernel 'residual_add_bf16': argument 'a' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_signature_residual_add_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16, 1>(),
               "kernelgen: specs/residual_add.yaml:17: kernel 'residual_add_bf16': argument 'b' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_signature_residual_add_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16, 2>(),
               "kernelgen: specs/residual_add.yaml:18: kernel 'residual_add_bf16': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_signature_residual_add_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16, 3>(),
               "kernelgen: specs/residual_add.yaml:19: kernel 'residual_add_bf16': argument 'n' (parameter 4: u64, uint64_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_residual_add_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_residual_add_bf16;
 }  // namespace
@@ -100,10 +104,10 @@ kg::KernelSlot kg_slot_residual_add_bf16;
 kernelgen::Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* out, uint64_t n, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::residual_add::plan_residual_add_bf16(n);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_add_bf16};
-  const int32_t kg_ready = kg_slot_residual_add_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_residual_add_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_residual_add_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_add_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_residual_add_bf16>(&::dflash_residual_add_bf16_kernel, 0));  // its parameter types, for kg::arg
-  ::dflash_residual_add_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(a, b, out, kg::arg<kg_f, 3>(n));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_residual_add_bf16_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(a, b, out, kg::arg<kg_f, 3>(n));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_residual_add_bf16};
 }
 

@@ -309,6 +309,14 @@ int32_t kg_sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint
 // ---- kernel sources (specs/attn_prefill_fa128.yaml)
 #include "kernels/attention/attn_prefill_fa128.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_attn_prefill_fa128_paged = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_attn_prefill_fa128_paged_0 = kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0);  // kernelgen: specs/attn_prefill_fa128.yaml:14: kernel 'attn_prefill_fa128_paged': parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d)
+using kg_signature_attn_prefill_fa128 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_attn_prefill_fa128_0 = kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0);  // kernelgen: specs/attn_prefill_fa128.yaml:53: kernel 'attn_prefill_fa128': parameters (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d)
+}  // namespace
+
 namespace kernelgen::attn_prefill_fa128 {
 namespace {
 const char* const kSkip_attn_prefill_fa128_paged[] = {
@@ -333,33 +341,31 @@ const kg_kernel_info kg_info_attn_prefill_fa128_paged = {
     kSkip_attn_prefill_fa128_paged, kApplies_attn_prefill_fa128_paged, kRequires_attn_prefill_fa128_paged,
     1, 5, 4,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_attn_prefill_fa128_paged = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged>,
               "kernelgen: specs/attn_prefill_fa128.yaml:14: kernel 'attn_prefill_fa128_paged': the __global__ definition of attn_prefill_fa128_paged_kernel does not take the spec's 12 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 0>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:19: kernel 'attn_prefill_fa128_paged': argument 'q' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 1>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:20: kernel 'attn_prefill_fa128_paged': argument 'k_cache' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 2>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:21: kernel 'attn_prefill_fa128_paged': argument 'v_cache' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 3>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:22: kernel 'attn_prefill_fa128_paged': argument 'output' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 4>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:23: kernel 'attn_prefill_fa128_paged': argument 'block_table' (parameter 5: const i32*, const int32_t* in C++) is not the type of parameter 5 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 5>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:24: kernel 'attn_prefill_fa128_paged': argument 'q_len' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 6>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:25: kernel 'attn_prefill_fa128_paged': argument 'kv_len' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 7>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:26: kernel 'attn_prefill_fa128_paged': argument 'q_offset' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 8>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:27: kernel 'attn_prefill_fa128_paged': argument 'num_q_heads' (parameter 9: u32, uint32_t in C++) is not the type of parameter 9 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 9>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:28: kernel 'attn_prefill_fa128_paged': argument 'num_kv_heads' (parameter 10: u32, uint32_t in C++) is not the type of parameter 10 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 10>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:29: kernel 'attn_prefill_fa128_paged': argument 'cache_block_size' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_signature_attn_prefill_fa128_paged, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 11>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:30: kernel 'attn_prefill_fa128_paged': argument 'inv_sqrt_d' (parameter 12: f32, float in C++) is not the type of parameter 12 of the __global__ definition of attn_prefill_fa128_paged_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_attn_prefill_fa128_paged;
 const char* const kSkip_attn_prefill_fa128[] = {
@@ -383,25 +389,23 @@ const kg_kernel_info kg_info_attn_prefill_fa128 = {
     kSkip_attn_prefill_fa128, kApplies_attn_prefill_fa128, kRequires_attn_prefill_fa128,
     2, 5, 2,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_attn_prefill_fa128 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128>,
               "kernelgen: specs/attn_prefill_fa128.yaml:53: kernel 'attn_prefill_fa128': the __global__ definition of attn_prefill_fa128_kernel does not take the spec's 8 parameters (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 0>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:59: kernel 'attn_prefill_fa128': argument 'q' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 1>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:60: kernel 'attn_prefill_fa128': argument 'k' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 2>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:61: kernel 'attn_prefill_fa128': argument 'v' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 3>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:62: kernel 'attn_prefill_fa128': argument 'output' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 4>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:63: kernel 'attn_prefill_fa128': argument 'seq_len' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 5>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:64: kernel 'attn_prefill_fa128': argument 'num_q_heads' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 6>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:65: kernel 'attn_prefill_fa128': argument 'num_kv_heads' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_signature_attn_prefill_fa128, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 7>(),
               "kernelgen: specs/attn_prefill_fa128.yaml:66: kernel 'attn_prefill_fa128': argument 'inv_sqrt_d' (parameter 8: f32, float in C++) is not the type of parameter 8 of the __global__ definition of attn_prefill_fa128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_attn_prefill_fa128;
 }  // namespace
@@ -409,20 +413,20 @@ kg::KernelSlot kg_slot_attn_prefill_fa128;
 kernelgen::Outcome attn_prefill_fa128_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128_paged(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_fa128_paged};
-  const int32_t kg_ready = kg_slot_attn_prefill_fa128_paged.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_attn_prefill_fa128_paged.prepare(reinterpret_cast<const void*>(::kg_kernel_attn_prefill_fa128_paged_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_fa128_paged};
-  using kg_f = decltype(kg::pick<kg_signature_attn_prefill_fa128_paged>(&::attn_prefill_fa128_paged_kernel, 0));  // its parameter types, for kg::arg
-  ::attn_prefill_fa128_paged_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, kg::arg<kg_f, 4>(block_table), kg::arg<kg_f, 5>(q_len), kg::arg<kg_f, 6>(kv_len), kg::arg<kg_f, 7>(q_offset), kg::arg<kg_f, 8>(num_q_heads), kg::arg<kg_f, 9>(num_kv_heads), kg::arg<kg_f, 10>(cache_block_size), inv_sqrt_d);
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_attn_prefill_fa128_paged_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k_cache, v_cache, output, kg::arg<kg_f, 4>(block_table), kg::arg<kg_f, 5>(q_len), kg::arg<kg_f, 6>(kv_len), kg::arg<kg_f, 7>(q_offset), kg::arg<kg_f, 8>(num_q_heads), kg::arg<kg_f, 9>(num_kv_heads), kg::arg<kg_f, 10>(cache_block_size), inv_sqrt_d);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_fa128_paged};
 }
 
 kernelgen::Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::attn_prefill_fa128::plan_attn_prefill_fa128(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_attn_prefill_fa128};
-  const int32_t kg_ready = kg_slot_attn_prefill_fa128.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_attn_prefill_fa128.prepare(reinterpret_cast<const void*>(::kg_kernel_attn_prefill_fa128_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_attn_prefill_fa128};
-  using kg_f = decltype(kg::pick<kg_signature_attn_prefill_fa128>(&::attn_prefill_fa128_kernel, 0));  // its parameter types, for kg::arg
-  ::attn_prefill_fa128_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, kg::arg<kg_f, 4>(seq_len), kg::arg<kg_f, 5>(num_q_heads), kg::arg<kg_f, 6>(num_kv_heads), inv_sqrt_d);
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_attn_prefill_fa128_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(q, k, v, output, kg::arg<kg_f, 4>(seq_len), kg::arg<kg_f, 5>(num_q_heads), kg::arg<kg_f, 6>(num_kv_heads), inv_sqrt_d);
   return {kg::launch_error(::cudaGetLastError()), &kg_info_attn_prefill_fa128};
 }
 

@@ -454,6 +454,20 @@ int32_t kg_sizes_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_
 #include "kernels/dflash/dense_gemm_pipelined.cu"
 #include "kernels/dflash/dense_gemm_tma.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_dense_gemv = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemv_0 = kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0);  // kernelgen: specs/dense_linear.yaml:34: kernel 'dense_gemv': parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_dense_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemv_rt1_0 = kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0);  // kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemv_rt1': parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_dense_gemm = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemm_0 = kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0);  // kernelgen: specs/dense_linear.yaml:90: kernel 'dense_gemm': parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_dense_gemm_pipelined = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemm_pipelined_0 = kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0);  // kernelgen: specs/dense_linear.yaml:110: kernel 'dense_gemm_pipelined': parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_dense_gemm_tma = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dense_gemm_tma_0 = kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0);  // kernelgen: specs/dense_linear.yaml:141: kernel 'dense_gemm_tma': parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map)
+}  // namespace
+
 namespace kernelgen::dense_linear {
 namespace {
 const char* const kSkip_dense_gemv[] = {
@@ -469,21 +483,19 @@ const kg_kernel_info kg_info_dense_gemv = {
     kSkip_dense_gemv, kApplies_dense_gemv, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemv = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv>,
               "kernelgen: specs/dense_linear.yaml:34: kernel 'dense_gemv': the __global__ definition of dense_gemv_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 0>(),
               "kernelgen: specs/dense_linear.yaml:48: kernel 'dense_gemv': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 1>(),
               "kernelgen: specs/dense_linear.yaml:49: kernel 'dense_gemv': argument 'w' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 2>(),
               "kernelgen: specs/dense_linear.yaml:50: kernel 'dense_gemv': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 3>(),
               "kernelgen: specs/dense_linear.yaml:51: kernel 'dense_gemv': argument 'm' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 4>(),
               "kernelgen: specs/dense_linear.yaml:52: kernel 'dense_gemv': argument 'n' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_signature_dense_gemv, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 5>(),
               "kernelgen: specs/dense_linear.yaml:53: kernel 'dense_gemv': argument 'k' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dense_gemv_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dense_gemv;
 const char* const kSkip_dense_gemv_rt1[] = {
@@ -501,21 +513,19 @@ const kg_kernel_info kg_info_dense_gemv_rt1 = {
     kSkip_dense_gemv_rt1, kApplies_dense_gemv_rt1, nullptr,
     2, 3, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1>,
               "kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemv_rt1': the __global__ definition of dense_gemv_bf16_rt1_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 0>(),
               "kernelgen: specs/dense_linear.yaml:48: kernel 'dense_gemv_rt1': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 1>(),
               "kernelgen: specs/dense_linear.yaml:49: kernel 'dense_gemv_rt1': argument 'w' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 2>(),
               "kernelgen: specs/dense_linear.yaml:50: kernel 'dense_gemv_rt1': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 3>(),
               "kernelgen: specs/dense_linear.yaml:51: kernel 'dense_gemv_rt1': argument 'm' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 4>(),
               "kernelgen: specs/dense_linear.yaml:52: kernel 'dense_gemv_rt1': argument 'n' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_signature_dense_gemv_rt1, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 5>(),
               "kernelgen: specs/dense_linear.yaml:53: kernel 'dense_gemv_rt1': argument 'k' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dense_gemv_bf16_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dense_gemv_rt1;
 const char* const kSkip_dense_gemm[] = {
@@ -528,21 +538,19 @@ const kg_kernel_info kg_info_dense_gemm = {
     kSkip_dense_gemm, nullptr, nullptr,
     2, 0, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemm = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm>,
               "kernelgen: specs/dense_linear.yaml:90: kernel 'dense_gemm': the __global__ definition of dense_gemm_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 0>(),
               "kernelgen: specs/dense_linear.yaml:97: kernel 'dense_gemm': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 1>(),
               "kernelgen: specs/dense_linear.yaml:98: kernel 'dense_gemm': argument 'w' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 2>(),
               "kernelgen: specs/dense_linear.yaml:99: kernel 'dense_gemm': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 3>(),
               "kernelgen: specs/dense_linear.yaml:100: kernel 'dense_gemm': argument 'm' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 4>(),
               "kernelgen: specs/dense_linear.yaml:101: kernel 'dense_gemm': argument 'n' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_signature_dense_gemm, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 5>(),
               "kernelgen: specs/dense_linear.yaml:102: kernel 'dense_gemm': argument 'k' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dense_gemm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dense_gemm;
 const char* const kSkip_dense_gemm_pipelined[] = {
@@ -555,21 +563,19 @@ const kg_kernel_info kg_info_dense_gemm_pipelined = {
     kSkip_dense_gemm_pipelined, nullptr, nullptr,
     2, 0, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemm_pipelined = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined>,
               "kernelgen: specs/dense_linear.yaml:110: kernel 'dense_gemm_pipelined': the __global__ definition of dense_gemm_pipelined_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 0>(),
               "kernelgen: specs/dense_linear.yaml:123: kernel 'dense_gemm_pipelined': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 1>(),
               "kernelgen: specs/dense_linear.yaml:124: kernel 'dense_gemm_pipelined': argument 'w' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 2>(),
               "kernelgen: specs/dense_linear.yaml:125: kernel 'dense_gemm_pipelined': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 3>(),
               "kernelgen: specs/dense_linear.yaml:126: kernel 'dense_gemm_pipelined': argument 'm' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 4>(),
               "kernelgen: specs/dense_linear.yaml:127: kernel 'dense_gemm_pipelined': argument 'n' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_signature_dense_gemm_pipelined, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 5>(),
               "kernelgen: specs/dense_linear.yaml:128: kernel 'dense_gemm_pipelined': argument 'k' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dense_gemm_pipelined_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dense_gemm_pipelined;
 const char* const kSkip_dense_gemm_tma[] = {
@@ -585,25 +591,23 @@ const kg_kernel_info kg_info_dense_gemm_tma = {
     kSkip_dense_gemm_tma, kApplies_dense_gemm_tma, nullptr,
     1, 2, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dense_gemm_tma = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma>,
               "kernelgen: specs/dense_linear.yaml:141: kernel 'dense_gemm_tma': the __global__ definition of dense_gemm_tma_bf16_kernel does not take the spec's 8 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 0>(),
               "kernelgen: specs/dense_linear.yaml:155: kernel 'dense_gemm_tma': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 1>(),
               "kernelgen: specs/dense_linear.yaml:156: kernel 'dense_gemm_tma': argument 'w' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 2>(),
               "kernelgen: specs/dense_linear.yaml:157: kernel 'dense_gemm_tma': argument 'out' (parameter 3: bf16*, __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 3>(),
               "kernelgen: specs/dense_linear.yaml:158: kernel 'dense_gemm_tma': argument 'm' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 4>(),
               "kernelgen: specs/dense_linear.yaml:159: kernel 'dense_gemm_tma': argument 'n' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 5>(),
               "kernelgen: specs/dense_linear.yaml:160: kernel 'dense_gemm_tma': argument 'k' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 6>(),
               "kernelgen: specs/dense_linear.yaml:162: kernel 'dense_gemm_tma': tensor map 'x_map' (parameter 7) is not a CUtensorMap parameter of the __global__ definition of dense_gemm_tma_bf16_kernel; declare it const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_signature_dense_gemm_tma, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 7>(),
               "kernelgen: specs/dense_linear.yaml:163: kernel 'dense_gemm_tma': tensor map 'w_map' (parameter 8) is not a CUtensorMap parameter of the __global__ definition of dense_gemm_tma_bf16_kernel; declare it const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps");
 kg::KernelSlot kg_slot_dense_gemm_tma;
 }  // namespace
@@ -611,9 +615,9 @@ kg::KernelSlot kg_slot_dense_gemm_tma;
 kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemv(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv};
-  const int32_t kg_ready = kg_slot_dense_gemv.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemv.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemv_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -624,15 +628,15 @@ kernelgen::Outcome dense_gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dense_gemv>(&::dense_gemv_bf16_kernel, 0), x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemv};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dense_gemv_0, x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemv};
 }
 
 kernelgen::Outcome dense_gemv_rt1(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemv_rt1(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemv_rt1};
-  const int32_t kg_ready = kg_slot_dense_gemv_rt1.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemv_rt1.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemv_rt1_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemv_rt1};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -643,25 +647,25 @@ kernelgen::Outcome dense_gemv_rt1(const __nv_bfloat16* x, const __nv_bfloat16* w
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dense_gemv_rt1>(&::dense_gemv_bf16_rt1_kernel, 0), x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemv_rt1};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dense_gemv_rt1_0, x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemv_rt1};
 }
 
 kernelgen::Outcome dense_gemm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemm(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm};
-  const int32_t kg_ready = kg_slot_dense_gemm.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemm.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemm_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemm>(&::dense_gemm_bf16_kernel, 0));  // its parameter types, for kg::arg
-  ::dense_gemm_bf16_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_dense_gemm_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_dense_gemm};
 }
 
 kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dense_linear::plan_dense_gemm_pipelined(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dense_gemm_pipelined};
-  const int32_t kg_ready = kg_slot_dense_gemm_pipelined.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemm_pipelined.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemm_pipelined_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_pipelined};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   int64_t kg_cluster[3];
   kg_cluster_dense_gemm_pipelined(m, n, k, kg_cluster);
@@ -676,7 +680,7 @@ kernelgen::Outcome dense_gemm_pipelined(const __nv_bfloat16* x, const __nv_bfloa
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dense_gemm_pipelined>(&::dense_gemm_pipelined_bf16_kernel, 0), x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemm_pipelined};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dense_gemm_pipelined_0, x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k))), &kg_info_dense_gemm_pipelined};
 }
 
 kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
@@ -688,9 +692,9 @@ kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w
     const int32_t kg_rc = kg_tensor_maps_dense_gemm_tma(x, w, out, m, n, k, kg_tm);
     if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_dense_gemm_tma};
   }
-  const int32_t kg_ready = kg_slot_dense_gemm_tma.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dense_gemm_tma.prepare(reinterpret_cast<const void*>(::kg_kernel_dense_gemm_tma_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dense_gemm_tma};
-  using kg_f = decltype(kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   int64_t kg_cluster[3];
   kg_cluster_dense_gemm_tma(m, n, k, kg_cluster);
@@ -705,7 +709,7 @@ kernelgen::Outcome dense_gemm_tma(const __nv_bfloat16* x, const __nv_bfloat16* w
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dense_gemm_tma>(&::dense_gemm_tma_bf16_kernel, 0), x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k), kg_tm[0], kg_tm[1])), &kg_info_dense_gemm_tma};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dense_gemm_tma_0, x, w, out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(n), kg::arg<kg_f, 5>(k), kg_tm[0], kg_tm[1])), &kg_info_dense_gemm_tma};
 }
 
 // dense_linear_any: Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.

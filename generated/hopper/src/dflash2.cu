@@ -408,6 +408,18 @@ int32_t kg_sizes_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t 
 #include "kernels/dflash/dflash2_topk16.cu"
 #include "kernels/dflash/dflash2_selector_walk.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_dflash2_conv2 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dflash2_conv2_0 = kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0);  // kernelgen: specs/dflash2.yaml:24: kernel 'dflash2_conv2': parameters (const bf16* x, const bf16* base, const bf16* delta, bf16* out, u32 rows, u32 hidden)
+using kg_signature_dflash2_topk16_f32 = void (*)(float*, int32_t*, float*, uint32_t, uint32_t, float, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dflash2_topk16_f32_0 = kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0);  // kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_f32': parameters (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap)
+using kg_signature_dflash2_topk16_bf16 = void (*)(__nv_bfloat16*, int32_t*, float*, uint32_t, uint32_t, float, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dflash2_topk16_bf16_0 = kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0);  // kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_bf16': parameters (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap)
+using kg_signature_dflash2_selector_walk = void (*)(const int32_t*, const float*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, int32_t*, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_dflash2_selector_walk_0 = kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0);  // kernelgen: specs/dflash2.yaml:92: kernel 'dflash2_selector_walk': parameters (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab)
+}  // namespace
+
 namespace kernelgen::dflash2 {
 namespace {
 const char* const kSkip_dflash2_conv2[] = {
@@ -424,21 +436,19 @@ const kg_kernel_info kg_info_dflash2_conv2 = {
     kSkip_dflash2_conv2, nullptr, kRequires_dflash2_conv2,
     1, 0, 3,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dflash2_conv2 = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2>,
               "kernelgen: specs/dflash2.yaml:24: kernel 'dflash2_conv2': the __global__ definition of dflash2_conv2_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* base, const bf16* delta, bf16* out, u32 rows, u32 hidden); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 0>(),
               "kernelgen: specs/dflash2.yaml:35: kernel 'dflash2_conv2': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 1>(),
               "kernelgen: specs/dflash2.yaml:36: kernel 'dflash2_conv2': argument 'base' (parameter 2: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 2>(),
               "kernelgen: specs/dflash2.yaml:37: kernel 'dflash2_conv2': argument 'delta' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 3>(),
               "kernelgen: specs/dflash2.yaml:38: kernel 'dflash2_conv2': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 4>(),
               "kernelgen: specs/dflash2.yaml:39: kernel 'dflash2_conv2': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_signature_dflash2_conv2, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 5>(),
               "kernelgen: specs/dflash2.yaml:40: kernel 'dflash2_conv2': argument 'hidden' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash2_conv2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dflash2_conv2;
 const char* const kSkip_dflash2_topk16_f32[] = {
@@ -455,23 +465,21 @@ const kg_kernel_info kg_info_dflash2_topk16_f32 = {
     kSkip_dflash2_topk16_f32, nullptr, kRequires_dflash2_topk16_f32,
     1, 0, 3,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dflash2_topk16_f32 = void (*)(float*, int32_t*, float*, uint32_t, uint32_t, float, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32>,
               "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_f32': the __global__ definition of dflash2_topk16_kernel<float> does not take the spec's 7 parameters (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 0>(),
               "kernelgen: specs/dflash2.yaml:72: kernel 'dflash2_topk16_f32': argument 'logits' (parameter 1: f32*, float* in C++) is not the type of parameter 1 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 1>(),
               "kernelgen: specs/dflash2.yaml:73: kernel 'dflash2_topk16_f32': argument 'ids' (parameter 2: i32*, int32_t* in C++) is not the type of parameter 2 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 2>(),
               "kernelgen: specs/dflash2.yaml:74: kernel 'dflash2_topk16_f32': argument 'scores' (parameter 3: f32*, float* in C++) is not the type of parameter 3 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 3>(),
               "kernelgen: specs/dflash2.yaml:75: kernel 'dflash2_topk16_f32': argument 'rows' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 4>(),
               "kernelgen: specs/dflash2.yaml:76: kernel 'dflash2_topk16_f32': argument 'vocab' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 5>(),
               "kernelgen: specs/dflash2.yaml:77: kernel 'dflash2_topk16_f32': argument 'multiplier' (parameter 6: f32, float in C++) is not the type of parameter 6 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_signature_dflash2_topk16_f32, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 6>(),
               "kernelgen: specs/dflash2.yaml:78: kernel 'dflash2_topk16_f32': argument 'cap' (parameter 7: f32, float in C++) is not the type of parameter 7 of the __global__ definition of dflash2_topk16_kernel<float>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dflash2_topk16_f32;
 const char* const kSkip_dflash2_topk16_bf16[] = {
@@ -488,23 +496,21 @@ const kg_kernel_info kg_info_dflash2_topk16_bf16 = {
     kSkip_dflash2_topk16_bf16, nullptr, kRequires_dflash2_topk16_bf16,
     1, 0, 3,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dflash2_topk16_bf16 = void (*)(__nv_bfloat16*, int32_t*, float*, uint32_t, uint32_t, float, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16>,
               "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_bf16': the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16> does not take the spec's 7 parameters (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 0>(),
               "kernelgen: specs/dflash2.yaml:72: kernel 'dflash2_topk16_bf16': argument 'logits' (parameter 1: bf16*, __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 1>(),
               "kernelgen: specs/dflash2.yaml:73: kernel 'dflash2_topk16_bf16': argument 'ids' (parameter 2: i32*, int32_t* in C++) is not the type of parameter 2 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 2>(),
               "kernelgen: specs/dflash2.yaml:74: kernel 'dflash2_topk16_bf16': argument 'scores' (parameter 3: f32*, float* in C++) is not the type of parameter 3 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 3>(),
               "kernelgen: specs/dflash2.yaml:75: kernel 'dflash2_topk16_bf16': argument 'rows' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 4>(),
               "kernelgen: specs/dflash2.yaml:76: kernel 'dflash2_topk16_bf16': argument 'vocab' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 5>(),
               "kernelgen: specs/dflash2.yaml:77: kernel 'dflash2_topk16_bf16': argument 'multiplier' (parameter 6: f32, float in C++) is not the type of parameter 6 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_signature_dflash2_topk16_bf16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 6>(),
               "kernelgen: specs/dflash2.yaml:78: kernel 'dflash2_topk16_bf16': argument 'cap' (parameter 7: f32, float in C++) is not the type of parameter 7 of the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dflash2_topk16_bf16;
 const char* const kSkip_dflash2_selector_walk[] = {
@@ -525,31 +531,29 @@ const kg_kernel_info kg_info_dflash2_selector_walk = {
     kSkip_dflash2_selector_walk, nullptr, kRequires_dflash2_selector_walk,
     2, 0, 6,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_dflash2_selector_walk = void (*)(const int32_t*, const float*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, int32_t*, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk>,
               "kernelgen: specs/dflash2.yaml:92: kernel 'dflash2_selector_walk': the __global__ definition of dflash2_selector_walk_kernel does not take the spec's 11 parameters (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 0>(),
               "kernelgen: specs/dflash2.yaml:106: kernel 'dflash2_selector_walk': argument 'cand' (parameter 1: const i32*, const int32_t* in C++) is not the type of parameter 1 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 1>(),
               "kernelgen: specs/dflash2.yaml:107: kernel 'dflash2_selector_walk': argument 'u' (parameter 2: const f32*, const float* in C++) is not the type of parameter 2 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 2>(),
               "kernelgen: specs/dflash2.yaml:108: kernel 'dflash2_selector_walk': argument 'h' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 3>(),
               "kernelgen: specs/dflash2.yaml:109: kernel 'dflash2_selector_walk': argument 'p_codebook' (parameter 4: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 4>(),
               "kernelgen: specs/dflash2.yaml:110: kernel 'dflash2_selector_walk': argument 'q_codebook' (parameter 5: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 5>(),
               "kernelgen: specs/dflash2.yaml:111: kernel 'dflash2_selector_walk': argument 'anchor' (parameter 6: const i32*, const int32_t* in C++) is not the type of parameter 6 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 6>(),
               "kernelgen: specs/dflash2.yaml:112: kernel 'dflash2_selector_walk': argument 'out' (parameter 7: i32*, int32_t* in C++) is not the type of parameter 7 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 7>(),
               "kernelgen: specs/dflash2.yaml:113: kernel 'dflash2_selector_walk': argument 'batch' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 8>(),
               "kernelgen: specs/dflash2.yaml:114: kernel 'dflash2_selector_walk': argument 'slots' (parameter 9: u32, uint32_t in C++) is not the type of parameter 9 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 9>(),
               "kernelgen: specs/dflash2.yaml:115: kernel 'dflash2_selector_walk': argument 'rank' (parameter 10: u32, uint32_t in C++) is not the type of parameter 10 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_signature_dflash2_selector_walk, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 10>(),
               "kernelgen: specs/dflash2.yaml:116: kernel 'dflash2_selector_walk': argument 'vocab' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash2_selector_walk_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_dflash2_selector_walk;
 // dflash2_topk16: reported when no member takes the arrays' element types (T).
@@ -564,9 +568,9 @@ const kg_kernel_info kg_info_dflash2_topk16 = {
 kernelgen::Outcome dflash2_conv2(const __nv_bfloat16* x, const __nv_bfloat16* base, const __nv_bfloat16* delta, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_conv2(rows, hidden);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_conv2};
-  const int32_t kg_ready = kg_slot_dflash2_conv2.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dflash2_conv2.prepare(reinterpret_cast<const void*>(::kg_kernel_dflash2_conv2_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_conv2};
-  using kg_f = decltype(kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -577,15 +581,15 @@ kernelgen::Outcome dflash2_conv2(const __nv_bfloat16* x, const __nv_bfloat16* ba
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dflash2_conv2>(&::dflash2_conv2_kernel, 0), x, base, delta, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(hidden))), &kg_info_dflash2_conv2};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dflash2_conv2_0, x, base, delta, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(hidden))), &kg_info_dflash2_conv2};
 }
 
 kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_topk16_f32(rows, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_f32};
-  const int32_t kg_ready = kg_slot_dflash2_topk16_f32.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dflash2_topk16_f32.prepare(reinterpret_cast<const void*>(::kg_kernel_dflash2_topk16_f32_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_f32};
-  using kg_f = decltype(kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -596,15 +600,15 @@ kernelgen::Outcome dflash2_topk16_f32(float* logits, int32_t* ids, float* scores
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dflash2_topk16_f32>(&::dflash2_topk16_kernel<float>, 0), logits, kg::arg<kg_f, 1>(ids), scores, kg::arg<kg_f, 3>(rows), kg::arg<kg_f, 4>(vocab), multiplier, cap)), &kg_info_dflash2_topk16_f32};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dflash2_topk16_f32_0, logits, kg::arg<kg_f, 1>(ids), scores, kg::arg<kg_f, 3>(rows), kg::arg<kg_f, 4>(vocab), multiplier, cap)), &kg_info_dflash2_topk16_f32};
 }
 
 kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, float* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_topk16_bf16(rows, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_topk16_bf16};
-  const int32_t kg_ready = kg_slot_dflash2_topk16_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dflash2_topk16_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_dflash2_topk16_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_topk16_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -615,15 +619,15 @@ kernelgen::Outcome dflash2_topk16_bf16(__nv_bfloat16* logits, int32_t* ids, floa
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dflash2_topk16_bf16>(&::dflash2_topk16_kernel<__nv_bfloat16>, 0), logits, kg::arg<kg_f, 1>(ids), scores, kg::arg<kg_f, 3>(rows), kg::arg<kg_f, 4>(vocab), multiplier, cap)), &kg_info_dflash2_topk16_bf16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dflash2_topk16_bf16_0, logits, kg::arg<kg_f, 1>(ids), scores, kg::arg<kg_f, 3>(rows), kg::arg<kg_f, 4>(vocab), multiplier, cap)), &kg_info_dflash2_topk16_bf16};
 }
 
 kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, const __nv_bfloat16* h, const __nv_bfloat16* p_codebook, const __nv_bfloat16* q_codebook, const int32_t* anchor, int32_t* out, uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::dflash2::plan_dflash2_selector_walk(batch, slots, rank, vocab);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_dflash2_selector_walk};
-  const int32_t kg_ready = kg_slot_dflash2_selector_walk.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_dflash2_selector_walk.prepare(reinterpret_cast<const void*>(::kg_kernel_dflash2_selector_walk_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_dflash2_selector_walk};
-  using kg_f = decltype(kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -634,7 +638,7 @@ kernelgen::Outcome dflash2_selector_walk(const int32_t* cand, const float* u, co
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_dflash2_selector_walk>(&::dflash2_selector_walk_kernel, 0), kg::arg<kg_f, 0>(cand), u, h, p_codebook, q_codebook, kg::arg<kg_f, 5>(anchor), kg::arg<kg_f, 6>(out), kg::arg<kg_f, 7>(batch), kg::arg<kg_f, 8>(slots), kg::arg<kg_f, 9>(rank), kg::arg<kg_f, 10>(vocab))), &kg_info_dflash2_selector_walk};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_dflash2_selector_walk_0, kg::arg<kg_f, 0>(cand), u, h, p_codebook, q_codebook, kg::arg<kg_f, 5>(anchor), kg::arg<kg_f, 6>(out), kg::arg<kg_f, 7>(batch), kg::arg<kg_f, 8>(slots), kg::arg<kg_f, 9>(rank), kg::arg<kg_f, 10>(vocab))), &kg_info_dflash2_selector_walk};
 }
 
 // dflash2_topk16: Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.

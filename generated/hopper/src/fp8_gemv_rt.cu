@@ -2340,6 +2340,50 @@ int32_t kg_sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uin
 #include "kernels/dflash/fp8_gemv_rt.cu"
 #include "kernels/dflash/fp8_gemv_tma.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_fp8_gemv_tma = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_tma_0 = kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:27: kernel 'fp8_gemv_tma': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map)
+using kg_signature_fp8_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_0 = kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_0 = kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_0 = kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_16_0 = kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_32 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_32_0 = kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:177: kernel 'fp8_gemv_rt2_32': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_32_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_32_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_32_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_32_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1_32 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_32_0 = kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:203: kernel 'fp8_gemv_rt1_32': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_64 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_64_0 = kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:215: kernel 'fp8_gemv_rt2_64': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_64_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_64_ks_8_0 = kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_8': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_64_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_64_ks_4_0 = kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_4': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1_64 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_64_0 = kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:240: kernel 'fp8_gemv_rt1_64': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt1_64_128 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_64_128_0 = kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:251: kernel 'fp8_gemv_rt1_64_128': parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k)
+using kg_signature_fp8_gemv_rt2_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt2_16_x3_0 = kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k)
+using kg_signature_fp8_gemv_rt1_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_fp8_gemv_rt1_16_x3_0 = kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0);  // kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k)
+}  // namespace
+
 namespace kernelgen::fp8_gemv_rt {
 namespace {
 const char* const kSkip_fp8_gemv_tma[] = {
@@ -2356,27 +2400,25 @@ const kg_kernel_info kg_info_fp8_gemv_tma = {
     kSkip_fp8_gemv_tma, kApplies_fp8_gemv_tma, nullptr,
     2, 2, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_tma = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, CUtensorMap, CUtensorMap);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma>,
               "kernelgen: specs/fp8_gemv_rt.yaml:27: kernel 'fp8_gemv_tma': the __global__ definition of dflash_fp8_gemv_tma_kernel does not take the spec's 9 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:39: kernel 'fp8_gemv_tma': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:40: kernel 'fp8_gemv_tma': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:41: kernel 'fp8_gemv_tma': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:42: kernel 'fp8_gemv_tma': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:43: kernel 'fp8_gemv_tma': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:44: kernel 'fp8_gemv_tma': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:45: kernel 'fp8_gemv_tma': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 7>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:47: kernel 'fp8_gemv_tma': tensor map 'x_map' (parameter 8) is not a CUtensorMap parameter of the __global__ definition of dflash_fp8_gemv_tma_kernel; declare it const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_signature_fp8_gemv_tma, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 8>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:48: kernel 'fp8_gemv_tma': tensor map 'q_map' (parameter 9) is not a CUtensorMap parameter of the __global__ definition of dflash_fp8_gemv_tma_kernel; declare it const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps");
 kg::KernelSlot kg_slot_fp8_gemv_tma;
 const char* const kSkip_fp8_gemv_rt2[] = {
@@ -2397,23 +2439,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     kSkip_fp8_gemv_rt2, kApplies_fp8_gemv_rt2, kRequires_fp8_gemv_rt2,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2>,
               "kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': the __global__ definition of dflash_fp8_gemv_rt2_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_signature_fp8_gemv_rt2, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2;
 const char* const kSkip_fp8_gemv_rt2_16[] = {
@@ -2434,23 +2474,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     kSkip_fp8_gemv_rt2_16, kApplies_fp8_gemv_rt2_16, kRequires_fp8_gemv_rt2_16,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the __global__ definition of dflash_fp8_gemv_rt2_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:101: kernel 'fp8_gemv_rt2_16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:102: kernel 'fp8_gemv_rt2_16': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:103: kernel 'fp8_gemv_rt2_16': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:104: kernel 'fp8_gemv_rt2_16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:106: kernel 'fp8_gemv_rt2_16': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_signature_fp8_gemv_rt2_16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:107: kernel 'fp8_gemv_rt2_16': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16;
 const char* const kSkip_fp8_gemv_rt1[] = {
@@ -2472,23 +2510,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1 = {
     kSkip_fp8_gemv_rt1, kApplies_fp8_gemv_rt1, kRequires_fp8_gemv_rt1,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1>,
               "kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': the __global__ definition of dflash_fp8_gemv_rt1_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_signature_fp8_gemv_rt1, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1;
 const char* const kSkip_fp8_gemv_rt1_16[] = {
@@ -2510,23 +2546,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
     kSkip_fp8_gemv_rt1_16, kApplies_fp8_gemv_rt1_16, kRequires_fp8_gemv_rt1_16,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_16 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': the __global__ definition of dflash_fp8_gemv_rt1_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1_16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1_16': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1_16': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1_16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1_16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1_16': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_signature_fp8_gemv_rt1_16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1_16': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16;
 const char* const kSkip_fp8_gemv_rt2_ks_8[] = {
@@ -2548,23 +2582,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     kSkip_fp8_gemv_rt2_ks_8, kApplies_fp8_gemv_rt2_ks_8, kRequires_fp8_gemv_rt2_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_8;
 const char* const kSkip_fp8_gemv_rt2_ks_4[] = {
@@ -2586,23 +2618,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     kSkip_fp8_gemv_rt2_ks_4, kApplies_fp8_gemv_rt2_ks_4, kRequires_fp8_gemv_rt2_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_ks_4;
 const char* const kSkip_fp8_gemv_rt2_16_ks_8[] = {
@@ -2624,23 +2654,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     kSkip_fp8_gemv_rt2_16_ks_8, kApplies_fp8_gemv_rt2_16_ks_8, kRequires_fp8_gemv_rt2_16_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_16_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_16_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_16_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_16_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_16_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_16_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_16_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_16_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_8;
 const char* const kSkip_fp8_gemv_rt2_16_ks_4[] = {
@@ -2662,23 +2690,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     kSkip_fp8_gemv_rt2_16_ks_4, kApplies_fp8_gemv_rt2_16_ks_4, kRequires_fp8_gemv_rt2_16_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_16_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_16_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_16_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_16_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_16_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_16_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_16_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_16_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_ks_4;
 const char* const kSkip_fp8_gemv_rt2_32[] = {
@@ -2699,23 +2725,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_32 = {
     kSkip_fp8_gemv_rt2_32, kApplies_fp8_gemv_rt2_32, kRequires_fp8_gemv_rt2_32,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_32 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32>,
               "kernelgen: specs/fp8_gemv_rt.yaml:177: kernel 'fp8_gemv_rt2_32': the __global__ definition of dflash_fp8_gemv_rt2_32_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:101: kernel 'fp8_gemv_rt2_32': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:102: kernel 'fp8_gemv_rt2_32': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:103: kernel 'fp8_gemv_rt2_32': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:104: kernel 'fp8_gemv_rt2_32': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_32': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:106: kernel 'fp8_gemv_rt2_32': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_signature_fp8_gemv_rt2_32, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:107: kernel 'fp8_gemv_rt2_32': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_32;
 const char* const kSkip_fp8_gemv_rt2_32_ks_8[] = {
@@ -2737,23 +2761,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_8 = {
     kSkip_fp8_gemv_rt2_32_ks_8, kApplies_fp8_gemv_rt2_32_ks_8, kRequires_fp8_gemv_rt2_32_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_32_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_32_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_32_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_32_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_32_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_32_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_32_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_32_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_32_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_32_ks_8;
 const char* const kSkip_fp8_gemv_rt2_32_ks_4[] = {
@@ -2775,23 +2797,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_4 = {
     kSkip_fp8_gemv_rt2_32_ks_4, kApplies_fp8_gemv_rt2_32_ks_4, kRequires_fp8_gemv_rt2_32_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_32_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_32_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_32_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_32_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_32_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_32_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_32_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_32_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_32_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_32_ks_4;
 const char* const kSkip_fp8_gemv_rt1_32[] = {
@@ -2813,23 +2833,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_32 = {
     kSkip_fp8_gemv_rt1_32, kApplies_fp8_gemv_rt1_32, kRequires_fp8_gemv_rt1_32,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_32 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32>,
               "kernelgen: specs/fp8_gemv_rt.yaml:203: kernel 'fp8_gemv_rt1_32': the __global__ definition of dflash_fp8_gemv_rt1_32_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1_32': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1_32': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1_32': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1_32': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1_32': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1_32': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_signature_fp8_gemv_rt1_32, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1_32': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_32_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_32;
 const char* const kSkip_fp8_gemv_rt2_64[] = {
@@ -2850,23 +2868,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_64 = {
     kSkip_fp8_gemv_rt2_64, kApplies_fp8_gemv_rt2_64, kRequires_fp8_gemv_rt2_64,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_64 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64>,
               "kernelgen: specs/fp8_gemv_rt.yaml:215: kernel 'fp8_gemv_rt2_64': the __global__ definition of dflash_fp8_gemv_rt2_64_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:101: kernel 'fp8_gemv_rt2_64': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:102: kernel 'fp8_gemv_rt2_64': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:103: kernel 'fp8_gemv_rt2_64': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:104: kernel 'fp8_gemv_rt2_64': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:105: kernel 'fp8_gemv_rt2_64': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:106: kernel 'fp8_gemv_rt2_64': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_signature_fp8_gemv_rt2_64, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:107: kernel 'fp8_gemv_rt2_64': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_64;
 const char* const kSkip_fp8_gemv_rt2_64_ks_8[] = {
@@ -2888,23 +2904,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_8 = {
     kSkip_fp8_gemv_rt2_64_ks_8, kApplies_fp8_gemv_rt2_64_ks_8, kRequires_fp8_gemv_rt2_64_ks_8,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_64_ks_8 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_64_ks_8': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_64_ks_8': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_64_ks_8': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_64_ks_8': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_64_ks_8': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_64_ks_8': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_signature_fp8_gemv_rt2_64_ks_8, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_64_ks_8': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_64_ks_8;
 const char* const kSkip_fp8_gemv_rt2_64_ks_4[] = {
@@ -2926,23 +2940,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_4 = {
     kSkip_fp8_gemv_rt2_64_ks_4, kApplies_fp8_gemv_rt2_64_ks_4, kRequires_fp8_gemv_rt2_64_ks_4,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_64_ks_4 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt2_64_ks_4': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt2_64_ks_4': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt2_64_ks_4': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt2_64_ks_4': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt2_64_ks_4': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt2_64_ks_4': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_signature_fp8_gemv_rt2_64_ks_4, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt2_64_ks_4': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4>; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_64_ks_4;
 const char* const kSkip_fp8_gemv_rt1_64[] = {
@@ -2964,23 +2976,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_64 = {
     kSkip_fp8_gemv_rt1_64, kApplies_fp8_gemv_rt1_64, kRequires_fp8_gemv_rt1_64,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_64 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64>,
               "kernelgen: specs/fp8_gemv_rt.yaml:240: kernel 'fp8_gemv_rt1_64': the __global__ definition of dflash_fp8_gemv_rt1_64_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1_64': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1_64': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1_64': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1_64': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1_64': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1_64': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_signature_fp8_gemv_rt1_64, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1_64': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_64_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_64;
 const char* const kSkip_fp8_gemv_rt1_64_128[] = {
@@ -3002,23 +3012,21 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
     kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_64_128 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128>,
               "kernelgen: specs/fp8_gemv_rt.yaml:251: kernel 'fp8_gemv_rt1_64_128': the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:77: kernel 'fp8_gemv_rt1_64_128': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:78: kernel 'fp8_gemv_rt1_64_128': argument 'q' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:79: kernel 'fp8_gemv_rt1_64_128': argument 'scale' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:80: kernel 'fp8_gemv_rt1_64_128': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:81: kernel 'fp8_gemv_rt1_64_128': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:82: kernel 'fp8_gemv_rt1_64_128': argument 'n' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_signature_fp8_gemv_rt1_64_128, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:83: kernel 'fp8_gemv_rt1_64_128': argument 'k' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_64_128;
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
@@ -3039,39 +3047,37 @@ const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     kSkip_fp8_gemv_rt2_16_x3, kApplies_fp8_gemv_rt2_16_x3, kRequires_fp8_gemv_rt2_16_x3,
     2, 3, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt2_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:274: kernel 'fp8_gemv_rt2_16_x3': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:275: kernel 'fp8_gemv_rt2_16_x3': argument 'q0' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:276: kernel 'fp8_gemv_rt2_16_x3': argument 'scale0' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:277: kernel 'fp8_gemv_rt2_16_x3': argument 'out0' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:278: kernel 'fp8_gemv_rt2_16_x3': argument 'q1' (parameter 5: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:279: kernel 'fp8_gemv_rt2_16_x3': argument 'scale1' (parameter 6: const f32*, const float* in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:280: kernel 'fp8_gemv_rt2_16_x3': argument 'out1' (parameter 7: bf16*, __nv_bfloat16* in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 7>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:281: kernel 'fp8_gemv_rt2_16_x3': argument 'q2' (parameter 8: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 8 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 8>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:282: kernel 'fp8_gemv_rt2_16_x3': argument 'scale2' (parameter 9: const f32*, const float* in C++) is not the type of parameter 9 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 9>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:283: kernel 'fp8_gemv_rt2_16_x3': argument 'out2' (parameter 10: bf16*, __nv_bfloat16* in C++) is not the type of parameter 10 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 10>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:284: kernel 'fp8_gemv_rt2_16_x3': argument 'rows' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 11>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:285: kernel 'fp8_gemv_rt2_16_x3': argument 'n0' (parameter 12: u32, uint32_t in C++) is not the type of parameter 12 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 12>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 12>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:286: kernel 'fp8_gemv_rt2_16_x3': argument 'n1' (parameter 13: u32, uint32_t in C++) is not the type of parameter 13 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 13>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 13>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:287: kernel 'fp8_gemv_rt2_16_x3': argument 'n2' (parameter 14: u32, uint32_t in C++) is not the type of parameter 14 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt2_16_x3, 14>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 14>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:288: kernel 'fp8_gemv_rt2_16_x3': argument 'k' (parameter 15: u32, uint32_t in C++) is not the type of parameter 15 of the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt2_16_x3;
 const char* const kSkip_fp8_gemv_rt1_16_x3[] = {
@@ -3093,39 +3099,37 @@ const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     kSkip_fp8_gemv_rt1_16_x3, kApplies_fp8_gemv_rt1_16_x3, kRequires_fp8_gemv_rt1_16_x3,
     2, 4, 1,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_fp8_gemv_rt1_16_x3 = void (*)(const __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, const __nv_fp8_e4m3*, const float*, __nv_bfloat16*, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 0>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:274: kernel 'fp8_gemv_rt1_16_x3': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 1>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:275: kernel 'fp8_gemv_rt1_16_x3': argument 'q0' (parameter 2: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 2 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 2>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:276: kernel 'fp8_gemv_rt1_16_x3': argument 'scale0' (parameter 3: const f32*, const float* in C++) is not the type of parameter 3 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 3>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:277: kernel 'fp8_gemv_rt1_16_x3': argument 'out0' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 4>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:278: kernel 'fp8_gemv_rt1_16_x3': argument 'q1' (parameter 5: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 5 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 5>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:279: kernel 'fp8_gemv_rt1_16_x3': argument 'scale1' (parameter 6: const f32*, const float* in C++) is not the type of parameter 6 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 6>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:280: kernel 'fp8_gemv_rt1_16_x3': argument 'out1' (parameter 7: bf16*, __nv_bfloat16* in C++) is not the type of parameter 7 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 7>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:281: kernel 'fp8_gemv_rt1_16_x3': argument 'q2' (parameter 8: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 8 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 8>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:282: kernel 'fp8_gemv_rt1_16_x3': argument 'scale2' (parameter 9: const f32*, const float* in C++) is not the type of parameter 9 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 9>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:283: kernel 'fp8_gemv_rt1_16_x3': argument 'out2' (parameter 10: bf16*, __nv_bfloat16* in C++) is not the type of parameter 10 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 10>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 10>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:284: kernel 'fp8_gemv_rt1_16_x3': argument 'rows' (parameter 11: u32, uint32_t in C++) is not the type of parameter 11 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 11>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 11>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:285: kernel 'fp8_gemv_rt1_16_x3': argument 'n0' (parameter 12: u32, uint32_t in C++) is not the type of parameter 12 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 12>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 12>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:286: kernel 'fp8_gemv_rt1_16_x3': argument 'n1' (parameter 13: u32, uint32_t in C++) is not the type of parameter 13 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 13>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 13>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:287: kernel 'fp8_gemv_rt1_16_x3': argument 'n2' (parameter 14: u32, uint32_t in C++) is not the type of parameter 14 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_signature_fp8_gemv_rt1_16_x3, 14>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 14>(),
               "kernelgen: specs/fp8_gemv_rt.yaml:288: kernel 'fp8_gemv_rt1_16_x3': argument 'k' (parameter 15: u32, uint32_t in C++) is not the type of parameter 15 of the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_fp8_gemv_rt1_16_x3;
 }  // namespace
@@ -3139,9 +3143,9 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
     const int32_t kg_rc = kg_tensor_maps_fp8_gemv_tma(x, q, scale, out, rows, n, k, kg_tm);
     if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_fp8_gemv_tma};
   }
-  const int32_t kg_ready = kg_slot_fp8_gemv_tma.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_tma.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_tma_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_tma};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[2];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3158,15 +3162,15 @@ kernelgen::Outcome fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 2;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_tma>(&::dflash_fp8_gemv_tma_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k), kg_tm[0], kg_tm[1])), &kg_info_fp8_gemv_tma};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_tma_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k), kg_tm[0], kg_tm[1])), &kg_info_fp8_gemv_tma};
 }
 
 kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3177,15 +3181,15 @@ kernelgen::Outcome fp8_gemv_rt2(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2>(&::dflash_fp8_gemv_rt2_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3196,15 +3200,15 @@ kernelgen::Outcome fp8_gemv_rt2_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16>(&::dflash_fp8_gemv_rt2_16_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt1(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3215,15 +3219,15 @@ kernelgen::Outcome fp8_gemv_rt1(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1>(&::dflash_fp8_gemv_rt1_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3234,15 +3238,15 @@ kernelgen::Outcome fp8_gemv_rt1_16(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_16>(&::dflash_fp8_gemv_rt1_16_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_16_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_16};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3253,15 +3257,15 @@ kernelgen::Outcome fp8_gemv_rt2_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_ks_8>(&::dflash_fp8_gemv_rt2_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3272,15 +3276,15 @@ kernelgen::Outcome fp8_gemv_rt2_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_ks_4>(&::dflash_fp8_gemv_rt2_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3291,15 +3295,15 @@ kernelgen::Outcome fp8_gemv_rt2_16_ks_8(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_ks_8>(&::dflash_fp8_gemv_rt2_16_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3310,15 +3314,15 @@ kernelgen::Outcome fp8_gemv_rt2_16_ks_4(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_ks_4>(&::dflash_fp8_gemv_rt2_16_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_16_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_32};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_32_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_32};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3329,15 +3333,15 @@ kernelgen::Outcome fp8_gemv_rt2_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_32>(&::dflash_fp8_gemv_rt2_32_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_32_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_32_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_32_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_32_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_32_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3348,15 +3352,15 @@ kernelgen::Outcome fp8_gemv_rt2_32_ks_8(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_32_ks_8>(&::dflash_fp8_gemv_rt2_32_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_32_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_32_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_32_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_32_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_32_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_32_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_32_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3367,15 +3371,15 @@ kernelgen::Outcome fp8_gemv_rt2_32_ks_4(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_32_ks_4>(&::dflash_fp8_gemv_rt2_32_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_32_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_32_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_32(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_32};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_32.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_32.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_32_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_32};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3386,15 +3390,15 @@ kernelgen::Outcome fp8_gemv_rt1_32(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_32>(&::dflash_fp8_gemv_rt1_32_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_32};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_32_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_32};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_64};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_64_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_64};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3405,15 +3409,15 @@ kernelgen::Outcome fp8_gemv_rt2_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_64>(&::dflash_fp8_gemv_rt2_64_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_64_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_64_ks_8(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_8(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_64_ks_8};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64_ks_8.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64_ks_8.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_64_ks_8_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_64_ks_8};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3424,15 +3428,15 @@ kernelgen::Outcome fp8_gemv_rt2_64_ks_8(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_64_ks_8>(&::dflash_fp8_gemv_rt2_64_ks_kernel<8>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64_ks_8};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_64_ks_8_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64_ks_8};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_64_ks_4(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_64_ks_4(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_64_ks_4};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64_ks_4.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_64_ks_4.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_64_ks_4_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_64_ks_4};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3443,15 +3447,15 @@ kernelgen::Outcome fp8_gemv_rt2_64_ks_4(const __nv_bfloat16* x, const __nv_fp8_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_64_ks_4>(&::dflash_fp8_gemv_rt2_64_ks_kernel<4>, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64_ks_4};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_64_ks_4_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt2_64_ks_4};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_64};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_64_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_64};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3462,15 +3466,15 @@ kernelgen::Outcome fp8_gemv_rt1_64(const __nv_bfloat16* x, const __nv_fp8_e4m3* 
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_64>(&::dflash_fp8_gemv_rt1_64_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_64};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_64_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_64};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_64_128(rows, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_64_128};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64_128.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_64_128.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_64_128_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_64_128};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3481,15 +3485,15 @@ kernelgen::Outcome fp8_gemv_rt1_64_128(const __nv_bfloat16* x, const __nv_fp8_e4
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_64_128>(&::dflash_fp8_gemv_rt1_64_128_kernel, 0), x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_64_128};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_64_128_0, x, q, scale, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(n), kg::arg<kg_f, 6>(k))), &kg_info_fp8_gemv_rt1_64_128};
 }
 
 kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt2_16_x3(rows, n0, n1, n2, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt2_16_x3};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt2_16_x3.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt2_16_x3_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt2_16_x3};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3500,15 +3504,15 @@ kernelgen::Outcome fp8_gemv_rt2_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt2_16_x3>(&::dflash_fp8_gemv_rt2_16_x3_kernel, 0), x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt2_16_x3};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt2_16_x3_0, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt2_16_x3};
 }
 
 kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m3* q0, const float* scale0, __nv_bfloat16* out0, const __nv_fp8_e4m3* q1, const float* scale1, __nv_bfloat16* out1, const __nv_fp8_e4m3* q2, const float* scale2, __nv_bfloat16* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::fp8_gemv_rt::plan_fp8_gemv_rt1_16_x3(rows, n0, n1, n2, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_fp8_gemv_rt1_16_x3};
-  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16_x3.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_fp8_gemv_rt1_16_x3.prepare(reinterpret_cast<const void*>(::kg_kernel_fp8_gemv_rt1_16_x3_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_fp8_gemv_rt1_16_x3};
-  using kg_f = decltype(kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -3519,7 +3523,7 @@ kernelgen::Outcome fp8_gemv_rt1_16_x3(const __nv_bfloat16* x, const __nv_fp8_e4m
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_fp8_gemv_rt1_16_x3>(&::dflash_fp8_gemv_rt1_16_x3_kernel, 0), x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt1_16_x3};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_fp8_gemv_rt1_16_x3_0, x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2, kg::arg<kg_f, 10>(rows), kg::arg<kg_f, 11>(n0), kg::arg<kg_f, 12>(n1), kg::arg<kg_f, 13>(n2), kg::arg<kg_f, 14>(k))), &kg_info_fp8_gemv_rt1_16_x3};
 }
 
 // fp8_gemv_rt2_ks: Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.

@@ -90,6 +90,12 @@ int32_t kg_sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden, int64_t*
 // ---- kernel sources (specs/residual_rms_norm.yaml)
 #include "kernels/dflash/residual_rms_norm.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_residual_rms_norm_bf16 = void (*)(const __nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_residual_rms_norm_bf16_0 = kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0);  // kernelgen: specs/residual_rms_norm.yaml:6: kernel 'residual_rms_norm_bf16': parameters (const bf16* x, bf16* residual, const bf16* weight, bf16* out, u32 rows, u32 hidden, f32 eps)
+}  // namespace
+
 namespace kernelgen::residual_rms_norm {
 namespace {
 const char* const kSkip_residual_rms_norm_bf16[] = {
@@ -105,23 +111,21 @@ const kg_kernel_info kg_info_residual_rms_norm_bf16 = {
     kSkip_residual_rms_norm_bf16, kApplies_residual_rms_norm_bf16, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_residual_rms_norm_bf16 = void (*)(const __nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16>,
               "kernelgen: specs/residual_rms_norm.yaml:6: kernel 'residual_rms_norm_bf16': the __global__ definition of dflash_residual_rms_norm_bf16_kernel does not take the spec's 7 parameters (const bf16* x, bf16* residual, const bf16* weight, bf16* out, u32 rows, u32 hidden, f32 eps); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 0>(),
               "kernelgen: specs/residual_rms_norm.yaml:14: kernel 'residual_rms_norm_bf16': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 1>(),
               "kernelgen: specs/residual_rms_norm.yaml:15: kernel 'residual_rms_norm_bf16': argument 'residual' (parameter 2: bf16*, __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 2>(),
               "kernelgen: specs/residual_rms_norm.yaml:16: kernel 'residual_rms_norm_bf16': argument 'weight' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 3>(),
               "kernelgen: specs/residual_rms_norm.yaml:17: kernel 'residual_rms_norm_bf16': argument 'out' (parameter 4: bf16*, __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 4>(),
               "kernelgen: specs/residual_rms_norm.yaml:18: kernel 'residual_rms_norm_bf16': argument 'rows' (parameter 5: u32, uint32_t in C++) is not the type of parameter 5 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 5>(),
               "kernelgen: specs/residual_rms_norm.yaml:19: kernel 'residual_rms_norm_bf16': argument 'hidden' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_signature_residual_rms_norm_bf16, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 6>(),
               "kernelgen: specs/residual_rms_norm.yaml:20: kernel 'residual_rms_norm_bf16': argument 'eps' (parameter 7: f32, float in C++) is not the type of parameter 7 of the __global__ definition of dflash_residual_rms_norm_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_residual_rms_norm_bf16;
 }  // namespace
@@ -129,9 +133,9 @@ kg::KernelSlot kg_slot_residual_rms_norm_bf16;
 kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::residual_rms_norm::plan_residual_rms_norm_bf16(rows, hidden);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_residual_rms_norm_bf16};
-  const int32_t kg_ready = kg_slot_residual_rms_norm_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_residual_rms_norm_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_residual_rms_norm_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_residual_rms_norm_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -142,7 +146,7 @@ kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16*
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_residual_rms_norm_bf16>(&::dflash_residual_rms_norm_bf16_kernel, 0), x, residual, weight, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(hidden), eps)), &kg_info_residual_rms_norm_bf16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_residual_rms_norm_bf16_0, x, residual, weight, out, kg::arg<kg_f, 4>(rows), kg::arg<kg_f, 5>(hidden), eps)), &kg_info_residual_rms_norm_bf16};
 }
 
 }  // namespace kernelgen::residual_rms_norm

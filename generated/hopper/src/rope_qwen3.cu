@@ -107,6 +107,12 @@ int32_t kg_sizes_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t 
 // ---- kernel sources (specs/rope_qwen3.yaml)
 #include "kernels/dflash/rope_qwen3.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_rope_qwen3 = void (*)(__nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, float, float);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_rope_qwen3_0 = kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0);  // kernelgen: specs/rope_qwen3.yaml:11: kernel 'rope_qwen3': parameters (bf16* q, bf16* k, const bf16* q_norm, const bf16* k_norm, const i32* positions, u32 num_tokens, u32 num_q_heads, u32 num_kv_heads, f32 eps, f32 theta)
+}  // namespace
+
 namespace kernelgen::rope_qwen3 {
 namespace {
 const char* const kSkip_rope_qwen3[] = {
@@ -122,44 +128,42 @@ const kg_kernel_info kg_info_rope_qwen3 = {
     kSkip_rope_qwen3, kApplies_rope_qwen3, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_rope_qwen3 = void (*)(__nv_bfloat16*, __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const int32_t*, uint32_t, uint32_t, uint32_t, float, float);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3>,
               "kernelgen: specs/rope_qwen3.yaml:11: kernel 'rope_qwen3': the __global__ definition of dflash_rope_qwen3_kernel does not take the spec's 10 parameters (bf16* q, bf16* k, const bf16* q_norm, const bf16* k_norm, const i32* positions, u32 num_tokens, u32 num_q_heads, u32 num_kv_heads, f32 eps, f32 theta); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 0>(),
               "kernelgen: specs/rope_qwen3.yaml:23: kernel 'rope_qwen3': argument 'q' (parameter 1: bf16*, __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 1>(),
               "kernelgen: specs/rope_qwen3.yaml:24: kernel 'rope_qwen3': argument 'k' (parameter 2: bf16*, __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 2>(),
               "kernelgen: specs/rope_qwen3.yaml:25: kernel 'rope_qwen3': argument 'q_norm' (parameter 3: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 3 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 3>(),
               "kernelgen: specs/rope_qwen3.yaml:26: kernel 'rope_qwen3': argument 'k_norm' (parameter 4: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 4 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 4>(),
               "kernelgen: specs/rope_qwen3.yaml:27: kernel 'rope_qwen3': argument 'positions' (parameter 5: const i32*, const int32_t* in C++) is not the type of parameter 5 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 5>(),
               "kernelgen: specs/rope_qwen3.yaml:28: kernel 'rope_qwen3': argument 'num_tokens' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 6>(),
               "kernelgen: specs/rope_qwen3.yaml:29: kernel 'rope_qwen3': argument 'num_q_heads' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 7>(),
               "kernelgen: specs/rope_qwen3.yaml:30: kernel 'rope_qwen3': argument 'num_kv_heads' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 8>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 8>(),
               "kernelgen: specs/rope_qwen3.yaml:31: kernel 'rope_qwen3': argument 'eps' (parameter 9: f32, float in C++) is not the type of parameter 9 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_signature_rope_qwen3, 9>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 9>(),
               "kernelgen: specs/rope_qwen3.yaml:32: kernel 'rope_qwen3': argument 'theta' (parameter 10: f32, float in C++) is not the type of parameter 10 of the __global__ definition of dflash_rope_qwen3_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_rope_qwen3;
 int64_t kg_blocks_per_sm_rope_qwen3(const kg_device_values& kg_d, int64_t kg_bx, int64_t kg_by, int64_t kg_bz, int64_t kg_smem) {
   const int64_t kg_bound = kg::table_blocks_per_sm(kg_d, kg_bx, kg_by, kg_bz, kg_smem);
   if (kg_d.device < 0 || kg_bound == 0) return kg_bound;  // the table, or a block that cannot launch
-  return kg_slot_rope_qwen3.blocks_per_sm(reinterpret_cast<const void*>(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_d.device, kg_bx * kg_by * kg_bz, kg_smem);
+  return kg_slot_rope_qwen3.blocks_per_sm(reinterpret_cast<const void*>(::kg_kernel_rope_qwen3_0), kg_d.device, kg_bx * kg_by * kg_bz, kg_smem);
 }
 }  // namespace
 
 kernelgen::Outcome rope_qwen3(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfloat16* q_norm, const __nv_bfloat16* k_norm, const int32_t* positions, uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, float eps, float theta, uint32_t head_dim, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::rope_qwen3::plan_rope_qwen3(num_tokens, num_q_heads, num_kv_heads, head_dim);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_rope_qwen3};
-  const int32_t kg_ready = kg_slot_rope_qwen3.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_rope_qwen3.prepare(reinterpret_cast<const void*>(::kg_kernel_rope_qwen3_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_rope_qwen3};
-  using kg_f = decltype(kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -170,7 +174,7 @@ kernelgen::Outcome rope_qwen3(__nv_bfloat16* q, __nv_bfloat16* k, const __nv_bfl
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_rope_qwen3>(&::dflash_rope_qwen3_kernel, 0), q, k, q_norm, k_norm, kg::arg<kg_f, 4>(positions), kg::arg<kg_f, 5>(num_tokens), kg::arg<kg_f, 6>(num_q_heads), kg::arg<kg_f, 7>(num_kv_heads), eps, theta)), &kg_info_rope_qwen3};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_rope_qwen3_0, q, k, q_norm, k_norm, kg::arg<kg_f, 4>(positions), kg::arg<kg_f, 5>(num_tokens), kg::arg<kg_f, 6>(num_q_heads), kg::arg<kg_f, 7>(num_kv_heads), eps, theta)), &kg_info_rope_qwen3};
 }
 
 }  // namespace kernelgen::rope_qwen3

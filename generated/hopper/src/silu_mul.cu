@@ -90,6 +90,12 @@ int32_t kg_sizes_silu_mul_bf16(uint32_t rows, uint32_t inter, int64_t* kg_sizes)
 // ---- kernel sources (specs/silu_mul.yaml)
 #include "kernels/dflash/silu_mul.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_silu_mul_bf16 = void (*)(const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_silu_mul_bf16_0 = kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0);  // kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': parameters (const bf16* input, bf16* out, u32 rows, u32 inter)
+}  // namespace
+
 namespace kernelgen::silu_mul {
 namespace {
 const char* const kSkip_silu_mul_bf16[] = {
@@ -105,17 +111,15 @@ const kg_kernel_info kg_info_silu_mul_bf16 = {
     kSkip_silu_mul_bf16, kApplies_silu_mul_bf16, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_silu_mul_bf16 = void (*)(const __nv_bfloat16*, __nv_bfloat16*, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_signature_silu_mul_bf16>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16>,
               "kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': the __global__ definition of dflash_silu_mul_bf16_kernel does not take the spec's 4 parameters (const bf16* input, bf16* out, u32 rows, u32 inter); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_signature_silu_mul_bf16, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16, 0>(),
               "kernelgen: specs/silu_mul.yaml:16: kernel 'silu_mul_bf16': argument 'input' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_signature_silu_mul_bf16, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16, 1>(),
               "kernelgen: specs/silu_mul.yaml:17: kernel 'silu_mul_bf16': argument 'out' (parameter 2: bf16*, __nv_bfloat16* in C++) is not the type of parameter 2 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_signature_silu_mul_bf16, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16, 2>(),
               "kernelgen: specs/silu_mul.yaml:18: kernel 'silu_mul_bf16': argument 'rows' (parameter 3: u32, uint32_t in C++) is not the type of parameter 3 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_signature_silu_mul_bf16, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16, 3>(),
               "kernelgen: specs/silu_mul.yaml:19: kernel 'silu_mul_bf16': argument 'inter' (parameter 4: u32, uint32_t in C++) is not the type of parameter 4 of the __global__ definition of dflash_silu_mul_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_silu_mul_bf16;
 }  // namespace
@@ -123,9 +127,9 @@ kg::KernelSlot kg_slot_silu_mul_bf16;
 kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t rows, uint32_t inter, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::silu_mul::plan_silu_mul_bf16(rows, inter);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_silu_mul_bf16};
-  const int32_t kg_ready = kg_slot_silu_mul_bf16.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_silu_mul_bf16.prepare(reinterpret_cast<const void*>(::kg_kernel_silu_mul_bf16_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_silu_mul_bf16};
-  using kg_f = decltype(kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -136,7 +140,7 @@ kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out,
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_silu_mul_bf16>(&::dflash_silu_mul_bf16_kernel, 0), input, out, kg::arg<kg_f, 2>(rows), kg::arg<kg_f, 3>(inter))), &kg_info_silu_mul_bf16};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_silu_mul_bf16_0, input, out, kg::arg<kg_f, 2>(rows), kg::arg<kg_f, 3>(inter))), &kg_info_silu_mul_bf16};
 }
 
 }  // namespace kernelgen::silu_mul

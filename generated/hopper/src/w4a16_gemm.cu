@@ -506,6 +506,20 @@ int32_t kg_sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 // ---- kernel sources (specs/w4a16_gemm.yaml)
 #include "kernels/dflash/w4a16_gemm.cu"
 
+// ---- the kernels the specs name, looked up from the global namespace as the specs spell them
+namespace {
+using kg_signature_w4a16_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_w4a16_gemv_rt2_0 = kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0);  // kernelgen: specs/w4a16_gemm.yaml:25: kernel 'w4a16_gemv_rt2': parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_w4a16_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_w4a16_gemv_rt1_0 = kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0);  // kernelgen: specs/w4a16_gemm.yaml:65: kernel 'w4a16_gemv_rt1': parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_w4a16_gemv_rt1_128 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_w4a16_gemv_rt1_128_0 = kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0);  // kernelgen: specs/w4a16_gemm.yaml:84: kernel 'w4a16_gemv_rt1_128': parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_w4a16_gemv = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_w4a16_gemv_0 = kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0);  // kernelgen: specs/w4a16_gemm.yaml:101: kernel 'w4a16_gemv': parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k)
+using kg_signature_w4a16_gemm = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);  // the kernel's parameters, as the spec declares them
+constexpr auto kg_kernel_w4a16_gemm_0 = kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0);  // kernelgen: specs/w4a16_gemm.yaml:129: kernel 'w4a16_gemm': parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k)
+}  // namespace
+
 namespace kernelgen::w4a16_gemm {
 namespace {
 const char* const kSkip_w4a16_gemv_rt2[] = {
@@ -523,25 +537,23 @@ const kg_kernel_info kg_info_w4a16_gemv_rt2 = {
     kSkip_w4a16_gemv_rt2, kApplies_w4a16_gemv_rt2, nullptr,
     2, 3, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_w4a16_gemv_rt2 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2>,
               "kernelgen: specs/w4a16_gemm.yaml:25: kernel 'w4a16_gemv_rt2': the __global__ definition of w4a16_gemv_rt2_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 0>(),
               "kernelgen: specs/w4a16_gemm.yaml:41: kernel 'w4a16_gemv_rt2': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 1>(),
               "kernelgen: specs/w4a16_gemm.yaml:42: kernel 'w4a16_gemv_rt2': argument 'wq' (parameter 2: const fp4_e2m1*, const __nv_fp4x2_e2m1* in C++) is not the type of parameter 2 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 2>(),
               "kernelgen: specs/w4a16_gemm.yaml:43: kernel 'w4a16_gemv_rt2': argument 'wscale' (parameter 3: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 3>(),
               "kernelgen: specs/w4a16_gemm.yaml:44: kernel 'w4a16_gemv_rt2': argument 'global_scale' (parameter 4: f32, float in C++) is not the type of parameter 4 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 4>(),
               "kernelgen: specs/w4a16_gemm.yaml:45: kernel 'w4a16_gemv_rt2': argument 'out' (parameter 5: bf16*, __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 5>(),
               "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemv_rt2': argument 'm' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 6>(),
               "kernelgen: specs/w4a16_gemm.yaml:47: kernel 'w4a16_gemv_rt2': argument 'n' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_signature_w4a16_gemv_rt2, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 7>(),
               "kernelgen: specs/w4a16_gemm.yaml:48: kernel 'w4a16_gemv_rt2': argument 'k' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of w4a16_gemv_rt2_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_w4a16_gemv_rt2;
 const char* const kSkip_w4a16_gemv_rt1[] = {
@@ -560,25 +572,23 @@ const kg_kernel_info kg_info_w4a16_gemv_rt1 = {
     kSkip_w4a16_gemv_rt1, kApplies_w4a16_gemv_rt1, nullptr,
     2, 4, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_w4a16_gemv_rt1 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1>,
               "kernelgen: specs/w4a16_gemm.yaml:65: kernel 'w4a16_gemv_rt1': the __global__ definition of w4a16_gemv_rt1_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 0>(),
               "kernelgen: specs/w4a16_gemm.yaml:41: kernel 'w4a16_gemv_rt1': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 1>(),
               "kernelgen: specs/w4a16_gemm.yaml:42: kernel 'w4a16_gemv_rt1': argument 'wq' (parameter 2: const fp4_e2m1*, const __nv_fp4x2_e2m1* in C++) is not the type of parameter 2 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 2>(),
               "kernelgen: specs/w4a16_gemm.yaml:43: kernel 'w4a16_gemv_rt1': argument 'wscale' (parameter 3: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 3>(),
               "kernelgen: specs/w4a16_gemm.yaml:44: kernel 'w4a16_gemv_rt1': argument 'global_scale' (parameter 4: f32, float in C++) is not the type of parameter 4 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 4>(),
               "kernelgen: specs/w4a16_gemm.yaml:45: kernel 'w4a16_gemv_rt1': argument 'out' (parameter 5: bf16*, __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 5>(),
               "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemv_rt1': argument 'm' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 6>(),
               "kernelgen: specs/w4a16_gemm.yaml:47: kernel 'w4a16_gemv_rt1': argument 'n' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_signature_w4a16_gemv_rt1, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 7>(),
               "kernelgen: specs/w4a16_gemm.yaml:48: kernel 'w4a16_gemv_rt1': argument 'k' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of w4a16_gemv_rt1_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_w4a16_gemv_rt1;
 const char* const kSkip_w4a16_gemv_rt1_128[] = {
@@ -598,25 +608,23 @@ const kg_kernel_info kg_info_w4a16_gemv_rt1_128 = {
     kSkip_w4a16_gemv_rt1_128, kApplies_w4a16_gemv_rt1_128, nullptr,
     2, 5, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_w4a16_gemv_rt1_128 = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128>,
               "kernelgen: specs/w4a16_gemm.yaml:84: kernel 'w4a16_gemv_rt1_128': the __global__ definition of w4a16_gemv_rt1_128_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 0>(),
               "kernelgen: specs/w4a16_gemm.yaml:41: kernel 'w4a16_gemv_rt1_128': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 1>(),
               "kernelgen: specs/w4a16_gemm.yaml:42: kernel 'w4a16_gemv_rt1_128': argument 'wq' (parameter 2: const fp4_e2m1*, const __nv_fp4x2_e2m1* in C++) is not the type of parameter 2 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 2>(),
               "kernelgen: specs/w4a16_gemm.yaml:43: kernel 'w4a16_gemv_rt1_128': argument 'wscale' (parameter 3: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 3>(),
               "kernelgen: specs/w4a16_gemm.yaml:44: kernel 'w4a16_gemv_rt1_128': argument 'global_scale' (parameter 4: f32, float in C++) is not the type of parameter 4 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 4>(),
               "kernelgen: specs/w4a16_gemm.yaml:45: kernel 'w4a16_gemv_rt1_128': argument 'out' (parameter 5: bf16*, __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 5>(),
               "kernelgen: specs/w4a16_gemm.yaml:46: kernel 'w4a16_gemv_rt1_128': argument 'm' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 6>(),
               "kernelgen: specs/w4a16_gemm.yaml:47: kernel 'w4a16_gemv_rt1_128': argument 'n' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_signature_w4a16_gemv_rt1_128, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 7>(),
               "kernelgen: specs/w4a16_gemm.yaml:48: kernel 'w4a16_gemv_rt1_128': argument 'k' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of w4a16_gemv_rt1_128_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_w4a16_gemv_rt1_128;
 const char* const kSkip_w4a16_gemv[] = {
@@ -633,25 +641,23 @@ const kg_kernel_info kg_info_w4a16_gemv = {
     kSkip_w4a16_gemv, kApplies_w4a16_gemv, nullptr,
     2, 2, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_w4a16_gemv = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv>,
               "kernelgen: specs/w4a16_gemm.yaml:101: kernel 'w4a16_gemv': the __global__ definition of w4a16_gemv_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 0>(),
               "kernelgen: specs/w4a16_gemm.yaml:111: kernel 'w4a16_gemv': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 1>(),
               "kernelgen: specs/w4a16_gemm.yaml:112: kernel 'w4a16_gemv': argument 'wq' (parameter 2: const fp4_e2m1*, const __nv_fp4x2_e2m1* in C++) is not the type of parameter 2 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 2>(),
               "kernelgen: specs/w4a16_gemm.yaml:113: kernel 'w4a16_gemv': argument 'wscale' (parameter 3: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 3>(),
               "kernelgen: specs/w4a16_gemm.yaml:114: kernel 'w4a16_gemv': argument 'global_scale' (parameter 4: f32, float in C++) is not the type of parameter 4 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 4>(),
               "kernelgen: specs/w4a16_gemm.yaml:115: kernel 'w4a16_gemv': argument 'out' (parameter 5: bf16*, __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 5>(),
               "kernelgen: specs/w4a16_gemm.yaml:116: kernel 'w4a16_gemv': argument 'm' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 6>(),
               "kernelgen: specs/w4a16_gemm.yaml:117: kernel 'w4a16_gemv': argument 'n' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_signature_w4a16_gemv, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 7>(),
               "kernelgen: specs/w4a16_gemm.yaml:118: kernel 'w4a16_gemv': argument 'k' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of w4a16_gemv_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_w4a16_gemv;
 const char* const kSkip_w4a16_gemm[] = {
@@ -667,25 +673,23 @@ const kg_kernel_info kg_info_w4a16_gemm = {
     kSkip_w4a16_gemm, kApplies_w4a16_gemm, nullptr,
     2, 1, 0,
     1};
-// The kernel's parameters, as the spec declares them.
-using kg_signature_w4a16_gemm = void (*)(const __nv_bfloat16*, const __nv_fp4x2_e2m1*, const __nv_fp8_e4m3*, float, __nv_bfloat16*, uint32_t, uint32_t, uint32_t);
-static_assert(kg::same_arity_v<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm>,
+static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm>,
               "kernelgen: specs/w4a16_gemm.yaml:129: kernel 'w4a16_gemm': the __global__ definition of w4a16_gemm_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 0>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 0>(),
               "kernelgen: specs/w4a16_gemm.yaml:136: kernel 'w4a16_gemm': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 1>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 1>(),
               "kernelgen: specs/w4a16_gemm.yaml:137: kernel 'w4a16_gemm': argument 'wq' (parameter 2: const fp4_e2m1*, const __nv_fp4x2_e2m1* in C++) is not the type of parameter 2 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 2>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 2>(),
               "kernelgen: specs/w4a16_gemm.yaml:138: kernel 'w4a16_gemm': argument 'wscale' (parameter 3: const fp8_e4m3*, const __nv_fp8_e4m3* in C++) is not the type of parameter 3 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 3>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 3>(),
               "kernelgen: specs/w4a16_gemm.yaml:139: kernel 'w4a16_gemm': argument 'global_scale' (parameter 4: f32, float in C++) is not the type of parameter 4 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 4>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 4>(),
               "kernelgen: specs/w4a16_gemm.yaml:140: kernel 'w4a16_gemm': argument 'out' (parameter 5: bf16*, __nv_bfloat16* in C++) is not the type of parameter 5 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 5>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 5>(),
               "kernelgen: specs/w4a16_gemm.yaml:141: kernel 'w4a16_gemm': argument 'm' (parameter 6: u32, uint32_t in C++) is not the type of parameter 6 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 6>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 6>(),
               "kernelgen: specs/w4a16_gemm.yaml:142: kernel 'w4a16_gemm': argument 'n' (parameter 7: u32, uint32_t in C++) is not the type of parameter 7 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
-static_assert(kg::param_matches<decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_signature_w4a16_gemm, 7>(),
+static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 7>(),
               "kernelgen: specs/w4a16_gemm.yaml:143: kernel 'w4a16_gemm': argument 'k' (parameter 8: u32, uint32_t in C++) is not the type of parameter 8 of the __global__ definition of w4a16_gemm_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 kg::KernelSlot kg_slot_w4a16_gemm;
 }  // namespace
@@ -693,9 +697,9 @@ kg::KernelSlot kg_slot_w4a16_gemm;
 kernelgen::Outcome w4a16_gemv_rt2(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt2(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv_rt2};
-  const int32_t kg_ready = kg_slot_w4a16_gemv_rt2.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_w4a16_gemv_rt2.prepare(reinterpret_cast<const void*>(::kg_kernel_w4a16_gemv_rt2_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv_rt2};
-  using kg_f = decltype(kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -706,15 +710,15 @@ kernelgen::Outcome w4a16_gemv_rt2(const __nv_bfloat16* x, const __nv_fp4x2_e2m1*
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_w4a16_gemv_rt2>(&::w4a16_gemv_rt2_kernel, 0), x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt2};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_w4a16_gemv_rt2_0, x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt2};
 }
 
 kernelgen::Outcome w4a16_gemv_rt1(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv_rt1};
-  const int32_t kg_ready = kg_slot_w4a16_gemv_rt1.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_w4a16_gemv_rt1.prepare(reinterpret_cast<const void*>(::kg_kernel_w4a16_gemv_rt1_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv_rt1};
-  using kg_f = decltype(kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -725,15 +729,15 @@ kernelgen::Outcome w4a16_gemv_rt1(const __nv_bfloat16* x, const __nv_fp4x2_e2m1*
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_w4a16_gemv_rt1>(&::w4a16_gemv_rt1_kernel, 0), x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt1};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_w4a16_gemv_rt1_0, x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt1};
 }
 
 kernelgen::Outcome w4a16_gemv_rt1_128(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv_rt1_128(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv_rt1_128};
-  const int32_t kg_ready = kg_slot_w4a16_gemv_rt1_128.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_w4a16_gemv_rt1_128.prepare(reinterpret_cast<const void*>(::kg_kernel_w4a16_gemv_rt1_128_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv_rt1_128};
-  using kg_f = decltype(kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0));  // its parameter types, for kg::arg
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>;  // its parameter types, for kg::arg
   cudaLaunchAttribute kg_attrs[1];
   kg_attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   kg_attrs[0].val.programmaticStreamSerializationAllowed = kg::pdl_disabled() ? 0 : 1;
@@ -744,26 +748,26 @@ kernelgen::Outcome w4a16_gemv_rt1_128(const __nv_bfloat16* x, const __nv_fp4x2_e
   kg_cfg.stream = stream;
   kg_cfg.attrs = kg_attrs;
   kg_cfg.numAttrs = 1;
-  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, kg::pick<kg_signature_w4a16_gemv_rt1_128>(&::w4a16_gemv_rt1_128_kernel, 0), x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt1_128};
+  return {kg::launch_error_ex(cudaLaunchKernelEx(&kg_cfg, ::kg_kernel_w4a16_gemv_rt1_128_0, x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k))), &kg_info_w4a16_gemv_rt1_128};
 }
 
 kernelgen::Outcome w4a16_gemv(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemv(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemv};
-  const int32_t kg_ready = kg_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_w4a16_gemv.prepare(reinterpret_cast<const void*>(::kg_kernel_w4a16_gemv_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemv};
-  using kg_f = decltype(kg::pick<kg_signature_w4a16_gemv>(&::w4a16_gemv_kernel, 0));  // its parameter types, for kg::arg
-  ::w4a16_gemv_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_w4a16_gemv_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemv};
 }
 
 kernelgen::Outcome w4a16_gemm(const __nv_bfloat16* x, const __nv_fp4x2_e2m1* wq, const __nv_fp8_e4m3* wscale, float global_scale, __nv_bfloat16* out, uint32_t m, uint32_t n, uint32_t k, cudaStream_t stream) {
   const kg_plan kg_p = kernelgen::w4a16_gemm::plan_w4a16_gemm(m, n, k);
   if (kg_p.code != KG_LAUNCHED) return {kg_p.code, &kg_info_w4a16_gemm};
-  const int32_t kg_ready = kg_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0)), kg_p.shared_mem);
+  const int32_t kg_ready = kg_slot_w4a16_gemm.prepare(reinterpret_cast<const void*>(::kg_kernel_w4a16_gemm_0), kg_p.shared_mem);
   if (kg_ready != KG_LAUNCHED) return {kg_ready, &kg_info_w4a16_gemm};
-  using kg_f = decltype(kg::pick<kg_signature_w4a16_gemm>(&::w4a16_gemm_kernel, 0));  // its parameter types, for kg::arg
-  ::w4a16_gemm_kernel<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k));
+  using kg_f = std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>;  // its parameter types, for kg::arg
+  ::kg_kernel_w4a16_gemm_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), stream>>>(x, wq, wscale, global_scale, out, kg::arg<kg_f, 5>(m), kg::arg<kg_f, 6>(n), kg::arg<kg_f, 7>(k));
   return {kg::launch_error(::cudaGetLastError()), &kg_info_w4a16_gemm};
 }
 

@@ -213,9 +213,29 @@ class CppKernel(c.CKernel):
         return ", ".join(str(c) for c in self.ir.cluster)
 
     def fn_ptr(self, sym: str) -> str:
-        """The kernel ``sym`` names, as a function pointer: the overload taking the spec's parameters
-        where ``sym`` is overloaded (kg::pick in runtime.h)."""
-        return f"kg::pick<kg_signature_{self.ir.name}>(&{sym}, 0)"
+        """The kernel ``sym`` names, as a function pointer: the global-scope constant that
+        kernel_vars defines for it."""
+        return "::" + self._var_of[sym]
+
+    @property
+    def _var_of(self) -> dict[str, str]:
+        return {sym: f"kg_kernel_{self.ir.name}_{i}" for i, (sym, _) in enumerate(self.symbol_slots)}
+
+    def fn_type(self, sym: str) -> str:
+        """The type of the function pointer fn_ptr(sym) (its constant's, without const)."""
+        return f"std::remove_const_t<decltype({self.fn_ptr(sym)})>"
+
+    @property
+    def kernel_vars(self) -> list[tuple[str, str, str]]:
+        """Per symbol: the name of the global-scope constant holding the kernel as a function pointer
+        (the overload taking the spec's parameters where the symbol is overloaded: kg::pick in
+        runtime.h), the expression, and the comment naming the spec's kernel that follows it (read back
+        by the build's diagnosis of a symbol that does not compile). The symbol is looked up at global
+        scope, as the spec spells it: from the launchers' namespace (<package>::<module>), a template
+        argument act::Relu would find <package>::act first."""
+        where = comment_text(f"kernelgen: {self.ir.spec}: kernel '{self.ir.name}': parameters "
+                             f"({self.ir.signature_text})")
+        return [(var, f"kg::pick<kg_signature_{self.ir.name}>(&{sym}, 0)", where) for sym, var in self._var_of.items()]
 
     def launch_lines(self, sym: str) -> list[str]:
         """The statements launching ``sym`` with the plan ``kg_p``: <<<>>> for a plain launch (the
@@ -223,10 +243,10 @@ class CppKernel(c.CKernel):
         returning its outcome."""
         ir = self.ir
         args = self.kernel_arg_names()
-        alias = [f"using kg_f = decltype({self.fn_ptr(sym)});  // its parameter types, for kg::arg"] \
+        alias = [f"using kg_f = {self.fn_type(sym)};  // its parameter types, for kg::arg"] \
             if self.casts_args else []
         if not ir.launch_ex:
-            return alias + [f"{sym}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
+            return alias + [f"{self.fn_ptr(sym)}<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), "
                             f"static_cast<std::size_t>(kg_p.shared_mem), stream>>>({args});"]
         nattrs = int(ir.cooperative) + int(ir.programmatic_dependent) + int(ir.launch_cluster is not None)
         out = alias + [f"cudaLaunchAttribute kg_attrs[{nattrs}];"]
