@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -58,10 +57,37 @@ def _targets(catalog: Catalog, names: list[str] | None) -> list[Target]:
     return out
 
 
+def _warn_namespace_clashes(catalog: Catalog, root: Path) -> None:
+    """A warning for each module whose sources declare the namespace of its generated C++ API
+    (``<namespace>::<module>``, the namespace coming from the package by default) and define or
+    call a function named like one of its launchers: the compiler's error would name no spec."""
+    from kernelgen import names
+
+    for m in catalog.modules:
+        ns = f"{catalog.naming.namespace}::{m.name}"
+        launchers = [k.name for k in m.kernels] + [d.name for d in m.dispatches] + [f.name for f in m.fallbacks]
+        for src in m.sources:
+            try:
+                text = (root / src).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            clash = names.namespace_clashes(text, ns, launchers)
+            if not clash:
+                continue
+            print(f"kernelgen: warning: {m.loc}: module '{m.name}': {src} declares namespace {ns}, where the "
+                  f"generated C++ launchers of the module live (<namespace>::<module>; the namespace "
+                  f"'{catalog.naming.namespace}' comes from specs/project.yaml), and names {', '.join(clash)} there "
+                  "too, so the compiler sees them declared twice; give the generated API a namespace of its own "
+                  f"with `namespace: {catalog.naming.namespace}_api` in specs/project.yaml (the Python package keeps "
+                  "its name), or rename the package", file=sys.stderr)
+            break
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     root = args.root
     start = time.monotonic()
     catalog = load_catalog(root)
+    _warn_namespace_clashes(catalog, root)
     all_targets = [t.name for t in catalog.targets]
     files = render_catalog(catalog, templates=root / "templates")
     if args.check:
@@ -92,6 +118,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     catalog = load_catalog(root)
     targets = _targets(catalog, args.target)
     check_include_dirs(catalog, root, targets)
+    _warn_namespace_clashes(catalog, root)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
@@ -142,7 +169,16 @@ def cmd_init(args: argparse.Namespace) -> int:
         for p in kept:
             hint = scaffold.KEPT_HINTS.get(p)
             print(f"  {p}" + (f": {hint}" if hint else ""))
-    print(f"next: cd {folder} && kernelgen build && pytest")
+    own = scaffold.example_kept(folder) if args.keep_existing else []
+    if own and len(own) < len(scaffold.EXAMPLE_FILES):
+        print(f"kernelgen: did not write the example kernel ({', '.join(scaffold.EXAMPLE_FILES)}): the project "
+              f"has its own {', '.join(own)}, and the example's spec and test belong with its source")
+    if scaffold.has_module_specs(folder):
+        print(f"next: cd {folder} && kernelgen build && pytest")
+    else:
+        source = next((p for p in own if p.endswith(".cu")), "kernels/<file>.cu")
+        print(f"next: cd {folder} && kernelgen draft {source} --write (a first spec of a source's __global__ "
+              "functions; check the entries it marks), then kernelgen build && pytest")
     return 0
 
 
@@ -175,24 +211,7 @@ def cmd_draft(args: argparse.Namespace) -> int:
     from kernelgen.errors import relpath
 
     root = args.root
-    if len(args.source) > 1 and (args.module or args.kernel or not args.write):
-        raise KernelgenError("several sources are drafted with --write, a module each named after its file "
-                             "(--module and --kernel take one source)")
-    drafts = []
-    for source in args.source:
-        src = source.resolve()
-        try:
-            rel = src.relative_to(root.resolve()).as_posix()
-        except ValueError:
-            raise KernelgenError(f"{source} is outside the project ({root}): sources are relative to its root; "
-                                 "copy the file into the project first") from None
-        if not src.is_file():
-            raise KernelgenError(f"{relpath(src, root)} is not a file")
-        module = args.module or re.sub(r"\W+", "_", src.stem).strip("_").lower()
-        if not re.match(r"[a-z]", module):
-            module = f"m_{module}"
-        text = draft.draft(rel, src.read_text(encoding="utf-8", errors="replace"), module, args.kernel or None)
-        drafts.append((root / "specs" / f"{module}.yaml", text))
+    drafts = draft.draft_files(root, list(args.source), args.module, args.kernel, args.write)
     if not args.write:
         sys.stdout.write(drafts[0][1])
         return 0

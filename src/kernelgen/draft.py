@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
@@ -28,12 +29,14 @@ from kernelgen.kernel_source import (
     _bounds_of,
     _cluster_of,
     _names,
+    _namespaces_at,
+    blank_literals,
     closing,
     global_decls,
     strip_comments,
 )
-from kernelgen.loader import reserved_reason
-from kernelgen.types import ELEMS, SCALARS, TOOLKIT_STRUCTS
+from kernelgen.loader import PACKAGE_NAMES, reserved_reason
+from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
 _CPP_TYPES = {
@@ -67,11 +70,15 @@ def _toolkit_entry(cpp: str) -> str | None:
     draft knows (``float2``, ``__half2``, ``CUtensorMap``): its fields, and its alignment where
     that is more than its fields give; None for other types."""
     t = TOOLKIT_STRUCTS.get(cpp)
-    if t is None or t.fields is None:
+    if t is not None:
+        given, align = t.fields, t.align
+    else:
         return None
-    natural = max(SCALARS[ty.split("[")[0]].bits // 8 for _, ty in t.fields)
-    fields = ", ".join(f"{n}: {_yaml_str(ty)}" for n, ty in t.fields)
-    return f"fields: {{{fields}}}" + (f", align: {t.align}" if t.align > natural else "")
+    if given is None:
+        return None
+    natural = max(SCALARS[ty.split("[")[0]].bits // 8 for _, ty in given)
+    fields = ", ".join(f"{n}: {_yaml_str(ty)}" for n, ty in given)
+    return f"fields: {{{fields}}}" + (f", align: {align}" if align > natural else "")
 
 
 # CUDA's handles declared as integers: texture and surface objects are unsigned long long.
@@ -95,8 +102,9 @@ class Param:
 @dataclass
 class TemplateParam:
     name: str
-    kind: str  # "type", "int" or "bool"
+    kind: str  # "type", "int", "bool", or "value" (a non-type parameter of another type: an enum)
     default: str | None = None
+    cpp: str = ""  # a non-type parameter's C++ type
 
 
 @dataclass
@@ -112,6 +120,9 @@ class Global:
     dynamic_smem: tuple[str, str | None] | None = None
     # the template arguments of the source's explicit instantiations (template __global__ void k<8>(...);)
     instances: list[list[str]] = field(default_factory=list)
+    namespace: str = ""
+    cooperative: bool = False  # its body syncs the whole grid (cooperative_groups)
+    macro: str = ""  # the macro invocation that declares it, if any
 
 
 def _split_top(text: str) -> list[str]:
@@ -138,7 +149,10 @@ def _angle(text: str, start: int) -> str:
     return text[start:end if end is not None else len(text)]
 
 
-def _template_head(head: str) -> list[TemplateParam]:
+_INTEGER_SCALARS = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
+
+
+def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[TemplateParam]:
     heads = list(_TEMPLATE_HEAD.finditer(head))
     if not heads:
         return []
@@ -154,10 +168,15 @@ def _template_head(head: str) -> list[TemplateParam]:
         name = words[-1] if len(words) > 1 else f"P{len(out)}"
         if words[0] in ("typename", "class"):
             out.append(TemplateParam(name, "type", default))
-        elif words[0] == "bool":
-            out.append(TemplateParam(name, "bool", default))
-        else:
-            out.append(TemplateParam(name, "int", default))
+            continue
+        cpp = " ".join(w for w in words[:-1] if w != "const") if len(words) > 1 else words[0]
+        spec = _CPP_TYPES.get(_resolve(cpp, aliases or {}))
+        if spec == "bool":
+            out.append(TemplateParam(name, "bool", default, cpp))
+        elif spec in _INTEGER_SCALARS or cpp in ("auto", "int", "unsigned"):
+            out.append(TemplateParam(name, "int", default, cpp))
+        else:  # an enum's value, or a type the draft cannot spell as an integer axis
+            out.append(TemplateParam(name, "value", default, cpp))
     return out
 
 
@@ -170,20 +189,107 @@ def _launch_bounds(head: str) -> str | None:
 _ENUM = re.compile(r"\benum\s+(?:(class|struct)\s+)?([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_][\w:\s]*?))?\s*\{")
 
 
+@dataclass
+class _Enum:
+    spec: str  # the registry type of its underlying type
+    note: str
+    enumerators: list[str]  # as the global scope spells them (ns::E::a for an enum class, ns::a for a plain enum)
+
+
 def _enums(text: str) -> dict[str, tuple[str, str]]:
     """The enums a source declares: name -> (the registry type of its underlying type, a note)."""
+    return {k.split("::")[-1]: (e.spec, e.note) for k, e in _enum_table(text).items()}
+
+
+def _enum_table(text: str) -> dict[str, _Enum]:
+    """The enums of comment-free ``text``, by their qualified names (``ns::E``)."""
+    spaces = _namespaces_at(text)
     out = {}
     for m in _ENUM.finditer(text):
+        ns = [n for at, n in spaces if at <= m.start()][-1]
+        qual = f"{ns}::{m.group(2)}" if ns else m.group(2)
+        end = closing(text, m.end(), "{}") or m.end()
+        items = [e.strip() for e in _split_top(text[m.end():end]) if e.strip()]
+        names = [re.match(r"\w*", e).group(0) for e in items]  # type: ignore[union-attr]
+        scope = qual if m.group(1) else ns
+        enumerators = [f"{scope}::{n}" if scope else n for n in names if n]
         under = " ".join((m.group(3) or "").split())
         if under:
-            out[m.group(2)] = (_CPP_TYPES.get(under, "i32"), "" if under in _CPP_TYPES else
-                               f"check: enum {m.group(2)}'s underlying type {under}")
+            spec = _CPP_TYPES.get(under, "i32")
+            note = "" if under in _CPP_TYPES else f"check: enum {m.group(2)}'s underlying type {under}"
         elif m.group(1):
-            out[m.group(2)] = ("i32", "")  # an enum class's underlying type is int
+            spec, note = "i32", ""  # an enum class's underlying type is int
+        elif any(re.match(r"\w+\s*=\s*-", e) for e in items):
+            spec, note = "i32", (f"check: plain enum {m.group(2)} has a negative enumerator, so GCC and nvcc give it "
+                                 "the underlying type int (fix it: enum E : int32_t)")
         else:
-            out[m.group(2)] = ("i32", f"check: plain enum {m.group(2)}: its underlying type is the compiler's "
-                                      "choice (give it one: enum E : int32_t)")
+            spec, note = "u32", (f"check: plain enum {m.group(2)} has no negative enumerator, so GCC and nvcc give "
+                                 "it the underlying type unsigned int (fix it: enum E : uint32_t)")
+        out[qual] = _Enum(spec, note, enumerators)
     return out
+
+
+_RECORD = re.compile(r"\b(?:struct|class|union)\s+(?:(?:__align__|alignas)\s*\([^()]*\)\s*)?([A-Za-z_]\w*)\s*"
+                     r"(?:final\s*)?(?=[:{;])(?!::)")
+
+
+def _type_table(text: str) -> set[str]:
+    """The qualified names of the class types and type aliases comment-free ``text`` declares."""
+    spaces = _namespaces_at(text)
+    out = set()
+    for rx, group in ((_RECORD, 1), (_USING, 1), (_TYPEDEF, 2)):
+        for m in rx.finditer(text):
+            ns = [n for at, n in spaces if at <= m.start()][-1]
+            out.add(f"{ns}::{m.group(group)}" if ns else m.group(group))
+    return out
+
+
+# A data member's first declarator (type, name, array size, initialiser) and a further one.
+_FIRST_MEMBER = re.compile(r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
+                           r"(?:\[\s*(?P<n>\d+)\s*\])?\s*(?:=.*|\{.*\})?", re.S)
+_MORE_MEMBER = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*(?:\[\s*(?P<n>\d+)\s*\])?\s*(?:=.*|\{.*\})?", re.S)
+
+
+def _has_pointer_member(body: str) -> bool:
+    return any("*" in d and "(" not in d for d in _split_members(body))
+
+
+def _record_bodies(text: str) -> dict[str, str]:
+    """The bodies of the class types comment-free ``text`` defines without a base class, by their
+    qualified names."""
+    spaces = _namespaces_at(text)
+    out = {}
+    for m in _RECORD.finditer(text):
+        if m.group(0).startswith("union"):
+            continue  # its members overlap
+        brace = m.end() + len(text[m.end():]) - len(text[m.end():].lstrip())
+        if brace >= len(text) or text[brace] != "{":
+            continue
+        end = closing(text, brace + 1, "{}")
+        if end is None:
+            continue
+        ns = [n for at, n in spaces if at <= m.start()][-1]
+        out[f"{ns}::{m.group(1)}" if ns else m.group(1)] = text[brace + 1:end]
+    return out
+
+
+def _split_members(body: str) -> list[str]:
+    """The member declarations of a class body (access specifiers dropped; a nested body, a
+    function's included, counts as one declaration, ending at its closing brace)."""
+    body = re.sub(r"\b(?:public|private|protected)\s*:", " ", body)
+    out, start, depth = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+            if ch == "}" and depth == 0 and body[start:i].count("(") > 0:
+                out.append(" ".join(body[start:i + 1].split()))
+                start = i + 1
+        elif ch == ";" and depth == 0:
+            out.append(" ".join(body[start:i].split()))
+            start = i + 1
+    return [d for d in out if d]
 
 
 _USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w:\s]*?)\s*;")
@@ -208,14 +314,107 @@ def _resolve(base: str, aliases: dict[str, str]) -> str:
     return base
 
 
+# The note of a struct entry whose pointer members the draft gave as u64.
+POINTER_FIELDS = "pointer members as u64: pass the device addresses"
+
+
+@dataclass
+class _Scope:
+    """What the draft knows of the types of a source and the local headers it includes: enums,
+    class types and aliases by their qualified names, for C++'s lookup from a kernel's namespace."""
+
+    enums: dict[str, _Enum] = field(default_factory=dict)
+    types: set[str] = field(default_factory=set)
+    aliases: dict[str, str] = field(default_factory=dict)
+    records: dict[str, str] = field(default_factory=dict)  # class type -> the text between its braces
+
+    @staticmethod
+    def of(texts: list[str]) -> _Scope:
+        scope = _Scope()
+        for t in texts:
+            for k, v in _enum_table(t).items():
+                scope.enums.setdefault(k, v)
+            scope.types |= _type_table(t)
+            for k, a in _aliases(t).items():
+                scope.aliases.setdefault(k, a)
+            for k, b in _record_bodies(t).items():
+                scope.records.setdefault(k, b)
+        return scope
+
+    def fields(self, qualified: str) -> str | None:
+        """The ``fields:`` of the class type ``qualified`` (as the global scope spells it) from its
+        declaration: its data members in order, when each is a scalar or a fixed-size array of one
+        the registry knows (``int rows; float eps = 1e-5f; uint8_t tag[4];``); None when it has a
+        base class, a member of another kind (a class, a bit-field) or no declaration here. A pointer
+        member is a ``u64`` (the address; :data:`POINTER_FIELDS` notes it)."""
+        body = self.records.get(qualified)
+        if body is None:
+            return None
+        out = []
+        for decl in _split_members(body):
+            if decl.startswith(("static ", "using ", "typedef ", "friend ", "template", "enum ")) or "(" in decl:
+                continue  # not a data member (or one kernelgen cannot lay out: left to the user)
+            parts = _split_top(decl)
+            if all("*" in x for x in parts) and "&" not in decl and "[" not in decl:  # pointers: addresses
+                names = [re.search(r"([A-Za-z_]\w*)\s*(?:=.*)?$", x.split("*")[-1].strip()) for x in parts]
+                if None in names:
+                    return None
+                out += [f"{n.group(1)}: u64" for n in names if n is not None]
+                continue
+            first = _FIRST_MEMBER.fullmatch(parts[0])
+            if first is None:
+                return None
+            written = " ".join(re.sub(r"\b(?:const|volatile|mutable)\b", " ", first.group("type")).split())
+            ty = _CPP_TYPES.get(_resolve(written, self.aliases))
+            if ty not in _SCALARS:
+                return None
+            for m in [first] + [_MORE_MEMBER.fullmatch(x) for x in parts[1:]]:
+                if m is None:
+                    return None
+                out.append(f"{m.group('name')}: " + (_yaml_str(f"{ty}[{m.group('n')}]") if m.group("n") else ty))
+        if not out or not all(_usable(f.split(":")[0]) for f in out):
+            return None  # a member named like a reserved word (in, from): the spec cannot name it
+        return f"fields: {{{', '.join(out)}}}"
+
+    def lookup(self, written: str, namespace: str) -> str | None:
+        """``written`` (``T`` or ``ops::T``) as the global scope spells the type that unqualified
+        lookup finds from ``namespace`` (the innermost enclosing namespace first), or None when
+        neither the source nor its local headers declare it."""
+        if written.startswith("::"):
+            w = written[2:]
+            return w if w in self.types or w in self.enums else None
+        parts = namespace.split("::") if namespace else []
+        for i in range(len(parts), -1, -1):
+            cand = "::".join([*parts[:i], written])
+            if cand in self.types or cand in self.enums:
+                return cand
+        return None
+
+    def enum(self, written: str, namespace: str) -> _Enum | None:
+        q = self.lookup(written, namespace)
+        if q is not None and q in self.enums:
+            return self.enums[q]
+        if q is None:  # an enum the tables know only by its last name (declared in a class)
+            hits = [e for k, e in self.enums.items() if k.split("::")[-1] == written.split("::")[-1]]
+            return hits[0] if len(hits) == 1 else None
+        return None
+
+
+def _is_toolkit(cpp: str) -> bool:
+    return cpp in TOOLKIT_STRUCTS
+
+
 def _param(text: str, index: int, template: list[TemplateParam],
-           enums: dict[str, tuple[str, str]] | None = None, aliases: dict[str, str] | None = None) -> Param:
+           enums: dict[str, tuple[str, str]] | None = None, aliases: dict[str, str] | None = None,
+           scope: _Scope | None = None, namespace: str = "") -> Param:
     text = re.sub(r"=.*$", "", text, flags=re.S)  # a default argument
-    text = re.sub(r"\[\s*\]", "*", text)  # T x[] is T* x
+    # T x[] and T x[N] are T* x; a [] without a name is T*
+    text = re.sub(r"([A-Za-z_]\w*)\s*\[[^\[\]]*\]\s*$", r"* \1", text.strip())
+    text = re.sub(r"\[[^\[\]]*\]\s*$", "*", text)
     text = " ".join(_QUALIFIERS.sub(" ", text).split())
     m = re.match(r"^(.*?)([A-Za-z_]\w*)$", text)
     name = f"arg{index}"
-    if m and m.group(1).strip() and not m.group(1).rstrip().endswith("::"):
+    if m and m.group(1).strip() and not m.group(1).rstrip().endswith("::") and m.group(1).strip() != "const":
         base_text, name = m.group(1).strip(), m.group(2)
     else:
         base_text = text
@@ -226,6 +425,7 @@ def _param(text: str, index: int, template: list[TemplateParam],
     inner_const = "const" in parts[0].split()
     mid_const = stars >= 2 and "const" in parts[1].split()
     base = " ".join(w for w in parts[0].split() if w != "const").strip()
+    base = re.sub(r"\s*::\s*", "::", base)
     types = {t.name: t for t in template}
     if base in types and types[base].kind == "type":
         if stars == 1:
@@ -234,17 +434,25 @@ def _param(text: str, index: int, template: list[TemplateParam],
             return Param(name, text, f"{{{base}}}")
         return Param(name, text, f"{'const ' if inner_const else ''}void*", note=f"'{base}' with {stars} levels of "
                      "pointer: passed as untyped memory")
-    base = _resolve(base, aliases or {})
+    scope = scope or _Scope()
+    base = _resolve(base, {**scope.aliases, **(aliases or {})})
     if base in _HANDLES and stars == 0:
         return Param(name, text, _HANDLES[base], note=f"{base}: a handle, passed as its integer")
-    enum = (enums or {}).get(base.split("::")[-1])
+    e = scope.enum(base, namespace)
+    enum = (e.spec, e.note) if e is not None else (enums or {}).get(base.split("::")[-1])
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
     elem = _CPP_TYPES.get(base)
     if stars == 0 and elem not in _SCALARS:  # a struct by value: the toolkit's, or one to describe
-        known = _toolkit_entry(base) is not None
-        return Param(name, text, None, struct=base, note=f"'{base}' by value" if known or elem is None else
-                     f"'{base}' by value: declare its fields")
+        if _is_toolkit(base) or elem is not None:
+            return Param(name, text, None, struct=base, note=f"'{base}' by value" if _is_toolkit(base) else
+                         f"'{base}' by value: declare its fields")
+        qualified = scope.lookup(base, namespace)
+        if qualified is None and (namespace or "::" in base):
+            return Param(name, text, None, struct=base.removeprefix("::"),
+                         note=f"'{base}' by value; check its C++ name: neither the source nor the headers it includes "
+                              "with quotes declare it, so it is written as the source spells it")
+        return Param(name, text, None, struct=qualified or base, note=f"'{base}' by value")
     if elem is None:
         if stars == 1:
             return Param(name, text, f"{'const ' if inner_const else ''}void*",
@@ -281,58 +489,167 @@ def _cluster_text(head: str, defined: dict[str, int], template: list[TemplatePar
     return args[0], args[1], args[2]
 
 
-def read_globals(text: str) -> list[Global]:
-    """The ``__global__`` functions of a source's text, in order, each name once (the first
-    declaration with a parameter list; a definition repeats it)."""
-    text = strip_comments(text)
-    enums = _enums(text)
-    aliases = _aliases(text)
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)  # a preprocessor line, continuations included
+_DEFINE_LINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", re.S)
+_KERNEL_WORDS = re.compile(r"\b(?:__global__|__launch_bounds__|__cluster_dims__)\b")
+
+
+@dataclass
+class _Prepared:
+    """A source's text as the draft scans it: comments removed, literals and preprocessor lines
+    blanked, the macros that spell ``__global__`` (or a kernel attribute) expanded."""
+
+    text: str
+    defined: dict[str, int]
+    spans: list[tuple[int, int, str]] = field(default_factory=list)  # expanded invocations: start, end, as written
+    notes: list[str] = field(default_factory=list)
+    macros: tuple[dict[str, str], dict[str, tuple[list[str], str]]] = field(default_factory=lambda: ({}, {}))
+
+
+def _expand(params: list[str], body: str, args: list[str]) -> str:
+    table = dict(zip(params, args))
+    out = re.sub(r"#\s*([A-Za-z_]\w*)", lambda m: f'"{table[m.group(1)]}"' if m.group(1) in table else m.group(0),
+                 re.sub(r"##", "\0", body))  # '#param' is a string; '##' pastes (kept aside meanwhile)
+    out = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: table.get(m.group(0), m.group(0)), out)
+    return re.sub(r"\s*\0\s*", "", out)
+
+
+_Macros = tuple[dict[str, str], dict[str, tuple[list[str], str]]]
+
+
+def _kernel_macros(raw: str) -> _Macros:
+    """The macros of ``raw`` that spell ``__global__`` or a kernel attribute: object-like (name ->
+    body) and function-like (name -> (parameters, body))."""
+    return _prepare(raw, macros_only=True).macros
+
+
+def _prepare(raw: str, inherited: _Macros | None = None, macros_only: bool = False) -> _Prepared:
+    text = blank_literals(strip_comments(raw))
     defined = _names([text])
+    objects: dict[str, str] = dict(inherited[0]) if inherited else {}
+    functions: dict[str, tuple[list[str], str]] = dict(inherited[1]) if inherited else {}
+
+    def blank(m: re.Match[str]) -> str:
+        d = _DEFINE_LINE.match(re.sub(r"\\\n", " ", m.group(0)).strip())
+        if d and _KERNEL_WORDS.search(d.group(4)):
+            body = " ".join(d.group(4).split())
+            if d.group(2) is None:
+                objects[d.group(1)] = body
+            else:
+                functions[d.group(1)] = ([a.strip() for a in d.group(3).split(",") if a.strip()], body)
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    text = _DIRECTIVE.sub(blank, text)
+    out = _Prepared(text, defined, macros=(objects, functions))
+    if macros_only:
+        return out
+    for name, body in objects.items():  # #define ENGINE_KERNEL __global__
+        out.text = re.sub(rf"\b{name}\b", body, out.text)
+    for name, (params, body) in functions.items():  # #define MAKE_FILL(T, NAME) __global__ void fill_##NAME(...)
+        pieces, pos, used, spans = [], 0, 0, []
+        for m in re.finditer(rf"\b{name}\s*\(", out.text):
+            if m.start() < pos:
+                continue
+            end = closing(out.text, m.end())
+            if end is None:
+                continue
+            args = _split_top(out.text[m.end():end]) if out.text[m.end():end].strip() else []
+            invocation = " ".join(out.text[m.start():end + 1].split())
+            if len(args) != len(params) or any("..." in p for p in params):
+                out.notes.append(f"check: {invocation} (macro {name}) declares __global__ functions the draft does "
+                                 "not expand: write their kernels by hand")
+                continue
+            pieces.append(out.text[pos:m.start()])
+            start = sum(map(len, pieces))
+            expansion = _expand(params, body, args) + "\n" * out.text.count("\n", m.start(), end + 1)
+            pieces.append(expansion)
+            spans.append((start, start + len(expansion), invocation))
+            pos = end + 1
+            used += 1
+        if used:
+            pieces.append(out.text[pos:])
+            shift = [(a, b, inv) for a, b, inv in out.spans]
+            out.text = "".join(pieces)
+            out.spans = shift + spans  # (spans of earlier macros are of the text before; kept as notes only)
+        elif inherited is None or name not in inherited[1]:
+            out.notes.append(f"check: macro {name} declares __global__ functions and is not invoked here: write the "
+                             "kernels it makes by hand")
+    return out
+
+
+_GRID_SYNC = re.compile(r"\b(?:this_grid|grid_group)\b")
+
+
+def _body(text: str, end: int) -> str | None:
+    """The body of the function whose parameter list ends at ``end``, or None (a declaration)."""
+    brace = text.find("{", end)
+    if brace < 0 or ";" in text[end:brace]:
+        return None
+    k = closing(text, brace + 1, "{}") or len(text)
+    return text[brace:k]
+
+
+def read_globals(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) -> list[Global]:
+    """The ``__global__`` functions of a source's text (and of ``also``, more sources of the same
+    module), in order, each name once (the first declaration with a parameter list; a definition
+    repeats it). ``headers`` are the texts of the local headers they include, for the types
+    they declare."""
+    return _read(text, also, headers)[0]
+
+
+def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) -> tuple[list[Global], list[str]]:
+    inherited: _Macros = ({}, {})
+    for h in headers:  # #define ENGINE_KERNEL __global__ in an included header
+        objects, functions = _kernel_macros(h)
+        inherited = ({**objects, **inherited[0]}, {**functions, **inherited[1]})
+    prepared = [_prepare(t, inherited) for t in (text, *also)]
+    scope = _Scope.of([p.text for p in prepared] + [blank_literals(strip_comments(h)) for h in headers])
+    defined: dict[str, int] = {}
+    for p in prepared:
+        for k, v in p.defined.items():
+            defined.setdefault(k, v)
     out: dict[tuple[str, tuple[str | None, ...]], Global] = {}
     explicit: dict[str, list[list[str]]] = {}
-    for d in global_decls(text):
-        head, qualified = d.head, d.qualified
-        if re.search(r"\btemplate\s*(?!\s*<)", head):
-            # an explicit instantiation (template __global__ void k<256>(...);) of a template above:
-            # its arguments are values to build the template for
-            if d.template_args is not None:
-                explicit.setdefault(qualified, []).append([" ".join(a.split()) for a in _split_top(d.template_args)])
-            continue
-        template = _template_head(head)
-        params = [] if d.params.strip() in ("", "void") else [
-            _param(p, i, template, enums, aliases) for i, p in enumerate(_split_top(d.params))]
-        key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
-        cluster = _cluster_text(head, defined, template)
-        try:
-            bounds = _bounds_of(head, defined)
-        except SourceScanError:
-            bounds = None
-        threads = str(bounds[0]) if bounds else _launch_bounds(head)
-        written = _extern_shared(text, d.end)
-        smem = (written, _CPP_TYPES.get(_resolve(written, aliases))) if written is not None else None
-        if key not in out:
-            out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
-                              line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem)
-        elif smem is not None:  # a definition after a declaration
-            out[key].dynamic_smem = smem
+    notes = [n for p in prepared for n in p.notes]
+    for prep in prepared:
+        text = prep.text
+        for d in global_decls(text):
+            head, qualified = d.head, d.qualified
+            if re.search(r"\btemplate\s*(?!\s*<)", head):
+                # an explicit instantiation (template __global__ void k<256>(...);) of a template above:
+                # its arguments are values to build the template for
+                if d.template_args is not None:
+                    explicit.setdefault(qualified, []).append([" ".join(a.split())
+                                                               for a in _split_top(d.template_args)])
+                continue
+            template = _template_head(head, scope.aliases)
+            params = [] if d.params.strip() in ("", "void") else [
+                _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(_split_top(d.params))]
+            key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
+            cluster = _cluster_text(head, defined, template)
+            try:
+                bounds = _bounds_of(head, defined)
+            except SourceScanError:
+                bounds = None
+            threads = str(bounds[0]) if bounds else _launch_bounds(head)
+            body = _body(text, d.end)
+            written = _extern_shared(text, d.end)
+            smem = (written, _CPP_TYPES.get(_resolve(written, scope.aliases))) if written is not None else None
+            coop = body is not None and bool(_GRID_SYNC.search(body)) and bool(re.search(r"\.\s*sync\s*\(", body))
+            macro = next((inv for a, b, inv in prep.spans if a <= d.offset < b), "")
+            if key not in out:
+                out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
+                                  line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem, namespace=d.namespace,
+                                  cooperative=coop, macro=macro)
+            else:  # a definition after a declaration
+                if smem is not None:
+                    out[key].dynamic_smem = smem
+                out[key].cooperative |= coop
+                if out[key].max_threads is None:
+                    out[key].max_threads = threads
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
-    return list(out.values())
-
-
-def _instance_values(g: Global, i: int) -> list[str]:
-    """The values the source's explicit instantiations give template parameter ``i``, in order,
-    each once: integer literals, or for a type parameter the registry's element types."""
-    vals = []
-    for args in g.instances:
-        if i >= len(args):
-            continue
-        a = args[i]
-        v = (_CPP_TYPES.get(a) if g.template[i].kind == "type" else
-             a if re.fullmatch(r"-?\d+", a.rstrip("uUlL")) else None)
-        if v is not None and v not in vals:
-            vals.append(v.rstrip("uUlL") if g.template[i].kind != "type" else v)
-    return vals
+    return list(out.values()), notes
 
 
 _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:\s]*?)\s*"
@@ -351,15 +668,35 @@ def _extern_shared(text: str, end: int) -> str | None:
     return " ".join(m.group(1).split()) if m else None
 
 
-def _spec_name(name: str, taken: set[str]) -> str:
-    """A name the spec may use for ``name`` (a kernel, an argument), unused in ``taken``."""
-    base = re.sub(r"__+", "_", name).strip("_") or "k"
+_COUNT_NAME = re.compile(r"(?i)^(?:n|m|k|num\w*|\w*count|\w*size|\w*len\w*|\w*idx|\w*index\w*|rows|cols|"
+                         r"stride\w*|offset\w*|total|numel|\w*_n)$")
+_INDEX_TYPE = re.compile(r"(?i)ind(?:ex)?|idx|int|size|offset|count")
+_SCALAR_TYPE = re.compile(r"(?i)scalar|acc|compute|real|float")
+
+
+def _clean(name: str) -> str:
+    """``name`` with what the spec refuses in every name removed: runs of '_', a leading '_' or
+    kg_, a leading digit."""
+    base = re.sub(r"__+", "_", re.sub(r"\W+", "_", name)).strip("_") or "k"
     if base[:3].lower() == "kg_":
         base = base[3:] or "k"
-    if base.endswith("_t"):
-        base += "_"
     if not re.match(r"[A-Za-z]", base):
         base = "k" + base
+    return base[:60]
+
+
+def _usable(name: str) -> bool:
+    return bool(_IDENT.fullmatch(name)) and reserved_reason(name) is None
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def _spec_name(name: str, taken: set[str]) -> str:
+    """A name the spec may use for ``name`` (a kernel, an argument), unused in ``taken``."""
+    base = _clean(name)
+    if base.endswith("_t"):
+        base += "_"
     cand = base
     if reserved_reason(cand) or cand in taken:
         cand = f"{base}_arg" if reserved_reason(f"{base}_arg") is None else f"{base}x"
@@ -369,6 +706,23 @@ def _spec_name(name: str, taken: set[str]) -> str:
         i += 1
     taken.add(cand)
     return cand
+
+
+def _axis_name(name: str, taken: set[str]) -> tuple[str, str]:
+    """An instantiation axis's name for template parameter ``name`` (``scalar_t`` -> ``scalar``),
+    unused in ``taken``, and a note when it is not ``name``."""
+    base = _clean(name)
+    while base.endswith("_t") and len(base) > 2:
+        base = base[:-2]
+    cand, i = base, 2
+    while cand in taken or not _usable(cand):
+        cand = f"{base}_axis" if i == 2 and _usable(f"{base}_axis") and f"{base}_axis" not in taken else f"{base}{i}"
+        i += 1
+    taken.add(cand)
+    if cand == name:
+        return cand, ""
+    why = (reserved_reason(name) or "").split(" (")[0] or ("an argument's name" if name in taken else "")
+    return cand, f"template parameter {name}" + (f", renamed: {why}" if why else "")
 
 
 # Words YAML 1.1 or 1.2 reads as booleans or null: quoted in the draft.
@@ -390,10 +744,347 @@ def _int_guess(name: str, in_cluster: set[str]) -> int:
     return 256 if re.search(r"block|thread|warp|cta", name, re.I) else 4
 
 
-def draft(source_rel: str, text: str, module: str, only: list[str] | None = None) -> str:
+# ---------------------------------------------------------------------------------------------
+# Module names
+
+
+# The files of a target that are no module's (kernelgen.emit: the C ABI's and the Python
+# support's per-target files, the Rust crate's own); the runtime headers are added when asked.
+_TARGET_FILES = frozenset({
+    "include/kernelgen/plan_codes.h", "include/kernelgen/target_table.h", "include/kernelgen/types.h",
+    "python/__init__.py", "python/_runtime.cpp", "rust/Cargo.toml", "rust/build.rs", "rust/src/lib.rs",
+})
+
+
+def _module_files(name: str) -> set[str]:
+    """The generated files of module ``name`` whose paths another producer could also have."""
+    from kernelgen.emit.rust import module_paths
+
+    return {f"include/kernelgen/{name}.h", f"include/kernelgen/{name}_c.h", f"src/{name}.cu",
+            f"python/{name}.cpp", f"python/{name}.pyi", *module_paths(name)}
+
+
+def module_problem(name: str, targets: tuple[str, ...] = (), others: tuple[str, ...] = ()) -> str | None:
+    """Why ``name`` cannot be a module's name (the loader's and the generator's checks), beside
+    the project's ``targets`` and the modules ``others``; None when it can."""
+    from kernelgen.emit import RUNTIME_HEADERS
+    from kernelgen.schema import MODULE_RE
+
+    if not MODULE_RE.fullmatch(name):
+        return f"a module name is {MODULE_RE.pattern} (lower case, starting with a letter)"
+    why = reserved_reason(name)
+    if why:
+        return f"'{name}' is reserved: {why}"
+    if name in PACKAGE_NAMES:
+        return f"the package's own attribute {name} would hide module '{name}'"
+    if name in targets:
+        return f"'{name}' is a target's name (specs/targets.yaml)"
+    own = _TARGET_FILES | {f"include/{h}" for h in RUNTIME_HEADERS}
+    files = _module_files(name)
+    clash = sorted(files & own)
+    if clash:
+        return f"module '{name}' would generate {clash[0]}, which the target's own files or the runtime headers have"
+    for o in others:
+        clash = sorted(files & _module_files(o))
+        if o != name and clash:
+            return f"module '{name}' would generate {clash[0]}, which module '{o}' also generates"
+    return None
+
+
+def module_name(stem: str, targets: tuple[str, ...] = (), others: tuple[str, ...] = (),
+                taken: tuple[str, ...] = ()) -> tuple[str, str]:
+    """A module name for a source named ``stem`` that :func:`module_problem` accepts beside the
+    modules ``others``, not in ``taken`` (the modules drafted with it), and a note saying why it is
+    not the file's name (or "")."""
+    base = re.sub(r"\W+", "_", stem).strip("_").lower()
+    base = re.sub(r"__+", "_", base)[:40]
+    if not re.match(r"[a-z]", base):
+        base = f"m_{base}"
+    cand, i = base, 2
+    first = module_problem(base, targets, others)
+    while module_problem(cand, targets, others) or cand in taken:
+        cand = f"{base}_ops" if i == 2 else f"{base}_ops{i}"
+        i += 1
+    note = "" if cand == base else f"not '{base}': {first or 'another module has that name'}"
+    return cand, note
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+@dataclass
+class _Entry:
+    """One kernel entry of a drafted ``__global__`` function: the template arguments it fixes (C++
+    spellings, by template parameter) and the values of its instantiation axes."""
+
+    fixed: dict[str, str]
+    axes: list[list[str]]  # per axis (in template order), its values
+
+
+@dataclass
+class _Plan:
+    g: Global
+    family: str = ""
+    axes: list[TemplateParam] = field(default_factory=list)
+    axis_names: dict[str, str] = field(default_factory=dict)  # template parameter -> axis name
+    axis_notes: dict[str, str] = field(default_factory=dict)
+    int_types: dict[str, str] = field(default_factory=dict)  # integer-like type parameters -> default C++ type
+    functors: set[str] = field(default_factory=set)  # type parameters passed by value that are no axis
+    entries: list[_Entry] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # each entry's kernel name
+    patterns: list[str | None] = field(default_factory=list)  # each entry's instance_name
+    args: list[tuple[str, Param]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    guessed: bool = True  # the axis values are guesses (no explicit instantiations)
+
+
+def _products(rows: list[tuple[str, ...]]) -> list[list[list[str]]]:
+    """``rows`` (distinct tuples of axis values) as a list of cartesian products (per axis, its
+    values) that together are exactly ``rows``."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    cols = [list(dict.fromkeys(r[i] for r in rows)) for i in range(width)]
+    size = 1
+    for c in cols:
+        size *= len(c)
+    if size == len(rows) or width == 0:
+        return [cols]
+    rest: dict[str, list[tuple[str, ...]]] = {}
+    for r in rows:
+        rest.setdefault(r[0], []).append(r[1:])
+    together: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+    for v, rs in rest.items():
+        together.setdefault(tuple(rs), []).append(v)
+    return [[vs, *sub] for rs, vs in together.items() for sub in _products(list(rs))]
+
+
+def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
+    pl = _Plan(g)
+    pointer = {t.name for t in g.template if t.kind == "type" and any(
+        p.spec and p.spec.endswith("*") and f"{{{t.name}}}" in p.spec for p in g.params)}
+    for t in g.template:
+        if t.kind != "type":
+            continue
+        by_value = [p for p in g.params if p.spec == f"{{{t.name}}}"]
+        if any(_COUNT_NAME.match(p.name) for p in by_value) or (
+                (by_value or t.name in pointer) and _INDEX_TYPE.search(t.name)):
+            default = t.default if t.default and _CPP_TYPES.get(_resolve(t.default, scope.aliases)) in \
+                _INTEGER_SCALARS else "int64_t"
+            pl.int_types[t.name] = default
+            if not g.instances:
+                pl.notes.append(f"check: template type {t.name} types an index or a count: drafted as {default} (an "
+                                "instantiation axis types a scalar only for float types); another index type is "
+                                "another kernel (extends)")
+        elif t.name not in pointer and by_value and _SCALAR_TYPE.search(t.name) and not t.default:
+            pl.int_types[t.name] = "float"  # (accscalar_t alpha: a scalar type, fixed)
+            pl.notes.append(f"check: template type {t.name} passed by value is drafted as float (an instantiation "
+                            "axis types a scalar only where it also types an array)")
+        elif t.name not in pointer:
+            pl.functors.add(t.name)
+    pl.axes = [t for t in g.template if (t.kind == "type" and t.name in pointer and t.name not in pl.int_types)
+               or t.kind == "int"]
+    fixed_params = [t for t in g.template if t not in pl.axes]
+
+    def fixed_default(t: TemplateParam) -> str:
+        if t.kind == "bool":
+            return t.default or "true"
+        if t.name in pl.int_types:
+            return pl.int_types[t.name]
+        if t.kind == "value":
+            e = scope.enum(t.cpp, g.namespace)
+            if t.default:
+                return t.default
+            return e.enumerators[0] if e is not None and e.enumerators else t.name
+        return t.default or t.name
+
+    in_cluster = set(g.cluster or ())
+    explicit: list[tuple[dict[str, str], tuple[str, ...]]] = []
+    for args in g.instances:
+        full = list(args) + [t.default for t in g.template[len(args):]]
+        if any(a is None for a in full):
+            pl.notes.append(f"check: explicit instantiation <{', '.join(args)}> leaves out a template argument")
+            continue
+        fixed, values, ok = {}, [], True
+        for t, a in zip(g.template, full):
+            assert a is not None
+            if t in pl.axes:
+                if t.kind == "type":
+                    v = _CPP_TYPES.get(_resolve(a, scope.aliases))
+                    ok &= v in SPEC_ELEMS and v != "void"
+                else:
+                    lit = re.fullmatch(r"(-?\d+)[uUlL]*", a)
+                    v = lit.group(1) if lit else str(defined[a]) if a in defined else None
+                    ok &= v is not None
+                values.append(v or "")
+            else:
+                if t.name in pl.int_types:
+                    ok &= _CPP_TYPES.get(_resolve(a, scope.aliases)) in _SCALARS
+                fixed[t.name] = a
+        if ok:
+            explicit.append((fixed, tuple(values)))
+        else:
+            pl.notes.append(f"check: explicit instantiation {g.name}<{', '.join(args)}> is not drafted (an argument "
+                            "the spec cannot spell as an axis value): add its kernel by hand")
+    if explicit:
+        pl.guessed = False
+        groups: dict[tuple[tuple[str, str], ...], list[tuple[str, ...]]] = {}
+        for fixed, values in explicit:
+            rows = groups.setdefault(tuple(fixed.items()), [])
+            if values not in rows:
+                rows.append(values)
+        for fixed_items, rows in groups.items():
+            for product in _products(rows):
+                pl.entries.append(_Entry(dict(fixed_items), product))
+    else:
+        values = []
+        for t in pl.axes:
+            if t.kind == "type":
+                values.append(["f32"])
+            else:
+                values.append([str(t.default or _int_guess(t.name, in_cluster))])
+        pl.entries.append(_Entry({t.name: fixed_default(t) for t in fixed_params}, values))
+    return pl
+
+
+def _entry_type(spec: str, pl: _Plan, entry: _Entry) -> str:
+    """A parameter's spec type in ``entry``: its axes' placeholders renamed, the integer-like type
+    parameters replaced by the integer type the entry gives them."""
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in pl.axis_names:
+            return f"{{{pl.axis_names[name]}}}"
+        if name in pl.int_types:
+            cpp = entry.fixed.get(name, pl.int_types[name])
+            return _CPP_TYPES.get(cpp, "f32" if pl.int_types[name] == "float" else "i64")
+        return m.group(0)
+    return re.sub(r"\{(\w+)\}", sub, spec)
+
+
+def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
+    """Each entry's kernel name (and instance name pattern), unused in ``public`` and unreserved,
+    with their instances and plan functions; added to ``public``."""
+    axes = [pl.axis_names[t.name] for t in pl.axes]
+    vary = [k for k in (pl.entries[0].fixed if pl.entries else {})
+            if len({e.fixed.get(k) for e in pl.entries}) > 1]
+
+    def word(text: str) -> str:
+        w = re.sub(r"\W+", "_", text.split("::")[-1]).strip("_").lower()
+        return w[:-2] if w.endswith("_t") else w
+
+    def names_for(fam: str) -> tuple[list[str], list[str | None], list[str]]:
+        kernels, patterns, every = [], [], []
+        several = len(pl.entries) > 1
+        for i, e in enumerate(pl.entries):
+            fixed_suffix = "".join(f"_{word(e.fixed[k])}" for k in vary)
+            single = [vals[0] for vals in e.axes if len(vals) == 1]
+            name = fam + (fixed_suffix + "".join(f"_{v}" for v in single) if several else "")
+            if several and (name == fam or name in kernels or (axes and len(single) == len(axes))):
+                name = f"{fam}{fixed_suffix}_{i + 1}"  # (a name of its values alone is its instance's)
+            pattern = (fam + fixed_suffix + "".join(f"_{{{a}}}" for a in axes)) if several and axes else None
+            kernels.append(name)
+            patterns.append(pattern)
+            every.append(name)
+            combos: list[list[str]] = [[]]
+            for vals in e.axes:
+                combos = [c + [v] for c in combos for v in vals]
+            for c in combos if axes else []:
+                if pattern is None:
+                    every.append("_".join([name, *c]))
+                else:
+                    inst = pattern
+                    for a, v in zip(axes, c):
+                        inst = inst.replace(f"{{{a}}}", v)
+                    every.append(inst)
+        return kernels, patterns, every
+
+    candidates = [_clean(base), _clean(full)] + [f"{_clean(base)}_{i}" for i in range(2, 50)]
+    for fam in dict.fromkeys(candidates):
+        kernels, patterns, every = names_for(fam)
+        plans = [f"plan_{n}" for n in every]
+        if all(_usable(n) for n in every + plans) and not (set(every + plans) & public) \
+                and len(set(every)) == len(every):
+            break
+    pl.family, pl.names, pl.patterns = fam, kernels, patterns
+    public.update(every)
+    public.update(f"plan_{n}" for n in every)
+
+
+def _struct_name(cpp: str, taken: dict[str, str]) -> tuple[str, str]:
+    """A ``structs:`` name for C++ type ``cpp``, unused in ``taken`` (kernels, instances, plan
+    functions, arguments, axes, the module: what each is), and a note when it is not the plain one."""
+    base = _clean(cpp.split("<")[0].split("::")[-1]).lower()
+    while base.endswith("_t") and len(base) > 2:
+        base = base[:-2]
+
+    def free(n: str) -> bool:
+        return _usable(n) and n not in taken and n not in SCALARS and n not in ELEMS
+
+    why = ""
+    if not free(base):
+        why = (reserved_reason(base) and "a reserved name") or (
+            "a registry type" if base in SCALARS or base in ELEMS else taken.get(base, ""))
+    cand, i = base, 2
+    while not free(cand):
+        cand = f"{base}_type" if i == 2 else f"{base}_type{i}"
+        i += 1
+    taken[cand] = f"struct {cand}"
+    return cand, (f"not '{base}': {why}" if cand != base else "")
+
+
+def _local_headers(root: Path | None, source_rel: str, text: str, limit: int = 64) -> list[tuple[str, str]]:
+    """The headers ``text`` (at ``source_rel``) includes with quotes, and those they include, that
+    exist in the project: (path relative to ``root``, text)."""
+    if root is None:
+        return []
+    root = root.resolve()
+    out: dict[str, str] = {}
+    todo = [(source_rel, text)]
+    while todo and len(out) < limit:
+        rel, t = todo.pop(0)
+        for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', strip_comments(t), re.M):
+            for base in ((root / rel).parent, root):
+                path = (base / m.group(1)).resolve()
+                try:
+                    hrel = path.relative_to(root).as_posix()
+                except ValueError:
+                    continue
+                if path.is_file():
+                    if hrel not in out and hrel != source_rel:
+                        out[hrel] = path.read_text(encoding="utf-8", errors="replace")
+                        todo.append((hrel, out[hrel]))
+                    break
+    return list(out.items())
+
+
+def draft(source_rel: str, text: str, module: str, only: list[str] | None = None, *, root: Path | None = None,
+          also: tuple[tuple[str, str], ...] = (), module_note: str = "",
+          targets: tuple[str, ...] = ()) -> str:
     """The YAML text of a module spec for the ``__global__`` functions of ``text`` (the source at
-    ``source_rel``, relative to the project root), or those named in ``only``."""
-    globs = read_globals(text)
+    ``source_rel``, relative to the project root ``root``), or those named in ``only``. ``also``
+    are more sources of the module, (path, text), whose kernels are drafted with the source's
+    (a header declaring the kernels that the source defines). The headers the sources include
+    with quotes are read (from ``root``) for the types they declare."""
+    why = module_problem(module, targets)
+    if why:
+        raise KernelgenError(f"module name '{module}' cannot be used: {why}",
+                             "name the module with --module (e.g. --module " + module_name(module, targets)[0] + ")")
+    if root is None:  # the current folder, if the source is there as given
+        cand = Path.cwd() / source_rel
+        try:
+            root = Path.cwd() if cand.is_file() and cand.read_text(encoding="utf-8", errors="replace") == text \
+                else None
+        except OSError:
+            root = None
+    headers = _local_headers(root, source_rel, text)
+    for rel, t in also:
+        headers += [h for h in _local_headers(root, rel, t) if h[0] not in {r for r, _ in headers}]
+    also_rels = {r for r, _ in also}
+    header_texts = tuple(t for r, t in headers if r not in also_rels)
+    globs, notes = _read(text, tuple(t for _, t in also), header_texts)
+    scope = _Scope.of([_prepare(t).text for t in (text, *(t for _, t in also), *header_texts)])
+    defined = _names([strip_comments(t) for t in (text, *(t for _, t in also))])
     if only:
         missing = [n for n in only if n not in {g.name for g in globs} | {g.qualified for g in globs}]
         if missing:
@@ -401,66 +1092,122 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
                                  f"{', '.join(g.qualified for g in globs) or 'none'})")
         globs = [g for g in globs if g.name in only or g.qualified in only]
     if not globs:
-        raise KernelgenError(f"{source_rel} declares no __global__ function (comments removed; a kernel declared "
-                             "through a macro is not seen)")
+        raise KernelgenError(f"{source_rel} declares no __global__ function (comments removed"
+                             + ("; " + "; ".join(notes) if notes else "") + ")")
+    sources = ", ".join(_yaml_str(r) if "," not in r else f'"{r}"' for r in [source_rel])
     lines = [
-        f"# Drafted by `kernelgen draft` from {source_rel}: check each entry marked 'check' against how the",
+        f"# Drafted by `kernelgen draft` from {', '.join([source_rel, *(r for r, _ in also)])}: check each entry "
+        "marked 'check' against how the",
         "# kernels are launched (grid, block, shared memory, the element counts of pointers, examples),",
         "# then `kernelgen build` checks every kernel's parameters against its args.",
-        f"module: {module}",
+        f"module: {module}" + (f"  # {module_note}" if module_note else ""),
         f"summary: Kernels of {source_rel}.  # check: one line saying what the module computes",
-        f"sources: [{source_rel}]",
+        f"sources: [{sources}]",
     ]
-    structs: dict[str, str] = {}
-    kernel_names: set[str] = set()
-    body: list[str] = []
-    for g in globs:
-        taken: set[str] = set()
-        args = []
-        pointer_axes = {t.name for t in g.template if t.kind == "type" and any(
-            p.spec and p.spec.endswith("*") and f"{{{t.name}}}" in p.spec for p in g.params)}
-        for p in g.params:
-            by_value = re.fullmatch(r"\{(\w+)\}", p.spec or "")
-            if by_value and by_value.group(1) not in pointer_axes:
-                base = by_value.group(1)  # a template type passed by value only: a functor or a struct
+    lines += [f"# {n}" for n in notes]
+    # Names: axes and arguments per kernel, then kernels (with instances and plan functions), then structs.
+    public: set[str] = {"TARGET", "KILL_SWITCH"}
+    plans = [_plan(g, scope, defined) for g in globs]
+    what: dict[str, str] = {module: "the module's name"}
+    for pl in plans:
+        raw_args = {_clean(p.name) for p in pl.g.params}
+        taken_axes: set[str] = set(raw_args)
+        for t in pl.axes:
+            pl.axis_names[t.name], pl.axis_notes[t.name] = _axis_name(t.name, taken_axes)
+        taken = set(pl.axis_names.values())
+        for p in pl.g.params:
+            if p.spec and re.fullmatch(r"\{(\w+)\}", p.spec) and p.spec[1:-1] in pl.functors:
+                base = p.spec[1:-1]  # a template type passed by value only: a functor or a struct
                 p = Param(p.name, p.cpp, None, struct=base, note=f"template type '{base}' by value: give the type")
-            name = _spec_name(p.name, taken)
-            if p.struct is not None:
-                key = structs.get(p.struct) or _spec_name(re.sub(r"\W+", "_", p.struct.split("<")[0]).lower(),
-                                                          set(structs.values()) | kernel_names)
-                structs[p.struct] = key
-                args.append((name, key, p.note or f"'{p.struct}' by value"))
-            else:
-                args.append((name, p.spec, p.note))
-        type_axes = [t for t in g.template if t.name in pointer_axes]
-        # The symbol's template arguments: axes as placeholders, a bool its default (or true), another
-        # type its default (or its own name, for the user to replace).
-        targs = [f"{{{t.name}}}" if t in type_axes or t.kind == "int" else t.default or (
-            "true" if t.kind == "bool" else t.name) for t in g.template]
-        symbol = g.qualified + (f"<{', '.join(targs)}>" if g.template else "")
+            pl.args.append((_spec_name(p.name, taken), p))
+        for n in taken:
+            what.setdefault(n, f"an axis of kernel {pl.g.name}" if n in pl.axis_names.values() else
+                            f"an argument of {pl.g.name}")
+    for pl in plans:
+        g = pl.g
         base = re.sub(r"_kernel$|Kernel$", "", g.name) or g.name
+        full = g.name
         if sum(1 for h in globs if h.qualified == g.qualified) > 1:  # overloads: named by their first pointer
             elems = [p.spec.split()[-1].rstrip("*") for p in g.params if p.spec and "*" in p.spec]
-            base += f"_{elems[0]}" if elems and re.fullmatch(r"\w+", elems[0]) else ""
-        kname = _spec_name(base, kernel_names)
-        body.append(f"  {kname}:")
-        body.append(f"    symbol: {_yaml_str(symbol)}" + (
-            "  # check the template arguments" if any(t.kind != "int" and t not in type_axes for t in g.template)
-            else ""))
-        body.append(f"    summary: What {g.name} computes.  # check")
-        in_cluster = set(g.cluster or ())
-        def axis(i: int, t: TemplateParam) -> str:
-            given = _instance_values(g, i)
-            if given:  # the source's explicit instantiations
-                return f"      {t.name}: [{', '.join(given)}]  # the source's explicit instantiations"
-            if t in type_axes:
-                return f"      {t.name}: [f32]  # check: the element types to build it for"
-            guess = t.default or _int_guess(t.name, in_cluster)
-            return f"      {t.name}: [{guess}]  # check: the values to build it for"
-        inst = [axis(i, t) for i, t in enumerate(g.template) if t in type_axes or t.kind == "int"]
-        if inst:
-            body.append("    instantiate:")
-            body += inst
+            suffix = f"_{elems[0]}" if elems and re.fullmatch(r"\w+", elems[0]) else ""
+            base, full = base + suffix, full + suffix
+        _kernel_names(pl, base, full, public)
+    structs: dict[str, tuple[str, str]] = {}  # C++ type -> (struct name, note)
+    struct_taken = {n: "a launcher or plan function's name" for n in public} | {
+        n: f"kernel {n}'s name" for pl in plans for n in pl.names} | what
+    for pl in plans:
+        for _, p in pl.args:
+            if p.struct is not None and p.struct not in structs:
+                structs[p.struct] = _struct_name(p.struct, struct_taken)
+    body: list[str] = []
+    for pl in plans:
+        body += _kernel_lines(pl, structs)
+    if structs:
+        entries = {cpp: _toolkit_entry(cpp) or scope.fields(cpp) for cpp in structs}
+        if None in entries.values():
+            lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked "
+                         "empty)")
+        elif any(cpp not in TOOLKIT_STRUCTS for cpp in structs):
+            lines.append("structs:  # fields read from the types' declarations (the build checks their layout)")
+        else:
+            lines.append("structs:  # CUDA's vector types, passed by value")
+        for cpp, (key, note) in structs.items():
+            pointers = cpp not in TOOLKIT_STRUCTS and entries[cpp] is not None and \
+                _has_pointer_member(scope.records.get(cpp, ""))
+            notes = "; ".join(n for n in (note, f"check: {POINTER_FIELDS}" if pointers else "") if n)
+            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp] or 'fields: {}'}}}"
+                         + (f"  # {notes}" if notes else ""))
+    lines.append("kernels:")
+    return "\n".join(lines + body) + "\n"
+
+
+def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
+    g = pl.g
+    body: list[str] = []
+    for i, (entry, kname, pattern) in enumerate(zip(pl.entries, pl.names, pl.patterns)):
+        args = []
+        for name, p in pl.args:
+            if p.struct is not None:
+                args.append((name, structs[p.struct][0], p.note or f"'{p.struct}' by value"))
+            else:
+                args.append((name, _entry_type(p.spec or "void*", pl, entry), p.note))
+        targs = [f"{{{pl.axis_names[t.name]}}}" if t.name in pl.axis_names else entry.fixed.get(t.name, t.name)
+                 for t in g.template]
+        symbol = g.qualified + (f"<{', '.join(targs)}>" if g.template else "")
+        unsure = pl.guessed and any(t.name not in pl.axis_names and (t.kind != "type" or t.name not in pl.int_types
+                                                                     or not t.default) for t in g.template)
+        head = f"  {kname}:"
+        if g.macro:
+            head += f"  # declared by the macro invocation {g.macro}"
+        body.append(head)
+        if i > 0:
+            body.append(f"    extends: {pl.names[0]}  # another combination the source instantiates")
+        body.append(f"    symbol: {_yaml_str(symbol)}" + ("  # check the template arguments" if unsure else ""))
+        if i == 0:
+            body.append(f"    summary: What {g.name} computes.  # check")
+            for n in pl.notes:
+                body.append(f"    # {n}")
+        if pl.axes:
+            body.append("    instantiate:" + ("  # the source instantiates only these combinations: one kernel each "
+                                               "for the others" if i == 0 and len(pl.entries) > 1 else ""))
+            for t, vals in zip(pl.axes, entry.axes):
+                aname = pl.axis_names[t.name]
+                why = pl.axis_notes.get(t.name, "")
+                if not pl.guessed:
+                    comment = "the source's explicit instantiations"
+                elif t.kind == "type":
+                    comment = "check: the element types to build it for"
+                else:
+                    comment = "check: the values to build it for"
+                body.append(f"      {aname}: [{', '.join(vals)}]  # {comment}" + (f"; {why}" if why else ""))
+            if pattern is not None:
+                body.append(f"    instance_name: {_yaml_str(pattern)}")
+        if i > 0:
+            if [t for _, t, _ in args] != [t for _, t, _ in _first_args(pl, structs)]:  # integer types differ
+                body.append("    args:")
+                for n, t, note in args:
+                    body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}" + (f"  # {note}" if note else ""))
+            continue
         body.append("    args:" if args else "    args: {}")
         ints = [n for n, t, _ in args if t in ("u32", "i32", "u64", "i64", "u16", "i16", "u8", "i8")]
         bools = [n for n, t, _ in args if t == "bool"]
@@ -468,17 +1215,26 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
         driver = next((n for n in ints if n.lower() in _INT_NAMES), ints[0] if ints else None)
+        axis = pl.axis_names
         int_params = {t.name for t in g.template if t.kind == "int"}
         threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
             else "256"
-        cx = g.cluster[0] if g.cluster else "1"
+        threads = axis.get(threads, threads)
+        cluster = tuple(axis.get(c, c) for c in g.cluster) if g.cluster else None
+        cx = cluster[0] if cluster else "1"
         grid = (f"div_ceil({driver}, {threads} * {cx}) * {cx}" if cx != "1" else f"div_ceil({driver}, {threads})") \
             if driver else cx
-        cy, cz = (g.cluster[1], g.cluster[2]) if g.cluster else (1, 1)
+        cy, cz = (cluster[1], cluster[2]) if cluster else (1, 1)
         body.append(f"    grid: [{_yaml_str(grid)}, {cy}, {cz}]  # check")
         body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
-        if g.cluster:
-            body.append(f"    cluster: [{', '.join(g.cluster)}]")
+        if cluster:
+            body.append(f"    cluster: [{', '.join(cluster)}]")
+        if g.cooperative:
+            if cluster:
+                body.append("    # check: it syncs the whole grid (a cooperative launch), which a cluster launch "
+                            "cannot be")
+            else:
+                body.append("    launch: {cooperative: true}  # it syncs the whole grid (cooperative_groups)")
         if g.dynamic_smem is not None:
             written, elem = g.dynamic_smem
             t = ELEMS.get(elem or "") or SCALARS.get(elem or "")
@@ -490,14 +1246,95 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
         example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]
                             + [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
-    if structs:
-        entries = {cpp: _toolkit_entry(cpp) for cpp in structs}
-        if None in entries.values():
-            lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked "
-                         "empty)")
+    return body
+
+
+def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:
+    out = []
+    for name, p in pl.args:
+        if p.struct is not None:
+            out.append((name, structs[p.struct][0], p.note))
         else:
-            lines.append("structs:  # CUDA's vector types, passed by value")
-        for cpp, key in structs.items():
-            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp] or 'fields: {}'}}}")
-    lines.append("kernels:")
-    return "\n".join(lines + body) + "\n"
+            out.append((name, _entry_type(p.spec or "void*", pl, pl.entries[0]), p.note))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# `kernelgen draft`: sources to spec files
+
+_HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+
+
+def _project_names(root: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The target names of ``root``'s specs/targets.yaml and the module names of its specs."""
+    targets: tuple[str, ...] = ()
+    spec_dir = root / "specs"
+    try:
+        text = (spec_dir / "targets.yaml").read_text(encoding="utf-8")
+        targets = tuple(re.findall(r"^([A-Za-z_]\w*)\s*:", text, re.M))
+    except OSError:
+        pass
+    modules = tuple(p.stem for p in sorted(spec_dir.glob("*.yaml")) if p.stem not in ("project", "targets"))
+    return targets, modules
+
+
+def draft_files(root: Path, sources: list[Path], module: str | None = None, kernels: list[str] | None = None,
+                write: bool = False) -> list[tuple[Path, str]]:
+    """The spec files ``kernelgen draft`` writes (or prints, one source without ``write``): (path,
+    text). Sources with one file name make one module where a header declares the kernels a
+    source including it defines (the source is the module's), else a module each with distinct
+    names; every module name passes the loader's and the generator's checks. Refuses before
+    anything is written."""
+    from kernelgen.errors import relpath
+
+    if len(sources) > 1 and (module or kernels or not write):
+        raise KernelgenError("several sources need --write: each writes its own spec file, a module named after its "
+                             "file (--module and --kernel take one source)")
+    rels: list[tuple[Path, str, str]] = []
+    for source in sources:
+        src = source.resolve()
+        try:
+            rel = src.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise KernelgenError(f"{source} is outside the project ({root}): sources are relative to its root; "
+                                 "copy the file into the project first") from None
+        if not src.is_file():
+            raise KernelgenError(f"{relpath(src, root)} is not a file")
+        if rel not in {r for _, r, _ in rels}:
+            rels.append((src, rel, src.read_text(encoding="utf-8", errors="replace")))
+    # a header folded into the source of its stem that includes it
+    merged: dict[str, list[tuple[str, str]]] = {}
+    folded: set[str] = set()
+    for src, rel, text in rels:
+        if src.suffix.lower() in _HEADER_SUFFIXES:
+            continue
+        includes = set(re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', strip_comments(text), re.M))
+        for hsrc, hrel, htext in rels:
+            if hsrc.suffix.lower() in _HEADER_SUFFIXES and hsrc.stem == src.stem and hrel not in folded and any(
+                    (src.parent / i).resolve() == hsrc or Path(i).name == hsrc.name for i in includes):
+                merged.setdefault(rel, []).append((hrel, htext))
+                folded.add(hrel)
+    targets, existing = _project_names(root)
+    out: list[tuple[Path, str]] = []
+    chosen: list[str] = []
+    for src, rel, text in rels:
+        if rel in folded:
+            continue
+        if module:
+            name, note = module, ""
+            why = module_problem(module, targets)
+            if why:
+                raise KernelgenError(f"module name '{module}' cannot be used: {why}",
+                                     f"e.g. --module {module_name(module, targets)[0]}")
+        else:
+            stem = src.stem
+            if any(Path(r).stem == stem for r in (x for _, x, _ in rels if x != rel and x not in folded)) and \
+                    stem.lower() in chosen:
+                stem = f"{src.parent.name}_{stem}"  # a second source of one file name: named with its folder
+            name, note = module_name(stem, targets, tuple(chosen) + existing, tuple(chosen))
+        chosen.append(name)
+        also = tuple(merged.get(rel, ()))
+        out.append((root / "specs" / f"{name}.yaml",
+                    draft(rel, text, name, kernels or None, root=root, also=also, module_note=note, targets=targets)))
+    return out
+

@@ -30,7 +30,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# Comments, and the string and character literals that may contain what looks like one (kept).
+_COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?([0-9]+)[uUlL]*\)?[ \t]*$", re.M)
 _CONSTEXPR = re.compile(r"\bconstexpr\s+[A-Za-z_][\w:\s]*?\b([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([0-9]+)[uUlL]*\s*\}?\s*;")
 _INT = re.compile(r"([0-9]+)[uUlL]*")
@@ -54,7 +56,14 @@ class Declaration:
 
 def strip_comments(text: str) -> str:
     """``text`` without C/C++ comments; line breaks are kept so line numbers stay right."""
-    return _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n") + " ", text)
+    return _COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else
+                        "\n" * m.group(0).count("\n") + " ", text)
+
+
+def blank_literals(text: str) -> str:
+    """``text`` (comment-free) with the contents of its string and character literals replaced by
+    spaces, so that ``"__global__ void f(int)"`` in a string declares nothing; offsets are kept."""
+    return _LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
 
 
 def _names(texts: list[str]) -> dict[str, int]:

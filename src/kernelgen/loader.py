@@ -713,7 +713,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = spec_files(spec_dir, root)
-    modules = [load_module(p, root, targets) for p in paths]
+    modules = [load_module(p, root, targets, build) for p in paths]
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}
     for m in modules:
@@ -731,6 +731,9 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     _check_defines(catalog)
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
+    from kernelgen.emit import check_paths  # the emitters' file names (emit imports this module's users)
+
+    check_paths(catalog)
     # The checks generation makes on top of the loader's (the test-case search, whole
     # clusters), so that every command accepts and rejects the same specs.
     check_catalog(catalog)
@@ -781,7 +784,10 @@ def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
     return replace(catalog, modules=tuple(modules))
 
 
-def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
+def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_build: Build | None = None) -> Module:
+    """One module spec; ``project_build`` is the project's build settings (specs/project.yaml),
+    whose include folders, with the targets' and the module's, find the files a struct's
+    ``header`` includes."""
     rel = relpath(path, root)
     node = load(rel, read_regular(path, root, MAX_SPEC_BYTES))
     ctx = _Ctx(rel)
@@ -835,10 +841,13 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
     if "constants" in f:
         with ctx.at("constants"):
             constants = _constants(ctx, f["constants"])
+    build = _optional_build(ctx, f)
     structs: tuple[Struct, ...] = ()
     if "structs" in f:
+        layers = (build, *(t.build for t in targets), project_build or Build())
+        dirs = list(dict.fromkeys(d for layer in layers for d, _ in layer.include_dirs))
         with ctx.at("structs"):
-            structs = _structs(ctx, f["structs"], root, name)
+            structs = _structs(ctx, f["structs"], root, name, dirs)
         ctx.structs = {st.name: st for st in structs}
     with ctx.at("kernels"):
         kn = f["kernels"]
@@ -880,7 +889,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...]) -> Module:
         name, rel, f["module"].loc, summary, sources, kill, tuple(sorted(constants.items())),
         tuple(kernels), tuple(fallbacks), tuple(dispatches), doc,
         kill_switch_shared=shared, kill_switch_loc=f["kill_switch"].loc if kill else None, structs=structs,
-        build=_optional_build(ctx, f),
+        build=build,
     )
 
 
@@ -1108,6 +1117,88 @@ def _source(ctx: _Ctx, node: YNode, root: Path) -> str:
     return s
 
 
+# A quoted #include (comments removed first; string literals kept, so "a//b.h" stays whole).
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
+MAX_HEADER_FILES = 2000  # files one struct header brings into the package's include/
+
+
+class HeaderError(ValueError):
+    """A struct header's include that the package cannot install (see :func:`header_files`)."""
+
+
+def header_files(root: Path, header: str, include_dirs: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
+    """What the package's ``include/`` needs so that C++ callers can include struct header
+    ``header`` (a path from the project root): the header and, transitively, the project's files
+    its quoted ``#include "..."`` lines reach, each as (path from the project root, path under
+    ``include/``), so that the compiler finds each one there as it did in the build.
+
+    An include is looked up as the compiler does: beside the including file, then in the project
+    root, then in ``include_dirs`` (relative to the root, or absolute). A file found in a folder of
+    the project keeps its path from that folder; one found in a folder outside the project (a
+    library's) is not installed, and C++ callers need that folder on their include path;
+    one found nowhere is the toolkit's or the system's. Conditionals are not evaluated: every
+    quoted include counts. Raises HeaderError for an include that reaches a file outside the
+    project (``../``, a symlink) or outside the include folder it was found in."""
+    top = root.resolve()
+    dirs: list[tuple[Path, bool]] = []  # (folder, inside the project)
+    for d in include_dirs:
+        folder = (root / d).resolve() if not d.startswith("/") else Path(d)
+        dirs.append((folder, folder.is_relative_to(top)))
+
+    def inside(rel: str) -> bool:
+        return rel != ".." and not rel.startswith("../") and (root / rel).resolve().is_relative_to(top)
+
+    out: dict[str, str] = {header: header}  # path under include/ -> path from the root
+    todo = [(header, header)]
+    while todo:
+        src, dest = todo.pop()
+        try:
+            text = (root / src).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise HeaderError(f"{src} cannot be read: {exc.strerror}") from None
+        text = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else " ", text)
+        for m in _INCLUDE.finditer(text):
+            name = m.group(1).strip()
+            if not name or name.startswith("/"):
+                continue  # an absolute path reads the same for every caller
+            found: tuple[str, str] | None = None
+            beside = (posixpath.normpath(posixpath.join(posixpath.dirname(src), name)),
+                      posixpath.normpath(posixpath.join(posixpath.dirname(dest), name)))
+            for rel, inc in (beside, (posixpath.normpath(name),) * 2):
+                if (root / rel).is_file():
+                    found = (rel, inc)
+                    break
+            else:
+                for folder, ours in dirs:
+                    path = folder / name
+                    if path.is_file():
+                        if ours:
+                            found = (Path(os.path.normpath(path)).relative_to(top).as_posix(),
+                                     posixpath.normpath(name))
+                        break
+            if found is None:
+                continue  # the toolkit's, the system's or a library's: not the package's to install
+            rel, inc = found
+            line = text.count("\n", 0, m.start()) + 1
+            if not inside(rel):
+                raise HeaderError(f'{src} line {line} includes "{name}", which is '
+                                  f"{os.path.normpath(root / rel)}, outside the project; the package's include/ "
+                                  "holds only the project's files")
+            if inc == ".." or inc.startswith("../"):
+                raise HeaderError(f'{src} line {line} includes "{name}", which lies above the include folder '
+                                  f"that {src} is installed in (as include/{dest})")
+            if inc in out:
+                if out[inc] != rel:
+                    raise HeaderError(f"{out[inc]} and {rel} would both be installed as include/{inc}")
+                continue
+            out[inc] = rel
+            if len(out) > MAX_HEADER_FILES:
+                raise HeaderError(f"{header} includes more than {MAX_HEADER_FILES} files")
+            todo.append((rel, inc))
+    return tuple(sorted((rel, inc) for inc, rel in out.items()))
+
+
 def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping of names to integers, got {_kind(node)}")
@@ -1237,7 +1328,8 @@ def _constant_symbol(ctx: _Ctx, node: YNode) -> str:
     return "::".join(parts)
 
 
-def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, ...]:
+def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequence[str] = ()
+             ) -> tuple[Struct, ...]:
     """``structs:``: struct types passed by value, with their C layout (natural alignment)."""
     if not isinstance(node, YMap) or not node.items:
         raise ctx.error(node.loc, "expected a mapping of struct names to their C++ type and fields",
@@ -1259,9 +1351,16 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                         raise ctx.error(f["cpp"].loc, f"{text!r} is not a C++ type name: {exc}",
                                         "e.g. rope_corr_dims, ns::params or params<float>") from None
             header = None
+            files: tuple[tuple[str, str], ...] = ()
             if "header" in f:
                 with ctx.at("header"):
                     header = _source(ctx, f["header"], root)
+                    try:
+                        files = header_files(root, header, include_dirs)
+                    except HeaderError as exc:
+                        raise ctx.error(f["header"].loc, f"header {header} cannot be installed for C++ callers: {exc}",
+                                        "keep the headers a struct's header includes inside the project (copy or "
+                                        "move them in), or give a header that includes only those") from None
             elif "<" in cpp:
                 with ctx.at("cpp"):
                     raise ctx.error(f["cpp"].loc, f"'{cpp}' is a template; the C++ API cannot forward-declare it",
@@ -1313,7 +1412,7 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str) -> tuple[Struct, .
                 total = max((offset + align - 1) // align * align, 1)  # an empty C++ struct is one byte
                 if total > MAX_STRUCT_BYTES:
                     raise ctx.error(fn.loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")
-            out.append(Struct(name, cpp, header, tuple(fields), total, align, key.loc, module))
+            out.append(Struct(name, cpp, header, tuple(fields), total, align, key.loc, module, files))
     return tuple(out)
 
 

@@ -47,6 +47,9 @@ class Struct:
     align: int
     loc: SourceLoc
     module: str = ""
+    # The header and the project's headers it includes (quoted includes, transitively), as
+    # (path from the project root, path under the package's include/): what the package installs.
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def stateless(self) -> bool:

@@ -15,7 +15,8 @@ renders (:func:`using`); emitters and templates read it through :func:`current`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 
@@ -80,3 +81,46 @@ def cpp_plan(module: str, launcher: str, qualified: bool = True) -> str:
 def c_struct(module: str, struct: str) -> str:
     """The C ABI's layout-identical C struct of a module's struct type."""
     return f"{current().c_prefix}_{module}__{struct}__t"
+
+
+# A named namespace's opening (`namespace a {`, `namespace a::b {`, `namespace a::inline b {`), a
+# brace, or what hides braces and names: comments, string and character literals.
+_NS_TOKEN = re.compile(
+    r"\bnamespace\s+((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)\s*\{"
+    r"|[{}]|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|//[^\n]*|/\*.*?\*/", re.S)
+
+
+def source_namespaces(text: str) -> set[str]:
+    """The named namespaces C++ source ``text`` declares, by their full names (``a::b`` for
+    ``namespace a { namespace b {`` and for ``namespace a::b {``; an inline namespace's name is
+    part of it). Comments and literals are skipped; preprocessor conditionals are not evaluated,
+    and a brace they leave unbalanced may misplace what follows."""
+    out: set[str] = set()
+    stack: list[list[str]] = []  # per open brace: the names it opened (none for other braces)
+    for m in _NS_TOKEN.finditer(text):
+        tok = m.group(0)
+        if m.group(1):
+            parts = [p.strip().removeprefix("inline").strip() for p in m.group(1).split("::")]
+            stack.append(parts)
+            out.add("::".join(p for frame in stack for p in frame))
+        elif tok == "{":
+            stack.append([])
+        elif tok == "}" and stack:
+            stack.pop()
+    return out
+
+
+def namespace_clashes(text: str, namespace: str, launchers: Iterable[str]) -> list[str] | None:
+    """Where C++ source ``text`` declares ``namespace`` (a module's generated ``<namespace>::<module>``):
+    the names of ``launchers`` (and their ``plan_`` functions) it calls or declares as functions
+    (``name(``), which the generated ones of that namespace would redeclare; None where it does not
+    declare the namespace."""
+    if namespace not in source_namespaces(text):
+        return None
+    code = _NS_TOKEN.sub(lambda m: m.group(0) if m.group(0)[0] not in "/\"'" else " ", text)
+    out = []
+    for name in launchers:
+        for n in (name, f"plan_{name}"):
+            if re.search(rf"\b{re.escape(n)}\s*\(", code) and n not in out:
+                out.append(n)
+    return out

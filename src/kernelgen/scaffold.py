@@ -1,7 +1,8 @@
 """``kernelgen init``: a new project, and ``kernelgen cmake``: what a project's wheel build includes.
 
 A new project holds ``specs/project.yaml`` (its package name), ``specs/targets.yaml`` (each field
-commented), one example kernel with its spec, a test, ``pyproject.toml`` and ``CMakeLists.txt``
+commented), one example kernel with its spec and a test (one unit: ``--keep-existing`` in a
+repository having one of their files writes none of them), ``pyproject.toml`` and ``CMakeLists.txt``
 (scikit-build-core builds the project's own wheel), ``.gitignore``, an empty ``templates/``
 folder (overrides of kernelgen's templates) and a README with its two commands.
 """
@@ -214,19 +215,16 @@ __pycache__/
 _README = """\
 # @PKG@
 
-CUDA kernels described by YAML specs (`specs/`), built with
-[kernelgen](https://github.com/) into the Python package `@PKG@`.
+CUDA kernels described by YAML specs (`specs/`), built with kernelgen (`pip install kernelgen`;
+`kernelgen --help` lists its commands, `kernelgen schema` prints the specs' JSON Schema) into the
+Python package `@PKG@`.
 
 ```sh
 pip install kernelgen && kernelgen build   # generate, build every target, make `import @PKG@` work here
 pytest                                     # the project's tests and the generated contract tests
 ```
 
-```python
-from @PKG@ import scale          # the build for this GPU (KERNELGEN_TARGET=NAME to choose)
-scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPack or int pointers
-```
-
+@USAGE@
 - `specs/project.yaml`: the package name (and from it the C++ namespace `@PKG@::<module>`, the C
   ABI prefix `@PKG@_` and the libraries `lib@PKG@_<target>_*.so`), and under `build:` include
   folders, macros and nvcc options for every module (targets and modules take their own).
@@ -240,8 +238,11 @@ scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPa
   `// Copyright ...` and `{% include "kernelgen/launchers.cu.j2" %}`.
 - A wheel for other machines: `pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS=hopper`
   (after `kernelgen build` nothing is recompiled; neither kernelgen nor a CUDA toolkit is needed where
-  the wheel is installed, only the NVIDIA driver). With build isolation, pip must find kernelgen on
-  an index or in `--find-links` (a wheel of kernelgen: `pip wheel --no-deps /path/to/kernelgen`).
+  the wheel is installed, only the NVIDIA driver). Without build isolation pip uses this environment's
+  build backend, so install the `[build-system]` requirements of `pyproject.toml` first:
+  `pip install scikit-build-core` (kernelgen brings pybind11). With build isolation, pip installs
+  them itself and must find kernelgen on an index or in `--find-links` (a wheel of kernelgen:
+  `pip wheel --no-deps /path/to/kernelgen`).
 - From C++ (CMake): `find_package(@PKG@ CONFIG REQUIRED COMPONENTS <target>)` with this project's
   `bindings/` (or the installed wheel's folder) on `CMAKE_PREFIX_PATH`, then
   `target_link_libraries(app PRIVATE @PKG@::<target>)`: the C++ API `@PKG@::<module>::<kernel>`.
@@ -274,9 +275,28 @@ def _merge_gitignore(old: str, new: str) -> str | None:
     return old + sep + "# kernelgen's build outputs\n" + "\n".join(missing) + "\n"
 
 
-def _files(targets: list[str]) -> dict[str, str]:
-    """A new project's files (path -> text, with @PKG@, @UPPER@ and @DIST@ to fill in)."""
-    return {
+# The README's usage, with the example kernel, and without it (a repository that had one of its files).
+_USAGE = """\
+```python
+from @PKG@ import scale          # the build for this GPU (KERNELGEN_TARGET=NAME to choose)
+scale.scale_f32(x, out, n, 2.0)  # torch tensors, __cuda_array_interface__, DLPack or int pointers
+```
+"""
+_USAGE_OWN = """\
+```python
+from @PKG@ import <module>       # a module of specs/; the build for this GPU (KERNELGEN_TARGET=NAME to choose)
+<module>.<kernel>(...)           # torch tensors, __cuda_array_interface__, DLPack or int pointers
+```
+"""
+
+# The example kernel: its source, spec and test are one unit, written together or not at all.
+EXAMPLE_FILES = ("kernels/scale.cu", "specs/scale.yaml", "tests/test_scale.py")
+
+
+def _files(targets: list[str], example: bool = True) -> dict[str, str]:
+    """A new project's files (path -> text, with @PKG@, @UPPER@ and @DIST@ to fill in); without the
+    example kernel's unless ``example``."""
+    files = {
         "specs/project.yaml": _PROJECT_YAML,
         "specs/targets.yaml": targets_yaml(targets),
         "specs/scale.yaml": _SPEC,
@@ -285,9 +305,23 @@ def _files(targets: list[str]) -> dict[str, str]:
         "pyproject.toml": _PYPROJECT,
         "CMakeLists.txt": _CMAKE,
         ".gitignore": _GITIGNORE,
-        "README.md": _README,
+        "README.md": _README.replace("@USAGE@", _USAGE if example else _USAGE_OWN),
         "templates/.gitkeep": "",
     }
+    return {p: t for p, t in files.items() if example or p not in EXAMPLE_FILES}
+
+
+def example_kept(folder: Path) -> list[str]:
+    """The example kernel's files that ``folder`` already has: where there is one, ``init
+    --keep-existing`` writes none of the example's."""
+    return [p for p in EXAMPLE_FILES if (folder / p).exists() or (folder / p).is_symlink()]
+
+
+def has_module_specs(folder: Path) -> bool:
+    """Whether ``folder/specs`` holds a module spec (a ``.yaml`` besides project.yaml and targets.yaml)."""
+    specs = folder / "specs"
+    return specs.is_dir() and any(p.suffix == ".yaml" and p.name not in ("project.yaml", "targets.yaml")
+                                  for p in specs.iterdir())
 
 
 def init_files() -> list[str]:
@@ -310,6 +344,10 @@ def init(folder: Path, package: str, targets: list[str], force: bool = False,
     if force and keep_existing:
         raise KernelgenError("--force and --keep-existing contradict each other: choose one")
     existing = [p for p in files if (folder / p).exists() or (folder / p).is_symlink()]
+    if keep_existing and any(p in existing for p in EXAMPLE_FILES):
+        # A file of the example's that is the project's own (its kernels/scale.cu, say): the
+        # example's spec would name a kernel its sources lack, so none of the example is written.
+        files = _files(targets, example=False)
     if existing and not (force or keep_existing):
         raise KernelgenError(f"{folder} already has {', '.join(existing)}; use --keep-existing to add kernelgen's "
                              "files beside them (yours are left as they are), or --force to overwrite them")

@@ -323,6 +323,7 @@ def _toolkit_structs() -> dict[str, ToolkitStruct]:
             # CUDA 13 deprecates the 4-lane 64-bit types (double4 -> double4_16a or double4_32a)
             fields = None if (size, n) == (8, 4) else tuple((c, lane) for c in "xyzw"[:n])
             out[f"{base}{n}"] = ToolkitStruct("vector_types.h", fields, min(size * n, 16) if n in (2, 4) else size)
+    out["dim3"] = ToolkitStruct("vector_types.h", (("x", "u32"), ("y", "u32"), ("z", "u32")), 4)
     out["__half2"] = ToolkitStruct("cuda_fp16.h", (("x", "f16"), ("y", "f16")), 4)
     out["__nv_bfloat162"] = ToolkitStruct("cuda_bf16.h", (("x", "bf16"), ("y", "bf16")), 4)
     # A TMA descriptor: 128 opaque bytes, aligned as CUDA 13's cuda.h declares it (the build checks

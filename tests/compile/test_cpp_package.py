@@ -1,8 +1,9 @@
 """A built package used from a C++ program, as a C++ engine would: `find_package(<package> CONFIG
 COMPONENTS <target>)` over the install folder gives the imported library <package>::<target> with
-the C++ API headers (and a struct's header), and the program compiles, links and runs against it
-without kernelgen: plans answer without a GPU, and a launch without one reports an error rather
-than launching. Also the messages for a target that is not built and one the project lacks."""
+the C++ API headers (and a struct's header, with the project's headers it includes), and the
+program compiles, links and runs against it without kernelgen: plans answer without a GPU, and a
+launch without one reports an error rather than launching. Also the messages for a target that is
+not built and one the project lacks."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_the_install_folder_holds_the_cpp_package(installed: Path) -> None:
     assert headers == [
         "kernelgen/abi.h", "kernelgen/half_ops.h", "kernelgen/half_ops_c.h", "kernelgen/plain.h",
         "kernelgen/plain_c.h", "kernelgen/plan_codes.h", "kernelgen/runtime.h", "kernelgen/target_table.h",
-        "kernelgen/types.h", "kernels/affine.cuh",
+        "kernelgen/types.h", "kernels/affine.cuh", "kernels/affine_types.cuh", "vendor/scale.cuh",
     ]
 
 

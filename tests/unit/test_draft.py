@@ -91,8 +91,8 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
       "off": i64
       flag: u8
       mode: u8  # enum Mode
-      plain: i32  # check: plain enum Plain: its underlying type is the compiler's choice (give it one: enum E : int32_t)
-      params: params  # 'Params' by value
+      plain: u32  # check: plain enum Plain has no negative enumerator, so GCC and nvcc give it the underlying type unsigned int (fix it: enum E : uint32_t)
+      params: params_type  # 'Params' by value
       w: u16
       c: i8
       b: bf16
@@ -101,14 +101,16 @@ def test_draft_maps_parameters_templates_and_overloads() -> None:
     grid: ["div_ceil(n, 128)", 1, 1]  # check
     block: [128, 1, 1]
 """ in text, text
-    assert "structs:  # check: give each its fields" in text and "  params: {cpp: Params, fields: {}}" in text
+    assert "structs:  # check: give each its fields" in text
+    assert "  params_type: {cpp: Params, fields: {scale: f32, n: i32}}  # not 'params': an argument of mixed\n" in text
     assert "  add_f32:\n    symbol: add\n" in text and "  add_f64:\n    symbol: add\n" in text
     assert '      x: f64*\n      "n": u32\n' in text
     assert "  noargs:\n    symbol: noargs\n" in text and '    grid: ["1", 1, 1]  # check' in text
     assert '    args:\n      a: "{T}"\n      "y": "{T}*"\n' in text  # a scalar of the element type
     assert "      VEC: [4]  # check: the values to build it for" in text
     assert "    symbol: \"apply<Op>\"  # check the template arguments" in text
-    assert "      op: op  # template type 'Op' by value: give the type" in text and "  op: {cpp: Op, fields: {}}" in text
+    assert "      op: op_type  # template type 'Op' by value: give the type" in text
+    assert "  op_type: {cpp: Op, fields: {}}" in text
     assert "    args:\n      idx: const i64*\n      \"off\": i64\n      count: u32\n      out: f32*\n" in text  # aliases
     assert "      params: const void*  # 'Params*': untyped memory, sized in bytes; the kernel keeps its type\n" \
            "      out: void*  # 'float3*': untyped memory" in text
@@ -168,7 +170,7 @@ def test_draft_command_prints_writes_and_refuses(tmp_path: Path, capsys: pytest.
     (root / "kernels" / "2d-blur.cu").write_text("__global__ void blur(const float* x, float* y, int n) {}\n")
     assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"),
                  str(root / "kernels" / "2d-blur.cu")]) == 2
-    assert "several sources are drafted with --write" in capsys.readouterr().err
+    assert "several sources need --write: each writes its own spec file" in capsys.readouterr().err
     assert main(["--root", str(root), "draft", str(root / "kernels" / "mine.cu"),
                  str(root / "kernels" / "2d-blur.cu"), "--write", "--force"]) == 0
     assert "wrote specs/mine.yaml\nkernelgen: wrote specs/m_2d_blur.yaml\n" in capsys.readouterr().out

@@ -172,7 +172,7 @@ def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
     assert "int32_t kg_demo__scale_bf16_4(const void* x, void* out, uint32_t n, float alpha, void* stream," in ch
     cu = files["generated/hopper/src/demo.cu"]
     assert "kernelgen::Outcome kg_o = {KG_CODE(KG_NL_NO_INSTANCE, 0), &kg_info_scale};" in cu
-    assert "scale_kernel<__nv_bfloat16,1><<<" in cu
+    assert "(&::scale_kernel<__nv_bfloat16,1>, 0);" in cu and "::kg_kernel_scale_bf16_1_0<<<" in cu
     assert NL_NO_INSTANCE == 7
     pyi = files["generated/hopper/python/demo.pyi"]
     assert "def plan_scale(*, n: int, T: str | None = None) -> _kg_Plan: ..." in pyi

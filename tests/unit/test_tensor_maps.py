@@ -107,9 +107,9 @@ def test_launcher_encodes_the_maps_and_passes_them_after_the_args(rendered) -> N
     assert "const int64_t kg_box[2] = {kg::x_min(int64_t{m}, int64_t{256}), int64_t{64}};" in cu
     launch = cu.split("kernelgen::Outcome gemm(")[1].split("\n}\n")[0]
     # Encoded after the plan, before the launch; an encoding that fails is the launcher's outcome.
-    assert launch.index("plan_gemm(") < launch.index("kg_tensor_maps_gemm(") < launch.index("::gemm<<<")
+    assert launch.index("plan_gemm(") < launch.index("kg_tensor_maps_gemm(") < launch.index("::kg_kernel_gemm_0<<<")
     assert "if (kg_rc != KG_LAUNCHED) return {kg_rc, &kg_info_gemm};" in launch
-    assert "::gemm<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), " \
+    assert "::kg_kernel_gemm_0<<<kg::dims(kg_p.grid), kg::dims(kg_p.block), static_cast<std::size_t>(kg_p.shared_mem), " \
            "stream>>>(x, kg::arg<kg_f, 1>(w), out, kg::arg<kg_f, 3>(m), kg::arg<kg_f, 4>(k), kg_tm[0], kg_tm[1]);" in launch
 
 

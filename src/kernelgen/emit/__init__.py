@@ -27,7 +27,7 @@ from kernelgen.emit.base import project_templates, stamp
 from kernelgen.errors import GenerationError, SpecError
 from kernelgen.gcpause import collection_paused
 from kernelgen.lower import lower_module
-from kernelgen.model import Catalog, Target
+from kernelgen.model import Catalog, Module, Target
 
 # Per module, in this order.
 MODULE_EMITTERS = (cpp, c, python, pyi, tests)
@@ -87,6 +87,47 @@ RUNTIME_HEADERS = tuple(sorted(
     f"kernelgen/{p.name}" for p in (Path(__file__).resolve().parents[1] / "runtime" / "include" / "kernelgen").iterdir()
 ))
 
+# The files a target generates besides its modules' (paths in generated/<target>/).
+TARGET_PATHS = (
+    "CMakeLists.txt", "package_target.cmake", "python/__init__.py", "python/_runtime.cpp",
+    "include/kernelgen/types.h", "include/kernelgen/plan_codes.h", "include/kernelgen/target_table.h",
+    "rust/Cargo.toml", "rust/build.rs", "rust/src/lib.rs",
+)
+
+
+def module_paths(module: str, target: str) -> tuple[str, ...]:
+    """The files module ``module`` generates for target ``target`` (paths in generated/<target>/),
+    as the emitters name them (tests/unit/test_generated_paths.py keeps the two in step)."""
+    return (f"src/{module}.cu", f"include/kernelgen/{module}.h", f"include/kernelgen/{module}_c.h",
+            f"python/{module}.cpp", f"python/{module}.pyi", f"tests/test_{module}_{target}_contract.py",
+            *rust.module_paths(module))
+
+
+def check_paths(catalog: Catalog) -> None:
+    """The generated files' paths, from the names alone, checked when the specs are loaded (so that
+    `kernelgen list` refuses what `generate` would): a module's file that another module, the
+    target's own files or a runtime header also produce (a module ``types``, ``runtime`` or
+    ``lib``; modules ``probe`` and ``probe_c``) is a spec error at the module's name, as is a
+    contract test file whose name another module's on another target has (see
+    :func:`_check_test_basenames`). Rendering checks the same again."""
+    tests: dict[str, tuple[str, Module]] = {}
+    for t in catalog.targets:
+        owner: dict[str, str] = {f"include/{h}": "the runtime's header" for h in RUNTIME_HEADERS}
+        owner.update(dict.fromkeys(TARGET_PATHS, "the target's own files"))
+        for m in catalog.modules:
+            for path in module_paths(m.name, t.name):
+                prev = owner.setdefault(path, f"module '{m.name}'")
+                if prev != f"module '{m.name}'":
+                    raise SpecError(m.loc, "module", f"module '{m.name}' generates {path}, which {prev} also "
+                                    "generates", "rename the module")
+            test = f"tests/test_{m.name}_{t.name}_contract.py"
+            prev_test = tests.setdefault(test, (t.name, m))
+            if prev_test[0] != t.name:
+                raise SpecError(m.loc, "module", f"module '{m.name}' on target {t.name} and module "
+                                f"'{prev_test[1].name}' on target {prev_test[0]} both have the contract test "
+                                f"file {test.rsplit('/', 1)[1]}, which pytest cannot collect in one run",
+                                "rename a module or a target")
+
 
 def _add(out: dict[str, str], owner: dict[str, str], files: dict[str, str], module: str | None,
          catalog: Catalog) -> None:
@@ -131,4 +172,4 @@ def render_catalog(catalog: Catalog, targets: list[Target] | None = None, templa
     return Renderer(catalog, templates).render(targets)
 
 
-__all__ = ["Renderer", "library_name", "render_catalog", "stamp"]
+__all__ = ["TARGET_PATHS", "Renderer", "check_paths", "library_name", "module_paths", "render_catalog", "stamp"]

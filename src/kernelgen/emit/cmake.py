@@ -22,13 +22,16 @@ def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog
         for m in catalog.modules
         if (b := catalog.module_build(m, t))
     ]
-    headers: dict[str, list[str]] = {}
+    # Each struct's header and the project's headers it includes, at their paths under include/
+    # (kernelgen.loader.header_files), so that C++ callers compile the API header as the build did.
+    installs: dict[str, str] = {}
     for m in catalog.modules:
         for st in m.structs:
-            if st.header:
-                folder, _, _ = st.header.rpartition("/")
-                if st.header not in headers.setdefault(folder, []):
-                    headers[folder].append(st.header)
+            for src, dest in st.files or ([(st.header, st.header)] if st.header else []):
+                installs.setdefault(dest, src)
+    headers: dict[str, list[str]] = {}
+    for dest, src in sorted(installs.items()):
+        headers.setdefault(dest.rpartition("/")[0], []).append(src)
     ctx = {
         "t": t,
         "modules": modules,
