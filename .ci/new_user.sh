@@ -97,7 +97,7 @@ target_link_libraries(engine PRIVATE tinyops::ampere)
 CMAKE
 cat > "$WORK/cpp/main.cpp" <<'CPP'
 #include <cstdio>
-#include "kernelgen/axpy.h"
+#include "tinyops/axpy.h"
 int main() {
   const kg_plan p = tinyops::axpy::plan_axpy_vec4_f32(4096);
   std::printf("tinyops::axpy::plan_axpy_vec4_f32(4096): grid %lld, block %lld\n", (long long)p.grid[0],

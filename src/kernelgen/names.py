@@ -40,6 +40,13 @@ class Naming:
     def crate(self, target: str) -> str:
         return f"{self.library}_{target}".lower()
 
+    @property
+    def header_dir(self) -> str:
+        """The folder (under include/) of the modules' C++ and C API headers: the namespace's path
+        (``myops/scale.h`` for ``myops::scale``), so that two projects' modules of one name do not
+        share a header; kernelgen's own headers (runtime.h, abi.h, ...) stay in ``kernelgen/``."""
+        return self.namespace.replace("::", "/")
+
 
 DEFAULT = Naming()
 _current: list[Naming] = [DEFAULT]
@@ -63,6 +70,11 @@ def c_function(module: str, launcher: str, part: str = "") -> str:
     """A C ABI entry point: the launcher itself, or its ``plan``, ``sizes`` or ``info``."""
     assert part in ("", "plan", "sizes", "info"), part
     return f"{current().c_prefix}_{module}__{launcher}" + (f"__{part}" if part else "")
+
+
+def module_header(module: str, suffix: str = "") -> str:
+    """A module's API header (``suffix`` "": C++, "_c": C), under include/."""
+    return f"{current().header_dir}/{module}{suffix}.h"
 
 
 def cpp_namespace(module: str) -> str:

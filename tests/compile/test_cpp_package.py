@@ -31,8 +31,8 @@ target_link_libraries(app PRIVATE bsettings::hopper)
 MAIN = """\
 #include <cstdio>
 
-#include "kernelgen/half_ops.h"
-#include "kernelgen/plain.h"
+#include "bsettings/half_ops.h"
+#include "bsettings/plain.h"
 
 int main() {
   const kg_plan a = bsettings::half_ops::plan_apply_affine(1000);
@@ -76,8 +76,8 @@ def test_the_install_folder_holds_the_cpp_package(installed: Path) -> None:
     headers = sorted(p.relative_to(pkg / TARGET / "include").as_posix()
                      for p in (pkg / TARGET / "include").rglob("*") if p.is_file())
     assert headers == [
-        "kernelgen/abi.h", "kernelgen/half_ops.h", "kernelgen/half_ops_c.h", "kernelgen/plain.h",
-        "kernelgen/plain_c.h", "kernelgen/plan_codes.h", "kernelgen/runtime.h", "kernelgen/target_table.h",
+        "bsettings/half_ops.h", "bsettings/half_ops_c.h", "bsettings/plain.h", "bsettings/plain_c.h",
+        "kernelgen/abi.h", "kernelgen/plan_codes.h", "kernelgen/runtime.h", "kernelgen/target_table.h",
         "kernelgen/types.h", "kernels/affine.cuh", "kernels/affine_types.cuh", "vendor/scale.cuh",
     ]
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgen import names
 from kernelgen.cli import main
 from kernelgen.emit import RUNTIME_HEADERS, TARGET_PATHS, module_paths, render_catalog
 from kernelgen.errors import SpecError
@@ -25,17 +26,23 @@ def test_the_checked_names_are_the_files_the_emitters_write(fixture: Path) -> No
     files = render_catalog(catalog)
     for t in catalog.targets:
         rendered = {p.removeprefix(f"generated/{t.name}/") for p in files if p.startswith(f"generated/{t.name}/")}
-        named = set(TARGET_PATHS) | {p for m in catalog.modules for p in module_paths(m.name, t.name)}
+        with names.using(catalog.naming):
+            named = set(TARGET_PATHS) | {p for m in catalog.modules for p in module_paths(m.name, t.name)}
         assert rendered == named, (sorted(rendered - named), sorted(named - rendered))
 
 
 def _project(tmp_path: Path, modules: list[str], capsys: pytest.CaptureFixture[str],
-             targets: dict[str, str] | None = None) -> Path:
-    """An init'ed project whose example module is copied under each of ``modules``' names (its
-    kill switch only in the first), with its targets renamed by ``targets``."""
+             targets: dict[str, str] | None = None, namespace: str | None = "kernelgen") -> Path:
+    """An init'ed project (package pathops) whose example module is copied under each of
+    ``modules``' names (its kill switch only in the first), with its targets renamed by
+    ``targets``; its C++ namespace ``namespace`` (kernelgen's own by default, whose module headers
+    sit beside kernelgen's in include/kernelgen/; None: the package's)."""
     root = tmp_path / "p"
     assert main(["init", str(root), "--package", "pathops", "--target", "hopper", "--target", "gb10"]) == 0
     capsys.readouterr()
+    if namespace:
+        with (root / "specs" / "project.yaml").open("a") as f:
+            f.write(f"namespace: {namespace}\n")
     spec = (root / "specs" / "scale.yaml").read_text()
     (root / "specs" / "scale.yaml").unlink()
     for i, name in enumerate(modules):
@@ -92,6 +99,18 @@ def test_two_contract_test_files_of_one_name_are_refused_at_load(tmp_path: Path,
     # module a_b on target c and module a on target b_c: both test_a_b_c_contract.py
     root = _project(tmp_path, ["a", "a_b"], capsys, targets={"hopper": "b_c", "gb10": "c"})
     _refused_everywhere(root, capsys, "both have the contract test file test_a_b_c_contract.py", "specs/a_b.yaml")
+
+
+def test_a_namespace_of_its_own_keeps_module_headers_apart(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """With the package's namespace (pathops::), the modules' API headers are include/pathops/<m>.h:
+    modules named like kernelgen's headers load, and two projects' modules of one name do not share a
+    header."""
+    root = _project(tmp_path, ["runtime", "types"], capsys, namespace=None)
+    files = render_catalog(load_catalog(root))
+    assert {"generated/hopper/include/pathops/runtime.h", "generated/hopper/include/pathops/types_c.h",
+            "generated/hopper/include/kernelgen/types.h"} <= set(files)
+    assert '#include "pathops/runtime.h"' in files["generated/hopper/src/runtime.cu"]
 
 
 def test_names_that_only_look_alike_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -61,5 +61,5 @@ def test_generate_warns_naming_the_spec_and_the_remedy(tmp_path: Path, capsys: p
         f.write("namespace: engine_api\n")
     assert main(["--root", str(root), "generate"]) == 0
     assert "warning" not in capsys.readouterr().err
-    assert "namespace engine_api::scale" in (root / "generated" / "hopper" / "include" / "kernelgen" /
+    assert "namespace engine_api::scale" in (root / "generated" / "hopper" / "include" / "engine_api" /
                                              "scale.h").read_text()

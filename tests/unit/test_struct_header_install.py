@@ -124,7 +124,7 @@ def test_a_cpp_program_compiles_against_the_installed_headers(tmp_path: Path) ->
         for src, dest in st.files:
             (inc / dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(FIXTURE / src, inc / dest)
-    (tmp_path / "app.cpp").write_text('#include "kernelgen/half_ops.h"\nint main() { affine p{}; return p.n; }\n')
+    (tmp_path / "app.cpp").write_text('#include "bsettings/half_ops.h"\nint main() { affine p{}; return p.n; }\n')
     res = subprocess.run([gxx, "-std=c++17", "-fsyntax-only", "-I", str(inc), "-I", str(cuda),
                           str(tmp_path / "app.cpp")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]

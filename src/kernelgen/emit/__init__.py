@@ -2,8 +2,8 @@
 
 One emitter per output language, each the only place that spells its language:
 
-- :mod:`~kernelgen.emit.cpp`: C++ launchers and API (``src/<m>.cu``, ``include/kernelgen/<m>.h``);
-- :mod:`~kernelgen.emit.c`: the C ABI (``include/kernelgen/<m>_c.h``, ``plan_codes.h``);
+- :mod:`~kernelgen.emit.cpp`: C++ launchers and API (``src/<m>.cu``, ``include/<namespace>/<m>.h``);
+- :mod:`~kernelgen.emit.c`: the C ABI (``include/<namespace>/<m>_c.h``, ``plan_codes.h``);
 - :mod:`~kernelgen.emit.python`: the pybind11 modules, the target package and the binding
   support's type tables (``python/<m>.cpp``, ``python/__init__.py``, ``python/_runtime.cpp``,
   ``include/kernelgen/types.h``);
@@ -98,9 +98,9 @@ TARGET_PATHS = (
 def module_paths(module: str, target: str) -> tuple[str, ...]:
     """The files module ``module`` generates for target ``target`` (paths in generated/<target>/),
     as the emitters name them (tests/unit/test_generated_paths.py keeps the two in step)."""
-    return (f"src/{module}.cu", f"include/kernelgen/{module}.h", f"include/kernelgen/{module}_c.h",
-            f"python/{module}.cpp", f"python/{module}.pyi", f"tests/test_{module}_{target}_contract.py",
-            *rust.module_paths(module))
+    return (f"src/{module}.cu", f"include/{names.module_header(module)}",
+            f"include/{names.module_header(module, '_c')}", f"python/{module}.cpp", f"python/{module}.pyi",
+            f"tests/test_{module}_{target}_contract.py", *rust.module_paths(module))
 
 
 def check_paths(catalog: Catalog) -> None:
@@ -110,6 +110,11 @@ def check_paths(catalog: Catalog) -> None:
     ``lib``; modules ``probe`` and ``probe_c``) is a spec error at the module's name, as is a
     contract test file whose name another module's on another target has (see
     :func:`_check_test_basenames`). Rendering checks the same again."""
+    with names.using(catalog.naming):
+        _check_paths(catalog)
+
+
+def _check_paths(catalog: Catalog) -> None:
     tests: dict[str, tuple[str, Module]] = {}
     for t in catalog.targets:
         owner: dict[str, str] = {f"include/{h}": "the runtime's header" for h in RUNTIME_HEADERS}

@@ -1,6 +1,6 @@
 """The C ABI: the only place that spells C types and the C ABI's signatures.
 
-Files: ``include/kernelgen/<module>_c.h`` per module and ``include/kernelgen/plan_codes.h``
+Files: ``include/<namespace>/<module>_c.h`` per module and ``include/kernelgen/plan_codes.h``
 (outcome codes and grid limits from kernelgen.plan). The C ABI's definitions live in the
 C++ translation unit (kernelgen.emit.cpp), which asks this module for their parameters.
 """
@@ -136,7 +136,7 @@ def render_module(lm: LModule) -> dict[str, str]:
         "elem_defines": elem_defines(lm),
         "structs": c_structs(lm),
     }
-    return {f"include/kernelgen/{lm.name}_c.h": render("api_c.h.j2", ctx)}
+    return {f"include/{names.module_header(lm.name, '_c')}": render("api_c.h.j2", ctx)}
 
 
 def render_target(target: Target) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The C++ launchers: the only place that spells C++ (types, expressions, launches).
 
 Files per module: ``src/<module>.cu`` (plans, the launch of each kernel, the kernel sources
-included, the C ABI's definitions) and ``include/kernelgen/<module>.h`` (the C++ API).
+included, the C ABI's definitions) and ``include/<namespace>/<module>.h`` (the C++ API).
 """
 
 from __future__ import annotations
@@ -611,7 +611,7 @@ def render_module(lm: LModule) -> dict[str, str]:
     }
     return {
         f"src/{lm.name}.cu": render("launchers.cu.j2", ctx),
-        f"include/kernelgen/{lm.name}.h": render("api.h.j2", ctx),
+        f"include/{names.module_header(lm.name)}": render("api.h.j2", ctx),
     }
 
 
