@@ -36,31 +36,8 @@ from kernelgen.kernel_source import (
     strip_comments,
 )
 from kernelgen.loader import PACKAGE_NAMES, reserved_reason
-from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
+from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
 
-# C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
-_CPP_TYPES = {
-    "float": "f32", "double": "f64", "__half": "f16", "half": "f16", "__nv_bfloat16": "bf16",
-    "nv_bfloat16": "bf16", "bool": "bool",
-    "int8_t": "i8", "signed char": "i8", "uint8_t": "u8", "unsigned char": "u8",
-    "int16_t": "i16", "short": "i16", "short int": "i16", "signed short": "i16",
-    "uint16_t": "u16", "unsigned short": "u16", "unsigned short int": "u16",
-    "int32_t": "i32", "int": "i32", "signed": "i32", "signed int": "i32",
-    "uint32_t": "u32", "unsigned": "u32", "unsigned int": "u32",
-    "int64_t": "i64", "long long": "i64", "long long int": "i64", "long": "i64", "long int": "i64",
-    "ptrdiff_t": "i64", "std::ptrdiff_t": "i64", "signed long long": "i64",
-    "uint64_t": "u64", "unsigned long long": "u64", "unsigned long long int": "u64", "unsigned long": "u64",
-    "size_t": "u64", "std::size_t": "u64",
-    "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_bfloat162": "bf16x2",
-    "nv_bfloat162": "bf16x2", "int4": "i32x4", "double2": "f64x2", "int2": "i32x2", "uint2": "u32x2",
-    "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4",
-    "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
-    "__nv_fp4x2_e2m1": "fp4_e2m1", "void": "void",
-    "char": "i8",  # x86-64's char is signed; aarch64's is not (the build checks either way)
-}
-for _k, _v in list(_CPP_TYPES.items()):
-    if _k.endswith("_t") and not _k.startswith("std::"):
-        _CPP_TYPES["std::" + _k] = _v
 # Scalars the registry passes by value (vector and 8-bit float types are pointer elements only).
 _SCALARS = {"f32", "f64", "f16", "bf16", "bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
 
@@ -170,7 +147,7 @@ def _template_head(head: str, aliases: dict[str, str] | None = None) -> list[Tem
             out.append(TemplateParam(name, "type", default))
             continue
         cpp = " ".join(w for w in words[:-1] if w != "const") if len(words) > 1 else words[0]
-        spec = _CPP_TYPES.get(_resolve(cpp, aliases or {}))
+        spec = CPP_TYPES.get(_resolve(cpp, aliases or {}))
         if spec == "bool":
             out.append(TemplateParam(name, "bool", default, cpp))
         elif spec in _INTEGER_SCALARS or cpp in ("auto", "int", "unsigned"):
@@ -215,8 +192,8 @@ def _enum_table(text: str) -> dict[str, _Enum]:
         enumerators = [f"{scope}::{n}" if scope else n for n in names if n]
         under = " ".join((m.group(3) or "").split())
         if under:
-            spec = _CPP_TYPES.get(under, "i32")
-            note = "" if under in _CPP_TYPES else f"check: enum {m.group(2)}'s underlying type {under}"
+            spec = CPP_TYPES.get(under, "i32")
+            note = "" if under in CPP_TYPES else f"check: enum {m.group(2)}'s underlying type {under}"
         elif m.group(1):
             spec, note = "i32", ""  # an enum class's underlying type is int
         elif any(re.match(r"\w+\s*=\s*-", e) for e in items):
@@ -308,7 +285,7 @@ def _aliases(text: str) -> dict[str, str]:
 def _resolve(base: str, aliases: dict[str, str]) -> str:
     """``base`` through the source's type aliases, to a type the registry may know."""
     for _ in range(8):  # alias chains are short; a cycle stops here
-        if base in _CPP_TYPES or base.split("::")[-1] not in aliases:
+        if base in CPP_TYPES or base.split("::")[-1] not in aliases:
             return base
         base = aliases[base.split("::")[-1]]
     return base
@@ -365,7 +342,7 @@ class _Scope:
             if first is None:
                 return None
             written = " ".join(re.sub(r"\b(?:const|volatile|mutable)\b", " ", first.group("type")).split())
-            ty = _CPP_TYPES.get(_resolve(written, self.aliases))
+            ty = CPP_TYPES.get(_resolve(written, self.aliases))
             if ty not in _SCALARS:
                 return None
             for m in [first] + [_MORE_MEMBER.fullmatch(x) for x in parts[1:]]:
@@ -442,7 +419,7 @@ def _param(text: str, index: int, template: list[TemplateParam],
     enum = (e.spec, e.note) if e is not None else (enums or {}).get(base.split("::")[-1])
     if enum is not None and stars == 0:
         return Param(name, text, enum[0], note=enum[1] or f"enum {base}")
-    elem = _CPP_TYPES.get(base)
+    elem = CPP_TYPES.get(base)
     if stars == 0 and elem not in _SCALARS:  # a struct by value: the toolkit's, or one to describe
         if _is_toolkit(base) or elem is not None:
             return Param(name, text, None, struct=base, note=f"'{base}' by value" if _is_toolkit(base) else
@@ -634,7 +611,7 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
             threads = str(bounds[0]) if bounds else _launch_bounds(head)
             body = _body(text, d.end)
             written = _extern_shared(text, d.end)
-            smem = (written, _CPP_TYPES.get(_resolve(written, scope.aliases))) if written is not None else None
+            smem = (written, CPP_TYPES.get(_resolve(written, scope.aliases))) if written is not None else None
             coop = body is not None and bool(_GRID_SYNC.search(body)) and bool(re.search(r"\.\s*sync\s*\(", body))
             macro = next((inv for a, b, inv in prep.spans if a <= d.offset < b), "")
             if key not in out:
@@ -870,7 +847,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
         by_value = [p for p in g.params if p.spec == f"{{{t.name}}}"]
         if any(_COUNT_NAME.match(p.name) for p in by_value) or (
                 (by_value or t.name in pointer) and _INDEX_TYPE.search(t.name)):
-            default = t.default if t.default and _CPP_TYPES.get(_resolve(t.default, scope.aliases)) in \
+            default = t.default if t.default and CPP_TYPES.get(_resolve(t.default, scope.aliases)) in \
                 _INTEGER_SCALARS else "int64_t"
             pl.int_types[t.name] = default
             if not g.instances:
@@ -911,7 +888,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
             assert a is not None
             if t in pl.axes:
                 if t.kind == "type":
-                    v = _CPP_TYPES.get(_resolve(a, scope.aliases))
+                    v = CPP_TYPES.get(_resolve(a, scope.aliases))
                     ok &= v in SPEC_ELEMS and v != "void"
                 else:
                     lit = re.fullmatch(r"(-?\d+)[uUlL]*", a)
@@ -920,7 +897,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                 values.append(v or "")
             else:
                 if t.name in pl.int_types:
-                    ok &= _CPP_TYPES.get(_resolve(a, scope.aliases)) in _SCALARS
+                    ok &= CPP_TYPES.get(_resolve(a, scope.aliases)) in _SCALARS
                 fixed[t.name] = a
         if ok:
             explicit.append((fixed, tuple(values)))
@@ -957,7 +934,7 @@ def _entry_type(spec: str, pl: _Plan, entry: _Entry) -> str:
             return f"{{{pl.axis_names[name]}}}"
         if name in pl.int_types:
             cpp = entry.fixed.get(name, pl.int_types[name])
-            return _CPP_TYPES.get(cpp, "f32" if pl.int_types[name] == "float" else "i64")
+            return CPP_TYPES.get(cpp, "f32" if pl.int_types[name] == "float" else "i64")
         return m.group(0)
     return re.sub(r"\{(\w+)\}", sub, spec)
 

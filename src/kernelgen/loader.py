@@ -44,7 +44,7 @@ from kernelgen.model import (
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
-from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS
+from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, name_hint
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -1002,7 +1002,7 @@ def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[A
                         if v not in SPEC_ELEMS or SPEC_ELEMS[v].any_dtype:
                             raise ctx.error(item.loc, f"unknown element type '{v}'" if v not in SPEC_ELEMS else
                                             "'void' cannot be a type axis value (void* takes arrays of any dtype)",
-                                            did_you_mean(v, list(SPEC_ELEMS)))
+                                            name_hint(v, list(SPEC_ELEMS)))
                     else:
                         raise ctx.error(item.loc, f"expected an element type or an integer, got {_kind(item)}")
                     if vals and isinstance(v, int) != isinstance(vals[0], int):
@@ -1385,7 +1385,7 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequ
                         if not m or m.group(1) not in SCALARS:
                             base = m.group(1) if m else text
                             raise ctx.error(fval.loc, f"{text!r} is not a field type",
-                                            did_you_mean(base, list(SCALARS)) or
+                                            name_hint(base, list(SCALARS)) or
                                             "fields are scalars (u32, i64, f32, ...) or fixed arrays such as f32[4]")
                         count = int(m.group(2)) if m.group(2) is not None else 0
                         if m.group(2) is not None and not 1 <= count <= 1024:
@@ -1458,7 +1458,7 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
     indirect, outer_const = bool(m.group(5)), bool(m.group(4))
     if star:
         if base not in SPEC_ELEMS:
-            raise ctx.error(loc, f"unknown element type '{base}'", did_you_mean(base, list(SPEC_ELEMS)))
+            raise ctx.error(loc, f"unknown element type '{base}'", name_hint(base, list(SPEC_ELEMS)))
         if indirect and SPEC_ELEMS[base].any_dtype:
             raise ctx.error(loc, "pointer arrays of void* are not supported", "name the element type, e.g. f32**")
         if indirect:
@@ -1470,7 +1470,7 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
         raise ctx.error(loc, "'const' applies only to pointers")
     if base not in SCALARS and base not in ctx.structs:
         hint = ("pointers end in '*'" if base in SPEC_ELEMS
-                else did_you_mean(base, [*SCALARS, *ctx.structs]) or "declare a struct type under 'structs'")
+                else name_hint(base, [*SCALARS, *ctx.structs]) or "declare a struct type under 'structs'")
         raise ctx.error(loc, f"unknown scalar type '{base}'", hint)
     return _Parsed(base, False, False)
 

@@ -303,6 +303,42 @@ SCALARS: dict[str, ScalarType] = {s.name: s for s in SCALAR_TYPES}
 TORCH: dict[str, TorchDtype] = {t.attr: t for t in TORCH_DTYPES}
 
 
+# C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
+CPP_TYPES = {
+    "float": "f32", "double": "f64", "__half": "f16", "half": "f16", "__nv_bfloat16": "bf16",
+    "nv_bfloat16": "bf16", "bool": "bool",
+    "int8_t": "i8", "signed char": "i8", "uint8_t": "u8", "unsigned char": "u8",
+    "int16_t": "i16", "short": "i16", "short int": "i16", "signed short": "i16",
+    "uint16_t": "u16", "unsigned short": "u16", "unsigned short int": "u16",
+    "int32_t": "i32", "int": "i32", "signed": "i32", "signed int": "i32",
+    "uint32_t": "u32", "unsigned": "u32", "unsigned int": "u32",
+    "int64_t": "i64", "long long": "i64", "long long int": "i64", "long": "i64", "long int": "i64",
+    "ptrdiff_t": "i64", "std::ptrdiff_t": "i64", "signed long long": "i64",
+    "uint64_t": "u64", "unsigned long long": "u64", "unsigned long long int": "u64", "unsigned long": "u64",
+    "size_t": "u64", "std::size_t": "u64",
+    "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_bfloat162": "bf16x2",
+    "nv_bfloat162": "bf16x2", "int4": "i32x4", "double2": "f64x2", "int2": "i32x2", "uint2": "u32x2",
+    "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4",
+    "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
+    "__nv_fp4x2_e2m1": "fp4_e2m1", "void": "void",
+    "char": "i8",  # x86-64's char is signed; aarch64's is not (the build checks either way)
+}
+for _k, _v in list(CPP_TYPES.items()):
+    if _k.endswith("_t") and not _k.startswith("std::"):
+        CPP_TYPES["std::" + _k] = _v
+
+
+def name_hint(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+    """A hint for a type name a spec gives that is not one of ``choices``: kernelgen's name for a
+    C or CUDA spelling (``float`` -> ``f32``), else the closest choice (errors.did_you_mean)."""
+    from kernelgen.errors import did_you_mean
+
+    ours = CPP_TYPES.get(" ".join(word.split()))
+    if ours is not None and ours in choices:
+        return f"did you mean '{ours}'? (kernelgen's name for C++ {word})"
+    return did_you_mean(word, choices)
+
+
 @dataclass(frozen=True)
 class ToolkitStruct:
     """A struct type the CUDA toolkit declares, which kernels take by value (``float2 offset``,
