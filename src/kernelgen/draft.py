@@ -349,8 +349,16 @@ class _Scope:
                 if m is None:
                     return None
                 out.append(f"{m.group('name')}: " + (_yaml_str(f"{ty}[{m.group('n')}]") if m.group("n") else ty))
-        if not out or not all(_usable(f.split(":")[0]) for f in out):
-            return None  # a member named like a reserved word (in, from): the spec cannot name it
+        if not out:
+            return None
+        # A member named like a word the spec reserves (in, from): a field of another name, its member
+        # given as cpp.
+        taken = {f.split(":")[0] for f in out}
+        for i, f in enumerate(out):
+            name, ty = f.split(": ", 1)
+            if not _usable(name):
+                key = _spec_name(f"{name}_field", taken)
+                out[i] = f"{key}: {{type: {ty}, cpp: {name}}}"
         return f"fields: {{{', '.join(out)}}}"
 
     def lookup(self, written: str, namespace: str) -> str | None:

@@ -1380,6 +1380,16 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequ
                     with ctx.at(fname):
                         if any(x.name == fname for x in fields):
                             raise ctx.error(fkey.loc, f"field '{fname}' is declared twice")
+                        member = ""
+                        if isinstance(fval, YMap):  # {type: u64, cpp: in}: the C++ member's own name
+                            entry = _fields(ctx, fval, schema.FIELD)
+                            if "cpp" in entry:
+                                with ctx.at("cpp"):
+                                    member = _str(ctx, entry["cpp"], "the C++ member's name")
+                                    if not _IDENT.fullmatch(member) or member in CPP_KEYWORDS:
+                                        raise ctx.error(entry["cpp"].loc, f"{member!r} is not a C++ member name",
+                                                        "an identifier that is not a C++ keyword")
+                            fval = entry["type"]
                         text = _str(ctx, fval, "a scalar type such as f32 or u32[4]")
                         m = _FIELD_TYPE.fullmatch(text.strip())
                         if not m or m.group(1) not in SCALARS:
@@ -1393,7 +1403,7 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequ
                         scalar = SCALARS[m.group(1)]
                         size = scalar.bits // 8
                         offset = (offset + size - 1) // size * size
-                        fields.append(StructField(fname, scalar, count, offset, fkey.loc))
+                        fields.append(StructField(fname, scalar, count, offset, fkey.loc, member))
                         offset += size * max(count, 1)
                         align = max(align, size)
             if "align" in f:

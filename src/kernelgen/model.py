@@ -25,6 +25,12 @@ class StructField:
     count: int  # 0: a plain scalar; n: an array `T[n]`
     offset: int  # in bytes, in the C layout (natural alignment)
     loc: SourceLoc
+    cpp: str = ""  # the C++ type's member, where its name is not the field's (a reserved word: in, from)
+
+    @property
+    def member(self) -> str:
+        """The C++ type's data member of the field."""
+        return self.cpp or self.name
 
     @property
     def size(self) -> int:

@@ -246,6 +246,10 @@ ARGUMENT = Struct(
     extra_null_keys=True,
 )
 
+FIELD_TYPE = Kind("field type", {
+    "type": "string", "pattern": r"^\s*(?:" + "|".join(SCALAR_TYPES) + r")\s*(?:\[\s*[0-9]+\s*\])?\s*$",
+})
+
 STRUCT = Struct(
     "struct", "struct", "One entry under `structs`: a C++ struct passed to kernels by value, named by its key "
                         "(the name arguments use as their type).",
@@ -256,12 +260,13 @@ STRUCT = Struct(
               "every field's offset and size match `fields`; a mismatch fails the build naming the spec's "
               "file:line.",
               "the key"),
-        Field("fields", mapping_of(IDENTIFIER, Kind("field type", {
-            "type": "string", "pattern": r"^\s*(?:" + "|".join(SCALAR_TYPES) + r")\s*(?:\[\s*[0-9]+\s*\])?\s*$",
-        })), False,
+        Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field", {
+            "anyOf": [dict(FIELD_TYPE.json), {"$ref": "#/$defs/field"}]})), False,
               "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...) or "
-              "a fixed array of one (`f32[4]`). The C layout follows (natural alignment); the C ABI declares it "
-              "as a C struct and Python passes a mapping or an object with these attributes (a dataclass). "
+              "a fixed array of one (`f32[4]`), or to `{type: ..., cpp: ...}` where the C++ member's name is "
+              "not one a spec may use (`in_ptr: {type: u64, cpp: in}`). The C layout follows (natural "
+              "alignment); the C ABI declares it as a C struct and Python passes a mapping or an object with "
+              "these attributes (a dataclass). "
               "Without fields (`{}` or left out) the type is a stateless functor (`SiluOp`): the build checks "
               "that the C++ type is empty, and launchers pass a value-initialised one (`SiluOp{}`), so callers "
               "in every language leave the argument out.",
@@ -279,6 +284,16 @@ STRUCT = Struct(
               "descriptor, `fields: {opaque: u64[16]}`) 128 in CUDA 13. The C layout (size "
               "rounded up to it), the C ABI struct, Python's packing and the Rust struct follow it.",
               "the fields' natural alignment"),
+    ),
+)
+
+FIELD = Struct(
+    "field", "field", "A struct field whose C++ member has a name of its own.",
+    (
+        Field("type", FIELD_TYPE, True, "A scalar type (`u32`, `f32`, ...) or a fixed array of one (`f32[4]`)."),
+        Field("cpp", Kind("C++ identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)}), False,
+              "The C++ type's data member this field is (`in`, `from`: names the spec reserves for the "
+              "bindings' languages); the build checks its offset and size under that name.", "the field's name"),
     ),
 )
 
@@ -586,7 +601,8 @@ PROJECT = Struct(
     ),
 )
 
-STRUCTS = (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGET, TARGETS_FILE, PROJECT, BUILD)
+STRUCTS = (MODULE, STRUCT, FIELD, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGET, TARGETS_FILE, PROJECT,
+           BUILD)
 
 
 # ------------------------------------------------------------------ JSON Schema
@@ -618,7 +634,7 @@ def json_schema(which: str = "module") -> dict[str, object]:
     (``targets``)."""
     if which == "module":
         top = _struct_json(MODULE)
-        defs = {s.name: _struct_json(s) for s in (STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, BUILD)}
+        defs = {s.name: _struct_json(s) for s in (STRUCT, FIELD, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, BUILD)}
         title = "kernelgen module spec"
     elif which == "targets":
         top = _struct_json(TARGETS_FILE)
@@ -654,7 +670,8 @@ def _cell(s: str) -> str:
 def field_reference() -> str:
     """The field reference of docs/spec-format.md, in Markdown."""
     out: list[str] = []
-    for s in (MODULE, STRUCT, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGETS_FILE, TARGET, PROJECT, BUILD):
+    for s in (MODULE, STRUCT, FIELD, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, TARGETS_FILE, TARGET, PROJECT,
+              BUILD):
         out.append(f"### {s.title[0].upper()}{s.title[1:]}")
         out.append("")
         out.append(s.description)

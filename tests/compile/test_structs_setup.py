@@ -167,7 +167,8 @@ def test_symbols_are_looked_up_from_the_global_namespace(built: Path) -> None:
     (<package>::<module>) does not change what it names: a module named like the sources'
     namespace (act::Relu in a template argument, where <package>::act would be found first), a
     template argument naming a device function beside a launcher of the same name (&twice), and a
-    template argument that is a macro (BLOCK) all build."""
+    template argument that is a macro (BLOCK) all build; so does a struct whose member `in` is a field
+    of another name (`{type: u64, cpp: in}`)."""
     source = built / "kernels" / "act.cu"
     spec = built / "specs" / "act.yaml"
     source.write_text(
@@ -177,10 +178,13 @@ def test_symbols_are_looked_up_from_the_global_namespace(built: Path) -> None:
         "template <class Op> __global__ void apply_kernel(Op op, float* x, uint32_t n) {\n"
         "  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = op(x[i]);\n}\n}\n"
         "template <float (*F)(float)> __global__ void map_kernel(float* x) { x[threadIdx.x] = F(x[threadIdx.x]); }\n"
-        "template <int B> __global__ void block_kernel(float* x) { x[threadIdx.x % B] = 0.f; }\n")
+        "template <int B> __global__ void block_kernel(float* x) { x[threadIdx.x % B] = 0.f; }\n"
+        "struct io { const float* in; float* out; int n; };\n"
+        "__global__ void copy_kernel(io p) { if (threadIdx.x < p.n) p.out[threadIdx.x] = p.in[threadIdx.x]; }\n")
     spec.write_text(
         "module: act\nsummary: Symbols spelled from the global namespace.\nsources: [kernels/act.cu]\n"
         "structs:\n  relu_op: {cpp: act::Relu}\n"
+        "  io: {fields: {in_ptr: {type: u64, cpp: in}, out: u64, n: i32}}\n"
         "kernels:\n"
         "  relu:\n    summary: x = max(x, 0).\n    symbol: act::apply_kernel<act::Relu>\n"
         "    args: {op: relu_op, x: {type: f32*, size: n}, n: u32}\n"
@@ -188,12 +192,16 @@ def test_symbols_are_looked_up_from_the_global_namespace(built: Path) -> None:
         "  twice:\n    summary: x = 2 x.\n    symbol: map_kernel<&twice>\n"
         "    args: {x: {type: f32*, size: 32}}\n    grid: [1, 1, 1]\n    block: [32, 1, 1]\n    examples: [{}]\n"
         "  zero:\n    summary: Zeroes x[0 .. 64).\n    symbol: block_kernel<BLOCK>\n"
-        "    args: {x: {type: f32*, size: 64}}\n    grid: [1, 1, 1]\n    block: [64, 1, 1]\n    examples: [{}]\n")
+        "    args: {x: {type: f32*, size: 64}}\n    grid: [1, 1, 1]\n    block: [64, 1, 1]\n    examples: [{}]\n"
+        "  copy:\n    summary: Copies p.n values.\n    symbol: copy_kernel\n    args: {p: io}\n"
+        "    grid: [1, 1, 1]\n    block: [64, 1, 1]\n    examples: [{}]\n")
     try:
         res = run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=built)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         cu = (built / "generated" / TARGET / "src" / "act.cu").read_text()
         assert "constexpr auto kg_kernel_relu_0 = kg::pick<kg_signature_relu>(&::act::apply_kernel<act::Relu>, 0);" in cu
+        # a field whose C++ member is named like a word the spec reserves: checked under the member's name
+        assert "offsetof(kg_struct_io, in) == 0" in cu
     finally:
         source.unlink()
         spec.unlink()

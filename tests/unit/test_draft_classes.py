@@ -183,8 +183,9 @@ def test_struct_fields_are_read_from_the_declarations(tmp_path: Path) -> None:
     """A struct passed by value gets the fields of its declaration (in the source or a local header,
     scalars and fixed arrays of them, several declarators a line, initialisers, member functions
     and static members skipped; pointer members as u64, said so); a union, a struct with a base
-    class, one with a class-type member or a member named like a reserved word keeps `fields: {}`
-    and the check. The drafted module loads and renders."""
+    class or one with a class-type member keeps `fields: {}`
+    and the check; a member named like a word the spec reserves (`in`) is a field of another name with
+    its `cpp` member. The drafted module loads and renders."""
     src = (
         '#include "modes.cuh"\n#include <cstdint>\nnamespace a {\n'
         "struct P { int rows, cols; float eps = 1e-5f; uint8_t tag[4]; static int count;\n"
@@ -202,6 +203,7 @@ def test_struct_fields_are_read_from_the_declarations(tmp_path: Path) -> None:
     assert '{cpp: "a::Ptrs", fields: {x: u64, y: u64, z: u64, n: i64}}  # ' in st and \
         "check: pointer members as u64: pass the device addresses" in st, st
     assert '{cpp: "rd_src::NormParams", fields: {rows: i32, cols: i32, eps: f32}}' in st, st
-    for cpp in ("a::U", "a::Q", "a::C", "a::R"):
+    assert '{cpp: "a::R", fields: {in_field: {type: i32, cpp: in}}}' in st, st  # `in`: reserved in the spec
+    for cpp in ("a::U", "a::Q", "a::C"):
         assert f'{{cpp: "{cpp}", fields: {{}}}}' in st, (cpp, st)
     assert "structs:  # check: give each its fields" in st

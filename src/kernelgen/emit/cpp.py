@@ -554,9 +554,9 @@ class CppModule(ModuleView):
                 ]
             for fld in st.fields:
                 fwhere = f"kernelgen: {fld.loc}: struct '{st.name}' (C++ {st.cpp}): field '{fld.name}'"
-                checks.append((f"offsetof({alias}, {fld.name}) == {fld.offset}",
+                checks.append((f"offsetof({alias}, {fld.member}) == {fld.offset}",
                                f"{fwhere} is not at offset {fld.offset}; declare the fields in the C++ order"))
-                checks.append((f"sizeof({alias}::{fld.name}) == {fld.size}",
+                checks.append((f"sizeof({alias}::{fld.member}) == {fld.size}",
                                f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
             out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
                         "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
