@@ -23,6 +23,7 @@ from ._api import (
     LaunchError,
     NotLaunchedError,
     Outcome,
+    falls_through,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "available_targets",
     "built_targets",
     "device_values",
+    "falls_through",
     "limit_sms",
     "refresh",
     "registry",

@@ -8,6 +8,20 @@ STRICT = False
 _refreshers: dict = {}  # one refresh function per loaded target library
 
 
+# The error categories after which a fallback chain tries its next member (device limits: GRID,
+# BLOCK, SHARED_MEM, LAUNCH_BOUNDS, CORESIDENT), as KG_FALLS_THROUGH in kernelgen/plan_codes.h;
+# kernelgen.plan.FALLS_THROUGH is where they are defined (a unit test holds the two together).
+_FALLS_THROUGH = frozenset({3, 4, 5, 8, 10})
+
+
+def falls_through(code: int) -> bool:
+    """Whether a fallback chain tries its next member after outcome ``code`` (a launcher's
+    ``Outcome.code`` or a plan's ``"code"``): an error from a device limit (a grid over CUDA's
+    limits, a block outside the target's or over ``__launch_bounds__``, dynamic shared memory over
+    the opt-in limit, a cooperative grid over the co-residency limit)."""
+    return code < 0 and (-code) >> 16 in _FALLS_THROUGH
+
+
 class KernelError(Exception):
     """Base of the errors raised by kernelgen launchers.
 

@@ -360,6 +360,60 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
     return out
 
 
+# A host argument's __constant__ variable, checked by size in a generated .cu (CppKernel.symbol_copies).
+_SYMBOL_COPY = re.compile(r"static_assert\(sizeof\((?P<var>[\w:]+)\) == \d+, \"kernelgen: (?P<where>\S+?:\d+): "
+                          r"kernel '(?P<kernel>[^']+)': host argument '(?P<arg>[^']+)': to_symbol '(?P<sym>[^']+)'")
+# The variables a source declares in device memory (``__constant__ float g_scale;``).
+_DEVICE_VARIABLE = re.compile(r"\b__(?:constant|device)__\s+(?:(?:static|const|volatile|__align__\s*\(\s*\d+\s*\))\s+)*"
+                              r"[A-Za-z_][\w:<>, ]*?[\s*&]+([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*[;=]")
+
+
+def _undefined_constants(lines: list[str], root: Path) -> list[str]:
+    """For each host argument whose ``to_symbol`` names no variable of the module's sources (nvcc
+    reports the name undeclared on the generated line that checks its size): the spec's file:line
+    and the __constant__ / __device__ variables the sources do declare, the closest first."""
+    out: list[str] = []
+    for ln in lines:
+        m = _NVCC_ERROR.match(ln.strip())
+        if m is None or _UNDEFINED.search(m.group("msg")) is None:
+            continue
+        path = Path(m.group("path"))
+        path = path if path.is_absolute() else root / path
+        if "generated" not in path.parts:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        line = text.splitlines()[int(m.group("line")) - 1] if int(m.group("line")) <= text.count("\n") + 1 else ""
+        c = _SYMBOL_COPY.search(line)
+        if c is None:
+            continue
+        variables = []
+        for inc in _SOURCE_INCLUDE.finditer(text):
+            if inc.group("path").startswith("kernelgen/"):
+                continue
+            try:
+                src = kernel_source.strip_comments((root / inc.group("path")).read_text(encoding="utf-8",
+                                                                                        errors="replace"))
+            except OSError:
+                continue
+            spaces = kernel_source._namespaces_at(src)
+            for v in _DEVICE_VARIABLE.finditer(src):
+                ns = [n for at, n in spaces if at <= v.start()][-1]
+                variables.append(f"{ns}::{v.group(1)}" if ns else v.group(1))
+        close = difflib.get_close_matches(c.group("sym").removeprefix("::"), variables, n=1, cutoff=0.6)
+        hint = (f" (did you mean '{close[0]}'?)" if close else
+                f" (the sources declare {', '.join(variables[:8])})" if variables else
+                " (the sources declare no __constant__ variable)")
+        msg = (f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': host argument '{c.group('arg')}': "
+               f"to_symbol '{c.group('sym')}' is not declared by the module's sources; name the __constant__ "
+               f"variable the kernel reads, with its namespace{hint}")
+        if msg not in out:
+            out.append(msg)
+    return out
+
+
 def _overloaded(base: str, generated: str, root: Path) -> bool:
     """Whether the sources a generated translation unit includes declare more than one __global__
     function named ``base`` (overloads, or templates beside functions), by their declarations."""
@@ -432,7 +486,7 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
         i = msg.find("kernelgen: ")
         return msg[i:].strip().strip('"')
     errors = [ln for ln in lines if re.search(r"\berror\b", ln)]
-    undefined = _undefined_symbols(errors, root) if root is not None else []
+    undefined = (_undefined_symbols(errors, root) + _undefined_constants(errors, root)) if root is not None else []
     if undefined:
         return "\n".join(undefined + errors[:8])
     if any(_LINKER.search(ln) for ln in errors):

@@ -95,7 +95,7 @@ def _block_smem(k: Kernel):
     return lambda st, e: (tuple(expr.evaluate(n, e, st) for n in k.block), expr.evaluate(k.shared_mem, e, st))
 
 
-def launch_checks_of(k: Kernel, module: Module) -> plan.LaunchChecks:
+def launch_checks_of(k: Kernel, module: Module | None = None) -> plan.LaunchChecks:
     """The plan's checks after the geometry, for :func:`kernelgen.plan.expect`."""
     cluster: object = k.cluster
     if k.launch is not None and k.launch.cluster is not None:
@@ -131,7 +131,7 @@ def _evaluators(k: Kernel) -> tuple:
     parts = (
         [(st.code, st.decides_when, evaluator(c.expr)) for st, c in plan.steps(k)],
         (k.variants.on, frozenset(v for v, _ in k.variants.symbols)) if k.variants else None,
-        geometry,
+        plan.Geometry(geometry, launch_checks_of(k)),  # with the checks after it (launch bounds, cluster, ...)
     )
     _EVALUATORS[id(k)] = (k, parts)
     return parts
@@ -251,10 +251,37 @@ def _search_cases(module: Module, k: Kernel, target: Target):
             pool = [*_candidates(env[name], lo, hi), rng.randint(lo, min(hi, 1 << 20))]  # type: ignore[arg-type]
             env[name] = rng.choice(pool)
         cases.append(env)
+    cases += _launch_check_cases(module, k, target, base, ranges, u64)
     unique: dict[tuple[tuple[str, int], ...], None] = {}  # first-seen order
     for c in cases:
         unique.setdefault(tuple(sorted(c.items())))
     return tuple(flips), tuple(unique)
+
+
+LAUNCH_CHECK_CATEGORIES = (plan.E_LAUNCH_BOUNDS, plan.E_CLUSTER, plan.E_CORESIDENT)
+
+
+def _launch_check_cases(module: Module, k: Kernel, target: Target, base: dict[str, int],
+                        ranges: dict[str, tuple], u64: list[str]) -> list[dict[str, int]]:
+    """For a kernel whose plan checks the launch (launch bounds, a launch-time cluster, a
+    cooperative grid): the first argument set, changing one argument of the first example, for
+    each outcome of those checks the boundary values reach (grid y not whole clusters, the
+    cluster too large, ...), so that the generated tests compare them with the built plan.
+    A compile-time cluster is left out: every case must launch whole clusters of it
+    (:func:`check_catalog`)."""
+    lc = launch_checks_of(k)
+    if not (lc.max_threads or lc.cooperative or (k.launch is not None and k.launch.cluster is not None)):
+        return []
+    wanted = {c for c in LAUNCH_CHECK_CATEGORIES if not (c == plan.E_CLUSTER and k.cluster is not None)}
+    out: dict[int, dict[str, int]] = {}
+    for name in sorted(ranges):
+        lo, hi = ranges[name]
+        for cand in _candidates(base[name], lo, hi):  # type: ignore[arg-type]
+            env = base | {name: cand}
+            c = expected_plan(module, k, target, env, u64)[0]
+            if c < 0 and plan.category(c) in wanted and c not in out:
+                out[c] = env
+    return [out[c] for c in sorted(out, reverse=True)]
 
 
 def _decides_first(

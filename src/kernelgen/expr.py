@@ -248,6 +248,14 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
     return node
 
 
+# How an operator expressions refuse is written, for messages.
+_OP_SPELLING: dict[type, str] = {
+    ast.Div: "/", ast.Pow: "**", ast.MatMult: "@", ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
+    ast.LShift: "<<", ast.RShift: ">>", ast.Invert: "~", ast.UAdd: "+", ast.Is: "is", ast.IsNot: "is not",
+    ast.In: "in", ast.NotIn: "not in",
+}
+
+
 def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
     if depth > MAX_DEPTH:
         raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep")
@@ -295,12 +303,12 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
         if isinstance(n.op, ast.Not):
             _need(operand, Ty.BOOL, "not")
             return Not(operand)
-        raise ParseError(f"operator {type(n.op).__name__} is not allowed")
+        raise ParseError(f"operator '{_OP_SPELLING.get(type(n.op), type(n.op).__name__)}' is not allowed")
     if isinstance(n, ast.BinOp):
         op = _AST_ARITH.get(type(n.op))
         if op is None:
             raise ParseError(
-                f"operator {type(n.op).__name__} is not allowed",
+                f"operator '{_OP_SPELLING.get(type(n.op), type(n.op).__name__)}' is not allowed",
                 "use // for integer division" if isinstance(n.op, ast.Div) else "",
             )
         left, right = _convert(n.left, names, d), _convert(n.right, names, d)
@@ -312,7 +320,7 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             raise ParseError("chained comparisons are not allowed", "write 'a < b and b < c'")
         op = _AST_COMPARE.get(type(n.ops[0]))
         if op is None:
-            raise ParseError(f"comparison {type(n.ops[0]).__name__} is not allowed")
+            raise ParseError(f"comparison '{_OP_SPELLING.get(type(n.ops[0]), type(n.ops[0]).__name__)}' is not allowed")
         left, right = _convert(n.left, names, d), _convert(n.comparators[0], names, d)
         _need(left, Ty.INT, op)
         _need(right, Ty.INT, op)

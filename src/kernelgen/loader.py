@@ -127,6 +127,19 @@ _REQUIRED_HINTS = {
 }
 
 
+# Keys written where they do not belong, by the entry they were written in: where they go.
+_MISPLACED = {
+    ("kernel", "kill_switch"): "a kill switch is the module's: kill_switch at the top of the spec turns off every "
+                               "launcher of the module",
+    ("kernel", "structs"): "structs are the module's: declare them at the top of the spec",
+    ("kernel", "constants"): "constants are the module's: declare them at the top of the spec",
+    ("kernel", "fallbacks"): "fallback chains are the module's: declare them at the top of the spec",
+    ("module", "grid"): "grid, block and shared_mem are each kernel's, under kernels.<name>",
+    ("module", "block"): "grid, block and shared_mem are each kernel's, under kernels.<name>",
+    ("module", "args"): "args are each kernel's, under kernels.<name>",
+}
+
+
 def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
     """The mapping's entries by key; keys the schema does not declare for ``struct`` and
     missing required keys are errors."""
@@ -139,7 +152,8 @@ def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
         name = key.value
         if not isinstance(name, str) or name not in allowed:
             with ctx.at(str(name)):
-                raise ctx.error(key.loc, "unknown key", did_you_mean(str(name), allowed))
+                raise ctx.error(key.loc, "unknown key",
+                                _MISPLACED.get((struct.name, str(name))) or did_you_mean(str(name), allowed))
         out[name] = value
     missing = sorted(required - set(out))
     if missing:
@@ -243,7 +257,6 @@ _COMMON_ENV = frozenset("""
     VISUAL PAGER DISPLAY TZ SHLVL COLUMNS LINES UID EUID GROUPS PS1 PS2 IFS MANPATH INFOPATH CC CXX CFLAGS
     CXXFLAGS CPPFLAGS LDFLAGS MAKEFLAGS HOSTTYPE OSTYPE MACHTYPE COLORTERM SUDO_USER SUDO_UID SUDO_GID
     SUDO_COMMAND CI HISTFILE HISTSIZE LS_COLORS CMAKE_PREFIX_PATH CPATH LIBRARY_PATH PKG_CONFIG_PATH
-    KERNELGEN_TARGET KERNELGEN_OPS_PATH KERNELGEN_LIB_DIR KERNELGEN_REQUIRE_BUILT KERNELGEN_UPDATE_GOLDEN
 """.split())
 _COMMON_ENV_PREFIXES = ("LC_", "XDG_", "CUDA", "NV_", "NVIDIA_", "PYTHON", "LD_", "SSH_", "DBUS_", "CONDA",
                         "VIRTUAL_ENV", "PIP_", "OMP_", "GIT_", "TORCH", "NCCL_", "HTTP", "HTTPS_", "NO_PROXY",
@@ -253,6 +266,8 @@ _COMMON_ENV_PREFIXES = ("LC_", "XDG_", "CUDA", "NV_", "NVIDIA_", "PYTHON", "LD_"
 def _common_env(name: str) -> str | None:
     """Why ``name`` is unfit as a kill switch (an environment variable ordinary environments
     set), or None."""
+    if name.startswith("KERNELGEN"):
+        return "one of kernelgen's own variables (KERNELGEN_*, such as KERNELGEN_NO_PDL and KERNELGEN_TARGET)"
     if name in _COMMON_ENV:
         return "a variable ordinary environments set"
     prefix = next((p for p in _COMMON_ENV_PREFIXES if name.startswith(p)), None)
@@ -861,7 +876,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
         for key, value in kn.items:
             kname = _ident(ctx, key.loc, key.value, "kernel name")
             with ctx.at(kname):
-                value = _extend(ctx, value, effective)
+                value = _extend(ctx, value, effective, kname)
                 effective[kname] = value
                 if "instantiate" not in value.keys():
                     _claim(ctx, owner, kname, f"kernel '{kname}'", key.loc)
@@ -947,7 +962,7 @@ def _claim(ctx: _Ctx, owner: dict[str, tuple[str, SourceLoc]], name: str, what: 
     owner[name] = (what, loc)
 
 
-def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap]) -> YMap:
+def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str = "") -> YMap:
     """A kernel's entries with ``extends: BASE`` applied: BASE's entries (after its own
     ``extends``), each replaced whole by the kernel's entry of the same key; an entry whose
     value is null removes an inherited optional key."""
@@ -964,6 +979,9 @@ def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap]) -> YMap:
     _, base_node = own.pop("extends")
     with ctx.at("extends"):
         base = _str(ctx, base_node, "the name of a kernel defined above")
+        if base == name:
+            raise ctx.error(base_node.loc, f"kernel '{name}' extends itself",
+                            "'extends' names another kernel, defined earlier in the file")
         if base not in effective:
             raise ctx.error(base_node.loc, f"no kernel '{base}' is defined above this one",
                             did_you_mean(base, list(effective)) or "'extends' names a kernel earlier in the file")
@@ -1209,7 +1227,15 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
             if isinstance(value, YScalar) and isinstance(value.value, int) and not isinstance(value.value, bool):
                 v = value.value
             else:
-                tree = _expr(ctx, value, dict.fromkeys(out, 0), expr.Ty.INT)
+                try:
+                    tree = _expr(ctx, value, dict.fromkeys(out, 0), expr.Ty.INT)
+                except SpecError as exc:
+                    later = {k.value for k, _ in node.items} - set(out) - {name}
+                    used = set(re.findall(r"undefined name '(\w+)'", exc.message)) & later
+                    if not used:
+                        raise
+                    raise ctx.error(value.loc, exc.message, f"a constant may use only the constants above it; move "
+                                    f"{', '.join(sorted(used))} above this one") from None
                 try:
                     v = int(expr.evaluate(tree, out))
                 except Exception as exc:  # ExprError: division by zero, overflow
@@ -2013,6 +2039,25 @@ def _example_applies(k: Kernel, env: Mapping[str, int]) -> bool:
     return not (k.variants and env[k.variants.on] not in dict(k.variants.symbols))
 
 
+def _applies_on_device(k: Kernel, env: Mapping[str, int], device: Mapping[str, int]) -> bool:
+    """Whether the clauses naming the device (device.*, not kernel.*: occupancy is known only at
+    launch) let the kernel launch for ``env`` with the device values ``device`` (a target's table,
+    as the generated tests use)."""
+    from kernelgen.errors import ExprError
+
+    def known(c: Clause) -> bool:
+        names = c.expr.names()
+        return not _on_host(c) and all(not n.startswith("kernel.") for n in names)
+
+    full = {**env, **device}
+    try:
+        if any(known(c) and expr.evaluate(c.expr, full) for c in k.skip_if):
+            return False
+        return not any(known(c) and not expr.evaluate(c.expr, full) for c in k.applies_if + k.requires)
+    except ExprError:
+        return True
+
+
 def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
     s = _subst(ctx, node.loc, _str(ctx, node, "a __global__ function name"), axes, cpp=True)
     try:
@@ -2132,6 +2177,8 @@ def _check_examples_and_limits(
     for t in targets:
         device = plan.device_env(plan.target_table(t))
         for env in envs:
+            if not _applies_on_device(k, env, device):
+                continue  # a clause naming the device turns it away on this target's table
             try:
                 block = [int(expr.evaluate(b, env)) for b in k.block]
                 smem = int(expr.evaluate(k.shared_mem, env | device))
@@ -2159,15 +2206,14 @@ def _check_examples_and_limits(
     _check_first_example_launches(ctx, k, f, constants, targets)
 
 
-def _describe_code(c: int) -> str:
+def _code_name(c: int) -> str:
+    """``code NAME, detail D`` of a plan's outcome."""
     from kernelgen import plan
 
     table = plan.ERRORS if c < 0 else plan.NOT_LAUNCHED
     cat, det = plan.category(c), plan.detail(c)
-    name, doc = next(((n, d) for n, (v, d) in table.items() if v == cat), ("?", "unknown outcome"))
-    if cat == plan.E_EXPR and c < 0:
-        doc = next((d for v, d in plan.EXPR_ERRORS.values() if v == det), doc)
-    return f"{'error' if c < 0 else 'not launched'}: {doc} (code {name}, detail {det})"
+    name = next((n for n, (v, _) in table.items() if v == cat), "?")
+    return f"code {name}, detail {det}"
 
 
 def _check_first_example_launches(
@@ -2187,9 +2233,13 @@ def _check_first_example_launches(
                                            occupancy=cases._block_smem(k) if k.needs_occupancy else None)
         if c != plan.LAUNCHED:
             shown = f" (grid {list(grid)}, block {list(block)}, shared memory {smem})" if grid[0] is not None else ""
+            said = plan.describe(k, c, t.name, shared_mem=smem if isinstance(smem, int) else None,
+                                 max_shared_mem=t.max_shared_mem_per_block_optin)
             with ctx.at("examples[0]"):
+                if not said.startswith(("not launched", "error")):
+                    said = f"{'error' if c < 0 else 'not launched'}: {said}"
                 raise ctx.error(loc, f"the first example must launch, but on target '{t.name}' its plan says "
-                                     f"{_describe_code(c)}{shown}", "fix the example or the expressions")
+                                     f"{said} ({_code_name(c)}){shown}", "fix the example or the expressions")
 
 
 def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[Fallback]:

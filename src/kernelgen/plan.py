@@ -13,7 +13,9 @@ A plan, for given integer arguments:
 1. the clause families of :data:`FAMILIES`, in order (skip_if, requires, applies_if); each
    clause decides the outcome when its value equals the family's ``decides_when``;
 2. the variant lookup (not launched when the argument's value has no variant);
-3. grid, block and shared memory, checked by :func:`geometry_code`;
+3. grid, block and shared memory, checked by :func:`geometry_code`; where the plan reads
+   ``kernel.blocks_per_sm`` and it is 0, a grid dimension of 0 is reported as the block or
+   shared memory error that made it 0, if there is one;
 4. the launch checks (:func:`launch_code`): the block against ``__launch_bounds__``, the grid
    against the cluster (whole clusters, cluster size), and a cooperative grid against the
    co-residency limit ``device.sm_count * kernel.blocks_per_sm``.
@@ -164,6 +166,11 @@ def geometry_code(grid: Sequence[int], block: Sequence[int], smem: int, max_bloc
     for axis in range(3):
         if grid[axis] > GRID_LIMITS[axis]:
             return code(E_GRID, axis, True)
+    return block_code(block, smem, max_block, max_threads, max_smem)
+
+
+def block_code(block: Sequence[int], smem: int, max_block: Sequence[int], max_threads: int, max_smem: int) -> int:
+    """The block and shared memory checks of :func:`geometry_code` (kg::check_block)."""
     for axis in range(3):
         if not 1 <= block[axis] <= max_block[axis]:
             return code(E_BLOCK, axis, True)
@@ -210,6 +217,76 @@ def reason(kernel: object, c: int, target: str = "", kill_switch: str | None = N
         return f"not launched: {texts[cat]()}" if cat in texts else None
     if c < 0 and cat == E_REQUIRES:
         return f"invalid arguments: requires {k.requires[d].text}"
+    return None
+
+
+_AXES = ("x", "y", "z", "x*y*z")
+
+
+def describe(kernel: object, c: int, target: str = "", kill_switch: str | None = None,
+             shared_mem: int | None = None, max_shared_mem: int | None = None, keys: str = "?") -> str:
+    """The text kg_rt_describe (runtime.cpp) gives after "<kernel>: " for outcome ``c``, for
+    every code a plan returns: what the Python module's reasons say, word for word
+    (tests/unit/test_plan_parity.py holds the two together). ``shared_mem`` and
+    ``max_shared_mem``, when given, add the byte counts to the shared-memory error (the
+    runtime's reason has only the code); ``keys``: a chain's dtype keys, for NO_INSTANCE."""
+    text = reason(kernel, c, target, kill_switch)
+    if text is not None:
+        return text
+    cat, d = category(c), detail(c)
+    if c == LAUNCHED:
+        return "launched"
+    if c > 0:
+        if cat == NL_NO_INSTANCE:
+            return f"not launched: no instantiation for this dtype ({keys})"
+        if cat == NL_UNALIGNED:
+            return (f"not launched: the array of tensor map {d} is not 16-byte aligned, or its row stride is not a "
+                    "multiple of 16 bytes")
+        return f"not launched (code {c})"
+    if cat == E_EXPR:
+        name = next((t for v, t in EXPR_ERRORS.values() if v == d), "invalid value")
+        return f"invalid arguments: {name} while computing the launch"
+    if cat == E_GRID:
+        return f"grid {_AXES[d & 3]} exceeds the CUDA limit ({GRID_LIMITS[d] if d < 3 else GRID_LIMITS[2]})"
+    if cat == E_BLOCK:
+        return f"block {_AXES[d & 3]} is outside the target's limits"
+    if cat == E_SHARED_MEM:
+        text = "dynamic shared memory exceeds the device's opt-in limit"
+        if shared_mem is not None:
+            text += f" ({shared_mem} bytes" + (f"; the limit is {max_shared_mem})" if max_shared_mem is not None
+                                               else ")")
+        return text
+    if cat == E_DEVICE:
+        return f"built for target {target} but the current device has compute capability {d // 10}.{d % 10}"
+    if cat == E_LAUNCH_BOUNDS:
+        return "the block has more threads than the kernel's __launch_bounds__"
+    if cat == E_CLUSTER:
+        if d == 3:
+            return "the cluster has more blocks than the device allows (or a dimension < 1)"
+        return f"grid {_AXES[d & 3]} is not a whole number of clusters"
+    if cat == E_CORESIDENT:
+        return ("the cooperative grid has more blocks than can be co-resident "
+                "(device.sm_count * kernel.blocks_per_sm)")
+    if cat == E_DEVICE_SCALAR:
+        return (f"argument {d + 1} is a device scalar: it must point to one element in device memory (null, "
+                "host or unregistered memory given)")
+    if cat == E_TENSOR_MAP:
+        return (f"the driver refused to encode a tensor map (CUresult {d}; 0: no cuTensorMapEncodeTiled in "
+                "this driver)")
+    if cat == E_CUDA:
+        return f"CUDA error {d}"
+    return f"error (code {c})"
+
+
+def int_argument_problem(scalar: object, value: int) -> str | None:
+    """Why the Python module refuses integer ``value`` for an integer argument of type
+    ``scalar`` (convert_scalar in py_scalars.cpp: "n: 4294967296 is out of range for u32
+    [0, 2**32-1]"), or None when it takes it. bool arguments take 0 and 1."""
+    s: Any = scalar
+    if s.kind == "bool":
+        return None if value in (0, 1) else f"expected a bool (True, False, 0 or 1), got {value}"
+    if not s.lo <= value <= s.hi:
+        return f"{value} is out of range for {s.name} {s.range_text}"
     return None
 
 
@@ -274,6 +351,19 @@ Evaluator = Callable[[pyexpr.Status, Mapping[str, int]], int]
 NONE3 = (0, 0, 0)
 
 
+@dataclass(frozen=True)
+class Geometry:
+    """A kernel's geometry evaluator, (st, env) -> (grid, block, shared_mem), with the checks
+    its plan makes after the geometry: given as ``geometry`` to :func:`expect`, those checks
+    are made unless ``launch`` says otherwise, so that no caller leaves them out by mistake."""
+
+    evaluate: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, tuple, int]]
+    launch: LaunchChecks = LaunchChecks()
+
+    def __call__(self, st: pyexpr.Status, env: Mapping[str, int]) -> tuple[tuple, tuple, int]:
+        return self.evaluate(st, env)
+
+
 def expect(
     clauses: Iterable[tuple[int, bool, Evaluator]],
     env: Mapping[str, int],
@@ -283,7 +373,7 @@ def expect(
     geometry: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, tuple, int]],
     limits: tuple[Sequence[int], int, int],
     device: Mapping[str, int] | None = None,
-    launch: LaunchChecks = LaunchChecks(),
+    launch: LaunchChecks | None = None,
     occupancy: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, int]] | None = None,
 ) -> tuple[int, tuple, tuple, int]:
     """(code, grid, block, shared_mem) of a plan for ``env``, step for step as the C++ plan.
@@ -293,10 +383,13 @@ def expect(
     (argument, values that have a variant); ``geometry``: evaluates (grid, block, smem);
     ``limits``: (max block dims, max threads per block, max shared memory); ``device``: the
     device values (:func:`target_table`) when the kernel uses device names or launch checks;
-    ``launch``: the checks after the geometry; ``occupancy``: evaluates (block, shared memory)
+    ``launch``: the checks after the geometry (None: those of ``geometry`` when it is a
+    :class:`Geometry`, else none); ``occupancy``: evaluates (block, shared memory)
     when the plan needs ``kernel.blocks_per_sm``, computed before the clauses from block and
     shared memory evaluated on their own (0 when they cannot be evaluated or do not fit).
     """
+    if launch is None:
+        launch = geometry.launch if isinstance(geometry, Geometry) else LaunchChecks()
     st = pyexpr.Status()
     full = dict(env)
     for name in u64:
@@ -323,6 +416,11 @@ def expect(
         return code(E_EXPR, st.code, True), NONE3, NONE3, 0
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
     outcome = geometry_code(grid, block, int(smem), *limits)
+    if occupancy is not None and device is not None and outcome > 0 and category(outcome) == NL_EMPTY_GRID \
+            and blocks_per_sm == 0:
+        # a grid sized by the co-residency limit is 0 because the block or shared memory does not
+        # fit: that error is the outcome (kg::check_geometry_occupancy)
+        outcome = block_code(block, int(smem), *limits) or outcome
     if outcome == LAUNCHED and (launch.max_threads or launch.cluster is not None or launch.cooperative):
         cluster = launch.cluster
         if callable(cluster):

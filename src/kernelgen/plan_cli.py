@@ -14,37 +14,100 @@ from dataclasses import dataclass
 
 from kernelgen import cases, expr, plan, pyexpr
 from kernelgen.errors import KernelgenError, did_you_mean
-from kernelgen.model import Catalog, Kernel, KernelRef, Module, Target
+from kernelgen.model import Catalog, Fallback, Kernel, KernelRef, Module, Target
+from kernelgen.types import ELEM_TYPES
+
+ELEM_NAMES = [e.name for e in ELEM_TYPES]
 
 NOTE = ("(plans from each target's table in specs/targets.yaml; kill switches, array alignment and "
         "tensor maps are checked at launch)")
 
 
-def parse_values(items: Sequence[str]) -> dict[str, list[int]]:
-    """NAME=VALUE pairs: integers (decimal, 0x.., 0b..) or true / false; a comma-separated list
-    of values sweeps the name over them."""
-    out: dict[str, list[int]] = {}
+def parse_values(items: Sequence[str]) -> dict[str, list[str]]:
+    """NAME=VALUE pairs as written, a comma-separated list of values sweeping the name over
+    them; :func:`convert` reads the values by the arguments' types. A name given twice is
+    refused, as Python refuses a keyword given twice."""
+    out: dict[str, list[str]] = {}
+    given: dict[str, str] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name.isidentifier():
             raise KernelgenError(f"'{item}' is not NAME=VALUE (e.g. rows=256 n=4096 k=4096, or rows=64,256,2048)")
-        vals = []
-        for part in text.split(","):
-            low = part.strip().lower()
-            try:
-                vals.append({"true": 1, "false": 0}[low] if low in ("true", "false") else int(low, 0))
-            except ValueError:
-                raise KernelgenError(f"'{item}': '{part}' is not an integer") from None
+        if name in out:
+            raise KernelgenError(f"got multiple values for argument '{name}' ({given[name]} and {item}); to sweep "
+                                 f"it, give one list ({name}=A,B)")
+        given[name] = item
+        out[name] = [part.strip() for part in text.split(",")]
+    return out
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str, list[str | None]],
+            what: str) -> dict[str, list[int | str]]:
+    """The values of :func:`parse_values` as the Python module's plan() takes them: integer
+    arguments range-checked by their types (with its ArgumentError's words), dtype keys as
+    element type names; a float, pointer or struct argument, or an unknown name, refused."""
+    args = {}
+    for k in kernels:
+        for a in k.all_args:
+            args.setdefault(a.name, a)
+    ints = sorted({n for n, a in args.items() if a.is_int} | set(keys))
+    out: dict[str, list[int | str]] = {}
+    for name, texts in raw.items():
+        if name in keys:
+            for text in texts:
+                if text not in ELEM_NAMES:
+                    example = next((e for e in keys[name] if e), "f32")
+                    raise KernelgenError(f"plan of {what}(): {name} must name an element type, such as '{example}'; "
+                                         f"got '{text}'")
+            out[name] = list(texts)
+            continue
+        a = args.get(name)
+        if a is None:
+            raise KernelgenError(f"{what} has no argument '{name}' ({did_you_mean(name, ints)})")
+        if not a.is_int:
+            kind = "pointer" if a.is_pointer else "struct" if a.is_struct else a.scalar.name  # type: ignore[union-attr]
+            raise KernelgenError(f"plan of {what}() takes integer arguments only; got {kind} '{name}'")
+        scalar = a.scalar
+        assert scalar is not None
+        vals: list[int | str] = []
+        for text in texts:
+            low = text.lower()
+            v = {"true": 1, "false": 0}.get(low) if scalar.kind == "bool" else None
+            if v is None:
+                v = _integer(low)
+            if v is None:
+                got = "float" if _is_float(low) else repr(text)
+                expected = "a bool (true, false, 0 or 1)" if scalar.kind == "bool" else f"an integer ({scalar.name})"
+                raise KernelgenError(f"{what}: argument '{name}': expected {expected}, got {got}")
+            problem = plan.int_argument_problem(scalar, v)
+            if problem:
+                raise KernelgenError(f"{what}: argument '{name}': {problem}")
+            vals.append(v)
         out[name] = vals
     return out
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 MAX_SWEEP = 10000
 
 
-def sweep(values: dict[str, list[int]]) -> list[dict[str, int]]:
+def sweep(values: dict[str, list[int | str]]) -> list[dict[str, int | str]]:
     """Every combination of the values, the last name varying fastest."""
-    combos: list[dict[str, int]] = [{}]
+    combos: list[dict[str, int | str]] = [{}]
     for name, vals in values.items():
         combos = [c | {name: v} for c in combos for v in vals]
         if len(combos) > MAX_SWEEP:
@@ -55,6 +118,12 @@ def sweep(values: dict[str, list[int]]) -> list[dict[str, int]]:
 def find(catalog: Catalog, name: str) -> tuple[Module, str, list[KernelRef] | None]:
     """(module, what, members): a kernel (members None), or a chain or dispatcher (its members).
     ``name`` is MODULE.NAME, or NAME when one module has it."""
+    m, what, members, _ = find_chain(catalog, name)
+    return m, what, members
+
+
+def find_chain(catalog: Catalog, name: str) -> tuple[Module, str, list[KernelRef] | None, Fallback | None]:
+    """:func:`find`, and the chain or dispatcher itself (None for a kernel)."""
     found = []
     for m in catalog.modules:
         if "." in name and not name.startswith(m.name + "."):
@@ -62,13 +131,13 @@ def find(catalog: Catalog, name: str) -> tuple[Module, str, list[KernelRef] | No
         short = name.split(".", 1)[1] if "." in name else name
         for k in m.kernels:
             if k.name == short:
-                found.append((m, "kernel", None))
+                found.append((m, "kernel", None, None))
         for fb in m.fallbacks:
             if fb.name == short:
-                found.append((m, "chain", list(fb.members)))
+                found.append((m, "chain", list(fb.members), fb))
         for d in m.dispatches:
             if d.name == short:
-                found.append((m, "dispatcher: the arrays' element types choose", list(d.members)))
+                found.append((m, "dispatcher: the arrays' element types choose", list(d.members), d))
     if not found:
         known = [f"{m.name}.{x.name}" for m in catalog.modules for x in (*m.kernels, *m.fallbacks, *m.dispatches)]
         close = difflib.get_close_matches(name, known + [q.split(".", 1)[1] for q in known], n=3)
@@ -76,7 +145,7 @@ def find(catalog: Catalog, name: str) -> tuple[Module, str, list[KernelRef] | No
         raise KernelgenError(f"no kernel or chain '{name}' ({hint})")
     if len(found) > 1:
         raise KernelgenError(f"'{name}' names more than one kernel or chain; qualify it: "
-                             + ", ".join(f"{m.name}.{name}" for m, _, _ in found))
+                             + ", ".join(f"{m.name}.{name}" for m, *_ in found))
     return found[0]
 
 
@@ -94,18 +163,27 @@ def needed(k: Kernel) -> list[str]:
     return [a.name for a in k.all_args if a.is_int and a.name in used]
 
 
-def describe(k: Kernel, c: int) -> str:
-    """An outcome code as the launchers word it (kernelgen.plan.reason), or the category's
-    description for codes whose detail the launchers do not spell out."""
-    text = plan.reason(k, c)
-    if text:
-        return text if c > 0 else f"error: {text}"
-    cat, d = plan.category(c), plan.detail(c)
-    if c > 0:
-        return "not launched: " + next((t for v, t in plan.NOT_LAUNCHED.values() if v == cat), "?")
-    if cat == plan.E_EXPR:
-        return "error: evaluating an expression: " + next((t for v, t in plan.EXPR_ERRORS.values() if v == d), "?")
-    return "error: " + next((t for v, t in plan.ERRORS.values() if v == cat), "?")
+def dtype_keys(chain: Fallback | None, kernels: Sequence[Kernel]) -> dict[str, list[str | None]]:
+    """A chain's or dispatcher's dtype keys (plan()'s keywords naming an element type, as
+    kernelgen.lower's _dtype_keys finds them): per key, each member's element type (None: the
+    member lacks it)."""
+    if chain is None:
+        return {}
+    elem_of = [{a.name: a.elem.name for a in k.args if a.elem is not None} for k in kernels]
+    if chain.dispatch:
+        groups = [(axis, tuple(args)) for axis, args in chain.type_axes]
+    else:
+        seen = list(dict.fromkeys(n for e in elem_of for n in e))
+        groups = [(n, (n,)) for n in seen if len({e[n] for e in elem_of if n in e}) > 1]
+    return {name: [next((e[a] for a in args if a in e), None) for e in elem_of] for name, args in groups}
+
+
+def describe(k: Kernel, c: int, t: Target | None = None, smem: int | None = None) -> str:
+    """An outcome code as the Python module's reason words it (kernelgen.plan.describe, the
+    text of kg_rt_describe), "error: " before an error's."""
+    text = plan.describe(k, c, t.name if t else "", None, shared_mem=smem,
+                         max_shared_mem=t.max_shared_mem_per_block_optin if t else None)
+    return text if c >= 0 else f"error: {text}"
 
 
 @dataclass(frozen=True)
@@ -128,11 +206,12 @@ class Outcome:
 def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
     """The plan of kernel k on target t for these values."""
     if t.name not in k.targets:
-        return Outcome(plan.code(plan.NL_ABSENT), f"absent (built for {', '.join(k.targets)})")
+        return Outcome(plan.code(plan.NL_ABSENT), f"not launched: absent on target {t.name} (built for "
+                                                  f"{', '.join(k.targets)})")
     env = {n: values[n] for n in needed(k)}
     c, grid, block, smem = cases.expected_plan(m, k, t, env)
     if c != plan.LAUNCHED:
-        return Outcome(c, describe(k, c))
+        return Outcome(c, describe(k, c, t, smem if plan.category(c) == plan.E_SHARED_MEM else None))
     cl = cases.launch_checks_of(k, m).cluster
     if callable(cl):  # a launch-time cluster: the plan's own evaluator
         cl = cl(pyexpr.Status(), env | dict(m.constants))
@@ -151,21 +230,28 @@ def let_values(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> tuple
     return tuple(out)
 
 
-def check_names(values: dict[str, list[int]], kernels: Sequence[Kernel], what: str) -> None:
-    """Every value names an argument, and every integer argument a plan needs has a value."""
-    known = {a.name for k in kernels for a in k.all_args}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise KernelgenError(f"{what} has no argument '{unknown[0]}' ({did_you_mean(unknown[0], sorted(known))})")
+def check_names(values: dict[str, list[int | str]], kernels: Sequence[Kernel], what: str) -> None:
+    """Every integer argument a plan needs has a value (:func:`convert` checked the names)."""
     missing = [n for k in kernels for n in needed(k) if n not in values]
     if missing:
         raise KernelgenError(f"{what} needs a value for {', '.join(dict.fromkeys(missing))} (NAME=VALUE)")
 
 
-def chain_choice(outcomes: Sequence[Outcome]) -> int | None:
-    """The member a chain runs (index), or None; a member's error that does not fall through
-    stops the chain (its index, as a negative number minus one)."""
+def matching(keys: dict[str, list[str | None]], values: dict[str, int | str], n: int) -> list[bool]:
+    """Per member, whether it takes the element types the dtype keys name (a key left out
+    admits every member; a member lacking the key's arguments is not decided by it), as the
+    chain's plan tests its members."""
+    return [all(values.get(key, elems[i]) == elems[i] for key, elems in keys.items() if elems[i] is not None)
+            for i in range(n)]
+
+
+def chain_choice(outcomes: Sequence[Outcome | None]) -> int | None:
+    """The member a chain (or dispatcher) runs (index), or None; a member's error that does not
+    fall through stops the chain (its index, as a negative number minus one). None in
+    ``outcomes``: a member the dtype keys leave out."""
     for i, o in enumerate(outcomes):
+        if o is None:
+            continue
         if o.code == plan.LAUNCHED:
             return i
         if o.code < 0 and not plan.falls_through(o.code):
@@ -173,9 +259,22 @@ def chain_choice(outcomes: Sequence[Outcome]) -> int | None:
     return None
 
 
+def outcomes(catalog: Catalog, refs: Sequence[KernelRef], kernels: Sequence[Kernel], t: Target,
+             values: dict[str, int | str], keys: dict[str, list[str | None]]) -> list[Outcome | None]:
+    """Each member's outcome, None for a member the dtype keys leave out."""
+    ok = matching(keys, values, len(kernels))
+    ints = {n: v for n, v in values.items() if n not in keys}
+    return [one(catalog.module(r.module), k, t, ints) if ok[i] else None  # type: ignore[arg-type]
+            for i, (r, k) in enumerate(zip(refs, kernels))]
+
+
+def _no_instance(keys: dict[str, list[str | None]]) -> str:
+    return plan.describe(None, plan.code(plan.NL_NO_INSTANCE), keys=", ".join(keys))
+
+
 def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Target]) -> int:
-    values = parse_values(items)
-    m, what, members = find(catalog, name)
+    raw = parse_values(items)
+    m, what, members, chain = find_chain(catalog, name)
     short = name.split(".")[-1]
     if members is None:
         refs = [KernelRef(m.name, short, m.loc)]
@@ -183,66 +282,76 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
     else:
         refs, kernels = members, [kernel_of(catalog, r) for r in members]
     title = f"{m.name}.{short}" + (f" ({what})" if members is not None else "")
+    keys = dtype_keys(chain, kernels)
+    values = convert(raw, kernels, keys, f"{m.name}.{short}")
     check_names(values, kernels, title)
     combos = sweep(values)
     if len(combos) > 1:
-        return table(catalog, title, refs, kernels, combos, targets, chain=what == "chain")
+        return table(catalog, title, refs, kernels, combos, targets, members is not None, keys)
     values1 = combos[0]
     print(f"{title}  {' '.join(f'{n}={v}' for n, v in values1.items())}")
     width = max(len(r.qualname) for r in refs)
     for t in targets:
-        outs = [one(catalog.module(r.module), k, t, values1) for r, k in zip(refs, kernels)]
+        outs = outcomes(catalog, refs, kernels, t, values1, keys)
         if members is None:
-            print(f"  {t.name} ({t.sm_count} SMs): {outs[0].line()}")
-            if outs[0].lets:
-                print("    let: " + ", ".join(f"{n} = {v}" for n, v in outs[0].lets))
+            o = outs[0]
+            assert o is not None
+            print(f"  {t.name} ({t.sm_count} SMs): {o.line()}")
+            if o.lets:
+                print("    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
             continue
         print(f"  {t.name} ({t.sm_count} SMs):")
-        pick = chain_choice(outs) if what == "chain" else None
+        pick = chain_choice(outs)
         for i, (r, o) in enumerate(zip(refs, outs)):
+            if o is None:
+                taken = ", ".join(f"{key}={elems[i]}" for key, elems in keys.items() if elems[i] is not None)
+                print(f"    {r.qualname:{width}}  (skipped: takes {taken})")
+                continue
             mark = "   <- runs" if pick == i else "   <- the chain stops here" if pick == -i - 1 else ""
             print(f"    {r.qualname:{width}}  {o.line()}{mark}")
             if o.lets:
                 print(f"    {'':{width}}    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
-        if what == "chain" and pick is None:
+        if all(o is None for o in outs):
+            print(f"    {'':{width}}  ({_no_instance(keys)})")
+        elif pick is None:
             print(f"    {'':{width}}  (no member launches)")
     print(NOTE)
     return 0
 
 
 def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequence[Kernel],
-          combos: Sequence[dict[str, int]], targets: Sequence[Target], chain: bool) -> int:
+          combos: Sequence[dict[str, int | str]], targets: Sequence[Target], chain: bool,
+          keys: dict[str, list[str | None]] | None = None) -> int:
     """A sweep: one markdown table per target, a row per argument set: the kernel's outcome (for
-    a chain or dispatcher: the member that runs, or each member's), grid, block, shared memory,
-    cluster and let values."""
+    a chain or dispatcher: the member that runs), grid, block, shared memory, cluster and let
+    values."""
+    keys = keys or {}
     names = list(combos[0])
     for t in targets:
         print(f"{title} on {t.name} ({t.sm_count} SMs)")
-        single = len(refs) == 1
-        lets = [n for n, _ in kernels[0].lets] if single else []
-        head = names + (["outcome"] if single else ["runs"] if chain else [r.qualname for r in refs])
-        head += ["grid", "block", "shared_mem", "cluster"] + lets if single or chain else []
+        lets = [] if chain else [n for n, _ in kernels[0].lets]
+        head = names + (["runs"] if chain else ["outcome"]) + ["grid", "block", "shared_mem", "cluster"] + lets
         print("| " + " | ".join(head) + " |")
         print("|" + " --- |" * len(head))
         for values in combos:
-            outs = [one(catalog.module(r.module), k, t, values) for r, k in zip(refs, kernels)]
+            outs = outcomes(catalog, refs, kernels, t, values, keys)
             cells = [str(values[n]) for n in names]
-            if single or chain:
-                pick = 0 if single else chain_choice(outs)
-                o = outs[pick] if pick is not None and pick >= 0 else None
-                if single:
-                    cells.append("launched" if o.code == plan.LAUNCHED else o.text)
-                elif pick is None:
-                    cells.append("(none)")
-                else:
-                    who = refs[pick if pick >= 0 else -pick - 1].qualname
-                    cells.append(who if pick >= 0 else f"{who}: {outs[-pick - 1].text}")
-                launched = o is not None and o.code == plan.LAUNCHED
-                cells += [str(list(o.grid)), str(list(o.block)), str(o.smem)] if launched else ["", "", ""]
-                cells.append(str(list(o.cluster)) if launched and o.cluster else "")
-                cells += [str(dict(o.lets).get(n, "")) if launched else "" for n in lets]
+            pick = chain_choice(outs) if chain else 0
+            o = outs[pick] if pick is not None and pick >= 0 else None
+            if not chain:
+                assert o is not None
+                cells.append("launched" if o.code == plan.LAUNCHED else o.text)
+            elif all(x is None for x in outs):
+                cells.append(f"(none: {_no_instance(keys)})")
+            elif pick is None:
+                cells.append("(none)")
             else:
-                cells += ["launched" if o.code == plan.LAUNCHED else o.text for o in outs]
+                who = refs[pick if pick >= 0 else -pick - 1].qualname
+                cells.append(who if pick >= 0 else f"{who}: {outs[-pick - 1].text}")  # type: ignore[union-attr]
+            launched = o is not None and o.code == plan.LAUNCHED
+            cells += [str(list(o.grid)), str(list(o.block)), str(o.smem)] if launched else ["", "", ""]  # type: ignore[union-attr]
+            cells.append(str(list(o.cluster)) if launched and o.cluster else "")  # type: ignore[union-attr]
+            cells += [str(dict(o.lets).get(n, "")) if launched else "" for n in lets]  # type: ignore[union-attr]
             print("| " + " | ".join(cells) + " |")
         print()
     print(NOTE)

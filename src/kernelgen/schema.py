@@ -501,7 +501,7 @@ MODULE = Struct(
         Field("kill_switch", ENV_NAME, False,
               "An environment variable whose presence, when the module is loaded (or refreshed), makes every "
               "launcher of the module report \"not launched: kill switch\". Names that ordinary environments "
-              "set (PATH, HOME, LANG, LC_*, CUDA_*, PYTHON*, ...) and kernelgen's own variables are refused.",
+              "set (PATH, HOME, LANG, LC_*, CUDA_*, PYTHON*, ...) and kernelgen's own (`KERNELGEN_*`) are refused.",
               "none"),
         Field("kill_switch_shared", BOOLEAN, False,
               "Declares that other modules use the same kill switch on purpose (each of them must declare "

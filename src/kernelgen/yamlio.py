@@ -87,6 +87,7 @@ def load(path: str, text_bytes: bytes) -> YNode:
         line = text[: text.index("\x00")].count("\n") + 1
         raise SpecError(SourceLoc(path, line), "", "NUL character in file")
     try:
+        _refuse_anchors_and_tags(path, text)
         node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -98,6 +99,21 @@ def load(path: str, text_bytes: bytes) -> YNode:
     if node is None:
         raise SpecError(top, "", "the file is empty")
     return _convert(path, node, set())
+
+
+def _refuse_anchors_and_tags(path: str, text: str) -> None:
+    """Anchors (with or without an alias) and explicit tags (``!!str``, ``!!map`` included, which
+    compose to the plain values' own tags) are refused where they are written."""
+    if "&" not in text and "!" not in text:
+        return  # neither can be written without one of these characters
+    for tok in yaml.scan(text, Loader=_LOADER):
+        if isinstance(tok, yaml.AnchorToken | yaml.AliasToken):
+            raise SpecError(SourceLoc(path, tok.start_mark.line + 1, tok.start_mark.column + 1), "",
+                            "YAML anchors and aliases are not supported", "write the value out")
+        if isinstance(tok, yaml.TagToken):
+            handle, suffix = tok.value
+            raise SpecError(SourceLoc(path, tok.start_mark.line + 1, tok.start_mark.column + 1), "",
+                            f"YAML tag '{handle or ''}{suffix}' is not allowed", "specs use plain YAML values only")
 
 
 def _loc(path: str, node: yaml.Node) -> SourceLoc:

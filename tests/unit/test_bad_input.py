@@ -56,14 +56,15 @@ def _cli_refuses(project: Path, pattern: str, *args: str) -> str:
 @pytest.mark.parametrize("name", ["PATH", "HOME", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "PYTHONPATH",
                                   "KERNELGEN_TARGET", "XDG_RUNTIME_DIR"])
 def test_kill_switch_that_environments_set_is_refused(project: Path, name: str) -> None:
-    _edit(project, "kill_switch: KERNELGEN_TEST_NO_FIXTURE_OPS", f"kill_switch: {name}")
-    _refused(project, rf"{SPEC}:4: .*kill switch {name} is .*ordinary environments set")
+    _edit(project, "kill_switch: FIXTURE_OPS_TEST_OFF", f"kill_switch: {name}")
+    why = "one of kernelgen's own variables" if name.startswith("KERNELGEN") else "ordinary environments set"
+    _refused(project, rf"{SPEC}:4: .*kill switch {name} is .*{why}")
 
 
 def _second_module(project: Path, extra: str = "") -> None:
     text = (project / SPEC).read_text().replace("module: fixture_ops", "module: other_ops")
-    (project / "specs" / "other_ops.yaml").write_text(text.replace("kill_switch: KERNELGEN_TEST_NO_FIXTURE_OPS",
-                                                                   "kill_switch: KERNELGEN_TEST_NO_FIXTURE_OPS" + extra))
+    (project / "specs" / "other_ops.yaml").write_text(text.replace("kill_switch: FIXTURE_OPS_TEST_OFF",
+                                                                   "kill_switch: FIXTURE_OPS_TEST_OFF" + extra))
 
 
 def test_one_kill_switch_in_two_modules_needs_declaring_in_both(project: Path) -> None:
@@ -71,10 +72,10 @@ def test_one_kill_switch_in_two_modules_needs_declaring_in_both(project: Path) -
     _refused(project, "also the kill switch of module 'fixture_ops'", "specs/other_ops.yaml")
     _second_module(project, "\nkill_switch_shared: true")
     _refused(project, "kill_switch_shared: true in both", "specs/other_ops.yaml")
-    _edit(project, "kill_switch: KERNELGEN_TEST_NO_FIXTURE_OPS",
-          "kill_switch: KERNELGEN_TEST_NO_FIXTURE_OPS\nkill_switch_shared: true")
+    _edit(project, "kill_switch: FIXTURE_OPS_TEST_OFF",
+          "kill_switch: FIXTURE_OPS_TEST_OFF\nkill_switch_shared: true")
     cat = load_catalog(project)
-    assert {m.kill_switch for m in cat.modules} == {"KERNELGEN_TEST_NO_FIXTURE_OPS"}
+    assert {m.kill_switch for m in cat.modules} == {"FIXTURE_OPS_TEST_OFF"}
 
 
 # ---------------------------------------------------------------- numbers
@@ -111,8 +112,8 @@ def test_u64_variant_key_above_int64_is_refused(project: Path) -> None:
 
 @pytest.mark.parametrize("grid,why", [
     ("[div_ceil(n, n - 1000), 1, 1]", "division by zero"),
-    ("[div_ceil(n, THREADS), 0, 1]", "a grid dimension is 0"),
-    ("[n * 4294967296, 1, 1]", "over the device limit"),
+    ("[div_ceil(n, THREADS), 0, 1]", r"not launched: grid y is 0 \(code EMPTY_GRID, detail 1\)"),
+    ("[n * 4294967296, 1, 1]", r"error: grid x exceeds the CUDA limit \(2147483647\) \(code GRID, detail 0\)"),
 ])
 def test_first_example_must_launch_grid_included(project: Path, grid: str, why: str) -> None:
     _set_grid(project, grid)
@@ -272,7 +273,7 @@ def test_summary_lands_intact_in_the_stub_docstring(project: Path, summary: str)
 
 
 def test_plan_codes_are_described_in_refusals() -> None:
-    from kernelgen.loader import _describe_code
+    from kernelgen.loader import _code_name
 
-    assert "division by zero" in _describe_code(plan.code(plan.E_EXPR, 2, True))
-    assert "grid dimension is 0" in _describe_code(plan.code(plan.NL_EMPTY_GRID, 1))
+    assert _code_name(plan.code(plan.E_EXPR, 2, True)) == "code EXPR, detail 2"
+    assert _code_name(plan.code(plan.NL_EMPTY_GRID, 1)) == "code EMPTY_GRID, detail 1"

@@ -278,7 +278,7 @@ def test_extends_inherits_each_key_it_does_not_give(tmp_path: Path) -> None:
 
 EXT_BAD = [
     ("unknown base", EXT.replace("extends: base", "extends: bsae"), 20, "did you mean 'base'"),
-    ("later base", EXT.replace("extends: base", "extends: derived"), 20, "no kernel 'derived' is defined above"),
+    ("itself as base", EXT.replace("extends: base", "extends: derived"), 20, "kernel 'derived' extends itself"),
     ("required removed", EXT.replace("    grid: [n, 2, 1]\n", "    grid: null\n"), 24, "'grid' is required"),
     ("null without extends", EXT.replace("    summary: Base.\n", "    summary: Base.\n    symbol: null\n"), 7,
      "this kernel has no 'extends'"),

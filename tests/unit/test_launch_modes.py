@@ -87,7 +87,8 @@ def test_launch_bounds_from_a_define_and_none(tmp_path: Path) -> None:
     assert k.launch_bounds == (128, 0) and k.launch is None and not k.uses_device
 
 
-@pytest.mark.parametrize("grid", ["device.sm_count * 2", "max(device.max_threads_per_sm // 256, n)",
+# (a cooperative grid: the first example's must be co-resident, as the plan checks)
+@pytest.mark.parametrize("grid", ["device.sm_count * 2", "min(max(device.max_threads_per_sm // 256, n), device.sm_count)",
                                   "device.max_shared_mem_optin // 1024", "kernel.blocks_per_sm"])
 def test_device_names_are_usable_in_grid(tmp_path: Path, grid: str) -> None:
     spec = SPEC.replace("[device.sm_count * kernel.blocks_per_sm, 1, 1]", f"['{grid}', 1, 1]")

@@ -103,10 +103,19 @@ BAD = [
     ("pointer in expression", sub("[n % 4 == 0]", "[x > 0]"), 17, "'x' is a pointer"),
     ("unknown function", sub("div_ceil(n, THREADS)", "ceil(n, THREADS)"), 14, "unknown function 'ceil'"),
     ("constant division by zero", sub("{THREADS: 256}", "{THREADS: 256, BAD: 1 // 0}"), 5, "division by zero"),
+    ("constant before its constant", sub("{THREADS: 256}", "{A: B * 2, B: 128, THREADS: 256}"), 5,
+     "undefined name 'B' (a constant may use only the constants above it; move B above this one)"),
+    ("float division", sub("[n % 4 == 0]", "[n / 4 == 0]"), 17, "operator '/' is not allowed (use // for integer"),
+    ("kernel kill switch", sub("    summary: Scales.", "    summary: Scales.\n    kill_switch: X_OFF"), 9,
+     "a kill switch is the module's"),
+    ("extends itself", sub("  scale:\n", "  scale:\n    extends: scale\n"), 8, "kernel 'scale' extends itself"),
     ("grid of two", sub("[div_ceil(n, THREADS), 1, 1]", "[div_ceil(n, THREADS), 1]"), 14, "expected 3 entries"),
     ("block over limit", sub("{THREADS: 256}", "{THREADS: 2048}"), 15, "outside 1..1024"),
     ("shared mem over gb10 limit", sub("    skip_if:", "    shared_mem: 101377\n    skip_if:"), 16, "101376-byte opt-in limit of target 'gb10'"),
     ("bad env name", sub("kill_switch: DEMO_OFF", "kill_switch: 'DEMO OFF; rm -rf'"), 4, "not a valid environment variable name"),
+    ("kernelgen's own variable", sub("kill_switch: DEMO_OFF", "kill_switch: KERNELGEN_NO_PDL"), 4,
+     "kernelgen's own variables"),
+    ("kernelgen's prefix", sub("kill_switch: DEMO_OFF", "kill_switch: KERNELGEN_CHECKS"), 4, "(KERNELGEN_*, such as"),
     ("unknown target", sub("    summary: Scales.", "    summary: Scales.\n    targets: [ampere]"), 9, "unknown target 'ampere'"),
     ("missing source", sub("kernels/demo.cu", "kernels/nope.cu"), 3, "does not exist"),
     ("source escapes", sub("kernels/demo.cu", "../demo.cu"), 3, "not a valid source path"),
@@ -120,6 +129,10 @@ BAD = [
     ("jinja in grid", sub("[div_ceil(n, THREADS), 1, 1]", "['{{ n }}', 1, 1]"), 14, "not allowed"),
     ("symbol injection", sub("    summary: Scales.", "    summary: Scales.\n    symbol: 'k(); int x'"), 9, "not a C++ function name"),
     ("anchor alias", sub("    block: [THREADS, 1, 1]", "    block: &b [THREADS, 1, 1]\n    host_args: *b"), 15, "aliases"),
+    ("anchor alone", sub("    block: [THREADS, 1, 1]", "    block: &b [THREADS, 1, 1]"), 15, "anchors and aliases"),
+    ("explicit str tag", sub("    block: [THREADS, 1, 1]", "    block: [!!str 256, 1, 1]"), 15, "tag '!!str'"),
+    ("explicit map tag", sub("    block: [THREADS, 1, 1]", "    block: [THREADS, 1, 1]\n    launch: !!map {}"), 16,
+     "tag '!!map'"),
     ("not yaml", "module: [demo\n", 2, "YAML syntax error"),
     ("tab indentation", GOOD.replace("    summary: Scales.", "\tsummary: Scales."), 8, "YAML syntax error"),
     ("yaml 1.1 yes", sub("A demo module.", "yes"), 2, "boolean in YAML 1.1"),
@@ -256,3 +269,18 @@ def test_bad_nested_specs(tmp_path: Path, path: str, text: str, message: str) ->
     with pytest.raises(SpecError) as info:
         load_catalog(tmp_path)
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_an_example_a_device_clause_turns_away_is_not_held_to_the_limits(tmp_path: Path) -> None:
+    """shared_mem that outgrows the device for some examples, with an applies_if naming the device
+    so that a chain falls back: the example the clause turns away (on the target's table) loads; a
+    clause on host values alone still lets the limit check refuse an example it admits."""
+    spec = sub("    applies_if: [n % 4 == 0]\n    examples:\n      - {n: 1024}\n",
+               "    shared_mem: n * 4\n    applies_if: [n % 4 == 0, n * 4 <= device.max_shared_mem_optin]\n"
+               "    examples:\n      - {n: 1024}\n      - {n: 100000}\n")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    load_catalog(write_project(tmp_path / "a", spec))
+    bad = spec.replace("n * 4 <= device.max_shared_mem_optin", "n * 4 <= 1000000")
+    with pytest.raises(SpecError, match="400000 bytes of dynamic shared memory exceeds"):
+        load_catalog(write_project(tmp_path / "b", bad))

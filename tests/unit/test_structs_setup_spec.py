@@ -387,3 +387,23 @@ def test_stateless_functor_refusals(tmp_path: Path, old: str, new: str, fragment
     assert old in SPEC
     err = _error(tmp_path, SPEC.replace(old, new, 1))
     assert fragment in str(err), str(err)
+
+
+def test_a_to_symbol_the_sources_lack_is_named_with_the_closest_variable(tmp_path: Path) -> None:
+    """A host argument's to_symbol that names no variable: nvcc reports the name undeclared on the
+    generated size check; the message names the spec line and the closest __constant__ variable."""
+    from kernelgen.build import _explain_failure
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "rope.cu").write_text(
+        "namespace ns {\n__constant__ float g_rope_scale;\n__device__ __align__(16) int g_table[4] = {0};\n}\n")
+    gen = tmp_path / "generated" / "hopper" / "src"
+    gen.mkdir(parents=True)
+    cu = gen / "rope.cu"
+    cu.write_text('#include "kernels/rope.cu"\n'
+                  "static_assert(sizeof(::ns::g_rope_scal) == 4, \"kernelgen: specs/rope.yaml:21: kernel 'rope': "
+                  "host argument 'scale': to_symbol 'ns::g_rope_scal' must name a __constant__ variable\");\n")
+    text = _explain_failure([f'{cu}(2): error: namespace "ns" has no member "g_rope_scal"'], tmp_path)
+    assert text.startswith("kernelgen: specs/rope.yaml:21: kernel 'rope': host argument 'scale': to_symbol "
+                           "'ns::g_rope_scal' is not declared by the module's sources; name the __constant__ "
+                           "variable the kernel reads, with its namespace (did you mean 'ns::g_rope_scale'?)"), text

@@ -66,7 +66,7 @@ def test_output_is_byte_identical_across_hash_seeds_and_spec_order(project: Path
         shutil.rmtree(project / "generated")
     # A second module listed before the first alphabetically must not change the first's files.
     extra = (project / "specs" / "fixture_ops.yaml").read_text().replace("module: fixture_ops", "module: a_copy")
-    extra = extra.replace("KERNELGEN_TEST_NO_FIXTURE_OPS", "KERNELGEN_TEST_NO_A_COPY")
+    extra = extra.replace("FIXTURE_OPS_TEST_OFF", "A_COPY_TEST_OFF")
     (project / "specs" / "a_copy.yaml").write_text(extra)
     assert run_cli("generate", cwd=project).returncode == 0
     with_extra = _tree(project)

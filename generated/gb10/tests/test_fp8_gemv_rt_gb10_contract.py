@@ -250,6 +250,23 @@ def test_fp8_gemv_rt2_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2.plan(**CASES_fp8_gemv_rt2[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2.plan(**{**CASES_fp8_gemv_rt2[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2
     full = {**OTHER_ARGS_fp8_gemv_rt2, **CASES_fp8_gemv_rt2[0]}
@@ -378,6 +395,23 @@ def test_fp8_gemv_rt2_16_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_16_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16.plan(**CASES_fp8_gemv_rt2_16[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16.plan(**{**CASES_fp8_gemv_rt2_16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
@@ -512,6 +546,23 @@ def test_fp8_gemv_rt1_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1.plan(**CASES_fp8_gemv_rt1[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1.plan(**{**CASES_fp8_gemv_rt1[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1
     full = {**OTHER_ARGS_fp8_gemv_rt1, **CASES_fp8_gemv_rt1[0]}
@@ -641,6 +692,23 @@ def test_fp8_gemv_rt1_16_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt1_16_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_16.plan(**CASES_fp8_gemv_rt1_16[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_16.plan(**{**CASES_fp8_gemv_rt1_16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt1_16_kill_switch_or_absence(monkeypatch):
@@ -775,6 +843,23 @@ def test_fp8_gemv_rt2_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_ks_8.plan(**CASES_fp8_gemv_rt2_ks_8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_ks_8.plan(**{**CASES_fp8_gemv_rt2_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_8
     full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **CASES_fp8_gemv_rt2_ks_8[0]}
@@ -905,6 +990,23 @@ def test_fp8_gemv_rt2_ks_4_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_ks_4.plan(**CASES_fp8_gemv_rt2_ks_4[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_ks_4.plan(**{**CASES_fp8_gemv_rt2_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_ks_4_kill_switch_or_absence(monkeypatch):
@@ -1040,6 +1142,23 @@ def test_fp8_gemv_rt2_16_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_ks_8.plan(**CASES_fp8_gemv_rt2_16_ks_8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_ks_8.plan(**{**CASES_fp8_gemv_rt2_16_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_16_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_8
     full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **CASES_fp8_gemv_rt2_16_ks_8[0]}
@@ -1171,6 +1290,23 @@ def test_fp8_gemv_rt2_16_ks_4_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_16_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_ks_4.plan(**CASES_fp8_gemv_rt2_16_ks_4[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_ks_4.plan(**{**CASES_fp8_gemv_rt2_16_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
@@ -2168,6 +2304,27 @@ def test_fp8_gemv_rt2_16_x3_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n0', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n0', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n1', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n1', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n2', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n2', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_x3_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_x3.plan(**{**CASES_fp8_gemv_rt2_16_x3[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_x3
     full = {**OTHER_ARGS_fp8_gemv_rt2_16_x3, **CASES_fp8_gemv_rt2_16_x3[0]}
@@ -2300,6 +2457,27 @@ def test_fp8_gemv_rt1_16_x3_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt1_16_x3_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_16_x3.plan(**CASES_fp8_gemv_rt1_16_x3[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n0', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n0', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n1', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n1', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n2', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n2', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_16_x3_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_16_x3.plan(**{**CASES_fp8_gemv_rt1_16_x3[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):

@@ -133,6 +133,21 @@ def test_argmax_bf16_first_example_launches_on_paper():
     assert mod.argmax_bf16.plan(**CASES_argmax_bf16[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_argmax_bf16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.argmax_bf16.plan(**{**CASES_argmax_bf16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_argmax_bf16_kill_switch_or_absence(monkeypatch):
     launch = mod.argmax_bf16
     full = {**OTHER_ARGS_argmax_bf16, **CASES_argmax_bf16[0]}

@@ -153,6 +153,33 @@ def test_prefill_attn_dflash_bf16_unsplit_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_bf16_unsplit.plan(**CASES_prefill_attn_dflash_bf16_unsplit[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_bf16_unsplit_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_bf16_unsplit.plan(**{**CASES_prefill_attn_dflash_bf16_unsplit[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_prefill_attn_dflash_bf16_unsplit_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_unsplit
     full = {**OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, **CASES_prefill_attn_dflash_bf16_unsplit[0]}
@@ -280,6 +307,33 @@ def test_prefill_attn_dflash_bf16_split_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_bf16_split.plan(**CASES_prefill_attn_dflash_bf16_split[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_bf16_split_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_bf16_split.plan(**{**CASES_prefill_attn_dflash_bf16_split[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_prefill_attn_dflash_bf16_split_kill_switch_or_absence(monkeypatch):
     launch = mod.prefill_attn_dflash_bf16_split
     full = {**OTHER_ARGS_prefill_attn_dflash_bf16_split, **CASES_prefill_attn_dflash_bf16_split[0]}
@@ -399,6 +453,33 @@ def test_prefill_attn_dflash_fp8_unsplit_clause_decides_alone(kind, index, claus
 
 def test_prefill_attn_dflash_fp8_unsplit_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_fp8_unsplit.plan(**CASES_prefill_attn_dflash_fp8_unsplit[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_fp8_unsplit_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_fp8_unsplit.plan(**{**CASES_prefill_attn_dflash_fp8_unsplit[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_prefill_attn_dflash_fp8_unsplit_device_scalar_k_scale_is_one_element_of_its_type():
@@ -552,6 +633,33 @@ def test_prefill_attn_dflash_fp8_split_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_fp8_split.plan(**CASES_prefill_attn_dflash_fp8_split[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_fp8_split_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_fp8_split.plan(**{**CASES_prefill_attn_dflash_fp8_split[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_prefill_attn_dflash_fp8_split_device_scalar_k_scale_is_one_element_of_its_type():
     """A device scalar is passed as a one-element device array of its element type."""
     full = {**OTHER_ARGS_prefill_attn_dflash_fp8_split, **CASES_prefill_attn_dflash_fp8_split[0]}
@@ -693,6 +801,31 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_clause_decides_alone(kind, in
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_bf16_indirect_unsplit.plan(**CASES_prefill_attn_dflash_bf16_indirect_unsplit[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('max_kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('max_kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_bf16_indirect_unsplit_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_bf16_indirect_unsplit.plan(**{**CASES_prefill_attn_dflash_bf16_indirect_unsplit[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_prefill_attn_dflash_bf16_indirect_unsplit_device_scalar_kv_len_is_one_element_of_its_type():
@@ -854,6 +987,31 @@ def test_prefill_attn_dflash_bf16_indirect_split_clause_decides_alone(kind, inde
 
 def test_prefill_attn_dflash_bf16_indirect_split_first_example_launches_on_paper():
     assert mod.prefill_attn_dflash_bf16_indirect_split.plan(**CASES_prefill_attn_dflash_bf16_indirect_split[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('max_kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('max_kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_prefill_attn_dflash_bf16_indirect_split_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.prefill_attn_dflash_bf16_indirect_split.plan(**{**CASES_prefill_attn_dflash_bf16_indirect_split[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_prefill_attn_dflash_bf16_indirect_split_device_scalar_kv_len_is_one_element_of_its_type():

@@ -145,6 +145,35 @@ def test_attn_prefill_fa128_paged_first_example_launches_on_paper():
     assert mod.attn_prefill_fa128_paged.plan(**CASES_attn_prefill_fa128_paged[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('q_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('kv_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('q_offset', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('cache_block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('cache_block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('sliding_window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('sliding_window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_attn_prefill_fa128_paged_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.attn_prefill_fa128_paged.plan(**{**CASES_attn_prefill_fa128_paged[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_attn_prefill_fa128_paged_kill_switch_or_absence(monkeypatch):
     launch = mod.attn_prefill_fa128_paged
     full = {**OTHER_ARGS_attn_prefill_fa128_paged, **CASES_attn_prefill_fa128_paged[0]}
@@ -278,6 +307,31 @@ def test_attn_prefill_fa128_clause_decides_alone(kind, index, clause, args):
 
 def test_attn_prefill_fa128_first_example_launches_on_paper():
     assert mod.attn_prefill_fa128.plan(**CASES_attn_prefill_fa128[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('seq_len', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('seq_len', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('causal', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('causal', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('sliding_window', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('sliding_window', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('batch', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('batch', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_attn_prefill_fa128_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.attn_prefill_fa128.plan(**{**CASES_attn_prefill_fa128[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_attn_prefill_fa128_kill_switch_or_absence(monkeypatch):

@@ -163,6 +163,23 @@ def test_dense_gemv_first_example_launches_on_paper():
     assert mod.dense_gemv.plan(**CASES_dense_gemv[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemv_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemv.plan(**{**CASES_dense_gemv[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_dense_gemv_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemv
     full = {**OTHER_ARGS_dense_gemv, **CASES_dense_gemv[0]}
@@ -292,6 +309,23 @@ def test_dense_gemv_rt1_first_example_launches_on_paper():
     assert mod.dense_gemv_rt1.plan(**CASES_dense_gemv_rt1[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemv_rt1.plan(**{**CASES_dense_gemv_rt1[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_dense_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemv_rt1
     full = {**OTHER_ARGS_dense_gemv_rt1, **CASES_dense_gemv_rt1[0]}
@@ -413,6 +447,23 @@ def test_dense_gemm_first_example_launches_on_paper():
     assert mod.dense_gemm.plan(**CASES_dense_gemm[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemm_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemm.plan(**{**CASES_dense_gemm[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_dense_gemm_kill_switch_or_absence(monkeypatch):
     launch = mod.dense_gemm
     full = {**OTHER_ARGS_dense_gemm, **CASES_dense_gemm[0]}
@@ -532,6 +583,23 @@ def test_dense_gemm_pipelined_clause_decides_alone(kind, index, clause, args):
 
 def test_dense_gemm_pipelined_first_example_launches_on_paper():
     assert mod.dense_gemm_pipelined.plan(**CASES_dense_gemm_pipelined[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemm_pipelined_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemm_pipelined.plan(**{**CASES_dense_gemm_pipelined[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_dense_gemm_pipelined_kill_switch_or_absence(monkeypatch):
@@ -656,6 +724,23 @@ def test_dense_gemm_tma_clause_decides_alone(kind, index, clause, args):
 
 def test_dense_gemm_tma_first_example_launches_on_paper():
     assert mod.dense_gemm_tma.plan(**CASES_dense_gemm_tma[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemm_tma_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemm_tma.plan(**{**CASES_dense_gemm_tma[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_dense_gemm_tma_kill_switch_or_absence(monkeypatch):

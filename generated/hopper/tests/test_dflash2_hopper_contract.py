@@ -144,6 +144,21 @@ def test_dflash2_conv2_first_example_launches_on_paper():
     assert mod.dflash2_conv2.plan(**CASES_dflash2_conv2[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('hidden', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('hidden', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dflash2_conv2_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dflash2_conv2.plan(**{**CASES_dflash2_conv2[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_dflash2_conv2_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_conv2
     full = {**OTHER_ARGS_dflash2_conv2, **CASES_dflash2_conv2[0]}
@@ -271,6 +286,21 @@ def test_dflash2_topk16_f32_first_example_launches_on_paper():
     assert mod.dflash2_topk16_f32.plan(**CASES_dflash2_topk16_f32[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dflash2_topk16_f32_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dflash2_topk16_f32.plan(**{**CASES_dflash2_topk16_f32[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_dflash2_topk16_f32_kill_switch_or_absence(monkeypatch):
     launch = mod.dflash2_topk16_f32
     full = {**OTHER_ARGS_dflash2_topk16_f32, **CASES_dflash2_topk16_f32[0]}
@@ -395,6 +425,21 @@ def test_dflash2_topk16_bf16_clause_decides_alone(kind, index, clause, args):
 
 def test_dflash2_topk16_bf16_first_example_launches_on_paper():
     assert mod.dflash2_topk16_bf16.plan(**CASES_dflash2_topk16_bf16[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dflash2_topk16_bf16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dflash2_topk16_bf16.plan(**{**CASES_dflash2_topk16_bf16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_dflash2_topk16_bf16_kill_switch_or_absence(monkeypatch):
@@ -530,6 +575,25 @@ def test_dflash2_selector_walk_clause_decides_alone(kind, index, clause, args):
 
 def test_dflash2_selector_walk_first_example_launches_on_paper():
     assert mod.dflash2_selector_walk.plan(**CASES_dflash2_selector_walk[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('batch', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('batch', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('slots', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('slots', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('rank', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rank', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('vocab', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dflash2_selector_walk_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dflash2_selector_walk.plan(**{**CASES_dflash2_selector_walk[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_dflash2_selector_walk_kill_switch_or_absence(monkeypatch):

@@ -133,6 +133,23 @@ def test_fill_slots_first_example_launches_on_paper():
     assert mod.fill_slots.plan(**CASES_fill_slots[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('start', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('start', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('count', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('count', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('block_size', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fill_slots_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fill_slots.plan(**{**CASES_fill_slots[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fill_slots_kill_switch_or_absence(monkeypatch):
     launch = mod.fill_slots
     full = {**OTHER_ARGS_fill_slots, **CASES_fill_slots[0]}

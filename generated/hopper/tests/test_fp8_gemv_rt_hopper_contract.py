@@ -155,6 +155,23 @@ def test_fp8_gemv_tma_first_example_launches_on_paper():
     assert mod.fp8_gemv_tma.plan(**CASES_fp8_gemv_tma[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_tma_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_tma.plan(**{**CASES_fp8_gemv_tma[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_tma_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_tma
     full = {**OTHER_ARGS_fp8_gemv_tma, **CASES_fp8_gemv_tma[0]}
@@ -285,6 +302,23 @@ def test_fp8_gemv_rt2_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2.plan(**CASES_fp8_gemv_rt2[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2.plan(**{**CASES_fp8_gemv_rt2[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2
     full = {**OTHER_ARGS_fp8_gemv_rt2, **CASES_fp8_gemv_rt2[0]}
@@ -413,6 +447,23 @@ def test_fp8_gemv_rt2_16_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_16_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16.plan(**CASES_fp8_gemv_rt2_16[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16.plan(**{**CASES_fp8_gemv_rt2_16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_16_kill_switch_or_absence(monkeypatch):
@@ -547,6 +598,23 @@ def test_fp8_gemv_rt1_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1.plan(**CASES_fp8_gemv_rt1[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1.plan(**{**CASES_fp8_gemv_rt1[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt1_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1
     full = {**OTHER_ARGS_fp8_gemv_rt1, **CASES_fp8_gemv_rt1[0]}
@@ -676,6 +744,23 @@ def test_fp8_gemv_rt1_16_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt1_16_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_16.plan(**CASES_fp8_gemv_rt1_16[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_16.plan(**{**CASES_fp8_gemv_rt1_16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt1_16_kill_switch_or_absence(monkeypatch):
@@ -810,6 +895,23 @@ def test_fp8_gemv_rt2_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_ks_8.plan(**CASES_fp8_gemv_rt2_ks_8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_ks_8.plan(**{**CASES_fp8_gemv_rt2_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_ks_8
     full = {**OTHER_ARGS_fp8_gemv_rt2_ks_8, **CASES_fp8_gemv_rt2_ks_8[0]}
@@ -940,6 +1042,23 @@ def test_fp8_gemv_rt2_ks_4_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_ks_4.plan(**CASES_fp8_gemv_rt2_ks_4[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_ks_4.plan(**{**CASES_fp8_gemv_rt2_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_ks_4_kill_switch_or_absence(monkeypatch):
@@ -1075,6 +1194,23 @@ def test_fp8_gemv_rt2_16_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_ks_8.plan(**CASES_fp8_gemv_rt2_16_ks_8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_ks_8.plan(**{**CASES_fp8_gemv_rt2_16_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_16_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_8
     full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **CASES_fp8_gemv_rt2_16_ks_8[0]}
@@ -1208,6 +1344,23 @@ def test_fp8_gemv_rt2_16_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_ks_4.plan(**CASES_fp8_gemv_rt2_16_ks_4[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_ks_4.plan(**{**CASES_fp8_gemv_rt2_16_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_16_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_16_ks_4
     full = {**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **CASES_fp8_gemv_rt2_16_ks_4[0]}
@@ -1335,6 +1488,23 @@ def test_fp8_gemv_rt2_32_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_32_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_32.plan(**CASES_fp8_gemv_rt2_32[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_32_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_32.plan(**{**CASES_fp8_gemv_rt2_32[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_32_kill_switch_or_absence(monkeypatch):
@@ -1469,6 +1639,23 @@ def test_fp8_gemv_rt2_32_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_32_ks_8.plan(**CASES_fp8_gemv_rt2_32_ks_8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_32_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_32_ks_8.plan(**{**CASES_fp8_gemv_rt2_32_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_32_ks_8_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_8
     full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_8, **CASES_fp8_gemv_rt2_32_ks_8[0]}
@@ -1599,6 +1786,23 @@ def test_fp8_gemv_rt2_32_ks_4_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_32_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_32_ks_4.plan(**CASES_fp8_gemv_rt2_32_ks_4[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_32_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_32_ks_4.plan(**{**CASES_fp8_gemv_rt2_32_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_32_ks_4_kill_switch_or_absence(monkeypatch):
@@ -1732,6 +1936,23 @@ def test_fp8_gemv_rt1_32_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_32.plan(**CASES_fp8_gemv_rt1_32[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_32_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_32.plan(**{**CASES_fp8_gemv_rt1_32[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_32
     full = {**OTHER_ARGS_fp8_gemv_rt1_32, **CASES_fp8_gemv_rt1_32[0]}
@@ -1860,6 +2081,23 @@ def test_fp8_gemv_rt2_64_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_64_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_64.plan(**CASES_fp8_gemv_rt2_64[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_64_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_64.plan(**{**CASES_fp8_gemv_rt2_64[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_64_kill_switch_or_absence(monkeypatch):
@@ -1991,6 +2229,23 @@ def test_fp8_gemv_rt2_64_ks_8_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_64_ks_8_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_64_ks_8.plan(**CASES_fp8_gemv_rt2_64_ks_8[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_64_ks_8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_64_ks_8.plan(**{**CASES_fp8_gemv_rt2_64_ks_8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_64_ks_8_kill_switch_or_absence(monkeypatch):
@@ -2125,6 +2380,23 @@ def test_fp8_gemv_rt2_64_ks_4_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_64_ks_4.plan(**CASES_fp8_gemv_rt2_64_ks_4[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_64_ks_4_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_64_ks_4.plan(**{**CASES_fp8_gemv_rt2_64_ks_4[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_4
     full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **CASES_fp8_gemv_rt2_64_ks_4[0]}
@@ -2254,6 +2526,23 @@ def test_fp8_gemv_rt1_64_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt1_64_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_64.plan(**CASES_fp8_gemv_rt1_64[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_64_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_64.plan(**{**CASES_fp8_gemv_rt1_64[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
@@ -2387,6 +2676,23 @@ def test_fp8_gemv_rt1_64_128_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_64_128.plan(**CASES_fp8_gemv_rt1_64_128[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_64_128_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_64_128.plan(**{**CASES_fp8_gemv_rt1_64_128[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64_128
     full = {**OTHER_ARGS_fp8_gemv_rt1_64_128, **CASES_fp8_gemv_rt1_64_128[0]}
@@ -2516,6 +2822,27 @@ def test_fp8_gemv_rt2_16_x3_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt2_16_x3_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt2_16_x3.plan(**CASES_fp8_gemv_rt2_16_x3[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n0', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n0', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n1', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n1', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n2', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n2', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt2_16_x3_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt2_16_x3.plan(**{**CASES_fp8_gemv_rt2_16_x3[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt2_16_x3_kill_switch_or_absence(monkeypatch):
@@ -2650,6 +2977,27 @@ def test_fp8_gemv_rt1_16_x3_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemv_rt1_16_x3_first_example_launches_on_paper():
     assert mod.fp8_gemv_rt1_16_x3.plan(**CASES_fp8_gemv_rt1_16_x3[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n0', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n0', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n1', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n1', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n2', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n2', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemv_rt1_16_x3_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemv_rt1_16_x3.plan(**{**CASES_fp8_gemv_rt1_16_x3[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemv_rt1_16_x3_kill_switch_or_absence(monkeypatch):

@@ -135,6 +135,21 @@ def test_quantize_bf16_to_fp8_first_example_launches_on_paper():
     assert mod.quantize_bf16_to_fp8.plan(**CASES_quantize_bf16_to_fp8[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_quantize_bf16_to_fp8_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.quantize_bf16_to_fp8.plan(**{**CASES_quantize_bf16_to_fp8[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_quantize_bf16_to_fp8_kill_switch_or_absence(monkeypatch):
     launch = mod.quantize_bf16_to_fp8
     full = {**OTHER_ARGS_quantize_bf16_to_fp8, **CASES_quantize_bf16_to_fp8[0]}
@@ -256,6 +271,23 @@ def test_dense_gemv_fp8w_clause_decides_alone(kind, index, clause, args):
 
 def test_dense_gemv_fp8w_first_example_launches_on_paper():
     assert mod.dense_gemv_fp8w.plan(**CASES_dense_gemv_fp8w[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_dense_gemv_fp8w_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.dense_gemv_fp8w.plan(**{**CASES_dense_gemv_fp8w[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_dense_gemv_fp8w_kill_switch_or_absence(monkeypatch):
@@ -385,6 +417,23 @@ def test_fp8_gemm_n128_row_scaled_m16_first_example_launches_on_paper():
     assert mod.fp8_gemm_n128_row_scaled_m16.plan(**CASES_fp8_gemm_n128_row_scaled_m16[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemm_n128_row_scaled_m16_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemm_n128_row_scaled_m16.plan(**{**CASES_fp8_gemm_n128_row_scaled_m16[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemm_n128_row_scaled_m16_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemm_n128_row_scaled_m16
     full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, **CASES_fp8_gemm_n128_row_scaled_m16[0]}
@@ -510,6 +559,23 @@ def test_fp8_gemm_n128_row_scaled_first_example_launches_on_paper():
     assert mod.fp8_gemm_n128_row_scaled.plan(**CASES_fp8_gemm_n128_row_scaled[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemm_n128_row_scaled_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemm_n128_row_scaled.plan(**{**CASES_fp8_gemm_n128_row_scaled[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_fp8_gemm_n128_row_scaled_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemm_n128_row_scaled
     full = {**OTHER_ARGS_fp8_gemm_n128_row_scaled, **CASES_fp8_gemm_n128_row_scaled[0]}
@@ -633,6 +699,23 @@ def test_fp8_gemm_tma_clause_decides_alone(kind, index, clause, args):
 
 def test_fp8_gemm_tma_first_example_launches_on_paper():
     assert mod.fp8_gemm_tma.plan(**CASES_fp8_gemm_tma[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('rows', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('rows', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_fp8_gemm_tma_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.fp8_gemm_tma.plan(**{**CASES_fp8_gemm_tma[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_fp8_gemm_tma_kill_switch_or_absence(monkeypatch):

@@ -146,6 +146,25 @@ def test_rope_qwen3_first_example_launches_on_paper():
     assert mod.rope_qwen3.plan(**CASES_rope_qwen3[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('num_tokens', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_tokens', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_q_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('num_kv_heads', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('head_dim', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_rope_qwen3_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.rope_qwen3.plan(**{**CASES_rope_qwen3[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_rope_qwen3_kill_switch_or_absence(monkeypatch):
     launch = mod.rope_qwen3
     full = {**OTHER_ARGS_rope_qwen3, **CASES_rope_qwen3[0]}

@@ -157,6 +157,23 @@ def test_w4a16_gemv_rt2_first_example_launches_on_paper():
     assert mod.w4a16_gemv_rt2.plan(**CASES_w4a16_gemv_rt2[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_w4a16_gemv_rt2_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.w4a16_gemv_rt2.plan(**{**CASES_w4a16_gemv_rt2[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_w4a16_gemv_rt2_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt2
     full = {**OTHER_ARGS_w4a16_gemv_rt2, **CASES_w4a16_gemv_rt2[0]}
@@ -285,6 +302,23 @@ def test_w4a16_gemv_rt1_clause_decides_alone(kind, index, clause, args):
 
 def test_w4a16_gemv_rt1_first_example_launches_on_paper():
     assert mod.w4a16_gemv_rt1.plan(**CASES_w4a16_gemv_rt1[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_w4a16_gemv_rt1_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.w4a16_gemv_rt1.plan(**{**CASES_w4a16_gemv_rt1[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
@@ -419,6 +453,23 @@ def test_w4a16_gemv_rt1_128_first_example_launches_on_paper():
     assert mod.w4a16_gemv_rt1_128.plan(**CASES_w4a16_gemv_rt1_128[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_w4a16_gemv_rt1_128_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.w4a16_gemv_rt1_128.plan(**{**CASES_w4a16_gemv_rt1_128[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_w4a16_gemv_rt1_128_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1_128
     full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **CASES_w4a16_gemv_rt1_128[0]}
@@ -546,6 +597,23 @@ def test_w4a16_gemv_first_example_launches_on_paper():
     assert mod.w4a16_gemv.plan(**CASES_w4a16_gemv[0])["launched"]
 
 
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_w4a16_gemv_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.w4a16_gemv.plan(**{**CASES_w4a16_gemv[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
+
+
 def test_w4a16_gemv_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv
     full = {**OTHER_ARGS_w4a16_gemv, **CASES_w4a16_gemv[0]}
@@ -667,6 +735,23 @@ def test_w4a16_gemm_clause_decides_alone(kind, index, clause, args):
 
 def test_w4a16_gemm_first_example_launches_on_paper():
     assert mod.w4a16_gemm.plan(**CASES_w4a16_gemm[0])["launched"]
+
+
+@pytest.mark.parametrize("name,value,problem", [
+    ('m', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('m', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('n', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('n', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+    ('k', -1, '-1 is out of range for u32 [0, 2**32-1]'),
+    ('k', 4294967296, '4294967296 is out of range for u32 [0, 2**32-1]'),
+])
+def test_w4a16_gemm_out_of_range_arguments_are_refused(name, value, problem):
+    """The plan refuses an integer argument outside its type's range as the plan model
+    (kernelgen.plan.int_argument_problem, which `kernelgen plan` uses) says."""
+    with pytest.raises(kernelgen_ops.ArgumentError) as e:
+        mod.w4a16_gemm.plan(**{**CASES_w4a16_gemm[0], name: value})
+    assert f"argument '{name}': {problem}" in str(e.value), str(e.value)
+    assert e.value.argument == name
 
 
 def test_w4a16_gemm_kill_switch_or_absence(monkeypatch):

@@ -138,6 +138,23 @@ class ContractKernel(View):
         return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"
 
     @property
+    def out_of_range_py(self) -> list[str]:
+        """(argument, value, what the ArgumentError says) per integer argument, just outside its
+        type's range at each end: kernelgen.plan.int_argument_problem's words, which ``kernelgen
+        plan`` uses, held against the built plan's refusal."""
+        out = []
+        for a in self.ir.args:
+            if not a.is_int:
+                continue
+            s = a.scalar
+            for v in ((2,) if s.kind == "bool" else (s.lo - 1, s.hi + 1)):
+                problem = plan.int_argument_problem(s, v) or ""
+                if s.kind == "bool":  # the module names the value's type ("got int"), the CLI its value
+                    problem = problem.rsplit(", got", 1)[0]
+                out.append(f"({a.name!r}, {v!r}, {problem!r})")
+        return out
+
+    @property
     def struct_args(self) -> list[tuple[str, str]]:
         """(argument, its struct's first field) per struct argument."""
         return [(a.name, a.struct.fields[0].name) for a in self.ir.args if a.struct is not None]

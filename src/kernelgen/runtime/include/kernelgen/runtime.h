@@ -358,6 +358,17 @@ inline int32_t check_launch(const kg_plan& p, int64_t max_threads, const int64_t
   return KG_LAUNCHED;
 }
 
+// The block and shared memory checks of check_geometry (the last of them, in its order).
+inline int32_t check_block(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz, int64_t max_threads,
+                           int64_t max_smem) {
+  const int64_t block_limit[3] = {max_bx, max_by, max_bz};
+  for (int a = 0; a < 3; ++a)
+    if (p.block[a] < 1 || p.block[a] > block_limit[a]) return -KG_CODE(KG_E_BLOCK, a);
+  if (p.block[0] * p.block[1] * p.block[2] > max_threads) return -KG_CODE(KG_E_BLOCK, 3);
+  if (p.shared_mem < 0 || p.shared_mem > max_smem) return -KG_CODE(KG_E_SHARED_MEM, 0);
+  return KG_LAUNCHED;
+}
+
 // Checks computed geometry: a negative or over-limit grid dimension is an error, a zero
 // one is empty work; block and shared memory must fit the target. Mirrors
 // kernelgen.lower.geometry_code.
@@ -365,18 +376,24 @@ inline int32_t check_launch(const kg_plan& p, int64_t max_threads, const int64_t
 inline int32_t check_geometry(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz,
                               int64_t max_threads, int64_t max_smem) {
   static constexpr int64_t kGridLimit[3] = {KG_GRID_LIMIT_X, KG_GRID_LIMIT_Y, KG_GRID_LIMIT_Z};
-  const int64_t block_limit[3] = {max_bx, max_by, max_bz};
   for (int a = 0; a < 3; ++a)
     if (p.grid[a] < 0) return -KG_CODE(KG_E_GRID, a);
   for (int a = 0; a < 3; ++a)
     if (p.grid[a] == 0) return KG_CODE(KG_NL_EMPTY_GRID, a);
   for (int a = 0; a < 3; ++a)
     if (p.grid[a] > kGridLimit[a]) return -KG_CODE(KG_E_GRID, a);
-  for (int a = 0; a < 3; ++a)
-    if (p.block[a] < 1 || p.block[a] > block_limit[a]) return -KG_CODE(KG_E_BLOCK, a);
-  if (p.block[0] * p.block[1] * p.block[2] > max_threads) return -KG_CODE(KG_E_BLOCK, 3);
-  if (p.shared_mem < 0 || p.shared_mem > max_smem) return -KG_CODE(KG_E_SHARED_MEM, 0);
-  return KG_LAUNCHED;
+  return check_block(p, max_bx, max_by, max_bz, max_threads, max_smem);
+}
+
+// For a plan that reads kernel.blocks_per_sm: a grid dimension of 0 while kernel.blocks_per_sm is
+// 0 (a grid sized by the co-residency limit, min(device.sm_count * kernel.blocks_per_sm, ...)) is
+// reported as the block or shared memory error that made it 0, where there is one; every other
+// outcome of check_geometry stands. The same as kernelgen.plan.expect.
+inline int32_t check_geometry_occupancy(const kg_plan& p, int32_t code, int64_t blocks_per_sm, int64_t max_bx,
+                                        int64_t max_by, int64_t max_bz, int64_t max_threads, int64_t max_smem) {
+  if (code <= 0 || KG_CATEGORY(code) != KG_NL_EMPTY_GRID || blocks_per_sm != 0) return code;
+  const int32_t block = check_block(p, max_bx, max_by, max_bz, max_threads, max_smem);
+  return block != KG_LAUNCHED ? block : code;
 }
 
 inline dim3 dims(const int64_t (&d)[3]) {
