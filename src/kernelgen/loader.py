@@ -2162,21 +2162,23 @@ def _check_examples_and_limits(
                     raise ctx.error(loc, f"cannot evaluate the clauses: {exc}") from None
     # Device limits: block size and shared memory, wherever they are known at generation
     # time (constants), or over the examples where the kernel applies and variant values otherwise.
-    envs = []
-    for e in k.examples:
+    envs = []  # (env, which: the example, or the variant value, the limits are checked for)
+    for i, e in enumerate(k.examples):
         env = dict(e) | constants
+        which = f"examples[{i}] ({', '.join(f'{n}={v}' for n, v in dict(e).items())})"
         try:
             if _example_applies(k, env):
-                envs.append(env)
+                envs.append((env, which))
         except ExprError:
-            envs.append(env)
+            envs.append((env, which))
     if k.variants:
-        envs += [dict(k.examples[0]) | constants | {k.variants.on: v} for v, _ in k.variants.symbols]
+        envs += [(dict(k.examples[0]) | constants | {k.variants.on: v}, f"examples[0] with {k.variants.on}={v}")
+                 for v, _ in k.variants.symbols]
     from kernelgen import plan  # the targets' device values, for shared_mem's device names
 
     for t in targets:
         device = plan.device_env(plan.target_table(t))
-        for env in envs:
+        for env, which in envs:
             if not _applies_on_device(k, env, device):
                 continue  # a clause naming the device turns it away on this target's table
             try:
@@ -2187,20 +2189,21 @@ def _check_examples_and_limits(
             for axis, (b, lim) in enumerate(zip(block, t.max_block_dims)):
                 if not 1 <= b <= lim:
                     with ctx.at(f"block[{axis}]"):
-                        raise ctx.error(f["block"].loc, f"block dimension {b} is outside 1..{lim} on target '{t.name}'")
+                        raise ctx.error(f["block"].loc, f"block dimension {b} is outside 1..{lim} on target "
+                                                        f"'{t.name}' for {which}")
             if block[0] * block[1] * block[2] > t.max_threads_per_block:
                 with ctx.at("block"):
                     raise ctx.error(
                         f["block"].loc,
                         f"{block[0] * block[1] * block[2]} threads per block exceeds "
-                        f"{t.max_threads_per_block} on target '{t.name}'",
+                        f"{t.max_threads_per_block} on target '{t.name}' for {which}",
                     )
             if not 0 <= smem <= t.max_shared_mem_per_block_optin:
                 with ctx.at("shared_mem"):
                     raise ctx.error(
                         f.get("shared_mem", f["block"]).loc,
                         f"{smem} bytes of dynamic shared memory exceeds the {t.max_shared_mem_per_block_optin}-byte "
-                        f"opt-in limit of target '{t.name}' ({t.arch})",
+                        f"opt-in limit of target '{t.name}' ({t.arch}) for {which}",
                         "shrink the tiles, or list only the targets that fit under 'targets'",
                     )
     _check_first_example_launches(ctx, k, f, constants, targets)
