@@ -173,11 +173,6 @@ class _Enum:
     enumerators: list[str]  # as the global scope spells them (ns::E::a for an enum class, ns::a for a plain enum)
 
 
-def _enums(text: str) -> dict[str, tuple[str, str]]:
-    """The enums a source declares: name -> (the registry type of its underlying type, a note)."""
-    return {k.split("::")[-1]: (e.spec, e.note) for k, e in _enum_table(text).items()}
-
-
 def _enum_table(text: str) -> dict[str, _Enum]:
     """The enums of comment-free ``text``, by their qualified names (``ns::E``)."""
     spaces = _namespaces_at(text)
