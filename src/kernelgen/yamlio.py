@@ -98,7 +98,7 @@ def load(path: str, text_bytes: bytes) -> YNode:
         raise SpecError(top, "", f"invalid YAML: {type(exc).__name__}") from None
     if node is None:
         raise SpecError(top, "", "the file is empty")
-    return _convert(path, node, set())
+    return _convert(path, node, set(), "")
 
 
 def _refuse_anchors_and_tags(path: str, text: str) -> None:
@@ -120,24 +120,30 @@ def _loc(path: str, node: yaml.Node) -> SourceLoc:
     return SourceLoc(path, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
+def _convert(path: str, node: yaml.Node, seen: set[int], field: str) -> YNode:
+    """``node`` as a YNode; ``field`` is its dotted path (``kernels.k.args``), for messages."""
     loc = _loc(path, node)
     if id(node) in seen:
-        raise SpecError(loc, "", "YAML anchors and aliases are not supported", "write the value out")
+        raise SpecError(loc, field, "YAML anchors and aliases are not supported", "write the value out")
     seen.add(id(node))
     if node.tag not in (_STR, _SEQ, _MAP):
-        raise SpecError(loc, "", f"YAML tag '{node.tag}' is not allowed", "specs use plain YAML values only")
+        raise SpecError(loc, field, f"YAML tag '{node.tag}' is not allowed", "specs use plain YAML values only")
     if isinstance(node, yaml.ScalarNode):
         if node.tag != _STR:
-            raise SpecError(loc, "", "a scalar here must be plain YAML")
-        return _scalar(loc, node.value, node.style)
+            raise SpecError(loc, field, "a scalar here must be plain YAML")
+        return _scalar(loc, node.value, node.style, field)
     if isinstance(node, yaml.SequenceNode):
-        items_ = tuple(_convert(path, n, seen) for n in node.value)
+        items_ = tuple(_convert(path, n, seen, f"{field}[{i}]") for i, n in enumerate(node.value))
         return YSeq(loc, _rejoin_seq(items_) if node.flow_style else items_)
     assert isinstance(node, yaml.MappingNode)
     items: list[tuple[YScalar, YNode]] = []
     first: dict[object, SourceLoc] = {}
-    pairs = [(_convert(path, k, seen), _convert(path, v, seen)) for k, v in node.value]
+
+    def child(k: yaml.Node) -> str:
+        name = k.value if isinstance(k, yaml.ScalarNode) else "?"
+        return f"{field}.{name}" if field else str(name)
+
+    pairs = [(_convert(path, k, seen, child(k)), _convert(path, v, seen, child(k))) for k, v in node.value]
     if node.flow_style:
         pairs = _rejoin_map(pairs)
     for key, value in pairs:
@@ -149,7 +155,8 @@ def _convert(path: str, node: yaml.Node, seen: set[int]) -> YNode:
                             "quote a name that YAML reads as a boolean or null")
         if key.value in first:
             raise SpecError(
-                key.loc, str(key.value), f"duplicate key (first defined at line {first[key.value].line})"
+                key.loc, f"{field}.{key.value}" if field else str(key.value),
+                f"duplicate key (first defined at line {first[key.value].line})"
             )
         first[key.value] = key.loc
         items.append((key, value))
@@ -196,7 +203,7 @@ def _rejoin_map(pairs: list[tuple[YNode, YNode]]) -> list[tuple[YNode, YNode]]:
     return out
 
 
-def _scalar(loc: SourceLoc, raw: str, style: str | None) -> YScalar:
+def _scalar(loc: SourceLoc, raw: str, style: str | None, field: str = "") -> YScalar:
     if style:  # quoted or block scalar: always a string
         return YScalar(loc, raw, True)
     if raw in ("", "~", "null"):
@@ -208,15 +215,15 @@ def _scalar(loc: SourceLoc, raw: str, style: str | None) -> YScalar:
     if _FLOAT.fullmatch(raw):
         return YScalar(loc, float(raw), False)
     if raw in ("Null", "NULL"):
-        raise SpecError(loc, "", f"'{raw}' is ambiguous YAML", "write null, or quote it for a string")
+        raise SpecError(loc, field, f"'{raw}' is ambiguous YAML", "write null, or quote it for a string")
     if _YAML11_BOOL.fullmatch(raw):
         raise SpecError(
-            loc, "", f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
+            loc, field, f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
             f"write true or false, or quote it: '{raw}'",
         )
     if _NUMBERISH.fullmatch(raw):
         raise SpecError(
-            loc, "", f"'{raw}' is not a plain decimal integer",
+            loc, field, f"'{raw}' is not a plain decimal integer",
             "write integers in decimal without '_' or leading zeros; quote it for a string",
         )
     return YScalar(loc, raw, False)
