@@ -398,7 +398,7 @@ def _undefined_constants(lines: list[str], root: Path) -> list[str]:
                                                                                         errors="replace"))
             except OSError:
                 continue
-            spaces = kernel_source._namespaces_at(src)
+            spaces = kernel_source.namespaces_at(src)
             for v in _DEVICE_VARIABLE.finditer(src):
                 ns = [n for at, n in spaces if at <= v.start()][-1]
                 variables.append(f"{ns}::{v.group(1)}" if ns else v.group(1))

@@ -29,10 +29,10 @@ from kernelgen.kernel_source import (
     _bounds_of,
     _cluster_of,
     _names,
-    _namespaces_at,
     blank_literals,
     closing,
     global_decls,
+    namespaces_at,
     strip_comments,
 )
 from kernelgen.loader import PACKAGE_NAMES, reserved_reason
@@ -175,7 +175,7 @@ class _Enum:
 
 def _enum_table(text: str) -> dict[str, _Enum]:
     """The enums of comment-free ``text``, by their qualified names (``ns::E``)."""
-    spaces = _namespaces_at(text)
+    spaces = namespaces_at(text)
     out = {}
     for m in _ENUM.finditer(text):
         ns = [n for at, n in spaces if at <= m.start()][-1]
@@ -207,7 +207,7 @@ _RECORD = re.compile(r"\b(?:struct|class|union)\s+(?:(?:__align__|alignas)\s*\([
 
 def _type_table(text: str) -> set[str]:
     """The qualified names of the class types and type aliases comment-free ``text`` declares."""
-    spaces = _namespaces_at(text)
+    spaces = namespaces_at(text)
     out = set()
     for rx, group in ((_RECORD, 1), (_USING, 1), (_TYPEDEF, 2)):
         for m in rx.finditer(text):
@@ -229,7 +229,7 @@ def _has_pointer_member(body: str) -> bool:
 def _record_bodies(text: str) -> dict[str, str]:
     """The bodies of the class types comment-free ``text`` defines without a base class, by their
     qualified names."""
-    spaces = _namespaces_at(text)
+    spaces = namespaces_at(text)
     out = {}
     for m in _RECORD.finditer(text):
         if m.group(0).startswith("union"):

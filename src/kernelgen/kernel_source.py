@@ -217,12 +217,14 @@ _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attrib
                "__align__", "decltype"}
 
 
-_NAMESPACE_OR_BRACE = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)?\s*\{|[{}]")
+_NAMESPACE_OR_BRACE = re.compile(
+    r"\bnamespace\s+((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{|[{}]")
 
 
-def _namespaces_at(text: str) -> list[tuple[int, str]]:
-    """(offset, the namespaces open there, ``a::b``) at each brace of ``text``, for looking up the
-    namespace of a position: the last entry before it."""
+def namespaces_at(text: str) -> list[tuple[int, str]]:
+    """(offset, the namespaces open there, ``a::b``) at each brace of comment-free ``text``, for
+    looking up the namespace of a position: the last entry before it. ``namespace a::b {`` and
+    ``namespace a::inline b {`` open ``a::b``; an inline namespace's name is part of it."""
     stack: list[str | None] = []
     out: list[tuple[int, str]] = [(0, "")]
     for m in _NAMESPACE_OR_BRACE.finditer(text):
@@ -231,8 +233,10 @@ def _namespaces_at(text: str) -> list[tuple[int, str]]:
                 stack.pop()
         elif m.group(0) == "{":
             stack.append(None)
-        else:
-            stack.append(m.group(1))  # an anonymous namespace adds nothing to the spelling
+        else:  # an anonymous namespace adds nothing to the spelling
+            name = m.group(1)
+            stack.append(None if name is None else "::".join(
+                part.strip().removeprefix("inline").strip() for part in name.split("::")))
         out.append((m.end(), "::".join(n for n in stack if n is not None)))
     return out
 
@@ -257,7 +261,7 @@ class GlobalDecl:
 def global_decls(text: str) -> list[GlobalDecl]:
     """The ``__global__`` declarations (and definitions) of comment-free ``text``, in order: the
     first name after ``__global__`` followed by a parameter list, skipping attributes."""
-    spaces = _namespaces_at(text)
+    spaces = namespaces_at(text)
     out = []
     for g in _GLOBAL.finditer(text):
         start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1

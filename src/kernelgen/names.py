@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kernelgen import kernel_source
+
 
 @dataclass(frozen=True)
 class Naming:
@@ -95,31 +97,17 @@ def c_struct(module: str, struct: str) -> str:
     return f"{current().c_prefix}_{module}__{struct}__t"
 
 
-# A named namespace's opening (`namespace a {`, `namespace a::b {`, `namespace a::inline b {`), a
-# brace, or what hides braces and names: comments, string and character literals.
-_NS_TOKEN = re.compile(
-    r"\bnamespace\s+((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)\s*\{"
-    r"|[{}]|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|//[^\n]*|/\*.*?\*/", re.S)
-
-
 def source_namespaces(text: str) -> set[str]:
     """The named namespaces C++ source ``text`` declares, by their full names (``a::b`` for
     ``namespace a { namespace b {`` and for ``namespace a::b {``; an inline namespace's name is
     part of it). Comments and literals are skipped; preprocessor conditionals are not evaluated,
     and a brace they leave unbalanced may misplace what follows."""
-    out: set[str] = set()
-    stack: list[list[str]] = []  # per open brace: the names it opened (none for other braces)
-    for m in _NS_TOKEN.finditer(text):
-        tok = m.group(0)
-        if m.group(1):
-            parts = [p.strip().removeprefix("inline").strip() for p in m.group(1).split("::")]
-            stack.append(parts)
-            out.add("::".join(p for frame in stack for p in frame))
-        elif tok == "{":
-            stack.append([])
-        elif tok == "}" and stack:
-            stack.pop()
-    return out
+    return {ns for _, ns in kernel_source.namespaces_at(_code(text)) if ns}
+
+
+def _code(text: str) -> str:
+    """``text`` without comments and with its literals blanked: what declares and calls."""
+    return kernel_source.blank_literals(kernel_source.strip_comments(text))
 
 
 def namespace_clashes(text: str, namespace: str, launchers: Iterable[str]) -> list[str] | None:
@@ -129,7 +117,7 @@ def namespace_clashes(text: str, namespace: str, launchers: Iterable[str]) -> li
     declare the namespace."""
     if namespace not in source_namespaces(text):
         return None
-    code = _NS_TOKEN.sub(lambda m: m.group(0) if m.group(0)[0] not in "/\"'" else " ", text)
+    code = _code(text)
     out = []
     for name in launchers:
         for n in (name, f"plan_{name}"):
