@@ -2029,33 +2029,20 @@ def _on_host(c: Clause) -> bool:
     return not any("." in n for n in c.expr.names())
 
 
-def _example_applies(k: Kernel, env: Mapping[str, int]) -> bool:
-    """Whether the kernel's clauses let it launch for ``env`` (clauses naming the device are
-    taken to hold: their values are known only at launch)."""
-    if any(_on_host(c) and expr.evaluate(c.expr, env) for c in k.skip_if):
+def _example_applies(k: Kernel, env: Mapping[str, int], device: Mapping[str, int] | None = None) -> bool:
+    """Whether the kernel's clauses let it launch for ``env``. Clauses naming the device are
+    evaluated with ``device`` (a target's table, as the generated tests use) where it is given,
+    and taken to hold otherwise; clauses naming ``kernel.*`` (occupancy, known only at launch)
+    always hold."""
+    def known(c: Clause) -> bool:
+        return _on_host(c) or (device is not None and not any(n.startswith("kernel.") for n in c.expr.names()))
+
+    full = {**env, **(device or {})}
+    if any(known(c) and expr.evaluate(c.expr, full) for c in k.skip_if):
         return False
-    if any(_on_host(c) and not expr.evaluate(c.expr, env) for c in k.applies_if + k.requires):
+    if any(known(c) and not expr.evaluate(c.expr, full) for c in k.applies_if + k.requires):
         return False
     return not (k.variants and env[k.variants.on] not in dict(k.variants.symbols))
-
-
-def _applies_on_device(k: Kernel, env: Mapping[str, int], device: Mapping[str, int]) -> bool:
-    """Whether the clauses naming the device (device.*, not kernel.*: occupancy is known only at
-    launch) let the kernel launch for ``env`` with the device values ``device`` (a target's table,
-    as the generated tests use)."""
-    from kernelgen.errors import ExprError
-
-    def known(c: Clause) -> bool:
-        names = c.expr.names()
-        return not _on_host(c) and all(not n.startswith("kernel.") for n in names)
-
-    full = {**env, **device}
-    try:
-        if any(known(c) and expr.evaluate(c.expr, full) for c in k.skip_if):
-            return False
-        return not any(known(c) and not expr.evaluate(c.expr, full) for c in k.applies_if + k.requires)
-    except ExprError:
-        return True
 
 
 def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
@@ -2179,8 +2166,11 @@ def _check_examples_and_limits(
     for t in targets:
         device = plan.device_env(plan.target_table(t))
         for env, which in envs:
-            if not _applies_on_device(k, env, device):
-                continue  # a clause naming the device turns it away on this target's table
+            try:
+                if not _example_applies(k, env, device):
+                    continue  # a clause turns it away on this target's table
+            except ExprError:
+                pass
             try:
                 block = [int(expr.evaluate(b, env)) for b in k.block]
                 smem = int(expr.evaluate(k.shared_mem, env | device))
