@@ -67,8 +67,12 @@ class TargetError(ImportError):
 
 
 def _build_cmd(target: str | None = None) -> str:
-    cmd = "kernelgen build" + (f" --target {target}" if target else "")
-    return f"cd {_ROOT} && {cmd}" if _ROOT else cmd
+    """What to run for a build of ``target``: in the project (a local build), or, for an installed
+    wheel (no project root), a wheel that holds it."""
+    if _ROOT:
+        return f"cd {_ROOT} && kernelgen build" + (f" --target {target}" if target else "")
+    return ("pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS=" + (target or "TARGET")
+            + f" in {_PACKAGE}'s project folder (this {_PACKAGE} is an installed wheel), then install that wheel")
 
 
 def _cc(cc: tuple[int, int] | list[int] | None) -> str:
@@ -145,7 +149,7 @@ def target() -> str:
             fix = f"its target {want[0]} is for this GPU but not built here; run: {_build_cmd(want[0])}"
         else:
             fix = (f"no target of specs/targets.yaml has compute capability {_cc(cc)}: add one (arch "
-                   f"sm_{_cc(cc).replace('.', '')}), then run: kernelgen build --target NAME")
+                   f"sm_{_cc(cc).replace('.', '')}), then run: {_build_cmd('NAME')}")
         raise TargetError(f"{_PACKAGE}: no build for this GPU: GPU {dev} has compute capability {_cc(cc)}; the "
                           f"built targets are {have}; {fix}")
     _selected = name

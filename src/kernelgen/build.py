@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -565,6 +566,54 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
     return args + list(opts.extra_cmake_args)
 
 
+def _configured_elsewhere(bdir: Path) -> str | None:
+    """The folder a build tree's CMake cache was made in, when that is not ``bdir`` itself."""
+    try:
+        text = (bdir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", text, re.M)
+    if not m:
+        return None
+    made_in = m.group(1).strip()
+    try:
+        same = Path(made_in).resolve() == bdir.resolve()
+    except OSError:
+        same = False
+    return None if same else made_in
+
+
+def prune_install(folder: Path, manifest: Path) -> list[str]:
+    """Removes from a target's install folder every file its last install did not write (CMake's
+    install manifest): the extension, stub and headers of a module since removed, the libraries of
+    earlier module sets, a torch reader no longer built. Returns their paths relative to ``folder``.
+
+    The folder is kernelgen's alone (``<install prefix>/<package>/<target>``); Python's
+    ``__pycache__`` folders are left to Python. Nothing is removed without a manifest that lists
+    files in the folder.
+    """
+    try:
+        installed = {Path(os.path.abspath(line)) for line in manifest.read_text(encoding="utf-8").splitlines() if line}
+    except OSError:
+        return []
+    folder = folder.resolve()
+    if not any(folder in p.parents for p in installed):
+        return []
+    removed = []
+    for dirpath, _, filenames in os.walk(folder, topdown=False):
+        here = Path(dirpath)
+        if "__pycache__" in here.relative_to(folder).parts:
+            continue
+        for name in filenames:
+            path = here / name
+            if path not in installed:
+                path.unlink()
+                removed.append(str(path.relative_to(folder)))
+        if here != folder and not any(here.iterdir()):
+            here.rmdir()
+    return sorted(removed)
+
+
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
     tools = Tools.find(opts, echo)
     results = []
@@ -582,6 +631,13 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     bdir.mkdir(parents=True, exist_ok=True)
     args = configure_args(opts, t, tools)
     stamp = bdir / ".kernelgen-configure.json"
+    moved_from = _configured_elsewhere(bdir)
+    if moved_from:
+        # The tree was configured in another folder (the project was moved or copied): CMake refuses
+        # to reuse its cache, so the target is configured afresh and everything recompiled.
+        echo(f"kernelgen: build/{t.name} was configured in {moved_from}; configuring it afresh here")
+        (bdir / "CMakeCache.txt").unlink()
+        shutil.rmtree(bdir / "CMakeFiles", ignore_errors=True)
     if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
         echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tools.cuda.version} from {tools.cuda.source}")
         rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
@@ -613,6 +669,11 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
                         opts.root, echo, opts.verbose)
     if rc != 0:
         raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
+    folder = opts.install_prefix / opts.package / t.name
+    removed = prune_install(folder, bdir / f"install_manifest_kernelgen_{t.name}.txt")
+    if removed:
+        shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")
+        echo(f"kernelgen: {t.name}: removed from {folder} what this build no longer installs: {shown}")
     res.seconds = time.monotonic() - start
     n = len(res.compiled)
     echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({n} step{'s' if n != 1 else ''} rebuilt)")

@@ -139,6 +139,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     build_targets(opts, targets)
     project.write_shell(opts.install_prefix / package, project.shell_files(catalog, root))
+    for note in project.tidy_install(opts.build_dir, opts.install_prefix, package,
+                                     [t.name for t in catalog.targets], root):
+        print(f"kernelgen: {note}")
     if args.install_dir is None and not args.no_link:
         print(f"kernelgen: {project.link(package, opts.install_prefix)}")
     else:
@@ -150,7 +153,7 @@ def cmd_unlink(args: argparse.Namespace) -> int:
     from kernelgen import project
 
     catalog = load_catalog(args.root)
-    print(f"kernelgen: {project.unlink(catalog.naming.package)}")
+    print(f"kernelgen: {project.unlink(catalog.naming.package, (args.root / 'bindings').resolve())}")
     return 0
 
 

@@ -12,8 +12,12 @@ project's wheel (``pip wheel .``) gets the same files from CMake (see :func:`cma
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
+import shutil
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 from kernelgen.emit.cmake import package_config
@@ -89,7 +93,8 @@ def link(package: str, prefix: Path) -> str:
     target = prefix / package
     found = _found_at(package)
     if target in found:
-        return f"{package} is importable in this environment (from {target})"
+        listed = f", listed in {pth_path(package)}" if pth_path(package).is_file() else ""
+        return f"{package} is importable in this environment (from {target}{listed})"
     pth = pth_path(package)
     try:
         old = pth.read_text(encoding="utf-8").strip()
@@ -114,9 +119,118 @@ def link(package: str, prefix: Path) -> str:
     return f"{package} is importable in this environment (from {target}, listed in {pth}){note}"
 
 
-def unlink(package: str) -> str:
-    pth = pth_path(package)
-    if pth.is_file():
+def _pth_files_for(prefix: Path) -> list[Path]:
+    """kernelgen's ``.pth`` files in this environment that list ``prefix`` (any package's name)."""
+    site = pth_path("x").parent
+    found = []
+    for pth in sorted(site.glob("_kernelgen_*.pth")):
+        try:
+            lines = pth.read_text(encoding="utf-8").split()
+        except OSError:
+            continue
+        if any(Path(line).resolve() == prefix.resolve() for line in lines):
+            found.append(pth)
+    return found
+
+
+def unlink(package: str, prefix: Path | None = None) -> str:
+    """Removes the package's ``.pth`` file, and any other of kernelgen's that lists ``prefix`` (the
+    project's install folder: one written under the package's earlier name)."""
+    pths = [pth_path(package)] if pth_path(package).is_file() else []
+    if prefix is not None:
+        pths += [p for p in _pth_files_for(prefix) if p not in pths]
+    if not pths:
+        return f"no {pth_path(package)}: nothing to remove"
+    for pth in pths:
         pth.unlink()
-        return f"removed {pth}"
-    return f"no {pth}: nothing to remove"
+    return "removed " + ", ".join(str(p) for p in pths)
+
+
+RECORD = ".kernelgen-package.json"  # in the build folder: the package a build last installed, and where
+
+
+def _kernelgen_target_folder(folder: Path) -> bool:
+    return (folder / "package_target.cmake").is_file() or (folder / "include" / "kernelgen" / "abi.h").is_file()
+
+
+def tidy_install(build_dir: Path, prefix: Path, package: str, targets: Sequence[str],
+                 root: Path) -> list[str]:
+    """After a build: removes what earlier builds installed that this project no longer has, and
+    returns what it did and what the user should know.
+
+    - a target no longer in specs/targets.yaml: its folder under ``prefix/package`` (only folders
+      kernelgen installed: a ``package_target.cmake`` in them);
+    - a package renamed in specs/project.yaml (the build folder's record names the old one, at the
+      same install folder): the old package's folder (its shell files and target folders) and its
+      ``.pth`` file; the project's own files that still name the old package are listed.
+    """
+    notes = []
+    pkg_dir = prefix / package
+    for folder in sorted(p for p in pkg_dir.iterdir() if p.is_dir()) if pkg_dir.is_dir() else []:
+        if folder.name not in targets and folder.name != "__pycache__" and _kernelgen_target_folder(folder):
+            shutil.rmtree(folder)
+            notes.append(f"removed {folder} (target {folder.name} is no longer in specs/targets.yaml)")
+    record = build_dir / RECORD
+    try:
+        old = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    old_package = old.get("package")
+    # The install folder is recorded relative to the build folder: the record holds when the
+    # project moves with both inside it.
+    rel = old.get("prefix")
+    same_prefix = isinstance(rel, str) and (build_dir / rel).resolve() == prefix.resolve()
+    if old_package and old_package != package and same_prefix:
+        old_pth, new_pth = pth_path(old_package), pth_path(package)
+        if old_pth in _pth_files_for(prefix):
+            # This process found the package through it; renamed, it keeps the package importable
+            # and `kernelgen unlink` finds it under the package's name.
+            if new_pth.exists():
+                old_pth.unlink()
+            else:
+                old_pth.replace(new_pth)
+            notes.append(f"{old_pth} is now {new_pth}")
+        notes += _remove_package(prefix / old_package, old_package)
+        stale = _files_naming(root, old_package)
+        if stale:
+            notes.append(f"the package is now {package} (was {old_package}); still naming {old_package}: "
+                         + ", ".join(stale))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"package": package, "prefix": os.path.relpath(prefix, build_dir)}),
+                      encoding="utf-8")
+    return notes
+
+
+def _remove_package(folder: Path, package: str) -> list[str]:
+    """Removes what kernelgen installed of a package (its shell and target folders); a folder that
+    then holds anything else is kept, with its remaining files."""
+    notes: list[str] = []
+    if not folder.is_dir():
+        return notes
+    for name in (*SHELL_FILES, "_project.py", f"{package}-config.cmake"):
+        (folder / name).unlink(missing_ok=True)
+    for sub in folder.iterdir():
+        if sub.is_dir() and (sub.name == "__pycache__" or _kernelgen_target_folder(sub)):
+            shutil.rmtree(sub)
+    if any(folder.iterdir()):
+        notes.append(f"removed kernelgen's files of the package {package} from {folder}; other files remain there")
+    else:
+        folder.rmdir()
+        notes.append(f"removed {folder} (the package's earlier name)")
+    return notes
+
+
+def _files_naming(root: Path, name: str) -> list[str]:
+    """The project's own files (pyproject.toml, CMakeLists.txt, README.md, tests) naming ``name``."""
+    word = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
+    paths = [root / n for n in ("pyproject.toml", "CMakeLists.txt", "README.md")]
+    if (root / "tests").is_dir():
+        paths += sorted((root / "tests").rglob("*.py"))
+    found = []
+    for path in paths:
+        try:
+            if word.search(path.read_text(encoding="utf-8", errors="replace")):
+                found.append(str(path.relative_to(root)))
+        except OSError:
+            continue
+    return found

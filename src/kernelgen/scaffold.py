@@ -179,8 +179,8 @@ _CMAKE = """\
 # The project's wheel (pip wheel . / pip install .): `kernelgen cmake` generates the sources and
 # builds the targets with kernelgen's own driver in build/ (after `kernelgen build`, nothing is
 # recompiled), then writes the script included below, which installs the package. The wheel holds
-# every target of specs/targets.yaml, or those named:
-#   pip wheel . -Ccmake.define.KERNELGEN_TARGETS="hopper;ampere"
+# every target of specs/targets.yaml, or those named (README.md: build isolation):
+#   pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS="hopper;ampere"
 # Day-to-day builds use `kernelgen build`, which does not read this file.
 cmake_minimum_required(VERSION 3.24)
 project(@PKG@ LANGUAGES NONE)

@@ -189,13 +189,14 @@ def test_repository_package_is_the_shell() -> None:
 
 
 def _fake_install(tmp_path: Path, package: str, built: dict[str, tuple[int, int]], device: tuple[int, int] | None,
-                  registry: dict[str, tuple[int, int]]) -> Path:
+                  registry: dict[str, tuple[int, int]], wheel: bool = False) -> Path:
     """An installed package: the shell, _project.py, and fake target builds whose _runtime reports
-    ``device`` (None: no GPU)."""
+    ``device`` (None: no GPU); ``wheel``: as a wheel installs it (no project root)."""
     prefix = tmp_path / "install"
     pkg = prefix / package
     files = {n: (project.SHELL_DIR / n).read_text() for n in project.SHELL_FILES}
-    files["_project.py"] = f"PACKAGE = {package!r}\nTARGETS = {registry!r}\nROOT = '/src/{package}'\n"
+    root = None if wheel else f"/src/{package}"
+    files["_project.py"] = f"PACKAGE = {package!r}\nTARGETS = {registry!r}\nROOT = {root!r}\n"
     project.write_shell(pkg, files)
     for name, cc in built.items():
         (pkg / name).mkdir()
@@ -220,6 +221,15 @@ def _select(prefix: Path, package: str, env: dict[str, str] | None = None) -> su
 REG = {"ampere": (8, 0), "hopper": (9, 0)}
 
 
+def test_an_installed_wheel_says_which_wheel_to_build(tmp_path: Path) -> None:
+    res = _select(_fake_install(tmp_path, "tinyx", {"ampere": (8, 0)}, None, REG, wheel=True), "tinyx",
+                  {"KERNELGEN_TARGET": "hopper"})
+    assert res.stdout.strip() == (
+        "error tinyx: target 'hopper' is not built (built: ampere); run: pip wheel --no-build-isolation . "
+        "-Ccmake.define.KERNELGEN_TARGETS=hopper in tinyx's project folder (this tinyx is an installed wheel), "
+        "then install that wheel"), res.stderr
+
+
 @pytest.mark.parametrize(("built", "device", "env", "want"), [
     ({"ampere": (8, 0), "hopper": (9, 0)}, (8, 0), {}, "selected ampere ampere"),
     ({"ampere": (8, 0), "hopper": (9, 0)}, (9, 0), {}, "selected hopper hopper"),
@@ -236,7 +246,7 @@ REG = {"ampere": (8, 0), "hopper": (9, 0)}
     ({"ampere": (8, 0)}, (12, 0), {},
      "error tinyx: no build for this GPU: GPU 0 has compute capability 12.0; the built targets are ampere (8.0); "
      "no target of specs/targets.yaml has compute capability 12.0: add one (arch sm_120), then run: "
-     "kernelgen build --target NAME"),
+     "cd /src/tinyx && kernelgen build --target NAME"),
     ({"ampere": (8, 0)}, None, {},
      "error tinyx: no CUDA GPU is visible (no GPU, or no NVIDIA driver), so no target can be chosen"),
 ])
@@ -312,6 +322,103 @@ def test_link_writes_nothing_where_another_copy_is_imported(tmp_path: Path, monk
 def test_link_leaves_an_importable_package_alone() -> None:
     msg = project.link("kernelgen_ops", REPO / "bindings")
     assert msg == f"kernelgen_ops is importable in this environment (from {REPO / 'bindings' / 'kernelgen_ops'})"
+
+
+def _installed_target(folder: Path, *names: str) -> None:
+    folder.mkdir(parents=True)
+    for name in ("package_target.cmake", *names):
+        (folder / name).write_text("x")
+
+
+def test_a_renamed_package_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(project, "pth_path", lambda package: site / f"_kernelgen_{package}.pth")
+    root, build, prefix = tmp_path / "proj", tmp_path / "proj" / "build", tmp_path / "proj" / "bindings"
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "oldops"\n')
+    (root / "tests" / "test_x.py").write_text("import oldops\n")
+    (root / "CMakeLists.txt").write_text("project(oldops_extra)\n")  # another name: not listed
+    project.write_shell(prefix / "oldops", {"__init__.py": "", "_project.py": "", "oldops-config.cmake": ""})
+    _installed_target(prefix / "oldops" / "hopper", "libx.so")
+    (site / "_kernelgen_oldops.pth").write_text(f"{prefix}\n")
+    assert project.tidy_install(build, prefix, "oldops", ["hopper"], root) == []
+    notes = project.tidy_install(build, prefix, "newops", ["hopper"], root)
+    assert notes == [
+        f"{site / '_kernelgen_oldops.pth'} is now {site / '_kernelgen_newops.pth'}",
+        f"removed {prefix / 'oldops'} (the package's earlier name)",
+        "the package is now newops (was oldops); still naming oldops: pyproject.toml, tests/test_x.py",
+    ]
+    assert not (prefix / "oldops").exists()
+    assert (site / "_kernelgen_newops.pth").read_text() == f"{prefix}\n"
+    # the record moves with the project
+    moved = tmp_path / "moved"
+    root.rename(moved)
+    _installed_target(moved / "bindings" / "newops" / "hopper")
+    assert project.tidy_install(moved / "build", moved / "bindings", "thirdops", ["hopper"], moved) == \
+        [f"removed {moved / 'bindings' / 'newops'} (the package's earlier name)"]
+
+
+def test_files_of_others_in_a_renamed_package_stay(tmp_path: Path) -> None:
+    prefix = tmp_path / "bindings"
+    _installed_target(prefix / "oldops" / "hopper")
+    (prefix / "oldops" / "mine.txt").write_text("kept")
+    project.tidy_install(tmp_path / "build", prefix, "oldops", ["hopper"], tmp_path)
+    notes = project.tidy_install(tmp_path / "build", prefix, "newops", ["hopper"], tmp_path)
+    assert notes == [f"removed kernelgen's files of the package oldops from {prefix / 'oldops'}; other files "
+                     "remain there"]
+    assert sorted(p.name for p in (prefix / "oldops").iterdir()) == ["mine.txt"]
+
+
+def test_a_target_gone_from_targets_yaml_is_uninstalled(tmp_path: Path) -> None:
+    prefix = tmp_path / "bindings"
+    _installed_target(prefix / "ops" / "ampere")
+    _installed_target(prefix / "ops" / "hopper")
+    (prefix / "ops" / "notes").mkdir()  # not a target's install: kept
+    notes = project.tidy_install(tmp_path / "build", prefix, "ops", ["hopper"], tmp_path)
+    assert notes == [f"removed {prefix / 'ops' / 'ampere'} (target ampere is no longer in specs/targets.yaml)"]
+    assert sorted(p.name for p in (prefix / "ops").iterdir()) == ["hopper", "notes"]
+
+
+def test_unlink_removes_the_pth_of_an_earlier_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(project, "pth_path", lambda package: tmp_path / f"_kernelgen_{package}.pth")
+    prefix = tmp_path / "bindings"
+    (tmp_path / "_kernelgen_oldops.pth").write_text(f"{prefix}\n")
+    (tmp_path / "_kernelgen_other.pth").write_text(f"{tmp_path / 'elsewhere'}\n")
+    assert project.unlink("newops") == f"no {tmp_path / '_kernelgen_newops.pth'}: nothing to remove"
+    assert project.unlink("newops", prefix) == f"removed {tmp_path / '_kernelgen_oldops.pth'}"
+    assert sorted(p.name for p in tmp_path.glob("*.pth")) == ["_kernelgen_other.pth"]
+
+
+def test_an_install_keeps_only_what_the_last_install_wrote(tmp_path: Path) -> None:
+    from kernelgen.build import prune_install
+
+    folder = tmp_path / "ops" / "hopper"
+    for rel in ("lib_new.so", "lib_old.so", "m.so", "include/ops/m.h", "include/ops/gone.h",
+                "include/gone/x.h", "__pycache__/__init__.cpython-311.pyc"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text("x")
+    manifest = tmp_path / "install_manifest.txt"
+    assert prune_install(folder, manifest) == []  # no manifest: nothing removed
+    manifest.write_text("".join(f"{folder / r}\n" for r in ("lib_new.so", "m.so", "include/ops/m.h")))
+    assert prune_install(folder, manifest) == ["include/gone/x.h", "include/ops/gone.h", "lib_old.so"]
+    left = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert left == ["__pycache__/__init__.cpython-311.pyc", "include/ops/m.h", "lib_new.so", "m.so"]
+    assert not (folder / "include" / "gone").exists()
+    manifest.write_text(f"{tmp_path / 'elsewhere' / 'x.so'}\n")  # lists nothing in the folder
+    assert prune_install(folder, manifest) == []
+
+
+def test_a_moved_build_tree_is_configured_afresh(tmp_path: Path) -> None:
+    from kernelgen.build import _configured_elsewhere
+
+    bdir = tmp_path / "build" / "hopper"
+    bdir.mkdir(parents=True)
+    assert _configured_elsewhere(bdir) is None
+    (bdir / "CMakeCache.txt").write_text(f"X:STRING=1\nCMAKE_CACHEFILE_DIR:INTERNAL={bdir}\n")
+    assert _configured_elsewhere(bdir) is None
+    (bdir / "CMakeCache.txt").write_text("CMAKE_CACHEFILE_DIR:INTERNAL=/old/place/build/hopper\n")
+    assert _configured_elsewhere(bdir) == "/old/place/build/hopper"
 
 
 # ---------------------------------------------------------------- the CUDA toolkit
