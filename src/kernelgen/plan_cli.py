@@ -319,6 +319,17 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
     return 0
 
 
+def _reasons(refs: Sequence[KernelRef], outs: Sequence[Outcome | None]) -> str:
+    """Why no member of a chain launches: each distinct reason once, with its member (or how many
+    members give it)."""
+    by_text: dict[str, list[str]] = {}
+    for r, o in zip(refs, outs):
+        if o is not None:
+            by_text.setdefault(o.text, []).append(r.qualname)
+    return "; ".join(f"{who[0]}: {text}" if len(who) == 1 else f"{text} ({len(who)} members)"
+                     for text, who in by_text.items())
+
+
 def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequence[Kernel],
           combos: Sequence[dict[str, int | str]], targets: Sequence[Target], chain: bool,
           keys: dict[str, list[str | None]] | None = None) -> int:
@@ -343,8 +354,8 @@ def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequ
                 cells.append("launched" if o.code == plan.LAUNCHED else o.text)
             elif all(x is None for x in outs):
                 cells.append(f"(none: {_no_instance(keys)})")
-            elif pick is None:
-                cells.append("(none)")
+            elif pick is None:  # no member launches: why, each reason once
+                cells.append(f"(none: {_reasons(refs, outs)})")
             else:
                 who = refs[pick if pick >= 0 else -pick - 1].qualname
                 cells.append(who if pick >= 0 else f"{who}: {outs[-pick - 1].text}")  # type: ignore[union-attr]

@@ -91,6 +91,14 @@ def test_a_chain_sweep_names_the_member_that_runs(capsys) -> None:
                     "fp8_linear.fp8_gemm_tma", "fp8_linear.fp8_gemm_n128_row_scaled"], out
 
 
+def test_a_chain_sweep_says_why_no_member_runs(capsys) -> None:
+    rc, out, _ = plan(capsys, "fp8_linear.fp8_linear", "rows=0,16", "n=4096", "k=4096", "-t", "hopper")
+    assert rc == 0
+    runs = [c.strip() for c in out.splitlines()[3].strip("|").split("|")][3]
+    assert runs == ("(none: not launched: empty work (rows == 0) (19 members); fp8_linear.fp8_gemm_tma: "
+                    "not launched: rows >= TMA_MIN_ROWS is false)"), out
+
+
 def test_a_sweep_too_large_is_refused(capsys) -> None:
     many = ",".join(str(i) for i in range(1, 201))
     rc, _, err = plan(capsys, "fp8_gemm_tma", f"rows={many}", f"n={many}", "k=64")
