@@ -42,13 +42,16 @@ def targets_yaml(names: list[str]) -> str:
             raise KernelgenError(f"unknown target '{name}' for kernelgen init (known: {', '.join(KNOWN_TARGETS)}); "
                                  "add other targets to specs/targets.yaml afterwards")
         arch, cc, smem, gpu, sms, threads, blocks, smem_sm, cluster = KNOWN_TARGETS[name]
+        commented = [
+            (f"arch: {arch}", "what nvcc compiles for (-arch)"),
+            (f'compute_capability: "{cc}"', "the GPUs this build runs on (quoted MAJOR.MINOR)"),
+            ("max_threads_per_block: 1024", "generation checks every kernel's block against these"),
+            ("max_block_dims: [1024, 1024, 64]", ""),
+            (f"max_shared_mem_per_block_optin: {smem}", "bytes of dynamic shared memory a block may opt in to"),
+        ]
+        column = max(len(entry) for entry, _ in commented) + 2
+        out += [f"{name}:"] + [f"  {entry:{column}}# {note}" if note else f"  {entry}" for entry, note in commented]
         out += [
-            f"{name}:",
-            f"  arch: {arch}                        # what nvcc compiles for (-arch)",
-            f'  compute_capability: "{cc}"           # the GPUs this build runs on (quoted MAJOR.MINOR)',
-            "  max_threads_per_block: 1024           # generation checks every kernel's block against these",
-            "  max_block_dims: [1024, 1024, 64]",
-            f"  max_shared_mem_per_block_optin: {smem}  # bytes of dynamic shared memory a block may opt in to",
             f"  # Plans without a GPU of this target read device.* names from here ({gpu}'s values; on the",
             "  # GPU the device's own are used): set sm_count to the GPU you plan for.",
             f"  sm_count: {sms}",
