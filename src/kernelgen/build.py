@@ -349,7 +349,7 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
             add(f"{where} does not compile: {own[0]}; check the template arguments of the spec's symbol against "
                 "the kernel's template parameters, and that the sources declare every type and function they name "
                 "(spelled as from the global namespace)")
-        elif _overloaded(_base_name(c.group("sym")), text_of(path), root):
+        elif _overloaded(c.group("sym"), text_of(path), root):
             add(f"{where} names overloaded __global__ functions, and none takes exactly the spec's parameters "
                 f"({c.group('sig')}); make the spec's args one overload's parameters, in order, with its types "
                 "(among overloads an integer must be spelled as the spec's C++ type: int64_t, not long long), or "
@@ -415,10 +415,13 @@ def _undefined_constants(lines: list[str], root: Path) -> list[str]:
     return out
 
 
-def _overloaded(base: str, generated: str, root: Path) -> bool:
+def _overloaded(symbol: str, generated: str, root: Path) -> bool:
     """Whether the sources a generated translation unit includes declare more than one __global__
-    function named ``base`` (overloads, or templates beside functions), by their declarations."""
-    params: set[str] = set()
+    function that ``symbol`` names (overloads, or templates beside functions), by their
+    declarations: those its qualified name spells, else (a name reached through a using-directive,
+    say) every one of its last name."""
+    want = symbol.split("<", 1)[0].strip().removeprefix("::")
+    decls = []
     for m in _SOURCE_INCLUDE.finditer(generated):
         if m.group("path").startswith("kernelgen/"):
             continue
@@ -426,9 +429,10 @@ def _overloaded(base: str, generated: str, root: Path) -> bool:
             text = (root / m.group("path")).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        params |= {" ".join(d.params.split()) for d in kernel_source.global_decls(kernel_source.strip_comments(text))
-                   if d.name == base and d.template_args is None}
-    return len(params) > 1
+        decls += [d for d in kernel_source.global_decls(kernel_source.strip_comments(text))
+                  if d.name == _base_name(want) and d.template_args is None]
+    spelled = [d for d in decls if d.qualified == want] or decls
+    return len({" ".join(d.params.split()) for d in spelled}) > 1
 
 
 def _failed_steps_output(lines: list[str]) -> list[str]:
@@ -474,6 +478,23 @@ def _modules_in_link(linker: list[str], root: Path | None) -> list[str]:
     return out
 
 
+_ERROR_LINE = re.compile(r"\((\d+)\): error")
+_LAYOUT_NOTE = re.compile(r'kg_layout<kg_spec, kg_cpp> \[with kg_spec=(\d+)\w*, kg_cpp=(\d+)\w*\]" at line (\d+)')
+
+
+def _layout_value(lines: list[str], error: str) -> str:
+    """For a failed struct layout check (a static_assert over kg_layout<spec's, C++ type's>), the
+    C++ type's number, which nvcc's note on the kg_layout instantiation at the check's line shows."""
+    at = _ERROR_LINE.search(error)
+    if at is None:
+        return ""
+    for ln in lines:
+        note = _LAYOUT_NOTE.search(ln)
+        if note and note.group(3) == at.group(1):
+            return f" (the C++ type's: {note.group(2)})"
+    return ""
+
+
 def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first, then a
     kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
@@ -485,7 +506,7 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     if ours:
         msg = ours[0]
         i = msg.find("kernelgen: ")
-        return msg[i:].strip().strip('"')
+        return msg[i:].strip().strip('"') + _layout_value(lines, msg)
     errors = [ln for ln in lines if re.search(r"\berror\b", ln)]
     undefined = (_undefined_symbols(errors, root) + _undefined_constants(errors, root)) if root is not None else []
     if undefined:

@@ -172,6 +172,18 @@ def search_cases(module: Module, k: Kernel, target: Target):
     return out
 
 
+def variants_cover(k: Kernel) -> bool:
+    """Whether the kernel's ``variants`` map every value of its argument's type (a bool's 0 and 1, a
+    u8's 256 values), so that "no variant" cannot happen and has no test case."""
+    if k.variants is None:
+        return False
+    arg = next(a for a in k.int_args if a.name == k.variants.on)
+    lo, hi = arg.scalar.lo, arg.scalar.hi  # type: ignore[union-attr]
+    values = {v for v, _ in k.variants.symbols}
+    return lo is not None and hi is not None and hi - lo + 1 <= len(values) and all(
+        v in values for v in range(lo, hi + 1))
+
+
 def _search_cases(module: Module, k: Kernel, target: Target):
     base = dict(k.examples[0])
     ranges = {a.name: (a.scalar.lo, a.scalar.hi) for a in k.int_args if a.scalar is not None}
@@ -186,7 +198,8 @@ def _search_cases(module: Module, k: Kernel, target: Target):
     for o in clauses:
         for n in o[1].expr.names():
             by_name.setdefault(n, []).append(o)
-    wanted: list[tuple[plan.Step, Clause] | None] = [*clauses, None] if k.variants else list(clauses)
+    wanted: list[tuple[plan.Step, Clause] | None] = [*clauses, None] if k.variants and not variants_cover(k) \
+        else list(clauses)
     for o in wanted:  # None: the variant lookup
         if o is None:
             names = [k.variants.on]  # type: ignore[union-attr]

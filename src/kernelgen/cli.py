@@ -229,6 +229,11 @@ def cmd_draft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _axis_value(v: str | int) -> str:
+    """An axis value as the spec writes it (``true``, ``64``, ``bf16``, ``Act::Relu``)."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.root)
     for m in catalog.modules:
@@ -239,7 +244,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             dev = f"  read on device: {', '.join(reads)}" if reads else ""
             print(f"  {k.name}  targets: {', '.join(k.targets)}{dev}")
         for d in m.dispatches:
-            axes = ", ".join(f"{a.name}: {list(a.values)}" for a in d.axes)
+            axes = ", ".join(f"{a.name}: [{', '.join(_axis_value(v) for v in a.values)}]" for a in d.axes)
             print(f"  {d.name}  dispatches ({axes}): {' -> '.join(r.kernel for r in d.members)}")
         for fb in m.fallbacks:
             print(f"  {fb.name}  chain: {' -> '.join(r.qualname for r in fb.members)}")

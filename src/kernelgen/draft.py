@@ -9,8 +9,10 @@ parameter's C++ type is mapped to the type registry (``const float* __restrict__
 ``const f32*``, ``int64_t`` / ``long long`` -> ``i64`` (through the source's ``using`` and
 ``typedef`` aliases), ``__nv_bfloat16*`` -> ``bf16*``, a
 template type parameter ``const T*`` -> ``"const {T}*"`` with ``T`` an instantiation axis); a
-type it does not know (a struct passed by value) becomes an entry under ``structs:`` without
-fields (a stateless functor, which the build checks) and a comment saying to give its fields.
+type it does not know (a struct passed by value) becomes an entry under ``structs:`` with the
+fields of its declaration in the source or a local header (enum members as their underlying
+types, class-type members as nested structs with entries of their own), or without fields (a
+stateless functor, which the build checks) and a comment saying to give them, and why.
 What cannot be known from the text is written as a working guess with a comment: the block
 (``__launch_bounds__`` or 256 threads), a one-dimensional grid over the first integer argument,
 and an example. The draft loads and generates as it is; ``kernelgen build`` then checks each
@@ -201,15 +203,15 @@ def _enum_table(text: str) -> dict[str, _Enum]:
     return out
 
 
-_RECORD = re.compile(r"\b(?:struct|class|union)\s+(?:(?:__align__|alignas)\s*\([^()]*\)\s*)?([A-Za-z_]\w*)\s*"
-                     r"(?:final\s*)?(?=[:{;])(?!::)")
+_RECORD = re.compile(r"\b(?P<kind>struct|class|union)\s+(?:(?:__align__|alignas)\s*\((?P<align>[^()]*)\)\s*)?"
+                     r"(?P<name>[A-Za-z_]\w*)\s*(?:final\s*)?(?=[:{;])(?!::)")
 
 
 def _type_table(text: str) -> set[str]:
     """The qualified names of the class types and type aliases comment-free ``text`` declares."""
     spaces = namespaces_at(text)
     out = set()
-    for rx, group in ((_RECORD, 1), (_USING, 1), (_TYPEDEF, 2)):
+    for rx, group in ((_RECORD, "name"), (_USING, 1), (_TYPEDEF, 2)):
         for m in rx.finditer(text):
             ns = [n for at, n in spaces if at <= m.start()][-1]
             out.add(f"{ns}::{m.group(group)}" if ns else m.group(group))
@@ -220,28 +222,44 @@ def _type_table(text: str) -> set[str]:
 _FIRST_MEMBER = re.compile(r"(?P<type>[A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s+(?P<name>[A-Za-z_]\w*)\s*"
                            r"(?:\[\s*(?P<n>\d+)\s*\])?\s*(?:=.*|\{.*\})?", re.S)
 _MORE_MEMBER = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*(?:\[\s*(?P<n>\d+)\s*\])?\s*(?:=.*|\{.*\})?", re.S)
+# A member declared with an alignment of its own (alignas(16) float v[4];).
+_MEMBER_ALIGN = re.compile(r"(?:alignas|__align__)\s*\([^()]*\)")
+# A function pointer member (void (*fn)(int);): its name.
+_FN_POINTER = re.compile(r"\(\s*\*\s*([A-Za-z_]\w*)\s*\)\s*\(")
 
 
-def _has_pointer_member(body: str) -> bool:
-    return any("*" in d and "(" not in d for d in _split_members(body))
+@dataclass
+class _Record:
+    """A class type the sources define: the text between its braces, its declared alignment."""
+
+    body: str
+    align: str = ""  # the argument of its alignas / __align__, as written
+    why: str = ""  # why its members cannot be fields: a union, a base class
 
 
-def _record_bodies(text: str) -> dict[str, str]:
-    """The bodies of the class types comment-free ``text`` defines without a base class, by their
-    qualified names."""
+def _records(text: str) -> dict[str, _Record]:
+    """The class types comment-free ``text`` defines (with a body), by their qualified names."""
     spaces = namespaces_at(text)
     out = {}
     for m in _RECORD.finditer(text):
-        if m.group(0).startswith("union"):
-            continue  # its members overlap
         brace = m.end() + len(text[m.end():]) - len(text[m.end():].lstrip())
+        based = text.startswith(":", brace)
+        if based:  # struct Q : P { ... }: its body follows the base list
+            end_decl = text.find(";", brace)
+            brace = text.find("{", brace)
+            if brace < 0 or 0 <= end_decl < brace:
+                continue
         if brace >= len(text) or text[brace] != "{":
             continue
         end = closing(text, brace + 1, "{}")
         if end is None:
             continue
         ns = [n for at, n in spaces if at <= m.start()][-1]
-        out[f"{ns}::{m.group(1)}" if ns else m.group(1)] = text[brace + 1:end]
+        why = ("a union (its members overlap)" if m.group("kind") == "union" else
+               "it has a base class, whose members come first" if based else "")
+        name = m.group("name")
+        out[f"{ns}::{name}" if ns else name] = _Record(text[brace + 1:end], " ".join((m.group("align") or "").split()),
+                                                       why)
     return out
 
 
@@ -291,6 +309,26 @@ POINTER_FIELDS = "pointer members as u64: pass the device addresses"
 
 
 @dataclass
+class _Member:
+    """A drafted field: the member's name, and its scalar type or the C++ type of its nested struct."""
+
+    name: str
+    scalar: str = ""
+    nested: str = ""  # the class type, as the global scope spells it (or the toolkit's name)
+    count: str = ""  # the array length, as written
+
+
+@dataclass
+class _Layout:
+    """The drafted ``fields:`` of a class type, the notes they need, or why there are none."""
+
+    members: list[_Member] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    align: int = 0  # its declared alignment (alignas(16)), 0 where none is given as a number
+    why: str = ""  # what keeps the draft from giving its fields (its members then are not drafted)
+
+
+@dataclass
 class _Scope:
     """What the draft knows of the types of a source and the local headers it includes: enums,
     class types and aliases by their qualified names, for C++'s lookup from a kernel's namespace."""
@@ -298,7 +336,7 @@ class _Scope:
     enums: dict[str, _Enum] = field(default_factory=dict)
     types: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)
-    records: dict[str, str] = field(default_factory=dict)  # class type -> the text between its braces
+    records: dict[str, _Record] = field(default_factory=dict)
 
     @staticmethod
     def of(texts: list[str]) -> _Scope:
@@ -309,52 +347,99 @@ class _Scope:
             scope.types |= _type_table(t)
             for k, a in _aliases(t).items():
                 scope.aliases.setdefault(k, a)
-            for k, b in _record_bodies(t).items():
-                scope.records.setdefault(k, b)
+            for k, r in _records(t).items():
+                scope.records.setdefault(k, r)
         return scope
 
-    def fields(self, qualified: str) -> str | None:
-        """The ``fields:`` of the class type ``qualified`` (as the global scope spells it) from its
-        declaration: its data members in order, when each is a scalar or a fixed-size array of one
-        the registry knows (``int rows; float eps = 1e-5f; uint8_t tag[4];``); None when it has a
-        base class, a member of another kind (a class, a bit-field) or no declaration here. A pointer
-        member is a ``u64`` (the address; :data:`POINTER_FIELDS` notes it)."""
-        body = self.records.get(qualified)
-        if body is None:
-            return None
-        out = []
-        for decl in _split_members(body):
-            if decl.startswith(("static ", "using ", "typedef ", "friend ", "template", "enum ")) or "(" in decl:
-                continue  # not a data member (or one kernelgen cannot lay out: left to the user)
+    def layout(self, qualified: str) -> _Layout:
+        """The fields of the class type ``qualified`` (as the global scope spells it) from its
+        declaration, its data members in order (``int rows; float eps = 1e-5f; uint8_t tag[4];``):
+        scalars and fixed-size arrays of them; an enum as its underlying type; a pointer as a
+        ``u64`` (the address; :data:`POINTER_FIELDS` notes it); a member of a class type the
+        sources define, or of a CUDA type the draft knows (``CUtensorMap``, ``float2``), as a
+        nested struct (``_Member.nested``). Where a member is none of these (a union, a base class,
+        a bit-field, a member with an alignment of its own, a type declared elsewhere), no fields
+        and ``why``, naming it; none and no ``why`` for a type without a declaration here."""
+        rec = self.records.get(qualified)
+        if rec is None:
+            return _Layout()
+        out = _Layout(why=rec.why)
+        if rec.align:
+            if rec.align.isdigit() and int(rec.align) in (1, 2, 4, 8, 16, 32, 64, 128):
+                out.align = int(rec.align)
+            else:
+                out.notes.append(f"check: it is declared alignas({rec.align}): give align (its bytes, up to 128)")
+        namespace = qualified.rsplit("::", 1)[0] if "::" in qualified else ""
+        pointers = False
+        for decl in _split_members(rec.body) if not out.why else []:
+            if decl.startswith(("static ", "static_assert", "using ", "typedef ", "friend ", "template", "enum ")):
+                continue  # not a data member
+            if _MEMBER_ALIGN.match(decl):
+                out.why = (f"member '{decl}' has an alignment of its own: give it as a field whose type is a struct "
+                           "with that align")
+                break
+            fn = _FN_POINTER.search(decl)
+            paren, init = decl.find("("), min((i for i in (decl.find("="), decl.find("{")) if i >= 0), default=-1)
+            if fn is None and paren >= 0 and (init < 0 or paren < init):
+                continue  # a member function, a constructor or an operator
             parts = _split_top(decl)
-            if all("*" in x for x in parts) and "&" not in decl and "[" not in decl:  # pointers: addresses
-                names = [re.search(r"([A-Za-z_]\w*)\s*(?:=.*)?$", x.split("*")[-1].strip()) for x in parts]
+            if fn is not None or (all("*" in x for x in parts) and "&" not in decl and "[" not in decl):
+                names = [fn] if fn else [re.search(r"([A-Za-z_]\w*)\s*(?:=.*)?$", x.split("*")[-1].strip())
+                                         for x in parts]
                 if None in names:
-                    return None
-                out += [f"{n.group(1)}: u64" for n in names if n is not None]
+                    out.why = f"member '{decl}' is not one the draft can read"
+                    break
+                out.members += [_Member(n.group(1), "u64") for n in names if n is not None]
+                pointers = True
                 continue
             first = _FIRST_MEMBER.fullmatch(parts[0])
             if first is None:
-                return None
+                kind = ("a bit-field" if re.search(r"(?<!:):(?!:)", decl) else "a reference" if "&" in decl else
+                        "of a template type" if "<" in decl else "a class defined in place" if "{" in decl else
+                        "not one the draft can read")
+                out.why = f"member '{decl}' is {kind}"
+                break
             written = " ".join(re.sub(r"\b(?:const|volatile|mutable)\b", " ", first.group("type")).split())
-            ty = CPP_TYPES.get(_resolve(written, self.aliases))
-            if ty not in _SCALARS:
-                return None
+            one = self._member_type(written, namespace, out.notes)
+            if isinstance(one, str):
+                out.why = f"member '{first.group('name')}': {one}"
+                break
             for m in [first] + [_MORE_MEMBER.fullmatch(x) for x in parts[1:]]:
                 if m is None:
-                    return None
-                out.append(f"{m.group('name')}: " + (_yaml_str(f"{ty}[{m.group('n')}]") if m.group("n") else ty))
-        if not out:
-            return None
-        # A member named like a word the spec reserves (in, from): a field of another name, its member
-        # given as cpp.
-        taken = {f.split(":")[0] for f in out}
-        for i, f in enumerate(out):
-            name, ty = f.split(": ", 1)
-            if not _usable(name):
-                key = _spec_name(f"{name}_field", taken)
-                out[i] = f"{key}: {{type: {ty}, cpp: {name}}}"
-        return f"fields: {{{', '.join(out)}}}"
+                    out.why = f"member '{decl}' is not one the draft can read"
+                    break
+                out.members.append(_Member(m.group("name"), one.scalar, one.nested, m.group("n") or ""))
+            if out.why:
+                break
+        if out.why:
+            out.members = []
+        elif pointers:
+            out.notes.append(f"check: {POINTER_FIELDS}")
+        return out
+
+    def _member_type(self, written: str, namespace: str, notes: list[str]) -> _Member | str:
+        """A data member's type (``written`` in ``namespace``) as a field's (``_Member`` without
+        its name), or what keeps it from being one. An enum's note goes to ``notes``."""
+        base = _resolve(written, self.aliases)
+        spec = CPP_TYPES.get(base)
+        if spec in _SCALARS:
+            return _Member("", spec)
+        if base in _HANDLES:
+            return _Member("", _HANDLES[base])
+        e = self.enum(base, namespace)
+        if e is not None:
+            if e.note and e.note not in notes:
+                notes.append(e.note)
+            return _Member("", e.spec)
+        if _toolkit_entry(base) is not None:
+            return _Member("", nested=base)
+        q = self.lookup(base, namespace)
+        if q is not None and q in self.records:
+            return _Member("", nested=q)
+        if spec is not None:
+            return f"{written} ({spec}) is not a scalar a struct field can be"
+        return (f"its type {written} is not declared by the source or the headers it includes with quotes"
+                if q is None else f"its type {written} is not a class type the draft can lay out")
 
     def lookup(self, written: str, namespace: str) -> str | None:
         """``written`` (``T`` or ``ops::T``) as the global scope spells the type that unqualified
@@ -1123,22 +1208,72 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     for pl in plans:
         body += _kernel_lines(pl, structs)
     if structs:
-        entries = {cpp: _toolkit_entry(cpp) or scope.fields(cpp) for cpp in structs}
-        if None in entries.values():
-            lines.append("structs:  # check: give each its fields, in order (none: a stateless functor, checked "
-                         "empty)")
-        elif any(cpp not in TOOLKIT_STRUCTS for cpp in structs):
-            lines.append("structs:  # fields read from the types' declarations (the build checks their layout)")
-        else:
-            lines.append("structs:  # CUDA's vector types, passed by value")
-        for cpp, (key, note) in structs.items():
-            pointers = cpp not in TOOLKIT_STRUCTS and entries[cpp] is not None and \
-                _has_pointer_member(scope.records.get(cpp, ""))
-            notes = "; ".join(n for n in (note, f"check: {POINTER_FIELDS}" if pointers else "") if n)
-            lines.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp] or 'fields: {}'}}}"
-                         + (f"  # {notes}" if notes else ""))
+        lines += _struct_lines(structs, struct_taken, scope)
     lines.append("kernels:")
     return "\n".join(lines + body) + "\n"
+
+
+def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], scope: _Scope) -> list[str]:
+    """The ``structs:`` lines of the arguments' struct types (C++ type -> (name, note)), and of the
+    class types their fields hold (added to ``structs`` under names free in ``taken``)."""
+    layouts: dict[str, _Layout | str] = {}  # C++ type -> its drafted layout, or a toolkit type's entry
+
+    def layout(cpp: str, within: tuple[str, ...] = ()) -> _Layout | str:
+        """``cpp``'s layout; one holding a type without drafted fields (which a field cannot be) has none."""
+        if cpp not in layouts:
+            lay: _Layout | str = _toolkit_entry(cpp) or scope.layout(cpp)
+            for m in lay.members if isinstance(lay, _Layout) else ():
+                inner = layout(m.nested, (*within, cpp)) if m.nested and m.nested not in within else None
+                if m.nested and (inner is None or (isinstance(inner, _Layout) and not inner.members)):
+                    why = "contains itself" if inner is None else "has no drafted fields" + (
+                        f" ({inner.why})" if isinstance(inner, _Layout) and inner.why else "")
+                    lay = _Layout(why=f"member '{m.name}': its type {m.nested} {why}")
+                    break
+            layouts[cpp] = lay
+        return layouts[cpp]
+
+    entries: dict[str, str] = {}  # C++ type -> the entry after its cpp
+    notes: dict[str, list[str]] = {}
+    todo = list(structs)
+    while todo:
+        cpp = todo.pop(0)
+        lay = layout(cpp)
+        notes[cpp] = [structs[cpp][1]] if structs[cpp][1] else []
+        if isinstance(lay, str):
+            entries[cpp] = lay
+            continue
+        for m in lay.members:
+            if m.nested and m.nested not in structs:
+                structs[m.nested] = _struct_name(m.nested, taken)
+                todo.append(m.nested)
+        fields = [(m.name, m.scalar or structs[m.nested][0], m.count) for m in lay.members]
+        entries[cpp] = f"fields: {{{_field_entries(fields)}}}" + (f", align: {lay.align}" if lay.align and fields
+                                                                  else "")
+        notes[cpp] += ([f"check: fields not drafted: {lay.why}"] if lay.why else []) + lay.notes
+    if any(e.startswith("fields: {}") for e in entries.values()):
+        out = ["structs:  # check: give each its fields, in order (none: a stateless functor, checked empty)"]
+    elif any(cpp not in TOOLKIT_STRUCTS for cpp in structs):
+        out = ["structs:  # fields read from the types' declarations (the build checks their layout)"]
+    else:
+        out = ["structs:  # CUDA's vector types, passed by value"]
+    for cpp, (key, _) in structs.items():
+        out.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp]}}}"
+                   + (f"  # {'; '.join(notes[cpp])}" if notes[cpp] else ""))
+    return out
+
+
+def _field_entries(fields: list[tuple[str, str, str]]) -> str:
+    """``fields:`` entries for (member, type, array length or ""): a member named like a word the
+    spec reserves (``in``) is a field of another name with the member as its ``cpp``."""
+    taken = {name for name, _, _ in fields}
+    out = []
+    for name, ty, count in fields:
+        text = _yaml_str(f"{ty}[{count}]") if count else ty
+        if _usable(name):
+            out.append(f"{name}: {text}")
+        else:
+            out.append(f"{_spec_name(f'{name}_field', taken)}: {{type: {text}, cpp: {name}}}")
+    return ", ".join(out)
 
 
 def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:

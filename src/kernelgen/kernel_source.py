@@ -1,10 +1,10 @@
 """Reading what the spec must agree with from the kernel sources' text, without a compiler.
 
-Today that is the compile-time cluster shape, ``__cluster_dims__(x, y, z)``, and the launch
-bounds, ``__launch_bounds__(MAX_THREADS[, MIN_BLOCKS[, MAX_CLUSTER]])``, of a ``__global__``
-function, so that a spec's ``cluster`` and block are checked when specs are loaded
-(``kernelgen list``, ``generate`` and ``build``), before anything is compiled. CUDA offers
-no compile-time query of the attribute, and reading it at run time
+Today that is the compile-time cluster shape, ``__cluster_dims__(x, y, z)``, the launch
+bounds, ``__launch_bounds__(MAX_THREADS[, MIN_BLOCKS[, MAX_CLUSTER]])``, and the parameter list
+of a ``__global__`` function, so that a spec's ``cluster``, block and ``args`` are checked when
+specs are loaded (``kernelgen list``, ``generate`` and ``build``), before anything is compiled.
+CUDA offers no compile-time query of the attributes, and reading them at run time
 (``cudaFuncGetAttribute``) would turn a spec mistake into a launch error on a GPU.
 
 What is read, and its limits:
@@ -14,7 +14,14 @@ What is read, and its limits:
   declaration in the text counts;
 - a declaration is the text between the previous ``;``, ``{`` or ``}`` and the function's
   name followed by ``(`` (or by template arguments and ``(``); it counts when it contains
-  the word ``__global__``; namespaces are not told apart;
+  the word ``__global__``;
+- a symbol names the declarations whose namespaces (``namespace a { namespace b {``,
+  ``namespace a::b {``, and a qualified declarator ``void a::b::k(...)``) spell its qualified
+  name, an inline namespace's name optional, as C++ looks the symbol up from the global
+  namespace. Where no declaration is so spelled but one of the same last name is declared in
+  another namespace, and the sources use what could make the symbol reach it (a using-directive,
+  a using-declaration of the name, a namespace alias, a macro spelling ``namespace``), the text
+  cannot decide which function the symbol names: :class:`LookupUndecided`;
 - the attribute must be written out on a declaration (not hidden in a macro); each
   argument must be a decimal integer literal (suffixes allowed), a name defined in the
   sources as ``#define NAME <integer>`` or ``constexpr <type> NAME = <integer>;``, or an
@@ -22,13 +29,21 @@ What is read, and its limits:
   (``template <int C> __global__ void __cluster_dims__(C, 1, 1) k(...)`` with ``symbol:
   k<8>``, or ``k<{CLUSTER}>`` in an instantiated kernel); missing trailing arguments are 1,
   as in CUDA. ``__launch_bounds__`` arguments that cannot
-  be read so are unknown rather than errors (the launcher checks the compiled limit).
+  be read so are unknown rather than errors (the launcher checks the compiled limit);
+- a parameter list is read where its text is plain: each parameter a type of words, ``const``
+  and ``*`` (and ``[]``) with an optional name; a list holding a preprocessor line, ``...``, or
+  a lone word that is not a known type (a macro may stand for several parameters) is not
+  counted, and a parameter whose type has template arguments, parentheses, references,
+  ``volatile`` or unknown words after a ``*`` keeps its text but no type.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
+
+from kernelgen.types import CPP_TYPES, SCALARS, TOOLKIT_STRUCTS
 
 # Comments, and the string and character literals that may contain what looks like one (kept).
 _COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
@@ -46,12 +61,53 @@ class SourceScanError(ValueError):
     """The sources cannot answer the question; the message says why."""
 
 
+class LookupUndecided(SourceScanError):
+    """The text cannot tell which ``__global__`` function a symbol names (see the module's doc)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a declaration, as its text spells it."""
+
+    text: str  # as written (spaces normalised)
+    base: str | None  # the type without const and pointers ("unsigned int", "ns::T"); None: not read
+    const: bool = False  # the base type is const (a pointer's pointee)
+    pointers: tuple[bool, ...] = ()  # per '*', left to right: whether that pointer itself is const
+    name: str | None = None
+
+    @property
+    def spec_type(self) -> str | None:
+        """The type as a spec spells it (``const f32*``, ``u64``, ``f32* const*``) where the type
+        registry knows its base type; None otherwise (a template parameter, an enum, a struct or a
+        vector by value, and ``char``, whose signedness is the host compiler's)."""
+        reg = CPP_TYPES.get(self.base) if self.base is not None and self.base != "char" else None
+        if reg is None or len(self.pointers) > 2:
+            return None
+        const = "const " if self.const else ""
+        if not self.pointers:
+            return reg if reg in SCALARS else None
+        if len(self.pointers) == 1:
+            return f"{const}{reg}*"
+        return f"{const}{reg}*{' const' if self.pointers[0] else ''}*"
+
+    @property
+    def tensor_map(self) -> bool:
+        """A TMA descriptor by value (``const __grid_constant__ CUtensorMap m``)."""
+        return self.base in ("CUtensorMap", "CUtensorMap_st") and not self.pointers
+
+
 @dataclass(frozen=True)
 class Declaration:
     path: str
     line: int
     cluster: tuple[int, int, int] | None  # None: no __cluster_dims__ attribute
     launch_bounds: tuple[int, int] | None = None  # (max threads, min blocks); None: no __launch_bounds__
+    qualified: str = ""  # its name with the namespaces it is declared in (``a::b::k``)
+    params: tuple[Param, ...] | None = None  # None: the list is not plain text (see the module's doc)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
 def strip_comments(text: str) -> str:
@@ -64,6 +120,12 @@ def blank_literals(text: str) -> str:
     """``text`` (comment-free) with the contents of its string and character literals replaced by
     spaces, so that ``"__global__ void f(int)"`` in a string declares nothing; offsets are kept."""
     return _LITERAL.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 2) + m.group(0)[-1], text)
+
+
+def source_integers(sources: list[tuple[str, str]]) -> dict[str, int]:
+    """The integers ``sources`` (path, text) define by ``#define NAME <integer>`` or ``constexpr
+    <type> NAME = <integer>;``: what the attributes' arguments may name."""
+    return _names([strip_comments(t) for _, t in sources])
 
 
 def _names(texts: list[str]) -> dict[str, int]:
@@ -190,25 +252,195 @@ def _bounds_of(head: str, names: dict[str, int]) -> tuple[int, int] | None:
     return values[0], (values[1] or 0) if len(values) > 1 else 0
 
 
-def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Declaration]:
-    """Every ``__global__`` declaration of ``symbol`` (its last name, without namespaces or
-    template arguments) in ``sources``, a list of (path, text)."""
-    base = symbol.split("<", 1)[0].split("::")[-1].strip()
+def _symbol_name(symbol: str) -> str:
+    """A symbol's qualified name, without template arguments, spaces or a leading ``::``."""
+    return "".join(symbol.split("<", 1)[0].split()).removeprefix("::")
+
+
+# What can make a name reach a declaration of another namespace, which the text does not follow.
+_USING_DIRECTIVE = re.compile(r"\busing\s+namespace\b")
+_NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+[A-Za-z_]\w*\s*=")
+_MACRO_NAMESPACE = re.compile(r"^[ \t]*#[ \t]*define\b[^\n]*\bnamespace\b", re.M)
+
+
+def _qualifier(head: str) -> tuple[tuple[str, ...], bool]:
+    """The namespaces a declarator names before the function's name (``void a::b::k(`` gives
+    ``(a, b)``), and whether it starts at the global namespace (``void ::a::k(``)."""
+    rest, parts = head.rstrip(), []
+    while rest.endswith("::"):
+        rest = rest[:-2].rstrip()
+        m = re.search(r"[A-Za-z_]\w*$", rest)
+        if m is None or m.group(0) in _TYPE_WORDS:  # '::' after the return type: from the global namespace
+            return tuple(parts), True
+        parts.insert(0, m.group(0))
+        rest = rest[:m.start()].rstrip()
+    return tuple(parts), False
+
+
+def _namespaces_of(scopes: list[tuple[int, tuple[tuple[str, bool], ...]]], head: str, offset: int
+                   ) -> tuple[tuple[str, bool], ...]:
+    """The namespaces (name, inline) of a declaration at ``offset`` whose text before its name is
+    ``head``: those open there (``_scopes``), then those its declarator names."""
+    named, absolute = _qualifier(head)
+    enclosing = () if absolute else [sc for at, sc in scopes if at <= offset][-1]
+    return (*enclosing, *((n, False) for n in named))
+
+
+def _scan(sources: list[tuple[str, str]], symbol: str, matching: bool) -> list[Declaration]:
+    """The ``__global__`` declarations of ``symbol``'s last name in ``sources`` (path, text):
+    those its qualified name spells (``matching``), or every one with their qualified names
+    only (attributes and parameters are read where they are the symbol's)."""
+    base = _symbol_name(symbol).split("::")[-1]
+    want = _symbol_name(symbol)
     texts = [(p, strip_comments(t)) for p, t in sources]
-    names = _names([t for _, t in texts])
+    names = _names([t for _, t in texts]) if matching else {}
     call = re.compile(r"\b" + re.escape(base) + r"\s*(?:<[^;{}()]*>\s*)?\(")
     out = []
     for path, text in texts:
+        scopes = None
         for m in call.finditer(text):
             start = max(text.rfind(c, 0, m.start()) for c in ";{}") + 1
             head = text[start:m.start()]
             g = re.search(r"\b__global__\b", head)
             if g is None:
                 continue
+            scopes = scopes if scopes is not None else _scopes(text)
+            spaces = _namespaces_of(scopes, head, m.start())
+            spellings = _spellings((*spaces, (base, False)))
+            qualified = "".join(f"{n}::" for n, _ in spaces)
+            line = text.count("\n", 0, start + g.start()) + 1
+            if not matching:
+                out.append(Declaration(path, line, None, qualified=qualified + base))
+                continue
+            if want not in spellings:
+                continue
             known = {**names, **_template_values(head, symbol, names)}
-            out.append(Declaration(path, text.count("\n", 0, start + g.start()) + 1, _cluster_of(head, known),
-                                   _bounds_of(head, known)))
+            end = closing(text, m.end())
+            out.append(Declaration(path, line, _cluster_of(head, known), _bounds_of(head, known),
+                                   qualified + base, params_of(text[m.end():end]) if end is not None else None))
     return out
+
+
+def _spellings(parts: tuple[tuple[str, bool], ...]) -> frozenset[str]:
+    """The qualified names that reach a declaration in namespaces ``parts`` (name, inline), its own
+    name last: an inline namespace's name may be left out."""
+    out = [""]
+    for name, inline in parts:
+        out = [f"{o}::{name}" if o else name for o in out] + (out if inline else [])
+    return frozenset(out)
+
+
+def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Declaration]:
+    """Every ``__global__`` declaration in ``sources`` (a list of (path, text)) that ``symbol``
+    names: one whose namespaces spell the symbol's qualified name (template arguments aside),
+    looked up from the global namespace. Raises :class:`LookupUndecided` where no declaration is
+    so spelled but one of the same last name in another namespace may be what the symbol reaches
+    (see the module's doc), and :class:`SourceScanError` where an attribute cannot be read."""
+    found = _scan(sources, symbol, matching=True)
+    if found:
+        return found
+    others = _scan(sources, symbol, matching=False)
+    if not others:
+        return []
+    base = _symbol_name(symbol).split("::")[-1]
+    using_name = re.compile(r"\busing\s+(?:::\s*)?(?:[A-Za-z_]\w*\s*::\s*)+" + re.escape(base) + r"\s*;")
+    texts = [strip_comments(t) for _, t in sources]
+    reasons = [what for rx, what in ((_USING_DIRECTIVE, "a using-directive"), (using_name, "a using-declaration"),
+                                     (_NAMESPACE_ALIAS, "a namespace alias"),
+                                     (_MACRO_NAMESPACE, "a macro that spells 'namespace'"))
+               if any(rx.search(t) for t in texts)]
+    if reasons:
+        raise LookupUndecided(
+            f"the sources declare no __global__ function spelled '{_symbol_name(symbol)}' but "
+            f"{declared_text(others)}, and {' and '.join(reasons)} in them may make the symbol name it "
+            "(kernelgen reads namespaces from 'namespace' blocks and qualified declarators only)"
+        )
+    return []
+
+
+def declared_text(decls: list[Declaration]) -> str:
+    """``a::k (x.cu:3), b::k (x.cu:9, y.cu:2)``: declarations grouped by qualified name."""
+    where: dict[str, list[str]] = {}
+    for d in decls:
+        where.setdefault(d.qualified, []).append(d.where)
+    return ", ".join(f"{q} ({', '.join(w)})" for q, w in where.items())
+
+
+def same_name_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Declaration]:
+    """Every ``__global__`` declaration of ``symbol``'s last name, whatever its namespaces (only
+    ``path``, ``line`` and ``qualified`` are read): for messages saying what the sources declare."""
+    return _scan(sources, symbol, matching=False)
+
+
+def source_definition(sources: list[tuple[str, str]], name: str) -> tuple[str, int, str] | None:
+    """Where ``sources`` (path, text) define ``name`` as a macro (``#define NAME ...``) or a
+    ``constexpr`` variable: (path, line, that line's text), or None."""
+    rx = re.compile(r"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name) + r"\b[^\n]*"
+                    r"|\bconstexpr\b[^;{}()]*?\b" + re.escape(name) + r"\s*[={][^;\n]*", re.M)
+    for path, raw in sources:
+        text = strip_comments(raw)
+        m = rx.search(text)
+        if m is not None:
+            return path, text.count("\n", 0, m.start()) + 1, " ".join(m.group(0).split())
+    return None
+
+
+# Words of the built-in type names; a parameter's last word among them is not its name.
+_TYPE_WORDS = frozenset("void bool char short int long signed unsigned float double wchar_t char8_t char16_t "
+                        "char32_t".split())
+# Words a parameter's type may hold that do not change which type it is.
+_NO_TYPE = frozenset("__restrict__ __restrict restrict __grid_constant__ struct class typename enum register".split())
+_PARAM_TOKEN = re.compile(r"\*|(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*|\S")
+
+
+def _param(text: str) -> Param:
+    """One parameter's text read as ``[const] words [const] * [const] ... [name] [[]]``."""
+    text = " ".join(text.split())
+    body = re.sub(r"\s*::\s*", "::", text.split("=", 1)[0]).strip()  # a default argument left out
+    arrays = 0
+    while (m := re.search(r"\[[^\[\]]*\]$", body)) is not None:  # T x[] is T* x
+        body, arrays = body[:m.start()].rstrip(), arrays + 1
+    tokens = [t for t in _PARAM_TOKEN.findall(body) if t not in _NO_TYPE]
+    if arrays > 1 or re.search(r"[()<>&\[\]#]|\.\.\.|\bvolatile\b", body) or not tokens or any(
+            t != "*" and not re.fullmatch(r"(?:::)?[A-Za-z_][\w:]*", t) for t in tokens):
+        return Param(text, None)
+    name = None
+    last = tokens[-1]
+    if last not in ("*", "const") and last not in _TYPE_WORDS and (
+            "*" in tokens[:-1] or any(t != "const" for t in tokens[:-1])):
+        name = tokens.pop()
+    star = tokens.index("*") if "*" in tokens else len(tokens)
+    words = [t for t in tokens[:star] if t != "const"]
+    after = tokens[star:]
+    if not words or any(t not in ("*", "const") for t in after) or (
+            len(words) > 1 and not all(w in _TYPE_WORDS for w in words)):
+        return Param(text, None, name=name)
+    pointers = []
+    for i, t in enumerate(after):
+        if t == "*":
+            pointers.append(i + 1 < len(after) and after[i + 1] == "const")
+    pointers += [False] * arrays
+    return Param(text, " ".join(words), "const" in tokens[:star], tuple(pointers), name)
+
+
+def _known_type(base: str) -> bool:
+    return base in CPP_TYPES or base in TOOLKIT_STRUCTS or all(w in _TYPE_WORDS for w in base.split())
+
+
+def params_of(text: str) -> tuple[Param, ...] | None:
+    """The parameters of a parameter list's text (between its parentheses), or None where the text
+    may hold more or fewer parameters than it shows: a preprocessor line, ``...``, or a lone word
+    that is not a known type (a macro may stand for several parameters)."""
+    text = " ".join(text.split())
+    if text in ("", "void"):
+        return ()
+    if re.search(r"#|\.\.\.|__VA_ARGS__", text):
+        return None
+    params = tuple(_param(p) for p in _split_args(text))
+    if any(p.base is not None and p.name is None and not p.pointers and not p.const and not _known_type(p.base)
+           for p in params):
+        return None
+    return params
 
 
 _GLOBAL = re.compile(r"\b__global__\b")
@@ -218,27 +450,45 @@ _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attrib
 
 
 _NAMESPACE_OR_BRACE = re.compile(
-    r"\bnamespace\s+((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{|[{}]")
+    r"(\binline\s+)?\bnamespace\s+((?:inline\s+)?[A-Za-z_]\w*(?:\s*::\s*(?:inline\s+)?[A-Za-z_]\w*)*)?\s*\{|[{}]")
+
+
+# A preprocessor line, with its continuations.
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)
+
+
+def _scopes(text: str) -> list[tuple[int, tuple[tuple[str, bool], ...]]]:
+    """(offset, the namespaces open there, each (name, inline)) at each brace of comment-free
+    ``text`` outside preprocessor lines (a macro's body opens nothing where it is defined); an
+    anonymous namespace adds none (its members are reached as the enclosing one's)."""
+    stack: list[tuple[tuple[str, bool], ...]] = []
+    out: list[tuple[int, tuple[tuple[str, bool], ...]]] = [(0, ())]
+    directives = [(d.start(), d.end()) for d in _DIRECTIVE.finditer(text)]
+    starts = [start for start, _ in directives]
+    for m in _NAMESPACE_OR_BRACE.finditer(text):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i >= 0 and m.start() < directives[i][1]:
+            continue
+        if m.group(0) == "}":
+            if stack:
+                stack.pop()
+        elif m.group(0) == "{":
+            stack.append(())
+        else:
+            parts = [part.strip() for part in (m.group(2) or "").split("::") if part.strip()]
+            names = [(p.removeprefix("inline").strip(), p.startswith("inline ")) for p in parts]
+            if names and m.group(1):
+                names[0] = (names[0][0], True)  # inline namespace a {
+            stack.append(tuple(names))
+        out.append((m.end(), tuple(n for level in stack for n in level)))
+    return out
 
 
 def namespaces_at(text: str) -> list[tuple[int, str]]:
     """(offset, the namespaces open there, ``a::b``) at each brace of comment-free ``text``, for
     looking up the namespace of a position: the last entry before it. ``namespace a::b {`` and
     ``namespace a::inline b {`` open ``a::b``; an inline namespace's name is part of it."""
-    stack: list[str | None] = []
-    out: list[tuple[int, str]] = [(0, "")]
-    for m in _NAMESPACE_OR_BRACE.finditer(text):
-        if m.group(0) == "}":
-            if stack:
-                stack.pop()
-        elif m.group(0) == "{":
-            stack.append(None)
-        else:  # an anonymous namespace adds nothing to the spelling
-            name = m.group(1)
-            stack.append(None if name is None else "::".join(
-                part.strip().removeprefix("inline").strip() for part in name.split("::")))
-        out.append((m.end(), "::".join(n for n in stack if n is not None)))
-    return out
+    return [(at, "::".join(n for n, _ in names)) for at, names in _scopes(text)]
 
 
 @dataclass(frozen=True)
@@ -261,7 +511,7 @@ class GlobalDecl:
 def global_decls(text: str) -> list[GlobalDecl]:
     """The ``__global__`` declarations (and definitions) of comment-free ``text``, in order: the
     first name after ``__global__`` followed by a parameter list, skipping attributes."""
-    spaces = namespaces_at(text)
+    scopes = _scopes(text)
     out = []
     for g in _GLOBAL.finditer(text):
         start = max(text.rfind(c, 0, g.start()) for c in ";{}") + 1
@@ -275,9 +525,9 @@ def global_decls(text: str) -> list[GlobalDecl]:
             if m.group(1) in _ATTRIBUTES:
                 pos = m.end() + len(inner) + 1
                 continue
-            ns = [n for at, n in spaces if at <= g.start()][-1]
-            out.append(GlobalDecl(m.group(1), ns, text[start:m.start()], inner, g.start(), m.end() + len(inner) + 1,
-                                  m.group(2)))
+            head = text[start:m.start()]
+            ns = "::".join(n for n, _ in _namespaces_of(scopes, head, g.start()))
+            out.append(GlobalDecl(m.group(1), ns, head, inner, g.start(), m.end() + len(inner) + 1, m.group(2)))
             break
     return out
 

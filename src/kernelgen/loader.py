@@ -87,7 +87,7 @@ _CC = schema.CC_RE
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 MAX_INSTANCES = 64
 _TYPE = re.compile(r"(const\s+)?([A-Za-z0-9_]+)\s*(\*)?(?:\s*(const\s*)?(\*))?")
-_FIELD_TYPE = re.compile(r"([a-z0-9_]+)\s*(?:\[\s*([0-9]+)\s*\])?")
+_FIELD_TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([0-9]+)\s*\])?")
 MAX_STRUCT_BYTES = 4096
 MAX_FIELDS = 64
 MAX_TEXT = schema.MAX_TEXT
@@ -102,6 +102,7 @@ class _Ctx:
         self.fields: list[str] = []
         self.structs: dict[str, Struct] = {}  # the module's struct types, by spec name
         self.type_axes: dict[str, str] = {}  # the kernel instance's element-type axes (T -> bf16), for sizeof
+        self.sources: list[tuple[str, str]] = []  # the module's sources: (path from the root, text)
 
     @property
     def field(self) -> str:
@@ -833,6 +834,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
         if len(set(sources)) != len(sources):
             dup = next(s for i, s in enumerate(sources) if s in sources[:i])
             raise ctx.error(f["sources"].loc, f"source {dup} is listed twice (after normalising the paths)")
+    ctx.sources = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
     kill = None
     if "kill_switch" in f:
         with ctx.at("kill_switch"):
@@ -888,9 +890,10 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
                     _claim(ctx, owner, k.name, f"instantiation '{k.name}' of '{kname}'", dispatch.loc)
                 kernels.extend(instances)
                 dispatches.append(dispatch)
-        kernels = [_check_cluster_dims(ctx, k, root, sources) for k in kernels]
-        for k in kernels:
-            _check_launch_bounds(ctx, k, constants)
+        checked = [_check_sources(ctx, k) for k in kernels]
+        kernels = [k for k, _ in checked]
+        for k, bounded_by in checked:
+            _check_launch_bounds(ctx, k, constants, bounded_by)
     names = {k.name for k in kernels} | {d.name for d in dispatches}
     for c in constants:
         if c in names:
@@ -1008,28 +1011,87 @@ def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[A
             if name in constants:
                 raise ctx.error(key.loc, f"axis '{name}' has the name of a constant")
             if not isinstance(value, YSeq) or not value.items:
-                raise ctx.error(value.loc, "expected a non-empty list of element types or integers")
+                raise ctx.error(value.loc, "expected a non-empty list of element types, integers, true/false or "
+                                "enumerators")
             vals: list[str | int] = []
             for i, item in enumerate(value.items):
                 with ctx.at(f"[{i}]"):
-                    v = item.value if isinstance(item, YScalar) else None
-                    if isinstance(v, int) and not isinstance(v, bool):
-                        if not -(1 << 31) <= v < (1 << 31):
-                            raise ctx.error(item.loc, f"{v} is out of range for an integer axis (32-bit)")
-                    elif isinstance(v, str):
-                        if v not in SPEC_ELEMS or SPEC_ELEMS[v].any_dtype:
-                            raise ctx.error(item.loc, f"unknown element type '{v}'" if v not in SPEC_ELEMS else
-                                            "'void' cannot be a type axis value (void* takes arrays of any dtype)",
-                                            name_hint(v, list(SPEC_ELEMS)))
-                    else:
-                        raise ctx.error(item.loc, f"expected an element type or an integer, got {_kind(item)}")
-                    if vals and isinstance(v, int) != isinstance(vals[0], int):
-                        raise ctx.error(item.loc, "an axis holds element types or integers, not both")
-                    if v in vals:
-                        raise ctx.error(item.loc, f"{v} is listed twice")
+                    v = _axis_value(ctx, item)
+                    if vals and _axis_kind(v) != _axis_kind(vals[0]):
+                        raise ctx.error(item.loc, f"an axis holds one kind of value: this one holds "
+                                        f"{_AXIS_KINDS[_axis_kind(vals[0])]}, not {_axis_text(v, 'spec')}")
+                    if any(_axis_text(v, "cpp") == _axis_text(w, "cpp") for w in vals):
+                        raise ctx.error(item.loc, f"{_axis_text(v, 'spec')} is listed twice")
                     vals.append(v)
-            axes.append(Axis(name, tuple(vals), isinstance(vals[0], str), key.loc))
+            axes.append(Axis(name, tuple(vals), _axis_kind(vals[0]) == "type", key.loc))
     return axes
+
+
+# A C++ qualified name: an enumerator as a non-type template argument (Act::Relu, ns::Act::Relu).
+_ENUMERATOR = re.compile(r"(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")
+_AXIS_KINDS = {"type": "element types", "int": "integers", "bool": "booleans", "enumerator": "enumerators"}
+
+
+def _axis_value(ctx: _Ctx, item: YNode) -> str | int:
+    """One value of an ``instantiate`` axis: an element type, a 32-bit integer, a boolean, or an
+    enumerator's qualified C++ name (``Act::Relu``)."""
+    v = item.value if isinstance(item, YScalar) else None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        if not -(1 << 31) <= v < (1 << 31):
+            raise ctx.error(item.loc, f"{v} is out of range for an integer axis (32-bit)")
+        return v
+    if not isinstance(v, str):
+        raise ctx.error(item.loc, f"expected an element type, an integer, true/false or an enumerator, got "
+                        f"{_kind(item)}", "e.g. T: [f32, bf16], TILE: [64, 128], HAS_BIAS: [true, false], "
+                        "ACT: [Act::Relu, Act::Gelu]")
+    if "::" in v:
+        bad = next((w for w in v.removeprefix("::").split("::") if w in CPP_KEYWORDS), None)
+        if not _ENUMERATOR.fullmatch(v) or bad is not None:
+            raise ctx.error(item.loc, f"{v!r} is not an enumerator's qualified name" + (
+                f" ('{bad}' is a C++ keyword)" if bad else ""), "e.g. Act::Relu or ns::Act::Relu, as the sources "
+                "spell it from the global namespace")
+        return v
+    if v not in SPEC_ELEMS or SPEC_ELEMS[v].any_dtype:
+        if v in SPEC_ELEMS:
+            raise ctx.error(item.loc, "'void' cannot be a type axis value (void* takes arrays of any dtype)")
+        hint = name_hint(v, list(SPEC_ELEMS))
+        if re.fullmatch(r"[A-Za-z_]\w*", v) and "did you mean" not in hint:
+            hint = f"an enumerator is written with its enum's name (Act::{v} for enum class Act); {hint}"
+        raise ctx.error(item.loc, f"unknown element type '{v}'", hint)
+    return v
+
+
+def _axis_kind(v: str | int) -> str:
+    """What an ``instantiate`` value is: "bool", "int", "enumerator" (a qualified C++ name) or
+    "type" (an element type)."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    return "enumerator" if "::" in v else "type"
+
+
+def _axis_text(v: str | int, form: str) -> str:
+    """An ``instantiate`` value as ``form`` spells it: "cpp" in a symbol (``true``, ``64``,
+    ``Act::Relu``, ``__nv_bfloat16``), "spec" in argument types and messages (``bf16``), "name" in
+    instance names (``true``, ``64``, ``Relu``: an enumerator's own name, ``bf16``)."""
+    kind = _axis_kind(v)
+    if kind == "bool":
+        return "true" if v else "false"
+    if kind == "int":
+        return str(v)
+    assert isinstance(v, str)
+    if kind == "enumerator":
+        return v.rsplit("::", 1)[-1] if form == "name" else v
+    return ELEMS[v].cpp if form == "cpp" else v
+
+
+def _integer_axes(axes: Mapping[str, str | int]) -> dict[str, int]:
+    """The axes that are constants of an instance in its expressions: integers, and booleans as 0
+    and 1 (as bool arguments are)."""
+    return {n: int(v) for n, v in axes.items() if _axis_kind(v) in ("int", "bool")}
 
 
 def _instances(
@@ -1056,7 +1118,7 @@ def _instances(
     for combo in combos:
         values = {a.name: v for a, v in zip(axes, combo)}
         if pattern is None:
-            iname = "_".join([name, *(str(v) for v in combo)])
+            iname = "_".join([name, *(_axis_text(v, "name") for v in combo)])
         else:
             with ctx.at("instance_name"):
                 iname = _subst(ctx, f["instance_name"].loc, pattern, values, cpp=False)
@@ -1064,10 +1126,13 @@ def _instances(
             where = f["instance_name" if pattern else "instantiate"].loc
             _ident(ctx, where, iname, "instance name")
             if iname in seen:
-                raise ctx.error(where, f"instantiations {seen[iname]} and {combo} are both named '{iname}'",
-                                "put every axis in the pattern")
+                shown = [", ".join(_axis_text(v, "spec") for v in c) for c in (seen[iname], combo)]
+                raise ctx.error(where, f"instantiations ({shown[0]}) and ({shown[1]}) are both named '{iname}'",
+                                "put every axis in the pattern" if pattern is None else "put every axis in the "
+                                "pattern (an enumerator is named by its own name, without its enum's)")
         seen[iname] = combo
-        with ctx.at(f"<{', '.join(f'{k}={v}' for k, v in values.items())}>"):
+        shown = ", ".join(f"{k}={_axis_text(v, 'spec')}" for k, v in values.items())
+        with ctx.at(f"<{shown}>"):
             k = _kernel(ctx, iname, loc, node, constants, target_names, targets, values)
         instances.append(replace(k, instance_of=name, axis_values=tuple(values.items())))
     type_axes = []
@@ -1095,8 +1160,9 @@ def _instances(
 
 
 def _subst(ctx: _Ctx, loc: SourceLoc, text: str, axes: Mapping[str, str | int], cpp: bool) -> str:
-    """``text`` with each ``{AXIS}`` replaced by the instance's value: an integer in decimal,
-    an element type by its C++ spelling (``cpp``) or its spec name."""
+    """``text`` with each ``{AXIS}`` replaced by the instance's value: an integer in decimal, a
+    boolean as ``true``/``false``, an enumerator by its qualified name (``cpp``) or its own name,
+    an element type by its C++ spelling (``cpp``) or its spec name (see ``_axis_text``)."""
 
     def one(m: re.Match[str]) -> str:
         name = m.group(1)
@@ -1105,10 +1171,7 @@ def _subst(ctx: _Ctx, loc: SourceLoc, text: str, axes: Mapping[str, str | int], 
                 raise ctx.error(loc, f"placeholder {{{name}}} outside an instantiated kernel",
                                 f"declare the axis under 'instantiate', e.g. instantiate: {{{name}: [f32, bf16]}}")
             raise ctx.error(loc, f"unknown placeholder {{{name}}}", did_you_mean(name, list(axes)))
-        v = axes[name]
-        if isinstance(v, int):
-            return str(v)
-        return ELEMS[v].cpp if cpp else v
+        return _axis_text(axes[name], "cpp" if cpp else "name")
 
     return _PLACEHOLDER.sub(one, text)
 
@@ -1320,7 +1383,23 @@ def _expr(ctx: _Ctx, node: YNode, names: Mapping[str, object], ty: expr.Ty) -> e
         hint = exc.hint
         if text.count("(") != text.count(")"):
             hint = "inside [ ] quote expressions that contain commas: 'div_ceil(q_len, 128)'"
-        raise ctx.error(node.loc, exc.message, hint) from None
+        undefined = re.fullmatch(r"undefined name '(\w+)'", exc.message)
+        raise ctx.error(node.loc, exc.message, (undefined and _source_name_hint(ctx, undefined.group(1))) or hint
+                        ) from None
+
+
+def _source_name_hint(ctx: _Ctx, name: str) -> str | None:
+    """For a name an expression uses that the spec does not declare but the module's sources
+    define (``#define NAME`` or ``constexpr``): that spec expressions do not see them, and the
+    ``constants:`` entry that would declare it. None where the sources do not define it."""
+    found = kernel_source.source_definition(ctx.sources, name)
+    if found is None:
+        return None
+    path, line, text = found
+    value = kernel_source.source_integers(ctx.sources).get(name)
+    return (f"the sources define {name} ({path}:{line}: {text}), but spec expressions see only the spec's names "
+            "(they are evaluated by the plans and the generated tests, without the sources): declare it under "
+            f"'constants' ({name}: {value if value is not None else '<its value>'})")
 
 
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*([A-Za-z_]\w*)?\s*\)")
@@ -1354,102 +1433,188 @@ def _constant_symbol(ctx: _Ctx, node: YNode) -> str:
     return "::".join(parts)
 
 
+@dataclass(frozen=True)
+class _FieldDecl:
+    """A struct field as the spec writes it, before the structs it names are laid out."""
+
+    name: str
+    loc: SourceLoc
+    member: str  # the C++ member's own name, or ""
+    base: str  # a scalar type or a struct of the module
+    count: int  # 0: one; n: an array of n
+    type_loc: SourceLoc
+
+
+@dataclass(frozen=True)
+class _StructDecl:
+    """A ``structs:`` entry as the spec writes it, before its layout."""
+
+    name: str
+    loc: SourceLoc
+    cpp: str
+    header: str | None
+    files: tuple[tuple[str, str], ...]
+    fields: tuple[_FieldDecl, ...]
+    fields_loc: SourceLoc
+    align: YNode | None
+
+
 def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequence[str] = ()
              ) -> tuple[Struct, ...]:
-    """``structs:``: struct types passed by value, with their C layout (natural alignment)."""
+    """``structs:``: struct types passed by value, with their C layout as a C++ compiler gives it:
+    each field at a multiple of its alignment (a scalar's size; a nested struct's alignment), the
+    struct's alignment the largest of its fields' and its own ``align``, its size a multiple of
+    it. A field may be another struct of the module, declared anywhere under ``structs``, or an
+    array of one; a struct that contains itself (directly or through others) is refused. In spec
+    order, each struct after the structs it nests."""
     if not isinstance(node, YMap) or not node.items:
         raise ctx.error(node.loc, "expected a mapping of struct names to their C++ type and fields",
                         "e.g. structs: {rope_dims: {cpp: rope_corr_dims, fields: {v0: f32, v1: f32}}}")
-    out: list[Struct] = []
-    for key, value in node.items:
-        name = _ident(ctx, key.loc, key.value, "struct name")
-        with ctx.at(name):
-            if name in SCALARS or name in ELEMS:
-                raise ctx.error(key.loc, f"struct '{name}' has the name of a registry type", "choose another name")
-            f = _fields(ctx, value, schema.STRUCT)
-            cpp = name
-            if "cpp" in f:
-                with ctx.at("cpp"):
-                    text = _str(ctx, f["cpp"], "a C++ type name")
-                    try:
-                        cpp = symbols.parse(text, CPP_KEYWORDS).text
-                    except symbols.SymbolError as exc:
-                        raise ctx.error(f["cpp"].loc, f"{text!r} is not a C++ type name: {exc}",
-                                        "e.g. rope_corr_dims, ns::params or params<float>") from None
-            header = None
-            files: tuple[tuple[str, str], ...] = ()
-            if "header" in f:
-                with ctx.at("header"):
-                    header = _source(ctx, f["header"], root)
-                    try:
-                        files = header_files(root, header, include_dirs)
-                    except HeaderError as exc:
-                        raise ctx.error(f["header"].loc, f"header {header} cannot be installed for C++ callers: {exc}",
-                                        "keep the headers a struct's header includes inside the project (copy or "
-                                        "move them in), or give a header that includes only those") from None
-            elif "<" in cpp:
-                with ctx.at("cpp"):
-                    raise ctx.error(f["cpp"].loc, f"'{cpp}' is a template; the C++ API cannot forward-declare it",
-                                    "give 'header': the source that declares the type")
-            with ctx.at("fields"):
-                fn = f["fields"] if "fields" in f else YMap(value.loc, ())
-                if not isinstance(fn, YMap):
-                    raise ctx.error(fn.loc, "expected a mapping of field names to scalar types",
-                                    "e.g. {v0: f32, v1: f32, dims: 'u32[4]'}, or {} for a stateless functor")
-                if len(fn.items) > MAX_FIELDS:
-                    raise ctx.error(fn.loc, f"{len(fn.items)} fields; the limit is {MAX_FIELDS}")
-                fields: list[StructField] = []
-                offset = 0
-                align = 1
-                for fkey, fval in fn.items:
-                    fname = _ident(ctx, fkey.loc, fkey.value, "field name")
-                    with ctx.at(fname):
-                        if any(x.name == fname for x in fields):
-                            raise ctx.error(fkey.loc, f"field '{fname}' is declared twice")
-                        member = ""
-                        if isinstance(fval, YMap):  # {type: u64, cpp: in}: the C++ member's own name
-                            entry = _fields(ctx, fval, schema.FIELD)
-                            if "cpp" in entry:
-                                with ctx.at("cpp"):
-                                    member = _str(ctx, entry["cpp"], "the C++ member's name")
-                                    if not _IDENT.fullmatch(member) or member in CPP_KEYWORDS:
-                                        raise ctx.error(entry["cpp"].loc, f"{member!r} is not a C++ member name",
-                                                        "an identifier that is not a C++ keyword")
-                            fval = entry["type"]
-                        text = _str(ctx, fval, "a scalar type such as f32 or u32[4]")
-                        m = _FIELD_TYPE.fullmatch(text.strip())
-                        if not m or m.group(1) not in SCALARS:
-                            base = m.group(1) if m else text
-                            raise ctx.error(fval.loc, f"{text!r} is not a field type",
-                                            name_hint(base, list(SCALARS)) or
-                                            "fields are scalars (u32, i64, f32, ...) or fixed arrays such as f32[4]")
-                        count = int(m.group(2)) if m.group(2) is not None else 0
-                        if m.group(2) is not None and not 1 <= count <= 1024:
-                            raise ctx.error(fval.loc, f"array length {count} is outside 1..1024")
-                        scalar = SCALARS[m.group(1)]
-                        size = scalar.bits // 8
-                        offset = (offset + size - 1) // size * size
-                        fields.append(StructField(fname, scalar, count, offset, fkey.loc, member))
-                        offset += size * max(count, 1)
-                        align = max(align, size)
-            if "align" in f:
-                with ctx.at("align"):
-                    if not fields:
-                        raise ctx.error(f["align"].loc, "a struct without fields (a stateless functor) takes no align",
-                                        "the launcher passes a value-initialised one; leave align out")
-                    given = _int(ctx, f["align"])
-                    if given not in (1, 2, 4, 8, 16, 32, 64, 128):
-                        raise ctx.error(f["align"].loc, f"alignment {given} is not a power of two up to 128")
-                    if given < align:
-                        raise ctx.error(f["align"].loc, f"alignment {given} is less than the fields' ({align})",
-                                        "leave align out, or give at least the largest field's size")
-                    align = given
-            with ctx.at("fields"):
-                total = max((offset + align - 1) // align * align, 1)  # an empty C++ struct is one byte
-                if total > MAX_STRUCT_BYTES:
-                    raise ctx.error(fn.loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")
-            out.append(Struct(name, cpp, header, tuple(fields), total, align, key.loc, module, files))
-    return tuple(out)
+    declared = [str(k.value) for k, _ in node.items]  # field types may name a struct declared below them
+    decls = [_struct_decl(ctx, key, value, root, declared, include_dirs) for key, value in node.items]
+    built: dict[str, Struct] = {}
+    for decl in _struct_order(ctx, decls):
+        with ctx.at(decl.name):
+            built[decl.name] = _struct_layout(ctx, decl, built, module)
+    return tuple(built.values())
+
+
+def _struct_decl(ctx: _Ctx, key: YScalar, value: YNode, root: Path, declared: Sequence[str],
+                 include_dirs: Sequence[str]) -> _StructDecl:
+    """One ``structs:`` entry's keys, checked; its field types are scalars or names in ``declared``."""
+    name = _ident(ctx, key.loc, key.value, "struct name")
+    with ctx.at(name):
+        if name in SCALARS or name in ELEMS:
+            raise ctx.error(key.loc, f"struct '{name}' has the name of a registry type", "choose another name")
+        f = _fields(ctx, value, schema.STRUCT)
+        cpp = name
+        if "cpp" in f:
+            with ctx.at("cpp"):
+                text = _str(ctx, f["cpp"], "a C++ type name")
+                try:
+                    cpp = symbols.parse(text, CPP_KEYWORDS).text
+                except symbols.SymbolError as exc:
+                    raise ctx.error(f["cpp"].loc, f"{text!r} is not a C++ type name: {exc}",
+                                    "e.g. rope_corr_dims, ns::params or params<float>") from None
+        header = None
+        files: tuple[tuple[str, str], ...] = ()
+        if "header" in f:
+            with ctx.at("header"):
+                header = _source(ctx, f["header"], root)
+                try:
+                    files = header_files(root, header, include_dirs)
+                except HeaderError as exc:
+                    raise ctx.error(f["header"].loc, f"header {header} cannot be installed for C++ callers: {exc}",
+                                    "keep the headers a struct's header includes inside the project (copy or "
+                                    "move them in), or give a header that includes only those") from None
+        elif "<" in cpp:
+            with ctx.at("cpp"):
+                raise ctx.error(f["cpp"].loc, f"'{cpp}' is a template; the C++ API cannot forward-declare it",
+                                "give 'header': the source that declares the type")
+        with ctx.at("fields"):
+            fn = f["fields"] if "fields" in f else YMap(value.loc, ())
+            if not isinstance(fn, YMap):
+                raise ctx.error(fn.loc, "expected a mapping of field names to field types",
+                                "e.g. {v0: f32, v1: f32, dims: 'u32[4]', window: window}, or {} for a stateless "
+                                "functor")
+            if len(fn.items) > MAX_FIELDS:
+                raise ctx.error(fn.loc, f"{len(fn.items)} fields; the limit is {MAX_FIELDS}")
+            fields: list[_FieldDecl] = []
+            for fkey, fval in fn.items:
+                fname = _ident(ctx, fkey.loc, fkey.value, "field name")
+                with ctx.at(fname):
+                    if any(x.name == fname for x in fields):
+                        raise ctx.error(fkey.loc, f"field '{fname}' is declared twice")
+                    fields.append(_field_decl(ctx, fname, fkey.loc, fval, declared))
+        if "align" in f and not fields:
+            with ctx.at("align"):
+                raise ctx.error(f["align"].loc, "a struct without fields (a stateless functor) takes no align",
+                                "the launcher passes a value-initialised one; leave align out")
+        return _StructDecl(name, key.loc, cpp, header, files, tuple(fields), fn.loc, f.get("align"))
+
+
+def _field_decl(ctx: _Ctx, name: str, loc: SourceLoc, node: YNode, declared: Sequence[str]) -> _FieldDecl:
+    """A field's type (``f32``, ``u32[4]``, a struct of the module, ``window[2]``) and C++ member."""
+    member = ""
+    if isinstance(node, YMap):  # {type: u64, cpp: in}: the C++ member's own name
+        entry = _fields(ctx, node, schema.FIELD)
+        if "cpp" in entry:
+            with ctx.at("cpp"):
+                member = _str(ctx, entry["cpp"], "the C++ member's name")
+                if not _IDENT.fullmatch(member) or member in CPP_KEYWORDS:
+                    raise ctx.error(entry["cpp"].loc, f"{member!r} is not a C++ member name",
+                                    "an identifier that is not a C++ keyword")
+        node = entry["type"]
+    text = _str(ctx, node, "a field type such as f32, u32[4] or a struct of the module")
+    m = _FIELD_TYPE.fullmatch(text.strip())
+    if not m or (m.group(1) not in SCALARS and m.group(1) not in declared):
+        base = m.group(1) if m else text
+        raise ctx.error(node.loc, f"{text!r} is not a field type",
+                        name_hint(base, [*SCALARS, *declared]) or
+                        "fields are scalars (u32, i64, f32, ...), structs declared under structs, or fixed "
+                        "arrays of either (f32[4], window[2])")
+    count = int(m.group(2)) if m.group(2) is not None else 0
+    if m.group(2) is not None and not 1 <= count <= 1024:
+        raise ctx.error(node.loc, f"array length {count} is outside 1..1024")
+    return _FieldDecl(name, loc, member, m.group(1), count, node.loc)
+
+
+def _struct_order(ctx: _Ctx, decls: Sequence[_StructDecl]) -> list[_StructDecl]:
+    """``decls`` in spec order, each after the structs its fields hold; a struct that holds
+    itself, directly or through others, is an error at the field that closes the loop."""
+    by_name = {d.name: d for d in decls}
+    out: dict[str, _StructDecl] = {}
+
+    def visit(d: _StructDecl, path: list[tuple[_StructDecl, _FieldDecl]]) -> None:
+        for fd in d.fields:
+            if fd.base not in by_name or fd.base in out:
+                continue
+            loop = [*path, (d, fd)]
+            start = next((i for i, (s, _) in enumerate(loop) if s.name == fd.base), None)
+            if start is not None:
+                chain = ", whose ".join(f"field '{f.name}' is struct '{f.base}'" for _, f in loop[start:])
+                with ctx.at(d.name), ctx.at("fields"), ctx.at(fd.name):
+                    raise ctx.error(fd.type_loc, f"struct '{fd.base}' contains itself: {chain}",
+                                    "a struct cannot hold itself by value; hold its address instead (a u64 field)")
+            visit(by_name[fd.base], loop)
+        out.setdefault(d.name, d)
+
+    for d in decls:
+        visit(d, [])
+    return list(out.values())
+
+
+def _struct_layout(ctx: _Ctx, decl: _StructDecl, built: Mapping[str, Struct], module: str) -> Struct:
+    """``decl`` laid out as C++ lays it out, the structs its fields hold being in ``built``."""
+    fields: list[StructField] = []
+    offset = 0
+    align = 1
+    with ctx.at("fields"):
+        for fd in decl.fields:
+            nested = built.get(fd.base)
+            if nested is not None and nested.stateless:
+                with ctx.at(fd.name):
+                    raise ctx.error(fd.type_loc, f"struct '{nested.name}' has no fields (a stateless functor), so "
+                                    "it cannot be a field", f"give struct '{nested.name}' its fields")
+            fld = StructField(fd.name, None if nested else SCALARS[fd.base], fd.count, 0, fd.loc, fd.member, nested)
+            offset = (offset + fld.align - 1) // fld.align * fld.align
+            fields.append(replace(fld, offset=offset))
+            offset += fld.size
+            align = max(align, fld.align)
+    if decl.align is not None:
+        with ctx.at("align"):
+            given = _int(ctx, decl.align)
+            if given not in (1, 2, 4, 8, 16, 32, 64, 128):
+                raise ctx.error(decl.align.loc, f"alignment {given} is not a power of two up to 128")
+            if given < align:
+                raise ctx.error(decl.align.loc, f"alignment {given} is less than the fields' ({align})",
+                                "leave align out, or give at least the largest field's alignment")
+            align = given
+    total = max((offset + align - 1) // align * align, 1)  # an empty C++ struct is one byte
+    if total > MAX_STRUCT_BYTES:
+        with ctx.at("fields"):
+            raise ctx.error(decl.fields_loc, f"the struct is {total} bytes; the limit is {MAX_STRUCT_BYTES}")
+    return Struct(decl.name, decl.cpp, decl.header, tuple(fields), total, align, decl.loc, module, decl.files)
 
 
 @dataclass(frozen=True)
@@ -1474,8 +1639,9 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
     text = _str(ctx, node, "a type such as u32 or const bf16*")
     if "{" in text:
         m = _PLACEHOLDER.search(text)
-        if m and isinstance(axes.get(m.group(1)), int):
-            raise ctx.error(loc, f"{{{m.group(1)}}} is an integer axis; types take element-type axes")
+        kind = _axis_kind(axes[m.group(1)]) if m and m.group(1) in axes else "type"
+        if kind != "type":
+            raise ctx.error(loc, f"{{{m.group(1)}}} is an axis of {_AXIS_KINDS[kind]}; types take element-type axes")
         value = axes.get(m.group(1)) if m else None
         text = _subst(ctx, loc, text, axes, cpp=False)
         if not text.rstrip().endswith("*"):
@@ -1626,8 +1792,8 @@ def _kernel(
     placeholders in the symbol, variants and argument types are replaced, and integer axes
     are constants of the instance in every expression."""
     axes = axes or {}
-    int_axes = {n: v for n, v in axes.items() if isinstance(v, int)}
-    ctx.type_axes = {n: v for n, v in axes.items() if isinstance(v, str)}
+    int_axes = _integer_axes(axes)
+    ctx.type_axes = {n: v for n, v in axes.items() if isinstance(v, str) and _axis_kind(v) == "type"}
     try:
         return _kernel_entries(ctx, name, loc, node, constants, target_names, targets, axes, int_axes)
     finally:
@@ -1708,6 +1874,11 @@ def _kernel_entries(
             if bad and bad.group(1) in float_names | ptr_names:
                 kind = "a float" if bad.group(1) in float_names else "a pointer"
                 raise ctx.error(n.loc, f"'{bad.group(1)}' is {kind}; expressions use integer arguments only") from None
+            if bad and bad.group(1) in axes:
+                kind = _axis_kind(axes[bad.group(1)])
+                raise ctx.error(n.loc, f"'{bad.group(1)}' is an axis of {_AXIS_KINDS[kind]}; expressions use integer "
+                                "and boolean axes only", f"sizeof({bad.group(1)}) gives the bytes of its element type"
+                                if kind == "type" else "") from None
             dotted = re.search(r"undefined name '(kernel\.\w+)'", e.message)
             if dotted and dotted.group(1) in DEVICE_NAMES:  # shared_mem: the device.* names only
                 raise ctx.error(n.loc, f"'{dotted.group(1)}' is not available here: the occupancy depends on "
@@ -1854,9 +2025,6 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                     if not a.is_pointer or a.indirect or a.device:
                         raise ctx.error(mf["array"].loc, f"'{array}' is {a.spelling}: a tensor map describes an "
                                         "array (a pointer to elements)")
-                    if a.nullable:
-                        raise ctx.error(mf["array"].loc, f"'{array}' is nullable; a tensor map needs an array",
-                                        "drop 'nullable', or use a kernel without the map for the null case")
                     assert a.elem is not None
                     elem_bytes = a.elem.bits // 8
                     if a.elem.lanes != 1 or a.elem.bits % 8 or elem_bytes not in _TMA_ELEM_BYTES:
@@ -1923,8 +2091,8 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
                     if bad:
                         raise ctx.error(
                             item.loc, f"'{bad.group(1)}' is not a constant",
-                            "the cluster shape is fixed at compile time: use literals, names under 'constants' "
-                            "and integer instantiation axes",
+                            _source_name_hint(ctx, bad.group(1)) or "the cluster shape is fixed at compile time: "
+                            "use literals, names under 'constants' and integer instantiation axes",
                         ) from None
                     raise
                 try:
@@ -1938,68 +2106,144 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
         return out[0], out[1], out[2]
 
 
-def _check_cluster_dims(ctx: _Ctx, k: Kernel, root: Path, sources: tuple[str, ...]) -> Kernel:
-    """The kernel's ``cluster`` equals ``__cluster_dims__`` on its definition in the sources
-    (read from their text; see kernel_source for what is read), for every symbol it launches.
-    Returns the kernel with its ``__launch_bounds__`` (the smallest over its symbols)."""
-    bounds: list[tuple[int, int]] = []
-    texts = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
+def _check_sources(ctx: _Ctx, k: Kernel) -> tuple[Kernel, str | None]:
+    """What the declarations of each symbol the kernel launches say in the module's sources (read
+    from their text, the symbol looked up with its namespaces; see kernel_source for what is read):
+    their ``__cluster_dims__`` equals the spec's ``cluster``, and their parameters are the spec's
+    ``args`` and tensor maps where the text decides (:func:`_check_params`). Returns the kernel with
+    its ``__launch_bounds__`` (the smallest over its symbols) and which declaration gives it
+    ("'sym' at path:line"), or None where none is known."""
+    bounds: list[tuple[tuple[int, int], str]] = []
     symbols = [s for _, s in k.variants.symbols] if k.variants else [k.symbol]
     want = k.cluster
     where = k.cluster_loc or k.loc
     field = "cluster" if k.cluster else "symbol"
-    with ctx.at(k.name), ctx.at(field):
+    with ctx.at(k.name):
         for sym in symbols:
-            try:
-                decls = kernel_source.global_declarations(texts, sym)
-            except kernel_source.SourceScanError as exc:
-                raise ctx.error(
-                    where, f"cannot read __cluster_dims__ of '{sym}': {exc}",
-                    "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
-                    "defined by #define or constexpr in the sources",
-                ) from None
-            bounds += [d.launch_bounds for d in decls if d.launch_bounds is not None]
-            if not decls:
-                if want is None:
-                    continue
-                raise ctx.error(
-                    where, f"cannot find the __global__ definition of '{sym}' in the sources "
-                    f"({', '.join(sources)}) to check its __cluster_dims__",
-                    "list the file that defines the kernel under 'sources', or remove 'cluster'",
-                )
-            declared = [d for d in decls if d.cluster is not None]
-            if want is None:
-                if declared:
-                    d = declared[0]
-                    dims = ", ".join(map(str, d.cluster or ()))
+            with ctx.at(field):
+                try:
+                    decls = kernel_source.global_declarations(ctx.sources, sym)
+                except kernel_source.LookupUndecided as exc:
+                    if want is None:
+                        continue  # nothing the sources must confirm; the launcher checks the compiled limits
+                    raise ctx.error(where, f"cannot tell which declaration's __cluster_dims__ '{sym}' has: {exc}",
+                                    "spell the symbol with the namespaces its declaration is written in") from None
+                except kernel_source.SourceScanError as exc:
                     raise ctx.error(
-                        where, f"'{sym}' is declared with __cluster_dims__({dims}) at {d.path}:{d.line}, "
-                        "but the spec declares no cluster",
-                        f"add 'cluster: [{dims}]' to kernel '{k.name}'",
-                    )
-                continue
-            if not declared:
-                d = decls[0]
-                raise ctx.error(
-                    where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
-                    "has no __cluster_dims__ attribute",
-                    f"add __cluster_dims__({', '.join(map(str, want))}) to the kernel's definition, "
-                    "or remove 'cluster'",
-                )
-            for d in declared:
-                if d.cluster != want:
-                    raise ctx.error(
-                        where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.path}:{d.line} "
-                        f"has __cluster_dims__({', '.join(map(str, d.cluster or ()))})",
-                        "make the spec's cluster and the kernel's __cluster_dims__ agree",
-                    )
+                        where, f"cannot read __cluster_dims__ of '{sym}': {exc}",
+                        "write __cluster_dims__(x, y, z) on the kernel's declaration with integer literals or names "
+                        "defined by #define or constexpr in the sources",
+                    ) from None
+                _check_cluster_of(ctx, k, sym, decls, where)
+            bounds += [(d.launch_bounds, f"'{sym}' at {d.where}") for d in decls if d.launch_bounds is not None]
+            _check_params(ctx, k, sym, decls)
     if not bounds:
-        return k
-    return replace(k, launch_bounds=min(bounds))
+        return k, None
+    least = min(bounds)
+    return replace(k, launch_bounds=least[0]), least[1]
 
 
-def _check_launch_bounds(ctx: _Ctx, k: Kernel, constants: Mapping[str, int]) -> None:
-    """A block over the kernel's ``__launch_bounds__`` in an example where it launches is an error."""
+def _check_cluster_of(ctx: _Ctx, k: Kernel, sym: str, decls: list[kernel_source.Declaration],
+                      where: SourceLoc) -> None:
+    """``sym``'s declarations (``decls``) carry the spec's ``cluster`` as ``__cluster_dims__``."""
+    want = k.cluster
+    if not decls:
+        if want is None:
+            return
+        others = kernel_source.same_name_declarations(ctx.sources, sym)
+        also = f"; they declare __global__ {kernel_source.declared_text(others)}" if others else ""
+        raise ctx.error(
+            where, f"cannot find the __global__ definition of '{sym}' in the sources "
+            f"({', '.join(p for p, _ in ctx.sources)}) to check its __cluster_dims__{also}",
+            "spell the symbol with the namespaces its declaration is written in" if others else
+            "list the file that defines the kernel under 'sources', or remove 'cluster'",
+        )
+    declared = [d for d in decls if d.cluster is not None]
+    if want is None:
+        if declared:
+            d = declared[0]
+            dims = ", ".join(map(str, d.cluster or ()))
+            raise ctx.error(
+                where, f"'{sym}' is declared with __cluster_dims__({dims}) at {d.where}, "
+                "but the spec declares no cluster",
+                f"add 'cluster: [{dims}]' to kernel '{k.name}'",
+            )
+        return
+    if not declared:
+        d = decls[0]
+        raise ctx.error(
+            where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.where} "
+            "has no __cluster_dims__ attribute",
+            f"add __cluster_dims__({', '.join(map(str, want))}) to the kernel's definition, or remove 'cluster'",
+        )
+    for d in declared:
+        if d.cluster != want:
+            raise ctx.error(
+                where, f"kernel '{k.name}' declares cluster {list(want)}, but '{sym}' at {d.where} "
+                f"has __cluster_dims__({', '.join(map(str, d.cluster or ()))})",
+                "make the spec's cluster and the kernel's __cluster_dims__ agree",
+            )
+
+
+def _check_params(ctx: _Ctx, k: Kernel, sym: str, decls: list[kernel_source.Declaration]) -> None:
+    """The spec's ``args`` and tensor maps against the parameter lists of ``sym``'s declarations,
+    where their text decides: a number of parameters that none of them takes (every list read), or,
+    where every declaration spells one list, a parameter whose type the registry knows and that is
+    not the spec's argument's (integers of one size and signedness are one type; the spec's
+    ``void*`` takes any pointer with its const). The build checks every parameter with the compiler."""
+    lists = [d.params for d in decls]
+    if not lists or any(ps is None for ps in lists):
+        return
+    spec = [f"{a.spelling} {a.name}" for a in k.args] + [f"const CUtensorMap {t.name}" for t in k.tensor_maps]
+    d = decls[0]
+    params = d.params or ()
+    if all(len(ps or ()) != len(spec) for ps in lists):
+        maps = [(i, p) for i, p in enumerate(params) if p.tensor_map]
+        hint = "make the spec's args list the kernel's parameters, in order, with the same types"
+        if len(maps) > len(k.tensor_maps):
+            shown = ", ".join(f"{i + 1} ('{p.text}')" for i, p in maps)
+            hint = (f"the kernel's parameter{'s' if len(maps) > 1 else ''} {shown} "
+                    f"{'are TMA descriptors' if len(maps) > 1 else 'is a TMA descriptor'}: describe "
+                    f"{'each' if len(maps) > 1 else 'it'} under tensor_maps ({maps[-1][1].name or 'name'}: "
+                    "{array: <pointer argument>, dims: [...], box: [...]}), which the launcher encodes for each "
+                    "launch and passes after the args, in that order")
+        others = " (nor does any other of its declarations)" if len({len(ps or ()) for ps in lists}) > 1 else ""
+        with ctx.at("args"):
+            raise ctx.error(
+                k.loc, f"the __global__ declaration of '{sym}' at {d.where} takes "
+                f"{len(params)} parameter{'' if len(params) == 1 else 's'} ({', '.join(p.text for p in params)})"
+                f"{others}, but the spec "
+                f"gives {len(spec)} ({', '.join(spec)})", hint)
+    if len(params) != len(spec) or len({tuple((p.base, p.const, p.pointers) for p in ps or ()) for ps in lists}) > 1:
+        return  # overloads: the build picks the one taking the spec's types
+    for i, (a, p) in enumerate(zip(k.args, params)):
+        theirs = p.spec_type
+        if a.struct is not None or theirs is None:
+            continue
+        ours = f"const {a.elem.name}*" if a.device and a.elem is not None else a.spelling
+        if ours == theirs or (a.elem is not None and a.elem.any_dtype and not a.indirect and not a.device
+                              and len(p.pointers) == 1 and p.const == a.const):
+            continue
+        cpp = a.cpp_pointer if a.is_pointer else (a.scalar.cpp if a.scalar is not None else "")
+        with ctx.at("args"), ctx.at(a.name):
+            raise ctx.error(
+                a.loc, f"argument '{a.name}' (parameter {i + 1}: {a.spelling}, {cpp} in C++) is not the type of "
+                f"parameter {i + 1} of '{sym}' at {d.where}, '{p.text}' ({theirs} in the spec's terms)",
+                f"give the argument the kernel's type, {theirs}; integers of one size and signedness may be spelled "
+                "either way (long long for i64), and a pointer keeps its const")
+    for j, t in enumerate(k.tensor_maps):
+        p = params[len(k.args) + j]
+        if p.spec_type is not None:
+            with ctx.at("tensor_maps"), ctx.at(t.name):
+                raise ctx.error(
+                    t.loc, f"tensor map '{t.name}' (parameter {len(k.args) + j + 1}) is not a CUtensorMap parameter "
+                    f"of '{sym}' at {d.where}: the kernel's is '{p.text}' ({p.spec_type} in the spec's terms)",
+                    "declare it const __grid_constant__ CUtensorMap, after the args, in the order of tensor_maps")
+
+
+def _check_launch_bounds(ctx: _Ctx, k: Kernel, constants: Mapping[str, int], bounded_by: str | None) -> None:
+    """A block over the kernel's ``__launch_bounds__`` in an example where it launches is an error;
+    ``bounded_by`` names the declaration the bound is read from."""
     from kernelgen.errors import ExprError
 
     if k.launch_bounds is None:
@@ -2017,7 +2261,7 @@ def _check_launch_bounds(ctx: _Ctx, k: Kernel, constants: Mapping[str, int]) -> 
         if threads > limit:
             with ctx.at(k.name), ctx.at("block"):
                 raise ctx.error(
-                    k.loc, f"example {i} launches a block of {threads} threads, but '{k.symbol}' is declared with "
+                    k.loc, f"example {i} launches a block of {threads} threads, but {bounded_by} is declared with "
                     f"__launch_bounds__({limit}{', ' + str(k.launch_bounds[1]) if k.launch_bounds[1] else ''})",
                     "a kernel compiled for at most that many threads cannot launch a larger block: shrink the block "
                     "or raise the kernel's __launch_bounds__",
@@ -2052,6 +2296,8 @@ def _symbol(ctx: _Ctx, node: YNode, axes: Mapping[str, str | int]) -> str:
     except symbols.SymbolError as exc:
         raise ctx.error(
             node.loc, f"{s!r} is not a C++ function name or template-id: {exc}",
+            "an enum value is written by its qualified name (k<Act::Relu>), or by an instantiate axis of "
+            "enumerators (ACT: [Act::Relu, Act::Gelu] with k<{ACT}>)" if "keyword" in str(exc) else
             "e.g. my_kernel, ns::my_kernel<256>, act_kernel<SiluOp, __nv_bfloat16> or k<true, &fn>",
         ) from None
 
@@ -2067,10 +2313,10 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
         if not isinstance(sn, YMap) or not sn.items:
             raise ctx.error(sn.loc, "expected a mapping of values to __global__ function names")
         pairs = []
+        ty = getattr(int_names[on], "scalar", None)
         for key, value in sn.items:
             if not isinstance(key.value, int) or isinstance(key.value, bool):
-                raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {key.value!r}")
-            ty = getattr(int_names[on], "scalar", None)
+                raise ctx.error(key.loc, f"variant keys are integer values of '{on}', got {_kind(key)}")
             lo, hi = getattr(ty, "lo", None), getattr(ty, "hi", None)
             if hi is not None:
                 hi = min(hi, (1 << 63) - 1)  # plans compare in int64 (a u64 above converts with an overflow)
@@ -2318,4 +2564,5 @@ def _layout(st: Struct | None) -> tuple[object, ...] | None:
     """What two struct types must share to be one chain argument: the C++ type and the layout."""
     if st is None:
         return None
-    return (st.cpp, st.size, st.align, tuple((f.name, f.scalar.name, f.count, f.offset) for f in st.fields))
+    return (st.cpp, st.size, st.align,
+            tuple((f.name, f.spelling, f.offset, _layout(f.struct)) for f in st.fields))

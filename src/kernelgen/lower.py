@@ -206,6 +206,12 @@ class LKernel:
         return tuple(out)
 
     @property
+    def nullable_args(self) -> frozenset[str]:
+        """The pointer arguments that may be null: the launcher's set-up before the launch (zeroing,
+        tensor-map encoding) skips them when they are."""
+        return frozenset(a.name for a in self.args if a.nullable)
+
+    @property
     def launch_checks(self) -> bool:
         """Whether the plan checks anything after the geometry."""
         return bool(self.max_threads) or self.cluster is not None or self.launch_cluster is not None \

@@ -18,14 +18,16 @@ Elem = ElemType
 
 @dataclass(frozen=True)
 class StructField:
-    """One field of a struct passed by value: a scalar, or a fixed array of ``count`` scalars."""
+    """One field of a struct passed by value: a scalar or another struct of the module (nested by
+    value), or a fixed array of ``count`` of either."""
 
     name: str
-    scalar: Scalar
-    count: int  # 0: a plain scalar; n: an array `T[n]`
-    offset: int  # in bytes, in the C layout (natural alignment)
+    scalar: Scalar | None  # None for a nested struct
+    count: int  # 0: a plain scalar or struct; n: an array `T[n]`
+    offset: int  # in bytes, in the C layout
     loc: SourceLoc
     cpp: str = ""  # the C++ type's member, where its name is not the field's (a reserved word: in, from)
+    struct: Struct | None = None  # the nested struct, for a field whose type is a struct of the module
 
     @property
     def member(self) -> str:
@@ -33,12 +35,27 @@ class StructField:
         return self.cpp or self.name
 
     @property
+    def align(self) -> int:
+        """The alignment of one element: a scalar's size, or the nested struct's alignment."""
+        return self.struct.align if self.struct is not None else self.scalar.bits // 8
+
+    @property
+    def elem_size(self) -> int:
+        """The bytes of one element (a scalar, or the nested struct)."""
+        return self.struct.size if self.struct is not None else self.scalar.bits // 8
+
+    @property
     def size(self) -> int:
-        return self.scalar.bits // 8 * max(self.count, 1)
+        return self.elem_size * max(self.count, 1)
+
+    @property
+    def type_name(self) -> str:
+        """The spec's name of one element's type: a scalar type or a struct of the module."""
+        return self.struct.name if self.struct is not None else self.scalar.name
 
     @property
     def spelling(self) -> str:
-        return f"{self.scalar.name}[{self.count}]" if self.count else self.scalar.name
+        return f"{self.type_name}[{self.count}]" if self.count else self.type_name
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,7 @@ class Struct:
     @property
     def over_aligned(self) -> int:
         """The struct's alignment where its ``align`` makes it more than its fields give, else 0."""
-        natural = max((f.scalar.bits // 8 for f in self.fields), default=1)
+        natural = max((f.align for f in self.fields), default=1)
         return self.align if self.align > natural else 0
 
 
@@ -167,10 +184,11 @@ class Variants:
 
 @dataclass(frozen=True)
 class Axis:
-    """One axis of an ``instantiate:`` matrix: element type names, or integers."""
+    """One axis of an ``instantiate:`` matrix: element type names, integers, booleans or qualified
+    enumerators (``Act::Relu``), one kind an axis."""
 
     name: str
-    values: tuple[str | int, ...]
+    values: tuple[str | int, ...]  # a bool is an int
     is_type: bool
     loc: SourceLoc
 
@@ -342,7 +360,7 @@ class Module:
     doc: str = ""  # longer text after the summary (the spec's doc)
     kill_switch_shared: bool = False  # other modules use the same kill switch on purpose
     kill_switch_loc: SourceLoc | None = None
-    structs: tuple[Struct, ...] = ()  # struct types passed by value, in spec order
+    structs: tuple[Struct, ...] = ()  # struct types passed by value: spec order, each after those it nests
     build: Build = field(default_factory=Build)  # the module's build settings
 
     def kernel(self, name: str) -> Kernel | None:

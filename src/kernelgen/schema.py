@@ -246,8 +246,9 @@ ARGUMENT = Struct(
     extra_null_keys=True,
 )
 
+# A scalar type or a struct of the module (the loader checks the name), or a fixed array of one.
 FIELD_TYPE = Kind("field type", {
-    "type": "string", "pattern": r"^\s*(?:" + "|".join(SCALAR_TYPES) + r")\s*(?:\[\s*[0-9]+\s*\])?\s*$",
+    "type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*(?:\[\s*[0-9]+\s*\])?\s*$",
 })
 
 STRUCT = Struct(
@@ -256,17 +257,21 @@ STRUCT = Struct(
     (
         Field("cpp", Kind("C++ type name", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)}), False,
               "The kernel's C++ type, optionally namespace-qualified or a template-id (`ns::params<float>`). "
-              "The module's launcher file checks, after including the sources, that its size, alignment and "
-              "every field's offset and size match `fields`; a mismatch fails the build naming the spec's "
-              "file:line.",
+              "The module's launcher file checks, after including the sources, that it has each field's "
+              "member, that its size, alignment and every field's offset and size match `fields` (a nested "
+              "struct's member being of that struct's C++ type); a mismatch fails the build naming the spec's "
+              "file:line and the field.",
               "the key"),
         Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field", {
             "anyOf": [dict(FIELD_TYPE.json), {"$ref": "#/$defs/field"}]})), False,
-              "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...) or "
-              "a fixed array of one (`f32[4]`), or to `{type: ..., cpp: ...}` where the C++ member's name is "
-              "not one a spec may use (`in_ptr: {type: u64, cpp: in}`). The C layout follows (natural "
-              "alignment); the C ABI declares it as a C struct and Python passes a mapping or an object with "
-              "these attributes (a dataclass). "
+              "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...), "
+              "another struct of `structs` (nested by value: `window: fa_window`), or a fixed array of either "
+              "(`f32[4]`, `fa_window[2]`), or to `{type: ..., cpp: ...}` where the C++ member's name is not one "
+              "a spec may use (`in_ptr: {type: u64, cpp: in}`). The C layout follows as C++ lays it out: each "
+              "field at a multiple of its alignment (a scalar's size, a nested struct's alignment), the size a "
+              "multiple of the struct's alignment; a struct may not contain itself. The C ABI declares it as a "
+              "C struct and Python passes a mapping or an object with these attributes (a dataclass), a nested "
+              "struct's value being one too. "
               "Without fields (`{}` or left out) the type is a stateless functor (`SiluOp`): the build checks "
               "that the C++ type is empty, and launchers pass a value-initialised one (`SiluOp{}`), so callers "
               "in every language leave the argument out.",
@@ -281,8 +286,9 @@ STRUCT = Struct(
         Field("align", Kind("integer", {"type": "integer", "enum": [1, 2, 4, 8, 16, 32, 64, 128]}), False,
               "The C++ type's alignment in bytes where it is more than its fields give: CUDA's `float2` and "
               "`int2` are 8, `float4`, `int4` and a struct declared `__align__(16)` 16, `CUtensorMap` (a TMA "
-              "descriptor, `fields: {opaque: u64[16]}`) 128 in CUDA 13. The C layout (size "
-              "rounded up to it), the C ABI struct, Python's packing and the Rust struct follow it.",
+              "descriptor, `fields: {opaque: u64[16]}`) 128 in CUDA 13. The C layout (size rounded up to it; "
+              "as a field of another struct, its offset too), the C ABI struct, Python's packing and the Rust "
+              "struct follow it.",
               "the fields' natural alignment"),
     ),
 )
@@ -290,7 +296,8 @@ STRUCT = Struct(
 FIELD = Struct(
     "field", "field", "A struct field whose C++ member has a name of its own.",
     (
-        Field("type", FIELD_TYPE, True, "A scalar type (`u32`, `f32`, ...) or a fixed array of one (`f32[4]`)."),
+        Field("type", FIELD_TYPE, True, "A scalar type (`u32`, `f32`, ...), a struct of `structs`, or a fixed "
+              "array of either (`f32[4]`, `fa_window[2]`)."),
         Field("cpp", Kind("C++ identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)}), False,
               "The C++ type's data member this field is (`in`, `from`: names the spec reserves for the "
               "bindings' languages); the build checks its offset and size under that name.", "the field's name"),
@@ -459,14 +466,18 @@ KERNEL = Struct(
               "this kernel's entry of the same key; an entry whose value is null removes an inherited optional "
               "key. Required keys may then come from the kernel extended.",
               "none"),
-        Field("instantiate", Kind("mapping of axis names to lists of element types or integers", {
+        Field("instantiate", Kind("mapping of axis names to lists of element types, integers, booleans or "
+                                  "enumerators", {
             "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
             "additionalProperties": {"type": "array", "minItems": 1, "items": {
-                "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}]}},
+                "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}, {"type": "boolean"},
+                          {"type": "string", "pattern": r"^(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)+$"}]}},
         }), False,
-              "A matrix of instances: each axis lists element types (substituted for `{AXIS}` in `symbol`, "
-              "`variants` and argument types, as their C++ spelling) or integers (constants of the instance in "
-              "every expression, and substituted for `{AXIS}` in `symbol`). Each instance gets its own launcher; "
+              "A matrix of instances: each axis lists values of one kind: element types (substituted for `{AXIS}` "
+              "in `symbol`, `variants` and argument types, as their C++ spelling), integers (constants of the "
+              "instance in every expression, and substituted for `{AXIS}` in `symbol`), booleans (`true` / "
+              "`false` in `symbol`, 1 / 0 in expressions) or qualified enumerators such as `Act::Relu` (in "
+              "`symbol` only, for a non-type template parameter). Each instance gets its own launcher; "
               "the kernel's name becomes a dispatching launcher that picks the instance from the arrays' element "
               "types, then the first instance whose plan launches.",
               "none"),

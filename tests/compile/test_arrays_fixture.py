@@ -74,6 +74,24 @@ check('mean short', lambda: m.layer_norm(x, None, y, A('<f4', (3,)), None, 4, 10
     ]
 
 
+def test_a_device_scalar_check_without_a_gpu_reports_the_missing_driver_or_device(built: Path) -> None:
+    """The launcher asks CUDA where a device scalar's pointer points; where CUDA cannot answer (no
+    usable driver here, or no visible GPU) that is what it reports, as every launcher does, not a
+    bad argument."""
+    out = _run(built, """
+try:
+    m.fill_prefix(A('<f4', (1000,)), 1 << 20, 1.0, 1000)
+    print('returned')
+except kernelgen_ops.ArgumentError as e:
+    print('ArgumentError', e)
+except kernelgen_ops.LaunchError as e:
+    print('LaunchError', e)
+""")
+    (line,) = out
+    assert line.startswith("LaunchError fill_prefix: ") and "device scalar" not in line, line
+    assert "no usable NVIDIA driver" in line or "no CUDA GPU is visible" in line, line
+
+
 def test_strided_views_are_checked_by_their_span(built: Path) -> None:
     out = _run(built, """
 out = A('<f4', (8,), ptr=3 << 20)

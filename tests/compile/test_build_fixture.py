@@ -176,14 +176,27 @@ def test_noop_rebuild_compiles_nothing_and_spec_edit_recompiles_its_module(built
 
 
 def test_signature_mismatch_fails_the_build_naming_kernel_and_spec(built: Path) -> None:
+    """A parameter type the declaration's text shows is checked when the spec is loaded, naming both
+    types; one it does not (a type alias of the sources) is checked by the build, with the compiler."""
     spec = built / "specs" / "fixture_ops.yaml"
-    original = spec.read_text()
+    source = built / "kernels" / "scale.cu"
+    original, original_source = spec.read_text(), source.read_text()
     spec.write_text(original.replace("bias: {type: const bf16*", "bias: {type: const f16*", 1))
     try:
+        loaded = run_cli("build", "--target", TARGET, cwd=built)
+        source.write_text(original_source.replace("template <int VEC>\n", "using bias_t = __nv_bfloat16;\n"
+                                                  "template <int VEC>\n", 1).replace(
+            "const __nv_bfloat16* bias,", "const bias_t* bias,", 1))
         res = run_cli("build", "--target", TARGET, cwd=built)
     finally:
         spec.write_text(original)
+        source.write_text(original_source)
         assert run_cli("generate", cwd=built).returncode == 0
+    assert loaded.returncode == 2 and "Traceback" not in loaded.stderr
+    assert re.search(r"specs/fixture_ops\.yaml:\d+: kernels\.add_bias\.args\.bias: argument 'bias' \(parameter 2: "
+                     r"const f16\*, const __half\* in C\+\+\) is not the type of parameter 2 of 'add_bias_kernel<1>' "
+                     r"at kernels/scale\.cu:\d+, 'const __nv_bfloat16\* bias' \(const bf16\* in the spec's terms\)",
+                     loaded.stderr), loaded.stderr
     assert res.returncode == 2
     assert "Traceback" not in res.stderr
     assert re.search(r"specs/fixture_ops\.yaml:\d+: kernel 'add_bias': argument 'bias' \(parameter 2: const f16\*, "

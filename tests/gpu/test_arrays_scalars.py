@@ -431,16 +431,19 @@ def test_device_scalar_must_be_one_device_element_of_its_type(m):
 
 
 def test_device_scalar_in_host_memory_is_refused_by_the_launcher(m):
-    """A raw pointer is not size-checked in Python; the launcher itself refuses host memory."""
+    """A raw pointer is not size-checked in Python; the launcher itself refuses host memory, an
+    ArgumentError naming the argument as the binding's own checks do."""
     import ctypes
 
-    from kernelgen_ops import KernelError
+    from kernelgen_ops import ArgumentError
 
     out = torch.zeros(64, device="cuda")
     host = (ctypes.c_int32 * 1)(5)
-    with pytest.raises(KernelError) as e:
+    with pytest.raises(ArgumentError) as e:
         m.fill_prefix(out, ctypes.addressof(host), 1.0, 64)
-    assert "argument 2 is a device scalar" in str(e.value), str(e.value)
+    assert "fill_prefix: argument 'count': a device scalar must point to one element in device memory" in str(
+        e.value), str(e.value)
+    assert e.value.argument == "count"
     ok = torch.tensor([3], dtype=torch.int32, device="cuda")
     assert m.fill_prefix(out, ok.data_ptr(), 1.0, 64).launched  # an int pointer to device memory
     torch.cuda.synchronize()

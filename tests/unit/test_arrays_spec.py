@@ -273,3 +273,27 @@ def test_device_scalar_in_the_model_and_every_emitter(catalog, files) -> None:
     assert 'FakeCudaArray("<i4", (n,))' in contract and 'FakeCudaArray("<f4", (1,))' in contract
     lib = files["generated/hopper/rust/src/lib.rs"]
     assert "pub const E_DEVICE_SCALAR: i32 = 11;" in lib
+
+
+def test_set_up_before_the_launch_skips_a_nullable_array_passed_as_null(files) -> None:
+    """layer_norm's mean is nullable and zeroed: the launcher zeroes it where it is given and does
+    nothing with a null one (cudaMemsetAsync refuses a null pointer); a pointer that is not
+    nullable keeps the plain check (a null one is the caller's error, reported by CUDA)."""
+    cu = files["generated/hopper/src/arrays.cu"]
+    ln = cu.split("kernelgen::Outcome layer_norm(")[1].split("\n}\n")[0]
+    assert "if (mean != nullptr && kg_sizes[3] > 0) {  // nullable: a null array is not zeroed" in ln
+    assert ln.index("if (mean != nullptr") < ln.index("cudaMemsetAsync(mean, 0,") < ln.index("<<<")
+    assert "rstd" not in ln.split("<<<")[0].split("kg_sizes_layer_norm(")[1]  # rstd is not zeroed
+
+
+def test_errors_about_an_argument_can_name_it(files) -> None:
+    """Each kernel's description carries its argument names, so a device scalar's DEVICE_SCALAR
+    error (detail: its position) names it in every language (kg_rt_describe)."""
+    cu = files["generated/hopper/src/arrays.cu"]
+    assert 'const char* const kArgs_fill_prefix[] = { "out", "count", "value", "cap" };' in cu
+    info = cu.split("const kg_kernel_info kg_info_fill_prefix = {")[1].split("};")[0]
+    assert info.rstrip().endswith("kArgs_fill_prefix, 4"), info
+    runtime = (REPO / "src/kernelgen/runtime/src/runtime.cpp").read_text()
+    assert '"%s: argument \'%s\': a device scalar must point to one element in device memory (null, "' in runtime
+    binding = (REPO / "src/kernelgen/runtime/src/py_launcher.cpp").read_text()
+    assert "} else if (cat == KG_E_DEVICE_SCALAR) {\n    type = g.argument_error;" in binding

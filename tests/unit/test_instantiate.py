@@ -88,12 +88,14 @@ def test_instance_name_pattern(tmp_path: Path) -> None:
 
 BAD = [
     ("unknown element type", sub("T: [f32, bf16]", "T: [f32, bfloat16]"), 10, "unknown element type 'bfloat16'"),
-    ("mixed axis", sub("VEC: [4, 1]", "VEC: [4, f32]"), 11, "element types or integers, not both"),
+    ("mixed axis", sub("VEC: [4, 1]", "VEC: [4, f32]"), 11, "an axis holds one kind of value: this one holds "
+     "integers, not f32"),
     ("repeated value", sub("VEC: [4, 1]", "VEC: [4, 4]"), 11, "listed twice"),
     ("unknown placeholder", sub("<{T}, {VEC}>", "<{T}, {V}>"), 8, "unknown placeholder {V}"),
     ("placeholder without axis", sub("      x: const f32*", "      x: const {T}*"), 28,
      "placeholder {T} outside an instantiated kernel"),
-    ("integer axis in a type", sub('"const {T}*"', '"const {VEC}*"'), 13, "integer axis"),
+    ("integer axis in a type", sub('"const {T}*"', '"const {VEC}*"'), 13, "{VEC} is an axis of integers; types "
+     "take element-type axes"),
     ("type axis as an integer scalar", sub("      n: u32\n      alpha", "      n: \"{T}\"\n      alpha"), 13,
      "'n' is a float; expressions use integer arguments only"),
     ("axis named like an argument", sub("      n: u32\n      alpha", "      VEC: u32\n      n: u32\n      alpha"),
@@ -181,6 +183,107 @@ def test_dispatch_table_and_generated_launchers(tmp_path: Path) -> None:
 def test_c_code_of_no_instance_comes_from_the_plan_semantics() -> None:
     codes = (Path(__file__).resolve().parents[2] / "generated/hopper/include/kernelgen/plan_codes.h").read_text()
     assert f"#define KG_NL_NO_INSTANCE {NL_NO_INSTANCE} " in codes
+
+
+# ------------------------------------------------------------------ boolean and enumerator axes
+
+FLAGS = sub("    symbol: scale_kernel<{T}, {VEC}>\n    instantiate:\n      T: [f32, bf16]\n      VEC: [4, 1]\n",
+            "    symbol: scale_kernel<{T}, {HAS_BIAS}, {ACT}>\n    instantiate:\n      T: [f32]\n"
+            "      HAS_BIAS: [true, false]\n      ACT: [Act::Relu, ns::Act::Gelu]\n").replace(
+    "[div_ceil(n, THREADS * VEC), 1, 1]", "[div_ceil(n, THREADS) + HAS_BIAS, 1, 1]").replace(
+    "[n % VEC == 0]", "[n % 4 == 0]")
+
+
+def test_boolean_and_enumerator_axes(tmp_path: Path) -> None:
+    """true/false and enumerators' qualified names are axis values of non-type template parameters:
+    the symbol spells them as C++ does, instance names use true/false and the enumerator's own
+    name, and a boolean axis is 1 or 0 in expressions (as bool arguments are)."""
+    (m,) = load(tmp_path, FLAGS).modules
+    ks = {k.name: k for k in m.kernels if k.instance_of == "scale"}
+    assert list(ks) == ["scale_f32_true_Relu", "scale_f32_true_Gelu", "scale_f32_false_Relu", "scale_f32_false_Gelu"]
+    k = ks["scale_f32_true_Gelu"]
+    assert k.symbol == "scale_kernel<float,true,ns::Act::Gelu>"
+    assert k.axis_values == (("T", "f32"), ("HAS_BIAS", True), ("ACT", "ns::Act::Gelu"))
+    assert expr.to_text(k.grid[0]) == "div_ceil(n, THREADS) + 1"
+    assert expr.to_text(ks["scale_f32_false_Relu"].grid[0]) == "div_ceil(n, THREADS) + 0"
+    (d,) = m.dispatches
+    assert [(a.name, a.is_type) for a in d.axes] == [("T", True), ("HAS_BIAS", False), ("ACT", False)]
+    named = sub("    args:\n      x: {", "    instance_name: s_{HAS_BIAS}_{ACT}\n    args:\n      x: {", FLAGS)
+    (tmp_path / "n").mkdir()
+    assert [k.name for k in load(tmp_path / "n", named).modules[0].kernels][:2] == ["s_true_Relu", "s_true_Gelu"]
+    (tmp_path / "r").mkdir()
+    cu = render_catalog(load(tmp_path / "r", FLAGS))["generated/hopper/src/demo.cu"]
+    assert "(&::scale_kernel<float,true,ns::Act::Gelu>, 0);" in cu
+
+
+AXIS_BAD = [
+    ("boolean beside integers", ("HAS_BIAS: [true, false]", "HAS_BIAS: [true, 1]"), 11,
+     "an axis holds one kind of value: this one holds booleans, not 1"),
+    ("unqualified enumerator", ("[Act::Relu, ns::Act::Gelu]", "[Relu, Gelu]"), 12,
+     "unknown element type 'Relu' (an enumerator is written with its enum's name (Act::Relu for enum class Act)"),
+    ("keyword in an enumerator", ("[Act::Relu, ns::Act::Gelu]", "[Act::Relu, static_cast::Gelu]"), 12,
+     "'static_cast::Gelu' is not an enumerator's qualified name ('static_cast' is a C++ keyword)"),
+    ("not a name", ("[Act::Relu, ns::Act::Gelu]", "[Act::Relu, 'Act::Gelu()']"), 12,
+     "'Act::Gelu()' is not an enumerator's qualified name"),
+    ("float value", ("[true, false]", "[true, 1.5]"), 11,
+     "expected an element type, an integer, true/false or an enumerator, got number 1.5"),
+    ("listed twice", ("[Act::Relu, ns::Act::Gelu]", "[Act::Relu, Act::Relu]"), 12, "Act::Relu is listed twice"),
+    ("enumerator in an expression", ("[n % 4 == 0]", "[n % 4 == 0, ACT == 1]"), 23,
+     "'ACT' is an axis of enumerators; expressions use integer and boolean axes only"),
+    ("enumerator in a type", ('"const {T}*"', '"const {ACT}*"'), 14,
+     "{ACT} is an axis of enumerators; types take element-type axes"),
+    ("same instance names", ("ns::Act::Gelu]", "ns::Act::Relu]"), 10,
+     "instantiations (f32, true, Act::Relu) and (f32, true, ns::Act::Relu) are both named 'scale_f32_true_Relu'"),
+]
+
+
+@pytest.mark.parametrize("change,line,fragment", [b[1:] for b in AXIS_BAD], ids=[b[0] for b in AXIS_BAD])
+def test_bad_axis_values_give_file_and_line(tmp_path: Path, change, line: int, fragment: str) -> None:
+    assert change[0] in FLAGS, change[0]
+    refused_at(tmp_path, FLAGS.replace(*change, 1), line, fragment)
+
+
+def test_a_keyword_in_a_symbol_points_to_enumerators(tmp_path: Path) -> None:
+    spec = sub("    symbol: scale_kernel<{T}, {VEC}>", "    symbol: scale_kernel<{T}, static_cast<Act>({VEC})>")
+    refused_at(tmp_path, spec, 8, "an enum value is written by its qualified name (k<Act::Relu>), or by an "
+               "instantiate axis of enumerators (ACT: [Act::Relu, Act::Gelu] with k<{ACT}>)")
+
+
+# ------------------------------------------------------------------ variants covering their argument's type
+
+VARIANTS = sub("    summary: Plain f32.\n", "    summary: Plain f32.\n    variants: {arg: has_bias, symbols: "
+               "{0: plain_kernel, 1: plain_bias_kernel}}\n").replace(
+    "      - {n: 1}\n", "      - {n: 1, has_bias: 1}\n").replace(
+    "      alpha: f32\n    grid: [n, 1, 1]", "      alpha: f32\n    host_args: {has_bias: bool}\n    grid: [n, 1, 1]")
+
+
+def test_variants_covering_a_bool_need_no_case_without_a_variant(tmp_path: Path) -> None:
+    """symbols {0: ..., 1: ...} on a bool argument cover every value: "no variant" cannot happen,
+    so the test-case search does not look for it (as for any integer type whose range is covered)."""
+    from kernelgen.cases import search_cases, variants_cover
+
+    cat = load(tmp_path, VARIANTS)
+    (m,) = cat.modules
+    k = m.kernel("plain")
+    assert k is not None and variants_cover(k)
+    flips, _ = search_cases(m, k, cat.targets[0])
+    assert all(kind != "variant" for kind, _, _ in flips)
+    cu = render_catalog(cat)["generated/hopper/src/demo.cu"]
+    assert "case 0: kg_p.variant = 0; break;" in cu and "case 1: kg_p.variant = 1; break;" in cu
+
+
+def test_variants_covering_part_of_a_type_still_test_no_variant(tmp_path: Path) -> None:
+    from kernelgen.cases import search_cases, variants_cover
+
+    spec = VARIANTS.replace("{0: plain_kernel, 1: plain_bias_kernel}", "{0: plain_kernel, 1: plain_bias_kernel, "
+                            "2: plain_two_kernel}").replace("{has_bias: bool}", "{has_bias: u8}")
+    cat = load(tmp_path, spec)
+    (m,) = cat.modules
+    k = m.kernel("plain")
+    assert k is not None and not variants_cover(k)
+    flips, _ = search_cases(m, k, cat.targets[0])
+    (env,) = [dict(env) for kind, _, env in flips if kind == "variant"]
+    assert env["has_bias"] not in (0, 1, 2)
 
 
 # ------------------------------------------------------------------ chains across element types

@@ -113,7 +113,9 @@ def test_a_block_that_makes_blocks_per_sm_0_is_reported_before_the_empty_grid(tm
                         "[min(device.sm_count * kernel.blocks_per_sm, div_ceil(n, b)), 1, 1]").replace(
         "[256, 1, 1]", "[b, 1, 1]").replace("n: u32}", "n: u32, b: u32}").replace("{n: 1024}", "{n: 1024, b: 256}")
     spec = spec.replace("launch: {cooperative: true}", "symbol: plain\n    launch: {cooperative: true}")
-    cat = load_catalog(project(tmp_path, spec))
+    source = SOURCE.replace("plain(const float* x, float* out, unsigned n)",
+                            "plain(const float* x, float* out, unsigned n, unsigned b)")
+    cat = load_catalog(project(tmp_path, spec, source))
     m = cat.modules[0]
     k = m.kernels[0]
     hopper = cat.target("hopper")

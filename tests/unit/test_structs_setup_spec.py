@@ -165,9 +165,10 @@ def test_emitters(tmp_path: Path) -> None:
     assert "Outcome rope(const float* x, uint32_t* counter, uint32_t n, ::ns::corr_dims d, ::params p, float scale, " \
            "uint32_t rows, cudaStream_t stream = nullptr);" in api
     cu = files[base + "src/demo.cu"]
-    assert "static_assert(offsetof(kg_struct_params, offset) == 8, \"kernelgen: specs/demo.yaml:11: struct 'params' " \
-           "(C++ params): field 'offset' is not at offset 8" in cu
-    assert "static_assert(sizeof(kg_struct_dims) == 8," in cu and "static_assert(alignof(kg_struct_params) == 8," in cu
+    assert "static_assert(kg_layout<8, offsetof(kg_struct_params, offset)>::same, \"kernelgen: specs/demo.yaml:11: " \
+           "struct 'params' (C++ params): field 'offset' is not at offset 8" in cu
+    assert "static_assert(kg_layout<8, sizeof(kg_struct_dims)>::same," in cu
+    assert "static_assert(kg_layout<8, alignof(kg_struct_params)>::same," in cu
     assert "static_assert(sizeof(::ns::g_scale) == 4, \"kernelgen: specs/demo.yaml:24: kernel 'rope': host argument " \
            "'scale'" in cu
     assert "cudaMemsetAsync(counter, 0, static_cast<size_t>(kg_sizes[1]) * 4u, stream)" in cu
@@ -181,7 +182,7 @@ def test_emitters(tmp_path: Path) -> None:
     assert "kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_rope_0)>, kg_signature_rope>" in cu
     assert "kg::struct_from_c<::ns::corr_dims>(d)" in cu
     binding = files[base + "python/demo.cpp"]
-    assert '{"offset", 4, 0, 8},' in binding and '{"bias", 5, 2, 16},' in binding
+    assert '{"offset", 4, 0, 8, -1},' in binding and '{"bias", 5, 2, 16, -1},' in binding
     assert '{"p", kg::py::kStruct, 1, 0, 0, -1, 0, 0, 0},  // params' in binding
     assert "*static_cast<const kg_demo__params__t*>(v[4].p)" in binding
     pyi = files[base + "python/demo.pyi"]
@@ -331,7 +332,8 @@ def test_align_raises_a_structs_alignment_and_its_layouts(tmp_path: Path) -> Non
     assert "typedef struct __attribute__((aligned(16))) kg_demo__dims__t {" in c_h
     assert "typedef struct kg_demo__params__t {" in c_h
     cu = files[base + "src/demo.cu"]
-    assert "static_assert(sizeof(kg_struct_dims) == 16," in cu and "static_assert(alignof(kg_struct_dims) == 16," in cu
+    assert "static_assert(kg_layout<16, sizeof(kg_struct_dims)>::same," in cu and \
+        "static_assert(kg_layout<16, alignof(kg_struct_dims)>::same," in cu
     rust = files[base + "rust/src/demo.rs"]
     assert "#[repr(C, align(16))]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Dims {" in rust
     assert "#[repr(C)]\n#[derive(Clone, Copy, Debug, Default, PartialEq)]\npub struct Params {" in rust
@@ -407,3 +409,39 @@ def test_a_to_symbol_the_sources_lack_is_named_with_the_closest_variable(tmp_pat
     assert text.startswith("kernelgen: specs/rope.yaml:21: kernel 'rope': host argument 'scale': to_symbol "
                            "'ns::g_rope_scal' is not declared by the module's sources; name the __constant__ "
                            "variable the kernel reads, with its namespace (did you mean 'ns::g_rope_scale'?)"), text
+
+
+def test_a_failed_layout_check_says_the_cpp_types_number() -> None:
+    """nvcc's note on the kg_layout instantiation at the failed check's line gives the C++ type's
+    number; the build's message adds it (and not a note of another line's check)."""
+    from kernelgen.build import _explain_failure
+
+    lines = [
+        'gen/x.cu(3): error: static assertion failed with "the spec\'s layout (kg_spec) differs from the C++ type\'s"',
+        '          detected during instantiation of class "kg_layout<kg_spec, kg_cpp> [with kg_spec=8UL, '
+        'kg_cpp=16UL]" at line 40',
+        '          detected during instantiation of class "kg_layout<kg_spec, kg_cpp> [with kg_spec=4UL, '
+        'kg_cpp=8UL]" at line 7',
+        'gen/x.cu(7): error: static assertion failed with "kernelgen: specs/x.yaml:3: struct \'p\' (C++ P): '
+        'field \'b\' is not at offset 4, as the spec lays it out"',
+    ]
+    assert _explain_failure(lines) == ("kernelgen: specs/x.yaml:3: struct 'p' (C++ P): field 'b' is not at offset 4, "
+                                       "as the spec lays it out (the C++ type's: 8)")
+    assert _explain_failure(lines[3:]).endswith("as the spec lays it out")
+
+
+def test_overloads_are_those_of_the_symbols_namespace(tmp_path: Path) -> None:
+    """Functions of one last name in two namespaces are no overload set of ``vb::addk``."""
+    from kernelgen.build import _explain_failure
+
+    (tmp_path / "kernels").mkdir()
+    src = tmp_path / "kernels" / "ns.cu"
+    src.write_text("namespace va { __global__ void addk(double* x, long long n) {} }\n"
+                   "namespace vb { __global__ void addk(float* x, unsigned long long n) {} }\n")
+    cu = _generated_check(tmp_path, "ns", "::vb::addk", "add", "specs/ns.yaml:12", "f64* x, u64 n",
+                          '#include "kernels/ns.cu"\n')
+    pick = [f'{cu}(2): error: no instance of overloaded function "kg::pick" matches the argument list']
+    text = _explain_failure(pick, tmp_path)
+    assert "overloaded" not in text.splitlines()[0] and "names no function that can take" in text, text
+    src.write_text(src.read_text() + "namespace vb { __global__ void addk(double* x, long long n) {} }\n")
+    assert "names overloaded __global__ functions" in _explain_failure(pick, tmp_path)

@@ -162,8 +162,9 @@ def test_scanner_reads_declarations_and_their_attributes() -> None:
         "void k(float);\n"
         "__global__ void other(int) { k(1); }\n"
     )
-    decls = global_declarations([("a.cu", text)], "ns::k<64>")
+    decls = global_declarations([("a.cu", text)], "k<64>")
     assert [(d.line, d.cluster) for d in decls] == [(2, (2, 1, 1)), (3, None)]
+    assert global_declarations([("a.cu", text)], "ns::k<64>") == []  # k is declared at global scope
     with pytest.raises(SourceScanError, match="1 to 3 arguments"):
         global_declarations([("a.cu", "__global__ void __cluster_dims__(1, 1, 1, 1) k();")], "k")
 

@@ -107,12 +107,14 @@ const char* const kRequires_argmax_bf16[] = {
     "vocab >= 1",
     "vocab <= 2147483647",
 };
+const char* const kArgs_argmax_bf16[] = { "logits", "out", "rows", "vocab" };
 const kg_kernel_info kg_info_argmax_bf16 = {
     "argmax", "argmax_bf16", "gb10",
     "METRALE_NO_DFLASH_ARGMAX", nullptr,
     kSkip_argmax_bf16, nullptr, kRequires_argmax_bf16,
     1, 0, 2,
-    1};
+    1,
+    kArgs_argmax_bf16, 4};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16>,
               "kernelgen: specs/argmax.yaml:10: kernel 'argmax_bf16': the __global__ definition of dflash_argmax_bf16_kernel does not take the spec's 4 parameters (const bf16* logits, i32* out, u32 rows, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_argmax_bf16_0)>, kg_signature_argmax_bf16, 0>(),

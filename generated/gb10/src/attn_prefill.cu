@@ -386,12 +386,14 @@ const char* const kRequires_attn_prefill_paged_64[] = {
     "(q_offset + q_len) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_attn_prefill_paged_64[] = { "q", "k_cache", "v_cache", "output", "block_table", "q_len", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "cache_block_size", "causal", "sliding_window", "inv_sqrt_d", "head_dim" };
 const kg_kernel_info kg_info_attn_prefill_paged_64 = {
     "attn_prefill", "attn_prefill_paged_64", "gb10",
     nullptr, "head_dim",
     kSkip_attn_prefill_paged_64, kApplies_attn_prefill_paged_64, kRequires_attn_prefill_paged_64,
     1, 2, 4,
-    1};
+    1,
+    kArgs_attn_prefill_paged_64, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_paged_64_0)>, kg_signature_attn_prefill_paged_64>,
               "kernelgen: specs/attn_prefill.yaml:8: kernel 'attn_prefill_paged_64': the __global__ definition of attn_prefill_paged_64_kernel<64> does not take the spec's 14 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, u32 causal, u32 sliding_window, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_paged_64_0)>, kg_signature_attn_prefill_paged_64, 0>(),
@@ -497,12 +499,14 @@ const char* const kRequires_attn_prefill_64[] = {
     "div_ceil(seq_len, 64) <= 65535",
     "batch <= 65535",
 };
+const char* const kArgs_attn_prefill_64[] = { "q", "k", "v", "output", "seq_len", "num_q_heads", "num_kv_heads", "causal", "sliding_window", "inv_sqrt_d", "head_dim", "batch" };
 const kg_kernel_info kg_info_attn_prefill_64 = {
     "attn_prefill", "attn_prefill_64", "gb10",
     nullptr, "head_dim",
     kSkip_attn_prefill_64, kApplies_attn_prefill_64, kRequires_attn_prefill_64,
     2, 2, 2,
-    1};
+    1,
+    kArgs_attn_prefill_64, 12};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_64_0)>, kg_signature_attn_prefill_64>,
               "kernelgen: specs/attn_prefill.yaml:51: kernel 'attn_prefill_64': the __global__ definition of attn_prefill_64_kernel<64> does not take the spec's 10 parameters (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_64_0)>, kg_signature_attn_prefill_64, 0>(),
@@ -585,12 +589,14 @@ const char* const kRequires_prefill_attn[] = {
     "div_ceil(seq_len, 64) <= 65535",
     "batch <= 65535",
 };
+const char* const kArgs_prefill_attn[] = { "q", "k", "v", "output", "seq_len", "num_q_heads", "num_kv_heads", "causal", "sliding_window", "inv_sqrt_d", "head_dim", "batch" };
 const kg_kernel_info kg_info_prefill_attn = {
     "attn_prefill", "prefill_attn", "gb10",
     nullptr, nullptr,
     kSkip_prefill_attn, kApplies_prefill_attn, kRequires_prefill_attn,
     2, 3, 2,
-    1};
+    1,
+    kArgs_prefill_attn, 12};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_0)>, kg_signature_prefill_attn>,
               "kernelgen: specs/attn_prefill.yaml:85: kernel 'prefill_attn': the __global__ definition of attn_prefill_64_kernel<128> does not take the spec's 10 parameters (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, u32 causal, u32 sliding_window, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_0)>, kg_signature_prefill_attn, 0>(),

@@ -104,12 +104,14 @@ const char* const kSkip_batched_embed_bf16[] = {
 const char* const kApplies_batched_embed_bf16[] = {
     "(hidden % 8) == 0",
 };
+const char* const kArgs_batched_embed_bf16[] = { "ids", "table", "out", "n", "hidden", "vocab" };
 const kg_kernel_info kg_info_batched_embed_bf16 = {
     "batched_embed", "batched_embed_bf16", "gb10",
     "METRALE_NO_DFLASH_BATCHED_EMBED", nullptr,
     kSkip_batched_embed_bf16, kApplies_batched_embed_bf16, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_batched_embed_bf16, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16>,
               "kernelgen: specs/batched_embed.yaml:6: kernel 'batched_embed_bf16': the __global__ definition of dflash_batched_embed_bf16_kernel does not take the spec's 6 parameters (const i32* ids, const bf16* table, bf16* out, u32 n, u32 hidden, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_batched_embed_bf16_0)>, kg_signature_batched_embed_bf16, 0>(),

@@ -1416,12 +1416,14 @@ const char* const kApplies_fp8_gemv_tma[] = {
     "rows <= 16",
     "(k % 16) == 0",
 };
+const char* const kArgs_fp8_gemv_tma[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_tma = {
     "fp8_gemv_rt", "fp8_gemv_tma", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_tma, kApplies_fp8_gemv_tma, nullptr,
     2, 2, 0,
-    0};
+    0,
+    kArgs_fp8_gemv_tma, 7};
 const char* const kSkip_fp8_gemv_rt2[] = {
     "rows == 0",
     "n == 0",
@@ -1434,12 +1436,14 @@ const char* const kApplies_fp8_gemv_rt2[] = {
 const char* const kRequires_fp8_gemv_rt2[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     "fp8_gemv_rt", "fp8_gemv_rt2", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2, kApplies_fp8_gemv_rt2, kRequires_fp8_gemv_rt2,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2>,
               "kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': the __global__ definition of dflash_fp8_gemv_rt2_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 0>(),
@@ -1469,12 +1473,14 @@ const char* const kApplies_fp8_gemv_rt2_16[] = {
 const char* const kRequires_fp8_gemv_rt2_16[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16, kApplies_fp8_gemv_rt2_16, kRequires_fp8_gemv_rt2_16,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the __global__ definition of dflash_fp8_gemv_rt2_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 0>(),
@@ -1505,12 +1511,14 @@ const char* const kApplies_fp8_gemv_rt1[] = {
 const char* const kRequires_fp8_gemv_rt1[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1 = {
     "fp8_gemv_rt", "fp8_gemv_rt1", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1, kApplies_fp8_gemv_rt1, kRequires_fp8_gemv_rt1,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1>,
               "kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': the __global__ definition of dflash_fp8_gemv_rt1_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 0>(),
@@ -1541,12 +1549,14 @@ const char* const kApplies_fp8_gemv_rt1_16[] = {
 const char* const kRequires_fp8_gemv_rt1_16[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_16[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_16", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_16, kApplies_fp8_gemv_rt1_16, kRequires_fp8_gemv_rt1_16,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': the __global__ definition of dflash_fp8_gemv_rt1_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 0>(),
@@ -1577,12 +1587,14 @@ const char* const kApplies_fp8_gemv_rt2_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_ks_8", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_ks_8, kApplies_fp8_gemv_rt2_ks_8, kRequires_fp8_gemv_rt2_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 0>(),
@@ -1613,12 +1625,14 @@ const char* const kApplies_fp8_gemv_rt2_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_ks_4", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_ks_4, kApplies_fp8_gemv_rt2_ks_4, kRequires_fp8_gemv_rt2_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 0>(),
@@ -1649,12 +1663,14 @@ const char* const kApplies_fp8_gemv_rt2_16_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_16_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_ks_8", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_ks_8, kApplies_fp8_gemv_rt2_16_ks_8, kRequires_fp8_gemv_rt2_16_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
@@ -1685,12 +1701,14 @@ const char* const kApplies_fp8_gemv_rt2_16_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_16_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_ks_4", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_ks_4, kApplies_fp8_gemv_rt2_16_ks_4, kRequires_fp8_gemv_rt2_16_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
@@ -1720,12 +1738,14 @@ const char* const kApplies_fp8_gemv_rt2_32[] = {
 const char* const kRequires_fp8_gemv_rt2_32[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32, kApplies_fp8_gemv_rt2_32, kRequires_fp8_gemv_rt2_32,
     2, 3, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_32, 7};
 const char* const kSkip_fp8_gemv_rt2_32_ks_8[] = {
     "rows == 0",
     "n == 0",
@@ -1739,12 +1759,14 @@ const char* const kApplies_fp8_gemv_rt2_32_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_32_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32_ks_8", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32_ks_8, kApplies_fp8_gemv_rt2_32_ks_8, kRequires_fp8_gemv_rt2_32_ks_8,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_32_ks_8, 7};
 const char* const kSkip_fp8_gemv_rt2_32_ks_4[] = {
     "rows == 0",
     "n == 0",
@@ -1758,12 +1780,14 @@ const char* const kApplies_fp8_gemv_rt2_32_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_32_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32_ks_4", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32_ks_4, kApplies_fp8_gemv_rt2_32_ks_4, kRequires_fp8_gemv_rt2_32_ks_4,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_32_ks_4, 7};
 const char* const kSkip_fp8_gemv_rt1_32[] = {
     "rows == 0",
     "n == 0",
@@ -1777,12 +1801,14 @@ const char* const kApplies_fp8_gemv_rt1_32[] = {
 const char* const kRequires_fp8_gemv_rt1_32[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_32[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_32 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_32", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_32, kApplies_fp8_gemv_rt1_32, kRequires_fp8_gemv_rt1_32,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt1_32, 7};
 const char* const kSkip_fp8_gemv_rt2_64[] = {
     "rows == 0",
     "n == 0",
@@ -1795,12 +1821,14 @@ const char* const kApplies_fp8_gemv_rt2_64[] = {
 const char* const kRequires_fp8_gemv_rt2_64[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64, kApplies_fp8_gemv_rt2_64, kRequires_fp8_gemv_rt2_64,
     2, 3, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_64, 7};
 const char* const kSkip_fp8_gemv_rt2_64_ks_8[] = {
     "rows == 0",
     "n == 0",
@@ -1814,12 +1842,14 @@ const char* const kApplies_fp8_gemv_rt2_64_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_64_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_8", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64_ks_8, kApplies_fp8_gemv_rt2_64_ks_8, kRequires_fp8_gemv_rt2_64_ks_8,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_64_ks_8, 7};
 const char* const kSkip_fp8_gemv_rt2_64_ks_4[] = {
     "rows == 0",
     "n == 0",
@@ -1833,12 +1863,14 @@ const char* const kApplies_fp8_gemv_rt2_64_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_64_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_4", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64_ks_4, kApplies_fp8_gemv_rt2_64_ks_4, kRequires_fp8_gemv_rt2_64_ks_4,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt2_64_ks_4, 7};
 const char* const kSkip_fp8_gemv_rt1_64[] = {
     "rows == 0",
     "n == 0",
@@ -1852,12 +1884,14 @@ const char* const kApplies_fp8_gemv_rt1_64[] = {
 const char* const kRequires_fp8_gemv_rt1_64[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_64[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_64 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_64", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_64, kApplies_fp8_gemv_rt1_64, kRequires_fp8_gemv_rt1_64,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt1_64, 7};
 const char* const kSkip_fp8_gemv_rt1_64_128[] = {
     "rows == 0",
     "n == 0",
@@ -1871,12 +1905,14 @@ const char* const kApplies_fp8_gemv_rt1_64_128[] = {
 const char* const kRequires_fp8_gemv_rt1_64_128[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_64_128[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_64_128", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
     2, 4, 1,
-    0};
+    0,
+    kArgs_fp8_gemv_rt1_64_128, 7};
 const char* const kSkip_fp8_gemv_rt2_16_x3[] = {
     "rows == 0",
     "((n0 + n1) + n2) == 0",
@@ -1889,12 +1925,14 @@ const char* const kApplies_fp8_gemv_rt2_16_x3[] = {
 const char* const kRequires_fp8_gemv_rt2_16_x3[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_x3[] = { "x", "q0", "scale0", "out0", "q1", "scale1", "out1", "q2", "scale2", "out2", "rows", "n0", "n1", "n2", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_x3", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_x3, kApplies_fp8_gemv_rt2_16_x3, kRequires_fp8_gemv_rt2_16_x3,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_x3, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 0>(),
@@ -1941,12 +1979,14 @@ const char* const kApplies_fp8_gemv_rt1_16_x3[] = {
 const char* const kRequires_fp8_gemv_rt1_16_x3[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_16_x3[] = { "x", "q0", "scale0", "out0", "q1", "scale1", "out1", "q2", "scale2", "out2", "rows", "n0", "n1", "n2", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_16_x3", "gb10",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_16_x3, kApplies_fp8_gemv_rt1_16_x3, kRequires_fp8_gemv_rt1_16_x3,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_16_x3, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 0>(),

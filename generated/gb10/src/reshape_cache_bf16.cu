@@ -122,12 +122,14 @@ const char* const kApplies_reshape_cache_bf16[] = {
 const char* const kRequires_reshape_cache_bf16[] = {
     "block_size >= 1",
 };
+const char* const kArgs_reshape_cache_bf16[] = { "key", "value", "k_cache", "v_cache", "slot_mapping", "num_tokens", "num_kv_heads", "head_dim", "block_size", "num_blocks" };
 const kg_kernel_info kg_info_reshape_cache_bf16 = {
     "reshape_cache_bf16", "reshape_cache_bf16", "gb10",
     "METRALE_NO_DFLASH_RESHAPE_CACHE_BF16", nullptr,
     kSkip_reshape_cache_bf16, kApplies_reshape_cache_bf16, kRequires_reshape_cache_bf16,
     2, 1, 1,
-    1};
+    1,
+    kArgs_reshape_cache_bf16, 10};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16>,
               "kernelgen: specs/reshape_cache_bf16.yaml:9: kernel 'reshape_cache_bf16': the __global__ definition of dflash_reshape_cache_bf16_kernel does not take the spec's 10 parameters (const bf16* key, const bf16* value, bf16* k_cache, bf16* v_cache, const i64* slot_mapping, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_bf16_0)>, kg_signature_reshape_cache_bf16, 0>(),

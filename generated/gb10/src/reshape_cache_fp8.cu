@@ -124,12 +124,14 @@ const char* const kApplies_reshape_cache_fp8[] = {
 const char* const kRequires_reshape_cache_fp8[] = {
     "block_size >= 1",
 };
+const char* const kArgs_reshape_cache_fp8[] = { "key", "value", "k_cache", "v_cache", "slot_mapping", "k_scale", "v_scale", "num_tokens", "num_kv_heads", "head_dim", "block_size", "num_blocks" };
 const kg_kernel_info kg_info_reshape_cache_fp8 = {
     "reshape_cache_fp8", "reshape_cache_fp8", "gb10",
     "METRALE_NO_DFLASH_RESHAPE_CACHE_FP8", nullptr,
     kSkip_reshape_cache_fp8, kApplies_reshape_cache_fp8, kRequires_reshape_cache_fp8,
     2, 1, 1,
-    1};
+    1,
+    kArgs_reshape_cache_fp8, 12};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8>,
               "kernelgen: specs/reshape_cache_fp8.yaml:11: kernel 'reshape_cache_fp8': the __global__ definition of dflash_reshape_cache_fp8_kernel does not take the spec's 12 parameters (const bf16* key, const bf16* value, fp8_e4m3* k_cache, fp8_e4m3* v_cache, const i64* slot_mapping, device f32 k_scale, device f32 v_scale, u32 num_tokens, u32 num_kv_heads, u32 head_dim, u32 block_size, u32 num_blocks); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_reshape_cache_fp8_0)>, kg_signature_reshape_cache_fp8, 0>(),

@@ -82,12 +82,14 @@ namespace {
 const char* const kSkip_residual_add_bf16[] = {
     "n == 0",
 };
+const char* const kArgs_residual_add_bf16[] = { "a", "b", "out", "n" };
 const kg_kernel_info kg_info_residual_add_bf16 = {
     "residual_add", "residual_add_bf16", "gb10",
     "METRALE_NO_DFLASH_RESIDUAL_ADD", nullptr,
     kSkip_residual_add_bf16, nullptr, nullptr,
     1, 0, 0,
-    1};
+    1,
+    kArgs_residual_add_bf16, 4};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16>,
               "kernelgen: specs/residual_add.yaml:9: kernel 'residual_add_bf16': the __global__ definition of dflash_residual_add_bf16_kernel does not take the spec's 4 parameters (const bf16* a, const bf16* b, bf16* out, u64 n); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_add_bf16_0)>, kg_signature_residual_add_bf16, 0>(),

@@ -732,12 +732,14 @@ const char* const kRequires_prefill_attn_dflash_bf16_unsplit[] = {
     "(q_offset + q_rows) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_bf16_unsplit[] = { "q", "k_cache", "v_cache", "out", "block_table", "q_rows", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale" };
 const kg_kernel_info kg_info_prefill_attn_dflash_bf16_unsplit = {
     "attn_dflash", "prefill_attn_dflash_bf16_unsplit", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_bf16_unsplit, kApplies_prefill_attn_dflash_bf16_unsplit, kRequires_prefill_attn_dflash_bf16_unsplit,
     1, 2, 3,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_bf16_unsplit, 14};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_unsplit_0)>, kg_signature_prefill_attn_dflash_bf16_unsplit>,
               "kernelgen: specs/attn_dflash.yaml:40: kernel 'prefill_attn_dflash_bf16_unsplit': the __global__ definition of dflash_attn_bf16_kernel does not take the spec's 14 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_unsplit_0)>, kg_signature_prefill_attn_dflash_bf16_unsplit, 0>(),
@@ -783,12 +785,14 @@ const char* const kRequires_prefill_attn_dflash_bf16_split[] = {
     "(q_offset + q_rows) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_bf16_split[] = { "q", "k_cache", "v_cache", "out", "block_table", "q_rows", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale", "workspace", "counters" };
 const kg_kernel_info kg_info_prefill_attn_dflash_bf16_split = {
     "attn_dflash", "prefill_attn_dflash_bf16_split", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_bf16_split, kApplies_prefill_attn_dflash_bf16_split, kRequires_prefill_attn_dflash_bf16_split,
     1, 4, 3,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_bf16_split, 16};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_split_0)>, kg_signature_prefill_attn_dflash_bf16_split>,
               "kernelgen: specs/attn_dflash.yaml:73: kernel 'prefill_attn_dflash_bf16_split': the __global__ definition of dflash_attn_bf16_split_kernel does not take the spec's 16 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_split_0)>, kg_signature_prefill_attn_dflash_bf16_split, 0>(),
@@ -836,12 +840,14 @@ const char* const kRequires_prefill_attn_dflash_fp8_unsplit[] = {
     "(q_offset + q_rows) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_fp8_unsplit[] = { "q", "k_cache", "v_cache", "k_scale", "v_scale", "out", "block_table", "q_rows", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale" };
 const kg_kernel_info kg_info_prefill_attn_dflash_fp8_unsplit = {
     "attn_dflash", "prefill_attn_dflash_fp8_unsplit", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_fp8_unsplit, kApplies_prefill_attn_dflash_fp8_unsplit, kRequires_prefill_attn_dflash_fp8_unsplit,
     1, 2, 3,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_fp8_unsplit, 16};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_fp8_unsplit_0)>, kg_signature_prefill_attn_dflash_fp8_unsplit>,
               "kernelgen: specs/attn_dflash.yaml:114: kernel 'prefill_attn_dflash_fp8_unsplit': the __global__ definition of dflash_attn_fp8_kernel does not take the spec's 16 parameters (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_fp8_unsplit_0)>, kg_signature_prefill_attn_dflash_fp8_unsplit, 0>(),
@@ -891,12 +897,14 @@ const char* const kRequires_prefill_attn_dflash_fp8_split[] = {
     "(q_offset + q_rows) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_fp8_split[] = { "q", "k_cache", "v_cache", "k_scale", "v_scale", "out", "block_table", "q_rows", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale", "workspace", "counters" };
 const kg_kernel_info kg_info_prefill_attn_dflash_fp8_split = {
     "attn_dflash", "prefill_attn_dflash_fp8_split", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_fp8_split, kApplies_prefill_attn_dflash_fp8_split, kRequires_prefill_attn_dflash_fp8_split,
     1, 4, 3,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_fp8_split, 18};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_fp8_split_0)>, kg_signature_prefill_attn_dflash_fp8_split>,
               "kernelgen: specs/attn_dflash.yaml:137: kernel 'prefill_attn_dflash_fp8_split': the __global__ definition of dflash_attn_fp8_split_kernel does not take the spec's 18 parameters (const bf16* q, const fp8_e4m3* k_cache, const fp8_e4m3* v_cache, device f32 k_scale, device f32 v_scale, bf16* out, const i32* block_table, u32 q_rows, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_fp8_split_0)>, kg_signature_prefill_attn_dflash_fp8_split, 0>(),
@@ -947,12 +955,14 @@ const char* const kRequires_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     "block_size > 0",
     "max_kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_bf16_indirect_unsplit[] = { "q", "k_cache", "v_cache", "out", "block_table", "q_rows", "kv_len", "q_offset", "q_rope_pos", "max_kv_len", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale" };
 const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_unsplit = {
     "attn_dflash", "prefill_attn_dflash_bf16_indirect_unsplit", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_bf16_indirect_unsplit, kApplies_prefill_attn_dflash_bf16_indirect_unsplit, kRequires_prefill_attn_dflash_bf16_indirect_unsplit,
     1, 2, 2,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_bf16_indirect_unsplit, 16};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_indirect_unsplit_0)>, kg_signature_prefill_attn_dflash_bf16_indirect_unsplit>,
               "kernelgen: specs/attn_dflash.yaml:163: kernel 'prefill_attn_dflash_bf16_indirect_unsplit': the __global__ definition of dflash_attn_bf16_indirect_kernel does not take the spec's 16 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_indirect_unsplit_0)>, kg_signature_prefill_attn_dflash_bf16_indirect_unsplit, 0>(),
@@ -1001,12 +1011,14 @@ const char* const kRequires_prefill_attn_dflash_bf16_indirect_split[] = {
     "block_size > 0",
     "max_kv_len <= 1073741824",
 };
+const char* const kArgs_prefill_attn_dflash_bf16_indirect_split[] = { "q", "k_cache", "v_cache", "out", "block_table", "q_rows", "kv_len", "q_offset", "q_rope_pos", "max_kv_len", "num_q_heads", "num_kv_heads", "block_size", "causal", "window", "scale", "workspace", "counters" };
 const kg_kernel_info kg_info_prefill_attn_dflash_bf16_indirect_split = {
     "attn_dflash", "prefill_attn_dflash_bf16_indirect_split", "hopper",
     nullptr, nullptr,
     kSkip_prefill_attn_dflash_bf16_indirect_split, kApplies_prefill_attn_dflash_bf16_indirect_split, kRequires_prefill_attn_dflash_bf16_indirect_split,
     1, 4, 2,
-    1};
+    1,
+    kArgs_prefill_attn_dflash_bf16_indirect_split, 18};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_indirect_split_0)>, kg_signature_prefill_attn_dflash_bf16_indirect_split>,
               "kernelgen: specs/attn_dflash.yaml:198: kernel 'prefill_attn_dflash_bf16_indirect_split': the __global__ definition of dflash_attn_bf16_indirect_split_kernel does not take the spec's 18 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* out, const i32* block_table, u32 q_rows, device i32 kv_len, device i32 q_offset, device i32 q_rope_pos, u32 max_kv_len, u32 num_q_heads, u32 num_kv_heads, u32 block_size, u32 causal, u32 window, f32 scale, f32* workspace, i32* counters); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_prefill_attn_dflash_bf16_indirect_split_0)>, kg_signature_prefill_attn_dflash_bf16_indirect_split, 0>(),

@@ -335,12 +335,14 @@ const char* const kRequires_attn_prefill_fa128_paged[] = {
     "(q_offset + q_len) <= 1073741824",
     "kv_len <= 1073741824",
 };
+const char* const kArgs_attn_prefill_fa128_paged[] = { "q", "k_cache", "v_cache", "output", "block_table", "q_len", "kv_len", "q_offset", "num_q_heads", "num_kv_heads", "cache_block_size", "inv_sqrt_d", "head_dim", "causal", "sliding_window" };
 const kg_kernel_info kg_info_attn_prefill_fa128_paged = {
     "attn_prefill_fa128", "attn_prefill_fa128_paged", "hopper",
     "METRALE_NO_ATTN_FA128", nullptr,
     kSkip_attn_prefill_fa128_paged, kApplies_attn_prefill_fa128_paged, kRequires_attn_prefill_fa128_paged,
     1, 5, 4,
-    1};
+    1,
+    kArgs_attn_prefill_fa128_paged, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged>,
               "kernelgen: specs/attn_prefill_fa128.yaml:14: kernel 'attn_prefill_fa128_paged': the __global__ definition of attn_prefill_fa128_paged_kernel does not take the spec's 12 parameters (const bf16* q, const bf16* k_cache, const bf16* v_cache, bf16* output, const i32* block_table, u32 q_len, u32 kv_len, u32 q_offset, u32 num_q_heads, u32 num_kv_heads, u32 cache_block_size, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_paged_0)>, kg_signature_attn_prefill_fa128_paged, 0>(),
@@ -383,12 +385,14 @@ const char* const kRequires_attn_prefill_fa128[] = {
     "div_ceil(seq_len, ROWS) <= 65535",
     "batch <= 65535",
 };
+const char* const kArgs_attn_prefill_fa128[] = { "q", "k", "v", "output", "seq_len", "num_q_heads", "num_kv_heads", "inv_sqrt_d", "head_dim", "causal", "sliding_window", "batch" };
 const kg_kernel_info kg_info_attn_prefill_fa128 = {
     "attn_prefill_fa128", "attn_prefill_fa128", "hopper",
     "METRALE_NO_ATTN_FA128", nullptr,
     kSkip_attn_prefill_fa128, kApplies_attn_prefill_fa128, kRequires_attn_prefill_fa128,
     2, 5, 2,
-    1};
+    1,
+    kArgs_attn_prefill_fa128, 12};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128>,
               "kernelgen: specs/attn_prefill_fa128.yaml:53: kernel 'attn_prefill_fa128': the __global__ definition of attn_prefill_fa128_kernel does not take the spec's 8 parameters (const bf16* q, const bf16* k, const bf16* v, bf16* output, u32 seq_len, u32 num_q_heads, u32 num_kv_heads, f32 inv_sqrt_d); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_attn_prefill_fa128_0)>, kg_signature_attn_prefill_fa128, 0>(),

@@ -477,12 +477,14 @@ const char* const kSkip_dense_gemv[] = {
 const char* const kApplies_dense_gemv[] = {
     "m <= GEMV_MAX_M",
 };
+const char* const kArgs_dense_gemv[] = { "x", "w", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_dense_gemv = {
     "dense_linear", "dense_gemv", "hopper",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemv, kApplies_dense_gemv, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_dense_gemv, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv>,
               "kernelgen: specs/dense_linear.yaml:34: kernel 'dense_gemv': the __global__ definition of dense_gemv_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_0)>, kg_signature_dense_gemv, 0>(),
@@ -507,12 +509,14 @@ const char* const kApplies_dense_gemv_rt1[] = {
     "(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count",
     "div_ceil(n, GEMV_TILE_N) <= (GEMV_RT1_WAVES * device.sm_count)",
 };
+const char* const kArgs_dense_gemv_rt1[] = { "x", "w", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_dense_gemv_rt1 = {
     "dense_linear", "dense_gemv_rt1", "hopper",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemv_rt1, kApplies_dense_gemv_rt1, nullptr,
     2, 3, 0,
-    1};
+    1,
+    kArgs_dense_gemv_rt1, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1>,
               "kernelgen: specs/dense_linear.yaml:67: kernel 'dense_gemv_rt1': the __global__ definition of dense_gemv_bf16_rt1_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_rt1_0)>, kg_signature_dense_gemv_rt1, 0>(),
@@ -532,12 +536,14 @@ const char* const kSkip_dense_gemm[] = {
     "m == 0",
     "n == 0",
 };
+const char* const kArgs_dense_gemm[] = { "x", "w", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_dense_gemm = {
     "dense_linear", "dense_gemm", "hopper",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemm, nullptr, nullptr,
     2, 0, 0,
-    1};
+    1,
+    kArgs_dense_gemm, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm>,
               "kernelgen: specs/dense_linear.yaml:90: kernel 'dense_gemm': the __global__ definition of dense_gemm_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_0)>, kg_signature_dense_gemm, 0>(),
@@ -557,12 +563,14 @@ const char* const kSkip_dense_gemm_pipelined[] = {
     "m == 0",
     "n == 0",
 };
+const char* const kArgs_dense_gemm_pipelined[] = { "x", "w", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_dense_gemm_pipelined = {
     "dense_linear", "dense_gemm_pipelined", "hopper",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemm_pipelined, nullptr, nullptr,
     2, 0, 0,
-    1};
+    1,
+    kArgs_dense_gemm_pipelined, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined>,
               "kernelgen: specs/dense_linear.yaml:110: kernel 'dense_gemm_pipelined': the __global__ definition of dense_gemm_pipelined_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_pipelined_0)>, kg_signature_dense_gemm_pipelined, 0>(),
@@ -585,12 +593,14 @@ const char* const kApplies_dense_gemm_tma[] = {
     "m >= TMA_MIN_M",
     "(k % 8) == 0",
 };
+const char* const kArgs_dense_gemm_tma[] = { "x", "w", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_dense_gemm_tma = {
     "dense_linear", "dense_gemm_tma", "hopper",
     "METRALE_NO_DFLASH_DENSE", nullptr,
     kSkip_dense_gemm_tma, kApplies_dense_gemm_tma, nullptr,
     1, 2, 0,
-    1};
+    1,
+    kArgs_dense_gemm_tma, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma>,
               "kernelgen: specs/dense_linear.yaml:141: kernel 'dense_gemm_tma': the __global__ definition of dense_gemm_tma_bf16_kernel does not take the spec's 8 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 0>(),

@@ -430,12 +430,14 @@ const char* const kRequires_dflash2_conv2[] = {
     "(hidden % 16) == 0",
     "hidden >= 16",
 };
+const char* const kArgs_dflash2_conv2[] = { "x", "base", "delta", "out", "rows", "hidden" };
 const kg_kernel_info kg_info_dflash2_conv2 = {
     "dflash2", "dflash2_conv2", "hopper",
     "METRALE_NO_DFLASH2", nullptr,
     kSkip_dflash2_conv2, nullptr, kRequires_dflash2_conv2,
     1, 0, 3,
-    1};
+    1,
+    kArgs_dflash2_conv2, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2>,
               "kernelgen: specs/dflash2.yaml:24: kernel 'dflash2_conv2': the __global__ definition of dflash2_conv2_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* base, const bf16* delta, bf16* out, u32 rows, u32 hidden); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_conv2_0)>, kg_signature_dflash2_conv2, 0>(),
@@ -459,12 +461,14 @@ const char* const kRequires_dflash2_topk16_f32[] = {
     "vocab <= TOPK_MAX_VOCAB",
     "rows <= 65535",
 };
+const char* const kArgs_dflash2_topk16_f32[] = { "logits", "ids", "scores", "rows", "vocab", "multiplier", "cap" };
 const kg_kernel_info kg_info_dflash2_topk16_f32 = {
     "dflash2", "dflash2_topk16_f32", "hopper",
     "METRALE_NO_DFLASH2", nullptr,
     kSkip_dflash2_topk16_f32, nullptr, kRequires_dflash2_topk16_f32,
     1, 0, 3,
-    1};
+    1,
+    kArgs_dflash2_topk16_f32, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32>,
               "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_f32': the __global__ definition of dflash2_topk16_kernel<float> does not take the spec's 7 parameters (f32* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_f32_0)>, kg_signature_dflash2_topk16_f32, 0>(),
@@ -490,12 +494,14 @@ const char* const kRequires_dflash2_topk16_bf16[] = {
     "vocab <= TOPK_MAX_VOCAB",
     "rows <= 65535",
 };
+const char* const kArgs_dflash2_topk16_bf16[] = { "logits", "ids", "scores", "rows", "vocab", "multiplier", "cap" };
 const kg_kernel_info kg_info_dflash2_topk16_bf16 = {
     "dflash2", "dflash2_topk16_bf16", "hopper",
     "METRALE_NO_DFLASH2", nullptr,
     kSkip_dflash2_topk16_bf16, nullptr, kRequires_dflash2_topk16_bf16,
     1, 0, 3,
-    1};
+    1,
+    kArgs_dflash2_topk16_bf16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16>,
               "kernelgen: specs/dflash2.yaml:53: kernel 'dflash2_topk16_bf16': the __global__ definition of dflash2_topk16_kernel<__nv_bfloat16> does not take the spec's 7 parameters (bf16* logits, i32* ids, f32* scores, u32 rows, u32 vocab, f32 multiplier, f32 cap); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_topk16_bf16_0)>, kg_signature_dflash2_topk16_bf16, 0>(),
@@ -525,12 +531,14 @@ const char* const kRequires_dflash2_selector_walk[] = {
     "vocab >= 1",
     "batch <= 268435455",
 };
+const char* const kArgs_dflash2_selector_walk[] = { "cand", "u", "h", "p_codebook", "q_codebook", "anchor", "out", "batch", "slots", "rank", "vocab" };
 const kg_kernel_info kg_info_dflash2_selector_walk = {
     "dflash2", "dflash2_selector_walk", "hopper",
     "METRALE_NO_DFLASH2", nullptr,
     kSkip_dflash2_selector_walk, nullptr, kRequires_dflash2_selector_walk,
     2, 0, 6,
-    1};
+    1,
+    kArgs_dflash2_selector_walk, 11};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk>,
               "kernelgen: specs/dflash2.yaml:92: kernel 'dflash2_selector_walk': the __global__ definition of dflash2_selector_walk_kernel does not take the spec's 11 parameters (const i32* cand, const f32* u, const bf16* h, const bf16* p_codebook, const bf16* q_codebook, const i32* anchor, i32* out, u32 batch, u32 slots, u32 rank, u32 vocab); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dflash2_selector_walk_0)>, kg_signature_dflash2_selector_walk, 0>(),

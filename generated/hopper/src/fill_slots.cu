@@ -106,12 +106,14 @@ const char* const kRequires_fill_slots[] = {
     "block_size >= 1",
     "(start + count) <= 4294967295",
 };
+const char* const kArgs_fill_slots[] = { "block_table", "slots", "start", "count", "block_size" };
 const kg_kernel_info kg_info_fill_slots = {
     "fill_slots", "fill_slots", "hopper",
     "METRALE_NO_DFLASH_FILL_SLOTS", nullptr,
     kSkip_fill_slots, nullptr, kRequires_fill_slots,
     1, 0, 2,
-    1};
+    1,
+    kArgs_fill_slots, 5};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots>,
               "kernelgen: specs/fill_slots.yaml:10: kernel 'fill_slots': the __global__ definition of dflash_fill_slots_kernel does not take the spec's 5 parameters (const i32* block_table, i64* slots, u32 start, u32 count, u32 block_size); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fill_slots_0)>, kg_signature_fill_slots, 0>(),

@@ -2394,12 +2394,14 @@ const char* const kApplies_fp8_gemv_tma[] = {
     "rows <= 16",
     "(k % 16) == 0",
 };
+const char* const kArgs_fp8_gemv_tma[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_tma = {
     "fp8_gemv_rt", "fp8_gemv_tma", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_tma, kApplies_fp8_gemv_tma, nullptr,
     2, 2, 0,
-    1};
+    1,
+    kArgs_fp8_gemv_tma, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma>,
               "kernelgen: specs/fp8_gemv_rt.yaml:27: kernel 'fp8_gemv_tma': the __global__ definition of dflash_fp8_gemv_tma_kernel does not take the spec's 9 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_tma_0)>, kg_signature_fp8_gemv_tma, 0>(),
@@ -2433,12 +2435,14 @@ const char* const kApplies_fp8_gemv_rt2[] = {
 const char* const kRequires_fp8_gemv_rt2[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2 = {
     "fp8_gemv_rt", "fp8_gemv_rt2", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2, kApplies_fp8_gemv_rt2, kRequires_fp8_gemv_rt2,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2>,
               "kernelgen: specs/fp8_gemv_rt.yaml:64: kernel 'fp8_gemv_rt2': the __global__ definition of dflash_fp8_gemv_rt2_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_0)>, kg_signature_fp8_gemv_rt2, 0>(),
@@ -2468,12 +2472,14 @@ const char* const kApplies_fp8_gemv_rt2_16[] = {
 const char* const kRequires_fp8_gemv_rt2_16[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16, kApplies_fp8_gemv_rt2_16, kRequires_fp8_gemv_rt2_16,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:95: kernel 'fp8_gemv_rt2_16': the __global__ definition of dflash_fp8_gemv_rt2_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_0)>, kg_signature_fp8_gemv_rt2_16, 0>(),
@@ -2504,12 +2510,14 @@ const char* const kApplies_fp8_gemv_rt1[] = {
 const char* const kRequires_fp8_gemv_rt1[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1 = {
     "fp8_gemv_rt", "fp8_gemv_rt1", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1, kApplies_fp8_gemv_rt1, kRequires_fp8_gemv_rt1,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1>,
               "kernelgen: specs/fp8_gemv_rt.yaml:119: kernel 'fp8_gemv_rt1': the __global__ definition of dflash_fp8_gemv_rt1_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_0)>, kg_signature_fp8_gemv_rt1, 0>(),
@@ -2540,12 +2548,14 @@ const char* const kApplies_fp8_gemv_rt1_16[] = {
 const char* const kRequires_fp8_gemv_rt1_16[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_16[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_16 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_16", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_16, kApplies_fp8_gemv_rt1_16, kRequires_fp8_gemv_rt1_16,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16>,
               "kernelgen: specs/fp8_gemv_rt.yaml:136: kernel 'fp8_gemv_rt1_16': the __global__ definition of dflash_fp8_gemv_rt1_16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_0)>, kg_signature_fp8_gemv_rt1_16, 0>(),
@@ -2576,12 +2586,14 @@ const char* const kApplies_fp8_gemv_rt2_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_ks_8", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_ks_8, kApplies_fp8_gemv_rt2_ks_8, kRequires_fp8_gemv_rt2_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_8_0)>, kg_signature_fp8_gemv_rt2_ks_8, 0>(),
@@ -2612,12 +2624,14 @@ const char* const kApplies_fp8_gemv_rt2_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_ks_4", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_ks_4, kApplies_fp8_gemv_rt2_ks_4, kRequires_fp8_gemv_rt2_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:147: kernel 'fp8_gemv_rt2_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_ks_4_0)>, kg_signature_fp8_gemv_rt2_ks_4, 0>(),
@@ -2648,12 +2662,14 @@ const char* const kApplies_fp8_gemv_rt2_16_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_16_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_ks_8", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_ks_8, kApplies_fp8_gemv_rt2_16_ks_8, kRequires_fp8_gemv_rt2_16_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_8_0)>, kg_signature_fp8_gemv_rt2_16_ks_8, 0>(),
@@ -2684,12 +2700,14 @@ const char* const kApplies_fp8_gemv_rt2_16_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_16_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_ks_4", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_ks_4, kApplies_fp8_gemv_rt2_16_ks_4, kRequires_fp8_gemv_rt2_16_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:165: kernel 'fp8_gemv_rt2_16_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_16_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_ks_4_0)>, kg_signature_fp8_gemv_rt2_16_ks_4, 0>(),
@@ -2719,12 +2737,14 @@ const char* const kApplies_fp8_gemv_rt2_32[] = {
 const char* const kRequires_fp8_gemv_rt2_32[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32, kApplies_fp8_gemv_rt2_32, kRequires_fp8_gemv_rt2_32,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_32, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32>,
               "kernelgen: specs/fp8_gemv_rt.yaml:177: kernel 'fp8_gemv_rt2_32': the __global__ definition of dflash_fp8_gemv_rt2_32_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_0)>, kg_signature_fp8_gemv_rt2_32, 0>(),
@@ -2755,12 +2775,14 @@ const char* const kApplies_fp8_gemv_rt2_32_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_32_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32_ks_8", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32_ks_8, kApplies_fp8_gemv_rt2_32_ks_8, kRequires_fp8_gemv_rt2_32_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_32_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_8_0)>, kg_signature_fp8_gemv_rt2_32_ks_8, 0>(),
@@ -2791,12 +2813,14 @@ const char* const kApplies_fp8_gemv_rt2_32_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_32_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_32_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_32_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_32_ks_4", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_32_ks_4, kApplies_fp8_gemv_rt2_32_ks_4, kRequires_fp8_gemv_rt2_32_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_32_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:190: kernel 'fp8_gemv_rt2_32_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_32_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_32_ks_4_0)>, kg_signature_fp8_gemv_rt2_32_ks_4, 0>(),
@@ -2827,12 +2851,14 @@ const char* const kApplies_fp8_gemv_rt1_32[] = {
 const char* const kRequires_fp8_gemv_rt1_32[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_32[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_32 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_32", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_32, kApplies_fp8_gemv_rt1_32, kRequires_fp8_gemv_rt1_32,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_32, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32>,
               "kernelgen: specs/fp8_gemv_rt.yaml:203: kernel 'fp8_gemv_rt1_32': the __global__ definition of dflash_fp8_gemv_rt1_32_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_32_0)>, kg_signature_fp8_gemv_rt1_32, 0>(),
@@ -2862,12 +2888,14 @@ const char* const kApplies_fp8_gemv_rt2_64[] = {
 const char* const kRequires_fp8_gemv_rt2_64[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64, kApplies_fp8_gemv_rt2_64, kRequires_fp8_gemv_rt2_64,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_64, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64>,
               "kernelgen: specs/fp8_gemv_rt.yaml:215: kernel 'fp8_gemv_rt2_64': the __global__ definition of dflash_fp8_gemv_rt2_64_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_0)>, kg_signature_fp8_gemv_rt2_64, 0>(),
@@ -2898,12 +2926,14 @@ const char* const kApplies_fp8_gemv_rt2_64_ks_8[] = {
 const char* const kRequires_fp8_gemv_rt2_64_ks_8[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64_ks_8[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_8 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_8", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64_ks_8, kApplies_fp8_gemv_rt2_64_ks_8, kRequires_fp8_gemv_rt2_64_ks_8,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_64_ks_8, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8>,
               "kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_8': the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<8> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_8_0)>, kg_signature_fp8_gemv_rt2_64_ks_8, 0>(),
@@ -2934,12 +2964,14 @@ const char* const kApplies_fp8_gemv_rt2_64_ks_4[] = {
 const char* const kRequires_fp8_gemv_rt2_64_ks_4[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_64_ks_4[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_64_ks_4 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_64_ks_4", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_64_ks_4, kApplies_fp8_gemv_rt2_64_ks_4, kRequires_fp8_gemv_rt2_64_ks_4,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_64_ks_4, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4>,
               "kernelgen: specs/fp8_gemv_rt.yaml:228: kernel 'fp8_gemv_rt2_64_ks_4': the __global__ definition of dflash_fp8_gemv_rt2_64_ks_kernel<4> does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_64_ks_4_0)>, kg_signature_fp8_gemv_rt2_64_ks_4, 0>(),
@@ -2970,12 +3002,14 @@ const char* const kApplies_fp8_gemv_rt1_64[] = {
 const char* const kRequires_fp8_gemv_rt1_64[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_64[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_64 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_64", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_64, kApplies_fp8_gemv_rt1_64, kRequires_fp8_gemv_rt1_64,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_64, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64>,
               "kernelgen: specs/fp8_gemv_rt.yaml:240: kernel 'fp8_gemv_rt1_64': the __global__ definition of dflash_fp8_gemv_rt1_64_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_0)>, kg_signature_fp8_gemv_rt1_64, 0>(),
@@ -3006,12 +3040,14 @@ const char* const kApplies_fp8_gemv_rt1_64_128[] = {
 const char* const kRequires_fp8_gemv_rt1_64_128[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_64_128[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_64_128 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_64_128", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_64_128, kApplies_fp8_gemv_rt1_64_128, kRequires_fp8_gemv_rt1_64_128,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_64_128, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128>,
               "kernelgen: specs/fp8_gemv_rt.yaml:251: kernel 'fp8_gemv_rt1_64_128': the __global__ definition of dflash_fp8_gemv_rt1_64_128_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_64_128_0)>, kg_signature_fp8_gemv_rt1_64_128, 0>(),
@@ -3041,12 +3077,14 @@ const char* const kApplies_fp8_gemv_rt2_16_x3[] = {
 const char* const kRequires_fp8_gemv_rt2_16_x3[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt2_16_x3[] = { "x", "q0", "scale0", "out0", "q1", "scale1", "out1", "q2", "scale2", "out2", "rows", "n0", "n1", "n2", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt2_16_x3 = {
     "fp8_gemv_rt", "fp8_gemv_rt2_16_x3", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt2_16_x3, kApplies_fp8_gemv_rt2_16_x3, kRequires_fp8_gemv_rt2_16_x3,
     2, 3, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt2_16_x3, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:264: kernel 'fp8_gemv_rt2_16_x3': the __global__ definition of dflash_fp8_gemv_rt2_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt2_16_x3_0)>, kg_signature_fp8_gemv_rt2_16_x3, 0>(),
@@ -3093,12 +3131,14 @@ const char* const kApplies_fp8_gemv_rt1_16_x3[] = {
 const char* const kRequires_fp8_gemv_rt1_16_x3[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemv_rt1_16_x3[] = { "x", "q0", "scale0", "out0", "q1", "scale1", "out1", "q2", "scale2", "out2", "rows", "n0", "n1", "n2", "k" };
 const kg_kernel_info kg_info_fp8_gemv_rt1_16_x3 = {
     "fp8_gemv_rt", "fp8_gemv_rt1_16_x3", "hopper",
     "METRALE_NO_DFLASH_FP8_RT", nullptr,
     kSkip_fp8_gemv_rt1_16_x3, kApplies_fp8_gemv_rt1_16_x3, kRequires_fp8_gemv_rt1_16_x3,
     2, 4, 1,
-    1};
+    1,
+    kArgs_fp8_gemv_rt1_16_x3, 15};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3>,
               "kernelgen: specs/fp8_gemv_rt.yaml:301: kernel 'fp8_gemv_rt1_16_x3': the __global__ definition of dflash_fp8_gemv_rt1_16_x3_kernel does not take the spec's 15 parameters (const bf16* x, const fp8_e4m3* q0, const f32* scale0, bf16* out0, const fp8_e4m3* q1, const f32* scale1, bf16* out1, const fp8_e4m3* q2, const f32* scale2, bf16* out2, u32 rows, u32 n0, u32 n1, u32 n2, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemv_rt1_16_x3_0)>, kg_signature_fp8_gemv_rt1_16_x3, 0>(),

@@ -489,12 +489,14 @@ const char* const kSkip_quantize_bf16_to_fp8[] = {
 const char* const kRequires_quantize_bf16_to_fp8[] = {
     "k >= 1",
 };
+const char* const kArgs_quantize_bf16_to_fp8[] = { "w", "q", "scale", "n", "k" };
 const kg_kernel_info kg_info_quantize_bf16_to_fp8 = {
     "fp8_linear", "quantize_bf16_to_fp8", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_quantize_bf16_to_fp8, nullptr, kRequires_quantize_bf16_to_fp8,
     1, 0, 1,
-    1};
+    1,
+    kArgs_quantize_bf16_to_fp8, 5};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8>,
               "kernelgen: specs/fp8_linear.yaml:25: kernel 'quantize_bf16_to_fp8': the __global__ definition of dflash_quantize_bf16_to_fp8_kernel does not take the spec's 5 parameters (const bf16* w, fp8_e4m3* q, f32* scale, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_quantize_bf16_to_fp8_0)>, kg_signature_quantize_bf16_to_fp8, 0>(),
@@ -518,12 +520,14 @@ const char* const kApplies_dense_gemv_fp8w[] = {
 const char* const kRequires_dense_gemv_fp8w[] = {
     "k >= 1",
 };
+const char* const kArgs_dense_gemv_fp8w[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_dense_gemv_fp8w = {
     "fp8_linear", "dense_gemv_fp8w", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_dense_gemv_fp8w, kApplies_dense_gemv_fp8w, kRequires_dense_gemv_fp8w,
     2, 1, 1,
-    1};
+    1,
+    kArgs_dense_gemv_fp8w, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w>,
               "kernelgen: specs/fp8_linear.yaml:45: kernel 'dense_gemv_fp8w': the __global__ definition of dflash_dense_gemv_fp8w_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemv_fp8w_0)>, kg_signature_dense_gemv_fp8w, 0>(),
@@ -552,12 +556,14 @@ const char* const kApplies_fp8_gemm_n128_row_scaled_m16[] = {
 const char* const kRequires_fp8_gemm_n128_row_scaled_m16[] = {
     "k >= 1",
 };
+const char* const kArgs_fp8_gemm_n128_row_scaled_m16[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled_m16 = {
     "fp8_linear", "fp8_gemm_n128_row_scaled_m16", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_fp8_gemm_n128_row_scaled_m16, kApplies_fp8_gemm_n128_row_scaled_m16, kRequires_fp8_gemm_n128_row_scaled_m16,
     2, 2, 1,
-    1};
+    1,
+    kArgs_fp8_gemm_n128_row_scaled_m16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16>,
               "kernelgen: specs/fp8_linear.yaml:66: kernel 'fp8_gemm_n128_row_scaled_m16': the __global__ definition of dflash_fp8_gemm_n128_row_scaled_m16_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_m16_0)>, kg_signature_fp8_gemm_n128_row_scaled_m16, 0>(),
@@ -583,12 +589,14 @@ const char* const kRequires_fp8_gemm_n128_row_scaled[] = {
     "k >= 1",
     "div_ceil(n, TILE) <= 65535",
 };
+const char* const kArgs_fp8_gemm_n128_row_scaled[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemm_n128_row_scaled = {
     "fp8_linear", "fp8_gemm_n128_row_scaled", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_fp8_gemm_n128_row_scaled, nullptr, kRequires_fp8_gemm_n128_row_scaled,
     2, 0, 2,
-    1};
+    1,
+    kArgs_fp8_gemm_n128_row_scaled, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled>,
               "kernelgen: specs/fp8_linear.yaml:90: kernel 'fp8_gemm_n128_row_scaled': the __global__ definition of dflash_fp8_gemm_n128_row_scaled_kernel does not take the spec's 7 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_n128_row_scaled_0)>, kg_signature_fp8_gemm_n128_row_scaled, 0>(),
@@ -613,12 +621,14 @@ const char* const kApplies_fp8_gemm_tma[] = {
     "rows >= TMA_MIN_ROWS",
     "(k % 16) == 0",
 };
+const char* const kArgs_fp8_gemm_tma[] = { "x", "q", "scale", "out", "rows", "n", "k" };
 const kg_kernel_info kg_info_fp8_gemm_tma = {
     "fp8_linear", "fp8_gemm_tma", "hopper",
     "METRALE_NO_DFLASH_FP8_LINEAR", nullptr,
     kSkip_fp8_gemm_tma, kApplies_fp8_gemm_tma, nullptr,
     1, 2, 0,
-    1};
+    1,
+    kArgs_fp8_gemm_tma, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_tma_0)>, kg_signature_fp8_gemm_tma>,
               "kernelgen: specs/fp8_linear.yaml:123: kernel 'fp8_gemm_tma': the __global__ definition of dflash_fp8_gemm_tma_kernel does not take the spec's 9 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_tma_0)>, kg_signature_fp8_gemm_tma, 0>(),

@@ -105,12 +105,14 @@ const char* const kSkip_residual_rms_norm_bf16[] = {
 const char* const kApplies_residual_rms_norm_bf16[] = {
     "(hidden % 8) == 0",
 };
+const char* const kArgs_residual_rms_norm_bf16[] = { "x", "residual", "weight", "out", "rows", "hidden", "eps" };
 const kg_kernel_info kg_info_residual_rms_norm_bf16 = {
     "residual_rms_norm", "residual_rms_norm_bf16", "hopper",
     "METRALE_NO_DFLASH_RESIDUAL_RMS_NORM", nullptr,
     kSkip_residual_rms_norm_bf16, kApplies_residual_rms_norm_bf16, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_residual_rms_norm_bf16, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16>,
               "kernelgen: specs/residual_rms_norm.yaml:6: kernel 'residual_rms_norm_bf16': the __global__ definition of dflash_residual_rms_norm_bf16_kernel does not take the spec's 7 parameters (const bf16* x, bf16* residual, const bf16* weight, bf16* out, u32 rows, u32 hidden, f32 eps); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_residual_rms_norm_bf16_0)>, kg_signature_residual_rms_norm_bf16, 0>(),

@@ -104,12 +104,14 @@ const char* const kSkip_rms_norm_bf16[] = {
 const char* const kApplies_rms_norm_bf16[] = {
     "(hidden % 8) == 0",
 };
+const char* const kArgs_rms_norm_bf16[] = { "x", "weight", "out", "rows", "hidden", "eps" };
 const kg_kernel_info kg_info_rms_norm_bf16 = {
     "rms_norm", "rms_norm_bf16", "hopper",
     "METRALE_NO_DFLASH_RMS_NORM", nullptr,
     kSkip_rms_norm_bf16, kApplies_rms_norm_bf16, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_rms_norm_bf16, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_rms_norm_bf16_0)>, kg_signature_rms_norm_bf16>,
               "kernelgen: specs/rms_norm.yaml:6: kernel 'rms_norm_bf16': the __global__ definition of dflash_rms_norm_bf16_kernel does not take the spec's 6 parameters (const bf16* x, const bf16* weight, bf16* out, u32 rows, u32 hidden, f32 eps); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rms_norm_bf16_0)>, kg_signature_rms_norm_bf16, 0>(),

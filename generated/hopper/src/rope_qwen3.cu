@@ -123,12 +123,14 @@ const char* const kSkip_rope_qwen3[] = {
 const char* const kApplies_rope_qwen3[] = {
     "head_dim == HEAD_DIM",
 };
+const char* const kArgs_rope_qwen3[] = { "q", "k", "q_norm", "k_norm", "positions", "num_tokens", "num_q_heads", "num_kv_heads", "eps", "theta", "head_dim" };
 const kg_kernel_info kg_info_rope_qwen3 = {
     "rope_qwen3", "rope_qwen3", "hopper",
     "METRALE_NO_DFLASH_ROPE_QWEN3", nullptr,
     kSkip_rope_qwen3, kApplies_rope_qwen3, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_rope_qwen3, 11};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3>,
               "kernelgen: specs/rope_qwen3.yaml:11: kernel 'rope_qwen3': the __global__ definition of dflash_rope_qwen3_kernel does not take the spec's 10 parameters (bf16* q, bf16* k, const bf16* q_norm, const bf16* k_norm, const i32* positions, u32 num_tokens, u32 num_q_heads, u32 num_kv_heads, f32 eps, f32 theta); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_rope_qwen3_0)>, kg_signature_rope_qwen3, 0>(),

@@ -105,12 +105,14 @@ const char* const kSkip_silu_mul_bf16[] = {
 const char* const kApplies_silu_mul_bf16[] = {
     "(inter % 8) == 0",
 };
+const char* const kArgs_silu_mul_bf16[] = { "input", "out", "rows", "inter" };
 const kg_kernel_info kg_info_silu_mul_bf16 = {
     "silu_mul", "silu_mul_bf16", "hopper",
     "METRALE_NO_DFLASH_SILU_MUL", nullptr,
     kSkip_silu_mul_bf16, kApplies_silu_mul_bf16, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_silu_mul_bf16, 4};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16>,
               "kernelgen: specs/silu_mul.yaml:9: kernel 'silu_mul_bf16': the __global__ definition of dflash_silu_mul_bf16_kernel does not take the spec's 4 parameters (const bf16* input, bf16* out, u32 rows, u32 inter); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_silu_mul_bf16_0)>, kg_signature_silu_mul_bf16, 0>(),

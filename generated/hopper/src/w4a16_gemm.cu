@@ -531,12 +531,14 @@ const char* const kApplies_w4a16_gemv_rt2[] = {
     "(k % 16) == 0",
     "k <= 32768",
 };
+const char* const kArgs_w4a16_gemv_rt2[] = { "x", "wq", "wscale", "global_scale", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_w4a16_gemv_rt2 = {
     "w4a16_gemm", "w4a16_gemv_rt2", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv_rt2, kApplies_w4a16_gemv_rt2, nullptr,
     2, 3, 0,
-    1};
+    1,
+    kArgs_w4a16_gemv_rt2, 8};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2>,
               "kernelgen: specs/w4a16_gemm.yaml:25: kernel 'w4a16_gemv_rt2': the __global__ definition of w4a16_gemv_rt2_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt2_0)>, kg_signature_w4a16_gemv_rt2, 0>(),
@@ -566,12 +568,14 @@ const char* const kApplies_w4a16_gemv_rt1[] = {
     "k <= 8192",
     "(div_ceil(n, GEMV_TILE_N) * GEMV_CLUSTER) > device.sm_count",
 };
+const char* const kArgs_w4a16_gemv_rt1[] = { "x", "wq", "wscale", "global_scale", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_w4a16_gemv_rt1 = {
     "w4a16_gemm", "w4a16_gemv_rt1", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv_rt1, kApplies_w4a16_gemv_rt1, nullptr,
     2, 4, 0,
-    1};
+    1,
+    kArgs_w4a16_gemv_rt1, 8};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1>,
               "kernelgen: specs/w4a16_gemm.yaml:65: kernel 'w4a16_gemv_rt1': the __global__ definition of w4a16_gemv_rt1_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_0)>, kg_signature_w4a16_gemv_rt1, 0>(),
@@ -602,12 +606,14 @@ const char* const kApplies_w4a16_gemv_rt1_128[] = {
     "k <= 8192",
     "div_ceil(n, GEMV_ROWS) >= (RT1_128_WAVES * device.sm_count)",
 };
+const char* const kArgs_w4a16_gemv_rt1_128[] = { "x", "wq", "wscale", "global_scale", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_w4a16_gemv_rt1_128 = {
     "w4a16_gemm", "w4a16_gemv_rt1_128", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv_rt1_128, kApplies_w4a16_gemv_rt1_128, nullptr,
     2, 5, 0,
-    1};
+    1,
+    kArgs_w4a16_gemv_rt1_128, 8};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128>,
               "kernelgen: specs/w4a16_gemm.yaml:84: kernel 'w4a16_gemv_rt1_128': the __global__ definition of w4a16_gemv_rt1_128_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_rt1_128_0)>, kg_signature_w4a16_gemv_rt1_128, 0>(),
@@ -635,12 +641,14 @@ const char* const kApplies_w4a16_gemv[] = {
     "m <= GEMV_MAX_M",
     "(k % 16) == 0",
 };
+const char* const kArgs_w4a16_gemv[] = { "x", "wq", "wscale", "global_scale", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_w4a16_gemv = {
     "w4a16_gemm", "w4a16_gemv", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemv, kApplies_w4a16_gemv, nullptr,
     2, 2, 0,
-    1};
+    1,
+    kArgs_w4a16_gemv, 8};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv>,
               "kernelgen: specs/w4a16_gemm.yaml:101: kernel 'w4a16_gemv': the __global__ definition of w4a16_gemv_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemv_0)>, kg_signature_w4a16_gemv, 0>(),
@@ -667,12 +675,14 @@ const char* const kSkip_w4a16_gemm[] = {
 const char* const kApplies_w4a16_gemm[] = {
     "(k % 16) == 0",
 };
+const char* const kArgs_w4a16_gemm[] = { "x", "wq", "wscale", "global_scale", "out", "m", "n", "k" };
 const kg_kernel_info kg_info_w4a16_gemm = {
     "w4a16_gemm", "w4a16_gemm", "hopper",
     "METRALE_NO_DFLASH_W4A16", nullptr,
     kSkip_w4a16_gemm, kApplies_w4a16_gemm, nullptr,
     2, 1, 0,
-    1};
+    1,
+    kArgs_w4a16_gemm, 8};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm>,
               "kernelgen: specs/w4a16_gemm.yaml:129: kernel 'w4a16_gemm': the __global__ definition of w4a16_gemm_kernel does not take the spec's 8 parameters (const bf16* x, const fp4_e2m1* wq, const fp8_e4m3* wscale, f32 global_scale, bf16* out, u32 m, u32 n, u32 k); make the spec's args list the kernel's parameters, in order, with the same types");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_w4a16_gemm_0)>, kg_signature_w4a16_gemm, 0>(),

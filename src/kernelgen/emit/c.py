@@ -119,10 +119,12 @@ def elem_defines(lm: LModule) -> list[tuple[str, int]]:
 
 
 def c_structs(lm: LModule) -> list[dict[str, object]]:
-    """The module's struct types as C structs: name, fields (C declarations), size, alignment."""
+    """The module's struct types as C structs (each after the structs it nests): name, fields (C
+    declarations), size, alignment."""
     out = []
     for st in lm.structs:
-        fields = [f"{f.scalar.c_type} {f.name}" + (f"[{f.count}]" if f.count else "") for f in st.fields]
+        fields = [f"{names.c_struct(lm.name, f.struct.name) if f.struct else f.scalar.c_type} {f.name}"
+                  + (f"[{f.count}]" if f.count else "") for f in st.fields]
         out.append({"name": st.name, "c": names.c_struct(lm.name, st.name), "fields": fields, "size": st.size,
                     "cpp": comment_text(st.cpp),
                     "attr": f" __attribute__((aligned({st.over_aligned})))" if st.over_aligned else ""})

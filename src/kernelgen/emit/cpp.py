@@ -14,6 +14,7 @@ from kernelgen.emit import c
 from kernelgen.emit.base import ModuleView, render, stamp
 from kernelgen.escape import c_string, comment_text
 from kernelgen.lower import CArg, LChain, LKernel, LModule
+from kernelgen.model import Struct, StructField
 from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
 from kernelgen.types import ElemType, ScalarType
 
@@ -25,6 +26,67 @@ def pointer_type(elem: ElemType, const: bool) -> str:
 def struct_cpp(cpp: str) -> str:
     """A struct's C++ type, qualified from the global namespace."""
     return "::" + cpp.removeprefix("::")
+
+
+def struct_alias(name: str) -> str:
+    """The launcher file's alias of a struct type's C++ type, which its layout checks name."""
+    return f"kg_struct_{name}"
+
+
+def _field_where(st: Struct, fld: StructField) -> str:
+    """The start of a layout check's message about field ``fld`` of ``st``: its spec line."""
+    return f"kernelgen: {fld.loc}: struct '{st.name}' (C++ {st.cpp}): field '{fld.name}'"
+
+
+def _layout_checks(st: Struct, alias: str, where: str, c_struct: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The declarations and the (condition, message) static_asserts that check struct ``st``'s
+    fields against its C++ type ``alias``: each field's member exists (all first, so that a missing
+    one is reported by its field before the compiler's own errors on the checks naming it), then
+    per field in order its offset and size (and a nested struct's member type), then the type's
+    alignment, size, and that its bytes are its value. Numbers are compared through kg_layout,
+    whose instantiation shows nvcc's value beside the spec's (kernelgen build adds it to the message)."""
+    has = f"kg_has_{st.name}"
+    decls = [f"template <int kg_field, class kg_t, class = void> struct {has} : std::false_type {{}};  "
+             "// whether kg_t has field kg_field's member"]
+    checks = []
+    for i, fld in enumerate(st.fields):
+        decls.append(f"template <class kg_t> struct {has}<{i}, kg_t, std::void_t<decltype(kg_t::{fld.member})>> "
+                     ": std::true_type {};")
+        named = f"public member '{fld.member}'" + (" (the field's cpp)" if fld.cpp else "")
+        checks.append((f"{has}<{i}, {alias}>::value",
+                       f"{_field_where(st, fld)}: the C++ type has no {named}; name the field after the C++ member "
+                       "it is (or give cpp: the member's name); a member that is itself a struct is one field, "
+                       "whose type is a struct declared under structs"))
+    for fld in st.fields:
+        fwhere = _field_where(st, fld)
+        checks.append((f"kg_layout<{fld.offset}, offsetof({alias}, {fld.member})>::same",
+                       f"{fwhere} is not at offset {fld.offset}, as the spec lays it out; declare the fields in the "
+                       "C++ order with the members' types (a member aligned beyond its size, such as a CUtensorMap, "
+                       "is a field of a struct type with that align)"))
+        checks.append((f"kg_layout<{fld.size}, sizeof({alias}::{fld.member})>::same",
+                       f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
+        if fld.struct is not None:
+            member = f"std::remove_cv_t<std::remove_all_extents_t<decltype({alias}::{fld.member})>>"
+            checks.append((f"std::is_same_v<{member}, {struct_alias(fld.struct.name)}>",
+                           f"{fwhere} is a {fld.spelling}, but the C++ member's type is not {fld.struct.cpp} (struct "
+                           f"'{fld.struct.name}'); give the field the struct type whose cpp is the member's type"))
+    checks += [
+        (f"kg_layout<{st.align}, alignof({alias})>::same",
+         f"{where}: the C++ type's alignment is not {st.align}, as the spec's fields and align give it; give the "
+         "struct the C++ type's alignment (align)"),
+        (f"kg_layout<{st.size}, sizeof({alias})>::same",
+         f"{where}: the C++ type is not {st.size} bytes, as the spec lays it out; where the checks of the fields' "
+         f"offsets pass, it has members after field '{st.fields[-1].name}': declare them as fields"),
+        # Its bytes are its value (a launch copies the parameter's bytes): CUDA's own __half2 and
+        # __nv_bfloat162 declare copy operations, so they are not trivially copyable, but they are
+        # standard-layout and trivially destructible.
+        (f"std::is_standard_layout_v<{alias}> && std::is_trivially_destructible_v<{alias}> && "
+         f"std::is_default_constructible_v<{alias}>",
+         f"{where}: a struct passed by value must be standard-layout, trivially destructible and "
+         "default-constructible (its bytes are its value)"),
+        (f"sizeof({alias}) == sizeof({c_struct})", f"{where}: the C ABI's struct differs in size"),
+    ]
+    return decls, checks
 
 
 def cpp_type(a: CArg) -> str:
@@ -520,55 +582,40 @@ class CppModule(ModuleView):
 
     @property
     def struct_checks(self) -> list[dict[str, object]]:
-        """Per struct type: an alias of its C++ type and the static_asserts of its layout (for a
-        stateless functor: that it is empty and can be value-initialised)."""
-        out = []
-        for st in self.lm.structs + self.lm.stateless_structs:
-            alias = f"kg_struct_{st.name}"
-            where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
-            copyable = (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be "
-                        "trivially copyable")
-            if st.stateless:
-                checks = [
-                    (f"std::is_empty_v<{alias}>", f"{where}: the spec gives no fields, so the launchers pass a "
-                     "value-initialised one, but the C++ type has data members; declare them under fields"),
-                    copyable,
-                    (f"std::is_default_constructible_v<{alias}>", f"{where}: the launchers pass a "
-                     "value-initialised one, so the C++ type must be default-constructible"),
-                ]
-            else:
-                checks = [
-                    (f"sizeof({alias}) == {st.size}", f"{where}: the C++ type is not {st.size} bytes, as the "
-                     "spec's fields lay it out; make the spec's fields the struct's, in order, with the same types"),
-                    (f"alignof({alias}) == {st.align}", f"{where}: the C++ type's alignment is not {st.align}, as "
-                     "the spec's fields give it"),
-                    # Its bytes are its value (a launch copies the parameter's bytes): CUDA's own
-                    # __half2 and __nv_bfloat162 declare copy operations, so they are not
-                    # trivially copyable, but they are standard-layout and trivially destructible.
-                    (f"std::is_standard_layout_v<{alias}> && std::is_trivially_destructible_v<{alias}> && "
-                     f"std::is_default_constructible_v<{alias}>",
-                     f"{where}: a struct passed by value must be standard-layout, trivially destructible and "
-                     "default-constructible (its bytes are its value)"),
-                    (f"sizeof({alias}) == sizeof({names.c_struct(self.lm.name, st.name)})",
-                     f"{where}: the C ABI's struct differs in size"),
-                ]
-            for fld in st.fields:
-                fwhere = f"kernelgen: {fld.loc}: struct '{st.name}' (C++ {st.cpp}): field '{fld.name}'"
-                checks.append((f"offsetof({alias}, {fld.member}) == {fld.offset}",
-                               f"{fwhere} is not at offset {fld.offset}; declare the fields in the C++ order"))
-                checks.append((f"sizeof({alias}::{fld.member}) == {fld.size}",
-                               f"{fwhere} is not {fld.size} bytes ({fld.spelling})"))
-            out.append({"alias": alias, "cpp": struct_cpp(st.cpp),
-                        "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
-                        "checks": [(cond, c_string(msg)) for cond, msg in checks]})
-        return out
+        """Per struct type (each after the structs it nests): an alias of its C++ type, the
+        declarations its checks use, and the static_asserts of its layout (for a stateless functor:
+        that it is empty and can be value-initialised). The build reports the first that fails."""
+        return [self._struct_check(st) for st in self.lm.structs + self.lm.stateless_structs]
+
+    def _struct_check(self, st: Struct) -> dict[str, object]:
+        alias = struct_alias(st.name)
+        where = f"kernelgen: {st.loc}: struct '{st.name}' (C++ {st.cpp})"
+        if st.stateless:
+            decls: list[str] = []
+            checks = [
+                (f"std::is_empty_v<{alias}>", f"{where}: the spec gives no fields, so the launchers pass a "
+                 "value-initialised one, but the C++ type has data members; declare them under fields"),
+                (f"std::is_trivially_copyable_v<{alias}>", f"{where}: a struct passed by value must be trivially "
+                 "copyable"),
+                (f"std::is_default_constructible_v<{alias}>", f"{where}: the launchers pass a "
+                 "value-initialised one, so the C++ type must be default-constructible"),
+            ]
+        else:
+            decls, checks = _layout_checks(st, alias, where, names.c_struct(self.lm.name, st.name))
+        return {"alias": alias, "cpp": struct_cpp(st.cpp), "decls": decls,
+                "where": comment_text(f"{where}: the C++ type must be declared by the sources"),
+                "checks": [(cond, c_string(msg)) for cond, msg in checks]}
 
     @property
     def struct_decls(self) -> list[str]:
-        """What the C++ API header needs to name each struct type: its header, or a forward
-        declaration."""
+        """What the C++ API header needs to name each struct type the launchers take: its header,
+        or a forward declaration. (A struct only nested in others is named by its header's.)"""
+        taken = {a.struct.name for launcher in (*self.lm.kernels, *self.lm.chains) for a in launcher.args
+                 if a.struct is not None}
         out = []
         for st in self.lm.structs:
+            if st.name not in taken:
+                continue
             toolkit = types.TOOLKIT_STRUCTS.get(st.cpp.removeprefix("::"))
             if st.header:
                 line = f'#include "{st.header}"'

@@ -8,6 +8,7 @@ from __future__ import annotations
 from kernelgen.emit.base import render, stamp
 from kernelgen.emit.python import launcher_doc, with_notes
 from kernelgen.lower import CArg, LKey, LModule
+from kernelgen.model import StructField
 
 
 def docstring(text: str) -> str:
@@ -25,6 +26,13 @@ def annotation(a: CArg) -> str:
     return a.scalar.py
 
 
+def field_annotation(f: StructField) -> str:
+    """A struct field's annotation in its TypedDict: a scalar's, or a nested struct's (its
+    TypedDict or any object with its fields); a sequence of those for an array."""
+    one = f"{f.struct.name} | _kg_Any" if f.struct is not None else f.scalar.py
+    return f"_kg_Sequence[{one}]" if f.count else one
+
+
 def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...],
               doc: str = "") -> dict[str, object]:
     pos = [a for a in args if not a.host]
@@ -40,11 +48,8 @@ class _Module:
     def __init__(self, lm: LModule) -> None:
         self.lm = lm
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
-        self.structs = [
-            {"name": st.name, "cpp": st.cpp,
-             "fields": [(f.name, f"_kg_Sequence[{f.scalar.py}]" if f.count else f.scalar.py) for f in st.fields]}
-            for st in lm.structs
-        ]
+        self.structs = [{"name": st.name, "cpp": st.cpp, "fields": [(f.name, field_annotation(f)) for f in st.fields]}
+                        for st in lm.structs]
         self.launchers = [_launcher(k.name, k.args, k.summary, (), with_notes(k.doc, k.launch_notes))
                           for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]

@@ -15,7 +15,7 @@ from kernelgen.emit import c
 from kernelgen.emit.base import ModuleView, View, render, stamp
 from kernelgen.escape import c_string
 from kernelgen.lower import CArg, LChain, LModule
-from kernelgen.model import Target
+from kernelgen.model import Struct, StructField, Target
 from kernelgen.types import ScalarKind
 
 _VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f", ScalarKind.BOOL: "u"}
@@ -104,13 +104,25 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
 
 
 def struct_tables(lm: LModule) -> list[dict[str, object]]:
-    """The module's struct types as the binding's StructSpec rows."""
+    """The module's struct types as the binding's StructSpec rows: per field its name, scalar
+    code, array length, offset, and its struct's index in the table (-1 for a scalar)."""
+    index = {st.name: i for i, st in enumerate(lm.structs)}
     out = []
     for st in lm.structs:
-        fields = [f"{{{c_string(f.name)}, {f.scalar.code}, {f.count}, {f.offset}}}" for f in st.fields]
+        fields = [f"{{{c_string(f.name)}, {0 if f.struct else f.scalar.code}, {f.count}, {f.offset}, "
+                  f"{index[f.struct.name] if f.struct else -1}}}" for f in st.fields]
         out.append({"name": st.name, "literal": c_string(st.name), "size": st.size, "align": st.align,
                     "fields": fields})
     return out
+
+
+def struct_zero(st: Struct) -> dict[str, object]:
+    """A value of struct ``st`` as Python passes it, every scalar zero: a mapping of its fields, a
+    nested struct's a mapping of its own, an array field's a list."""
+    def one(f: StructField) -> object:
+        return struct_zero(f.struct) if f.struct is not None else 0
+
+    return {f.name: [one(f) for _ in range(f.count)] if f.count else one(f) for f in st.fields}
 
 
 class PyModule(ModuleView):

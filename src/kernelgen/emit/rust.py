@@ -150,11 +150,14 @@ def _params(args: tuple[CArg, ...], ffi: bool) -> list[tuple[str, str]]:
 
 
 def _structs(lm: LModule) -> list[dict[str, object]]:
-    """The module's struct types as #[repr(C)] Rust structs."""
+    """The module's struct types as #[repr(C)] Rust structs (a nested struct's field holds its Rust
+    struct; its alignment carries over, as in C)."""
     out = []
     for st in lm.structs:
-        fields = [(rust_ident(f.name), f"[{f.scalar.rust}; {f.count}]" if f.count else f.scalar.rust)
-                  for f in st.fields]
+        fields = []
+        for f in st.fields:
+            one = struct_ident(f.struct.name) if f.struct is not None else f.scalar.rust
+            fields.append((rust_ident(f.name), f"[{one}; {f.count}]" if f.count else one))
         out.append({"ident": struct_ident(st.name), "cpp": doc_text(st.cpp), "size": st.size, "fields": fields,
                     "name": st.name, "repr": f"C, align({st.over_aligned})" if st.over_aligned else "C"})
     return out

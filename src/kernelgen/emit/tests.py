@@ -14,6 +14,7 @@ import json
 
 from kernelgen import expr, plan, types
 from kernelgen.emit.base import ModuleView, View, render, stamp
+from kernelgen.emit.python import struct_zero
 from kernelgen.escape import comment_text
 from kernelgen.lower import LModule
 from kernelgen.plan import NL_NO_INSTANCE, code
@@ -132,7 +133,7 @@ class ContractKernel(View):
             if a.is_pointer:
                 other[a.name] = f"fake_pointer({i})"
             elif a.struct is not None:
-                other[a.name] = repr({f.name: [0] * f.count if f.count else 0 for f in a.struct.fields})
+                other[a.name] = repr(struct_zero(a.struct))
             elif not a.is_int:
                 other[a.name] = "1.0"
         return "{" + ", ".join(f"{n!r}: {v}" for n, v in other.items()) + "}"

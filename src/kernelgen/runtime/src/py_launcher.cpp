@@ -140,16 +140,20 @@ PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
   kg_rt_describe(k, code, reason, sizeof reason);
   PyObject* type = g.launch_error;
   const int32_t cat = KG_CATEGORY(code);
+  const char* argument = nullptr;  // the argument an error's detail names by its position
   if (code > 0) {
     type = g.not_launched;
   } else if (cat == KG_E_REQUIRES || cat == KG_E_EXPR) {
     type = g.argument_error;
+  } else if (cat == KG_E_DEVICE_SCALAR) {
+    type = g.argument_error;
+    if (k != nullptr && k->args != nullptr && KG_DETAIL(code) < k->n_args) argument = k->args[KG_DETAIL(code)];
   } else if (cat == KG_E_CUDA && kg_rt_is_sticky_error(KG_DETAIL(code))) {
     type = g.fatal_error;
     std::strncat(reason, " (sticky error: the CUDA context is unusable; restart the process)",
                  sizeof reason - std::strlen(reason) - 1);
   }
-  raise_with(type, reason, k ? k->name : self->spec->name, code, nullptr);
+  raise_with(type, reason, k ? k->name : self->spec->name, code, argument);
   return nullptr;
 }
 

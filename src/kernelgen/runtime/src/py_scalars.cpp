@@ -211,18 +211,17 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
 namespace kg::py::internal {
 namespace {
 
-// One scalar of a struct field (element `index` of an array field, -1 for a plain field),
-// written in the C layout at `dst`. Returns 0, or -1 with an ArgumentError naming the field.
-int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f, int index, PyObject* v,
+int fill_struct(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, const char* prefix, PyObject* o,
+                unsigned char* buf);
+
+// One scalar of a struct field, written in the C layout at `dst`; `name` is the field's name in
+// messages ("n", "tag[2]", "window.left"). Returns 0, or -1 with an ArgumentError naming it.
+int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f, const char* name, PyObject* v,
                   unsigned char* dst) {
   const ScalarInfo& info = kScalars[f.type];
-  char field[120];
-  if (index >= 0) {
-    std::snprintf(field, sizeof field, "field '%s[%d]'", f.name, index);
-  } else {
-    std::snprintf(field, sizeof field, "field '%s'", f.name);
-  }
-  char detail[300];
+  char field[200];
+  std::snprintf(field, sizeof field, "field '%s'", name);
+  char detail[400];
   if (PyBool_Check(v)) {
     std::snprintf(detail, sizeof detail, "%s: expected %s, got bool", field, info.name);
     return arg_error(s, a, "%s", detail);
@@ -277,25 +276,42 @@ int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f,
   return 0;
 }
 
-int struct_field(const LauncherSpec* s, const ArgSpec* a, const StructField& f, PyObject* v, unsigned char* dst) {
-  const ScalarInfo& info = kScalars[f.type];
-  if (f.count == 0) return struct_scalar(s, a, f, -1, v, dst);
-  char detail[300];
+// One element of a struct field (element `index` of an array field, -1 for a plain field): a
+// scalar, or a nested struct (a mapping or an object with its fields as attributes).
+int struct_element(const LauncherSpec* s, const ArgSpec* a, const StructField& f, const char* prefix, int index,
+                   PyObject* v, unsigned char* dst) {
+  char name[160];
+  if (index >= 0) {
+    std::snprintf(name, sizeof name, "%s%s[%d]", prefix, f.name, index);
+  } else {
+    std::snprintf(name, sizeof name, "%s%s", prefix, f.name);
+  }
+  if (f.nested < 0) return struct_scalar(s, a, f, name, v, dst);
+  std::strncat(name, ".", sizeof name - std::strlen(name) - 1);
+  return fill_struct(s, a, s->structs[f.nested], name, v, dst);
+}
+
+int struct_field(const LauncherSpec* s, const ArgSpec* a, const StructField& f, const char* prefix, PyObject* v,
+                 unsigned char* dst) {
+  if (f.count == 0) return struct_element(s, a, f, prefix, -1, v, dst);
+  const char* type = f.nested < 0 ? kScalars[f.type].name : s->structs[f.nested].name;
+  const uint32_t step = f.nested < 0 ? kScalars[f.type].bits / 8 : s->structs[f.nested].size;
+  char detail[400];
   PyObject* seq = (PyUnicode_Check(v) || PyBytes_Check(v)) ? nullptr : PySequence_Fast(v, "");
   if (seq == nullptr) {
     PyErr_Clear();
-    std::snprintf(detail, sizeof detail, "field '%s': expected a sequence of %d %s values, got %s", f.name, f.count,
-                  info.name, type_name(v));
+    std::snprintf(detail, sizeof detail, "field '%s%s': expected a sequence of %d %s values, got %s", prefix, f.name,
+                  f.count, type, type_name(v));
     return arg_error(s, a, "%s", detail);
   }
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   if (n != f.count) {
     Py_DECREF(seq);
-    std::snprintf(detail, sizeof detail, "field '%s': expected %d values, got %zd", f.name, f.count, n);
+    std::snprintf(detail, sizeof detail, "field '%s%s': expected %d values, got %zd", prefix, f.name, f.count, n);
     return arg_error(s, a, "%s", detail);
   }
   for (Py_ssize_t i = 0; i < n; ++i) {
-    if (struct_scalar(s, a, f, static_cast<int>(i), PySequence_Fast_GET_ITEM(seq, i), dst + i * (info.bits / 8)) < 0) {
+    if (struct_element(s, a, f, prefix, static_cast<int>(i), PySequence_Fast_GET_ITEM(seq, i), dst + i * step) < 0) {
       Py_DECREF(seq);
       return -1;
     }
@@ -313,9 +329,20 @@ void field_list(const StructSpec& st, char* out, size_t n) {
   }
 }
 
+// "field 'window': " for a nested struct at `prefix` "window.", "" for the argument itself.
+void nested_where(const char* prefix, char* out, size_t n) {
+  const size_t len = std::strlen(prefix);
+  if (len == 0) {
+    out[0] = '\0';
+  } else {
+    std::snprintf(out, n, "field '%.*s': ", static_cast<int>(len - 1), prefix);
+  }
+}
+
 // Keys of `names` (a mapping's keys or a dataclass's fields) that are not fields of `st`: an
 // error naming the first. Returns 0, or -1 with an error set.
-int no_extra_fields(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, PyObject* names) {
+int no_extra_fields(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, const char* prefix,
+                    PyObject* names) {
   PyObject* it = PyObject_GetIter(names);
   if (it == nullptr) return -1;
   PyObject* key;
@@ -326,9 +353,10 @@ int no_extra_fields(const LauncherSpec* s, const ArgSpec* a, const StructSpec& s
     if (!known) {
       PyErr_Clear();
       PyObject* r = PyObject_Repr(key);
-      char list[300], detail[500];
+      char list[300], where[200], detail[700];
       field_list(st, list, sizeof list);
-      std::snprintf(detail, sizeof detail, "unknown field %.80s for struct %s (its fields: %s)",
+      nested_where(prefix, where, sizeof where);
+      std::snprintf(detail, sizeof detail, "%sunknown field %.80s for struct %s (its fields: %s)", where,
                     r ? PyUnicode_AsUTF8(r) : "?", st.name, list);
       Py_XDECREF(r);
       Py_DECREF(key);
@@ -342,24 +370,24 @@ int no_extra_fields(const LauncherSpec* s, const ArgSpec* a, const StructSpec& s
   return PyErr_Occurred() ? -1 : 0;
 }
 
-}  // namespace
-
-int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned char* buf) {
-  const StructSpec& st = s->structs[a->type];
-  std::memset(buf, 0, st.size);
-  char list[300], detail[500];
+// Struct `st` at `buf` from `o` (a mapping or an object with the fields as attributes); `prefix`
+// is its path in messages ("" for the argument, "window." for a nested struct).
+int fill_struct(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, const char* prefix, PyObject* o,
+                unsigned char* buf) {
+  char list[300], where[200], detail[700];
   const bool mapping = PyDict_Check(o) || (!PyUnicode_Check(o) && PyObject_HasAttrString(o, "keys") &&
                                            PyObject_HasAttrString(o, "__getitem__"));
   if (PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || o == Py_None) {
     field_list(st, list, sizeof list);
-    std::snprintf(detail, sizeof detail, "expected struct %s: a mapping or an object with the fields %s, got %s",
-                  st.name, list, type_name(o));
+    nested_where(prefix, where, sizeof where);
+    std::snprintf(detail, sizeof detail, "%sexpected struct %s: a mapping or an object with the fields %s, got %s",
+                  where, st.name, list, type_name(o));
     return arg_error(s, a, "%s", detail);
   }
   if (mapping) {
     PyObject* keys = PyMapping_Keys(o);
     if (keys == nullptr) return producer_error(s, a, "keys()");
-    const int rc = no_extra_fields(s, a, st, keys);
+    const int rc = no_extra_fields(s, a, st, prefix, keys);
     Py_DECREF(keys);
     if (rc < 0) return -1;
   } else {
@@ -367,7 +395,7 @@ int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigne
     if (dc == nullptr) {
       PyErr_Clear();
     } else {
-      const int rc = PyDict_Check(dc) ? no_extra_fields(s, a, st, dc) : 0;
+      const int rc = PyDict_Check(dc) ? no_extra_fields(s, a, st, prefix, dc) : 0;
       Py_DECREF(dc);
       if (rc < 0) return -1;
     }
@@ -381,14 +409,23 @@ int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigne
       }
       PyErr_Clear();
       field_list(st, list, sizeof list);
-      std::snprintf(detail, sizeof detail, "field '%s' of struct %s is missing (its fields: %s)", f.name, st.name, list);
+      std::snprintf(detail, sizeof detail, "field '%s%s' of struct %s is missing (its fields: %s)", prefix, f.name,
+                    st.name, list);
       return arg_error(s, a, "%s", detail);
     }
-    const int rc = struct_field(s, a, f, v, buf + f.offset);
+    const int rc = struct_field(s, a, f, prefix, v, buf + f.offset);
     Py_DECREF(v);
     if (rc < 0) return -1;
   }
   return 0;
+}
+
+}  // namespace
+
+int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned char* buf) {
+  const StructSpec& st = s->structs[a->type];
+  std::memset(buf, 0, st.size);
+  return fill_struct(s, a, st, "", o, buf);
 }
 
 }  // namespace kg::py::internal

@@ -259,6 +259,13 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       name);
         break;
       case KG_E_DEVICE_SCALAR:
+        if (k != nullptr && k->args != nullptr && detail < k->n_args) {
+          std::snprintf(buf, size,
+                        "%s: argument '%s': a device scalar must point to one element in device memory (null, "
+                        "host or unregistered memory given)",
+                        name, k->args[detail]);
+          break;
+        }
         std::snprintf(buf, size,
                       "%s: argument %d is a device scalar: it must point to one element in device memory (null, "
                       "host or unregistered memory given)",

@@ -69,6 +69,10 @@ typedef struct kg_kernel_info {
   int32_t n_applies_if;
   int32_t n_requires;
   int32_t present;                  /* 0 when this target's build lacks the kernel */
+  const char* const* args;          /* the launcher's argument names, in order (NULL for a dispatcher's
+                                       or a chain's own description): errors name the argument whose
+                                       position is their detail */
+  int32_t n_args;
 } kg_kernel_info;
 
 /* Writes a one-line explanation of `code` for `kernel` into buf (always NUL-terminated). */

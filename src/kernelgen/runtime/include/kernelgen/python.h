@@ -42,15 +42,18 @@ struct DtypeKey {
   uint64_t args;     // bit i: argument i has this key's element type
 };
 
-// One field of a struct passed by value: a scalar, or a fixed array of `count` scalars.
+// One field of a struct passed by value: a scalar or a nested struct, or a fixed array of
+// `count` of either.
 struct StructField {
   const char* name;
-  uint8_t type;     // ScalarCode
-  uint16_t count;   // 0: a plain scalar; n: an array of n
+  uint8_t type;     // ScalarCode (a scalar field)
+  uint16_t count;   // 0: one; n: an array of n
   uint32_t offset;  // bytes from the start of the struct
+  int16_t nested;   // -1: a scalar field; else the index of its struct in LauncherSpec::structs
 };
 
-// A struct type of the module: Python passes a mapping or an object with these attributes.
+// A struct type of the module: Python passes a mapping or an object with these attributes (a
+// nested struct's field: a mapping or an object with its own fields).
 struct StructSpec {
   const char* name;
   uint32_t size;

@@ -417,7 +417,8 @@ inline T struct_from_c(const C& c) {
 }
 
 // A device scalar's pointer before a launch: non-null and in device (or managed) memory.
-// KG_LAUNCHED, or the DEVICE_SCALAR error with the argument's position.
+// KG_LAUNCHED, the DEVICE_SCALAR error with the argument's position, or the CUDA error of a query
+// the runtime cannot answer (no usable driver, no device, a sticky error): that is the cause then.
 inline int32_t check_device_scalar(const void* p, int32_t position) {
   if (p != nullptr) {
     cudaPointerAttributes attr{};
@@ -425,7 +426,10 @@ inline int32_t check_device_scalar(const void* p, int32_t position) {
     if (err == cudaSuccess && (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged)) {
       return KG_LAUNCHED;
     }
-    if (err != cudaSuccess) cudaGetLastError();  // this query's own error: not the next launch's
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // this query's own error: not the next launch's
+      if (err != cudaErrorInvalidValue) return launch_error(err);
+    }
   }
   return -KG_CODE(KG_E_DEVICE_SCALAR, position);
 }

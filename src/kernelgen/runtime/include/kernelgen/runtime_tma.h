@@ -18,20 +18,26 @@ using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, 
                                  const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-// cuTensorMapEncodeTiled of the installed driver, looked up once (null when it has none).
-inline EncodeTiled encode_tiled() {
-  static const EncodeTiled fn = []() -> EncodeTiled {
+// cuTensorMapEncodeTiled of the installed driver, looked up once: null when the driver lacks it,
+// or when the runtime cannot ask (no usable driver): then *err is that CUDA error, else cudaSuccess.
+inline EncodeTiled encode_tiled(cudaError_t* err) {
+  struct Lookup {
+    EncodeTiled fn;
+    cudaError_t err;
+  };
+  static const Lookup lookup = []() -> Lookup {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+    if (e != cudaSuccess || found != cudaDriverEntryPointSuccess) {
       cudaGetLastError();  // this lookup's own error: not the next launch's
-      return nullptr;
+      return {nullptr, e};
     }
-    return reinterpret_cast<EncodeTiled>(p);
+    return {reinterpret_cast<EncodeTiled>(p), cudaSuccess};
   }();
-  return fn;
+  *err = lookup.err;
+  return lookup.fn;
 }
 
 // Encodes the map of a row-major array of `rank` dimensions (dims and box outermost first, as the
@@ -39,7 +45,7 @@ inline EncodeTiled encode_tiled() {
 // (bit-exact, zeros outside the array). KG_LAUNCHED; the UNALIGNED not-launched code (detail:
 // `index`, the map's index) when the address is not 16-byte aligned or a row stride is not a
 // multiple of 16 bytes; the TENSOR_MAP error (detail: the CUresult, 0 when the driver lacks the
-// function) when the driver refuses the rest.
+// function) when the driver refuses the rest; the CUDA error when the runtime cannot reach a driver.
 inline int32_t encode_tensor_map(CUtensorMap* map, const void* base, int64_t elem_bytes, int rank,
                                  const int64_t* dims, const int64_t* box, int swizzle, int32_t index) {
   if (reinterpret_cast<uintptr_t>(base) % 16 != 0) return KG_CODE(KG_NL_UNALIGNED, index);
@@ -59,8 +65,9 @@ inline int32_t encode_tensor_map(CUtensorMap* map, const void* base, int64_t ele
       stride[i] = static_cast<cuuint64_t>(bytes);
     }
   }
-  const EncodeTiled fn = encode_tiled();
-  if (fn == nullptr) return -KG_CODE(KG_E_TENSOR_MAP, 0);
+  cudaError_t lookup = cudaSuccess;
+  const EncodeTiled fn = encode_tiled(&lookup);
+  if (fn == nullptr) return lookup != cudaSuccess ? -KG_CODE(KG_E_CUDA, lookup) : -KG_CODE(KG_E_TENSOR_MAP, 0);
   const CUtensorMapDataType type = elem_bytes == 1   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                    : elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16
                                    : elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32
