@@ -67,15 +67,16 @@ static __device__ __forceinline__ uint32_t bf16_bits(__nv_bfloat16 v) {
 // VEC: one 16-byte load (p 16-byte aligned, valid is 0 or >= 8); otherwise element by element.
 template <bool VEC, bool STREAM>
 static __device__ __forceinline__ uint4 load8(const __nv_bfloat16* p, int64_t valid) {
-    if (VEC) {
+    if constexpr (VEC) {
         if (valid <= 0) return make_uint4(0u, 0u, 0u, 0u);
         return STREAM ? ld_stream16(p) : __ldg(reinterpret_cast<const uint4*>(p));
-    }
-    uint32_t h[8];
+    } else {
+        uint32_t h[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) h[i] = i < valid ? bf16_bits(p[i]) : 0u;
-    return make_uint4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16),
-                      h[6] | (h[7] << 16));
+        for (int i = 0; i < 8; ++i) h[i] = i < valid ? bf16_bits(p[i]) : 0u;
+        return make_uint4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16),
+                          h[6] | (h[7] << 16));
+    }
 }
 
 

@@ -29,7 +29,7 @@ from kernelgen.model import Catalog, Target
 
 DRIVER_DIR = Path(__file__).parent / "cmake"
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
-_COMPILE = re.compile(r"(Building \S+ object|Linking \S+)")
+_COMPILE = re.compile(r"^(Building \S+ object|Linking \S+)")
 
 
 def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) -> None:
@@ -50,10 +50,19 @@ def check_include_dirs(catalog: Catalog, root: Path, targets: Sequence[Target]) 
 class TargetResult:
     target: str
     seconds: float
-    compiled: list[str] = field(default_factory=list)  # what ninja rebuilt
+    compiled: list[str] = field(default_factory=list)  # ninja's steps that compiled or linked a file
+    steps: int = 0  # every step ninja ran (also the module objects' localizing, CMake's re-run)
     configured: bool = False
     ptxas: list[str] = field(default_factory=list)  # ptxas's performance messages (ptxas_report)
     warnings: list[str] = field(default_factory=list)  # the compilers' warnings on the project's files
+
+    def summary(self) -> str:
+        """What the build ran: ``17 build steps: 9 compiled, 4 linked``, or that nothing was out of date."""
+        if not self.steps:
+            return "up to date: no build step ran"
+        linked = sum(1 for s in self.compiled if s.startswith("Linking"))
+        return (f"{self.steps} build step{'s' if self.steps != 1 else ''}: {len(self.compiled) - linked} compiled, "
+                f"{linked} linked")
 
 
 # ptxas's messages about the code it made, in a build's output (nvcc passes them through):
@@ -131,6 +140,19 @@ _VENDORED = {"third_party", "thirdparty", "3rdparty", "external", "extern", "ven
 MAX_WARNINGS = 40
 
 
+def _project_file(path: str, root: Path) -> Path | None:
+    """A compiler's path (absolute, or relative to ``root``) relative to the project root, when it is
+    a file of the project and not of a library kept inside it (third_party/, external/ ...)."""
+    full = Path(path)
+    try:
+        rel = (full if full.is_absolute() else root / full).resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return None
+    if not rel.parts or any(part.lower() in _VENDORED for part in rel.parts[:-1]):
+        return None
+    return rel
+
+
 def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
     """The compilers' warnings about the project's own files (kernel sources and the headers they
     include, under ``root`` and outside ``generated/`` and build folders), as ``path:line: message``
@@ -138,20 +160,12 @@ def source_warnings(lines: Sequence[str], root: Path) -> list[str]:
     folder outside the project, the toolkit, or a library kept inside it under third_party/,
     external/, vendor/ ...) are left to ``--verbose``."""
     out: list[str] = []
-    base = root.resolve()
     for ln in lines:
         m = _WARNING.match(ln.strip())
         if m is None:
             continue
-        path = Path(m.group("path"))
-        path = path if path.is_absolute() else root / path
-        try:
-            rel = path.resolve().relative_to(base)
-        except (ValueError, OSError):
-            continue
-        if rel.parts and rel.parts[0] in ("generated", "build", "bindings", ".venv"):
-            continue
-        if any(part.lower() in _VENDORED for part in rel.parts[:-1]):  # a library kept in the project
+        rel = _project_file(m.group("path"), root)
+        if rel is None or rel.parts[0] in ("generated", "build", "bindings", ".venv"):
             continue
         code = f" [#{m.group('code')}]" if m.group("code") else ""
         out.append(f"{rel.as_posix()}:{m.group('l1') or m.group('l2')}: {m.group('msg').strip()}{code}")
@@ -495,9 +509,118 @@ def _layout_value(lines: list[str], error: str) -> str:
     return ""
 
 
+# The first line of a compiler's error (never indented: indented lines are an error's context, its
+# source excerpt say): nvcc's front end, the host compiler, the linker (``error``), or a CUDA tool's
+# fatal error (``ptxas fatal   : ...``, ``nvlink fatal   : ...``).
+_ERROR_START = re.compile(r"^\S.*\berror\b|^(?:ptxas|nvlink|nvcc|fatbinary|cicc|cudafe\+\+)\b.*\bfatal\b")
+# nvcc's count at the end of a translation unit's errors.
+_ERROR_COUNT = re.compile(r"^\d+ errors? detected in the compilation of ")
+# Lines that belong to the error above them: the source excerpt and caret (indented), nvcc's
+# "detected during instantiation of ... at line N of FILE" notes, the host compiler's notes.
+_ERROR_CONTEXT = re.compile(r"^\s+\S|: note: |: required from |\bIn instantiation of\b")
+# A file and line in a compiler's context line: nvcc's ``at line 12 of FILE`` or ``FILE(12)``, the
+# host compiler's ``FILE:12:``.
+_CONTEXT_PLACE = re.compile(r"at line \d+ of (?P<a>\S+)|^\s*(?P<b>[^\s(:][^(:]*?)(?:\(\d+\)|:\d+:)")
+# At most this many errors are shown, each with at most this many of its context lines (and, past
+# them, those that name a file of the project: where a template in a library was instantiated).
+MAX_ERRORS = 8
+MAX_CONTEXT = 8
+# A compiler or ptxas refusing an option: gcc's ``unrecognized command-line option '--x'`` (quoted
+# in U+2018 / U+2019 in a UTF-8 locale), nvcc's and ptxas's ``Unknown option '-x'``.
+_QUOTE, _UNQUOTE = "['`\"\u2018]", "['`\"\u2019]"
+_UNKNOWN_OPTION = re.compile(rf"(?:unrecognized (?:command[- ]line )?option|Unknown option) {_QUOTE}"
+                             rf"(?P<option>.+?){_UNQUOTE}")
+_UNRESOLVED_EXTERN = re.compile(r"^ptxas fatal\s*: Unresolved extern function '(?P<sym>[^']+)'")
+
+
+def _compiler_errors(output: list[str], root: Path | None) -> list[str]:
+    """The compilers' errors in a failed build's output, each with its own context lines (bounded,
+    keeping those that lead back to the project's files), then nvcc's error counts."""
+    shown: list[str] = []
+    counts = [ln for ln in output if _ERROR_COUNT.match(ln)]
+    errors = 0
+    i = 0
+    while i < len(output):
+        ln = output[i]
+        i += 1
+        if _ERROR_COUNT.match(ln) or not _ERROR_START.search(ln):
+            continue
+        errors += 1
+        context: list[str] = []
+        while i < len(output) and not _ERROR_START.search(output[i]) and (
+                _ERROR_CONTEXT.search(output[i])
+                or (not output[i].strip() and i + 1 < len(output) and _ERROR_CONTEXT.search(output[i + 1])
+                    and not _ERROR_COUNT.match(output[i + 1]))):
+            if output[i].strip():
+                context.append(output[i])
+            i += 1
+        if errors > MAX_ERRORS:
+            continue
+        kept = context[:MAX_CONTEXT]
+        if root is not None:
+            kept += [c for c in context[MAX_CONTEXT:]
+                     if (m := _CONTEXT_PLACE.search(c)) and _project_file(m.group("a") or m.group("b"), root)]
+        shown.append(ln)
+        shown += kept
+        if len(kept) < len(context):
+            shown.append(f"    ... ({len(context) - len(kept)} more lines of this error; -v shows them)")
+    if errors > MAX_ERRORS:
+        shown.append(f"... ({errors - MAX_ERRORS} more errors; -v shows them)")
+    return shown + counts
+
+
+def _option_origins(output: list[str], root: Path | None) -> list[str]:
+    """For each option the compilers or ptxas refuse: the spec lines whose ``build.nvcc_flags``
+    (specs/project.yaml's, a target's in specs/targets.yaml, a module's) give it. The generated
+    CMakeLists.txt adds those settings to each module's compile, after kernelgen's own options."""
+    if root is None:
+        return []
+    out: list[str] = []
+    refused = {m.group("option"): (ln.split(":", 1)[0].split() or ["the compiler"])[0]
+               for ln in output if (m := _UNKNOWN_OPTION.search(ln))}
+    for option, tool in refused.items():
+        bare = option.lstrip("-")
+        if not bare:
+            continue
+        places = []
+        for spec in sorted((root / "specs").rglob("*.yaml")):
+            try:
+                text = spec.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "nvcc_flags" not in text:
+                continue
+            places += [f"{spec.relative_to(root).as_posix()}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                       if re.search(rf"(?<![\w-])-*{re.escape(bare)}(?![\w-])", line.split("#", 1)[0])]
+        if places:
+            out += [f"kernelgen: {where}: option '{option}' is one of the specs' build flags (build.nvcc_flags, "
+                    f"passed to nvcc for the modules it applies to), and {tool} refuses it; fix or remove it "
+                    "(an option for the host compiler goes in -Xcompiler=..., one for ptxas in -Xptxas=...)"
+                    for where in places]
+        else:
+            out.append(f"kernelgen: {tool} refuses option '{option}', and no spec's build.nvcc_flags gives it (an "
+                       "option given to CMake, CMAKE_CUDA_FLAGS or CUDAFLAGS, say)")
+    return out
+
+
+def _ptxas_hints(output: list[str]) -> list[str]:
+    """What a ptxas failure means in kernelgen's terms: a device function declared but defined in no
+    source of the module (each module is compiled whole, without relocatable device code)."""
+    out = []
+    for ln in output:
+        m = _UNRESOLVED_EXTERN.match(ln.strip())
+        if m:
+            out.append(f"kernelgen: the device function {demangle(m.group('sym'))} ({m.group('sym')}) is declared "
+                       "but not defined in the module's translation unit: each module's sources are compiled "
+                       "together, without relocatable device code; define it in (or #include its definition "
+                       "from) a source the module lists")
+    return list(dict.fromkeys(out))
+
+
 def _explain_failure(lines: list[str], root: Path | None = None) -> str:
     """The most useful part of a failed build log: kernelgen's own checks first, then a
-    kernel symbol the compiler cannot find (named by its spec), then the compiler's errors;
+    kernel symbol the compiler cannot find (named by its spec), then the compilers' errors with
+    their context lines (without the failed command lines), and where a refused option comes from;
     for a failed link, the linker's own lines."""
     # kernelgen's checks are static_asserts whose message starts "kernelgen: <spec>:<line>"; nvcc
     # reports one as `error: static assertion failed with "<message>"`. (Its echo of a source line
@@ -507,10 +630,12 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
         msg = ours[0]
         i = msg.find("kernelgen: ")
         return msg[i:].strip().strip('"') + _layout_value(lines, msg)
-    errors = [ln for ln in lines if re.search(r"\berror\b", ln)]
+    output = _failed_steps_output(lines) or lines
+    errors = [ln for ln in output if _ERROR_START.search(ln)]
+    shown = _compiler_errors(output, root)
     undefined = (_undefined_symbols(errors, root) + _undefined_constants(errors, root)) if root is not None else []
     if undefined:
-        return "\n".join(undefined + errors[:8])
+        return "\n".join(undefined + shown)
     if any(_LINKER.search(ln) for ln in errors):
         linker = [ln for ln in _failed_steps_output(lines) if ln.strip()]
         if linker:
@@ -522,8 +647,9 @@ def _explain_failure(lines: list[str], root: Path | None = None) -> str:
                              "export (visibility(\"default\")) in two modules is defined twice in the target library: "
                              "mark such helpers static or inline, or leave their visibility hidden")
             return "\n".join(shown)
-    tail = errors[:8] if errors else lines[-25:]
-    return "\n".join(tail)
+    if not shown:
+        return "\n".join(lines[-25:])
+    return "\n".join(shown + _ptxas_hints(output) + _option_origins(output, root))
 
 
 @contextlib.contextmanager
@@ -581,10 +707,23 @@ def configure_args(opts: BuildOptions, target: Target, tools: Tools) -> list[str
                  f"-DKERNELGEN_TORCH_CXX11_ABI={torch['cxx11_abi']}"]
     else:
         args += ["-DKERNELGEN_TORCH_DIR="]
-    if opts.compiler_launcher:
-        args += [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={opts.compiler_launcher}",
-                 f"-DCMAKE_CXX_COMPILER_LAUNCHER={opts.compiler_launcher}"]
+    # Always given, empty without a launcher: CMake keeps a cache variable until it is set again, so a
+    # build without the option must clear the launcher an earlier build set.
+    launcher = opts.compiler_launcher or ""
+    args += [f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"]
     return args + list(opts.extra_cmake_args)
+
+
+def check_launcher(launcher: str | None) -> None:
+    """A ``--compiler-launcher`` names a program: a name on the PATH, or the path of an executable
+    file (CMake would take any word, and every compile of the tree would then fail)."""
+    if not launcher:
+        return
+    program = launcher.split(";", 1)[0]  # CMake's launcher is a list: the program, then its arguments
+    if shutil.which(program) is None:
+        where = "is not an executable file" if os.sep in program else "is not on the PATH"
+        raise BuildError(f"compiler launcher '{program}' {where}; install it (ccache, sccache), give its path, "
+                         "or build without --compiler-launcher")
 
 
 def _configured_elsewhere(bdir: Path) -> str | None:
@@ -636,6 +775,7 @@ def prune_install(folder: Path, manifest: Path) -> list[str]:
 
 
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
+    check_launcher(opts.compiler_launcher)
     tools = Tools.find(opts, echo)
     results = []
     for t in targets:
@@ -674,6 +814,10 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     if rc != 0:
         raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
+    res.steps = len(steps)
+    # Outputs of earlier configurations (a removed module's object, the library of an earlier module
+    # set) that the build no longer makes: ninja removes those it once built.
+    _run([tools.ninja, "-C", str(bdir), "-t", "cleandead"], opts.root, lambda _: None, False)
     res.ptxas = ptxas_report(lines)
     res.warnings = source_warnings(lines, opts.root)
     if res.warnings and not opts.verbose:
@@ -696,6 +840,5 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
         shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")
         echo(f"kernelgen: {t.name}: removed from {folder} what this build no longer installs: {shown}")
     res.seconds = time.monotonic() - start
-    n = len(res.compiled)
-    echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({n} step{'s' if n != 1 else ''} rebuilt)")
+    echo(f"kernelgen: {t.name} done in {res.seconds:.1f} s ({res.summary()})")
     return res

@@ -10,7 +10,8 @@
     kernelgen list                   the modules, kernels and chains per target
     kernelgen plan NAME [ARG=V]...   a kernel's or chain's plan for those arguments, per target
     kernelgen sass [NAME]...         the built kernels' registers and SASS instructions (--against: a change)
-    kernelgen schema [--targets]     the JSON Schema of module specs (or of specs/targets.yaml)
+    kernelgen schema [--targets|--project]   the JSON Schema of module specs (or of specs/targets.yaml,
+                                     specs/project.yaml)
 
 Errors in user input print one message naming file:line and exit with status 2.
 """
@@ -25,9 +26,11 @@ from pathlib import Path
 
 from kernelgen import __version__
 from kernelgen.emit import render_catalog
+from kernelgen.emit.base import unused_templates
 from kernelgen.errors import KernelgenError, SpecError
 from kernelgen.loader import load_catalog
 from kernelgen.model import Catalog, Target
+from kernelgen.wording import count
 from kernelgen.writer import check_files, write_files
 
 
@@ -83,17 +86,25 @@ def _warn_namespace_clashes(catalog: Catalog, root: Path) -> None:
             break
 
 
+def _warn_unused_templates(root: Path) -> None:
+    """A warning for each file of the project's templates/ folder that no rendering reads (a
+    template named like none of kernelgen's, which nothing includes)."""
+    for text in unused_templates(root / "templates"):
+        print(f"kernelgen: warning: {text}", file=sys.stderr)
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     root = args.root
     start = time.monotonic()
     catalog = load_catalog(root)
     _warn_namespace_clashes(catalog, root)
+    _warn_unused_templates(root)
     all_targets = [t.name for t in catalog.targets]
     files = render_catalog(catalog, templates=root / "templates")
     if args.check:
         report = check_files(root, files, all_targets)
         if report.ok:
-            print(f"kernelgen: generated/ is up to date ({len(files)} files)")
+            print(f"kernelgen: generated/ is up to date ({count(len(files), 'file')})")
             return 0
         for label, paths in (("stale", report.stale), ("missing", report.missing), ("orphaned", report.orphaned)):
             for p in paths:
@@ -103,7 +114,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     report = write_files(root, files, all_targets)
     took = time.monotonic() - start
     print(
-        f"kernelgen: {len(catalog.modules)} modules, {len(files)} files: {len(report.written)} written, "
+        f"kernelgen: {count(len(catalog.modules), 'module')}, {count(len(files), 'file')}: "
+        f"{len(report.written)} written, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed ({took:.2f} s)"
     )
     return 0
@@ -119,13 +131,15 @@ def cmd_build(args: argparse.Namespace) -> int:
     targets = _targets(catalog, args.target)
     check_include_dirs(catalog, root, targets)
     _warn_namespace_clashes(catalog, root)
+    _warn_unused_templates(root)
     dirs = (("--build-dir", args.build_dir or root / "build"), ("--install-dir", args.install_dir or root / "bindings"))
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
             raise KernelgenError(f"{label} {d} is not a folder")
     files = render_catalog(catalog, templates=root / "templates")
     report = write_files(root, files, [t.name for t in catalog.targets])
-    print(f"kernelgen: generated {len(files)} files ({len(report.written)} changed, {len(report.removed)} removed)")
+    print(f"kernelgen: generated {count(len(files), 'file')} ({len(report.written)} changed, "
+          f"{len(report.removed)} removed)")
     package = catalog.naming.package
     opts = BuildOptions(
         root=root,
@@ -163,7 +177,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     folder = (args.dir or Path.cwd()).resolve()
     written = scaffold.init(folder, args.package, args.target or list(scaffold.DEFAULT_TARGETS), force=args.force,
                             keep_existing=args.keep_existing)
-    print(f"kernelgen: created {len(written)} files in {folder}:")
+    print(f"kernelgen: created {count(len(written), 'file')} in {folder}:")
     for p in written:
         print(f"  {p}")
     kept = [p for p in scaffold.init_files() if p not in written and p != ".gitignore" and (folder / p).exists()]
@@ -236,6 +250,8 @@ def _axis_value(v: str | int) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.root)
+    _warn_unused_templates(args.root)
+    print("targets: " + ", ".join(f"{t.name} ({t.arch}, {t.sm_label})" for t in catalog.targets))
     for m in catalog.modules:
         ks = f" (kill switch {m.kill_switch})" if m.kill_switch else ""
         print(f"{m.name}: {m.summary}{ks}  [{m.path}]")
@@ -312,7 +328,8 @@ def cmd_sass(args: argparse.Namespace) -> int:
             continue
         code = sass.collect(catalog, build_dir, t.name, args.names)
         per_target[t.name] = code
-        print(f"kernelgen: {t.name}: {len(code)} kernel functions (SASS of the objects in {build_dir / t.name})")
+        print(f"kernelgen: {t.name}: {count(len(code), 'kernel function')} (SASS of the objects in "
+              f"{build_dir / t.name})")
         for line in sass.report(code, args.ops, None if against is None else against.get(t.name, {}), args.loops):
             print(f"  {line}")
     if not per_target:
@@ -341,7 +358,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
             path.write_text(new, encoding="utf-8")
         print(f"kernelgen: field reference in {path} {'updated' if new != text else 'is up to date'}")
         return 0
-    text = schema.json_schema_text("targets" if args.targets else "module")
+    text = schema.json_schema_text("targets" if args.targets else "project" if args.project else "module")
     if args.out:
         try:
             args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -439,10 +456,12 @@ def main(argv: list[str] | None = None) -> int:
     sc = sub.add_parser(
         "schema", help="print the JSON Schema of module specs, for editors",
         description="Print the JSON Schema (draft 2020-12) of module specs, or of specs/targets.yaml with "
-        "--targets. An editor with the YAML language server uses it through a first line "
-        "'# yaml-language-server: $schema=PATH' in a spec.",
+        "--targets, or of specs/project.yaml with --project. An editor with the YAML language server uses it "
+        "through a first line '# yaml-language-server: $schema=PATH' in a spec.",
     )
-    sc.add_argument("--targets", action="store_true", help="the schema of specs/targets.yaml instead")
+    which = sc.add_mutually_exclusive_group()
+    which.add_argument("--targets", action="store_true", help="the schema of specs/targets.yaml instead")
+    which.add_argument("--project", action="store_true", help="the schema of specs/project.yaml instead")
     sc.add_argument("--out", "-o", type=Path, help="write the schema to this file instead of printing it")
     sc.add_argument("--docs", nargs="?", const="", metavar="FILE",
                     help="regenerate the field reference in docs/spec-format.md (or FILE) instead")

@@ -41,10 +41,12 @@ from kernelgen.model import (
     Target,
     TensorMap,
     Variants,
+    cluster_size_default,
 )
 from kernelgen.names import DEFAULT as NAMING_DEFAULT
 from kernelgen.names import Naming
 from kernelgen.types import ELEMS, SCALARS, SPEC_ELEMS, name_hint
+from kernelgen.wording import article
 from kernelgen.yamlio import MAX_SPEC_BYTES, YMap, YNode, YScalar, YSeq, load
 
 T = TypeVar("T")
@@ -284,7 +286,8 @@ def _ident(ctx: _Ctx, loc: SourceLoc, name: object, what: str, pattern: re.Patte
         )
     why = reserved_reason(name)
     if why:
-        raise ctx.error(loc, f"'{name}' is reserved and cannot be used as a {what}: {why}", "choose another name")
+        raise ctx.error(loc, f"'{name}' is reserved and cannot be used as {article(what)}: {why}",
+                        "choose another name")
     return name
 
 
@@ -630,15 +633,17 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                     raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
             with ctx.at("max_shared_mem_per_block_optin"):
                 smem = _int(ctx, f["max_shared_mem_per_block_optin"], 0, 1 << 30)
-            table: dict[str, int] = {}
-            for key_name, lo, hi in (("sm_count", 1, 4096), ("max_threads_per_sm", 32, 1 << 16),
-                                     ("max_blocks_per_sm", 1, 1024), ("max_shared_mem_per_sm", 0, 1 << 30),
-                                     ("reserved_shared_mem_per_block", 0, 1 << 20), ("max_cluster_size", 1, 64)):
+            table: dict[str, int] = {"max_cluster_size": cluster_size_default(cc)}
+            device_keys = (("sm_count", 1, 4096), ("max_threads_per_sm", 32, 1 << 16), ("max_blocks_per_sm", 1, 1024),
+                           ("max_shared_mem_per_sm", 0, 1 << 30), ("reserved_shared_mem_per_block", 0, 1 << 20),
+                           ("max_cluster_size", 1, 64))
+            for key_name, lo, hi in device_keys:
                 if key_name in f:
                     with ctx.at(key_name):
                         table[key_name] = _int(ctx, f[key_name], lo, hi)
+            defaulted = frozenset(k for k, _, _ in device_keys if k not in f)
             targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
-                                  build=_optional_build(ctx, f)))
+                                  build=_optional_build(ctx, f), defaulted=defaulted))
     if not targets:
         raise ctx.error(node.loc, "no targets defined")
     return tuple(sorted(targets, key=lambda t: t.name))
@@ -1484,8 +1489,9 @@ def _struct_decl(ctx: _Ctx, key: YScalar, value: YNode, root: Path, declared: Se
     """One ``structs:`` entry's keys, checked; its field types are scalars or names in ``declared``."""
     name = _ident(ctx, key.loc, key.value, "struct name")
     with ctx.at(name):
-        if name in SCALARS or name in ELEMS:
-            raise ctx.error(key.loc, f"struct '{name}' has the name of a registry type", "choose another name")
+        if name in SCALARS or name in ELEMS or schema.TYPE_LIKE_RE.fullmatch(name):
+            what = "the name of a registry type" if name in SCALARS or name in ELEMS else "a scalar type's spelling"
+            raise ctx.error(key.loc, f"struct '{name}' has {what}", "choose another name")
         f = _fields(ctx, value, schema.STRUCT)
         cpp = name
         if "cpp" in f:

@@ -10,6 +10,7 @@ from kernelgen.expr import Node
 from kernelgen.names import DEFAULT as DEFAULT_NAMING
 from kernelgen.names import Naming
 from kernelgen.types import ElemType, ScalarType
+from kernelgen.wording import count
 
 # Scalar and element types live in the type registry (kernelgen.types).
 Scalar = ScalarType
@@ -376,6 +377,12 @@ class Module:
         return None
 
 
+def cluster_size_default(compute_capability: tuple[int, int]) -> int:
+    """A target's ``max_cluster_size`` where specs/targets.yaml gives none: 8 (the portable
+    limit) from compute capability 9.0 on, 1 below it (thread-block clusters need sm_90)."""
+    return 8 if compute_capability >= (9, 0) else 1
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -391,8 +398,17 @@ class Target:
     max_blocks_per_sm: int = 32
     max_shared_mem_per_sm: int = 0  # 0: max_shared_mem_per_block_optin + reserved_shared_mem_per_block
     reserved_shared_mem_per_block: int = 1024
-    max_cluster_size: int = 8
+    max_cluster_size: int = 8  # the loader's default: cluster_size_default(compute_capability)
     build: Build = field(default_factory=Build)  # the target's build settings
+    # The device-table keys specs/targets.yaml leaves out (their defaults apply).
+    defaulted: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @property
+    def sm_label(self) -> str:
+        """The SM count plans without a GPU use, as `kernelgen plan` and `kernelgen list` show it:
+        ``132 SMs``, or ``1 SM: no sm_count in specs/targets.yaml`` where the table leaves it out."""
+        text = count(self.sm_count, "SM")
+        return f"{text}: no sm_count in specs/targets.yaml" if "sm_count" in self.defaulted else text
 
     @property
     def smem_per_sm(self) -> int:

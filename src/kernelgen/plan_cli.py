@@ -296,11 +296,11 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
         if members is None:
             o = outs[0]
             assert o is not None
-            print(f"  {t.name} ({t.sm_count} SMs): {o.line()}")
+            print(f"  {t.name} ({t.sm_label}): {o.line()}")
             if o.lets:
                 print("    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
             continue
-        print(f"  {t.name} ({t.sm_count} SMs):")
+        print(f"  {t.name} ({t.sm_label}):")
         pick = chain_choice(outs)
         for i, (r, o) in enumerate(zip(refs, outs)):
             if o is None:
@@ -339,7 +339,7 @@ def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequ
     keys = keys or {}
     names = list(combos[0])
     for t in targets:
-        print(f"{title} on {t.name} ({t.sm_count} SMs)")
+        print(f"{title} on {t.name} ({t.sm_label})")
         lets = [] if chain else [n for n, _ in kernels[0].lets]
         head = names + (["runs"] if chain else ["outcome"]) + ["grid", "block", "shared_mem", "cluster"] + lets
         print("| " + " | ".join(head) + " |")

@@ -1,6 +1,7 @@
 """What the built kernels compiled to, without a GPU: each catalog kernel's registers, stack,
 static SASS instructions (in all and by opcode family) and loops, read with cuobjdump from the
-build's object of each module (``kernelgen build``'s build/<target>/.../src/<module>.cu.o).
+build's object of each module (``kernelgen build``'s build/<target>/.../src/<module>.cu.o, as the
+build's compile_commands.json names it).
 
 ``kernelgen sass`` prints them, writes them as JSON and compares against such a JSON, so that a
 change to a kernel can be judged by the code it makes before it is run.
@@ -196,10 +197,22 @@ class KernelCode:
 
 
 def module_objects(build_dir: Path, target: str) -> dict[str, Path]:
-    """The build's object of each module for ``target``: {module: build/<target>/.../src/<module>.cu.o}."""
+    """The build's object of each module for ``target``, as the build's own record names it: the
+    output of each compile of ``generated/<target>/src/<module>.cu`` in
+    ``build/<target>/compile_commands.json`` (CMake writes it at every configure, the ones ninja
+    runs included), so that objects an earlier configuration left in the tree are never read.
+    {module: object}; empty when the target has not been configured."""
+    try:
+        commands = json.loads((build_dir / target / "compile_commands.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
     found: dict[str, Path] = {}
-    for obj in sorted((build_dir / target).rglob("src/*.cu.o")):
-        found.setdefault(obj.name[: -len(".cu.o")], obj)
+    for entry in commands:
+        source = Path(entry.get("file", ""))
+        if source.suffix != ".cu" or source.parent.name != "src" or source.parent.parent.name != target \
+                or source.parent.parent.parent.name != "generated" or "output" not in entry:
+            continue
+        found[source.stem] = Path(entry.get("directory", build_dir / target)) / entry["output"]
     return found
 
 
@@ -238,9 +251,10 @@ def collect(catalog, build_dir: Path, target: str, names: list[str] | None) -> d
         if not ks:
             continue
         obj = objects.get(module.name)
-        if obj is None:
-            raise KernelgenError(f"module {module.name} is not built for {target} (no {module.name}.cu.o under "
-                                 f"{build_dir / target}); run: kernelgen build --target {target}")
+        if obj is None or not obj.is_file():
+            where = f"no {obj}" if obj else f"no compile of it in {build_dir / target / 'compile_commands.json'}"
+            raise KernelgenError(f"module {module.name} is not built for {target} ({where}); "
+                                 f"run: kernelgen build --target {target}")
         wanted.append((module, ks, obj))
     # cuobjdump a module at a time, several at once
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:

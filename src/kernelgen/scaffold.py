@@ -112,42 +112,40 @@ __global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ ou
 """
 
 _TEST = """\
-\"\"\"The project's own tests: plans need no GPU; the launch runs where one is present.\"\"\"
+\"\"\"The project's own tests: plans need no GPU; the launch needs one (marked `gpu`: it skips without
+one, and `pytest -m "not gpu"` leaves it out).
+
+Where @PKG@ is not importable (not built yet, or not on this Python's path), every test here is
+skipped with the reason and the command that fixes it (a failure where KERNELGEN_REQUIRE_BUILT is set).
+\"\"\"
 
 import importlib.util
 
 import pytest
 
-import @PKG@
+from kernelgen.testing import built_module, built_target
 
-
-def _any_target():
-    built = @PKG@.available_targets()
-    if not built:
-        pytest.skip("@PKG@ has no built target; run: kernelgen build")
-    return built[0]
+scale = built_module(built_target("@PKG@", __file__), "scale", package="@PKG@", test_file=__file__)
 
 
 def test_plan_without_gpu():
-    import importlib
-
-    scale = importlib.import_module(f"@PKG@.{_any_target()}.scale")
     plan = scale.scale_f32.plan(n=1000)
     assert plan["grid"] == (4, 1, 1) and plan["block"] == (256, 1, 1) and plan["launched"]
     assert "empty work" in scale.scale_f32.plan(n=0)["reason"]
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the launch test uses torch")
 def test_scale_on_gpu():
     import torch
 
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU")
-    from @PKG@ import scale
+    from @PKG@ import scale as on_this_gpu
 
     x = torch.randn(1000, device="cuda")
     out = torch.empty_like(x)
-    assert scale.scale_f32(x, out, 1000, 2.0)
+    assert on_this_gpu.scale_f32(x, out, 1000, 2.0)
     torch.testing.assert_close(out, 2.0 * x)
 """
 
@@ -176,6 +174,8 @@ sdist.exclude = ["build/", "bindings/"]
 [tool.pytest.ini_options]
 testpaths = ["tests", "generated"]
 addopts = "-ra"
+# `pytest -m "not gpu"` runs the tests that need no GPU.
+markers = ["gpu: needs a CUDA GPU (skipped without one)"]
 """
 
 _CMAKE = """\
@@ -225,6 +225,7 @@ Python package `@PKG@`.
 ```sh
 pip install kernelgen && kernelgen build   # generate, build every target, make `import @PKG@` work here
 pytest                                     # the project's tests and the generated contract tests
+pytest -m "not gpu"                        # only the tests that need no GPU
 ```
 
 @USAGE@
@@ -249,6 +250,10 @@ pytest                                     # the project's tests and the generat
 - From C++ (CMake): `find_package(@PKG@ CONFIG REQUIRED COMPONENTS <target>)` with this project's
   `bindings/` (or the installed wheel's folder) on `CMAKE_PREFIX_PATH`, then
   `target_link_libraries(app PRIVATE @PKG@::<target>)`: the C++ API `@PKG@::<module>::<kernel>`.
+- `tests/`: the project's own tests. `kernelgen.testing.built_module(target, module, package="@PKG@",
+  test_file=__file__)` imports a built module, and `built_target("@PKG@", __file__)` names a built target;
+  where there is none, they skip the test file with the reason and the command to run. Mark tests that
+  launch kernels `@pytest.mark.gpu` (registered in `pyproject.toml`): `pytest -m "not gpu"` leaves them out.
 - `kernelgen unlink` stops `kernelgen build` from making the package importable here.
 """
 
@@ -256,8 +261,9 @@ pytest                                     # the project's tests and the generat
 # What a project loses where ``init --keep-existing`` keeps a file of its own, and how to get it.
 KEPT_HINTS = {
     "pyproject.toml": "pytest collects the generated contract tests when its [tool.pytest.ini_options] "
-                      "testpaths include \"generated\"; a wheel of the project needs kernelgen's "
-                      "[build-system] and [tool.scikit-build] (see `kernelgen init` in an empty folder)",
+                      "testpaths include \"generated\", and knows the tests' `gpu` marker from its markers; a "
+                      "wheel of the project needs kernelgen's [build-system] and [tool.scikit-build] (see "
+                      "`kernelgen init` in an empty folder)",
     "CMakeLists.txt": "`kernelgen build` does not read it; a wheel of the project (pip wheel .) needs "
                       "kernelgen's CMakeLists.txt, and a CMake program uses the built package through "
                       "find_package (README.md of an empty `kernelgen init`)",

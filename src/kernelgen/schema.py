@@ -5,7 +5,8 @@ default, one paragraph of description). From these come
 
 - the loader's key checks (:meth:`Struct.required` and :meth:`Struct.optional`), so an
   unknown key and its did-you-mean are judged against this table;
-- a JSON Schema (draft 2020-12) for editors: :func:`json_schema` (``kernelgen schema``);
+- JSON Schemas (draft 2020-12) for editors, of module specs, specs/targets.yaml and
+  specs/project.yaml: :func:`json_schema` (``kernelgen schema [--targets | --project]``);
 - the field reference of docs/spec-format.md: :func:`field_reference` and
   :func:`update_doc` (``kernelgen schema --docs``).
 
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kernelgen import types
+from kernelgen.wording import article, plural_noun
 
 # The spec format versions this kernelgen reads; a spec without `version` is version 1.
 SUPPORTED_VERSIONS = (1,)
@@ -48,6 +50,14 @@ MAX_CHAIN = 16
 # Type names come from the type registry.
 SCALAR_TYPES = tuple(t.name for t in types.SCALAR_TYPES)
 ELEM_TYPES = tuple(t.name for t in types.ELEM_TYPES if not t.internal)
+# Names spelt like a registry type (u33, f8, bf32, f32x3): a struct may not have one (nor a registry
+# type's name), so a misspelt scalar type is not taken for a struct's name.
+TYPE_LIKE_RE = re.compile(r"(?:[iuf]|bf)[0-9]+(?:x[0-9]+)?")
+# A scalar type or a struct's name, as a type is written (a whole word).
+_WORD_END = r"(?![A-Za-z0-9_])"
+_REGISTRY = "|".join(sorted({*SCALAR_TYPES, *(t.name for t in types.ELEM_TYPES)}, key=lambda n: (-len(n), n)))
+_SCALAR_OR_STRUCT = (rf"(?:(?:{'|'.join(SCALAR_TYPES)}){_WORD_END}"
+                     rf"|(?!(?:{_REGISTRY}|{TYPE_LIKE_RE.pattern}){_WORD_END})[A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _full(p: re.Pattern[str]) -> str:
@@ -113,12 +123,16 @@ BOOLEAN = Kind("boolean", {"type": "boolean"})
 EXPRESSION = Kind("expression", {"type": ["string", "integer"]})
 PREDICATE = Kind("predicate", {"type": "string"})
 _TYPE_PATTERN = (
-    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*(?:\s*(?:const\s*)?\*)?|(?:"
-    + "|".join(SCALAR_TYPES) + r"|[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\}))\s*$"  # a struct; a float '{T}'
+    r"^\s*(?:(?:const\s+)?(?:" + "|".join(ELEM_TYPES) + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*\*(?:\s*(?:const\s*)?\*)?|"
+    + _SCALAR_OR_STRUCT + r"|\{[A-Za-z_][A-Za-z0-9_]*\})\s*$"  # a pointer; a scalar or a struct; a float '{T}'
 )
-TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN})
-HOST_TYPE = Kind("integer type", {"type": "string",
-                                  "enum": [t.name for t in types.SCALAR_TYPES if t.is_integer]})
+TYPE = Kind("type", {"type": "string", "pattern": _TYPE_PATTERN, "patternErrorMessage": (
+    "not a type: a scalar (" + ", ".join(SCALAR_TYPES) + "), a struct of `structs`, an element type followed by "
+    "`*` (`const bf16*`, `void*`) or a pointer array (`const f32* const*`)")})
+HOST_TYPE = Kind("integer or bool type", {"type": "string",
+                                          "enum": [t.name for t in types.SCALAR_TYPES if t.is_integer]})
+STRUCT_NAME = Kind("struct name", {"type": "string", "pattern": rf"^(?!(?:{_REGISTRY}|{TYPE_LIKE_RE.pattern})$)"
+                                                                rf"{IDENTIFIER_RE.pattern}$"})
 IDENTIFIER_PATH = Kind("C++ variable name", {"type": "string", "pattern": r"^(?:::)?[A-Za-z_][A-Za-z0-9_]*"
                                              r"(?:::[A-Za-z_][A-Za-z0-9_]*)*$"})
 
@@ -129,7 +143,7 @@ def list_of(item: Kind, min_items: int = 0, max_items: int | None = MAX_LIST, ex
         js["minItems"] = min_items
     if max_items is not None:
         js["maxItems"] = max_items
-    name = f"list of {exact} {item.name}s" if exact else f"list of {item.name}s"
+    name = f"list of {exact} {plural_noun(item.name)}" if exact else f"list of {plural_noun(item.name)}"
     return Kind(name, js)
 
 
@@ -142,10 +156,17 @@ def mapping_of(key: Kind, value: Kind, min_items: int = 0) -> Kind:
     return Kind(f"mapping of {key.name} to {value.name}", js)
 
 
+def by_type(first: Mapping[str, object], other: Mapping[str, object]) -> dict[str, object]:
+    """A value of two forms told apart by its JSON type: ``first`` (whose ``type`` names one type)
+    for a value of that type, ``other`` for any other value. Unlike ``anyOf``, a validator (an
+    editor) then reports the errors of the form the value has (an unknown key of a mapping form,
+    at that key) rather than that no form matched."""
+    return {"if": {"type": first["type"]}, "then": dict(first), "else": dict(other)}
+
+
 def one_or_list(item: Kind) -> Kind:
-    return Kind(f"{item.name} or list of {item.name}s", {
-        "anyOf": [dict(item.json), {"type": "array", "items": dict(item.json), "maxItems": MAX_LIST}],
-    })
+    return Kind(f"{item.name} or {list_of(item).name}",
+                by_type(item.json, {"type": "array", "items": dict(item.json), "maxItems": MAX_LIST}))
 
 
 # Geometry: three expressions. Three or more in the JSON Schema (see the module docstring).
@@ -206,9 +227,10 @@ ARGUMENT = Struct(
               "`void*` for untyped memory), or a pointer array (`f32**`, `const f32* const*`, `f32* const*`)."),
         Field("size", EXPRESSION, False,
               "Pointers only: the number of elements the kernel touches (vectors for vector types, bytes for "
-              "`void*`, pointers for pointer arrays), an integer expression over the integer arguments and "
-              "constants. The Python binding checks arrays passed for this argument against it: a contiguous "
-              "array by its element count, a strided view by the memory it spans.",
+              "`void*`, pointers for pointer arrays), an integer expression over the integer arguments, host "
+              "arguments, constants and `let` names (not one that reads the device). The Python binding checks "
+              "arrays passed for this argument against it: a contiguous array by its element count, a strided "
+              "view by the memory it spans.",
               "unchecked"),
         Field("contiguous", BOOLEAN, False,
               "Pointers only: whether arrays passed from Python must be contiguous. Without it, strided views "
@@ -240,7 +262,8 @@ ARGUMENT = Struct(
               "Host arguments only: the name of a `__constant__` variable of the module's sources that the "
               "launcher sets to the argument's value (`cudaMemcpyToSymbolAsync` on the launch stream) before "
               "each launch. The build checks that the variable exists and has the type's size. Such a host "
-              "argument may be a float or a struct. Refused while the stream is being captured into a CUDA graph.",
+              "argument may have any scalar type (an integer, `bool` or a float) or be a struct. Refused while "
+              "the stream is being captured into a CUDA graph.",
               "none"),
     ),
     extra_null_keys=True,
@@ -248,7 +271,7 @@ ARGUMENT = Struct(
 
 # A scalar type or a struct of the module (the loader checks the name), or a fixed array of one.
 FIELD_TYPE = Kind("field type", {
-    "type": "string", "pattern": r"^\s*[A-Za-z_][A-Za-z0-9_]*\s*(?:\[\s*[0-9]+\s*\])?\s*$",
+    "type": "string", "pattern": r"^\s*" + _SCALAR_OR_STRUCT + r"\s*(?:\[\s*[0-9]+\s*\])?\s*$",
 })
 
 STRUCT = Struct(
@@ -262,8 +285,8 @@ STRUCT = Struct(
               "struct's member being of that struct's C++ type); a mismatch fails the build naming the spec's "
               "file:line and the field.",
               "the key"),
-        Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field", {
-            "anyOf": [dict(FIELD_TYPE.json), {"$ref": "#/$defs/field"}]})), False,
+        Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field",
+                                                    by_type(FIELD_TYPE.json, {"$ref": "#/$defs/field"}))), False,
               "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...), "
               "another struct of `structs` (nested by value: `window: fa_window`), or a fixed array of either "
               "(`f32[4]`, `fa_window[2]`), or to `{type: ..., cpp: ...}` where the C++ member's name is not one "
@@ -335,8 +358,9 @@ LAUNCH = Struct(
               "false"),
         Field("cluster", DIMS, False,
               "Launch-time thread-block cluster dimensions `[x, y, z]`: integer expressions over the integer "
-              "arguments and constants. The grid must be a whole number of clusters and a cluster at most the "
-              "target's `max_cluster_size` blocks (error `CLUSTER`). Not with a compile-time `cluster`.",
+              "arguments, host arguments, constants and `let` names (not one that reads the device). The grid "
+              "must be a whole number of clusters and a cluster at most the target's `max_cluster_size` blocks "
+              "(error `CLUSTER`). Not with a compile-time `cluster`.",
               "no cluster"),
     ),
 )
@@ -357,7 +381,8 @@ TENSOR_MAP = Struct(
         Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                     "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
               f"The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to {TMA_MAX_RANK} "
-              "integer expressions over the integer arguments and constants. Rows are contiguous: each stride is the "
+              "integer expressions over the integer arguments, host arguments, constants and `let` names (not one that "
+              "reads the device). Rows are contiguous: each stride is the "
               "product of the extents inside it, and must be a multiple of 16 bytes."),
         Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                    "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
@@ -394,19 +419,18 @@ KERNEL = Struct(
               "The targets of specs/targets.yaml the kernel is built for. Elsewhere its launcher exists and "
               "reports \"not launched: absent\".",
               "every target"),
-        Field("args", mapping_of(IDENTIFIER, Kind("type or argument", {
-            "anyOf": [dict(TYPE.json), {"$ref": "#/$defs/argument"}],
-        }), 1), True,
+        Field("args", mapping_of(IDENTIFIER, Kind("type or argument", by_type(TYPE.json, {"$ref": "#/$defs/argument"})),
+                                 1), True,
               "The `__global__` function's parameters, in order: each name maps to its type (`u32`, "
               "`const bf16*`, or a struct of `structs`, passed by value) or to the long form `{type: ..., size: "
               "EXPR, contiguous: true, zero: true}`. A build fails when the kernel's definition disagrees. "
               "`{}` for a kernel without parameters."),
-        Field("host_args", mapping_of(IDENTIFIER, Kind("integer type or argument", {
-            "anyOf": [dict(HOST_TYPE.json), {"$ref": "#/$defs/argument"}],
-        })), False,
-              "Integer arguments the launcher takes but does not pass to the kernel: they decide the geometry, "
-              "the clauses or the variant. The long form `{type: f32, to_symbol: NAME}` copies a host "
-              "argument (integer, float or struct) into a `__constant__` variable before each launch.",
+        Field("host_args", mapping_of(IDENTIFIER, Kind(f"{HOST_TYPE.name} or argument",
+                                                       by_type(HOST_TYPE.json, {"$ref": "#/$defs/argument"}))), False,
+              "Arguments the launcher takes but does not pass to the kernel: integers or `bool`s (`u32`, `bool`, "
+              "...) that decide the geometry, the clauses or the variant. The long form `{type: T, to_symbol: "
+              "NAME}` copies a host argument of any scalar type (an integer, `bool` or a float) or a struct "
+              "into a `__constant__` variable before each launch.",
               "none"),
         Field("let", mapping_of(IDENTIFIER, EXPRESSION, 1), False,
               "Named integer expressions over the integer arguments, host arguments, constants, device names "
@@ -416,10 +440,10 @@ KERNEL = Struct(
               "not be an argument's or a constant's.",
               "none"),
         Field("grid", DIMS, True,
-              "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments and "
-              "constants, and the device names (`device.sm_count`, `kernel.blocks_per_sm`, ...: see Device names "
-              "in docs/spec-format.md). A dimension of 0 means \"not launched\"; one above CUDA's limits is an "
-              "error."),
+              "The grid `[x, y, z]`: three integer expressions over the integer arguments, host arguments, "
+              "constants and `let` names, and the device names (`device.sm_count`, `kernel.blocks_per_sm`, ...: "
+              "see Device names in docs/spec-format.md). A dimension of 0 means \"not launched\"; one above "
+              "CUDA's limits is an error."),
         Field("block", DIMS, True,
               "The block `[x, y, z]`: three integer expressions, checked against the target's limits over the "
               "examples when specs are loaded, and on every launch."),
@@ -522,7 +546,7 @@ MODULE = Struct(
               "Named integer constants usable in every expression of the module; a constant may be an "
               "expression over the constants before it. They become `constexpr int64_t` in the C++.",
               "none"),
-        Field("structs", mapping_of(IDENTIFIER, STRUCT.ref(), 1), False,
+        Field("structs", mapping_of(STRUCT_NAME, STRUCT.ref(), 1), False,
               "Struct types that kernels take by value: each name (usable as an argument type) maps to its C++ "
               "type and its fields. Checked against the C++ struct when the module is built.",
               "none"),
@@ -558,7 +582,8 @@ TARGET = Struct(
               "The most dynamic shared memory, in bytes, a block may opt in to on this target."),
         Field("sm_count", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 4096}), False,
               "The number of SMs of the target's reference device: `device.sm_count` in plans computed without a "
-              "GPU (with one, the current device's count).", "1"),
+              "GPU (with one, the current device's count). Without it such plans use 1 SM, and `kernelgen plan` "
+              "and `kernelgen list` say so.", "1"),
         Field("max_threads_per_sm", Kind("integer", {"type": "integer", "minimum": 32, "maximum": 1 << 16}), False,
               "The most resident threads per SM: `device.max_threads_per_sm` without a GPU, and a bound of "
               "`kernel.blocks_per_sm`.", "2048"),
@@ -573,7 +598,8 @@ TARGET = Struct(
               "Shared memory the system reserves per resident block (1 KiB from compute capability 8.0 on), "
               "counted in the `kernel.blocks_per_sm` bound.", "1024"),
         Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 64}), False,
-              "The most blocks a thread-block cluster may have (the portable limit is 8).", "8"),
+              "The most blocks a thread-block cluster may have (the portable limit is 8); thread-block clusters "
+              "need compute capability 9.0.", "8 from compute capability 9.0 on, else 1"),
         Field("build", BUILD.ref(), False,
               "Include folders, macros and nvcc options for every module built for this target (see Build "
               "settings in docs/spec-format.md).", "none"),
@@ -622,18 +648,25 @@ def _struct_json(s: Struct) -> dict[str, object]:
     props: dict[str, object] = {}
     for f in s.fields:
         props[f.name] = {**f.kind.json, "description": f.description}
+    extra: object = False
+    if s.extra_null_keys:
+        # Any other key must be null; one with a value is a misspelt key, reported at that key
+        # (errorMessage: the YAML language server's text for the error).
+        extra = {"type": "null", "errorMessage": f"unknown key of {article(s.title)} (keys: "
+                 f"{', '.join(f.name for f in s.fields)}); only a key without a value is tolerated here, where "
+                 "a flow mapping split an expression at a comma"}
     out: dict[str, object] = {
         "type": "object",
         "description": s.description,
         "properties": props,
         "required": sorted(s.required()),
-        "additionalProperties": {"type": "null"} if s.extra_null_keys else False,
+        "additionalProperties": extra,
     }
     if s.inherit_key is not None:
         # Entries may come from the entry named by inherit_key, and null removes an inherited one.
         for f in s.fields:
             if f.name != s.inherit_key:
-                props[f.name] = {"anyOf": [dict(f.kind.json), {"type": "null"}], "description": f.description}
+                props[f.name] = {**by_type({"type": "null"}, f.kind.json), "description": f.description}
         out["anyOf"] = [{"required": [s.inherit_key]}, {"required": out.pop("required")}]
     if not out.get("required", True):
         del out["required"]
@@ -641,8 +674,8 @@ def _struct_json(s: Struct) -> dict[str, object]:
 
 
 def json_schema(which: str = "module") -> dict[str, object]:
-    """The JSON Schema (draft 2020-12) of a module spec (``module``) or of specs/targets.yaml
-    (``targets``)."""
+    """The JSON Schema (draft 2020-12) of a module spec (``module``), of specs/targets.yaml
+    (``targets``) or of specs/project.yaml (``project``)."""
     if which == "module":
         top = _struct_json(MODULE)
         defs = {s.name: _struct_json(s) for s in (STRUCT, FIELD, KERNEL, ARGUMENT, VARIANTS, LAUNCH, TENSOR_MAP, BUILD)}
@@ -654,6 +687,10 @@ def json_schema(which: str = "module") -> dict[str, object]:
         top["minProperties"] = 1
         defs = {"target": _struct_json(TARGET), "build": _struct_json(BUILD)}
         title = "kernelgen target registry (specs/targets.yaml)"
+    elif which == "project":
+        top = _struct_json(PROJECT)
+        defs = {"build": _struct_json(BUILD)}
+        title = "kernelgen project (specs/project.yaml)"
     else:
         raise ValueError(which)
     return {

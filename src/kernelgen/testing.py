@@ -1,10 +1,12 @@
-"""Helpers for the generated contract tests (and the project's own tests and benchmarks).
+"""Helpers for the generated contract tests, and for the project's own tests and benchmarks.
 
-The generated tests import a target's built module with :func:`built_module`. When the
-module has not been built, they are skipped with the command that builds it, unless
-``KERNELGEN_REQUIRE_BUILT`` is set (CI sets it), in which case that is a failure.
-:func:`ccache_stats`, :func:`private_sccache` and :func:`sccache_counts` measure builds through a
-compiler cache.
+The generated tests import a target's built module with :func:`built_module`; a project's own
+tests do the same, or take whichever target is built with :func:`built_target`. When the package
+or the module has not been built, the calling test file is skipped with one sentence saying why
+(not built; built but not on this Python's path; built but another copy is imported) and the
+command that fixes it, unless ``KERNELGEN_REQUIRE_BUILT`` is set (CI sets it), in which case that
+is a failure. :func:`project_root` finds the project a test belongs to. :func:`ccache_stats`,
+:func:`private_sccache` and :func:`sccache_counts` measure builds through a compiler cache.
 """
 
 from __future__ import annotations
@@ -19,61 +21,116 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
-__all__ = ["built_module", "ccache_stats", "fake_pointer", "not_built_reason", "private_sccache", "sccache_counts",
-           "sccache_stats"]
+__all__ = ["built_module", "built_target", "ccache_stats", "fake_pointer", "not_built_reason", "private_sccache",
+           "project_root", "sccache_counts", "sccache_stats"]
 
 
-def not_built_reason(package: str, target: str, module: str, root: Path | None = None) -> str | None:
-    """Why ``<package>.<target>.<module>`` cannot be imported, as one sentence with the command that
-    fixes it; None when it can. ``root`` is the project's folder, to tell "not built" from "built
-    but not on this Python's path"."""
-    name = f"{package}.{target}.{module}"
+def project_root(package: str | None = None, start: str | Path | None = None) -> Path | None:
+    """The folder of the project a test belongs to: the nearest folder at or above ``start`` (a
+    test's ``__file__``, or a folder) that holds specs/project.yaml or specs/targets.yaml; else the
+    folder ``package`` was built in (its ``_project.ROOT``), where the package is importable; else
+    the nearest such folder at or above the current folder; else None."""
+    def above(here: Path) -> Path | None:
+        for d in [here, *here.parents]:
+            if (d / "specs" / "project.yaml").is_file() or (d / "specs" / "targets.yaml").is_file():
+                return d
+        return None
+
+    found = above(Path(start).resolve()) if start is not None else None
+    if found is None and package is not None:
+        try:
+            built_in = importlib.import_module(f"{package}._project").ROOT
+        except ImportError:
+            built_in = None
+        found = Path(built_in) if built_in else None
+    return found or above(Path.cwd().resolve())
+
+
+def _built_dirs(root: Path | None, package: str, target: str | None) -> list[Path]:
+    """The builds under the project's ``bindings/<package>/``: ``target``'s, or every target's."""
+    folder = root / "bindings" / package if root else None
+    if folder is None or not folder.is_dir():
+        return []
+    found = [folder / target] if target else sorted(p for p in folder.iterdir() if not p.name.startswith("_"))
+    return [p for p in found if (p / "__init__.py").is_file()]
+
+
+def not_built_reason(package: str, target: str | None = None, module: str | None = None,
+                     root: Path | None = None) -> str | None:
+    """Why ``<package>.<target>.<module>`` cannot be imported (without ``module``: the target's
+    package; without ``target``: why the package has no built target), as one sentence with the
+    command that fixes it; None when it can. ``root`` is the project's folder, to tell "not built"
+    from "built but not on this Python's path"."""
+    name = ".".join(x for x in (package, target, module) if x)
+    cmd = "kernelgen build" + (f" --target {target}" if target else "") + (f" (in {root})" if root else "")
+    not_built = f"{package} is not built" + (f" for target {target}" if target else "")
+    built = _built_dirs(root, package, target)
+    # what is built, and where: the target's folder, or the package's folder of built targets
+    what, built_at = (target, built[0]) if target and built else (package, built[0].parent if built else None)
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError:
+        if built:
+            return (f"{what} is built in {built_at}, but the package {package} is not on this Python's path "
+                    f"({sys.executable}); run: {cmd}, which makes it importable in the active environment")
+        return f"{not_built}; run: {cmd}"
+    if target is None:
+        lacks = not getattr(pkg, "available_targets", list)()
+    else:
+        try:
+            importlib.import_module(f"{package}.{target}")
+            lacks = False
+        except ImportError:
+            lacks = True
+    if lacks:
+        where = ", ".join(getattr(pkg, "__path__", []))
+        if built:
+            return (f"{what} is built in {built_at}, but the {package} this Python imports ({where}) is another "
+                    f"copy without it; run: {cmd}, or uninstall the other copy")
+        return f"{not_built} (looked in {where}); run: {cmd}"
     try:
         importlib.import_module(name)
         return None
     except ImportError as exc:
-        error = exc
-    cmd = f"kernelgen build --target {target}" + (f" (in {root})" if root else "")
-    built_dir = root / "bindings" / package / target if root else None
-    try:
-        pkg = importlib.import_module(package)
-    except ImportError:
-        pkg = None
-    if pkg is None:
-        if built_dir is not None and (built_dir / "__init__.py").is_file():
-            return (f"{target} is built in {built_dir}, but the package {package} is not on this Python's path "
-                    f"({sys.executable}); run: {cmd}, which makes it importable in the active environment")
-        return f"{package} is not built for target {target}; run: {cmd}"
-    try:
-        importlib.import_module(f"{package}.{target}")
-    except ImportError:
-        where = ", ".join(getattr(pkg, "__path__", []))
-        if built_dir is not None and (built_dir / "__init__.py").is_file():
-            return (f"{target} is built in {built_dir}, but the {package} this Python imports ({where}) is another "
-                    f"copy without it; run: {cmd}, or uninstall the other copy")
-        return f"{package} is not built for target {target} (looked in {where}); run: {cmd}"
-    return f"{name} cannot be imported: {error}; run: {cmd}"
+        return f"{name} cannot be imported: {exc}; run: {cmd}"
+
+
+def _skip(reason: str) -> NoReturn:
+    """Skips the calling test file, or fails it where ``KERNELGEN_REQUIRE_BUILT`` is set."""
+    import pytest
+
+    if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+    raise AssertionError("unreachable: pytest.skip raises")
 
 
 def built_module(target: str, module: str, package: str = "kernelgen_ops", test_file: str | None = None
                  ) -> ModuleType:
     """``<package>.<target>.<module>``, or a skip of the calling test file (a failure where
-    ``KERNELGEN_REQUIRE_BUILT`` is set) that says why it cannot be imported and what to run.
-    ``test_file`` is a generated test's ``__file__`` (``<root>/generated/<target>/tests/``)."""
+    ``KERNELGEN_REQUIRE_BUILT`` is set) that says why it cannot be imported and what to run, in
+    which folder. ``test_file`` is the calling test's ``__file__``, from which the project's folder
+    is found (:func:`project_root`)."""
     name = f"{package}.{target}.{module}"
     try:
         return importlib.import_module(name)
     except ImportError:
         pass
-    root = Path(test_file).resolve().parents[3] if test_file else None
-    msg = not_built_reason(package, target, module, root) or f"{name} cannot be imported"
-    import pytest
+    root = project_root(package, test_file)
+    _skip(not_built_reason(package, target, module, root) or f"{name} cannot be imported")
 
-    if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
-        pytest.fail(msg, pytrace=False)
-    pytest.skip(msg, allow_module_level=True)
-    raise AssertionError("unreachable: pytest.skip raises")
+
+def built_target(package: str, test_file: str | None = None) -> str:
+    """The first (by name) of ``package``'s built targets, or a skip of the calling test file, as
+    :func:`built_module`'s, where it has none: for tests that need some build (plans need no GPU)."""
+    with contextlib.suppress(ImportError):
+        targets = importlib.import_module(package).available_targets()
+        if targets:
+            return targets[0]
+    root = project_root(package, test_file)
+    _skip(not_built_reason(package, root=root) or f"{package} has no built target")
 
 
 def fake_pointer(index: int) -> int:

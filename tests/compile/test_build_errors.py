@@ -7,6 +7,7 @@ tests/compile/test_structs_setup.py.)"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,51 @@ def test_link_failure_shows_the_linkers_lines_without_verbose(tmp_path: Path) ->
     assert "kernelgen: specs/two.yaml:3: module 'two': its sources are in this failed link" in res.stderr
     # the failing command line itself is not repeated
     assert " -shared " not in res.stderr and " -o " not in res.stderr, res.stderr
+
+
+LIBRARY = """\
+#pragma once
+template <class T>
+__device__ float lib_value(T x) {
+  return x.value();
+}
+"""
+
+
+@pytest.mark.parametrize("case", ["library_template", "ptxas_extern", "host_option", "ptxas_option"])
+def test_compiler_failures_show_their_context_and_causes(tmp_path: Path, case: str) -> None:
+    """A template error in a library's header keeps nvcc's note that leads back to the module's
+    source line, and the error count; ptxas's failures show ptxas's lines, not CMake's; an option the
+    compilers refuse is traced to the spec line that gives it. No failed command line is shown."""
+    root = _project(tmp_path / "project", {"one": "one_kernel"})
+    spec, source = root / "specs" / "one.yaml", root / "kernels" / "one.cu"
+    if case == "library_template":
+        (root / "kernels" / "third_party").mkdir()
+        (root / "kernels" / "third_party" / "lib.h").write_text(LIBRARY)
+        source.write_text(source.read_text().replace("#include <cstdint>", '#include <cstdint>\n'
+                                                     '#include "kernels/third_party/lib.h"\n'
+                                                     "struct NoValue {};").replace("1.0f", "lib_value(NoValue{})"))
+    elif case == "ptxas_extern":
+        source.write_text(source.read_text().replace("#include <cstdint>", "#include <cstdint>\n"
+                                                     "extern __device__ float missing_fn(float);")
+                          .replace("1.0f", "missing_fn(1.0f)"))
+    else:
+        flag = "--no-such-flag" if case == "host_option" else "-Xptxas=--no-such-opt"
+        spec.write_text(spec.read_text() + f'build:\n  nvcc_flags: ["{flag}"]\n')
+    res = _build(root)
+    assert res.returncode == 2, res.stdout + res.stderr
+    err = res.stderr
+    assert "Traceback" not in err and "nvcc -forward-unknown-to-host-compiler" not in err and "FAILED:" not in err, err
+    if case == "library_template":
+        assert 'third_party/lib.h(4): error: class "NoValue" has no member "value"' in err, err
+        assert "    return x.value();" in err
+        assert re.search(r'detected during instantiation of "float lib_value\(T\) \[with T=NoValue\]" at line 8 of '
+                         r"\S*kernels/one\.cu", err), err
+        assert re.search(r'^1 error detected in the compilation of "\S*generated/hopper/src/one\.cu"\.$', err, re.M)
+    elif case == "ptxas_extern":
+        assert "ptxas fatal   : Unresolved extern function '_Z10missing_fnf'" in err, err
+        assert "kernelgen: the device function missing_fn (_Z10missing_fnf) is declared but not defined" in err
+    else:
+        option, tool = ("--no-such-flag", "gcc") if case == "host_option" else ("-no-such-opt", "ptxas")
+        assert (f"kernelgen: specs/one.yaml:17: option '{option}' is one of the specs' build flags (build.nvcc_flags, "
+                f"passed to nvcc for the modules it applies to), and {tool} refuses it") in err, err

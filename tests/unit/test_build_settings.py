@@ -29,7 +29,7 @@ def _copy(tmp_path: Path) -> Path:
 def _cmake_settings(text: str, module: str) -> dict[str, list[str]]:
     """The quoted items of each target_* call the CMake list makes for ``module``'s object."""
     out: dict[str, list[str]] = {}
-    for call, items in re.findall(r"^(target_\w+)\(\$\{kg_lib\}_" + module + r" PRIVATE((?: \"[^\"]*\")+)\)$", text,
+    for call, items in re.findall(r"^(target_\w+)\(\$\{kg_lib\}_obj_" + module + r" PRIVATE((?: \"[^\"]*\")+)\)$", text,
                                   re.M):
         out[call] = re.findall(r'"([^"]*)"', items)
     return out

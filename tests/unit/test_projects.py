@@ -52,7 +52,7 @@ def test_one_setting_names_package_namespace_prefix_and_library(tmp_path: Path) 
     c_h = files["generated/hopper/include/myops/fixture_ops_c.h"]
     assert "myops_fixture_ops__scale_f32(" in c_h and "kg_fixture_ops__" not in c_h
     cmake = files["generated/hopper/CMakeLists.txt"]
-    assert "set(kg_lib myops_hopper_" in cmake and 'KERNELGEN_PACKAGE="myops"' in cmake
+    assert "set(kg_lib myops_hopper)" in cmake and "OUTPUT_NAME myops_hopper_" in cmake and 'KERNELGEN_PACKAGE="myops"' in cmake
     assert "from myops import Outcome" in files["generated/hopper/python/fixture_ops.pyi"]
     test = files["generated/hopper/tests/test_fixture_ops_hopper_contract.py"]
     assert 'package="myops"' in test and "\nimport myops  #" in test and "kernelgen_ops" not in test
@@ -71,7 +71,7 @@ def test_each_name_can_be_set_on_its_own(tmp_path: Path) -> None:
     files = render_catalog(load_catalog(root))
     assert "namespace mo::fixture_ops {" in files["generated/hopper/include/mo/fixture_ops.h"]
     assert "mo_c_fixture_ops__scale_f32(" in files["generated/hopper/include/mo/fixture_ops_c.h"]
-    assert "set(kg_lib molib_hopper_" in files["generated/hopper/CMakeLists.txt"]
+    assert "OUTPUT_NAME molib_hopper_" in files["generated/hopper/CMakeLists.txt"]
 
 
 @pytest.mark.parametrize(("text", "message"), [

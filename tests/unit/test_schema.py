@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC_DIRS = [REPO / "specs", *sorted((REPO / "tests" / "fixtures").glob("*/specs"))]
 MODULE_SPECS = [p for d in SPEC_DIRS for p in sorted(d.glob("*.yaml")) if p.name not in ("targets.yaml", "project.yaml")]
 TARGET_FILES = [d / "targets.yaml" for d in SPEC_DIRS]
+PROJECT_FILES = sorted({*REPO.glob("tests/fixtures/*/specs/project.yaml"), *REPO.glob("examples/*/specs/project.yaml")})
 
 
 def _jsonable(v: object) -> object:
@@ -138,13 +139,13 @@ def test_every_field_is_described() -> None:
             assert f.required or f.default != "", (s.name, f.name)
 
 
-@pytest.mark.parametrize("which", ["module", "targets"])
+@pytest.mark.parametrize("which", ["module", "targets", "project"])
 def test_committed_json_schema_is_current(which: str) -> None:
     path = REPO / "docs" / "schema" / f"{which}.schema.json"
     want = schema.json_schema_text(which)
-    assert path.read_text() == want, (
-        f"{path.relative_to(REPO)} is stale; run: kernelgen schema {'--targets ' if which == 'targets' else ''}"
-        f"--out {path.relative_to(REPO)}"
+    option = "" if which == "module" else f"--{which} "
+    assert path.is_file() and path.read_text() == want, (
+        f"{path.relative_to(REPO)} is stale; run: kernelgen schema {option}--out {path.relative_to(REPO)}"
     )
 
 
@@ -165,6 +166,8 @@ def test_cli_schema_prints_writes_and_updates_docs(tmp_path: Path, capsys: pytes
     out = tmp_path / "sub" / "t.json"
     assert main(["schema", "--targets", "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == schema.json_schema("targets")
+    assert main(["schema", "--project", "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == schema.json_schema("project")
     doc = tmp_path / "spec.md"
     doc.write_text(f"# Spec\n\n{schema.DOC_BEGIN}\nSTALE TEXT\n{schema.DOC_END}\n\ntail\n")
     assert main(["schema", "--docs", str(doc)]) == 0
@@ -184,3 +187,96 @@ def test_yaml_language_server_modeline_is_a_comment(tmp_path: Path) -> None:
 
     root = write_project(tmp_path, "# yaml-language-server: $schema=../docs/schema/module.schema.json\n" + GOOD)
     assert load_catalog(root).modules[0].kernels[0].name == "scale"
+
+
+# ---------------------------------------------------------------- specs/project.yaml
+
+
+def _scaffold_project_yaml() -> str:
+    from kernelgen import scaffold
+
+    return scaffold._files(["hopper"])["specs/project.yaml"].replace("@PKG@", "newops")
+
+
+@pytest.mark.parametrize("path", PROJECT_FILES, ids=[p.relative_to(REPO).as_posix() for p in PROJECT_FILES])
+def test_every_project_file_is_valid(path: Path) -> None:
+    v = _validator("project")
+    for doc in _both_readings(path):
+        assert not list(v.iter_errors(doc))
+
+
+def test_json_schema_of_project_yaml() -> None:
+    v = _validator("project")
+    assert not list(v.iter_errors(yaml.safe_load(_scaffold_project_yaml())))
+    good = {"package": "myops", "namespace": "MyOps", "c_prefix": "mo", "library": "myops",
+            "build": {"include_dirs": ["third_party/cutlass/include"], "defines": {"NDEBUG": True},
+                      "nvcc_flags": ["--use_fast_math"]}}
+    assert not list(v.iter_errors(good))
+    for bad in ({}, {"package": "MyOps"}, {"package": "myops", "pakage": "x"}, {"package": "myops", "version": 2},
+                {"package": "myops", "build": {"include_dir": ["x"]}}, {"package": "myops", "namespace": "a-b"}):
+        assert list(v.iter_errors(bad)), bad
+
+
+# ---------------------------------------------------------------- argument types and the long form
+
+
+@pytest.mark.parametrize("spelling", ["u33", "f8", "i128", "bf32", "f32x3", "void", "fp8_e4m3", " u33 "])
+def test_a_misspelt_scalar_type_is_not_taken_for_a_struct(spelling: str) -> None:
+    doc = _module()
+    _kernel(doc)["args"]["rows"] = spelling
+    assert list(_validator("module").iter_errors(doc)), spelling
+    field_type = schema.FIELD_TYPE.json["pattern"]
+    assert not jsonschema.Draft202012Validator({"pattern": field_type}).is_valid(spelling.strip() + "[2]")
+
+
+@pytest.mark.parametrize("spelling", ["u32", "bool", "bf16", " f32 ", "fa_window", "u32_pair", "f32x", "Params",
+                                      "{T}", "const f32x4*", "u8x4*", "f32* const*"])
+def test_scalar_struct_and_pointer_types_pass(spelling: str) -> None:
+    doc = _module()
+    _kernel(doc)["args"]["rows"] = spelling
+    assert not list(_validator("module").iter_errors(doc)), spelling
+
+
+def test_structs_may_not_be_named_like_scalar_types(tmp_path: Path) -> None:
+    from kernelgen.errors import SpecError
+    from kernelgen.loader import load_catalog
+    from tests.unit.test_loader import GOOD, write_project
+
+    v = jsonschema.Draft202012Validator({"pattern": schema.STRUCT_NAME.json["pattern"]})
+    assert v.is_valid("fa_window") and not v.is_valid("u33") and not v.is_valid("f32")
+    root = write_project(tmp_path, GOOD.replace("kernels:", "structs:\n  u33: {fields: {a: u32}}\nkernels:"))
+    with pytest.raises(SpecError, match="struct 'u33' has a scalar type's spelling"):
+        load_catalog(root)
+
+
+LONG_FORM_TYPOS = [
+    ("argument", lambda d: _kernel(d)["args"].update(x={"type": "const f32*", "sise": "n"}),
+     ["args", "x", "sise"]),
+    ("host argument", lambda d: _kernel(d).update(host_args={"h": {"type": "f32", "to_simbol": "g"}}),
+     ["host_args", "h", "to_simbol"]),
+    ("struct field", lambda d: d.update(structs={"s": {"fields": {"a": {"type": "u32", "cp": "b"}}}}),
+     ["structs", "s", "fields", "a"]),
+]
+
+
+@pytest.mark.parametrize("case,change,path", LONG_FORM_TYPOS, ids=[c[0] for c in LONG_FORM_TYPOS])
+def test_a_typo_in_a_long_form_is_reported_at_its_key(case: str, change, path: list[str]) -> None:
+    """The short (string) and long (mapping) forms are told apart by type, so the long form's own
+    error comes out, at the key, rather than "not valid under any of the given schemas"."""
+    doc = _module()
+    change(doc)
+    errors = list(_validator("module").iter_errors(doc))
+    assert errors, case
+    for e in errors:
+        assert "any of the given schemas" not in e.message, e.message
+    where = [str(p) for p in jsonschema.exceptions.best_match(iter(errors)).absolute_path]
+    assert where[-len(path):] == path or where[-len(path) - 1:-1] == path, where
+
+
+def test_texts_match_behaviour() -> None:
+    assert schema.BUILD["include_dirs"].kind.name == "list of directories"
+    assert "host arguments" in schema.ARGUMENT["size"].description
+    assert "`let` names" in schema.ARGUMENT["size"].description
+    assert "an integer, `bool` or a float" in schema.ARGUMENT["to_symbol"].description
+    assert not schema.KERNEL["host_args"].description.startswith("Integer arguments")
+    assert "compute capability 9.0" in (schema.TARGET["max_cluster_size"].default or "")

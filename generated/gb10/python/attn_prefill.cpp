@@ -110,16 +110,22 @@ PYBIND11_MODULE(attn_prefill, kg_module) {
   static const kg_kernel_info* const kg_kernels_attn_prefill_paged_64[] = { kg_attn_prefill__attn_prefill_paged_64__info() };
   static const LauncherSpec kg_spec_attn_prefill_paged_64 = {
       "attn_prefill_paged_64", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, stream=None) -> Outcome\012\012Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_attn_prefill_paged_64, 15, 14, 5,
-      kg_launch_attn_prefill_paged_64, kg_plan_attn_prefill_paged_64, kg_sizes_attn_prefill_paged_64, kg_kernels_attn_prefill_paged_64, 1};
+      kg_launch_attn_prefill_paged_64, kg_plan_attn_prefill_paged_64, kg_sizes_attn_prefill_paged_64, kg_kernels_attn_prefill_paged_64, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_paged_64) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_prefill_64[] = { kg_attn_prefill__attn_prefill_64__info() };
   static const LauncherSpec kg_spec_attn_prefill_64 = {
       "attn_prefill_64", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=None) -> Outcome\012\012Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_attn_prefill_64, 12, 10, 4,
-      kg_launch_attn_prefill_64, kg_plan_attn_prefill_64, kg_sizes_attn_prefill_64, kg_kernels_attn_prefill_64, 1};
+      kg_launch_attn_prefill_64, kg_plan_attn_prefill_64, kg_sizes_attn_prefill_64, kg_kernels_attn_prefill_64, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_64) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_prefill_attn[] = { kg_attn_prefill__prefill_attn__info() };
   static const LauncherSpec kg_spec_prefill_attn = {
       "prefill_attn", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, causal: u32, sliding_window: u32, inv_sqrt_d: f32, *, head_dim: u32, batch: u32, stream=None) -> Outcome\012\012The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched).\012\012__launch_bounds__: at most 128 threads a block.", kg_args_prefill_attn, 12, 10, 4,
-      kg_launch_prefill_attn, kg_plan_prefill_attn, kg_sizes_prefill_attn, kg_kernels_prefill_attn, 1};
+      kg_launch_prefill_attn, kg_plan_prefill_attn, kg_sizes_prefill_attn, kg_kernels_prefill_attn, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_prefill_attn) < 0) throw pybind11::error_already_set();
 }

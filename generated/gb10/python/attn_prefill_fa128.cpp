@@ -140,21 +140,29 @@ PYBIND11_MODULE(attn_prefill_fa128, kg_module) {
   static const kg_kernel_info* const kg_kernels_attn_prefill_fa128_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info() };
   static const LauncherSpec kg_spec_attn_prefill_fa128_paged = {
       "attn_prefill_fa128_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, stream=None) -> Outcome\012\012As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.\012\012__launch_bounds__: at most 256 threads a block.", kg_args_attn_prefill_fa128_paged, 15, 12, 5,
-      kg_launch_attn_prefill_fa128_paged, kg_plan_attn_prefill_fa128_paged, kg_sizes_attn_prefill_fa128_paged, kg_kernels_attn_prefill_fa128_paged, 1};
+      kg_launch_attn_prefill_fa128_paged, kg_plan_attn_prefill_fa128_paged, kg_sizes_attn_prefill_fa128_paged, kg_kernels_attn_prefill_fa128_paged, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_fa128_paged) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_prefill_fa128[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info() };
   static const LauncherSpec kg_spec_attn_prefill_fa128 = {
       "attn_prefill_fa128", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, *, head_dim: u32, causal: u32, sliding_window: u32, batch: u32, stream=None) -> Outcome\012\012As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0.\012\012__launch_bounds__: at most 256 threads a block.", kg_args_attn_prefill_fa128, 12, 8, 4,
-      kg_launch_attn_prefill_fa128, kg_plan_attn_prefill_fa128, kg_sizes_attn_prefill_fa128, kg_kernels_attn_prefill_fa128, 1};
+      kg_launch_attn_prefill_fa128, kg_plan_attn_prefill_fa128, kg_sizes_attn_prefill_fa128, kg_kernels_attn_prefill_fa128, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_prefill_fa128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_paged[] = { kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(), kg_attn_prefill__attn_prefill_paged_64__info() };
   static const LauncherSpec kg_spec_attn_paged = {
       "attn_paged", "(q: const bf16*, k_cache: const bf16*, v_cache: const bf16*, output: bf16*, block_table: const i32*, q_len: u32, kv_len: u32, q_offset: u32, num_q_heads: u32, num_kv_heads: u32, cache_block_size: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, stream=None) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.", kg_args_attn_paged, 15, 14, 5,
-      kg_launch_attn_paged, kg_plan_attn_paged, kg_sizes_attn_paged, kg_kernels_attn_paged, 2};
+      kg_launch_attn_paged, kg_plan_attn_paged, kg_sizes_attn_paged, kg_kernels_attn_paged, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_paged) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_attn_contiguous[] = { kg_attn_prefill_fa128__attn_prefill_fa128__info(), kg_attn_prefill__attn_prefill_64__info() };
   static const LauncherSpec kg_spec_attn_contiguous = {
       "attn_contiguous", "(q: const bf16*, k: const bf16*, v: const bf16*, output: bf16*, seq_len: u32, num_q_heads: u32, num_kv_heads: u32, inv_sqrt_d: f32, causal: u32, sliding_window: u32, *, head_dim: u32, batch: u32, stream=None) -> Outcome\012\012Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.", kg_args_attn_contiguous, 12, 10, 4,
-      kg_launch_attn_contiguous, kg_plan_attn_contiguous, kg_sizes_attn_contiguous, kg_kernels_attn_contiguous, 2};
+      kg_launch_attn_contiguous, kg_plan_attn_contiguous, kg_sizes_attn_contiguous, kg_kernels_attn_contiguous, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_attn_contiguous) < 0) throw pybind11::error_already_set();
 }

@@ -45,6 +45,8 @@ PYBIND11_MODULE(batched_embed, kg_module) {
   static const kg_kernel_info* const kg_kernels_batched_embed_bf16[] = { kg_batched_embed__batched_embed_bf16__info() };
   static const LauncherSpec kg_spec_batched_embed_bf16 = {
       "batched_embed_bf16", "(ids: const i32*, table: const bf16*, out: bf16*, n: u32, hidden: u32, vocab: u32, *, stream=None) -> Outcome\012\012out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.", kg_args_batched_embed_bf16, 6, 6, 3,
-      kg_launch_batched_embed_bf16, kg_plan_batched_embed_bf16, kg_sizes_batched_embed_bf16, kg_kernels_batched_embed_bf16, 1};
+      kg_launch_batched_embed_bf16, kg_plan_batched_embed_bf16, kg_sizes_batched_embed_bf16, kg_kernels_batched_embed_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_batched_embed_bf16) < 0) throw pybind11::error_already_set();
 }

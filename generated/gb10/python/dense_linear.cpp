@@ -154,31 +154,43 @@ PYBIND11_MODULE(dense_linear, kg_module) {
   static const kg_kernel_info* const kg_kernels_dense_gemv[] = { kg_dense_linear__dense_gemv__info() };
   static const LauncherSpec kg_spec_dense_gemv = {
       "dense_gemv", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_dense_gemv, 6, 6, 3,
-      kg_launch_dense_gemv, kg_plan_dense_gemv, kg_sizes_dense_gemv, kg_kernels_dense_gemv, 1};
+      kg_launch_dense_gemv, kg_plan_dense_gemv, kg_sizes_dense_gemv, kg_kernels_dense_gemv, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemv_rt1[] = { kg_dense_linear__dense_gemv_rt1__info() };
   static const LauncherSpec kg_spec_dense_gemv_rt1 = {
       "dense_gemv_rt1", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_dense_gemv_rt1, 6, 6, 3,
-      kg_launch_dense_gemv_rt1, kg_plan_dense_gemv_rt1, kg_sizes_dense_gemv_rt1, kg_kernels_dense_gemv_rt1, 1};
+      kg_launch_dense_gemv_rt1, kg_plan_dense_gemv_rt1, kg_sizes_dense_gemv_rt1, kg_kernels_dense_gemv_rt1, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv_rt1) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemm[] = { kg_dense_linear__dense_gemm__info() };
   static const LauncherSpec kg_spec_dense_gemm = {
       "dense_gemm", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_dense_gemm, 6, 6, 3,
-      kg_launch_dense_gemm, kg_plan_dense_gemm, kg_sizes_dense_gemm, kg_kernels_dense_gemm, 1};
+      kg_launch_dense_gemm, kg_plan_dense_gemm, kg_sizes_dense_gemm, kg_kernels_dense_gemm, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemm_pipelined[] = { kg_dense_linear__dense_gemm_pipelined__info() };
   static const LauncherSpec kg_spec_dense_gemm_pipelined = {
       "dense_gemm_pipelined", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).\012\012Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN))); the grid must be whole clusters. __launch_bounds__: at most 256 threads a block.", kg_args_dense_gemm_pipelined, 6, 6, 3,
-      kg_launch_dense_gemm_pipelined, kg_plan_dense_gemm_pipelined, kg_sizes_dense_gemm_pipelined, kg_kernels_dense_gemm_pipelined, 1};
+      kg_launch_dense_gemm_pipelined, kg_plan_dense_gemm_pipelined, kg_sizes_dense_gemm_pipelined, kg_kernels_dense_gemm_pipelined, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm_pipelined) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemm_tma[] = { kg_dense_linear__dense_gemm_tma__info() };
   static const LauncherSpec kg_spec_dense_gemm_tma = {
       "dense_gemm_tma", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes (64 rows each) into a 192 KiB shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x BN tiles taken m-first, BN of 128, 192 and 256 the width whose tiles (K split included) take the fewest waves of TMA_CTAS CTAs, weighed by TMA_COST_BN. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to TMA_SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined).\012\012Cluster chosen at launch: [1, 1, split] with mt = div_ceil(m, 128), t128 = mt * div_ceil(n, 128), t192 = mt * div_ceil(n, 192), t256 = mt * div_ceil(n, 256), s128 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t128, k // SPLIT_K_MIN)), s192 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t192, k // SPLIT_K_MIN)), s256 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t256, k // SPLIT_K_MIN)), c128 = ((div_ceil(t128 * s128, TMA_CTAS) * 128) * TMA_COST_128) // s128, c192 = ((div_ceil(t192 * s192, TMA_CTAS) * 192) * TMA_COST_192) // s192, c256 = ((div_ceil(t256 * s256, TMA_CTAS) * 256) * TMA_COST_256) // s256, bn = 256 if (c256 <= min(c192, c128)) else (192 if (c192 <= c128) else 128), tiles = mt * div_ceil(n, bn), split = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // tiles, k // SPLIT_K_MIN)); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_dense_gemm_tma, 6, 6, 3,
-      kg_launch_dense_gemm_tma, kg_plan_dense_gemm_tma, kg_sizes_dense_gemm_tma, kg_kernels_dense_gemm_tma, 1};
+      kg_launch_dense_gemm_tma, kg_plan_dense_gemm_tma, kg_sizes_dense_gemm_tma, kg_kernels_dense_gemm_tma, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemm_tma) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_linear_any[] = { kg_dense_linear__dense_gemv_rt1__info(), kg_dense_linear__dense_gemv__info(), kg_dense_linear__dense_gemm_tma__info(), kg_dense_linear__dense_gemm_pipelined__info() };
   static const LauncherSpec kg_spec_dense_linear_any = {
       "dense_linear_any", "(x: const bf16*, w: const bf16*, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies.", kg_args_dense_linear_any, 6, 6, 3,
-      kg_launch_dense_linear_any, kg_plan_dense_linear_any, kg_sizes_dense_linear_any, kg_kernels_dense_linear_any, 4};
+      kg_launch_dense_linear_any, kg_plan_dense_linear_any, kg_sizes_dense_linear_any, kg_kernels_dense_linear_any, 4,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_linear_any) < 0) throw pybind11::error_already_set();
 }

@@ -44,6 +44,8 @@ PYBIND11_MODULE(fill_slots, kg_module) {
   static const kg_kernel_info* const kg_kernels_fill_slots[] = { kg_fill_slots__fill_slots__info() };
   static const LauncherSpec kg_spec_fill_slots = {
       "fill_slots", "(block_table: const i32*, slots: i64*, start: u32, count: u32, block_size: u32, *, stream=None) -> Outcome\012\012slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.\012\012__launch_bounds__: at most 1024 threads a block.", kg_args_fill_slots, 5, 5, 2,
-      kg_launch_fill_slots, kg_plan_fill_slots, kg_sizes_fill_slots, kg_kernels_fill_slots, 1};
+      kg_launch_fill_slots, kg_plan_fill_slots, kg_sizes_fill_slots, kg_kernels_fill_slots, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fill_slots) < 0) throw pybind11::error_already_set();
 }

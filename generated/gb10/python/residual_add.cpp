@@ -43,6 +43,8 @@ PYBIND11_MODULE(residual_add, kg_module) {
   static const kg_kernel_info* const kg_kernels_residual_add_bf16[] = { kg_residual_add__residual_add_bf16__info() };
   static const LauncherSpec kg_spec_residual_add_bf16 = {
       "residual_add_bf16", "(a: const bf16*, b: const bf16*, out: bf16*, n: u64, *, stream=None) -> Outcome\012\012out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).\012\012__launch_bounds__: at most 1024 threads a block.", kg_args_residual_add_bf16, 4, 4, 3,
-      kg_launch_residual_add_bf16, kg_plan_residual_add_bf16, kg_sizes_residual_add_bf16, kg_kernels_residual_add_bf16, 1};
+      kg_launch_residual_add_bf16, kg_plan_residual_add_bf16, kg_sizes_residual_add_bf16, kg_kernels_residual_add_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_residual_add_bf16) < 0) throw pybind11::error_already_set();
 }

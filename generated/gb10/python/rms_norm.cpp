@@ -45,6 +45,8 @@ PYBIND11_MODULE(rms_norm, kg_module) {
   static const kg_kernel_info* const kg_kernels_rms_norm_bf16[] = { kg_rms_norm__rms_norm_bf16__info() };
   static const LauncherSpec kg_spec_rms_norm_bf16 = {
       "rms_norm_bf16", "(x: const bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=None) -> Outcome\012\012out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.", kg_args_rms_norm_bf16, 6, 6, 3,
-      kg_launch_rms_norm_bf16, kg_plan_rms_norm_bf16, kg_sizes_rms_norm_bf16, kg_kernels_rms_norm_bf16, 1};
+      kg_launch_rms_norm_bf16, kg_plan_rms_norm_bf16, kg_sizes_rms_norm_bf16, kg_kernels_rms_norm_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_rms_norm_bf16) < 0) throw pybind11::error_already_set();
 }

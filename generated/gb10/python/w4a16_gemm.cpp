@@ -166,31 +166,43 @@ PYBIND11_MODULE(w4a16_gemm, kg_module) {
   static const kg_kernel_info* const kg_kernels_w4a16_gemv_rt2[] = { kg_w4a16_gemm__w4a16_gemv_rt2__info() };
   static const LauncherSpec kg_spec_w4a16_gemv_rt2 = {
       "w4a16_gemv_rt2", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_w4a16_gemv_rt2, 8, 8, 4,
-      kg_launch_w4a16_gemv_rt2, kg_plan_w4a16_gemv_rt2, kg_sizes_w4a16_gemv_rt2, kg_kernels_w4a16_gemv_rt2, 1};
+      kg_launch_w4a16_gemv_rt2, kg_plan_w4a16_gemv_rt2, kg_sizes_w4a16_gemv_rt2, kg_kernels_w4a16_gemv_rt2, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv_rt2) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemv_rt1[] = { kg_w4a16_gemm__w4a16_gemv_rt1__info() };
   static const LauncherSpec kg_spec_w4a16_gemv_rt1 = {
       "w4a16_gemv_rt1", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_w4a16_gemv_rt1, 8, 8, 4,
-      kg_launch_w4a16_gemv_rt1, kg_plan_w4a16_gemv_rt1, kg_sizes_w4a16_gemv_rt1, kg_kernels_w4a16_gemv_rt1, 1};
+      kg_launch_w4a16_gemv_rt1, kg_plan_w4a16_gemv_rt1, kg_sizes_w4a16_gemv_rt1, kg_kernels_w4a16_gemv_rt1, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv_rt1) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemv_rt1_128[] = { kg_w4a16_gemm__w4a16_gemv_rt1_128__info() };
   static const LauncherSpec kg_spec_w4a16_gemv_rt1_128 = {
       "w4a16_gemv_rt1_128", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_w4a16_gemv_rt1_128, 8, 8, 4,
-      kg_launch_w4a16_gemv_rt1_128, kg_plan_w4a16_gemv_rt1_128, kg_sizes_w4a16_gemv_rt1_128, kg_kernels_w4a16_gemv_rt1_128, 1};
+      kg_launch_w4a16_gemv_rt1_128, kg_plan_w4a16_gemv_rt1_128, kg_sizes_w4a16_gemv_rt1_128, kg_kernels_w4a16_gemv_rt1_128, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv_rt1_128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemv[] = { kg_w4a16_gemm__w4a16_gemv__info() };
   static const LauncherSpec kg_spec_w4a16_gemv = {
       "w4a16_gemv", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order.\012\012__launch_bounds__: at most 256 threads a block.", kg_args_w4a16_gemv, 8, 8, 4,
-      kg_launch_w4a16_gemv, kg_plan_w4a16_gemv, kg_sizes_w4a16_gemv, kg_kernels_w4a16_gemv, 1};
+      kg_launch_w4a16_gemv, kg_plan_w4a16_gemv, kg_sizes_w4a16_gemv, kg_kernels_w4a16_gemv, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemv) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_gemm[] = { kg_w4a16_gemm__w4a16_gemm__info() };
   static const LauncherSpec kg_spec_w4a16_gemm = {
       "w4a16_gemm", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_w4a16_gemm, 8, 8, 4,
-      kg_launch_w4a16_gemm, kg_plan_w4a16_gemm, kg_sizes_w4a16_gemm, kg_kernels_w4a16_gemm, 1};
+      kg_launch_w4a16_gemm, kg_plan_w4a16_gemm, kg_sizes_w4a16_gemm, kg_kernels_w4a16_gemm, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_gemm) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_w4a16_linear[] = { kg_w4a16_gemm__w4a16_gemv_rt1_128__info(), kg_w4a16_gemm__w4a16_gemv_rt1__info(), kg_w4a16_gemm__w4a16_gemv_rt2__info(), kg_w4a16_gemm__w4a16_gemv__info(), kg_w4a16_gemm__w4a16_gemm__info() };
   static const LauncherSpec kg_spec_w4a16_linear = {
       "w4a16_linear", "(x: const bf16*, wq: const fp4_e2m1*, wscale: const fp8_e4m3*, global_scale: f32, out: bf16*, m: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies.", kg_args_w4a16_linear, 8, 8, 4,
-      kg_launch_w4a16_linear, kg_plan_w4a16_linear, kg_sizes_w4a16_linear, kg_kernels_w4a16_linear, 5};
+      kg_launch_w4a16_linear, kg_plan_w4a16_linear, kg_sizes_w4a16_linear, kg_kernels_w4a16_linear, 5,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_w4a16_linear) < 0) throw pybind11::error_already_set();
 }

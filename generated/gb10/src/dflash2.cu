@@ -27,6 +27,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH2");
 
 // dflash2_conv2: out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_dflash2_conv2(uint32_t rows, uint32_t hidden) {
+  kg::unused(rows, hidden);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -98,6 +99,7 @@ kg_plan plan_dflash2_conv2(uint32_t rows, uint32_t hidden) {
 
 namespace {
 int32_t kg_sizes_dflash2_conv2(uint32_t rows, uint32_t hidden, int64_t* kg_sizes) {
+  kg::unused(rows, hidden, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{hidden}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{2}, int64_t{hidden}, kg_err);  // base
@@ -109,6 +111,7 @@ int32_t kg_sizes_dflash2_conv2(uint32_t rows, uint32_t hidden, int64_t* kg_sizes
 
 // dflash2_topk16_f32: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
+  kg::unused(rows, vocab);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -181,6 +184,7 @@ kg_plan plan_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
 
 namespace {
 int32_t kg_sizes_dflash2_topk16_f32(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
+  kg::unused(rows, vocab, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, kg_err);  // logits
   kg_sizes[1] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // ids
@@ -191,6 +195,7 @@ int32_t kg_sizes_dflash2_topk16_f32(uint32_t rows, uint32_t vocab, int64_t* kg_s
 
 // dflash2_topk16_bf16: Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
+  kg::unused(rows, vocab);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -263,6 +268,7 @@ kg_plan plan_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
 
 namespace {
 int32_t kg_sizes_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_sizes) {
+  kg::unused(rows, vocab, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{vocab}, kg_err);  // logits
   kg_sizes[1] = kg::x_mul(int64_t{rows}, TOP, kg_err);  // ids
@@ -273,6 +279,7 @@ int32_t kg_sizes_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab, int64_t* kg_
 
 // dflash2_selector_walk: One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block.
 kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab) {
+  kg::unused(batch, slots, rank, vocab);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -389,6 +396,7 @@ kg_plan plan_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank
 
 namespace {
 int32_t kg_sizes_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, int64_t* kg_sizes) {
+  kg::unused(batch, slots, rank, vocab, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{slots}, kg_err), TOP, kg_err);  // cand
   kg_sizes[1] = kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{slots}, kg_err), TOP, kg_err);  // u
@@ -570,7 +578,8 @@ const kg_kernel_info kg_info_dflash2_topk16 = {
     "METRALE_NO_DFLASH2", "T",
     nullptr, nullptr, nullptr,
     0, 0, 0,
-    1};
+    1,
+    nullptr, 0};
 }  // namespace
 
 kernelgen::Outcome dflash2_conv2(const __nv_bfloat16* x, const __nv_bfloat16* base, const __nv_bfloat16* delta, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, cudaStream_t stream) {

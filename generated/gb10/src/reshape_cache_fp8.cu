@@ -18,6 +18,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_FP8");
 
 // reshape_cache_fp8: k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores. __launch_bounds__: at most 256 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 kg_plan plan_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
+  kg::unused(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -89,6 +90,7 @@ kg_plan plan_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv_heads, uint3
 
 namespace {
 int32_t kg_sizes_reshape_cache_fp8(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes) {
+  kg::unused(num_tokens, num_kv_heads, head_dim, block_size, num_blocks, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // key
   kg_sizes[1] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // value

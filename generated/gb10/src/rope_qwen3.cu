@@ -20,6 +20,7 @@ int64_t kg_blocks_per_sm_rope_qwen3(const kg_device_values& kg_d, int64_t kg_bx,
 
 // rope_qwen3: For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim) {
+  kg::unused(num_tokens, num_q_heads, num_kv_heads, head_dim);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -93,6 +94,7 @@ kg_plan plan_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_
 
 namespace {
 int32_t kg_sizes_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, int64_t* kg_sizes) {
+  kg::unused(num_tokens, num_q_heads, num_kv_heads, head_dim, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k

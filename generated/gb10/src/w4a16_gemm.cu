@@ -29,6 +29,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_W4A16");
 
 // w4a16_gemv_rt2: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k) {
+  kg::unused(m, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
@@ -37,6 +38,7 @@ kg_plan plan_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(m, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
@@ -48,6 +50,7 @@ int32_t kg_sizes_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_
 
 // w4a16_gemv_rt1: w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
+  kg::unused(m, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
@@ -56,6 +59,7 @@ kg_plan plan_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(m, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
@@ -67,6 +71,7 @@ int32_t kg_sizes_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_
 
 // w4a16_gemv_rt1_128: w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k) {
+  kg::unused(m, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg_p.code = KG_CODE(KG_NL_ABSENT, 0);  // not built for gb10
@@ -75,6 +80,7 @@ kg_plan plan_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(m, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
@@ -86,6 +92,7 @@ int32_t kg_sizes_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k, int64_t*
 
 // w4a16_gemv: Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
+  kg::unused(m, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -157,6 +164,7 @@ kg_plan plan_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(m, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq
@@ -168,6 +176,7 @@ int32_t kg_sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_size
 
 // w4a16_gemm: Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
+  kg::unused(m, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -228,6 +237,7 @@ kg_plan plan_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(m, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{m}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // wq

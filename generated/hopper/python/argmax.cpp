@@ -43,6 +43,8 @@ PYBIND11_MODULE(argmax, kg_module) {
   static const kg_kernel_info* const kg_kernels_argmax_bf16[] = { kg_argmax__argmax_bf16__info() };
   static const LauncherSpec kg_spec_argmax_bf16 = {
       "argmax_bf16", "(logits: const bf16*, out: i32*, rows: u32, vocab: u32, *, stream=None) -> Outcome\012\012out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.\012\012__launch_bounds__: at most 512 threads a block.", kg_args_argmax_bf16, 4, 4, 2,
-      kg_launch_argmax_bf16, kg_plan_argmax_bf16, kg_sizes_argmax_bf16, kg_kernels_argmax_bf16, 1};
+      kg_launch_argmax_bf16, kg_plan_argmax_bf16, kg_sizes_argmax_bf16, kg_kernels_argmax_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_argmax_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -617,126 +617,176 @@ PYBIND11_MODULE(fp8_gemv_rt, kg_module) {
   static const kg_kernel_info* const kg_kernels_fp8_gemv_tma[] = { kg_fp8_gemv_rt__fp8_gemv_tma__info() };
   static const LauncherSpec kg_spec_fp8_gemv_tma = {
       "fp8_gemv_tma", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_fp8_gemv_tma, 7, 7, 4,
-      kg_launch_fp8_gemv_tma, kg_plan_fp8_gemv_tma, kg_sizes_fp8_gemv_tma, kg_kernels_fp8_gemv_tma, 1};
+      kg_launch_fp8_gemv_tma, kg_plan_fp8_gemv_tma, kg_sizes_fp8_gemv_tma, kg_kernels_fp8_gemv_tma, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_tma) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2[] = { kg_fp8_gemv_rt__fp8_gemv_rt2__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2 = {
       "fp8_gemv_rt2", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2, kg_plan_fp8_gemv_rt2, kg_sizes_fp8_gemv_rt2, kg_kernels_fp8_gemv_rt2, 1};
+      kg_launch_fp8_gemv_rt2, kg_plan_fp8_gemv_rt2, kg_sizes_fp8_gemv_rt2, kg_kernels_fp8_gemv_rt2, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16 = {
       "fp8_gemv_rt2_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_16, kg_plan_fp8_gemv_rt2_16, kg_sizes_fp8_gemv_rt2_16, kg_kernels_fp8_gemv_rt2_16, 1};
+      kg_launch_fp8_gemv_rt2_16, kg_plan_fp8_gemv_rt2_16, kg_sizes_fp8_gemv_rt2_16, kg_kernels_fp8_gemv_rt2_16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1[] = { kg_fp8_gemv_rt__fp8_gemv_rt1__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1 = {
       "fp8_gemv_rt1", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1, kg_plan_fp8_gemv_rt1, kg_sizes_fp8_gemv_rt1, kg_kernels_fp8_gemv_rt1, 1};
+      kg_launch_fp8_gemv_rt1, kg_plan_fp8_gemv_rt1, kg_sizes_fp8_gemv_rt1, kg_kernels_fp8_gemv_rt1, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_16[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_16 = {
       "fp8_gemv_rt1_16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_16, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1_16, kg_plan_fp8_gemv_rt1_16, kg_sizes_fp8_gemv_rt1_16, kg_kernels_fp8_gemv_rt1_16, 1};
+      kg_launch_fp8_gemv_rt1_16, kg_plan_fp8_gemv_rt1_16, kg_sizes_fp8_gemv_rt1_16, kg_kernels_fp8_gemv_rt1_16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_ks_8 = {
       "fp8_gemv_rt2_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_ks_8, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_ks_8, kg_plan_fp8_gemv_rt2_ks_8, kg_sizes_fp8_gemv_rt2_ks_8, kg_kernels_fp8_gemv_rt2_ks_8, 1};
+      kg_launch_fp8_gemv_rt2_ks_8, kg_plan_fp8_gemv_rt2_ks_8, kg_sizes_fp8_gemv_rt2_ks_8, kg_kernels_fp8_gemv_rt2_ks_8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_ks_8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_ks_4[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_ks_4 = {
       "fp8_gemv_rt2_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_ks_4, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_ks_4, kg_plan_fp8_gemv_rt2_ks_4, kg_sizes_fp8_gemv_rt2_ks_4, kg_kernels_fp8_gemv_rt2_ks_4, 1};
+      kg_launch_fp8_gemv_rt2_ks_4, kg_plan_fp8_gemv_rt2_ks_4, kg_sizes_fp8_gemv_rt2_ks_4, kg_kernels_fp8_gemv_rt2_ks_4, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_ks_4) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_ks_8 = {
       "fp8_gemv_rt2_16_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_ks_8, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_16_ks_8, kg_plan_fp8_gemv_rt2_16_ks_8, kg_sizes_fp8_gemv_rt2_16_ks_8, kg_kernels_fp8_gemv_rt2_16_ks_8, 1};
+      kg_launch_fp8_gemv_rt2_16_ks_8, kg_plan_fp8_gemv_rt2_16_ks_8, kg_sizes_fp8_gemv_rt2_16_ks_8, kg_kernels_fp8_gemv_rt2_16_ks_8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16_ks_8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_ks_4[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_ks_4 = {
       "fp8_gemv_rt2_16_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_ks_4, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_16_ks_4, kg_plan_fp8_gemv_rt2_16_ks_4, kg_sizes_fp8_gemv_rt2_16_ks_4, kg_kernels_fp8_gemv_rt2_16_ks_4, 1};
+      kg_launch_fp8_gemv_rt2_16_ks_4, kg_plan_fp8_gemv_rt2_16_ks_4, kg_sizes_fp8_gemv_rt2_16_ks_4, kg_kernels_fp8_gemv_rt2_16_ks_4, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16_ks_4) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_32[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_32__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_32 = {
       "fp8_gemv_rt2_32", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 32 (17-32: a batch of two 16-row blocks, say): four 8-column x tiles share each converted weight fragment, x slots of 32 rows, one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_32, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_32, kg_plan_fp8_gemv_rt2_32, kg_sizes_fp8_gemv_rt2_32, kg_kernels_fp8_gemv_rt2_32, 1};
+      kg_launch_fp8_gemv_rt2_32, kg_plan_fp8_gemv_rt2_32, kg_sizes_fp8_gemv_rt2_32, kg_kernels_fp8_gemv_rt2_32, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_32_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_32_ks_8 = {
       "fp8_gemv_rt2_32_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_32_ks_8, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_32_ks_8, kg_plan_fp8_gemv_rt2_32_ks_8, kg_sizes_fp8_gemv_rt2_32_ks_8, kg_kernels_fp8_gemv_rt2_32_ks_8, 1};
+      kg_launch_fp8_gemv_rt2_32_ks_8, kg_plan_fp8_gemv_rt2_32_ks_8, kg_sizes_fp8_gemv_rt2_32_ks_8, kg_kernels_fp8_gemv_rt2_32_ks_8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32_ks_8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_32_ks_4[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_32_ks_4 = {
       "fp8_gemv_rt2_32_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_32_ks_4, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_32_ks_4, kg_plan_fp8_gemv_rt2_32_ks_4, kg_sizes_fp8_gemv_rt2_32_ks_4, kg_kernels_fp8_gemv_rt2_32_ks_4, 1};
+      kg_launch_fp8_gemv_rt2_32_ks_4, kg_plan_fp8_gemv_rt2_32_ks_4, kg_sizes_fp8_gemv_rt2_32_ks_4, kg_kernels_fp8_gemv_rt2_32_ks_4, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32_ks_4) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_32[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_32__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_32 = {
       "fp8_gemv_rt1_32", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_32, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1_32, kg_plan_fp8_gemv_rt1_32, kg_sizes_fp8_gemv_rt1_32, kg_kernels_fp8_gemv_rt1_32, 1};
+      kg_launch_fp8_gemv_rt1_32, kg_plan_fp8_gemv_rt1_32, kg_sizes_fp8_gemv_rt1_32, kg_kernels_fp8_gemv_rt1_32, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_32) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_64 = {
       "fp8_gemv_rt2_64", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_64, kg_plan_fp8_gemv_rt2_64, kg_sizes_fp8_gemv_rt2_64, kg_kernels_fp8_gemv_rt2_64, 1};
+      kg_launch_fp8_gemv_rt2_64, kg_plan_fp8_gemv_rt2_64, kg_sizes_fp8_gemv_rt2_64, kg_kernels_fp8_gemv_rt2_64, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks_8[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks_8 = {
       "fp8_gemv_rt2_64_ks_8", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64_ks_8, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_64_ks_8, kg_plan_fp8_gemv_rt2_64_ks_8, kg_sizes_fp8_gemv_rt2_64_ks_8, kg_kernels_fp8_gemv_rt2_64_ks_8, 1};
+      kg_launch_fp8_gemv_rt2_64_ks_8, kg_plan_fp8_gemv_rt2_64_ks_8, kg_sizes_fp8_gemv_rt2_64_ks_8, kg_kernels_fp8_gemv_rt2_64_ks_8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks_8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks_4[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks_4 = {
       "fp8_gemv_rt2_64_ks_4", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_fp8_gemv_rt2_64_ks_4, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_64_ks_4, kg_plan_fp8_gemv_rt2_64_ks_4, kg_sizes_fp8_gemv_rt2_64_ks_4, kg_kernels_fp8_gemv_rt2_64_ks_4, 1};
+      kg_launch_fp8_gemv_rt2_64_ks_4, kg_plan_fp8_gemv_rt2_64_ks_4, kg_sizes_fp8_gemv_rt2_64_ks_4, kg_kernels_fp8_gemv_rt2_64_ks_4, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks_4) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_64 = {
       "fp8_gemv_rt1_64", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1_64, kg_plan_fp8_gemv_rt1_64, kg_sizes_fp8_gemv_rt1_64, kg_kernels_fp8_gemv_rt1_64, 1};
+      kg_launch_fp8_gemv_rt1_64, kg_plan_fp8_gemv_rt1_64, kg_sizes_fp8_gemv_rt1_64, kg_kernels_fp8_gemv_rt1_64, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_64_128[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_64_128 = {
       "fp8_gemv_rt1_64_128", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_64_128, 7, 7, 4,
-      kg_launch_fp8_gemv_rt1_64_128, kg_plan_fp8_gemv_rt1_64_128, kg_sizes_fp8_gemv_rt1_64_128, kg_kernels_fp8_gemv_rt1_64_128, 1};
+      kg_launch_fp8_gemv_rt1_64_128, kg_plan_fp8_gemv_rt1_64_128, kg_sizes_fp8_gemv_rt1_64_128, kg_kernels_fp8_gemv_rt1_64_128, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_64_128) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_x3 = {
       "fp8_gemv_rt2_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=None) -> Outcome\012\012Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt2_16_x3, 15, 15, 10,
-      kg_launch_fp8_gemv_rt2_16_x3, kg_plan_fp8_gemv_rt2_16_x3, kg_sizes_fp8_gemv_rt2_16_x3, kg_kernels_fp8_gemv_rt2_16_x3, 1};
+      kg_launch_fp8_gemv_rt2_16_x3, kg_plan_fp8_gemv_rt2_16_x3, kg_sizes_fp8_gemv_rt2_16_x3, kg_kernels_fp8_gemv_rt2_16_x3, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16_x3) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt1_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt1_16_x3 = {
       "fp8_gemv_rt1_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=None) -> Outcome\012\012fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_fp8_gemv_rt1_16_x3, 15, 15, 10,
-      kg_launch_fp8_gemv_rt1_16_x3, kg_plan_fp8_gemv_rt1_16_x3, kg_sizes_fp8_gemv_rt1_16_x3, kg_kernels_fp8_gemv_rt1_16_x3, 1};
+      kg_launch_fp8_gemv_rt1_16_x3, kg_plan_fp8_gemv_rt1_16_x3, kg_sizes_fp8_gemv_rt1_16_x3, kg_kernels_fp8_gemv_rt1_16_x3, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt1_16_x3) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_ks = {
       "fp8_gemv_rt2_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_ks, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_ks, kg_plan_fp8_gemv_rt2_ks, kg_sizes_fp8_gemv_rt2_ks, kg_kernels_fp8_gemv_rt2_ks, 2};
+      kg_launch_fp8_gemv_rt2_ks, kg_plan_fp8_gemv_rt2_ks, kg_sizes_fp8_gemv_rt2_ks, kg_kernels_fp8_gemv_rt2_ks, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_ks) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_16_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_16_ks = {
       "fp8_gemv_rt2_16_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_16_ks, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_16_ks, kg_plan_fp8_gemv_rt2_16_ks, kg_sizes_fp8_gemv_rt2_16_ks, kg_kernels_fp8_gemv_rt2_16_ks, 2};
+      kg_launch_fp8_gemv_rt2_16_ks, kg_plan_fp8_gemv_rt2_16_ks, kg_sizes_fp8_gemv_rt2_16_ks, kg_kernels_fp8_gemv_rt2_16_ks, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_16_ks) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_32_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_32_ks = {
       "fp8_gemv_rt2_32_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_32_ks, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_32_ks, kg_plan_fp8_gemv_rt2_32_ks, kg_sizes_fp8_gemv_rt2_32_ks, kg_kernels_fp8_gemv_rt2_32_ks, 2};
+      kg_launch_fp8_gemv_rt2_32_ks, kg_plan_fp8_gemv_rt2_32_ks, kg_sizes_fp8_gemv_rt2_32_ks, kg_kernels_fp8_gemv_rt2_32_ks, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_32_ks) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_rt2_64_ks[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info() };
   static const LauncherSpec kg_spec_fp8_gemv_rt2_64_ks = {
       "fp8_gemv_rt2_64_ks", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Dispatches fp8_gemv_rt2_64_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4; picks by the first whose plan launches.", kg_args_fp8_gemv_rt2_64_ks, 7, 7, 4,
-      kg_launch_fp8_gemv_rt2_64_ks, kg_plan_fp8_gemv_rt2_64_ks, kg_sizes_fp8_gemv_rt2_64_ks, kg_kernels_fp8_gemv_rt2_64_ks, 2};
+      kg_launch_fp8_gemv_rt2_64_ks, kg_plan_fp8_gemv_rt2_64_ks, kg_sizes_fp8_gemv_rt2_64_ks, kg_kernels_fp8_gemv_rt2_64_ks, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_rt2_64_ks) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemv_16_x3[] = { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info() };
   static const LauncherSpec kg_spec_fp8_gemv_16_x3 = {
       "fp8_gemv_16_x3", "(x: const bf16*, q0: const fp8_e4m3*, scale0: const f32*, out0: bf16*, q1: const fp8_e4m3*, scale1: const f32*, out1: bf16*, q2: const fp8_e4m3*, scale2: const f32*, out2: bf16*, rows: u32, n0: u32, n1: u32, n2: u32, k: u32, *, stream=None) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies.", kg_args_fp8_gemv_16_x3, 15, 15, 10,
-      kg_launch_fp8_gemv_16_x3, kg_plan_fp8_gemv_16_x3, kg_sizes_fp8_gemv_16_x3, kg_kernels_fp8_gemv_16_x3, 2};
+      kg_launch_fp8_gemv_16_x3, kg_plan_fp8_gemv_16_x3, kg_sizes_fp8_gemv_16_x3, kg_kernels_fp8_gemv_16_x3, 2,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemv_16_x3) < 0) throw pybind11::error_already_set();
 }

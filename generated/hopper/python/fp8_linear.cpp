@@ -159,31 +159,43 @@ PYBIND11_MODULE(fp8_linear, kg_module) {
   static const kg_kernel_info* const kg_kernels_quantize_bf16_to_fp8[] = { kg_fp8_linear__quantize_bf16_to_fp8__info() };
   static const LauncherSpec kg_spec_quantize_bf16_to_fp8 = {
       "quantize_bf16_to_fp8", "(w: const bf16*, q: fp8_e4m3*, scale: f32*, n: u32, k: u32, *, stream=None) -> Outcome\012\012scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.", kg_args_quantize_bf16_to_fp8, 5, 5, 3,
-      kg_launch_quantize_bf16_to_fp8, kg_plan_quantize_bf16_to_fp8, kg_sizes_quantize_bf16_to_fp8, kg_kernels_quantize_bf16_to_fp8, 1};
+      kg_launch_quantize_bf16_to_fp8, kg_plan_quantize_bf16_to_fp8, kg_sizes_quantize_bf16_to_fp8, kg_kernels_quantize_bf16_to_fp8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_quantize_bf16_to_fp8) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dense_gemv_fp8w[] = { kg_fp8_linear__dense_gemv_fp8w__info() };
   static const LauncherSpec kg_spec_dense_gemv_fp8w = {
       "dense_gemv_fp8w", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum.", kg_args_dense_gemv_fp8w, 7, 7, 4,
-      kg_launch_dense_gemv_fp8w, kg_plan_dense_gemv_fp8w, kg_sizes_dense_gemv_fp8w, kg_kernels_dense_gemv_fp8w, 1};
+      kg_launch_dense_gemv_fp8w, kg_plan_dense_gemv_fp8w, kg_sizes_dense_gemv_fp8w, kg_kernels_dense_gemv_fp8w, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dense_gemv_fp8w) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled_m16[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info() };
   static const LauncherSpec kg_spec_fp8_gemm_n128_row_scaled_m16 = {
       "fp8_gemm_n128_row_scaled_m16", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks.\012\012__launch_bounds__: at most 128 threads a block.", kg_args_fp8_gemm_n128_row_scaled_m16, 7, 7, 4,
-      kg_launch_fp8_gemm_n128_row_scaled_m16, kg_plan_fp8_gemm_n128_row_scaled_m16, kg_sizes_fp8_gemm_n128_row_scaled_m16, kg_kernels_fp8_gemm_n128_row_scaled_m16, 1};
+      kg_launch_fp8_gemm_n128_row_scaled_m16, kg_plan_fp8_gemm_n128_row_scaled_m16, kg_sizes_fp8_gemm_n128_row_scaled_m16, kg_kernels_fp8_gemm_n128_row_scaled_m16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled_m16) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemm_n128_row_scaled[] = { kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
   static const LauncherSpec kg_spec_fp8_gemm_n128_row_scaled = {
       "fp8_gemm_n128_row_scaled", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace).\012\012Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN))); the grid must be whole clusters.", kg_args_fp8_gemm_n128_row_scaled, 7, 7, 4,
-      kg_launch_fp8_gemm_n128_row_scaled, kg_plan_fp8_gemm_n128_row_scaled, kg_sizes_fp8_gemm_n128_row_scaled, kg_kernels_fp8_gemm_n128_row_scaled, 1};
+      kg_launch_fp8_gemm_n128_row_scaled, kg_plan_fp8_gemm_n128_row_scaled, kg_sizes_fp8_gemm_n128_row_scaled, kg_kernels_fp8_gemm_n128_row_scaled, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_n128_row_scaled) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_gemm_tma[] = { kg_fp8_linear__fp8_gemm_tma__info() };
   static const LauncherSpec kg_spec_fp8_gemm_tma = {
       "fp8_gemm_tma", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 8 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, else 128; the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled).\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with xtile = (2 * TILE) if ((rows > TILE) and ((div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) >= TMA_WIDE_MIN)) else TILE, tiles = div_ceil(rows, xtile) * div_ceil(n, TILE), split = max(1, min(k // SPLIT_K_MIN, SPLIT_MAX if ((SPLIT_MAX * tiles) <= TMA_CTAS) else (2 if ((tiles < (2 * TMA_CTAS)) and (div_ceil(2 * tiles, TMA_CTAS) < (2 * div_ceil(tiles, TMA_CTAS)))) else 1))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.", kg_args_fp8_gemm_tma, 7, 7, 4,
-      kg_launch_fp8_gemm_tma, kg_plan_fp8_gemm_tma, kg_sizes_fp8_gemm_tma, kg_kernels_fp8_gemm_tma, 1};
+      kg_launch_fp8_gemm_tma, kg_plan_fp8_gemm_tma, kg_sizes_fp8_gemm_tma, kg_kernels_fp8_gemm_tma, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_gemm_tma) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_fp8_linear[] = { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info(), kg_fp8_gemv_rt__fp8_gemv_rt1__info(), kg_fp8_gemv_rt__fp8_gemv_rt2__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info(), kg_fp8_gemv_rt__fp8_gemv_rt1_16__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info(), kg_fp8_gemv_rt__fp8_gemv_rt1_32__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_32__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(), kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(), kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(), kg_fp8_gemv_rt__fp8_gemv_rt2_64__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(), kg_fp8_linear__fp8_gemm_tma__info(), kg_fp8_linear__fp8_gemm_n128_row_scaled__info() };
   static const LauncherSpec kg_spec_fp8_linear = {
       "fp8_linear", "(x: const bf16*, q: const fp8_e4m3*, scale: const f32*, out: bf16*, rows: u32, n: u32, k: u32, *, stream=None) -> Outcome\012\012Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_64_128, then fp8_gemv_rt.fp8_gemv_rt1_64, then fp8_gemv_rt.fp8_gemv_rt2_64, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies.", kg_args_fp8_linear, 7, 7, 4,
-      kg_launch_fp8_linear, kg_plan_fp8_linear, kg_sizes_fp8_linear, kg_kernels_fp8_linear, 20};
+      kg_launch_fp8_linear, kg_plan_fp8_linear, kg_sizes_fp8_linear, kg_kernels_fp8_linear, 20,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_fp8_linear) < 0) throw pybind11::error_already_set();
 }

@@ -49,6 +49,8 @@ PYBIND11_MODULE(reshape_cache_bf16, kg_module) {
   static const kg_kernel_info* const kg_kernels_reshape_cache_bf16[] = { kg_reshape_cache_bf16__reshape_cache_bf16__info() };
   static const LauncherSpec kg_spec_reshape_cache_bf16 = {
       "reshape_cache_bf16", "(key: const bf16*, value: const bf16*, k_cache: bf16*, v_cache: bf16*, slot_mapping: const i64*, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=None) -> Outcome\012\012k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.", kg_args_reshape_cache_bf16, 10, 10, 5,
-      kg_launch_reshape_cache_bf16, kg_plan_reshape_cache_bf16, kg_sizes_reshape_cache_bf16, kg_kernels_reshape_cache_bf16, 1};
+      kg_launch_reshape_cache_bf16, kg_plan_reshape_cache_bf16, kg_sizes_reshape_cache_bf16, kg_kernels_reshape_cache_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_reshape_cache_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -51,6 +51,8 @@ PYBIND11_MODULE(reshape_cache_fp8, kg_module) {
   static const kg_kernel_info* const kg_kernels_reshape_cache_fp8[] = { kg_reshape_cache_fp8__reshape_cache_fp8__info() };
   static const LauncherSpec kg_spec_reshape_cache_fp8 = {
       "reshape_cache_fp8", "(key: const bf16*, value: const bf16*, k_cache: fp8_e4m3*, v_cache: fp8_e4m3*, slot_mapping: const i64*, k_scale: device f32, v_scale: device f32, num_tokens: u32, num_kv_heads: u32, head_dim: u32, block_size: u32, num_blocks: u32, *, stream=None) -> Outcome\012\012k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores.\012\012__launch_bounds__: at most 256 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).", kg_args_reshape_cache_fp8, 12, 12, 7,
-      kg_launch_reshape_cache_fp8, kg_plan_reshape_cache_fp8, kg_sizes_reshape_cache_fp8, kg_kernels_reshape_cache_fp8, 1};
+      kg_launch_reshape_cache_fp8, kg_plan_reshape_cache_fp8, kg_sizes_reshape_cache_fp8, kg_kernels_reshape_cache_fp8, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_reshape_cache_fp8) < 0) throw pybind11::error_already_set();
 }

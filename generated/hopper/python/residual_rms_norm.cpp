@@ -46,6 +46,8 @@ PYBIND11_MODULE(residual_rms_norm, kg_module) {
   static const kg_kernel_info* const kg_kernels_residual_rms_norm_bf16[] = { kg_residual_rms_norm__residual_rms_norm_bf16__info() };
   static const LauncherSpec kg_spec_residual_rms_norm_bf16 = {
       "residual_rms_norm_bf16", "(x: const bf16*, residual: bf16*, weight: const bf16*, out: bf16*, rows: u32, hidden: u32, eps: f32, *, stream=None) -> Outcome\012\012residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.", kg_args_residual_rms_norm_bf16, 7, 7, 4,
-      kg_launch_residual_rms_norm_bf16, kg_plan_residual_rms_norm_bf16, kg_sizes_residual_rms_norm_bf16, kg_kernels_residual_rms_norm_bf16, 1};
+      kg_launch_residual_rms_norm_bf16, kg_plan_residual_rms_norm_bf16, kg_sizes_residual_rms_norm_bf16, kg_kernels_residual_rms_norm_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_residual_rms_norm_bf16) < 0) throw pybind11::error_already_set();
 }

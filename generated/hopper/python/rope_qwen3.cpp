@@ -50,6 +50,8 @@ PYBIND11_MODULE(rope_qwen3, kg_module) {
   static const kg_kernel_info* const kg_kernels_rope_qwen3[] = { kg_rope_qwen3__rope_qwen3__info() };
   static const LauncherSpec kg_spec_rope_qwen3 = {
       "rope_qwen3", "(q: bf16*, k: bf16*, q_norm: const bf16*, k_norm: const bf16*, positions: const i32*, num_tokens: u32, num_q_heads: u32, num_kv_heads: u32, eps: f32, theta: f32, *, head_dim: u32, stream=None) -> Outcome\012\012For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.", kg_args_rope_qwen3, 11, 10, 5,
-      kg_launch_rope_qwen3, kg_plan_rope_qwen3, kg_sizes_rope_qwen3, kg_kernels_rope_qwen3, 1};
+      kg_launch_rope_qwen3, kg_plan_rope_qwen3, kg_sizes_rope_qwen3, kg_kernels_rope_qwen3, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_rope_qwen3) < 0) throw pybind11::error_already_set();
 }

@@ -43,6 +43,8 @@ PYBIND11_MODULE(silu_mul, kg_module) {
   static const kg_kernel_info* const kg_kernels_silu_mul_bf16[] = { kg_silu_mul__silu_mul_bf16__info() };
   static const LauncherSpec kg_spec_silu_mul_bf16 = {
       "silu_mul_bf16", "(input: const bf16*, out: bf16*, rows: u32, inter: u32, *, stream=None) -> Outcome\012\012input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.\012\012Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.", kg_args_silu_mul_bf16, 4, 4, 2,
-      kg_launch_silu_mul_bf16, kg_plan_silu_mul_bf16, kg_sizes_silu_mul_bf16, kg_kernels_silu_mul_bf16, 1};
+      kg_launch_silu_mul_bf16, kg_plan_silu_mul_bf16, kg_sizes_silu_mul_bf16, kg_kernels_silu_mul_bf16, 1,
+      nullptr, 0, nullptr,
+      nullptr};
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_silu_mul_bf16) < 0) throw pybind11::error_already_set();
 }

@@ -24,6 +24,7 @@ constexpr int64_t WS_ROW = 130;
 
 // prefill_attn_dflash_bf16_unsplit: BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -113,6 +114,7 @@ kg_plan plan_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, 
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache
@@ -125,6 +127,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_l
 
 // prefill_attn_dflash_bf16_split: BF16 paged cache, split-KV: CTA (s, kv head, 64-row block) covers chunk s (keys [s * C, (s + 1) * C), C = 128 up to kv_len 5120, doubled beyond as the module doc says), in clusters of 8 CTAs; each cluster folds its 8 partial states in split order through distributed shared memory (each CTA one 8-row slice), into out when one cluster covers kv_len, else into a group state in workspace that the last cluster to finish folds in cluster order. The grid is sized for C = 128 (at most 5 clusters); clusters past the chunks return at once. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -239,6 +242,7 @@ kg_plan plan_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, ui
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache
@@ -253,6 +257,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len
 
 // prefill_attn_dflash_fp8_unsplit: As prefill_attn_dflash_bf16_unsplit over an FP8 E4M3 cache: K = k_scale * k_cache, V = v_scale * v_cache (the scales one f32 each, in device memory). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 kg_plan plan_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -342,6 +347,7 @@ kg_plan plan_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, u
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache
@@ -356,6 +362,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_le
 
 // prefill_attn_dflash_fp8_split: As prefill_attn_dflash_bf16_split over an FP8 E4M3 cache dequantized with k_scale and v_scale; its chunks are whole tiles (up to 40 of them, as the module doc says), so that past kv_len 5120 every split of the grid works. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -470,6 +477,7 @@ kg_plan plan_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uin
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache
@@ -486,6 +494,7 @@ int32_t kg_sizes_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len,
 
 // prefill_attn_dflash_bf16_indirect_unsplit: As prefill_attn_dflash_bf16_unsplit with kv_len, q_offset and q_rope_pos read from device memory at kernel entry (query row i at position q_rope_pos + i; kv_len clamped to max_kv_len); the grid and sizes come from the host bound max_kv_len only. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
 kg_plan plan_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -564,6 +573,7 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{max_kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache
@@ -579,6 +589,7 @@ int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint
 
 // prefill_attn_dflash_bf16_indirect_split: Split-KV form of prefill_attn_dflash_bf16_indirect_unsplit: a grid of min(ceil(max_kv_len / 1024), 5) * 8 splits; the chunks, and so the working splits, follow the device kv_len (as in the direct kernels); clusters past them return at once, and CTAs of the last cluster whose keys lie past kv_len hold an empty state. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32). Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kg::unused(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -682,6 +693,7 @@ kg_plan plan_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t m
 
 namespace {
 int32_t kg_sizes_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes) {
+  kg::unused(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_rows}, int64_t{num_q_heads}, kg_err), int64_t{128}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{max_kv_len}, int64_t{block_size}, kg_err), int64_t{block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{128}, kg_err);  // k_cache

@@ -15,6 +15,7 @@ namespace {
 
 // attn_prefill_paged_64: Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim) {
+  kg::unused(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -123,6 +124,7 @@ kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_o
 
 namespace {
 int32_t kg_sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes) {
+  kg::unused(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k_cache
@@ -135,6 +137,7 @@ int32_t kg_sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t
 
 // attn_prefill_64: Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64. __launch_bounds__: at most 128 threads a block.
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -232,6 +235,7 @@ kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t nu
 
 namespace {
 int32_t kg_sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k
@@ -243,6 +247,7 @@ int32_t kg_sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_
 
 // prefill_attn: The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block.
 kg_plan plan_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   kg::ExprStatus kg_err;
@@ -343,6 +348,7 @@ kg_plan plan_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_k
 
 namespace {
 int32_t kg_sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k

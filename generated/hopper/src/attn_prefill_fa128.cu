@@ -20,6 +20,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_ATTN_FA128");
 
 // attn_prefill_fa128_paged: As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window) {
+  kg::unused(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -157,6 +158,7 @@ kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t 
 
 namespace {
 int32_t kg_sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes) {
+  kg::unused(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, head_dim, causal, sliding_window, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{q_len}, int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(kg::x_div_ceil(int64_t{kv_len}, int64_t{cache_block_size}, kg_err), int64_t{cache_block_size}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k_cache
@@ -169,6 +171,7 @@ int32_t kg_sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint3
 
 // attn_prefill_fa128: As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -295,6 +298,7 @@ kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t
 
 namespace {
 int32_t kg_sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes) {
+  kg::unused(seq_len, num_q_heads, num_kv_heads, head_dim, causal, sliding_window, batch, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_q_heads}, kg_err), int64_t{head_dim}, kg_err);  // q
   kg_sizes[1] = kg::x_mul(kg::x_mul(kg::x_mul(int64_t{batch}, int64_t{seq_len}, kg_err), int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // k

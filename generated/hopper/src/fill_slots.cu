@@ -19,6 +19,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FILL_SLOTS");
 
 // fill_slots: slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
+  kg::unused(start, count, block_size);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -79,6 +80,7 @@ kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
 
 namespace {
 int32_t kg_sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes) {
+  kg::unused(start, count, block_size, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_div_ceil(kg::x_add(int64_t{start}, int64_t{count}, kg_err), int64_t{block_size}, kg_err);  // block_table
   kg_sizes[1] = int64_t{count};  // slots

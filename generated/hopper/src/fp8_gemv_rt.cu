@@ -30,6 +30,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_FP8_RT");
 
 // fp8_gemv_tma: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.
 kg_plan plan_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -107,6 +108,7 @@ kg_plan plan_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
 namespace {
 // The launch-time cluster of fp8_gemv_tma (its plan has checked it).
 void kg_cluster_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_cluster) {
+  kg::unused(rows, n, k, kg_cluster);
   [[maybe_unused]] kg::ExprStatus kg_err;  // unused when the dimensions are constants
   kg_cluster[0] = int64_t{1};
   kg_cluster[1] = int64_t{1};
@@ -117,6 +119,7 @@ void kg_cluster_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_
 namespace {
 // The tensor maps of fp8_gemv_tma, encoded for this call's arrays and extents.
 int32_t kg_tensor_maps_fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3* q, const float* scale, __nv_bfloat16* out, uint32_t rows, uint32_t n, uint32_t k, CUtensorMap* kg_tm) {
+  kg::unused(x, q, scale, out, rows, n, k, kg_tm);
   kg::ExprStatus kg_err;
   {  // x_map: x
     const int64_t kg_dims[2] = {int64_t{rows}, int64_t{k}};
@@ -138,6 +141,7 @@ int32_t kg_tensor_maps_fp8_gemv_tma(const __nv_bfloat16* x, const __nv_fp8_e4m3*
 
 namespace {
 int32_t kg_sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -149,6 +153,7 @@ int32_t kg_sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 
 // fp8_gemv_rt2: out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -245,6 +250,7 @@ kg_plan plan_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -256,6 +262,7 @@ int32_t kg_sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 
 // fp8_gemv_rt2_16: As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -352,6 +359,7 @@ kg_plan plan_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -363,6 +371,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt1: fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -470,6 +479,7 @@ kg_plan plan_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -481,6 +491,7 @@ int32_t kg_sizes_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg
 
 // fp8_gemv_rt1_16: fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -588,6 +599,7 @@ kg_plan plan_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -599,6 +611,7 @@ int32_t kg_sizes_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt2_ks_8: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -706,6 +719,7 @@ kg_plan plan_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -717,6 +731,7 @@ int32_t kg_sizes_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_
 
 // fp8_gemv_rt2_ks_4: fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -824,6 +839,7 @@ kg_plan plan_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -835,6 +851,7 @@ int32_t kg_sizes_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_
 
 // fp8_gemv_rt2_16_ks_8: fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -942,6 +959,7 @@ kg_plan plan_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -953,6 +971,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt2_16_ks_4: fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1060,6 +1079,7 @@ kg_plan plan_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1071,6 +1091,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt2_32: As fp8_gemv_rt2 for rows <= 32 (17-32: a batch of two 16-row blocks, say): four 8-column x tiles share each converted weight fragment, x slots of 32 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1165,6 +1186,7 @@ kg_plan plan_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1176,6 +1198,7 @@ int32_t kg_sizes_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt2_32_ks_8: fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1281,6 +1304,7 @@ kg_plan plan_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1292,6 +1316,7 @@ int32_t kg_sizes_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt2_32_ks_4: fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1397,6 +1422,7 @@ kg_plan plan_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1408,6 +1434,7 @@ int32_t kg_sizes_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt1_32: fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1515,6 +1542,7 @@ kg_plan plan_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1526,6 +1554,7 @@ int32_t kg_sizes_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt2_64: As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1620,6 +1649,7 @@ kg_plan plan_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1631,6 +1661,7 @@ int32_t kg_sizes_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt2_64_ks_8: fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1736,6 +1767,7 @@ kg_plan plan_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1747,6 +1779,7 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt2_64_ks_4: fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1852,6 +1885,7 @@ kg_plan plan_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1863,6 +1897,7 @@ int32_t kg_sizes_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k, int
 
 // fp8_gemv_rt1_64: fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -1970,6 +2005,7 @@ kg_plan plan_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -1981,6 +2017,7 @@ int32_t kg_sizes_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k, int64_t*
 
 // fp8_gemv_rt1_64_128: fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
+  kg::unused(rows, n, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -2088,6 +2125,7 @@ kg_plan plan_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n}, int64_t{k}, kg_err);  // q
@@ -2099,6 +2137,7 @@ int32_t kg_sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k, int6
 
 // fp8_gemv_rt2_16_x3: Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kg::unused(rows, n0, n1, n2, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -2195,6 +2234,7 @@ kg_plan plan_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n0, n1, n2, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n0}, int64_t{k}, kg_err);  // q0
@@ -2212,6 +2252,7 @@ int32_t kg_sizes_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uin
 
 // fp8_gemv_rt1_16_x3: fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 kg_plan plan_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kg::unused(rows, n0, n1, n2, k);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -2319,6 +2360,7 @@ kg_plan plan_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_
 
 namespace {
 int32_t kg_sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes) {
+  kg::unused(rows, n0, n1, n2, k, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(int64_t{rows}, int64_t{k}, kg_err);  // x
   kg_sizes[1] = kg::x_mul(int64_t{n0}, int64_t{k}, kg_err);  // q0

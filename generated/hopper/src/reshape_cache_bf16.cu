@@ -18,6 +18,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESHAPE_CACHE_BF16");
 
 // reshape_cache_bf16: k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
+  kg::unused(num_tokens, num_kv_heads, head_dim, block_size, num_blocks);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -89,6 +90,7 @@ kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint
 
 namespace {
 int32_t kg_sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes) {
+  kg::unused(num_tokens, num_kv_heads, head_dim, block_size, num_blocks, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // key
   kg_sizes[1] = kg::x_mul(kg::x_mul(int64_t{num_tokens}, int64_t{num_kv_heads}, kg_err), int64_t{head_dim}, kg_err);  // value

@@ -18,6 +18,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_RESIDUAL_ADD");
 
 // residual_add_bf16: out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.
 kg_plan plan_residual_add_bf16(uint64_t n) {
+  kg::unused(n);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -57,6 +58,7 @@ kg_plan plan_residual_add_bf16(uint64_t n) {
 
 namespace {
 int32_t kg_sizes_residual_add_bf16(uint64_t n, int64_t* kg_sizes) {
+  kg::unused(n, kg_sizes);
   kg::ExprStatus kg_err;
   [[maybe_unused]] const int64_t kg_i64_n = n > uint64_t{INT64_MAX} ? (kg_err.fail(KG_EXPR_OVERFLOW), int64_t{0}) : static_cast<int64_t>(n);
   kg_sizes[0] = kg_i64_n;  // a

@@ -18,6 +18,7 @@ kg::KillSwitch kg_kill_switch("METRALE_NO_DFLASH_SILU_MUL");
 
 // silu_mul_bf16: input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
+  kg::unused(rows, inter);
   kg_plan kg_p = {};
   kg_p.variant = -1;
   if (kg_kill_switch.killed()) {
@@ -78,6 +79,7 @@ kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter) {
 
 namespace {
 int32_t kg_sizes_silu_mul_bf16(uint32_t rows, uint32_t inter, int64_t* kg_sizes) {
+  kg::unused(rows, inter, kg_sizes);
   kg::ExprStatus kg_err;
   kg_sizes[0] = kg::x_mul(kg::x_mul(int64_t{rows}, int64_t{2}, kg_err), int64_t{inter}, kg_err);  // input
   kg_sizes[1] = kg::x_mul(int64_t{rows}, int64_t{inter}, kg_err);  // out

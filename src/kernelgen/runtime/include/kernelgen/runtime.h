@@ -45,6 +45,11 @@ using Plan = kg_plan;
 
 namespace kg {
 
+// Reads its arguments and does nothing: a generated function takes every integer argument of its
+// launcher (a plan, a launch's sizes) and may read only some, which -Wunused-parameter reports.
+template <typename... Ts>
+constexpr void unused(const Ts&...) noexcept {}
+
 // The launchers' check of a kernel's parameters against the spec's types. Integers of one size and
 // signedness are one type here, whatever their spelling (long long and long, unsigned long long and
 // uint64_t, int and int32_t), an enum counts as its underlying integer type, and pointers to such
