@@ -432,9 +432,9 @@ def _undefined_constants(lines: list[str], root: Path) -> list[str]:
 def _overloaded(symbol: str, generated: str, root: Path) -> bool:
     """Whether the sources a generated translation unit includes declare more than one __global__
     function that ``symbol`` names (overloads, or templates beside functions), by their
-    declarations: those its qualified name spells, else (a name reached through a using-directive,
-    say) every one of its last name."""
-    want = symbol.split("<", 1)[0].strip().removeprefix("::")
+    declarations: those its qualified name reaches (kernel_source's lookup rule), else (a name
+    reached through a using-directive, say) every one of its last name."""
+    want = "".join(symbol.split("<", 1)[0].split()).removeprefix("::")
     decls = []
     for m in _SOURCE_INCLUDE.finditer(generated):
         if m.group("path").startswith("kernelgen/"):
@@ -445,7 +445,7 @@ def _overloaded(symbol: str, generated: str, root: Path) -> bool:
             continue
         decls += [d for d in kernel_source.global_decls(kernel_source.strip_comments(text))
                   if d.name == _base_name(want) and d.template_args is None]
-    spelled = [d for d in decls if d.qualified == want] or decls
+    spelled = [d for d in decls if want in d.spellings] or decls
     return len({" ".join(d.params.split()) for d in spelled}) > 1
 
 

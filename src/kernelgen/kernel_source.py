@@ -40,6 +40,7 @@ What is read, and its limits:
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 
@@ -110,8 +111,10 @@ class Declaration:
         return f"{self.path}:{self.line}"
 
 
+@functools.lru_cache(maxsize=64)
 def strip_comments(text: str) -> str:
-    """``text`` without C/C++ comments; line breaks are kept so line numbers stay right."""
+    """``text`` without C/C++ comments; line breaks are kept so line numbers stay right. (Cached: a
+    module's sources are read for each of its kernels' symbols.)"""
     return _COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else
                         "\n" * m.group(0).count("\n") + " ", text)
 
@@ -277,7 +280,7 @@ def _qualifier(head: str) -> tuple[tuple[str, ...], bool]:
     return tuple(parts), False
 
 
-def _namespaces_of(scopes: list[tuple[int, tuple[tuple[str, bool], ...]]], head: str, offset: int
+def _namespaces_of(scopes: tuple[tuple[int, tuple[tuple[str, bool], ...]], ...], head: str, offset: int
                    ) -> tuple[tuple[str, bool], ...]:
     """The namespaces (name, inline) of a declaration at ``offset`` whose text before its name is
     ``head``: those open there (``_scopes``), then those its declarator names."""
@@ -339,7 +342,7 @@ def global_declarations(sources: list[tuple[str, str]], symbol: str) -> list[Dec
     found = _scan(sources, symbol, matching=True)
     if found:
         return found
-    others = _scan(sources, symbol, matching=False)
+    others = same_name_declarations(sources, symbol)
     if not others:
         return []
     base = _symbol_name(symbol).split("::")[-1]
@@ -457,7 +460,8 @@ _NAMESPACE_OR_BRACE = re.compile(
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)
 
 
-def _scopes(text: str) -> list[tuple[int, tuple[tuple[str, bool], ...]]]:
+@functools.lru_cache(maxsize=64)
+def _scopes(text: str) -> tuple[tuple[int, tuple[tuple[str, bool], ...]], ...]:
     """(offset, the namespaces open there, each (name, inline)) at each brace of comment-free
     ``text`` outside preprocessor lines (a macro's body opens nothing where it is defined); an
     anonymous namespace adds none (its members are reached as the enclosing one's)."""
@@ -481,7 +485,7 @@ def _scopes(text: str) -> list[tuple[int, tuple[tuple[str, bool], ...]]]:
                 names[0] = (names[0][0], True)  # inline namespace a {
             stack.append(tuple(names))
         out.append((m.end(), tuple(n for level in stack for n in level)))
-    return out
+    return tuple(out)
 
 
 def namespaces_at(text: str) -> list[tuple[int, str]]:
@@ -502,6 +506,7 @@ class GlobalDecl:
     offset: int  # where ``__global__`` is
     end: int  # just past its parameter list's closing parenthesis
     template_args: str | None = None  # between the <> after the name (an explicit instantiation's)
+    spellings: frozenset[str] = frozenset()  # the qualified names that reach it (an inline namespace's optional)
 
     @property
     def qualified(self) -> str:
@@ -526,8 +531,9 @@ def global_decls(text: str) -> list[GlobalDecl]:
                 pos = m.end() + len(inner) + 1
                 continue
             head = text[start:m.start()]
-            ns = "::".join(n for n, _ in _namespaces_of(scopes, head, g.start()))
-            out.append(GlobalDecl(m.group(1), ns, head, inner, g.start(), m.end() + len(inner) + 1, m.group(2)))
+            spaces = _namespaces_of(scopes, head, g.start())
+            out.append(GlobalDecl(m.group(1), "::".join(n for n, _ in spaces), head, inner, g.start(),
+                                  m.end() + len(inner) + 1, m.group(2), _spellings((*spaces, (m.group(1), False)))))
             break
     return out
 
