@@ -31,7 +31,7 @@ SOURCE = """\
 namespace fa {
 struct Window { int32_t left, right; };
 struct Params { const float* q; int64_t stride; Window window; float alpha; Window extra[2]; uint8_t layout; };
-struct TmaParams { int32_t m, k; CUtensorMap map_q; float scale; };
+struct TmaParams { int32_t m, k; CUtensorMap map_q; float scale; int32_t dims[40]; };
 __global__ void read_params(Params p, float* out) {
   out[0] = p.alpha + p.window.left - p.window.right + p.extra[1].left + p.layout + p.stride;
 }
@@ -59,7 +59,7 @@ structs:
   tensor_map: {cpp: CUtensorMap, fields: {opaque: "u64[16]"}, align: 128}
   tma_params:
     cpp: fa::TmaParams
-    fields: {m: i32, k: i32, map_q: tensor_map, scale: f32}
+    fields: {m: i32, k: i32, map_q: tensor_map, scale: f32, dims: "i32[40]"}
 kernels:
   read_params:
     symbol: fa::read_params
@@ -136,7 +136,7 @@ for bad in (dict(p, window={"left": 1}), dict(p, extra=[w, {"left": 1, "right": 
         m.read_params(bad, 0x10000)
     except kernelgen_ops.ArgumentError as e:
         print("ArgumentError:", e)
-t = {"m": 1, "k": 2, "map_q": {"opaque": list(range(16))}, "scale": 1.0}
+t = {"m": 1, "k": 2, "map_q": {"opaque": list(range(16))}, "scale": 1.0, "dims": [0] * 40}
 for args in ((p, 0x10000), (t, 0x10000)):
     try:
         (m.read_params if args[0] is p else m.read_tma)(*args)
@@ -167,7 +167,10 @@ for args in ((p, 0x10000), (t, 0x10000)):
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed (apt-get install cargo)")
 def test_rust_crate_builds_and_passes(built: Path, tmp_path: Path) -> None:
     crate = built / "generated" / TARGET / "rust"
-    assert "pub window: Window," in (crate / "src" / "fa.rs").read_text()
+    text = (crate / "src" / "fa.rs").read_text()
+    assert "pub window: Window," in text
+    # Rust derives Default for arrays of at most 32 elements: TmaParams (box: [i32; 40]) writes it out
+    assert "impl Default for TmaParams" in text and "dims: [Default::default(); 40]," in text, text
     env = dict(os.environ, KERNELGEN_LIB_DIR=str(built / "bindings" / "kernelgen_ops" / TARGET),
                CARGO_TARGET_DIR=str(tmp_path / "t"))
     res = subprocess.run(["cargo", "test", "--offline"], cwd=crate, env=env, capture_output=True, text=True,
@@ -182,8 +185,8 @@ def test_rust_crate_builds_and_passes(built: Path, tmp_path: Path) -> None:
      "struct 'params' (C++ fa::Params): field 'window_left': the C++ type has no public member "
      "'window_left'"),
     # a CUtensorMap spelled as its bytes: C++ aligns it to 128
-    ("fields: {m: i32, k: i32, map_q: tensor_map, scale: f32}", 'fields: {m: i32, k: i32, map_q: "u64[16]", '
-     "scale: f32}\n    align: 128", "map_q: \"u64[16]\"",
+    ('fields: {m: i32, k: i32, map_q: tensor_map, scale: f32, dims: "i32[40]"}',
+     'fields: {m: i32, k: i32, map_q: "u64[16]", scale: f32, dims: "i32[40]"}\n    align: 128', "map_q: \"u64[16]\"",
      "struct 'tma_params' (C++ fa::TmaParams): field 'map_q' is not at offset 8, as the spec lays it out"),
 ])
 def test_a_spec_that_disagrees_fails_naming_the_field(built: Path, old: str, new: str, needle: str,

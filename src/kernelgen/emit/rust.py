@@ -158,8 +158,14 @@ def _structs(lm: LModule) -> list[dict[str, object]]:
         for f in st.fields:
             one = struct_ident(f.struct.name) if f.struct is not None else f.scalar.rust
             fields.append((rust_ident(f.name), f"[{one}; {f.count}]" if f.count else one))
+        # Rust derives Default for arrays of at most 32 elements; a longer one gets it written out
+        # (every field's element type is Copy + Default).
+        long_arrays = any(f.count and f.count > 32 for f in st.fields)
         out.append({"ident": struct_ident(st.name), "cpp": doc_text(st.cpp), "size": st.size, "fields": fields,
-                    "name": st.name, "repr": f"C, align({st.over_aligned})" if st.over_aligned else "C"})
+                    "name": st.name, "repr": f"C, align({st.over_aligned})" if st.over_aligned else "C",
+                    "derives": f"Clone, Copy, Debug, {'' if long_arrays else 'Default, '}PartialEq",
+                    "defaults": [(rust_ident(f.name), f"[Default::default(); {f.count}]" if f.count
+                                  else "Default::default()") for f in st.fields] if long_arrays else []})
     return out
 
 
