@@ -101,6 +101,7 @@ class Global:
     instances: list[list[str]] = field(default_factory=list)
     namespace: str = ""
     cooperative: bool = False  # its body syncs the whole grid (cooperative_groups)
+    pdl: bool = False  # its body waits on / releases the stream's previous / next kernel (griddepcontrol)
     macro: str = ""  # the macro invocation that declares it, if any
 
 
@@ -588,8 +589,17 @@ def _kernel_macros(raw: str) -> _Macros:
     return _prepare(raw, macros_only=True).macros
 
 
+def _keep_pdl(stripped: str, text: str) -> str:
+    """``text`` (``stripped`` with its literals blanked) with the griddepcontrol instructions of
+    inline PTX strings written back in place, so that a kernel's body shows what it issues."""
+    for m in _PDL_ASM.finditer(stripped):
+        text = text[:m.start(1)] + m.group(1) + text[m.end(1):]
+    return text
+
+
 def _prepare(raw: str, inherited: _Macros | None = None, macros_only: bool = False) -> _Prepared:
-    text = blank_literals(strip_comments(raw))
+    stripped = strip_comments(raw)
+    text = _keep_pdl(stripped, blank_literals(stripped))
     defined = _names([text])
     objects: dict[str, str] = dict(inherited[0]) if inherited else {}
     functions: dict[str, tuple[list[str], str]] = dict(inherited[1]) if inherited else {}
@@ -643,6 +653,10 @@ def _prepare(raw: str, inherited: _Macros | None = None, macros_only: bool = Fal
 
 
 _GRID_SYNC = re.compile(r"\b(?:this_grid|grid_group)\b")
+# Programmatic dependent launch from the kernel's side: the runtime's calls or the PTX they issue.
+_PDL_ASM = re.compile(r'"[^"\n]*?\b(griddepcontrol\.(?:wait|launch_dependents))\b[^"\n]*"')
+_PDL = re.compile(r"\b(?:cudaGridDependencySynchronize|cudaTriggerProgrammaticLaunchCompletion)\s*\(|"
+                  r"\bgriddepcontrol\.(?:wait|launch_dependents)\b")
 
 
 def _body(text: str, end: int) -> str | None:
@@ -701,15 +715,17 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
             written = _extern_shared(text, d.end)
             smem = (written, CPP_TYPES.get(_resolve(written, scope.aliases))) if written is not None else None
             coop = body is not None and bool(_GRID_SYNC.search(body)) and bool(re.search(r"\.\s*sync\s*\(", body))
+            pdl = body is not None and bool(_PDL.search(body))
             macro = next((inv for a, b, inv in prep.spans if a <= d.offset < b), "")
             if key not in out:
                 out[key] = Global(d.name, qualified, params, template, max_threads=threads, cluster=cluster,
                                   line=text.count("\n", 0, d.offset) + 1, dynamic_smem=smem, namespace=d.namespace,
-                                  cooperative=coop, macro=macro)
+                                  cooperative=coop, pdl=pdl, macro=macro)
             else:  # a definition after a declaration
                 if smem is not None:
                     out[key].dynamic_smem = smem
                 out[key].cooperative |= coop
+                out[key].pdl |= pdl
                 if out[key].max_threads is None:
                     out[key].max_threads = threads
     for g in out.values():
@@ -1344,12 +1360,19 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
         body.append(f"    block: [{threads}, 1, 1]" + ("" if threads != "256" or g.max_threads else "  # check"))
         if cluster:
             body.append(f"    cluster: [{', '.join(cluster)}]")
+        modes, why = [], []
         if g.cooperative:
             if cluster:
                 body.append("    # check: it syncs the whole grid (a cooperative launch), which a cluster launch "
                             "cannot be")
             else:
-                body.append("    launch: {cooperative: true}  # it syncs the whole grid (cooperative_groups)")
+                modes.append("cooperative: true")
+                why.append("it syncs the whole grid (cooperative_groups)")
+        if g.pdl:
+            modes.append("programmatic_dependent: true")
+            why.append("it waits on or releases the stream's neighbouring kernels (griddepcontrol)")
+        if modes:
+            body.append(f"    launch: {{{', '.join(modes)}}}  # {'; '.join(why)}")
         if g.dynamic_smem is not None:
             written, elem = g.dynamic_smem
             t = ELEMS.get(elem or "") or SCALARS.get(elem or "")

@@ -62,6 +62,12 @@ __global__ void array_kernel(float out[], const int idx[4], unsigned int n) {}
 template <typename T, typename IndexT>
 __global__ void gather_kernel(T* out, const T* in, const IndexT* idx, IndexT n) {}
 __global__ void grid_kernel(float* x, int n) { cooperative_groups::this_grid().sync(); }
+__global__ void pdl_kernel(float* x, int n) { cudaGridDependencySynchronize(); x[0] = n; }
+__global__ void ptx_pdl_kernel(float* x, int n) { asm volatile("griddepcontrol.launch_dependents;"); }
+__global__ void coop_pdl_kernel(float* x, int n) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  cooperative_groups::this_grid().sync();
+}
 template <typename T, int BLOCK_SIZE>
 __global__ void axpy_kernel(T* y, const T* x, int n) {}
 template __global__ void axpy_kernel<float, 256>(float*, const float*, int);
@@ -165,7 +171,11 @@ def test_parsing_gaps(tmp_path: Path) -> None:
     assert "# check: macro UNUSED_MAKER declares __global__ functions and is not invoked here" in edge
     assert "      out: f32*\n      idx: const i32*\n" in edge
     assert 'symbol: "gather_kernel<{T}, int64_t>"' in edge and "      idx: const i64*\n      \"n\": i64\n" in edge
-    assert "  grid:\n" in edge and "    launch: {cooperative: true}" in edge
+    assert "  grid:\n" in edge and "    launch: {cooperative: true}  # it syncs" in edge
+    # programmatic dependent launch, from the runtime's calls or the PTX, with a cooperative launch too
+    for name in ("pdl", "ptx_pdl"):
+        assert re.search(rf"\n  {name}:\n(?:    .*\n)*?    launch: {{programmatic_dependent: true}}  # it waits", edge), edge
+    assert "    launch: {cooperative: true, programmatic_dependent: true}  # it syncs the whole grid" in edge
 
 
 def test_refusals_and_wording(tmp_path: Path) -> None:
