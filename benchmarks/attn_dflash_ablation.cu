@@ -2,11 +2,10 @@
 // bench_attn_dflash_ablation.py builds and runs this program).
 //
 // The drafter's shape (16 query rows, hq 32, hkv 8, head_dim 128, paged cache of block size 16,
-// shuffled block table), BF16 and FP8 caches, kv_len 1024, 8192 and 32768; the FP8 kernels in both
-// tile sizes (32 and 64 keys, "tile" in the output; the shipped kernels use FP8_TILE_KEYS). For each
-// it times, in one process over the same rotated caches:
+// shuffled block table), BF16 and FP8 caches, kv_len 1024, 8192 and 32768. For each it times, in one
+// process over the same rotated caches:
 //   floor        a plain streaming read of the K / V bytes the kernel must read;
-//   full         the split kernel (dflash_attn_{bf16,fp8}_split_kernel's work);
+//   full         the shipped split kernel (dflash_attn_{bf16,fp8}_split_kernel);
 //   no_fold      Work::no_fold: partial states sent (through distributed shared memory) to the
 //                CTAs that fold them and counted, the folds left out;
 //   no_partials  Work::no_partials: no partial states and no folds (cluster barriers and
@@ -37,12 +36,8 @@ using ablation::Timer;
 
 constexpr int kQRows = 16, kHq = 32, kHkv = 8, kBlock = 16;
 
-// The split kernels' register budget: 2 CTAs an SM for 64-key FP8 tiles (dflash_attn.cu).
-template <int KT>
-constexpr int kMinCtas = KT == da::WIDE ? 2 : SPLIT_MIN_CTAS;
-
-template <bool FP8, da::Work W, int KT>
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, kMinCtas<KT>)
+template <bool FP8, da::Work W>
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
 ablation_kernel(const __nv_bfloat16* q, const void* k, const void* v, const float* k_scale,
                 const float* v_scale, __nv_bfloat16* out, const int32_t* table, uint32_t kv_len,
                 float* ws, int32_t* counters) {
@@ -56,13 +51,13 @@ ablation_kernel(const __nv_bfloat16* q, const void* k, const void* v, const floa
                               static_cast<int>(kv_len) - kQRows, kHq, kHkv, kBlock, 0, 0, kScale);
     p.ws = ws;
     p.counters = counters;
-    da::attn_cta<FP8, true, da::SPLIT_KEYS, W, KT>(p);
+    da::attn_cta<FP8, true, da::SPLIT_KEYS, W>(p);
 }
 
 using KernelFn = void (*)(const __nv_bfloat16*, const void*, const void*, const float*, const float*,
                           __nv_bfloat16*, const int32_t*, uint32_t, float*, int32_t*);
 
-template <bool FP8, int KT = da::TILE>
+template <bool FP8>
 void run_case(Timer& timer, uint32_t kv_len, int sms, unsigned* sink) {
     const int esize = FP8 ? 1 : 2;
     const uint32_t blocks = (kv_len + kBlock - 1) / kBlock;
@@ -114,16 +109,14 @@ void run_case(Timer& timer, uint32_t kv_len, int sms, unsigned* sink) {
     const std::vector<const void*> bufs(k.begin(), k.end());
     const double floor_us = ablation::read_floor_us(timer, bufs, kv_bytes, reps, sms, sink);
 
-    const KernelFn fns[5] = {ablation_kernel<FP8, da::Work::full, KT>, ablation_kernel<FP8, da::Work::no_fold, KT>,
-                             ablation_kernel<FP8, da::Work::no_partials, KT>, ablation_kernel<FP8, da::Work::loads, KT>,
-                             ablation_kernel<FP8, da::Work::reads, KT>};
+    const KernelFn fns[5] = {ablation_kernel<FP8, da::Work::full>, ablation_kernel<FP8, da::Work::no_fold>,
+                             ablation_kernel<FP8, da::Work::no_partials>, ablation_kernel<FP8, da::Work::loads>,
+                             ablation_kernel<FP8, da::Work::reads>};
     const char* labels[5] = {"full", "no_fold", "no_partials", "loads", "reads"};
     const int smem = (FP8 ? da::SMEM_FP8 : da::SMEM_BF16) + da::FOLD_ML_BYTES;
     const dim3 grid(splits, kHkv * mblocks);
-    std::printf("RESULT {\"cache\": \"%s\", \"tile\": %d, \"shipped\": %s, \"kv_len\": %u, \"kv_mb\": %.3f, "
-                "\"floor_us\": %.3f",
-                FP8 ? "fp8" : "bf16", KT, !FP8 || KT == da::FP8_TILE_KEYS ? "true" : "false", kv_len,
-                kv_bytes / 1e6, floor_us);
+    std::printf("RESULT {\"cache\": \"%s\", \"kv_len\": %u, \"kv_mb\": %.3f, \"floor_us\": %.3f", FP8 ? "fp8" : "bf16",
+                kv_len, kv_bytes / 1e6, floor_us);
     for (int w = 0; w < 5; ++w) {
         CHECK(cudaFuncSetAttribute(fns[w], cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         auto f = [&](int i) {
@@ -156,8 +149,7 @@ int main() {
     Timer timer;
     for (uint32_t kv_len : {1024u, 8192u, 32768u}) {
         run_case<false>(timer, kv_len, sms, sink);
-        run_case<true, da::TILE>(timer, kv_len, sms, sink);
-        run_case<true, da::WIDE>(timer, kv_len, sms, sink);
+        run_case<true>(timer, kv_len, sms, sink);
     }
     return 0;
 }

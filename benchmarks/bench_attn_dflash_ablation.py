@@ -4,11 +4,10 @@ with part of its work left out (benchmarks/attn_dflash_ablation.cu, built here w
 GPU present).
 
 The drafter's shape (16 query rows, hq 32, hkv 8, head_dim 128, paged cache of block size 16),
-BF16 and FP8 caches (FP8 in tiles of 32 and of 64 keys: the shipped size and the candidate),
-kv_len 1024, 8192 and 32768, in one process over the same rotated caches (400 MB, so every launch
-reads from memory):
+BF16 and FP8 caches, kv_len 1024, 8192 and 32768, in one process over the same rotated caches
+(400 MB, so every launch reads from memory):
   floor        a plain streaming read of the K / V bytes the kernel must read
-  full         the split kernel
+  full         the shipped split kernel
   no_fold      partial states sent to the CTAs that fold them and counted, the folds left out
   no_partials  no partial states and no folds (the products and softmax still run)
   loads        no_partials without the tiles' products and softmax (K / V ring, block-table
@@ -31,20 +30,12 @@ import sys
 import ablation
 
 
-def cache(r: dict) -> str:
-    """The cache type, and for FP8 the keys per tile (results from before the 64-key tiles name
-    none: 32), marked "candidate" where the shipped kernels use the other size."""
-    if r["cache"] != "fp8":
-        return r["cache"]
-    return f"fp8, {r.get('tile', 32)}-key tiles" + ("" if r.get("shipped", True) else " (candidate)")
-
-
 def table(rows: list[dict]) -> str:
     out = ["| cache | kv_len | MB | floor us | full us | no_fold us | no_partials us | loads us | reads us | "
            "full / floor | loads / floor | compute us | partials us | fold us |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {cache(r)} | {r['kv_len']} | {r['kv_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
+        out.append(f"| {r['cache']} | {r['kv_len']} | {r['kv_mb']:.1f} | {r['floor_us']:.1f} | {r['full_us']:.1f} | "
                    f"{r['no_fold_us']:.1f} | {r['no_partials_us']:.1f} | {r['loads_us']:.1f} | {r['reads_us']:.1f} | "
                    f"{r['floor_us'] / r['full_us']:.0%} | {r['floor_us'] / r['loads_us']:.0%} | "
                    f"{r['no_partials_us'] - r['loads_us']:.1f} | {r['no_fold_us'] - r['no_partials_us']:.1f} | "

@@ -22,14 +22,8 @@
 
 #include "dflash_attn.cuh"
 
-// Split kernels: CTAs per SM the register budget is sized for (FP8 in 64-key tiles: 2, whose
-// scores and probabilities take twice the registers).
+// Split kernels: CTAs per SM the register budget is sized for.
 #define SPLIT_MIN_CTAS 3
-#if DFLASH_FP8_TILE_KEYS == 64
-#define SPLIT_MIN_CTAS_FP8 2
-#else
-#define SPLIT_MIN_CTAS_FP8 SPLIT_MIN_CTAS
-#endif
 
 namespace dflash_attn {
 constexpr int SPLIT_KEYS = 128;  // keys per chunk (split) at least (a multiple of TILE)
@@ -119,7 +113,7 @@ __global__ void __launch_bounds__(128, 2) dflash_attn_fp8_kernel(DFLASH_FP8_ARGS
     dflash_attn::attn_cta<true, false, dflash_attn::SPLIT_KEYS>(p);
 }
 
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS_FP8)
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, SPLIT_MIN_CTAS)
     dflash_attn_fp8_split_kernel(DFLASH_FP8_ARGS, float* workspace, int32_t* counters) {
     kcommon::pdl_wait();
     dflash_attn::Params p =

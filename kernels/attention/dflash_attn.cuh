@@ -27,13 +27,6 @@
 // times 2^-8 (three instructions a pair on the integer pipes, the 2^8 folded into the row's
 // scale), so that K's and V's conversions use different pipes, was measured and not taken (its
 // tests passed): 44.5 -> 45.9 us at kv_len 32768, unchanged at 1024 and 8192.)
-// FP8 tiles of 64 keys (a build defining DFLASH_FP8_TILE_KEYS=64; the shipped kernels use 32):
-// half the tile loop's fixed costs a key (barriers, waits, row max and sum reductions, the lazy
-// max test, descriptor set-up), QK^T as wgmma m64n64k16; each thread converts the four rows' pieces
-// it copied, so no barrier stands between a piece's arrival and its conversion, and tile t's V and
-// tile t + 1's K are converted while tile t's softmax runs (see the kWide loop). Its FP8 chunks
-// are whole 64-key tiles. benchmarks/attn_dflash_ablation.cu times both sizes side by side and
-// tests/gpu/test_attn_dflash_fp8_wide.py builds and checks the 64-key kernels.
 //
 // Masks: query row i sits at position pos = qpos0 + i; key k (0 <= k < kv_len) is visible
 // when (causal == 0 || k <= pos) and (window == 0 || k > pos - window). A row with no visible
@@ -41,8 +34,8 @@
 //
 // Chunks: the keys are cut into chunks of C = chunk_keys(kv_len) keys, at most MAX_CHUNKS of
 // them: bf16, SPLIT_KEYS doubled while more would be needed (128 up to 5120 keys, 256 up to
-// 10240, ...); fp8, the fewest whole tiles, at least SPLIT_KEYS (32-key tiles: 128 up to 5120 keys,
-// 832 at 32768): a function of kv_len alone. Each chunk gets its own online-softmax state, and the
+// 10240, ...); fp8, the fewest whole 32-key tiles, at least SPLIT_KEYS (128 up to 5120 keys, 832
+// at 32768): a function of kv_len alone. Each chunk gets its own online-softmax state, and the
 // chunks' states are folded in chunk order with merge_weights / lin2. Measured for the bf16
 // cache and not taken (H200, 16 query rows, hq 32, hkv 8, A/B/A in one run, split kernel us at
 // kv_len 8208 / 16384 / 32768, shipped 22.9 / 30.8 / 46.8): the fp8 rule (up to 40 chunks of whole
@@ -88,7 +81,7 @@
 namespace dflash_attn {
 
 constexpr int D = 128;          // head_dim
-constexpr int TILE = 32;        // keys per tile (bf16 cache; FP8, see FP8_TILE_KEYS)
+constexpr int TILE = 32;        // keys per tile
 constexpr int NWARPS = 4;
 constexpr int NTHREADS = NWARPS * 32;
 constexpr int ROWS = NWARPS * 16;  // flattened rows per CTA
@@ -99,21 +92,6 @@ constexpr int FP8_TILE = TILE * D;       // bytes of one fp8 K (or V) tile
 // converted f16 K + V tiles.
 constexpr int SMEM_BF16 = STAGES * 2 * BF16_TILE;
 constexpr int SMEM_FP8 = STAGES * 2 * FP8_TILE + 2 * 2 * BF16_TILE;
-// FP8 caches in 64-key tiles (FP8_TILE_KEYS 64): a WIDE_STAGES-deep ring of raw K + V tiles,
-// one converted f16 K tile and one f16 V tile, in the same 64 KB; each thread copies four rows'
-// 16-byte pieces of K and V a tile (wide_row / wide_chunk) and converts those pieces itself.
-constexpr int WIDE = 64;
-constexpr int WIDE_STAGES = 2;
-constexpr int WIDE_RAW = WIDE * D;        // bytes of one raw 64-key K (or V) tile
-constexpr int WIDE_F16 = WIDE * D * 2;    // bytes of one converted 64-key tile
-static_assert(WIDE_STAGES * 2 * WIDE_RAW + 2 * WIDE_F16 == SMEM_FP8, "the 64-key FP8 tiles' shared memory");
-// Keys per tile of the FP8 kernels: 32 (a ring of STAGES raw tiles converted cooperatively into
-// two f16 tiles) or 64 (the WIDE layout above); a build may set DFLASH_FP8_TILE_KEYS.
-#ifndef DFLASH_FP8_TILE_KEYS
-#define DFLASH_FP8_TILE_KEYS 32
-#endif
-constexpr int FP8_TILE_KEYS = DFLASH_FP8_TILE_KEYS;
-static_assert(FP8_TILE_KEYS == TILE || FP8_TILE_KEYS == WIDE, "DFLASH_FP8_TILE_KEYS: 32 or 64");
 constexpr int TOTALS_BYTES = NWARPS * 16 * D * 4;  // unsplit: running accumulator
 constexpr float LAZY_MAX = 8.f;  // exp2 units a row's max may rise before the state is rescaled
 constexpr int MAX_CHUNKS = 40;  // chunks (splits) per row block above which the chunk doubles
@@ -244,11 +222,11 @@ struct Params {
 // 8192, 8704 and 16400 unchanged).
 // A function of kv_len alone for each cache type, so every kernel of a type (split or not,
 // direct or indirect, whatever its grid) cuts the keys the same way.
-template <int SPLIT_KEYS, bool FP8, int KT = FP8 ? FP8_TILE_KEYS : TILE>
+template <int SPLIT_KEYS, bool FP8>
 __device__ __forceinline__ int chunk_keys(int kv_len) {
     if constexpr (FP8) {
-        const int tiles = (kv_len + KT * MAX_CHUNKS - 1) / (KT * MAX_CHUNKS);
-        return max(SPLIT_KEYS, tiles * KT);
+        const int tiles = (kv_len + TILE * MAX_CHUNKS - 1) / (TILE * MAX_CHUNKS);
+        return max(SPLIT_KEYS, tiles * TILE);
     } else {
         int keys = SPLIT_KEYS;
         while ((kv_len + MAX_CHUNKS - 1) / MAX_CHUNKS > keys) keys <<= 1;
@@ -256,26 +234,11 @@ __device__ __forceinline__ int chunk_keys(int kv_len) {
     }
 }
 
-// The thread's first row and 16-byte piece of a 64-key FP8 tile (it copies rows row + 16 i,
-// i < 4): quarter warp j of warp w covers pieces 4 (j % 2) .. 4 (j % 2) + 3 of rows a and a ^ 5
-// of its 8-row group (a = 2 (w % 2) + j / 2). The cp.async writes, the raw reads and the
-// converted stores of a quarter warp each fill the 32 banks once: the raw pieces c ^ (r & 7) of
-// rows a and a ^ 5 differ in bit 2, the converted chunks 2c ^ (r & 7) in bit 0. A warp covers
-// four whole 128-byte rows of the cache.
-__device__ __forceinline__ int wide_row(int warp, int lane) {
-    const int a = 2 * (warp & 1) + (lane >> 4);
-    return 8 * (warp >> 1) + ((lane & 7) < 4 ? a : a ^ 5);
-}
-__device__ __forceinline__ int wide_chunk(int lane) { return 4 * ((lane >> 3) & 1) + (lane & 3); }
-
-template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full, int KT = FP8 ? FP8_TILE_KEYS : TILE>
+template <bool FP8, bool SPLIT, int SPLIT_KEYS, Work W = Work::full>
 __device__ __forceinline__ void attn_cta(const Params& p) {
-    static_assert(KT == TILE || (FP8 && KT == WIDE), "keys per tile");
-    static_assert(SPLIT_KEYS % KT == 0, "split length");
+    static_assert(SPLIT_KEYS % TILE == 0, "split length");
     constexpr bool kCompute = W != Work::loads && W != Work::reads;  // the tiles' products, softmax
-    constexpr bool kWide = KT == WIDE;  // FP8 in 64-key tiles: per-thread conversion
-    using Layout = kcommon::BlockSwizzle<KT>;  // the f16 / bf16 tiles the products read
-    const int chunk = chunk_keys<SPLIT_KEYS, FP8, KT>(p.kv_len);
+    const int chunk = chunk_keys<SPLIT_KEYS, FP8>(p.kv_len);
     // Split kernels: the splits that cover kv_len, in whole clusters (at least one); the grid may
     // hold more (it is sized for SPLIT_KEYS-key splits, or from a bound of kv_len), and their
     // clusters have nothing to do.
@@ -323,42 +286,37 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         k_lo = max(k_lo, static_cast<int>(blockIdx.x) * chunk);
         k_hi = min(k_hi, static_cast<int>(blockIdx.x) * chunk + chunk - 1);
     }
-    const int t_begin = k_lo <= k_hi ? k_lo / KT : 1;
-    const int t_end = k_lo <= k_hi ? k_hi / KT : 0;
+    const int t_begin = k_lo <= k_hi ? k_lo / TILE : 1;
+    const int t_end = k_lo <= k_hi ? k_hi / TILE : 0;
 
-    // ---- K / V loads: thread rows lrow + 16 i (i < NR) of a tile; 32-key tiles, lrow = tid / 8
-    // and bf16 chunks tid % 8 and tid % 8 + 8 of 16, fp8 chunk tid % 8 of 8; 64-key fp8 tiles,
-    // wide_row / wide_chunk.
-    constexpr int NR = KT / 16;
-    const int lrow = kWide ? wide_row(warp, lane) : tid >> 3;
-    const int lchunk = kWide ? wide_chunk(lane) : tid & 7;
+    // ---- K / V loads: thread rows tid / 8 and tid / 8 + 16 of a tile; bf16: chunks tid % 8
+    // and tid % 8 + 8 of 16; fp8: chunk tid % 8 of 8.
+    const int lrow = tid >> 3, lchunk = tid & 7;
     const int64_t kv_stride = static_cast<int64_t>(p.hkv) * D;
     // Block of key k: k >> bs_shift and offset k & (block_size - 1) when block_size is a power of
     // two (the cache layouts in use), a division otherwise.
     const int bs_shift = (p.block_size & (p.block_size - 1)) == 0 ? __ffs(p.block_size) - 1 : -1;
-    // Next tile to look up, rows lrow + 16 i: block-table entry and offset in the block (of the
-    // key clamped to kv_len - 1, the same as the key's own whenever it is loaded).
-    int nblk[NR], nrem[NR];
+    // Next tile to look up, rows lrow and lrow + 16: block-table entry and offset in the block
+    // (of the key clamped to kv_len - 1, the same as the key's own whenever it is loaded).
+    int nblk[2], nrem[2];
     auto table_entry = [&](int t, int i, int& rem) -> int {
-        const int key = min(t * KT + lrow + 16 * i, p.kv_len - 1);
+        const int key = min(t * TILE + lrow + 16 * i, p.kv_len - 1);
         const int b = bs_shift >= 0 ? key >> bs_shift : key / p.block_size;
         rem = key - b * p.block_size;
         return __ldg(p.block_table + b);
     };
     auto lookup = [&](int t) {
 #pragma unroll
-        for (int i = 0; i < NR; ++i) nblk[i] = table_entry(t, i, nrem[i]);
+        for (int i = 0; i < 2; ++i) nblk[i] = table_entry(t, i, nrem[i]);
     };
-    // Prologue: the block-table entries of the first PRE tiles (those the ring's first loads
-    // take and the next two), all loads in flight together (issue() consumes them through
-    // use_pre()).
-    constexpr int PRE = kWide ? WIDE_STAGES + 2 : STAGES + 1;
-    int pre[PRE][NR], pre_rem[PRE][NR];
+    // Prologue: the block-table entries of the first STAGES + 1 tiles, all loads in flight
+    // together (issue() consumes them through use_pre()).
+    int pre[STAGES + 1][2], pre_rem[STAGES + 1][2];
     auto lookup_prologue = [&]() {
 #pragma unroll
-        for (int k = 0; k < PRE; ++k) {
+        for (int k = 0; k <= STAGES; ++k) {
 #pragma unroll
-            for (int i = 0; i < NR; ++i) {
+            for (int i = 0; i < 2; ++i) {
                 pre_rem[k][i] = 0;
                 pre[k][i] = t_begin + k <= t_end ? table_entry(t_begin + k, i, pre_rem[k][i]) : 0;
             }
@@ -366,13 +324,13 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     };
     auto use_pre = [&](int k) {
 #pragma unroll
-        for (int i = 0; i < NR; ++i) {
+        for (int i = 0; i < 2; ++i) {
             nblk[i] = pre[k][i];
             nrem[i] = pre_rem[k][i];
         }
     };
-    // A tile's copies in two steps: prepare(t) turns the looked-up entries into the byte
-    // offsets of rows lrow + 16 i (K and V share them), launch(slot) issues the cp.async
+    // A tile's copies in two steps: prepare(t) turns the looked-up entries into the element
+    // offsets of rows lrow and lrow + 16 (K and V share them), launch(slot) issues the cp.async
     // copies. The loops prepare the next tile after the current one's PV is issued, so that the
     // copies issued between QK^T and the softmax are a few instructions.
     // Byte offsets: the row's, plus the kv head's and the thread's first 16-byte chunk (bf16:
@@ -380,12 +338,12 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     constexpr int EB = FP8 ? 1 : 2;  // bytes per cache element
     const int64_t kv_stride_b = kv_stride * EB;
     const int64_t head_b = static_cast<int64_t>(kvh) * D * EB + lchunk * 16;
-    int64_t poff[NR];
-    bool pok[NR];
+    int64_t poff[2];
+    bool pok[2];
     auto prepare = [&](int t) {
 #pragma unroll
-        for (int i = 0; i < NR; ++i) {
-            pok[i] = t * KT + lrow + 16 * i < p.kv_len;
+        for (int i = 0; i < 2; ++i) {
+            pok[i] = t * TILE + lrow + 16 * i < p.kv_len;
             const int64_t slot_row = static_cast<int64_t>(nblk[i]) * p.block_size + nrem[i];
             poff[i] = pok[i] ? slot_row * kv_stride_b + head_b : 0;
         }
@@ -394,22 +352,12 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // rows (2048 bytes) on in both layouts ((r + 16) & 7 == r & 7), and a bf16 tile's chunk
     // lchunk + 8 one 64-column block on; V is one tile past K.
     const uint32_t soff = FP8 ? swz8(lrow, lchunk) : swz(lrow, lchunk);
-    constexpr uint32_t ROW16 = 16 * 128;
     auto launch = [&](int slot) {
-        const uint32_t s0 = sbase + slot * 2 * (kWide ? WIDE_RAW : FP8 ? FP8_TILE : BF16_TILE) + soff;
+        const uint32_t s0 = sbase + slot * 2 * (FP8 ? FP8_TILE : BF16_TILE) + soff;
         const char* k0 = static_cast<const char*>(p.k);
         const char* v0 = static_cast<const char*>(p.v);
-        if constexpr (kWide) {
-            static_assert(swz8(48, 5) == swz8(0, 5) + 3 * ROW16, "the raw tile's rows");
-            cp_async16_zfill_at<0, 0>(s0, k0 + poff[0], pok[0]);
-            cp_async16_zfill_at<WIDE_RAW, 0>(s0, v0 + poff[0], pok[0]);
-            cp_async16_zfill_at<ROW16, 0>(s0, k0 + poff[1], pok[1]);
-            cp_async16_zfill_at<WIDE_RAW + ROW16, 0>(s0, v0 + poff[1], pok[1]);
-            cp_async16_zfill_at<2 * ROW16, 0>(s0, k0 + poff[2], pok[2]);
-            cp_async16_zfill_at<WIDE_RAW + 2 * ROW16, 0>(s0, v0 + poff[2], pok[2]);
-            cp_async16_zfill_at<3 * ROW16, 0>(s0, k0 + poff[3], pok[3]);
-            cp_async16_zfill_at<WIDE_RAW + 3 * ROW16, 0>(s0, v0 + poff[3], pok[3]);
-        } else if constexpr (FP8) {
+        constexpr uint32_t ROW16 = 16 * 128;
+        if constexpr (FP8) {
             static_assert(swz8(16, 3) == swz8(0, 3) + ROW16, "the raw tile's rows");
             cp_async16_zfill_at<0, 0>(s0, k0 + poff[0], pok[0]);
             cp_async16_zfill_at<FP8_TILE, 0>(s0, v0 + poff[0], pok[0]);
@@ -437,18 +385,6 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     auto issue = [&](int t, int slot) {
         prepare(t);
         launch(slot);
-    };
-    // The ring's first n tiles (after lookup_prologue) into slots 0 .. n - 1, a cp.async group
-    // each (empty past t_end).
-    auto fill_ring = [&](int n) {
-#pragma unroll
-        for (int i = 0; i < n; ++i) {
-            if (t_begin + i <= t_end) {
-                use_pre(i);
-                issue(t_begin + i, i);
-            }
-            commit();
-        }
     };
 
     // ---- Q fragments (A operand, 8 k16 steps), straight from global memory
@@ -519,14 +455,14 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
     // wgmma descriptors. K tile (B of QK^T, K-major): head_dim step kk (16 values) sits in
     // 64-column block kk / 4 at byte 32 * (kk % 4) of the 128-byte row, 8-row groups 1024 bytes
     // apart. V tile (B of PV, MN-major): the 16 keys of step kk start at row 16 * kk, 8-key
-    // groups 1024 bytes apart, 64-column blocks Layout::BLOCK bytes apart. A byte offset added
+    // groups 1024 bytes apart, 64-column blocks KvLayout::BLOCK bytes apart. A byte offset added
     // to a descriptor goes, in 16-byte units, into its start-address field.
     auto desc_k = [](uint32_t sK, int kk) {
         return kcommon::smem_desc_sw128(sK, 16, 1024) +
-               static_cast<uint64_t>(((kk >> 2) * Layout::BLOCK + (kk & 3) * 32) >> 4);
+               static_cast<uint64_t>(((kk >> 2) * KvLayout::BLOCK + (kk & 3) * 32) >> 4);
     };
     auto desc_v = [](uint32_t sV, int kk) {
-        return kcommon::smem_desc_sw128(sV, Layout::BLOCK, 1024) +
+        return kcommon::smem_desc_sw128(sV, KvLayout::BLOCK, 1024) +
                static_cast<uint64_t>((kk * 16 * 128) >> 4);
     };
 #endif
@@ -557,29 +493,20 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #endif
     };
 
-    // One tile's QK^T, mask, online softmax and PV from 16-bit tiles sK / sV of KT keys: per-warp
-    // mma.sync m16n8k16 with ldmatrix, or on sm_90a the warpgroup's wgmma (Q and P from
-    // registers, K and V read by the tensor cores through descriptors; the same products in the
-    // same order, so both paths give the same bits).
+    // One tile's QK^T, mask, online softmax and PV from bf16 tiles sK / sV: per-warp mma.sync
+    // m16n8k16 with ldmatrix, or on sm_90a the warpgroup's wgmma (Q and P from registers, K and
+    // V read by the tensor cores through descriptors; the same bf16 products in the same order,
+    // so both paths give the same bits).
     // after_qk() runs once QK^T is done (on sm_90a: once every warp's share of the previous
-    // tile's PV is too; with 64-key FP8 tiles, on both paths after a barrier that every warp
-    // reaches past those products); before_pv() runs before PV is issued.
-    constexpr int NS = KT / 8;   // n8 fragments of a score row
-    constexpr int KS = KT / 16;  // k16 steps of PV
-    auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk, auto&& after_pv, auto&& before_pv) {
-        float s[NS][4];
+    // tile's PV is too).
+    auto compute = [&](uint32_t sK, uint32_t sV, int t, auto&& after_qk, auto&& after_pv) {
+        float s[4][4];
 #pragma unroll
-        for (int n = 0; n < NS; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        for (int n = 0; n < 4; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         kcommon::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 8; ++kk) {
-            if constexpr (KT == WIDE) {
-                kcommon::wgmma_m64n64k16_rs<FP8>(s, qa[kk], desc_k(sK, kk));
-            } else {
-                kcommon::wgmma_m64n32k16_rs<FP8>(s, qa[kk], desc_k(sK, kk));
-            }
-        }
+        for (int kk = 0; kk < 8; ++kk) kcommon::wgmma_m64n32k16_rs<FP8>(s, qa[kk], desc_k(sK, kk));
         kcommon::wgmma_commit();
         kcommon::wgmma_wait_all();  // also the previous tile's PV (committed before)
         // A warp's wait covers its own share of the warpgroup's MMAs: the previous tile's V (and,
@@ -587,7 +514,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         __syncthreads();
         after_qk();
 #pragma unroll
-        for (int n = 0; n < NS; ++n) {
+        for (int n = 0; n < 4; ++n) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) kcommon::pin(s[n][e]);
         }
@@ -596,22 +523,19 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
         for (int kk = 0; kk < 8; ++kk) {
 #pragma unroll
-            for (int np = 0; np < KS; ++np) {
+            for (int np = 0; np < 2; ++np) {
                 uint32_t b[4];
-                ldsm_x4(b, sK + Layout::offset(np * 16 + (mi >> 1) * 8 + (lane & 7), kk * 2 + (mi & 1)));
+                ldsm_x4(b, sK + swz(np * 16 + (mi >> 1) * 8 + (lane & 7), kk * 2 + (mi & 1)));
                 mma16816<FP8>(s[2 * np], qa[kk], b[0], b[1]);
                 mma16816<FP8>(s[2 * np + 1], qa[kk], b[2], b[3]);
             }
         }
-        // 64-key FP8 tiles: after_qk() rewrites the K tile and the V tile, which other warps may
-        // still be reading (this tile's QK^T, the previous tile's PV).
-        if constexpr (kWide) __syncthreads();
         after_qk();
 #endif
-        const int key0 = t * KT;
-        if (!(key0 >= a_lo && key0 + KT - 1 <= a_hi)) {
+        const int key0 = t * TILE;
+        if (!(key0 >= a_lo && key0 + TILE - 1 <= a_hi)) {
 #pragma unroll
-            for (int n = 0; n < NS; ++n) {
+            for (int n = 0; n < 4; ++n) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int key = key0 + n * 8 + 2 * c + (e & 1);
@@ -625,7 +549,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         }
         float mx0 = mrow[0], mx1 = mrow[1];
 #pragma unroll
-        for (int n = 0; n < NS; ++n) {
+        for (int n = 0; n < 4; ++n) {
             mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
             mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
         }
@@ -653,7 +577,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         }
         float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-        for (int n = 0; n < NS; ++n) {
+        for (int n = 0; n < 4; ++n) {
             s[n][0] = ex2(__fmaf_rn(s[n][0], rsl2[0], -ms0));
             s[n][1] = ex2(__fmaf_rn(s[n][1], rsl2[0], -ms0));
             s[n][2] = ex2(__fmaf_rn(s[n][2], rsl2[1], -ms1));
@@ -672,28 +596,27 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 o[n][3] = __fmul_rn(o[n][3], al1);
             }
         }
-        uint32_t P[KS][4];
+        uint32_t P[2][4];
         auto pack = [](float lo, float hi) { return FP8 ? pack_f16x2(lo, hi) : kcommon::pack_bf16x2(lo, hi); };
 #pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
+        for (int kk = 0; kk < 2; ++kk) {
             P[kk][0] = pack(s[2 * kk][0], s[2 * kk][1]);
             P[kk][1] = pack(s[2 * kk][2], s[2 * kk][3]);
             P[kk][2] = pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             P[kk][3] = pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
         }
-        before_pv();
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         kcommon::wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < KS; ++kk) kcommon::wgmma_m64n128k16_rs_tb<FP8>(o, P[kk], desc_v(sV, kk));
+        kcommon::wgmma_m64n128k16_rs_tb<FP8>(o, P[0], desc_v(sV, 0));
+        kcommon::wgmma_m64n128k16_rs_tb<FP8>(o, P[1], desc_v(sV, 1));
         kcommon::wgmma_commit();  // awaited by the next tile's QK^T wait, or by drain_o()
 #else
 #pragma unroll
-        for (int kk = 0; kk < KS; ++kk) {
+        for (int kk = 0; kk < 2; ++kk) {
 #pragma unroll
             for (int dn = 0; dn < 8; ++dn) {
                 uint32_t b[4];
-                ldsm_x4_t(b, sV + Layout::offset(kk * 16 + (mi & 1) * 8 + (lane & 7), dn * 2 + (mi >> 1)));
+                ldsm_x4_t(b, sV + swz(kk * 16 + (mi & 1) * 8 + (lane & 7), dn * 2 + (mi >> 1)));
                 mma16816<FP8>(o[2 * dn], P[kk], b[0], b[1]);
                 mma16816<FP8>(o[2 * dn + 1], P[kk], b[2], b[3]);
             }
@@ -739,7 +662,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
 #pragma unroll
         for (int n = 0; n < 32; ++n) tot_acc[n * 32] = make_float2(0.f, 0.f);
     }
-    const int chunk_tiles = chunk / KT;
+    const int chunk_tiles = chunk / TILE;
     auto after_tile = [&](int t) {
         chunk_open = true;
         if (!SPLIT && (t + 1) % chunk_tiles == 0) flush_chunk();
@@ -749,7 +672,14 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
         if (!FP8) {
             // Ring of STAGES bf16 slots; tile t lives in slot (t - t_begin) % STAGES.
             lookup_prologue();
-            fill_ring(STAGES - 1);
+#pragma unroll
+            for (int i = 0; i < STAGES - 1; ++i) {
+                if (t_begin + i <= t_end) {
+                    use_pre(i);
+                    issue(t_begin + i, i);
+                }
+                commit();
+            }
             use_pre(STAGES - 1);
             if (t_begin + STAGES - 1 <= t_end) prepare(t_begin + STAGES - 1);
             use_pre(STAGES);
@@ -772,83 +702,9 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                 };
                 const uint32_t sK = sbase + (k % STAGES) * 2 * BF16_TILE;
                 if constexpr (kCompute) {
-                    compute(sK, sK + BF16_TILE, t, refill, next, [] {});
+                    compute(sK, sK + BF16_TILE, t, refill, next);
                 } else {
                     refill();
-                    next();
-                }
-                after_tile(t);
-            }
-        } else if constexpr (kWide) {
-            // 64-key FP8 tiles: a ring of WIDE_STAGES raw K + V slots (tile t in slot
-            // (t - t_begin) % 2), one f16 K tile and one f16 V tile. Each thread converts the
-            // pieces it copied, so a raw piece needs only the thread's own cp.async wait, and its
-            // slot is refilled as soon as the thread has converted it. Tile t's V and tile
-            // t + 1's K are converted once tile t's QK^T and tile t - 1's PV are done in every
-            // warp (compute's barrier), while the softmax runs; a barrier before PV publishes
-            // both.
-            static_assert(WIDE_STAGES == 2 && NR == 4, "the ring's slots and the thread's rows");
-            const uint32_t cK = sbase + WIDE_STAGES * 2 * WIDE_RAW, cV = cK + WIDE_F16;
-            // The thread's converted chunks 2 lchunk and 2 lchunk + 1 of row lrow; row lrow + 16 i
-            // is 16 i rows on in both layouts.
-            const uint32_t coff0 = Layout::offset(lrow, 2 * lchunk), coff1 = Layout::offset(lrow, 2 * lchunk + 1);
-            static_assert(Layout::offset(53, 9) == Layout::offset(5, 9) + 3 * ROW16, "the f16 tile's rows");
-            auto convert = [&](uint32_t raw, uint32_t dst) {
-                if constexpr (W != Work::reads) {
-                    // The four 16-byte loads first, then the conversions and stores: loads behind
-                    // the stores would wait for them (the compiler cannot tell the tiles apart).
-                    uint4 x[NR];
-#pragma unroll
-                    for (int i = 0; i < NR; ++i) x[i] = kcommon::lds128(raw + soff + i * ROW16);
-#pragma unroll
-                    for (int i = 0; i < NR; ++i) {
-                        const uint2 y0 = e4m3x4_to_f16x4(x[i].x), y1 = e4m3x4_to_f16x4(x[i].y);
-                        const uint2 y2 = e4m3x4_to_f16x4(x[i].z), y3 = e4m3x4_to_f16x4(x[i].w);
-                        kcommon::sts128(dst + coff0 + i * ROW16, y0.x, y0.y, y1.x, y1.y);
-                        kcommon::sts128(dst + coff1 + i * ROW16, y2.x, y2.y, y3.x, y3.y);
-                    }
-                }
-            };
-            auto raw_slot = [&](int t) { return sbase + ((t - t_begin) & 1) * 2 * WIDE_RAW; };
-            lookup_prologue();
-            fill_ring(WIDE_STAGES);
-            use_pre(WIDE_STAGES);
-            if (t_begin + WIDE_STAGES <= t_end) prepare(t_begin + WIDE_STAGES);
-            use_pre(WIDE_STAGES + 1);
-            q_to_f16();  // once the first copies are in flight (it waits for Q's loads)
-            wait_groups<WIDE_STAGES - 1>();  // this thread's pieces of the first tile
-            convert(raw_slot(t_begin), cK);
-            publish_tile();
-            __syncthreads();  // the first K tile converted
-            for (int t = t_begin; t <= t_end; ++t) {
-                // Once every warp is past tile t's QK^T and tile t - 1's PV: V(t) converted, its
-                // slot refilled with tile t + 2 (prepared), then K(t + 1) converted (this
-                // thread's pieces of tile t + 1 awaited).
-                auto after_qk = [&] {
-                    const uint32_t raw = raw_slot(t);
-                    convert(raw + WIDE_RAW, cV);
-                    if (t + WIDE_STAGES <= t_end) launch((t - t_begin) & 1);
-                    commit();
-                    wait_groups<1>();
-                    if (t + 1 <= t_end) convert(raw_slot(t + 1), cK);
-                };
-                auto before_pv = [&] {
-                    publish_tile();
-                    __syncthreads();  // V(t) and K(t + 1) converted in every warp
-                };
-                // After this tile's PV: tile t + 3 prepared and t + 4 looked up.
-                auto next = [&] {
-                    if (t + WIDE_STAGES + 1 <= t_end) {
-                        prepare(t + WIDE_STAGES + 1);
-                        if (t + WIDE_STAGES + 2 <= t_end) lookup(t + WIDE_STAGES + 2);
-                    }
-                };
-                if constexpr (kCompute) {
-                    compute(cK, cV, t, after_qk, next, before_pv);
-                } else {
-                    __syncthreads();
-                    after_qk();
-                    before_pv();
                     next();
                 }
                 after_tile(t);
@@ -857,7 +713,14 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
             // Raw fp8 ring of STAGES slots, converted into f16 buffer (k & 1) each tile.
             const uint32_t sConv = sbase + STAGES * 2 * FP8_TILE;
             lookup_prologue();
-            fill_ring(STAGES);
+#pragma unroll
+            for (int i = 0; i < STAGES; ++i) {
+                if (t_begin + i <= t_end) {
+                    use_pre(i);
+                    issue(t_begin + i, i);
+                }
+                commit();
+            }
             use_pre(STAGES);
             if (t_begin + STAGES <= t_end) {
                 prepare(t_begin + STAGES);
@@ -907,7 +770,7 @@ __device__ __forceinline__ void attn_cta(const Params& p) {
                     }
                 };
                 if constexpr (kCompute) {
-                    compute(cK, cK + BF16_TILE, t, [] {}, next, [] {});
+                    compute(cK, cK + BF16_TILE, t, [] {}, next);
                 } else {
                     next();
                 }

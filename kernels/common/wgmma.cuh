@@ -143,24 +143,6 @@ static __device__ __forceinline__ void wgmma_m64n32k16_rs(float (&s)[4][4], cons
 }
 #undef KCOMMON_WG_M64N32K16_RS
 
-// s += A(64 x 16, registers) * B(64 x 16, shared, K-major)^T; bf16 operands, or f16 with F16.
-#define KCOMMON_WG_M64N64K16_RS(T)                                                              \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                   \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " "                      \
-                 "{" KCOMMON_WG_REGS_32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"       \
-                 : KCOMMON_WG_ACC_32(s, 0)                                                      \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1))
-template <bool F16 = false>
-static __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&s)[8][4], const uint32_t (&a)[4],
-                                                          uint64_t desc_b) {
-    if constexpr (F16) {
-        KCOMMON_WG_M64N64K16_RS("f16");
-    } else {
-        KCOMMON_WG_M64N64K16_RS("bf16");
-    }
-}
-#undef KCOMMON_WG_M64N64K16_RS
-
 // d += A(64 x 16, registers) * B(128 x 16, shared, K-major)^T.
 static __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[16][4], const uint32_t (&a)[4],
                                                            uint64_t desc_b) {

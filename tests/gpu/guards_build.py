@@ -87,18 +87,6 @@ def build_mma_path(tmp_path_factory: pytest.TempPathFactory, modules: tuple[str,
     repository and a target registry with MMA_TARGET only: gb10's entry with arch sm_90 and
     compute capability 9.0, so that the sources compile their per-warp mma.sync paths (those
     gb10 builds: no sm_90a features) and the library loads on an H200. Returns build()'s folder."""
-    return build_variant(tmp_path_factory, modules, kernel_folders, name, MMA_TARGET, "gb10",
-                         {"arch": "sm_90", "compute_capability": "9.0"})
-
-
-def build_variant(tmp_path_factory: pytest.TempPathFactory, modules: tuple[str, ...],
-                  kernel_folders: tuple[str, ...], name: str, target: str, base: str,
-                  changes: dict) -> Path:
-    """Builds, for a target `target` of its own (the registry entry of `base` updated with
-    `changes`: an arch, build defines ...), a project of the given modules' specs and kernel
-    folders of this repository. The other targets stay declared (not built), so that kernels of
-    their own (`targets`: hopper's TMA GEMMs) are absent when `base` is not theirs and the chains
-    go on to the kernels `base` builds. Returns build()'s folder."""
     import yaml
 
     def populate(root: Path) -> None:
@@ -108,11 +96,13 @@ def build_variant(tmp_path_factory: pytest.TempPathFactory, modules: tuple[str, 
         for folder in kernel_folders:
             shutil.copytree(REPO / "kernels" / folder, root / "kernels" / folder)
         targets = yaml.safe_load((REPO / "specs" / "targets.yaml").read_text())
-        entry = dict(targets[base], **changes)
-        others = {t: e for t, e in targets.items() if t != base}
-        (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({target: entry, **others}))
+        entry = dict(targets["gb10"], arch="sm_90", compute_capability="9.0")
+        # The other targets stay declared (not built), so that kernels of their own (`targets`:
+        # hopper's TMA GEMMs) are absent here and the chains go on to the kernels gb10 builds.
+        others = {name: t for name, t in targets.items() if name != "gb10"}
+        (root / "specs" / "targets.yaml").write_text(yaml.safe_dump({MMA_TARGET: entry, **others}))
 
-    return build(tmp_path_factory, target, populate=populate, name=name)
+    return build(tmp_path_factory, MMA_TARGET, populate=populate, name=name)
 
 
 def package_of(root: Path) -> str:

@@ -89,21 +89,21 @@ def workspace(q_rows, hq, hkv, kv_len):
     return ws, cnt
 
 
-def chunk_keys(kv_len, fp8, tile=32):
+def chunk_keys(kv_len, fp8):
     """Keys per chunk (split), at most 40 chunks: bf16, 128 doubled while more would be needed;
-    fp8, the fewest whole tiles of `tile` keys (at least 128)."""
+    fp8, the fewest whole 32-key tiles (at least 128)."""
     max_chunks = MAX_GROUPS * CLUSTER
     if fp8:
-        return max(SPLIT_KEYS, tile * -(-kv_len // (tile * max_chunks)))
+        return max(SPLIT_KEYS, 32 * -(-kv_len // (32 * max_chunks)))
     keys = SPLIT_KEYS
     while -(-kv_len // max_chunks) > keys:
         keys *= 2
     return keys
 
 
-def one_cluster(kv_len, fp8, tile=32):
+def one_cluster(kv_len, fp8):
     """Whether one cluster of splits covers kv_len keys (split and unsplit: the same bits)."""
-    return kv_len <= CLUSTER * chunk_keys(kv_len, fp8, tile)
+    return kv_len <= CLUSTER * chunk_keys(kv_len, fp8)
 
 
 def make_paged(K, V, bs, gen, fill):
@@ -250,13 +250,6 @@ def expect_split(case):
 @pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_direct(case, fp8):
-    check_direct(case, fp8)
-
-
-def check_direct(case, fp8, mod=None, tile=32):
-    """The unsplit, split and chain launches of `mod` (the installed attn_dflash by default), FP8
-    kernels in tiles of `tile` keys, on one case: against the reference, repeatable, split
-    against unsplit, and the chain's member."""
     q_rows, kv_len, _, _, _, causal, window = case
     q, kc, vc, bt, ks, vs = inputs(case, fp8)
     q_offset = max(kv_len - q_rows, 0)
@@ -270,7 +263,7 @@ def check_direct(case, fp8, mod=None, tile=32):
         runs = []
         for _ in range(2):
             out = torch.full_like(q, float("nan"))
-            o = launch(kind, fp8, q, kc, vc, bt, ks, vs, out, case, q_offset, mod=mod)
+            o = launch(kind, fp8, q, kc, vc, bt, ks, vs, out, case, q_offset)
             if kind == "split" and kv_len < SPLIT_MIN_KV:
                 assert not o.launched and o.reason
                 break
@@ -284,11 +277,11 @@ def check_direct(case, fp8, mod=None, tile=32):
         results[kind] = runs[0]
     if "split" in results:
         check_close(results["split"], results["unsplit"].float(), f"{tag} split vs unsplit")
-        if one_cluster(kv_len, fp8, tile):  # the same chunks folded with the same arithmetic: the same bits
+        if one_cluster(kv_len, fp8):  # the same chunks folded with the same arithmetic: the same bits
             same_bits(results["split"], results["unsplit"], f"{tag}: split against unsplit (one cluster)")
 
     out = torch.full_like(q, float("nan"))
-    o = launch("chain", fp8, q, kc, vc, bt, ks, vs, out, case, q_offset, mod=mod)
+    o = launch("chain", fp8, q, kc, vc, bt, ks, vs, out, case, q_offset)
     assert o.launched, o.reason
     member = "split" if expect_split(case) else "unsplit"
     base = "prefill_attn_dflash_" + ("fp8" if fp8 else "bf16")
