@@ -260,6 +260,11 @@ def _symbol_name(symbol: str) -> str:
     return "".join(symbol.split("<", 1)[0].split()).removeprefix("::")
 
 
+def symbol_base(symbol: str) -> str:
+    """A symbol's last name (``k`` of ``ns::k<float, 4>``): what a declaration of it is named."""
+    return _symbol_name(symbol).split("::")[-1]
+
+
 # What can make a name reach a declaration of another namespace, which the text does not follow.
 _USING_DIRECTIVE = re.compile(r"\busing\s+namespace\b")
 _NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+[A-Za-z_]\w*\s*=")

@@ -5,6 +5,7 @@ Errors carry the spec file, line and field path, and say how to fix the problem.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import functools
 import json
@@ -13,6 +14,7 @@ import os
 import posixpath
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -105,6 +107,16 @@ class _Ctx:
         self.structs: dict[str, Struct] = {}  # the module's struct types, by spec name
         self.type_axes: dict[str, str] = {}  # the kernel instance's element-type axes (T -> bf16), for sizeof
         self.sources: list[tuple[str, str]] = []  # the module's sources: (path from the root, text)
+        self.constant_locs: dict[str, SourceLoc] = {}  # the module's constants: where each is declared
+        self.root: Path | None = None  # the project root, where the sources' includes are looked up
+        self.include_dirs: list[str] = []  # the module's, the targets' and the project's include folders
+        self.declared: _Declared | None = None  # what the sources declare (read once, when a symbol is checked)
+        self.symbols_checked: set[str] = set()
+
+    def constant(self, name: str) -> str:
+        """``a module constant (line 3)``: what a name clashing with constant ``name`` clashes with."""
+        loc = self.constant_locs.get(name)
+        return f"a module constant (line {loc.line})" if loc is not None and loc.line else "a module constant"
 
     @property
     def field(self) -> str:
@@ -169,9 +181,9 @@ def _fields(ctx: _Ctx, node: YNode, struct: schema.Struct) -> dict[str, YNode]:
 
 def _kind(node: YNode) -> str:
     if isinstance(node, YMap):
-        return "a mapping"
+        return "a mapping" if node.items else "an empty mapping"
     if isinstance(node, YSeq):
-        return "a list"
+        return "a list" if node.items else "an empty list"
     v = node.value
     if v is None:
         return "null"
@@ -182,6 +194,22 @@ def _kind(node: YNode) -> str:
     if isinstance(v, float):
         return f"number {v}"
     return f"string {v!r}" if len(v) < 60 else "a string"
+
+
+def _filled(ctx: _Ctx, node: YNode, kind: type[YMap] | type[YSeq], what: str, hint: str = "",
+            optional: bool = True) -> YMap | YSeq:
+    """``node`` as a mapping or list (``kind``) of at least one entry; ``what`` describes the
+    entries it should hold ("a mapping of names to integer expressions"). An empty one is an
+    error of its own, saying it is empty (an ``optional`` key with nothing under it is left out)."""
+    if not isinstance(node, kind):
+        raise ctx.error(node.loc, f"expected {what}, got {_kind(node)}", hint)
+    if not node.items:
+        key = ctx.fields[-1] if ctx.fields else ""
+        leave = f"leave '{key}' out for none" if optional and key and not key.startswith("[") else ""
+        least = "" if "at least one" in what else " with at least one entry"
+        raise ctx.error(node.loc, f"the {'mapping' if kind is YMap else 'list'} is empty; expected {what}{least}",
+                        "; ".join(h for h in (hint, leave) if h))
+    return node
 
 
 def _str(ctx: _Ctx, node: YNode, what: str = "a string") -> str:
@@ -217,9 +245,12 @@ def _list(ctx: _Ctx, node: YNode, item: Callable[[YNode], T], max_len: int = MAX
     return out
 
 
-def _text(ctx: _Ctx, node: YNode, one_line: bool) -> str:
-    """Free text (summaries, docs): rendered only inertly, but kept printable."""
+def _text(ctx: _Ctx, node: YNode, one_line: bool, summary: bool = False) -> str:
+    """Free text (summaries, docs): rendered only inertly, but kept printable; a ``summary`` (a
+    required key) may not be empty."""
     s = _str(ctx, node, "text")
+    if summary and not s.strip():
+        raise ctx.error(node.loc, "the summary is empty", _REQUIRED_HINTS["summary"])
     if len(s) > MAX_TEXT:
         raise ctx.error(node.loc, f"text is {len(s)} characters; the limit is {MAX_TEXT}")
     for ch in s:
@@ -441,9 +472,8 @@ def _build(ctx: _Ctx, node: YNode) -> Build:
     defines: list[tuple[str, str | None, SourceLoc]] = []
     if "defines" in f:
         with ctx.at("defines"):
-            dn = f["defines"]
-            if not isinstance(dn, YMap) or not dn.items:
-                raise ctx.error(dn.loc, f"expected a mapping of macro names to values, got {_kind(dn)}")
+            dn = _filled(ctx, f["defines"], YMap, "a mapping of macro names to values",
+                         "e.g. defines: {NDEBUG: true}")
             for key, value in dn.items:
                 name = key.value if isinstance(key.value, str) else str(key.value)
                 with ctx.at(name):
@@ -499,11 +529,9 @@ def _optional_build(ctx: _Ctx, f: Mapping[str, YNode]) -> Build:
         return _build(ctx, f["build"])
 
 
-def _seq(ctx: _Ctx, node: YNode) -> list[YNode]:
-    """A list of at least one item (the list limit checked by _list)."""
-    if not isinstance(node, YSeq) or not node.items:
-        raise ctx.error(node.loc, f"expected a list of at least one item, got {_kind(node)}")
-    return _list(ctx, node, lambda n: n)
+def _seq(ctx: _Ctx, node: YNode, what: str = "item") -> list[YNode]:
+    """A list of at least one ``what`` (the list limit checked by _list)."""
+    return _list(ctx, _filled(ctx, node, YSeq, f"a list of at least one {what}"), lambda n: n)
 
 
 _RUNTIME_HEADERS = Path(__file__).resolve().parent / "runtime" / "include" / "kernelgen"
@@ -621,16 +649,26 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                                     "the arch's digits are the compute capability: sm_90a is 9.0, sm_121a is 12.1")
             with ctx.at("max_threads_per_block"):
                 mtpb = (
-                    _int(ctx, f["max_threads_per_block"], 1, 4096) if "max_threads_per_block" in f
+                    _int(ctx, f["max_threads_per_block"], 1) if "max_threads_per_block" in f
                     else int(schema.TARGET["max_threads_per_block"].default or 0)
                 )
+                if mtpb > schema.CUDA_MAX_BLOCK_THREADS:
+                    raise ctx.error(f["max_threads_per_block"].loc, f"{mtpb} threads per block is more than CUDA "
+                                    f"allows on any GPU ({schema.CUDA_MAX_BLOCK_THREADS})",
+                                    f"write {schema.CUDA_MAX_BLOCK_THREADS}, or the device's smaller limit")
             with ctx.at("max_block_dims"):
                 dims = (
-                    _list(ctx, f["max_block_dims"], lambda n: _int(ctx, n, 1, 4096))
+                    _list(ctx, f["max_block_dims"], lambda n: _int(ctx, n, 1))
                     if "max_block_dims" in f else json.loads(schema.TARGET["max_block_dims"].default or "[]")
                 )
                 if len(dims) != 3:
-                    raise ctx.error(f["max_block_dims"].loc, "expected 3 entries")
+                    raise ctx.error(f["max_block_dims"].loc, f"expected 3 entries [x, y, z], got {len(dims)}")
+                for axis, (d, cuda) in enumerate(zip(dims, schema.CUDA_MAX_BLOCK_DIMS)):
+                    if d > cuda:
+                        with ctx.at(f"[{axis}]"):
+                            raise ctx.error(f["max_block_dims"].loc, f"block dimension {'xyz'[axis]} of {d} is more "
+                                            f"than CUDA allows on any GPU ({cuda}; the limits are "
+                                            f"{list(schema.CUDA_MAX_BLOCK_DIMS)})")
             with ctx.at("max_shared_mem_per_block_optin"):
                 smem = _int(ctx, f["max_shared_mem_per_block_optin"], 0, 1 << 30)
             table: dict[str, int] = {"max_cluster_size": cluster_size_default(cc)}
@@ -642,11 +680,52 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                     with ctx.at(key_name):
                         table[key_name] = _int(ctx, f[key_name], lo, hi)
             defaulted = frozenset(k for k, _, _ in device_keys if k not in f)
-            targets.append(Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
-                                  build=_optional_build(ctx, f), defaulted=defaulted))
+            target = Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
+                            build=_optional_build(ctx, f), defaulted=defaulted)
+            _check_target_table(ctx, target, f)
+            same = next((t for t in targets if t.compute_capability == cc), None)
+            if same is not None:
+                with ctx.at("compute_capability"):
+                    raise ctx.error(
+                        f["compute_capability"].loc, f"target '{name}' has compute capability {cc_text}, as target "
+                        f"'{same.name}' (line {same.loc.line}) has: the package picks a GPU's build by its compute "
+                        "capability alone, so the two builds would be one GPU's and the choice between them arbitrary",
+                        "keep one target per compute capability")
+            targets.append(target)
     if not targets:
         raise ctx.error(node.loc, "no targets defined")
     return tuple(sorted(targets, key=lambda t: t.name))
+
+
+def _check_target_table(ctx: _Ctx, t: Target, f: Mapping[str, YNode]) -> None:
+    """A target's limits must describe a GPU that can run a block: otherwise every plan on the
+    target fails (no block fits an SM), and the error would name a module's example."""
+    def at(key: str) -> SourceLoc:
+        return f[key].loc if key in f else t.loc
+
+    if t.max_threads_per_sm % 32:
+        with ctx.at("max_threads_per_sm"):
+            raise ctx.error(at("max_threads_per_sm"), f"{t.max_threads_per_sm} threads per SM is not a whole number "
+                            "of 32-thread warps", "give the device's value, cudaDevAttrMaxThreadsPerMultiProcessor")
+    if t.max_threads_per_block > t.max_threads_per_sm:
+        key = "max_threads_per_sm" if "max_threads_per_sm" in f else "max_threads_per_block"
+        with ctx.at(key):
+            raise ctx.error(at(key), f"max_threads_per_block ({t.max_threads_per_block}) is more than "
+                            f"max_threads_per_sm ({t.max_threads_per_sm}): no block of that size could run on an SM",
+                            "give the device's values")
+    if "max_shared_mem_per_sm" in f and t.smem_per_sm < t.max_shared_mem_per_block_optin \
+            + t.reserved_shared_mem_per_block:
+        with ctx.at("max_shared_mem_per_sm"):
+            raise ctx.error(at("max_shared_mem_per_sm"), f"max_shared_mem_per_sm ({t.smem_per_sm}) is less than "
+                            f"max_shared_mem_per_block_optin ({t.max_shared_mem_per_block_optin}) plus "
+                            f"reserved_shared_mem_per_block ({t.reserved_shared_mem_per_block}): a block using the "
+                            "opt-in limit could not run on an SM",
+                            "give the device's values: cudaDevAttrMaxSharedMemoryPerMultiprocessor is the sum")
+    if t.max_cluster_size > 1 and t.compute_capability < (9, 0):
+        with ctx.at("max_cluster_size"):
+            raise ctx.error(at("max_cluster_size"), f"max_cluster_size {t.max_cluster_size} on compute capability "
+                            f"{t.compute_capability[0]}.{t.compute_capability[1]}: thread-block clusters need "
+                            "compute capability 9.0", "write 1, or leave max_cluster_size out: below 9.0 it is 1")
 
 
 # ------------------------------------------------------------------ project
@@ -827,7 +906,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
                                              f"of specs/targets.yaml): <package>.{name} is the target's package",
                             "choose another name")
     with ctx.at("summary"):
-        summary = _text(ctx, f["summary"], one_line=True)
+        summary = _text(ctx, f["summary"], one_line=True, summary=True)
     doc = ""
     if "doc" in f:
         with ctx.at("doc"):
@@ -840,6 +919,7 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
             dup = next(s for i, s in enumerate(sources) if s in sources[:i])
             raise ctx.error(f["sources"].loc, f"source {dup} is listed twice (after normalising the paths)")
     ctx.sources = [(s, (root / s).read_text(encoding="utf-8", errors="replace")) for s in sources]
+    ctx.root = root
     kill = None
     if "kill_switch" in f:
         with ctx.at("kill_switch"):
@@ -864,17 +944,18 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
         with ctx.at("constants"):
             constants = _constants(ctx, f["constants"])
     build = _optional_build(ctx, f)
+    layers = (build, *(t.build for t in targets), project_build or Build())
+    dirs = list(dict.fromkeys(d for layer in layers for d, _ in layer.include_dirs))
+    ctx.include_dirs = dirs
     structs: tuple[Struct, ...] = ()
     if "structs" in f:
-        layers = (build, *(t.build for t in targets), project_build or Build())
-        dirs = list(dict.fromkeys(d for layer in layers for d, _ in layer.include_dirs))
         with ctx.at("structs"):
             structs = _structs(ctx, f["structs"], root, name, dirs)
         ctx.structs = {st.name: st for st in structs}
     with ctx.at("kernels"):
-        kn = f["kernels"]
-        if not isinstance(kn, YMap) or not kn.items:
-            raise ctx.error(kn.loc, "expected a mapping of kernel names to kernels")
+        kn = _filled(ctx, f["kernels"], YMap, "a mapping of kernel names to kernels",
+                     "e.g. kernels: {scale: {summary: ..., args: ..., grid: ..., block: ..., examples: ...}}",
+                     optional=False)
         kernels: list[Kernel] = []
         dispatches: list[Fallback] = []
         target_names = [t.name for t in targets]
@@ -902,7 +983,10 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
     names = {k.name for k in kernels} | {d.name for d in dispatches}
     for c in constants:
         if c in names:
-            raise SpecError(f["constants"].loc, f"constants.{c}", f"constant '{c}' has the name of a kernel")
+            where = next((k.loc for k in (*kernels, *dispatches) if k.name == c), None)
+            raise SpecError(ctx.constant_locs.get(c, f["constants"].loc), f"constants.{c}",
+                            f"constant '{c}' has the name of kernel '{c}'" + (f" (line {where.line})" if where else ""),
+                            "rename one of them")
     fallbacks: list[Fallback] = []
     if "fallbacks" in f:
         with ctx.at("fallbacks"):
@@ -1006,18 +1090,17 @@ def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str = "
 
 
 def _instantiate(ctx: _Ctx, node: YNode, constants: Mapping[str, int]) -> list[Axis]:
-    if not isinstance(node, YMap) or not node.items:
-        raise ctx.error(node.loc, "expected a mapping of axis names to lists of values",
-                        "e.g. {T: [f32, bf16], TILE: [64, 128]}")
+    node = _filled(ctx, node, YMap, "a mapping of axis names to lists of values",
+                   "e.g. {T: [f32, bf16], TILE: [64, 128]}")
     axes = []
     for key, value in node.items:
         name = _ident(ctx, key.loc, key.value, "axis name")
         with ctx.at(name):
             if name in constants:
-                raise ctx.error(key.loc, f"axis '{name}' has the name of a constant")
-            if not isinstance(value, YSeq) or not value.items:
-                raise ctx.error(value.loc, "expected a non-empty list of element types, integers, true/false or "
-                                "enumerators")
+                raise ctx.error(key.loc, f"axis '{name}' has the name of a constant (line "
+                                f"{ctx.constant_locs[name].line})", "rename one of them")
+            value = _filled(ctx, value, YSeq, "a list of element types, integers, true/false or enumerators",
+                            "e.g. T: [f32, bf16] or TILE: [64, 128]", optional=False)
             vals: list[str | int] = []
             for i, item in enumerate(value.items):
                 with ctx.at(f"[{i}]"):
@@ -1291,6 +1374,7 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in node.items:
         name = _ident(ctx, key.loc, key.value, "constant name")
+        ctx.constant_locs.setdefault(name, key.loc)
         with ctx.at(name):
             if isinstance(value, YScalar) and isinstance(value.value, int) and not isinstance(value.value, bool):
                 v = value.value
@@ -1317,21 +1401,22 @@ def _constants(ctx: _Ctx, node: YNode) -> dict[str, int]:
 
 
 def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object], widest: Mapping[str, object],
-          written: dict[str, expr.Node] | None = None) -> dict[str, expr.Node]:
+          written: dict[str, expr.Node] | None = None, taken: Mapping[str, tuple[str, SourceLoc]] | None = None
+          ) -> dict[str, expr.Node]:
     """A kernel's ``let``: each name's tree, the names before it written out in it. Parsed over
     the widest names (those of the grid and the clauses); each use checks its own place.
-    ``written`` receives each name's tree as the spec writes it (earlier names kept)."""
+    ``written`` receives each name's tree as the spec writes it (earlier names kept); ``taken``
+    holds the kernel's arguments (what each is, where), whose names a let name may not take."""
     out: dict[str, expr.Node] = {}
     with ctx.at("let"):
-        if not isinstance(node, YMap) or not node.items:
-            raise ctx.error(node.loc, f"expected a mapping of names to integer expressions, got {_kind(node)}",
-                            "e.g. let: {tiles: div_ceil(m, 128) * div_ceil(n, 128)}")
+        node = _filled(ctx, node, YMap, "a mapping of names to integer expressions",
+                       "e.g. let: {tiles: div_ceil(m, 128) * div_ceil(n, 128)}")
         for key, value in node.items:
             name = _ident(ctx, key.loc, key.value, "let name")
             with ctx.at(name):
-                if name in names:
-                    what = "a constant" if isinstance(names[name], int) else "an argument"
-                    raise ctx.error(key.loc, f"'{name}' is already {what}'s name", "choose another name")
+                other = _taken_by(ctx, name, taken or {}, names, owner=True)
+                if other is not None:
+                    raise ctx.error(key.loc, f"let name '{name}' is already {other}", "choose another name")
                 if name in out:
                     raise ctx.error(key.loc, f"'{name}' is defined twice")
                 tree = _expr(ctx, value, {**widest, **out}, expr.Ty.INT)
@@ -1339,6 +1424,29 @@ def _lets(ctx: _Ctx, node: YNode, names: Mapping[str, object], widest: Mapping[s
                     written[name] = tree
                 out[name] = expr.substitute(tree, out)
     return out
+
+
+def _let_locs(f: Mapping[str, YNode]) -> dict[str, tuple[str, SourceLoc]]:
+    """The kernel's let names, each as ``_taken_by`` reads them: ("let name", where)."""
+    node = f.get("let")
+    return {str(k.value): ("let name", k.loc) for k, _ in node.items} if isinstance(node, YMap) else {}
+
+
+def _taken_by(ctx: _Ctx, name: str, taken: Mapping[str, tuple[str, SourceLoc]],
+              names: Mapping[str, object], owner: bool = False) -> str | None:
+    """What ``name`` already is in a kernel's scope ("an argument (line 9)", "a constant
+    (line 3)", "an 'instantiate' axis"; with ``owner``, "an argument's name (line 9)"), or None:
+    ``taken`` holds the kernel's arguments, ``names`` its expressions' other names."""
+    what, line = None, 0
+    if name in ctx.constant_locs:
+        what, line = "constant", ctx.constant_locs[name].line
+    elif name in taken:
+        what, line = taken[name][0], taken[name][1].line
+    elif name in names:
+        what = "'instantiate' axis" if isinstance(names[name], int) else "name of the kernel's expressions"
+    if what is None:
+        return None
+    return article(what) + ("'s name" if owner else "") + (f" (line {line})" if line else "")
 
 
 def _shown_with_lets(trees: Sequence[expr.Node], written: Mapping[str, expr.Node]) -> str:
@@ -1472,9 +1580,8 @@ def _structs(ctx: _Ctx, node: YNode, root: Path, module: str, include_dirs: Sequ
     it. A field may be another struct of the module, declared anywhere under ``structs``, or an
     array of one; a struct that contains itself (directly or through others) is refused. In spec
     order, each struct after the structs it nests."""
-    if not isinstance(node, YMap) or not node.items:
-        raise ctx.error(node.loc, "expected a mapping of struct names to their C++ type and fields",
-                        "e.g. structs: {rope_dims: {cpp: rope_corr_dims, fields: {v0: f32, v1: f32}}}")
+    node = _filled(ctx, node, YMap, "a mapping of struct names to their C++ type and fields",
+                   "e.g. structs: {rope_dims: {cpp: rope_corr_dims, fields: {v0: f32, v1: f32}}}")
     declared = [str(k.value) for k, _ in node.items]  # field types may name a struct declared below them
     decls = [_struct_decl(ctx, key, value, root, declared, include_dirs) for key, value in node.items]
     built: dict[str, Struct] = {}
@@ -1684,9 +1791,10 @@ def _type(ctx: _Ctx, node: YNode, loc: SourceLoc, axes: Mapping[str, str | int])
 
 
 def _args(
-    ctx: _Ctx, node: YNode, host: bool, taken: dict[str, SourceLoc], axes: Mapping[str, str | int]
+    ctx: _Ctx, node: YNode, host: bool, taken: dict[str, tuple[str, SourceLoc]], axes: Mapping[str, str | int]
 ) -> list[tuple[Arg, YNode | None]]:
-    """Arguments without their size expressions (those need every name declared first)."""
+    """Arguments without their size expressions (those need every name declared first); ``taken``
+    holds the arguments declared before (what each is, where) and receives these."""
     if not isinstance(node, YMap):
         raise ctx.error(node.loc, f"expected a mapping of argument names to types, got {_kind(node)}")
     out = []
@@ -1694,11 +1802,19 @@ def _args(
         name = _ident(ctx, key.loc, key.value, "argument name")
         if name.startswith("_"):
             raise ctx.error(key.loc, f"argument '{name}' starts with '_'", "that prefix is reserved")
+        what = "host argument" if host else "argument"
         if name in axes:
-            raise ctx.error(key.loc, f"argument '{name}' has the name of an 'instantiate' axis")
+            raise ctx.error(key.loc, f"{what} '{name}' has the name of an 'instantiate' axis")
+        if name in ctx.constant_locs:
+            raise ctx.error(key.loc, f"{what} '{name}' is also {ctx.constant(name)}",
+                            "rename one of them: expressions could not tell them apart")
         if name in taken:
-            raise ctx.error(key.loc, f"argument '{name}' is declared twice (also at line {taken[name].line})")
-        taken[name] = key.loc
+            other, where = taken[name]
+            if other == what:
+                raise ctx.error(key.loc, f"{what} '{name}' is declared twice (also at line {where.line})")
+            raise ctx.error(key.loc, f"{what} '{name}' is also {article(other)} (line {where.line})",
+                            "rename one of them")
+        taken[name] = (what, key.loc)
         with ctx.at(name):
             size_node = None
             flags: dict[str, tuple[bool, SourceLoc]] = {}
@@ -1818,7 +1934,7 @@ def _kernel_entries(
         raise ctx.error(f["instantiate"].loc, "an instantiated kernel needs 'symbol' (or 'variants')",
                         "e.g. symbol: my_kernel<{T}>")
     with ctx.at("summary"):
-        summary = _text(ctx, f["summary"], one_line=True)
+        summary = _text(ctx, f["summary"], one_line=True, summary=True)
     doc = ""
     if "doc" in f:
         with ctx.at("doc"):
@@ -1827,20 +1943,28 @@ def _kernel_entries(
     if "symbol" in f:
         with ctx.at("symbol"):
             symbol = _symbol(ctx, f["symbol"], axes)
+            _check_declared(ctx, symbol, f["symbol"].loc)
+    elif "variants" not in f:
+        with ctx.at("symbol"):
+            _check_declared(ctx, symbol, loc, default=True)
     kernel_targets = tuple(target_names)
     if "targets" in f:
         with ctx.at("targets"):
+            listed: dict[str, SourceLoc] = {}
+
             def one(n: YNode) -> str:
                 t = _str(ctx, n, "a target name")
                 if t not in target_names:
                     raise ctx.error(n.loc, f"unknown target '{t}'", did_you_mean(t, target_names))
+                if t in listed:
+                    also = "earlier on this line" if listed[t].line == n.loc.line else f"also at line {listed[t].line}"
+                    raise ctx.error(n.loc, f"target '{t}' is listed twice ({also})", "list each target once")
+                listed[t] = n.loc
                 return t
-            kernel_targets = tuple(sorted(set(_list(ctx, f["targets"], one))))
+            kernel_targets = tuple(sorted(_list(ctx, f["targets"], one)))
             if not kernel_targets:
                 raise ctx.error(f["targets"].loc, "at least one target is needed (or leave 'targets' out)")
-    taken: dict[str, SourceLoc] = {}
-    for c in constants:
-        taken[c] = loc
+    taken: dict[str, tuple[str, SourceLoc]] = {}  # names of the kernel's scope: what each is, where
     with ctx.at("args"):
         raw_args = _args(ctx, f["args"], False, taken, axes)
     raw_host: list[tuple[Arg, YNode | None]] = []
@@ -1864,7 +1988,7 @@ def _kernel_entries(
     smem_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES if n.startswith("device.")}}
 
     written_lets: dict[str, expr.Node] = {}
-    lets = _lets(ctx, f["let"], names, device_names, written_lets) if "let" in f else {}
+    lets = _lets(ctx, f["let"], names, device_names, written_lets, taken) if "let" in f else {}
 
     def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
@@ -1956,8 +2080,8 @@ def _kernel_entries(
         with ctx.at("shared_mem"):
             shared_mem = ex(f["shared_mem"], expr.Ty.INT, smem_names)
 
-    tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes}) \
-        if "tensor_maps" in f else ()
+    tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes},
+                               {**taken, **_let_locs(f)}) if "tensor_maps" in f else ()
 
     def clauses(key: str) -> tuple[Clause, ...]:
         if key not in f:
@@ -2005,20 +2129,21 @@ _TMA_ELEM_BYTES = (1, 2, 4, 8)
 
 
 def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YNode, expr.Ty], expr.Node],
-                 constants: Mapping[str, int]) -> tuple[TensorMap, ...]:
+                 constants: Mapping[str, int], taken: Mapping[str, tuple[str, SourceLoc]] | None = None
+                 ) -> tuple[TensorMap, ...]:
     """The kernel's ``tensor_maps``: each of a plain array argument, with as many box entries as
     extents; a box entry that is constant is checked here (1..256, the innermost row a multiple of
     16 bytes and within the swizzle span), the others when the launcher encodes the map."""
     with ctx.at("tensor_maps"):
-        if not isinstance(node, YMap) or not node.items:
-            raise ctx.error(node.loc, f"expected a mapping of map names to tensor maps, got {_kind(node)}",
-                            "e.g. tensor_maps: {x_map: {array: x, dims: [m, k], box: [128, 64], swizzle: 128}}")
+        node = _filled(ctx, node, YMap, "a mapping of map names to tensor maps",
+                       "e.g. tensor_maps: {x_map: {array: x, dims: [m, k], box: [128, 64], swizzle: 128}}")
         by_name = {a.name: a for a in args}
         out: list[TensorMap] = []
         for key, value in node.items:
             name = _ident(ctx, key.loc, key.value, "tensor map name")
-            if name in by_name or name in constants:
-                raise ctx.error(key.loc, f"tensor map '{name}' has the name of an argument or constant",
+            other = _taken_by(ctx, name, taken or {}, constants)
+            if other is not None:
+                raise ctx.error(key.loc, f"tensor map '{name}' has the name of {other}",
                                 "name maps after their array: x_map")
             with ctx.at(name):
                 mf = _fields(ctx, value, schema.TENSOR_MAP)
@@ -2042,9 +2167,11 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                     with ctx.at(key):
                         n = mf[key]
                         rank = schema.TMA_MAX_RANK
-                        if not isinstance(n, YSeq) or not 1 <= len(n.items) <= rank:
-                            raise ctx.error(n.loc, f"expected a list of 1 to {rank} expressions, outermost first, "
-                                            f"got {_kind(n)}", "e.g. [n, k]")
+                        n = _filled(ctx, n, YSeq, f"a list of 1 to {rank} expressions, outermost first", "e.g. [n, k]",
+                                    optional=False)
+                        if len(n.items) > rank:
+                            raise ctx.error(n.loc, f"expected a list of 1 to {rank} expressions, outermost first, got "
+                                            f"{len(n.items)}", "a tensor map has at most 5 dimensions")
                         return tuple(ex(i, expr.Ty.INT) for i in n.items)
 
                 dims, box = exprs("dims"), exprs("box")
@@ -2110,6 +2237,149 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
                                     "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
                 out.append(v)
         return out[0], out[1], out[2]
+
+
+# Headers of the C and C++ standard libraries and of the CUDA toolkit that declare no __global__
+# function a spec could name (cub and thrust, which do, are not among them): an #include <...> of
+# one of them, found in none of the project's include folders, cannot supply a kernel symbol.
+_C_HEADERS = frozenset("assert ctype errno float inttypes limits math stdbool stddef stdint stdio stdlib string "
+                       "time".split())
+_TOOLKIT_HEADER = re.compile(
+    r"(?:cuda|cuda_runtime|cuda_runtime_api|cuda_fp16|cuda_bf16|cuda_fp8|cuda_fp6|cuda_fp4|cuda_pipeline|"
+    r"cuda_awbarrier|cuda_awbarrier_primitives|cuda_texture_types|cuda_surface_types|cudaTypedefs|mma|"
+    r"cooperative_groups|device_launch_parameters|device_functions|vector_types|vector_functions|"
+    r"builtin_types|driver_types|sm_\d+_intrinsics|crt/[\w/]+|cooperative_groups/[\w/]+)\.h(?:pp)?"
+    r"|cuda/(?:std/)?[a-z_]+|cooperative_groups|[a-z_]+")  # the last: the C++ library's <cstdint>, <type_traits>
+_ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^\n]*))', re.M)
+_MACRO_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n\\]|\\.|\\\n)*)", re.M)
+MAX_SCANNED_FILES = 200  # files read for the symbol check: the sources and the project files they include
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """What the module's sources and the project files they include declare, as far as their
+    text tells: the ``__global__`` functions' qualified names, and why the text may not be all
+    (an include that cannot be read, a macro that may declare a kernel), or ""."""
+
+    names: tuple[str, ...]
+    macros: frozenset[str]
+    unsure: str
+
+
+def _declared(ctx: _Ctx) -> _Declared:
+    """The module's sources read with the project files their ``#include``s reach (looked up as
+    the compiler does: quoted ones beside the including file, then in the project root, then in
+    the include folders; ``<...>`` ones in the root and the folders)."""
+    if ctx.declared is not None:
+        return ctx.declared
+    root = ctx.root or Path(".")
+    top = root.resolve()
+    folders = [root / d if not d.startswith("/") else Path(d) for d in ctx.include_dirs]
+    texts: dict[str, str] = dict(ctx.sources)
+    todo = list(texts)
+    unsure: list[str] = []
+    while todo and not unsure:
+        path = todo.pop(0)
+        text = kernel_source.strip_comments(texts[path])
+        for m in _ANY_INCLUDE.finditer(text):
+            quoted, angled, other = m.group(1), m.group(2), m.group(3)
+            line = text.count("\n", 0, m.start()) + 1
+            if other is not None:
+                unsure.append(f"{path}:{line} includes a file named by a macro")
+                break
+            name = (quoted or angled or "").strip()
+            where = ([root / posixpath.dirname(path)] if quoted is not None else []) + [root, *folders]
+            found = next((d / name for d in where if (d / name).is_file()), None)
+            if found is None:
+                if angled is not None and (_TOOLKIT_HEADER.fullmatch(name) or name.removesuffix(".h") in _C_HEADERS):
+                    continue  # the toolkit's or the standard library's
+                unsure.append(f"{path}:{line} includes {m.group(0).split('include', 1)[1].strip()}, which is "
+                              "not a file of the project")
+                break
+            resolved = found.resolve()
+            if not resolved.is_relative_to(top):
+                unsure.append(f"{path}:{line} includes {name} from outside the project ({resolved})")
+                break
+            rel = resolved.relative_to(top).as_posix()
+            if rel in texts:
+                continue
+            if len(texts) >= MAX_SCANNED_FILES:
+                unsure.append(f"the sources include more than {MAX_SCANNED_FILES} files")
+                break
+            try:
+                texts[rel] = resolved.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                unsure.append(f"{path}:{line} includes {name}, which cannot be read")
+                break
+            todo.append(rel)
+    sources = list(texts.items())
+    macros: set[str] = set()
+    stripped = [(path, kernel_source.strip_comments(raw)) for path, raw in sources]
+    for path, text in stripped:
+        for m in _MACRO_DEFINE.finditer(text):
+            macros.add(m.group(1))
+            if not unsure and re.search(r"\b__global__\b", m.group(2)):
+                line = text.count("\n", 0, m.start()) + 1
+                unsure.append(f"{path}:{line} defines macro {m.group(1)}, which may declare __global__ functions")
+    decls = [(path, d) for path, text in stripped for d in kernel_source.global_decls(text)]
+    named = next((f"{p} declares a __global__ function named by macro {d.name}" for p, d in decls
+                  if d.name in macros), "")
+    counted = sum(len(re.findall(r"\b__global__\b", text)) for _, text in stripped)
+    if not unsure and named:
+        unsure.append(named)
+    if not unsure and counted > len(decls):
+        unsure.append("a __global__ declaration of the sources is not plain text")
+    ctx.declared = _Declared(tuple(dict.fromkeys(d.qualified for _, d in decls)), frozenset(macros),
+                             unsure[0] if unsure else "")
+    return ctx.declared
+
+
+_WARNED: set[str] = set()  # warnings printed in this process
+
+
+def _warn(text: str) -> None:
+    if text not in _WARNED:
+        _WARNED.add(text)
+        print(f"kernelgen: warning: {text}", file=sys.stderr)
+
+
+def _check_declared(ctx: _Ctx, symbol: str, loc: SourceLoc, default: bool = False) -> None:
+    """``symbol`` (a kernel's ``symbol``, a variant's, or the launcher name where the kernel gives
+    neither: ``default``) names a ``__global__`` function of the module's sources or of the
+    project files they include: one of its last name must be declared there (its namespaces
+    are the build's to check). Where that text may not be all the compiler sees (an include
+    kernelgen cannot read, a macro that may declare kernels) a missing declaration is a warning,
+    printed once; where the sources declare no __global__ function at all, nothing is said (the
+    build reports the symbol)."""
+    base = kernel_source.symbol_base(symbol)
+    if base in ctx.symbols_checked:
+        return
+    ctx.symbols_checked.add(base)
+    found = _declared(ctx)
+    if not found.names or base in found.macros or any(n.split("::")[-1] == base for n in found.names):
+        return
+    paths = [p for p, _ in ctx.sources]
+    where = f"{', '.join(paths)} or the project files {'they include' if len(paths) > 1 else 'it includes'}"
+    if default:
+        message = (f"the kernel gives no 'symbol', so it launches its own name, '{symbol}', which is not a "
+                   f"__global__ function of {where}")
+    else:
+        message = f"'{symbol}' is not a __global__ function of {where}"
+    names = list(found.names)
+    close = difflib.get_close_matches(base, [n.split("::")[-1] for n in names], n=1, cutoff=0.6)
+    if close or len(names) == 1:
+        full = next(n for n in names if n.split("::")[-1] == close[0]) if close else names[0]
+        hint = (f"did you mean '{full}'? it is a __global__ function of the sources" if not default else
+                f"give it 'symbol: {full}', the sources' __global__ function")
+    else:
+        hint = f"the sources declare __global__ {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}"
+        if default:
+            hint += "; give the kernel 'symbol: <its __global__ function>'"
+    if found.unsure:
+        _warn(f"{loc}: {ctx.field}: {message}; {hint}. kernelgen cannot be sure: {found.unsure} (the build "
+              "will tell)")
+        return
+    raise ctx.error(loc, message, hint)
 
 
 def _check_sources(ctx: _Ctx, k: Kernel) -> tuple[Kernel, str | None]:
@@ -2315,9 +2585,9 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
         if on not in int_names:
             raise ctx.error(f["arg"].loc, f"'{on}' is not an integer argument", did_you_mean(on, list(int_names)))
     with ctx.at("symbols"):
-        sn = f["symbols"]
-        if not isinstance(sn, YMap) or not sn.items:
-            raise ctx.error(sn.loc, "expected a mapping of values to __global__ function names")
+        sn = _filled(ctx, f["symbols"], YMap, "a mapping of values to __global__ function names",
+                     f"e.g. symbols: {{64: {on}_64_kernel, 128: {on}_128_kernel}}",
+                     optional=False)
         pairs = []
         ty = getattr(int_names[on], "scalar", None)
         for key, value in sn.items:
@@ -2330,7 +2600,9 @@ def _variants(ctx: _Ctx, node: YNode, int_names: Mapping[str, object], axes: Map
                 raise ctx.error(key.loc, f"variant key {key.value} is not a value of '{on}' "
                                          f"({getattr(ty, 'name', ty)}: {lo}..{hi})")
             with ctx.at(str(key.value)):
-                pairs.append((key.value, _symbol(ctx, value, axes)))
+                sym = _symbol(ctx, value, axes)
+                _check_declared(ctx, sym, value.loc)
+                pairs.append((key.value, sym))
     return Variants(on, tuple(sorted(pairs)), node.loc)
 
 
@@ -2413,6 +2685,7 @@ def _check_examples_and_limits(
     if k.variants:
         envs += [(dict(k.examples[0]) | constants | {k.variants.on: v}, f"examples[0] with {k.variants.on}={v}")
                  for v, _ in k.variants.symbols]
+    _check_sizes(ctx, k, envs)
     from kernelgen import plan  # the targets' device values, for shared_mem's device names
 
     for t in targets:
@@ -2440,7 +2713,13 @@ def _check_examples_and_limits(
                         f"{block[0] * block[1] * block[2]} threads per block exceeds "
                         f"{t.max_threads_per_block} on target '{t.name}' for {which}",
                     )
-            if not 0 <= smem <= t.max_shared_mem_per_block_optin:
+            if smem < 0:
+                with ctx.at("shared_mem"):
+                    raise ctx.error(f["shared_mem"].loc, f"shared_mem is {smem} bytes for {which}"
+                                    f"{' on target ' + repr(t.name) if _names_device(k.shared_mem) else ''}: "
+                                    "dynamic shared memory cannot be negative",
+                                    "make the expression 0 or more wherever the kernel launches")
+            if smem > t.max_shared_mem_per_block_optin:
                 with ctx.at("shared_mem"):
                     raise ctx.error(
                         f.get("shared_mem", f["block"]).loc,
@@ -2449,6 +2728,30 @@ def _check_examples_and_limits(
                         "shrink the tiles, or list only the targets that fit under 'targets'",
                     )
     _check_first_example_launches(ctx, k, f, constants, targets)
+
+
+def _names_device(tree: expr.Node) -> bool:
+    return any("." in n for n in tree.names())
+
+
+def _check_sizes(ctx: _Ctx, k: Kernel, envs: Sequence[tuple[dict[str, int], str]]) -> None:
+    """Each pointer argument's ``size`` is 0 or more over the examples where the kernel applies:
+    the bindings compare the arrays passed against it, so a negative size is a check that
+    cannot pass. (Arithmetic errors are the plans' to report.)"""
+    from kernelgen.errors import ExprError
+
+    for a in k.all_args:
+        if a.size is None or a.device:
+            continue
+        for env, which in envs:
+            try:
+                v = int(expr.evaluate(a.size, env))
+            except (ExprError, KeyError):
+                continue
+            if v < 0:
+                with ctx.at("host_args" if a.host else "args"), ctx.at(a.name), ctx.at("size"):
+                    raise ctx.error(a.loc, f"the size of '{a.name}' is {v} for {which}: a size cannot be negative",
+                                    f"make '{expr.to_text(a.size)}' 0 or more wherever the kernel launches")
 
 
 def _code_name(c: int) -> str:
@@ -2479,7 +2782,10 @@ def _check_first_example_launches(
         if c != plan.LAUNCHED:
             shown = f" (grid {list(grid)}, block {list(block)}, shared memory {smem})" if grid[0] is not None else ""
             said = plan.describe(k, c, t.name, shared_mem=smem if isinstance(smem, int) else None,
-                                 max_shared_mem=t.max_shared_mem_per_block_optin)
+                                 max_shared_mem=t.max_shared_mem_per_block_optin,
+                                 grid=grid if grid[0] is not None else None,
+                                 block=block if block[0] is not None else None,
+                                 expression=plan.failed_expression(k, c, env, plan.target_table(t)))
             with ctx.at("examples[0]"):
                 if not said.startswith(("not launched", "error")):
                     said = f"{'error' if c < 0 else 'not launched'}: {said}"
@@ -2494,7 +2800,7 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
     for key, value in node.items:
         name = _ident(ctx, key.loc, key.value, "fallback name")
         if name in kernels:
-            raise ctx.error(key.loc, f"fallback '{name}' has the name of a kernel")
+            raise ctx.error(key.loc, f"fallback '{name}' has the name of a kernel", "rename one of them")
         with ctx.at(name):
             def ref(n: YNode) -> KernelRef:
                 s = _str(ctx, n, "a kernel name or module.kernel")
@@ -2510,8 +2816,14 @@ def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[F
             members = tuple(_list(ctx, value, ref, schema.MAX_CHAIN))
             if len(members) < 2:
                 raise ctx.error(value.loc, "a fallback chain needs at least two kernels")
-            if len({m.qualname for m in members}) != len(members):
-                raise ctx.error(value.loc, "a kernel appears twice in the chain")
+            for i, m in enumerate(members):
+                j = next(j for j, x in enumerate(members) if x.qualname == m.qualname)
+                if j != i:
+                    also = f"item {j}" if members[j].loc.line == m.loc.line else f"line {members[j].loc.line}"
+                    with ctx.at(f"[{i}]"):
+                        raise ctx.error(m.loc, f"kernel '{m.kernel if m.module == module else m.qualname}' appears "
+                                        f"twice in the chain (also {also})",
+                                        "a chain tries each kernel once: remove one")
             out.append(Fallback(name, key.loc, members))
     return out
 
@@ -2533,6 +2845,16 @@ def check_fallbacks(catalog: Catalog) -> None:
                                     did_you_mean(ref.module, [x.name for x in catalog.modules]))
                 k = owner.kernel(ref.kernel)
                 if k is None:
+                    chain = next((c for c in owner.fallbacks if c.name == ref.kernel), None)
+                    if chain is not None:
+                        what = (f"chain '{fb.name}' names itself" if chain is fb and ref.module == m.name else
+                                f"'{ref.kernel}' is a fallback chain" + (
+                                    f" of module '{ref.module}'" if ref.module != m.name else
+                                    f" (line {chain.loc.line})"))
+                        kernels = ", ".join(r.kernel if r.module == m.name else r.qualname for r in chain.members)
+                        raise SpecError(ref.loc, f"fallbacks.{fb.name}", f"{what}: a chain's members are kernels",
+                                        f"remove '{ref.kernel}'" if chain is fb else
+                                        f"list the kernels of '{ref.kernel}' instead: {kernels}")
                     raise SpecError(
                         ref.loc, f"fallbacks.{fb.name}", f"module '{ref.module}' has no kernel '{ref.kernel}'",
                         did_you_mean(ref.kernel, [x.name for x in owner.kernels]),

@@ -14,8 +14,10 @@ The JSON Schema describes the shape of a spec as any YAML parser reads it; the l
 remains the authority and checks more (names declared, expressions well typed, examples
 that launch, device limits, the test-case search). Two leniencies follow from kernelgen
 rejoining expressions that a flow collection split at their commas
-(``[div_ceil(n, 256), 1, 1]`` and ``{size: max(n, 4)}``): geometry lists take three or
-more items, and the long form of an argument tolerates extra keys whose value is null.
+(``[div_ceil(n, 256), 1, 1]`` and ``{size: max(n, 4)}``): lists of expressions take more
+items than they hold expressions (geometry three or more, a tensor map's extents one or more),
+and the mappings where an expression may stand in flow style (a kernel, the long form of an
+argument, ``constants`` and ``let``) tolerate extra keys whose value is null.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ ARCH_RE = re.compile(r"sm_[0-9]{2,3}[af]?")
 CC_RE = re.compile(r"([0-9]{1,2})\.([0-9])")
 MAX_TEXT = 2000
 MAX_LIST = 64
+# CUDA's block limits, the same on every architecture (compute capability 2.0 on).
+CUDA_MAX_BLOCK_THREADS = 1024
+CUDA_MAX_BLOCK_DIMS = (1024, 1024, 64)
 MAX_EXAMPLES = 32
 MAX_CHAIN = 16
 
@@ -112,6 +117,8 @@ class Struct:
 
 STRING = Kind("string", {"type": "string"})
 TEXT = Kind("text", {"type": "string", "maxLength": MAX_TEXT})
+SUMMARY = Kind("text", {"type": "string", "maxLength": MAX_TEXT, "pattern": r"\S",
+                        "patternErrorMessage": "the summary is empty"})
 IDENTIFIER = Kind("identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)})
 MODULE_NAME = Kind("module name", {"type": "string", "pattern": _full(MODULE_RE)})
 SYMBOL = Kind("C++ function name or template-id", {"type": "string", "pattern": _full(SYMBOL_PATTERN_RE)})
@@ -137,12 +144,15 @@ IDENTIFIER_PATH = Kind("C++ variable name", {"type": "string", "pattern": r"^(?:
                                              r"(?:::[A-Za-z_][A-Za-z0-9_]*)*$"})
 
 
-def list_of(item: Kind, min_items: int = 0, max_items: int | None = MAX_LIST, exact: int | None = None) -> Kind:
+def list_of(item: Kind, min_items: int = 0, max_items: int | None = MAX_LIST, exact: int | None = None,
+            unique: bool = False) -> Kind:
     js: dict[str, object] = {"type": "array", "items": dict(item.json)}
     if min_items:
         js["minItems"] = min_items
     if max_items is not None:
         js["maxItems"] = max_items
+    if unique:
+        js["uniqueItems"] = True
     name = f"list of {exact} {plural_noun(item.name)}" if exact else f"list of {plural_noun(item.name)}"
     return Kind(name, js)
 
@@ -154,6 +164,20 @@ def mapping_of(key: Kind, value: Kind, min_items: int = 0) -> Kind:
     if min_items:
         js["minProperties"] = min_items
     return Kind(f"mapping of {key.name} to {value.name}", js)
+
+
+def expressions_of(key: Kind) -> Kind:
+    """A mapping of names to expressions that may be written in flow style, where a YAML parser
+    splits an expression at its commas (``{t: max(a, b)}`` reads as ``t: max(a`` and a key ``b)``
+    without a value) and kernelgen rejoins it: a key of another spelling is tolerated there when it
+    has no value, as is a name's (``max(a, b, c)`` gives a key ``b``)."""
+    null_or_expr = by_type({"type": "null"}, EXPRESSION.json)
+    return Kind(f"mapping of {key.name} to {EXPRESSION.name}", {
+        "type": "object",
+        "patternProperties": {str(key.json["pattern"]): null_or_expr},
+        "additionalProperties": {"type": "null", "errorMessage": f"not {article(key.name)}; only a key without a "
+                                 "value is tolerated here, where a flow mapping split an expression at a comma"},
+    })
 
 
 def by_type(first: Mapping[str, object], other: Mapping[str, object]) -> dict[str, object]:
@@ -192,7 +216,8 @@ BUILD = Struct(
     "module's under the project and the target. Host-side code (the Python extensions, the runtime) is not "
     "affected.",
     (
-        Field("include_dirs", list_of(Kind("directory", {"type": "string", "pattern": _full(INCLUDE_DIR_RE)}), 1),
+        Field("include_dirs", list_of(Kind("directory", {"type": "string", "pattern": _full(INCLUDE_DIR_RE)}), 1,
+                                      unique=True),
               False,
               "Folders searched for `#include` (nvcc's `-I`), relative to the project root or absolute: a "
               "third-party library's headers (`third_party/cutlass/include`). They are searched after the "
@@ -200,7 +225,7 @@ BUILD = Struct(
               "checks that each exists.",
               "none"),
         Field("defines", mapping_of(IDENTIFIER, Kind("integer, string or true", {
-            "type": ["integer", "string", "boolean"], "pattern": _full(DEFINE_VALUE_RE)})), False,
+            "type": ["integer", "string", "boolean"], "pattern": _full(DEFINE_VALUE_RE)}), 1), False,
               "Preprocessor macros (nvcc's `-D`): `NAME: 3` or `NAME: value` defines NAME to that token, "
               "`NAME: true` defines it (to 1). A module's value replaces the target's, which replaces the "
               "project's. A name the generated code uses (a module, kernel, argument, constant, struct or "
@@ -379,13 +404,13 @@ TENSOR_MAP = Struct(
               "The pointer argument the map describes: a row-major array of a plain element type of 1, 2, 4 or "
               "8 bytes (the map copies its bits; zeros outside the array)."),
         Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
-                                                    "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
+                                                    "minItems": 1}), True,
               f"The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to {TMA_MAX_RANK} "
               "integer expressions over the integer arguments, host arguments, constants and `let` names (not one that "
               "reads the device). Rows are contiguous: each stride is the "
               "product of the extents inside it, and must be a multiple of 16 bytes."),
         Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
-                                                   "minItems": 1, "maxItems": TMA_MAX_RANK}), True,
+                                                   "minItems": 1}), True,
               "The box one copy moves, outermost first, as many entries as `dims`: integer expressions, each "
               "1 to 256; the innermost times the element size a multiple of 16 bytes (and at most the swizzle "
               "span when swizzled)."),
@@ -409,18 +434,18 @@ KERNEL = Struct(
               "and `{AXIS}` placeholders (`ns::my_kernel<256>`, `act_kernel<ns::SiluOp<float>, {T}>`). "
               "Give either `symbol` or `variants`, not both.",
               "the launcher name"),
-        Field("summary", TEXT, True,
+        Field("summary", SUMMARY, True,
               "One line (at most 2000 characters of printable text) saying what the kernel computes and how it "
               "is laid out; it becomes the launcher's docstring and comments."),
         Field("doc", TEXT, False,
               "Longer free text about the kernel, after the summary in the launcher's docstring (Python "
               "and the .pyi stub)."),
-        Field("targets", list_of(IDENTIFIER, 1), False,
+        Field("targets", list_of(IDENTIFIER, 1, unique=True), False,
               "The targets of specs/targets.yaml the kernel is built for. Elsewhere its launcher exists and "
               "reports \"not launched: absent\".",
               "every target"),
-        Field("args", mapping_of(IDENTIFIER, Kind("type or argument", by_type(TYPE.json, {"$ref": "#/$defs/argument"})),
-                                 1), True,
+        Field("args", mapping_of(IDENTIFIER, Kind("type or argument",
+                                                  by_type(TYPE.json, {"$ref": "#/$defs/argument"}))), True,
               "The `__global__` function's parameters, in order: each name maps to its type (`u32`, "
               "`const bf16*`, or a struct of `structs`, passed by value) or to the long form `{type: ..., size: "
               "EXPR, contiguous: true, zero: true}`. A build fails when the kernel's definition disagrees. "
@@ -432,7 +457,8 @@ KERNEL = Struct(
               "NAME}` copies a host argument of any scalar type (an integer, `bool` or a float) or a struct "
               "into a `__constant__` variable before each launch.",
               "none"),
-        Field("let", mapping_of(IDENTIFIER, EXPRESSION, 1), False,
+        Field("let", Kind(expressions_of(IDENTIFIER).name, {**expressions_of(IDENTIFIER).json, "minProperties": 1}),
+              False,
               "Named integer expressions over the integer arguments, host arguments, constants, device names "
               "and the names before them (`tiles: div_ceil(m, 128) * div_ceil(n, 128)`), usable in the kernel's "
               "other expressions as if written out there; each use is checked where it stands (a name whose "
@@ -493,7 +519,7 @@ KERNEL = Struct(
         Field("instantiate", Kind("mapping of axis names to lists of element types, integers, booleans or "
                                   "enumerators", {
             "type": "object", "propertyNames": dict(IDENTIFIER.json), "minProperties": 1,
-            "additionalProperties": {"type": "array", "minItems": 1, "items": {
+            "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {
                 "anyOf": [{"type": "string", "enum": list(ELEM_TYPES)}, {"type": "integer"}, {"type": "boolean"},
                           {"type": "string", "pattern": r"^(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)+$"}]}},
         }), False,
@@ -516,6 +542,7 @@ KERNEL = Struct(
               "Every clause must be the only one deciding the outcome for some argument set that kernelgen "
               "derives from these; otherwise add an example where it alone decides."),
     ),
+    extra_null_keys=True,
     inherit_key="extends",
 )
 
@@ -526,11 +553,11 @@ MODULE = Struct(
         Field("module", MODULE_NAME, True,
               "The module's name: lower-case letters, digits and `_`, the same as the file's name. It names the "
               "Python module, the C++ namespace and the generated files."),
-        Field("summary", TEXT, True, "One line saying what the module holds; it becomes the Python module's "
+        Field("summary", SUMMARY, True, "One line saying what the module holds; it becomes the Python module's "
               "docstring."),
         Field("doc", TEXT, False,
               "Longer free text about the module, after the summary in the Python module's docstring."),
-        Field("sources", list_of(SOURCE, 1), True,
+        Field("sources", list_of(SOURCE, 1, unique=True), True,
               "The CUDA files defining the kernels, relative to the project root (`.cu`, `.cuh`, `.h`, `.hpp`). "
               "They are `#include`d, in order, into the module's generated launcher file."),
         Field("kill_switch", ENV_NAME, False,
@@ -542,7 +569,7 @@ MODULE = Struct(
               "Declares that other modules use the same kill switch on purpose (each of them must declare "
               "it too); without it, two modules with one kill switch are an error.",
               "false"),
-        Field("constants", mapping_of(IDENTIFIER, EXPRESSION), False,
+        Field("constants", expressions_of(IDENTIFIER), False,
               "Named integer constants usable in every expression of the module; a constant may be an "
               "expression over the constants before it. They become `constexpr int64_t` in the C++.",
               "none"),
@@ -555,7 +582,7 @@ MODULE = Struct(
         Field("build", BUILD.ref(), False,
               "Include folders, macros and nvcc options for this module's translation unit (see Build settings "
               "in docs/spec-format.md).", "none"),
-        Field("fallbacks", mapping_of(IDENTIFIER, list_of(STRING, 2, MAX_CHAIN)), False,
+        Field("fallbacks", mapping_of(IDENTIFIER, list_of(STRING, 2, MAX_CHAIN, unique=True)), False,
               "Fallback chains: each name maps to a list of kernels (`kernel` or `module.kernel`) tried in order; "
               "the chain's launcher launches the first that applies. Members must agree on the types of the "
               "arguments they share.",
@@ -567,16 +594,20 @@ TARGET = Struct(
     "target", "target", "One entry of specs/targets.yaml: a GPU target, named by its key.",
     (
         Field("arch", Kind("nvcc architecture", {"type": "string", "pattern": _full(ARCH_RE)}), True,
-              "The architecture nvcc compiles for, such as `sm_90a`."),
+              "The architecture nvcc compiles for, such as `sm_90a`. `kernelgen build` checks it against "
+              "the toolkit's `nvcc --list-gpu-arch` before configuring."),
         Field("compute_capability", Kind("quoted MAJOR.MINOR", {"type": "string", "pattern": _full(CC_RE)}), True,
               "The compute capability the built library runs on, quoted: `\"9.0\"`. A library loaded on another "
               "GPU reports a launch error."),
-        Field("max_threads_per_block", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 4096}), False,
-              "The most threads a block may have on this target.", "1024"),
+        Field("max_threads_per_block", Kind("integer", {"type": "integer", "minimum": 1,
+                                                        "maximum": CUDA_MAX_BLOCK_THREADS}), False,
+              f"The most threads a block may have on this target: at most {CUDA_MAX_BLOCK_THREADS} (CUDA's limit on "
+              "every GPU) and at most `max_threads_per_sm`.", str(CUDA_MAX_BLOCK_THREADS)),
         Field("max_block_dims", Kind("list of 3 integers", {
-            "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4096}, "minItems": 3,
-            "maxItems": 3,
-        }), False, "The largest block dimensions `[x, y, z]` on this target.", "[1024, 1024, 64]"),
+            "type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 3, "maxItems": 3,
+            "prefixItems": [{"type": "integer", "minimum": 1, "maximum": d} for d in CUDA_MAX_BLOCK_DIMS],
+        }), False, "The largest block dimensions `[x, y, z]` on this target, within CUDA's "
+                   f"`{list(CUDA_MAX_BLOCK_DIMS)}`.", str(list(CUDA_MAX_BLOCK_DIMS))),
         Field("max_shared_mem_per_block_optin", Kind("integer", {"type": "integer", "minimum": 0,
                                                                  "maximum": 1 << 30}), True,
               "The most dynamic shared memory, in bytes, a block may opt in to on this target."),
@@ -584,14 +615,16 @@ TARGET = Struct(
               "The number of SMs of the target's reference device: `device.sm_count` in plans computed without a "
               "GPU (with one, the current device's count). Without it such plans use 1 SM, and `kernelgen plan` "
               "and `kernelgen list` say so.", "1"),
-        Field("max_threads_per_sm", Kind("integer", {"type": "integer", "minimum": 32, "maximum": 1 << 16}), False,
-              "The most resident threads per SM: `device.max_threads_per_sm` without a GPU, and a bound of "
-              "`kernel.blocks_per_sm`.", "2048"),
+        Field("max_threads_per_sm", Kind("integer", {"type": "integer", "minimum": 32, "maximum": 1 << 16,
+                                                     "multipleOf": 32}), False,
+              "The most resident threads per SM, a whole number of 32-thread warps: `device.max_threads_per_sm` "
+              "without a GPU, and a bound of `kernel.blocks_per_sm`.", "2048"),
         Field("max_blocks_per_sm", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 1024}), False,
               "The most resident blocks per SM, a bound of `kernel.blocks_per_sm` without a GPU.", "32"),
         Field("max_shared_mem_per_sm", Kind("integer", {"type": "integer", "minimum": 0, "maximum": 1 << 30}), False,
-              "Shared memory per SM in bytes: `device.max_shared_mem_per_sm` without a GPU, and a bound of "
-              "`kernel.blocks_per_sm`.",
+              "Shared memory per SM in bytes, at least `max_shared_mem_per_block_optin` + "
+              "`reserved_shared_mem_per_block` (what a block using the opt-in limit takes): "
+              "`device.max_shared_mem_per_sm` without a GPU, and a bound of `kernel.blocks_per_sm`.",
               "max_shared_mem_per_block_optin + reserved_shared_mem_per_block"),
         Field("reserved_shared_mem_per_block", Kind("integer", {"type": "integer", "minimum": 0,
                                                                 "maximum": 1 << 20}), False,
@@ -599,7 +632,7 @@ TARGET = Struct(
               "counted in the `kernel.blocks_per_sm` bound.", "1024"),
         Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 64}), False,
               "The most blocks a thread-block cluster may have (the portable limit is 8); thread-block clusters "
-              "need compute capability 9.0.", "8 from compute capability 9.0 on, else 1"),
+              "need compute capability 9.0, so below it only 1.", "8 from compute capability 9.0 on, else 1"),
         Field("build", BUILD.ref(), False,
               "Include folders, macros and nvcc options for every module built for this target (see Build "
               "settings in docs/spec-format.md).", "none"),
@@ -685,7 +718,14 @@ def json_schema(which: str = "module") -> dict[str, object]:
         top["propertyNames"] = {"pattern": _full(MODULE_RE)}
         top["additionalProperties"] = {"$ref": "#/$defs/target"}
         top["minProperties"] = 1
-        defs = {"target": _struct_json(TARGET), "build": _struct_json(BUILD)}
+        target = _struct_json(TARGET)
+        # Thread-block clusters need compute capability 9.0 (the rest of the table's consistency,
+        # one target per compute capability included, is the loader's).
+        target["if"] = {"required": ["compute_capability"],
+                        "properties": {"compute_capability": {"pattern": r"^[0-8]\."}}}
+        target["then"] = {"properties": {"max_cluster_size": {
+            "maximum": 1, "errorMessage": "thread-block clusters need compute capability 9.0"}}}
+        defs = {"target": target, "build": _struct_json(BUILD)}
         title = "kernelgen target registry (specs/targets.yaml)"
     elif which == "project":
         top = _struct_json(PROJECT)

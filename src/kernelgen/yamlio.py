@@ -93,12 +93,34 @@ def load(path: str, text_bytes: bytes) -> YNode:
         mark = exc.problem_mark or exc.context_mark
         loc = SourceLoc(path, mark.line + 1, mark.column + 1) if mark else top
         problem = exc.problem or exc.context or "invalid YAML"
-        raise SpecError(loc, "", f"YAML syntax error: {problem}") from None
+        opened, hint = _syntax_context(exc)
+        raise SpecError(loc, "", f"YAML syntax error: {problem}{opened}", hint) from None
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise SpecError(top, "", f"invalid YAML: {type(exc).__name__}") from None
     if node is None:
         raise SpecError(top, "", "the file is empty")
     return _convert(path, node, set(), "")
+
+
+# The constructs a syntax error may leave open that a character closes.
+_CLOSERS = {"flow sequence": ("list", "[", "]"), "flow mapping": ("mapping", "{", "}")}
+
+
+def _syntax_context(exc: yaml.MarkedYAMLError) -> tuple[str, str]:
+    """Where the construct that a syntax error interrupted opened (the parser's context mark),
+    when that is elsewhere than the error: a list missing its ``]`` is reported where the
+    parser noticed, usually the next line. Returns the message's addition and a hint."""
+    cm, pm = exc.context_mark, exc.problem_mark
+    if cm is None or not exc.context or (pm is not None and (pm.line, pm.column) == (cm.line, cm.column)):
+        return "", ""
+    at = f"line {cm.line + 1}, column {cm.column + 1}"
+    what = re.sub(r"^while (?:parsing|scanning) (?:an? )?", "", exc.context)
+    if what in _CLOSERS:
+        name, opener, closer = _CLOSERS[what]
+        return f", in the {name} opened by '{opener}' at {at}", f"close it with '{closer}'"
+    if what == "quoted scalar":
+        return f", in the quoted string that starts at {at}", "close the quote"
+    return f", in the {what} that starts at {at}", ""
 
 
 def _refuse_anchors_and_tags(path: str, text: str) -> None:

@@ -69,7 +69,18 @@ def _build(root: Path):
 
 
 def test_undeclared_symbol_fails_naming_spec_line_and_kernel(tmp_path: Path) -> None:
+    # sources the spec loader reads whole: refused when the specs load, before anything compiles
     root = _project(tmp_path / "project", {"one": "one_kernel", "two": "two_kernel_typo"})
+    res = _build(root)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "nvcc" not in res.stdout + res.stderr
+    assert ("kernelgen: error: specs/two.yaml:6: kernels.two_fill.symbol: 'two_kernel_typo' is not a __global__ "
+            "function of kernels/two.cu or the project files it includes (did you mean 'two_kernel'? it is a "
+            "__global__ function of the sources)") in res.stderr, res.stderr
+    # an include named by a macro, which the loader does not follow: a warning at load, and the
+    # build's own check of the compiled sources names the spec's line and kernel
+    root = _project(tmp_path / "macro_include", {"one": "one_kernel", "two": "two_kernel_typo"},
+                    helper="#define FILL_HEADER <cstddef>\n#include FILL_HEADER")
     res = _build(root)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
