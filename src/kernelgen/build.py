@@ -774,9 +774,19 @@ def prune_install(folder: Path, manifest: Path) -> list[str]:
     return sorted(removed)
 
 
+def check_arches(targets: Sequence[Target], tk: toolkit.Toolkit) -> None:
+    """Every target's arch is one the toolkit's nvcc builds (before anything is configured: nvcc
+    would otherwise stop in the middle of the build with "Unsupported gpu architecture")."""
+    for t in targets:
+        problem = toolkit.arch_problem(tk, t.name, t.arch)
+        if problem:
+            raise BuildError(problem)
+
+
 def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str], None] = print) -> list[TargetResult]:
     check_launcher(opts.compiler_launcher)
     tools = Tools.find(opts, echo)
+    check_arches(targets, tools.cuda)
     results = []
     for t in targets:
         with _target_lock(opts.build_dir / f".{t.name}.lock", echo):

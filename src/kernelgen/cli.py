@@ -152,7 +152,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         package=package,
     )
     build_targets(opts, targets)
-    project.write_shell(opts.install_prefix / package, project.shell_files(catalog, root))
+    folder = opts.install_prefix / package
+    project.write_shell(folder, project.shell_files(catalog, root, folder))
     for note in project.tidy_install(opts.build_dir, opts.install_prefix, package,
                                      [t.name for t in catalog.targets], root):
         print(f"kernelgen: {note}")
@@ -430,8 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     pl.add_argument("name", help="MODULE.KERNEL or MODULE.CHAIN (or a name only one module has)")
     pl.add_argument("values", nargs="*", metavar="ARG=VALUE",
-                    help="integer arguments, e.g. rows=256 n=4096; a list (rows=64,256,2048) sweeps, one table row "
-                    "per argument set")
+                    help="integer arguments in decimal, as the specs write them, e.g. rows=256 n=4096 (a bool "
+                    "argument: true, false, 0 or 1); a list (rows=64,256,2048) sweeps, one table row per argument "
+                    "set")
     pl.add_argument("--target", "-t", action="append", help="target (repeatable; default: all)")
     pl.set_defaults(func=cmd_plan)
     sa = sub.add_parser(

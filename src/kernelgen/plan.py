@@ -52,9 +52,12 @@ NOT_LAUNCHED = {
 ERRORS = {
     "REQUIRES": (1, "a requires clause fails; detail is its index"),
     "EXPR": (2, "evaluating an expression failed; detail is KG_EXPR_*"),
-    "GRID": (3, "a grid dimension is over the device limit; detail is the axis"),
-    "BLOCK": (4, "a block dimension is out of range; detail is the axis, 3 = product"),
-    "SHARED_MEM": (5, "dynamic shared memory over the device's opt-in limit"),
+    "GRID": (3, "a grid dimension is over CUDA's limit, or negative; detail is the axis, + KG_DETAIL_NEGATIVE "
+                "when negative"),
+    "BLOCK": (4, "a block dimension is out of range; detail is the axis (3 = the product), + KG_DETAIL_NEGATIVE "
+                 "when negative, + KG_DETAIL_ZERO when 0"),
+    "SHARED_MEM": (5, "dynamic shared memory over the device's opt-in limit (detail 0), or negative "
+                      "(KG_DETAIL_NEGATIVE)"),
     "DEVICE": (6, "the current device is not the one this target was built for"),
     "CUDA": (7, "a CUDA call failed; detail is the cudaError_t"),
     "LAUNCH_BOUNDS": (8, "the block has more threads than the kernel's __launch_bounds__"),
@@ -67,6 +70,13 @@ ERRORS = {
 }
 # Errors from a device limit: a fallback chain tries its next member instead of stopping.
 FALLS_THROUGH = ("GRID", "BLOCK", "SHARED_MEM", "LAUNCH_BOUNDS", "CORESIDENT")
+# Detail flags of GRID, BLOCK and SHARED_MEM: the value is below the range, not over it (the
+# detail's low two bits keep the axis). A grid dimension of 0 is not an error (EMPTY_GRID).
+DETAIL_FLAGS = {
+    "NEGATIVE": (4, "the value is negative"),
+    "ZERO": (8, "the value is 0"),
+}
+DETAIL_NEGATIVE, DETAIL_ZERO = (v[0] for v in DETAIL_FLAGS.values())
 EXPR_ERRORS = {
     "OVERFLOW": (pyexpr.OVERFLOW, "integer overflow"),
     "DIV_ZERO": (pyexpr.DIV_ZERO, "division by zero"),
@@ -156,10 +166,11 @@ def steps(kernel: object) -> list[tuple[Step, object]]:
 
 def geometry_code(grid: Sequence[int], block: Sequence[int], smem: int, max_block: Sequence[int],
                   max_threads: int, max_smem: int) -> int:
-    """The outcome code of computed geometry; kg::check_geometry (runtime.h) does the same."""
+    """The outcome code of computed geometry; kg::check_geometry (runtime.h) does the same. A
+    dimension below its range has the detail flag that says how (:data:`DETAIL_FLAGS`)."""
     for axis in range(3):
         if grid[axis] < 0:
-            return code(E_GRID, axis, True)
+            return code(E_GRID, axis | DETAIL_NEGATIVE, True)
     for axis in range(3):
         if grid[axis] == 0:
             return code(NL_EMPTY_GRID, axis)
@@ -172,11 +183,17 @@ def geometry_code(grid: Sequence[int], block: Sequence[int], smem: int, max_bloc
 def block_code(block: Sequence[int], smem: int, max_block: Sequence[int], max_threads: int, max_smem: int) -> int:
     """The block and shared memory checks of :func:`geometry_code` (kg::check_block)."""
     for axis in range(3):
-        if not 1 <= block[axis] <= max_block[axis]:
+        if block[axis] < 0:
+            return code(E_BLOCK, axis | DETAIL_NEGATIVE, True)
+        if block[axis] == 0:
+            return code(E_BLOCK, axis | DETAIL_ZERO, True)
+        if block[axis] > max_block[axis]:
             return code(E_BLOCK, axis, True)
     if block[0] * block[1] * block[2] > max_threads:
         return code(E_BLOCK, 3, True)
-    if not 0 <= smem <= max_smem:
+    if smem < 0:
+        return code(E_SHARED_MEM, DETAIL_NEGATIVE, True)
+    if smem > max_smem:
         return code(E_SHARED_MEM, 0, True)
     return LAUNCHED
 
@@ -224,12 +241,16 @@ _AXES = ("x", "y", "z", "x*y*z")
 
 
 def describe(kernel: object, c: int, target: str = "", kill_switch: str | None = None,
-             shared_mem: int | None = None, max_shared_mem: int | None = None, keys: str = "?") -> str:
+             shared_mem: int | None = None, max_shared_mem: int | None = None, keys: str = "?",
+             grid: Sequence[int] | None = None, block: Sequence[int] | None = None,
+             expression: str | None = None) -> str:
     """The text kg_rt_describe (runtime.cpp) gives after "<kernel>: " for outcome ``c``, for
     every code a plan returns: what the Python module's reasons say, word for word
-    (tests/unit/test_plan_parity.py holds the two together). ``shared_mem`` and
-    ``max_shared_mem``, when given, add the byte counts to the shared-memory error (the
-    runtime's reason has only the code); ``keys``: a chain's dtype keys, for NO_INSTANCE."""
+    (tests/unit/test_plan_parity.py holds the two together). The runtime's reason has only the
+    code; given, these add what the plan computed: ``shared_mem`` and ``max_shared_mem`` the
+    byte counts to the shared-memory error, ``grid`` and ``block`` the value of a negative
+    dimension, ``expression`` the expression that failed to an expression error
+    (:func:`failed_expression`). ``keys``: a chain's dtype keys, for NO_INSTANCE."""
     text = reason(kernel, c, target, kill_switch)
     if text is not None:
         return text
@@ -245,12 +266,25 @@ def describe(kernel: object, c: int, target: str = "", kill_switch: str | None =
         return f"not launched (code {c})"
     if cat == E_EXPR:
         name = next((t for v, t in EXPR_ERRORS.values() if v == d), "invalid value")
-        return f"invalid arguments: {name} while computing the launch"
+        return f"invalid arguments: {name} while computing the launch" + (f", in {expression}" if expression else "")
+    axis = d & 3
+
+    def value(dims: Sequence[int] | None) -> str:
+        return f" ({dims[axis]})" if dims is not None and axis < 3 else ""
+
     if cat == E_GRID:
-        return f"grid {_AXES[d & 3]} exceeds the CUDA limit ({GRID_LIMITS[d] if d < 3 else GRID_LIMITS[2]})"
+        if d & DETAIL_NEGATIVE:
+            return f"grid {_AXES[axis]} is negative{value(grid)}"
+        return f"grid {_AXES[axis]} exceeds the CUDA limit ({GRID_LIMITS[min(axis, 2)]})"
     if cat == E_BLOCK:
-        return f"block {_AXES[d & 3]} is outside the target's limits"
+        if d & DETAIL_NEGATIVE:
+            return f"block {_AXES[axis]} is negative{value(block)}"
+        if d & DETAIL_ZERO:
+            return f"block {_AXES[axis]} is 0"
+        return f"block {_AXES[axis]} is outside the target's limits"
     if cat == E_SHARED_MEM:
+        if d & DETAIL_NEGATIVE:
+            return "dynamic shared memory is negative" + (f" ({shared_mem} bytes)" if shared_mem is not None else "")
         text = "dynamic shared memory exceeds the device's opt-in limit"
         if shared_mem is not None:
             text += f" ({shared_mem} bytes" + (f"; the limit is {max_shared_mem})" if max_shared_mem is not None
@@ -276,6 +310,102 @@ def describe(kernel: object, c: int, target: str = "", kill_switch: str | None =
     if cat == E_CUDA:
         return f"CUDA error {d}"
     return f"error (code {c})"
+
+
+def failed_expression(kernel: object, c: int, env: Mapping[str, int],
+                      device: Mapping[str, int] | None = None) -> str | None:
+    """Which of the kernel's expressions made outcome ``c`` an expression error, for ``env`` (the
+    argument values and the module's constants), as :func:`describe` names it: "grid x 'n // 0'",
+    "requires[0] 'n % d == 0'", "let tiles 'n // 0' (in grid x)", "argument n (...)". None
+    when ``c`` is not an expression error or no expression fails.
+
+    The expressions are evaluated in plan order, each on its own, up to where the plan checks
+    its status and stops: a u64 argument's conversion, each clause, then grid, block and shared
+    memory together, then the launch-time cluster. Of those that fail, the first with the error
+    of ``c`` is named (the plan keeps the highest error), else the first. ``device``: the
+    target's table (:func:`target_table`), for the device names."""
+    if c >= 0 or category(c) != E_EXPR:
+        return None
+    from kernelgen import expr  # the spec's trees; the plan itself takes evaluators
+
+    k: Any = kernel
+    clauses = steps(k)
+    cluster = tuple(k.launch.cluster or ()) if k.launch is not None else ()
+    trees = [*k.grid, *k.block, k.shared_mem, *(clause.expr for _, clause in clauses), *cluster]
+    used = set().union(*(t.names() for t in trees))
+    full = dict(env)
+    failed: list[tuple[str, int]] = []  # (what, its error), in plan order
+    for a in k.int_args:
+        v = full.get(a.name)
+        if a.name in used and isinstance(v, int) and v > pyexpr.INT64_MAX:
+            failed.append((f"argument {a.name} ({v} is over 2**63 - 1, the limit of 64-bit arithmetic)",
+                           pyexpr.OVERFLOW))
+            full[a.name] = 0
+    if device is not None:
+        full.update(device_env(device))
+        block, smem = [_value(expr, n, full) for n in k.block], _value(expr, k.shared_mem, full)
+        fit = all(isinstance(b, int) for b in block) and isinstance(smem, int)
+        full["kernel.blocks_per_sm"] = table_blocks_per_sm(device, block, smem) if fit else 0  # type: ignore[arg-type]
+
+    def check(where: str, text: str, tree: Any) -> None:
+        error = _error(expr, tree, full)
+        if error:
+            let = next((name for name, t in k.lets if _contains(tree, t) and _error(expr, t, full)), None)
+            shown = f"{where} '{text}'" if let is None else \
+                f"let {let} '{expr.to_text(dict(k.lets)[let])}' (in {where})"
+            failed.append((shown, error))
+
+    def pick() -> str | None:
+        return next((what for what, e in failed if e == detail(c)), failed[0][0]) if failed else None
+
+    for step, clause in clauses:
+        check(f"{step.family.attr}[{step.index}]", clause.text, clause.expr)
+        if failed:
+            return pick()
+        if bool(_value(expr, clause.expr, full)) == step.decides_when:
+            return None  # the plan stops here
+    if k.variants and full.get(k.variants.on) not in {v for v, _ in k.variants.symbols}:
+        return None
+    for axis, tree in zip("xyz", k.grid):
+        check(f"grid {axis}", expr.to_text(tree), tree)
+    for axis, tree in zip("xyz", k.block):
+        check(f"block {axis}", expr.to_text(tree), tree)
+    check("shared_mem", expr.to_text(k.shared_mem), k.shared_mem)
+    if not failed:
+        for axis, tree in zip("xyz", cluster):
+            check(f"cluster {axis}", expr.to_text(tree), tree)
+    return pick()
+
+
+def _error(expr: Any, tree: Any, env: Mapping[str, int]) -> int:
+    """The error evaluating ``tree`` alone gives (0: none, or a name without a value)."""
+    own = pyexpr.Status()
+    try:
+        expr.evaluate(tree, env, own)
+    except KeyError:
+        return 0
+    return own.code
+
+
+def _value(expr: Any, tree: Any, env: Mapping[str, int]) -> int | bool | None:
+    """``tree``'s value, or None where it cannot be evaluated."""
+    own = pyexpr.Status()
+    try:
+        v = expr.evaluate(tree, env, own)
+    except KeyError:
+        return None
+    return None if own.code else v
+
+
+def _contains(tree: Any, part: Any) -> bool:
+    """Whether expression ``part`` is written out in ``tree`` (as a let name is where it is used)."""
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if n == part:
+            return True
+        stack.extend(n.children())
+    return False
 
 
 def int_argument_problem(scalar: object, value: int) -> str | None:
@@ -349,6 +479,7 @@ def device_env(table: Mapping[str, int]) -> dict[str, int]:
 
 Evaluator = Callable[[pyexpr.Status, Mapping[str, int]], int]
 NONE3 = (0, 0, 0)
+NO_GEOMETRY = (None, None, None)  # an expression error's: no geometry was computed
 
 
 @dataclass(frozen=True)
@@ -376,7 +507,9 @@ def expect(
     launch: LaunchChecks | None = None,
     occupancy: Callable[[pyexpr.Status, Mapping[str, int]], tuple[tuple, int]] | None = None,
 ) -> tuple[int, tuple, tuple, int]:
-    """(code, grid, block, shared_mem) of a plan for ``env``, step for step as the C++ plan.
+    """(code, grid, block, shared_mem) of a plan for ``env``, step for step as the C++ plan;
+    an expression error has None for grid, block and shared memory (:data:`NO_GEOMETRY`), a
+    clause or the variant lookup that decides zeros.
 
     ``clauses``: (code, decides_when, evaluator) in plan order; ``u64``: u64 arguments that
     expressions use (converted to signed 64-bit, an overflow above 2**63 - 1); ``variant``:
@@ -406,14 +539,14 @@ def expect(
     for clause_code, decides_when, evaluate in clauses:
         holds = bool(evaluate(st, full))
         if st.code:
-            return code(E_EXPR, st.code, True), NONE3, NONE3, 0
+            return code(E_EXPR, st.code, True), NO_GEOMETRY, NO_GEOMETRY, None
         if holds == decides_when:
             return clause_code, NONE3, NONE3, 0
     if variant is not None and full[variant[0]] not in set(variant[1]):
         return code(NL_NO_VARIANT), NONE3, NONE3, 0
     grid, block, smem = geometry(st, full)
     if st.code:
-        return code(E_EXPR, st.code, True), NONE3, NONE3, 0
+        return code(E_EXPR, st.code, True), NO_GEOMETRY, NO_GEOMETRY, None
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
     outcome = geometry_code(grid, block, int(smem), *limits)
     if occupancy is not None and device is not None and outcome > 0 and category(outcome) == NL_EMPTY_GRID \
@@ -426,7 +559,7 @@ def expect(
         if callable(cluster):
             cluster = tuple(int(c) for c in cluster(st, full))
             if st.code:
-                return code(E_EXPR, st.code, True), NONE3, NONE3, 0
+                return code(E_EXPR, st.code, True), NO_GEOMETRY, NO_GEOMETRY, None
         table = device if device is not None else {"max_cluster_size": 8, "sm_count": 1}
         outcome = launch_code(grid, block, cluster, launch, blocks_per_sm, table)
     return outcome, grid, block, int(smem)
@@ -438,6 +571,7 @@ def codes_header() -> dict[str, object]:
         "not_launched": [(f"KG_NL_{k}", v, doc) for k, (v, doc) in NOT_LAUNCHED.items()],
         "errors": [(f"KG_E_{k}", v, doc) for k, (v, doc) in ERRORS.items()],
         "expr_errors": [(f"KG_EXPR_{k}", v, doc) for k, (v, doc) in EXPR_ERRORS.items()],
+        "detail_flags": [(f"KG_DETAIL_{k}", v, doc) for k, (v, doc) in DETAIL_FLAGS.items()],
         "grid_limits": GRID_LIMITS,
         "falls_through": [f"KG_E_{k}" for k in FALLS_THROUGH],
     }

@@ -9,6 +9,7 @@ alignment, tensor-map encoding) is not evaluated.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,11 +42,16 @@ def parse_values(items: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
+# The integers the specs take (kernelgen.yamlio): decimal, optionally negative, without '+', '_'
+# or leading zeros.
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)")
+# What a bool argument takes besides 0 and 1: the specs' spellings.
+_BOOLS = {"true": 1, "false": 0}
+SPELLING = "write integers in decimal, as the specs do (e.g. 4096 or -1; no 0x, '_', '+' or leading zeros)"
+
+
 def _integer(text: str) -> int | None:
-    try:
-        return int(text, 0)
-    except ValueError:
-        return None
+    return int(text) if _DECIMAL.fullmatch(text) else None
 
 
 def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str, list[str | None]],
@@ -78,14 +84,14 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
         assert scalar is not None
         vals: list[int | str] = []
         for text in texts:
-            low = text.lower()
-            v = {"true": 1, "false": 0}.get(low) if scalar.kind == "bool" else None
+            v = _BOOLS.get(text) if scalar.kind == "bool" else None
             if v is None:
-                v = _integer(low)
+                v = _integer(text)
             if v is None:
-                got = "float" if _is_float(low) else repr(text)
+                got = "float" if _is_float(text) and "_" not in text else repr(text)
                 expected = "a bool (true, false, 0 or 1)" if scalar.kind == "bool" else f"an integer ({scalar.name})"
-                raise KernelgenError(f"{what}: argument '{name}': expected {expected}, got {got}")
+                hint = f"; {SPELLING}" if _is_number(text) else ""
+                raise KernelgenError(f"{what}: argument '{name}': expected {expected}, got {got}{hint}")
             problem = plan.int_argument_problem(scalar, v)
             if problem:
                 raise KernelgenError(f"{what}: argument '{name}': {problem}")
@@ -100,6 +106,17 @@ def _is_float(text: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _is_number(text: str) -> bool:
+    """Whether Python reads ``text`` as a number in some spelling (0x10, 1_000, +5, 007)."""
+    if _is_float(text):
+        return True
+    try:
+        int(text, 0)
+        return True
+    except ValueError:
+        return bool(re.fullmatch(r"[-+]?[0-9][0-9_]*", text))
 
 
 MAX_SWEEP = 10000
@@ -178,11 +195,14 @@ def dtype_keys(chain: Fallback | None, kernels: Sequence[Kernel]) -> dict[str, l
     return {name: [next((e[a] for a in args if a in e), None) for e in elem_of] for name, args in groups}
 
 
-def describe(k: Kernel, c: int, t: Target | None = None, smem: int | None = None) -> str:
+def describe(k: Kernel, c: int, t: Target | None = None, smem: int | None = None, grid: tuple | None = None,
+             block: tuple | None = None, expression: str | None = None) -> str:
     """An outcome code as the Python module's reason words it (kernelgen.plan.describe, the
-    text of kg_rt_describe), "error: " before an error's."""
+    text of kg_rt_describe), "error: " before an error's; with what the plan computed (the
+    shared memory's bytes, a negative dimension's value, the expression that failed)."""
     text = plan.describe(k, c, t.name if t else "", None, shared_mem=smem,
-                         max_shared_mem=t.max_shared_mem_per_block_optin if t else None)
+                         max_shared_mem=t.max_shared_mem_per_block_optin if t else None, grid=grid, block=block,
+                         expression=expression)
     return text if c >= 0 else f"error: {text}"
 
 
@@ -211,7 +231,11 @@ def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
     env = {n: values[n] for n in needed(k)}
     c, grid, block, smem = cases.expected_plan(m, k, t, env)
     if c != plan.LAUNCHED:
-        return Outcome(c, describe(k, c, t, smem if plan.category(c) == plan.E_SHARED_MEM else None))
+        cat = plan.category(c)
+        computed = c < 0 and cat in (plan.E_GRID, plan.E_BLOCK, plan.E_SHARED_MEM)
+        failed = plan.failed_expression(k, c, env | dict(m.constants), plan.target_table(t))
+        return Outcome(c, describe(k, c, t, smem if computed and cat == plan.E_SHARED_MEM else None,
+                                   grid if computed else None, block if computed else None, failed))
     cl = cases.launch_checks_of(k, m).cluster
     if callable(cl):  # a launch-time cluster: the plan's own evaluator
         cl = cl(pyexpr.Status(), env | dict(m.constants))

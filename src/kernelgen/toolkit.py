@@ -67,6 +67,37 @@ def _version(nvcc: Path) -> str:
     return ""
 
 
+_GPU_ARCHES: dict[str, frozenset[str] | None] = {}
+
+
+def gpu_arches(nvcc: Path) -> frozenset[str] | None:
+    """The architecture numbers this nvcc builds ("75", "90", "121": the ``compute_NN`` names of
+    ``nvcc --list-gpu-arch``; an ``a`` or ``f`` suffix is built where its number is), asked once
+    per nvcc path; None when nvcc does not answer the option."""
+    key = str(nvcc)
+    if key not in _GPU_ARCHES:
+        try:
+            proc = subprocess.run([key, "--list-gpu-arch"], capture_output=True, text=True, timeout=30)
+            found = frozenset(w.removeprefix("compute_") for w in proc.stdout.split() if w.startswith("compute_"))
+            _GPU_ARCHES[key] = found if proc.returncode == 0 and found else None
+        except (OSError, subprocess.SubprocessError):
+            _GPU_ARCHES[key] = None
+    return _GPU_ARCHES[key]
+
+
+def arch_problem(tk: Toolkit, target_name: str, arch: str) -> str | None:
+    """Why this toolkit cannot build for ``arch`` (a target's, e.g. sm_90a), or None when it can
+    or cannot say (an nvcc without ``--list-gpu-arch``)."""
+    known = gpu_arches(tk.nvcc)
+    number = arch.removeprefix("sm_").rstrip("af")
+    if known is None or number in known:
+        return None
+    listed = ", ".join(f"sm_{n}" for n in sorted(known, key=lambda n: (len(n), n)))
+    return (f"target '{target_name}' has arch {arch}, which nvcc {tk.version or '(unknown version)'} ({tk.nvcc}, "
+            f"from {tk.source}) cannot build; it builds {listed} (nvcc --list-gpu-arch). To fix: build the "
+            f"other targets (-t), or use a CUDA toolkit that supports {arch} (CUDA_HOME or CUDACXX)")
+
+
 def _wheel_roots() -> list[Path]:
     """Toolkit roots provided by the nvidia-* wheels, when installed."""
     roots: list[Path] = []

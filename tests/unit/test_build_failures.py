@@ -162,3 +162,28 @@ def test_sass_reads_the_objects_the_builds_compile_commands_name(tmp_path: Path)
     ]))
     assert module_objects(tmp_path / "build", "hopper") == {"rowsum": live}
     assert module_objects(tmp_path / "build", "gb10") == {}
+
+
+def test_a_target_the_toolkit_cannot_build_stops_the_build_before_anything_is_configured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelgen import build, toolkit
+
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\n[ \"$1\" = --list-gpu-arch ] && printf 'compute_75\\ncompute_90\\ncompute_121\\n'\n")
+    nvcc.chmod(0o755)
+    tk = toolkit.Toolkit(nvcc, nvcc.parent.parent, "13.0", "PATH")
+    monkeypatch.setattr(build.Tools, "find", staticmethod(lambda opts, echo=print: SimpleNamespace(cuda=tk)))
+    built: list[str] = []
+    monkeypatch.setattr(build, "_build_one", lambda opts, t, tools, echo: built.append(t.name) or t.name)
+    opts = BuildOptions(tmp_path, tmp_path / "build", tmp_path / "bindings")
+    hopper, gb10 = SimpleNamespace(name="hopper", arch="sm_90a"), SimpleNamespace(name="gb10", arch="sm_121a")
+    volta = SimpleNamespace(name="volta", arch="sm_70")
+    with pytest.raises(BuildError) as info:
+        build.build_targets(opts, [hopper, volta], echo=lambda _: None)
+    assert str(info.value) == (
+        f"target 'volta' has arch sm_70, which nvcc 13.0 ({nvcc}, from PATH) cannot build; it builds sm_75, sm_90, "
+        "sm_121 (nvcc --list-gpu-arch). To fix: build the other targets (-t), or use a CUDA toolkit that supports "
+        "sm_70 (CUDA_HOME or CUDACXX)")
+    assert built == []  # not even the target before it
+    assert build.build_targets(opts, [hopper, gb10], echo=lambda _: None) == ["hopper", "gb10"]

@@ -60,3 +60,53 @@ def test_expect_checks_in_order_and_reports_expression_errors() -> None:
     assert plan.expect(clauses, {"n": 2**31 * 8, "d": 1}, **kw)[0] == plan.code(plan.E_GRID, 0, True)
     assert plan.expect(clauses, {"n": 2**64 - 8, "d": 1}, u64=["n"], **kw)[0] == plan.code(
         plan.E_EXPR, plan.pyexpr.OVERFLOW, True)
+
+
+# ---------------------------------------------------------------- below the range, not over it
+
+LIMITS = ((1024, 1024, 64), 1024, 49152)
+NEG, ZERO = plan.DETAIL_NEGATIVE, plan.DETAIL_ZERO
+
+
+def test_a_dimension_below_its_range_has_a_code_apart_from_one_over_it() -> None:
+    def geometry(grid=(8, 1, 1), block=(256, 1, 1), smem=0) -> int:
+        return plan.geometry_code(grid, block, smem, *LIMITS)
+
+    assert geometry(grid=(-1, 1, 1)) == plan.code(plan.E_GRID, 0 | NEG, True)
+    assert geometry(grid=(8, 1, -3)) == plan.code(plan.E_GRID, 2 | NEG, True)
+    assert geometry(grid=(2**31, 1, 1)) == plan.code(plan.E_GRID, 0, True)
+    assert geometry(grid=(0, 1, 1)) == plan.code(plan.NL_EMPTY_GRID, 0)
+    assert geometry(block=(256, -2, 1)) == plan.code(plan.E_BLOCK, 1 | NEG, True)
+    assert geometry(block=(256, 1, 0)) == plan.code(plan.E_BLOCK, 2 | ZERO, True)
+    assert geometry(block=(256, 1, 65)) == plan.code(plan.E_BLOCK, 2, True)
+    assert geometry(block=(64, 32, 1)) == plan.code(plan.E_BLOCK, 3, True)
+    assert geometry(smem=-1) == plan.code(plan.E_SHARED_MEM, NEG, True)
+    assert geometry(smem=49153) == plan.code(plan.E_SHARED_MEM, 0, True)
+    for c in (geometry(grid=(-1, 1, 1)), geometry(block=(0, 1, 1)), geometry(smem=-1)):
+        assert plan.falls_through(c), c  # still the device-limit errors a chain goes on after
+
+
+def test_a_dimension_below_its_range_is_described_as_what_it_is() -> None:
+    k = object()
+    grid, block = (5, -7, 1), (256, 1, -2)
+    assert plan.describe(k, plan.code(plan.E_GRID, 1 | NEG, True)) == "grid y is negative"
+    assert plan.describe(k, plan.code(plan.E_GRID, 1 | NEG, True), grid=grid) == "grid y is negative (-7)"
+    assert plan.describe(k, plan.code(plan.E_GRID, 2, True)) == "grid z exceeds the CUDA limit (65535)"
+    assert plan.describe(k, plan.code(plan.E_BLOCK, 2 | NEG, True), block=block) == "block z is negative (-2)"
+    assert plan.describe(k, plan.code(plan.E_BLOCK, 0 | ZERO, True)) == "block x is 0"
+    assert plan.describe(k, plan.code(plan.E_BLOCK, 0, True)) == "block x is outside the target's limits"
+    assert plan.describe(k, plan.code(plan.E_SHARED_MEM, NEG, True), shared_mem=-8) == \
+        "dynamic shared memory is negative (-8 bytes)"
+    assert plan.describe(k, plan.code(plan.E_SHARED_MEM, 0, True)) == \
+        "dynamic shared memory exceeds the device's opt-in limit"
+
+
+def test_an_expression_error_has_no_geometry() -> None:
+    def geometry(st, a):
+        return (plan.pyexpr.floordiv(st, a["n"], a["d"]), 1, 1), (256, 1, 1), 0
+
+    c, grid, block, smem = plan.expect([], {"n": 8, "d": 0}, geometry=geometry, limits=LIMITS)
+    assert (c, grid, block, smem) == (plan.code(plan.E_EXPR, plan.pyexpr.DIV_ZERO, True), (None,) * 3, (None,) * 3,
+                                      None)
+    assert plan.describe(object(), c, expression="grid x 'n // d'") == \
+        "invalid arguments: division by zero while computing the launch, in grid x 'n // d'"

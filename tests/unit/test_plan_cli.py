@@ -10,6 +10,7 @@ import pytest
 
 from kernelgen import cases
 from kernelgen.cli import main
+from kernelgen.errors import SpecError
 from kernelgen.loader import load_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,3 +138,76 @@ def test_the_fp8_chain_routes_by_rows_and_weight_tiles(capsys, target) -> None:
         assert rc == 0, out
         runs = [line.split()[0] for line in out.splitlines() if line.rstrip().endswith("<- runs")]
         assert runs == [f"{'fp8_linear' if expect.startswith('fp8_gemm') else 'fp8_gemv_rt'}.{expect}"], (rows, n, out)
+
+
+# ---------------------------------------------------------------- the values' spellings
+
+@pytest.mark.parametrize("value", ["0x10", "0o20", "0b10000", "1_000", "+16", "016", "1e3", " 16.0"])
+def test_a_number_the_specs_would_refuse_is_refused_saying_what_is_taken(capsys, value: str) -> None:
+    rc, out, err = plan(capsys, "fp8_gemm_tma", "rows=2", "n=4", f"k={value}")
+    assert rc == 2 and out == "", out
+    assert "argument 'k': expected an integer (u32), got " in err, err
+    assert "write integers in decimal, as the specs do" in err, err
+
+
+@pytest.mark.parametrize("value", ["0", "-0", "16", "4096"])
+def test_a_decimal_integer_is_taken(capsys, value: str) -> None:
+    rc, out, err = plan(capsys, "fp8_gemm_tma", "rows=2", "n=4", f"k={value}", "-t", "hopper")
+    assert rc == 0 and f"k={int(value)}" in out, (out, err)
+
+
+def test_the_cli_takes_the_integers_the_specs_take() -> None:
+    from kernelgen import plan_cli, yamlio
+    from kernelgen.errors import SourceLoc
+
+    for text in ["0", "-0", "7", "-7", "10", "4096", "-2147483648", "18446744073709551615", "007", "0x10", "1_000",
+                 "+5", "1e3", "1.0", "-", "", "--1", "٣"]:
+        try:
+            value = yamlio._scalar(SourceLoc("s.yaml", 1), text, None).value
+        except SpecError:  # a number the specs refuse to read
+            value = None
+        takes = isinstance(value, int) and not isinstance(value, bool)
+        assert (plan_cli._integer(text) is not None) == takes, text
+        if takes:
+            assert plan_cli._integer(text) == value, text
+
+
+BOOL_SPEC = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kernels:
+  flagged:
+    symbol: plain
+    summary: Flagged.
+    args: {x: const f32*, out: f32*, n: u32}
+    host_args: {flag: bool}
+    grid: [n, 1, 1]
+    block: [256, 1, 1]
+    applies_if: [flag == 1]
+    examples:
+      - {n: 4, flag: true}
+"""
+
+
+@pytest.mark.parametrize("value,outcome", [("true", "launched"), ("false", "not launched: flag == 1 is false"),
+                                           ("1", "launched"), ("0", "not launched: flag == 1 is false")])
+def test_a_bool_argument_takes_true_false_0_and_1(tmp_path: Path, capsys, value: str, outcome: str) -> None:
+    from tests.unit.test_launch_modes import project
+
+    rc = main(["--root", str(project(tmp_path, BOOL_SPEC)), "plan", "demo.flagged", "n=4", f"flag={value}",
+               "-t", "hopper"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"hopper (132 SMs): {outcome}" in out, out
+
+
+@pytest.mark.parametrize("value", ["True", "FALSE", "yes", "2", "0x1"])
+def test_a_bool_argument_refuses_other_spellings(tmp_path: Path, capsys, value: str) -> None:
+    from tests.unit.test_launch_modes import project
+
+    rc = main(["--root", str(project(tmp_path, BOOL_SPEC)), "plan", "demo.flagged", "n=4", f"flag={value}"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    wanted = "expected a bool (True, False, 0 or 1), got 2" if value == "2" else \
+        f"expected a bool (true, false, 0 or 1), got '{value}'"
+    assert f"demo.flagged: argument 'flag': {wanted}" in err, err

@@ -66,3 +66,46 @@ def test_missing_toolkit_is_one_error_that_says_how_to_get_one(no_system_toolkit
         toolkit.find_toolkit()
     assert "no CUDA toolkit (nvcc) found" in str(info.value)
     assert "pip install 'kernelgen[cuda]'" in str(info.value)
+
+
+# ---------------------------------------------------------------- the architectures nvcc builds
+
+ARCHES = "compute_75\ncompute_80\ncompute_90\ncompute_100\ncompute_120\ncompute_121\n"
+
+
+def nvcc_listing(root: Path, listing: str | None) -> toolkit.Toolkit:
+    """A toolkit whose nvcc answers --list-gpu-arch with ``listing`` (None: refuses the option),
+    counting its calls in root/calls."""
+    fake_toolkit(root)
+    nvcc = root / "bin" / "nvcc"
+    answer = f"printf '{listing}'" if listing is not None else "echo 'nvcc fatal : Unknown option' >&2; exit 1"
+    nvcc.write_text(f"#!/bin/sh\necho x >> {root / 'calls'}\n"
+                    f"case \"$1\" in --list-gpu-arch) {answer} ;; *) echo 'release 13.5, V13.5.37' ;; esac\n")
+    return toolkit.Toolkit(nvcc, root, "13.5", "CUDA_HOME")
+
+
+def test_the_arches_nvcc_builds_are_asked_once_per_nvcc(tmp_path: Path) -> None:
+    tk = nvcc_listing(tmp_path / "cuda", ARCHES)
+    assert toolkit.gpu_arches(tk.nvcc) == {"75", "80", "90", "100", "120", "121"}
+    assert toolkit.gpu_arches(tk.nvcc) == {"75", "80", "90", "100", "120", "121"}
+    assert (tmp_path / "cuda" / "calls").read_text().count("x") == 1
+    other = nvcc_listing(tmp_path / "other", "compute_70\n")
+    assert toolkit.gpu_arches(other.nvcc) == {"70"}
+
+
+@pytest.mark.parametrize("arch,ok", [("sm_90a", True), ("sm_121a", True), ("sm_100f", True), ("sm_80", True),
+                                     ("sm_70", False), ("sm_60", False), ("sm_89", False)])
+def test_a_target_arch_is_checked_against_what_nvcc_lists(tmp_path: Path, arch: str, ok: bool) -> None:
+    tk = nvcc_listing(tmp_path / "cuda", ARCHES)
+    problem = toolkit.arch_problem(tk, "old", arch)
+    assert (problem is None) == ok, problem
+    if not ok:
+        assert problem is not None and "\n" not in problem
+        assert problem.startswith(f"target 'old' has arch {arch}, which nvcc 13.5 ({tk.nvcc}, from CUDA_HOME) "
+                                  "cannot build; it builds sm_75, sm_80, sm_90, sm_100, sm_120, sm_121"), problem
+
+
+def test_an_nvcc_without_the_listing_is_not_second_guessed(tmp_path: Path) -> None:
+    tk = nvcc_listing(tmp_path / "cuda", None)
+    assert toolkit.gpu_arches(tk.nvcc) is None
+    assert toolkit.arch_problem(tk, "volta", "sm_70") is None

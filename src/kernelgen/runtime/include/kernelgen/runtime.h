@@ -367,22 +367,26 @@ inline int32_t check_launch(const kg_plan& p, int64_t max_threads, const int64_t
 inline int32_t check_block(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz, int64_t max_threads,
                            int64_t max_smem) {
   const int64_t block_limit[3] = {max_bx, max_by, max_bz};
-  for (int a = 0; a < 3; ++a)
-    if (p.block[a] < 1 || p.block[a] > block_limit[a]) return -KG_CODE(KG_E_BLOCK, a);
+  for (int a = 0; a < 3; ++a) {
+    if (p.block[a] < 0) return -KG_CODE(KG_E_BLOCK, a | KG_DETAIL_NEGATIVE);
+    if (p.block[a] == 0) return -KG_CODE(KG_E_BLOCK, a | KG_DETAIL_ZERO);
+    if (p.block[a] > block_limit[a]) return -KG_CODE(KG_E_BLOCK, a);
+  }
   if (p.block[0] * p.block[1] * p.block[2] > max_threads) return -KG_CODE(KG_E_BLOCK, 3);
-  if (p.shared_mem < 0 || p.shared_mem > max_smem) return -KG_CODE(KG_E_SHARED_MEM, 0);
+  if (p.shared_mem < 0) return -KG_CODE(KG_E_SHARED_MEM, KG_DETAIL_NEGATIVE);
+  if (p.shared_mem > max_smem) return -KG_CODE(KG_E_SHARED_MEM, 0);
   return KG_LAUNCHED;
 }
 
 // Checks computed geometry: a negative or over-limit grid dimension is an error, a zero
-// one is empty work; block and shared memory must fit the target. Mirrors
-// kernelgen.lower.geometry_code.
-// The same checks, in the same order, as kernelgen.plan.geometry_code.
+// one is empty work; block and shared memory must fit the target (a value below the range has
+// the detail flag KG_DETAIL_NEGATIVE or KG_DETAIL_ZERO). The same checks, in the same order, as
+// kernelgen.plan.geometry_code.
 inline int32_t check_geometry(const kg_plan& p, int64_t max_bx, int64_t max_by, int64_t max_bz,
                               int64_t max_threads, int64_t max_smem) {
   static constexpr int64_t kGridLimit[3] = {KG_GRID_LIMIT_X, KG_GRID_LIMIT_Y, KG_GRID_LIMIT_Z};
   for (int a = 0; a < 3; ++a)
-    if (p.grid[a] < 0) return -KG_CODE(KG_E_GRID, a);
+    if (p.grid[a] < 0) return -KG_CODE(KG_E_GRID, a | KG_DETAIL_NEGATIVE);
   for (int a = 0; a < 3; ++a)
     if (p.grid[a] == 0) return KG_CODE(KG_NL_EMPTY_GRID, a);
   for (int a = 0; a < 3; ++a)
