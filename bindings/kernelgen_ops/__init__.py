@@ -12,6 +12,7 @@ same for every project, beside ``_api.py`` and the project's ``_project.py``.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 from types import ModuleType
@@ -203,9 +204,30 @@ def strict() -> bool:
     return _api.STRICT
 
 
+def _built_modules() -> set[str]:
+    """The modules of every installed target's build (each build's ``MODULES``)."""
+    found: set[str] = set()
+    for t in available_targets():
+        found.update(getattr(importlib.import_module(f"{_PACKAGE}.{t}"), "MODULES", ()))
+    return found
+
+
+def _no_attribute(name: str, modules: set[str]) -> AttributeError:
+    near = difflib.get_close_matches(name, sorted(modules | set(__all__)), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    have = f" (its modules: {', '.join(sorted(modules))})" if modules else ""
+    return AttributeError(f"module {_PACKAGE!r} has no attribute or module {name!r}{have}{hint}")
+
+
 def __getattr__(name: str) -> ModuleType:
+    # Only the names of built modules resolve the target (which may raise TargetError without a
+    # GPU); any other name is an AttributeError, so hasattr() and getattr(pkg, name, default) work.
+    # With no build installed the modules are unknown: the target's TargetError says what to build.
     if name.startswith("_"):
-        raise AttributeError(name)
+        raise _no_attribute(name, set())
+    modules = _built_modules()
+    if modules and name not in modules:
+        raise _no_attribute(name, modules)
     t = target()
     try:
         mod = importlib.import_module(f"{_PACKAGE}.{t}.{name}")

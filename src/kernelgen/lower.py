@@ -37,7 +37,7 @@ class CArg:
     arg: Arg
     size_slot: int
     untyped: bool = False
-    shown: str = ""  # how a chain's docs spell an argument its members type differently ("const {T}*")
+    shown: str = ""  # how a chain's docs spell an argument its members type differently ("const f32|bf16*")
 
     @property
     def name(self) -> str:
@@ -417,24 +417,18 @@ def lower_chain(catalog: Catalog, module: Module, fb: Fallback, target: Target) 
     if keys:
         varying = {cargs[i].name for key in keys for i in key.args}
         cargs = [replace(c, untyped=True) if c.name in varying else c for c in cargs]
-    # Docs spell what the members type differently: a dispatcher by its axis ('const {T}*', '{T}'),
-    # a chain by the types its members take ('const f16|f32*').
-    axis_of = {n: axis for axis, names in fb.type_axes for n in names} if fb.dispatch else {}
+    # Docs spell what the members type differently by the types they take ('const f32|bf16*',
+    # 'f32|f64'), a dispatcher's arguments of a type axis included.
     shown = []
     for c in cargs:
         if not (c.untyped or c.name in widened):
             shown.append(c)
             continue
         if c.name in widened:
-            kinds = [own[c.name].name for own in member_scalars]
-            # the type axis whose value is the scalar's type in every instance
-            axis = next((ax for ax, _ in fb.type_axes if [dict(k.axis_values).get(ax) for _, k in kernels] == kinds),
-                        None) if fb.dispatch else None
-            text = f"{{{axis}}}" if axis else "|".join(dict.fromkeys(kinds))
+            text = "|".join(dict.fromkeys(own[c.name].name for own in member_scalars))
         else:
             elems = [b.elem.name for _, k in kernels for b in k.all_args if b.name == c.name and b.elem]
-            base = f"{{{axis_of[c.name]}}}" if c.name in axis_of else "|".join(dict.fromkeys(elems))
-            text = f"{'const ' if c.reads_only else ''}{base}*"
+            text = f"{'const ' if c.reads_only else ''}{'|'.join(dict.fromkeys(elems))}*"
         shown.append(replace(c, shown=text))
     cargs = shown
     cross = sorted({r.module for r in fb.members if r.module != module.name})

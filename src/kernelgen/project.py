@@ -25,7 +25,7 @@ from kernelgen.model import Catalog
 from kernelgen.names import DEFAULT
 
 SHELL_DIR = Path(__file__).parent / "runtime" / "python"
-SHELL_FILES = ("__init__.py", "_api.py")
+SHELL_FILES = ("__init__.py", "_api.py", "py.typed")
 
 
 def project_file(catalog: Catalog, root: Path | None) -> str:
@@ -41,17 +41,30 @@ def project_file(catalog: Catalog, root: Path | None) -> str:
     )
 
 
-def shell_files(catalog: Catalog, root: Path | None) -> dict[str, str]:
-    """The package's own files: ``{name: text}``."""
+def shell_files(catalog: Catalog, root: Path | None, folder: Path | None = None) -> dict[str, str]:
+    """The package's own files: ``{name: text}``. With the package's folder (its targets
+    installed), also each module's stub at the top, so that type checkers read ``from <package>
+    import <module>`` as the module (the stubs of the first target installed there; every
+    target's are the same text)."""
     files = {name: (SHELL_DIR / name).read_text(encoding="utf-8") for name in SHELL_FILES}
     files["_project.py"] = project_file(catalog, root)
     files[f"{catalog.naming.package}-config.cmake"] = package_config(catalog)
+    if folder is not None:
+        for t in catalog.targets:
+            stubs = sorted((folder / t.name).glob("*.pyi"))
+            if stubs:
+                files.update({p.name: p.read_text(encoding="utf-8") for p in stubs})
+                break
     return files
 
 
 def write_shell(folder: Path, files: dict[str, str]) -> list[str]:
-    """Writes the shell files into the package folder, each only when its text changed."""
+    """Writes the shell files into the package folder, each only when its text changed; a module
+    stub at the top that ``files`` no longer has (a module since removed) goes."""
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.pyi"):
+        if stale.name not in files:
+            stale.unlink()
     written = []
     for name, text in files.items():
         p = folder / name

@@ -385,7 +385,7 @@ def cmake_script(catalog: Catalog, staging: Path) -> str:
     """The CMake script a project's CMakeLists.txt includes for its wheel: the package that
     ``kernelgen cmake`` built and staged (targets and package shell), installed as it is."""
     package = catalog.naming.package
-    project.write_shell(staging / package, project.shell_files(catalog, None))
+    project.write_shell(staging / package, project.shell_files(catalog, None, staging / package))
     return "\n".join([
         "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
         # the trailing "/" inside the quotes: the folder's contents, not the folder itself

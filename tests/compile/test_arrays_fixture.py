@@ -235,6 +235,100 @@ print(m.scalars(o, o64, False, 1.0, 1.0, 1.0, 1.0, 0).reason)
     ]
 
 
+def test_numpy_bools_are_bools(built: Path) -> None:
+    """numpy.bool (numpy 1's numpy.bool_) is a bool argument's value, in launches and plans, and is
+    refused where an integer or a real number is expected, as a Python bool is."""
+    out = _run(built, """
+import numpy as np
+o = A('<f4', (4,)); o64 = A('<f8', (2,), ptr=2 << 20)
+check('np.bool_ flag', lambda: m.scalars(o, o64, np.bool_(True), 1.0, 1.0, 1.0, 1.0, 1))
+print(m.scalars.plan(flag=np.bool_(True), reps=0)['launched'], m.scalars.plan(flag=np.bool_(False), reps=0)['launched'])
+check('np.bool_ f32', lambda: m.scalars(o, o64, True, 1.0, 1.0, 1.0, np.bool_(True), 1))
+check('np.bool_ u32', lambda: m.scalars(o, o64, True, 1.0, 1.0, 1.0, 1.0, np.bool_(True)))
+""")
+    assert out == [
+        "np.bool_ flag passed the checks",
+        "True False",
+        "np.bool_ f32 ArgumentError f | expected f32, got numpy.bool",
+        "np.bool_ u32 ArgumentError reps | expected u32, got numpy.bool",
+    ], out
+
+
+def test_plans_need_only_the_integers_their_expressions_use(built: Path) -> None:
+    """plan() requires the integer arguments the plan's expressions read, as `kernelgen plan`
+    asks for; the others may be left out or given (None included); its docstring and
+    signature list them, and its errors name plan() and the argument's own type."""
+    out = _run(built, """
+import inspect
+print(m.narrow_ints.plan(n=1000, scale8=-3)['launched'], m.narrow_ints.plan(n=1000, scale8=0)['launched'],
+      m.narrow_ints.plan(n=1000, scale8=-3, flag=1, shift=None)['launched'])
+print(m.spelled_ints.plan(n=8)['sizes'])
+for call in (lambda: m.narrow_ints.plan(n=1000), lambda: m.narrow_ints.plan(n=1000, scale8=1, m=2),
+             lambda: m.scalars.plan(flag=True, reps=0, d=1.0), lambda: m.scalars.plan(flag=True, reps=0, h=1.0),
+             lambda: m.narrow_ints.plan(n=1000, scale8=1, flag=300)):
+    try:
+        call()
+    except TypeError as e:
+        print(type(e).__name__, e)
+print(inspect.signature(m.narrow_ints.plan), inspect.signature(m.plan_axpy))
+print(m.narrow_ints.plan.__doc__.splitlines()[-1])
+print(m.axpy.plan.__doc__.splitlines()[-1])
+""")
+    assert out == [
+        "True False True",
+        "{'x': 8, 'out': 8, 'count': 1}",
+        "TypeError plan of narrow_ints() missing required argument 'scale8'",
+        "TypeError plan of narrow_ints() got an unexpected keyword argument 'm'",
+        "TypeError plan of scalars() takes integer arguments only; got f64 'd'",
+        "TypeError plan of scalars() takes integer arguments only; got f16 'h'",
+        "ArgumentError narrow_ints: argument 'flag': 300 is out of range for u8 [0, 2**8-1]",
+        "(*, flag=None, scale8, n, shift=None) (*, n, T=None)",
+        "Arguments: flag (u8, not used by the plan: may be left out); scale8 (i8); n (u16); shift (i16, not used by "
+        "the plan: may be left out).",
+        "Arguments: n (u32); T (an element type name: 'f32', 'f16', 'bf16', 'f64'; left out: every instance is "
+        "considered).",
+    ], out
+
+
+def test_launchers_have_signatures_and_requires_errors_name_their_argument(built: Path) -> None:
+    """inspect.signature(launcher): the arguments in order, typed as the docstring spells them (a
+    nullable pointer `| None`); a requires clause that names one argument gives the ArgumentError
+    that argument, one naming several none; outcomes are immutable."""
+    out = _run(built, """
+import inspect
+print(inspect.signature(m.layer_norm))
+print(m.layer_norm.__doc__.splitlines()[0])
+check('act 5', lambda: m.apply_act(A('<f4', (1000,)), 5, 1000))
+check('cols > row_stride', lambda: m.row_sum(A('<f4', (10000,)), A('<f4', (8,)), 8, 65, 64))
+o = m.scalars(A('<f4', (4,)), A('<f8', (2,), ptr=2 << 20), False, 1.0, 1.0, 1.0, 1.0, 0)
+for change in (lambda: setattr(o, 'launched', True), lambda: delattr(o, 'reason')):
+    try:
+        change()
+    except AttributeError as e:
+        print(e)
+print(o.launched, m.scalars(A('<f4', (4,)), A('<f8', (2,), ptr=2 << 20), False, 1.0, 1.0, 1.0, 1.0, 0) is o)
+""")
+    assert out == [
+        "(x: 'const f32*', weight: 'const f32* | None', y: 'f32*', mean: 'f32* | None', rstd: 'f32* | None', "
+        "rows: 'u32', cols: 'u32', eps: 'f32', *, stream=None) -> 'Outcome'",
+        "(x: const f32*, weight: const f32* | None, y: f32*, mean: f32* | None, rstd: f32* | None, rows: u32, "
+        "cols: u32, eps: f32, *, stream=None) -> Outcome",
+        "act 5 ArgumentError act | requires act <= 2",
+        "cols > row_stride ArgumentError None | requires cols <= row_stride",
+        "Outcome is read-only (cannot change 'launched'): launchers return the same Outcome object from many calls",
+        "Outcome is read-only (cannot change 'reason'): launchers return the same Outcome object from many calls",
+        "False True",
+    ], out
+
+
+def test_the_package_is_typed(built: Path) -> None:
+    """The install carries PEP 561's py.typed and each module's stub beside the package's __init__,
+    so type checkers read `from kernelgen_ops import arrays` as the module's stub."""
+    pkg = built / "bindings" / "kernelgen_ops"
+    assert (pkg / "py.typed").is_file()
+    assert (pkg / "arrays.pyi").read_text() == (pkg / TARGET / "arrays.pyi").read_text()
+
+
 def test_narrow_integer_scalars_are_range_checked(built: Path) -> None:
     """u8, i8, u16 and i16 scalars take the integers their type holds, and refuse the ones beside
     its range with the argument's name; plans take them as integers in expressions."""
@@ -284,7 +378,7 @@ check('alpha str', lambda: m.axpy(1000, 'a', x, y))
 check('alpha float', lambda: m.axpy(1000, 0.5, x, y))
 """)
     assert out == [
-        "(n: u32, alpha: {T}, x: const {T}*, y: {T}*, *, stream=None) -> Outcome",
+        "(n: u32, alpha: f32|f16|bf16|f64, x: const f32|f16|bf16|f64*, y: f32|f16|bf16|f64*, *, stream=None) -> Outcome",
         "(n: u32, alpha: f16, x: const f16*, y: f16*, *, stream=None) -> Outcome",
         "axpy_bf16",
         "alpha str ArgumentError alpha | expected a number, got str",

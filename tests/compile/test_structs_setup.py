@@ -89,7 +89,7 @@ def test_stateless_functors_are_passed_by_the_launchers(built: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[:3] == [
-        "(x: const {T}*, out: {T}*, n: u32, *, stream=None) -> Outcome",
+        "(x: const bf16|f32*, out: bf16|f32*, n: u32, *, stream=None) -> Outcome",
         "(x: const f32*, out: f32*, n: u32, s: f32, *, stream=None) -> Outcome",
         "apply_silu_f32",
     ], res.stdout

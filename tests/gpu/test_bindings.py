@@ -604,12 +604,13 @@ def test_plan_call_shape(g, case):
     elif case == "positional":
         type_error(lambda: g.typed.plan(N), "plan of typed() takes 0 positional arguments but 1 were given")
     elif case == "missing":
-        type_error(lambda: g.typed.plan(**{k: v for k, v in ints.items() if k != "a_i64"}),
-                   "plan of typed() missing required argument 'a_i64'")
+        type_error(lambda: g.typed.plan(**{k: v for k, v in ints.items() if k != "n"}),
+                   "plan of typed() missing required argument 'n'")
     elif case == "unknown":
-        type_error(lambda: g.typed.plan(**ints, bogus=1), "typed() got an unexpected keyword argument 'bogus'")
+        type_error(lambda: g.typed.plan(**ints, bogus=1), "plan of typed() got an unexpected keyword argument 'bogus'")
     else:
-        type_error(lambda: g.typed.plan(**ints, stream=0), "typed() got an unexpected keyword argument 'stream'")
+        type_error(lambda: g.typed.plan(**ints, stream=0),
+                   "plan of typed() got an unexpected keyword argument 'stream'")
 
 
 def test_plan_range_checks_like_the_launcher(g):

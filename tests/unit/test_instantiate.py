@@ -593,7 +593,8 @@ def test_a_float_scalar_may_follow_a_type_axis(tmp_path: Path) -> None:
     pyi = files["generated/hopper/python/demo.pyi"]
     assert "alpha: float" in pyi
     # the docs spell what the members type differently: by the axis, or by the members' types
-    assert '"""(n: u32, alpha: {T}, x: const {T}*, y: {T}*, *, stream=None) -> Outcome' in pyi
+    assert '"""(n: u32, alpha: f32|f16|bf16|f64, x: const f32|f16|bf16|f64*, y: f32|f16|bf16|f64*, *, stream=None) ' \
+        '-> Outcome' in pyi
     assert '"""(x: f16|f32*, n: u32, eps: f16|f32, *, stream=None) -> Outcome' in pyi
 
 

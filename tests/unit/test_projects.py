@@ -484,6 +484,8 @@ def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) 
     staging = tmp_path / "stage with space"
     (staging / "wheelops" / "hopper").mkdir(parents=True)
     (staging / "wheelops" / "hopper" / "fixture_ops.so").write_bytes(b"\x7fELF")
+    (staging / "wheelops" / "hopper" / "fixture_ops.pyi").write_text("def f() -> None: ...\n")
+    (staging / "wheelops" / "removed_ops.pyi").write_text("")  # a module's stub from an earlier staging
     script = scaffold.cmake_script(catalog, staging)
     assert f'install(DIRECTORY "{staging / "wheelops"}/" DESTINATION wheelops' in script
     (tmp_path / "cm").mkdir()
@@ -496,6 +498,9 @@ def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) 
     subprocess.run([cmake, "--install", str(tmp_path / "b"), "--prefix", str(tmp_path / "p")], check=True,
                    capture_output=True, timeout=120)
     got = sorted(str(p.relative_to(tmp_path / "p")) for p in (tmp_path / "p").rglob("*") if p.is_file())
-    assert got == ["wheelops/__init__.py", "wheelops/_api.py", "wheelops/_project.py", "wheelops/hopper/fixture_ops.so",
+    # the modules' stubs also at the top (typed `from wheelops import fixture_ops`), a removed module's gone
+    assert got == ["wheelops/__init__.py", "wheelops/_api.py", "wheelops/_project.py", "wheelops/fixture_ops.pyi",
+                   "wheelops/hopper/fixture_ops.pyi", "wheelops/hopper/fixture_ops.so", "wheelops/py.typed",
                    "wheelops/wheelops-config.cmake"]
+    assert (tmp_path / "p" / "wheelops" / "fixture_ops.pyi").read_text() == "def f() -> None: ...\n"
     assert "TARGETS = {\"gb10\": (12, 1), \"hopper\": (9, 0)}\nROOT = None" in (tmp_path / "p/wheelops/_project.py").read_text()

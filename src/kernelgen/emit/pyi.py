@@ -6,7 +6,7 @@ Files per module: ``python/<module>.pyi``.
 from __future__ import annotations
 
 from kernelgen.emit.base import render, stamp
-from kernelgen.emit.python import launcher_doc, with_notes
+from kernelgen.emit.python import launcher_doc, plan_args, with_notes
 from kernelgen.lower import CArg, LKey, LModule
 from kernelgen.model import StructField
 
@@ -33,13 +33,16 @@ def field_annotation(f: StructField) -> str:
     return f"_kg_Sequence[{one}]" if f.count else one
 
 
-def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...],
+def _launcher(name: str, args: tuple[CArg, ...], summary: str, keys: tuple[LKey, ...], in_plan: frozenset[str],
               doc: str = "") -> dict[str, object]:
     pos = [a for a in args if not a.host]
     kw = [a for a in args if a.host]
     pyi = "".join(f"{a.name}: {annotation(a)}, " for a in pos)
     pyi += "*, " + "".join(f"{a.name}: {annotation(a)}, " for a in kw)
-    ints = [f"{a.name}: {annotation(a)}" for a in args if a.is_int] + [f"{k.name}: str | None = None" for k in keys]
+    # plan() takes the integer arguments its expressions use; the others may be left out (or None)
+    ints = [f"{a.name}: {annotation(a)}" if a.name in in_plan else f"{a.name}: {annotation(a)} | None = None"
+            for a in args if a.is_int]
+    ints += [f"{k.name}: str | None = None" for k in keys]
     return {"name": name, "doc_py": docstring(launcher_doc(summary, args, doc)), "pyi_params": pyi,
             "pyi_int_params": ("*, " + ", ".join(ints)) if ints else ""}  # keyword-only; none: no bare *
 
@@ -50,9 +53,9 @@ class _Module:
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
         self.structs = [{"name": st.name, "cpp": st.cpp, "fields": [(f.name, field_annotation(f)) for f in st.fields]}
                         for st in lm.structs]
-        self.launchers = [_launcher(k.name, k.args, k.summary, (), with_notes(k.doc, k.launch_notes))
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), plan_args(lm, k), with_notes(k.doc, k.launch_notes))
                           for k in lm.kernels]
-        self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys) for ch in lm.chains]
+        self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys, plan_args(lm, ch)) for ch in lm.chains]
 
 
 def render_module(lm: LModule) -> dict[str, str]:

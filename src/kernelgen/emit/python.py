@@ -9,27 +9,58 @@ Files per module: ``python/<module>.cpp``; per target: ``python/_runtime.cpp``,
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from kernelgen import names, types
 from kernelgen.emit import c
 from kernelgen.emit.base import ModuleView, View, render, stamp
 from kernelgen.escape import c_string
-from kernelgen.lower import CArg, LChain, LModule
+from kernelgen.lower import CArg, LChain, LKernel, LModule
 from kernelgen.model import Struct, StructField, Target
 from kernelgen.types import ScalarKind
 
 _VALUE_FIELD = {ScalarKind.UNSIGNED: "u", ScalarKind.SIGNED: "i", ScalarKind.FLOAT: "f", ScalarKind.BOOL: "u"}
 
 
+def doc_type(a: CArg) -> str:
+    """An argument's type in a launcher's docstring: the spec's type (a chain's: the types its
+    members take), ``| None`` added where a null pointer (None) is accepted."""
+    return a.doc_spelling + (" | None" if a.nullable else "")
+
+
 def launcher_doc(summary: str, args: tuple[CArg, ...], doc: str = "") -> str:
     """A launcher's docstring: its Python call signature (spec types), the summary, then the
     spec's longer doc when it has one."""
-    pos = ", ".join(f"{a.name}: {a.doc_spelling}" for a in args if not a.host)
-    kw = ", ".join(f"{a.name}: {a.doc_spelling}" for a in args if a.host)
+    pos = ", ".join(f"{a.name}: {doc_type(a)}" for a in args if not a.host)
+    kw = ", ".join(f"{a.name}: {doc_type(a)}" for a in args if a.host)
     parts = [pos] if pos else []
     parts += ["*", kw] if kw else ["*"]
     sig = f"({', '.join(parts)}, stream=None) -> Outcome"
     return f"{sig}\n\n{summary}" + (f"\n\n{doc}" if doc else "")
+
+
+def kernel_plan_names(k: LKernel) -> frozenset[str]:
+    """The names a kernel's plan reads: its grid, block, shared memory, clauses, array sizes,
+    launch-time cluster and variant choice (as kernelgen.cases.expression_names finds them in
+    the spec)."""
+    nodes = [*k.grid, *k.block, k.shared_mem, *(st.expr for st in k.steps), *(n for _, _, n in k.sizes)]
+    nodes += list(k.launch_cluster or ())
+    used = set().union(*(n.names() for n in nodes))
+    return frozenset(used | ({k.variant_on} if k.variant_on else set()))
+
+
+def plan_args(lm: LModule, launcher: LKernel | LChain) -> frozenset[str]:
+    """The integer arguments a launcher's plan() needs: those its plan expressions use (a chain's:
+    any member's), the values `kernelgen plan` asks for. A member in another module, whose
+    expressions are not at hand here, needs all its integer arguments."""
+    if isinstance(launcher, LKernel):
+        used = kernel_plan_names(launcher)
+    else:
+        own = {k.name: k for k in lm.kernels}
+        used = set()
+        for (mod, name), ints in zip(launcher.members, launcher.member_int_args):
+            used |= kernel_plan_names(own[name]) if mod == lm.name and name in own else set(ints)
+    return frozenset(a.name for a in launcher.args if a.is_int and a.name in used)
 
 
 def with_notes(doc: str, notes: tuple[str, ...]) -> str:
@@ -48,8 +79,19 @@ def value_read(a: CArg, i: int) -> str:
     return f"static_cast<{c.c_type(a)}>(v[{i}].{field})"
 
 
+@dataclass
 class PyArg(View):
     """An argument's row in the launcher's ArgSpec table."""
+
+    in_plan: bool = True  # an integer argument the launcher's plan expressions use
+
+    @property
+    def nullable_flag(self) -> int:
+        """ArgSpec::nullable: a pointer that may be null; an integer scalar the plan does not use
+        (plan() may leave it out)."""
+        if self.ir.is_pointer:
+            return 1 if self.ir.nullable else 0
+        return 1 if self.ir.is_int and not self.in_plan else 0
 
     @property
     def type_code(self) -> int:
@@ -67,14 +109,15 @@ class PyArg(View):
 
 
 def _launcher(lm: LModule, name: str, args: tuple[CArg, ...], summary: str, infos: list[str], is_chain: bool,
-              nsizes: int, chain: LChain | None = None, doc: str = "") -> dict[str, object]:
+              nsizes: int, chain: LChain | None = None, doc: str = "",
+              in_plan: frozenset[str] = frozenset()) -> dict[str, object]:
     keys = chain.keys if chain is not None else ()
     key_values = "".join(f"static_cast<uint32_t>(v[{len(args) + j}].u), " for j in range(len(keys)))
     pos = [a for a in args if not a.host]
     return {
         "name": name,
         "c": c.function_names(lm.name, name),
-        "args": [PyArg(a, lm) for a in args],
+        "args": [PyArg(a, lm, a.name in in_plan) for a in args],
         "value_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args)) + key_values,
         "value_int_args": "".join(f"{value_read(a, i)}, " for i, a in enumerate(args) if a.is_int) + key_values,
         "npositional": len(pos),
@@ -95,11 +138,11 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
         return f"{names.c_function(mod, kernel, 'info')}()"
 
     out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes),
-                     doc=with_notes(k.doc, k.launch_notes))
+                     doc=with_notes(k.doc, k.launch_notes), in_plan=plan_args(lm, k))
            for k in lm.kernels]
     for ch in lm.chains:
         infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])
-        out.append(_launcher(lm, ch.name, ch.args, ch.summary, infos, True, ch.nsizes, ch))
+        out.append(_launcher(lm, ch.name, ch.args, ch.summary, infos, True, ch.nsizes, ch, in_plan=plan_args(lm, ch)))
     return out
 
 

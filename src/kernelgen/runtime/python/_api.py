@@ -56,7 +56,8 @@ class NotLaunchedError(KernelError):
 
 
 class Outcome:
-    """What a launcher did. Launchers return cached instances; treat them as read-only.
+    """What a launcher did. Launchers return cached, shared instances, so outcomes are immutable:
+    setting or deleting an attribute raises AttributeError.
 
     ``bool(outcome)`` is ``outcome.launched``. When not launched, ``reason`` says why
     (the failed clause, empty work, the kill switch, or the kernel's absence on this
@@ -64,14 +65,44 @@ class Outcome:
     one that ran).
     """
 
-    __slots__ = ("code", "kernel", "launched", "module", "reason")
+    __slots__ = ("_code", "_kernel", "_launched", "_module", "_reason")
 
     def __init__(self, module: str, kernel: str, launched: int, code: int, reason: str) -> None:
-        self.module = module
-        self.kernel = kernel
-        self.launched = bool(launched)
-        self.code = code
-        self.reason = reason or None
+        if hasattr(self, "_code"):  # __init__ called again on a shared outcome
+            self._refuse("code")
+        for name, value in (("_module", module), ("_kernel", kernel), ("_launched", bool(launched)),
+                            ("_code", code), ("_reason", reason or None)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def module(self) -> str:
+        return self._module
+
+    @property
+    def kernel(self) -> str:
+        return self._kernel
+
+    @property
+    def launched(self) -> bool:
+        return self._launched
+
+    @property
+    def code(self) -> int:
+        return self._code
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def _refuse(self, name: str) -> None:
+        raise AttributeError(f"Outcome is read-only (cannot change {name!r}): launchers return the same "
+                             "Outcome object from many calls")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        self._refuse(name)
+
+    def __delattr__(self, name: str) -> None:
+        self._refuse(name)
 
     def __bool__(self) -> bool:
         return self.launched
@@ -80,3 +111,23 @@ class Outcome:
         if self.launched:
             return f"<Outcome {self.module}.{self.kernel}: launched>"
         return f"<Outcome {self.reason}>"
+
+
+def _launcher_signature(names: tuple[str, ...], npositional: int, doc: str) -> object:
+    """A launcher's ``__signature__``: its arguments in order (the first ``npositional`` positional
+    or keyword, the rest keyword-only), then ``stream=None``, annotated with the spec types its
+    docstring's first line spells (``(x: const f32*, n: u32, *, stream=None) -> Outcome``)."""
+    import inspect
+
+    spelled: dict[str, str] = {}
+    first = doc.split("\n", 1)[0]
+    if first.startswith("(") and ") -> " in first:
+        for part in first[1:first.rindex(") -> ")].split(", "):
+            name, sep, text = part.partition(": ")
+            if sep:
+                spelled[name] = text
+    p = inspect.Parameter
+    params = [p(n, p.POSITIONAL_OR_KEYWORD if i < npositional else p.KEYWORD_ONLY,
+                annotation=spelled.get(n, p.empty)) for i, n in enumerate(names)]
+    params.append(p("stream", p.KEYWORD_ONLY, default=None))
+    return inspect.Signature(params, return_annotation="Outcome")

@@ -205,6 +205,24 @@ int call_int(PyObject* o, PyObject* method, int64_t* out) {
   return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+// A torch tensor outside CUDA memory: the error names its device type (tensor.device.type), "cpu"
+// as CPU memory, any other as itself ("meta", "mps", ...).
+int not_cuda_tensor(const LauncherSpec* s, const ArgSpec* a, PyObject* o) {
+  PyObject* device = PyObject_GetAttrString(o, "device");
+  PyObject* type = device != nullptr ? PyObject_GetAttrString(device, "type") : nullptr;
+  const char* name = type != nullptr && PyUnicode_Check(type) ? PyUnicode_AsUTF8(type) : nullptr;
+  char d[200];
+  if (name == nullptr || std::strcmp(name, "cpu") == 0) {
+    std::snprintf(d, sizeof d, "tensor is in CPU memory; a CUDA tensor is needed");
+  } else {
+    std::snprintf(d, sizeof d, "tensor is on device type '%.40s', not in CUDA memory; a CUDA tensor is needed", name);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(device);
+  PyErr_Clear();
+  return arg_error(s, a, "%s", d);
+}
+
 // The Python path of torch tensors, taken where the C++ reader declines (or is absent) and for
 // every tensor with something wrong: it also explains what.
 int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
@@ -233,9 +251,15 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
     return arg_error(s, a, "%s", d);
   }
   Py_DECREF(dtype);
+  PyObject* is_cuda = PyObject_GetAttr(o, g.s_is_cuda);
+  if (is_cuda == nullptr) return producer_error(s, a, "tensor.is_cuda");
+  const int on_cuda = PyObject_IsTrue(is_cuda);
+  Py_DECREF(is_cuda);
+  if (on_cuda < 0) return producer_error(s, a, "tensor.is_cuda");
+  if (!on_cuda) return not_cuda_tensor(s, a, o);
   int64_t dev = 0;
   if (call_int(o, g.s_get_device, &dev) < 0) return producer_error(s, a, "tensor.get_device()");
-  if (dev < 0) return arg_error(s, a, "%s", "tensor is in CPU memory; a CUDA tensor is needed");
+  if (dev < 0) return not_cuda_tensor(s, a, o);
   if (check_device(s, a, dev, cs) < 0) return -1;
   PyObject* c = PyObject_CallMethodNoArgs(o, g.s_is_contiguous);
   if (c == nullptr) return producer_error(s, a, "tensor.is_contiguous()");

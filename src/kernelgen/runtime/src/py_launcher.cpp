@@ -7,8 +7,10 @@
 // the launched path beyond what CPython's own calls allocate.
 #include "py_internal.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include <structmember.h>
 
@@ -25,6 +27,7 @@ struct Launcher {
   PyObject** names;            // interned argument names
   PyObject** launched;         // cached "launched" outcomes per kernel
   PyObject* outcomes;          // dict: (kernel index, code) -> Outcome
+  PyObject* plan;              // the bound plan method, with this launcher's signature and doc
 };
 
 // Matches positional and keyword arguments to slots. `stream` is a keyword of every launcher.
@@ -76,18 +79,21 @@ int bind(Launcher* self, PyObject* const* args, size_t nargsf, PyObject* kwnames
         *stream = value;
         continue;
       }
-      PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", s->name, key);
+      PyErr_Format(PyExc_TypeError, "%s%s() got an unexpected keyword argument '%U'", ints_only ? "plan of " : "",
+                   s->name, key);
       return -1;
     }
     if (slots[found] != nullptr) {
-      PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", s->name, s->args[found].name);
+      PyErr_Format(PyExc_TypeError, "%s%s() got multiple values for argument '%s'", ints_only ? "plan of " : "",
+                   s->name, s->args[found].name);
       return -1;
     }
     slots[found] = value;
   }
   for (int32_t i = 0; i < s->nargs; ++i) {
     const ArgSpec& a = s->args[i];
-    const bool needed = ints_only ? (a.kind == kScalar && !is_float_scalar(a)) : true;
+    // plan() needs the integer arguments its expressions read; the others may be left out.
+    const bool needed = ints_only ? (a.kind == kScalar && !is_float_scalar(a) && !plan_optional(a)) : true;
     if (needed && slots[i] == nullptr) {
       PyErr_Format(PyExc_TypeError, "%s%s() missing required argument '%s'", ints_only ? "plan of " : "", s->name,
                    a.name);
@@ -135,6 +141,34 @@ PyObject* outcome(Launcher* self, int32_t kidx, int32_t code) {
   return o;
 }
 
+// The one argument that requires clause `clause` of kernel `k` names (ArgumentError.argument), or
+// nullptr when the clause names none or several (device.* and kernel.* names are not arguments).
+const char* clause_argument(const kg_kernel_info* k, int32_t clause) {
+  if (k == nullptr || k->args == nullptr || k->requires_ == nullptr || clause < 0 || clause >= k->n_requires) {
+    return nullptr;
+  }
+  const char* text = k->requires_[clause];
+  const char* found = nullptr;
+  for (const char* p = text; *p != '\0';) {
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if (!word(*p)) {
+      ++p;
+      continue;
+    }
+    const char* start = p;
+    while (word(*p)) ++p;
+    const bool number = std::isdigit(static_cast<unsigned char>(*start)) != 0;
+    if (number || (start > text && start[-1] == '.') || *p == '.') continue;  // 1e5, device.sm_count
+    const size_t len = static_cast<size_t>(p - start);
+    for (int32_t i = 0; i < k->n_args; ++i) {
+      if (std::strlen(k->args[i]) != len || std::strncmp(k->args[i], start, len) != 0) continue;
+      if (found != nullptr && std::strcmp(found, k->args[i]) != 0) return nullptr;
+      found = k->args[i];
+    }
+  }
+  return found;
+}
+
 PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
   char reason[512];
   kg_rt_describe(k, code, reason, sizeof reason);
@@ -145,6 +179,7 @@ PyObject* raise_for(Launcher* self, const kg_kernel_info* k, int32_t code) {
     type = g.not_launched;
   } else if (cat == KG_E_REQUIRES || cat == KG_E_EXPR) {
     type = g.argument_error;
+    if (cat == KG_E_REQUIRES) argument = clause_argument(k, KG_DETAIL(code));
   } else if (cat == KG_E_DEVICE_SCALAR) {
     type = g.argument_error;
     if (k != nullptr && k->args != nullptr && KG_DETAIL(code) < k->n_args) argument = k->args[KG_DETAIL(code)];
@@ -421,10 +456,13 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
     const ArgSpec& a = s->args[i];
     if (slots[i] == nullptr) continue;
     if (a.kind != kScalar || is_float_scalar(a)) {
-      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s '%s'", s->name,
-                   a.kind == kPointer ? "pointer" : a.kind == kStruct ? "struct" : "f32", a.name);
+      // the argument's own type: a pointer, a struct or a float scalar (f16, bf16, f32, f64)
+      PyErr_Format(PyExc_TypeError, "plan of %s() takes integer arguments only; got %s%s '%s'", s->name,
+                   a.kind == kPointer ? "pointer" : a.kind == kStruct ? "struct " : "",
+                   a.kind == kPointer ? "" : a.kind == kStruct ? s->structs[a.type].name : kScalars[a.type].name, a.name);
       return nullptr;
     }
+    if (plan_optional(a) && slots[i] == Py_None) continue;  // unused by the plan: None is leaving it out
     if (convert_scalar(s, &a, slots[i], &values[i]) < 0) return nullptr;
   }
   kg_plan p{};
@@ -458,6 +496,7 @@ void launcher_dealloc(PyObject* obj) {
   auto* self = reinterpret_cast<Launcher*>(obj);
   Py_XDECREF(self->outcomes);
   Py_XDECREF(self->module_name);
+  Py_XDECREF(self->plan);
   Py_TYPE(obj)->tp_free(obj);  // names and launched outcomes live as long as the process
 }
 
@@ -487,16 +526,61 @@ PyObject* get_args(PyObject* obj, void*) {
   return t;
 }
 
-PyMethodDef launcher_methods[] = {
-    {"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_method)),
-     METH_FASTCALL | METH_KEYWORDS,
-     "plan(**integer_args) -> dict: grid, block, shared_mem, whether (or why not) the kernel would launch, "
-     "and sizes (element count of each sized array argument); needs no GPU."},
-    {nullptr, nullptr, 0, nullptr}};
+PyObject* get_plan(PyObject* obj, void*) {
+  PyObject* plan = reinterpret_cast<Launcher*>(obj)->plan;
+  Py_INCREF(plan);
+  return plan;
+}
+
+// inspect.signature(launcher): the call's parameters in order (kernel arguments positional or by
+// keyword, host arguments and stream keyword-only), annotated with the docstring's spec types.
+PyObject* get_signature(PyObject* obj, void*) {
+  auto* self = reinterpret_cast<Launcher*>(obj);
+  PyObject* names = get_args(obj, nullptr);
+  if (names == nullptr) return nullptr;
+  PyObject* sig = PyObject_CallMethod(g.api, "_launcher_signature", "Ois", names, self->spec->npositional,
+                                      self->spec->doc);
+  Py_DECREF(names);
+  return sig;
+}
+
+// plan()'s docstring, its first line a text signature (as CPython's builtins spell it) so that
+// help() and inspect.signature show the arguments it takes: the integer arguments, those its
+// expressions do not use defaulting to None, then the dtype keys.
+std::string plan_doc(const LauncherSpec* s) {
+  std::string params, listed;
+  for (int32_t i = 0; i < s->nargs; ++i) {
+    const ArgSpec& a = s->args[i];
+    if (a.kind != kScalar || is_float_scalar(a)) continue;
+    params += std::string(", ") + a.name + (plan_optional(a) ? "=None" : "");
+    listed += std::string(listed.empty() ? "" : "; ") + a.name + " (" + kScalars[a.type].name +
+              (plan_optional(a) ? ", not used by the plan: may be left out)" : ")");
+  }
+  for (int32_t k = 0; k < s->nkeys; ++k) {
+    params += std::string(", ") + s->keys[k].name + "=None";
+    std::string names;
+    for (int32_t m = 0; m + 1 < s->nkernels; ++m) {
+      const uint8_t e = s->member_types[m * s->nkeys + k];
+      const std::string quoted = std::string("'") + kElems[e].name + "'";
+      if (e != 0 && names.find(quoted) == std::string::npos) names += (names.empty() ? "" : ", ") + quoted;
+    }
+    listed += std::string(listed.empty() ? "" : "; ") + s->keys[k].name + " (an element type name: " + names +
+              "; left out: every instance is considered)";
+  }
+  std::string doc = "plan($self, /" + (params.empty() ? std::string() : ", *" + params) + ")\n--\n\n";
+  doc += std::string("The launch plan of ") + s->name +
+         "() for these integer arguments, without a GPU: a dict of grid, block, shared_mem, launched, code, "
+         "reason (why not, when not launched), kernel, variant and sizes (the element count of each sized array "
+         "argument).";
+  if (!listed.empty()) doc += "\n\nArguments: " + listed + ".";
+  return doc;
+}
 
 PyGetSetDef launcher_getset[] = {
     {"__doc__", get_doc, nullptr, nullptr, nullptr},
     {"__name__", get_name, nullptr, nullptr, nullptr},
+    {"__signature__", get_signature, nullptr, nullptr, nullptr},
+    {"plan", get_plan, nullptr, "the launch plan for integer arguments (see its own docstring)", nullptr},
     {"arg_names", get_args, nullptr, "argument names, kernel arguments first, then host arguments", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
@@ -507,7 +591,6 @@ PyTypeObject* launcher_type() {
       {Py_tp_dealloc, reinterpret_cast<void*>(launcher_dealloc)},
       {Py_tp_repr, reinterpret_cast<void*>(launcher_repr)},
       {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-      {Py_tp_methods, launcher_methods},
       {Py_tp_getset, launcher_getset},
       {0, nullptr}};
   static PyMemberDef members[] = {
@@ -545,6 +628,7 @@ int add_launcher(PyObject* module, const LauncherSpec* spec) {
   self->names = new PyObject*[spec->nargs > 0 ? spec->nargs : 1];
   self->launched = new PyObject*[spec->nkernels];
   self->outcomes = PyDict_New();
+  self->plan = nullptr;
   if (self->module_name == nullptr || self->outcomes == nullptr) {
     Py_DECREF(self);
     return -1;
@@ -557,8 +641,17 @@ int add_launcher(PyObject* module, const LauncherSpec* spec) {
     self->launched[i] = make_outcome(self, i, KG_LAUNCHED);
     if (self->launched[i] == nullptr) return -1;
   }
-  PyObject* plan = PyObject_GetAttrString(reinterpret_cast<PyObject*>(self), "plan");
-  if (plan == nullptr) return -1;
+  // plan: a method of this launcher alone, whose docstring and signature list its arguments
+  // (like the launcher, it lives as long as the process).
+  const std::string doc = plan_doc(spec);
+  char* doc_text = new char[doc.size() + 1];
+  std::memcpy(doc_text, doc.c_str(), doc.size() + 1);
+  auto* def = new PyMethodDef{"plan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_method)),
+                              METH_FASTCALL | METH_KEYWORDS, doc_text};
+  self->plan = PyCFunction_NewEx(def, reinterpret_cast<PyObject*>(self), self->module_name);
+  if (self->plan == nullptr) return -1;
+  PyObject* plan = self->plan;
+  Py_INCREF(plan);
   char plan_name[200];
   std::snprintf(plan_name, sizeof plan_name, "plan_%s", spec->name);
   if (PyModule_AddObject(module, plan_name, plan) < 0) {

@@ -41,6 +41,13 @@ uint16_t round_to_16(double d, int mant) {
   return static_cast<uint16_t>(sign | bits);
 }
 
+// numpy's bool scalar (numpy 2's numpy.bool, numpy 1's numpy.bool_), known by its type's name so
+// that numpy need not be imported: it is neither an int nor (in numpy 2) an index.
+bool is_numpy_bool(PyObject* o) {
+  const char* name = Py_TYPE(o)->tp_name;
+  return std::strcmp(name, "numpy.bool") == 0 || std::strcmp(name, "numpy.bool_") == 0;
+}
+
 }  // namespace
 
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
@@ -48,6 +55,12 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
   if (info.kind == kBool) {  // True/False, or the integers 0 and 1 (what plans and clauses see)
     if (PyBool_Check(o)) {
       out->u = o == Py_True ? 1 : 0;
+      return 0;
+    }
+    if (is_numpy_bool(o)) {
+      const int truth = PyObject_IsTrue(o);
+      if (truth < 0) return -1;
+      out->u = static_cast<uint64_t>(truth);
       return 0;
     }
     if (!PyFloat_Check(o)) {
@@ -66,6 +79,7 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
     return arg_error(s, a, "expected a bool (True, False, 0 or 1), got %s", type_name(o));
   }
   if (PyBool_Check(o)) return arg_error(s, a, "expected %s, got bool", info.name);
+  if (is_numpy_bool(o)) return arg_error(s, a, "expected %s, got numpy.bool", info.name);
   if (info.kind == kFloat) {
     // Any real number: float, int, numpy scalars (through __float__ or __index__).
     PyNumberMethods* nb = Py_TYPE(o)->tp_as_number;
@@ -377,7 +391,10 @@ int fill_struct(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, c
   char list[300], where[200], detail[700];
   const bool mapping = PyDict_Check(o) || (!PyUnicode_Check(o) && PyObject_HasAttrString(o, "keys") &&
                                            PyObject_HasAttrString(o, "__getitem__"));
-  if (PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || o == Py_None) {
+  // Numbers, text, None and plain sequences (a tuple or list of the field values: which value is
+  // which field is not said) are no struct. A namedtuple is an object with the fields.
+  if (PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || o == Py_None || PyTuple_CheckExact(o) ||
+      PyList_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o)) {
     field_list(st, list, sizeof list);
     nested_where(prefix, where, sizeof where);
     std::snprintf(detail, sizeof detail, "%sexpected struct %s: a mapping or an object with the fields %s, got %s",
