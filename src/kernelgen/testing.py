@@ -18,13 +18,13 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
-__all__ = ["built_module", "built_target", "ccache_stats", "fake_pointer", "not_built_reason", "private_sccache",
-           "project_root", "sccache_counts", "sccache_stats"]
+__all__ = ["built_module", "built_target", "ccache_stats", "expected_sizes", "fake_pointer", "kill_switches_unset",
+           "not_built_reason", "private_sccache", "project_root", "sccache_counts", "sccache_stats"]
 
 
 def project_root(package: str | None = None, start: str | Path | None = None) -> Path | None:
@@ -149,6 +149,56 @@ class FakeCudaArray:
     @property
     def __cuda_array_interface__(self) -> dict:
         return dict(self._cai)
+
+
+def expected_sizes(sizes: Iterable[tuple[str, Callable[[object, Mapping[str, int]], int]]], args: Mapping[str, int],
+                   u64: Iterable[str] = ()) -> dict[str, int] | None:
+    """What a plan's ``sizes`` holds for ``args``, as the plan's C++ computes it: each sized array
+    argument's element count from ``sizes`` ((argument, evaluator) pairs: the spec's size
+    expressions as the generated tests write them, over a :class:`kernelgen.pyexpr.Status` and
+    the arguments), the negative ones left out; None when any of them fails (overflow, division by
+    zero, a shift out of range), or a ``u64`` argument (one that expressions use) is above
+    2**63 - 1."""
+    from kernelgen import pyexpr
+
+    st = pyexpr.Status()
+    env = dict(args)
+    for name in u64:
+        env[name] = pyexpr.from_u64(st, env[name])
+    counts = {name: int(evaluate(st, env)) for name, evaluate in sizes}
+    if st.code:
+        return None
+    return {name: n for name, n in counts.items() if n >= 0}
+
+
+@contextlib.contextmanager
+def kill_switches_unset(package: str, target: str, modules: Iterable[str]) -> Iterator[list[str]]:
+    """For the duration: the kill switches of ``<package>.<target>.<module>`` for each of ``modules``
+    (their ``KILL_SWITCH``; modules that cannot be imported are left out) unset in this process's
+    environment, and re-read by every loaded library (``<package>.refresh()``); afterwards the
+    environment as it was, re-read again, so that the launchers' state agrees with it. Yields the
+    switches' names. The generated contract tests run inside it: they expect launchers that no
+    kill switch turns off, whatever the environment sets."""
+    names: set[str] = set()
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            switch = getattr(importlib.import_module(f"{package}.{target}.{module}"), "KILL_SWITCH", None)
+            if switch:
+                names.add(switch)
+    refresh = importlib.import_module(package).refresh
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        for name in names:
+            os.environ.pop(name, None)
+        refresh()
+        yield sorted(names)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        refresh()
 
 
 def ccache_stats(env: dict[str, str]) -> dict[str, int]:

@@ -156,6 +156,31 @@ class ContractKernel(View):
         return out
 
     @property
+    def sizes_py(self) -> list[str]:
+        """(argument, its size expression as an evaluator) per sized array argument, in the
+        order of the plan's size slots: what the built plan's "sizes" is compared with."""
+        return [f"({name!r}, lambda _st, _a: {self._py(n)})" for _, name, n in self.ir.sizes]
+
+    @property
+    def sized_arrays_py(self) -> list[str]:
+        """(argument, typestr, element count of one typestr item, lanes of one element) per sized
+        array argument (device scalars aside: a test of their own): how a fake array of the
+        argument's element type is made a given number of elements long."""
+        sized = {name for _, name, _ in self.ir.sizes}
+        out = []
+        for a in self.ir.args:
+            if a.name not in sized or a.device:
+                continue
+            e = a.array_elem
+            if e.any_dtype:
+                typestr, per = "|u1", 1  # counted in bytes
+            else:
+                enc = next((t for t in e.typestr if t.per_item == 1), e.typestr[0])
+                typestr, per = enc.typestr, enc.per_item
+            out.append(f"({a.name!r}, {typestr!r}, {per}, {e.lanes})")
+        return out
+
+    @property
     def struct_args(self) -> list[tuple[str, str]]:
         """(argument, its struct's first field) per struct argument."""
         return [(a.name, a.struct.fields[0].name) for a in self.ir.args if a.struct is not None]
@@ -198,6 +223,16 @@ class ContractModule(ModuleView):
     @property
     def uses_device(self) -> bool:
         return any(k.uses_device for k in self.lm.kernels if k.present)
+
+    @property
+    def switch_modules_py(self) -> str | None:
+        """The modules whose kill switches the tests must see unset: this one, and the other
+        modules of its chains' members (their plans decide the chains' outcomes); None when no
+        launcher the tests call reads a kill switch."""
+        others = sorted({mod for c in self.lm.chains for mod, _ in c.members} - {self.lm.name})
+        if not (self.lm.kill_switch or others):
+            return None
+        return repr([self.lm.name, *others])
 
 
 def test_file(module: str, target: str) -> str:
