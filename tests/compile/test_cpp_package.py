@@ -3,7 +3,10 @@ COMPONENTS <target>)` over the install folder gives the imported library <packag
 the C++ API headers (and a struct's header, with the project's headers it includes), and the
 program compiles, links and runs against it without kernelgen: plans answer without a GPU, and a
 launch without one reports an error rather than launching. Also the messages for a target that is
-not built and one the project lacks."""
+not built and one the project lacks, and a second project's library in the same program: each
+library's plans read its own device table whatever the link order, two projects' C headers of one
+module name are included together, and a program linking two targets of one project fails to
+configure."""
 
 from __future__ import annotations
 
@@ -56,17 +59,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "bindings"
 
 
-def _configure(tmp_path: Path, prefix: Path, components: str) -> subprocess.CompletedProcess[str]:
+def _configure(tmp_path: Path, prefix: Path | str, components: str, cmakelists: str = CMAKELISTS,
+               sources: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     src = tmp_path / "consumer"
     src.mkdir(exist_ok=True)
-    (src / "CMakeLists.txt").write_text(CMAKELISTS.replace("@COMPONENTS@", components))
-    (src / "main.cpp").write_text(MAIN)
+    (src / "CMakeLists.txt").write_text(cmakelists.replace("@COMPONENTS@", components))
+    for name, text in (sources or {"main.cpp": MAIN}).items():
+        (src / name).write_text(text)
     cmake = shutil.which("cmake")
     assert cmake, "cmake"
     return subprocess.run(
         [cmake, "-S", str(src), "-B", str(src / "build"), f"-DCMAKE_PREFIX_PATH={prefix}",
          f"-DCUDAToolkit_ROOT={toolkit.find_toolkit().root}"],
         capture_output=True, text=True, timeout=300)
+
+
+def _build_and_run(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    build = tmp_path / "consumer" / "build"
+    res = subprocess.run([shutil.which("cmake") or "cmake", "--build", str(build)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return subprocess.run([str(build / "app")], capture_output=True, text=True, timeout=60,
+                          env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"})
 
 
 def test_the_install_folder_holds_the_cpp_package(installed: Path) -> None:
@@ -85,12 +99,7 @@ def test_the_install_folder_holds_the_cpp_package(installed: Path) -> None:
 def test_a_cpp_program_builds_links_and_runs_against_the_package(installed: Path, tmp_path: Path) -> None:
     res = _configure(tmp_path, installed, TARGET)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    build = tmp_path / "consumer" / "build"
-    res = subprocess.run([shutil.which("cmake") or "cmake", "--build", str(build)], capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    res = subprocess.run([str(build / "app")], capture_output=True, text=True, timeout=60,
-                         env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"})
+    res = _build_and_run(tmp_path)
     assert res.returncode == 0, res.stderr
     # apply_affine at n = 1000: 4 blocks of 256; plain's scale at n = 0 is not launched (skip_if); no GPU:
     # the launch is an error, not a launch.
@@ -106,3 +115,143 @@ def test_a_component_that_is_not_there_says_why(installed: Path, tmp_path: Path,
     res = _configure(tmp_path, installed, component)
     assert res.returncode != 0
     assert message in " ".join((res.stdout + res.stderr).split()), res.stdout + res.stderr
+
+
+# A second project, smops: target ada (an L40S's table: 142 SMs, where bsettings's hopper entry has no
+# sm_count: 1 SM) and a module named plain too, whose kernel's grid is device.sm_count.
+SECOND_SPEC = """\
+module: plain
+summary: A grid of one block per SM.
+sources: [kernels/plain.cu]
+kernels:
+  fill:
+    symbol: fill_kernel
+    summary: out = 1 over n floats, a grid-stride loop over one block per SM.
+    args:
+      out: {type: f32*, size: "n"}
+      "n": u32
+    grid: [device.sm_count, 1, 1]
+    block: [256, 1, 1]
+    skip_if: [n == 0]
+    examples:
+      - {n: 1000}
+"""
+
+SECOND_KERNEL = """\
+#pragma once
+#include <cstdint>
+
+__global__ void fill_kernel(float* out, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = 1.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def second(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cpp_package_second") / "smops"
+    res = run_cli("init", str(root), "--package", "smops", "--target", "ada", cwd=root.parent)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for example in ("specs/scale.yaml", "kernels/scale.cu", "tests/test_scale.py"):
+        (root / example).unlink()
+    (root / "specs" / "plain.yaml").write_text(SECOND_SPEC)
+    (root / "kernels" / "plain.cu").write_text(SECOND_KERNEL)
+    res = run_cli("build", "--target", "ada", "--no-link", "--no-torch-reader", cwd=root)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return root / "bindings"
+
+
+TWO_PROJECTS_CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.24)
+project(consumer LANGUAGES C CXX)
+find_package(bsettings CONFIG REQUIRED COMPONENTS hopper)
+find_package(smops CONFIG REQUIRED COMPONENTS ada)
+add_executable(app main.cpp plans.c)
+target_link_libraries(app PRIVATE bsettings::hopper smops::ada)
+"""
+
+TWO_PROJECTS_MAIN = """\
+#include <cstdio>
+
+#include "bsettings/plain.h"
+#include "smops/plain.h"
+
+extern "C" void c_grids(long long* bsettings_grid, long long* smops_grid);
+
+int main() {
+  const kg_plan a = bsettings::plain::plan_scale(1000);
+  const kg_plan s = smops::plain::plan_fill(1000);
+  std::printf("c++ %lld %lld\\n", (long long)a.grid[0], (long long)s.grid[0]);
+  long long ca = 0, cs = 0;
+  c_grids(&ca, &cs);
+  std::printf("c %lld %lld\\n", ca, cs);
+  std::printf("program %s %lld\\n", kg_rt_target(), (long long)kg_rt_target_table()->sm_count);
+  const kernelgen::Outcome o = smops::plain::fill(nullptr, 1000);
+  std::printf("launched %d error %d\\n", o.launched() ? 1 : 0, o.code < 0 ? 1 : 0);
+  return 0;
+}
+"""
+
+# Both projects' plain_c.h in one C translation unit: each declares its own project's functions.
+TWO_PROJECTS_C = """\
+#include "bsettings/plain_c.h"
+#include "smops/plain_c.h"
+
+void c_grids(long long* bsettings_grid, long long* smops_grid) {
+  int32_t (*const plans[2])(uint32_t, kg_plan*) = {bsettings_plain__scale__plan, smops_plain__fill__plan};
+  kg_plan p;
+  plans[0](1000, &p);
+  *bsettings_grid = (long long)p.grid[0];
+  plans[1](1000, &p);
+  *smops_grid = (long long)p.grid[0];
+}
+"""
+
+
+def test_each_project_library_in_one_program_plans_with_its_own_table(installed: Path, second: Path,
+                                                                      tmp_path: Path) -> None:
+    # bsettings first on the link line: the dynamic linker finds its runtime's functions first, and
+    # smops's plans must still read smops's own table.
+    res = _configure(tmp_path, f"{installed};{second}", "", TWO_PROJECTS_CMAKELISTS,
+                     {"main.cpp": TWO_PROJECTS_MAIN, "plans.c": TWO_PROJECTS_C})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    res = _build_and_run(tmp_path)
+    assert res.returncode == 0, res.stderr
+    # scale at n = 1000: 4 blocks of 256; smops's fill: a block per SM of ada's 142. The program's own
+    # kg_rt_* calls reach the first library on its link line (bsettings's: target hopper, 1 SM); no GPU:
+    # smops's launch is an error.
+    assert res.stdout.splitlines() == ["c++ 4 142", "c 4 142", "program hopper 1", "launched 0 error 1"], res.stdout
+
+
+def test_the_target_library_exports_no_runtime_internals(second: Path) -> None:
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("needs nm (binutils)")
+    lib = next((second / "smops" / "ada").glob("libsmops_ada_*.so"))
+    res = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    symbols = [line.split()[-1] for line in res.stdout.splitlines() if line.strip()]
+    assert "kg_rt_device_values" in symbols and "smops_plain__fill__plan" in symbols, symbols
+    assert [s for s in symbols if s.startswith("_ZN2kg")] == []
+
+
+TWO_TARGETS_CMAKELISTS = """\
+cmake_minimum_required(VERSION 3.24)
+project(consumer LANGUAGES CXX)
+find_package(bsettings CONFIG REQUIRED COMPONENTS hopper gb10)
+add_executable(app main.cpp)
+target_link_libraries(app PRIVATE bsettings::hopper bsettings::gb10)
+"""
+
+
+def test_a_program_linking_two_targets_of_one_project_fails_to_configure(installed: Path, tmp_path: Path) -> None:
+    # gb10 as its install would hold it: its CMake file and include folder (generation reads no library).
+    prefix = tmp_path / "prefix"
+    shutil.copytree(installed / "bsettings", prefix / "bsettings", ignore=shutil.ignore_patterns("*.so"))
+    (prefix / "bsettings" / "gb10" / "include").mkdir(parents=True)
+    shutil.copy(installed.parent / "generated" / "gb10" / "package_target.cmake", prefix / "bsettings" / "gb10")
+    res = _configure(tmp_path, prefix, "", TWO_TARGETS_CMAKELISTS)
+    assert res.returncode != 0
+    text = " ".join((res.stdout + res.stderr).split())
+    assert ('The INTERFACE_bsettings_ONE_TARGET_PER_PROGRAM property of "bsettings::gb10" does not agree with the '
+            'value of bsettings_ONE_TARGET_PER_PROGRAM already determined for "app"') in text, text

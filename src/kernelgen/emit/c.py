@@ -131,9 +131,17 @@ def c_structs(lm: LModule) -> list[dict[str, object]]:
     return out
 
 
+def include_guard(module: str) -> str:
+    """The include guard of a module's C header, from its path under include/ (the project's header
+    folder, then the module): two projects' headers of one module name are included together."""
+    folder = names.current().header_dir.replace("/", "__")
+    return f"KERNELGEN_{folder}__{module}_C_H".upper()
+
+
 def render_module(lm: LModule) -> dict[str, str]:
     ctx = {
         "m": ModuleView(lm, CKernel, CChain),
+        "guard": include_guard(lm.name),
         "stamp": stamp(lm.spec),
         "elem_defines": elem_defines(lm),
         "structs": c_structs(lm),

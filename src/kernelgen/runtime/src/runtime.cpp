@@ -1,5 +1,7 @@
 // kernelgen launcher runtime: the parts of kernelgen/runtime.h that are not inline, and
-// the C functions of kernelgen/abi.h. Compiled once into each target's shared library.
+// the C functions of kernelgen/abi.h. Compiled once into each target's shared library, with
+// hidden visibility: the C functions are the library's exports, the kg:: classes serve its
+// modules alone.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,6 +172,7 @@ const char* clause(const char* const* list, int32_t n, int32_t i) {
 
 }  // namespace
 
+#pragma GCC visibility push(default)
 extern "C" {
 
 void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t size) {
@@ -227,16 +230,36 @@ void kg_rt_describe(const kg_kernel_info* k, int32_t code, char* buf, size_t siz
                       expr_error_name(detail));
         break;
       case KG_E_GRID:
-        std::snprintf(buf, size, "%s: grid %s exceeds the CUDA limit (%lld)", name, kAxes[detail & 3],
-                      detail == 0 ? KG_GRID_LIMIT_X : detail == 1 ? KG_GRID_LIMIT_Y : KG_GRID_LIMIT_Z);
+        if (detail & KG_DETAIL_NEGATIVE)
+          std::snprintf(buf, size, "%s: grid %s is negative", name, kAxes[detail & 3]);
+        else
+          std::snprintf(buf, size, "%s: grid %s exceeds the CUDA limit (%lld)", name, kAxes[detail & 3],
+                        (detail & 3) == 0   ? KG_GRID_LIMIT_X
+                        : (detail & 3) == 1 ? KG_GRID_LIMIT_Y
+                                            : KG_GRID_LIMIT_Z);
         break;
       case KG_E_BLOCK:
-        std::snprintf(buf, size, "%s: block %s is outside the target's limits", name, kAxes[detail & 3]);
+        if (detail & KG_DETAIL_NEGATIVE)
+          std::snprintf(buf, size, "%s: block %s is negative", name, kAxes[detail & 3]);
+        else if (detail & KG_DETAIL_ZERO)
+          std::snprintf(buf, size, "%s: block %s is 0", name, kAxes[detail & 3]);
+        else
+          std::snprintf(buf, size, "%s: block %s is outside the target's limits", name, kAxes[detail & 3]);
         break;
       case KG_E_SHARED_MEM:
-        std::snprintf(buf, size, "%s: dynamic shared memory exceeds the device's opt-in limit", name);
+        if (detail & KG_DETAIL_NEGATIVE)
+          std::snprintf(buf, size, "%s: dynamic shared memory is negative", name);
+        else
+          std::snprintf(buf, size, "%s: dynamic shared memory exceeds the device's opt-in limit", name);
         break;
       case KG_E_DEVICE:
+        if (k != nullptr && k->target != nullptr && std::strcmp(k->target, KERNELGEN_TARGET_NAME) != 0) {
+          // Another library's kernel (a program's own call may reach any one library's runtime):
+          // its target, whose compute capability this library does not know.
+          std::snprintf(buf, size, "%s: built for target %s but the current device has compute capability %d.%d",
+                        name, k->target, detail / 10, detail % 10);
+          break;
+        }
         std::snprintf(buf, size,
                       "%s: built for target %s (compute capability %d.%d) but the current device has "
                       "compute capability %d.%d",
@@ -407,3 +430,4 @@ int32_t kg_rt_is_sticky_error(int32_t e) {
 }
 
 }  // extern "C"
+#pragma GCC visibility pop
