@@ -19,6 +19,14 @@ if(NOT TARGET kernelgen_ops::hopper)
     IMPORTED_SONAME "libkernelgen_hopper_f543a582.so"
     INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}/include"
     INTERFACE_COMPILE_FEATURES cxx_std_17)
+  # A program links one target of the project: every target's library defines the same functions
+  # (kernelgen::<module>::<kernel>, the C ABI), and the library loaded first would serve every call.
+  # CMake's generation fails for a program that links two: The INTERFACE_kernelgen_ops_ONE_TARGET_PER_PROGRAM
+  # property of "kernelgen_ops::<target>" does not agree with the value of kernelgen_ops_ONE_TARGET_PER_PROGRAM
+  # already determined for "<program>".
+  set_target_properties(kernelgen_ops::hopper PROPERTIES
+    INTERFACE_kernelgen_ops_ONE_TARGET_PER_PROGRAM hopper
+    COMPATIBLE_INTERFACE_STRING kernelgen_ops_ONE_TARGET_PER_PROGRAM)
   if(TARGET CUDA::toolkit)
     set_property(TARGET kernelgen_ops::hopper APPEND PROPERTY INTERFACE_LINK_LIBRARIES CUDA::toolkit)
   else()

@@ -38,8 +38,8 @@ const ArgSpec kg_args_attn_prefill_paged_64[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"cache_block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
 };
@@ -65,8 +65,8 @@ const ArgSpec kg_args_attn_prefill_64[] = {
     {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
     {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
@@ -93,8 +93,8 @@ const ArgSpec kg_args_prefill_attn[] = {
     {"seq_len", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"sliding_window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"inv_sqrt_d", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"head_dim", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32
     {"batch", kg::py::kScalar, 1, 0, 0, -1, 1, 0, 0},  // u32

@@ -171,7 +171,7 @@ PYBIND11_MODULE(dflash2, kg_module) {
   if (kg::py::add_launcher(kg_module.ptr(), &kg_spec_dflash2_selector_walk) < 0) throw pybind11::error_already_set();
   static const kg_kernel_info* const kg_kernels_dflash2_topk16[] = { kg_dflash2__dflash2_topk16_f32__info(), kg_dflash2__dflash2_topk16_bf16__info(), kg_dflash2__dflash2_topk16__info() };
   static const LauncherSpec kg_spec_dflash2_topk16 = {
-      "dflash2_topk16", "(logits: {T}*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome\012\012Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.", kg_args_dflash2_topk16, 7, 7, 3,
+      "dflash2_topk16", "(logits: f32|bf16*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome\012\012Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches.", kg_args_dflash2_topk16, 7, 7, 3,
       kg_launch_dflash2_topk16, kg_plan_dflash2_topk16, kg_sizes_dflash2_topk16, kg_kernels_dflash2_topk16, 3,
       kg_keys_dflash2_topk16, 1, kg_member_types_dflash2_topk16,
       nullptr};

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("gb10", "attn_prefill_fa128", package="kernelgen_ops", test_file=__file__)
 
@@ -21,6 +21,14 @@ LIMITS = ((1024, 1024, 64), 1024, 101376)
 DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_ROWS = 128
 C_SMEM = 98304
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "gb10", ['attn_prefill_fa128', 'attn_prefill']):
+        yield
 
 
 # ---------------------------------------------------------------- attn_prefill_fa128_paged
@@ -120,6 +128,52 @@ def test_attn_prefill_fa128_paged_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_attn_prefill_fa128_paged = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_len'], _a['num_q_heads']), _a['head_dim'])),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size']), _a['cache_block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size']), _a['cache_block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('output', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_len'], _a['num_q_heads']), _a['head_dim'])),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size'])),
+]
+
+
+def test_attn_prefill_fa128_paged_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_attn_prefill_fa128_paged:
+        sizes = mod.attn_prefill_fa128_paged.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_attn_prefill_fa128_paged, args, u64=[]), args
+
+
+SIZED_attn_prefill_fa128_paged = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('output', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+]
+
+
+def test_attn_prefill_fa128_paged_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_attn_prefill_fa128_paged:
+        plan = mod.attn_prefill_fa128_paged.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_attn_prefill_fa128_paged:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.attn_prefill_fa128_paged(**{**OTHER_ARGS_attn_prefill_fa128_paged, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_fa128_paged)
@@ -284,6 +338,50 @@ def test_attn_prefill_fa128_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_attn_prefill_fa128 = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+    ('k', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('output', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+]
+
+
+def test_attn_prefill_fa128_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_attn_prefill_fa128:
+        sizes = mod.attn_prefill_fa128.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_attn_prefill_fa128, args, u64=[]), args
+
+
+SIZED_attn_prefill_fa128 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k', '<V2', 1, 1),
+    ('v', '<V2', 1, 1),
+    ('output', '<V2', 1, 1),
+]
+
+
+def test_attn_prefill_fa128_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_attn_prefill_fa128:
+        plan = mod.attn_prefill_fa128.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_attn_prefill_fa128:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.attn_prefill_fa128(**{**OTHER_ARGS_attn_prefill_fa128, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_fa128)

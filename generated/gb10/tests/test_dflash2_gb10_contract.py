@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("gb10", "dflash2", package="kernelgen_ops", test_file=__file__)
 
@@ -30,6 +30,14 @@ C_TOPK_THREADS = 512
 C_WALK_MAX_RANK = 512
 C_WALK_MAX_SLOTS = 16
 C_WALK_THREADS = 512
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "gb10", ['dflash2']):
+        yield
 
 
 # ---------------------------------------------------------------- dflash2_conv2
@@ -119,6 +127,50 @@ def test_dflash2_conv2_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dflash2_conv2 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['hidden'])),
+    ('base', lambda _st, _a: _x.mul(_st, 2, _a['hidden'])),
+    ('delta', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['rows'], 2), _x.floordiv(_st, _a['hidden'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['hidden'])),
+]
+
+
+def test_dflash2_conv2_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dflash2_conv2:
+        sizes = mod.dflash2_conv2.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dflash2_conv2, args, u64=[]), args
+
+
+SIZED_dflash2_conv2 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('base', '<V2', 1, 1),
+    ('delta', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dflash2_conv2_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dflash2_conv2:
+        plan = mod.dflash2_conv2.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dflash2_conv2:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dflash2_conv2(**{**OTHER_ARGS_dflash2_conv2, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_conv2)
@@ -263,6 +315,48 @@ def test_dflash2_topk16_f32_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_dflash2_topk16_f32 = [
+    ('logits', lambda _st, _a: _x.mul(_st, _a['rows'], _a['vocab'])),
+    ('ids', lambda _st, _a: _x.mul(_st, _a['rows'], C_TOP)),
+    ('scores', lambda _st, _a: _x.mul(_st, _a['rows'], C_TOP)),
+]
+
+
+def test_dflash2_topk16_f32_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dflash2_topk16_f32:
+        sizes = mod.dflash2_topk16_f32.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dflash2_topk16_f32, args, u64=[]), args
+
+
+SIZED_dflash2_topk16_f32 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('logits', '<f4', 1, 1),
+    ('ids', '<i4', 1, 1),
+    ('scores', '<f4', 1, 1),
+]
+
+
+def test_dflash2_topk16_f32_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dflash2_topk16_f32:
+        plan = mod.dflash2_topk16_f32.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dflash2_topk16_f32:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dflash2_topk16_f32(**{**OTHER_ARGS_dflash2_topk16_f32, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_f32)
 def test_dflash2_topk16_f32_clause_decides_alone(kind, index, clause, args):
     launch = mod.dflash2_topk16_f32
@@ -402,6 +496,48 @@ def test_dflash2_topk16_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dflash2_topk16_bf16 = [
+    ('logits', lambda _st, _a: _x.mul(_st, _a['rows'], _a['vocab'])),
+    ('ids', lambda _st, _a: _x.mul(_st, _a['rows'], C_TOP)),
+    ('scores', lambda _st, _a: _x.mul(_st, _a['rows'], C_TOP)),
+]
+
+
+def test_dflash2_topk16_bf16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dflash2_topk16_bf16:
+        sizes = mod.dflash2_topk16_bf16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dflash2_topk16_bf16, args, u64=[]), args
+
+
+SIZED_dflash2_topk16_bf16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('logits', '<V2', 1, 1),
+    ('ids', '<i4', 1, 1),
+    ('scores', '<f4', 1, 1),
+]
+
+
+def test_dflash2_topk16_bf16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dflash2_topk16_bf16:
+        plan = mod.dflash2_topk16_bf16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dflash2_topk16_bf16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dflash2_topk16_bf16(**{**OTHER_ARGS_dflash2_topk16_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_topk16_bf16)
@@ -552,6 +688,56 @@ def test_dflash2_selector_walk_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dflash2_selector_walk = [
+    ('cand', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['batch'], _a['slots']), C_TOP)),
+    ('u', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['batch'], _a['slots']), C_TOP)),
+    ('h', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['batch'], _a['slots']), _a['rank'])),
+    ('p_codebook', lambda _st, _a: _x.mul(_st, _a['vocab'], _a['rank'])),
+    ('q_codebook', lambda _st, _a: _x.mul(_st, _a['vocab'], _a['rank'])),
+    ('anchor', lambda _st, _a: _a['batch']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['batch'], _a['slots'])),
+]
+
+
+def test_dflash2_selector_walk_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dflash2_selector_walk:
+        sizes = mod.dflash2_selector_walk.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dflash2_selector_walk, args, u64=[]), args
+
+
+SIZED_dflash2_selector_walk = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('cand', '<i4', 1, 1),
+    ('u', '<f4', 1, 1),
+    ('h', '<V2', 1, 1),
+    ('p_codebook', '<V2', 1, 1),
+    ('q_codebook', '<V2', 1, 1),
+    ('anchor', '<i4', 1, 1),
+    ('out', '<i4', 1, 1),
+]
+
+
+def test_dflash2_selector_walk_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dflash2_selector_walk:
+        plan = mod.dflash2_selector_walk.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dflash2_selector_walk:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dflash2_selector_walk(**{**OTHER_ARGS_dflash2_selector_walk, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dflash2_selector_walk)

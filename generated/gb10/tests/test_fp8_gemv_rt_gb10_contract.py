@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("gb10", "fp8_gemv_rt", package="kernelgen_ops", test_file=__file__)
 
@@ -32,6 +32,14 @@ C_RING_SMEM_64_128 = 131072
 C_THREADS = 256
 C_TILE_N = 64
 C_WAVES_128 = 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "gb10", ['fp8_gemv_rt']):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -126,6 +134,22 @@ OTHER_ARGS_fp8_gemv_tma = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale': 
 def test_fp8_gemv_tma_plan_matches_spec(args):
     plan = mod.fp8_gemv_tma.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_fp8_gemv_tma = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_tma_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_tma:
+        sizes = mod.fp8_gemv_tma.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_tma, args, u64=[]), args
 
 
 def test_fp8_gemv_tma_kill_switch_or_absence(monkeypatch):
@@ -225,6 +249,50 @@ def test_fp8_gemv_rt2_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt2 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2:
+        sizes = mod.fp8_gemv_rt2.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2:
+        plan = mod.fp8_gemv_rt2.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2(**{**OTHER_ARGS_fp8_gemv_rt2, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2)
@@ -372,6 +440,50 @@ def test_fp8_gemv_rt2_16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt2_16 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_16:
+        sizes = mod.fp8_gemv_rt2_16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_16, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_16:
+        plan = mod.fp8_gemv_rt2_16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_16(**{**OTHER_ARGS_fp8_gemv_rt2_16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16)
@@ -523,6 +635,50 @@ def test_fp8_gemv_rt1_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemv_rt1 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt1_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1:
+        sizes = mod.fp8_gemv_rt1.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt1 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt1_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt1:
+        plan = mod.fp8_gemv_rt1.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt1:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt1(**{**OTHER_ARGS_fp8_gemv_rt1, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1)
 def test_fp8_gemv_rt1_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt1
@@ -669,6 +825,50 @@ def test_fp8_gemv_rt1_16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt1_16 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt1_16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1_16:
+        sizes = mod.fp8_gemv_rt1_16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1_16, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt1_16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt1_16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt1_16:
+        plan = mod.fp8_gemv_rt1_16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt1_16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt1_16(**{**OTHER_ARGS_fp8_gemv_rt1_16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16)
@@ -820,6 +1020,50 @@ def test_fp8_gemv_rt2_ks_8_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemv_rt2_ks_8 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_ks_8_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_ks_8:
+        sizes = mod.fp8_gemv_rt2_ks_8.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_ks_8, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_ks_8 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_ks_8_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_ks_8:
+        plan = mod.fp8_gemv_rt2_ks_8.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_ks_8:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_8)
 def test_fp8_gemv_rt2_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_ks_8
@@ -967,6 +1211,50 @@ def test_fp8_gemv_rt2_ks_4_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt2_ks_4 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_ks_4_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_ks_4:
+        sizes = mod.fp8_gemv_rt2_ks_4.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_ks_4, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_ks_4 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_ks_4_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_ks_4:
+        plan = mod.fp8_gemv_rt2_ks_4.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_ks_4:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_ks_4)
@@ -1119,6 +1407,50 @@ def test_fp8_gemv_rt2_16_ks_8_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemv_rt2_16_ks_8 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_16_ks_8_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_16_ks_8:
+        sizes = mod.fp8_gemv_rt2_16_ks_8.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_16_ks_8, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_16_ks_8 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_16_ks_8_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_16_ks_8:
+        plan = mod.fp8_gemv_rt2_16_ks_8.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_16_ks_8:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_16_ks_8(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_8, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_8)
 def test_fp8_gemv_rt2_16_ks_8_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_8
@@ -1269,6 +1601,50 @@ def test_fp8_gemv_rt2_16_ks_4_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemv_rt2_16_ks_4 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_16_ks_4_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_16_ks_4:
+        sizes = mod.fp8_gemv_rt2_16_ks_4.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_16_ks_4, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_16_ks_4 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_16_ks_4_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_16_ks_4:
+        plan = mod.fp8_gemv_rt2_16_ks_4.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_16_ks_4:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_16_ks_4(**{**OTHER_ARGS_fp8_gemv_rt2_16_ks_4, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_ks_4)
 def test_fp8_gemv_rt2_16_ks_4_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemv_rt2_16_ks_4
@@ -1411,6 +1787,22 @@ def test_fp8_gemv_rt2_32_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_fp8_gemv_rt2_32 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_32_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_32:
+        sizes = mod.fp8_gemv_rt2_32.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_32, args, u64=[]), args
+
+
 def test_fp8_gemv_rt2_32_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32
     full = {**OTHER_ARGS_fp8_gemv_rt2_32, **CASES_fp8_gemv_rt2_32[0]}
@@ -1506,6 +1898,22 @@ OTHER_ARGS_fp8_gemv_rt2_32_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), '
 def test_fp8_gemv_rt2_32_ks_8_plan_matches_spec(args):
     plan = mod.fp8_gemv_rt2_32_ks_8.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_fp8_gemv_rt2_32_ks_8 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_32_ks_8_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_32_ks_8:
+        sizes = mod.fp8_gemv_rt2_32_ks_8.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_32_ks_8, args, u64=[]), args
 
 
 def test_fp8_gemv_rt2_32_ks_8_kill_switch_or_absence(monkeypatch):
@@ -1605,6 +2013,22 @@ def test_fp8_gemv_rt2_32_ks_4_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_fp8_gemv_rt2_32_ks_4 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_32_ks_4_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_32_ks_4:
+        sizes = mod.fp8_gemv_rt2_32_ks_4.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_32_ks_4, args, u64=[]), args
+
+
 def test_fp8_gemv_rt2_32_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_32_ks_4
     full = {**OTHER_ARGS_fp8_gemv_rt2_32_ks_4, **CASES_fp8_gemv_rt2_32_ks_4[0]}
@@ -1699,6 +2123,22 @@ OTHER_ARGS_fp8_gemv_rt1_32 = {'x': fake_pointer(0), 'q': fake_pointer(1), 'scale
 def test_fp8_gemv_rt1_32_plan_matches_spec(args):
     plan = mod.fp8_gemv_rt1_32.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_fp8_gemv_rt1_32 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt1_32_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1_32:
+        sizes = mod.fp8_gemv_rt1_32.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1_32, args, u64=[]), args
 
 
 def test_fp8_gemv_rt1_32_kill_switch_or_absence(monkeypatch):
@@ -1796,6 +2236,22 @@ def test_fp8_gemv_rt2_64_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_fp8_gemv_rt2_64 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_64_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_64:
+        sizes = mod.fp8_gemv_rt2_64.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_64, args, u64=[]), args
+
+
 def test_fp8_gemv_rt2_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64
     full = {**OTHER_ARGS_fp8_gemv_rt2_64, **CASES_fp8_gemv_rt2_64[0]}
@@ -1890,6 +2346,22 @@ OTHER_ARGS_fp8_gemv_rt2_64_ks_8 = {'x': fake_pointer(0), 'q': fake_pointer(1), '
 def test_fp8_gemv_rt2_64_ks_8_plan_matches_spec(args):
     plan = mod.fp8_gemv_rt2_64_ks_8.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_fp8_gemv_rt2_64_ks_8 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_64_ks_8_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_64_ks_8:
+        sizes = mod.fp8_gemv_rt2_64_ks_8.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_64_ks_8, args, u64=[]), args
 
 
 def test_fp8_gemv_rt2_64_ks_8_kill_switch_or_absence(monkeypatch):
@@ -1989,6 +2461,22 @@ def test_fp8_gemv_rt2_64_ks_4_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_fp8_gemv_rt2_64_ks_4 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt2_64_ks_4_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_64_ks_4:
+        sizes = mod.fp8_gemv_rt2_64_ks_4.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_64_ks_4, args, u64=[]), args
+
+
 def test_fp8_gemv_rt2_64_ks_4_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt2_64_ks_4
     full = {**OTHER_ARGS_fp8_gemv_rt2_64_ks_4, **CASES_fp8_gemv_rt2_64_ks_4[0]}
@@ -2085,6 +2573,22 @@ def test_fp8_gemv_rt1_64_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_fp8_gemv_rt1_64 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt1_64_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1_64:
+        sizes = mod.fp8_gemv_rt1_64.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1_64, args, u64=[]), args
+
+
 def test_fp8_gemv_rt1_64_kill_switch_or_absence(monkeypatch):
     launch = mod.fp8_gemv_rt1_64
     full = {**OTHER_ARGS_fp8_gemv_rt1_64, **CASES_fp8_gemv_rt1_64[0]}
@@ -2179,6 +2683,22 @@ OTHER_ARGS_fp8_gemv_rt1_64_128 = {'x': fake_pointer(0), 'q': fake_pointer(1), 's
 def test_fp8_gemv_rt1_64_128_plan_matches_spec(args):
     plan = mod.fp8_gemv_rt1_64_128.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_fp8_gemv_rt1_64_128 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemv_rt1_64_128_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1_64_128:
+        sizes = mod.fp8_gemv_rt1_64_128.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1_64_128, args, u64=[]), args
 
 
 def test_fp8_gemv_rt1_64_128_kill_switch_or_absence(monkeypatch):
@@ -2279,6 +2799,62 @@ def test_fp8_gemv_rt2_16_x3_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt2_16_x3 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q0', lambda _st, _a: _x.mul(_st, _a['n0'], _a['k'])),
+    ('scale0', lambda _st, _a: _a['n0']),
+    ('out0', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n0'])),
+    ('q1', lambda _st, _a: _x.mul(_st, _a['n1'], _a['k'])),
+    ('scale1', lambda _st, _a: _a['n1']),
+    ('out1', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n1'])),
+    ('q2', lambda _st, _a: _x.mul(_st, _a['n2'], _a['k'])),
+    ('scale2', lambda _st, _a: _a['n2']),
+    ('out2', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n2'])),
+]
+
+
+def test_fp8_gemv_rt2_16_x3_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt2_16_x3:
+        sizes = mod.fp8_gemv_rt2_16_x3.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt2_16_x3, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt2_16_x3 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q0', '|V1', 1, 1),
+    ('scale0', '<f4', 1, 1),
+    ('out0', '<V2', 1, 1),
+    ('q1', '|V1', 1, 1),
+    ('scale1', '<f4', 1, 1),
+    ('out1', '<V2', 1, 1),
+    ('q2', '|V1', 1, 1),
+    ('scale2', '<f4', 1, 1),
+    ('out2', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt2_16_x3_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt2_16_x3:
+        plan = mod.fp8_gemv_rt2_16_x3.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt2_16_x3:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt2_16_x3(**{**OTHER_ARGS_fp8_gemv_rt2_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt2_16_x3)
@@ -2434,6 +3010,62 @@ def test_fp8_gemv_rt1_16_x3_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemv_rt1_16_x3 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q0', lambda _st, _a: _x.mul(_st, _a['n0'], _a['k'])),
+    ('scale0', lambda _st, _a: _a['n0']),
+    ('out0', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n0'])),
+    ('q1', lambda _st, _a: _x.mul(_st, _a['n1'], _a['k'])),
+    ('scale1', lambda _st, _a: _a['n1']),
+    ('out1', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n1'])),
+    ('q2', lambda _st, _a: _x.mul(_st, _a['n2'], _a['k'])),
+    ('scale2', lambda _st, _a: _a['n2']),
+    ('out2', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n2'])),
+]
+
+
+def test_fp8_gemv_rt1_16_x3_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemv_rt1_16_x3:
+        sizes = mod.fp8_gemv_rt1_16_x3.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemv_rt1_16_x3, args, u64=[]), args
+
+
+SIZED_fp8_gemv_rt1_16_x3 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q0', '|V1', 1, 1),
+    ('scale0', '<f4', 1, 1),
+    ('out0', '<V2', 1, 1),
+    ('q1', '|V1', 1, 1),
+    ('scale1', '<f4', 1, 1),
+    ('out1', '<V2', 1, 1),
+    ('q2', '|V1', 1, 1),
+    ('scale2', '<f4', 1, 1),
+    ('out2', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemv_rt1_16_x3_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemv_rt1_16_x3:
+        plan = mod.fp8_gemv_rt1_16_x3.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemv_rt1_16_x3:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemv_rt1_16_x3(**{**OTHER_ARGS_fp8_gemv_rt1_16_x3, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemv_rt1_16_x3)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("gb10", "reshape_cache_bf16", package="kernelgen_ops", test_file=__file__)
 
@@ -21,6 +21,14 @@ LIMITS = ((1024, 1024, 64), 1024, 101376)
 DEVICE = {'sm_count': 48, 'max_shared_mem_optin': 101376, 'max_shared_mem_per_sm': 102400, 'max_threads_per_sm': 1536, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_THREADS = 128
 C_TOKENS_PER_CTA = 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "gb10", ['reshape_cache_bf16']):
+        yield
 
 
 # ---------------------------------------------------------------- reshape_cache_bf16
@@ -110,6 +118,52 @@ def test_reshape_cache_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_reshape_cache_bf16 = [
+    ('key', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['num_tokens'], _a['num_kv_heads']), _a['head_dim'])),
+    ('value', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['num_tokens'], _a['num_kv_heads']), _a['head_dim'])),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['num_blocks'], _a['block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['num_blocks'], _a['block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('slot_mapping', lambda _st, _a: _a['num_tokens']),
+]
+
+
+def test_reshape_cache_bf16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_reshape_cache_bf16:
+        sizes = mod.reshape_cache_bf16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_reshape_cache_bf16, args, u64=[]), args
+
+
+SIZED_reshape_cache_bf16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('key', '<V2', 1, 1),
+    ('value', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('slot_mapping', '<i8', 1, 1),
+]
+
+
+def test_reshape_cache_bf16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_reshape_cache_bf16:
+        plan = mod.reshape_cache_bf16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_reshape_cache_bf16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.reshape_cache_bf16(**{**OTHER_ARGS_reshape_cache_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_reshape_cache_bf16)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("gb10", "w4a16_gemm", package="kernelgen_ops", test_file=__file__)
 
@@ -32,6 +32,14 @@ C_GEMV_SMEM = 73728
 C_GEMV_THREADS = 256
 C_GEMV_TILE_N = 64
 C_RT1_128_WAVES = 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "gb10", ['w4a16_gemm']):
+        yield
 
 
 # ---------------------------------------------------------------- w4a16_gemv_rt2
@@ -119,6 +127,22 @@ OTHER_ARGS_w4a16_gemv_rt2 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscal
 def test_w4a16_gemv_rt2_plan_matches_spec(args):
     plan = mod.w4a16_gemv_rt2.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_w4a16_gemv_rt2 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('wq', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('wscale', lambda _st, _a: _x.mul(_st, _a['n'], _x.floordiv(_st, _a['k'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_w4a16_gemv_rt2_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_w4a16_gemv_rt2:
+        sizes = mod.w4a16_gemv_rt2.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_w4a16_gemv_rt2, args, u64=[]), args
 
 
 def test_w4a16_gemv_rt2_kill_switch_or_absence(monkeypatch):
@@ -214,6 +238,22 @@ OTHER_ARGS_w4a16_gemv_rt1 = {'x': fake_pointer(0), 'wq': fake_pointer(1), 'wscal
 def test_w4a16_gemv_rt1_plan_matches_spec(args):
     plan = mod.w4a16_gemv_rt1.plan(**args)
     assert not plan["launched"] and "absent" in plan["reason"]
+
+
+SIZES_w4a16_gemv_rt1 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('wq', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('wscale', lambda _st, _a: _x.mul(_st, _a['n'], _x.floordiv(_st, _a['k'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_w4a16_gemv_rt1_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_w4a16_gemv_rt1:
+        sizes = mod.w4a16_gemv_rt1.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_w4a16_gemv_rt1, args, u64=[]), args
 
 
 def test_w4a16_gemv_rt1_kill_switch_or_absence(monkeypatch):
@@ -313,6 +353,22 @@ def test_w4a16_gemv_rt1_128_plan_matches_spec(args):
     assert not plan["launched"] and "absent" in plan["reason"]
 
 
+SIZES_w4a16_gemv_rt1_128 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('wq', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('wscale', lambda _st, _a: _x.mul(_st, _a['n'], _x.floordiv(_st, _a['k'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_w4a16_gemv_rt1_128_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_w4a16_gemv_rt1_128:
+        sizes = mod.w4a16_gemv_rt1_128.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_w4a16_gemv_rt1_128, args, u64=[]), args
+
+
 def test_w4a16_gemv_rt1_128_kill_switch_or_absence(monkeypatch):
     launch = mod.w4a16_gemv_rt1_128
     full = {**OTHER_ARGS_w4a16_gemv_rt1_128, **CASES_w4a16_gemv_rt1_128[0]}
@@ -407,6 +463,50 @@ def test_w4a16_gemv_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_w4a16_gemv = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('wq', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('wscale', lambda _st, _a: _x.mul(_st, _a['n'], _x.floordiv(_st, _a['k'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_w4a16_gemv_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_w4a16_gemv:
+        sizes = mod.w4a16_gemv.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_w4a16_gemv, args, u64=[]), args
+
+
+SIZED_w4a16_gemv = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('wq', '|V1', 2, 1),
+    ('wscale', '|V1', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_w4a16_gemv_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_w4a16_gemv:
+        plan = mod.w4a16_gemv.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_w4a16_gemv:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.w4a16_gemv(**{**OTHER_ARGS_w4a16_gemv, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemv)
@@ -547,6 +647,50 @@ def test_w4a16_gemm_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_w4a16_gemm = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('wq', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('wscale', lambda _st, _a: _x.mul(_st, _a['n'], _x.floordiv(_st, _a['k'], 16))),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_w4a16_gemm_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_w4a16_gemm:
+        sizes = mod.w4a16_gemm.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_w4a16_gemm, args, u64=[]), args
+
+
+SIZED_w4a16_gemm = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('wq', '|V1', 2, 1),
+    ('wscale', '|V1', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_w4a16_gemm_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_w4a16_gemm:
+        plan = mod.w4a16_gemm.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_w4a16_gemm:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.w4a16_gemm(**{**OTHER_ARGS_w4a16_gemm, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_w4a16_gemm)

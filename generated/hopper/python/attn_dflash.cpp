@@ -38,8 +38,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16_unsplit[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
 };
 
@@ -68,8 +68,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16_split[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0},  // i32*
@@ -102,8 +102,8 @@ const ArgSpec kg_args_prefill_attn_dflash_fp8_unsplit[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
 };
 
@@ -134,8 +134,8 @@ const ArgSpec kg_args_prefill_attn_dflash_fp8_split[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0},  // i32*
@@ -168,8 +168,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect_unsplit[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
 };
 
@@ -200,8 +200,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect_split[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0},  // i32*
@@ -231,8 +231,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 5, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 6, 0, 0, 0},  // i32*
@@ -264,8 +264,8 @@ const ArgSpec kg_args_prefill_attn_dflash_fp8[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 7, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 8, 0, 0, 0},  // i32*
@@ -297,8 +297,8 @@ const ArgSpec kg_args_prefill_attn_dflash_bf16_indirect[] = {
     {"num_q_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"num_kv_heads", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
     {"block_size", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
-    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 0, 0},  // u32
+    {"causal", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
+    {"window", kg::py::kScalar, 1, 0, 0, -1, 0, 1, 0},  // u32, unused by the plan
     {"scale", kg::py::kScalar, 5, 0, 0, -1, 0, 0, 0},  // f32
     {"workspace", kg::py::kPointer, 3, 1, 1, 8, 0, 0, 0},  // f32*
     {"counters", kg::py::kPointer, 7, 1, 1, 9, 0, 0, 0},  // i32*

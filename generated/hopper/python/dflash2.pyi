@@ -86,7 +86,7 @@ dflash2_selector_walk: _kg_launcher_dflash2_selector_walk
 def plan_dflash2_selector_walk(*, batch: int, slots: int, rank: int, vocab: int) -> _kg_Plan: ...
 
 class _kg_launcher_dflash2_topk16(_kg_Protocol):
-    """(logits: {T}*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome
+    """(logits: f32|bf16*, ids: i32*, scores: f32*, rows: u32, vocab: u32, multiplier: f32, cap: f32, *, stream=None) -> Outcome
 
 Dispatches dflash2_topk16 to its instances: dflash2.dflash2_topk16_f32, then dflash2.dflash2_topk16_bf16; picks by the arrays' element types (T) and the first whose plan launches."""
 

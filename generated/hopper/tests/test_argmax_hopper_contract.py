@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "argmax", package="kernelgen_ops", test_file=__file__)
 
@@ -22,6 +22,14 @@ DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_s
 C_CLUSTER = 8
 C_SPLIT_ROWS = 128
 C_THREADS = 512
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "hopper", ['argmax']):
+        yield
 
 
 # ---------------------------------------------------------------- argmax_bf16
@@ -108,6 +116,46 @@ def test_argmax_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_argmax_bf16 = [
+    ('logits', lambda _st, _a: _x.mul(_st, _a['rows'], _a['vocab'])),
+    ('out', lambda _st, _a: _a['rows']),
+]
+
+
+def test_argmax_bf16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_argmax_bf16:
+        sizes = mod.argmax_bf16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_argmax_bf16, args, u64=[]), args
+
+
+SIZED_argmax_bf16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('logits', '<V2', 1, 1),
+    ('out', '<i4', 1, 1),
+]
+
+
+def test_argmax_bf16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_argmax_bf16:
+        plan = mod.argmax_bf16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_argmax_bf16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.argmax_bf16(**{**OTHER_ARGS_argmax_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_argmax_bf16)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "attn_dflash", package="kernelgen_ops", test_file=__file__)
 
@@ -128,6 +128,52 @@ def test_prefill_attn_dflash_bf16_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_prefill_attn_dflash_bf16_unsplit = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['block_size'])),
+]
+
+
+def test_prefill_attn_dflash_bf16_unsplit_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_bf16_unsplit:
+        sizes = mod.prefill_attn_dflash_bf16_unsplit.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_bf16_unsplit, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_bf16_unsplit = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_bf16_unsplit_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_bf16_unsplit:
+        plan = mod.prefill_attn_dflash_bf16_unsplit.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_bf16_unsplit:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_bf16_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_bf16_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_unsplit)
@@ -284,6 +330,56 @@ def test_prefill_attn_dflash_bf16_split_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_prefill_attn_dflash_bf16_split = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['block_size'])),
+    ('workspace', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), _x.min_(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS)), C_ROWS), C_WS_ROW)),
+    ('counters', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), C_CLUSTER)),
+]
+
+
+def test_prefill_attn_dflash_bf16_split_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_bf16_split:
+        sizes = mod.prefill_attn_dflash_bf16_split.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_bf16_split, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_bf16_split = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+    ('workspace', '<f4', 1, 1),
+    ('counters', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_bf16_split_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_bf16_split:
+        plan = mod.prefill_attn_dflash_bf16_split.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_bf16_split:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_bf16_split(**{**OTHER_ARGS_prefill_attn_dflash_bf16_split, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_split)
 def test_prefill_attn_dflash_bf16_split_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_bf16_split
@@ -430,6 +526,54 @@ def test_prefill_attn_dflash_fp8_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_prefill_attn_dflash_fp8_unsplit = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('k_scale', lambda _st, _a: 1),
+    ('v_scale', lambda _st, _a: 1),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['block_size'])),
+]
+
+
+def test_prefill_attn_dflash_fp8_unsplit_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_fp8_unsplit:
+        sizes = mod.prefill_attn_dflash_fp8_unsplit.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_fp8_unsplit, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_fp8_unsplit = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '|V1', 1, 1),
+    ('v_cache', '|V1', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_fp8_unsplit_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_fp8_unsplit:
+        plan = mod.prefill_attn_dflash_fp8_unsplit.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_fp8_unsplit:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_fp8_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_fp8_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_fp8_unsplit)
@@ -610,6 +754,58 @@ def test_prefill_attn_dflash_fp8_split_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_prefill_attn_dflash_fp8_split = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('k_scale', lambda _st, _a: 1),
+    ('v_scale', lambda _st, _a: 1),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['block_size'])),
+    ('workspace', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), _x.min_(_st, _x.div_ceil(_st, _a['kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS)), C_ROWS), C_WS_ROW)),
+    ('counters', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), C_CLUSTER)),
+]
+
+
+def test_prefill_attn_dflash_fp8_split_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_fp8_split:
+        sizes = mod.prefill_attn_dflash_fp8_split.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_fp8_split, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_fp8_split = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '|V1', 1, 1),
+    ('v_cache', '|V1', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+    ('workspace', '<f4', 1, 1),
+    ('counters', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_fp8_split_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_fp8_split:
+        plan = mod.prefill_attn_dflash_fp8_split.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_fp8_split:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_fp8_split(**{**OTHER_ARGS_prefill_attn_dflash_fp8_split, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_fp8_split)
 def test_prefill_attn_dflash_fp8_split_clause_decides_alone(kind, index, clause, args):
     launch = mod.prefill_attn_dflash_fp8_split
@@ -778,6 +974,55 @@ def test_prefill_attn_dflash_bf16_indirect_unsplit_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_prefill_attn_dflash_bf16_indirect_unsplit = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['max_kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['max_kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['max_kv_len'], _a['block_size'])),
+    ('kv_len', lambda _st, _a: 1),
+    ('q_offset', lambda _st, _a: 1),
+    ('q_rope_pos', lambda _st, _a: 1),
+]
+
+
+def test_prefill_attn_dflash_bf16_indirect_unsplit_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_bf16_indirect_unsplit:
+        sizes = mod.prefill_attn_dflash_bf16_indirect_unsplit.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_bf16_indirect_unsplit, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_bf16_indirect_unsplit = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_bf16_indirect_unsplit_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_bf16_indirect_unsplit:
+        plan = mod.prefill_attn_dflash_bf16_indirect_unsplit.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_bf16_indirect_unsplit:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_bf16_indirect_unsplit(**{**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_unsplit, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_indirect_unsplit)
@@ -964,6 +1209,59 @@ def test_prefill_attn_dflash_bf16_indirect_split_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_prefill_attn_dflash_bf16_indirect_split = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['max_kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['max_kv_len'], _a['block_size']), _a['block_size']), _a['num_kv_heads']), 128)),
+    ('out', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_rows'], _a['num_q_heads']), 128)),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['max_kv_len'], _a['block_size'])),
+    ('kv_len', lambda _st, _a: 1),
+    ('q_offset', lambda _st, _a: 1),
+    ('q_rope_pos', lambda _st, _a: 1),
+    ('workspace', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), _x.min_(_st, _x.div_ceil(_st, _a['max_kv_len'], _x.mul(_st, C_SPLIT_KEYS, C_CLUSTER)), C_MAX_GROUPS)), C_ROWS), C_WS_ROW)),
+    ('counters', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['num_kv_heads'], _x.div_ceil(_st, _x.mul(_st, _a['q_rows'], _x.floordiv(_st, _a['num_q_heads'], _x.max_(_st, _a['num_kv_heads'], 1))), C_ROWS)), C_CLUSTER)),
+]
+
+
+def test_prefill_attn_dflash_bf16_indirect_split_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn_dflash_bf16_indirect_split:
+        sizes = mod.prefill_attn_dflash_bf16_indirect_split.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn_dflash_bf16_indirect_split, args, u64=[]), args
+
+
+SIZED_prefill_attn_dflash_bf16_indirect_split = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+    ('workspace', '<f4', 1, 1),
+    ('counters', '<i4', 1, 1),
+]
+
+
+def test_prefill_attn_dflash_bf16_indirect_split_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn_dflash_bf16_indirect_split:
+        plan = mod.prefill_attn_dflash_bf16_indirect_split.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn_dflash_bf16_indirect_split:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn_dflash_bf16_indirect_split(**{**OTHER_ARGS_prefill_attn_dflash_bf16_indirect_split, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn_dflash_bf16_indirect_split)

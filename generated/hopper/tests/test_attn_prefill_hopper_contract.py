@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "attn_prefill", package="kernelgen_ops", test_file=__file__)
 
@@ -114,6 +114,52 @@ def test_attn_prefill_paged_64_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_attn_prefill_paged_64 = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_len'], _a['num_q_heads']), _a['head_dim'])),
+    ('k_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size']), _a['cache_block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v_cache', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size']), _a['cache_block_size']), _a['num_kv_heads']), _a['head_dim'])),
+    ('output', lambda _st, _a: _x.mul(_st, _x.mul(_st, _a['q_len'], _a['num_q_heads']), _a['head_dim'])),
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _a['kv_len'], _a['cache_block_size'])),
+]
+
+
+def test_attn_prefill_paged_64_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_attn_prefill_paged_64:
+        sizes = mod.attn_prefill_paged_64.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_attn_prefill_paged_64, args, u64=[]), args
+
+
+SIZED_attn_prefill_paged_64 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k_cache', '<V2', 1, 1),
+    ('v_cache', '<V2', 1, 1),
+    ('output', '<V2', 1, 1),
+    ('block_table', '<i4', 1, 1),
+]
+
+
+def test_attn_prefill_paged_64_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_attn_prefill_paged_64:
+        plan = mod.attn_prefill_paged_64.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_attn_prefill_paged_64:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.attn_prefill_paged_64(**{**OTHER_ARGS_attn_prefill_paged_64, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_paged_64)
@@ -268,6 +314,50 @@ def test_attn_prefill_64_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_attn_prefill_64 = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+    ('k', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('output', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+]
+
+
+def test_attn_prefill_64_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_attn_prefill_64:
+        sizes = mod.attn_prefill_64.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_attn_prefill_64, args, u64=[]), args
+
+
+SIZED_attn_prefill_64 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k', '<V2', 1, 1),
+    ('v', '<V2', 1, 1),
+    ('output', '<V2', 1, 1),
+]
+
+
+def test_attn_prefill_64_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_attn_prefill_64:
+        plan = mod.attn_prefill_64.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_attn_prefill_64:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.attn_prefill_64(**{**OTHER_ARGS_attn_prefill_64, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_attn_prefill_64)
 def test_attn_prefill_64_clause_decides_alone(kind, index, clause, args):
     launch = mod.attn_prefill_64
@@ -415,6 +505,50 @@ def test_prefill_attn_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_prefill_attn = [
+    ('q', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+    ('k', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('v', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_kv_heads']), _a['head_dim'])),
+    ('output', lambda _st, _a: _x.mul(_st, _x.mul(_st, _x.mul(_st, _a['batch'], _a['seq_len']), _a['num_q_heads']), _a['head_dim'])),
+]
+
+
+def test_prefill_attn_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_prefill_attn:
+        sizes = mod.prefill_attn.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_prefill_attn, args, u64=[]), args
+
+
+SIZED_prefill_attn = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('q', '<V2', 1, 1),
+    ('k', '<V2', 1, 1),
+    ('v', '<V2', 1, 1),
+    ('output', '<V2', 1, 1),
+]
+
+
+def test_prefill_attn_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_prefill_attn:
+        plan = mod.prefill_attn.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_prefill_attn:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.prefill_attn(**{**OTHER_ARGS_prefill_attn, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_prefill_attn)

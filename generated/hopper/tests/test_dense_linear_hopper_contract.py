@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "dense_linear", package="kernelgen_ops", test_file=__file__)
 
@@ -42,6 +42,14 @@ C_TMA_CTAS = 132
 C_TMA_MIN_M = 65
 C_TMA_SMEM = 196704
 C_TMA_SPLIT_MAX = 2
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "hopper", ['dense_linear']):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -138,6 +146,48 @@ def test_dense_gemv_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dense_gemv = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_dense_gemv_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemv:
+        sizes = mod.dense_gemv.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemv, args, u64=[]), args
+
+
+SIZED_dense_gemv = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('w', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemv_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemv:
+        plan = mod.dense_gemv.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemv:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemv(**{**OTHER_ARGS_dense_gemv, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemv)
@@ -286,6 +336,48 @@ def test_dense_gemv_rt1_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_dense_gemv_rt1 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_dense_gemv_rt1_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemv_rt1:
+        sizes = mod.dense_gemv_rt1.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemv_rt1, args, u64=[]), args
+
+
+SIZED_dense_gemv_rt1 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('w', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemv_rt1_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemv_rt1:
+        plan = mod.dense_gemv_rt1.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemv_rt1:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemv_rt1(**{**OTHER_ARGS_dense_gemv_rt1, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemv_rt1)
 def test_dense_gemv_rt1_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemv_rt1
@@ -424,6 +516,48 @@ def test_dense_gemm_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_dense_gemm = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_dense_gemm_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemm:
+        sizes = mod.dense_gemm.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemm, args, u64=[]), args
+
+
+SIZED_dense_gemm = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('w', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemm_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemm:
+        plan = mod.dense_gemm.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemm:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemm(**{**OTHER_ARGS_dense_gemm, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemm)
 def test_dense_gemm_clause_decides_alone(kind, index, clause, args):
     launch = mod.dense_gemm
@@ -560,6 +694,48 @@ def test_dense_gemm_pipelined_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dense_gemm_pipelined = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_dense_gemm_pipelined_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemm_pipelined:
+        sizes = mod.dense_gemm_pipelined.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemm_pipelined, args, u64=[]), args
+
+
+SIZED_dense_gemm_pipelined = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('w', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemm_pipelined_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemm_pipelined:
+        plan = mod.dense_gemm_pipelined.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemm_pipelined:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemm_pipelined(**{**OTHER_ARGS_dense_gemm_pipelined, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemm_pipelined)
@@ -701,6 +877,48 @@ def test_dense_gemm_tma_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dense_gemm_tma = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['m'], _a['k'])),
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('out', lambda _st, _a: _x.mul(_st, _a['m'], _a['n'])),
+]
+
+
+def test_dense_gemm_tma_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemm_tma:
+        sizes = mod.dense_gemm_tma.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemm_tma, args, u64=[]), args
+
+
+SIZED_dense_gemm_tma = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('w', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemm_tma_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemm_tma:
+        plan = mod.dense_gemm_tma.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemm_tma:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemm_tma(**{**OTHER_ARGS_dense_gemm_tma, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemm_tma)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "fill_slots", package="kernelgen_ops", test_file=__file__)
 
@@ -22,6 +22,14 @@ DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_s
 C_MAX_CTAS = 8192
 C_SLOTS_PER_CTA = 2048
 C_THREADS = 256
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "hopper", ['fill_slots']):
+        yield
 
 
 # ---------------------------------------------------------------- fill_slots
@@ -108,6 +116,46 @@ def test_fill_slots_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fill_slots = [
+    ('block_table', lambda _st, _a: _x.div_ceil(_st, _x.add(_st, _a['start'], _a['count']), _a['block_size'])),
+    ('slots', lambda _st, _a: _a['count']),
+]
+
+
+def test_fill_slots_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fill_slots:
+        sizes = mod.fill_slots.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fill_slots, args, u64=[]), args
+
+
+SIZED_fill_slots = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('block_table', '<i4', 1, 1),
+    ('slots', '<i8', 1, 1),
+]
+
+
+def test_fill_slots_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fill_slots:
+        plan = mod.fill_slots.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fill_slots:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fill_slots(**{**OTHER_ARGS_fill_slots, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fill_slots)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "fp8_linear", package="kernelgen_ops", test_file=__file__)
 
@@ -30,6 +30,14 @@ C_TMA_CTAS = 132
 C_TMA_MIN_ROWS = 65
 C_TMA_SMEM = 204928
 C_TMA_WIDE_MIN = 48
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "hopper", ['fp8_linear', 'fp8_gemv_rt']):
+        yield
 
 
 # ---------------------------------------------------------------- quantize_bf16_to_fp8
@@ -110,6 +118,48 @@ def test_quantize_bf16_to_fp8_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_quantize_bf16_to_fp8 = [
+    ('w', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+]
+
+
+def test_quantize_bf16_to_fp8_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_quantize_bf16_to_fp8:
+        sizes = mod.quantize_bf16_to_fp8.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_quantize_bf16_to_fp8, args, u64=[]), args
+
+
+SIZED_quantize_bf16_to_fp8 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('w', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+]
+
+
+def test_quantize_bf16_to_fp8_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_quantize_bf16_to_fp8:
+        plan = mod.quantize_bf16_to_fp8.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_quantize_bf16_to_fp8:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.quantize_bf16_to_fp8(**{**OTHER_ARGS_quantize_bf16_to_fp8, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_quantize_bf16_to_fp8)
@@ -248,6 +298,50 @@ def test_dense_gemv_fp8w_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_dense_gemv_fp8w = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_dense_gemv_fp8w_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_dense_gemv_fp8w:
+        sizes = mod.dense_gemv_fp8w.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_dense_gemv_fp8w, args, u64=[]), args
+
+
+SIZED_dense_gemv_fp8w = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_dense_gemv_fp8w_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_dense_gemv_fp8w:
+        plan = mod.dense_gemv_fp8w.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_dense_gemv_fp8w:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.dense_gemv_fp8w(**{**OTHER_ARGS_dense_gemv_fp8w, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_dense_gemv_fp8w)
@@ -394,6 +488,50 @@ def test_fp8_gemm_n128_row_scaled_m16_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemm_n128_row_scaled_m16 = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemm_n128_row_scaled_m16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemm_n128_row_scaled_m16:
+        sizes = mod.fp8_gemm_n128_row_scaled_m16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemm_n128_row_scaled_m16, args, u64=[]), args
+
+
+SIZED_fp8_gemm_n128_row_scaled_m16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemm_n128_row_scaled_m16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemm_n128_row_scaled_m16:
+        plan = mod.fp8_gemm_n128_row_scaled_m16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemm_n128_row_scaled_m16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemm_n128_row_scaled_m16(**{**OTHER_ARGS_fp8_gemm_n128_row_scaled_m16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_n128_row_scaled_m16)
 def test_fp8_gemm_n128_row_scaled_m16_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemm_n128_row_scaled_m16
@@ -536,6 +674,50 @@ def test_fp8_gemm_n128_row_scaled_plan_matches_spec(args):
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
 
 
+SIZES_fp8_gemm_n128_row_scaled = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemm_n128_row_scaled_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemm_n128_row_scaled:
+        sizes = mod.fp8_gemm_n128_row_scaled.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemm_n128_row_scaled, args, u64=[]), args
+
+
+SIZED_fp8_gemm_n128_row_scaled = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemm_n128_row_scaled_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemm_n128_row_scaled:
+        plan = mod.fp8_gemm_n128_row_scaled.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemm_n128_row_scaled:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemm_n128_row_scaled(**{**OTHER_ARGS_fp8_gemm_n128_row_scaled, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
+
+
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_n128_row_scaled)
 def test_fp8_gemm_n128_row_scaled_clause_decides_alone(kind, index, clause, args):
     launch = mod.fp8_gemm_n128_row_scaled
@@ -676,6 +858,50 @@ def test_fp8_gemm_tma_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_fp8_gemm_tma = [
+    ('x', lambda _st, _a: _x.mul(_st, _a['rows'], _a['k'])),
+    ('q', lambda _st, _a: _x.mul(_st, _a['n'], _a['k'])),
+    ('scale', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _x.mul(_st, _a['rows'], _a['n'])),
+]
+
+
+def test_fp8_gemm_tma_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_fp8_gemm_tma:
+        sizes = mod.fp8_gemm_tma.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_fp8_gemm_tma, args, u64=[]), args
+
+
+SIZED_fp8_gemm_tma = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('x', '<V2', 1, 1),
+    ('q', '|V1', 1, 1),
+    ('scale', '<f4', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_fp8_gemm_tma_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_fp8_gemm_tma:
+        plan = mod.fp8_gemm_tma.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_fp8_gemm_tma:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.fp8_gemm_tma(**{**OTHER_ARGS_fp8_gemm_tma, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_fp8_gemm_tma)

@@ -10,7 +10,7 @@ import pytest
 
 from kernelgen import plan as _plan
 from kernelgen import pyexpr as _x
-from kernelgen.testing import FakeCudaArray, built_module, fake_pointer
+from kernelgen.testing import FakeCudaArray, built_module, expected_sizes, fake_pointer, kill_switches_unset
 
 mod = built_module("hopper", "residual_add", package="kernelgen_ops", test_file=__file__)
 
@@ -21,6 +21,14 @@ LIMITS = ((1024, 1024, 64), 1024, 232448)
 DEVICE = {'sm_count': 132, 'max_shared_mem_optin': 232448, 'max_shared_mem_per_sm': 233472, 'max_threads_per_sm': 2048, 'max_threads_per_block': 1024, 'max_blocks_per_sm': 32, 'reserved_shared_mem_per_block': 1024, 'max_cluster_size': 8}  # the target's device table: plans without a GPU
 C_ELEMS_PER_CTA = 8192
 C_THREADS = 1024
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _kill_switches_unset():
+    """The tests expect launchers that no kill switch turns off, whatever the environment sets: the
+    switches they meet are unset for this file, then restored and re-read (refresh()) after it."""
+    with kill_switches_unset("kernelgen_ops", "hopper", ['residual_add']):
+        yield
 
 
 # ---------------------------------------------------------------- residual_add_bf16
@@ -94,6 +102,48 @@ def test_residual_add_bf16_plan_matches_spec(args):
     if code == 0:
         assert plan["launched"]
         assert (plan["grid"], plan["block"], plan["shared_mem"]) == (grid, block, shared_mem)
+
+
+SIZES_residual_add_bf16 = [
+    ('a', lambda _st, _a: _a['n']),
+    ('b', lambda _st, _a: _a['n']),
+    ('out', lambda _st, _a: _a['n']),
+]
+
+
+def test_residual_add_bf16_sizes_match_spec():
+    """plan()["sizes"]: each sized array's element count, the spec's size expressions evaluated
+    here (None where one fails)."""
+    for args in CASES_residual_add_bf16:
+        sizes = mod.residual_add_bf16.plan(**args)["sizes"]
+        assert sizes == expected_sizes(SIZES_residual_add_bf16, args, u64=['n']), args
+
+
+SIZED_residual_add_bf16 = [  # (argument, typestr, elements in one typestr item, lanes of one element)
+    ('a', '<V2', 1, 1),
+    ('b', '<V2', 1, 1),
+    ('out', '<V2', 1, 1),
+]
+
+
+def test_residual_add_bf16_too_small_arrays_are_refused():
+    """An array shorter than plan()["sizes"] says (one element, or as close as its typestr
+    allows) is an ArgumentError naming it: the binding checks sizes before the plan and the
+    GPU, in every case that launches on paper."""
+    for args in CASES_residual_add_bf16:
+        plan = mod.residual_add_bf16.plan(**args)
+        if not plan["launched"]:
+            continue
+        for name, typestr, per_item, lanes in SIZED_residual_add_bf16:
+            need = (plan["sizes"] or {}).get(name, 0)
+            if not 0 < need <= 1 << 40:
+                continue  # 0: nothing to check; larger: clear of 64-bit overflow in the byte counts
+            items = (need - 1) * lanes // per_item
+            has = items * per_item // lanes
+            with pytest.raises(kernelgen_ops.ArgumentError) as e:
+                mod.residual_add_bf16(**{**OTHER_ARGS_residual_add_bf16, **args, name: FakeCudaArray(typestr, (items,))})
+            assert e.value.argument == name, (str(e.value), args)
+            assert f" {has} elements but the kernel accesses {need} " in str(e.value), (str(e.value), args)
 
 
 @pytest.mark.parametrize("kind,index,clause,args", FLIPS_residual_add_bf16)

@@ -21,9 +21,9 @@
 /* Errors. */
 #define KG_E_REQUIRES 1  /* a requires clause fails; detail is its index */
 #define KG_E_EXPR 2  /* evaluating an expression failed; detail is KG_EXPR_* */
-#define KG_E_GRID 3  /* a grid dimension is over the device limit; detail is the axis */
-#define KG_E_BLOCK 4  /* a block dimension is out of range; detail is the axis, 3 = product */
-#define KG_E_SHARED_MEM 5  /* dynamic shared memory over the device's opt-in limit */
+#define KG_E_GRID 3  /* a grid dimension is over CUDA's limit, or negative; detail is the axis, + KG_DETAIL_NEGATIVE when negative */
+#define KG_E_BLOCK 4  /* a block dimension is out of range; detail is the axis (3 = the product), + KG_DETAIL_NEGATIVE when negative, + KG_DETAIL_ZERO when 0 */
+#define KG_E_SHARED_MEM 5  /* dynamic shared memory over the device's opt-in limit (detail 0), or negative (KG_DETAIL_NEGATIVE) */
 #define KG_E_DEVICE 6  /* the current device is not the one this target was built for */
 #define KG_E_CUDA 7  /* a CUDA call failed; detail is the cudaError_t */
 #define KG_E_LAUNCH_BOUNDS 8  /* the block has more threads than the kernel's __launch_bounds__ */
@@ -36,6 +36,10 @@
 #define KG_EXPR_OVERFLOW 1  /* integer overflow */
 #define KG_EXPR_DIV_ZERO 2  /* division by zero */
 #define KG_EXPR_SHIFT 3  /* shift count outside 0..62 */
+
+/* Detail flags of KG_E_GRID, KG_E_BLOCK and KG_E_SHARED_MEM: below the range, not over it. */
+#define KG_DETAIL_NEGATIVE 4  /* the value is negative */
+#define KG_DETAIL_ZERO 8  /* the value is 0 */
 
 /* CUDA's grid limits per axis. */
 #define KG_GRID_LIMIT_X 2147483647LL

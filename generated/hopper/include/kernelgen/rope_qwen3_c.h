@@ -5,8 +5,8 @@
  * returns a code (kernelgen/abi.h: 0 launched, > 0 not launched, < 0 error) and, when
  * `kg_ran` is not NULL, the kernel the code is about; kg_rt_describe explains a code.
  */
-#ifndef KERNELGEN_ROPE_QWEN3_C_H
-#define KERNELGEN_ROPE_QWEN3_C_H
+#ifndef KERNELGEN_KERNELGEN__ROPE_QWEN3_C_H
+#define KERNELGEN_KERNELGEN__ROPE_QWEN3_C_H
 
 #include "kernelgen/abi.h"
 
