@@ -67,13 +67,15 @@ class TargetError(ImportError):
     """No build of this package matches this machine."""
 
 
-def _build_cmd(target: str | None = None) -> str:
+def _build_cmd(target: str | None = None, built: list[str] | None = None) -> str:
     """What to run for a build of ``target``: in the project (a local build), or, for an installed
-    wheel (no project root), a wheel that holds it."""
+    wheel (no project root), a wheel that holds it and the targets ``built`` into this one."""
     if _ROOT:
         return f"cd {_ROOT} && kernelgen build" + (f" --target {target}" if target else "")
-    return ("pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS=" + (target or "TARGET")
-            + f" in {_PACKAGE}'s project folder (this {_PACKAGE} is an installed wheel), then install that wheel")
+    wanted = [t for t in built or [] if t != target] + [target or "TARGET"]
+    targets = wanted[0] if len(wanted) == 1 else '"' + ";".join(wanted) + '"'
+    return (f"pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS={targets} in {_PACKAGE}'s project "
+            f"folder (this {_PACKAGE} is an installed wheel), then install that wheel")
 
 
 def _cc(cc: tuple[int, int] | list[int] | None) -> str:
@@ -126,7 +128,7 @@ def target() -> str:
                 raise TargetError(f"KERNELGEN_TARGET={forced}: {_PACKAGE} has no target {forced!r} (its "
                                   f"specs/targets.yaml has: {', '.join(sorted(_REGISTRY))})")
             raise TargetError(f"{_PACKAGE}: target {forced!r} is not built (built: {', '.join(built) or 'none'}); "
-                              f"run: {_build_cmd(forced)}")
+                              f"run: {_build_cmd(forced, built)}")
         _selected = forced
         return forced
     if not built:
@@ -147,10 +149,10 @@ def target() -> str:
         have = ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(by_cc.items()))
         want = [t for t, c in sorted(_REGISTRY.items()) if tuple(c) == key]
         if want:
-            fix = f"its target {want[0]} is for this GPU but not built here; run: {_build_cmd(want[0])}"
+            fix = f"its target {want[0]} is for this GPU but not built here; run: {_build_cmd(want[0], built)}"
         else:
             fix = (f"no target of specs/targets.yaml has compute capability {_cc(cc)}: add one (arch "
-                   f"sm_{_cc(cc).replace('.', '')}), then run: {_build_cmd('NAME')}")
+                   f"sm_{_cc(cc).replace('.', '')}), then run: {_build_cmd('NAME', built)}")
         raise TargetError(f"{_PACKAGE}: no build for this GPU: GPU {dev} has compute capability {_cc(cc)}; the "
                           f"built targets are {have}; {fix}")
     _selected = name

@@ -726,21 +726,31 @@ def check_launcher(launcher: str | None) -> None:
                          "or build without --compiler-launcher")
 
 
-def _configured_elsewhere(bdir: Path) -> str | None:
-    """The folder a build tree's CMake cache was made in, when that is not ``bdir`` itself."""
+def _same_folder(a: str, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _configured_elsewhere(bdir: Path, driver: Path | None = None) -> str | None:
+    """Why a build tree's CMake cache cannot be used by this build (CMake refuses it), or None when
+    it can: the cache was made in another folder than ``bdir`` (the project was moved or copied),
+    or from kernelgen's driver project at another place than ``driver`` (kernelgen is installed
+    elsewhere now: another environment, or the temporary one of an isolated ``pip wheel``);
+    ``driver`` is kernelgen's own by default."""
+    driver = driver or DRIVER_DIR
     try:
         text = (bdir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
     m = re.search(r"^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", text, re.M)
-    if not m:
-        return None
-    made_in = m.group(1).strip()
-    try:
-        same = Path(made_in).resolve() == bdir.resolve()
-    except OSError:
-        same = False
-    return None if same else made_in
+    if m and not _same_folder(m.group(1).strip(), bdir):
+        return f"was configured in {m.group(1).strip()}"
+    m = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", text, re.M)
+    if m and not _same_folder(m.group(1).strip(), driver):
+        return f"was configured from kernelgen's CMake driver at {m.group(1).strip()}, and kernelgen's is now {driver}"
+    return None
 
 
 def prune_install(folder: Path, manifest: Path) -> list[str]:
@@ -802,11 +812,13 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
     bdir.mkdir(parents=True, exist_ok=True)
     args = configure_args(opts, t, tools)
     stamp = bdir / ".kernelgen-configure.json"
-    moved_from = _configured_elsewhere(bdir)
-    if moved_from:
-        # The tree was configured in another folder (the project was moved or copied): CMake refuses
-        # to reuse its cache, so the target is configured afresh and everything recompiled.
-        echo(f"kernelgen: build/{t.name} was configured in {moved_from}; configuring it afresh here")
+    elsewhere = _configured_elsewhere(bdir)
+    if elsewhere:
+        # The tree was configured in another folder (the project was moved or copied), or from
+        # kernelgen's driver where kernelgen was installed then (an isolated wheel build's temporary
+        # environment): CMake refuses to reuse its cache, so the target is configured afresh and
+        # everything recompiled.
+        echo(f"kernelgen: build/{t.name} {elsewhere}; configuring it afresh")
         (bdir / "CMakeCache.txt").unlink()
         shutil.rmtree(bdir / "CMakeFiles", ignore_errors=True)
     if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:

@@ -20,7 +20,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from kernelgen.emit.cmake import package_config
+from kernelgen.emit.cmake import package_config, package_config_version
 from kernelgen.model import Catalog
 from kernelgen.names import DEFAULT
 
@@ -41,14 +41,46 @@ def project_file(catalog: Catalog, root: Path | None) -> str:
     )
 
 
+_RELEASE = re.compile(r"(?:\d+!)?(\d+(?:\.\d+)*)")  # a PEP 440 version's release numbers (after any epoch)
+
+
+def project_version(root: Path) -> str | None:
+    """The project's version as CMake reads one (MAJOR[.MINOR[.PATCH[.TWEAK]]]): the release numbers
+    of pyproject.toml's ``[project] version`` (``1.2.0rc1`` -> ``1.2.0``); None without a static one
+    (no pyproject.toml, no ``version``, or ``dynamic = ["version"]``)."""
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the [project] table's `version = "..."` line
+        table = re.search(r"^\[project\][ \t]*(?:#[^\n]*)?$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+        m = re.search(r"^version\s*=\s*[\"']([^\"'\n]+)[\"']", table.group(1), re.M) if table else None
+        version = m.group(1) if m else None
+    else:
+        try:
+            version = tomllib.loads(text).get("project", {}).get("version")
+        except (tomllib.TOMLDecodeError, AttributeError):
+            return None
+    m = _RELEASE.match(version.strip()) if isinstance(version, str) else None
+    return ".".join(m.group(1).split(".")[:4]) if m else None
+
+
 def shell_files(catalog: Catalog, root: Path | None, folder: Path | None = None) -> dict[str, str]:
-    """The package's own files: ``{name: text}``. With the package's folder (its targets
-    installed), also each module's stub at the top, so that type checkers read ``from <package>
-    import <module>`` as the module (the stubs of the first target installed there; every
-    target's are the same text)."""
+    """The package's own files: ``{name: text}``. With the project root (a ``kernelgen build``),
+    also the CMake package's version file, where the project has a version (:func:`project_version`);
+    without it (a wheel's package) the wheel's CMake writes that file (see
+    :func:`kernelgen.scaffold.cmake_script`). With the package's folder (its targets installed), also
+    each module's stub at the top, so that type checkers read ``from <package> import <module>`` as
+    the module (the stubs of the first target installed there; every target's are the same text)."""
+    package = catalog.naming.package
     files = {name: (SHELL_DIR / name).read_text(encoding="utf-8") for name in SHELL_FILES}
     files["_project.py"] = project_file(catalog, root)
-    files[f"{catalog.naming.package}-config.cmake"] = package_config(catalog)
+    files[f"{package}-config.cmake"] = package_config(catalog, wheel=root is None)
+    version = project_version(root) if root is not None else None
+    if version is not None:
+        files[f"{package}-config-version.cmake"] = package_config_version(catalog, version)
     if folder is not None:
         for t in catalog.targets:
             stubs = sorted((folder / t.name).glob("*.pyi"))
@@ -60,9 +92,10 @@ def shell_files(catalog: Catalog, root: Path | None, folder: Path | None = None)
 
 def write_shell(folder: Path, files: dict[str, str]) -> list[str]:
     """Writes the shell files into the package folder, each only when its text changed; a module
-    stub at the top that ``files`` no longer has (a module since removed) goes."""
+    stub at the top that ``files`` no longer has (a module since removed) goes, and so does a CMake
+    version file (the project has no version now)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.pyi"):
+    for stale in [*folder.glob("*.pyi"), *folder.glob("*-config-version.cmake")]:
         if stale.name not in files:
             stale.unlink()
     written = []
@@ -220,7 +253,7 @@ def _remove_package(folder: Path, package: str) -> list[str]:
     notes: list[str] = []
     if not folder.is_dir():
         return notes
-    for name in (*SHELL_FILES, "_project.py", f"{package}-config.cmake"):
+    for name in (*SHELL_FILES, "_project.py", f"{package}-config.cmake", f"{package}-config-version.cmake"):
         (folder / name).unlink(missing_ok=True)
     for sub in folder.iterdir():
         if sub.is_dir() and (sub.name == "__pycache__" or _kernelgen_target_folder(sub)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelgen import project, writer
+from kernelgen.emit.cmake import package_config_version
 from kernelgen.errors import KernelgenError
 from kernelgen.model import Catalog
 from kernelgen.schema import MODULE_RE
@@ -150,18 +151,24 @@ def test_scale_on_gpu():
 """
 
 _PYPROJECT = """\
+# kernelgen is not on PyPI, so an index must not supply it (any package could take the name there):
+# build the wheel without isolation, in an environment that has kernelgen and scikit-build-core,
+#   pip wheel --no-build-isolation .
+# or, with isolation, from a folder of wheels only (kernelgen's and its requirements'):
+#   pip wheel -w DIR /path/to/kernelgen scikit-build-core && pip wheel . --no-index --find-links DIR
 [build-system]
 requires = ["scikit-build-core>=0.10", "pybind11>=2.12", "kernelgen"]
 build-backend = "scikit_build_core.build"
 
 [project]
 name = "@DIST@"
-version = "0.1.0"
+version = "0.1.0"  # the wheel's, and the CMake package's: find_package(@PKG@ 0.1 CONFIG ...)
 description = "CUDA kernels built with kernelgen"
 requires-python = ">=3.10"
 dependencies = []
 
 [project.optional-dependencies]
+# kernelgen from its source tree or a wheel of it (see above), not from an index
 dev = ["kernelgen", "pytest>=7.4"]
 
 [tool.scikit-build]
@@ -218,12 +225,15 @@ __pycache__/
 _README = """\
 # @PKG@
 
-CUDA kernels described by YAML specs (`specs/`), built with kernelgen (`pip install kernelgen`;
-`kernelgen --help` lists its commands, `kernelgen schema` prints the specs' JSON Schema) into the
-Python package `@PKG@`.
+CUDA kernels described by YAML specs (`specs/`), built with kernelgen (`kernelgen --help` lists its
+commands, `kernelgen schema` prints the specs' JSON Schema) into the Python package `@PKG@`.
+kernelgen is not on PyPI: install it from its source tree (`pip install /path/to/kernelgen`) or
+from a wheel of it (`pip wheel --no-deps -w DIR /path/to/kernelgen`, then
+`pip install DIR/kernelgen-*.whl`: a pure-Python wheel, for any Python 3 and machine).
 
 ```sh
-pip install kernelgen && kernelgen build   # generate, build every target, make `import @PKG@` work here
+pip install /path/to/kernelgen             # kernelgen, from its source tree
+kernelgen build                            # generate, build every target, make `import @PKG@` work here
 pytest                                     # the project's tests and the generated contract tests
 pytest -m "not gpu"                        # only the tests that need no GPU
 ```
@@ -245,11 +255,21 @@ pytest -m "not gpu"                        # only the tests that need no GPU
   the wheel is installed, only the NVIDIA driver). Without build isolation pip uses this environment's
   build backend, so install the `[build-system]` requirements of `pyproject.toml` first:
   `pip install scikit-build-core` (kernelgen brings pybind11). With build isolation, pip installs
-  them itself and must find kernelgen on an index or in `--find-links` (a wheel of kernelgen:
-  `pip wheel --no-deps /path/to/kernelgen`).
+  them itself in a temporary environment, and must take kernelgen from a wheel of it, never from an
+  index (kernelgen is not on PyPI, and anyone could publish a package of that name there): put the
+  wheels of kernelgen and of the requirements in a folder and leave the index out:
+  `pip wheel -w DIR /path/to/kernelgen scikit-build-core`, then
+  `pip wheel . --no-index --find-links DIR -Ccmake.define.KERNELGEN_TARGETS=hopper`. Isolated and
+  non-isolated builds and `kernelgen build` share `build/` (each configures a target afresh where the
+  one before used kernelgen from another place, which recompiles it).
 - From C++ (CMake): `find_package(@PKG@ CONFIG REQUIRED COMPONENTS <target>)` with this project's
   `bindings/` (or the installed wheel's folder) on `CMAKE_PREFIX_PATH`, then
   `target_link_libraries(app PRIVATE @PKG@::<target>)`: the C++ API `@PKG@::<module>::<kernel>`.
+  `find_package(@PKG@ 0.1 ...)` checks the version of `pyproject.toml`'s `[project]` (for a wheel, the
+  wheel's version): the same major version, not older (CMake's SameMajorVersion); without a version
+  there (`kernelgen build` reads only a static one), no version is installed and a version asked for
+  fails. A program is relinked after a module is added or removed: the target library's file name
+  changes with the set of modules.
 - `tests/`: the project's own tests. `kernelgen.testing.built_module(target, module, package="@PKG@",
   test_file=__file__)` imports a built module, and `built_target("@PKG@", __file__)` names a built target;
   where there is none, they skip the test file with the reason and the command to run. Mark tests that
@@ -383,13 +403,24 @@ def _cm(path: Path | str) -> str:
 
 def cmake_script(catalog: Catalog, staging: Path) -> str:
     """The CMake script a project's CMakeLists.txt includes for its wheel: the package that
-    ``kernelgen cmake`` built and staged (targets and package shell), installed as it is."""
+    ``kernelgen cmake`` built and staged (targets and package shell), installed as it is, with the
+    CMake package's version file of the wheel's version (scikit-build-core's
+    ``SKBUILD_PROJECT_VERSION``: pyproject.toml's version, static or dynamic), when there is one."""
     package = catalog.naming.package
     project.write_shell(staging / package, project.shell_files(catalog, None, staging / package))
+    version_in = staging.parent / f"{package}-config-version.cmake.in"
+    writer.write_text(version_in, package_config_version(catalog, "@KERNELGEN_PACKAGE_VERSION@"))
+    version_out = f"${{CMAKE_CURRENT_BINARY_DIR}}/kernelgen/{package}-config-version.cmake"
     return "\n".join([
         "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
         # the trailing "/" inside the quotes: the folder's contents, not the folder itself
         f"install(DIRECTORY {_cm(f'{staging / package}/')} DESTINATION {package} USE_SOURCE_PERMISSIONS",
         '        PATTERN "__pycache__" EXCLUDE)',
+        "# find_package(<package> <version>): the wheel's version (without one, no version file)",
+        "if(DEFINED SKBUILD_PROJECT_VERSION AND NOT SKBUILD_PROJECT_VERSION STREQUAL \"\")",
+        "  set(KERNELGEN_PACKAGE_VERSION \"${SKBUILD_PROJECT_VERSION}\")",
+        f"  configure_file({_cm(version_in)} \"{version_out}\" @ONLY)",
+        f"  install(FILES \"{version_out}\" DESTINATION {package})",
+        "endif()",
         "",
     ])

@@ -221,13 +221,26 @@ def _select(prefix: Path, package: str, env: dict[str, str] | None = None) -> su
 REG = {"ampere": (8, 0), "hopper": (9, 0)}
 
 
-def test_an_installed_wheel_says_which_wheel_to_build(tmp_path: Path) -> None:
-    res = _select(_fake_install(tmp_path, "tinyx", {"ampere": (8, 0)}, None, REG, wheel=True), "tinyx",
-                  {"KERNELGEN_TARGET": "hopper"})
-    assert res.stdout.strip() == (
-        "error tinyx: target 'hopper' is not built (built: ampere); run: pip wheel --no-build-isolation . "
-        "-Ccmake.define.KERNELGEN_TARGETS=hopper in tinyx's project folder (this tinyx is an installed wheel), "
-        "then install that wheel"), res.stderr
+@pytest.mark.parametrize(("built", "device", "env", "want"), [
+    # the wheel to build holds the targets this one holds too
+    ({"ampere": (8, 0)}, None, {"KERNELGEN_TARGET": "hopper"},
+     "error tinyx: target 'hopper' is not built (built: ampere); run: pip wheel --no-build-isolation . "
+     "-Ccmake.define.KERNELGEN_TARGETS=\"ampere;hopper\" in tinyx's project folder (this tinyx is an installed "
+     "wheel), then install that wheel"),
+    ({"ampere": (8, 0)}, (9, 0), {},
+     "error tinyx: no build for this GPU: GPU 0 has compute capability 9.0; the built targets are ampere (8.0); "
+     "its target hopper is for this GPU but not built here; run: pip wheel --no-build-isolation . "
+     "-Ccmake.define.KERNELGEN_TARGETS=\"ampere;hopper\" in tinyx's project folder"),
+    ({}, None, {},
+     "error tinyx: no target is built (its targets: ampere, hopper); run: pip wheel --no-build-isolation . "
+     "-Ccmake.define.KERNELGEN_TARGETS=TARGET in tinyx's project folder (this tinyx is an installed wheel)"),
+])
+def test_an_installed_wheel_says_which_wheel_to_build(tmp_path: Path, built: dict[str, tuple[int, int]],
+                                                     device: tuple[int, int] | None, env: dict[str, str],
+                                                     want: str) -> None:
+    res = _select(_fake_install(tmp_path, "tinyx", built, device, REG, wheel=True), "tinyx", env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().startswith(want), res.stdout
 
 
 @pytest.mark.parametrize(("built", "device", "env", "want"), [
@@ -418,7 +431,29 @@ def test_a_moved_build_tree_is_configured_afresh(tmp_path: Path) -> None:
     (bdir / "CMakeCache.txt").write_text(f"X:STRING=1\nCMAKE_CACHEFILE_DIR:INTERNAL={bdir}\n")
     assert _configured_elsewhere(bdir) is None
     (bdir / "CMakeCache.txt").write_text("CMAKE_CACHEFILE_DIR:INTERNAL=/old/place/build/hopper\n")
-    assert _configured_elsewhere(bdir) == "/old/place/build/hopper"
+    assert _configured_elsewhere(bdir) == "was configured in /old/place/build/hopper"
+
+
+def test_a_build_tree_of_kernelgen_installed_elsewhere_is_configured_afresh(tmp_path: Path) -> None:
+    # An isolated `pip wheel` installs kernelgen in a temporary environment: the tree it configures
+    # names that environment's driver project, which CMake refuses to reuse from another (and the
+    # other way round).
+    from kernelgen.build import DRIVER_DIR, _configured_elsewhere
+
+    bdir = tmp_path / "build" / "hopper"
+    bdir.mkdir(parents=True)
+    cache = f"CMAKE_CACHEFILE_DIR:INTERNAL={bdir}\nCMAKE_HOME_DIRECTORY:INTERNAL=@HOME@\n"
+    (bdir / "CMakeCache.txt").write_text(cache.replace("@HOME@", str(DRIVER_DIR)))
+    assert _configured_elsewhere(bdir) is None
+    # the same folder through a link is the same driver
+    (tmp_path / "link").symlink_to(DRIVER_DIR.parent)
+    (bdir / "CMakeCache.txt").write_text(cache.replace("@HOME@", str(tmp_path / "link" / "cmake")))
+    assert _configured_elsewhere(bdir) is None
+    isolated = "/tmp/pip-build-env-54uxbvsy/overlay/lib/python3.11/site-packages/kernelgen/cmake"
+    (bdir / "CMakeCache.txt").write_text(cache.replace("@HOME@", isolated))
+    assert _configured_elsewhere(bdir) == (f"was configured from kernelgen's CMake driver at {isolated}, and "
+                                           f"kernelgen's is now {DRIVER_DIR}")
+    assert _configured_elsewhere(bdir, driver=Path(isolated)) is None
 
 
 # ---------------------------------------------------------------- the CUDA toolkit
