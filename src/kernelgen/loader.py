@@ -832,8 +832,10 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     catalog = _expand_dispatchers_in_chains(catalog)
     check_fallbacks(catalog)
     from kernelgen.emit import check_paths  # the emitters' file names (emit imports this module's users)
+    from kernelgen.emit.rust import check_names as check_rust_names
 
     check_paths(catalog)
+    check_rust_names(catalog)  # the Rust crate's item names (a module `code`, structs a_b1 and a_b_1)
     # The checks generation makes on top of the loader's (the test-case search, whole
     # clusters), so that every command accepts and rejects the same specs.
     check_catalog(catalog)

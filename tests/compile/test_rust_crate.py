@@ -17,7 +17,7 @@ import pytest
 from kernelgen.emit import library_name, render_catalog
 from kernelgen.loader import load_catalog
 from tests.conftest import REPO, run_cli
-from tests.unit.test_emit_rust import KEYWORDS
+from tests.unit.test_emit_rust import KEYWORDS, UPPER
 from tests.unit.test_loader import write_project
 
 pytestmark = [
@@ -85,6 +85,44 @@ def test_missing_library_fails_the_build_naming_the_file_and_the_variable(built:
     assert "KERNELGEN_LIB_DIR" in res.stderr
 
 
+def test_crate_of_changed_specs_does_not_link_against_the_older_library(built: Path, tmp_path: Path) -> None:
+    """A kernel's argument changed and `kernelgen generate` run, not `build`: the library keeps its
+    name, build.rs stops naming the module's C ABI symbol, and past build.rs (its list edited)
+    linking fails on that symbol rather than producing a program that calls the old signature."""
+    from tests.conftest import FIXTURE
+
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE, project)
+    spec = project / "specs" / "fixture_ops.yaml"
+    text = spec.read_text()
+    old = "      n: u32\n      alpha: f32\n    grid: [div_ceil(n, THREADS), 1, 1]"
+    assert text.count(old) == 1
+    spec.write_text(text.replace(old, old.replace("alpha: f32", "alpha: f64")))
+    source = project / "kernels" / "scale.cu"
+    kernel = "float* __restrict__ out, uint32_t n, float alpha"
+    assert kernel in source.read_text()
+    source.write_text(source.read_text().replace(kernel, kernel.replace("float alpha", "double alpha")))
+    for path, body in render_catalog(load_catalog(project)).items():
+        if path.startswith("generated/hopper/rust/"):
+            (project / path).parent.mkdir(parents=True, exist_ok=True)
+            (project / path).write_text(body)
+    crate = project / "generated" / "hopper" / "rust"
+    (old_sym,) = _abi_symbols(built / "generated" / "hopper" / "rust")
+    (new_sym,) = _abi_symbols(crate)
+    assert old_sym != new_sym
+    env = {"KERNELGEN_LIB_DIR": str(built / "bindings" / "kernelgen_ops" / "hopper"),
+           "CARGO_TARGET_DIR": str(tmp_path / "t")}
+    res = _cargo(crate, "build", "--tests", env=env)
+    assert res.returncode != 0
+    assert f"built from other specs than this crate was generated from (it lacks the C ABI symbols {new_sym})" \
+        in res.stderr, res.stderr[-3000:]
+    build_rs = crate / "build.rs"
+    build_rs.write_text(build_rs.read_text().replace(f'"{new_sym}"', f'"{old_sym}"'))
+    res = _cargo(crate, "build", "--tests", env=env)
+    assert res.returncode != 0
+    assert re.search(rf"undefined (symbol: |reference to `){new_sym}", res.stderr), res.stderr[-3000:]
+
+
 @pytest.mark.parametrize("target", ["gb10", "hopper"])
 def test_catalog_crate_tests_pass_where_the_catalog_is_built(target: str, tmp_path: Path) -> None:
     catalog = load_catalog(REPO)
@@ -104,25 +142,96 @@ def test_catalog_crate_tests_pass_where_the_catalog_is_built(target: str, tmp_pa
 # Type checks against a stand-in library file (checking links nothing): no nvcc needed.
 
 
-def _cargo_check(crate: Path, lib: str, tmp_path: Path) -> None:
+def _abi_symbols(crate: Path) -> list[str]:
+    """The C ABI digest symbols build.rs looks for in the library."""
+    return re.findall(r'"(\w+__abi__[0-9a-f]{8})"', (crate / "build.rs").read_text())
+
+
+def _fake_library(crate: Path, lib: str, tmp_path: Path, symbols: list[str] | None = None) -> Path:
+    """A stand-in library file holding the names build.rs looks for (checking links nothing)."""
     fake = tmp_path / "lib"
     fake.mkdir(exist_ok=True)
-    (fake / f"lib{lib}.so").write_bytes(b"")  # build.rs only checks it exists; checking links nothing
-    env = dict(os.environ, KERNELGEN_LIB_DIR=str(fake), CARGO_TARGET_DIR=str(tmp_path / "target"))
-    res = subprocess.run(["cargo", "check", "--offline", "--all-targets"], cwd=crate, env=env,
+    names = _abi_symbols(crate) if symbols is None else symbols
+    (fake / f"lib{lib}.so").write_bytes(b"\0ELF\0" + b"".join(n.encode() + b"\0" for n in names))
+    return fake
+
+
+def _cargo_check(crate: Path, lib: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None,
+                 symbols: list[str] | None = None) -> subprocess.CompletedProcess:
+    fake = _fake_library(crate, lib, tmp_path, symbols)
+    env = dict(os.environ, KERNELGEN_LIB_DIR=str(fake), CARGO_TARGET_DIR=str(tmp_path / "target")) | (env or {})
+    res = subprocess.run(["cargo", "check", "--offline", *(args or ("--all-targets",))], cwd=crate, env=env,
                          capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-4000:]
-    assert "warning" not in res.stderr, res.stderr[-4000:]
+    if not args:
+        assert res.returncode == 0, res.stderr[-4000:]
+        assert "warning" not in res.stderr, res.stderr[-4000:]
+    return res
 
 
-def test_crate_with_rust_keyword_names_type_checks(tmp_path: Path) -> None:
+def _write_crate(tmp_path: Path, spec: str, name: str) -> Path:
     (tmp_path / "p").mkdir()
-    root = write_project(tmp_path / "p", KEYWORDS, "mod.yaml")
+    root = write_project(tmp_path / "p", spec, f"{name}.yaml")
     for path, text in render_catalog(load_catalog(root)).items():
         if path.startswith("generated/hopper/rust/"):
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text)
-    _cargo_check(root / "generated/hopper/rust", library_name("hopper", ["mod"]), tmp_path)
+    return root / "generated/hopper/rust"
+
+
+def test_crate_with_rust_keyword_names_type_checks(tmp_path: Path) -> None:
+    _cargo_check(_write_crate(tmp_path, KEYWORDS, "mod"), library_name("hopper", ["mod"]), tmp_path)
+
+
+@pytest.mark.parametrize("module", ["code", "fmt"])
+def test_crate_of_a_module_named_like_a_crate_root_item_type_checks(module: str, tmp_path: Path) -> None:
+    spec = UPPER.replace("module: gemmy", f"module: {module}", 1)
+    _cargo_check(_write_crate(tmp_path, spec, module), library_name("hopper", [module]), tmp_path)
+
+
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error")
+            and not line.startswith(("error: could not compile", "error: aborting"))]
+
+
+def test_upper_case_names_type_check_without_warnings_and_doctests_fail_only_on_the_value(tmp_path: Path) -> None:
+    """GEMM-style upper-case names and kg_Self warn nowhere; the compile_fail doctests of a crate
+    whose first u32 argument follows a bool one fail on the out-of-range value alone: the same
+    call in range compiles."""
+    crate = _write_crate(tmp_path, UPPER, "gemmy")
+    lib = library_name("hopper", ["gemmy"])
+    _cargo_check(crate, lib, tmp_path)
+    text = (crate / "src/lib.rs").read_text()
+    blocks = re.findall(r"//! ```(compile_fail|no_run)\n((?://! (?!```).*\n)+)//! ```", text)
+    snippets = [(kind, "".join(line.removeprefix("//! ") for line in body.splitlines(True)))
+                for kind, body in blocks if "GemmK::plan(" in body][:3]  # then the usage example
+    assert [k for k, _ in snippets] == ["compile_fail", "compile_fail", "no_run"], blocks
+    (crate / "examples").mkdir()
+    for i, (kind, code) in enumerate(snippets):
+        (crate / "examples" / f"snippet{i}.rs").write_text(f"fn main() {{\n{code}}}\n")
+        res = _cargo_check(crate, lib, tmp_path, "--example", f"snippet{i}")
+        if kind == "no_run":
+            assert res.returncode == 0, res.stderr[-3000:]
+        else:
+            assert res.returncode != 0 and len(_errors(res.stderr)) == 1, res.stderr[-3000:]
+            assert "u32" in _errors(res.stderr)[0], res.stderr[-3000:]
+
+
+def test_library_of_other_specs_or_a_relative_folder_fails_the_build_clearly(tmp_path: Path) -> None:
+    crate = _write_crate(tmp_path, UPPER, "gemmy")
+    lib = library_name("hopper", ["gemmy"])
+    (sym,) = _abi_symbols(crate)
+    # A library of the same module names built from other specs (K was u64 then).
+    res = _cargo_check(crate, lib, tmp_path, "--lib", symbols=[sym[:-8] + "00000000"])
+    assert res.returncode != 0
+    assert f"was built from other specs than this crate was generated from (it lacks the C ABI symbols {sym})" \
+        in res.stderr, res.stderr[-3000:]
+    assert "kernelgen build --target hopper" in res.stderr
+    # A relative KERNELGEN_LIB_DIR is taken from the crate's folder: the message says so, with
+    # the absolute path it tried.
+    res = _cargo_check(crate, lib, tmp_path, "--lib", env={"KERNELGEN_LIB_DIR": "lib"})
+    assert res.returncode != 0
+    assert f"{crate.resolve()}/lib/lib{lib}.so not found" in res.stderr, res.stderr[-3000:]
+    assert "KERNELGEN_LIB_DIR is relative" in res.stderr and "absolute path" in res.stderr
 
 
 def test_catalog_crate_type_checks(tmp_path: Path) -> None:

@@ -3,17 +3,70 @@
 //! Links libkernelgen_hopper_f543a582.so, the library `kernelgen build` builds for target hopper, from the
 //! folder in KERNELGEN_LIB_DIR, or else from where kernelgen installs it in this crate's
 //! project (bindings/kernelgen_ops/hopper/, three folders up from this crate).
+//! KERNELGEN_LIB_DIR should be an absolute path: cargo runs this script in the crate's folder,
+//! which a relative one is taken from.
+//!
+//! Each module's C ABI has a symbol naming its digest (`<prefix>_<module>__abi__<digest>`), which
+//! the crate references: a library built from other specs (a kernel's arguments changed since)
+//! lacks it, so the build stops here; were such a library linked anyway (an older one on
+//! LD_LIBRARY_PATH), linking or loading fails with the symbol undefined.
 
+use std::collections::HashSet;
 use std::env;
+use std::fs;
 use std::path::PathBuf;
 
 const LIBRARY: &str = "kernelgen_hopper_f543a582";
 
+/// The C ABI digest symbols of the modules, as generated with this crate.
+const ABI: &[&str] = &[
+    "kg_argmax__abi__639a741e",
+    "kg_attn_dflash__abi__91cb63a2",
+    "kg_attn_prefill__abi__bfb93860",
+    "kg_attn_prefill_fa128__abi__0425369e",
+    "kg_batched_embed__abi__fd514393",
+    "kg_dense_linear__abi__8ca0c4cc",
+    "kg_dflash2__abi__57927700",
+    "kg_fill_slots__abi__78c15c96",
+    "kg_fp8_gemv_rt__abi__6f9a0a99",
+    "kg_fp8_linear__abi__0fb086ad",
+    "kg_reshape_cache_bf16__abi__92580a8e",
+    "kg_reshape_cache_fp8__abi__ebfbc1f4",
+    "kg_residual_add__abi__fa2c5652",
+    "kg_residual_rms_norm__abi__8f8fdc12",
+    "kg_rms_norm__abi__6c078881",
+    "kg_rope_qwen3__abi__778598e0",
+    "kg_silu_mul__abi__76054529",
+    "kg_w4a16_gemm__abi__22187e84",
+];
+
+/// The digest symbols missing from the library's bytes (its symbol names are NUL-terminated strings).
+fn missing_abi(bytes: &[u8]) -> Vec<&'static str> {
+    let lengths: HashSet<usize> = ABI.iter().map(|s| s.len()).collect();
+    let mut wanted: HashSet<&[u8]> = ABI.iter().map(|s| s.as_bytes()).collect();
+    for piece in bytes.split(|&b| b == 0) {
+        if lengths.contains(&piece.len()) && wanted.remove(piece) && wanted.is_empty() {
+            break;
+        }
+    }
+    ABI.iter().copied().filter(|s| wanted.contains(s.as_bytes())).collect()
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=KERNELGEN_LIB_DIR");
+    let mut relative = false;
     let dir = match env::var_os("KERNELGEN_LIB_DIR") {
-        Some(d) => PathBuf::from(d),
+        Some(d) => {
+            // Cargo runs build scripts in the crate's folder: a relative path is taken from there.
+            let d = PathBuf::from(d);
+            if d.is_relative() {
+                relative = true;
+                env::current_dir().expect("the build script's folder").join(d)
+            } else {
+                d
+            }
+        }
         None => {
             let crate_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
             crate_dir.join("../../../bindings/kernelgen_ops/hopper")
@@ -23,8 +76,24 @@ fn main() {
     if !file.is_file() {
         panic!(
             "kernelgen: {} not found; build target hopper (kernelgen build --target hopper) or set \
-             KERNELGEN_LIB_DIR to the folder that holds it",
-            file.display()
+             KERNELGEN_LIB_DIR to the absolute path of the folder that holds it{}",
+            file.display(),
+            if relative {
+                " (KERNELGEN_LIB_DIR is relative, so it was taken from this crate's folder, where cargo runs \
+                 build scripts, not from the folder cargo was started in)"
+            } else {
+                ""
+            }
+        );
+    }
+    let bytes = fs::read(&file).unwrap_or_else(|e| panic!("kernelgen: cannot read {}: {}", file.display(), e));
+    let stale = missing_abi(&bytes);
+    if !stale.is_empty() {
+        panic!(
+            "kernelgen: {} was built from other specs than this crate was generated from (it lacks the C ABI \
+             symbols {}); run kernelgen build --target hopper",
+            file.display(),
+            stale.join(", ")
         );
     }
     let dir = dir.canonicalize().unwrap_or(dir);

@@ -198,4 +198,8 @@ int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, ui
 
 const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void) { return &kernelgen::reshape_cache_bf16::kg_info_reshape_cache_bf16; }
 
+// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
+// them against a library built from other specs fails with this symbol undefined.
+__attribute__((visibility("default"))) void kg_reshape_cache_bf16__abi__92580a8e(void) {}
+
 }  // extern "C"

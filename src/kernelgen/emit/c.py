@@ -7,6 +7,7 @@ C++ translation unit (kernelgen.emit.cpp), which asks this module for their para
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 from kernelgen import names, plan, types
@@ -129,6 +130,27 @@ def c_structs(lm: LModule) -> list[dict[str, object]]:
                     "cpp": comment_text(st.cpp),
                     "attr": f" __attribute__((aligned({st.over_aligned})))" if st.over_aligned else ""})
     return out
+
+
+def abi_symbol(lm: LModule) -> str:
+    """The symbol naming the module's C ABI: ``<c_prefix>_<module>__abi__<digest>``, the digest (8
+    hex digits) covering what a caller relies on: each entry point's name and parameter types, the
+    element counts ``__sizes`` writes, a chain's member count, the struct layouts and the element
+    type codes of dtype masks. Summaries, clauses and expressions do not change it. The launchers'
+    translation unit defines it; generated callers reference it, so linking them against a
+    library built from other specs fails naming it. ('__' separates it from every launcher's
+    symbols, whose names cannot hold '__'.)"""
+    lines = [f"struct {st['c']}{st['attr']} {{{'; '.join(st['fields'])}}} {st['size']}" for st in c_structs(lm)]
+    for k in lm.kernels:
+        lines.append(f"kernel {names.c_function(lm.name, k.name)}({params(k.args)}) "
+                     f"plan({plan_params(k.int_args)}) sizes {len(k.sizes)}")
+    for ch in lm.chains:
+        lines.append(f"chain {names.c_function(lm.name, ch.name)}({params(ch.args)}{key_params(ch.keys)}) "
+                     f"plan({plan_params(ch.int_args)}) sizes {ch.nsizes} members {len(ch.members)}"
+                     + (" info" if ch.keys else ""))
+    lines += [f"{name} {value}" for name, value in elem_defines(lm)]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:8]
+    return f"{names.current().c_prefix}_{lm.name}__abi__{digest}"
 
 
 def include_guard(module: str) -> str:

@@ -655,6 +655,7 @@ def render_module(lm: LModule) -> dict[str, str]:
                                             t.max_shared_mem_per_block_optin)),
         "no_variant_code": code(NL_NO_VARIANT),
         "no_instance_code": code(NL_NO_INSTANCE),
+        "abi_symbol": c.abi_symbol(lm),
     }
     return {
         f"src/{lm.name}.cu": render("launchers.cu.j2", ctx),

@@ -14,7 +14,8 @@ import re
 from kernelgen import __version__, expr, names, plan, types
 from kernelgen.cases import expected_plan
 from kernelgen.emit.base import render
-from kernelgen.errors import ExprError, SpecError
+from kernelgen.emit.c import abi_symbol
+from kernelgen.errors import ExprError, SourceLoc, SpecError
 from kernelgen.escape import comment_text
 from kernelgen.lower import (
     CArg,
@@ -34,6 +35,7 @@ from kernelgen.plan import (
     NL_ABSENT,
     NL_EMPTY_GRID,
     NL_KILLED,
+    NL_NO_INSTANCE,
     category,
     code,
     falls_through,
@@ -91,7 +93,7 @@ _NOT_RAW = frozenset({"crate", "self", "super", "Self"})
 
 def module_paths(module: str) -> tuple[str, str]:
     """The crate's files of one spec module: its source and its contract tests."""
-    return f"rust/src/{rust_ident(module).removeprefix('r#')}.rs", f"rust/tests/{module}.rs"
+    return f"rust/src/{module_ident(module).removeprefix('r#')}.rs", f"rust/tests/{module}.rs"
 
 
 def rust_ident(name: str) -> str:
@@ -134,8 +136,50 @@ def crate_name(target: Target) -> str:
 
 
 def struct_ident(name: str) -> str:
-    """A struct type's Rust name: the spec's name in CamelCase (rope_dims: RopeDims)."""
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p) or name
+    """A struct type's Rust name: the spec's name in CamelCase (rope_dims: RopeDims; self_: kg_Self)."""
+    return rust_ident("".join(p[:1].upper() + p[1:] for p in name.split("_") if p) or name)
+
+
+# The names templates/rust/lib.rs.j2 defines or imports in the crate root's type namespace, where
+# each module is a `pub mod` (tests/unit/test_emit_rust.py reads them off the rendered file).
+CRATE_ROOT_NAMES = frozenset(
+    "dtype code fmt std c_void c_char Cell CStr AtomicPtr Ordering Stream DevicePtr DevicePtrMut Kernel Plan "
+    "NotLaunched Error DeviceValues kg_ffi kg_rt".split()
+)
+
+
+def module_ident(module: str) -> str:
+    """A module's Rust name: its spec name, but ``kg_<name>`` for one the crate root already
+    defines (``code``, ``dtype``, the imported ``fmt``, ``c_void``, ``c_char``), and as
+    :func:`rust_ident` writes keywords."""
+    return "kg_" + module if module in CRATE_ROOT_NAMES else rust_ident(module)
+
+
+def check_names(catalog: Catalog) -> None:
+    """The Rust names of a module's kernels, chains and structs, checked when the specs load: in
+    one module, two structs with one CamelCase name (``a_b1`` and ``a_b_1``: ``AB1``) or a struct's
+    CamelCase name equal to a kernel's or a chain's (Rust modules and types share one namespace)
+    are spec errors at the later spec line, naming the Rust name. (A module named like an item of
+    the crate root is renamed instead: :func:`module_ident`.)"""
+    for m in catalog.modules:
+        entries = [(struct_ident(st.name), st.loc, f"struct '{st.name}'", f"structs.{st.name}")
+                   for st in m.structs if not st.stateless]
+        entries += [(rust_ident(k.name), k.loc, f"kernel '{k.name}'", f"kernels.{k.name}") for k in m.kernels
+                    if k.instance_of is None]
+        entries += [(rust_ident(d.name), d.loc, f"instantiated kernel '{d.name}'", f"kernels.{d.name}")
+                     for d in m.dispatches]
+        entries += [(rust_ident(k.name), k.loc, f"instantiation '{k.name}'", f"kernels.{k.instance_of}")
+                    for k in m.kernels if k.instance_of is not None]
+        entries += [(rust_ident(c.name), c.loc, f"fallback chain '{c.name}'", f"fallbacks.{c.name}")
+                    for c in m.fallbacks]
+        taken: dict[str, tuple[str, SourceLoc]] = {}
+        for name, loc, what, field in sorted(entries, key=lambda e: (e[1].line, e[1].column)):
+            if name in taken:
+                other, where = taken[name]
+                raise SpecError(loc, field, f"{what} and {other} (line {where.line}) are both `{name}` in the Rust "
+                                f"module {m.name} (structs take CamelCase names; Rust modules and types share "
+                                "one namespace)", "rename one of them")
+            taken[name] = (what, loc)
 
 
 def _params(args: tuple[CArg, ...], ffi: bool) -> list[tuple[str, str]]:
@@ -256,8 +300,11 @@ class _ChainView(_Launcher):
                                                           for k in c.keys],
                          tuple(k.param for k in c.keys))
         self.spec = c.spec
-        self.members = [f"crate::{rust_ident(mod)}::{rust_ident(k)}" for mod, k in c.members]
+        self.members = [f"crate::{module_ident(mod)}::{rust_ident(k)}" for mod, k in c.members]
         self.member_names = [f"{mod}.{k}" for mod, k in c.members]
+        # The kernel plans and errors report where no member is about them: a dispatcher (a chain
+        # over element types) itself, else the first member.
+        self.info = self.c["info"] if c.keys else names.c_function(*c.members[0], "info")
         by_slot = {a.size_slot: a.name for a in c.args if a.is_pointer and a.size_slot >= 0}
         self.sized = [by_slot[i] for i in range(c.nsizes)]
 
@@ -364,7 +411,7 @@ class _KernelTests:
         k = mod.kernel(lk.name)
         assert k is not None
         self.name = lk.name
-        self.path = f"kg::{rust_ident(m.name)}::{rust_ident(lk.name)}"  # kg: the crate under test
+        self.path = f"kg::{module_ident(m.name)}::{rust_ident(lk.name)}"  # kg: the crate under test
         self.name_lit = rust_string(lk.name)
         self.present = lk.present
         self.target_lit = rust_string(target.name)
@@ -427,7 +474,7 @@ class _KernelTests:
 class _ChainTests:
     def __init__(self, catalog: Catalog, m: LModule, c: LChain, target: Target, crate: str) -> None:
         self.name = c.name
-        self.path = f"kg::{rust_ident(m.name)}::{rust_ident(c.name)}"
+        self.path = f"kg::{module_ident(m.name)}::{rust_ident(c.name)}"
         members = []
         for mod_name, kernel in c.members:
             mod = catalog.module(mod_name)
@@ -461,6 +508,16 @@ class _ChainTests:
             reason = _reason(k, target, rc, mod.kill_switch) if rc > 0 else None
             if reason and self.not_launched is None:
                 self.not_launched = (", ".join([_call_args(c.args, env), *any_dtype]), rust_string(reason))
+        # A dispatcher's masks accepting no element type: the plan and the reason are about it.
+        self.name_lit = rust_string(c.name)
+        self.no_instance = None
+        if c.keys and c.cases:
+            env = dict(c.cases[0])
+            nl = code(NL_NO_INSTANCE)
+            none = ["0"] * len(c.keys)
+            reason = f"{c.name}: {plan.describe(None, nl, keys=', '.join(k.name for k in c.keys))}"
+            self.no_instance = (", ".join([_int_lit(a, env[a.name]) for a in c.int_args] + none),
+                                ", ".join([_call_args(c.args, env), *none]), nl, rust_string(reason))
 
 
 # ------------------------------------------------------------------ the crate
@@ -469,6 +526,7 @@ class _ChainTests:
 def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_name: str,
                  stamp: callable) -> dict[str, str]:  # type: ignore[valid-type]
     """Every file of ``generated/<target>/rust/``: {path relative to generated/<target>: text}."""
+    check_names(catalog)
     crate = crate_name(target)
     out: dict[str, str] = {}
     modules = []
@@ -485,12 +543,14 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             kernels.append(_KernelView(lm, lk, k))
             for n, t in _size_texts(k).items():
                 size_texts.setdefault(n, t)
-            path = f"{rust_ident(lm.name)}::{rust_ident(lk.name)}"
+            path = f"{module_ident(lm.name)}::{rust_ident(lk.name)}"
             if doc_kernel is None and any(a.spelling == "u32" for a in lk.int_args):
                 pos = next(i for i, a in enumerate(lk.int_args) if a.spelling == "u32")
-                vals = ["0"] * len(lk.int_args)
+                # Every other argument a valid literal of its type: the u32 one is the only error.
+                vals = [_int_lit(a, 0) for a in lk.int_args]
                 doc_kernel = {
                     "path": path,
+                    "valid": ", ".join(vals),
                     "negative": ", ".join(vals[:pos] + ["-1"] + vals[pos + 1:]),
                     "too_big": ", ".join(vals[:pos] + ["4294967296"] + vals[pos + 1:]),
                 }
@@ -522,9 +582,12 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
                 for n, t in _size_texts(mk).items():
                     size_texts.setdefault(n, t)
             chains.append(_ChainView(lm, c, size_texts))
-        ident = rust_ident(lm.name)
+        ident = module_ident(lm.name)
         modules.append(ident)
+        declared = {k.c["info"] for k in kernels}
         ctx = {
+            "abi": abi_symbol(lm),
+            "extra_infos": sorted({ch.info for ch in chains} - declared),
             "stamp": stamp(lm.spec),
             "m": lm,
             "summary": doc_text(lm.summary),
@@ -555,6 +618,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "lib_literal": rust_string(lib_name),
         "target_literal": rust_string(target.name),
         "modules": modules,
+        "abi": [abi_symbol(lm) for lm in lowered],
         "doc_kernel": doc_kernel,
         "example": example,
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
@@ -584,4 +648,5 @@ def _outcome_codes() -> dict[str, list]:
             "falls_through": [n.removeprefix("KG_") for n in h["falls_through"]]}
 
 
-__all__ = ["crate_name", "render_crate", "rust_ident", "rust_string", "rust_type"]
+__all__ = ["CRATE_ROOT_NAMES", "check_names", "crate_name", "module_ident", "render_crate", "rust_ident",
+           "rust_string", "rust_type"]

@@ -4,6 +4,7 @@
 //!
 //! Module `argmax` on target `gb10`, generated from `specs/argmax.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_ARGMAX` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab.
 ///
@@ -20,7 +21,7 @@
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod argmax_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_argmax__argmax_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_argmax__argmax_bf16__info, super::kg_ffi::kg_argmax__abi__639a741e);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -79,5 +80,7 @@ mod kg_ffi {
         pub fn kg_argmax__argmax_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_argmax__argmax_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_argmax__argmax_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_argmax__abi__639a741e();
     }
 }

@@ -3,6 +3,7 @@
 //! Drafter (DFlash) attention over a paged KV cache, head_dim 128, grouped-query attention: BF16 or FP8 E4M3 cache, kv_len and query position as arguments or read from device memory (one CUDA graph for every step), with a split-KV path (deterministic in-kernel merge) chosen by applicability.
 //!
 //! Module `attn_dflash` on target `gb10`, generated from `specs/attn_dflash.yaml`.
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i.
 ///
@@ -33,7 +34,7 @@
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod prefill_attn_dflash_bf16_unsplit {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_unsplit__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_unsplit__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -132,7 +133,7 @@ pub mod prefill_attn_dflash_bf16_unsplit {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod prefill_attn_dflash_bf16_split {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_split__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -237,7 +238,7 @@ pub mod prefill_attn_dflash_bf16_split {
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 pub mod prefill_attn_dflash_fp8_unsplit {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8_unsplit__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8_unsplit__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -347,7 +348,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod prefill_attn_dflash_fp8_split {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8_split__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -459,7 +460,7 @@ pub mod prefill_attn_dflash_fp8_split {
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): kv_len (i32, at most max_kv_len), q_offset (i32), q_rope_pos (i32).
 pub mod prefill_attn_dflash_bf16_indirect_unsplit {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect_unsplit__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect_unsplit__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -572,7 +573,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod prefill_attn_dflash_bf16_indirect_split {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect_split__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -677,7 +678,13 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
 /// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16 {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_bf16_split, attn_dflash.prefill_attn_dflash_bf16_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
@@ -697,7 +704,7 @@ pub mod prefill_attn_dflash_bf16 {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16__plan(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -707,7 +714,7 @@ pub mod prefill_attn_dflash_bf16 {
         let mut kg_sizes = [0i64; 7];
         // Safety: the function writes 7 values.
         let kg_code = unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -752,7 +759,7 @@ pub mod prefill_attn_dflash_bf16 {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16(q.as_ptr(), k_cache.as_ptr(), v_cache.as_ptr(), out.as_ptr(), block_table.as_ptr(), q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace.as_ptr(), counters.as_ptr(), stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::attn_dflash::prefill_attn_dflash_bf16_split::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -778,7 +785,13 @@ pub mod prefill_attn_dflash_bf16 {
 /// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_fp8 {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_fp8_split, attn_dflash.prefill_attn_dflash_fp8_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
@@ -798,7 +811,7 @@ pub mod prefill_attn_dflash_fp8 {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8__plan(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -808,7 +821,7 @@ pub mod prefill_attn_dflash_fp8 {
         let mut kg_sizes = [0i64; 9];
         // Safety: the function writes 9 values.
         let kg_code = unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -861,7 +874,7 @@ pub mod prefill_attn_dflash_fp8 {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_fp8(q.as_ptr(), k_cache.as_ptr(), v_cache.as_ptr(), k_scale.as_ptr(), v_scale.as_ptr(), out.as_ptr(), block_table.as_ptr(), q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace.as_ptr(), counters.as_ptr(), stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::attn_dflash::prefill_attn_dflash_fp8_split::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -887,7 +900,13 @@ pub mod prefill_attn_dflash_fp8 {
 /// - `workspace`: `f32*`, `(((num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * min(div_ceil(kv_len, SPLIT_KEYS * CLUSTER), MAX_GROUPS)) * ROWS) * WS_ROW` elements
 /// - `counters`: `i32*`, `(num_kv_heads * div_ceil(q_rows * (num_q_heads // max(num_kv_heads, 1)), ROWS)) * CLUSTER` elements
 pub mod prefill_attn_dflash_bf16_indirect {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect_split__info, super::kg_ffi::kg_attn_dflash__abi__91cb63a2);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: attn_dflash.prefill_attn_dflash_bf16_indirect_split, attn_dflash.prefill_attn_dflash_bf16_indirect_unsplit.
     pub fn members() -> [crate::Kernel; 2] {
@@ -907,7 +926,7 @@ pub mod prefill_attn_dflash_bf16_indirect {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect__plan(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -917,7 +936,7 @@ pub mod prefill_attn_dflash_bf16_indirect {
         let mut kg_sizes = [0i64; 10];
         // Safety: the function writes 10 values.
         let kg_code = unsafe { super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -974,7 +993,7 @@ pub mod prefill_attn_dflash_bf16_indirect {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_attn_dflash__prefill_attn_dflash_bf16_indirect(q.as_ptr(), k_cache.as_ptr(), v_cache.as_ptr(), out.as_ptr(), block_table.as_ptr(), q_rows, kv_len.as_ptr(), q_offset.as_ptr(), q_rope_pos.as_ptr(), max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, scale, workspace.as_ptr(), counters.as_ptr(), stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::attn_dflash::prefill_attn_dflash_bf16_indirect_split::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -1013,5 +1032,7 @@ mod kg_ffi {
         pub fn kg_attn_dflash__prefill_attn_dflash_bf16_indirect(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: u32, a_6: *const ::std::ffi::c_void, a_7: *const ::std::ffi::c_void, a_8: *const ::std::ffi::c_void, a_9: u32, a_10: u32, a_11: u32, a_12: u32, a_13: u32, a_14: u32, a_15: f32, a_16: *mut ::std::ffi::c_void, a_17: *mut ::std::ffi::c_void, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_attn_dflash__prefill_attn_dflash_bf16_indirect__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_sizes: *mut i64) -> i32;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_attn_dflash__abi__91cb63a2();
     }
 }

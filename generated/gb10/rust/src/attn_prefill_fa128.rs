@@ -4,6 +4,7 @@
 //!
 //! Module `attn_prefill_fa128` on target `gb10`, generated from `specs/attn_prefill_fa128.yaml`.
 //! Kill switch: `METRALE_NO_ATTN_FA128` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0.
 ///
@@ -38,7 +39,7 @@
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod attn_prefill_fa128_paged {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128_paged__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128_paged__info, super::kg_ffi::kg_attn_prefill_fa128__abi__0425369e);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -132,7 +133,7 @@ pub mod attn_prefill_fa128_paged {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod attn_prefill_fa128 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128__info, super::kg_ffi::kg_attn_prefill_fa128__abi__0425369e);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -212,7 +213,13 @@ pub mod attn_prefill_fa128 {
 /// - `sliding_window`: `u32`
 /// - `head_dim`: `u32` (host argument)
 pub mod attn_paged {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128_paged__info, super::kg_ffi::kg_attn_prefill_fa128__abi__0425369e);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: attn_prefill_fa128.attn_prefill_fa128_paged, attn_prefill.attn_prefill_paged_64.
     pub fn members() -> [crate::Kernel; 2] {
@@ -232,7 +239,7 @@ pub mod attn_paged {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_attn_prefill_fa128__attn_paged__plan(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -242,7 +249,7 @@ pub mod attn_paged {
         let mut kg_sizes = [0i64; 5];
         // Safety: the function writes 5 values.
         let kg_code = unsafe { super::kg_ffi::kg_attn_prefill_fa128__attn_paged__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -279,7 +286,7 @@ pub mod attn_paged {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_attn_prefill_fa128__attn_paged(q.as_ptr(), k_cache.as_ptr(), v_cache.as_ptr(), output.as_ptr(), block_table.as_ptr(), q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, inv_sqrt_d, causal, sliding_window, head_dim, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::attn_prefill_fa128::attn_prefill_fa128_paged::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -299,7 +306,13 @@ pub mod attn_paged {
 /// - `head_dim`: `u32` (host argument)
 /// - `batch`: `u32` (host argument)
 pub mod attn_contiguous {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill_fa128__attn_prefill_fa128__info, super::kg_ffi::kg_attn_prefill_fa128__abi__0425369e);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: attn_prefill_fa128.attn_prefill_fa128, attn_prefill.attn_prefill_64.
     pub fn members() -> [crate::Kernel; 2] {
@@ -319,7 +332,7 @@ pub mod attn_contiguous {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_attn_prefill_fa128__attn_contiguous__plan(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -329,7 +342,7 @@ pub mod attn_contiguous {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_attn_prefill_fa128__attn_contiguous__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -362,7 +375,7 @@ pub mod attn_contiguous {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_attn_prefill_fa128__attn_contiguous(q.as_ptr(), k.as_ptr(), v.as_ptr(), output.as_ptr(), seq_len, num_q_heads, num_kv_heads, inv_sqrt_d, causal, sliding_window, head_dim, batch, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::attn_prefill_fa128::attn_prefill_fa128::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -382,5 +395,7 @@ mod kg_ffi {
         pub fn kg_attn_prefill_fa128__attn_contiguous(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, a_7: f32, a_8: u32, a_9: u32, a_10: u32, a_11: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_attn_prefill_fa128__attn_contiguous__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_attn_prefill_fa128__attn_contiguous__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_sizes: *mut i64) -> i32;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_attn_prefill_fa128__abi__0425369e();
     }
 }

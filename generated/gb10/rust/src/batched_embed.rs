@@ -4,6 +4,7 @@
 //!
 //! Module `batched_embed` on target `gb10`, generated from `specs/batched_embed.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_BATCHED_EMBED` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact.
 ///
@@ -23,7 +24,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod batched_embed_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_batched_embed__batched_embed_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_batched_embed__batched_embed_bf16__info, super::kg_ffi::kg_batched_embed__abi__fd514393);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -86,5 +87,7 @@ mod kg_ffi {
         pub fn kg_batched_embed__batched_embed_bf16__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_batched_embed__batched_embed_bf16__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_batched_embed__batched_embed_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_batched_embed__abi__fd514393();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `dflash2` on target `gb10`, generated from `specs/dflash2.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH2` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path.
 ///
@@ -24,7 +25,7 @@
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod dflash2_conv2 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_conv2__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_conv2__info, super::kg_ffi::kg_dflash2__abi__57927700);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -105,7 +106,7 @@ pub mod dflash2_conv2 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_f32 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_f32__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_f32__info, super::kg_ffi::kg_dflash2__abi__57927700);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -182,7 +183,7 @@ pub mod dflash2_topk16_f32 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_topk16_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16_bf16__info, super::kg_ffi::kg_dflash2__abi__57927700);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -267,7 +268,7 @@ pub mod dflash2_topk16_bf16 {
 /// - __launch_bounds__: at most 512 threads a block.
 pub mod dflash2_selector_walk {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_selector_walk__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_selector_walk__info, super::kg_ffi::kg_dflash2__abi__57927700);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -352,7 +353,13 @@ pub mod dflash2_selector_walk {
 /// - `cap`: `f32`
 /// - `kg_dtypes_T`: `u32`, the element types accepted for T (`ANY_DTYPE`, or `dtype_bit(code)` ORed)
 pub mod dflash2_topk16 {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dflash2__dflash2_topk16__info, super::kg_ffi::kg_dflash2__abi__57927700);
+
+    /// The chain itself, which plans and launches report when no member takes the element types.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: dflash2.dflash2_topk16_f32, dflash2.dflash2_topk16_bf16.
     pub fn members() -> [crate::Kernel; 2] {
@@ -365,14 +372,14 @@ pub mod dflash2_topk16 {
     }
 
     /// The plan of the first kernel that would launch or fail (else the last one's);
-    /// `Plan::kernel` says which.
+    /// `Plan::kernel` says which (the chain itself where no member takes the element types).
     pub fn plan(rows: u32, vocab: u32, kg_dtypes_T: u32) -> crate::Plan {
         let mut kg_plan = crate::kg_ffi::Plan::default();
         let mut kg_index: i32 = 0;
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__plan(rows, vocab, kg_dtypes_T, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -382,7 +389,7 @@ pub mod dflash2_topk16 {
         let mut kg_sizes = [0i64; 3];
         // Safety: the function writes 3 values.
         let kg_code = unsafe { super::kg_ffi::kg_dflash2__dflash2_topk16__sizes(rows, vocab, kg_dtypes_T, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -411,7 +418,7 @@ pub mod dflash2_topk16 {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_dflash2__dflash2_topk16(logits.as_ptr(), ids.as_ptr(), scores.as_ptr(), rows, vocab, multiplier, cap, kg_dtypes_T, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::dflash2::dflash2_topk16_f32::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -436,5 +443,8 @@ mod kg_ffi {
         pub fn kg_dflash2__dflash2_topk16(a_0: *mut ::std::ffi::c_void, a_1: *mut ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: f32, a_6: f32, k_0: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dflash2__dflash2_topk16__plan(a_0: u32, a_1: u32, k_0: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_dflash2__dflash2_topk16__sizes(a_0: u32, a_1: u32, k_0: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_dflash2__dflash2_topk16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_dflash2__abi__57927700();
     }
 }

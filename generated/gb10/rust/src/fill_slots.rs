@@ -4,6 +4,7 @@
 //!
 //! Module `fill_slots` on target `gb10`, generated from `specs/fill_slots.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_FILL_SLOTS` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach.
 ///
@@ -21,7 +22,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod fill_slots {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fill_slots__fill_slots__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fill_slots__fill_slots__info, super::kg_ffi::kg_fill_slots__abi__78c15c96);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -80,5 +81,7 @@ mod kg_ffi {
         pub fn kg_fill_slots__fill_slots__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_fill_slots__fill_slots__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_fill_slots__fill_slots__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_fill_slots__abi__78c15c96();
     }
 }

@@ -25,6 +25,11 @@
 //! let _ = kernelgen_gb10::argmax::argmax_bf16::plan(4294967296, 0);
 //! ```
 //!
+//! ```no_run
+//! // in range, the same call compiles
+//! let _ = kernelgen_gb10::argmax::argmax_bf16::plan(0, 0);
+//! ```
+//!
 //! Device pointers are [`DevicePtr`] (read-only arguments) and [`DevicePtrMut`] (written);
 //! a null pointer is refused unless the spec's size for it is 0. `stream` is a `cudaStream_t`
 //! (null: the legacy default stream). Launchers never synchronise and never allocate.
@@ -511,6 +516,8 @@ pub(crate) mod kg_ffi {
     }
 
     pub type InfoFn = unsafe extern "C" fn() -> *const KernelInfo;
+    /// A module's C ABI digest symbol (`<prefix>_<module>__abi__<digest>`, an empty function).
+    pub type AbiFn = unsafe extern "C" fn();
 
     extern "C" {
         pub fn kg_rt_describe(kernel: *const KernelInfo, code: i32, buf: *mut c_char, size: usize);
@@ -527,22 +534,31 @@ pub(crate) mod kg_ffi {
 pub(crate) mod kg_rt {
     use super::*;
 
-    /// A kernel's description, looked up once.
+    /// A kernel's description, looked up once. It holds (and calls once) the symbol of its
+    /// module's C ABI digest, so a program using the kernel links only against a library built
+    /// from the same specs: another one leaves the symbol undefined, failing at link time (and
+    /// at load time for a library swapped in later) rather than calling functions of other
+    /// signatures.
     pub struct Handle {
         info: kg_ffi::InfoFn,
+        abi: kg_ffi::AbiFn,
         cached: AtomicPtr<kg_ffi::KernelInfo>,
     }
 
     impl Handle {
-        pub const fn new(info: kg_ffi::InfoFn) -> Self {
-            Handle { info, cached: AtomicPtr::new(std::ptr::null_mut()) }
+        pub const fn new(info: kg_ffi::InfoFn, abi: kg_ffi::AbiFn) -> Self {
+            Handle { info, abi, cached: AtomicPtr::new(std::ptr::null_mut()) }
         }
 
         pub fn kernel(&self) -> Kernel {
             let mut p = self.cached.load(Ordering::Acquire) as *const kg_ffi::KernelInfo;
             if p.is_null() {
-                // Safety: the library's info functions return pointers to statics.
-                p = unsafe { (self.info)() };
+                // Safety: the digest symbol is an empty function; the library's info functions
+                // return pointers to statics.
+                p = unsafe {
+                    (self.abi)();
+                    (self.info)()
+                };
                 self.cached.store(p as *mut _, Ordering::Release);
             }
             Kernel(unsafe { &*p })

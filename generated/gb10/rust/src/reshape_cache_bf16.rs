@@ -4,6 +4,7 @@
 //!
 //! Module `reshape_cache_bf16` on target `gb10`, generated from `specs/reshape_cache_bf16.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_RESHAPE_CACHE_BF16` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact.
 ///
@@ -28,7 +29,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod reshape_cache_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_reshape_cache_bf16__reshape_cache_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_reshape_cache_bf16__reshape_cache_bf16__info, super::kg_ffi::kg_reshape_cache_bf16__abi__92580a8e);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -99,5 +100,7 @@ mod kg_ffi {
         pub fn kg_reshape_cache_bf16__reshape_cache_bf16__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_reshape_cache_bf16__reshape_cache_bf16__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_reshape_cache_bf16__reshape_cache_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_reshape_cache_bf16__abi__92580a8e();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `reshape_cache_fp8` on target `gb10`, generated from `specs/reshape_cache_fp8.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_RESHAPE_CACHE_FP8` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores.
 ///
@@ -30,7 +31,7 @@
 /// - Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).
 pub mod reshape_cache_fp8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_reshape_cache_fp8__reshape_cache_fp8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_reshape_cache_fp8__reshape_cache_fp8__info, super::kg_ffi::kg_reshape_cache_fp8__abi__ebfbc1f4);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -109,5 +110,7 @@ mod kg_ffi {
         pub fn kg_reshape_cache_fp8__reshape_cache_fp8__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_reshape_cache_fp8__reshape_cache_fp8__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_reshape_cache_fp8__reshape_cache_fp8__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_reshape_cache_fp8__abi__ebfbc1f4();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `w4a16_gemm` on target `gb10`, generated from `specs/w4a16_gemm.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_W4A16` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv.
 ///
@@ -30,7 +31,7 @@
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod w4a16_gemv_rt2 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt2__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt2__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -117,7 +118,7 @@ pub mod w4a16_gemv_rt2 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod w4a16_gemv_rt1 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -205,7 +206,7 @@ pub mod w4a16_gemv_rt1 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod w4a16_gemv_rt1_128 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -286,7 +287,7 @@ pub mod w4a16_gemv_rt1_128 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod w4a16_gemv {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -366,7 +367,7 @@ pub mod w4a16_gemv {
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod w4a16_gemm {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemm__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemm__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -439,7 +440,13 @@ pub mod w4a16_gemm {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod w4a16_linear {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_w4a16_gemm__w4a16_gemv_rt1_128__info, super::kg_ffi::kg_w4a16_gemm__abi__22187e84);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: w4a16_gemm.w4a16_gemv_rt1_128, w4a16_gemm.w4a16_gemv_rt1, w4a16_gemm.w4a16_gemv_rt2, w4a16_gemm.w4a16_gemv, w4a16_gemm.w4a16_gemm.
     pub fn members() -> [crate::Kernel; 5] {
@@ -459,7 +466,7 @@ pub mod w4a16_linear {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_w4a16_gemm__w4a16_linear__plan(m, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -469,7 +476,7 @@ pub mod w4a16_linear {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_w4a16_gemm__w4a16_linear__sizes(m, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -502,7 +509,7 @@ pub mod w4a16_linear {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_w4a16_gemm__w4a16_linear(x.as_ptr(), wq.as_ptr(), wscale.as_ptr(), global_scale, out.as_ptr(), m, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::w4a16_gemm::w4a16_gemv_rt1_128::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -531,5 +538,7 @@ mod kg_ffi {
         pub fn kg_w4a16_gemm__w4a16_linear(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: f32, a_4: *mut ::std::ffi::c_void, a_5: u32, a_6: u32, a_7: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_w4a16_gemm__w4a16_linear__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_w4a16_gemm__w4a16_linear__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_w4a16_gemm__abi__22187e84();
     }
 }

@@ -3,7 +3,7 @@
 //! Contract tests of module `dflash2` on target `gb10`. They need no GPU: plans are
 //! computed on the host and every case that must not launch returns before touching the device.
 //! Expected plans are the spec's expressions evaluated by kernelgen when it generated this file.
-#![allow(unused_imports, dead_code, clippy::all)]
+#![allow(unused_imports, dead_code, non_snake_case, clippy::all)] // test names keep the specs' names
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -667,6 +667,17 @@ fn dflash2_topk16_plans_the_first_member_that_applies() {
 #[test]
 fn dflash2_topk16_presence() {
     assert_eq!(kg::dflash2::dflash2_topk16::is_present(), true);
+}
+
+#[test]
+fn dflash2_topk16_no_instance_reports_the_chain() {
+    let _g = guard();
+    // No element type accepted: no member is tried, and the plan and the reason are the chain's.
+    let plan = kg::dflash2::dflash2_topk16::plan(16, 151936, 0);
+    assert_eq!((plan.kernel.name(), plan.code), ("dflash2_topk16", 458752));
+    assert_eq!(plan.reason(), "dflash2_topk16: not launched: no instantiation for this dtype (T)");
+    let result = unsafe { kg::dflash2::dflash2_topk16::launch(ptr_mut(0), ptr_mut(1), ptr_mut(2), 16, 151936, 1.0, 1.0, 0, DEFAULT_STREAM) };
+    not_launched(result, 458752, Some("dflash2_topk16: not launched: no instantiation for this dtype (T)"));
 }
 
 #[test]

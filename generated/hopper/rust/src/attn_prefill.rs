@@ -3,6 +3,7 @@
 //! Flash-attention prefill, 64 query rows per CTA (4 warps x 16 rows), BF16 in/out with f32 softmax and accumulation, over a paged KV cache or contiguous q/k/v; causal or not, optional sliding window, grouped-query attention, head_dim 64 / 128 / 256.
 //!
 //! Module `attn_prefill` on target `hopper`, generated from `specs/attn_prefill.yaml`.
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.
 ///
@@ -36,7 +37,7 @@
 /// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_paged_64 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_paged_64__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_paged_64__info, super::kg_ffi::kg_attn_prefill__abi__bfb93860);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -129,7 +130,7 @@ pub mod attn_prefill_paged_64 {
 /// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_64 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_64__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_64__info, super::kg_ffi::kg_attn_prefill__abi__bfb93860);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -217,7 +218,7 @@ pub mod attn_prefill_64 {
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod prefill_attn {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__prefill_attn__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__prefill_attn__info, super::kg_ffi::kg_attn_prefill__abi__bfb93860);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -292,5 +293,7 @@ mod kg_ffi {
         pub fn kg_attn_prefill__prefill_attn__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_attn_prefill__prefill_attn__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, a_5: u32, a_6: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_attn_prefill__prefill_attn__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_attn_prefill__abi__bfb93860();
     }
 }

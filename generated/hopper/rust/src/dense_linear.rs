@@ -4,6 +4,7 @@
 //!
 //! Module `dense_linear` on target `hopper`, generated from `specs/dense_linear.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_DENSE` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished.
 ///
@@ -24,7 +25,7 @@
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod dense_gemv {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -102,7 +103,7 @@ pub mod dense_gemv {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod dense_gemv_rt1 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv_rt1__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv_rt1__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -175,7 +176,7 @@ pub mod dense_gemv_rt1 {
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod dense_gemm {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -249,7 +250,7 @@ pub mod dense_gemm {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod dense_gemm_pipelined {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_pipelined__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_pipelined__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -325,7 +326,7 @@ pub mod dense_gemm_pipelined {
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod dense_gemm_tma {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_tma__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemm_tma__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -392,7 +393,13 @@ pub mod dense_gemm_tma {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod dense_linear_any {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_dense_linear__dense_gemv_rt1__info, super::kg_ffi::kg_dense_linear__abi__8ca0c4cc);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: dense_linear.dense_gemv_rt1, dense_linear.dense_gemv, dense_linear.dense_gemm_tma, dense_linear.dense_gemm_pipelined.
     pub fn members() -> [crate::Kernel; 4] {
@@ -412,7 +419,7 @@ pub mod dense_linear_any {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_dense_linear__dense_linear_any__plan(m, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -422,7 +429,7 @@ pub mod dense_linear_any {
         let mut kg_sizes = [0i64; 3];
         // Safety: the function writes 3 values.
         let kg_code = unsafe { super::kg_ffi::kg_dense_linear__dense_linear_any__sizes(m, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -451,7 +458,7 @@ pub mod dense_linear_any {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_dense_linear__dense_linear_any(x.as_ptr(), w.as_ptr(), out.as_ptr(), m, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::dense_linear::dense_gemv_rt1::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -480,5 +487,7 @@ mod kg_ffi {
         pub fn kg_dense_linear__dense_linear_any(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *mut ::std::ffi::c_void, a_3: u32, a_4: u32, a_5: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_dense_linear__dense_linear_any__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_dense_linear__dense_linear_any__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_dense_linear__abi__8ca0c4cc();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `fp8_gemv_rt` on target `hopper`, generated from `specs/fp8_gemv_rt.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_FP8_RT` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched).
 ///
@@ -27,7 +28,7 @@
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod fp8_gemv_tma {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_tma__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -111,7 +112,7 @@ pub mod fp8_gemv_tma {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -195,7 +196,7 @@ pub mod fp8_gemv_rt2 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -280,7 +281,7 @@ pub mod fp8_gemv_rt2_16 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -365,7 +366,7 @@ pub mod fp8_gemv_rt1 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1_16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -450,7 +451,7 @@ pub mod fp8_gemv_rt1_16 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_ks_8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -535,7 +536,7 @@ pub mod fp8_gemv_rt2_ks_8 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_ks_4 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -620,7 +621,7 @@ pub mod fp8_gemv_rt2_ks_4 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16_ks_8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -705,7 +706,7 @@ pub mod fp8_gemv_rt2_16_ks_8 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16_ks_4 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -788,7 +789,7 @@ pub mod fp8_gemv_rt2_16_ks_4 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_32 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -872,7 +873,7 @@ pub mod fp8_gemv_rt2_32 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_32_ks_8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -956,7 +957,7 @@ pub mod fp8_gemv_rt2_32_ks_8 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_32_ks_4 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1041,7 +1042,7 @@ pub mod fp8_gemv_rt2_32_ks_4 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1_32 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_32__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_32__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1124,7 +1125,7 @@ pub mod fp8_gemv_rt1_32 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_64 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1208,7 +1209,7 @@ pub mod fp8_gemv_rt2_64 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_64_ks_8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1292,7 +1293,7 @@ pub mod fp8_gemv_rt2_64_ks_8 {
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod fp8_gemv_rt2_64_ks_4 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1377,7 +1378,7 @@ pub mod fp8_gemv_rt2_64_ks_4 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1_64 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1462,7 +1463,7 @@ pub mod fp8_gemv_rt1_64 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1_64_128 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1554,7 +1555,7 @@ pub mod fp8_gemv_rt1_64_128 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt2_16_x3 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1671,7 +1672,7 @@ pub mod fp8_gemv_rt2_16_x3 {
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod fp8_gemv_rt1_16_x3 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -1767,7 +1768,13 @@ pub mod fp8_gemv_rt1_16_x3 {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_gemv_rt2_ks {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4.
     pub fn members() -> [crate::Kernel; 2] {
@@ -1787,7 +1794,7 @@ pub mod fp8_gemv_rt2_ks {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks__plan(rows, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -1797,7 +1804,7 @@ pub mod fp8_gemv_rt2_ks {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -1830,7 +1837,7 @@ pub mod fp8_gemv_rt2_ks {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -1845,7 +1852,13 @@ pub mod fp8_gemv_rt2_ks {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_gemv_rt2_16_ks {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4.
     pub fn members() -> [crate::Kernel; 2] {
@@ -1865,7 +1878,7 @@ pub mod fp8_gemv_rt2_16_ks {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__plan(rows, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -1875,7 +1888,7 @@ pub mod fp8_gemv_rt2_16_ks {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -1908,7 +1921,7 @@ pub mod fp8_gemv_rt2_16_ks {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_16_ks_8::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -1923,7 +1936,13 @@ pub mod fp8_gemv_rt2_16_ks {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_gemv_rt2_32_ks {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, fp8_gemv_rt.fp8_gemv_rt2_32_ks_4.
     pub fn members() -> [crate::Kernel; 2] {
@@ -1943,7 +1962,7 @@ pub mod fp8_gemv_rt2_32_ks {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__plan(rows, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -1953,7 +1972,7 @@ pub mod fp8_gemv_rt2_32_ks {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -1986,7 +2005,7 @@ pub mod fp8_gemv_rt2_32_ks {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_32_ks_8::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -2001,7 +2020,13 @@ pub mod fp8_gemv_rt2_32_ks {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_gemv_rt2_64_ks {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, fp8_gemv_rt.fp8_gemv_rt2_64_ks_4.
     pub fn members() -> [crate::Kernel; 2] {
@@ -2021,7 +2046,7 @@ pub mod fp8_gemv_rt2_64_ks {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__plan(rows, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -2031,7 +2056,7 @@ pub mod fp8_gemv_rt2_64_ks {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -2064,7 +2089,7 @@ pub mod fp8_gemv_rt2_64_ks {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_64_ks_8::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -2087,7 +2112,13 @@ pub mod fp8_gemv_rt2_64_ks {
 /// - `n2`: `u32`
 /// - `k`: `u32`
 pub mod fp8_gemv_16_x3 {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info, super::kg_ffi::kg_fp8_gemv_rt__abi__6f9a0a99);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt1_16_x3, fp8_gemv_rt.fp8_gemv_rt2_16_x3.
     pub fn members() -> [crate::Kernel; 2] {
@@ -2107,7 +2138,7 @@ pub mod fp8_gemv_16_x3 {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(rows, n0, n1, n2, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -2117,7 +2148,7 @@ pub mod fp8_gemv_16_x3 {
         let mut kg_sizes = [0i64; 10];
         // Safety: the function writes 10 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(rows, n0, n1, n2, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -2174,7 +2205,7 @@ pub mod fp8_gemv_16_x3 {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_16_x3(x.as_ptr(), q0.as_ptr(), scale0.as_ptr(), out0.as_ptr(), q1.as_ptr(), scale1.as_ptr(), out1.as_ptr(), q2.as_ptr(), scale2.as_ptr(), out2.as_ptr(), rows, n0, n1, n2, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt1_16_x3::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -2275,5 +2306,7 @@ mod kg_ffi {
         pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: *const ::std::ffi::c_void, a_5: *const ::std::ffi::c_void, a_6: *mut ::std::ffi::c_void, a_7: *const ::std::ffi::c_void, a_8: *const ::std::ffi::c_void, a_9: *mut ::std::ffi::c_void, a_10: u32, a_11: u32, a_12: u32, a_13: u32, a_14: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, a_4: u32, kg_sizes: *mut i64) -> i32;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_fp8_gemv_rt__abi__6f9a0a99();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `fp8_linear` on target `hopper`, generated from `specs/fp8_linear.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_FP8_LINEAR` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.
 ///
@@ -19,7 +20,7 @@
 /// - requires `k >= 1`: else `Error::Argument`
 pub mod quantize_bf16_to_fp8 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__quantize_bf16_to_fp8__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__quantize_bf16_to_fp8__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -94,7 +95,7 @@ pub mod quantize_bf16_to_fp8 {
 /// - applies_if `rows <= 8`: else not launched
 pub mod dense_gemv_fp8w {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__dense_gemv_fp8w__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__dense_gemv_fp8w__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -175,7 +176,7 @@ pub mod dense_gemv_fp8w {
 /// - __launch_bounds__: at most 128 threads a block.
 pub mod fp8_gemm_n128_row_scaled_m16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -255,7 +256,7 @@ pub mod fp8_gemm_n128_row_scaled_m16 {
 /// - Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN))); the grid must be whole clusters.
 pub mod fp8_gemm_n128_row_scaled {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_n128_row_scaled__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -337,7 +338,7 @@ pub mod fp8_gemm_n128_row_scaled {
 /// - __launch_bounds__: at most 384 threads a block.
 pub mod fp8_gemm_tma {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_tma__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_linear__fp8_gemm_tma__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -409,7 +410,13 @@ pub mod fp8_gemm_tma {
 /// - `n`: `u32`
 /// - `k`: `u32`
 pub mod fp8_linear {
-    #![allow(non_snake_case)] // dtype keys keep their spec names: kg_dtypes_T for a type axis T
+    #[allow(non_upper_case_globals)]
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info, super::kg_ffi::kg_fp8_linear__abi__0fb086ad);
+
+    /// The first kernel of the chain.
+    fn kg_fallback() -> crate::Kernel {
+        kg_handle.kernel()
+    }
 
     /// The chain's kernels, in the order they are tried: fp8_gemv_rt.fp8_gemv_rt2_ks_8, fp8_gemv_rt.fp8_gemv_rt2_ks_4, fp8_gemv_rt.fp8_gemv_rt1, fp8_gemv_rt.fp8_gemv_rt2, fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, fp8_gemv_rt.fp8_gemv_rt1_16, fp8_gemv_rt.fp8_gemv_rt2_16, fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, fp8_gemv_rt.fp8_gemv_rt1_32, fp8_gemv_rt.fp8_gemv_rt2_32, fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, fp8_gemv_rt.fp8_gemv_rt2_64_ks_4, fp8_gemv_rt.fp8_gemv_rt1_64_128, fp8_gemv_rt.fp8_gemv_rt1_64, fp8_gemv_rt.fp8_gemv_rt2_64, fp8_linear.fp8_gemm_n128_row_scaled_m16, fp8_linear.fp8_gemm_tma, fp8_linear.fp8_gemm_n128_row_scaled.
     pub fn members() -> [crate::Kernel; 20] {
@@ -429,7 +436,7 @@ pub mod fp8_linear {
         // Safety: the plan function only reads its integer arguments and writes its outputs.
         unsafe { super::kg_ffi::kg_fp8_linear__fp8_linear__plan(rows, n, k, &mut kg_plan, &mut kg_index) };
         let kg_members = members();
-        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or(kg_members[0]);
+        let kg_kernel = kg_members.get(kg_index as usize).copied().unwrap_or_else(kg_fallback);
         crate::kg_rt::plan(&kg_plan, kg_kernel)
     }
 
@@ -439,7 +446,7 @@ pub mod fp8_linear {
         let mut kg_sizes = [0i64; 4];
         // Safety: the function writes 4 values.
         let kg_code = unsafe { super::kg_ffi::kg_fp8_linear__fp8_linear__sizes(rows, n, k, kg_sizes.as_mut_ptr()) };
-        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(members()[0], kg_code))
+        crate::kg_rt::sizes(kg_code, kg_sizes).ok_or_else(|| crate::kg_rt::error(kg_fallback(), kg_code))
     }
 
     /// Launches the first kernel that applies: `Ok(true)` launched, `Ok(false)` none applies
@@ -472,7 +479,7 @@ pub mod fp8_linear {
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
         let kg_code = super::kg_ffi::kg_fp8_linear__fp8_linear(x.as_ptr(), q.as_ptr(), scale.as_ptr(), out.as_ptr(), rows, n, k, stream, &mut kg_ran);
-        crate::kg_rt::finish(kg_code, kg_ran, crate::fp8_gemv_rt::fp8_gemv_rt2_ks_8::kernel)
+        crate::kg_rt::finish(kg_code, kg_ran, kg_fallback)
     }
 }
 
@@ -501,5 +508,8 @@ mod kg_ffi {
         pub fn kg_fp8_linear__fp8_linear(a_0: *const ::std::ffi::c_void, a_1: *const ::std::ffi::c_void, a_2: *const ::std::ffi::c_void, a_3: *mut ::std::ffi::c_void, a_4: u32, a_5: u32, a_6: u32, kg_stream: *mut ::std::ffi::c_void, kg_ran: *mut *const crate::kg_ffi::KernelInfo) -> i32;
         pub fn kg_fp8_linear__fp8_linear__plan(a_0: u32, a_1: u32, a_2: u32, kg_out: *mut crate::kg_ffi::Plan, kg_kernel: *mut i32) -> i32;
         pub fn kg_fp8_linear__fp8_linear__sizes(a_0: u32, a_1: u32, a_2: u32, kg_sizes: *mut i64) -> i32;
+        pub fn kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_fp8_linear__abi__0fb086ad();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `residual_add` on target `hopper`, generated from `specs/residual_add.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_RESIDUAL_ADD` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place).
 ///
@@ -18,7 +19,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod residual_add_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_add__residual_add_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_add__residual_add_bf16__info, super::kg_ffi::kg_residual_add__abi__fa2c5652);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -81,5 +82,7 @@ mod kg_ffi {
         pub fn kg_residual_add__residual_add_bf16__plan(a_0: u64, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_residual_add__residual_add_bf16__sizes(a_0: u64, kg_sizes: *mut i64) -> i32;
         pub fn kg_residual_add__residual_add_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_residual_add__abi__fa2c5652();
     }
 }

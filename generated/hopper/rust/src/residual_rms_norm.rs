@@ -4,6 +4,7 @@
 //!
 //! Module `residual_rms_norm` on target `hopper`, generated from `specs/residual_rms_norm.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_RESIDUAL_RMS_NORM` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction.
 ///
@@ -24,7 +25,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod residual_rms_norm_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_rms_norm__residual_rms_norm_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_residual_rms_norm__residual_rms_norm_bf16__info, super::kg_ffi::kg_residual_rms_norm__abi__8f8fdc12);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -91,5 +92,7 @@ mod kg_ffi {
         pub fn kg_residual_rms_norm__residual_rms_norm_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_residual_rms_norm__residual_rms_norm_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_residual_rms_norm__residual_rms_norm_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_residual_rms_norm__abi__8f8fdc12();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `rms_norm` on target `hopper`, generated from `specs/rms_norm.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_RMS_NORM` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place).
 ///
@@ -23,7 +24,7 @@
 /// - __launch_bounds__: at most 1024 threads a block.
 pub mod rms_norm_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_rms_norm__rms_norm_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_rms_norm__rms_norm_bf16__info, super::kg_ffi::kg_rms_norm__abi__6c078881);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -86,5 +87,7 @@ mod kg_ffi {
         pub fn kg_rms_norm__rms_norm_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_rms_norm__rms_norm_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_rms_norm__rms_norm_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_rms_norm__abi__6c078881();
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Module `rope_qwen3` on target `hopper`, generated from `specs/rope_qwen3.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_ROPE_QWEN3` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory.
 ///
@@ -29,7 +30,7 @@
 /// - Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.
 pub mod rope_qwen3 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_rope_qwen3__rope_qwen3__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_rope_qwen3__rope_qwen3__info, super::kg_ffi::kg_rope_qwen3__abi__778598e0);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -100,5 +101,7 @@ mod kg_ffi {
         pub fn kg_rope_qwen3__rope_qwen3__plan(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_rope_qwen3__rope_qwen3__sizes(a_0: u32, a_1: u32, a_2: u32, a_3: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_rope_qwen3__rope_qwen3__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_rope_qwen3__abi__778598e0();
     }
 }

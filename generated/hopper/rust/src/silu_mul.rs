@@ -4,6 +4,7 @@
 //!
 //! Module `silu_mul` on target `hopper`, generated from `specs/silu_mul.yaml`.
 //! Kill switch: `METRALE_NO_DFLASH_SILU_MUL` (set: nothing launches; read once, again after [`crate::refresh`]).
+#![allow(non_snake_case, non_camel_case_types)] // items keep the specs' names (arguments M, N, K; kernel GemmK)
 
 /// input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop.
 ///
@@ -21,7 +22,7 @@
 /// - __launch_bounds__: at most 256 threads a block.
 pub mod silu_mul_bf16 {
     #[allow(non_upper_case_globals)]
-    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_silu_mul__silu_mul_bf16__info);
+    static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_silu_mul__silu_mul_bf16__info, super::kg_ffi::kg_silu_mul__abi__76054529);
 
     /// The kernel's description (name, clauses, presence), looked up once.
     pub fn kernel() -> crate::Kernel {
@@ -80,5 +81,7 @@ mod kg_ffi {
         pub fn kg_silu_mul__silu_mul_bf16__plan(a_0: u32, a_1: u32, kg_out: *mut crate::kg_ffi::Plan) -> i32;
         pub fn kg_silu_mul__silu_mul_bf16__sizes(a_0: u32, a_1: u32, kg_sizes: *mut i64) -> i32;
         pub fn kg_silu_mul__silu_mul_bf16__info() -> *const crate::kg_ffi::KernelInfo;
+        /// The digest of this module's C ABI (see build.rs): undefined in a library built from other specs.
+        pub fn kg_silu_mul__abi__76054529();
     }
 }
