@@ -67,6 +67,25 @@ class TargetError(ImportError):
     """No build of this package matches this machine."""
 
 
+# Present in a target's folder while ``kernelgen build`` installs it (kernelgen.build.INSTALL_MARKER).
+_INSTALLING = ".kernelgen-installing"
+
+
+def _unloadable(target: str, what: str, exc: BaseException) -> ImportError:
+    """The error for a part of target's installed build (a module, its runtime) that fails to load:
+    the install did not finish, or its files were damaged since; a new build installs them again."""
+    try:
+        folders = list(importlib.import_module(f"{_PACKAGE}.{target}").__path__)
+    except ImportError:
+        folders = []
+    if any(os.path.exists(os.path.join(d, _INSTALLING)) for d in folders):
+        why = f"the last install of target {target!r} was interrupted or failed"
+    else:
+        why = f"the installed build of target {target!r} is incomplete or damaged"
+    return ImportError(f"{_PACKAGE}: {what} of target {target!r} cannot be loaded ({type(exc).__name__}: {exc}); "
+                        f"{why}; run: {_build_cmd(target)}", name=f"{_PACKAGE}.{target}")
+
+
 def _build_cmd(target: str | None = None, built: list[str] | None = None) -> str:
     """What to run for a build of ``target``: in the project (a local build), or, for an installed
     wheel (no project root), a wheel that holds it and the targets ``built`` into this one."""
@@ -111,7 +130,12 @@ def registry() -> dict[str, tuple[int, int]]:
 
 
 def _runtime(name: str) -> ModuleType:
-    return importlib.import_module(f"{_PACKAGE}.{name}._runtime")
+    try:
+        return importlib.import_module(f"{_PACKAGE}.{name}._runtime")
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{name}":
+            raise  # no such target is installed
+        raise _unloadable(name, "the runtime", exc) from exc
 
 
 def target() -> str:
@@ -230,11 +254,15 @@ def __getattr__(name: str) -> ModuleType:
     modules = _built_modules()
     if modules and name not in modules:
         raise _no_attribute(name, modules)
+    # A module the target lists that does not load (an install that did not finish, a file removed)
+    # is an ImportError that says so and what to run.
     t = target()
     try:
         mod = importlib.import_module(f"{_PACKAGE}.{t}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"{_PACKAGE}.{t}.{name}":
+    except ImportError as exc:
+        if name in getattr(importlib.import_module(f"{_PACKAGE}.{t}"), "MODULES", ()):
+            raise _unloadable(t, f"module {name!r}", exc) from exc
+        if isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{t}.{name}":
             raise AttributeError(f"{_PACKAGE} has no module {name!r} for target {t!r}") from None
         raise
     return mod

@@ -16,14 +16,16 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelgen import kernel_source, toolkit
+from kernelgen import kernel_source, toolkit, writer
 from kernelgen.errors import BuildError, SpecError
 from kernelgen.model import Catalog, Target
 
@@ -221,25 +223,139 @@ class BuildOptions:
     package: str = "kernelgen_ops"  # the project's Python package: installs go to install_prefix/package
 
 
+class _Signalled(BaseException):
+    """A signal that ends kernelgen (SIGTERM, SIGHUP) arrived while a command ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum: int, frame: object) -> None:
+    raise _Signalled(signum)
+
+
+# How long a stopped command's session is given to exit after SIGINT, then after SIGTERM, then
+# after SIGKILL (seconds).
+STOP_WAITS = (10.0, 5.0, 5.0)
+
+
 def _run(cmd: list[str], cwd: Path, echo: Callable[[str], None], verbose: bool) -> tuple[int, list[str], list[str]]:
-    """Run a command, streaming progress; returns (exit code, output lines, ninja steps)."""
+    """Run a command, streaming progress; returns (exit code, output lines, ninja steps).
+
+    The command runs in a session (and process group) of its own. When kernelgen stops while it runs
+    (Ctrl-C, SIGINT sent to kernelgen alone, SIGTERM or SIGHUP, a closed output, any error), the whole
+    session (CMake, ninja and the compilers they started) is stopped and waited for before kernelgen
+    goes on stopping (a SIGTERM or SIGHUP then ends it as it would have), so that no compiler outlives
+    the build and its lock."""
     lines: list[str] = []
     steps: list[str] = []
     env = dict(os.environ)
     env.setdefault("NINJA_STATUS", "[%f/%t] ")
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            errors="replace")
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        line = line.rstrip("\n")
-        lines.append(line)
-        m = _PROGRESS.match(line)
-        if m:
-            steps.append(m.group(3))
-            echo(f"  [{m.group(1)}/{m.group(2)}] {_short(m.group(3))}")
-        elif verbose:
-            echo(f"  {line}")
-    return proc.wait(), lines, steps
+    handlers: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) is signal.SIG_DFL:  # a signal that would end kernelgen on the spot
+                handlers[signum] = signal.signal(signum, _raise_signalled)
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                errors="replace", start_new_session=True)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                lines.append(line)
+                m = _PROGRESS.match(line)
+                if m:
+                    steps.append(m.group(3))
+                    echo(f"  [{m.group(1)}/{m.group(2)}] {_short(m.group(3))}")
+                elif verbose:
+                    echo(f"  {line}")
+            return proc.wait(), lines, steps
+        except BaseException:
+            _stop(proc)
+            raise
+    except _Signalled as exc:
+        # the children are gone: end as the signal would have ended kernelgen
+        signal.signal(exc.signum, signal.SIG_DFL)
+        handlers.pop(exc.signum, None)
+        os.kill(os.getpid(), exc.signum)
+        raise
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _session(sid: int) -> list[int] | None:
+    """The processes of session ``sid`` that still run (a zombie, which has exited and waits for its
+    parent to collect it, does not), from /proc; None where there is no /proc to read."""
+    if not Path("/proc/self/stat").is_file():
+        return None
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, _, session = stat.read_text().rsplit(")", 1)[1].split()[:4]
+            if int(session) == sid and state != "Z":
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _running(proc: subprocess.Popen[str]) -> bool:
+    """Whether the command, or anything it started in its session, still runs."""
+    if proc.poll() is None:
+        return True
+    members = _session(proc.pid)
+    if members is not None:
+        return bool(members)
+    try:  # without /proc: whether its process group is there at all
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _signal(proc: subprocess.Popen[str], signum: int) -> None:
+    """``signum`` to the command's process group and to every other process of its session (ninja
+    starts each compiler in a process group of its own)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signum)
+    for pid in _session(proc.pid) or []:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signum)
+
+
+def _stop(proc: subprocess.Popen[str], waits: Sequence[float] | None = None) -> None:
+    """Stops a command started in a session of its own, with everything it started: SIGINT to every
+    process of the session (as Ctrl-C in a terminal: ninja stops its compilers and waits for them),
+    then SIGTERM, then SIGKILL, each after a bounded wait for them all to exit. The command's output
+    is read and dropped meanwhile (a command blocked writing to a full pipe could not exit). Another
+    interruption while it waits moves on to the next signal."""
+    fd = proc.stdout.fileno() if proc.stdout is not None else None
+    if fd is not None:
+        os.set_blocking(fd, False)
+    for signum, wait in zip((signal.SIGINT, signal.SIGTERM, signal.SIGKILL), waits or STOP_WAITS):
+        try:
+            _signal(proc, signum)
+            deadline = time.monotonic() + wait
+            while _running(proc):
+                if time.monotonic() >= deadline:
+                    break
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        while os.read(fd, 65536):
+                            pass
+                time.sleep(0.05)
+            else:
+                break
+        except (KeyboardInterrupt, _Signalled):
+            continue
+    if proc.stdout is not None:
+        with contextlib.suppress(OSError):
+            proc.stdout.close()
 
 
 def _short(step: str) -> str:
@@ -753,6 +869,88 @@ def _configured_elsewhere(bdir: Path, driver: Path | None = None) -> str | None:
     return None
 
 
+# A target tree's configure stamp: the CMake arguments of its last finished configure.
+STAMP = ".kernelgen-configure.json"
+# The file in a target's install folder while its install runs (the package shell knows the name).
+INSTALL_MARKER = ".kernelgen-installing"
+
+
+def _read_stamp(stamp: Path) -> list[str] | None:
+    """The arguments a configure stamp records, or None when it is missing or unreadable (empty, cut
+    short, not a list of strings): the target is then configured again."""
+    try:
+        args = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return args if isinstance(args, list) and all(isinstance(a, str) for a in args) else None
+
+
+def _cache_entries(bdir: Path) -> dict[str, str]:
+    """The CMake cache's entries (name -> value), or none without a readable cache."""
+    try:
+        text = (bdir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^([\w.+-]+):[A-Z]+=(.*)$", text, re.M)}
+
+
+_COMPILER_ARG = re.compile(r"^-DCMAKE_(\w+)_COMPILER(?::\w+)?=(.*)$")
+
+
+def _same_program(a: str, b: str) -> bool:
+    """Whether two compiler values name the same program as CMake compares them: the same path, a
+    bare name taken as the PATH's program of that name."""
+    a, b = (shutil.which(v) or v if v and not os.path.isabs(v) else v for v in (a, b))
+    return os.path.normpath(a) == os.path.normpath(b) if a and b else a == b
+
+
+def _cache_conflict(bdir: Path, args: Sequence[str]) -> str | None:
+    """Why a build tree's CMake cache would be deleted or refused by a configure with ``args``, or
+    None: another compiler than the cache's (CMake deletes its cache and configures again without the
+    other -D settings), or another generator (CMake refuses)."""
+    cache = _cache_entries(bdir)
+    if not cache:
+        return None
+    for arg in args:
+        m = _COMPILER_ARG.match(arg)
+        if m is None:
+            continue
+        old = cache.get(f"CMAKE_{m.group(1)}_COMPILER")
+        if old and not _same_program(old, m.group(2)):
+            return f"was configured with the {m.group(1)} compiler {old}, and this build uses {m.group(2)}"
+    generators = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "-G"]
+    old = cache.get("CMAKE_GENERATOR")
+    if generators and old and old != generators[-1]:
+        return f"was configured for the {old} generator, and this build uses {generators[-1]}"
+    return None
+
+
+def _build_file(bdir: Path) -> str | None:
+    """The file a configure writes for the build tool of the tree's generator (build.ninja,
+    Makefile), or None when the cache does not say."""
+    generator = _cache_entries(bdir).get("CMAKE_GENERATOR", "")
+    if "Ninja" in generator:
+        return "build.ninja"
+    if "Makefiles" in generator:
+        return "Makefile"
+    return None
+
+
+# ninja failing to read its build files: a file cut short, a missing one.
+_NINJA_LOAD = re.compile(r"^ninja: error: (?:loading '(?P<a>[^']+\.ninja)': (?P<why>.*)|(?P<b>[^\s:']+\.ninja):\d+: "
+                         r"(?P<msg>.*))$")
+
+
+def _damaged_build_file(lines: Sequence[str]) -> tuple[str, str] | None:
+    """The build file ninja could not read (relative to the build tree) and its error, from a failed
+    build's output; None when the failure is another."""
+    for ln in lines:
+        m = _NINJA_LOAD.match(ln.strip())
+        if m:
+            return (m.group("a") or m.group("b"), (m.group("why") or m.group("msg")).strip())
+    return None
+
+
 def prune_install(folder: Path, manifest: Path) -> list[str]:
     """Removes from a target's install folder every file its last install did not write (CMake's
     install manifest): the extension, stub and headers of a module since removed, the libraries of
@@ -776,7 +974,7 @@ def prune_install(folder: Path, manifest: Path) -> list[str]:
             continue
         for name in filenames:
             path = here / name
-            if path not in installed:
+            if path not in installed and path != folder / INSTALL_MARKER:
                 path.unlink()
                 removed.append(str(path.relative_to(folder)))
         if here != folder and not any(here.iterdir()):
@@ -805,36 +1003,59 @@ def build_targets(opts: BuildOptions, targets: list[Target], echo: Callable[[str
 
 
 def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str], None]) -> TargetResult:
-    """Configure (when the arguments changed), build and install one target."""
+    """Configure (when the arguments changed, or the tree lacks what a configure makes), build and
+    install one target."""
     start = time.monotonic()
     res = TargetResult(t.name, 0.0)
     bdir = opts.build_dir / t.name
     bdir.mkdir(parents=True, exist_ok=True)
     args = configure_args(opts, t, tools)
-    stamp = bdir / ".kernelgen-configure.json"
-    elsewhere = _configured_elsewhere(bdir)
+    stamp = bdir / STAMP
+    elsewhere = _configured_elsewhere(bdir) or _cache_conflict(bdir, args)
     if elsewhere:
         # The tree was configured in another folder (the project was moved or copied), or from
         # kernelgen's driver where kernelgen was installed then (an isolated wheel build's temporary
-        # environment): CMake refuses to reuse its cache, so the target is configured afresh and
-        # everything recompiled.
+        # environment): CMake refuses to reuse its cache. Or with another compiler or generator:
+        # CMake would delete its cache and configure without kernelgen's settings. Either way the
+        # target is configured afresh and everything recompiled.
         echo(f"kernelgen: build/{t.name} {elsewhere}; configuring it afresh")
         (bdir / "CMakeCache.txt").unlink()
         shutil.rmtree(bdir / "CMakeFiles", ignore_errors=True)
-    if not (bdir / "CMakeCache.txt").is_file() or not stamp.is_file() or json.loads(stamp.read_text()) != args:
+
+    def configure() -> None:
         echo(f"kernelgen: configuring {t.name} ({t.arch}) with nvcc {tools.cuda.version} from {tools.cuda.source}")
+        stamp.unlink(missing_ok=True)  # a configure that does not finish is done again by the next build
         rc, lines, _ = _run(args, opts.root, echo, opts.verbose)
         if rc != 0:
             raise BuildError(f"CMake configuration of target {t.name} failed:\n{_explain_failure(lines)}")
-        stamp.write_text(json.dumps(args))
+        writer.write_text(stamp, json.dumps(args))
         res.configured = True
+
+    build_file = _build_file(bdir)
+    if (not (bdir / "CMakeCache.txt").is_file() or _read_stamp(stamp) != args
+            or (build_file is not None and not (bdir / build_file).is_file())):
+        configure()
     echo(f"kernelgen: building {t.name} ({t.arch})")
     cmd = [tools.cmake, "--build", str(bdir)]
     if opts.jobs:
         cmd += ["--parallel", str(opts.jobs)]
     rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
+    damaged = _damaged_build_file(lines) if rc != 0 else None
+    if damaged:
+        # A build file cut short or lost (an interrupted configure, a full disk): ninja cannot read
+        # it, and CMake, whose own check runs inside ninja, never rewrites it. A configure does.
+        echo(f"kernelgen: build/{t.name}/{damaged[0]} cannot be read by ninja ({damaged[1]}); configuring "
+             f"{t.name} again")
+        unreadable = (bdir / damaged[0]).resolve()
+        if bdir.resolve() in unreadable.parents:  # CMake writes it again; ninja's files are the tree's alone
+            with contextlib.suppress(OSError):
+                unreadable.unlink()
+        configure()
+        rc, lines, steps = _run(cmd, opts.root, echo, opts.verbose)
     if rc != 0:
-        raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}")
+        again = (f"\nkernelgen: the build files of {t.name} are still unreadable after a new configure; remove "
+                 f"{bdir} and build again") if damaged and _damaged_build_file(lines) else ""
+        raise BuildError(f"build of target {t.name} failed:\n{_explain_failure(lines, opts.root)}{again}")
     res.compiled = [s for s in steps if _COMPILE.search(s)]
     res.steps = len(steps)
     # Outputs of earlier configurations (a removed module's object, the library of an earlier module
@@ -852,11 +1073,17 @@ def _build_one(opts: BuildOptions, t: Target, tools: Tools, echo: Callable[[str]
         echo(f"kernelgen: {t.name}: ptxas on the kernels compiled now:")
         for msg in res.ptxas:
             echo(f"  {msg}")
+    folder = opts.install_prefix / opts.package / t.name
+    # Present while the install runs: an install that does not finish leaves a package that may import
+    # but fail to load, and the package shell names the cause when it finds this file.
+    marker = folder / INSTALL_MARKER
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text("kernelgen build: installing; removed when the install finishes\n")
     rc, lines, _ = _run([tools.cmake, "--install", str(bdir), "--component", f"kernelgen_{t.name}"],
                         opts.root, echo, opts.verbose)
     if rc != 0:
         raise BuildError(f"install of target {t.name} failed:\n{_explain_failure(lines)}")
-    folder = opts.install_prefix / opts.package / t.name
+    marker.unlink(missing_ok=True)
     removed = prune_install(folder, bdir / f"install_manifest_kernelgen_{t.name}.txt")
     if removed:
         shown = ", ".join(removed[:8]) + (f" and {len(removed) - 8} more" if len(removed) > 8 else "")

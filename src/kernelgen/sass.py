@@ -41,7 +41,7 @@ def find_binary(name: str) -> Path | None:
     try:
         from kernelgen.toolkit import find_toolkit
 
-        candidates.append(find_toolkit().nvcc.parent / name)
+        candidates.append(find_toolkit(echo=lambda line: print(line, file=sys.stderr)).nvcc.parent / name)
     except Exception:  # no toolkit: the wheels may still hold the tool
         pass
     if found := shutil.which(name):

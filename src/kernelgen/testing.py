@@ -4,7 +4,8 @@ The generated tests import a target's built module with :func:`built_module`; a 
 tests do the same, or take whichever target is built with :func:`built_target`. When the package
 or the module has not been built, the calling test file is skipped with one sentence saying why
 (not built; built but not on this Python's path; built but another copy is imported) and the
-command that fixes it, unless ``KERNELGEN_REQUIRE_BUILT`` is set (CI sets it), in which case that
+command that fixes it, unless ``KERNELGEN_REQUIRE_BUILT`` is on (CI sets it to 1; unset, empty,
+``0``, ``false``, ``no`` and ``off`` are off: :func:`kernelgen.toolkit.env_flag`), in which case that
 is a failure. :func:`project_root` finds the project a test belongs to. :func:`ccache_stats`,
 :func:`private_sccache` and :func:`sccache_counts` measure builds through a compiler cache.
 """
@@ -98,10 +99,12 @@ def not_built_reason(package: str, target: str | None = None, module: str | None
 
 
 def _skip(reason: str) -> NoReturn:
-    """Skips the calling test file, or fails it where ``KERNELGEN_REQUIRE_BUILT`` is set."""
+    """Skips the calling test file, or fails it where ``KERNELGEN_REQUIRE_BUILT`` is on."""
     import pytest
 
-    if os.environ.get("KERNELGEN_REQUIRE_BUILT"):
+    from kernelgen.toolkit import env_flag
+
+    if env_flag("KERNELGEN_REQUIRE_BUILT"):
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason, allow_module_level=True)
     raise AssertionError("unreachable: pytest.skip raises")
@@ -110,7 +113,7 @@ def _skip(reason: str) -> NoReturn:
 def built_module(target: str, module: str, package: str = "kernelgen_ops", test_file: str | None = None
                  ) -> ModuleType:
     """``<package>.<target>.<module>``, or a skip of the calling test file (a failure where
-    ``KERNELGEN_REQUIRE_BUILT`` is set) that says why it cannot be imported and what to run, in
+    ``KERNELGEN_REQUIRE_BUILT`` is on) that says why it cannot be imported and what to run, in
     which folder. ``test_file`` is the calling test's ``__file__``, from which the project's folder
     is found (:func:`project_root`)."""
     name = f"{package}.{target}.{module}"

@@ -5,9 +5,13 @@ PATH; ``/usr/local/cuda``; and the CUDA toolkit wheels from PyPI (``pip install
 'kernelgen[cuda]'``: nvidia-cuda-nvcc, -runtime, -cccl, -crt, nvidia-nvvm), which
 cuda-pathfinder can locate, or which sit under ``site-packages/nvidia``.
 
+A variable that is set but names no toolkit (a folder that does not exist, an nvcc without the
+toolkit's headers beside it) is passed over with a warning naming the toolkit used instead.
+
 When none is found, ``kernelgen build`` installs those wheels into the active environment (pip's
 own progress is shown; ``KERNELGEN_NO_CUDA_INSTALL=1`` turns this off). ``KERNELGEN_IGNORE_SYSTEM_CUDA=1``
-hides every toolkit but the wheels, so that CI can prove a machine without a toolkit works.
+hides every toolkit but the wheels, so that CI can prove a machine without a toolkit works. Both are
+on/off variables read by :func:`env_flag`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,17 @@ class Toolkit:
     root: Path  # contains bin/nvcc, include/cuda_runtime.h, lib64 or lib
     version: str
     source: str  # where it was found, for messages
+
+
+# The values that turn an on/off variable off (case-insensitive); any other value turns it on.
+FLAG_OFF = ("", "0", "false", "no", "off")
+
+
+def env_flag(name: str) -> bool:
+    """Whether the on/off environment variable ``name`` (kernelgen's ``KERNELGEN_*`` switches) is on:
+    set to anything but an off value (unset, empty, ``0``, ``false``, ``no``, ``off``, in any case,
+    surrounding spaces ignored)."""
+    return os.environ.get(name, "").strip().lower() not in FLAG_OFF
 
 
 def _nvcc_in(root: Path) -> Path | None:
@@ -119,16 +134,39 @@ def _wheel_roots() -> list[Path]:
 
 
 def _system_hidden() -> bool:
-    return os.environ.get("KERNELGEN_IGNORE_SYSTEM_CUDA", "") not in ("", "0")
+    return env_flag("KERNELGEN_IGNORE_SYSTEM_CUDA")
+
+
+def _not_a_toolkit(source: str, root: Path) -> str:
+    """What is wrong with the toolkit a variable names (``root``, from ``$CUDA_HOME`` or the nvcc of
+    ``$CUDACXX``), for a warning."""
+    if source == "CUDACXX":
+        nvcc = Path(os.environ["CUDACXX"])
+        if not nvcc.exists():
+            return "does not exist"
+        if not (nvcc.is_file() and os.access(nvcc, os.X_OK)):
+            return "is not an executable file"
+        return f"is not in a CUDA toolkit ({root} has no include/cuda_runtime.h)"
+    if not root.exists():
+        return "does not exist"
+    if not root.is_dir():
+        return "is not a folder"
+    nvcc = root / "bin" / "nvcc"
+    if not (nvcc.is_file() and os.access(nvcc, os.X_OK)):
+        return "is not a CUDA toolkit (no executable bin/nvcc in it)"
+    return "is not a whole CUDA toolkit (no include/cuda_runtime.h in it)"
+
+
+_WARNED: set[str] = set()  # the warnings shown in this process, each shown once
 
 
 def find_toolkit(install: bool = False, echo: Callable[[str], None] = print) -> Toolkit:
     """The CUDA toolkit to build with; with ``install``, where none is found, the PyPI wheels are
     installed into this environment first (unless KERNELGEN_NO_CUDA_INSTALL is set)."""
     try:
-        return _find_toolkit()
+        return _found(_find_toolkit(), echo)
     except ToolkitError as exc:
-        if not install or os.environ.get("KERNELGEN_NO_CUDA_INSTALL", "") not in ("", "0"):
+        if not install or env_flag("KERNELGEN_NO_CUDA_INSTALL"):
             raise
         reason = str(exc).split(";", 1)[0]
     echo(f"kernelgen: {reason}: installing the CUDA toolkit from PyPI into this environment ({sys.prefix})")
@@ -145,7 +183,35 @@ def find_toolkit(install: bool = False, echo: Callable[[str], None] = print) -> 
     importlib.invalidate_caches()
     tk = _find_toolkit()
     echo(f"kernelgen: installed nvcc {tk.version} in {tk.root}")
+    return _found(tk, echo)
+
+
+def _found(tk: Toolkit, echo: Callable[[str], None]) -> Toolkit:
+    """``tk``, after a warning (once per process) for each variable that names a toolkit that is
+    not one and was passed over for ``tk``."""
+    where = f"{tk.root}" + (f" ({tk.source})" if tk.source != str(tk.root) else "")
+    for var in _passed_over(tk):
+        msg = (f"kernelgen: warning: {var}={os.environ[var]} {_not_a_toolkit(var, _named_root(var))}; using nvcc "
+               f"{tk.version or '(unknown version)'} from {where} instead")
+        if msg not in _WARNED:
+            _WARNED.add(msg)
+            echo(msg)
     return tk
+
+
+def _named_root(var: str) -> Path:
+    """The toolkit folder a variable names: ``$CUDACXX``'s nvcc's folder's parent, or the folder."""
+    value = Path(os.environ[var])
+    return value.resolve().parent.parent if var == "CUDACXX" else value
+
+
+def _passed_over(tk: Toolkit) -> list[str]:
+    """The variables, of those looked at before ``tk``'s source, that are set and name no toolkit."""
+    if _system_hidden():
+        return []
+    order = ["CUDACXX", "CUDA_HOME", "CUDA_PATH"]
+    before = order[:order.index(tk.source)] if tk.source in order else order
+    return [var for var in before if os.environ.get(var) and _nvcc_in(_named_root(var)) is None]
 
 
 def _find_toolkit() -> Toolkit:
@@ -153,11 +219,10 @@ def _find_toolkit() -> Toolkit:
     if _system_hidden():
         pass
     elif os.environ.get("CUDACXX"):
-        nvcc = Path(os.environ["CUDACXX"])
-        candidates.append(("CUDACXX", nvcc.resolve().parent.parent))
+        candidates.append(("CUDACXX", _named_root("CUDACXX")))
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var) and not _system_hidden():
-            candidates.append((var, Path(os.environ[var])))
+            candidates.append((var, _named_root(var)))
     which = shutil.which("nvcc")
     if which and not _system_hidden():
         candidates.append(("PATH", Path(which).resolve().parent.parent))

@@ -97,3 +97,72 @@ def test_only_module_names_resolve_the_target(tmp_path: Path) -> None:
 def test_a_chosen_target_gives_its_modules(tmp_path: Path) -> None:
     code = "import shellpkg\nfrom shellpkg import ops\nprint(ops.WHO, hasattr(shellpkg, 'nosuch'))\n"
     assert _python(_install(tmp_path, ("ops",)), code, KERNELGEN_TARGET="hopper") == ["hopper False"]
+
+
+BROKEN = """
+import shellpkg
+for how in ("getattr", "from"):
+    try:
+        if how == "getattr":
+            shellpkg.scale
+        else:
+            from shellpkg import scale  # noqa: F401
+    except ImportError as e:
+        print(type(e).__name__, type(e.__cause__).__name__, e)
+"""
+
+
+def _broken_install(tmp_path: Path, how: str) -> Path:
+    """_install's package with a module "scale" that hopper's MODULES lists: missing, or an extension
+    cut short (0 bytes), as an install that did not finish leaves them."""
+    import importlib.machinery
+
+    prefix = _install(tmp_path, ("ops", "scale"))
+    if how == "empty extension":
+        (prefix / "shellpkg" / "hopper" / f"scale{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    return prefix
+
+
+@pytest.mark.parametrize("how", ["missing", "empty extension"])
+def test_a_listed_module_that_does_not_load_says_so_and_what_to_run(tmp_path: Path, how: str) -> None:
+    lines = _python(_broken_install(tmp_path, how), BROKEN, KERNELGEN_TARGET="hopper")
+    assert len(lines) == 2 and lines[0] == lines[1]  # the same error through getattr and from-import
+    cause = "ModuleNotFoundError" if how == "missing" else "ImportError"
+    assert lines[0].startswith(f"ImportError {cause} shellpkg: module 'scale' of target 'hopper' cannot be loaded (")
+    assert ("; the installed build of target 'hopper' is incomplete or damaged; run: pip wheel --no-build-isolation"
+            in lines[0])
+    if how == "empty extension":
+        assert "file too short" in lines[0]
+
+
+def test_an_interrupted_install_is_named(tmp_path: Path) -> None:
+    from kernelgen import build
+
+    prefix = _broken_install(tmp_path, "missing")
+    (prefix / "shellpkg" / "hopper" / build.INSTALL_MARKER).write_text("")
+    (prefix / "shellpkg" / "_project.py").write_text(
+        f"PACKAGE = 'shellpkg'\nTARGETS = {{'hopper': (9, 0)}}\nROOT = {str(tmp_path)!r}\n")
+    lines = _python(prefix, BROKEN, KERNELGEN_TARGET="hopper")
+    assert lines[0].endswith(f"; the last install of target 'hopper' was interrupted or failed; run: cd {tmp_path} "
+                             "&& kernelgen build --target hopper")
+
+
+def test_a_runtime_that_does_not_load_says_so(tmp_path: Path) -> None:
+    import importlib.machinery
+
+    prefix = _install(tmp_path, ("ops",))
+    (prefix / "shellpkg" / "hopper" / "_runtime.py").unlink()
+    (prefix / "shellpkg" / "hopper" / f"_runtime{importlib.machinery.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    code = "import shellpkg\ntry:\n    from shellpkg import ops\nexcept ImportError as e:\n    print(e)\n"
+    (line,) = _python(prefix, code)
+    assert line.startswith("shellpkg: the runtime of target 'hopper' cannot be loaded (ImportError: ")
+    assert "file too short" in line and "incomplete or damaged; run: " in line
+
+
+def test_a_module_no_built_target_lists_stays_an_attribute_error(tmp_path: Path) -> None:
+    code = "import shellpkg\nprint(hasattr(shellpkg, 'other'))\n"
+    prefix = _install(tmp_path, ("ops", "other"))
+    (tmp_path / "shellpkg" / "ampere").mkdir()
+    (tmp_path / "shellpkg" / "ampere" / "__init__.py").write_text("MODULES = ('ops',)\nCOMPUTE_CAPABILITY = (8, 0)\n")
+    (tmp_path / "shellpkg" / "ampere" / "ops.py").write_text("")
+    assert _python(prefix, code, KERNELGEN_TARGET="ampere") == ["False"]

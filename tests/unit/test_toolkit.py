@@ -109,3 +109,100 @@ def test_an_nvcc_without_the_listing_is_not_second_guessed(tmp_path: Path) -> No
     tk = nvcc_listing(tmp_path / "cuda", None)
     assert toolkit.gpu_arches(tk.nvcc) is None
     assert toolkit.arch_problem(tk, "volta", "sm_70") is None
+
+
+# ---------------------------------------------------------------- variables that name no toolkit
+
+@pytest.mark.parametrize(("var", "value", "wrong"), [
+    ("CUDA_HOME", "{tmp}/nonexistent/cuda", "does not exist"),
+    ("CUDA_HOME", "{tmp}/empty", "is not a CUDA toolkit (no executable bin/nvcc in it)"),
+    ("CUDA_PATH", "{tmp}/empty", "is not a CUDA toolkit (no executable bin/nvcc in it)"),
+    ("CUDACXX", "{tmp}/nonexistent/nvcc", "does not exist"),
+    ("CUDACXX", "{tmp}/empty", "is not an executable file"),
+])
+def test_a_variable_naming_no_toolkit_is_passed_over_with_a_warning(
+        no_system_toolkit: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str,
+        wrong: str) -> None:
+    (tmp_path / "empty").mkdir()
+    used = fake_toolkit(no_system_toolkit / "nvidia" / "cu13")
+    value = value.format(tmp=tmp_path)
+    monkeypatch.setenv(var, value)
+    monkeypatch.setattr(toolkit, "_WARNED", set())
+    lines: list[str] = []
+    tk = toolkit.find_toolkit(echo=lines.append)
+    assert tk.root == used
+    assert lines == [f"kernelgen: warning: {var}={value} {wrong}; using nvcc 13.5 from {used} (PyPI wheels) instead"]
+    toolkit.find_toolkit(echo=lines.append)
+    assert len(lines) == 1  # once per process
+
+
+def test_an_nvcc_outside_a_toolkit_is_named_as_such(no_system_toolkit: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    lone = tmp_path / "lone" / "bin" / "nvcc"
+    lone.parent.mkdir(parents=True)
+    lone.write_text("#!/bin/sh\n")
+    lone.chmod(0o755)
+    home = fake_toolkit(tmp_path / "cuda")
+    monkeypatch.setenv("CUDACXX", str(lone))
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    monkeypatch.setattr(toolkit, "_WARNED", set())
+    lines: list[str] = []
+    assert toolkit.find_toolkit(echo=lines.append).source == "CUDA_HOME"
+    assert lines == [f"kernelgen: warning: CUDACXX={lone} is not in a CUDA toolkit ({lone.parent.parent} has no "
+                     f"include/cuda_runtime.h); using nvcc 13.5 from {home} (CUDA_HOME) instead"]
+
+
+def test_variables_that_name_the_toolkit_used_or_are_hidden_give_no_warning(
+        no_system_toolkit: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = fake_toolkit(tmp_path / "cuda")
+    monkeypatch.setenv("CUDA_HOME", str(home))
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path / "nonexistent"))  # looked at after CUDA_HOME
+    monkeypatch.setattr(toolkit, "_WARNED", set())
+    lines: list[str] = []
+    toolkit.find_toolkit(echo=lines.append)
+    fake_toolkit(no_system_toolkit / "nvidia" / "cu13")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "nonexistent"))
+    monkeypatch.setenv("KERNELGEN_IGNORE_SYSTEM_CUDA", "1")
+    assert toolkit.find_toolkit(echo=lines.append).source == "PyPI wheels"
+    assert lines == []
+
+
+# ---------------------------------------------------------------- on/off variables
+
+@pytest.mark.parametrize(("value", "on"), [
+    (None, False), ("", False), ("0", False), ("false", False), ("False", False), ("NO", False), ("off", False),
+    (" 0 ", False), ("1", True), ("true", True), ("yes", True), ("on", True), ("2", True),
+])
+def test_on_off_variables_read_one_rule(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool) -> None:
+    if value is None:
+        monkeypatch.delenv("KERNELGEN_SOME_SWITCH", raising=False)
+    else:
+        monkeypatch.setenv("KERNELGEN_SOME_SWITCH", value)
+    assert toolkit.env_flag("KERNELGEN_SOME_SWITCH") is on
+
+
+@pytest.mark.parametrize("value", ["false", "off", "no"])
+def test_ignore_system_cuda_false_hides_nothing(no_system_toolkit: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("CUDA_HOME", str(fake_toolkit(tmp_path / "cuda")))
+    monkeypatch.setenv("KERNELGEN_IGNORE_SYSTEM_CUDA", value)
+    assert toolkit.find_toolkit().source == "CUDA_HOME"
+
+
+def test_no_cuda_install_false_lets_the_build_install_the_wheels(no_system_toolkit: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELGEN_NO_CUDA_INSTALL", "false")
+    calls: list[list[str]] = []
+
+    class FakePip:
+        def __init__(self, cmd: list[str], **kw: object) -> None:
+            calls.append(cmd)
+            self.stdout = iter(["ERROR: no network here\n"])
+
+        def wait(self) -> int:
+            return 1
+
+    monkeypatch.setattr(toolkit.subprocess, "Popen", FakePip)
+    with pytest.raises(ToolkitError, match="installing the CUDA toolkit from PyPI failed"):
+        toolkit.find_toolkit(install=True, echo=lambda _: None)
+    assert len(calls) == 1
