@@ -37,7 +37,8 @@ from kernelgen.kernel_source import (
     namespaces_at,
     strip_comments,
 )
-from kernelgen.loader import PACKAGE_NAMES, reserved_reason
+from kernelgen.loader import PACKAGE_NAMES, PROJECT_FILE, load_project, reserved_reason
+from kernelgen.names import Naming
 from kernelgen.types import CPP_TYPES, ELEMS, SCALARS, SPEC_ELEMS, TOOLKIT_STRUCTS
 
 # Scalars the registry passes by value (vector and 8-bit float types are pointer elements only).
@@ -65,6 +66,9 @@ _HANDLES = {"cudaTextureObject_t": "u64", "cudaSurfaceObject_t": "u64"}
 _QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|__grid_constant__|volatile|struct|class|"
                          r"typename)\b")
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<")
+# The largest value of each integer type of the spec.
+_INT_MAX = {"u8": 0xFF, "i8": 0x7F, "u16": 0xFFFF, "i16": 0x7FFF, "u32": 0xFFFF_FFFF, "i32": 0x7FFF_FFFF,
+            "u64": 0xFFFF_FFFF_FFFF_FFFF, "i64": 0x7FFF_FFFF_FFFF_FFFF}
 _INT_NAMES = ("n", "numel", "num_elements", "size", "count", "total", "length", "len", "rows", "num_rows", "m",
               "tokens", "num_tokens", "batch")
 
@@ -829,26 +833,13 @@ def _int_guess(name: str, in_cluster: set[str]) -> int:
 # Module names
 
 
-# The files of a target that are no module's (kernelgen.emit: the C ABI's and the Python
-# support's per-target files, the Rust crate's own); the runtime headers are added when asked.
-_TARGET_FILES = frozenset({
-    "include/kernelgen/plan_codes.h", "include/kernelgen/target_table.h", "include/kernelgen/types.h",
-    "python/__init__.py", "python/_runtime.cpp", "rust/Cargo.toml", "rust/build.rs", "rust/src/lib.rs",
-})
-
-
-def _module_files(name: str) -> set[str]:
-    """The generated files of module ``name`` whose paths another producer could also have."""
-    from kernelgen.emit.rust import module_paths
-
-    return {f"include/kernelgen/{name}.h", f"include/kernelgen/{name}_c.h", f"src/{name}.cu",
-            f"python/{name}.cpp", f"python/{name}.pyi", *module_paths(name)}
-
-
-def module_problem(name: str, targets: tuple[str, ...] = (), others: tuple[str, ...] = ()) -> str | None:
+def module_problem(name: str, targets: tuple[str, ...] = (), others: tuple[str, ...] = (),
+                   naming: Naming | None = None) -> str | None:
     """Why ``name`` cannot be a module's name (the loader's and the generator's checks), beside
-    the project's ``targets`` and the modules ``others``; None when it can."""
-    from kernelgen.emit import RUNTIME_HEADERS
+    the project's ``targets`` and the modules ``others``, in a project of names ``naming``
+    (kernelgen's own when None); None when it can."""
+    from kernelgen import names
+    from kernelgen.emit import RUNTIME_HEADERS, TARGET_PATHS, module_paths
     from kernelgen.schema import MODULE_RE
 
     if not MODULE_RE.fullmatch(name):
@@ -860,30 +851,40 @@ def module_problem(name: str, targets: tuple[str, ...] = (), others: tuple[str, 
         return f"the package's own attribute {name} would hide module '{name}'"
     if name in targets:
         return f"'{name}' is a target's name (specs/targets.yaml)"
-    own = _TARGET_FILES | {f"include/{h}" for h in RUNTIME_HEADERS}
-    files = _module_files(name)
-    clash = sorted(files & own)
-    if clash:
-        return f"module '{name}' would generate {clash[0]}, which the target's own files or the runtime headers have"
-    for o in others:
-        clash = sorted(files & _module_files(o))
-        if o != name and clash:
-            return f"module '{name}' would generate {clash[0]}, which module '{o}' also generates"
+    # the generated files' paths as the generator names them (kernelgen.emit.check_paths)
+    own = set(TARGET_PATHS) | {f"include/{h}" for h in RUNTIME_HEADERS}
+    with names.using(naming or names.DEFAULT):
+        for t in targets or ("target",):
+            files = set(module_paths(name, t))
+            clash = sorted(files & own)
+            if clash:
+                return (f"module '{name}' would generate {clash[0]}, which the target's own files or the runtime "
+                        "headers have")
+            for o in others:
+                clash = sorted(files & set(module_paths(o, t)))
+                if o != name and clash:
+                    return f"module '{name}' would generate {clash[0]}, which module '{o}' also generates"
+    for t in targets:  # contract test files of one name on two targets
+        for o in others:
+            for u in targets:
+                if u != t and o != name and f"{name}_{t}" == f"{o}_{u}":
+                    return (f"module '{name}' on target {t} would have the contract test file of module '{o}' on "
+                            f"target {u}")
     return None
 
 
 def module_name(stem: str, targets: tuple[str, ...] = (), others: tuple[str, ...] = (),
-                taken: tuple[str, ...] = ()) -> tuple[str, str]:
+                taken: tuple[str, ...] = (), naming: Naming | None = None) -> tuple[str, str]:
     """A module name for a source named ``stem`` that :func:`module_problem` accepts beside the
-    modules ``others``, not in ``taken`` (the modules drafted with it), and a note saying why it is
-    not the file's name (or "")."""
+    modules ``others`` (in a project of names ``naming``), not in ``taken`` (the modules drafted
+    with it), and a note saying why it is not the file's name (or "")."""
     base = re.sub(r"\W+", "_", stem).strip("_").lower()
     base = re.sub(r"__+", "_", base)[:40]
     if not re.match(r"[a-z]", base):
         base = f"m_{base}"
     cand, i = base, 2
-    first = module_problem(base, targets, others)
-    while module_problem(cand, targets, others) or cand in taken:
+    first = module_problem(base, targets, others, naming)
+    while module_problem(cand, targets, others, naming) or cand in taken:
         cand = f"{base}_ops" if i == 2 else f"{base}_ops{i}"
         i += 1
     note = "" if cand == base else f"not '{base}': {first or 'another module has that name'}"
@@ -1141,16 +1142,18 @@ def _local_headers(root: Path | None, source_rel: str, text: str, limit: int = 6
 
 def draft(source_rel: str, text: str, module: str, only: list[str] | None = None, *, root: Path | None = None,
           also: tuple[tuple[str, str], ...] = (), module_note: str = "",
-          targets: tuple[str, ...] = ()) -> str:
+          targets: tuple[str, ...] = (), naming: Naming | None = None) -> str:
     """The YAML text of a module spec for the ``__global__`` functions of ``text`` (the source at
     ``source_rel``, relative to the project root ``root``), or those named in ``only``. ``also``
     are more sources of the module, (path, text), whose kernels are drafted with the source's
     (a header declaring the kernels that the source defines). The headers the sources include
-    with quotes are read (from ``root``) for the types they declare."""
-    why = module_problem(module, targets)
+    with quotes are read (from ``root``) for the types they declare. The module's name is checked
+    beside the project's ``targets`` and names ``naming``."""
+    why = module_problem(module, targets, naming=naming)
     if why:
         raise KernelgenError(f"module name '{module}' cannot be used: {why}",
-                             "name the module with --module (e.g. --module " + module_name(module, targets)[0] + ")")
+                             "name the module with --module (e.g. --module "
+                             + module_name(module, targets, naming=naming)[0] + ")")
     if root is None:  # the current folder, if the source is there as given
         cand = Path.cwd() / source_rel
         try:
@@ -1340,12 +1343,16 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
                     body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}" + (f"  # {note}" if note else ""))
             continue
         body.append("    args:" if args else "    args: {}")
-        ints = [n for n, t, _ in args if t in ("u32", "i32", "u64", "i64", "u16", "i16", "u8", "i8")]
+        int_max = {n: _INT_MAX[t] for n, t, _ in args if t in _INT_MAX}
+        ints = list(int_max)
         bools = [n for n, t, _ in args if t == "bool"]
         for n, t, note in args:
             comment = f"  # {note}" if note else ""
             body.append(f"      {_yaml_str(n)}: {_yaml_str(t)}{comment}")
-        driver = next((n for n in ints if n.lower() in _INT_NAMES), ints[0] if ints else None)
+        # the first integer named like a count drives the grid, else the first: one of 16 bits or
+        # more where there is one (an 8-bit flag holds no size)
+        pool = [n for n in ints if int_max[n] >= 0x7FFF] or ints
+        driver = next((n for n in pool if n.lower() in _INT_NAMES), pool[0] if pool else None)
         axis = pl.axis_names
         int_params = {t.name for t in g.template if t.kind == "int"}
         threads = g.max_threads if g.max_threads and (g.max_threads.isdigit() or g.max_threads in int_params) \
@@ -1381,7 +1388,7 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
                         f"extern __shared__ {written} array")
         if driver:
             body.append(f"    skip_if: [{driver} == 0]")
-        example = ", ".join([f"{_yaml_str(n)}: {1024 if n == driver else 1}" for n in ints]
+        example = ", ".join([f"{_yaml_str(n)}: {min(1024, int_max[n]) if n == driver else 1}" for n in ints]
                             + [f"{_yaml_str(n)}: true" for n in bools])
         body.append(f"    examples: [{{{example}}}]  # check: argument values for which it launches")
     return body
@@ -1453,6 +1460,7 @@ def draft_files(root: Path, sources: list[Path], module: str | None = None, kern
                 merged.setdefault(rel, []).append((hrel, htext))
                 folded.add(hrel)
     targets, existing = _project_names(root)
+    naming = load_project(root / "specs" / PROJECT_FILE, root)
     out: list[tuple[Path, str]] = []
     chosen: list[str] = []
     for src, rel, text in rels:
@@ -1460,19 +1468,20 @@ def draft_files(root: Path, sources: list[Path], module: str | None = None, kern
             continue
         if module:
             name, note = module, ""
-            why = module_problem(module, targets)
+            why = module_problem(module, targets, naming=naming)
             if why:
                 raise KernelgenError(f"module name '{module}' cannot be used: {why}",
-                                     f"e.g. --module {module_name(module, targets)[0]}")
+                                     f"e.g. --module {module_name(module, targets, naming=naming)[0]}")
         else:
             stem = src.stem
             if any(Path(r).stem == stem for r in (x for _, x, _ in rels if x != rel and x not in folded)) and \
                     stem.lower() in chosen:
                 stem = f"{src.parent.name}_{stem}"  # a second source of one file name: named with its folder
-            name, note = module_name(stem, targets, tuple(chosen) + existing, tuple(chosen))
+            name, note = module_name(stem, targets, tuple(chosen) + existing, tuple(chosen), naming)
         chosen.append(name)
         also = tuple(merged.get(rel, ()))
         out.append((root / "specs" / f"{name}.yaml",
-                    draft(rel, text, name, kernels or None, root=root, also=also, module_note=note, targets=targets)))
+                    draft(rel, text, name, kernels or None, root=root, also=also, module_note=note, targets=targets,
+                          naming=naming)))
     return out
 

@@ -229,15 +229,19 @@ BUILD = Struct(
               "Preprocessor macros (nvcc's `-D`): `NAME: 3` or `NAME: value` defines NAME to that token, "
               "`NAME: true` defines it (to 1). A module's value replaces the target's, which replaces the "
               "project's. A name the generated code uses (a module, kernel, argument, constant, struct or "
-              "chain name, a name of kernelgen's runtime headers, `kg_`/`KG_`/`KERNELGEN_` names) is refused.",
+              "chain name, a name of kernelgen's runtime headers, a name starting with `kg_`, `_kg` or "
+              "`kernelgen` in any case: `KG_X`, `_KGX`, `KERNELGEN_X`) is refused.",
               "none"),
         Field("nvcc_flags", list_of(Kind("nvcc flag", {"type": "string", "pattern": _full(NVCC_FLAG_RE)}), 1),
               False,
               "Further nvcc options, one option an item with its value (`--use_fast_math`, `-maxrregcount=128`, "
               "`-Xptxas=-v` or `-Xptxas -v`), after kernelgen's own: the project's, the target's, then the "
-              "module's. Options that kernelgen sets or that change what a build produces (`-arch`, `-gencode`, "
-              "`-o`, `-c`, `-std`, `-rdc`, `-ccbin`, `-shared`, output and preprocessing modes, `-fvisibility`) "
-              "are refused, as are `-I` and `-D` (use `include_dirs` and `defines`).",
+              "module's. Options that kernelgen or CMake set or that change what a build produces are refused, "
+              "with their long forms: the architecture (`-arch`, `-gencode`, `-code`), `-std`, outputs and "
+              "modes (`-o`, `-odir`, `-c`, `-x`, `-E`, `-M`, `-MD`, `-MMD`, `-MF`, `-MT`, `-ptx`, `-cubin`, "
+              "`-fatbin`, `-cuda`, `-run`), separate compilation (`-rdc`, `-dc`, `-dw`, `-dlink`), `-ccbin`, "
+              "linking (`-shared`, `-lib`, `-link`, `-l`, `-L`), `-fvisibility` through `-Xcompiler`, and "
+              "`-I`, `-isystem`, `-D`, `-U` (use `include_dirs` and `defines`).",
               "none"),
     ),
 )
@@ -313,16 +317,16 @@ STRUCT = Struct(
         Field("fields", mapping_of(IDENTIFIER, Kind("field type, or field",
                                                     by_type(FIELD_TYPE.json, {"$ref": "#/$defs/field"}))), False,
               "The struct's fields in declaration order: each name maps to a scalar type (`u32`, `f32`, ...), "
-              "another struct of `structs` (nested by value: `window: fa_window`), or a fixed array of either "
-              "(`f32[4]`, `fa_window[2]`), or to `{type: ..., cpp: ...}` where the C++ member's name is not one "
-              "a spec may use (`in_ptr: {type: u64, cpp: in}`). The C layout follows as C++ lays it out: each "
-              "field at a multiple of its alignment (a scalar's size, a nested struct's alignment), the size a "
-              "multiple of the struct's alignment; a struct may not contain itself. The C ABI declares it as a "
-              "C struct and Python passes a mapping or an object with these attributes (a dataclass), a nested "
-              "struct's value being one too. "
-              "Without fields (`{}` or left out) the type is a stateless functor (`SiluOp`): the build checks "
-              "that the C++ type is empty, and launchers pass a value-initialised one (`SiluOp{}`), so callers "
-              "in every language leave the argument out.",
+              "another struct of `structs` (nested by value: `window: fa_window`), or a fixed array of either of 1 "
+              "to 1024 elements (`f32[4]`, `fa_window[2]`), or to `{type: ..., cpp: ...}` where the C++ member's "
+              "name is not one a spec may use (`in_ptr: {type: u64, cpp: in}`). The C layout follows as C++ lays "
+              "it out: each field at a multiple of its alignment (a scalar's size, a nested struct's alignment), the "
+              "size a multiple of the struct's alignment; a struct may not contain itself, and is at most 4096 "
+              "bytes and 64 fields. The C ABI declares it as a C struct and Python passes a mapping or an object "
+              "with these attributes (a dataclass), a nested struct's value being one too. Without fields (`{}` or "
+              "left out) the type is a stateless functor (`SiluOp`): the build checks that the C++ type is empty, "
+              "and launchers pass a value-initialised one (`SiluOp{}`), so callers in every language leave the "
+              "argument out.",
               "none: a stateless functor"),
         Field("header", SOURCE, False,
               "A source (relative to the project root) that declares the C++ type, included by the module's "
@@ -345,7 +349,7 @@ FIELD = Struct(
     "field", "field", "A struct field whose C++ member has a name of its own.",
     (
         Field("type", FIELD_TYPE, True, "A scalar type (`u32`, `f32`, ...), a struct of `structs`, or a fixed "
-              "array of either (`f32[4]`, `fa_window[2]`)."),
+              "array of either of 1 to 1024 elements (`f32[4]`, `fa_window[2]`)."),
         Field("cpp", Kind("C++ identifier", {"type": "string", "pattern": _full(IDENTIFIER_RE)}), False,
               "The C++ type's data member this field is (`in`, `from`: names the spec reserves for the "
               "bindings' languages); the build checks its offset and size under that name.", "the field's name"),
@@ -561,9 +565,10 @@ MODULE = Struct(
               "The CUDA files defining the kernels, relative to the project root (`.cu`, `.cuh`, `.h`, `.hpp`). "
               "They are `#include`d, in order, into the module's generated launcher file."),
         Field("kill_switch", ENV_NAME, False,
-              "An environment variable whose presence, when the module is loaded (or refreshed), makes every "
-              "launcher of the module report \"not launched: kill switch\". Names that ordinary environments "
-              "set (PATH, HOME, LANG, LC_*, CUDA_*, PYTHON*, ...) and kernelgen's own (`KERNELGEN_*`) are refused.",
+              "An environment variable whose presence, read on the module's first use (and again after "
+              "`refresh()`), makes every launcher of the module report \"not launched: kill switch\". Names "
+              "that ordinary environments set (PATH, HOME, LANG, LC_*, CUDA_*, PYTHON*, ...) and kernelgen's own "
+              "(`KERNELGEN_*`) are refused.",
               "none"),
         Field("kill_switch_shared", BOOLEAN, False,
               "Declares that other modules use the same kill switch on purpose (each of them must declare "

@@ -17,6 +17,7 @@ from kernelgen.draft import draft_files, module_problem
 from kernelgen.emit import render_catalog
 from kernelgen.errors import KernelgenError
 from kernelgen.loader import load_catalog
+from kernelgen.names import Naming
 
 TARGETS = Path(__file__).resolve().parents[1] / "fixtures" / "project" / "specs" / "targets.yaml"
 
@@ -122,6 +123,43 @@ def test_drafted_names_load(tmp_path: Path) -> None:
     assert len(names) == len(set(names)), names
 
 
+def test_module_names_reserved_in_kernelgen_own_namespace_only(tmp_path: Path) -> None:
+    """A project with a package of its own puts the modules' headers in include/<namespace>/:
+    `types` and `runtime` are free there (and loaded), `lib` (the Rust crate's lib.rs) is not,
+    and a namespace of `kernelgen` shares the runtime's folder again."""
+    root = project(tmp_path, {"csrc/types.cu": "__global__ void k(float* x) {}\n",
+                              "csrc/runtime.cu": "__global__ void k(float* x) {}\n",
+                              "csrc/lib.cu": "__global__ void k(float* x) {}\n"})
+    (root / "specs" / "project.yaml").write_text("package: myops\n")
+    texts = write_and_load(root, ["csrc/types.cu", "csrc/runtime.cu", "csrc/lib.cu"])
+    assert set(texts) == {"types", "runtime", "lib_ops"}
+    assert "module: types\n" in texts["types"] and "not 'types'" not in texts["types"]
+    assert draft_files(root, [root / "csrc/types.cu"], module="types")[0][0].name == "types.yaml"
+    for name in ("types", "runtime"):
+        (root / "specs" / f"{name}.yaml").unlink()
+    (root / "specs" / "project.yaml").write_text("package: myops\nnamespace: kernelgen\n")
+    with pytest.raises(KernelgenError, match=r"module 'types' would generate include/kernelgen/types\.h"):
+        draft_files(root, [root / "csrc/types.cu"], module="types")
+    assert module_problem("types", naming=Naming.for_package("myops")) is None
+    assert "include/kernelgen/types.h" in (module_problem("types") or "")
+
+
+def test_narrow_integers_keep_the_examples_in_range(tmp_path: Path) -> None:
+    """The grid follows an integer of 16 bits or more where there is one (before an 8-bit one named
+    like a count); an 8-bit driver's example is its largest value; every example fits its type."""
+    src = ("#include <cstdint>\n"
+           "__global__ void flag_only(unsigned char flag, float* x) {}\n"
+           "__global__ void chars(char c, int8_t d, bool b, short width, float* x) {}\n"
+           "__global__ void counted(signed char n, unsigned short m, float* x) {}\n"
+           "__global__ void small(int8_t n, uint8_t k, float* x) {}\n")
+    root = project(tmp_path, {"csrc/narrow.cu": src})
+    text = write_and_load(root, ["csrc/narrow.cu"])["narrow"]
+    assert 'grid: ["div_ceil(flag, 256)", 1, 1]' in text and "examples: [{flag: 255}]" in text
+    assert 'grid: ["div_ceil(width, 256)", 1, 1]' in text and "examples: [{c: 1, d: 1, width: 1024, b: true}]" in text
+    assert 'grid: ["div_ceil(m, 256)", 1, 1]' in text and 'examples: [{"n": 1, m: 1024}]' in text
+    assert 'grid: ["div_ceil(n, 256)", 1, 1]' in text and 'examples: [{"n": 127, k: 1}]' in text
+
+
 def test_struct_types_are_qualified_from_the_global_scope(tmp_path: Path) -> None:
     root = project(tmp_path, {"csrc/modes.cuh": HEADER, "csrc/ops.cu": OPS})
     ops = write_and_load(root, ["csrc/ops.cu"])["ops"]
@@ -187,6 +225,8 @@ def test_refusals_and_wording(tmp_path: Path) -> None:
         draft_files(root, [root / "csrc/a.cu"], module="types")
     assert module_problem("plan_codes") and module_problem("hopper", ("hopper",)) and module_problem("refresh")
     assert module_problem("x_c", others=("x",)) and module_problem("ops") is None
+    # module a on target b_c and module a_b on target c: one contract test file, as the loader refuses
+    assert "the contract test file of module 'a_b' on target c" in (module_problem("a", ("b_c", "c"), ("a_b",)) or "")
 
 
 def test_struct_fields_are_read_from_the_declarations(tmp_path: Path) -> None:

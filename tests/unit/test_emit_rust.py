@@ -255,3 +255,26 @@ def test_crate_root_names_cover_the_rendered_crate_root(tmp_path: Path) -> None:
         defined.update(n.strip() for n in (group[0] or group[1]).split(","))
     defined -= {"gemmy"}
     assert defined and defined <= CRATE_ROOT_NAMES, defined - CRATE_ROOT_NAMES
+
+
+ABI_H = Path(__file__).resolve().parents[2] / "src/kernelgen/runtime/include/kernelgen/abi.h"
+
+
+def test_kernel_info_mirrors_the_c_struct_and_device_scalar_errors_name_the_argument(tmp_path: Path) -> None:
+    """The crate's KernelInfo has the fields of abi.h's kg_kernel_info, in order (the argument names
+    included), and a DEVICE_SCALAR error is Error::Argument naming the argument at the code's
+    detail, as Python's ArgumentError does."""
+    lib = _render(tmp_path, UPPER)["generated/hopper/rust/src/lib.rs"]
+    c_struct = re.search(r"typedef struct kg_kernel_info \{(.*?)\} kg_kernel_info;", ABI_H.read_text(), re.S)
+    assert c_struct
+    c_fields = re.findall(r"(\w+);", re.sub(r"/\*.*?\*/", "", c_struct.group(1), flags=re.S))
+    rust_struct = re.search(r"pub struct KernelInfo \{(.*?)\n    \}", lib, re.S)
+    assert rust_struct
+    assert re.findall(r"pub (\w+):", rust_struct.group(1)) == c_fields
+    assert c_fields[-2:] == ["args", "n_args"]
+    error = lib[lib.index("    pub fn error(kernel: Kernel, code: i32) -> Error {"):]
+    error = error[:error.index("\n    }\n")]
+    assert ("} else if category == code::E_DEVICE_SCALAR {\n"
+            "            Error::Argument { kernel: name, argument: argument(kernel, code::detail(code)), code, reason }"
+            ) in error
+    assert "if info.args.is_null() || position < 0 || position >= info.n_args {" in lib

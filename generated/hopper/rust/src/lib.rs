@@ -392,7 +392,8 @@ pub fn last_reason() -> Option<String> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// A bad argument: a null device pointer, a failed `requires` clause, an expression that
-    /// overflows while computing the launch.
+    /// overflows while computing the launch, a device scalar that is null or not in device memory
+    /// (`E_DEVICE_SCALAR`, naming the argument).
     Argument { kernel: &'static str, argument: Option<&'static str>, code: i32, reason: String },
     /// The launch failed: geometry over the device's limits, a device of another target, CUDA
     /// refused it.
@@ -488,6 +489,8 @@ pub(crate) mod kg_ffi {
         pub n_applies_if: i32,
         pub n_requires: i32,
         pub present: i32,
+        pub args: *const *const c_char,
+        pub n_args: i32,
     }
 
     #[repr(C)]
@@ -595,12 +598,25 @@ pub(crate) mod kg_rt {
         })
     }
 
+    /// The launcher's argument at `position` (an error's detail), from the kernel's description;
+    /// `None` where it lists none (a dispatcher's or a chain's own).
+    fn argument(kernel: Kernel, position: i32) -> Option<&'static str> {
+        let info = kernel.0;
+        if info.args.is_null() || position < 0 || position >= info.n_args {
+            return None;
+        }
+        // Safety: `args` holds `n_args` NUL-terminated statics of the library.
+        Some(static_str(unsafe { *info.args.add(position as usize) }))
+    }
+
     pub fn error(kernel: Kernel, code: i32) -> Error {
         let mut reason = kernel.describe(code);
         let name = kernel.name();
         let category = code::category(code);
         if category == code::E_REQUIRES || category == code::E_EXPR {
             Error::Argument { kernel: name, argument: None, code, reason }
+        } else if category == code::E_DEVICE_SCALAR {
+            Error::Argument { kernel: name, argument: argument(kernel, code::detail(code)), code, reason }
         } else if category == code::E_CUDA && unsafe { kg_ffi::kg_rt_is_sticky_error(code::detail(code)) } != 0 {
             reason.push_str(" (sticky error: the CUDA context is unusable; restart the process)");
             Error::CudaFatal { kernel: name, code, reason }
