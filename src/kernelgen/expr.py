@@ -184,6 +184,11 @@ _ALLOWED_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 # Dotted names (``device.sm_count``, ``kernel.blocks_per_sm``): values from the device.
 _DOTTED_OWNERS = ("device", "kernel")
 _DOTTED = re.compile(r"\b(?:device|kernel)\.(?=[A-Za-z_])")
+# A '.' between a name (or a closing bracket) and a name: an attribute access (``p.m``,
+# ``n.bit_length()``), which the parser refuses with its own message rather than as a character.
+_ATTRIBUTE = re.compile(r"(?<=[A-Za-z0-9_)\]])\s*\.(?=\s*[A-Za-z_])")
+# The message of an attribute access or method call; the loader names the argument's kind.
+NO_ATTRIBUTES = "expressions have no attributes or methods"
 
 
 class ParseError(ValueError):
@@ -227,7 +232,7 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
     # Line breaks and tabs are spaces: a long expression may span lines (a YAML block scalar
     # keeps the breaks of its more-indented lines).
     text = text.translate(_SPACES)
-    bad = sorted({c for c in _DOTTED.sub("", text) if c not in _ALLOWED_CHARS or c == "."})
+    bad = sorted({c for c in _ATTRIBUTE.sub("", _DOTTED.sub("", text)) if c not in _ALLOWED_CHARS or c == "."})
     if bad:
         shown = ", ".join(repr(c) for c in bad[:5])
         raise ParseError(
@@ -277,8 +282,7 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
         return Name(n.id)
     if isinstance(n, ast.Attribute):
         if not isinstance(n.value, ast.Name) or n.value.id not in _DOTTED_OWNERS:
-            raise ParseError("attribute access is not allowed in an expression",
-                             "the dotted names are device.<limit> and kernel.blocks_per_sm")
+            raise _attribute_error(n)
         dotted = f"{n.value.id}.{n.attr}"
         if dotted not in names:
             from kernelgen.errors import did_you_mean
@@ -338,6 +342,8 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             raise ParseError(f"the operands of 'if' must be of one type, not {then.ty.value} and {other.ty.value}")
         return Cond(test, then, other, then.ty)
     if isinstance(n, ast.Call):
+        if isinstance(n.func, ast.Attribute):
+            raise _attribute_error(n)
         if not isinstance(n.func, ast.Name) or n.func.id not in FUNCTIONS:
             fname = n.func.id if isinstance(n.func, ast.Name) else "this call"
             raise ParseError(
@@ -354,6 +360,19 @@ def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
             _need(a, Ty.INT, f"{n.func.id}()")
         return Call(n.func.id, args)
     raise ParseError(f"{type(n).__name__} is not allowed in an expression")
+
+
+def _attribute_error(n: ast.expr) -> ParseError:
+    """The error of an attribute access or method call ``n``: "expressions have no attributes or
+    methods; 'p.m' reads an attribute of 'p'" (the loader matches it to say what 'p' is)."""
+    root: ast.expr = n
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    text = ast.unparse(n)
+    owner = f" of '{root.id}'" if isinstance(root, ast.Name) else ""
+    what = "calls a method" if isinstance(n, ast.Call) else "reads an attribute"
+    return ParseError(f"{NO_ATTRIBUTES}; '{text}' {what}{owner}",
+                      "the only dotted names are device.<limit> and kernel.blocks_per_sm")
 
 
 def _need(node: Node, ty: Ty, where: str) -> None:

@@ -10,6 +10,7 @@ import errno
 import functools
 import json
 import keyword
+import math
 import os
 import posixpath
 import re
@@ -1875,6 +1876,11 @@ def _args(
                                         "the launcher sets the array to zero before the launch")
                     if size_node is None:
                         raise ctx.error(f["zero"].loc, "'zero' needs 'size': the elements to set to zero")
+                    if not contiguous:
+                        raise ctx.error(f["zero"].loc, "'zero' applies only to contiguous arrays: the launcher sets "
+                                        "'size' consecutive elements to zero, which for a strided view would "
+                                        "include the memory between its rows",
+                                        "zero the view in the kernel, or remove contiguous: false")
             if not t.star and (size_node is not None or flags):
                 bad = "size" if size_node is not None else next(iter(flags))
                 loc = size_node.loc if size_node is not None else flags[bad][1]
@@ -1989,8 +1995,50 @@ def _kernel_entries(
     device_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES}}
     smem_names: dict[str, object] = {**names, **{n: None for n in DEVICE_NAMES if n.startswith("device.")}}
 
+    struct_names = {a.name for a, _ in raw_args + raw_host if a.struct is not None}
+
+    def explained(e: SpecError) -> SpecError:
+        """An expression's error saying what the name it cannot use is (a device scalar, a float,
+        a pointer, a struct, an axis), at the error's place."""
+        def error(message: str, hint: str = "") -> SpecError:
+            return SpecError(e.loc, e.field, message, hint)
+
+        bad = re.search(r"undefined name '(\w+)'", e.message)
+        if bad and bad.group(1) in dev_names:
+            return error(f"'{bad.group(1)}' is read on the device; a plan cannot know its value",
+                         "use an upper bound from the host (a host argument) in expressions")
+        if bad and bad.group(1) in float_names | ptr_names | struct_names:
+            kind = "a float" if bad.group(1) in float_names else "a pointer" if bad.group(1) in ptr_names else \
+                "a struct argument"
+            return error(f"'{bad.group(1)}' is {kind}; expressions use integer arguments only")
+        if bad and bad.group(1) in axes:
+            kind = _axis_kind(axes[bad.group(1)])
+            return error(f"'{bad.group(1)}' is an axis of {_AXIS_KINDS[kind]}; expressions use integer and boolean "
+                         "axes only", f"sizeof({bad.group(1)}) gives the bytes of its element type"
+                         if kind == "type" else "")
+        dotted = re.search(r"undefined name '(kernel\.\w+)'", e.message)
+        if dotted and dotted.group(1) in DEVICE_NAMES:  # shared_mem: the device.* names only
+            return error(f"'{dotted.group(1)}' is not available here: the occupancy depends on the shared memory",
+                         "shared_mem may use the device.* names")
+        access = re.search(r"; '(.*)' (?:reads an attribute|calls a method) of '(\w+)'$", e.message) \
+            if e.message.startswith(expr.NO_ATTRIBUTES) else None
+        owner = access.group(2) if access else None
+        if owner in struct_names:
+            field = re.match(rf"{owner}\.(\w+)", access.group(1))  # type: ignore[union-attr]
+            return error(f"'{owner}' is a struct argument: expressions cannot read its fields; pass the value as a "
+                         "host argument (host_args)",
+                         f"e.g. host_args: {{{field.group(1)}: u32}}, and the expression reads {field.group(1)}"
+                         if field else "")
+        if owner in ptr_names:
+            return error(e.message, f"'{owner}' is a pointer: pass its sizes as integer arguments "
+                         "(e.g. n: u32) and give it a size (size: n)")
+        return e
+
     written_lets: dict[str, expr.Node] = {}
-    lets = _lets(ctx, f["let"], names, device_names, written_lets, taken) if "let" in f else {}
+    try:
+        lets = _lets(ctx, f["let"], names, device_names, written_lets, taken) if "let" in f else {}
+    except SpecError as e:
+        raise explained(e) from None
 
     def ex(n: YNode, ty: expr.Ty, within: Mapping[str, object] = names) -> expr.Node:
         try:
@@ -1999,23 +2047,7 @@ def _kernel_entries(
                 tree = _inline_lets(ctx, n, tree, lets, within)
             return expr.substitute(tree, int_axes)
         except SpecError as e:
-            bad = re.search(r"undefined name '(\w+)'", e.message)
-            if bad and bad.group(1) in dev_names:
-                raise ctx.error(n.loc, f"'{bad.group(1)}' is read on the device; a plan cannot know its value",
-                                "use an upper bound from the host (a host argument) in expressions") from None
-            if bad and bad.group(1) in float_names | ptr_names:
-                kind = "a float" if bad.group(1) in float_names else "a pointer"
-                raise ctx.error(n.loc, f"'{bad.group(1)}' is {kind}; expressions use integer arguments only") from None
-            if bad and bad.group(1) in axes:
-                kind = _axis_kind(axes[bad.group(1)])
-                raise ctx.error(n.loc, f"'{bad.group(1)}' is an axis of {_AXIS_KINDS[kind]}; expressions use integer "
-                                "and boolean axes only", f"sizeof({bad.group(1)}) gives the bytes of its element type"
-                                if kind == "type" else "") from None
-            dotted = re.search(r"undefined name '(kernel\.\w+)'", e.message)
-            if dotted and dotted.group(1) in DEVICE_NAMES:  # shared_mem: the device.* names only
-                raise ctx.error(n.loc, f"'{dotted.group(1)}' is not available here: the occupancy depends on "
-                                "the shared memory", "shared_mem may use the device.* names") from None
-            raise
+            raise explained(e) from None
 
     def as_written(n: YNode, ty: expr.Ty, within: Mapping[str, object]) -> expr.Node:
         """``n`` with its let names kept (for texts: a clause's reason, the docs' cluster)."""
@@ -2164,6 +2196,10 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                         raise ctx.error(mf["array"].loc, f"'{array}' has elements of type {a.elem.name}; a tensor "
                                         "map copies plain elements of 1, 2, 4 or 8 bytes",
                                         "describe the array through a pointer of the lane type (u8*, f32*)")
+                    if not a.contiguous:
+                        raise ctx.error(mf["array"].loc, f"'{array}' is declared contiguous: false; a tensor map "
+                                        "describes a contiguous row-major array",
+                                        "pass the view's rows as a contiguous array, or read it without a map")
 
                 def exprs(key: str) -> tuple[expr.Node, ...]:
                     with ctx.at(key):
@@ -2200,8 +2236,36 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                         if swizzle and row > swizzle:
                             raise ctx.error(mf["box"].loc, f"the box's innermost entry is {row} bytes, more than "
                                             f"the {swizzle}-byte swizzle span", "narrow the box or widen the swizzle")
+                _tensor_map_strides(ctx, mf["dims"], dims, elem_bytes, constants)
                 out.append(TensorMap(name, key.loc, array, elem_bytes, dims, box, swizzle))
         return tuple(out)
+
+
+def _tensor_map_strides(ctx: _Ctx, node: YNode, dims: tuple[expr.Node, ...], elem_bytes: int,
+                        constants: Mapping[str, int]) -> None:
+    """The constant extents of a map's ``dims``: each at least 1, and the row stride (the innermost
+    extent times the element size) a multiple of 16 bytes, which the driver requires of every
+    stride; a stride that never is would make every launch "not launched" (UNALIGNED). The outer
+    strides are multiples of the row stride, so the row decides; extents that are expressions are
+    checked when the map is encoded."""
+    from kernelgen.errors import ExprError
+
+    with ctx.at("dims"):
+        for i, d in enumerate(dims):
+            if d.names() - set(constants):
+                continue
+            try:
+                v = int(expr.evaluate(d, constants))
+            except ExprError as exc:
+                raise ctx.error(node.loc, f"cannot evaluate dims entry {i}: {exc}") from None
+            if v < 1:
+                raise ctx.error(node.loc, f"dims entry {i} is {v}; each extent is at least 1")
+            if i == len(dims) - 1 and len(dims) > 1 and v * elem_bytes % 16:
+                per = 16 // math.gcd(16, elem_bytes)
+                raise ctx.error(node.loc, f"the map's rows are {v * elem_bytes} bytes ({v} elements of {elem_bytes} "
+                                "bytes); TMA needs a row stride that is a multiple of 16 bytes, so every launch "
+                                "would be not launched (UNALIGNED)",
+                                f"pad the array's rows to a multiple of {per} elements")
 
 
 @contextmanager
@@ -2688,6 +2752,7 @@ def _check_examples_and_limits(
         envs += [(dict(k.examples[0]) | constants | {k.variants.on: v}, f"examples[0] with {k.variants.on}={v}")
                  for v, _ in k.variants.symbols]
     _check_sizes(ctx, k, envs)
+    _check_tensor_map_sizes(ctx, k, envs)
     from kernelgen import plan  # the targets' device values, for shared_mem's device names
 
     for t in targets:
@@ -2754,6 +2819,35 @@ def _check_sizes(ctx: _Ctx, k: Kernel, envs: Sequence[tuple[dict[str, int], str]
                 with ctx.at("host_args" if a.host else "args"), ctx.at(a.name), ctx.at("size"):
                     raise ctx.error(a.loc, f"the size of '{a.name}' is {v} for {which}: a size cannot be negative",
                                     f"make '{expr.to_text(a.size)}' 0 or more wherever the kernel launches")
+
+
+def _check_tensor_map_sizes(ctx: _Ctx, k: Kernel, envs: Sequence[tuple[dict[str, int], str]]) -> None:
+    """A tensor map covers no more elements than its array's ``size`` over the examples where the
+    kernel applies: the launchers check the arrays passed against the size, while the copies read
+    the whole extent of the map. (An array without a size is not checked.)"""
+    from kernelgen.errors import ExprError
+
+    by_name = {a.name: a for a in k.all_args}
+    for t in k.tensor_maps:
+        a = by_name[t.array]
+        if a.size is None:
+            continue
+        for env, which in envs:
+            try:
+                dims = [int(expr.evaluate(d, env)) for d in t.dims]
+                size = int(expr.evaluate(a.size, env))
+            except (ExprError, KeyError):
+                continue
+            covered = math.prod(dims)
+            if min(dims) >= 1 and covered > size:
+                shown = " * ".join(f"({expr.to_text(d)})" if isinstance(d, expr.Bin) else expr.to_text(d)
+                                   for d in t.dims)
+                with ctx.at("tensor_maps"), ctx.at(t.name):
+                    raise ctx.error(t.loc, f"tensor map '{t.name}' covers {covered} elements of '{a.name}' "
+                                    f"({' * '.join(map(str, dims))}) for {which}, but the size of '{a.name}' is "
+                                    f"{size} ('{expr.to_text(a.size)}'): its copies would read past the arrays the "
+                                    "launchers accept",
+                                    f"give '{a.name}' a size that covers the map (size: {shown})")
 
 
 def _code_name(c: int) -> str:

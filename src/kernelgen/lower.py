@@ -154,7 +154,7 @@ class LKernel:
     shared_mem: expr.Node
     u64_int_args: tuple[str, ...]  # u64 arguments the expressions use (converted with an overflow check)
     sizes: tuple[tuple[int, str, expr.Node], ...]  # (slot, arg name, element count)
-    signature_text: str  # the spec's argument list, for the static_assert message
+    signature_text: str  # the kernel's parameters as the spec gives them (args, then tensor maps), for messages
     flips: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]  # (kind, index, args)
     cases: tuple[tuple[tuple[str, int], ...], ...]
     slot: str
@@ -180,6 +180,14 @@ class LKernel:
     def launch_notes(self) -> tuple[str, ...]:
         """How the kernel is launched and what the launch checks, in words, for every language's docs."""
         out = []
+        if self.variants:
+            values = [str(v.value) for v in self.variants]
+            shown = values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
+            out.append(f"Variants on {self.variant_on}: {shown} (another value: not launched).")
+        if self.zeros:
+            out.append("Set to zero before each launch (cudaMemsetAsync on the launch stream): "
+                       + ", ".join(f"{a.name} ({_count_text(a.arg.size)}" + (", unless null" if a.nullable else "")
+                                   + ")" for a, _ in self.zeros) + ".")
         if self.cooperative:
             out.append("Cooperative launch: at most device.sm_count * kernel.blocks_per_sm blocks "
                        "(else a CORESIDENT error).")
@@ -216,6 +224,13 @@ class LKernel:
         """Whether the plan checks anything after the geometry."""
         return bool(self.max_threads) or self.cluster is not None or self.launch_cluster is not None \
             or self.cooperative
+
+
+def _count_text(size: expr.Node | None) -> str:
+    """An array's element count in the docs' words: "1 element", "n * 4 elements"."""
+    if isinstance(size, expr.Lit) and size.value == 1:
+        return "1 element"
+    return f"{expr.to_text(size)} elements" if size is not None else "its elements"
 
 
 @dataclass(frozen=True)

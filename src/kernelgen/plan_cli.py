@@ -240,12 +240,17 @@ def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
     if callable(cl):  # a launch-time cluster: the plan's own evaluator
         cl = cl(pyexpr.Status(), env | dict(m.constants))
     cl = tuple(cl) if cl is not None and tuple(cl) != (1, 1, 1) else None
-    return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env))
+    return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env, block, smem))
 
 
-def let_values(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> tuple[tuple[str, object], ...]:
-    env = dict(values) | dict(m.constants) | plan.device_env(plan.target_table(t))
-    env["kernel.blocks_per_sm"] = 0
+def let_values(m: Module, k: Kernel, t: Target, values: dict[str, int], block: Sequence[int],
+               smem: int) -> tuple[tuple[str, object], ...]:
+    """The kernel's let values for a launched plan: over the arguments, the module's constants
+    and the target's device names, ``kernel.blocks_per_sm`` from the plan's block and shared
+    memory (as :func:`kernelgen.plan.expect` computes it)."""
+    table = plan.target_table(t)
+    env = dict(values) | dict(m.constants) | plan.device_env(table)
+    env["kernel.blocks_per_sm"] = plan.table_blocks_per_sm(table, [int(b) for b in block], int(smem))
     out = []
     for name, tree in k.lets:
         st = pyexpr.Status()

@@ -283,9 +283,10 @@ ARGUMENT = Struct(
               "Non-const pointers only: the kernel takes `T*` but only reads it, so read-only arrays are accepted "
               "and the C ABI, C++ and Rust APIs take a const pointer, as for `const T*`.", "false"),
         Field("zero", BOOLEAN, False,
-              "Writable pointers with a `size` only: the launcher sets the `size` elements (in bytes of the "
-              "element type) to zero with `cudaMemsetAsync` on the launch stream before each launch, so a "
-              "kernel's flag, counter or workspace starts from zero; capturable in CUDA graphs.",
+              "Writable contiguous pointers with a `size` only (not with `contiguous: false`): the launcher "
+              "sets the `size` elements (in bytes of the element type) to zero with `cudaMemsetAsync` on the "
+              "launch stream before each launch, so a kernel's flag, counter or workspace starts from zero; "
+              "capturable in CUDA graphs.",
               "false"),
         Field("to_symbol", IDENTIFIER_PATH, False,
               "Host arguments only: the name of a `__constant__` variable of the module's sources that the "
@@ -405,14 +406,17 @@ TENSOR_MAP = Struct(
     "on the host for each launch and passed to the kernel by value after the `args`.",
     (
         Field("array", IDENTIFIER, True,
-              "The pointer argument the map describes: a row-major array of a plain element type of 1, 2, 4 or "
-              "8 bytes (the map copies its bits; zeros outside the array)."),
+              "The pointer argument the map describes: a contiguous row-major array of a plain element type of 1, "
+              "2, 4 or 8 bytes (the map copies its bits; zeros outside the array). Give the array a `size` that "
+              "covers the map (the product of `dims`; checked on the examples when specs are loaded), so the "
+              "launchers' size checks cover what the copies read; an array without a `size` is not checked."),
         Field("dims", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                     "minItems": 1}), True,
               f"The array's extents, outermost first (`[n, k]` for a row-major n x k matrix): 1 to {TMA_MAX_RANK} "
               "integer expressions over the integer arguments, host arguments, constants and `let` names (not one that "
               "reads the device). Rows are contiguous: each stride is the "
-              "product of the extents inside it, and must be a multiple of 16 bytes."),
+              "product of the extents inside it, and must be a multiple of 16 bytes (a constant innermost extent "
+              "that makes the rows another size is refused when specs are loaded)."),
         Field("box", Kind("list of expressions", {"type": "array", "items": dict(EXPRESSION.json),
                                                    "minItems": 1}), True,
               "The box one copy moves, outermost first, as many entries as `dims`: integer expressions, each "

@@ -50,7 +50,11 @@ def test_evaluates_with_floor_semantics(text: str, env: dict[str, int], want: in
     [
         ("n / 2", "not allowed"),
         ("n ** 2", "not allowed"),
-        ("n.real", "not allowed"),
+        ("n.real", "expressions have no attributes or methods; 'n.real' reads an attribute of 'n'"),
+        ("n.bit_length()", "expressions have no attributes or methods; 'n.bit_length[(][)]' calls a method of 'n'"),
+        ("div_ceil(p . m, 128)", "expressions have no attributes or methods; 'p.m' reads an attribute of 'p'"),
+        ("(n + 1).bit_length()", "expressions have no attributes or methods; '[(]n [+] 1[)].bit_length[(][)]' calls"),
+        ("1.e5", "only integer literals"),
         ("__import__('os')", "not allowed"),
         ("abs(n)", "unknown function 'abs'"),
         ("q + 1", "undefined name 'q'"),

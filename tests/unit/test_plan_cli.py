@@ -211,3 +211,45 @@ def test_a_bool_argument_refuses_other_spellings(tmp_path: Path, capsys, value: 
     wanted = "expected a bool (True, False, 0 or 1), got 2" if value == "2" else \
         f"expected a bool (true, false, 0 or 1), got '{value}'"
     assert f"demo.flagged: argument 'flag': {wanted}" in err, err
+
+
+LET_SPEC = """\
+module: demo
+summary: A demo module.
+sources: [kernels/demo.cu]
+kernels:
+  coop:
+    summary: Cooperative.
+    launch: {cooperative: true}
+    args: {x: const f32*, out: f32*, n: u32}
+    let:
+      row_blocks: div_ceil(n, 4)
+      resident: device.sm_count * kernel.blocks_per_sm
+      nblocks: "div_ceil(min(row_blocks, device.sm_count * kernel.blocks_per_sm), 2) * 2"
+      splits: div_ceil(row_blocks, nblocks)
+    grid: [nblocks, 1, 1]
+    block: [256, 1, 1]
+    skip_if: [n == 0]
+    examples:
+      - {n: 1024}
+"""
+
+
+def test_let_values_read_the_blocks_per_sm_the_plan_used(tmp_path: Path, capsys) -> None:
+    from kernelgen import plan as plans
+    from tests.unit.test_launch_modes import project
+
+    root = project(tmp_path, LET_SPEC)
+    hopper = load_catalog(root).target("hopper")
+    resident = hopper.sm_count * plans.table_blocks_per_sm(plans.target_table(hopper), [256, 1, 1], 0)
+    assert resident > 0
+    rc = main(["--root", str(root), "plan", "demo.coop", "n=16384", "-t", "hopper"])
+    out = capsys.readouterr().out
+    nblocks = -(-min(4096, resident) // 2) * 2
+    assert rc == 0 and f"launched  grid [{nblocks}, 1, 1]" in out, out
+    assert f"let: row_blocks = 4096, resident = {resident}, nblocks = {nblocks}, " \
+           f"splits = {-(-4096 // nblocks)}" in out, out
+    rc = main(["--root", str(root), "plan", "demo.coop", "n=16384,64", "-t", "hopper"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 16384 ")]
+    assert rc == 0 and rows == [f"| 16384 | launched | [{nblocks}, 1, 1] | [256, 1, 1] | 0 |  | 4096 | {resident} "
+                                f"| {nblocks} | {-(-4096 // nblocks)} |"], rows

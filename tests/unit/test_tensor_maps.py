@@ -76,6 +76,19 @@ BAD = [
     ("name of an argument", ("      x_map:", "      k:"), 11, "has the name of an argument"),
     ("unknown key", ("swizzle: 128", "swizle: 128"), 11, "did you mean 'swizzle'"),
     ("vector elements", ("x: const bf16*,", "x: const f32x4*,"), 11, "plain elements of 1, 2, 4 or 8 bytes"),
+    ("strided array", ("x: const bf16*,", "x: {type: const bf16*, contiguous: false},"), 11,
+     "'x' is declared contiguous: false; a tensor map describes a contiguous row-major array"),
+    ("size below the map", ("x: const bf16*,", "x: {type: const bf16*, size: m},"), 11,
+     "tensor map 'x_map' covers 16384 elements of 'x' (256 * 64) for examples[0] ("),
+    ("size below a map of expressions", ("w: const u8*,", "w: {type: const u8*, size: m * k - 1},"), 12,
+     "but the size of 'w' is 16383 ('(m * k) - 1'): its copies would read past the arrays the launchers accept "
+     "(give 'w' a size that covers the map (size: m * k))"),
+    ("rows never 16 bytes", ("dims: [m, k], box: [min(m, 256), 64]", "dims: [m, 3], box: [min(m, 256), 64]"), 12,
+     "the map's rows are 3 bytes (3 elements of 1 bytes); TMA needs a row stride that is a multiple of 16 bytes"),
+    ("constant rows never 16 bytes", ("dims: [m, k], box: [128, BOX]", "dims: [m, BOX + 1], box: [128, BOX]"), 11,
+     "the map's rows are 130 bytes (65 elements of 2 bytes)"),
+    ("constant extent 0", ("dims: [m, k], box: [128, BOX]", "dims: [0, k], box: [128, BOX]"), 11,
+     "dims entry 0 is 0; each extent is at least 1"),
 ]
 
 
@@ -87,6 +100,16 @@ def test_bad_tensor_maps_name_file_and_line(tmp_path: Path, old: str, new: str, 
     text = str(info.value)
     assert f"specs/demo.yaml:{line}:" in text or f"specs/demo.yaml:{line + 1}:" in text, text
     assert fragment in text, text
+
+
+@pytest.mark.parametrize("args,dims", [
+    ("x: {type: const bf16*, size: m * k},", "dims: [m, k]"),  # the size covers the map
+    ("x: {type: const bf16*, size: m * k},", "dims: [m, 8]"),  # 16-byte rows
+    ("x: const bf16*,", "dims: [m, 4096]"),  # no size: nothing to compare
+])
+def test_sizes_and_strides_that_a_launch_can_meet_load(tmp_path: Path, args: str, dims: str) -> None:
+    spec = SPEC.replace("x: const bf16*,", args, 1).replace("dims: [m, k], box: [128, BOX]", f"{dims}, box: [128, BOX]")
+    load_catalog(project(tmp_path, spec))
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ class _kg_launcher_attn_prefill_paged_64(_kg_Protocol):
 
 Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p.
 
-__launch_bounds__: at most 128 threads a block."""
+Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block."""
 
     def __call__(self, q: _kg_Array, k_cache: _kg_Array, v_cache: _kg_Array, output: _kg_Array, block_table: _kg_Array, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, causal: int, sliding_window: int, inv_sqrt_d: float, *, head_dim: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, q_len: int, kv_len: int, q_offset: int, num_q_heads: int, num_kv_heads: int, cache_block_size: int, causal: int | None = None, sliding_window: int | None = None, head_dim: int) -> _kg_Plan: ...
@@ -48,7 +48,7 @@ class _kg_launcher_attn_prefill_64(_kg_Protocol):
 
 Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64.
 
-__launch_bounds__: at most 128 threads a block."""
+Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block."""
 
     def __call__(self, q: _kg_Array, k: _kg_Array, v: _kg_Array, output: _kg_Array, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int, sliding_window: int, inv_sqrt_d: float, *, head_dim: int, batch: int, stream: _kg_Stream = None) -> _kg_Outcome: ...
     def plan(self, *, seq_len: int, num_q_heads: int, num_kv_heads: int, causal: int | None = None, sliding_window: int | None = None, head_dim: int, batch: int) -> _kg_Plan: ...

@@ -13,7 +13,7 @@ namespace kernelgen::attn_prefill {
 namespace {
 }  // namespace
 
-// attn_prefill_paged_64: Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. __launch_bounds__: at most 128 threads a block.
+// attn_prefill_paged_64: Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block.
 kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim) {
   kg::unused(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim);
   kg_plan kg_p = {};
@@ -135,7 +135,7 @@ int32_t kg_sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t
 }
 }  // namespace
 
-// attn_prefill_64: Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64. __launch_bounds__: at most 128 threads a block.
+// attn_prefill_64: Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block.
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
   kg::unused(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch);
   kg_plan kg_p = {};

@@ -615,7 +615,7 @@ const kg_kernel_info kg_info_dense_gemm_tma = {
     1,
     kArgs_dense_gemm_tma, 6};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma>,
-              "kernelgen: specs/dense_linear.yaml:141: kernel 'dense_gemm_tma': the __global__ definition of dense_gemm_tma_bf16_kernel does not take the spec's 8 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/dense_linear.yaml:141: kernel 'dense_gemm_tma': the __global__ definition of dense_gemm_tma_bf16_kernel does not take the spec's 8 parameters (const bf16* x, const bf16* w, bf16* out, u32 m, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap w_map); make the spec's args list the kernel's parameters, in order, with the same types, then one const __grid_constant__ CUtensorMap per tensor map");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 0>(),
               "kernelgen: specs/dense_linear.yaml:155: kernel 'dense_gemm_tma': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dense_gemm_tma_bf16_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_dense_gemm_tma_0)>, kg_signature_dense_gemm_tma, 1>(),

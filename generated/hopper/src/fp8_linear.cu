@@ -643,7 +643,7 @@ const kg_kernel_info kg_info_fp8_gemm_tma = {
     1,
     kArgs_fp8_gemm_tma, 7};
 static_assert(kg::same_arity_v<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_tma_0)>, kg_signature_fp8_gemm_tma>,
-              "kernelgen: specs/fp8_linear.yaml:123: kernel 'fp8_gemm_tma': the __global__ definition of dflash_fp8_gemm_tma_kernel does not take the spec's 9 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map, then 2 tensor maps); make the spec's args list the kernel's parameters, in order, with the same types");
+              "kernelgen: specs/fp8_linear.yaml:123: kernel 'fp8_gemm_tma': the __global__ definition of dflash_fp8_gemm_tma_kernel does not take the spec's 9 parameters (const bf16* x, const fp8_e4m3* q, const f32* scale, bf16* out, u32 rows, u32 n, u32 k, const CUtensorMap x_map, const CUtensorMap q_map); make the spec's args list the kernel's parameters, in order, with the same types, then one const __grid_constant__ CUtensorMap per tensor map");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_tma_0)>, kg_signature_fp8_gemm_tma, 0>(),
               "kernelgen: specs/fp8_linear.yaml:139: kernel 'fp8_gemm_tma': argument 'x' (parameter 1: const bf16*, const __nv_bfloat16* in C++) is not the type of parameter 1 of the __global__ definition of dflash_fp8_gemm_tma_kernel; give the argument the kernel's type (integers of one size and signedness may be spelled either way, long long for i64, an enum for its underlying type; a pointer keeps its const)");
 static_assert(kg::param_matches<std::remove_const_t<decltype(::kg_kernel_fp8_gemm_tma_0)>, kg_signature_fp8_gemm_tma, 1>(),

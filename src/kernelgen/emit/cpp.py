@@ -354,15 +354,15 @@ class CppKernel(c.CKernel):
 
     @property
     def mismatch_messages(self) -> list[str]:
-        """Per symbol: the message when the kernel takes another number of parameters."""
-        maps = len(self.ir.tensor_maps)
-        count = len(self.ir.kernel_args) + maps
-        extra = f", then {maps} tensor map{'s' if maps > 1 else ''}" if maps else ""
+        """Per symbol: the message when the kernel takes another number of parameters (the
+        signature text lists the args, then the tensor maps, one parameter each)."""
+        count = len(self.ir.kernel_args) + len(self.ir.tensor_maps)
         return [
             c_string(
                 f"kernelgen: {self.ir.spec}: kernel '{self.ir.name}': the __global__ definition of {sym.lstrip(':')} "
-                f"does not take the spec's {count} parameter{'s' if count != 1 else ''} ({self.ir.signature_text}"
-                f"{extra}); make the spec's args list the kernel's parameters, in order, with the same types"
+                f"does not take the spec's {count} parameter{'s' if count != 1 else ''} ({self.ir.signature_text}); "
+                "make the spec's args list the kernel's parameters, in order, with the same types"
+                + (", then one const __grid_constant__ CUtensorMap per tensor map" if self.ir.tensor_maps else "")
             )
             for sym, _ in self.symbol_slots
         ]

@@ -6,7 +6,7 @@ Files per module: ``python/<module>.pyi``.
 from __future__ import annotations
 
 from kernelgen.emit.base import render, stamp
-from kernelgen.emit.python import launcher_doc, plan_args, with_notes
+from kernelgen.emit.python import kernel_doc, launcher_doc, plan_args
 from kernelgen.lower import CArg, LKey, LModule
 from kernelgen.model import StructField
 
@@ -53,7 +53,7 @@ class _Module:
         self.summary_doc = docstring(lm.summary + (f"\n\n{lm.doc}" if lm.doc else ""))
         self.structs = [{"name": st.name, "cpp": st.cpp, "fields": [(f.name, field_annotation(f)) for f in st.fields]}
                         for st in lm.structs]
-        self.launchers = [_launcher(k.name, k.args, k.summary, (), plan_args(lm, k), with_notes(k.doc, k.launch_notes))
+        self.launchers = [_launcher(k.name, k.args, k.summary, (), plan_args(lm, k), kernel_doc(lm, k))
                           for k in lm.kernels]
         self.launchers += [_launcher(ch.name, ch.args, ch.summary, ch.keys, plan_args(lm, ch)) for ch in lm.chains]
 

@@ -68,6 +68,13 @@ def with_notes(doc: str, notes: tuple[str, ...]) -> str:
     return "\n\n".join(p for p in (doc, " ".join(notes)) if p)
 
 
+def kernel_doc(lm: LModule, k: LKernel) -> str:
+    """A kernel launcher's docstring text after the summary: that it is absent on the module's
+    target (when it is), its longer doc and its launch notes."""
+    absent = () if k.present else (f'Absent on {lm.target.name}: always "not launched".',)
+    return with_notes(k.doc, absent + k.launch_notes)
+
+
 def value_read(a: CArg, i: int) -> str:
     """Expression reading slot ``i`` of a ``kg::py::Value`` array as the C ABI's type."""
     if a.is_pointer:
@@ -138,7 +145,7 @@ def launchers(lm: LModule) -> list[dict[str, object]]:
         return f"{names.c_function(mod, kernel, 'info')}()"
 
     out = [_launcher(lm, k.name, k.args, k.summary, [info(lm.name, k.name)], False, len(k.sizes),
-                     doc=with_notes(k.doc, k.launch_notes), in_plan=plan_args(lm, k))
+                     doc=kernel_doc(lm, k), in_plan=plan_args(lm, k))
            for k in lm.kernels]
     for ch in lm.chains:
         infos = [info(mod, kernel) for mod, kernel in ch.members] + ([info(lm.name, ch.name)] if ch.keys else [])

@@ -287,8 +287,6 @@ class _KernelView(_Launcher):
             + [f"applies_if `{doc_text(t)}`: else not launched" for t in lk.applies_texts]
             + [doc_text(n) for n in lk.launch_notes]
         )
-        self.variants = ", ".join(str(v.value) for v in lk.variants)
-        self.variant_on = lk.variant_on
 
 
 class _ChainView(_Launcher):

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. */
+/* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
@@ -72,55 +72,55 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__plan(uint32_t rows, uint32_t n, ui
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info(void);
 
-/* As fp8_gemv_rt2 for rows <= 32 (17-32: a batch of two 16-row blocks, say): four 8-column x tiles share each converted weight fragment, x slots of 32 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* As fp8_gemv_rt2 for rows <= 32 (17-32: a batch of two 16-row blocks, say): four 8-column x tiles share each converted weight fragment, x slots of 32 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32__info(void);
 
-/* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info(void);
 
-/* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info(void);
 
-/* fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+/* fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_32__info(void);
 
-/* As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64__info(void);
 
-/* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(void);
 
-/* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
+/* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(void);
 
-/* fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+/* fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(void);
 
-/* fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
+/* fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);

@@ -32,9 +32,8 @@
 /// - requires `kv_len <= 1073741824`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - Variants on head_dim: 64, 128 or 256 (another value: not launched).
 /// - __launch_bounds__: at most 128 threads a block.
-///
-/// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_paged_64 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_paged_64__info, super::kg_ffi::kg_attn_prefill__abi__bfb93860);
@@ -125,9 +124,8 @@ pub mod attn_prefill_paged_64 {
 /// - requires `batch <= 65535`: else `Error::Argument`
 /// - applies_if `num_kv_heads > 0`: else not launched
 /// - applies_if `(num_q_heads % num_kv_heads) == 0`: else not launched
+/// - Variants on head_dim: 64, 128 or 256 (another value: not launched).
 /// - __launch_bounds__: at most 128 threads a block.
-///
-/// Variants on `head_dim`: 64, 128, 256 (another value: not launched).
 pub mod attn_prefill_64 {
     #[allow(non_upper_case_globals)]
     static kg_handle: crate::kg_rt::Handle = crate::kg_rt::Handle::new(super::kg_ffi::kg_attn_prefill__attn_prefill_64__info, super::kg_ffi::kg_attn_prefill__abi__bfb93860);
