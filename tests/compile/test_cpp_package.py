@@ -6,10 +6,12 @@ launch without one reports an error rather than launching. Also the messages for
 not built and one the project lacks, and a second project's library in the same program: each
 library's plans read its own device table whatever the link order, two projects' C headers of one
 module name are included together, and a program linking two targets of one project fails to
-configure."""
+configure. A program compiled against headers generated from changed specs fails to link against
+the library built before, naming the module's C ABI digest symbol."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,6 +106,53 @@ def test_a_cpp_program_builds_links_and_runs_against_the_package(installed: Path
     # apply_affine at n = 1000: 4 blocks of 256; plain's scale at n = 0 is not launched (skip_if); no GPU:
     # the launch is an error, not a launch.
     assert res.stdout.splitlines() == ["plan 4 256 1", "launched 0 error 1"], res.stdout
+
+
+def _abi_reference(header: Path) -> str:
+    """The C ABI digest symbol a module's header references."""
+    (sym,) = re.findall(r"= &(\w+__abi__[0-9a-f]{8});", header.read_text())
+    return sym
+
+
+def test_a_program_compiled_against_headers_of_changed_specs_fails_to_link(installed: Path,
+                                                                          tmp_path: Path) -> None:
+    # The library exports the digest its installed headers reference (the program above links and runs).
+    include = installed / "bsettings" / TARGET / "include" / "bsettings"
+    built = _abi_reference(include / "plain_c.h")
+    assert _abi_reference(include / "plain.h") == built
+    nm = shutil.which("nm")
+    if nm is not None:
+        lib = next((installed / "bsettings" / TARGET).glob("libbsettings_hopper_*.so"))
+        res = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert built in [line.split()[-1] for line in res.stdout.splitlines() if line.strip()]
+    # plain's scale gains an argument; the headers are regenerated, the library is not rebuilt.
+    changed = tmp_path / "changed"
+    for folder in ("specs", "kernels", "vendor"):
+        shutil.copytree(installed.parent / folder, changed / folder)
+    for path, old, new in [("specs/plain.yaml", '      "n": u32\n', '      "n": u32\n      bias: f32\n'),
+                           ("kernels/plain.cu", "uint32_t n) {", "uint32_t n, float bias) {")]:
+        text = (changed / path).read_text()
+        assert text.count(old) == 1, (path, old)
+        (changed / path).write_text(text.replace(old, new))
+    res = run_cli("generate", cwd=changed)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    prefix = tmp_path / "prefix"
+    shutil.copytree(installed / "bsettings", prefix / "bsettings")
+    for name in ("plain.h", "plain_c.h"):
+        shutil.copy(changed / "generated" / TARGET / "include" / "bsettings" / name,
+                    prefix / "bsettings" / TARGET / "include" / "bsettings" / name)
+    stale = _abi_reference(prefix / "bsettings" / TARGET / "include" / "bsettings" / "plain.h")
+    assert stale != built and stale.startswith("bsettings_plain__abi__")
+    # MAIN calls plan_scale, whose signature did not change: only the digest symbol stops the link.
+    res = _configure(tmp_path, prefix, TARGET)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    res = subprocess.run([shutil.which("cmake") or "cmake", "--build", str(tmp_path / "consumer" / "build")],
+                         capture_output=True, text=True, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert f"undefined reference to `{stale}'" in out, out[-3000:]
+    assert "half_ops__abi__" not in out, out[-3000:]
 
 
 @pytest.mark.parametrize(("component", "message"), [

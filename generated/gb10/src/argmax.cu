@@ -162,8 +162,9 @@ int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg
 
 const kg_kernel_info* kg_argmax__argmax_bf16__info(void) { return &kernelgen::argmax::kg_info_argmax_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_argmax__abi__639a741e(void) {}
 
 }  // extern "C"

@@ -1505,8 +1505,9 @@ int32_t kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(uint32_t q_rows
   return KG_LAUNCHED;
 }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_attn_dflash__abi__91cb63a2(void) {}
 
 }  // extern "C"

@@ -172,8 +172,9 @@ int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden,
 
 const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void) { return &kernelgen::batched_embed::kg_info_batched_embed_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_batched_embed__abi__fd514393(void) {}
 
 }  // extern "C"

@@ -660,8 +660,9 @@ int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_
   return KG_LAUNCHED;
 }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_dense_linear__abi__8ca0c4cc(void) {}
 
 }  // extern "C"

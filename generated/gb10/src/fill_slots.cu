@@ -163,8 +163,9 @@ int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_
 
 const kg_kernel_info* kg_fill_slots__fill_slots__info(void) { return &kernelgen::fill_slots::kg_info_fill_slots; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_fill_slots__abi__78c15c96(void) {}
 
 }  // extern "C"

@@ -2979,8 +2979,9 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32
   return KG_LAUNCHED;
 }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_fp8_gemv_rt__abi__6f9a0a99(void) {}
 
 }  // extern "C"

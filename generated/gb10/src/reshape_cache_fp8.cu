@@ -203,8 +203,9 @@ int32_t kg_reshape_cache_fp8__reshape_cache_fp8__sizes(uint32_t num_tokens, uint
 
 const kg_kernel_info* kg_reshape_cache_fp8__reshape_cache_fp8__info(void) { return &kernelgen::reshape_cache_fp8::kg_info_reshape_cache_fp8; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_reshape_cache_fp8__abi__ebfbc1f4(void) {}
 
 }  // extern "C"

@@ -172,8 +172,9 @@ int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_
 
 const kg_kernel_info* kg_rms_norm__rms_norm_bf16__info(void) { return &kernelgen::rms_norm::kg_info_rms_norm_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_rms_norm__abi__6c078881(void) {}
 
 }  // extern "C"

@@ -169,8 +169,9 @@ int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t
 
 const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void) { return &kernelgen::silu_mul::kg_info_silu_mul_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_silu_mul__abi__76054529(void) {}
 
 }  // extern "C"

@@ -756,8 +756,9 @@ int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_he
 
 const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void) { return &kernelgen::attn_prefill::kg_info_prefill_attn; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_attn_prefill__abi__bfb93860(void) {}
 
 }  // extern "C"

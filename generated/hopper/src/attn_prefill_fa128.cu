@@ -579,8 +579,9 @@ int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t
   return KG_LAUNCHED;
 }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_attn_prefill_fa128__abi__0425369e(void) {}
 
 }  // extern "C"

@@ -809,8 +809,9 @@ int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_
   return KG_LAUNCHED;
 }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_dflash2__abi__57927700(void) {}
 
 }  // extern "C"

@@ -198,8 +198,9 @@ int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, ui
 
 const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void) { return &kernelgen::reshape_cache_bf16::kg_info_reshape_cache_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_reshape_cache_bf16__abi__92580a8e(void) {}
 
 }  // extern "C"

@@ -137,8 +137,9 @@ int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes)
 
 const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void) { return &kernelgen::residual_add::kg_info_residual_add_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_residual_add__abi__fa2c5652(void) {}
 
 }  // extern "C"

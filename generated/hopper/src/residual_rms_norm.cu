@@ -175,8 +175,9 @@ int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint3
 
 const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void) { return &kernelgen::residual_rms_norm::kg_info_residual_rms_norm_bf16; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_residual_rms_norm__abi__8f8fdc12(void) {}
 
 }  // extern "C"

@@ -204,8 +204,9 @@ int32_t kg_rope_qwen3__rope_qwen3__sizes(uint32_t num_tokens, uint32_t num_q_hea
 
 const kg_kernel_info* kg_rope_qwen3__rope_qwen3__info(void) { return &kernelgen::rope_qwen3::kg_info_rope_qwen3; }
 
-// The digest of this module's C ABI: generated callers (the Rust crate) reference it, so linking
-// them against a library built from other specs fails with this symbol undefined.
+// The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
+// module's headers reference it, so linking them against a library built from other specs fails
+// with this symbol undefined.
 __attribute__((visibility("default"))) void kg_rope_qwen3__abi__778598e0(void) {}
 
 }  // extern "C"

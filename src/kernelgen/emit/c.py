@@ -137,9 +137,10 @@ def abi_symbol(lm: LModule) -> str:
     hex digits) covering what a caller relies on: each entry point's name and parameter types, the
     element counts ``__sizes`` writes, a chain's member count, the struct layouts and the element
     type codes of dtype masks. Summaries, clauses and expressions do not change it. The launchers'
-    translation unit defines it; generated callers reference it, so linking them against a
-    library built from other specs fails naming it. ('__' separates it from every launcher's
-    symbols, whose names cannot hold '__'.)"""
+    translation unit defines it; generated callers (the Rust crate, and every C or C++ translation
+    unit including the module's headers) reference it, so linking them against a library built from
+    other specs fails naming it. ('__' separates it from every launcher's symbols, whose names
+    cannot hold '__'.)"""
     lines = [f"struct {st['c']}{st['attr']} {{{'; '.join(st['fields'])}}} {st['size']}" for st in c_structs(lm)]
     for k in lm.kernels:
         lines.append(f"kernel {names.c_function(lm.name, k.name)}({params(k.args)}) "
@@ -167,6 +168,7 @@ def render_module(lm: LModule) -> dict[str, str]:
         "stamp": stamp(lm.spec),
         "elem_defines": elem_defines(lm),
         "structs": c_structs(lm),
+        "abi_symbol": abi_symbol(lm),
     }
     return {f"include/{names.module_header(lm.name, '_c')}": render("api_c.h.j2", ctx)}
 

@@ -36,6 +36,14 @@ int32_t kg_attn_prefill__prefill_attn__plan(uint32_t seq_len, uint32_t num_q_hea
 int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_attn_prefill__abi__bfb93860(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_attn_prefill__abi__bfb93860)(void) __attribute__((used)) = &kg_attn_prefill__abi__bfb93860;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

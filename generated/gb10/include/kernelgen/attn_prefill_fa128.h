@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_attn_prefill_fa128__abi__0425369e();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_attn_prefill_fa128__abi__0425369e)() __attribute__((used)) = &kg_attn_prefill_fa128__abi__0425369e;
+#endif
+
 namespace kernelgen::attn_prefill_fa128 {
 
 // As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.

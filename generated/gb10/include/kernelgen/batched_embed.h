@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_batched_embed__abi__fd514393();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_batched_embed__abi__fd514393)() __attribute__((used)) = &kg_batched_embed__abi__fd514393;
+#endif
+
 namespace kernelgen::batched_embed {
 
 // out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.

@@ -24,6 +24,14 @@ int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, 
 int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_batched_embed__abi__fd514393(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_batched_embed__abi__fd514393)(void) __attribute__((used)) = &kg_batched_embed__abi__fd514393;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_dense_linear__abi__8ca0c4cc();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_dense_linear__abi__8ca0c4cc)() __attribute__((used)) = &kg_dense_linear__abi__8ca0c4cc;
+#endif
+
 namespace kernelgen::dense_linear {
 
 // Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.

@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_dflash2__abi__57927700();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_dflash2__abi__57927700)() __attribute__((used)) = &kg_dflash2__abi__57927700;
+#endif
+
 namespace kernelgen::dflash2 {
 
 // out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.

@@ -12,6 +12,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_fill_slots__abi__78c15c96();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_fill_slots__abi__78c15c96)() __attribute__((used)) = &kg_fill_slots__abi__78c15c96;
+#endif
+
 namespace kernelgen::fill_slots {
 
 // slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.

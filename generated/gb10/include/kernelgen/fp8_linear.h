@@ -14,6 +14,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_fp8_linear__abi__0fb086ad();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_fp8_linear__abi__0fb086ad)() __attribute__((used)) = &kg_fp8_linear__abi__0fb086ad;
+#endif
+
 namespace kernelgen::fp8_linear {
 
 // scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k.

@@ -14,6 +14,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_reshape_cache_fp8__abi__ebfbc1f4();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_reshape_cache_fp8__abi__ebfbc1f4)() __attribute__((used)) = &kg_reshape_cache_fp8__abi__ebfbc1f4;
+#endif
+
 namespace kernelgen::reshape_cache_fp8 {
 
 // k_cache[s / block_size][s % block_size] = e4m3(key[t] / k_scale[0]) and likewise value / v_scale[0] -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim] bf16, caches [num_blocks, block_size, num_kv_heads, head_dim] E4M3, contiguous; the scales are one-element f32 device arrays (read when the kernel starts, so a captured graph sees new values). Bit-exact against torch's (x.float() / scale).to(torch.float8_e4m3fn) with a CUDA scale tensor: correctly rounded f32 quotient, round to nearest even, |q| > 464, inf and NaN give NaN (0x7f with the sign; no saturation to 448). A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), 16-byte loads with 8 in flight per lane, 8-byte stores. __launch_bounds__: at most 256 threads a block. Read on the device when the kernel runs (one-element device arrays, never read by the host, so graph replays see their current values): k_scale (f32), v_scale (f32).

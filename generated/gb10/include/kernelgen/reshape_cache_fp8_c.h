@@ -24,6 +24,14 @@ int32_t kg_reshape_cache_fp8__reshape_cache_fp8__plan(uint32_t num_tokens, uint3
 int32_t kg_reshape_cache_fp8__reshape_cache_fp8__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes);
 const kg_kernel_info* kg_reshape_cache_fp8__reshape_cache_fp8__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_reshape_cache_fp8__abi__ebfbc1f4(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_reshape_cache_fp8__abi__ebfbc1f4)(void) __attribute__((used)) = &kg_reshape_cache_fp8__abi__ebfbc1f4;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_residual_add__abi__fa2c5652();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_residual_add__abi__fa2c5652)() __attribute__((used)) = &kg_residual_add__abi__fa2c5652;
+#endif
+
 namespace kernelgen::residual_add {
 
 // out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.

@@ -24,6 +24,14 @@ int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* kg_out);
 int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_residual_add__abi__fa2c5652(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_residual_add__abi__fa2c5652)(void) __attribute__((used)) = &kg_residual_add__abi__fa2c5652;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

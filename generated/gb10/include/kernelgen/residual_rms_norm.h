@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_residual_rms_norm__abi__8f8fdc12();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_residual_rms_norm__abi__8f8fdc12)() __attribute__((used)) = &kg_residual_rms_norm__abi__8f8fdc12;
+#endif
+
 namespace kernelgen::residual_rms_norm {
 
 // residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.

@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_rms_norm__abi__6c078881();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_rms_norm__abi__6c078881)() __attribute__((used)) = &kg_rms_norm__abi__6c078881;
+#endif
+
 namespace kernelgen::rms_norm {
 
 // out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.

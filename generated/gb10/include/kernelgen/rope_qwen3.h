@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_rope_qwen3__abi__778598e0();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_rope_qwen3__abi__778598e0)() __attribute__((used)) = &kg_rope_qwen3__abi__778598e0;
+#endif
+
 namespace kernelgen::rope_qwen3 {
 
 // For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.

@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_silu_mul__abi__76054529();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_silu_mul__abi__76054529)() __attribute__((used)) = &kg_silu_mul__abi__76054529;
+#endif
+
 namespace kernelgen::silu_mul {
 
 // input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.

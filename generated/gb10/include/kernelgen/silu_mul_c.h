@@ -24,6 +24,14 @@ int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan*
 int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* kg_sizes);
 const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_silu_mul__abi__76054529(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_silu_mul__abi__76054529)(void) __attribute__((used)) = &kg_silu_mul__abi__76054529;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

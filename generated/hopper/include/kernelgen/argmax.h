@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_argmax__abi__639a741e();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_argmax__abi__639a741e)() __attribute__((used)) = &kg_argmax__abi__639a741e;
+#endif
+
 namespace kernelgen::argmax {
 
 // out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block.

@@ -14,6 +14,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_attn_dflash__abi__91cb63a2();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_attn_dflash__abi__91cb63a2)() __attribute__((used)) = &kg_attn_dflash__abi__91cb63a2;
+#endif
+
 namespace kernelgen::attn_dflash {
 
 // BF16 paged cache, one CTA per (kv head, 64-row block) over all keys; query row i at position q_offset + i. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block.

@@ -69,6 +69,14 @@ int32_t kg_attn_dflash__prefill_attn_dflash_bf16_indirect(const void* q, const v
 int32_t kg_attn_dflash__prefill_attn_dflash_bf16_indirect__plan(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window, int64_t* kg_sizes);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_attn_dflash__abi__91cb63a2(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_attn_dflash__abi__91cb63a2)(void) __attribute__((used)) = &kg_attn_dflash__abi__91cb63a2;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

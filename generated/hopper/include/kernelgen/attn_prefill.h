@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_attn_prefill__abi__bfb93860();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_attn_prefill__abi__bfb93860)() __attribute__((used)) = &kg_attn_prefill__abi__bfb93860;
+#endif
+
 namespace kernelgen::attn_prefill {
 
 // Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block.

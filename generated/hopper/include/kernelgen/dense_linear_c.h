@@ -53,6 +53,14 @@ int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* ou
 int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_dense_linear__abi__8ca0c4cc(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_dense_linear__abi__8ca0c4cc)(void) __attribute__((used)) = &kg_dense_linear__abi__8ca0c4cc;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

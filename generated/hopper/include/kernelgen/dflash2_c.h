@@ -81,6 +81,14 @@ int32_t kg_dflash2__dflash2_topk16__plan(uint32_t rows, uint32_t vocab, uint32_t
 int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_dflash2__abi__57927700(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_dflash2__abi__57927700)(void) __attribute__((used)) = &kg_dflash2__abi__57927700;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

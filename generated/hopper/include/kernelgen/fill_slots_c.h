@@ -24,6 +24,14 @@ int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t
 int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes);
 const kg_kernel_info* kg_fill_slots__fill_slots__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_fill_slots__abi__78c15c96(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_fill_slots__abi__78c15c96)(void) __attribute__((used)) = &kg_fill_slots__abi__78c15c96;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

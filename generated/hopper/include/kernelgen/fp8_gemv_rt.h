@@ -14,6 +14,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_fp8_gemv_rt__abi__6f9a0a99();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_fp8_gemv_rt__abi__6f9a0a99)() __attribute__((used)) = &kg_fp8_gemv_rt__abi__6f9a0a99;
+#endif
+
 namespace kernelgen::fp8_gemv_rt {
 
 // out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block.

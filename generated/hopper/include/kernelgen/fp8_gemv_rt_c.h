@@ -163,6 +163,14 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3(const void* x, const void* q0, const void
 int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_fp8_gemv_rt__abi__6f9a0a99(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_fp8_gemv_rt__abi__6f9a0a99)(void) __attribute__((used)) = &kg_fp8_gemv_rt__abi__6f9a0a99;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

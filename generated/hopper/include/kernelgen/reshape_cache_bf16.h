@@ -13,6 +13,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_reshape_cache_bf16__abi__92580a8e();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_reshape_cache_bf16__abi__92580a8e)() __attribute__((used)) = &kg_reshape_cache_bf16__abi__92580a8e;
+#endif
+
 namespace kernelgen::reshape_cache_bf16 {
 
 // k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.

@@ -24,6 +24,14 @@ int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32
 int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_residual_rms_norm__abi__8f8fdc12(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_residual_rms_norm__abi__8f8fdc12)(void) __attribute__((used)) = &kg_residual_rms_norm__abi__8f8fdc12;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

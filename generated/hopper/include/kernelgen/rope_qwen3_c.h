@@ -24,6 +24,14 @@ int32_t kg_rope_qwen3__rope_qwen3__plan(uint32_t num_tokens, uint32_t num_q_head
 int32_t kg_rope_qwen3__rope_qwen3__sizes(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, int64_t* kg_sizes);
 const kg_kernel_info* kg_rope_qwen3__rope_qwen3__info(void);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_rope_qwen3__abi__778598e0(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_rope_qwen3__abi__778598e0)(void) __attribute__((used)) = &kg_rope_qwen3__abi__778598e0;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,15 @@
 
 // Exported from the target library, whose modules are compiled with hidden visibility.
 #pragma GCC visibility push(default)
+
+// The digest of this module's C ABI, an empty function of the target library. Each translation
+// unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+// so linking or loading a library built from other specs fails with this symbol undefined.
+extern "C" void kg_w4a16_gemm__abi__22187e84();
+#if defined(__GNUC__)
+static void (*const kg_abi_cpp_kg_w4a16_gemm__abi__22187e84)() __attribute__((used)) = &kg_w4a16_gemm__abi__22187e84;
+#endif
+
 namespace kernelgen::w4a16_gemm {
 
 // Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one.

@@ -53,6 +53,14 @@ int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* w
 int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
 int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
+/* The digest of this module's C ABI, an empty function of the target library. Each translation
+ * unit including this header references it (a pointer the compiler keeps; launches pay nothing),
+ * so linking or loading a library built from other specs fails with this symbol undefined. */
+void kg_w4a16_gemm__abi__22187e84(void);
+#if defined(__GNUC__)
+static void (*const kg_abi_c_kg_w4a16_gemm__abi__22187e84)(void) __attribute__((used)) = &kg_w4a16_gemm__abi__22187e84;
+#endif
+
 #ifdef __cplusplus
 }
 #endif
