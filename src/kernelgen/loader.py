@@ -684,14 +684,6 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
             target = Target(name, key.loc, arch, cc, mtpb, (dims[0], dims[1], dims[2]), smem, **table,
                             build=_optional_build(ctx, f), defaulted=defaulted)
             _check_target_table(ctx, target, f)
-            same = next((t for t in targets if t.compute_capability == cc), None)
-            if same is not None:
-                with ctx.at("compute_capability"):
-                    raise ctx.error(
-                        f["compute_capability"].loc, f"target '{name}' has compute capability {cc_text}, as target "
-                        f"'{same.name}' (line {same.loc.line}) has: the package picks a GPU's build by its compute "
-                        "capability alone, so the two builds would be one GPU's and the choice between them arbitrary",
-                        "keep one target per compute capability")
             targets.append(target)
     if not targets:
         raise ctx.error(node.loc, "no targets defined")

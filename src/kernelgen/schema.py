@@ -728,8 +728,8 @@ def json_schema(which: str = "module") -> dict[str, object]:
         top["additionalProperties"] = {"$ref": "#/$defs/target"}
         top["minProperties"] = 1
         target = _struct_json(TARGET)
-        # Thread-block clusters need compute capability 9.0 (the rest of the table's consistency,
-        # one target per compute capability included, is the loader's).
+        # Thread-block clusters need compute capability 9.0 (the rest of the table's consistency is
+        # the loader's).
         target["if"] = {"required": ["compute_capability"],
                         "properties": {"compute_capability": {"pattern": r"^[0-8]\."}}}
         target["then"] = {"properties": {"max_cluster_size": {

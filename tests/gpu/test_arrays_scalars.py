@@ -564,4 +564,4 @@ def test_an_enum_parameter_gets_the_integer(m):
         assert m.apply_act(x, act, 1000).launched
         torch.cuda.synchronize()
         assert torch.equal(x, want), act
-    refused(lambda: m.apply_act(base.clone(), 3, 1000), "apply_act", None, "act <= 2")
+    refused(lambda: m.apply_act(base.clone(), 3, 1000), "apply_act", "act", "act <= 2")
