@@ -523,11 +523,11 @@ class _ChainTests:
 
 def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_name: str,
                  stamp: callable) -> dict[str, str]:  # type: ignore[valid-type]
-    """Every file of ``generated/<target>/rust/``: {path relative to generated/<target>: text}."""
-    check_names(catalog)
+    """Every file of ``generated/<target>/rust/``: {path relative to generated/<target>: text}.
+    (The catalog's Rust names were checked when it loaded: :func:`check_names`.)"""
     crate = crate_name(target)
     out: dict[str, str] = {}
-    modules = []
+    modules, abis = [], []
     doc_kernel = None
     example = None
     for lm in lowered:
@@ -582,9 +582,10 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
             chains.append(_ChainView(lm, c, size_texts))
         ident = module_ident(lm.name)
         modules.append(ident)
+        abis.append(abi_symbol(lm))
         declared = {k.c["info"] for k in kernels}
         ctx = {
-            "abi": abi_symbol(lm),
+            "abi": abis[-1],
             "extra_infos": sorted({ch.info for ch in chains} - declared),
             "stamp": stamp(lm.spec),
             "m": lm,
@@ -616,7 +617,7 @@ def render_crate(catalog: Catalog, target: Target, lowered: list[LModule], lib_n
         "lib_literal": rust_string(lib_name),
         "target_literal": rust_string(target.name),
         "modules": modules,
-        "abi": [abi_symbol(lm) for lm in lowered],
+        "abi": abis,
         "doc_kernel": doc_kernel,
         "example": example,
         "elem_codes": [(e.name.upper(), e.code) for e in types.ELEM_TYPES],
