@@ -265,4 +265,7 @@ def __getattr__(name: str) -> ModuleType:
         if isinstance(exc, ModuleNotFoundError) and exc.name == f"{_PACKAGE}.{t}.{name}":
             raise AttributeError(f"{_PACKAGE} has no module {name!r} for target {t!r}") from None
         raise
+    # The target is chosen once per process: later lookups of the name find the module here
+    # without scanning the installed builds again.
+    globals()[name] = mod
     return mod

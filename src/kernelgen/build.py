@@ -856,16 +856,12 @@ def _configured_elsewhere(bdir: Path, driver: Path | None = None) -> str | None:
     elsewhere now: another environment, or the temporary one of an isolated ``pip wheel``);
     ``driver`` is kernelgen's own by default."""
     driver = driver or DRIVER_DIR
-    try:
-        text = (bdir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    m = re.search(r"^CMAKE_CACHEFILE_DIR:INTERNAL=(.*)$", text, re.M)
-    if m and not _same_folder(m.group(1).strip(), bdir):
-        return f"was configured in {m.group(1).strip()}"
-    m = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", text, re.M)
-    if m and not _same_folder(m.group(1).strip(), driver):
-        return f"was configured from kernelgen's CMake driver at {m.group(1).strip()}, and kernelgen's is now {driver}"
+    cache = _cache_entries(bdir)
+    made_in, made_from = cache.get("CMAKE_CACHEFILE_DIR"), cache.get("CMAKE_HOME_DIRECTORY")
+    if made_in and not _same_folder(made_in, bdir):
+        return f"was configured in {made_in}"
+    if made_from and not _same_folder(made_from, driver):
+        return f"was configured from kernelgen's CMake driver at {made_from}, and kernelgen's is now {driver}"
     return None
 
 
