@@ -93,9 +93,12 @@ class PyArg(View):
     in_plan: bool = True  # an integer argument the launcher's plan expressions use
 
     @property
-    def plan_unused(self) -> bool:
-        """ArgSpec::plan_unused: an integer scalar the plan does not use (plan() may leave it out)."""
-        return not self.ir.is_pointer and self.ir.is_int and not self.in_plan
+    def nullable_flag(self) -> int:
+        """ArgSpec::nullable: a pointer that may be null; an integer scalar the plan does not use
+        (plan() may leave it out)."""
+        if self.ir.is_pointer:
+            return 1 if self.ir.nullable else 0
+        return 1 if self.ir.is_int and not self.in_plan else 0
 
     @property
     def type_code(self) -> int:

@@ -58,8 +58,9 @@ inline long long bytes_of(uint8_t elem, int64_t elements) {
 inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
 
 // An integer (or bool) scalar that no plan expression reads (grid, block, shared memory, clauses,
-// array sizes): plan() may leave it out.
-inline bool plan_optional(const ArgSpec& a) { return a.kind == kScalar && a.plan_unused != 0; }
+// array sizes): plan() may leave it out. Scalars carry this in ArgSpec::nullable, which pointers
+// use for null.
+inline bool plan_optional(const ArgSpec& a) { return a.kind == kScalar && a.nullable != 0; }
 
 // Scalars (py_scalars.cpp): range-checked integers and real numbers. Returns 0, or -1 with
 // an error set.

@@ -31,7 +31,6 @@ struct ArgSpec {
   uint8_t keyword_only;  // host arguments
   uint8_t nullable;      // pointer that may be null (None or 0): not size-checked then
   uint8_t device_scalar; // a pointer to one element the kernel reads: arrays must have exactly one
-  uint8_t plan_unused;   // an integer scalar no plan expression reads: plan() may leave it out
 };
 
 // A dtype key of a launcher whose members take different pointer element types: a type axis
