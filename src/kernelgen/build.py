@@ -649,9 +649,10 @@ _UNKNOWN_OPTION = re.compile(rf"(?:unrecognized (?:command[- ]line )?option|Unkn
 _UNRESOLVED_EXTERN = re.compile(r"^ptxas fatal\s*: Unresolved extern function '(?P<sym>[^']+)'")
 
 
-def _compiler_errors(output: list[str], root: Path | None) -> list[str]:
-    """The compilers' errors in a failed build's output, each with its own context lines (bounded,
-    keeping those that lead back to the project's files), then nvcc's error counts."""
+def _compiler_errors(output: list[str], root: Path | None, limit: int = MAX_ERRORS) -> list[str]:
+    """The compilers' errors in a failed build's output (the first ``limit``), each with its own
+    context lines (bounded, keeping those that lead back to the project's files), then nvcc's
+    error counts."""
     shown: list[str] = []
     counts = [ln for ln in output if _ERROR_COUNT.match(ln)]
     errors = 0
@@ -670,7 +671,7 @@ def _compiler_errors(output: list[str], root: Path | None) -> list[str]:
             if output[i].strip():
                 context.append(output[i])
             i += 1
-        if errors > MAX_ERRORS:
+        if errors > limit:
             continue
         kept = context[:MAX_CONTEXT]
         if root is not None:
@@ -680,8 +681,8 @@ def _compiler_errors(output: list[str], root: Path | None) -> list[str]:
         shown += kept
         if len(kept) < len(context):
             shown.append(f"    ... ({len(context) - len(kept)} more lines of this error; -v shows them)")
-    if errors > MAX_ERRORS:
-        shown.append(f"... ({errors - MAX_ERRORS} more errors; -v shows them)")
+    if errors > limit:
+        shown.append(f"... ({errors - limit} more errors; -v shows them)")
     return shown + counts
 
 
@@ -733,23 +734,119 @@ def _ptxas_hints(output: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+# A static_assert of kernelgen's own that failed: a check whose message starts "kernelgen: " (a
+# spec's file:line, or the runtime's), or the layout helper's (kg_layout) beside a layout check.
+_OWN_CHECK = re.compile(r'static assertion failed with "(?:kernelgen: |the spec\'s layout \(kg_spec\))')
+# At most this many of the compiler's errors that precede kernelgen's first failed check are shown.
+MAX_ERRORS_BEFORE_CHECK = 3
+
+
+def _errors_before_check(lines: list[str], check: str) -> list[str]:
+    """The output of the failed step (the translation unit) that reports kernelgen's check
+    ``check``, before it, when it holds compiler errors of its own (not kernelgen's static_asserts):
+    a check that fails after such an error (an undeclared or ill-formed type) may only follow from
+    it. kernelgen's own failed static_asserts among them are left out; empty when there is no
+    other error before the check."""
+    at = lines.index(check)
+    start = 0
+    for i in range(at - 1, -1, -1):
+        if lines[i].startswith("FAILED: "):
+            start = i + 2  # past the command line
+            break
+    before: list[str] = []
+    own = False  # inside one of kernelgen's own static_asserts (its error line and context): left out
+    for ln in lines[start:at]:
+        if _ERROR_START.search(ln):
+            own = bool(_OWN_CHECK.search(ln))
+        if not own and not _PROGRESS.match(ln):
+            before.append(ln)
+    if not any(_ERROR_START.search(ln) and not _ERROR_COUNT.match(ln) for ln in before):
+        return []
+    return before
+
+
+# A compiler error (nvcc's front end) at a file's line.
+_ERROR_AT = re.compile(r"^(?P<path>\S.*?)\((?P<line>\d+)\): error: (?P<msg>.*)$")
+# nvcc's "(declared at line N of FILE)" or, in the same file, "(declared at line N)".
+_DECLARED_AT = re.compile(r"\bdeclared at line (?P<line>\d+)(?: of \"?(?P<path>[^\s\")]+))?")
+# A forward declaration of a struct type in a generated C++ API header (CppModule.struct_decls):
+# its comment names the spec's struct.
+_FORWARD_DECL = re.compile(r"\bstruct \w+; (?:\} )*\s*// (?P<where>\S+?:\d+): struct '(?P<struct>[^']+)' "
+                           r"\(C\+\+ (?P<cpp>.*?)\): forward-declared")
+
+
+def _forward_declared(errors: list[str], root: Path | None) -> list[str]:
+    """For each struct whose forward declaration in a generated C++ API header the compiler
+    refuses together with the sources' declaration of that name (a typedef or an alias: nvcc's
+    "invalid redeclaration of type name", at either declaration, naming the other's line): the
+    struct's spec line and what it needs."""
+    out: list[str] = []
+    texts: dict[Path, list[str]] = {}
+
+    def line_of(path_text: str, line: int) -> str:
+        path = Path(path_text)
+        if not path.is_absolute() and root is not None:
+            path = root / path
+        if "generated" not in path.parts:
+            return ""
+        if path not in texts:
+            try:
+                texts[path] = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                texts[path] = []
+        return texts[path][line - 1] if 0 < line <= len(texts[path]) else ""
+
+    for ln in errors:
+        m = _ERROR_AT.match(ln.strip())
+        if m is None:
+            continue
+        places = [(m.group("path"), int(m.group("line")))]
+        places += [(d.group("path") or m.group("path"), int(d.group("line")))
+                   for d in _DECLARED_AT.finditer(m.group("msg"))]
+        for path, line in places:
+            f = _FORWARD_DECL.search(line_of(path, line))
+            if f is None:
+                continue
+            msg = (f"kernelgen: {f.group('where')}: struct '{f.group('struct')}' (C++ {f.group('cpp')}): the sources "
+                   f"declare {f.group('cpp')} otherwise than as a struct or class of that name (a typedef or an "
+                   "alias, say), which the C++ API header cannot forward-declare; give the struct header: the "
+                   "source that declares the type (the C++ API header includes it instead)")
+            if msg not in out:
+                out.append(msg)
+    return out
+
+
 def _explain_failure(lines: list[str], root: Path | None = None) -> str:
-    """The most useful part of a failed build log: kernelgen's own checks first, then a
-    kernel symbol the compiler cannot find (named by its spec), then the compilers' errors with
-    their context lines (without the failed command lines), and where a refused option comes from;
-    for a failed link, the linker's own lines."""
+    """The most useful part of a failed build log: kernelgen's own checks first (after the
+    compiler's first errors where they precede the check in its translation unit), then a kernel
+    symbol the compiler cannot find or a struct it cannot forward-declare (named by its spec), then
+    the compilers' errors with their context lines (without the failed command lines), and where a
+    refused option comes from; for a failed link, the linker's own lines."""
     # kernelgen's checks are static_asserts whose message starts "kernelgen: <spec>:<line>"; nvcc
     # reports one as `error: static assertion failed with "<message>"`. (Its echo of a source line
     # that merely holds such a message, under another error, is not one of them.)
+    # A check that fails after compiler errors of its own translation unit may only follow from them
+    # (a type that does not compile has no members): those errors come first, then the check.
     ours = [ln for ln in lines if "kernelgen: " in ln and "static assertion failed" in ln]
     if ours:
         msg = ours[0]
         i = msg.find("kernelgen: ")
-        return msg[i:].strip().strip('"') + _layout_value(lines, msg)
+        check = msg[i:].strip().strip('"') + _layout_value(lines, msg)
+        before = _errors_before_check(lines, msg)
+        if not before:
+            return check
+        errors = [ln for ln in before if _ERROR_START.search(ln)]
+        named = (_undefined_symbols(errors, root) + _undefined_constants(errors, root)) if root is not None else []
+        return "\n".join(_forward_declared(errors, root) + named
+                         + _compiler_errors(before, root, MAX_ERRORS_BEFORE_CHECK)
+                         + ["kernelgen: the compiler's errors above come before kernelgen's first failed check, "
+                            "which may follow from them:", check])
     output = _failed_steps_output(lines) or lines
     errors = [ln for ln in output if _ERROR_START.search(ln)]
     shown = _compiler_errors(output, root)
-    undefined = (_undefined_symbols(errors, root) + _undefined_constants(errors, root)) if root is not None else []
+    undefined = _forward_declared(errors, root)
+    if root is not None:
+        undefined += _undefined_symbols(errors, root) + _undefined_constants(errors, root)
     if undefined:
         return "\n".join(undefined + shown)
     if any(_LINKER.search(ln) for ln in errors):

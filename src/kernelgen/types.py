@@ -305,8 +305,8 @@ TORCH: dict[str, TorchDtype] = {t.attr: t for t in TORCH_DTYPES}
 
 # C++ spellings of the registry's types (after qualifiers are removed and spaces normalised).
 CPP_TYPES = {
-    "float": "f32", "double": "f64", "__half": "f16", "half": "f16", "__nv_bfloat16": "bf16",
-    "nv_bfloat16": "bf16", "bool": "bool",
+    "float": "f32", "double": "f64", "__half": "f16", "half": "f16", "__nv_half": "f16", "nv_half": "f16",
+    "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "bool": "bool",
     "int8_t": "i8", "signed char": "i8", "uint8_t": "u8", "unsigned char": "u8",
     "int16_t": "i16", "short": "i16", "short int": "i16", "signed short": "i16",
     "uint16_t": "u16", "unsigned short": "u16", "unsigned short int": "u16",
@@ -316,7 +316,8 @@ CPP_TYPES = {
     "ptrdiff_t": "i64", "std::ptrdiff_t": "i64", "signed long long": "i64",
     "uint64_t": "u64", "unsigned long long": "u64", "unsigned long long int": "u64", "unsigned long": "u64",
     "size_t": "u64", "std::size_t": "u64",
-    "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_bfloat162": "bf16x2",
+    "float2": "f32x2", "float4": "f32x4", "__half2": "f16x2", "half2": "f16x2", "__nv_half2": "f16x2",
+    "nv_half2": "f16x2", "__nv_bfloat162": "bf16x2",
     "nv_bfloat162": "bf16x2", "int4": "i32x4", "double2": "f64x2", "int2": "i32x2", "uint2": "u32x2",
     "uint4": "u32x4", "uchar4": "u8x4", "char4": "i8x4",
     "__nv_fp8_e4m3": "fp8_e4m3", "__nv_fp8_e5m2": "fp8_e5m2", "__nv_fp8_e8m0": "fp8_e8m0",
@@ -359,12 +360,29 @@ def _toolkit_structs() -> dict[str, ToolkitStruct]:
             # CUDA 13 deprecates the 4-lane 64-bit types (double4 -> double4_16a or double4_32a)
             fields = None if (size, n) == (8, 4) else tuple((c, lane) for c in "xyzw"[:n])
             out[f"{base}{n}"] = ToolkitStruct("vector_types.h", fields, min(size * n, 16) if n in (2, 4) else size)
+        if size == 8:  # their replacements, aligned to 16 or 32 bytes
+            for a in (16, 32):
+                out[f"{base}4_{a}a"] = ToolkitStruct("vector_types.h", tuple((c, lane) for c in "xyzw"), a)
     out["dim3"] = ToolkitStruct("vector_types.h", (("x", "u32"), ("y", "u32"), ("z", "u32")), 4)
-    out["__half2"] = ToolkitStruct("cuda_fp16.h", (("x", "f16"), ("y", "f16")), 4)
-    out["__nv_bfloat162"] = ToolkitStruct("cuda_bf16.h", (("x", "bf16"), ("y", "bf16")), 4)
+    # The 16-bit float pairs and the raw bits of 16-bit floats, under every name the toolkit's
+    # headers give them: most are typedefs (``typedef __half2 half2;``, ``typedef struct {...}
+    # __half2_raw;``), which a C++ header can only name through the header that declares them.
+    half2 = ToolkitStruct("cuda_fp16.h", (("x", "f16"), ("y", "f16")), 4)
+    bf162 = ToolkitStruct("cuda_bf16.h", (("x", "bf16"), ("y", "bf16")), 4)
+    for name in ("__half2", "half2", "__nv_half2", "nv_half2"):
+        out[name] = half2
+    for name in ("__nv_bfloat162", "nv_bfloat162"):
+        out[name] = bf162
+    for name in ("__half_raw", "__nv_half_raw"):
+        out[name] = ToolkitStruct("cuda_fp16.h", (("x", "u16"),), 2)
+    for name in ("__half2_raw", "__nv_half2_raw"):
+        out[name] = ToolkitStruct("cuda_fp16.h", (("x", "u16"), ("y", "u16")), 4)
+    out["__nv_bfloat16_raw"] = ToolkitStruct("cuda_bf16.h", (("x", "u16"),), 2)
+    out["__nv_bfloat162_raw"] = ToolkitStruct("cuda_bf16.h", (("x", "u16"), ("y", "u16")), 4)
     # A TMA descriptor: 128 opaque bytes, aligned as CUDA 13's cuda.h declares it (the build checks
-    # the alignment against the cuda.h in use).
-    out["CUtensorMap"] = ToolkitStruct("cuda.h", (("opaque", "u64[16]"),), 128)
+    # the alignment against the cuda.h in use); CUtensorMap is a typedef of struct CUtensorMap_st.
+    for name in ("CUtensorMap", "CUtensorMap_st"):
+        out[name] = ToolkitStruct("cuda.h", (("opaque", "u64[16]"),), 128)
     return out
 
 TOOLKIT_STRUCTS: dict[str, ToolkitStruct] = _toolkit_structs()

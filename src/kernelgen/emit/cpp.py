@@ -609,25 +609,34 @@ class CppModule(ModuleView):
     @property
     def struct_decls(self) -> list[str]:
         """What the C++ API header needs to name each struct type the launchers take: its header,
-        or a forward declaration. (A struct only nested in others is named by its header's.)"""
+        or a forward declaration. (A struct only nested in others is named by its header's.) The
+        CUDA toolkit's types, typedefs among them (``CUtensorMap``, ``half2``), come from the
+        toolkit's header that declares them. A forward declaration's comment gives the struct's
+        spec line: where the sources declare that name otherwise (a typedef), the compiler's
+        error points at that line and ``kernelgen build`` names the spec's struct."""
         taken = {a.struct.name for launcher in (*self.lm.kernels, *self.lm.chains) for a in launcher.args
                  if a.struct is not None}
-        out = []
+        out: list[str] = []
+        declared: set[str] = set()
         for st in self.lm.structs:
             if st.name not in taken:
                 continue
             toolkit = types.TOOLKIT_STRUCTS.get(st.cpp.removeprefix("::"))
+            comment = ""
             if st.header:
                 line = f'#include "{st.header}"'
-            elif toolkit:  # the CUDA toolkit's types (CUtensorMap is a typedef: no forward declaration)
+            elif toolkit:
                 line = f"#include <{toolkit.header}>"
             else:
                 *ns, base = st.cpp.removeprefix("::").split("::")
                 line = f"struct {base};"
                 for n in reversed(ns):
                     line = f"namespace {n} {{ {line} }}"
-            if line not in out:
-                out.append(line)
+                comment = "  // " + comment_text(f"{st.loc}: struct '{st.name}' (C++ {st.cpp}): forward-declared "
+                                                 "(a typedef needs header)")
+            if line not in declared:
+                declared.add(line)
+                out.append(line + comment)
         return out
 
     @property

@@ -229,56 +229,25 @@ int fill_struct(const LauncherSpec* s, const ArgSpec* a, const StructSpec& st, c
                 unsigned char* buf);
 
 // One scalar of a struct field, written in the C layout at `dst`; `name` is the field's name in
-// messages ("n", "tag[2]", "window.left"). Returns 0, or -1 with an ArgumentError naming it.
+// messages ("n", "tag[2]", "window.left"). The value is read as a scalar argument of the field's
+// type would be (convert_scalar: True, False, 0 or 1 for a bool; no bool for a number), and an
+// error keeps its detail after the field's name. Returns 0, or -1 with an ArgumentError naming it.
 int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f, const char* name, PyObject* v,
                   unsigned char* dst) {
   const ScalarInfo& info = kScalars[f.type];
-  char field[200];
-  std::snprintf(field, sizeof field, "field '%s'", name);
-  char detail[400];
-  if (PyBool_Check(v)) {
-    std::snprintf(detail, sizeof detail, "%s: expected %s, got bool", field, info.name);
-    return arg_error(s, a, "%s", detail);
-  }
-  if (info.kind == kFloat) {
-    PyNumberMethods* nb = Py_TYPE(v)->tp_as_number;
-    if (!PyFloat_Check(v) && !PyLong_Check(v) && (nb == nullptr || (nb->nb_float == nullptr && nb->nb_index == nullptr))) {
-      std::snprintf(detail, sizeof detail, "%s: expected a number, got %s", field, type_name(v));
-      return arg_error(s, a, "%s", detail);
-    }
-    const double d = PyFloat_AsDouble(v);
-    if (d == -1.0 && PyErr_Occurred()) {
-      PyErr_Clear();
-      std::snprintf(detail, sizeof detail, "%s: number out of range for %s", field, info.name);
-      return arg_error(s, a, "%s", detail);
-    }
-    if (info.bits == 32) {
-      const float x = static_cast<float>(d);
-      std::memcpy(dst, &x, sizeof x);
-    } else if (info.bits == 64) {
-      std::memcpy(dst, &d, sizeof d);
-    } else {  // f16/bf16: rounded once to the field's bits
-      const uint16_t bits = round_to_16(d, info.mant);
-      std::memcpy(dst, &bits, sizeof bits);
-    }
-    return 0;
-  }
-  if (PyFloat_Check(v)) {
-    std::snprintf(detail, sizeof detail, "%s: expected an integer (%s), got float", field, info.name);
-    return arg_error(s, a, "%s", detail);
-  }
-  ArgSpec as_scalar = *a;  // the scalar reader's range checks, its message naming the field
+  ArgSpec as_scalar = *a;  // the scalar reader's checks, its message naming the field
   as_scalar.kind = kScalar;
   as_scalar.type = f.type;
   Value out{};
-  PyObject* type = nullptr, *value = nullptr, *tb = nullptr;
   if (convert_scalar(s, &as_scalar, v, &out) < 0) {
+    PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
     PyErr_Fetch(&type, &value, &tb);
     PyObject* text = value ? PyObject_Str(value) : nullptr;
     const char* t = text ? PyUnicode_AsUTF8(text) : nullptr;
     // "<kernel>: argument '<name>': <detail>": keep the detail, put the field before it.
     const char* cut = t ? std::strstr(t, "': ") : nullptr;
-    std::snprintf(detail, sizeof detail, "%s: %s", field, cut ? cut + 3 : "invalid value");
+    char detail[400];
+    std::snprintf(detail, sizeof detail, "field '%s': %s", name, cut ? cut + 3 : "invalid value");
     Py_XDECREF(text);
     Py_XDECREF(type);
     Py_XDECREF(value);
@@ -286,7 +255,14 @@ int struct_scalar(const LauncherSpec* s, const ArgSpec* a, const StructField& f,
     PyErr_Clear();
     return arg_error(s, a, "%s", detail);
   }
-  std::memcpy(dst, &out.u, info.bits / 8);  // little-endian: the low bytes hold the value
+  if (info.kind == kFloat && info.bits == 32) {
+    const float x = static_cast<float>(out.f);
+    std::memcpy(dst, &x, sizeof x);
+  } else if (info.kind == kFloat && info.bits == 64) {
+    std::memcpy(dst, &out.f, sizeof out.f);
+  } else {  // integers and bool; f16/bf16 as their bits (rounded once by convert_scalar)
+    std::memcpy(dst, &out.u, info.bits / 8);  // little-endian: the low bytes hold the value
+  }
   return 0;
 }
 
