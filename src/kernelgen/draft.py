@@ -27,13 +27,17 @@ from pathlib import Path
 
 from kernelgen.errors import KernelgenError
 from kernelgen.kernel_source import (
+    Macros,
     SourceScanError,
     _bounds_of,
     _cluster_of,
     _names,
     blank_literals,
     closing,
+    expand_kernel_macros,
+    expand_macros,
     global_decls,
+    macros_of,
     namespaces_at,
     strip_comments,
 )
@@ -212,14 +216,56 @@ _RECORD = re.compile(r"\b(?P<kind>struct|class|union)\s+(?:(?:__align__|alignas)
                      r"(?P<name>[A-Za-z_]\w*)\s*(?:final\s*)?(?=[:{;])(?!::)")
 
 
+# ``typedef struct [Tag] { ... } Name;``: the record's head, up to its opening brace.
+_TYPEDEF_RECORD = re.compile(r"\btypedef\s+(?P<kind>struct|class|union)\s+"
+                             r"(?:(?:__align__|alignas)\s*\((?P<align>[^()]*)\)\s*)?(?:[A-Za-z_]\w*\s*)?(?P<base>:[^;{]*)?\{")
+# Any alias's name (``using Ptr = T*;``, ``template <class T> using V = Vec<T>;``).
+_ANY_USING = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=")
+# A name, qualified or not (``Act::Relu``, ``::pr::kBlock``), not a member after ``.`` or ``->``:
+# group 1 a leading ``::``, group 2 its first name, group 3 the rest.
+_NAME_CHAIN = re.compile(r"(?<![\w.:])(?<!->)(::\s*)?([A-Za-z_]\w*)((?:\s*::\s*[A-Za-z_]\w*)*)")
+# A namespace-scope constant (its name): what a template argument may name.
+_CONSTANT = re.compile(r"\bconstexpr\b[^;{}()=]*?\b([A-Za-z_]\w*)\s*(?:=|\{)")
+
+
+def _typedef_records(text: str) -> list[tuple[re.Match[str], int, list[str]]]:
+    """``typedef struct [Tag] { ... } Name, *PName;`` of comment-free ``text``: (the head's match,
+    the offset of its closing brace, the names it declares as the record: not pointers)."""
+    out = []
+    for m in _TYPEDEF_RECORD.finditer(text):
+        end = closing(text, m.end(), "{}")
+        semi = text.find(";", end) if end is not None else -1
+        if end is None or semi < 0:
+            continue
+        names = [re.fullmatch(r"[A-Za-z_]\w*", d.strip()) for d in text[end + 1:semi].split(",")]
+        out.append((m, end, [n.group(0) for n in names if n is not None]))
+    return out
+
+
 def _type_table(text: str) -> set[str]:
-    """The qualified names of the class types and type aliases comment-free ``text`` declares."""
+    """The qualified names of the class types (templates among them) and type aliases comment-free
+    ``text`` declares."""
     spaces = namespaces_at(text)
     out = set()
-    for rx, group in ((_RECORD, "name"), (_USING, 1), (_TYPEDEF, 2)):
+    for rx, group in ((_RECORD, "name"), (_ANY_USING, 1), (_TYPEDEF, 2)):
         for m in rx.finditer(text):
             ns = [n for at, n in spaces if at <= m.start()][-1]
             out.add(f"{ns}::{m.group(group)}" if ns else m.group(group))
+    for m, _, names in _typedef_records(text):
+        ns = [n for at, n in spaces if at <= m.start()][-1]
+        out |= {f"{ns}::{n}" if ns else n for n in names}
+    return out
+
+
+def _constant_table(text: str) -> dict[str, int | None]:
+    """The ``constexpr`` variables of comment-free ``text`` by qualified name: their integer
+    value where it is a literal (``constexpr int kBlock = 128;``), else None."""
+    spaces = namespaces_at(text)
+    out: dict[str, int | None] = {}
+    for m in _CONSTANT.finditer(text):
+        ns = [n for at, n in spaces if at <= m.start()][-1]
+        lit = re.match(r"\s*\(?\s*(-?[0-9]+)[uUlL]*\s*\)?\s*[;}]", text[m.end():])
+        out.setdefault(f"{ns}::{m.group(1)}" if ns else m.group(1), int(lit.group(1)) if lit else None)
     return out
 
 
@@ -240,6 +286,8 @@ class _Record:
     body: str
     align: str = ""  # the argument of its alignas / __align__, as written
     why: str = ""  # why its members cannot be fields: a union, a base class
+    params: tuple[str, ...] = ()  # a class template's parameters, by name
+    typedef: bool = False  # declared by typedef struct { ... } Name; (no struct of that name to forward-declare)
 
 
 def _records(text: str) -> dict[str, _Record]:
@@ -264,8 +312,27 @@ def _records(text: str) -> dict[str, _Record]:
                "it has a base class, whose members come first" if based else "")
         name = m.group("name")
         out[f"{ns}::{name}" if ns else name] = _Record(text[brace + 1:end], " ".join((m.group("align") or "").split()),
-                                                       why)
+                                                       why, _class_template_params(text, m.start()))
+    for m, end, names in _typedef_records(text):  # typedef struct [Tag] { ... } Name;
+        ns = [n for at, n in spaces if at <= m.start()][-1]
+        why = ("a union (its members overlap)" if m.group("kind") == "union" else
+               "it has a base class, whose members come first" if m.group("base") else "")
+        for name in names:
+            out.setdefault(f"{ns}::{name}" if ns else name,
+                           _Record(text[m.end():end], " ".join((m.group("align") or "").split()), why, typedef=True))
     return out
+
+
+def _class_template_params(text: str, start: int) -> tuple[str, ...]:
+    """The parameter names of the ``template <...>`` head right before ``text[start:]`` (a class
+    template's), or none."""
+    before = text[:start].rstrip()
+    if not before.endswith(">"):
+        return ()
+    for m in reversed(list(_TEMPLATE_HEAD.finditer(before))):
+        if closing(before, m.end(), "<>") == len(before) - 1:
+            return tuple(t.name for t in _template_head(before[m.start():]))
+    return ()
 
 
 def _split_members(body: str) -> list[str]:
@@ -342,6 +409,10 @@ class _Scope:
     types: set[str] = field(default_factory=set)
     aliases: dict[str, str] = field(default_factory=dict)
     records: dict[str, _Record] = field(default_factory=dict)
+    constants: dict[str, int | None] = field(default_factory=dict)  # constexpr variables: value where a literal
+    namespaces: set[str] = field(default_factory=set)
+    enumerators: set[str] = field(default_factory=set)  # those of plain enums, reached as their namespace's
+    files: dict[str, str] = field(default_factory=dict)  # class type -> the file (from the root) that declares it
 
     @staticmethod
     def of(texts: list[str]) -> _Scope:
@@ -349,12 +420,58 @@ class _Scope:
         for t in texts:
             for k, v in _enum_table(t).items():
                 scope.enums.setdefault(k, v)
+                if not any(e.startswith(f"{k}::") for e in v.enumerators):
+                    scope.enumerators |= set(v.enumerators)
             scope.types |= _type_table(t)
             for k, a in _aliases(t).items():
                 scope.aliases.setdefault(k, a)
             for k, r in _records(t).items():
                 scope.records.setdefault(k, r)
+            for k, c in _constant_table(t).items():
+                scope.constants.setdefault(k, c)
+            for _, ns in namespaces_at(t):
+                parts = ns.split("::") if ns else []
+                scope.namespaces |= {"::".join(parts[:i]) for i in range(1, len(parts) + 1)}
         return scope
+
+    def qualify(self, text: str, namespace: str, local: frozenset[str] | set[str] = frozenset()) -> str:
+        """``text`` (a template argument, a type) written in ``namespace`` with each name it uses
+        spelled as the global scope reaches it (``Act::Relu`` in namespace ``pr`` ->
+        ``pr::Act::Relu``, ``Vec<Params>`` -> ``pr::Vec<pr::Params>``): the types, enums,
+        enumerators of plain enums, ``constexpr`` constants and namespaces the source and its local
+        headers declare, found as C++'s unqualified lookup does (the innermost enclosing namespace
+        first). Other names (``float``, macros, the toolkit's types, ``local`` ones: template
+        parameters) are kept."""
+        def one(m: re.Match[str]) -> str:
+            if m.group(1) or m.group(2) in local:
+                return m.group(0)
+            found = self.find(m.group(2), namespace)
+            return m.group(0) if found is None else found + m.group(3)
+        return _NAME_CHAIN.sub(one, text)
+
+    def find(self, name: str, namespace: str) -> str | None:
+        """The entity ``name`` (a single name) that unqualified lookup from ``namespace`` finds among
+        those the sources declare at namespace scope, as the global scope spells it; None where it
+        is none of them."""
+        parts = namespace.split("::") if namespace else []
+        for i in range(len(parts), -1, -1):
+            cand = "::".join([*parts[:i], name])
+            if cand in self.types or cand in self.enums or cand in self.enumerators or cand in self.constants \
+                    or cand in self.namespaces:
+                return cand
+        return None
+
+    def value(self, arg: str, namespace: str, defined: dict[str, int]) -> int | None:
+        """The integer a template argument spells: a literal, a macro or ``constexpr`` constant of
+        the sources (by the name lookup finds from ``namespace``); None where it is none of these."""
+        arg = " ".join(arg.split())
+        lit = re.fullmatch(r"\(?\s*(-?\d+)[uUlL]*\s*\)?", arg)
+        if lit:
+            return int(lit.group(1))
+        if arg in defined and not arg.startswith("::") and self.find(arg.split("::")[0], namespace) is None:
+            return defined[arg]  # a macro (or a constant not read with its namespace)
+        q = self.qualify(arg, namespace).removeprefix("::").replace(" ", "")
+        return self.constants.get(q)
 
     def layout(self, qualified: str) -> _Layout:
         """The fields of the class type ``qualified`` (as the global scope spells it) from its
@@ -365,16 +482,19 @@ class _Scope:
         nested struct (``_Member.nested``). Where a member is none of these (a union, a base class,
         a bit-field, a member with an alignment of its own, a type declared elsewhere), no fields
         and ``why``, naming it; none and no ``why`` for a type without a declaration here."""
-        rec = self.records.get(qualified)
-        if rec is None:
+        name, _, targs = qualified.partition("<")
+        rec = self.records.get(name)
+        if rec is None or bool(targs) != bool(rec.params):
             return _Layout()
+        # a class template's instance: its parameters stand for the template-id's arguments
+        bound = dict(zip(rec.params, _split_top(targs[:targs.rfind(">")]))) if targs else {}
         out = _Layout(why=rec.why)
         if rec.align:
             if rec.align.isdigit() and int(rec.align) in (1, 2, 4, 8, 16, 32, 64, 128):
                 out.align = int(rec.align)
             else:
                 out.notes.append(f"check: it is declared alignas({rec.align}): give align (its bytes, up to 128)")
-        namespace = qualified.rsplit("::", 1)[0] if "::" in qualified else ""
+        namespace = name.rsplit("::", 1)[0] if "::" in name else ""
         pointers = False
         for decl in _split_members(rec.body) if not out.why else []:
             if decl.startswith(("static ", "static_assert", "using ", "typedef ", "friend ", "template", "enum ")):
@@ -405,7 +525,11 @@ class _Scope:
                 out.why = f"member '{decl}' is {kind}"
                 break
             written = " ".join(re.sub(r"\b(?:const|volatile|mutable)\b", " ", first.group("type")).split())
-            one = self._member_type(written, namespace, out.notes)
+            if written in bound:  # T a; in a class template: the instance's argument (spelled globally)
+                written, namespace_of = bound[written], ""
+            else:
+                namespace_of = namespace
+            one = self._member_type(written, namespace_of, out.notes)
             if isinstance(one, str):
                 out.why = f"member '{first.group('name')}': {one}"
                 break
@@ -517,6 +641,13 @@ def _param(text: str, index: int, template: list[TemplateParam],
         if _is_toolkit(base) or elem is not None:
             return Param(name, text, None, struct=base, note=f"'{base}' by value" if _is_toolkit(base) else
                          f"'{base}' by value: declare its fields")
+        if "<" in base:  # a class template's instance (TP<T>): its name and arguments as the global scope spells them
+            local = frozenset(t.name for t in template)
+            tname, _, targs = base.partition("<")
+            found = scope.lookup(tname, namespace)
+            if found is not None:
+                return Param(name, text, None, struct=f"{found}<{scope.qualify(targs, namespace, local)}",
+                             note=f"'{base}' by value")
         qualified = scope.lookup(base, namespace)
         if qualified is None and (namespace or "::" in base):
             return Param(name, text, None, struct=base.removeprefix("::"),
@@ -559,38 +690,23 @@ def _cluster_text(head: str, defined: dict[str, int], template: list[TemplatePar
     return args[0], args[1], args[2]
 
 
-_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n\\]|\\.|\\\n)*", re.M)  # a preprocessor line, continuations included
-_DEFINE_LINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", re.S)
-_KERNEL_WORDS = re.compile(r"\b(?:__global__|__launch_bounds__|__cluster_dims__)\b")
-
-
 @dataclass
 class _Prepared:
     """A source's text as the draft scans it: comments removed, literals and preprocessor lines
-    blanked, the macros that spell ``__global__`` (or a kernel attribute) expanded."""
+    blanked, the macros that spell ``__global__`` (or a kernel attribute) expanded
+    (:func:`kernel_source.expand_kernel_macros`)."""
 
     text: str
     defined: dict[str, int]
     spans: list[tuple[int, int, str]] = field(default_factory=list)  # expanded invocations: start, end, as written
     notes: list[str] = field(default_factory=list)
-    macros: tuple[dict[str, str], dict[str, tuple[list[str], str]]] = field(default_factory=lambda: ({}, {}))
+    macros: Macros = field(default_factory=lambda: ({}, {}))
 
 
-def _expand(params: list[str], body: str, args: list[str]) -> str:
-    table = dict(zip(params, args))
-    out = re.sub(r"#\s*([A-Za-z_]\w*)", lambda m: f'"{table[m.group(1)]}"' if m.group(1) in table else m.group(0),
-                 re.sub(r"##", "\0", body))  # '#param' is a string; '##' pastes (kept aside meanwhile)
-    out = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: table.get(m.group(0), m.group(0)), out)
-    return re.sub(r"\s*\0\s*", "", out)
-
-
-_Macros = tuple[dict[str, str], dict[str, tuple[list[str], str]]]
-
-
-def _kernel_macros(raw: str) -> _Macros:
+def _kernel_macros(raw: str) -> Macros:
     """The macros of ``raw`` that spell ``__global__`` or a kernel attribute: object-like (name ->
     body) and function-like (name -> (parameters, body))."""
-    return _prepare(raw, macros_only=True).macros
+    return macros_of(blank_literals(strip_comments(raw)), kernel_only=True)
 
 
 def _keep_pdl(stripped: str, text: str) -> str:
@@ -601,59 +717,11 @@ def _keep_pdl(stripped: str, text: str) -> str:
     return text
 
 
-def _prepare(raw: str, inherited: _Macros | None = None, macros_only: bool = False) -> _Prepared:
+def _prepare(raw: str, inherited: Macros | None = None) -> _Prepared:
     stripped = strip_comments(raw)
     text = _keep_pdl(stripped, blank_literals(stripped))
-    defined = _names([text])
-    objects: dict[str, str] = dict(inherited[0]) if inherited else {}
-    functions: dict[str, tuple[list[str], str]] = dict(inherited[1]) if inherited else {}
-
-    def blank(m: re.Match[str]) -> str:
-        d = _DEFINE_LINE.match(re.sub(r"\\\n", " ", m.group(0)).strip())
-        if d and _KERNEL_WORDS.search(d.group(4)):
-            body = " ".join(d.group(4).split())
-            if d.group(2) is None:
-                objects[d.group(1)] = body
-            else:
-                functions[d.group(1)] = ([a.strip() for a in d.group(3).split(",") if a.strip()], body)
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    text = _DIRECTIVE.sub(blank, text)
-    out = _Prepared(text, defined, macros=(objects, functions))
-    if macros_only:
-        return out
-    for name, body in objects.items():  # #define ENGINE_KERNEL __global__
-        out.text = re.sub(rf"\b{name}\b", body, out.text)
-    for name, (params, body) in functions.items():  # #define MAKE_FILL(T, NAME) __global__ void fill_##NAME(...)
-        pieces, pos, used, spans = [], 0, 0, []
-        for m in re.finditer(rf"\b{name}\s*\(", out.text):
-            if m.start() < pos:
-                continue
-            end = closing(out.text, m.end())
-            if end is None:
-                continue
-            args = _split_top(out.text[m.end():end]) if out.text[m.end():end].strip() else []
-            invocation = " ".join(out.text[m.start():end + 1].split())
-            if len(args) != len(params) or any("..." in p for p in params):
-                out.notes.append(f"check: {invocation} (macro {name}) declares __global__ functions the draft does "
-                                 "not expand: write their kernels by hand")
-                continue
-            pieces.append(out.text[pos:m.start()])
-            start = sum(map(len, pieces))
-            expansion = _expand(params, body, args) + "\n" * out.text.count("\n", m.start(), end + 1)
-            pieces.append(expansion)
-            spans.append((start, start + len(expansion), invocation))
-            pos = end + 1
-            used += 1
-        if used:
-            pieces.append(out.text[pos:])
-            shift = [(a, b, inv) for a, b, inv in out.spans]
-            out.text = "".join(pieces)
-            out.spans = shift + spans  # (spans of earlier macros are of the text before; kept as notes only)
-        elif inherited is None or name not in inherited[1]:
-            out.notes.append(f"check: macro {name} declares __global__ functions and is not invoked here: write the "
-                             "kernels it makes by hand")
-    return out
+    expanded = expand_kernel_macros(text, inherited)
+    return _Prepared(expanded.text, _names([text]), expanded.spans, expanded.notes, expanded.macros)
 
 
 _GRID_SYNC = re.compile(r"\b(?:this_grid|grid_group)\b")
@@ -681,11 +749,15 @@ def read_globals(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...]
 
 
 def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) -> tuple[list[Global], list[str]]:
-    inherited: _Macros = ({}, {})
+    inherited: Macros = ({}, {})
     for h in headers:  # #define ENGINE_KERNEL __global__ in an included header
         objects, functions = _kernel_macros(h)
         inherited = ({**objects, **inherited[0]}, {**functions, **inherited[1]})
     prepared = [_prepare(t, inherited) for t in (text, *also)]
+    # every macro of the headers and the sources, for parameter lists (#define PTR(T) T* __restrict__)
+    every: Macros = ({}, {})
+    for t in (*headers, text, *also):
+        every = macros_of(blank_literals(strip_comments(t)), inherited=every)
     scope = _Scope.of([p.text for p in prepared] + [blank_literals(strip_comments(h)) for h in headers])
     defined: dict[str, int] = {}
     for p in prepared:
@@ -701,13 +773,22 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
             if re.search(r"\btemplate\s*(?!\s*<)", head):
                 # an explicit instantiation (template __global__ void k<256>(...);) of a template above:
                 # its arguments are values to build the template for
-                if d.template_args is not None:
-                    explicit.setdefault(qualified, []).append([" ".join(a.split())
+                if d.template_args is not None:  # (spelled from the global scope, as the symbol needs)
+                    explicit.setdefault(qualified, []).append([scope.qualify(" ".join(a.split()), d.namespace)
                                                                for a in _split_top(d.template_args)])
                 continue
             template = _template_head(head, scope.aliases)
-            params = [] if d.params.strip() in ("", "void") else [
-                _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(_split_top(d.params))]
+            written = expand_macros(d.params, every)[0]
+            params = [] if written.strip() in ("", "void") else [
+                _param(p, i, template, None, None, scope, d.namespace) for i, p in enumerate(_split_top(written))]
+            for i, (piece, p) in enumerate(zip(_split_top(written), params)):
+                call = _UNKNOWN_CALL.search(piece)
+                if call is not None and call.group(1) not in _ATTRIBUTE_WORDS:
+                    why = f"'{piece}' uses {call.group(1)}(...), " + (
+                        "a macro whose parameters its arguments do not match" if call.group(1) in every[1] else
+                        "a macro neither the source nor the headers it includes with quotes define")
+                    notes.append(f"check: {d.qualified}: parameter {p.name}: {why}: give its type by hand")
+                    params[i] = Param(p.name, piece, "void*", note=f"check: {why}: give its type")
             key = (qualified, tuple(p.spec or p.struct for p in params))  # overloads differ in their types
             cluster = _cluster_text(head, defined, template)
             try:
@@ -735,6 +816,11 @@ def _read(text: str, also: tuple[str, ...] = (), headers: tuple[str, ...] = ()) 
     for g in out.values():
         g.instances = [a for a in explicit.get(g.qualified, []) if len(a) <= len(g.template)]
     return list(out.values()), notes
+
+
+# A parameter's text still invoking something (a macro left unexpanded), but not a function pointer.
+_UNKNOWN_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\((?!\s*\*)")
+_ATTRIBUTE_WORDS = {"__align__", "alignas", "__attribute__", "decltype", "__declspec"}
 
 
 _EXTERN_SHARED = re.compile(r"\bextern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([A-Za-z_][\w:\s]*?)\s*"
@@ -946,8 +1032,20 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
     pl = _Plan(g)
     pointer = {t.name for t in g.template if t.kind == "type" and any(
         p.spec and p.spec.endswith("*") and f"{{{t.name}}}" in p.spec for p in g.params)}
+    local = frozenset(t.name for t in g.template)
+    # template parameters in the arguments of a class template passed by value (TP<T> t): one C++
+    # type per kernel, so they are fixed per kernel (extends) rather than instantiation axes
+    in_struct = {t.name for t in g.template for p in g.params if p.struct and "<" in p.struct
+                 and re.search(rf"(?<![\w:]){re.escape(t.name)}\b", p.struct.partition("<")[2])}
     for t in g.template:
         if t.kind != "type":
+            continue
+        if t.name in in_struct:
+            default = scope.qualify(t.default, g.namespace, local) if t.default else "float"
+            pl.int_types[t.name] = default
+            if not g.instances:
+                pl.notes.append(f"check: template type {t.name} types a class template passed by value: drafted as "
+                                f"{default}; another type is another kernel (extends)")
             continue
         by_value = [p for p in g.params if p.spec == f"{{{t.name}}}"]
         if any(_COUNT_NAME.match(p.name) for p in by_value) or (
@@ -966,25 +1064,37 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
         elif t.name not in pointer:
             pl.functors.add(t.name)
     pl.axes = [t for t in g.template if (t.kind == "type" and t.name in pointer and t.name not in pl.int_types)
-               or t.kind == "int"]
+               or (t.kind == "int" and t.name not in in_struct)]
     fixed_params = [t for t in g.template if t not in pl.axes]
+    in_cluster = set(g.cluster or ())
+
+    def int_default(t: TemplateParam) -> str:
+        """An integer parameter's value: its default's where the text gives it, else a guess."""
+        value = scope.value(t.default, g.namespace, defined) if t.default else None
+        if value is None and t.default:
+            pl.notes.append(f"check: template parameter {t.name}'s default {t.default} is not an integer the draft "
+                            "reads: drafted as a guess")
+        return str(value if value is not None else _int_guess(t.name, in_cluster))
 
     def fixed_default(t: TemplateParam) -> str:
+        """A template argument for ``t`` (a default, spelled from the global scope, or a guess)."""
         if t.kind == "bool":
             return t.default or "true"
         if t.name in pl.int_types:
             return pl.int_types[t.name]
+        if t.kind == "int":
+            return int_default(t)
         if t.kind == "value":
             e = scope.enum(t.cpp, g.namespace)
             if t.default:
-                return t.default
+                return scope.qualify(t.default, g.namespace, local)
             return e.enumerators[0] if e is not None and e.enumerators else t.name
-        return t.default or t.name
+        return scope.qualify(t.default, g.namespace, local) if t.default else t.name
 
-    in_cluster = set(g.cluster or ())
     explicit: list[tuple[dict[str, str], tuple[str, ...]]] = []
     for args in g.instances:
-        full = list(args) + [t.default for t in g.template[len(args):]]
+        full = list(args) + [scope.qualify(t.default, g.namespace, local) if t.default else None
+                             for t in g.template[len(args):]]
         if any(a is None for a in full):
             pl.notes.append(f"check: explicit instantiation <{', '.join(args)}> leaves out a template argument")
             continue
@@ -996,12 +1106,12 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
                     v = CPP_TYPES.get(_resolve(a, scope.aliases))
                     ok &= v in SPEC_ELEMS and v != "void"
                 else:
-                    lit = re.fullmatch(r"(-?\d+)[uUlL]*", a)
-                    v = lit.group(1) if lit else str(defined[a]) if a in defined else None
+                    value = scope.value(a, g.namespace, defined)
+                    v = str(value) if value is not None else None
                     ok &= v is not None
                 values.append(v or "")
             else:
-                if t.name in pl.int_types:
+                if t.name in pl.int_types and t.name not in in_struct:
                     ok &= CPP_TYPES.get(_resolve(a, scope.aliases)) in _SCALARS
                 fixed[t.name] = a
         if ok:
@@ -1025,7 +1135,7 @@ def _plan(g: Global, scope: _Scope, defined: dict[str, int]) -> _Plan:
             if t.kind == "type":
                 values.append(["f32"])
             else:
-                values.append([str(t.default or _int_guess(t.name, in_cluster))])
+                values.append([int_default(t)])
         pl.entries.append(_Entry({t.name: fixed_default(t) for t in fixed_params}, values))
     return pl
 
@@ -1044,6 +1154,17 @@ def _entry_type(spec: str, pl: _Plan, entry: _Entry) -> str:
     return re.sub(r"\{(\w+)\}", sub, spec)
 
 
+def _entry_struct(p: Param, pl: _Plan, entry: _Entry) -> str | None:
+    """The C++ type of a by-value parameter of a struct entry in ``entry``: the template
+    parameters its template arguments name replaced by the arguments the entry fixes
+    (``pr::TP<T>`` -> ``pr::TP<float>``); None for a parameter of another type."""
+    fixed = {t.name: entry.fixed[t.name] for t in pl.g.template if t.name in entry.fixed}
+    if p.struct is None or "<" not in p.struct:  # (a functor's template parameter: the type the entry gives it)
+        return fixed.get(p.struct, p.struct) if p.struct is not None else None
+    name, _, targs = p.struct.partition("<")
+    return name + "<" + re.sub(r"(?<![\w:])[A-Za-z_]\w*\b", lambda m: fixed.get(m.group(0), m.group(0)), targs)
+
+
 def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
     """Each entry's kernel name (and instance name pattern), unused in ``public`` and unreserved,
     with their instances and plan functions; added to ``public``."""
@@ -1052,7 +1173,7 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
             if len({e.fixed.get(k) for e in pl.entries}) > 1]
 
     def word(text: str) -> str:
-        w = re.sub(r"\W+", "_", text.split("::")[-1]).strip("_").lower()
+        w = re.sub(r"\W+", "_", re.sub(r"\b\w+\s*::\s*", "", text)).strip("_").lower()
         return w[:-2] if w.endswith("_t") else w
 
     def names_for(fam: str) -> tuple[list[str], list[str | None], list[str]]:
@@ -1096,7 +1217,7 @@ def _kernel_names(pl: _Plan, base: str, full: str, public: set[str]) -> None:
 def _struct_name(cpp: str, taken: dict[str, str]) -> tuple[str, str]:
     """A ``structs:`` name for C++ type ``cpp``, unused in ``taken`` (kernels, instances, plan
     functions, arguments, axes, the module: what each is), and a note when it is not the plain one."""
-    base = _clean(cpp.split("<")[0].split("::")[-1]).lower()
+    base = _clean(re.sub(r"\b\w+\s*::\s*", "", cpp)).lower()  # (a class template's instance: with its arguments)
     while base.endswith("_t") and len(base) > 2:
         base = base[:-2]
 
@@ -1167,7 +1288,11 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     also_rels = {r for r, _ in also}
     header_texts = tuple(t for r, t in headers if r not in also_rels)
     globs, notes = _read(text, tuple(t for _, t in also), header_texts)
-    scope = _Scope.of([_prepare(t).text for t in (text, *(t for _, t in also), *header_texts)])
+    files = [(source_rel, text), *also, *((r, t) for r, t in headers if r not in also_rels)]
+    scope = _Scope.of([_prepare(t).text for _, t in files])
+    for rel, t in files:
+        for q in _records(_prepare(t).text):
+            scope.files.setdefault(q, rel)
     defined = _names([strip_comments(t) for t in (text, *(t for _, t in also))])
     if only:
         missing = [n for n in only if n not in {g.name for g in globs} | {g.qualified for g in globs}]
@@ -1220,9 +1345,11 @@ def draft(source_rel: str, text: str, module: str, only: list[str] | None = None
     struct_taken = {n: "a launcher or plan function's name" for n in public} | {
         n: f"kernel {n}'s name" for pl in plans for n in pl.names} | what
     for pl in plans:
-        for _, p in pl.args:
-            if p.struct is not None and p.struct not in structs:
-                structs[p.struct] = _struct_name(p.struct, struct_taken)
+        for entry in pl.entries:
+            for _, p in pl.args:
+                cpp = _entry_struct(p, pl, entry)
+                if cpp is not None and cpp not in structs:
+                    structs[cpp] = _struct_name(cpp, struct_taken)
     body: list[str] = []
     for pl in plans:
         body += _kernel_lines(pl, structs)
@@ -1276,7 +1403,16 @@ def _struct_lines(structs: dict[str, tuple[str, str]], taken: dict[str, str], sc
     else:
         out = ["structs:  # CUDA's vector types, passed by value"]
     for cpp, (key, _) in structs.items():
-        out.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp]}}}"
+        # a class template's instance or a typedef'd struct cannot be forward-declared: the C++ API
+        # header includes the file that declares it
+        name = cpp.partition("<")[0]
+        rec = scope.records.get(name)
+        header = scope.files.get(name) if rec is not None and ("<" in cpp or rec.typedef) else None
+        if header is not None and not header.endswith(_HEADER_SUFFIXES):
+            notes[cpp].append(f"check: the C++ API header includes {header} for the type, and the build includes "
+                              "it again: give it #pragma once, or move the type into a header given here")
+        out.append(f"  {key}: {{cpp: {_yaml_str(cpp)}, {entries[cpp]}"
+                   + (f", header: {_yaml_str(header)}" if header else "") + "}"
                    + (f"  # {'; '.join(notes[cpp])}" if notes[cpp] else ""))
     return out
 
@@ -1301,8 +1437,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
     for i, (entry, kname, pattern) in enumerate(zip(pl.entries, pl.names, pl.patterns)):
         args = []
         for name, p in pl.args:
-            if p.struct is not None:
-                args.append((name, structs[p.struct][0], p.note or f"'{p.struct}' by value"))
+            cpp = _entry_struct(p, pl, entry)
+            if cpp is not None:
+                args.append((name, structs[cpp][0], p.note or f"'{cpp}' by value"))
             else:
                 args.append((name, _entry_type(p.spec or "void*", pl, entry), p.note))
         targs = [f"{{{pl.axis_names[t.name]}}}" if t.name in pl.axis_names else entry.fixed.get(t.name, t.name)
@@ -1397,8 +1534,9 @@ def _kernel_lines(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[str]:
 def _first_args(pl: _Plan, structs: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:
     out = []
     for name, p in pl.args:
-        if p.struct is not None:
-            out.append((name, structs[p.struct][0], p.note))
+        cpp = _entry_struct(p, pl, pl.entries[0])
+        if cpp is not None:
+            out.append((name, structs[cpp][0], p.note))
         else:
             out.append((name, _entry_type(p.spec or "void*", pl, pl.entries[0]), p.note))
     return out

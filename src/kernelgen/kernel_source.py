@@ -12,6 +12,11 @@ What is read, and its limits:
 - only the files the spec lists under ``sources``, not the headers they include;
 - comments are removed; preprocessor conditionals are not evaluated, so every
   declaration in the text counts;
+- macros whose body spells ``__global__`` or a kernel attribute (``#define KERNEL_API extern "C"
+  __global__``, ``#define MAKE(T, N) __global__ void f_##N(T* p)``), of the text or of the files
+  read with it, are expanded where they are used (:func:`expand_kernel_macros`, as ``kernelgen
+  draft`` reads them); the parameters of a declaration a function-like macro makes are not read.
+  Macros in a parameter list are expanded before it is read (:func:`expand_macros`);
 - a declaration is the text between the previous ``;``, ``{`` or ``}`` and the function's
   name followed by ``(`` (or by template arguments and ``(``); it counts when it contains
   the word ``__global__``;
@@ -33,7 +38,8 @@ What is read, and its limits:
 - a parameter list is read where its text is plain: each parameter a type of words, ``const``
   and ``*`` (and ``[]``) with an optional name; a list holding a preprocessor line, ``...``, or
   a lone word that is not a known type (a macro may stand for several parameters) is not
-  counted, and a parameter whose type has template arguments, parentheses, references,
+  counted (nor one still invoking a macro the sources do not define), and a parameter whose type
+  has template arguments, parentheses, references,
   ``volatile`` or unknown words after a ``*`` keeps its text but no type.
 """
 
@@ -300,8 +306,12 @@ def _scan(sources: list[tuple[str, str]], symbol: str, matching: bool) -> list[D
     only (attributes and parameters are read where they are the symbol's)."""
     base = _symbol_name(symbol).split("::")[-1]
     want = _symbol_name(symbol)
-    texts = [(p, strip_comments(t)) for p, t in sources]
-    names = _names([t for _, t in texts]) if matching else {}
+    stripped = [(p, strip_comments(t)) for p, t in sources]
+    names = _names([t for _, t in stripped]) if matching else {}
+    key = _macros_key(kernel_macros(sources))
+    expanded = {p: _expanded(t, key) for p, t in stripped}
+    texts = [(p, expanded[p][0]) for p, _ in stripped]
+    every: Macros | None = None  # every macro of the sources, for parameter lists (read where needed)
     call = re.compile(r"\b" + re.escape(base) + r"\s*(?:<[^;{}()]*>\s*)?\(")
     out = []
     for path, text in texts:
@@ -324,8 +334,13 @@ def _scan(sources: list[tuple[str, str]], symbol: str, matching: bool) -> list[D
                 continue
             known = {**names, **_template_values(head, symbol, names)}
             end = closing(text, m.end())
+            every = every if every is not None else _all_macros(stripped)
+            # (a declaration a function-like macro makes is read for its name; its parameters, pasted
+            # and substituted, are left to the build)
+            made = any(a <= m.start() < b for a, b in expanded[path][1])
+            params = params_of(expand_macros(text[m.end():end], every)[0]) if end is not None and not made else None
             out.append(Declaration(path, line, _cluster_of(head, known), _bounds_of(head, known),
-                                   qualified + base, params_of(text[m.end():end]) if end is not None else None))
+                                   qualified + base, params))
     return out
 
 
@@ -442,8 +457,9 @@ def params_of(text: str) -> tuple[Param, ...] | None:
     text = " ".join(text.split())
     if text in ("", "void"):
         return ()
-    if re.search(r"#|\.\.\.|__VA_ARGS__", text):
-        return None
+    if re.search(r"#|\.\.\.|__VA_ARGS__", text) or any(m.group(1) not in _ATTRIBUTES
+                                                          for m in _INVOKED.finditer(text)):
+        return None  # (an invocation left: a macro the text does not define may stand for several parameters)
     params = tuple(_param(p) for p in _split_args(text))
     if any(p.base is not None and p.name is None and not p.pointers and not p.const and not _known_type(p.base)
            for p in params):
@@ -451,6 +467,8 @@ def params_of(text: str) -> tuple[Param, ...] | None:
     return params
 
 
+# A word followed by parentheses in a parameter list, other than a function pointer's (*name).
+_INVOKED = re.compile(r"\b([A-Za-z_]\w*)\s*\((?!\s*\*)")
 _GLOBAL = re.compile(r"\b__global__\b")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<([^;{}()]*)>\s*)?\(")
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas",
@@ -518,9 +536,13 @@ class GlobalDecl:
         return f"{self.namespace}::{self.name}" if self.namespace else self.name
 
 
-def global_decls(text: str) -> list[GlobalDecl]:
+def global_decls(text: str, macros: Macros | None = None) -> list[GlobalDecl]:
     """The ``__global__`` declarations (and definitions) of comment-free ``text``, in order: the
-    first name after ``__global__`` followed by a parameter list, skipping attributes."""
+    first name after ``__global__`` followed by a parameter list, skipping attributes. The macros
+    that declare kernels, the text's own and ``macros`` (those of the files it includes:
+    :func:`kernel_macros`), are expanded first (:func:`expand_kernel_macros`), so offsets are of
+    that text; preprocessor lines declare nothing."""
+    text = _expanded_text(text, _macros_key(macros or ({}, {})))
     scopes = _scopes(text)
     out = []
     for g in _GLOBAL.finditer(text):
@@ -543,9 +565,218 @@ def global_decls(text: str) -> list[GlobalDecl]:
     return out
 
 
+def source_global_decls(sources: list[tuple[str, str]]) -> list[tuple[str, GlobalDecl]]:
+    """(path, declaration) for the ``__global__`` declarations of ``sources`` (path, text: a
+    module's sources and the project files they include), each file read with the macros that
+    declare kernels of every file expanded (``KERNEL_API void f(...)`` in a source, with
+    ``#define KERNEL_API extern "C" __global__`` in a header it includes)."""
+    macros = kernel_macros(sources)
+    return [(path, d) for path, raw in sources for d in global_decls(strip_comments(raw), macros)]
+
+
 def global_names(sources: list[tuple[str, str]]) -> list[str]:
     """The names of the ``__global__`` functions declared in ``sources`` (path, text), qualified by
     the namespaces they are declared in (``ns::kernel``), in order of appearance, each once: for
     messages suggesting the name a spec meant."""
-    names = [d.qualified for _, raw in sources for d in global_decls(strip_comments(raw))]
+    names = [d.qualified for _, d in source_global_decls(sources)]
     return list(dict.fromkeys(names))
+
+
+# ---------------------------------------------------------------------------------------------
+# Macros: those that declare kernels (``#define KERNEL_API extern "C" __global__``,
+# ``#define MAKE(T, N) __global__ void f_##N(T* p)``) are expanded before declarations are read.
+
+# Object-like macros (name -> body) and function-like ones (name -> (parameters, body)).
+Macros = tuple[dict[str, str], dict[str, tuple[list[str], str]]]
+
+_DEFINE_LINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)(\(([^)]*)\))?\s*(.*)$", re.S)
+_KERNEL_WORDS = re.compile(r"\b(?:__global__|__launch_bounds__|__cluster_dims__)\b")
+
+
+def _defines(text: str) -> list[tuple[str, list[str] | None, str]]:
+    """The ``#define`` lines of comment-free ``text``, in order: (name, parameters or None for an
+    object-like macro, body with its continuations joined)."""
+    out = []
+    for m in _DIRECTIVE.finditer(text):
+        d = _DEFINE_LINE.match(re.sub(r"\\\n", " ", m.group(0)).strip())
+        if d is not None:
+            params = None if d.group(2) is None else [a.strip() for a in d.group(3).split(",") if a.strip()]
+            out.append((d.group(1), params, " ".join(d.group(4).split())))
+    return out
+
+
+def macros_of(text: str, kernel_only: bool = False, inherited: Macros | None = None) -> Macros:
+    """The macros comment-free ``text`` defines, after ``inherited`` ones (a definition of the text
+    replaces an inherited one; the first of the text's own definitions of a name counts, as in
+    the branch a preprocessor would usually take); with ``kernel_only``, those whose body spells
+    ``__global__`` or a kernel attribute."""
+    objects: dict[str, str] = dict(inherited[0]) if inherited else {}
+    functions: dict[str, tuple[list[str], str]] = dict(inherited[1]) if inherited else {}
+    own: set[str] = set()
+    for name, params, body in _defines(text):
+        if name in own or (kernel_only and not _KERNEL_WORDS.search(body)):
+            continue
+        own.add(name)
+        objects.pop(name, None)
+        functions.pop(name, None)
+        if params is None:
+            objects[name] = body
+        else:
+            functions[name] = (params, body)
+    return objects, functions
+
+
+def _all_macros(stripped: list[tuple[str, str]]) -> Macros:
+    """Every macro of comment-free ``stripped`` (path, text), a later file's replacing an earlier one's."""
+    out: Macros = ({}, {})
+    for _, text in stripped:
+        out = macros_of(text, inherited=out)
+    return out
+
+
+def kernel_macros(sources: list[tuple[str, str]]) -> Macros:
+    """The macros of ``sources`` (path, text) that declare kernels, the first definition of a name
+    counting: what a source including the others may use."""
+    objects: dict[str, str] = {}
+    functions: dict[str, tuple[list[str], str]] = {}
+    for _, raw in sources:
+        o, f = macros_of(strip_comments(raw), kernel_only=True)
+        for k, v in o.items():
+            if k not in functions:
+                objects.setdefault(k, v)
+        for k, fv in f.items():
+            if k not in objects:
+                functions.setdefault(k, fv)
+    return objects, functions
+
+
+def substitute(params: list[str], body: str, args: list[str]) -> str:
+    """A function-like macro's ``body`` with its ``params`` replaced by ``args``: ``#p`` as a string,
+    ``a ## b`` pasted, ``__VA_ARGS__`` as the arguments of a trailing ``...``."""
+    table = dict(zip(params, args))
+    if params and params[-1] == "...":
+        table.pop("...", None)
+        table["__VA_ARGS__"] = ", ".join(args[len(params) - 1:])
+    out = re.sub(r"#\s*([A-Za-z_]\w*)", lambda m: f'"{table[m.group(1)]}"' if m.group(1) in table else m.group(0),
+                 re.sub(r"##", "\0", body))  # '#param' is a string; '##' pastes (kept aside meanwhile)
+    out = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: table.get(m.group(0), m.group(0)), out)
+    return re.sub(r"\s*\0\s*", "", out)
+
+
+def _arity(params: list[str], args: list[str]) -> bool:
+    """Whether a macro of ``params`` takes ``args``."""
+    if params and params[-1] == "...":
+        return len(args) >= len(params) - 1
+    return len(args) == len(params)
+
+
+def _call_args(text: str) -> list[str]:
+    """A macro invocation's arguments (the text between its parentheses), split at top-level commas."""
+    return _split_args(text) if text.strip() else []
+
+
+@dataclass
+class Expanded:
+    """Comment-free text with its preprocessor lines blanked and macros expanded."""
+
+    text: str
+    spans: list[tuple[int, int, str]]  # the function-like invocations expanded: start, end, as written
+    notes: list[str]  # the invocations (and macros) that declare kernels but were not expanded
+    macros: Macros  # the kernel-declaring macros in effect (inherited, then the text's own)
+
+
+def expand_kernel_macros(text: str, inherited: Macros | None = None) -> Expanded:
+    """Comment-free ``text`` with its preprocessor lines blanked (line breaks kept) and the macros
+    that declare kernels, its own and ``inherited`` ones (those of the headers it includes),
+    expanded where they are used. Offsets change where a function-like macro is expanded; a
+    text without such macros keeps its offsets."""
+    macros = macros_of(text, kernel_only=True, inherited=inherited)
+    objects, functions = macros
+    out = Expanded(_DIRECTIVE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text), [], [], macros)
+    for name, body in objects.items():  # #define ENGINE_KERNEL __global__
+        out.text = re.sub(rf"\b{name}\b", lambda _m, b=body: b, out.text)
+    for name, (params, body) in functions.items():  # #define MAKE_FILL(T, NAME) __global__ void fill_##NAME(...)
+        pieces, pos, used, spans = [], 0, 0, []
+        for m in re.finditer(rf"\b{name}\s*\(", out.text):
+            if m.start() < pos:
+                continue
+            end = closing(out.text, m.end())
+            if end is None:
+                continue
+            args = _call_args(out.text[m.end():end])
+            invocation = " ".join(out.text[m.start():end + 1].split())
+            if not _arity(params, args):
+                out.notes.append(f"check: {invocation} (macro {name}) declares __global__ functions the draft does "
+                                 "not expand: write their kernels by hand")
+                continue
+            pieces.append(out.text[pos:m.start()])
+            start = sum(map(len, pieces))
+            expansion = substitute(params, body, args) + "\n" * out.text.count("\n", m.start(), end + 1)
+            pieces.append(expansion)
+            spans.append((start, start + len(expansion), invocation))
+            pos = end + 1
+            used += 1
+        if used:
+            pieces.append(out.text[pos:])
+            out.text = "".join(pieces)
+            out.spans += spans  # (spans of earlier macros are of the text before; kept as notes only)
+        elif inherited is None or name not in inherited[1]:
+            out.notes.append(f"check: macro {name} declares __global__ functions and is not invoked here: write the "
+                             "kernels it makes by hand")
+    return out
+
+
+_MacrosKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, tuple[str, ...], str], ...]]
+
+
+def _macros_key(macros: Macros) -> _MacrosKey:
+    return tuple(macros[0].items()), tuple((k, tuple(p), b) for k, (p, b) in macros[1].items())
+
+
+@functools.lru_cache(maxsize=256)
+def _expanded(text: str, key: _MacrosKey) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """:func:`expand_kernel_macros`'s text and the spans of its function-like expansions (cached: a
+    module's sources are read for each symbol)."""
+    out = expand_kernel_macros(text, ({k: b for k, b in key[0]}, {k: (list(p), b) for k, p, b in key[1]}))
+    return out.text, tuple((a, b) for a, b, _ in out.spans)
+
+
+def _expanded_text(text: str, key: _MacrosKey) -> str:
+    return _expanded(text, key)[0]
+
+
+_MACRO_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(\()?")
+
+
+def expand_macros(text: str, macros: Macros, depth: int = 16) -> tuple[str, list[str]]:
+    """``text`` (a parameter list, say) with the ``macros`` it uses expanded, repeatedly (a macro
+    is not expanded within its own expansion, as in C); and the invocations of function-like
+    macros that could not be (arguments that do not match its parameters)."""
+    objects, functions = macros
+    failed: list[str] = []
+
+    def run(text: str, hidden: frozenset[str], level: int) -> str:
+        out, pos = [], 0
+        for m in _MACRO_CALL.finditer(text):
+            if m.start() < pos:
+                continue
+            name = m.group(1)
+            if name in hidden or level > depth:
+                continue
+            if name in objects:
+                out += [text[pos:m.start()], " ", run(objects[name], hidden | {name}, level + 1), " "]
+                pos = m.end(1)
+            elif name in functions and m.group(2):
+                end = closing(text, m.end())
+                if end is None:
+                    continue
+                params, body = functions[name]
+                args = [run(a, hidden, level + 1) for a in _call_args(text[m.end():end])]
+                if not _arity(params, args):
+                    failed.append(" ".join(text[m.start():end + 1].split()))
+                    continue
+                out += [text[pos:m.start()], " ", run(substitute(params, body, args), hidden | {name}, level + 1), " "]
+                pos = end + 1
+        return "".join(out) + text[pos:]
+
+    return " ".join(run(text, frozenset(), 0).split()), failed

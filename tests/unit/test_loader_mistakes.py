@@ -206,7 +206,7 @@ def test_a_symbol_in_an_included_project_header_is_found(tmp_path: Path) -> None
     ('#include "vendor/kernels.cuh"\n', 'kernels/m.cu:8 includes "vendor/kernels.cuh", which is not a file of the '
                                        "project"),
     ("#include <cub/cub.cuh>\n", "kernels/m.cu:8 includes <cub/cub.cuh>, which is not a file of the project"),
-    ("#define KERNEL(name) __global__ void name()\nKERNEL(add_kernl) {}\n",
+    ("#define KERNEL(name) __global__ void name()\nKERNEL(add_kernl, 1) {}\n",
      "kernels/m.cu:8 defines macro KERNEL, which may declare __global__ functions"),
 ])
 def test_a_symbol_the_text_cannot_rule_out_is_a_warning_printed_once(
