@@ -228,7 +228,8 @@ def _parse(text: str, names: Mapping[str, object], expect: Ty) -> Node:
     if not isinstance(text, str):
         raise ParseError(f"expected an expression, got {type(text).__name__}")
     if len(text) > MAX_EXPR_LEN:
-        raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}")
+        raise ParseError(f"expression is {len(text)} characters long; the limit is {MAX_EXPR_LEN}",
+                         "name its parts under the kernel's 'let' and use the names")
     # Line breaks and tabs are spaces: a long expression may span lines (a YAML block scalar
     # keeps the breaks of its more-indented lines).
     text = text.translate(_SPACES)
@@ -263,7 +264,8 @@ _OP_SPELLING: dict[type, str] = {
 
 def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
     if depth > MAX_DEPTH:
-        raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep")
+        raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep",
+                         "name its parts under the kernel's 'let' and use the names")
     d = depth + 1
     if isinstance(n, ast.Constant):
         if isinstance(n.value, bool) or not isinstance(n.value, int):

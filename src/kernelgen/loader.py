@@ -224,6 +224,8 @@ def _int(ctx: _Ctx, node: YNode, lo: int | None = None, hi: int | None = None) -
         raise ctx.error(node.loc, f"expected an integer, got {_kind(node)}")
     v = node.value
     if (lo is not None and v < lo) or (hi is not None and v > hi):
+        if hi is None:
+            raise ctx.error(node.loc, f"{v} is less than {lo}")
         raise ctx.error(node.loc, f"{v} is out of range [{lo}, {hi}]")
     return v
 
@@ -675,7 +677,7 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
             table: dict[str, int] = {"max_cluster_size": cluster_size_default(cc)}
             device_keys = (("sm_count", 1, 4096), ("max_threads_per_sm", 32, 1 << 16), ("max_blocks_per_sm", 1, 1024),
                            ("max_shared_mem_per_sm", 0, 1 << 30), ("reserved_shared_mem_per_block", 0, 1 << 20),
-                           ("max_cluster_size", 1, 64))
+                           ("max_cluster_size", 1, None))
             for key_name, lo, hi in device_keys:
                 if key_name in f:
                     with ctx.at(key_name):
@@ -714,6 +716,12 @@ def _check_target_table(ctx: _Ctx, t: Target, f: Mapping[str, YNode]) -> None:
                             f"reserved_shared_mem_per_block ({t.reserved_shared_mem_per_block}): a block using the "
                             "opt-in limit could not run on an SM",
                             "give the device's values: cudaDevAttrMaxSharedMemoryPerMultiprocessor is the sum")
+    if t.max_cluster_size > schema.PORTABLE_CLUSTER_SIZE:
+        with ctx.at("max_cluster_size"):
+            raise ctx.error(at("max_cluster_size"), f"max_cluster_size {t.max_cluster_size} is more than "
+                            f"{schema.PORTABLE_CLUSTER_SIZE}, the portable cluster size the launchers use (they do "
+                            "not opt in to non-portable cluster sizes, so no launch could use a larger cluster)",
+                            f"write {schema.PORTABLE_CLUSTER_SIZE} or less")
     if t.max_cluster_size > 1 and t.compute_capability < (9, 0):
         with ctx.at("max_cluster_size"):
             raise ctx.error(at("max_cluster_size"), f"max_cluster_size {t.max_cluster_size} on compute capability "
@@ -806,7 +814,7 @@ def load_catalog(root: Path, spec_dir: Path | None = None) -> Catalog:
     targets = load_targets(spec_dir / "targets.yaml", root)
     naming, build = load_project_file(spec_dir / PROJECT_FILE, root)
     paths = spec_files(spec_dir, root)
-    modules = [load_module(p, root, targets, build) for p in paths]
+    modules = [load_module(p, root, targets, build, naming.package) for p in paths]
     seen: dict[str, Module] = {}
     switches: dict[str, Module] = {}
     for m in modules:
@@ -879,10 +887,21 @@ def _expand_dispatchers_in_chains(catalog: Catalog) -> Catalog:
     return replace(catalog, modules=tuple(modules))
 
 
-def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_build: Build | None = None) -> Module:
+def kill_switch_example(package: str, module: str) -> str:
+    """A kill switch named after the project's package and the module (``MYPKG_NO_ATTN``);
+    ``<PACKAGE>_NO_<MODULE>`` for a project without a package of its own, whose name would be
+    kernelgen's."""
+    if not package or package == NAMING_DEFAULT.package:
+        return f"<PACKAGE>_NO_{re.sub(r'[^A-Z0-9_]', '_', module.upper())}"
+    text = re.sub(r"[^A-Z0-9_]", "_", f"{package}_NO_{module}".upper())
+    return text if _ENV.fullmatch(text) else f"<PACKAGE>_NO_{module.upper()}"
+
+
+def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_build: Build | None = None,
+                package: str = "") -> Module:
     """One module spec; ``project_build`` is the project's build settings (specs/project.yaml),
     whose include folders, with the targets' and the module's, find the files a struct's
-    ``header`` includes."""
+    ``header`` includes; ``package`` the project's package, for the examples of names."""
     rel = relpath(path, root)
     node = load(rel, read_regular(path, root, MAX_SPEC_BYTES))
     ctx = _Ctx(rel)
@@ -919,15 +938,16 @@ def load_module(path: Path, root: Path, targets: tuple[Target, ...], project_bui
     if "kill_switch" in f:
         with ctx.at("kill_switch"):
             kill = _str(ctx, f["kill_switch"], "an environment variable name")
+            example = kill_switch_example(package, name)
             if not _ENV.fullmatch(kill):
                 raise ctx.error(
                     f["kill_switch"].loc, f"{kill!r} is not a valid environment variable name",
-                    "use upper-case letters, digits and '_', e.g. METRALE_NO_ATTN_FA128",
+                    f"use upper-case letters, digits and '_', e.g. {example}",
                 )
             why = _common_env(kill)
             if why:
                 raise ctx.error(f["kill_switch"].loc, f"kill switch {kill} is {why}, so the module would never "
-                                "launch where it is set", "name it after the module, e.g. MYPROJECT_NO_<MODULE>")
+                                "launch where it is set", f"name it after the project and the module, e.g. {example}")
     shared = False
     if "kill_switch_shared" in f:
         with ctx.at("kill_switch_shared"):
@@ -1073,8 +1093,13 @@ def _extend(ctx: _Ctx, node: YNode, effective: Mapping[str, YMap], name: str = "
             raise ctx.error(base_node.loc, f"no kernel '{base}' is defined above this one",
                             did_you_mean(base, list(effective)) or "'extends' names a kernel earlier in the file")
     items = {k: item for k, item in zip(effective[base].keys(), effective[base].items)}
+    keys = schema.KERNEL.required() | schema.KERNEL.optional()
     for k, item in own.items():
         if isinstance(item[1], YScalar) and item[1].value is None:
+            if k not in keys:  # a misspelt key would remove nothing and leave the inherited one
+                with ctx.at(k):
+                    raise ctx.error(item[0].loc, "unknown key",
+                                    _MISPLACED.get((schema.KERNEL.name, k)) or did_you_mean(k, keys))
             if k in schema.KERNEL.required():
                 with ctx.at(k):
                     raise ctx.error(item[1].loc, f"'{k}' is required and cannot be removed")
@@ -1159,12 +1184,13 @@ def _axis_kind(v: str | int) -> str:
 def _axis_text(v: str | int, form: str) -> str:
     """An ``instantiate`` value as ``form`` spells it: "cpp" in a symbol (``true``, ``64``,
     ``Act::Relu``, ``__nv_bfloat16``), "spec" in argument types and messages (``bf16``), "name" in
-    instance names (``true``, ``64``, ``Relu``: an enumerator's own name, ``bf16``)."""
+    instance names (``true``, ``64``, ``m1`` for -1: a name has no '-', ``Relu``: an enumerator's
+    own name, ``bf16``)."""
     kind = _axis_kind(v)
     if kind == "bool":
         return "true" if v else "false"
     if kind == "int":
-        return str(v)
+        return f"m{-int(v)}" if form == "name" and int(v) < 0 else str(v)
     assert isinstance(v, str)
     if kind == "enumerator":
         return v.rsplit("::", 1)[-1] if form == "name" else v
@@ -1188,6 +1214,13 @@ def _instances(
     f = dict(zip(node.keys(), (v for _, v in node.items)))
     with ctx.at("instantiate"):
         axes = _instantiate(ctx, f["instantiate"], constants)
+    for a in axes:
+        if not a.is_type and not _axis_used(node, a.name):
+            with ctx.at("instantiate"), ctx.at(a.name):
+                raise ctx.error(a.loc, f"axis '{a.name}' is used nowhere (not in the symbol, the variants or an "
+                                "expression): its instantiations would be the same launcher",
+                                f"write it where the instances differ, e.g. symbol: my_kernel<{{{a.name}}}> or an "
+                                f"expression over {a.name}; or remove the axis")
     combos = list(itertools.product(*(a.values for a in axes)))
     if len(combos) > MAX_INSTANCES:
         with ctx.at("instantiate"):
@@ -1240,6 +1273,25 @@ def _instances(
         type_axes.append((a.name, tuple(governed)))
     refs = tuple(KernelRef(module, k.name, loc) for k in instances)
     return instances, Fallback(name, loc, refs, dispatch=True, axes=tuple(axes), type_axes=tuple(type_axes))
+
+
+# Kernel keys whose text never makes instances differ: free text, names, the examples.
+_AXIS_INERT_KEYS = frozenset({"summary", "doc", "instantiate", "instance_name", "examples", "targets", "extends"})
+
+
+def _axis_used(node: YMap, name: str) -> bool:
+    """Whether a kernel's entries use the non-type axis ``name``: as a ``{name}`` placeholder (a
+    symbol, the variants) or as a name in an expression."""
+    token = re.compile(rf"\{{{name}\}}|(?<![\w.]){name}(?!\w)")
+
+    def used(n: YNode) -> bool:
+        if isinstance(n, YScalar):
+            return isinstance(n.value, str) and token.search(n.value) is not None
+        if isinstance(n, YSeq):
+            return any(used(i) for i in n.items)
+        return any(used(k) or used(v) for k, v in n.items)
+
+    return any(used(v) for k, v in node.items if str(k.value) not in _AXIS_INERT_KEYS)
 
 
 def _subst(ctx: _Ctx, loc: SourceLoc, text: str, axes: Mapping[str, str | int], cpp: bool) -> str:
@@ -1977,7 +2029,7 @@ def _kernel_entries(
     dev_names = {a.name for a, _ in raw_args if a.device}
     for a, _ in raw_args:
         if a.bound is not None and a.bound not in int_names:
-            with ctx.at(a.name), ctx.at("bound"):
+            with ctx.at("args"), ctx.at(a.name), ctx.at("bound"):
                 raise ctx.error(a.loc, f"the bound of device scalar '{a.name}' must be an integer argument or host "
                                 f"argument of the kernel, not '{a.bound}'",
                                 did_you_mean(a.bound, list(int_names)) or "e.g. host_args: {max_kv_len: u32}")
@@ -2049,7 +2101,7 @@ def _kernel_entries(
         out = []
         for a, size_node in pairs:
             if size_node is not None:
-                with ctx.at(a.name), ctx.at("size"):
+                with ctx.at("host_args" if a.host else "args"), ctx.at(a.name), ctx.at("size"):
                     a = replace(a, size=ex(size_node, expr.Ty.INT))
             out.append(a)
         return tuple(out)
@@ -2075,7 +2127,11 @@ def _kernel_entries(
 
     grid = dims("grid", device_names)
     block = dims("block")
+    on_targets = [t for t in targets if t.name in kernel_targets]
     cluster = _cluster(ctx, f["cluster"], {**constants, **int_axes}) if "cluster" in f else None
+    if cluster is not None:
+        with ctx.at("cluster"):
+            _check_cluster_size(ctx, f["cluster"].loc, cluster, on_targets)
     launch = None
     if "launch" in f:
         with ctx.at("launch"):
@@ -2088,6 +2144,8 @@ def _kernel_entries(
             launch_cluster = dims("cluster", names, lf["cluster"]) if "cluster" in lf else None
             cluster_text = None
             if launch_cluster is not None:
+                with ctx.at("cluster"):
+                    _check_constant_cluster(ctx, lf["cluster"], launch_cluster, constants, on_targets)
                 with ctx.at("cluster"):  # the text of the docs keeps the let names, then defines them
                     shown = [as_written(i, expr.Ty.INT, names) for i in lf["cluster"].items] if lets else launch_cluster
                     cluster_text = _shown_with_lets(shown, written_lets)
@@ -2160,6 +2218,8 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
     """The kernel's ``tensor_maps``: each of a plain array argument, with as many box entries as
     extents; a box entry that is constant is checked here (1..256, the innermost row a multiple of
     16 bytes and within the swizzle span), the others when the launcher encodes the map."""
+    from kernelgen.errors import ExprError
+
     with ctx.at("tensor_maps"):
         node = _filled(ctx, node, YMap, "a mapping of map names to tensor maps",
                        "e.g. tensor_maps: {x_map: {array: x, dims: [m, k], box: [128, 64], swizzle: 128}}")
@@ -2206,8 +2266,9 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
 
                 dims, box = exprs("dims"), exprs("box")
                 if len(box) != len(dims):
-                    raise ctx.error(mf["box"].loc, f"the box has {len(box)} entries but 'dims' has {len(dims)}",
-                                    "one box entry per extent, outermost first")
+                    with ctx.at("box"):
+                        raise ctx.error(mf["box"].loc, f"the box has {len(box)} entries but 'dims' has {len(dims)}",
+                                        "one box entry per extent, outermost first")
                 swizzle = 0
                 if "swizzle" in mf:
                     with ctx.at("swizzle"):
@@ -2217,17 +2278,23 @@ def _tensor_maps(ctx: _Ctx, node: YNode, args: tuple[Arg, ...], ex: Callable[[YN
                 for i, b in enumerate(box):
                     if b.names() - set(constants):
                         continue
-                    v = int(expr.evaluate(b, constants))
-                    if not 1 <= v <= 256:
-                        raise ctx.error(mf["box"].loc, f"box entry {i} is {v}; each is 1 to 256 elements")
-                    if i == len(box) - 1:
-                        row = v * elem_bytes
-                        if row % 16:
-                            raise ctx.error(mf["box"].loc, f"the box's innermost entry is {row} bytes; it must be "
-                                            "a multiple of 16 bytes")
-                        if swizzle and row > swizzle:
-                            raise ctx.error(mf["box"].loc, f"the box's innermost entry is {row} bytes, more than "
-                                            f"the {swizzle}-byte swizzle span", "narrow the box or widen the swizzle")
+                    bn = mf["box"]
+                    where = bn.items[i].loc if isinstance(bn, YSeq) else bn.loc
+                    with ctx.at("box"), ctx.at(f"[{i}]"):
+                        try:
+                            v = int(expr.evaluate(b, constants))
+                        except ExprError as exc:
+                            raise ctx.error(where, f"cannot evaluate box entry {i}: {exc}") from None
+                        if not 1 <= v <= 256:
+                            raise ctx.error(where, f"box entry {i} is {v}; each is 1 to 256 elements")
+                        if i == len(box) - 1:
+                            row = v * elem_bytes
+                            if row % 16:
+                                raise ctx.error(where, f"the box's innermost entry is {row} bytes; it must be "
+                                                "a multiple of 16 bytes")
+                            if swizzle and row > swizzle:
+                                raise ctx.error(where, f"the box's innermost entry is {row} bytes, more than the "
+                                                f"{swizzle}-byte swizzle span", "narrow the box or widen the swizzle")
                 _tensor_map_strides(ctx, mf["dims"], dims, elem_bytes, constants)
                 out.append(TensorMap(name, key.loc, array, elem_bytes, dims, box, swizzle))
         return tuple(out)
@@ -2295,6 +2362,48 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
                                     "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
                 out.append(v)
         return out[0], out[1], out[2]
+
+
+def _check_cluster_size(ctx: _Ctx, loc: SourceLoc, dims: Sequence[int], targets: Sequence[Target],
+                        partial: bool = False) -> None:
+    """A cluster of ``dims`` (``partial``: a launch-time cluster's constant dimensions, the others
+    at least 1) has at most each target's ``max_cluster_size`` blocks."""
+    blocks = math.prod(dims)
+    for t in targets:
+        if blocks > t.max_cluster_size:
+            why = ("; thread-block clusters need compute capability 9.0" if t.compute_capability < (9, 0)
+                   else ", the portable cluster size the launchers use"
+                   if t.max_cluster_size == schema.PORTABLE_CLUSTER_SIZE else "")
+            what = (f"the cluster's constant dimensions {list(dims)} make {blocks} blocks" if partial
+                    else f"cluster {list(dims)} has {blocks} blocks")
+            raise ctx.error(loc, f"{what}, more than target '{t.name}' allows (max_cluster_size "
+                            f"{t.max_cluster_size}{why}): every launch would fail with CLUSTER",
+                            "make the cluster smaller, or list only the targets that allow it under 'targets'")
+
+
+def _check_constant_cluster(ctx: _Ctx, node: YNode, dims: Sequence[expr.Node], constants: Mapping[str, int],
+                            targets: Sequence[Target]) -> None:
+    """``launch.cluster``'s dimensions that are constants (literals, constants, integer axes): each
+    at least 1, and together at most each target's ``max_cluster_size`` blocks, else every launch
+    would fail with CLUSTER."""
+    from kernelgen.errors import ExprError
+
+    known = []
+    for i, d in enumerate(dims):
+        if not d.names() <= set(constants):
+            continue
+        loc = node.items[i].loc if isinstance(node, YSeq) else node.loc
+        with ctx.at(f"[{i}]"):
+            try:
+                v = int(expr.evaluate(d, constants))
+            except ExprError as exc:
+                raise ctx.error(loc, f"cannot evaluate the cluster dimension: {exc}") from None
+            if v < 1:
+                raise ctx.error(loc, f"cluster dimension {v} is less than 1; every launch would fail with CLUSTER",
+                                "each dimension is at least 1; for a kernel without a cluster, leave 'cluster' out")
+        known.append(v)
+    if known:
+        _check_cluster_size(ctx, node.loc, known, targets, partial=len(known) < 3)
 
 
 # Headers of the C and C++ standard libraries and of the CUDA toolkit that declare no __global__
@@ -2379,7 +2488,7 @@ def _declared(ctx: _Ctx) -> _Declared:
             if not unsure and re.search(r"\b__global__\b", m.group(2)):
                 line = text.count("\n", 0, m.start()) + 1
                 unsure.append(f"{path}:{line} defines macro {m.group(1)}, which may declare __global__ functions")
-    decls = [(path, d) for path, text in stripped for d in kernel_source.global_decls(text)]
+    decls = kernel_source.source_global_decls(sources)  # kernel-declaring macros expanded
     named = next((f"{p} declares a __global__ function named by macro {d.name}" for p, d in decls
                   if d.name in macros), "")
     counted = sum(len(re.findall(r"\b__global__\b", text)) for _, text in stripped)
@@ -2842,6 +2951,73 @@ def _check_tensor_map_sizes(ctx: _Ctx, k: Kernel, envs: Sequence[tuple[dict[str,
                                     f"give '{a.name}' a size that covers the map (size: {shown})")
 
 
+def array_sizes(k: Kernel, env: Mapping[str, int]) -> tuple[dict[str, int], tuple[str, int] | None]:
+    """The element counts of the kernel's arrays that have a ``size`` (device scalars left out),
+    as the launchers compute them for ``env`` (the integer arguments and the module's constants):
+    in 64-bit arithmetic, a u64 argument above 2**63 - 1 an overflow. Returns (sizes, failure):
+    the failure is (the array whose size failed first, its KG_EXPR_* code), or None."""
+    from kernelgen import pyexpr
+
+    out: dict[str, int] = {}
+    for a in k.all_args:
+        if a.size is None or not a.is_pointer or a.device:
+            continue
+        st = pyexpr.Status()
+        full = dict(env)
+        for n in a.size.names():
+            v = full.get(n)
+            if isinstance(v, int) and v > pyexpr.INT64_MAX:
+                full[n] = pyexpr.from_u64(st, v)
+        v = expr.evaluate(a.size, full, st)
+        if st.code:
+            return out, (a.name, st.code)
+        out[a.name] = int(v)
+    return out, None
+
+
+def _expr_error_text(code: int) -> str:
+    """A KG_EXPR_* code in words ("division by zero")."""
+    from kernelgen import plan
+
+    return next((text for v, text in plan.EXPR_ERRORS.values() if v == code), "invalid value")
+
+
+def _check_first_example_values(ctx: _Ctx, k: Kernel, f: dict[str, YNode], env: Mapping[str, int],
+                                 loc: SourceLoc, t: Target, block: Sequence[int], smem: int) -> None:
+    """The first example, which launches on target ``t``, gives every array size and every ``let``
+    a value: a size that fails makes every call with those arguments fail (ArgumentError), and a
+    let that fails (even one no expression uses) shows as an error in the plans."""
+    from kernelgen import plan, pyexpr
+
+    by_name = {a.name: a for a in k.all_args}
+    _, failed = array_sizes(k, env)
+    if failed is not None:
+        name, code = failed
+        a = by_name[name]
+        with ctx.at("examples[0]"):
+            raise ctx.error(loc, f"the first example must launch, but the size of '{name}' "
+                            f"('{expr.to_text(a.size)}') cannot be computed for it: "  # type: ignore[arg-type]
+                            f"{_expr_error_text(code)}; the launchers refuse every call "
+                            "with these arguments (computing the array sizes)",
+                            "fix the example or the size expression")
+    if not k.lets:
+        return
+    table = plan.target_table(t)
+    full = dict(env) | plan.device_env(table)
+    full["kernel.blocks_per_sm"] = plan.table_blocks_per_sm(table, [int(b) for b in block], int(smem))
+    lets = f.get("let")
+    locs = {str(key.value): value.loc for key, value in lets.items} if isinstance(lets, YMap) else {}
+    for name, tree in k.lets:
+        st = pyexpr.Status()
+        expr.evaluate(tree, full, st)
+        if st.code:
+            with ctx.at("let"), ctx.at(name):
+                raise ctx.error(locs.get(name, loc), f"'{name}' cannot be computed for examples[0] on target "
+                                f"'{t.name}': {_expr_error_text(st.code)}",
+                                "each let must have a value for the first example; fix the expression, the "
+                                "example, or remove a let that nothing uses")
+
+
 def _code_name(c: int) -> str:
     """``code NAME, detail D`` of a plan's outcome."""
     from kernelgen import plan
@@ -2879,6 +3055,7 @@ def _check_first_example_launches(
                     said = f"{'error' if c < 0 else 'not launched'}: {said}"
                 raise ctx.error(loc, f"the first example must launch, but on target '{t.name}' its plan says "
                                      f"{said} ({_code_name(c)}){shown}", "fix the example or the expressions")
+        _check_first_example_values(ctx, k, f, env, loc, t, block, smem)  # type: ignore[arg-type]
 
 
 def _fallbacks(ctx: _Ctx, node: YNode, module: str, kernels: set[str]) -> list[Fallback]:

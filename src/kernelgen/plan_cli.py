@@ -1,7 +1,8 @@
 """``kernelgen plan``: what a kernel's plan, or each member of a chain, gives for given integer
 arguments on each target, from the specs alone (no build, no GPU): launched with its grid,
 block, shared memory and cluster, or not launched and why, or the error; with the values of
-the kernel's ``let`` names. The device names take the target's table (specs/targets.yaml), as
+the kernel's ``let`` names and its arrays' sizes (a size that cannot be computed is the
+launchers' error). The device names take the target's table (specs/targets.yaml), as
 plans do without a GPU of the target; what only a launch can check (kill switches, array
 alignment, tensor-map encoding) is not evaluated.
 """
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kernelgen import cases, expr, plan, pyexpr
 from kernelgen.errors import KernelgenError, did_you_mean
+from kernelgen.loader import array_sizes
 from kernelgen.model import Catalog, Fallback, Kernel, KernelRef, Module, Target
 from kernelgen.types import ELEM_TYPES
 
@@ -42,12 +44,13 @@ def parse_values(items: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-# The integers the specs take (kernelgen.yamlio): decimal, optionally negative, without '+', '_'
-# or leading zeros.
-_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)")
+# The integers the command line takes: decimal in ASCII digits, as the specs write them
+# (kernelgen.yamlio), with an optional sign; no '_' or leading zeros.
+_DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 # What a bool argument takes besides 0 and 1: the specs' spellings.
 _BOOLS = {"true": 1, "false": 0}
-SPELLING = "write integers in decimal, as the specs do (e.g. 4096 or -1; no 0x, '_', '+' or leading zeros)"
+SPELLING = "write integers in decimal, as the specs do (e.g. 4096 or -1; no 0x, '_' or leading zeros)"
+ASCII_DIGITS = "write the digits 0-9 (ASCII), as the specs do"
 
 
 def _integer(text: str) -> int | None:
@@ -55,10 +58,12 @@ def _integer(text: str) -> int | None:
 
 
 def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str, list[str | None]],
-            what: str) -> dict[str, list[int | str]]:
+            what: str, axis_of: Mapping[str, tuple[str, str | None]] | None = None) -> dict[str, list[int | str]]:
     """The values of :func:`parse_values` as the Python module's plan() takes them: integer
     arguments range-checked by their types (with its ArgumentError's words), dtype keys as
-    element type names; a float, pointer or struct argument, or an unknown name, refused."""
+    element type names; a float, pointer or struct argument, or an unknown name, refused.
+    ``axis_of``: per array whose element type a type axis chooses, (the axis, the dispatcher to
+    plan instead, None when ``what`` is that dispatcher), for the hint of an array given a type."""
     args = {}
     for k in kernels:
         for a in k.all_args:
@@ -79,7 +84,14 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
             raise KernelgenError(f"{what} has no argument '{name}' ({did_you_mean(name, ints)})")
         if not a.is_int:
             kind = "pointer" if a.is_pointer else "struct" if a.is_struct else a.scalar.name  # type: ignore[union-attr]
-            raise KernelgenError(f"plan of {what}() takes integer arguments only; got {kind} '{name}'")
+            hint = ""
+            if a.is_pointer and name in (axis_of or {}):
+                axis, dispatcher = (axis_of or {})[name]
+                example = texts[0] if texts and texts[0] in ELEM_NAMES else "bf16"
+                hint = (f" (the axis {axis} chooses its element type: write {axis}={example})" if dispatcher is None
+                        else f" (its element type is this instance's; to choose it, plan the dispatcher: "
+                             f"kernelgen plan {dispatcher} {axis}={example} ...)")
+            raise KernelgenError(f"plan of {what}() takes integer arguments only; got {kind} '{name}'{hint}")
         scalar = a.scalar
         assert scalar is not None
         vals: list[int | str] = []
@@ -88,9 +100,11 @@ def convert(raw: dict[str, list[str]], kernels: Sequence[Kernel], keys: dict[str
             if v is None:
                 v = _integer(text)
             if v is None:
-                got = "float" if _is_float(text) and "_" not in text else repr(text)
+                got = "float" if text.isascii() and _is_float(text) and "_" not in text \
+                    and not re.fullmatch(r"[-+]?[0-9]+", text) else repr(text)
                 expected = "a bool (true, false, 0 or 1)" if scalar.kind == "bool" else f"an integer ({scalar.name})"
-                hint = f"; {SPELLING}" if _is_number(text) else ""
+                hint = (f"; {ASCII_DIGITS}" if not text.isascii() and _is_number(text)
+                        else f"; {SPELLING}" if _is_number(text) else "")
                 raise KernelgenError(f"{what}: argument '{name}': expected {expected}, got {got}{hint}")
             problem = plan.int_argument_problem(scalar, v)
             if problem:
@@ -195,6 +209,18 @@ def dtype_keys(chain: Fallback | None, kernels: Sequence[Kernel]) -> dict[str, l
     return {name: [next((e[a] for a in args if a in e), None) for e in elem_of] for name, args in groups}
 
 
+def type_axis_of(m: Module, chain: Fallback | None, kernels: Sequence[Kernel]) -> dict[str, tuple[str, str | None]]:
+    """Per array whose element type a type axis chooses: (the axis, the dispatcher to plan for
+    another element type; None when ``chain`` is that dispatcher)."""
+    if chain is not None:
+        return {arg: (axis, None) for axis, args in chain.type_axes for arg in args} if chain.dispatch else {}
+    k = kernels[0]
+    d = next((d for d in m.dispatches if d.name == k.instance_of), None)
+    if d is None:
+        return {}
+    return {arg: (axis, f"{m.name}.{d.name}") for axis, args in d.type_axes for arg in args}
+
+
 def describe(k: Kernel, c: int, t: Target | None = None, smem: int | None = None, grid: tuple | None = None,
              block: tuple | None = None, expression: str | None = None) -> str:
     """An outcome code as the Python module's reason words it (kernelgen.plan.describe, the
@@ -215,6 +241,7 @@ class Outcome:
     smem: int = 0
     cluster: tuple | None = None
     lets: tuple[tuple[str, object], ...] = ()
+    sizes: tuple[tuple[str, int], ...] = ()  # the arrays' element counts (those with a size)
 
     def line(self) -> str:
         if self.code != plan.LAUNCHED:
@@ -236,11 +263,19 @@ def one(m: Module, k: Kernel, t: Target, values: dict[str, int]) -> Outcome:
         failed = plan.failed_expression(k, c, env | dict(m.constants), plan.target_table(t))
         return Outcome(c, describe(k, c, t, smem if computed and cat == plan.E_SHARED_MEM else None,
                                    grid if computed else None, block if computed else None, failed))
+    sizes, failed = array_sizes(k, values | dict(m.constants))
+    if failed is not None:  # as the launchers report it: the plan is fine, the sizes are not
+        name, detail = failed
+        size = next(a.size for a in k.all_args if a.name == name)
+        c = plan.code(plan.E_EXPR, detail, True)
+        return Outcome(c, describe(k, c, t, expression=f"size of {name} '{expr.to_text(size)}'")  # type: ignore[arg-type]
+                       + " (computing the array sizes)")
     cl = cases.launch_checks_of(k, m).cluster
     if callable(cl):  # a launch-time cluster: the plan's own evaluator
         cl = cl(pyexpr.Status(), env | dict(m.constants))
     cl = tuple(cl) if cl is not None and tuple(cl) != (1, 1, 1) else None
-    return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env, block, smem))
+    return Outcome(c, "launched", tuple(grid), tuple(block), smem, cl, let_values(m, k, t, env, block, smem),
+                   tuple(sizes.items()))
 
 
 def let_values(m: Module, k: Kernel, t: Target, values: dict[str, int], block: Sequence[int],
@@ -312,7 +347,7 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
         refs, kernels = members, [kernel_of(catalog, r) for r in members]
     title = f"{m.name}.{short}" + (f" ({what})" if members is not None else "")
     keys = dtype_keys(chain, kernels)
-    values = convert(raw, kernels, keys, f"{m.name}.{short}")
+    values = convert(raw, kernels, keys, f"{m.name}.{short}", type_axis_of(m, chain, kernels))
     check_names(values, kernels, title)
     combos = sweep(values)
     if len(combos) > 1:
@@ -328,6 +363,8 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
             print(f"  {t.name} ({t.sm_label}): {o.line()}")
             if o.lets:
                 print("    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
+            if o.sizes:
+                print("    sizes: " + ", ".join(f"{n} = {v}" for n, v in o.sizes))
             continue
         print(f"  {t.name} ({t.sm_label}):")
         pick = chain_choice(outs)
@@ -340,6 +377,8 @@ def run(catalog: Catalog, name: str, items: Sequence[str], targets: Sequence[Tar
             print(f"    {r.qualname:{width}}  {o.line()}{mark}")
             if o.lets:
                 print(f"    {'':{width}}    let: " + ", ".join(f"{n} = {v}" for n, v in o.lets))
+            if o.sizes:
+                print(f"    {'':{width}}    sizes: " + ", ".join(f"{n} = {v}" for n, v in o.sizes))
         if all(o is None for o in outs):
             print(f"    {'':{width}}  ({_no_instance(keys)})")
         elif pick is None:
@@ -371,6 +410,8 @@ def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequ
         print(f"{title} on {t.name} ({t.sm_label})")
         lets = [] if chain else [n for n, _ in kernels[0].lets]
         head = names + (["runs"] if chain else ["outcome"]) + ["grid", "block", "shared_mem", "cluster"] + lets
+        sized = any(a.size is not None and a.is_pointer and not a.device for k in kernels for a in k.all_args)
+        head += ["sizes"] if sized else []
         print("| " + " | ".join(head) + " |")
         print("|" + " --- |" * len(head))
         for values in combos:
@@ -392,6 +433,8 @@ def table(catalog: Catalog, title: str, refs: Sequence[KernelRef], kernels: Sequ
             cells += [str(list(o.grid)), str(list(o.block)), str(o.smem)] if launched else ["", "", ""]  # type: ignore[union-attr]
             cells.append(str(list(o.cluster)) if launched and o.cluster else "")  # type: ignore[union-attr]
             cells += [str(dict(o.lets).get(n, "")) if launched else "" for n in lets]  # type: ignore[union-attr]
+            if sized:
+                cells.append(" ".join(f"{n}={v}" for n, v in o.sizes) if launched else "")  # type: ignore[union-attr]
             print("| " + " | ".join(cells) + " |")
         print()
     print(NOTE)

@@ -49,6 +49,10 @@ MAX_LIST = 64
 # CUDA's block limits, the same on every architecture (compute capability 2.0 on).
 CUDA_MAX_BLOCK_THREADS = 1024
 CUDA_MAX_BLOCK_DIMS = (1024, 1024, 64)
+# The largest thread-block cluster the launchers use: the portable size. Larger clusters need the
+# kernel attribute cudaFuncAttributeNonPortableClusterSizeAllowed, which launchers never set, so
+# the runtime caps a device's limit at this size too.
+PORTABLE_CLUSTER_SIZE = 8
 MAX_EXAMPLES = 32
 MAX_CHAIN = 16
 
@@ -639,8 +643,10 @@ TARGET = Struct(
                                                                 "maximum": 1 << 20}), False,
               "Shared memory the system reserves per resident block (1 KiB from compute capability 8.0 on), "
               "counted in the `kernel.blocks_per_sm` bound.", "1024"),
-        Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1, "maximum": 64}), False,
-              "The most blocks a thread-block cluster may have (the portable limit is 8); thread-block clusters "
+        Field("max_cluster_size", Kind("integer", {"type": "integer", "minimum": 1,
+                                                   "maximum": PORTABLE_CLUSTER_SIZE}), False,
+              f"The most blocks a thread-block cluster may have: at most {PORTABLE_CLUSTER_SIZE}, the portable "
+              "cluster size the launchers use (they do not opt in to non-portable sizes); thread-block clusters "
               "need compute capability 9.0, so below it only 1.", "8 from compute capability 9.0 on, else 1"),
         Field("build", BUILD.ref(), False,
               "Include folders, macros and nvcc options for every module built for this target (see Build "

@@ -72,7 +72,7 @@ def test_a_sweep_is_a_table_per_target_with_a_row_per_argument_set(capsys) -> No
     assert rc == 0
     lines = out.splitlines()
     assert lines[0] == "fp8_linear.fp8_gemm_tma on hopper (132 SMs)"
-    assert lines[1] == "| rows | n | k | outcome | grid | block | shared_mem | cluster | xtile | tiles | split |"
+    assert lines[1] == "| rows | n | k | outcome | grid | block | shared_mem | cluster | xtile | tiles | split | sizes |"
     cat = load_catalog(ROOT)
     m = cat.module("fp8_linear")
     k = next(k for k in m.kernels if k.name == "fp8_gemm_tma")
@@ -81,7 +81,9 @@ def test_a_sweep_is_a_table_per_target_with_a_row_per_argument_set(capsys) -> No
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[:7] == [str(rows), "4096", "4096", "launched", str(list(grid)), str(list(block)), str(smem)], line
         # the let values: the x tile (128 rows, 256 past 128 when there are enough), tiles, split
-        assert cells[8:] == [str(128 if rows == 129 else 256), str(grid[0]), str(grid[2])], line
+        assert cells[8:11] == [str(128 if rows == 129 else 256), str(grid[0]), str(grid[2])], line
+        # the arrays' sizes, as the launchers compute them
+        assert cells[11] == f"x={rows * 4096} q={4096 * 4096} scale=4096 out={rows * 4096}", line
 
 
 def test_a_chain_sweep_names_the_member_that_runs(capsys) -> None:
@@ -142,7 +144,7 @@ def test_the_fp8_chain_routes_by_rows_and_weight_tiles(capsys, target) -> None:
 
 # ---------------------------------------------------------------- the values' spellings
 
-@pytest.mark.parametrize("value", ["0x10", "0o20", "0b10000", "1_000", "+16", "016", "1e3", " 16.0"])
+@pytest.mark.parametrize("value", ["0x10", "0o20", "0b10000", "1_000", "016", "1e3", " 16.0"])
 def test_a_number_the_specs_would_refuse_is_refused_saying_what_is_taken(capsys, value: str) -> None:
     rc, out, err = plan(capsys, "fp8_gemm_tma", "rows=2", "n=4", f"k={value}")
     assert rc == 2 and out == "", out
@@ -150,7 +152,14 @@ def test_a_number_the_specs_would_refuse_is_refused_saying_what_is_taken(capsys,
     assert "write integers in decimal, as the specs do" in err, err
 
 
-@pytest.mark.parametrize("value", ["0", "-0", "16", "4096"])
+@pytest.mark.parametrize("value", ["\u0665", "\uff15", "1\u0666"])
+def test_digits_other_than_ascii_are_refused_saying_so(capsys, value: str) -> None:
+    rc, out, err = plan(capsys, "fp8_gemm_tma", "rows=2", "n=4", f"k={value}")
+    assert rc == 2 and out == "", out
+    assert f"argument 'k': expected an integer (u32), got '{value}'; write the digits 0-9 (ASCII)" in err, err
+
+
+@pytest.mark.parametrize("value", ["0", "-0", "16", "4096", "+16"])
 def test_a_decimal_integer_is_taken(capsys, value: str) -> None:
     rc, out, err = plan(capsys, "fp8_gemm_tma", "rows=2", "n=4", f"k={value}", "-t", "hopper")
     assert rc == 0 and f"k={int(value)}" in out, (out, err)
@@ -167,6 +176,9 @@ def test_the_cli_takes_the_integers_the_specs_take() -> None:
         except SpecError:  # a number the specs refuse to read
             value = None
         takes = isinstance(value, int) and not isinstance(value, bool)
+        if text == "+5":  # the command line also takes an explicit sign
+            assert plan_cli._integer(text) == 5
+            continue
         assert (plan_cli._integer(text) is not None) == takes, text
         if takes:
             assert plan_cli._integer(text) == value, text

@@ -30,15 +30,37 @@ def _refused(tmp_path: Path, spec: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize("change,detail", [
-    (("{n: 4}", "{n: 3}"), "code CLUSTER, detail 0"),  # grid 3 over clusters of 2
-    (("cluster: [2, 1, 1]", "cluster: [16, 1, 1]"), "code CLUSTER, detail 3"),  # 16 > max_cluster_size 8
-    (("cluster: [2, 1, 1]", "cluster: [4, 4, 1]"), "code CLUSTER, detail 3"),
-])
-def test_a_first_example_the_launch_checks_refuse_is_refused_at_load(tmp_path: Path, change, detail) -> None:
-    err = _refused(tmp_path, CLUSTER_SPEC.replace(*change))
+def test_a_first_example_the_launch_checks_refuse_is_refused_at_load(tmp_path: Path) -> None:
+    err = _refused(tmp_path, CLUSTER_SPEC.replace("{n: 4}", "{n: 3}"))  # grid 3 over clusters of 2
     assert err.startswith("specs/demo.yaml:14: kernels.coop.examples[0]: the first example must launch"), err
-    assert detail in err, err
+    assert "code CLUSTER, detail 0" in err, err
+
+
+@pytest.mark.parametrize("cluster,field,fragment", [
+    ("[16, 1, 1]", "launch.cluster", "cluster [16, 1, 1] has 16 blocks, more than target 'gb10' allows "
+     "(max_cluster_size 8, the portable cluster size the launchers use): every launch would fail with CLUSTER"),
+    ("[4, 4, 1]", "launch.cluster", "cluster [4, 4, 1] has 16 blocks"),
+    ("[9, 1, 1]", "launch.cluster", "cluster [9, 1, 1] has 9 blocks"),
+    ("[n, 16, 1]", "launch.cluster", "the cluster's constant dimensions [16, 1] make 16 blocks"),
+    ("[0, 1, 1]", "launch.cluster[0]", "cluster dimension 0 is less than 1; every launch would fail with CLUSTER"),
+    ("[-2, 1, 1]", "launch.cluster[0]", "cluster dimension -2 is less than 1"),
+    ("[1, 1, 2 // 0]", "launch.cluster[2]", "cannot evaluate the cluster dimension: division by zero"),
+])
+def test_a_constant_launch_cluster_no_launch_could_use_is_refused_at_its_field(tmp_path: Path, cluster, field,
+                                                                             fragment) -> None:
+    err = _refused(tmp_path, CLUSTER_SPEC.replace("cluster: [2, 1, 1]", f"cluster: {cluster}"))
+    assert err.startswith(f"specs/demo.yaml:8: kernels.coop.{field}: {fragment}"), err
+
+
+@pytest.mark.parametrize("cluster", ["[16, 1, 1]", "[4, 4, 1]"])
+def test_a_compile_time_cluster_over_the_limit_is_refused_at_its_field(tmp_path: Path, cluster: str) -> None:
+    spec = CLUSTER_SPEC.replace("    launch: {cluster: [2, 1, 1]}\n", f"    cluster: {cluster}\n")
+    dims = cluster.strip("[]").replace(" ", "")
+    source = SOURCE.replace("__global__ void plain", f"__global__ void __cluster_dims__({dims}) plain")
+    with pytest.raises(SpecError) as info:
+        load_catalog(project(tmp_path, spec, source))
+    assert str(info.value).startswith(f"specs/demo.yaml:8: kernels.coop.cluster: cluster {cluster} has 16 blocks, "
+                                      "more than target 'gb10' allows (max_cluster_size 8"), str(info.value)
 
 
 def test_a_cluster_axis_from_an_instantiation_over_the_limit_is_refused(tmp_path: Path) -> None:
@@ -46,7 +68,7 @@ def test_a_cluster_axis_from_an_instantiation_over_the_limit_is_refused(tmp_path
                                 "    instantiate: {C: [2, 16]}\n    launch: {cluster: [C, 1, 1]}\n").replace(
         "[n, 1, 1]", "[n * C, 1, 1]")
     err = _refused(tmp_path, spec)
-    assert "<C=16>.examples[0]: the first example must launch" in err and "code CLUSTER, detail 3" in err, err
+    assert "<C=16>.launch.cluster: cluster [16, 1, 1] has 16 blocks" in err, err
 
 
 def test_a_cooperative_first_example_over_the_co_residency_limit_is_refused(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ blackwell:
   arch: sm_100a
   compute_capability: "10.0"
   max_shared_mem_per_block_optin: 232448
-  max_cluster_size: 16
+  max_cluster_size: 4
 """
 
 
@@ -42,7 +42,7 @@ def test_cluster_limit_defaults_from_the_compute_capability(root: Path) -> None:
     t = {t.name: t for t in load_targets(root / "specs" / "targets.yaml", root)}
     assert t["ampere"].max_cluster_size == 1  # clusters need sm_90
     assert t["hopper"].max_cluster_size == 8
-    assert t["blackwell"].max_cluster_size == 16  # as given
+    assert t["blackwell"].max_cluster_size == 4  # as given
     assert t["ampere"].sm_count == 1 and t["ampere"].sm_label == "1 SM: no sm_count in specs/targets.yaml"
     assert t["hopper"].sm_label == "132 SMs"
 

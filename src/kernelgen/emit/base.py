@@ -18,12 +18,33 @@ from pathlib import Path
 
 import jinja2
 
-from kernelgen import names
+from kernelgen import names, pyexpr
 from kernelgen.errors import KernelgenError, did_you_mean
 from kernelgen.lower import LChain, LKernel, LModule
 
 # kernelgen's own templates (the package's templates/ folder).
 OWN_TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+
+# Templates of C and C++ files (by name: ``launchers.cu.j2``): an integer they print is C's.
+C_TEMPLATE_SUFFIXES = (".c.j2", ".h.j2", ".cpp.j2", ".hpp.j2", ".cu.j2", ".cuh.j2")
+# INT64_MIN as C and C++ spell it: the literal -9223372036854775808 is 9223372036854775808 (too
+# large for long long, so unsigned or an error) negated.
+C_INT64_MIN = "(-9223372036854775807LL - 1)"
+_c_output: list[bool] = [False]  # per render() in progress: whether its template writes C or C++
+
+
+def c_int(value: int) -> str:
+    """An int64 value as a C or C++ literal."""
+    return C_INT64_MIN if value == pyexpr.INT64_MIN else str(value)
+
+
+def _finalize(value: object) -> object:
+    """What ``{{ value }}`` prints: an integer in a C or C++ template as :func:`c_int` spells it
+    (a constant or a variant value of -2**63), anything else as it is."""
+    if type(value) is int and _c_output[-1]:
+        return c_int(value)
+    return value
+
 
 ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("kernelgen", "templates"),
@@ -32,6 +53,7 @@ ENV = jinja2.Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
     autoescape=False,
+    finalize=_finalize,
 )
 
 
@@ -93,6 +115,7 @@ def render(template: str, context: dict[str, object]) -> str:
     folder takes part in is a :class:`TemplateError` naming the file and line."""
     current = _stack[-1]
     full = {"project": names.current(), **context}
+    _c_output.append(template.endswith(C_TEMPLATE_SUFFIXES))
     try:
         return current.env.get_template(template).render(full)
     except KernelgenError:
@@ -104,6 +127,8 @@ def render(template: str, context: dict[str, object]) -> str:
         if error is None:
             raise
         raise error from None
+    finally:
+        _c_output.pop()
 
 
 def _template_name(filename: str | None, folder: Path) -> str | None:
