@@ -19,7 +19,9 @@ Errors in user input print one message naming file:line and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -121,6 +123,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_writable(option: str, folder: Path) -> None:
+    """An error naming ``folder`` (chosen with ``option``) where it, or the nearest folder above it
+    that exists (where it would be created), cannot be written."""
+    here = folder.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not os.access(here, os.W_OK | os.X_OK):
+        what = f"{folder} is" if here == folder.absolute() else f"{here}, where {folder} would be created, is"
+        raise KernelgenError(f"{what} not writable: choose another folder with {option}, or make it writable "
+                             "(its permissions, or a file system mounted read-only)")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from kernelgen.build import BuildOptions, build_targets, check_include_dirs
 
@@ -136,6 +150,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     for label, d in dirs:  # checked before anything is written
         if (d.is_symlink() and not d.exists()) or (d.exists() and not d.is_dir()):
             raise KernelgenError(f"{label} {d} is not a folder")
+        _check_writable(f"{label} DIR", d)
     files = render_catalog(catalog, templates=root / "templates")
     report = write_files(root, files, [t.name for t in catalog.targets])
     print(f"kernelgen: generated {count(len(files), 'file')} ({len(report.written)} changed, "
@@ -156,6 +171,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     project.write_shell(folder, project.shell_files(catalog, root, folder))
     for note in project.tidy_install(opts.build_dir, opts.install_prefix, package,
                                      [t.name for t in catalog.targets], root):
+        print(f"kernelgen: {note}")
+    for note in project.stale_build_trees(opts.build_dir, [t.name for t in catalog.targets]):
         print(f"kernelgen: {note}")
     if args.install_dir is None and not args.no_link:
         print(f"kernelgen: {project.link(package, opts.install_prefix)}")
@@ -191,11 +208,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     if own and len(own) < len(scaffold.EXAMPLE_FILES):
         print(f"kernelgen: did not write the example kernel ({', '.join(scaffold.EXAMPLE_FILES)}): the project "
               f"has its own {', '.join(own)}, and the example's spec and test belong with its source")
+    cd = shlex.quote(str(folder))
     if scaffold.has_module_specs(folder):
-        print(f"next: cd {folder} && kernelgen build && pytest")
+        print(f"next: cd {cd} && kernelgen build && pytest")
     else:
-        source = next((p for p in own if p.endswith(".cu")), "kernels/<file>.cu")
-        print(f"next: cd {folder} && kernelgen draft {source} --write (a first spec of a source's __global__ "
+        source = next((shlex.quote(p) for p in own if p.endswith(".cu")), "kernels/<file>.cu")
+        print(f"next: cd {cd} && kernelgen draft {source} --write (a first spec of a source's __global__ "
               "functions; check the entries it marks), then kernelgen build && pytest")
     return 0
 
@@ -217,8 +235,14 @@ def cmd_cmake(args: argparse.Namespace) -> int:
     opts = BuildOptions(root=root, build_dir=(args.build_dir or root / "build").resolve(),
                         install_prefix=out_dir / "install", torch_reader=False, package=catalog.naming.package,
                         verbose=args.verbose)
+    for option, d in (("--build-dir DIR", opts.build_dir), ("--out FILE", out_dir)):
+        _check_writable(option, d)
+    # A build folder kept between wheel builds keeps what earlier ones staged: only this one's targets
+    # go into the wheel.
+    for folder in scaffold.prune_staging(opts.install_prefix, opts.package, [t.name for t in targets]):
+        print(f"kernelgen: removed {folder} (staged by an earlier wheel build, not asked for now)")
     build_targets(opts, targets)
-    text = scaffold.cmake_script(catalog, opts.install_prefix)
+    text = scaffold.cmake_script(catalog, opts.install_prefix, [t.name for t in targets])
     args.out.write_text(text, encoding="utf-8")
     print(f"kernelgen: wrote {args.out} ({catalog.naming.package}: {', '.join(t.name for t in targets)})")
     return 0
@@ -481,11 +505,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"kernelgen: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"kernelgen: error: {exc.strerror or exc}{where}{_not_writable_hint(exc, args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kernelgen: interrupted", file=sys.stderr)
         return 130
+
+
+# The options that choose the folders a command writes to.
+_FOLDER_OPTIONS = {"build": "--build-dir DIR, --install-dir DIR", "cmake": "--build-dir DIR, --out FILE",
+                   "sass": "--json FILE", "schema": "--out FILE"}
+
+
+def _not_writable_hint(exc: OSError, command: str) -> str:
+    """For a file kernelgen could not write (permissions, a read-only file system): which folder,
+    and what to do."""
+    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not exc.filename:
+        return ""
+    folder = Path(os.fsdecode(exc.filename)).parent
+    options = _FOLDER_OPTIONS.get(command)
+    return (f": {folder} is not writable (its permissions, or a file system mounted read-only); make it writable, "
+            "or use another folder" + (f" ({options})" if options else ""))
 
 
 def entry() -> None:

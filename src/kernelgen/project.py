@@ -11,10 +11,12 @@ project's wheel (``pip wheel .``) gets the same files from CMake (see :func:`cma
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import sysconfig
 from collections.abc import Sequence
@@ -90,6 +92,16 @@ def shell_files(catalog: Catalog, root: Path | None, folder: Path | None = None)
     return files
 
 
+def is_shell_file(name: str, package: str) -> bool:
+    """Whether ``name``, a file at the top of the package's folder, is one :func:`write_shell`
+    writes (any of :func:`shell_files`' names: the shell, ``_project.py``, the CMake package's
+    files, a module's stub) or its temporary file."""
+    if name.startswith(".") and name.endswith(".tmp"):
+        name = name[1:-len(".tmp")]
+    return (name in (*SHELL_FILES, "_project.py", f"{package}-config.cmake", f"{package}-config-version.cmake")
+            or name.endswith(".pyi"))
+
+
 def write_shell(folder: Path, files: dict[str, str]) -> list[str]:
     """Writes the shell files into the package folder, each only when its text changed; a module
     stub at the top that ``files`` no longer has (a module since removed) goes, and so does a CMake
@@ -156,13 +168,36 @@ def link(package: str, prefix: Path) -> str:
         return (f"{package} is built in {target}, but this environment imports {package} from {found[0]}; "
                 f"to use this build, pip uninstall that copy and run kernelgen build again")
     note = ""
-    if old != str(prefix):
+    if old is None or not _lists(old, prefix):
         try:
             pth.write_text(f"{prefix}\n", encoding="utf-8")
         except OSError as exc:
             return (f"{package} is built in {target}, but this environment's site-packages is not writable "
-                    f"({exc.strerror}); to import it, set PYTHONPATH={prefix} or use a virtual environment")
+                    f"({exc.strerror}); to import it, set PYTHONPATH={shlex.quote(str(prefix))} or use a virtual "
+                    "environment")
+        if old:
+            note = (f"; it listed {_owner(old, package)} before, which `import {package}` no longer finds here "
+                    "(kernelgen build there lists it again)")
     return f"{package} is importable in this environment (from {target}, listed in {pth}){note}"
+
+
+def _lists(text: str, prefix: Path) -> bool:
+    """Whether a ``.pth`` file's text lists the folder ``prefix``."""
+    return any(Path(line).resolve() == prefix.resolve() for line in text.split())
+
+
+def _owner(text: str, package: str) -> str:
+    """The folders a ``.pth`` file's text lists, with the project each is the build of (its
+    ``_project.ROOT``), where that can be read."""
+    out = []
+    for line in text.split():
+        try:
+            m = re.search(r"^ROOT = (.*)$", (Path(line) / package / "_project.py").read_text(encoding="utf-8"), re.M)
+            root = ast.literal_eval(m.group(1)) if m else None
+        except (OSError, ValueError, SyntaxError):
+            root = None
+        out.append(f"{line} (the build of the project in {root})" if isinstance(root, str) else line)
+    return ", ".join(out)
 
 
 def _pth_files_for(prefix: Path) -> list[Path]:
@@ -171,32 +206,56 @@ def _pth_files_for(prefix: Path) -> list[Path]:
     found = []
     for pth in sorted(site.glob("_kernelgen_*.pth")):
         try:
-            lines = pth.read_text(encoding="utf-8").split()
+            text = pth.read_text(encoding="utf-8")
         except OSError:
             continue
-        if any(Path(line).resolve() == prefix.resolve() for line in lines):
+        if _lists(text, prefix):
             found.append(pth)
     return found
 
 
 def unlink(package: str, prefix: Path | None = None) -> str:
     """Removes the package's ``.pth`` file, and any other of kernelgen's that lists ``prefix`` (the
-    project's install folder: one written under the package's earlier name)."""
-    pths = [pth_path(package)] if pth_path(package).is_file() else []
+    project's install folder: one written under the package's earlier name). With ``prefix``, the
+    package's file goes only where it lists ``prefix``: one listing another project's build of a
+    package of the same name is that project's, and stays."""
+    pth = pth_path(package)
+    pths = [pth] if pth.is_file() and prefix is None else []
     if prefix is not None:
-        pths += [p for p in _pth_files_for(prefix) if p not in pths]
+        pths += _pth_files_for(prefix)
+    others = ""
+    if pth.is_file() and pth not in pths:
+        try:
+            others = _owner(pth.read_text(encoding="utf-8"), package)
+        except OSError:
+            others = "another folder"
+    kept = (f"{pth} lists {others}, not this project's {prefix}: it is another project's and stays (kernelgen "
+            "unlink in that project removes it)") if others else ""
     if not pths:
-        return f"no {pth_path(package)}: nothing to remove"
-    for pth in pths:
-        pth.unlink()
-    return "removed " + ", ".join(str(p) for p in pths)
+        return kept or f"no {pth}: nothing to remove"
+    for p in pths:
+        p.unlink()
+    return "removed " + ", ".join(str(p) for p in pths) + (f"; {kept}" if kept else "")
 
 
 RECORD = ".kernelgen-package.json"  # in the build folder: the package a build last installed, and where
 
 
-def _kernelgen_target_folder(folder: Path) -> bool:
+def is_target_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a target's install (kernelgen's: its ``package_target.cmake``)."""
     return (folder / "package_target.cmake").is_file() or (folder / "include" / "kernelgen" / "abi.h").is_file()
+
+
+def is_package_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a package's install by kernelgen (its generated ``_project.py``)."""
+    try:
+        with open(folder / "_project.py", "rb") as fh:
+            return fh.read(len(_PROJECT_MARK)) == _PROJECT_MARK
+    except OSError:
+        return False
+
+
+_PROJECT_MARK = b"# generated by kernelgen"
 
 
 def tidy_install(build_dir: Path, prefix: Path, package: str, targets: Sequence[str],
@@ -213,7 +272,7 @@ def tidy_install(build_dir: Path, prefix: Path, package: str, targets: Sequence[
     notes = []
     pkg_dir = prefix / package
     for folder in sorted(p for p in pkg_dir.iterdir() if p.is_dir()) if pkg_dir.is_dir() else []:
-        if folder.name not in targets and folder.name != "__pycache__" and _kernelgen_target_folder(folder):
+        if folder.name not in targets and folder.name != "__pycache__" and is_target_folder(folder):
             shutil.rmtree(folder)
             notes.append(f"removed {folder} (target {folder.name} is no longer in specs/targets.yaml)")
     record = build_dir / RECORD
@@ -247,16 +306,34 @@ def tidy_install(build_dir: Path, prefix: Path, package: str, targets: Sequence[
     return notes
 
 
+def stale_build_trees(build_dir: Path, targets: Sequence[str]) -> list[str]:
+    """A note for each of kernelgen's build trees in ``build_dir`` (a folder with kernelgen's
+    configure record) of a target no longer in specs/targets.yaml: left in place (the target may
+    come back, and its tree then builds only what changed), and removable."""
+    from kernelgen.build import STAMP
+
+    notes = []
+    for tree in sorted(p for p in build_dir.iterdir() if p.is_dir()) if build_dir.is_dir() else []:
+        if tree.name not in targets and not tree.is_symlink() and (tree / STAMP).is_file():
+            lock = build_dir / f".{tree.name}.lock"
+            rm = " ".join(shlex.quote(str(p)) for p in (tree, lock) if p.exists())
+            notes.append(f"{tree} is the build tree of target {tree.name}, which is no longer in "
+                         f"specs/targets.yaml; nothing uses it now: remove it with rm -r {rm}")
+    return notes
+
+
 def _remove_package(folder: Path, package: str) -> list[str]:
-    """Removes what kernelgen installed of a package (its shell and target folders); a folder that
-    then holds anything else is kept, with its remaining files."""
+    """Removes what kernelgen installed of a package (every file :func:`write_shell` writes, the
+    target folders and ``__pycache__``); a folder that then holds anything else is kept, with its
+    remaining files."""
     notes: list[str] = []
     if not folder.is_dir():
         return notes
-    for name in (*SHELL_FILES, "_project.py", f"{package}-config.cmake", f"{package}-config-version.cmake"):
-        (folder / name).unlink(missing_ok=True)
+    for p in list(folder.iterdir()):
+        if is_shell_file(p.name, package) and (p.is_file() or p.is_symlink()):
+            p.unlink()
     for sub in folder.iterdir():
-        if sub.is_dir() and (sub.name == "__pycache__" or _kernelgen_target_folder(sub)):
+        if sub.is_dir() and (sub.name == "__pycache__" or is_target_folder(sub)):
             shutil.rmtree(sub)
     if any(folder.iterdir()):
         notes.append(f"removed kernelgen's files of the package {package} from {folder}; other files remain there")

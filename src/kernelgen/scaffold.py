@@ -9,6 +9,8 @@ folder (overrides of kernelgen's templates) and a README with its two commands.
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from kernelgen import project, writer
@@ -401,21 +403,30 @@ def _cm(path: Path | str) -> str:
     return '"' + str(path).replace("\\", "/").replace('"', '\\"') + '"'
 
 
-def cmake_script(catalog: Catalog, staging: Path) -> str:
-    """The CMake script a project's CMakeLists.txt includes for its wheel: the package that
-    ``kernelgen cmake`` built and staged (targets and package shell), installed as it is, with the
-    CMake package's version file of the wheel's version (scikit-build-core's
-    ``SKBUILD_PROJECT_VERSION``: pyproject.toml's version, static or dynamic), when there is one."""
+def cmake_script(catalog: Catalog, staging: Path, targets: Sequence[str] | None = None) -> str:
+    """The CMake script a project's CMakeLists.txt includes for its wheel: of the package that
+    ``kernelgen cmake`` built and staged, the folders of ``targets`` (default: every target of the
+    catalog staged) and the package shell, with the CMake package's version file of the wheel's
+    version (scikit-build-core's ``SKBUILD_PROJECT_VERSION``: pyproject.toml's version, static or
+    dynamic), when there is one. Nothing else of the staging folder goes into the wheel: a staging
+    folder kept between builds (a persistent build-dir) holds what earlier builds staged."""
     package = catalog.naming.package
-    project.write_shell(staging / package, project.shell_files(catalog, None, staging / package))
+    folder = staging / package
+    if targets is None:
+        targets = [t.name for t in catalog.targets if (folder / t.name).is_dir()]
+    shell = project.shell_files(catalog, None, folder)
+    project.write_shell(folder, shell)
     version_in = staging.parent / f"{package}-config-version.cmake.in"
     writer.write_text(version_in, package_config_version(catalog, "@KERNELGEN_PACKAGE_VERSION@"))
     version_out = f"${{CMAKE_CURRENT_BINARY_DIR}}/kernelgen/{package}-config-version.cmake"
+    # without a trailing "/": the folder itself, under the package's
+    lines = ["# Written by `kernelgen cmake` for the project's wheel build; do not edit."]
+    lines += [f"install(DIRECTORY {_cm(folder / t)} DESTINATION {package} USE_SOURCE_PERMISSIONS "
+              'PATTERN "__pycache__" EXCLUDE)' for t in targets]
+    lines += ["install(FILES", *(f"        {_cm(folder / name)}" for name in sorted(shell)),
+              f"        DESTINATION {package})"]
     return "\n".join([
-        "# Written by `kernelgen cmake` for the project's wheel build; do not edit.",
-        # the trailing "/" inside the quotes: the folder's contents, not the folder itself
-        f"install(DIRECTORY {_cm(f'{staging / package}/')} DESTINATION {package} USE_SOURCE_PERMISSIONS",
-        '        PATTERN "__pycache__" EXCLUDE)',
+        *lines,
         "# find_package(<package> <version>): the wheel's version (without one, no version file)",
         "if(DEFINED SKBUILD_PROJECT_VERSION AND NOT SKBUILD_PROJECT_VERSION STREQUAL \"\")",
         "  set(KERNELGEN_PACKAGE_VERSION \"${SKBUILD_PROJECT_VERSION}\")",
@@ -424,3 +435,23 @@ def cmake_script(catalog: Catalog, staging: Path) -> str:
         "endif()",
         "",
     ])
+
+
+def prune_staging(staging: Path, package: str, targets: Sequence[str]) -> list[str]:
+    """Removes from a wheel's staging folder what earlier ``kernelgen cmake`` runs staged and this
+    one does not: the folders of targets not asked for now, and packages of another name (the
+    package's earlier names); only kernelgen's (a target's ``package_target.cmake``, a package's
+    generated ``_project.py``). Returns the folders removed."""
+    removed: list[str] = []
+    if not staging.is_dir():
+        return removed
+    for sub in sorted(p for p in staging.iterdir() if p.is_dir() and not p.is_symlink()):
+        if sub.name == package:
+            for t in sorted(p for p in sub.iterdir() if p.is_dir() and not p.is_symlink()):
+                if t.name not in targets and project.is_target_folder(t):
+                    shutil.rmtree(t)
+                    removed.append(str(t))
+        elif project.is_package_folder(sub):
+            shutil.rmtree(sub)
+            removed.append(str(sub))
+    return removed

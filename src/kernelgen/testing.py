@@ -59,11 +59,55 @@ def _built_dirs(root: Path | None, package: str, target: str | None) -> list[Pat
 
 
 def not_built_reason(package: str, target: str | None = None, module: str | None = None,
-                     root: Path | None = None) -> str | None:
+                     root: Path | None = None, test_file: str | Path | None = None) -> str | None:
     """Why ``<package>.<target>.<module>`` cannot be imported (without ``module``: the target's
     package; without ``target``: why the package has no built target), as one sentence with the
     command that fixes it; None when it can. ``root`` is the project's folder, to tell "not built"
-    from "built but not on this Python's path"."""
+    from "built but not on this Python's path", and where its specs no longer have the target or
+    the module (renamed or removed: no build makes them importable), to say what they have instead.
+    ``test_file`` is the calling test's file: one inside ``root`` asking for a package other than
+    the project's asks for a name the project's package no longer has."""
+    reason = _import_reason(package, target, module, root)
+    if reason is not None and root is not None:
+        inside = test_file is not None and Path(test_file).resolve().is_relative_to(root.resolve())
+        return _spec_reason(root, package, target, module, inside) or reason
+    return reason
+
+
+def _spec_reason(root: Path, package: str, target: str | None, module: str | None, inside: bool) -> str | None:
+    """Where the project's specs lack the target or the module a test asks for, or (for a test
+    ``inside`` the project) name another package: one sentence saying what they have instead;
+    None where they have it, or cannot be read. Only the project's names are read (not its
+    modules' specs)."""
+    from kernelgen.errors import KernelgenError
+    from kernelgen.loader import PROJECT_FILE, load_project, load_targets, spec_files
+
+    specs = root / "specs"
+    try:
+        now = load_project(specs / PROJECT_FILE, root).package
+        if now != package:
+            if not inside:  # a test of another project's package, say
+                return None
+            return (f"the project's package is now {now}, not {package} (specs/project.yaml in {root}); "
+                    f"change {package} to {now} in the test")
+        if target is not None and (specs / "targets.yaml").is_file():
+            targets = [t.name for t in load_targets(specs / "targets.yaml", root)]
+            if target not in targets:
+                return (f"the project has no target '{target}' (its targets: {', '.join(targets) or 'none'}; "
+                        f"specs/targets.yaml in {root}); change the test's target")
+        if module is not None and specs.is_dir():
+            # a module's spec is specs/<module>.yaml (in any subfolder): the loader requires it
+            modules = sorted(p.stem for p in spec_files(specs, root))
+            if module not in modules:
+                return (f"the project has no module '{module}' (its modules: {', '.join(modules) or 'none'}; "
+                        f"specs/ in {root}); change the test's module")
+    except (KernelgenError, OSError, ValueError):
+        return None
+    return None
+
+
+def _import_reason(package: str, target: str | None, module: str | None, root: Path | None) -> str | None:
+    """:func:`not_built_reason` from what this Python imports and what is built, without the specs."""
     name = ".".join(x for x in (package, target, module) if x)
     cmd = "kernelgen build" + (f" --target {target}" if target else "") + (f" (in {root})" if root else "")
     not_built = f"{package} is not built" + (f" for target {target}" if target else "")
@@ -78,7 +122,7 @@ def not_built_reason(package: str, target: str | None = None, module: str | None
                     f"({sys.executable}); run: {cmd}, which makes it importable in the active environment")
         return f"{not_built}; run: {cmd}"
     if target is None:
-        lacks = not getattr(pkg, "available_targets", list)()
+        lacks = not _available_targets(pkg)
     else:
         try:
             importlib.import_module(f"{package}.{target}")
@@ -96,6 +140,13 @@ def not_built_reason(package: str, target: str | None = None, module: str | None
         return None
     except ImportError as exc:
         return f"{name} cannot be imported: {exc}; run: {cmd}"
+
+
+def _available_targets(pkg: ModuleType) -> list[str]:
+    """The package's built targets; none where it is not a package kernelgen built (a folder of
+    the same name that Python imports as a namespace package, say)."""
+    available = getattr(pkg, "available_targets", None)
+    return list(available()) if callable(available) else []
 
 
 def _skip(reason: str) -> NoReturn:
@@ -122,18 +173,20 @@ def built_module(target: str, module: str, package: str = "kernelgen_ops", test_
     except ImportError:
         pass
     root = project_root(package, test_file)
-    _skip(not_built_reason(package, target, module, root) or f"{name} cannot be imported")
+    _skip(not_built_reason(package, target, module, root, test_file) or f"{name} cannot be imported")
 
 
 def built_target(package: str, test_file: str | None = None) -> str:
     """The first (by name) of ``package``'s built targets, or a skip of the calling test file, as
     :func:`built_module`'s, where it has none: for tests that need some build (plans need no GPU)."""
-    with contextlib.suppress(ImportError):
-        targets = importlib.import_module(package).available_targets()
-        if targets:
-            return targets[0]
+    try:
+        targets = _available_targets(importlib.import_module(package))
+    except ImportError:
+        targets = []
+    if targets:
+        return targets[0]
     root = project_root(package, test_file)
-    _skip(not_built_reason(package, root=root) or f"{package} has no built target")
+    _skip(not_built_reason(package, root=root, test_file=test_file) or f"{package} has no built target")
 
 
 def fake_pointer(index: int) -> int:

@@ -23,6 +23,17 @@ GENERATED = "generated"
 # What tools write beside generated files, relative to generated/<target>/: cargo's output and
 # lock file next to the Rust crate. Neither generated nor orphaned, so never removed.
 BUILD_OUTPUTS = ("rust/target/", "rust/Cargo.lock")
+# What tools write anywhere under generated/<target>/ (pytest collects the generated tests):
+# Python's bytecode and the caches of pytest, mypy and ruff. Never generated, orphaned or removed.
+TOOL_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+BYTECODE = (".pyc", ".pyo")
+
+
+def is_tool_output(rel: str) -> bool:
+    """Whether ``rel`` (relative to generated/<target>/) is something a tool wrote there: a build
+    output (:data:`BUILD_OUTPUTS`), bytecode or anything inside a tool's cache folder."""
+    parts = rel.split("/")
+    return rel.startswith(BUILD_OUTPUTS) or rel.endswith(BYTECODE) or any(p in TOOL_CACHES for p in parts[:-1])
 
 
 @dataclass
@@ -51,7 +62,7 @@ def _existing(root: Path, subdirs: list[str]) -> set[str]:
             continue
         for p in base.rglob("*"):
             if p.is_file() and not p.name.startswith(".kernelgen"):
-                if p.relative_to(base).as_posix().startswith(BUILD_OUTPUTS):
+                if is_tool_output(p.relative_to(base).as_posix()):
                     continue
                 out.add(p.relative_to(root).as_posix())
     return out

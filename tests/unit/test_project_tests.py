@@ -82,7 +82,7 @@ def test_scaffolded_and_own_tests_skip_with_the_reason_where_not_built(tmp_path:
     (root / "tests" / "test_rowsum_gpu.py").write_text(textwrap.dedent("""\
         from kernelgen.testing import built_module
 
-        rowsum = built_module("ampere", "rowsum", package="ownpkg_xyz", test_file=__file__)
+        scale = built_module("ampere", "scale", package="ownpkg_xyz", test_file=__file__)
 
 
         def test_rowsum():

@@ -521,8 +521,11 @@ def test_wheel_cmake_script_installs_exactly_the_staged_package(tmp_path: Path) 
     (staging / "wheelops" / "hopper" / "fixture_ops.so").write_bytes(b"\x7fELF")
     (staging / "wheelops" / "hopper" / "fixture_ops.pyi").write_text("def f() -> None: ...\n")
     (staging / "wheelops" / "removed_ops.pyi").write_text("")  # a module's stub from an earlier staging
-    script = scaffold.cmake_script(catalog, staging)
-    assert f'install(DIRECTORY "{staging / "wheelops"}/" DESTINATION wheelops' in script
+    # what an earlier wheel build staged (a persistent build-dir): a target not asked for now, a stray file
+    _installed_target(staging / "wheelops" / "gb10", "fixture_ops.so")
+    (staging / "wheelops" / "notes.txt").write_text("")
+    script = scaffold.cmake_script(catalog, staging, ["hopper"])
+    assert f'install(DIRECTORY "{staging / "wheelops" / "hopper"}" DESTINATION wheelops' in script
     (tmp_path / "cm").mkdir()
     (tmp_path / "cm" / "project.cmake").write_text(script)
     (tmp_path / "cm" / "CMakeLists.txt").write_text(

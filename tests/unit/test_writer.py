@@ -114,3 +114,23 @@ def test_concurrent_generations_all_succeed(project: Path) -> None:
     results = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), results
     assert run_cli("generate", "--check", cwd=project).returncode == 0
+
+
+def test_tool_caches_are_neither_orphaned_nor_removed(tmp_path: Path) -> None:
+    # pytest collects generated/<target>/tests: Python's bytecode and the tools' caches land beside them
+    files = {"generated/t/tests/test_m.py": "x = 1\n", "generated/t/a.txt": "A\n"}
+    write_files(tmp_path, files, ["t"])
+    caches = ["generated/t/tests/__pycache__/test_m.cpython-311-pytest-9.2.0.pyc", "generated/t/stray.pyc",
+              "generated/t/.pytest_cache/v/cache/nodeids", "generated/t/tests/.mypy_cache/3.11/m.json",
+              "generated/t/.ruff_cache/0.5/123"]
+    for rel in caches:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("cache")
+    assert check_files(tmp_path, files, ["t"]).ok
+    assert write_files(tmp_path, files, ["t"]).removed == []
+    # a module's test gone: its file goes, its bytecode stays where Python keeps it
+    assert write_files(tmp_path, {"generated/t/a.txt": "A\n"}, ["t"]).removed == ["generated/t/tests/test_m.py"]
+    assert all((tmp_path / rel).is_file() for rel in caches)
+    # a file named like a cache folder, or a generated file inside none, is still the writer's
+    (tmp_path / "generated/t/__pycache__.txt").write_text("orphan")
+    assert check_files(tmp_path, {"generated/t/a.txt": "A\n"}, ["t"]).orphaned == ["generated/t/__pycache__.txt"]
