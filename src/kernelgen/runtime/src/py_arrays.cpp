@@ -129,9 +129,35 @@ void check_torch() {
   Py_DECREF(torch);
 }
 
-// Element count and C-contiguity of a shape/strides pair (strides in elements or bytes).
+// a * b and a + b for a, b >= 0, false when the result does not fit in int64.
+bool mul_fits(int64_t a, int64_t b, int64_t* out) {
+  if (a != 0 && b > INT64_MAX / a) return false;
+  *out = a * b;
+  return true;
+}
+bool add_fits(int64_t a, int64_t b, int64_t* out) {
+  if (b > INT64_MAX - a) return false;
+  *out = a + b;
+  return true;
+}
+
+// The element count of a shape whose dimensions are >= 0 (0 when one of them is 0); -1 when it
+// does not fit in int64.
+int64_t element_count(int ndim, const int64_t* shape) {
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 0) return 0;
+  }
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) {
+    if (!mul_fits(n, shape[d], &n)) return -1;
+  }
+  return n;
+}
+
+// C-contiguity of a shape/strides pair (strides in elements or bytes; null: C-contiguous), for a
+// shape whose element count times `unit` fits in int64 (an empty array is contiguous).
 bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_t unit) {
-  if (strides == nullptr) return true;
+  if (strides == nullptr || element_count(ndim, shape) == 0) return true;
   int64_t expect = unit;
   for (int d = ndim - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expect) return false;
@@ -140,38 +166,61 @@ bool c_contiguous(int ndim, const int64_t* shape, const int64_t* strides, int64_
   return true;
 }
 
-// The items a view spans from its data pointer to its last item + 1 (0 when empty), strides in
-// items (null: C-contiguous); -1 when a dimension of more than one item has a negative stride.
+// span_items' verdicts other than a count.
+constexpr int64_t kNegativeStride = -1;
+constexpr int64_t kTooLarge = -2;  // the count, or a product or sum on the way, does not fit in int64
+
+// The items a view spans from its data pointer to its last item + 1 (0 when empty), for a shape
+// whose dimensions are >= 0 and strides in items (null: C-contiguous); kNegativeStride when a
+// dimension of more than one item has a negative stride, kTooLarge when it does not fit in int64.
 int64_t span_items(int ndim, const int64_t* shape, const int64_t* strides) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; ++d) n *= shape[d];
+  const int64_t n = element_count(ndim, shape);
+  if (n < 0) return kTooLarge;
   if (strides == nullptr || n == 0) return n;
   int64_t last = 0;
   for (int d = 0; d < ndim; ++d) {
-    if (shape[d] > 1 && strides[d] < 0) return -1;
-    last += (shape[d] - 1) * strides[d];
+    if (shape[d] <= 1) continue;
+    if (strides[d] < 0) return kNegativeStride;
+    int64_t step = 0;
+    if (!mul_fits(shape[d] - 1, strides[d], &step) || !add_fits(last, step, &last)) return kTooLarge;
   }
-  return last + 1;
+  return last == INT64_MAX ? kTooLarge : last + 1;
 }
 
 int negative_stride(const LauncherSpec* s, const ArgSpec* a) {
   return arg_error(s, a, "%s", "array has a negative stride; views with non-negative strides are accepted");
 }
 
+int too_large(const LauncherSpec* s, const ArgSpec* a) {
+  return arg_error(s, a, "%s", "invalid shape: the array's size (its shape and strides) does not fit in 64 bits");
+}
+
+// span_items' verdict as an error (-1), or 0 for a count.
+int span_error(const LauncherSpec* s, const ArgSpec* a, int64_t span) {
+  if (span == kNegativeStride) return negative_stride(s, a);
+  if (span < 0) return too_large(s, a);
+  return 0;
+}
+
 // From what a producer says (the data pointer, the items the view spans and the lanes in one
-// item) to elements of the argument's type, checking a vector type's lane count and alignment.
+// item) to elements of the argument's type, checking that its size in bits fits in int64, a
+// vector type's lane count and the pointer's alignment.
 int finish_array(const LauncherSpec* s, const ArgSpec* a, uint64_t ptr, int64_t span, int per, int64_t* numel) {
   const ElemInfo& e = kElems[a->type];
-  const int64_t lanes = span * per;
+  int64_t lanes = 0, bits = 0;
+  if (span < 0 || per <= 0 || !mul_fits(span, per, &lanes) || !mul_fits(lanes, e.bits / e.lanes, &bits)) {
+    return too_large(s, a);
+  }
   char d[200];
   if (e.lanes > 1 && lanes % e.lanes != 0) {
     std::snprintf(d, sizeof d, "array has %lld lanes, not a multiple of the %d of one %s element", (long long)lanes,
                   e.lanes, e.name);
     return arg_error(s, a, "%s", d);
   }
-  if (e.align > 1 && ptr % e.align != 0) {
-    std::snprintf(d, sizeof d, "data pointer 0x%llx is not %d-byte aligned, as %s elements need",
-                  (unsigned long long)ptr, e.align, e.name);
+  const uint32_t align = elem_align(a->type);
+  if (align > 1 && ptr % align != 0) {
+    std::snprintf(d, sizeof d, "data pointer 0x%llx is not %u-byte aligned, as %s elements need",
+                  (unsigned long long)ptr, align, e.name);
     return arg_error(s, a, "%s", d);
   }
   *numel = lanes / e.lanes;
@@ -270,7 +319,7 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
   int64_t ptr = 0;
   if (call_int(o, g.s_data_ptr, &ptr) < 0) return producer_error(s, a, "tensor.data_ptr()");
   out->u = static_cast<uint64_t>(ptr);
-  if (a->size_slot < 0 && e.lanes == 1 && e.align <= 1) return 0;  // nothing to count or align
+  if (a->size_slot < 0 && e.lanes == 1 && elem_align(a->type) <= 1) return 0;  // nothing to count or align
   int64_t span = 0;
   if (call_int(o, g.s_numel, &span) < 0) return producer_error(s, a, "tensor.numel()");
   if (!is_c && span > 0) {  // a strided view: the memory it spans
@@ -292,24 +341,74 @@ int from_torch(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out,
     Py_DECREF(shape);
     Py_DECREF(strides);
     if (PyErr_Occurred()) return producer_error(s, a, "tensor.stride()");
+    for (int i = 0; i < nd; ++i) {
+      if (dims[i] < 0) return arg_error(s, a, "%s", "tensor.shape has a negative dimension");
+    }
     span = span_items(nd, dims, st);
-    if (span < 0) return negative_stride(s, a);
+    if (span_error(s, a, span) < 0) return -1;
   }
   return finish_array(s, a, out->u, span, per, numel);
 }
 
+// The data pointer of a __cuda_array_interface__ ('data': (pointer, read_only)): an int (or an
+// object with __index__) in [0, 2**64). Returns 0, or -1 with an ArgumentError set.
+int cai_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned long long* p) {
+  PyObject* v = PyLong_Check(o) && !PyBool_Check(o) ? (Py_INCREF(o), o) : nullptr;
+  if (v == nullptr && !PyBool_Check(o) && PyIndex_Check(o)) v = PyNumber_Index(o);
+  if (v == nullptr) {
+    PyErr_Clear();
+    return arg_error(s, a, "__cuda_array_interface__ pointer is not an integer (got %s)", type_name(o));
+  }
+  *p = PyLong_AsUnsignedLongLong(v);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    PyObject* zero = PyLong_FromLong(0);
+    const bool negative = zero != nullptr && PyObject_RichCompareBool(v, zero, Py_LT) == 1;
+    Py_XDECREF(zero);
+    PyErr_Clear();
+    Py_DECREF(v);
+    return arg_error(s, a, "%s",
+                     negative ? "__cuda_array_interface__ pointer is negative"
+                              : "__cuda_array_interface__ pointer does not fit in 64 bits");
+  }
+  Py_DECREF(v);
+  return 0;
+}
+
 int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out, int64_t* numel, CallState* cs) {
   if (!PyDict_Check(cai)) return arg_error(s, a, "%s", "__cuda_array_interface__ is not a dict");
+  // The protocol's versions are 0 to 3; a later one may change what the fields mean.
+  PyObject* version = PyDict_GetItemWithError(cai, g.s_version);
+  if (version != nullptr && version != Py_None) {
+    const long long ver = PyLong_Check(version) && !PyBool_Check(version) ? PyLong_AsLongLong(version) : -1;
+    PyErr_Clear();
+    if (ver < 0 || ver > 3) {
+      PyObject* r = PyObject_Repr(version);
+      const char* text = r != nullptr ? PyUnicode_AsUTF8(r) : nullptr;
+      char d[200];
+      std::snprintf(d, sizeof d, "__cuda_array_interface__ version %.40s is not supported (versions 0 to 3 are)",
+                    text != nullptr ? text : "?");
+      Py_XDECREF(r);
+      PyErr_Clear();
+      return arg_error(s, a, "%s", d);
+    }
+  } else if (PyErr_Occurred()) {
+    return -1;
+  }
+  // A mask marks invalid elements, which a kernel would read as data.
+  PyObject* mask = PyDict_GetItemWithError(cai, g.s_mask);
+  if (mask != nullptr && mask != Py_None) {
+    return arg_error(s, a, "%s", "masked arrays (a __cuda_array_interface__ mask) are not supported");
+  } else if (PyErr_Occurred()) {
+    return -1;
+  }
   PyObject* data = PyDict_GetItemWithError(cai, g.s_data);
   if (data == nullptr || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
     if (PyErr_Occurred()) return -1;
     return arg_error(s, a, "%s", "__cuda_array_interface__['data'] must be (pointer, read_only)");
   }
-  unsigned long long p = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return arg_error(s, a, "%s", "__cuda_array_interface__ pointer is not an integer");
-  }
+  unsigned long long p = 0;
+  if (cai_pointer(s, a, PyTuple_GET_ITEM(data, 0), &p) < 0) return -1;
   int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
   if (ro < 0) return -1;
   if (ro && a->writable) return arg_error(s, a, "%s", "array is read-only but the kernel writes it");
@@ -353,22 +452,35 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
   const Py_ssize_t nd = PyTuple_GET_SIZE(shape);
   if (nd > 32) return arg_error(s, a, "%s", "too many dimensions");
   int64_t dims[32], strides[32];
-  int64_t n = 1;
   for (Py_ssize_t i = 0; i < nd; ++i) {
-    dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
-    if (dims[i] < 0 || PyErr_Occurred()) {
+    PyObject* dim = PyTuple_GET_ITEM(shape, i);
+    dims[i] = PyLong_Check(dim) && !PyBool_Check(dim) ? PyLong_AsLongLong(dim) : -1;
+    if (PyErr_Occurred() && PyLong_Check(dim)) {
       PyErr_Clear();
-      return arg_error(s, a, "%s", "invalid shape");
+      return too_large(s, a);
     }
-    n *= dims[i];
+    if (dims[i] < 0) {
+      PyErr_Clear();
+      return arg_error(s, a, "%s", "invalid shape: a dimension is negative or not an integer");
+    }
   }
+  // The element count, and its size in bytes, must fit in int64.
+  const int64_t n = element_count(static_cast<int>(nd), dims);
+  int64_t bytes = 0;
+  if (n < 0 || !mul_fits(n, item_bytes, &bytes)) return too_large(s, a);
   PyObject* st = PyDict_GetItemWithError(cai, g.s_strides);
   bool contiguous = true;
   int64_t span = n;
   if (st != nullptr && st != Py_None) {
     if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != nd) return arg_error(s, a, "%s", "invalid strides");
-    for (Py_ssize_t i = 0; i < nd; ++i) strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(st, i));
-    if (PyErr_Occurred()) return -1;
+    for (Py_ssize_t i = 0; i < nd; ++i) {
+      PyObject* stride = PyTuple_GET_ITEM(st, i);
+      strides[i] = PyLong_Check(stride) && !PyBool_Check(stride) ? PyLong_AsLongLong(stride) : 0;
+      if (PyErr_Occurred() || !PyLong_Check(stride) || PyBool_Check(stride)) {
+        PyErr_Clear();
+        return arg_error(s, a, "%s", "invalid strides: each must be an integer in 64 bits");
+      }
+    }
     contiguous = c_contiguous(static_cast<int>(nd), dims, strides, item_bytes);
     if (!contiguous && !a->contiguous) {  // strides in bytes -> items, then the memory the view spans
       for (Py_ssize_t i = 0; i < nd; ++i) {
@@ -376,7 +488,7 @@ int from_cai(const LauncherSpec* s, const ArgSpec* a, PyObject* cai, Value* out,
         strides[i] /= item_bytes;
       }
       span = span_items(static_cast<int>(nd), dims, strides);
-      if (span < 0) return negative_stride(s, a);
+      if (span_error(s, a, span) < 0) return -1;
     }
   } else if (PyErr_Occurred()) {
     return -1;
@@ -408,6 +520,16 @@ PyObject* dlpack_capsule(PyObject* o, const CallState* cs) {
     cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
   }
   return cap;
+}
+
+// A DLTensor's shape as the counts read it: 0 to 32 dimensions (a shape to read when there are
+// any), none of them negative.
+bool dlpack_shape_valid(const DLTensor& t) {
+  if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && t.shape == nullptr)) return false;
+  for (int i = 0; i < t.ndim; ++i) {
+    if (t.shape[i] < 0) return false;
+  }
+  return true;
 }
 
 int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
@@ -448,19 +570,23 @@ int from_dlpack(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out
     std::snprintf(d, sizeof d, "expected %s elements, got DLPack dtype (code %d, bits %d, lanes %d)",
                   kElems[a->type].name, t.dtype.code, t.dtype.bits, t.dtype.lanes);
     rc = arg_error(s, a, "%s", d);
+  } else if (!dlpack_shape_valid(t)) {
+    rc = arg_error(s, a, "%s", "invalid DLPack shape: a dimension is negative, or ndim is out of range");
+  } else if (element_count(t.ndim, t.shape) < 0 ||
+             reinterpret_cast<uint64_t>(t.data) > UINT64_MAX - t.byte_offset) {
+    rc = too_large(s, a);
   } else if (a->contiguous && !c_contiguous(t.ndim, t.shape, t.strides, 1)) {
     rc = arg_error(s, a, "%s", "array is not C-contiguous");
   } else if (check_device(s, a, t.device.device_id, cs) < 0) {
     rc = -1;
   } else {
-    int64_t n = 1;
-    for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
+    const int64_t n = element_count(t.ndim, t.shape);
     const int64_t span = c_contiguous(t.ndim, t.shape, t.strides, 1) ? n : span_items(t.ndim, t.shape, t.strides);
-    out->u = reinterpret_cast<uint64_t>(static_cast<char*>(t.data) + t.byte_offset);
+    out->u = reinterpret_cast<uint64_t>(t.data) + t.byte_offset;
     if (out->u == 0 && n > 0) {
       rc = arg_error(s, a, "%s", "array has a null data pointer");
     } else if (span < 0) {
-      rc = negative_stride(s, a);
+      rc = span_error(s, a, span);
     } else {
       rc = finish_array(s, a, out->u, span, dlpack_per_item(a->type, t.dtype.code, t.dtype.bits, t.dtype.lanes), numel);
     }
@@ -487,9 +613,21 @@ int32_t CallState::query_device() {
   return device;
 }
 
-int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
+bool is_integer(PyObject* o, bool as_index) {
+  if (PyLong_Check(o)) return !PyBool_Check(o);
+  if (!as_index || PyFloat_Check(o) || is_numpy_bool(o) || !PyIndex_Check(o)) return false;
+  if (g.torch_tensor == nullptr) check_torch();
+  if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
+    return false;
+  }
+  const int array = PyObject_HasAttr(o, g.s_cai) || PyObject_HasAttr(o, g.s_dlpack);
+  PyErr_Clear();
+  return !array;
+}
+
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask, const CallState* cs) {
   *mask = ~0u;  // no dtype known: integer pointers, and objects the conversion will refuse
-  if (PyLong_Check(o) || o == Py_None || PyBool_Check(o) || PyFloat_Check(o)) return 0;
+  if (o == Py_None || PyBool_Check(o) || PyFloat_Check(o) || is_integer(o, true)) return 0;
   if (g.torch_tensor == nullptr) check_torch();
   if (g.torch_tensor != nullptr && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g.torch_tensor))) {
     PyObject* dtype = PyObject_GetAttr(o, g.s_dtype);
@@ -520,7 +658,7 @@ int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
   }
   PyErr_Clear();
   if (PyObject_HasAttr(o, g.s_dlpack)) {
-    PyObject* cap = PyObject_CallMethodNoArgs(o, g.s_dlpack);
+    PyObject* cap = dlpack_capsule(o, cs);  // told the launch's stream, as the conversion does
     if (cap == nullptr) {
       PyErr_Clear();  // the conversion of this argument reports the producer's error
       return 0;
@@ -539,31 +677,42 @@ int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask) {
   return 0;
 }
 
+namespace {
+
+// An integer device pointer (an int, an int subclass such as an IntEnum, or an object with
+// __index__ such as numpy.int64): null only where the argument is nullable, aligned for its type.
+int from_integer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
+  PyObject* v = PyLong_Check(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
+  if (v == nullptr) return producer_error(s, a, "__index__()");
+  const unsigned long long p = PyLong_AsUnsignedLongLong(v);
+  Py_DECREF(v);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return arg_error(s, a, "%s", "integer device pointer is negative or does not fit in 64 bits");
+  }
+  if (p == 0) {
+    if (a->nullable) {  // declared nullable: a null pointer, not size-checked
+      out->u = 0;
+      return 0;
+    }
+    return arg_error(s, a, "%s", "null device pointer (0); the argument is not declared nullable");
+  }
+  const uint32_t align = elem_align(a->type);
+  if (align > 1 && p % align != 0) {
+    char d[160];
+    std::snprintf(d, sizeof d, "device pointer 0x%llx is not %u-byte aligned, as %s elements need", p, align,
+                  kElems[a->type].name);
+    return arg_error(s, a, "%s", d);
+  }
+  out->u = p;
+  return 0;
+}
+
+}  // namespace
+
 int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out, int64_t* numel, CallState* cs) {
   *numel = -1;
-  if (PyLong_CheckExact(o)) {
-    unsigned long long p = PyLong_AsUnsignedLongLong(o);
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      return arg_error(s, a, "%s", "integer device pointer is negative or does not fit in 64 bits");
-    }
-    if (p == 0) {
-      if (a->nullable) {  // declared nullable: a null pointer, not size-checked
-        out->u = 0;
-        return 0;
-      }
-      return arg_error(s, a, "%s", "null device pointer (0); the argument is not declared nullable");
-    }
-    const uint8_t align = kElems[a->type].align;
-    if (align > 1 && p % align != 0) {
-      char d[160];
-      std::snprintf(d, sizeof d, "device pointer 0x%llx is not %d-byte aligned, as %s elements need", p, align,
-                    kElems[a->type].name);
-      return arg_error(s, a, "%s", d);
-    }
-    out->u = p;
-    return 0;
-  }
+  if (is_integer(o, false)) return from_integer(s, a, o, out);  // ints and their subclasses
   if (o == Py_None) {
     if (a->nullable) {
       out->u = 0;
@@ -571,7 +720,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
     }
     return arg_error(s, a, "%s", "None is not a device pointer; the argument is not declared nullable");
   }
-  if (PyBool_Check(o) || PyFloat_Check(o)) {
+  if (PyBool_Check(o) || PyFloat_Check(o) || is_numpy_bool(o)) {
     return arg_error(s, a, "expected a CUDA array or an int device pointer, got %s", type_name(o));
   }
   if (g.torch_tensor == nullptr) check_torch();  // torch.Tensor, once torch is imported
@@ -588,15 +737,7 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
   if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return producer_error(s, a, "__cuda_array_interface__");
   PyErr_Clear();
   if (PyObject_HasAttr(o, g.s_dlpack)) return from_dlpack(s, a, o, out, numel, cs);
-  if (PyLong_Check(o)) {  // int subclasses (not bool, handled above)
-    unsigned long long p = PyLong_AsUnsignedLongLong(o);
-    if (PyErr_Occurred() || p == 0) {
-      PyErr_Clear();
-      return arg_error(s, a, "%s", "invalid integer device pointer");
-    }
-    out->u = p;
-    return 0;
-  }
+  if (!PyBool_Check(o) && PyIndex_Check(o)) return from_integer(s, a, o, out);  // numpy.int64
   return arg_error(s, a,
                    "expected a CUDA array (torch tensor, __cuda_array_interface__ or DLPack) or an int device "
                    "pointer, got %s",

@@ -7,6 +7,8 @@
 #include "kernelgen/python.h"
 #include "kernelgen/torch_fast.h"
 
+#include <cstring>
+
 // The project's Python package (specs/project.yaml), defined by the target's CMake list.
 #ifndef KERNELGEN_PACKAGE
 #define KERNELGEN_PACKAGE "kernelgen_ops"
@@ -32,7 +34,7 @@ struct Shared {
   // interned attribute names
   PyObject* s_data_ptr, *s_dtype, *s_is_contiguous, *s_numel, *s_stride, *s_element_size, *s_get_device, *s_is_cuda;
   PyObject* s_cai, *s_dlpack, *s_dlpack_device, *s_cuda_stream, *s_cuda_stream_proto;
-  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_strict, *s_refreshers;
+  PyObject* s_data, *s_shape, *s_strides, *s_typestr, *s_stream, *s_version, *s_mask, *s_strict, *s_refreshers;
 };
 extern Shared g;
 
@@ -50,10 +52,37 @@ int producer_error(const LauncherSpec* s, const ArgSpec* a, const char* what);
 
 inline const char* type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
-// Bytes of `elements` elements of type `elem`, rounded up to whole bytes.
+// Bytes of `elements` elements of type `elem`, rounded up to whole bytes (for messages: a count
+// whose bytes do not fit in 64 bits gives the largest int64).
 inline long long bytes_of(uint8_t elem, int64_t elements) {
-  return (static_cast<long long>(elements) * kElems[elem].bits + 7) / 8;
+  const int64_t bits = kElems[elem].bits;
+  const int64_t whole = elements / 8, rest = elements % 8;  // 8 elements are `bits` bytes
+  if (whole > (INT64_MAX - bits) / bits) return INT64_MAX;
+  return whole * bits + (rest * bits + 7) / 8;
 }
+
+// Bytes a typed pointer's address must be a multiple of: a vector type's own alignment (float4:
+// 16), else the element's size where it is a power of two of 2 bytes or more (f32: 4, bf16: 2,
+// f64 and i64: 8); 1 (no check) for void* and the 8-bit and packed 4-bit types.
+inline uint32_t elem_align(uint8_t elem) {
+  const ElemInfo& e = kElems[elem];
+  if (e.align > 1) return e.align;
+  if (e.any_dtype || e.bits < 16 || e.bits % 8 != 0) return 1;
+  const uint32_t bytes = e.bits / 8u;
+  return (bytes & (bytes - 1)) == 0 ? bytes : 1;
+}
+
+// numpy's bool scalar (numpy 2's numpy.bool, numpy 1's numpy.bool_), known by its type's name so
+// that numpy need not be imported: it is neither an int nor (in numpy 2) an index.
+inline bool is_numpy_bool(PyObject* o) {
+  const char* name = Py_TYPE(o)->tp_name;
+  return std::strcmp(name, "numpy.bool") == 0 || std::strcmp(name, "numpy.bool_") == 0;
+}
+
+// An integer where a pointer or a stream handle is expected: an int (subclasses included, such as
+// an IntEnum), not a bool. Objects with __index__ (numpy.int64) are integers too, unless they are
+// arrays (a torch tensor, __cuda_array_interface__, DLPack): `as_index` says whether to look.
+bool is_integer(PyObject* o, bool as_index);
 
 inline bool is_float_scalar(const ArgSpec& a) { return a.kind == kScalar && kScalars[a.type].kind == kFloat; }
 
@@ -70,12 +99,13 @@ int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* 
 // the C layout into `buf` (size and alignment of the struct). Returns 0, or -1 with an error set.
 int convert_struct(const LauncherSpec* s, const ArgSpec* a, PyObject* o, unsigned char* buf);
 
-// The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute or
-// the __cuda_stream__ protocol).
+// The `stream=` argument: None, an int handle, or a stream object (cuda_stream attribute, the
+// __cuda_stream__ protocol, or a CuPy stream's ptr).
 struct CallState;
 
-// The stream the call names: an int handle or a stream object with .cuda_stream or
-// __cuda_stream__; None (or nothing) gives the legacy default stream.
+// The stream the call names: an int handle (or an object with __index__, such as numpy.int64) or
+// a stream object with .cuda_stream (torch), __cuda_stream__, or a CuPy stream's .ptr; None (or
+// nothing) gives the legacy default stream.
 int convert_stream(const LauncherSpec* s, PyObject* o, void** out);
 
 // The launch's stream, known before the arrays are read: the one the call names, else torch's
@@ -111,8 +141,9 @@ int convert_pointer(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value*
 
 // The element types among elems[0..n) that array `o` can be read as, as a mask of 1 << code;
 // ~0u when `o` carries no dtype (an integer pointer) or is no array (the conversion then says
-// why). Returns 0, or -1 with an error set.
-int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask);
+// why). A DLPack producer is told the launch's stream when it is known (cs). Returns 0, or -1
+// with an error set.
+int array_dtypes(PyObject* o, const uint8_t* elems, int32_t n, uint32_t* mask, const CallState* cs);
 
 // Lanes (elements for non-vector types, bytes for void) of type `elem` in one item of torch dtype
 // `torch_code`; 0 when it is not accepted.
@@ -136,7 +167,8 @@ inline bool read_torch(const ArgSpec* a, PyObject* o, Value* out, int64_t* numel
   const ElemInfo& e = kElems[a->type];
   const int64_t lanes = tv.span * per;  // a strided view is counted by the memory it spans
   if (e.lanes > 1 && lanes % e.lanes != 0) return false;
-  if (e.align > 1 && tv.data % e.align != 0) return false;
+  const uint32_t align = elem_align(a->type);
+  if (align > 1 && tv.data % align != 0) return false;
   out->u = tv.data;
   *numel = lanes / e.lanes;
   return true;
@@ -152,7 +184,7 @@ inline int convert_pointer_fast(const LauncherSpec* s, const ArgSpec* a, PyObjec
   }
   if (PyLong_CheckExact(o)) {
     const unsigned long long p = PyLong_AsUnsignedLongLong(o);
-    const uint8_t align = kElems[a->type].align;
+    const uint32_t align = elem_align(a->type);
     if (p != 0 && !(p == static_cast<unsigned long long>(-1) && PyErr_Occurred()) && (align <= 1 || p % align == 0)) {
       *numel = -1;
       out->u = p;

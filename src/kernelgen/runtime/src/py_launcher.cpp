@@ -236,11 +236,14 @@ bool member_matches(const LauncherSpec* s, int32_t m, const uint32_t* masks) {
 
 // For a launcher with dtype keys: each key's mask of the element types its arrays can be read
 // as (masks), and the element type each keyed argument is converted and checked as (that of
-// the first member the masks admit; elem_of_arg, 0 elsewhere). An integer pointer carries no
-// dtype: it is accepted where the members left agree on its element type, and refused where
-// they differ. Returns 1 when no member takes the arrays' element types, 0, or -1 with an
-// error set.
-int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, uint8_t* elem_of_arg) {
+// the first member the masks admit; elem_of_arg, 0 elsewhere). The arrays' dtypes must tell the
+// members left apart: where those members differ in a key's element type (void* aside, which
+// takes any array) and the arrays admit several of them (an integer pointer carries no dtype;
+// a typestr such as |V1 or |u1 fits fp8_e4m3, fp8_e5m2, u8 ...), the call is refused naming the
+// candidates. Returns 1 when no member takes the arrays' element types, 0, or -1 with an error
+// set.
+int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, uint8_t* elem_of_arg,
+                const CallState* cs) {
   const int32_t nmembers = s->nkernels - 1;
   for (int32_t k = 0; k < s->nkeys; ++k) {
     uint8_t cand[32];
@@ -255,7 +258,7 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
     for (int32_t i = 0; i < s->nargs; ++i) {
       if (((s->keys[k].args >> i) & 1u) == 0 || slots[i] == nullptr) continue;
       uint32_t mask = 0;
-      if (array_dtypes(slots[i], cand, n, &mask) < 0) return -1;
+      if (array_dtypes(slots[i], cand, n, &mask, cs) < 0) return -1;
       masks[k] &= mask;
     }
   }
@@ -266,26 +269,40 @@ int pick_dtypes(const LauncherSpec* s, PyObject* const* slots, uint32_t* masks, 
   if (first < 0) return 1;
   for (int32_t k = 0; k < s->nkeys; ++k) {
     uint8_t chosen = 0;
-    bool differ = false;
+    bool differ = false;  // the members left differ in this key's element type
+    std::string typed, members;  // their typed element types (void* aside), and a member taking each
+    int32_t ntyped = 0;
+    uint8_t example = 0;  // a typed candidate with a torch dtype, for the message
     for (int32_t m = first; m < nmembers; ++m) {
       const uint8_t e = s->member_types[m * s->nkeys + k];
       if (e == 0 || !member_matches(s, m, masks)) continue;
       if (chosen == 0) chosen = e;
       differ = differ || e != chosen;
+      const std::string quoted = std::string("'") + kElems[e].name + "'";
+      if (kElems[e].any_dtype || typed.find(quoted) != std::string::npos) continue;
+      typed += (typed.empty() ? "" : ", ") + quoted;
+      members += std::string(members.empty() ? "" : ", ") + s->kernels[m]->name;
+      if (example == 0 && kElems[e].ntorch > 0) example = e;
+      ++ntyped;
     }
+    int32_t named = -1;  // the argument an error names: the first given one that is not None
     for (int32_t i = 0; i < s->nargs; ++i) {
       if (((s->keys[k].args >> i) & 1u) == 0) continue;
       elem_of_arg[i] = chosen;
-      if (differ && PyLong_Check(slots[i])) {
-        char d[300];
-        std::snprintf(d, sizeof d,
-                      "an integer device pointer carries no dtype, and the kernels this call can launch differ in "
-                      "its element type (%s); pass an array (torch tensor, __cuda_array_interface__ or DLPack), or "
-                      "call one instantiation directly",
-                      s->keys[k].name);
-        return arg_error(s, &s->args[i], "%s", d);
-      }
+      if (slots[i] != nullptr && (named < 0 || slots[named] == Py_None)) named = i;
     }
+    if (named < 0) continue;
+    // An integer pointer (or None) is refused wherever the members differ; an array wherever its
+    // dtype fits several typed element types they take (an array of any dtype suits void*).
+    const bool untyped = slots[named] == Py_None || is_integer(slots[named], true);
+    if (untyped ? !differ : ntyped < 2) continue;
+    std::string d = untyped ? "an integer device pointer carries no dtype" : "the arrays' dtype fits several element types";
+    d += std::string(", and the kernels this call can launch differ in its element type ") + s->keys[k].name + " (" +
+         typed + "); pass an array whose dtype names one (";
+    d += example != 0 ? std::string("a torch tensor of torch.") + kTorchAttrs[kElems[example].torch[0].code] + ", say"
+                      : std::string("a torch tensor or DLPack");
+    d += "), or call one instance directly (" + members + ")";
+    return arg_error(s, &s->args[named], "%s", d.c_str());
   }
   return 0;
 }
@@ -310,7 +327,7 @@ PyObject* launcher_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   if (keyed) {
     for (int32_t i = 0; i < s->nargs; ++i) elem_of_arg[i] = 0;
     uint32_t masks[kMaxArgs];
-    const int rc = pick_dtypes(s, slots, masks, elem_of_arg);
+    const int rc = pick_dtypes(s, slots, masks, elem_of_arg, &cs);
     if (rc < 0) return nullptr;
     if (rc > 0) {
       const int32_t own = s->nkernels - 1;
@@ -437,7 +454,7 @@ PyObject* launcher_plan(PyObject* obj, PyObject* const* args, size_t nargsf, PyO
   for (int32_t k = 0; k < s->nkeys; ++k) {
     // A key's element type by name (T="bf16"); left out: every member is considered.
     values[s->nargs + k].u = ~0u;
-    if (keys[k] == nullptr) continue;
+    if (keys[k] == nullptr || keys[k] == Py_None) continue;
     const char* text = PyUnicode_Check(keys[k]) ? PyUnicode_AsUTF8(keys[k]) : nullptr;
     if (text == nullptr) PyErr_Clear();
     int code = 0;
@@ -571,7 +588,7 @@ std::string plan_doc(const LauncherSpec* s) {
   doc += std::string("The launch plan of ") + s->name +
          "() for these integer arguments, without a GPU: a dict of grid, block, shared_mem, launched, code, "
          "reason (why not, when not launched), kernel, variant and sizes (the element count of each sized array "
-         "argument).";
+         "argument; one whose size comes out negative is left out; None when a size expression fails).";
   if (!listed.empty()) doc += "\n\nArguments: " + listed + ".";
   return doc;
 }

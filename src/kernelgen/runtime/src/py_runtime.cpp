@@ -41,6 +41,8 @@ int init_shared() {
   KG_INTERN(s_strides, "strides")
   KG_INTERN(s_typestr, "typestr")
   KG_INTERN(s_stream, "stream")
+  KG_INTERN(s_version, "version")
+  KG_INTERN(s_mask, "mask")
   KG_INTERN(s_strict, "STRICT")
   KG_INTERN(s_refreshers, "_refreshers")
 #undef KG_INTERN

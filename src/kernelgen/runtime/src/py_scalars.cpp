@@ -41,13 +41,6 @@ uint16_t round_to_16(double d, int mant) {
   return static_cast<uint16_t>(sign | bits);
 }
 
-// numpy's bool scalar (numpy 2's numpy.bool, numpy 1's numpy.bool_), known by its type's name so
-// that numpy need not be imported: it is neither an int nor (in numpy 2) an index.
-bool is_numpy_bool(PyObject* o) {
-  const char* name = Py_TYPE(o)->tp_name;
-  return std::strcmp(name, "numpy.bool") == 0 || std::strcmp(name, "numpy.bool_") == 0;
-}
-
 }  // namespace
 
 int convert_scalar(const LauncherSpec* s, const ArgSpec* a, PyObject* o, Value* out) {
@@ -183,6 +176,30 @@ void* launch_stream(const CallState* cs) {
   return nullptr;
 }
 
+namespace {
+
+// A CuPy stream (cupy.cuda.Stream, ExternalStream, or a subclass: a class named *Stream* of a
+// cupy module in its MRO): its handle is its `ptr`.
+bool is_cupy_stream(PyObject* o) {
+  PyObject* mro = Py_TYPE(o)->tp_mro;
+  bool found = false;
+  for (Py_ssize_t i = 0; !found && mro != nullptr && PyTuple_Check(mro) && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* type = PyTuple_GET_ITEM(mro, i);
+    PyObject* module = PyObject_GetAttrString(type, "__module__");
+    PyObject* name = module != nullptr ? PyObject_GetAttrString(type, "__name__") : nullptr;
+    const char* m = module != nullptr && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
+    const char* n = name != nullptr && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
+    found = m != nullptr && n != nullptr && (std::strcmp(m, "cupy") == 0 || std::strncmp(m, "cupy.", 5) == 0) &&
+            std::strstr(n, "Stream") != nullptr;
+    Py_XDECREF(name);
+    Py_XDECREF(module);
+    PyErr_Clear();
+  }
+  return found;
+}
+
+}  // namespace
+
 int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
   *out = nullptr;
   if (o == nullptr || o == Py_None) return 0;
@@ -191,7 +208,7 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
     handle = o;
     Py_INCREF(handle);
   } else if ((handle = PyObject_GetAttr(o, g.s_cuda_stream)) != nullptr) {
-    // torch.cuda.Stream and CuPy streams: a plain attribute, cheaper than the protocol call.
+    // torch.cuda.Stream: a plain attribute, cheaper than the protocol call.
   } else if (PyErr_Clear(), PyObject_HasAttr(o, g.s_cuda_stream_proto)) {
     PyObject* t = PyObject_CallMethodNoArgs(o, g.s_cuda_stream_proto);
     if (t == nullptr) return -1;
@@ -200,8 +217,14 @@ int convert_stream(const LauncherSpec* s, PyObject* o, void** out) {
       Py_INCREF(handle);
     }
     Py_DECREF(t);
+  } else if (is_cupy_stream(o)) {
+    handle = PyObject_GetAttrString(o, "ptr");
+    if (handle == nullptr) PyErr_Clear();
+  } else if (is_integer(o, true)) {  // numpy.int64 and other objects with __index__
+    handle = PyNumber_Index(o);
+    if (handle == nullptr) PyErr_Clear();
   }
-  if (handle == nullptr || !PyLong_Check(handle)) {
+  if (handle == nullptr || !PyLong_Check(handle) || PyBool_Check(handle)) {
     Py_XDECREF(handle);
     PyErr_Format(g.argument_error, "%s: argument 'stream': expected an int CUDA stream handle or a stream object, got %s",
                  s->name, type_name(o));
