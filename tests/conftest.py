@@ -57,3 +57,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     checks = sys.modules.get("tests.gpu.checks")
     if path and checks is not None:
         checks.write(Path(path))
+
+
+def small_project(root: Path, files: dict[str, str]) -> Path:
+    """A project at ``root`` made of ``files`` (relative path -> text), with the fixture's targets."""
+    (root / "specs").mkdir(parents=True)
+    (root / "specs" / "targets.yaml").write_text((REPO / "tests" / "fixtures" / "structs_setup" / "specs" /
+                                                  "targets.yaml").read_text())
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def build_target(root: Path, target: str) -> subprocess.CompletedProcess:
+    """``kernelgen build`` of one target, as the compile tests run it (no torch reader)."""
+    return run_cli("build", "--target", target, "--no-torch-reader", cwd=root)
+
+
+def ops_env(root: Path) -> dict[str, str]:
+    """The environment in which ``kernelgen_ops`` is the build of the project at ``root``."""
+    return dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")

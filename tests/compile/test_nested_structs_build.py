@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import build_target, ops_env, small_project
 
 pytestmark = pytest.mark.build
 
 TARGET = "hopper"
-TARGETS = (REPO / "tests" / "fixtures" / "structs_setup" / "specs" / "targets.yaml").read_text()
 
 SOURCE = """\
 #include <cstdint>
@@ -79,21 +78,12 @@ kernels:
 
 
 def _build(root: Path) -> subprocess.CompletedProcess:
-    return run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=root)
-
-
-def _env(root: Path) -> dict[str, str]:
-    return dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    return build_target(root, TARGET)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("nested_structs") / "project"
-    (root / "specs").mkdir(parents=True)
-    (root / "kernels").mkdir()
-    (root / "specs" / "targets.yaml").write_text(TARGETS)
-    (root / "specs" / "fa.yaml").write_text(SPEC)
-    (root / "kernels" / "fa.cu").write_text(SOURCE)
+    root = small_project(tmp_path_factory.mktemp("nested_structs") / "project", {"specs/fa.yaml": SPEC, "kernels/fa.cu": SOURCE})
     res = _build(root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root
@@ -106,7 +96,7 @@ def _line_of(text: str, needle: str) -> int:
 def test_contract_tests_pass_without_gpu(built: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
-        cwd=built, env=_env(built), capture_output=True, text=True, timeout=300,
+        cwd=built, env=ops_env(built), capture_output=True, text=True, timeout=300,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert re.search(r"\b\d+ passed", res.stdout), res.stdout[-500:]
@@ -146,7 +136,7 @@ for args in ((p, 0x10000), (t, 0x10000)):
     except kernelgen_ops.LaunchError:
         print("reached the launch")
 """
-    res = subprocess.run([sys.executable, "-c", script], cwd=built, env=_env(built), capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-c", script], cwd=built, env=ops_env(built), capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()

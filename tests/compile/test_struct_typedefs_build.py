@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, build_target, ops_env, small_project
 
 pytestmark = pytest.mark.build
 
 TARGET = "hopper"
-TARGETS = (REPO / "tests" / "fixtures" / "structs_setup" / "specs" / "targets.yaml").read_text()
 
 HEADER = """\
 #pragma once
@@ -84,22 +83,12 @@ kernels:
 
 
 def _build(root: Path) -> subprocess.CompletedProcess:
-    return run_cli("build", "--target", TARGET, "--no-torch-reader", cwd=root)
-
-
-def _env(root: Path) -> dict[str, str]:
-    return dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+    return build_target(root, TARGET)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("struct_typedefs") / "project"
-    (root / "specs").mkdir(parents=True)
-    (root / "kernels").mkdir()
-    (root / "specs" / "targets.yaml").write_text(TARGETS)
-    (root / "specs" / "ep.yaml").write_text(SPEC)
-    (root / "kernels" / "ep.cu").write_text(SOURCE)
-    (root / "kernels" / "td.h").write_text(HEADER)
+    root = small_project(tmp_path_factory.mktemp("struct_typedefs") / "project", {"specs/ep.yaml": SPEC, "kernels/ep.cu": SOURCE, "kernels/td.h": HEADER})
     res = _build(root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root
@@ -135,7 +124,7 @@ def test_a_cpp_caller_compiles_the_api_header(built: Path, tmp_path: Path, order
 def test_contract_tests_pass_without_gpu(built: Path) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"generated/{TARGET}/tests"],
-        cwd=built, env=_env(built), capture_output=True, text=True, timeout=300,
+        cwd=built, env=ops_env(built), capture_output=True, text=True, timeout=300,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert re.search(r"\b\d+ passed", res.stdout), res.stdout[-500:]
@@ -177,7 +166,7 @@ call(m.scale_h2, {"x": True, "y": 2.0}, {"x": 0.5, "y": -1})
 call(m.read_td, {"a": 1, "b": 2.0})
 call(m.read_td, {"a": False, "b": 2.0})
 """
-    res = subprocess.run([sys.executable, "-c", script], cwd=built, env=_env(built), capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-c", script], cwd=built, env=ops_env(built), capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
