@@ -5,8 +5,9 @@ program compiles, links and runs against it without kernelgen: plans answer with
 launch without one reports an error rather than launching. Also the messages for a target that is
 not built and one the project lacks, and a second project's library in the same program: each
 library's plans read its own device table whatever the link order, two projects' C headers of one
-module name are included together, and a program linking two targets of one project fails to
-configure. A program compiled against headers generated from changed specs fails to link against
+module name are included together, as are their struct headers of one path (each API header gets
+its own package's), each package's <c_prefix>_rt_* functions reach its own library, and a program
+linking two targets of one project fails to configure. A program compiled against headers generated from changed specs fails to link against
 the library built before, naming the module's C ABI digest symbol."""
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ int main() {
   p.n = 1000;
   const kernelgen::Outcome o = bsettings::half_ops::apply_affine(p, nullptr, nullptr, 1000);
   std::printf("launched %d error %d\\n", o.launched() ? 1 : 0, o.code < 0 ? 1 : 0);
+  const kernelgen::Sizes<2> sz = bsettings::half_ops::sizes_apply_affine(1000);
+  std::printf("sizes %d %lld %lld\\n", sz.code, (long long)sz.values[0], (long long)sz.values[1]);
   return 0;
 }
 """
@@ -92,10 +95,17 @@ def test_the_install_folder_holds_the_cpp_package(installed: Path) -> None:
     headers = sorted(p.relative_to(pkg / TARGET / "include").as_posix()
                      for p in (pkg / TARGET / "include").rglob("*") if p.is_file())
     assert headers == [
-        "bsettings/half_ops.h", "bsettings/half_ops_c.h", "bsettings/plain.h", "bsettings/plain_c.h",
+        "bsettings/half_ops.h", "bsettings/half_ops_c.h", "bsettings/kg_headers/kernels/affine.cuh",
+        "bsettings/kg_headers/kernels/affine_types.cuh", "bsettings/kg_headers/vendor/scale.cuh",
+        "bsettings/plain.h", "bsettings/plain_c.h",
         "kernelgen/abi.h", "kernelgen/plan_codes.h", "kernelgen/runtime.h", "kernelgen/target_table.h",
-        "kernelgen/types.h", "kernels/affine.cuh", "kernels/affine_types.cuh", "vendor/scale.cuh",
+        "kernelgen/types.h",
     ]
+    # Under the package's own folder: affine.cuh's include of vendor/scale.cuh (found through the
+    # project's include folders in the build) reaches the package's copy, relative to it.
+    affine = (pkg / TARGET / "include" / "bsettings" / "kg_headers" / "kernels" / "affine.cuh").read_text()
+    source = (installed.parent / "kernels" / "affine.cuh").read_text()
+    assert affine == source.replace('#include "vendor/scale.cuh"', '#include "../vendor/scale.cuh"'), affine
 
 
 def test_a_cpp_program_builds_links_and_runs_against_the_package(installed: Path, tmp_path: Path) -> None:
@@ -105,7 +115,8 @@ def test_a_cpp_program_builds_links_and_runs_against_the_package(installed: Path
     assert res.returncode == 0, res.stderr
     # apply_affine at n = 1000: 4 blocks of 256; plain's scale at n = 0 is not launched (skip_if); no GPU:
     # the launch is an error, not a launch.
-    assert res.stdout.splitlines() == ["plan 4 256 1", "launched 0 error 1"], res.stdout
+    # sizes: x and out, 1000 elements each.
+    assert res.stdout.splitlines() == ["plan 4 256 1", "launched 0 error 1", "sizes 0 1000 1000"], res.stdout
 
 
 def _abi_reference(header: Path) -> str:
@@ -167,17 +178,27 @@ def test_a_component_that_is_not_there_says_why(installed: Path, tmp_path: Path,
 
 
 # A second project, smops: target ada (an L40S's table: 142 SMs, where bsettings's hopper entry has no
-# sm_count: 1 SM) and a module named plain too, whose kernel's grid is device.sm_count.
+# sm_count: 1 SM) and a module named plain too, whose kernel's grid is device.sm_count, with a kill
+# switch, and a struct whose header has bsettings's path (kernels/affine.cuh, including a header of
+# bsettings's path too, by its path from the project root) and a name of bsettings's, in a
+# namespace and a layout of its own.
 SECOND_SPEC = """\
 module: plain
 summary: A grid of one block per SM.
 sources: [kernels/plain.cu]
+kill_switch: SMOPS_NO_PLAIN
+structs:
+  affine:
+    cpp: smops_k::affine
+    fields: {a: i64, b: i64}
+    header: kernels/affine.cuh
 kernels:
   fill:
     symbol: fill_kernel
     summary: out = 1 over n floats, a grid-stride loop over one block per SM.
     args:
       out: {type: f32*, size: "n"}
+      p: affine
       "n": u32
     grid: [device.sm_count, 1, 1]
     block: [256, 1, 1]
@@ -190,10 +211,19 @@ SECOND_KERNEL = """\
 #pragma once
 #include <cstdint>
 
-__global__ void fill_kernel(float* out, uint32_t n) {
+#include "affine.cuh"
+
+__global__ void fill_kernel(float* out, smops_k::affine p, uint32_t n) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = 1.0f;
 }
 """
+
+SECOND_HEADERS = {
+    "kernels/affine.cuh": '#pragma once\n#include <cstdint>\n\n#include "kernels/affine_types.cuh"\n\n'
+                          "namespace smops_k {\nstruct affine {\n  int64_t a;\n  int64_t b;\n};\n"
+                          "static_assert(kAffineFields == 2, \"smops's affine_types.cuh\");\n}  // namespace smops_k\n",
+    "kernels/affine_types.cuh": "#pragma once\nnamespace smops_k {\nconstexpr int kAffineFields = 2;\n}\n",
+}
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +235,8 @@ def second(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / example).unlink()
     (root / "specs" / "plain.yaml").write_text(SECOND_SPEC)
     (root / "kernels" / "plain.cu").write_text(SECOND_KERNEL)
+    for rel, text in SECOND_HEADERS.items():
+        (root / rel).write_text(text)
     res = run_cli("build", "--target", "ada", "--no-link", "--no-torch-reader", cwd=root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root / "bindings"
@@ -221,9 +253,16 @@ target_link_libraries(app PRIVATE bsettings::hopper smops::ada)
 
 TWO_PROJECTS_MAIN = """\
 #include <cstdio>
+#include <cstdlib>
 
+#include "bsettings/half_ops.h"
 #include "bsettings/plain.h"
 #include "smops/plain.h"
+
+// Both packages' kernels/affine.cuh (and the kernels/affine_types.cuh each includes): each API header
+// got its own package's, whatever the include path order.
+static_assert(sizeof(::affine) == 8, "bsettings's affine");
+static_assert(sizeof(::smops_k::affine) == 16, "smops's affine");
 
 extern "C" void c_grids(long long* bsettings_grid, long long* smops_grid);
 
@@ -235,8 +274,19 @@ int main() {
   c_grids(&ca, &cs);
   std::printf("c %lld %lld\\n", ca, cs);
   std::printf("program %s %lld\\n", kg_rt_target(), (long long)kg_rt_target_table()->sm_count);
-  const kernelgen::Outcome o = smops::plain::fill(nullptr, 1000);
+  std::printf("own %s %s\\n", bsettings_rt_target(), smops_rt_target());
+  const kernelgen::Outcome o = smops::plain::fill(nullptr, ::smops_k::affine{}, 1000);
   std::printf("launched %d error %d\\n", o.launched() ? 1 : 0, o.code < 0 ? 1 : 0);
+  // Each package's own runtime settings: bsettings's reach bsettings's library only.
+  bsettings_rt_limit_sms(5);
+  std::printf("limit bsettings %lld\\n", (long long)smops::plain::plan_fill(1000).grid[0]);
+  smops_rt_limit_sms(10);
+  std::printf("limit smops %lld\\n", (long long)smops::plain::plan_fill(1000).grid[0]);
+  setenv("SMOPS_NO_PLAIN", "1", 1);
+  bsettings_rt_refresh();
+  std::printf("refresh bsettings %d\\n", smops::plain::plan_fill(1000).code == KG_LAUNCHED ? 0 : 1);
+  smops_rt_refresh();
+  std::printf("refresh smops %d\\n", KG_CATEGORY(smops::plain::plan_fill(1000).code) == KG_NL_KILLED ? 1 : 0);
   return 0;
 }
 """
@@ -267,9 +317,12 @@ def test_each_project_library_in_one_program_plans_with_its_own_table(installed:
     res = _build_and_run(tmp_path)
     assert res.returncode == 0, res.stderr
     # scale at n = 1000: 4 blocks of 256; smops's fill: a block per SM of ada's 142. The program's own
-    # kg_rt_* calls reach the first library on its link line (bsettings's: target hopper, 1 SM); no GPU:
-    # smops's launch is an error.
-    assert res.stdout.splitlines() == ["c++ 4 142", "c 4 142", "program hopper 1", "launched 0 error 1"], res.stdout
+    # kg_rt_* calls reach the first library on its link line (bsettings's: target hopper, 1 SM), its
+    # <c_prefix>_rt_* calls each package's own: limiting bsettings's SMs leaves smops's plans at 142, and
+    # refreshing bsettings's kill switches leaves smops's as read before; no GPU: smops's launch is an error.
+    assert res.stdout.splitlines() == [
+        "c++ 4 142", "c 4 142", "program hopper 1", "own hopper ada", "launched 0 error 1",
+        "limit bsettings 142", "limit smops 10", "refresh bsettings 0", "refresh smops 1"], res.stdout
 
 
 def test_the_target_library_exports_no_runtime_internals(second: Path) -> None:
@@ -281,6 +334,8 @@ def test_the_target_library_exports_no_runtime_internals(second: Path) -> None:
     assert res.returncode == 0, res.stderr
     symbols = [line.split()[-1] for line in res.stdout.splitlines() if line.strip()]
     assert "kg_rt_device_values" in symbols and "smops_plain__fill__plan" in symbols, symbols
+    # the runtime's functions under the package's own names too
+    assert {"smops_rt_refresh", "smops_rt_limit_sms", "smops_rt_use_target_table"} <= set(symbols), symbols
     assert [s for s in symbols if s.startswith("_ZN2kg")] == []
 
 

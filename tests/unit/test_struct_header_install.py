@@ -73,14 +73,14 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
-def test_the_target_installs_each_file_at_its_path_under_include(tmp_path: Path) -> None:
+def test_the_target_installs_each_file_under_the_package_include_folder(tmp_path: Path) -> None:
     catalog = load_catalog(FIXTURE)
     hopper = render_catalog(catalog)["generated/hopper/CMakeLists.txt"]
     installs = re.findall(r"^install\(FILES((?: \"[^\"]*\")+)\n  DESTINATION (\S+) ", hopper, re.M)
     assert installs == [
-        (' "${KERNELGEN_ROOT}/kernels/affine.cuh" "${KERNELGEN_ROOT}/kernels/affine_types.cuh"',
-         "${KERNELGEN_INSTALL_DIR}/hopper/include/kernels"),
-        (' "${KERNELGEN_ROOT}/vendor/include/vendor/scale.cuh"', "${KERNELGEN_INSTALL_DIR}/hopper/include/vendor"),
+        (' "${kg_struct_headers}/kernels/affine.cuh" "${kg_struct_headers}/kernels/affine_types.cuh"',
+         "${KERNELGEN_INSTALL_DIR}/hopper/include/bsettings/kg_headers/kernels"),
+        (' "${kg_struct_headers}/vendor/scale.cuh"', "${KERNELGEN_INSTALL_DIR}/hopper/include/bsettings/kg_headers/vendor"),
     ]
 
 

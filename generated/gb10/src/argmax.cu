@@ -162,6 +162,20 @@ int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg
 
 const kg_kernel_info* kg_argmax__argmax_bf16__info(void) { return &kernelgen::argmax::kg_info_argmax_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::argmax {
+
+kernelgen::Sizes<2> sizes_argmax_bf16(uint32_t rows, uint32_t vocab) {
+  kernelgen::Sizes<2> kg_s;
+  kg_s.code = kg_argmax__argmax_bf16__sizes(rows, vocab, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::argmax
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -1505,6 +1505,68 @@ int32_t kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(uint32_t q_rows
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::attn_dflash {
+
+kernelgen::Sizes<5> sizes_prefill_attn_dflash_bf16_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<5> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16_unsplit__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<7> sizes_prefill_attn_dflash_bf16_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<7> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16_split__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<7> sizes_prefill_attn_dflash_fp8_unsplit(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<7> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_fp8_unsplit__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<9> sizes_prefill_attn_dflash_fp8_split(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<9> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_fp8_split__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<8> sizes_prefill_attn_dflash_bf16_indirect_unsplit(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<8> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16_indirect_unsplit__sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<10> sizes_prefill_attn_dflash_bf16_indirect_split(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<10> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16_indirect_split__sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<7> sizes_prefill_attn_dflash_bf16(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<7> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<9> sizes_prefill_attn_dflash_fp8(uint32_t q_rows, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<9> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_fp8__sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<10> sizes_prefill_attn_dflash_bf16_indirect(uint32_t q_rows, uint32_t max_kv_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t block_size, uint32_t causal, uint32_t window) {
+  kernelgen::Sizes<10> kg_s;
+  kg_s.code = kg_attn_dflash__prefill_attn_dflash_bf16_indirect__sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::attn_dflash
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -756,6 +756,32 @@ int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_he
 
 const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void) { return &kernelgen::attn_prefill::kg_info_prefill_attn; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::attn_prefill {
+
+kernelgen::Sizes<5> sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim) {
+  kernelgen::Sizes<5> kg_s;
+  kg_s.code = kg_attn_prefill__attn_prefill_paged_64__sizes(q_len, kv_len, q_offset, num_q_heads, num_kv_heads, cache_block_size, causal, sliding_window, head_dim, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_attn_prefill__attn_prefill_64__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_attn_prefill__prefill_attn__sizes(seq_len, num_q_heads, num_kv_heads, causal, sliding_window, head_dim, batch, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::attn_prefill
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -172,6 +172,20 @@ int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden,
 
 const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void) { return &kernelgen::batched_embed::kg_info_batched_embed_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::batched_embed {
+
+kernelgen::Sizes<3> sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_batched_embed__batched_embed_bf16__sizes(n, hidden, vocab, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::batched_embed
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -809,6 +809,44 @@ int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::dflash2 {
+
+kernelgen::Sizes<4> sizes_dflash2_conv2(uint32_t rows, uint32_t hidden) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_dflash2__dflash2_conv2__sizes(rows, hidden, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dflash2_topk16_f32(uint32_t rows, uint32_t vocab) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dflash2__dflash2_topk16_f32__sizes(rows, vocab, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dflash2_topk16_bf16(uint32_t rows, uint32_t vocab) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dflash2__dflash2_topk16_bf16__sizes(rows, vocab, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<7> sizes_dflash2_selector_walk(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab) {
+  kernelgen::Sizes<7> kg_s;
+  kg_s.code = kg_dflash2__dflash2_selector_walk__sizes(batch, slots, rank, vocab, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dflash2_topk16(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dflash2__dflash2_topk16__sizes(rows, vocab, kg_dtypes_T, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::dflash2
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -953,6 +953,50 @@ int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, 
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::fp8_linear {
+
+kernelgen::Sizes<3> sizes_quantize_bf16_to_fp8(uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_fp8_linear__quantize_bf16_to_fp8__sizes(n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_dense_gemv_fp8w(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_linear__dense_gemv_fp8w__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemm_n128_row_scaled_m16(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemm_n128_row_scaled(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemm_tma(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_linear__fp8_gemm_tma__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_linear(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_linear__fp8_linear__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::fp8_linear
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

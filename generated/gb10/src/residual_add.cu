@@ -137,6 +137,20 @@ int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes)
 
 const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void) { return &kernelgen::residual_add::kg_info_residual_add_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::residual_add {
+
+kernelgen::Sizes<3> sizes_residual_add_bf16(uint64_t n) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_residual_add__residual_add_bf16__sizes(n, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::residual_add
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

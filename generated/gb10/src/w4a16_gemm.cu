@@ -619,6 +619,50 @@ int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, i
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::w4a16_gemm {
+
+kernelgen::Sizes<4> sizes_w4a16_gemv_rt2(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_gemv_rt2__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_w4a16_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_gemv_rt1__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_w4a16_gemv_rt1_128(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_w4a16_gemv(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_gemv__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_w4a16_gemm(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_gemm__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_w4a16_linear(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_w4a16_gemm__w4a16_linear__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::w4a16_gemm
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

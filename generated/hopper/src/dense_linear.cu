@@ -893,6 +893,50 @@ int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::dense_linear {
+
+kernelgen::Sizes<3> sizes_dense_gemv(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_gemv__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dense_gemv_rt1(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_gemv_rt1__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dense_gemm(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_gemm__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dense_gemm_pipelined(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_gemm_pipelined__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dense_gemm_tma(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_gemm_tma__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<3> sizes_dense_linear_any(uint32_t m, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_dense_linear__dense_linear_any__sizes(m, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::dense_linear
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

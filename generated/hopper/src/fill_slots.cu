@@ -163,6 +163,20 @@ int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_
 
 const kg_kernel_info* kg_fill_slots__fill_slots__info(void) { return &kernelgen::fill_slots::kg_info_fill_slots; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::fill_slots {
+
+kernelgen::Sizes<2> sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size) {
+  kernelgen::Sizes<2> kg_s;
+  kg_s.code = kg_fill_slots__fill_slots__sizes(start, count, block_size, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::fill_slots
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -4215,6 +4215,164 @@ int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32
   return KG_LAUNCHED;
 }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::fp8_gemv_rt {
+
+kernelgen::Sizes<4> sizes_fp8_gemv_tma(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_tma__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_16(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt1(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt1_16(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_16_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_16_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_32(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_32_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_32_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt1_32(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_64_ks_8(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_64_ks_4(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt1_64(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt1_64_128(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<10> sizes_fp8_gemv_rt2_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kernelgen::Sizes<10> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(rows, n0, n1, n2, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<10> sizes_fp8_gemv_rt1_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kernelgen::Sizes<10> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(rows, n0, n1, n2, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_ks(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_16_ks(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_32_ks(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<4> sizes_fp8_gemv_rt2_64_ks(uint32_t rows, uint32_t n, uint32_t k) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(rows, n, k, kg_s.values.data());
+  return kg_s;
+}
+
+kernelgen::Sizes<10> sizes_fp8_gemv_16_x3(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k) {
+  kernelgen::Sizes<10> kg_s;
+  kg_s.code = kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(rows, n0, n1, n2, k, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::fp8_gemv_rt
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -198,6 +198,20 @@ int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, ui
 
 const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void) { return &kernelgen::reshape_cache_bf16::kg_info_reshape_cache_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::reshape_cache_bf16 {
+
+kernelgen::Sizes<5> sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks) {
+  kernelgen::Sizes<5> kg_s;
+  kg_s.code = kg_reshape_cache_bf16__reshape_cache_bf16__sizes(num_tokens, num_kv_heads, head_dim, block_size, num_blocks, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::reshape_cache_bf16
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -175,6 +175,20 @@ int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint3
 
 const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void) { return &kernelgen::residual_rms_norm::kg_info_residual_rms_norm_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::residual_rms_norm {
+
+kernelgen::Sizes<4> sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
+  kernelgen::Sizes<4> kg_s;
+  kg_s.code = kg_residual_rms_norm__residual_rms_norm_bf16__sizes(rows, hidden, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::residual_rms_norm
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

@@ -172,6 +172,20 @@ int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_
 
 const kg_kernel_info* kg_rms_norm__rms_norm_bf16__info(void) { return &kernelgen::rms_norm::kg_info_rms_norm_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::rms_norm {
+
+kernelgen::Sizes<3> sizes_rms_norm_bf16(uint32_t rows, uint32_t hidden) {
+  kernelgen::Sizes<3> kg_s;
+  kg_s.code = kg_rms_norm__rms_norm_bf16__sizes(rows, hidden, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::rms_norm
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

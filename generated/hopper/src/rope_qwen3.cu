@@ -204,6 +204,20 @@ int32_t kg_rope_qwen3__rope_qwen3__sizes(uint32_t num_tokens, uint32_t num_q_hea
 
 const kg_kernel_info* kg_rope_qwen3__rope_qwen3__info(void) { return &kernelgen::rope_qwen3::kg_info_rope_qwen3; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::rope_qwen3 {
+
+kernelgen::Sizes<5> sizes_rope_qwen3(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim) {
+  kernelgen::Sizes<5> kg_s;
+  kg_s.code = kg_rope_qwen3__rope_qwen3__sizes(num_tokens, num_q_heads, num_kv_heads, head_dim, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::rope_qwen3
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

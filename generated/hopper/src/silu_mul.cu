@@ -169,6 +169,20 @@ int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t
 
 const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void) { return &kernelgen::silu_mul::kg_info_silu_mul_bf16; }
 
+}  // extern "C"
+
+// The C++ API's sizes functions, over the C ABI's.
+namespace kernelgen::silu_mul {
+
+kernelgen::Sizes<2> sizes_silu_mul_bf16(uint32_t rows, uint32_t inter) {
+  kernelgen::Sizes<2> kg_s;
+  kg_s.code = kg_silu_mul__silu_mul_bf16__sizes(rows, inter, kg_s.values.data());
+  return kg_s;
+}
+
+}  // namespace kernelgen::silu_mul
+extern "C" {
+
 // The digest of this module's C ABI: the Rust crate and every C or C++ file that includes the
 // module's headers reference it, so linking them against a library built from other specs fails
 // with this symbol undefined.

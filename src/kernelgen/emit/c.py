@@ -79,6 +79,29 @@ class _CLauncher(View):
         p = plan_params(self.ir.int_args)
         return f"{p}, " if p else ""
 
+    @property
+    def sized_names(self) -> list[str]:
+        """The array arguments whose element counts the sizes function writes, in its order."""
+        sized = sorted((a.size_slot, a.name) for a in self.ir.args if a.is_pointer and a.size_slot >= 0)
+        return [name for _, name in sized]
+
+    @property
+    def n_sizes(self) -> int:
+        return len(self.sized_names)
+
+    @property
+    def n_sizes_name(self) -> str:
+        """The C constant holding how many values the sizes function writes."""
+        return f"{names.c_function(self.m.name, self.ir.name)}__n_sizes"
+
+    @property
+    def sizes_comment(self) -> str:
+        """What the sizes function writes, for the headers' comments."""
+        if not self.sized_names:
+            return "no array argument has a size: writes nothing"
+        return (f"writes the element counts of the array arguments {comment_text(', '.join(self.sized_names))} "
+                f"({self.n_sizes} value{'s' if self.n_sizes != 1 else ''}, in this order)")
+
 
 class CKernel(_CLauncher):
     @property
@@ -154,6 +177,44 @@ def abi_symbol(lm: LModule) -> str:
     return f"{names.current().c_prefix}_{lm.name}__abi__{digest}"
 
 
+# The runtime's C functions (kernelgen/abi.h, runtime.cpp) as (return type, name after kg_rt_,
+# parameters). Every target library exports each one twice: as kg_rt_<name>, the same in every
+# library (a program's call reaches the first library on its link line), and as
+# <c_prefix>_rt_<name>, the package's own, which the module headers declare
+# (tests/unit/test_runtime_entry_points.py keeps the three in step).
+RUNTIME_FUNCTIONS = (
+    ("void", "describe", "const kg_kernel_info* kernel, int32_t code, char* buf, size_t size"),
+    ("void", "refresh", "void"),
+    ("const char*", "target", "void"),
+    ("int32_t", "target_cc", "void"),
+    ("const kg_device_values*", "device_values", "void"),
+    ("const kg_device_values*", "target_table", "void"),
+    ("void", "use_target_table", "int32_t on"),
+    ("void", "limit_sms", "int32_t n"),
+    ("int32_t", "device_count", "void"),
+    ("int32_t", "current_device", "void"),
+    ("int32_t", "device_cc", "int32_t device"),
+    ("int32_t", "is_sticky_error", "int32_t cuda_error"),
+)
+
+
+def runtime_function(name: str) -> str:
+    """The package's own name of runtime function ``kg_rt_<name>``."""
+    return f"{names.current().c_prefix}_rt_{name}"
+
+
+def runtime_declarations() -> list[str]:
+    """The declarations of the package's own runtime functions (<c_prefix>_rt_*), once per
+    translation unit (each module's C and C++ headers carry them); none where the C prefix is kg,
+    whose names are kernelgen/abi.h's."""
+    prefix = names.current().c_prefix
+    if prefix == "kg":
+        return []
+    guard = f"KERNELGEN_{prefix.upper()}_RT_DECLARED"
+    return [f"#ifndef {guard}", f"#define {guard}",
+            *(f"{ret} {runtime_function(name)}({params});" for ret, name, params in RUNTIME_FUNCTIONS), "#endif"]
+
+
 def include_guard(module: str) -> str:
     """The include guard of a module's C header, from its path under include/ (the project's header
     folder, then the module): two projects' headers of one module name are included together."""
@@ -169,6 +230,7 @@ def render_module(lm: LModule) -> dict[str, str]:
         "elem_defines": elem_defines(lm),
         "structs": c_structs(lm),
         "abi_symbol": abi_symbol(lm),
+        "runtime_declarations": runtime_declarations(),
     }
     return {f"include/{names.module_header(lm.name, '_c')}": render("api_c.h.j2", ctx)}
 

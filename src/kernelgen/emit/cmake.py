@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from kernelgen import names
 from kernelgen.emit.base import render, stamp
+from kernelgen.emit.cpp import STRUCT_HEADER_DIR
 from kernelgen.model import Catalog, Target
 
 
@@ -22,21 +24,25 @@ def render_target(t: Target, modules: list[str], lib_name: str, catalog: Catalog
         for m in catalog.modules
         if (b := catalog.module_build(m, t))
     ]
-    # Each struct's header and the project's headers it includes, at their paths under include/
-    # (kernelgen.loader.header_files), so that C++ callers compile the API header as the build did.
+    # Each struct's header and the project's headers it includes (kernelgen.loader.header_files), under
+    # the package's own header folder (include/<header_dir>/kg_headers/<path>), which the API headers
+    # include them from: a program including two packages' API headers gets each one's own files,
+    # whatever its include path holds.
     installs: dict[str, str] = {}
     for m in catalog.modules:
         for st in m.structs:
             for src, dest in st.files or ([(st.header, st.header)] if st.header else []):
                 installs.setdefault(dest, src)
     headers: dict[str, list[str]] = {}
-    for dest, src in sorted(installs.items()):
-        headers.setdefault(dest.rpartition("/")[0], []).append(src)
+    for dest in sorted(installs):
+        headers.setdefault(dest.rpartition("/")[0], []).append(dest)
     ctx = {
         "t": t,
         "modules": modules,
         "builds": builds,
+        "struct_files": sorted((src, dest) for dest, src in installs.items()),
         "struct_headers": sorted(headers.items()),
+        "struct_header_dir": f"{names.current().header_dir}/{STRUCT_HEADER_DIR}",
         "lib_name": lib_name,
         "stamp": stamp("specs/targets.yaml and the module specs"),
         "cc_number": t.compute_capability[0] * 10 + t.compute_capability[1],

@@ -18,6 +18,20 @@ from kernelgen.model import Struct, StructField
 from kernelgen.plan import NL_NO_INSTANCE, NL_NO_VARIANT, code
 from kernelgen.types import ElemType, ScalarType
 
+# The folder beside a package's API headers (include/<header_dir>/) that holds its struct headers and the
+# project's headers they include, at their paths under include/ (kernelgen.emit.cmake installs them).
+STRUCT_HEADER_DIR = "kg_headers"
+
+
+def struct_header_include(header: str) -> str:
+    """The API header's include of struct header ``header`` (its path under include/): the package's
+    copy beside the API header where it is installed (a quoted include is looked up beside the
+    including file first, so each package's API header gets its own copy whatever a program's
+    include path holds), else the project's file, in the project's own build."""
+    own = f"{STRUCT_HEADER_DIR}/{header}"
+    return "\n".join([f'#if __has_include("{own}")  // installed: the package\'s copy, beside this header',
+                      f'#include "{own}"', "#else  // the project's build", f'#include "{header}"', "#endif"])
+
 
 def pointer_type(elem: ElemType, const: bool) -> str:
     return f"{'const ' if const else ''}{elem.cpp}*"
@@ -197,6 +211,16 @@ class CppKernel(c.CKernel):
     @property
     def cpp_params(self) -> str:
         return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
+
+    @property
+    def sizes_params(self) -> str:
+        """The parameters of the C++ API's sizes_<kernel>: the plan's."""
+        return self.plan_params
+
+    @property
+    def sizes_args(self) -> str:
+        """The C sizes function's arguments from sizes_<kernel>'s parameters, each followed by ", "."""
+        return "".join(f"{a.name}, " for a in self.ir.int_args)
 
     @property
     def all_arg_names(self) -> str:
@@ -455,6 +479,16 @@ class CppChain(c.CChain):
         return "".join(f"{cpp_param(a)}, " for a in self.ir.args)
 
     @property
+    def sizes_params(self) -> str:
+        """The parameters of the C++ API's sizes_<chain>: the plan's, without the kernel index."""
+        return (self.plan_params + self.key_params).removesuffix(", ")
+
+    @property
+    def sizes_args(self) -> str:
+        """The C sizes function's arguments from sizes_<chain>'s parameters, each followed by ", "."""
+        return self.int_arg_names_comma + self.key_names
+
+    @property
     def int_arg_names_comma(self) -> str:
         return "".join(f"{a.name}, " for a in self.ir.int_args)
 
@@ -624,7 +658,7 @@ class CppModule(ModuleView):
             toolkit = types.TOOLKIT_STRUCTS.get(st.cpp.removeprefix("::"))
             comment = ""
             if st.header:
-                line = f'#include "{st.header}"'
+                line = struct_header_include(st.header)
             elif toolkit:
                 line = f"#include <{toolkit.header}>"
             else:
@@ -665,6 +699,7 @@ def render_module(lm: LModule) -> dict[str, str]:
         "no_variant_code": code(NL_NO_VARIANT),
         "no_instance_code": code(NL_NO_INSTANCE),
         "abi_symbol": c.abi_symbol(lm),
+        "runtime_declarations": c.runtime_declarations(),
     }
     return {
         f"src/{lm.name}.cu": render("launchers.cu.j2", ctx),

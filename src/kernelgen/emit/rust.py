@@ -264,8 +264,10 @@ class _Launcher:
             for a in args if a.is_pointer
         ]
         # Null pointers are refused (unless the kernel touches none of the elements), except where
-        # the spec declares the argument nullable.
-        checked = [a for a in args if a.is_pointer and not a.nullable]
+        # the spec declares the argument nullable. A device scalar is the C launcher's to check: it
+        # refuses a null one as it does one outside device memory (E_DEVICE_SCALAR, after the plan),
+        # and the crate gives that code.
+        checked = [a for a in args if a.is_pointer and not a.nullable and not a.device]
         self.pointers = [(rust_ident(a.name), rust_string(a.name), a.size_slot) for a in checked]
         self.null_test = " || ".join(f"{rust_ident(a.name)}.is_null()" for a in checked)
         self.call_args = "".join(
@@ -453,7 +455,7 @@ class _KernelTests:
         # A null pointer: refused where the kernel touches elements of it, allowed where none.
         self.null_refused = None
         self.null_allowed = None
-        pointers = [a for a in lk.args if a.is_pointer and not a.nullable]
+        pointers = [a for a in lk.args if a.is_pointer and not a.nullable and not a.device]
         if pointers and lk.present:
             p = pointers[0]
             n = _size_of(mod, k, p.name, first)

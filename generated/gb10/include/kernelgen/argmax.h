@@ -27,6 +27,8 @@ namespace kernelgen::argmax {
 // out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block.
 kernelgen::Outcome argmax_bf16(const __nv_bfloat16* logits, int32_t* out, uint32_t rows, uint32_t vocab, cudaStream_t stream = nullptr);
 kg_plan plan_argmax_bf16(uint32_t rows, uint32_t vocab);
+// sizes_argmax_bf16 writes the element counts of the array arguments logits, out (2 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<2> sizes_argmax_bf16(uint32_t rows, uint32_t vocab);
 
 }  // namespace kernelgen::argmax
 #pragma GCC visibility pop

@@ -27,14 +27,20 @@ namespace kernelgen::attn_prefill {
 // Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block.
 kernelgen::Outcome attn_prefill_paged_64(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, cudaStream_t stream = nullptr);
 kg_plan plan_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim);
+// sizes_attn_prefill_paged_64 writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<5> sizes_attn_prefill_paged_64(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim);
 
 // Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block.
 kernelgen::Outcome attn_prefill_64(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream = nullptr);
 kg_plan plan_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
+// sizes_attn_prefill_64 writes the element counts of the array arguments q, k, v, output (4 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<4> sizes_attn_prefill_64(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
 
 // The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block.
 kernelgen::Outcome prefill_attn(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, cudaStream_t stream = nullptr);
 kg_plan plan_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
+// sizes_prefill_attn writes the element counts of the array arguments q, k, v, output (4 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<4> sizes_prefill_attn(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
 
 }  // namespace kernelgen::attn_prefill
 #pragma GCC visibility pop

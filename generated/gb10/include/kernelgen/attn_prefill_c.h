@@ -21,18 +21,27 @@ extern "C" {
 /* Chunked prefill of one sequence over a paged KV cache: query i sits at absolute position q_offset + i, keys at 0 .. kv_len - 1; q head h reads kv head h / (num_q_heads / num_kv_heads). Key k is visible to position p when (causal == 0 or k <= p) and, with sliding_window > 0, p - sliding_window < k <= p. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block. */
 int32_t kg_attn_prefill__attn_prefill_paged_64(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill__attn_prefill_paged_64__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* kg_out);
+/* kg_attn_prefill__attn_prefill_paged_64__sizes: writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order), into
+ * kg_sizes[kg_attn_prefill__attn_prefill_paged_64__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_attn_prefill__attn_prefill_paged_64__n_sizes = 5 };
 int32_t kg_attn_prefill__attn_prefill_paged_64__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill__attn_prefill_paged_64__info(void);
 
 /* Self-attention over contiguous q / k / v / output [batch, seq_len, heads, head_dim] (kv_len = seq_len, query i at position i); masking and GQA as attn_prefill_paged_64. Variants on head_dim: 64, 128 or 256 (another value: not launched). __launch_bounds__: at most 128 threads a block. */
 int32_t kg_attn_prefill__attn_prefill_64(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill__attn_prefill_64__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out);
+/* kg_attn_prefill__attn_prefill_64__sizes: writes the element counts of the array arguments q, k, v, output (4 values, in this order), into
+ * kg_sizes[kg_attn_prefill__attn_prefill_64__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_attn_prefill__attn_prefill_64__n_sizes = 4 };
 int32_t kg_attn_prefill__attn_prefill_64__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill__attn_prefill_64__info(void);
 
 /* The drafter's non-paged BF16 attention at head_dim 128: attn_prefill_64's head_dim 128 instance, applying only at head_dim 128 (other head sizes are not launched). __launch_bounds__: at most 128 threads a block. */
 int32_t kg_attn_prefill__prefill_attn(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, float inv_sqrt_d, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill__prefill_attn__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out);
+/* kg_attn_prefill__prefill_attn__sizes: writes the element counts of the array arguments q, k, v, output (4 values, in this order), into
+ * kg_sizes[kg_attn_prefill__prefill_attn__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_attn_prefill__prefill_attn__n_sizes = 4 };
 int32_t kg_attn_prefill__prefill_attn__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill__prefill_attn__info(void);
 

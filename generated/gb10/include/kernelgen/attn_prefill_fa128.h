@@ -27,18 +27,26 @@ namespace kernelgen::attn_prefill_fa128 {
 // As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kernelgen::Outcome attn_prefill_fa128_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, cudaStream_t stream = nullptr);
 kg_plan plan_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window);
+// sizes_attn_prefill_fa128_paged writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<5> sizes_attn_prefill_fa128_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window);
 
 // As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block.
 kernelgen::Outcome attn_prefill_fa128(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, cudaStream_t stream = nullptr);
 kg_plan plan_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch);
+// sizes_attn_prefill_fa128 writes the element counts of the array arguments q, k, v, output (4 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<4> sizes_attn_prefill_fa128(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch);
 
 // Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies.
 kernelgen::Outcome attn_paged(const __nv_bfloat16* q, const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache, __nv_bfloat16* output, const int32_t* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, cudaStream_t stream = nullptr);
 kg_plan plan_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int32_t* kg_kernel = nullptr);
+// sizes_attn_paged writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order): each the most of the members whose counts compute, -1 where none does; code: KG_LAUNCHED.
+kernelgen::Sizes<5> sizes_attn_paged(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim);
 
 // Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies.
 kernelgen::Outcome attn_contiguous(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, cudaStream_t stream = nullptr);
 kg_plan plan_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int32_t* kg_kernel = nullptr);
+// sizes_attn_contiguous writes the element counts of the array arguments q, k, v, output (4 values, in this order): each the most of the members whose counts compute, -1 where none does; code: KG_LAUNCHED.
+kernelgen::Sizes<4> sizes_attn_contiguous(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch);
 
 }  // namespace kernelgen::attn_prefill_fa128
 #pragma GCC visibility pop

@@ -21,23 +21,35 @@ extern "C" {
 /* As attn_prefill.attn_prefill_paged_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, kg_plan* kg_out);
+/* kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes: writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order), into
+ * kg_sizes[kg_attn_prefill_fa128__attn_prefill_fa128_paged__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_attn_prefill_fa128__attn_prefill_fa128_paged__n_sizes = 5 };
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128_paged__info(void);
 
 /* As attn_prefill.attn_prefill_64 with head_dim 256, causal = 1, sliding_window = 0. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, kg_plan* kg_out);
+/* kg_attn_prefill_fa128__attn_prefill_fa128__sizes: writes the element counts of the array arguments q, k, v, output (4 values, in this order), into
+ * kg_sizes[kg_attn_prefill_fa128__attn_prefill_fa128__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_attn_prefill_fa128__attn_prefill_fa128__n_sizes = 4 };
 int32_t kg_attn_prefill_fa128__attn_prefill_fa128__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, uint32_t causal, uint32_t sliding_window, uint32_t batch, int64_t* kg_sizes);
 const kg_kernel_info* kg_attn_prefill_fa128__attn_prefill_fa128__info(void);
 
 /* Tries attn_prefill_fa128.attn_prefill_fa128_paged, then attn_prefill.attn_prefill_paged_64; launches the first that applies. */
 int32_t kg_attn_prefill_fa128__attn_paged(const void* q, const void* k_cache, const void* v_cache, void* output, const void* block_table, uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_paged__plan(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_attn_prefill_fa128__attn_paged__sizes: writes the element counts of the array arguments q, k_cache, v_cache, output, block_table (5 values, in this order), into
+ * kg_sizes[kg_attn_prefill_fa128__attn_paged__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_attn_prefill_fa128__attn_paged__n_sizes = 5 };
 int32_t kg_attn_prefill_fa128__attn_paged__sizes(uint32_t q_len, uint32_t kv_len, uint32_t q_offset, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t cache_block_size, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, int64_t* kg_sizes);
 
 /* Tries attn_prefill_fa128.attn_prefill_fa128, then attn_prefill.attn_prefill_64; launches the first that applies. */
 int32_t kg_attn_prefill_fa128__attn_contiguous(const void* q, const void* k, const void* v, void* output, uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, float inv_sqrt_d, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_attn_prefill_fa128__attn_contiguous__plan(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_attn_prefill_fa128__attn_contiguous__sizes: writes the element counts of the array arguments q, k, v, output (4 values, in this order), into
+ * kg_sizes[kg_attn_prefill_fa128__attn_contiguous__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_attn_prefill_fa128__attn_contiguous__n_sizes = 4 };
 int32_t kg_attn_prefill_fa128__attn_contiguous__sizes(uint32_t seq_len, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t causal, uint32_t sliding_window, uint32_t head_dim, uint32_t batch, int64_t* kg_sizes);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation

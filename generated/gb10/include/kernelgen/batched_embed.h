@@ -27,6 +27,8 @@ namespace kernelgen::batched_embed {
 // out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome batched_embed_bf16(const int32_t* ids, const __nv_bfloat16* table, __nv_bfloat16* out, uint32_t n, uint32_t hidden, uint32_t vocab, cudaStream_t stream = nullptr);
 kg_plan plan_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab);
+// sizes_batched_embed_bf16 writes the element counts of the array arguments ids, table, out (3 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<3> sizes_batched_embed_bf16(uint32_t n, uint32_t hidden, uint32_t vocab);
 
 }  // namespace kernelgen::batched_embed
 #pragma GCC visibility pop

@@ -21,6 +21,9 @@ extern "C" {
 /* out[i, :] = table[ids[i], :]; an id outside [0, vocab) writes a row of zeros. One CTA per output row of 32 * ceil(hidden / 1024) threads (at most 256), up to four 16-byte vector copies in flight per thread. Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_batched_embed__batched_embed_bf16(const void* ids, const void* table, void* out, uint32_t n, uint32_t hidden, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_batched_embed__batched_embed_bf16__plan(uint32_t n, uint32_t hidden, uint32_t vocab, kg_plan* kg_out);
+/* kg_batched_embed__batched_embed_bf16__sizes: writes the element counts of the array arguments ids, table, out (3 values, in this order), into
+ * kg_sizes[kg_batched_embed__batched_embed_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_batched_embed__batched_embed_bf16__n_sizes = 3 };
 int32_t kg_batched_embed__batched_embed_bf16__sizes(uint32_t n, uint32_t hidden, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_batched_embed__batched_embed_bf16__info(void);
 

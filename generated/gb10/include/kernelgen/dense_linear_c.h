@@ -21,36 +21,54 @@ extern "C" {
 /* Few rows (m <= 16), memory-bound: the streamed GEMV of fp8_gemv_rt2 / rt2_16 on BF16 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (64 k) in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA); each chunk's x goes into a shared-memory slot that two warps copy once (whole lines); the weight is the A operand of mma.sync m16n8k16, x^T the B operand (one 8-row tile for m <= 8, two for m <= 16); warp partials are added in phase order, the two ranks' in rank order through distributed shared memory. Any k and alignment (element loads into the same slots when k % 8 != 0 or a pointer is not 16-byte aligned). Launched programmatic-dependent: it reads nothing (x or w) before the previous kernel on the stream has finished. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_dense_linear__dense_gemv(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_dense_linear__dense_gemv__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_gemv__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dense_linear__dense_gemv__n_sizes = 3 };
 int32_t kg_dense_linear__dense_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemv__info(void);
 
 /* dense_gemv without the cluster: each CTA streams the whole of K for its 64 weight rows through a 3-slot ring (two chunks of each warp in flight, one CTA an SM). Taken when dense_gemv's grid would exceed one CTA an SM, up to GEMV_RT1_WAVES tiles an SM (measured on the H200, cold weights, single launches at 16 rows, us against dense_gemv's and cuBLAS's: qkv, 96 tiles, 16.7 / 19.1 / 18.0; gate/up, 384 tiles, 53.1 / 54.7 / 53.0; beyond, the lm_head's 2374 tiles, 293.0 / 291.7 / 303.5). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_dense_linear__dense_gemv_rt1(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemv_rt1__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_dense_linear__dense_gemv_rt1__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_gemv_rt1__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dense_linear__dense_gemv_rt1__n_sizes = 3 };
 int32_t kg_dense_linear__dense_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemv_rt1__info(void);
 
 /* Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA, k in steps of 32 through padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. Any k and alignment. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_dense_linear__dense_gemm(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_dense_linear__dense_gemm__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_gemm__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dense_linear__dense_gemm__n_sizes = 3 };
 int32_t kg_dense_linear__dense_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemm__info(void);
 
 /* Many rows: 128 x 128 (or 64 x 128 when that fills the GPU better) output tiles per 8-warp CTA (CTAs take the m tiles of one n tile in turn, so those running together share weight tiles), a 4-stage cp.async pipeline of 32-wide k tiles in swizzled shared memory, ldmatrix + mma.sync m16n8k16 (gb10) or the same products as warpgroup MMAs read from shared memory (hopper; the same bits), f32 accumulation in k order. Any k and alignment (element loads into the same pipeline when k % 8 != 0 or a pointer is not 16-byte aligned). When the 64-row tiles are fewer than SPLIT_CTAS, K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace). Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(n, PIPE_TILE_N) * div_ceil(m, PIPE_TILE_M)), k // SPLIT_K_MIN))); the grid must be whole clusters. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_dense_linear__dense_gemm_pipelined(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemm_pipelined__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_dense_linear__dense_gemm_pipelined__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_gemm_pipelined__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dense_linear__dense_gemm_pipelined__n_sizes = 3 };
 int32_t kg_dense_linear__dense_gemm_pipelined__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemm_pipelined__info(void);
 
 /* Many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x box (128 rows) and weight boxes (64 rows each) into a 192 KiB shared-memory ring (tensor maps with the 128-byte swizzle, zeros past m, n and k), two warpgroups issue m64nBNk16 warpgroup MMAs on 128 x BN tiles taken m-first, BN of 128, 192 and 256 the width whose tiles (K split included) take the fewest waves of TMA_CTAS CTAs, weighed by TMA_COST_BN. f32 accumulation in k order (unsplit: dense_gemm_pipelined's bits). When its tiles are fewer than TMA_CTAS, K is split over a cluster of up to TMA_SPLIT_MAX CTAs along z (partial tiles summed in rank order over distributed shared memory). k % 8 == 0 and 16-byte aligned x and w (else not launched: the chain takes dense_gemm_pipelined). Cluster chosen at launch: [1, 1, split] with mt = div_ceil(m, 128), t128 = mt * div_ceil(n, 128), t192 = mt * div_ceil(n, 192), t256 = mt * div_ceil(n, 256), s128 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t128, k // SPLIT_K_MIN)), s192 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t192, k // SPLIT_K_MIN)), s256 = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // t256, k // SPLIT_K_MIN)), c128 = ((div_ceil(t128 * s128, TMA_CTAS) * 128) * TMA_COST_128) // s128, c192 = ((div_ceil(t192 * s192, TMA_CTAS) * 192) * TMA_COST_192) // s192, c256 = ((div_ceil(t256 * s256, TMA_CTAS) * 256) * TMA_COST_256) // s256, bn = 256 if (c256 <= min(c192, c128)) else (192 if (c192 <= c128) else 128), tiles = mt * div_ceil(n, bn), split = max(1, min(TMA_SPLIT_MAX, TMA_CTAS // tiles, k // SPLIT_K_MIN)); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), w_map (of w); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_dense_linear__dense_gemm_tma(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_gemm_tma__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_dense_linear__dense_gemm_tma__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_gemm_tma__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dense_linear__dense_gemm_tma__n_sizes = 3 };
 int32_t kg_dense_linear__dense_gemm_tma__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_dense_linear__dense_gemm_tma__info(void);
 
 /* Tries dense_linear.dense_gemv_rt1, then dense_linear.dense_gemv, then dense_linear.dense_gemm_tma, then dense_linear.dense_gemm_pipelined; launches the first that applies. */
 int32_t kg_dense_linear__dense_linear_any(const void* x, const void* w, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dense_linear__dense_linear_any__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_dense_linear__dense_linear_any__sizes: writes the element counts of the array arguments x, w, out (3 values, in this order), into
+ * kg_sizes[kg_dense_linear__dense_linear_any__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_dense_linear__dense_linear_any__n_sizes = 3 };
 int32_t kg_dense_linear__dense_linear_any__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation

@@ -21,6 +21,9 @@ extern "C" {
 /* slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_fill_slots__fill_slots(const void* block_table, void* slots, uint32_t start, uint32_t count, uint32_t block_size, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fill_slots__fill_slots__plan(uint32_t start, uint32_t count, uint32_t block_size, kg_plan* kg_out);
+/* kg_fill_slots__fill_slots__sizes: writes the element counts of the array arguments block_table, slots (2 values, in this order), into
+ * kg_sizes[kg_fill_slots__fill_slots__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fill_slots__fill_slots__n_sizes = 2 };
 int32_t kg_fill_slots__fill_slots__sizes(uint32_t start, uint32_t count, uint32_t block_size, int64_t* kg_sizes);
 const kg_kernel_info* kg_fill_slots__fill_slots__info(void);
 

@@ -21,146 +21,221 @@ extern "C" {
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16 on hopper, streamed over TMA: one thread copies each 64-k step's weight box (128 rows of E4M3 bytes) and x box (16 rows, zeros past rows) into a 10-slot ring (two CTAs an SM), two warpgroups convert their weight rows to bf16 in registers and issue m64n16k16 warpgroup MMAs with the weight as A. When the 128-row tiles are fewer than GEMV_TMA_CTAS, K is split over a cluster of up to GEMV_TMA_SPLIT CTAs along z (partial tiles summed in rank order over distributed shared memory). f32 accumulation in k order. 16-byte aligned x and q (else not launched). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with split = max(1, min(GEMV_TMA_SPLIT, min(GEMV_TMA_CTAS // div_ceil(n, 128), k // GEMV_TMA_K_MIN))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_tma__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_tma__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_tma__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_tma__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8; x bf16 [rows, k], q E4M3 [n, k], scale f32 [n], f32 accumulation. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks in whole lines through a 2-slot cp.async ring (32 KB in flight per CTA), two row groups x four K phases; each chunk's x goes into a shared-memory slot that the phase's two warps copy once (whole lines); the weight is the A operand of m16n8k16 bf16 mma (converted in registers), x^T the B operand read from that slot; warp partials are summed in phase order, the two ranks' through distributed shared memory. The k <= 16384 limit is not the kernel's: it keeps the engine chain's choice for long K unchanged. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2__info(void);
 
 /* As fp8_gemv_rt2 for rows <= 16: two 8-column x tiles share each converted weight fragment. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_16__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16__info(void);
 
 /* fp8_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs, no cluster barrier). Taken when fp8_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (qkv, gate/up, the lm_head; measured on the H200, rt1 was then the faster: qkv at 1 row 10.0 us against 11.0, the lm_head 141.9 against 144.4; with fewer tiles the split K wins: o, 64 tiles, 9.0 against 7.9). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1__info(void);
 
 /* fp8_gemv_rt2_16 without the cluster, as fp8_gemv_rt1 (measured on the H200 at 16 rows: qkv 11.1 us against 13.2, gate/up 33.1 against 33.4, the lm_head 154.4 against 169.1). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1_16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1_16__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16__info(void);
 
 /* fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_ks_8__info(void);
 
 /* fp8_gemv_rt2 for few weight rows: K split over clusters of C = 8 or 4 CTAs instead of CLUSTER, so that a weight of at most 16 tiles of 64 rows (N <= 1024) still spreads over up to KS_CTAS CTAs; rank r finalises 64 / C rows, the ranks' partials added in rank order. The chain takes C = 8 up to 8 tiles (N <= 512), C = 4 up to 16. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_ks_4__info(void);
 
 /* fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_8__info(void);
 
 /* fp8_gemv_rt2_16 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks_4__info(void);
 
 /* As fp8_gemv_rt2 for rows <= 32 (17-32: a batch of two 16-row blocks, say): four 8-column x tiles share each converted weight fragment, x slots of 32 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_32__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_32__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32__info(void);
 
 /* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_8__info(void);
 
 /* fp8_gemv_rt2_32 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks_4__info(void);
 
 /* fp8_gemv_rt2_32 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1_32__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1_32__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_32__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_32__info(void);
 
 /* As fp8_gemv_rt2 for rows <= 64 (33-64: a batch of up to four 16-row blocks): six 8-column x tiles up to 48 rows, eight above, share each converted weight fragment (taken one at a time), x slots of 64 rows, one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_64__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_64__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64__info(void);
 
 /* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_8__info(void);
 
 /* fp8_gemv_rt2_64 for few weight rows, K split over clusters of C = 8 or 4 CTAs as in fp8_gemv_rt2_ks. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks_4__info(void);
 
 /* fp8_gemv_rt2_64 without the cluster, as fp8_gemv_rt1: taken when the 2-CTA grid would exceed one CTA an SM. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1_64__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1_64__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64__info(void);
 
 /* fp8_gemv_rt1_64 over 128-row tiles (four warps share each x slot: half the x read a weight byte), for weights of more than WAVES_128 such tiles an SM (the lm_head), where the CTAs' start-up and tail weigh least. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. (absent on gb10: always "not launched") */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_64_128__info(void);
 
 /* Three products of one x in one launch (a layer's q, k and v projections): out_i[m, n] = bf16(scale_i[n] * sum_k x[m, k] * q_i[n, k]) for i = 0, 1, 2, rows <= 16, each q_i E4M3 [n_i, k]. The clusters take the 64-row tiles of q0, then q1, then q2, each computed as fp8_gemv_rt2_16 computes it (the same bits as three fp8_gemv_rt2_16 launches), so the small weights share one launch's start-up and tail. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes: writes the element counts of the array arguments x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2 (10 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__n_sizes = 10 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt2_16_x3__info(void);
 
 /* fp8_gemv_rt2_16_x3 without the cluster: each CTA streams the whole of K for its 64 rows of q0, q1 or q2, as fp8_gemv_rt1_16 computes them (the same bits as three fp8_gemv_rt1_16 launches). Taken, as fp8_gemv_rt1_16, when the 2-CTA grid would exceed one CTA an SM (a Qwen3-8B layer's q, k and v: 96 tiles). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes: writes the element counts of the array arguments x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2 (10 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__n_sizes = 10 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_gemv_rt__fp8_gemv_rt1_16_x3__info(void);
 
 /* Dispatches fp8_gemv_rt2_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4; picks by the first whose plan launches. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_ks__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_ks__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* Dispatches fp8_gemv_rt2_16_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4; picks by the first whose plan launches. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_16_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* Dispatches fp8_gemv_rt2_32_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4; picks by the first whose plan launches. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_32_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* Dispatches fp8_gemv_rt2_64_ks to its instances: fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4; picks by the first whose plan launches. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__n_sizes = 4 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_rt2_64_ks__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* Tries fp8_gemv_rt.fp8_gemv_rt1_16_x3, then fp8_gemv_rt.fp8_gemv_rt2_16_x3; launches the first that applies. */
 int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3(const void* x, const void* q0, const void* scale0, void* out0, const void* q1, const void* scale1, void* out1, const void* q2, const void* scale2, void* out2, uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__plan(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes: writes the element counts of the array arguments x, q0, scale0, out0, q1, scale1, out1, q2, scale2, out2 (10 values, in this order), into
+ * kg_sizes[kg_fp8_gemv_rt__fp8_gemv_16_x3__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_gemv_rt__fp8_gemv_16_x3__n_sizes = 10 };
 int32_t kg_fp8_gemv_rt__fp8_gemv_16_x3__sizes(uint32_t rows, uint32_t n0, uint32_t n1, uint32_t n2, uint32_t k, int64_t* kg_sizes);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation

@@ -27,6 +27,8 @@ namespace kernelgen::reshape_cache_bf16 {
 // k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome reshape_cache_bf16(const __nv_bfloat16* key, const __nv_bfloat16* value, __nv_bfloat16* k_cache, __nv_bfloat16* v_cache, const int64_t* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, cudaStream_t stream = nullptr);
 kg_plan plan_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks);
+// sizes_reshape_cache_bf16 writes the element counts of the array arguments key, value, k_cache, v_cache, slot_mapping (5 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<5> sizes_reshape_cache_bf16(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks);
 
 }  // namespace kernelgen::reshape_cache_bf16
 #pragma GCC visibility pop

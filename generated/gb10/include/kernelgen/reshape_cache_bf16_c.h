@@ -21,6 +21,9 @@ extern "C" {
 /* k_cache[s / block_size][s % block_size] = key[t] and likewise value -> v_cache, with s = slot_mapping[t]; key/value [num_tokens, num_kv_heads, head_dim], caches [num_blocks, block_size, num_kv_heads, head_dim], contiguous. A negative slot (padding) or a slot >= num_blocks * block_size is skipped. One warp per token (4 per 128-thread CTA), slot read once per token, 16-byte vector copies with 8 loads per lane in flight (a whole 8 x 128 key + value row pair per pass). Bit-exact. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_reshape_cache_bf16__reshape_cache_bf16(const void* key, const void* value, void* k_cache, void* v_cache, const void* slot_mapping, uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_reshape_cache_bf16__reshape_cache_bf16__plan(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, kg_plan* kg_out);
+/* kg_reshape_cache_bf16__reshape_cache_bf16__sizes: writes the element counts of the array arguments key, value, k_cache, v_cache, slot_mapping (5 values, in this order), into
+ * kg_sizes[kg_reshape_cache_bf16__reshape_cache_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_reshape_cache_bf16__reshape_cache_bf16__n_sizes = 5 };
 int32_t kg_reshape_cache_bf16__reshape_cache_bf16__sizes(uint32_t num_tokens, uint32_t num_kv_heads, uint32_t head_dim, uint32_t block_size, uint32_t num_blocks, int64_t* kg_sizes);
 const kg_kernel_info* kg_reshape_cache_bf16__reshape_cache_bf16__info(void);
 

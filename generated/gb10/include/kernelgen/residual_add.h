@@ -27,6 +27,8 @@ namespace kernelgen::residual_add {
 // out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome residual_add_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* out, uint64_t n, cudaStream_t stream = nullptr);
 kg_plan plan_residual_add_bf16(uint64_t n);
+// sizes_residual_add_bf16 writes the element counts of the array arguments a, b, out (3 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<3> sizes_residual_add_bf16(uint64_t n);
 
 }  // namespace kernelgen::residual_add
 #pragma GCC visibility pop

@@ -21,6 +21,9 @@ extern "C" {
 /* out[i] = bf16(f32(a[i]) + f32(b[i])) for i < n. 1024-thread CTAs, one 16-byte vector of a and b per thread (grid-stride loop), scalar tail for n % 8; any n. out may be a or b (in place). __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_residual_add__residual_add_bf16(const void* a, const void* b, void* out, uint64_t n, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_residual_add__residual_add_bf16__plan(uint64_t n, kg_plan* kg_out);
+/* kg_residual_add__residual_add_bf16__sizes: writes the element counts of the array arguments a, b, out (3 values, in this order), into
+ * kg_sizes[kg_residual_add__residual_add_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_residual_add__residual_add_bf16__n_sizes = 3 };
 int32_t kg_residual_add__residual_add_bf16__sizes(uint64_t n, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_add__residual_add_bf16__info(void);
 

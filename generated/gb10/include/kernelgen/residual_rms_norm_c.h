@@ -21,6 +21,9 @@ extern "C" {
 /* residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_residual_rms_norm__residual_rms_norm_bf16(const void* x, void* residual, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_residual_rms_norm__residual_rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
+/* kg_residual_rms_norm__residual_rms_norm_bf16__sizes: writes the element counts of the array arguments x, residual, weight, out (4 values, in this order), into
+ * kg_sizes[kg_residual_rms_norm__residual_rms_norm_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_residual_rms_norm__residual_rms_norm_bf16__n_sizes = 4 };
 int32_t kg_residual_rms_norm__residual_rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_residual_rms_norm__residual_rms_norm_bf16__info(void);
 

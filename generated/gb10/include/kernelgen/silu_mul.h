@@ -27,6 +27,8 @@ namespace kernelgen::silu_mul {
 // input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block.
 kernelgen::Outcome silu_mul_bf16(const __nv_bfloat16* input, __nv_bfloat16* out, uint32_t rows, uint32_t inter, cudaStream_t stream = nullptr);
 kg_plan plan_silu_mul_bf16(uint32_t rows, uint32_t inter);
+// sizes_silu_mul_bf16 writes the element counts of the array arguments input, out (2 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<2> sizes_silu_mul_bf16(uint32_t rows, uint32_t inter);
 
 }  // namespace kernelgen::silu_mul
 #pragma GCC visibility pop

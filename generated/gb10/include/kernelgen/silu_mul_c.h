@@ -21,6 +21,9 @@ extern "C" {
 /* input [rows, 2 * inter] = [gate | up]; out[r, j] = bf16(silu(gate[r, j]) * up[r, j]), computed in f32. Flat over the rows * inter / 8 output vectors, 256-thread CTAs, two 16-byte output vectors (four 16-byte loads) per thread, grid-stride loop. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_silu_mul__silu_mul_bf16(const void* input, void* out, uint32_t rows, uint32_t inter, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_silu_mul__silu_mul_bf16__plan(uint32_t rows, uint32_t inter, kg_plan* kg_out);
+/* kg_silu_mul__silu_mul_bf16__sizes: writes the element counts of the array arguments input, out (2 values, in this order), into
+ * kg_sizes[kg_silu_mul__silu_mul_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_silu_mul__silu_mul_bf16__n_sizes = 2 };
 int32_t kg_silu_mul__silu_mul_bf16__sizes(uint32_t rows, uint32_t inter, int64_t* kg_sizes);
 const kg_kernel_info* kg_silu_mul__silu_mul_bf16__info(void);
 

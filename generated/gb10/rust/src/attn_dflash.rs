@@ -281,7 +281,7 @@ pub mod prefill_attn_dflash_fp8_unsplit {
         let v_scale: crate::DevicePtr = v_scale.into();
         let out: crate::DevicePtrMut = out.into();
         let block_table: crate::DevicePtr = block_table.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || k_scale.is_null() || v_scale.is_null() || out.is_null() || block_table.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() {
             let kg_sizes = self::sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_unsplit", "q", kg_sizes.map(|s| s[0]))?;
@@ -291,12 +291,6 @@ pub mod prefill_attn_dflash_fp8_unsplit {
             }
             if v_cache.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_unsplit", "v_cache", kg_sizes.map(|s| s[2]))?;
-            }
-            if k_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8_unsplit", "k_scale", kg_sizes.map(|s| s[3]))?;
-            }
-            if v_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8_unsplit", "v_scale", kg_sizes.map(|s| s[4]))?;
             }
             if out.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_unsplit", "out", kg_sizes.map(|s| s[5]))?;
@@ -393,7 +387,7 @@ pub mod prefill_attn_dflash_fp8_split {
         let block_table: crate::DevicePtr = block_table.into();
         let workspace: crate::DevicePtrMut = workspace.into();
         let counters: crate::DevicePtrMut = counters.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || k_scale.is_null() || v_scale.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
             let kg_sizes = self::sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_split", "q", kg_sizes.map(|s| s[0]))?;
@@ -403,12 +397,6 @@ pub mod prefill_attn_dflash_fp8_split {
             }
             if v_cache.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_split", "v_cache", kg_sizes.map(|s| s[2]))?;
-            }
-            if k_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8_split", "k_scale", kg_sizes.map(|s| s[3]))?;
-            }
-            if v_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8_split", "v_scale", kg_sizes.map(|s| s[4]))?;
             }
             if out.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8_split", "out", kg_sizes.map(|s| s[5]))?;
@@ -504,7 +492,7 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
         let kv_len: crate::DevicePtr = kv_len.into();
         let q_offset: crate::DevicePtr = q_offset.into();
         let q_rope_pos: crate::DevicePtr = q_rope_pos.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || kv_len.is_null() || q_offset.is_null() || q_rope_pos.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() {
             let kg_sizes = self::sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_unsplit", "q", kg_sizes.map(|s| s[0]))?;
@@ -520,15 +508,6 @@ pub mod prefill_attn_dflash_bf16_indirect_unsplit {
             }
             if block_table.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_unsplit", "block_table", kg_sizes.map(|s| s[4]))?;
-            }
-            if kv_len.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_unsplit", "kv_len", kg_sizes.map(|s| s[5]))?;
-            }
-            if q_offset.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_unsplit", "q_offset", kg_sizes.map(|s| s[6]))?;
-            }
-            if q_rope_pos.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_unsplit", "q_rope_pos", kg_sizes.map(|s| s[7]))?;
             }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();
@@ -619,7 +598,7 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
         let q_rope_pos: crate::DevicePtr = q_rope_pos.into();
         let workspace: crate::DevicePtrMut = workspace.into();
         let counters: crate::DevicePtrMut = counters.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || kv_len.is_null() || q_offset.is_null() || q_rope_pos.is_null() || workspace.is_null() || counters.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
             let kg_sizes = self::sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "q", kg_sizes.map(|s| s[0]))?;
@@ -635,15 +614,6 @@ pub mod prefill_attn_dflash_bf16_indirect_split {
             }
             if block_table.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "block_table", kg_sizes.map(|s| s[4]))?;
-            }
-            if kv_len.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "kv_len", kg_sizes.map(|s| s[5]))?;
-            }
-            if q_offset.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "q_offset", kg_sizes.map(|s| s[6]))?;
-            }
-            if q_rope_pos.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "q_rope_pos", kg_sizes.map(|s| s[7]))?;
             }
             if workspace.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect_split", "workspace", kg_sizes.map(|s| s[8]))?;
@@ -842,7 +812,7 @@ pub mod prefill_attn_dflash_fp8 {
         let block_table: crate::DevicePtr = block_table.into();
         let workspace: crate::DevicePtrMut = workspace.into();
         let counters: crate::DevicePtrMut = counters.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || k_scale.is_null() || v_scale.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
             let kg_sizes = self::sizes(q_rows, kv_len, q_offset, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8", "q", kg_sizes.map(|s| s[0]))?;
@@ -852,12 +822,6 @@ pub mod prefill_attn_dflash_fp8 {
             }
             if v_cache.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8", "v_cache", kg_sizes.map(|s| s[2]))?;
-            }
-            if k_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8", "k_scale", kg_sizes.map(|s| s[3]))?;
-            }
-            if v_scale.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_fp8", "v_scale", kg_sizes.map(|s| s[4]))?;
             }
             if out.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_fp8", "out", kg_sizes.map(|s| s[5]))?;
@@ -958,7 +922,7 @@ pub mod prefill_attn_dflash_bf16_indirect {
         let q_rope_pos: crate::DevicePtr = q_rope_pos.into();
         let workspace: crate::DevicePtrMut = workspace.into();
         let counters: crate::DevicePtrMut = counters.into();
-        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || kv_len.is_null() || q_offset.is_null() || q_rope_pos.is_null() || workspace.is_null() || counters.is_null() {
+        if q.is_null() || k_cache.is_null() || v_cache.is_null() || out.is_null() || block_table.is_null() || workspace.is_null() || counters.is_null() {
             let kg_sizes = self::sizes(q_rows, max_kv_len, num_q_heads, num_kv_heads, block_size, causal, window).ok();
             if q.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "q", kg_sizes.map(|s| s[0]))?;
@@ -974,15 +938,6 @@ pub mod prefill_attn_dflash_bf16_indirect {
             }
             if block_table.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "block_table", kg_sizes.map(|s| s[4]))?;
-            }
-            if kv_len.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "kv_len", kg_sizes.map(|s| s[5]))?;
-            }
-            if q_offset.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "q_offset", kg_sizes.map(|s| s[6]))?;
-            }
-            if q_rope_pos.is_null() {
-                crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "q_rope_pos", kg_sizes.map(|s| s[7]))?;
             }
             if workspace.is_null() {
                 crate::kg_rt::check_null("prefill_attn_dflash_bf16_indirect", "workspace", kg_sizes.map(|s| s[8]))?;

@@ -522,14 +522,25 @@ pub(crate) mod kg_ffi {
     /// A module's C ABI digest symbol (`<prefix>_<module>__abi__<digest>`, an empty function).
     pub type AbiFn = unsafe extern "C" fn();
 
+    // The runtime's functions under the package's own names (`kg_rt_*`): every target
+    // library also exports them as `kg_rt_*`, which in a program linking several projects' libraries
+    // reach the first one loaded, whereas these reach this crate's library.
     extern "C" {
+        #[link_name = "kg_rt_describe"]
         pub fn kg_rt_describe(kernel: *const KernelInfo, code: i32, buf: *mut c_char, size: usize);
+        #[link_name = "kg_rt_refresh"]
         pub fn kg_rt_refresh();
+        #[link_name = "kg_rt_target"]
         pub fn kg_rt_target() -> *const c_char;
+        #[link_name = "kg_rt_device_count"]
         pub fn kg_rt_device_count() -> i32;
+        #[link_name = "kg_rt_is_sticky_error"]
         pub fn kg_rt_is_sticky_error(cuda_error: i32) -> i32;
+        #[link_name = "kg_rt_device_values"]
         pub fn kg_rt_device_values() -> *const DeviceValues;
+        #[link_name = "kg_rt_use_target_table"]
         pub fn kg_rt_use_target_table(on: i32);
+        #[link_name = "kg_rt_limit_sms"]
         pub fn kg_rt_limit_sms(n: i32);
     }
 }

@@ -21,6 +21,9 @@ extern "C" {
 /* out[r] = index of the maximum of logits[r, :]; ties -> smallest index, -0 == +0, NaN counts as the maximum (first NaN wins), like torch.argmax. 512-thread CTAs in compile-time 8-CTA clusters; up to 128 rows, a cluster splits each row and combines through distributed shared memory; beyond, one CTA per row. Integer (value, index) keys reduced by warp shuffles and shared memory. One launch, deterministic, any vocab. __launch_bounds__: at most 512 threads a block. */
 int32_t kg_argmax__argmax_bf16(const void* logits, void* out, uint32_t rows, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_argmax__argmax_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+/* kg_argmax__argmax_bf16__sizes: writes the element counts of the array arguments logits, out (2 values, in this order), into
+ * kg_sizes[kg_argmax__argmax_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_argmax__argmax_bf16__n_sizes = 2 };
 int32_t kg_argmax__argmax_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_argmax__argmax_bf16__info(void);
 

@@ -21,24 +21,36 @@ extern "C" {
 /* out[t, c] = bf16((base[0, c] + delta[t, 0, c / 16]) * x[t, c] + (base[1, c] + delta[t, 1, c / 16]) * x[t - 1, c]), x[t - 1] = 0 on the first row of each block of 16 rows; f32 arithmetic as separately rounded operations (no fused multiply-add), one bf16 rounding. Grid [hidden / 1024, rows / 16] of 128 threads: a thread owns 8 channels of a block of 16 rows, issues its 16 streaming 16-byte loads of x and its delta loads before any arithmetic and keeps the previous row in registers, so x, delta and out are each touched once. Pointers that are not 16-byte aligned take an element-wise path. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_dflash2__dflash2_conv2(const void* x, const void* base, const void* delta, void* out, uint32_t rows, uint32_t hidden, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_conv2__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
+/* kg_dflash2__dflash2_conv2__sizes: writes the element counts of the array arguments x, base, delta, out (4 values, in this order), into
+ * kg_sizes[kg_dflash2__dflash2_conv2__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dflash2__dflash2_conv2__n_sizes = 4 };
 int32_t kg_dflash2__dflash2_conv2__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_conv2__info(void);
 
 /* Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block. */
 int32_t kg_dflash2__dflash2_topk16_f32(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_topk16_f32__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+/* kg_dflash2__dflash2_topk16_f32__sizes: writes the element counts of the array arguments logits, ids, scores (3 values, in this order), into
+ * kg_sizes[kg_dflash2__dflash2_topk16_f32__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dflash2__dflash2_topk16_f32__n_sizes = 3 };
 int32_t kg_dflash2__dflash2_topk16_f32__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_topk16_f32__info(void);
 
 /* Per row of logits [rows, vocab] (f32, or bf16 read as the f32 values they are): the 16 largest in descending order (ties -> the smaller index; NaN of either sign above +inf, as torch.topk; -0 == +0; -inf allowed), ids[row, i] = their indices, scores[row, i] = cap * tanh(multiplier * logit / cap) (multiplier * logit when cap == 0) in f32, and logits[row, id] = -inf for each selected id. Grid [8, rows] of 512 threads in compile-time clusters of 8 CTAs, one cluster a row: each CTA loads its eighth of the row at once (16-byte loads) and finds its 16 largest thread maxima (warp bitonic sorts over 64-bit (value, index) keys, or in the bf16 instance over 32-bit (value, index in the CTA's chunk) keys, a merge tree in shared memory); the CTAs exchange these lists (as 64-bit keys) through distributed shared memory, and the 16th largest of the row's thread maxima bounds the candidates (about 16 for random logits), which CTA 0 gathers, sorts and writes out, overwriting the logits. Deterministic; no counter or scratch memory. The bf16 instance gives the f32 one's ids and scores for the same values, reading half the bytes. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block. */
 int32_t kg_dflash2__dflash2_topk16_bf16(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_topk16_bf16__plan(uint32_t rows, uint32_t vocab, kg_plan* kg_out);
+/* kg_dflash2__dflash2_topk16_bf16__sizes: writes the element counts of the array arguments logits, ids, scores (3 values, in this order), into
+ * kg_sizes[kg_dflash2__dflash2_topk16_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dflash2__dflash2_topk16_bf16__n_sizes = 3 };
 int32_t kg_dflash2__dflash2_topk16_bf16__sizes(uint32_t rows, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_topk16_bf16__info(void);
 
 /* One cluster of 8 CTAs per sequence b, S = slots <= 16, 16 candidates per slot: score[s, p, c] = u[s, c] + sum_j P[pred(s, p), j] * h[s, j] * Q[cand[s, c], j], pred(0, p) = anchor[b], pred(s, p) = cand[s - 1, p]; greedy walk c_0 = argmax_c score[0, 0, c], c_s = argmax_c score[s, c_{s-1}, c] (ties -> the smaller c, NaN largest), out[b, s] = cand[s, c_s]. 512 threads: CTA r builds the tables of slots 2r and 2r + 1 on the tensor cores, 8 warps a slot each over a share of the rank (P * h split exactly into two bf16 parts, f32 accumulation, fragments from 16-byte codebook row loads), reduces every table row to its argmax and sends the choices to CTA 0 (distributed shared memory), whose warp 0 walks them with one shuffle per slot. Ids outside [0, vocab) read as zero rows. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 512 threads a block. */
 int32_t kg_dflash2__dflash2_selector_walk(const void* cand, const void* u, const void* h, const void* p_codebook, const void* q_codebook, const void* anchor, void* out, uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_selector_walk__plan(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, kg_plan* kg_out);
+/* kg_dflash2__dflash2_selector_walk__sizes: writes the element counts of the array arguments cand, u, h, p_codebook, q_codebook, anchor, out (7 values, in this order), into
+ * kg_sizes[kg_dflash2__dflash2_selector_walk__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_dflash2__dflash2_selector_walk__n_sizes = 7 };
 int32_t kg_dflash2__dflash2_selector_walk__sizes(uint32_t batch, uint32_t slots, uint32_t rank, uint32_t vocab, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
 
@@ -78,6 +90,10 @@ const kg_kernel_info* kg_dflash2__dflash2_selector_walk__info(void);
  * mask of KG_DTYPE(KG_ELEM_...); only members taking such types are tried (none: KG_NL_NO_INSTANCE). */
 int32_t kg_dflash2__dflash2_topk16(void* logits, void* ids, void* scores, uint32_t rows, uint32_t vocab, float multiplier, float cap, uint32_t kg_dtypes_T, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_dflash2__dflash2_topk16__plan(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_dflash2__dflash2_topk16__sizes: writes the element counts of the array arguments logits, ids, scores (3 values, in this order), into
+ * kg_sizes[kg_dflash2__dflash2_topk16__n_sizes]: each the most of the members whose counts compute (among those
+ * the masks accept), -1 where none does; returns 0. */
+enum { kg_dflash2__dflash2_topk16__n_sizes = 3 };
 int32_t kg_dflash2__dflash2_topk16__sizes(uint32_t rows, uint32_t vocab, uint32_t kg_dtypes_T, int64_t* kg_sizes);
 const kg_kernel_info* kg_dflash2__dflash2_topk16__info(void);
 

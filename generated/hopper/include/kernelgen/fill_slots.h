@@ -26,6 +26,8 @@ namespace kernelgen::fill_slots {
 // slots[i] = block_table[(start + i) / block_size] * block_size + (start + i) % block_size for i < count, in 64-bit. Two slots per 16-byte store, four stores per thread (table loads all issued first), grid-stride loop over warp chunks. block_table must hold the ceil((start + count) / block_size) entries the positions reach. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome fill_slots(const int32_t* block_table, int64_t* slots, uint32_t start, uint32_t count, uint32_t block_size, cudaStream_t stream = nullptr);
 kg_plan plan_fill_slots(uint32_t start, uint32_t count, uint32_t block_size);
+// sizes_fill_slots writes the element counts of the array arguments block_table, slots (2 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<2> sizes_fill_slots(uint32_t start, uint32_t count, uint32_t block_size);
 
 }  // namespace kernelgen::fill_slots
 #pragma GCC visibility pop

@@ -21,36 +21,54 @@ extern "C" {
 /* scale[n] = max_k |w[n, k]| / 448 (1 for an all-zero row), q[n, k] = E4M3 round-to-nearest-even of w[n, k] / scale[n] (IEEE f32 division), bit-exact against torch's (w.float() / scale[:, None]).to(torch.float8_e4m3fn). One 256-thread CTA per row, 16-byte loads held in registers up to k = 8192; any k. */
 int32_t kg_fp8_linear__quantize_bf16_to_fp8(const void* w, void* q, void* scale, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__plan(uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_linear__quantize_bf16_to_fp8__sizes: writes the element counts of the array arguments w, q, scale (3 values, in this order), into
+ * kg_sizes[kg_fp8_linear__quantize_bf16_to_fp8__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_linear__quantize_bf16_to_fp8__n_sizes = 3 };
 int32_t kg_fp8_linear__quantize_bf16_to_fp8__sizes(uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__quantize_bf16_to_fp8__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 8, any k: one warp per weight row, 16-byte weight loads converted to f32, f32 FMAs, a fixed shuffle-tree sum. */
 int32_t kg_fp8_linear__dense_gemv_fp8w(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__dense_gemv_fp8w__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_linear__dense_gemv_fp8w__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_linear__dense_gemv_fp8w__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_linear__dense_gemv_fp8w__n_sizes = 4 };
 int32_t kg_fp8_linear__dense_gemv_fp8w__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__dense_gemv_fp8w__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for rows <= 16, any k: one warp per 128-wide N tile and K phase (4 per CTA), 8-CTA clusters along K, m16n8k16 bf16 mma with the weight as A; fixed-order reduction over phases and ranks. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__n_sizes = 4 };
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled_m16__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]), any rows and k: 128 x 128 output tiles, K steps of 64 with the weight converted to bf16 in shared memory. gb10: 8 warps of 64 x 32, two register-staged stages, ldmatrix + m16n8k16 bf16 mma; hopper: x and the raw weight through a 3-slot cp.async ring (two steps ahead, when k % 16 == 0 and the pointers are 16-byte aligned; a tile of at most 64 rows: 64-row slots, 4 of them, three steps ahead), the same products as warpgroup MMAs read from shared memory (the same bits); f32 accumulation. When the tiles are few (fewer than SPLIT_CTAS) K is split over a cluster of up to SPLIT_MAX CTAs along z, whose f32 partial tiles are summed in rank order over distributed shared memory (no workspace). Cluster chosen at launch: [1, 1, split] with split = max(1, min(SPLIT_MAX, min(SPLIT_CTAS // (div_ceil(rows, TILE) * div_ceil(n, TILE)), k // SPLIT_K_MIN))); the grid must be whole clusters. */
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_linear__fp8_gemm_n128_row_scaled__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_linear__fp8_gemm_n128_row_scaled__n_sizes = 4 };
 int32_t kg_fp8_linear__fp8_gemm_n128_row_scaled__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_n128_row_scaled__info(void);
 
 /* out[m, n] = bf16(scale[n] * sum_k x[m, k] * q[n, k]) for many rows on hopper, warp-specialized over TMA: one thread copies each 64-k step's x rows (one or two 128-row boxes, bf16) and weight box (128 rows of E4M3 bytes) into a ring of 8 or 5 slots (tensor maps; zeros past the arrays); two warpgroups convert their weight rows to bf16 in registers and issue transposed m64n128k16 or m64n256k16 warpgroup MMAs (weight as A from registers, x as B from shared memory): 256 x rows a tile past 128 rows when such tiles number at least TMA_WIDE_MIN, else 128; the next step's conversion overlapping the MMAs in flight. f32 accumulation in k order; K is split over a cluster of 4 CTAs along z when that still makes one wave, or of 2 when that takes fewer waves (`split`; partial tiles summed in rank order over distributed shared memory). k % 16 == 0 and 16-byte aligned x and q (else not launched: the chain takes fp8_gemm_n128_row_scaled). Programmatic dependent launch: may start before the previous kernel on the stream ends. Cluster chosen at launch: [1, 1, split] with xtile = (2 * TILE) if ((rows > TILE) and ((div_ceil(rows, 2 * TILE) * div_ceil(n, TILE)) >= TMA_WIDE_MIN)) else TILE, tiles = div_ceil(rows, xtile) * div_ceil(n, TILE), split = max(1, min(k // SPLIT_K_MIN, SPLIT_MAX if ((SPLIT_MAX * tiles) <= TMA_CTAS) else (2 if ((tiles < (2 * TMA_CTAS)) and (div_ceil(2 * tiles, TMA_CTAS) < (2 * div_ceil(tiles, TMA_CTAS)))) else 1))); the grid must be whole clusters. TMA descriptors encoded for each launch: x_map (of x), q_map (of q); an array not 16-byte aligned, or with a row stride not a multiple of 16 bytes, is not launched (UNALIGNED). __launch_bounds__: at most 384 threads a block. */
 int32_t kg_fp8_linear__fp8_gemm_tma(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_gemm_tma__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_fp8_linear__fp8_gemm_tma__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_linear__fp8_gemm_tma__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_fp8_linear__fp8_gemm_tma__n_sizes = 4 };
 int32_t kg_fp8_linear__fp8_gemm_tma__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_fp8_linear__fp8_gemm_tma__info(void);
 
 /* Tries fp8_gemv_rt.fp8_gemv_rt2_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_ks_4, then fp8_gemv_rt.fp8_gemv_rt1, then fp8_gemv_rt.fp8_gemv_rt2, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_16_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_16, then fp8_gemv_rt.fp8_gemv_rt2_16, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_32_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_32, then fp8_gemv_rt.fp8_gemv_rt2_32, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_8, then fp8_gemv_rt.fp8_gemv_rt2_64_ks_4, then fp8_gemv_rt.fp8_gemv_rt1_64_128, then fp8_gemv_rt.fp8_gemv_rt1_64, then fp8_gemv_rt.fp8_gemv_rt2_64, then fp8_linear.fp8_gemm_n128_row_scaled_m16, then fp8_linear.fp8_gemm_tma, then fp8_linear.fp8_gemm_n128_row_scaled; launches the first that applies. */
 int32_t kg_fp8_linear__fp8_linear(const void* x, const void* q, const void* scale, void* out, uint32_t rows, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_fp8_linear__fp8_linear__plan(uint32_t rows, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_fp8_linear__fp8_linear__sizes: writes the element counts of the array arguments x, q, scale, out (4 values, in this order), into
+ * kg_sizes[kg_fp8_linear__fp8_linear__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_fp8_linear__fp8_linear__n_sizes = 4 };
 int32_t kg_fp8_linear__fp8_linear__sizes(uint32_t rows, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation

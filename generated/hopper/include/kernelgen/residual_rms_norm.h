@@ -27,6 +27,8 @@ namespace kernelgen::residual_rms_norm {
 // residual[r, :] = bf16(x + residual) (in place), then out[r, :] = bf16(s * rsqrt( mean_f32(s^2) + eps) * weight) with s the new residual as stored in bf16. One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), up to four 16-byte vectors per thread kept in registers; warp-shuffle + shared-memory f32 reduction. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome residual_rms_norm_bf16(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps, cudaStream_t stream = nullptr);
 kg_plan plan_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden);
+// sizes_residual_rms_norm_bf16 writes the element counts of the array arguments x, residual, weight, out (4 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<4> sizes_residual_rms_norm_bf16(uint32_t rows, uint32_t hidden);
 
 }  // namespace kernelgen::residual_rms_norm
 #pragma GCC visibility pop

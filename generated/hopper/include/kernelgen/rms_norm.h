@@ -27,6 +27,8 @@ namespace kernelgen::rms_norm {
 // out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block.
 kernelgen::Outcome rms_norm_bf16(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* out, uint32_t rows, uint32_t hidden, float eps, cudaStream_t stream = nullptr);
 kg_plan plan_rms_norm_bf16(uint32_t rows, uint32_t hidden);
+// sizes_rms_norm_bf16 writes the element counts of the array arguments x, weight, out (3 values, in this order); code: KG_LAUNCHED, or the error of an overflowing expression.
+kernelgen::Sizes<3> sizes_rms_norm_bf16(uint32_t rows, uint32_t hidden);
 
 }  // namespace kernelgen::rms_norm
 #pragma GCC visibility pop

@@ -21,6 +21,9 @@ extern "C" {
 /* out[r, :] = bf16(x[r, :] * rsqrt(mean_f32(x[r, :]^2) + eps) * weight). One CTA per row of 32 * ceil(hidden / 1024) threads (at most 1024), each holding up to four 16-byte vectors of the row in registers; warp-shuffle + shared-memory f32 sum of squares. out may be x itself (in place). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. */
 int32_t kg_rms_norm__rms_norm_bf16(const void* x, const void* weight, void* out, uint32_t rows, uint32_t hidden, float eps, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_rms_norm__rms_norm_bf16__plan(uint32_t rows, uint32_t hidden, kg_plan* kg_out);
+/* kg_rms_norm__rms_norm_bf16__sizes: writes the element counts of the array arguments x, weight, out (3 values, in this order), into
+ * kg_sizes[kg_rms_norm__rms_norm_bf16__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_rms_norm__rms_norm_bf16__n_sizes = 3 };
 int32_t kg_rms_norm__rms_norm_bf16__sizes(uint32_t rows, uint32_t hidden, int64_t* kg_sizes);
 const kg_kernel_info* kg_rms_norm__rms_norm_bf16__info(void);
 

@@ -21,6 +21,9 @@ extern "C" {
 /* For every head row x of q [num_tokens, num_q_heads, 128] and k [num_tokens, num_kv_heads, 128] (bf16, in place): n = x * rsqrt(mean_f32(x^2) + eps) * w (w = q_norm or k_norm), then x[i] = bf16(n[i] cos(a) - n[i + 64] sin(a)), x[i + 64] = bf16(n[i + 64] cos(a) + n[i] sin(a)) for i < 64, a = f32(positions[t]) * inv_freq[i] in f32, inv_freq[i] = theta^(-2i / 128) correctly rounded to f32 (computed in double), accurate sincosf. f32 math, one rounding to bf16. Eight threads per head row (two 16-byte vectors each), a CTA covers every head of a token and walks tokens (grid of at most the resident CTAs); each token's 64 (cos, sin) pairs are computed once into shared memory. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 1024 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_rope_qwen3__rope_qwen3(void* q, void* k, const void* q_norm, const void* k_norm, const void* positions, uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, float eps, float theta, uint32_t head_dim, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_rope_qwen3__rope_qwen3__plan(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, kg_plan* kg_out);
+/* kg_rope_qwen3__rope_qwen3__sizes: writes the element counts of the array arguments q, k, q_norm, k_norm, positions (5 values, in this order), into
+ * kg_sizes[kg_rope_qwen3__rope_qwen3__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_rope_qwen3__rope_qwen3__n_sizes = 5 };
 int32_t kg_rope_qwen3__rope_qwen3__sizes(uint32_t num_tokens, uint32_t num_q_heads, uint32_t num_kv_heads, uint32_t head_dim, int64_t* kg_sizes);
 const kg_kernel_info* kg_rope_qwen3__rope_qwen3__info(void);
 

@@ -21,36 +21,54 @@ extern "C" {
 /* Few rows (m <= 16; the lm_head), memory-bound on the packed weights: the streamed GEMV of dense_gemv and fp8_gemv_rt2 on NVFP4 weights. 2-CTA clusters split K over 64 weight rows; each warp streams 32 rows x 128-byte chunks (256 k) in whole lines through a 2-slot cp.async ring; each chunk's x goes into a shared slot two warps copy once; the CTA's scale bytes over its rank's K range are staged once in whole lines; exact dequantization to bf16 in registers by integer multiply and mask, one bf16 scale multiply per pair, mma.sync m16n8k16 with the weight as the A operand (one 8-row x tile for m <= 8, two for m <= 16); warp partials added in phase order, the ranks' in rank order. Any k % 16 == 0 and alignment (ordinary loads into the same slots unless k % 256 == 0 and 16-byte aligned). Its 96-128 KB ring and scale window exceed gb10's 99 KB a block: gb10 runs w4a16_gemv. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_w4a16_gemm__w4a16_gemv_rt2(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemv_rt2__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_w4a16_gemm__w4a16_gemv_rt2__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_gemv_rt2__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_w4a16_gemm__w4a16_gemv_rt2__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_gemv_rt2__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt2__info(void);
 
 /* w4a16_gemv_rt2 without the cluster: each CTA streams the whole of K for its 64 weight rows (twice the bytes for the same fixed costs: start-up, scale window, reduction). Taken when w4a16_gemv_rt2's grid (two CTAs a tile) would exceed one CTA an SM (the lm_head, gate/up, qkv; measured on the H200, rt1 was then the faster, rt2 below); k <= 8192 keeps the scale window (k / 256 + 1) x 16 bytes a row within 33 KB. Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_w4a16_gemm__w4a16_gemv_rt1__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_gemv_rt1__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_w4a16_gemm__w4a16_gemv_rt1__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1__info(void);
 
 /* w4a16_gemv_rt1 with 128 weight rows a CTA (four row groups of 32 rows, two chunk phases), so that each x chunk a CTA copies serves twice the weight rows: for 9-16 rows, where x's re-reads cost the most, over weights of many row tiles (the lm_head). One CTA an SM (the ring and the scale window take 131 KB at k = 4096), so taken only when the tiles number at least RT1_128_WAVES times the SMs (measured on the H200 at 16 rows: the lm_head's 1187 tiles 154 us against rt1's 170 us; gate / up's 192 tiles 36.5 us against 32.4). Programmatic dependent launch: may start before the previous kernel on the stream ends. __launch_bounds__: at most 256 threads a block. Plans read device values (device.*, kernel.blocks_per_sm): the current GPU's, or the target's table without one. */
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_gemv_rt1_128__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_w4a16_gemm__w4a16_gemv_rt1_128__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_gemv_rt1_128__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv_rt1_128__info(void);
 
 /* Few rows (m <= 16; the lm_head), memory-bound on the packed weights: one 8-warp CTA per 128 weight rows (each warp 32 rows and every other 128-wide k chunk) streams codes and scales once through a per-thread 4-slot cp.async ring (3 chunks in flight), exact dequantization to bf16 in registers by integer multiply and mask (no table), one bf16 scale multiply per pair, mma.sync m16n8k16 with x as the A operand, the two k halves added in a fixed order. __launch_bounds__: at most 256 threads a block. */
 int32_t kg_w4a16_gemm__w4a16_gemv(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemv__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_w4a16_gemm__w4a16_gemv__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_gemv__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_w4a16_gemm__w4a16_gemv__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_gemv__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemv__info(void);
 
 /* Any number of rows on the tensor cores: 64 x 64 output tiles per 4-warp CTA; each 32-wide k step loads x and the weight tile's codes and scales, dequantizes into padded shared tiles, ldmatrix + mma.sync m16n8k16, f32 accumulation in k order. __launch_bounds__: at most 128 threads a block. */
 int32_t kg_w4a16_gemm__w4a16_gemm(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_gemm__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out);
+/* kg_w4a16_gemm__w4a16_gemm__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_gemm__n_sizes]; returns 0, or the error code of an overflowing expression. */
+enum { kg_w4a16_gemm__w4a16_gemm__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_gemm__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 const kg_kernel_info* kg_w4a16_gemm__w4a16_gemm__info(void);
 
 /* Tries w4a16_gemm.w4a16_gemv_rt1_128, then w4a16_gemm.w4a16_gemv_rt1, then w4a16_gemm.w4a16_gemv_rt2, then w4a16_gemm.w4a16_gemv, then w4a16_gemm.w4a16_gemm; launches the first that applies. */
 int32_t kg_w4a16_gemm__w4a16_linear(const void* x, const void* wq, const void* wscale, float global_scale, void* out, uint32_t m, uint32_t n, uint32_t k, void* stream, const kg_kernel_info** kg_ran);
 int32_t kg_w4a16_gemm__w4a16_linear__plan(uint32_t m, uint32_t n, uint32_t k, kg_plan* kg_out, int32_t* kg_kernel);
+/* kg_w4a16_gemm__w4a16_linear__sizes: writes the element counts of the array arguments x, wq, wscale, out (4 values, in this order), into
+ * kg_sizes[kg_w4a16_gemm__w4a16_linear__n_sizes]: each the most of the members whose counts compute, -1 where none does; returns 0. */
+enum { kg_w4a16_gemm__w4a16_linear__n_sizes = 4 };
 int32_t kg_w4a16_gemm__w4a16_linear__sizes(uint32_t m, uint32_t n, uint32_t k, int64_t* kg_sizes);
 
 /* The digest of this module's C ABI, an empty function of the target library. Each translation

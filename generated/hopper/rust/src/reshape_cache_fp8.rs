@@ -74,7 +74,7 @@ pub mod reshape_cache_fp8 {
         let slot_mapping: crate::DevicePtr = slot_mapping.into();
         let k_scale: crate::DevicePtr = k_scale.into();
         let v_scale: crate::DevicePtr = v_scale.into();
-        if key.is_null() || value.is_null() || k_cache.is_null() || v_cache.is_null() || slot_mapping.is_null() || k_scale.is_null() || v_scale.is_null() {
+        if key.is_null() || value.is_null() || k_cache.is_null() || v_cache.is_null() || slot_mapping.is_null() {
             let kg_sizes = self::sizes(num_tokens, num_kv_heads, head_dim, block_size, num_blocks).ok();
             if key.is_null() {
                 crate::kg_rt::check_null("reshape_cache_fp8", "key", kg_sizes.map(|s| s[0]))?;
@@ -90,12 +90,6 @@ pub mod reshape_cache_fp8 {
             }
             if slot_mapping.is_null() {
                 crate::kg_rt::check_null("reshape_cache_fp8", "slot_mapping", kg_sizes.map(|s| s[4]))?;
-            }
-            if k_scale.is_null() {
-                crate::kg_rt::check_null("reshape_cache_fp8", "k_scale", kg_sizes.map(|s| s[5]))?;
-            }
-            if v_scale.is_null() {
-                crate::kg_rt::check_null("reshape_cache_fp8", "v_scale", kg_sizes.map(|s| s[6]))?;
             }
         }
         let mut kg_ran: *const crate::kg_ffi::KernelInfo = std::ptr::null();

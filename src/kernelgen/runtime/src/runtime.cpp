@@ -429,5 +429,30 @@ int32_t kg_rt_is_sticky_error(int32_t e) {
   }
 }
 
+// The same functions under the package's own names, <c_prefix>_rt_* (KERNELGEN_C_PREFIX, set by the
+// target's CMake list where the C prefix is not kg; the module headers declare them): every library
+// exports the kg_rt_* names, so a program's call of one reaches the first library on its link line,
+// whereas <c_prefix>_rt_refresh reaches this one. The calls inside bind to this library's own
+// functions (-Bsymbolic-functions).
+#ifdef KERNELGEN_C_PREFIX
+#define KG_RT_JOIN2(prefix, name) prefix##_rt_##name
+#define KG_RT_JOIN(prefix, name) KG_RT_JOIN2(prefix, name)
+#define KG_RT_OWN(name) KG_RT_JOIN(KERNELGEN_C_PREFIX, name)
+void KG_RT_OWN(describe)(const kg_kernel_info* kernel, int32_t code, char* buf, size_t size) {
+  kg_rt_describe(kernel, code, buf, size);
+}
+void KG_RT_OWN(refresh)(void) { kg_rt_refresh(); }
+const char* KG_RT_OWN(target)(void) { return kg_rt_target(); }
+int32_t KG_RT_OWN(target_cc)(void) { return kg_rt_target_cc(); }
+const kg_device_values* KG_RT_OWN(device_values)(void) { return kg_rt_device_values(); }
+const kg_device_values* KG_RT_OWN(target_table)(void) { return kg_rt_target_table(); }
+void KG_RT_OWN(use_target_table)(int32_t on) { kg_rt_use_target_table(on); }
+void KG_RT_OWN(limit_sms)(int32_t n) { kg_rt_limit_sms(n); }
+int32_t KG_RT_OWN(device_count)(void) { return kg_rt_device_count(); }
+int32_t KG_RT_OWN(current_device)(void) { return kg_rt_current_device(); }
+int32_t KG_RT_OWN(device_cc)(int32_t device) { return kg_rt_device_cc(device); }
+int32_t KG_RT_OWN(is_sticky_error)(int32_t cuda_error) { return kg_rt_is_sticky_error(cuda_error); }
+#endif
+
 }  // extern "C"
 #pragma GCC visibility pop

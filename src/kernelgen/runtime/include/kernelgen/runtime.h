@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -40,6 +41,16 @@ struct Outcome {
 };
 
 using Plan = kg_plan;
+
+// What a launcher's sizes_<name> gives: the element counts of its array arguments that have a size,
+// in the order its declaration's comment lists them (the C ABI's <c_prefix>_<module>__<name>__sizes
+// writes the same), and its code: KG_LAUNCHED, or the error computing them (the values are then not
+// to be used).
+template <std::size_t N>
+struct Sizes {
+  int32_t code = KG_LAUNCHED;
+  std::array<int64_t, N> values{};
+};
 
 }  // namespace kernelgen
 
