@@ -2,9 +2,10 @@
 
 ``from <package> import rms_norm`` picks the build that matches the current GPU: the project's
 target registry (``_project.TARGETS``, from its specs/targets.yaml) maps each target to its compute
-capability, and each installed target's package names its own (``COMPUTE_CAPABILITY``). Set
-``KERNELGEN_TARGET`` to choose one explicitly (plans and generated tests need no GPU), or import a
-target's modules directly: ``from <package>.hopper import rms_norm``.
+capability, and each installed target's package names its own (``COMPUTE_CAPABILITY``); where
+several installed targets have the GPU's compute capability, the first by name is chosen. Set
+``KERNELGEN_TARGET`` to choose one explicitly (any installed target: plans and generated tests need
+no GPU), or import a target's modules directly: ``from <package>.hopper import rms_norm``.
 
 This file is kernelgen's package shell: ``kernelgen build`` and the project's wheel install it, the
 same for every project, beside ``_api.py`` and the project's ``_project.py``.
@@ -86,11 +87,30 @@ def _unloadable(target: str, what: str, exc: BaseException) -> ImportError:
                         f"{why}; run: {_build_cmd(target)}", name=f"{_PACKAGE}.{target}")
 
 
+def _install_dir(target: str | None = None) -> str | None:
+    """The folder ``kernelgen build --install-dir`` installed this package's build of ``target``
+    into (the package's own folder without a target, or where the target is not installed): None
+    where it is the project's default (``bindings/`` in the project root)."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    if target is not None:
+        try:
+            folder = os.path.dirname(next(iter(importlib.import_module(f"{_PACKAGE}.{target}").__path__)))
+        except (ImportError, StopIteration):
+            pass
+    prefix = os.path.dirname(folder)
+    if _ROOT and os.path.realpath(prefix) == os.path.realpath(os.path.join(_ROOT, "bindings")):
+        return None
+    return prefix
+
+
 def _build_cmd(target: str | None = None, built: list[str] | None = None) -> str:
-    """What to run for a build of ``target``: in the project (a local build), or, for an installed
-    wheel (no project root), a wheel that holds it and the targets ``built`` into this one."""
+    """What to run for a build of ``target``: in the project (a local build, into the folder this
+    build was installed in), or, for an installed wheel (no project root), a wheel that holds it and
+    the targets ``built`` into this one."""
     if _ROOT:
-        return f"cd {_ROOT} && kernelgen build" + (f" --target {target}" if target else "")
+        prefix = _install_dir(target)
+        return (f"cd {_ROOT} && kernelgen build" + (f" --target {target}" if target else "")
+                + (f" --install-dir {prefix}" if prefix else ""))
     wanted = [t for t in built or [] if t != target] + [target or "TARGET"]
     targets = wanted[0] if len(wanted) == 1 else '"' + ";".join(wanted) + '"'
     return (f"pip wheel --no-build-isolation . -Ccmake.define.KERNELGEN_TARGETS={targets} in {_PACKAGE}'s project "
@@ -101,27 +121,38 @@ def _cc(cc: tuple[int, int] | list[int] | None) -> str:
     return f"{cc[0]}.{cc[1]}" if cc else "?"
 
 
-def built_targets() -> dict[tuple[int, int], str]:
-    """Compute capability -> target, for every target whose build is installed on the package
-    path (each build's ``__init__`` names its compute capability)."""
-    found: dict[tuple[int, int], str] = {}
+def _installed() -> dict[str, tuple[int, int]]:
+    """Every target whose build is installed on the package path, with its compute capability
+    (each build's ``__init__`` names it). A target installed in several of the package's folders
+    is the one Python imports: the first folder's."""
+    found: dict[str, tuple[int, int]] = {}
     for d in __path__:
         if not os.path.isdir(d):
             continue
         for name in sorted(os.listdir(d)):
-            if name.startswith("_") or not os.path.isfile(os.path.join(d, name, "__init__.py")):
+            if name in found or name.startswith("_") or not os.path.isfile(os.path.join(d, name, "__init__.py")):
                 continue
             try:
                 cc = importlib.import_module(f"{_PACKAGE}.{name}").COMPUTE_CAPABILITY
             except (ImportError, AttributeError):
                 continue
-            found.setdefault(tuple(cc), name)  # type: ignore[arg-type]
+            found[name] = (int(cc[0]), int(cc[1]))
     return found
 
 
+def built_targets() -> dict[tuple[int, int], str]:
+    """Compute capability -> the target chosen for a GPU of it, among the targets whose build is
+    installed on the package path: where several installed targets have one compute capability
+    (a variant build), the first by name (:func:`available_targets` lists them all)."""
+    chosen: dict[tuple[int, int], str] = {}
+    for name, cc in sorted(_installed().items()):
+        chosen.setdefault(cc, name)
+    return chosen
+
+
 def available_targets() -> list[str]:
-    """Targets whose build is installed on the package path."""
-    return sorted(set(built_targets().values()))
+    """Targets whose build is installed on the package path, by name."""
+    return sorted(_installed())
 
 
 def registry() -> dict[str, tuple[int, int]]:
@@ -143,8 +174,8 @@ def target() -> str:
     global _selected
     if _selected is not None:
         return _selected
-    by_cc = built_targets()
-    built = sorted(set(by_cc.values()))
+    installed = _installed()
+    built = sorted(installed)
     forced = os.environ.get("KERNELGEN_TARGET")
     if forced:
         if forced not in built:
@@ -168,9 +199,9 @@ def target() -> str:
     dev = max(rt.current_device(), 0)
     cc = rt.device_capability(dev)
     key = tuple(cc) if cc else None
-    name = by_cc.get(key)  # type: ignore[arg-type]
+    name = next((t for t, c in sorted(installed.items()) if c == key), None)  # as built_targets() chooses
     if name is None:
-        have = ", ".join(f"{t} ({a}.{b})" for (a, b), t in sorted(by_cc.items()))
+        have = ", ".join(f"{t} ({a}.{b})" for t, (a, b) in sorted(installed.items(), key=lambda x: (x[1], x[0])))
         want = [t for t, c in sorted(_REGISTRY.items()) if tuple(c) == key]
         if want:
             fix = f"its target {want[0]} is for this GPU but not built here; run: {_build_cmd(want[0], built)}"

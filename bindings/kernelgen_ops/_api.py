@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # Process-wide launcher settings, read by the built modules (see the package's set_strict
 # and refresh).
 STRICT = False
-_refreshers: dict = {}  # one refresh function per loaded target library
+_refreshers: dict[int, Callable[[], object]] = {}  # one refresh function per loaded target library
 
 
 # The error categories after which a fallback chain tries its next member (device limits: GRID,
@@ -57,7 +59,9 @@ class NotLaunchedError(KernelError):
 
 class Outcome:
     """What a launcher did. Launchers return cached, shared instances, so outcomes are immutable:
-    setting or deleting an attribute raises AttributeError.
+    setting or deleting an attribute raises AttributeError. Being immutable, an outcome is its
+    own copy (``copy.copy`` and ``copy.deepcopy`` return it); it pickles by value, and outcomes
+    with the same fields are equal (and hash alike).
 
     ``bool(outcome)`` is ``outcome.launched``. When not launched, ``reason`` says why
     (the failed clause, empty work, the kill switch, or the kernel's absence on this
@@ -66,6 +70,11 @@ class Outcome:
     """
 
     __slots__ = ("_code", "_kernel", "_launched", "_module", "_reason")
+    _code: int
+    _kernel: str
+    _launched: bool
+    _module: str
+    _reason: str | None
 
     def __init__(self, module: str, kernel: str, launched: int, code: int, reason: str) -> None:
         if hasattr(self, "_code"):  # __init__ called again on a shared outcome
@@ -106,6 +115,26 @@ class Outcome:
 
     def __bool__(self) -> bool:
         return self.launched
+
+    def _fields(self) -> tuple[str, str, bool, int, str | None]:
+        return (self._module, self._kernel, self._launched, self._code, self._reason)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __copy__(self) -> Outcome:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Outcome:
+        return self
+
+    def __reduce__(self) -> tuple[type[Outcome], tuple[str, str, int, int, str]]:
+        return (Outcome, (self._module, self._kernel, int(self._launched), self._code, self._reason or ""))
 
     def __repr__(self) -> str:
         if self.launched:

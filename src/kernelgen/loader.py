@@ -82,6 +82,22 @@ NVCC_ARCHES = frozenset(
     "sm_103 sm_110 sm_120 sm_121".split()
 )
 
+
+
+@functools.lru_cache(maxsize=1)
+def known_arches() -> frozenset[str]:
+    """Every architecture a target's ``arch`` may name: each of :data:`NVCC_ARCHES`, its
+    architecture-specific form (``a``) from compute capability 9.0 on, and its family-specific form
+    (``f``) from 10.0 on."""
+    out = set(NVCC_ARCHES)
+    for base in NVCC_ARCHES:
+        if int(base[3:]) >= 90:
+            out.add(base + "a")
+        if int(base[3:]) >= 100:
+            out.add(base + "f")
+    return frozenset(out)
+
+
 # Value patterns and limits are part of the spec format, declared in kernelgen.schema.
 _IDENT = schema.IDENTIFIER_RE
 _MODULE = schema.MODULE_RE
@@ -394,13 +410,40 @@ _REFUSED_FLAGS = (
     ("--link", "CMake links the target library"),
     ("-E", "a build compiles"),
     ("--preprocess", "a build compiles"),
+    ("-dryrun", "a build compiles"),
+    ("--dryrun", "a build compiles"),
+    ("-clean", "a build compiles"),
+    ("--clean-targets", "a build compiles"),
+    ("-V", "a build compiles"),
+    ("--version", "a build compiles"),
+    ("-h", "a build compiles"),
+    ("--help", "a build compiles"),
+    ("-arch-ls", "a build compiles"),
+    ("--list-gpu-arch", "a build compiles"),
+    ("-code-ls", "a build compiles"),
+    ("--list-gpu-code", "a build compiles"),
     ("-M", "CMake tracks the dependencies"),
+    ("--generate-dependencies", "CMake tracks the dependencies"),
+    ("-MM", "CMake tracks the dependencies"),
+    ("--generate-nonsystem-dependencies", "CMake tracks the dependencies"),
     ("-MD", "CMake tracks the dependencies"),
+    ("--generate-dependencies-with-compile", "CMake tracks the dependencies"),
     ("-MMD", "CMake tracks the dependencies"),
+    ("--generate-nonsystem-dependencies-with-compile", "CMake tracks the dependencies"),
     ("-MF", "CMake tracks the dependencies"),
+    ("--dependency-output", "CMake tracks the dependencies"),
     ("-MT", "CMake tracks the dependencies"),
+    ("--dependency-target-name", "CMake tracks the dependencies"),
+    ("-MP", "CMake tracks the dependencies"),
+    ("--generate-dependency-targets", "CMake tracks the dependencies"),
     ("-ptx", "a build makes objects"),
     ("--ptx", "a build makes objects"),
+    ("-optix-ir", "a build makes objects"),
+    ("--optix-ir", "a build makes objects"),
+    ("-ltoir", "a build makes objects"),
+    ("--ltoir", "a build makes objects"),
+    ("-fdevice-syntax-only", "a build makes objects"),
+    ("--fdevice-syntax-only", "a build makes objects"),
     ("-cubin", "a build makes objects"),
     ("--cubin", "a build makes objects"),
     ("-fatbin", "a build makes objects"),
@@ -421,31 +464,91 @@ _REFUSED_FLAGS = (
     ("--library", "a module's object does not link"),
     ("-L", "a module's object does not link"),
     ("--library-path", "a module's object does not link"),
+    ("-e", "every kernel of a module is compiled"),
+    ("--entries", "every kernel of a module is compiled"),
+    ("-m32", "kernelgen builds 64-bit code"),
+    ("-optf", "its options would bypass these checks: list them here"),
+    ("--options-file", "its options would bypass these checks: list them here"),
+    ("-forward-unknown-to-host-compiler", "host compiler options go through -Xcompiler, where they are checked"),
+    ("--forward-unknown-to-host-compiler", "host compiler options go through -Xcompiler, where they are checked"),
+    ("-forward-unknown-opts", "host compiler options go through -Xcompiler, where they are checked"),
+    ("--forward-unknown-opts", "host compiler options go through -Xcompiler, where they are checked"),
 )
+# Options that take their value glued to them (-Iinclude, -DNAME=1), as well as after '=' or a space.
+_GLUED_FLAGS = ("-I", "-D", "-U", "-L", "-l")
+# The host compiler's options that -Xcompiler (--compiler-options) may not forward, for the same
+# reasons as nvcc's own: (spelling, glued to its value, why).
+_REFUSED_HOST_FLAGS = (
+    ("-std", False, "kernelgen compiles C++17"),
+    ("--std", False, "kernelgen compiles C++17"),
+    ("-fvisibility", False, "each module is compiled with hidden visibility, which keeps two modules' symbols apart"),
+    ("-o", False, "CMake names the outputs"),
+    ("-c", False, "CMake sets the compilation mode"),
+    ("-x", True, "the launcher files are CUDA"),
+    ("-E", False, "a build compiles"),
+    ("-S", False, "a build makes objects"),
+    ("-shared", False, "CMake links the target library"),
+    ("-m32", False, "kernelgen builds 64-bit code"),
+    ("-M", False, "CMake tracks the dependencies"),
+    ("-MM", False, "CMake tracks the dependencies"),
+    ("-MD", False, "CMake tracks the dependencies"),
+    ("-MMD", False, "CMake tracks the dependencies"),
+    ("-MF", True, "CMake tracks the dependencies"),
+    ("-MT", True, "CMake tracks the dependencies"),
+    ("-MQ", True, "CMake tracks the dependencies"),
+    ("-MP", False, "CMake tracks the dependencies"),
+    ("-I", True, "list the folder under include_dirs"),
+    ("-isystem", True, "list the folder under include_dirs"),
+    ("-iquote", True, "list the folder under include_dirs"),
+    ("-D", True, "give the macro under defines"),
+    ("-U", True, "leave the macro out of defines"),
+    ("-l", True, "a module's object does not link"),
+    ("-L", True, "a module's object does not link"),
+)
+_HOST_FORWARDING = ("-Xcompiler", "--compiler-options")
 # Options whose value is a separate argument unless written with '='.
 _FLAGS_WITH_VALUE = frozenset(
     "-Xptxas --ptxas-options -Xcompiler --compiler-options -Xnvlink --nvlink-options -Xlinker --linker-options "
     "-Xarchive --archive-options -maxrregcount --maxrregcount -t --threads --default-stream -default-stream "
-    "-split-compile --split-compile -Xfatbin --fatbin-options -Xcudafe".split()
+    "-split-compile --split-compile -Xfatbin --fatbin-options -Xcudafe -m --machine".split()
 )
 
 
 def _refused_flag(flag: str) -> str | None:
-    """Why a `build.nvcc_flags` item is refused (None: accepted)."""
+    """Why a `build.nvcc_flags` item is refused (None: accepted). Each option is recognised in
+    every spelling nvcc takes: short or long, with its value after '=' or a space (or glued, for
+    those that take it so), and the host options -Xcompiler forwards (a comma-separated list)."""
     word, _, value = flag.partition(" ")
-    name = word.split("=", 1)[0]
+    name, eq, glued_value = word.partition("=")
     for refused, why in _REFUSED_FLAGS:
-        # -I, -D, -U, -L and -l also glued to their value (-Iinclude, -DNAME=1); -lineinfo is not -l.
-        glued = refused in ("-I", "-D", "-U", "-L", "-l") and word.startswith(refused) and word != "-lineinfo"
-        if name == refused or glued:
+        if name == refused:
             return why
-    if name in ("-Xcompiler", "--compiler-options") and "fvisibility" in (word + " " + value):
-        return "each module is compiled with hidden visibility, which keeps two modules' symbols apart"
+    # -I, -D, -U, -L and -l also glued to their value (-Iinclude, -DNAME=1); -lineinfo is not -l.
+    if word != "-lineinfo" and any(word.startswith(g) for g in _GLUED_FLAGS):
+        return next(why for refused, why in _REFUSED_FLAGS if word.startswith(refused) and refused in _GLUED_FLAGS)
+    if name in ("-m", "--machine") and (glued_value if eq else value) not in ("", "64"):
+        return "kernelgen builds 64-bit code"
+    if name in _HOST_FORWARDING:
+        for host in (glued_value if eq else value).split(","):
+            why = _refused_host_flag(host)
+            if why:
+                return f"{why} (the host compiler's {host.split('=', 1)[0]}, forwarded by {name})"
     if name in _FLAGS_WITH_VALUE and "=" not in word and not value:
         return f"{name} takes a value: write it in the same item ({name}=VALUE or '{name} VALUE')"
     if value and name not in _FLAGS_WITH_VALUE:
         return f"one option an item: {name} takes no separate value here (give each option its own item, or " \
                f"write {name}=VALUE)"
+    return None
+
+
+def _refused_host_flag(option: str) -> str | None:
+    """Why a host compiler option that -Xcompiler forwards is refused (None: accepted)."""
+    name = option.split("=", 1)[0]
+    for refused, glued, why in _REFUSED_HOST_FLAGS:
+        if name == refused or (refused == "-fvisibility" and name.startswith(refused)):
+            return why
+        if glued and option.startswith(refused) and not (refused == "-l" and option.startswith("-lineinfo")):
+            return why
     return None
 
 
@@ -634,11 +737,9 @@ def load_targets(path: Path, root: Path) -> tuple[Target, ...]:
                 arch = _str(ctx, f["arch"])
                 if not _ARCH.fullmatch(arch):
                     raise ctx.error(f["arch"].loc, f"'{arch}' is not an nvcc architecture", "e.g. sm_90a")
-                base = arch.rstrip("af")
-                suffix_ok = arch == base or (arch.endswith("a") and int(base[3:]) >= 90) or int(base[3:]) >= 100
-                if base not in NVCC_ARCHES or not suffix_ok:
+                if arch not in known_arches():
                     raise ctx.error(f["arch"].loc, f"'{arch}' is not an architecture nvcc knows",
-                                    did_you_mean(arch, [a for base in NVCC_ARCHES for a in (base, base + "a")]))
+                                    did_you_mean(arch, known_arches()))
             with ctx.at("compute_capability"):
                 cc_text = _str(ctx, f["compute_capability"], "a quoted string like \"9.0\"")
                 m = _CC.fullmatch(cc_text)
@@ -1030,7 +1131,7 @@ def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel]
                         ) -> None:
     """The names a module defines in its Python module (launchers, their ``plan_<name>``
     aliases, TARGET, KILL_SWITCH, the struct types of its stub) and its C++ namespace
-    (launchers, ``plan_<name>`` functions, constants) are distinct."""
+    (launchers, ``plan_<name>`` and ``sizes_<name>`` functions, constants) are distinct."""
     taken: dict[str, tuple[str, SourceLoc]] = {a: (f"the module attribute {a}", f["module"].loc)
                                                for a in MODULE_ATTRIBUTES}
     launchers = [(k.name, k.loc, "kernel") for k in kernels]
@@ -1038,6 +1139,7 @@ def _check_public_names(ctx: _Ctx, f: Mapping[str, YNode], kernels: list[Kernel]
     launchers += [(c.name, c.loc, "fallback chain") for c in fallbacks]
     entries = [(n, loc, f"{what} '{n}'") for n, loc, what in launchers]
     entries += [(f"plan_{n}", loc, f"the plan function of {what} '{n}'") for n, loc, what in launchers]
+    entries += [(f"sizes_{n}", loc, f"the C++ sizes function of {what} '{n}'") for n, loc, what in launchers]
     cloc = f["constants"].loc if "constants" in f else f["module"].loc
     entries += [(c, cloc, f"constant '{c}'") for c in constants]
     entries += [(st.name, st.loc, f"struct '{st.name}'") for st in structs]
@@ -2131,6 +2233,8 @@ def _kernel_entries(
     cluster = _cluster(ctx, f["cluster"], {**constants, **int_axes}) if "cluster" in f else None
     if cluster is not None:
         with ctx.at("cluster"):
+            _check_sm90_targets(ctx, f["cluster"].loc, "a compile-time cluster (__cluster_dims__)", on_targets,
+                                targets)
             _check_cluster_size(ctx, f["cluster"].loc, cluster, on_targets)
     launch = None
     if "launch" in f:
@@ -2145,6 +2249,8 @@ def _kernel_entries(
             cluster_text = None
             if launch_cluster is not None:
                 with ctx.at("cluster"):
+                    _check_sm90_targets(ctx, lf["cluster"].loc, "a launch-time cluster (launch.cluster)",
+                                        on_targets, targets)
                     _check_constant_cluster(ctx, lf["cluster"], launch_cluster, constants, on_targets)
                 with ctx.at("cluster"):  # the text of the docs keeps the let names, then defines them
                     shown = [as_written(i, expr.Ty.INT, names) for i in lf["cluster"].items] if lets else launch_cluster
@@ -2166,6 +2272,10 @@ def _kernel_entries(
 
     tensor_maps = _tensor_maps(ctx, f["tensor_maps"], args, ex, {**constants, **int_axes},
                                {**taken, **_let_locs(f)}) if "tensor_maps" in f else ()
+    if tensor_maps:
+        with ctx.at("tensor_maps"):
+            _check_sm90_targets(ctx, f["tensor_maps"].loc, "a tensor map (the tensor memory accelerator, TMA)",
+                                on_targets, targets)
 
     def clauses(key: str) -> tuple[Clause, ...]:
         if key not in f:
@@ -2364,6 +2474,23 @@ def _cluster(ctx: _Ctx, node: YNode, constants: dict[str, int]) -> tuple[int, in
         return out[0], out[1], out[2]
 
 
+def _check_sm90_targets(ctx: _Ctx, loc: SourceLoc, what: str, on_targets: Sequence[Target],
+                        targets: Sequence[Target]) -> None:
+    """``what`` (a cluster, a tensor map) needs compute capability 9.0: none of the kernel's
+    targets (``on_targets``, among the project's ``targets``) may be below it, since its build
+    would fail (__cluster_dims__) or every launch would."""
+    below = next((t for t in on_targets if t.compute_capability < (9, 0)), None)
+    if below is None:
+        return
+    able = [t.name for t in targets if t.compute_capability >= (9, 0)]
+    hint = (f"list under 'targets' only targets of compute capability 9.0 and above: {', '.join(able)}"
+            if able else "the project has no target of compute capability 9.0 or above: add one to "
+            "specs/targets.yaml and list it under 'targets'")
+    cc = below.compute_capability
+    raise ctx.error(loc, f"{what} needs compute capability 9.0, but the kernel is built for target '{below.name}' "
+                    f"({below.arch}, compute capability {cc[0]}.{cc[1]})", hint)
+
+
 def _check_cluster_size(ctx: _Ctx, loc: SourceLoc, dims: Sequence[int], targets: Sequence[Target],
                         partial: bool = False) -> None:
     """A cluster of ``dims`` (``partial``: a launch-time cluster's constant dimensions, the others
@@ -2371,9 +2498,8 @@ def _check_cluster_size(ctx: _Ctx, loc: SourceLoc, dims: Sequence[int], targets:
     blocks = math.prod(dims)
     for t in targets:
         if blocks > t.max_cluster_size:
-            why = ("; thread-block clusters need compute capability 9.0" if t.compute_capability < (9, 0)
-                   else ", the portable cluster size the launchers use"
-                   if t.max_cluster_size == schema.PORTABLE_CLUSTER_SIZE else "")
+            why = ", the portable cluster size the launchers use" if t.max_cluster_size == \
+                schema.PORTABLE_CLUSTER_SIZE else ""
             what = (f"the cluster's constant dimensions {list(dims)} make {blocks} blocks" if partial
                     else f"cluster {list(dims)} has {blocks} blocks")
             raise ctx.error(loc, f"{what}, more than target '{t.name}' allows (max_cluster_size "

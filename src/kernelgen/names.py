@@ -112,7 +112,7 @@ def _code(text: str) -> str:
 
 def namespace_clashes(text: str, namespace: str, launchers: Iterable[str]) -> list[str] | None:
     """Where C++ source ``text`` declares ``namespace`` (a module's generated ``<namespace>::<module>``):
-    the names of ``launchers`` (and their ``plan_`` functions) it calls or declares as functions
+    the names of ``launchers`` (and their ``plan_`` and ``sizes_`` functions) it calls or declares as functions
     (``name(``), which the generated ones of that namespace would redeclare; None where it does not
     declare the namespace."""
     if namespace not in source_namespaces(text):
@@ -120,7 +120,7 @@ def namespace_clashes(text: str, namespace: str, launchers: Iterable[str]) -> li
     code = _code(text)
     out = []
     for name in launchers:
-        for n in (name, f"plan_{name}"):
+        for n in (name, f"plan_{name}", f"sizes_{name}"):
             if re.search(rf"\b{re.escape(n)}\s*\(", code) and n not in out:
                 out.append(n)
     return out

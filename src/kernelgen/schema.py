@@ -241,11 +241,16 @@ BUILD = Struct(
               "Further nvcc options, one option an item with its value (`--use_fast_math`, `-maxrregcount=128`, "
               "`-Xptxas=-v` or `-Xptxas -v`), after kernelgen's own: the project's, the target's, then the "
               "module's. Options that kernelgen or CMake set or that change what a build produces are refused, "
-              "with their long forms: the architecture (`-arch`, `-gencode`, `-code`), `-std`, outputs and "
-              "modes (`-o`, `-odir`, `-c`, `-x`, `-E`, `-M`, `-MD`, `-MMD`, `-MF`, `-MT`, `-ptx`, `-cubin`, "
-              "`-fatbin`, `-cuda`, `-run`), separate compilation (`-rdc`, `-dc`, `-dw`, `-dlink`), `-ccbin`, "
-              "linking (`-shared`, `-lib`, `-link`, `-l`, `-L`), `-fvisibility` through `-Xcompiler`, and "
-              "`-I`, `-isystem`, `-D`, `-U` (use `include_dirs` and `defines`).",
+              "in every spelling (their long forms, with the value after `=` or a space): the architecture "
+              "(`-arch`, `-gencode`, `-code`), `-std`, outputs and modes (`-o`, `-odir`, `-c`, `-x`, `-E`, "
+              "`-M`, `-MM`, `-MD`, `-MMD`, `-MF`, `-MT`, `-MP`, `-ptx`, `-optix-ir`, `-ltoir`, `-cubin`, "
+              "`-fatbin`, `-cuda`, `-run`, `-fdevice-syntax-only`, `-e`), runs that compile nothing "
+              "(`-dryrun`, `-clean`, `-V`, `-h`, `-arch-ls`, `-code-ls`), separate compilation (`-rdc`, `-dc`, "
+              "`-dw`, `-dlink`), `-ccbin`, linking (`-shared`, `-lib`, `-link`, `-l`, `-L`), 32-bit code "
+              "(`-m32`, `--machine=32`), options that would pass others past these checks (`-optf`, "
+              "`-forward-unknown-to-host-compiler`, `-forward-unknown-opts`), `-I`, `-isystem`, `-D`, `-U` "
+              "(use `include_dirs` and `defines`), and the host compiler's forms of these forwarded by "
+              "`-Xcompiler` (`-Xcompiler=-std=c++11`, `-Xcompiler -DX`), with its `-fvisibility`.",
               "none"),
     ),
 )
@@ -388,13 +393,16 @@ LAUNCH = Struct(
         Field("programmatic_dependent", BOOLEAN, False,
               "Programmatic dependent launch (the attribute programmaticStreamSerialization): the kernel may start "
               "while the previous kernel on the stream finishes, and must call `cudaGridDependencySynchronize()` "
-              "(griddepcontrol.wait) before reading that kernel's output.",
+              "(griddepcontrol.wait) before reading that kernel's output. On a GPU below compute capability 9.0, "
+              "which has no programmatic dependent launch, the kernel starts after the previous one ends, as with "
+              "a plain launch (guard the call there: `#if __CUDA_ARCH__ >= 900`).",
               "false"),
         Field("cluster", DIMS, False,
               "Launch-time thread-block cluster dimensions `[x, y, z]`: integer expressions over the integer "
               "arguments, host arguments, constants and `let` names (not one that reads the device). The grid "
               "must be a whole number of clusters and a cluster at most the target's `max_cluster_size` blocks "
-              "(error `CLUSTER`). Not with a compile-time `cluster`.",
+              "(error `CLUSTER`). Not with a compile-time `cluster`, and not for a target below compute "
+              "capability 9.0 (thread-block clusters need it).",
               "no cluster"),
     ),
 )
@@ -453,8 +461,11 @@ KERNEL = Struct(
               "Longer free text about the kernel, after the summary in the launcher's docstring (Python "
               "and the .pyi stub)."),
         Field("targets", list_of(IDENTIFIER, 1, unique=True), False,
-              "The targets of specs/targets.yaml the kernel is built for. Elsewhere its launcher exists and "
-              "reports \"not launched: absent\".",
+              "The targets of specs/targets.yaml the kernel is launched on. Elsewhere its launcher exists and "
+              "reports \"not launched: absent\". The module's sources are compiled for every target where any "
+              "of its kernels is present (or it declares `structs`): guard code a target cannot compile with "
+              "`#if KERNELGEN_TARGET_CC >= 90` (the target's compute capability as major * 10 + minor; "
+              "`KERNELGEN_TARGET_NAME` is its name as a string literal).",
               "every target"),
         Field("args", mapping_of(IDENTIFIER, Kind("type or argument",
                                                   by_type(TYPE.json, {"$ref": "#/$defs/argument"}))), True,
@@ -491,7 +502,8 @@ KERNEL = Struct(
               "on the kernel's definition, which kernelgen reads from the sources; a kernel with that "
               "attribute must declare it. Every grid the "
               "examples and the generated test cases launch must be a whole number of clusters, and each launch "
-              "checks it again (error `CLUSTER`).",
+              "checks it again (error `CLUSTER`). Not for a target below compute capability 9.0: list the "
+              "kernel's `targets`.",
               "no cluster"),
         Field("launch", LAUNCH.ref(), False,
               "Launch modes: `{cooperative: true}`, `{programmatic_dependent: true}`, `{cluster: [x, y, z]}` "
@@ -503,7 +515,9 @@ KERNEL = Struct(
               "the `args`, in this order, as `const __grid_constant__ CUtensorMap` parameters; the APIs do not "
               "(they take the arrays). An array whose address is not 16-byte aligned, or whose row stride is "
               "not a multiple of 16 bytes, is \"not launched\" (`UNALIGNED`, detail: the map's index), so a "
-              "chain tries its next member; an encoding the driver refuses is the error `TENSOR_MAP`.",
+              "chain tries its next member; an encoding the driver refuses is the error `TENSOR_MAP`. Not for a "
+              "target below compute capability 9.0 (the tensor memory accelerator needs it): list the kernel's "
+              "`targets`.",
               "none"),
         Field("shared_mem", EXPRESSION, False,
               "Dynamic shared memory in bytes, an integer expression; it may use the device.* names (not "
@@ -607,8 +621,9 @@ TARGET = Struct(
     "target", "target", "One entry of specs/targets.yaml: a GPU target, named by its key.",
     (
         Field("arch", Kind("nvcc architecture", {"type": "string", "pattern": _full(ARCH_RE)}), True,
-              "The architecture nvcc compiles for, such as `sm_90a`. `kernelgen build` checks it against "
-              "the toolkit's `nvcc --list-gpu-arch` before configuring."),
+              "The architecture nvcc compiles for, such as `sm_90a` (the architecture-specific `a` form from "
+              "`sm_90`, the family `f` form from `sm_100`). `kernelgen build` checks it against the toolkit's "
+              "`nvcc --list-gpu-arch` before configuring."),
         Field("compute_capability", Kind("quoted MAJOR.MINOR", {"type": "string", "pattern": _full(CC_RE)}), True,
               "The compute capability the built library runs on, quoted: `\"9.0\"`. A library loaded on another "
               "GPU reports a launch error."),

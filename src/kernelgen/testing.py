@@ -121,6 +121,10 @@ def _import_reason(package: str, target: str | None, module: str | None, root: P
             return (f"{what} is built in {built_at}, but the package {package} is not on this Python's path "
                     f"({sys.executable}); run: {cmd}, which makes it importable in the active environment")
         return f"{not_built}; run: {cmd}"
+    prefix = _install_dir(pkg, root)
+    if prefix is not None:  # the project's build, installed with --install-dir: a new build goes there too
+        cmd = ("kernelgen build" + (f" --target {target}" if target else "") + f" --install-dir {prefix}"
+               + (f" (in {root})" if root else ""))
     if target is None:
         lacks = not _available_targets(pkg)
     else:
@@ -140,6 +144,25 @@ def _import_reason(package: str, target: str | None, module: str | None, root: P
         return None
     except ImportError as exc:
         return f"{name} cannot be imported: {exc}; run: {cmd}"
+
+
+def _install_dir(pkg: ModuleType, root: Path | None) -> Path | None:
+    """The folder that ``kernelgen build --install-dir`` installed ``pkg`` into, where ``pkg`` (the
+    package this Python imports) is the build of the project in ``root`` (kernelgen's install, whose
+    generated ``_project.py`` names ``root``) outside the project's ``bindings/``; else None."""
+    from kernelgen.project import is_package_folder
+
+    file = getattr(pkg, "__file__", None)
+    if root is None or not file or not is_package_folder(Path(file).parent):
+        return None
+    try:
+        built_in = importlib.import_module(f"{pkg.__name__}._project").ROOT
+    except ImportError:
+        return None
+    if not isinstance(built_in, str) or Path(built_in).resolve() != root.resolve():
+        return None
+    prefix = Path(file).resolve().parent.parent
+    return None if prefix == (root / "bindings").resolve() else prefix
 
 
 def _available_targets(pkg: ModuleType) -> list[str]:

@@ -192,3 +192,13 @@ def test_kernelgen_plan_of_an_array_given_a_type_names_the_type_axis(tmp_path: P
     root = project(tmp_path, TYPED, TYPED_SOURCE)
     assert main(["--root", str(root), "plan", name, "x=bf16", "n=4"]) == 2
     assert fragment in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- generated names
+
+@pytest.mark.parametrize("prefix,what", [("plan_", "the plan function"), ("sizes_", "the C++ sizes function")])
+def test_a_kernel_named_like_another_launchers_plan_or_sizes_function_is_refused(tmp_path: Path, prefix: str,
+                                                                                 what: str) -> None:
+    err = refused(project(tmp_path, BASE + f"  {prefix}add: {{extends: add, summary: again.}}\n"))
+    assert f"{what} of kernel 'add' is named '{prefix}add' in the generated module, which is also kernel " \
+           f"'{prefix}add'" in err, err

@@ -143,8 +143,9 @@ def test_an_interrupted_install_is_named(tmp_path: Path) -> None:
     (prefix / "shellpkg" / "_project.py").write_text(
         f"PACKAGE = 'shellpkg'\nTARGETS = {{'hopper': (9, 0)}}\nROOT = {str(tmp_path)!r}\n")
     lines = _python(prefix, BROKEN, KERNELGEN_TARGET="hopper")
+    # installed in tmp_path, not the project's bindings/: the build to run installs there again
     assert lines[0].endswith(f"; the last install of target 'hopper' was interrupted or failed; run: cd {tmp_path} "
-                             "&& kernelgen build --target hopper")
+                             f"&& kernelgen build --target hopper --install-dir {tmp_path}")
 
 
 def test_a_runtime_that_does_not_load_says_so(tmp_path: Path) -> None:
