@@ -78,3 +78,12 @@ def build_target(root: Path, target: str) -> subprocess.CompletedProcess:
 def ops_env(root: Path) -> dict[str, str]:
     """The environment in which ``kernelgen_ops`` is the build of the project at ``root``."""
     return dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), KERNELGEN_REQUIRE_BUILT="1")
+
+
+def ops_python(root: Path, code: str) -> list[str]:
+    """The lines ``code`` prints, run by a fresh Python in which ``kernelgen_ops`` is the build of
+    the project at ``root`` and no CUDA device is visible (the launchers' checks before the driver)."""
+    env = dict(os.environ, KERNELGEN_OPS_PATH=str(root / "bindings" / "kernelgen_ops"), CUDA_VISIBLE_DEVICES="")
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()

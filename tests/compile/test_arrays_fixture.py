@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, ops_python, run_cli
 
 pytestmark = pytest.mark.build
 
@@ -52,10 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(built: Path, code: str) -> list[str]:
-    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), CUDA_VISIBLE_DEVICES="")
-    res = subprocess.run([sys.executable, "-c", PRELUDE + code], env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    return res.stdout.splitlines()
+    return ops_python(built, PRELUDE + code)
 
 
 def test_nullable_pointers(built: Path) -> None:

@@ -83,7 +83,8 @@ def _build(root: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = small_project(tmp_path_factory.mktemp("nested_structs") / "project", {"specs/fa.yaml": SPEC, "kernels/fa.cu": SOURCE})
+    root = small_project(tmp_path_factory.mktemp("nested_structs") / "project",
+                         {"specs/fa.yaml": SPEC, "kernels/fa.cu": SOURCE})
     res = _build(root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root

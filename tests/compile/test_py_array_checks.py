@@ -8,14 +8,11 @@ launch, which fails for want of a GPU (LaunchError)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import ops_python, run_cli, small_project
 
 pytestmark = pytest.mark.build
 
@@ -118,22 +115,15 @@ def typed(**over):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pychecks") / "project"
-    (root / "specs").mkdir(parents=True)
-    (root / "kernels").mkdir()
-    (root / "specs" / "targets.yaml").write_text(TARGETS)
-    (root / "specs" / "checks.yaml").write_text(SPEC)
-    (root / "kernels" / "checks.cu").write_text(KERNELS)
+    root = small_project(tmp_path_factory.mktemp("pychecks") / "project",
+                         {"specs/targets.yaml": TARGETS, "specs/checks.yaml": SPEC, "kernels/checks.cu": KERNELS})
     res = run_cli("build", "--target", "hopper", cwd=root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root
 
 
 def _run(built: Path, code: str) -> list[str]:
-    env = dict(os.environ, KERNELGEN_OPS_PATH=str(built / "bindings" / "kernelgen_ops"), CUDA_VISIBLE_DEVICES="")
-    res = subprocess.run([sys.executable, "-c", PRELUDE + code], env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    return res.stdout.splitlines()
+    return ops_python(built, PRELUDE + code)
 
 
 TOO_LARGE = "invalid shape: the array's size (its shape and strides) does not fit in 64 bits"

@@ -88,7 +88,8 @@ def _build(root: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = small_project(tmp_path_factory.mktemp("struct_typedefs") / "project", {"specs/ep.yaml": SPEC, "kernels/ep.cu": SOURCE, "kernels/td.h": HEADER})
+    root = small_project(tmp_path_factory.mktemp("struct_typedefs") / "project",
+                         {"specs/ep.yaml": SPEC, "kernels/ep.cu": SOURCE, "kernels/td.h": HEADER})
     res = _build(root)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return root
