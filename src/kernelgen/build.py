@@ -426,7 +426,9 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
     names that kernel's symbol. A symbol is the kernel's when nvcc names its function name as
     undeclared, or reports any error on that line (a template-id whose arguments do not compile:
     an undeclared type, a wrong number of arguments). Where the line's errors include one of the
-    arguments', that is the one reported, not the failed choice among overloads it leads to."""
+    arguments', that is the one reported, not the failed choice among overloads it leads to. A
+    symbol reported undeclared gets that explanation alone: the other errors on its line (``type
+    name is not allowed`` for the template arguments of a name nvcc does not know) follow from it."""
     out: list[str] = []
     checks: dict[Path, list[tuple[int, re.Match[str]]]] = {}
     texts: dict[Path, str] = {}
@@ -445,6 +447,7 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
             out.append(msg)
 
     found: list[tuple[Path, int, re.Match[str]]] = []
+    undeclared: set[tuple[Path, int]] = set()  # the symbols' lines explained as not declared
     for ln in lines:
         m = _NVCC_ERROR.match(ln.strip())
         if m is None:
@@ -459,10 +462,14 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
             checks[path] = [(text.count("\n", 0, c.start()) + 1, c) for c in _SIGNATURE_CHECK.finditer(text)]
         name = (u.group("a") or u.group("b")) if u else None
         line = int(m.group("line"))
+        # An error on a symbol's line is about that symbol alone (another kernel's symbol of the
+        # same name, spelled with its namespace, may be fine); elsewhere, about each of that name.
+        on_a_symbol = any(at == line for at, _ in checks[path])
         for at, c in checks[path]:
             sym = c.group("sym").removeprefix("::")
             where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
-            if name is not None and _base_name(c.group("sym")) == _base_name(name):
+            if name is not None and _base_name(c.group("sym")) == _base_name(name) and (line == at or not on_a_symbol):
+                undeclared.add((path, at))
                 add(f"{where} is not declared by the module's sources; make the spec's symbol name the kernel's "
                     "__global__ function (and its namespace), or list the source that defines it under sources"
                     + _global_names_hint(_base_name(name), text_of(path), root))
@@ -471,6 +478,8 @@ def _undefined_symbols(lines: list[str], root: Path) -> list[str]:
                     found.append((path, at, c))
                 on_line.setdefault((path, at), []).append(m.group("msg").strip())
     for path, at, c in found:
+        if (path, at) in undeclared:
+            continue
         sym = c.group("sym").removeprefix("::")
         where = f"kernelgen: {c.group('where')}: kernel '{c.group('kernel')}': symbol '{sym}'"
         errors = on_line[(path, at)]

@@ -264,7 +264,11 @@ _OP_SPELLING: dict[type, str] = {
 
 def _convert(n: ast.AST, names: Mapping[str, object], depth: int) -> Node:
     if depth > MAX_DEPTH:
-        raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep",
+        # The depth of the tree, which the generated C++ and Python write out as nested calls: each
+        # operator of a chain is a level of its own (a + b + c is (a + b) + c), and parentheses
+        # alone are none.
+        raise ParseError(f"expression is nested more than {MAX_DEPTH} levels deep (each arithmetic operator of a "
+                         "chain counts as a level: a + b + c is (a + b) + c)",
                          "name its parts under the kernel's 'let' and use the names")
     d = depth + 1
     if isinstance(n, ast.Constant):

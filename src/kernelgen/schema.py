@@ -388,7 +388,8 @@ LAUNCH = Struct(
         Field("cooperative", BOOLEAN, False,
               "A cooperative launch (the kernel may call `cooperative_groups::this_grid().sync()`): every block "
               "must be resident at once, so the plan refuses a grid of more than "
-              "`device.sm_count * kernel.blocks_per_sm` blocks (error `CORESIDENT`; a chain tries its next member).",
+              "`device.sm_count * kernel.blocks_per_sm` blocks (error `CORESIDENT`; a chain tries its next member). "
+              "Not with a cluster, nor on a kernel with `variants` (its co-residency is that of one function).",
               "false"),
         Field("programmatic_dependent", BOOLEAN, False,
               "Programmatic dependent launch (the attribute programmaticStreamSerialization): the kernel may start "
@@ -507,7 +508,7 @@ KERNEL = Struct(
               "no cluster"),
         Field("launch", LAUNCH.ref(), False,
               "Launch modes: `{cooperative: true}`, `{programmatic_dependent: true}`, `{cluster: [x, y, z]}` "
-              "(combinable, except a cooperative launch with a cluster).",
+              "(combinable, except a cooperative launch with a cluster or on a kernel with `variants`).",
               "a plain launch"),
         Field("tensor_maps", mapping_of(IDENTIFIER, TENSOR_MAP.ref(), 1), False,
               "TMA descriptors the launcher encodes (cuTensorMapEncodeTiled, through the runtime's driver entry "

@@ -241,7 +241,7 @@ def _scalar(loc: SourceLoc, raw: str, style: str | None, field: str = "") -> YSc
     if _YAML11_BOOL.fullmatch(raw):
         raise SpecError(
             loc, field, f"'{raw}' is a boolean in YAML 1.1 and a string in YAML 1.2",
-            f"write true or false, or quote it: '{raw}'",
+            f"write true or false, or quote it for a string: '{raw}'",
         )
     if _NUMBERISH.fullmatch(raw):
         raise SpecError(

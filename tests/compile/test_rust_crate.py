@@ -19,6 +19,7 @@ from kernelgen.loader import load_catalog
 from tests.conftest import REPO, run_cli
 from tests.unit.test_emit_rust import KEYWORDS, UPPER
 from tests.unit.test_loader import write_project
+from tests.unit.test_rust_unused import SHAPES, UNCHECKED
 
 pytestmark = [
     pytest.mark.build,
@@ -232,6 +233,28 @@ def test_library_of_other_specs_or_a_relative_folder_fails_the_build_clearly(tmp
     assert res.returncode != 0
     assert f"{crate.resolve()}/lib/lib{lib}.so not found" in res.stderr, res.stderr[-3000:]
     assert "KERNELGEN_LIB_DIR is relative" in res.stderr and "absolute path" in res.stderr
+
+
+@pytest.mark.parametrize(("spec", "module"), [(SHAPES, "shapes"), (UNCHECKED, "unchecked")])
+def test_crate_of_every_argument_shape_type_checks_with_warnings_denied(spec: str, module: str,
+                                                                       tmp_path: Path) -> None:
+    """Pointers none of which is sized, no pointers, no scalars, device scalars, variants,
+    dispatchers and chains; and a crate whose launchers check no pointer for null: nothing unused.
+    `DevicePtr::new` and `DevicePtrMut::new` take typed pointers as well as `c_void` ones."""
+    crate = _write_crate(tmp_path, spec, module)
+    if module == "shapes":
+        (crate / "examples").mkdir()
+        (crate / "examples" / "typed_pointers.rs").write_text(
+            "use kernelgen_hopper::{shapes::r#unsized, DevicePtr, DevicePtrMut, DEFAULT_STREAM};\n"
+            "fn main() {\n"
+            "    let (x, y) = (0x1000 as *const u16, 0x2000 as *mut u16);\n"
+            "    let (v, w) = (0x3000 as *const std::ffi::c_void, 0x4000 as *mut std::ffi::c_void);\n"
+            "    let _ = unsafe { r#unsized::launch(DevicePtr::new(x), DevicePtrMut::new(y), 4, DEFAULT_STREAM) };\n"
+            "    let _ = unsafe { r#unsized::launch(DevicePtr::new(v), DevicePtrMut::new(w), 4, DEFAULT_STREAM) };\n"
+            "    const P: DevicePtr = DevicePtr::new(std::ptr::null::<f32>());\n"
+            "    assert!(P.is_null());\n"
+            "}\n")
+    _cargo_check(crate, library_name("hopper", [module]), tmp_path, env={"RUSTFLAGS": "-D warnings"})
 
 
 def test_catalog_crate_type_checks(tmp_path: Path) -> None:
